@@ -1,0 +1,71 @@
+// The model-runner contract: batched "feed these tokens, sample the next" steps over per-request KV caches.
+import type { StepWants, TokenSignals } from '../../shared/algorithm.ts';
+
+export interface SamplingParams {
+  /** 0 = greedy. */
+  temperature: number;
+  topP: number;
+  /** 0 = no top-k cut. */
+  topK: number;
+  /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
+  seed: number;
+}
+
+export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });
+
+/**
+ * One request's share of a batched step. The runner appends `tokens` to the request's cache
+ * (which must hold exactly `position` tokens: 0 = a fresh cache, so a prefill) and samples the
+ * token at `position + tokens.length`.
+ */
+export interface StepRow {
+  /** Cache handle, unique per live local request on this runner. */
+  cacheId: number;
+  /** Request id, for traces and for seeded draws in simulated runners. */
+  requestId: string;
+  tokens: readonly number[];
+  position: number;
+  sampling: SamplingParams;
+  wants: StepWants;
+}
+
+export type StepPhase = 'prefill' | 'extend' | 'decode';
+
+/** prefill: a fresh cache; extend: several tokens onto an existing cache; decode: one token. */
+export function rowPhase(row: Pick<StepRow, 'position' | 'tokens'>): StepPhase {
+  if (row.position === 0) return 'prefill';
+  return row.tokens.length > 1 ? 'extend' : 'decode';
+}
+
+export interface StepOutput {
+  /** One result per input row, same order. */
+  rows: TokenSignals[];
+  /**
+   * For simulated runners: how long the step takes in clock time. The sub-server delivers the
+   * result after this delay on its clock. Real runners leave it out and resolve when done.
+   */
+  durationMs?: number;
+  /** Wall milliseconds spent inside the model itself (session.run or equivalent), for breakdowns. */
+  modelMs?: number;
+}
+
+export interface ModelInfo {
+  /** Model folder name, e.g. "small". */
+  name: string;
+  vocabSize: number;
+  eosTokenId: number;
+  maxContext: number;
+  hiddenSize: number;
+  /** KV bytes one cached token costs (all layers, keys and values). */
+  kvBytesPerToken: number;
+}
+
+export interface ModelRunner {
+  readonly info: ModelInfo;
+  /** Runs one batched step. May answer synchronously (fake and simulated runners) or by promise. */
+  step(rows: readonly StepRow[]): StepOutput | Promise<StepOutput>;
+  /** Frees a request's cache. Never called while a step holding that cache is in flight. */
+  release(cacheId: number): void;
+  /** Stops workers and frees everything. */
+  close?(): Promise<void>;
+}

@@ -1,0 +1,83 @@
+// Trace events: every batch, handoff, request state change and queue change, as one typed union.
+import { z } from 'zod';
+
+/** Where a request is on one sub-server (the local lifecycle), or at the entry ("request"). */
+export const LOCAL_STATES = ['queued', 'running', 'pending-return', 'done', 'cancelled', 'failed'] as const;
+export type LocalStatus = (typeof LOCAL_STATES)[number];
+
+export const REQUEST_STATES = ['admitted', 'streaming', 'done', 'failed', 'cancelled'] as const;
+export type RequestStatus = (typeof REQUEST_STATES)[number];
+
+export const PHASES = ['prefill', 'extend', 'decode'] as const;
+
+const time = z.number().finite();
+
+export const traceEventSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('batch'),
+    model: z.string(),
+    batchId: z.number().int(),
+    requestIds: z.array(z.string()),
+    /** Dominant phase: prefill if any row prefills, else extend if any extends, else decode. */
+    phase: z.enum(PHASES),
+    /** Tokens fed in this batch (prefill and extend rows feed more than one). */
+    tokens: z.number().int(),
+    start: time,
+    end: time,
+  }),
+  z.object({
+    type: z.literal('handoff'),
+    t: time,
+    requestId: z.string(),
+    from: z.string(),
+    to: z.string(),
+    /** Batch on `from` that produced the handoff. */
+    batchId: z.number().int(),
+    /** Tokens carried (the unseen suffix). */
+    tokens: z.number().int(),
+    kept: z.boolean(),
+  }),
+  z.object({
+    type: z.literal('request-state'),
+    t: time,
+    requestId: z.string(),
+    /** Sub-server whose local lifecycle changed, or null for the entry's request actor. */
+    model: z.string().nullable(),
+    state: z.enum([...LOCAL_STATES, ...REQUEST_STATES] as [string, ...string[]]),
+  }),
+  z.object({
+    type: z.literal('queue'),
+    t: time,
+    model: z.string(),
+    /** Requests ready to run on this model and waiting for a batch. */
+    length: z.number().int(),
+  }),
+  z.object({
+    type: z.literal('request-end'),
+    t: time,
+    requestId: z.string(),
+    status: z.enum(REQUEST_STATES),
+    /** Committed output tokens and, run-length coded, which model produced them. */
+    tokens: z.array(z.number().int()),
+    runs: z.array(z.object({ model: z.string(), count: z.number().int() })),
+    handoffs: z.number().int(),
+    admittedAt: time,
+    firstTokenAt: time.nullable(),
+  }),
+  z.object({
+    type: z.literal('config'),
+    t: time,
+    mode: z.string(),
+    retainState: z.boolean(),
+    thresholds: z.record(z.string(), z.number().int()),
+    maxWaitMs: z.number(),
+  }),
+]);
+
+export type TraceEvent = z.infer<typeof traceEventSchema>;
+export type TraceEventOf<T extends TraceEvent['type']> = Extract<TraceEvent, { type: T }>;
+
+/** Anything that accepts trace events. */
+export interface TraceSink {
+  emit(event: TraceEvent): void;
+}
