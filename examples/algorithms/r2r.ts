@@ -1,0 +1,37 @@
+// R2R: a router MLP reads the small model's hidden state, sampled token and top-k logits; a predicted divergence goes to the large model for one token.
+import { standardSend, type Algorithm } from '../../shared/algorithm.ts';
+import { withDefaults } from './withDefaults.ts';
+
+export interface R2rParams {
+  /**
+   * Divergence-probability threshold τ: small's token is rejected when the `r2r` head says ≥ τ.
+   * Default 0.5, the decision boundary of the head's sigmoid; R2R ships a tuned threshold with each
+   * trained router, so pass the one calibrated for the bundled head when it differs.
+   */
+  tau: number;
+}
+
+export const R2R_DEFAULTS: R2rParams = Object.freeze({ tau: 0.5 });
+
+export type R2rMeta = Record<string, never>;
+
+const SMALL = 1;
+const LARGE = 2;
+
+export function r2r(params?: Partial<R2rParams>): Algorithm<R2rMeta> {
+  const { tau } = withDefaults('r2r', R2R_DEFAULTS, params);
+  return {
+    name: 'r2r',
+    models: ['small', 'large'],
+    entry: SMALL,
+    // The runner evaluates the router network (hidden state, token embedding, top-k logits) as the `r2r` head.
+    wants: { [SMALL]: { heads: ['r2r'] } },
+    initMeta: () => ({}),
+    route(step) {
+      if (step.model === SMALL) return (step.heads.r2r ?? 0) >= tau ? LARGE : 0;
+      return SMALL; // one large token, then back
+    },
+    // The divergent small token is discarded; large's replacement is kept.
+    send: (req) => standardSend(req, req.from === LARGE),
+  };
+}
