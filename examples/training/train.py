@@ -1,0 +1,593 @@
+#!/usr/bin/env python3
+# Trains, exports and grades the bundled TokenRouter tiny model family (small/medium/large + router heads).
+"""
+Reproducible recipe for the bundled models in examples/models/.
+
+Task: worked multiplication, graded by exact match of the final number.
+    prompt : "Q: 347*26=\nA: "
+    answer : "347*6=2082,347*20=6940,2082+6940=9028" then </s>
+The final answer is the number after the last '='. a in [10, 999], b in [2, 99].
+
+Usage (Debian python with torch 1.13, one thread per process):
+    /usr/bin/python3 examples/training/train.py train small      # ~? min, see examples/models/README.md
+    /usr/bin/python3 examples/training/train.py train medium
+    /usr/bin/python3 examples/training/train.py train large
+    /usr/bin/python3 examples/training/train.py export small     # also medium, large
+    /usr/bin/python3 examples/training/train.py routers          # needs small + large checkpoints
+    /usr/bin/python3 examples/training/train.py eval small       # PyTorch accuracy (Node: runtime/runner/onnxAccuracy.ts)
+Checkpoints go to examples/training/ckpt/ (not committed); exports to examples/models/<name>/.
+Seeds are fixed: training data seed 1000+model index, held-out eval seed 7, router data seed 99.
+"""
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
+CKPT = os.environ.get('TR_CKPT', os.path.join(HERE, 'ckpt'))
+MODELS = os.environ.get('TR_MODELS', os.path.join(ROOT, 'examples', 'models'))
+THREADS = int(os.environ.get('TR_THREADS', '1'))
+torch.set_num_threads(THREADS)
+
+# ---------------------------------------------------------------- tokenizer (char level)
+SPECIALS = ['<pad>', '<s>', '</s>', '<unk>']
+CHARS = list('0123456789+-*/=(),.:;# \nQA')
+VOCAB = SPECIALS + CHARS
+STOI = {s: i for i, s in enumerate(VOCAB)}
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+MAX_CTX = 128
+
+
+def encode(text):
+    return [STOI.get(c, UNK) for c in text]
+
+
+def decode(ids):
+    return ''.join(VOCAB[i] for i in ids if i >= len(SPECIALS))
+
+
+# ---------------------------------------------------------------- task
+def make_problem(rng):
+    a = rng.randint(10, 999)
+    b = rng.randint(2, 99) if rng.random() < 0.9 else rng.randint(2, 9)
+    return a, b
+
+
+def prompt_text(a, b):
+    return f'Q: {a}*{b}=\nA: '
+
+
+def answer_text(a, b):
+    if b < 10:
+        return f'{a}*{b}={a * b}'
+    t, u = (b // 10) * 10, b % 10
+    if u == 0:
+        return f'{a}*{b}={a * b}'
+    p1, p2 = a * u, a * t
+    return f'{a}*{u}={p1},{a}*{t}={p2},{p1}+{p2}={p1 + p2}'
+
+
+def final_answer(text):
+    text = text.strip()
+    return text.rsplit('=', 1)[-1] if '=' in text else None
+
+
+def eval_problems(n=500, seed=7):
+    rng = random.Random(seed)
+    seen, out = set(), []
+    while len(out) < n:
+        p = make_problem(rng)
+        if p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+EVAL_SET = set(eval_problems())
+
+
+def train_batch(rng, bs):
+    seqs, starts = [], []
+    while len(seqs) < bs:
+        a, b = make_problem(rng)
+        if (a, b) in EVAL_SET:
+            continue  # held-out problems never appear in training
+        p = [BOS] + encode(prompt_text(a, b))
+        seqs.append(p + encode(answer_text(a, b)) + [EOS])
+        starts.append(len(p))
+    T = max(len(s) for s in seqs)
+    x = torch.full((bs, T), PAD, dtype=torch.long)
+    y = torch.full((bs, T), -100, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        x[i, :len(s)] = torch.tensor(s)
+        # loss only on the answer tokens (predicting s[t+1] from s[..t])
+        for t in range(starts[i] - 1, len(s) - 1):
+            y[i, t] = s[t + 1]
+    return x, y
+
+
+# ---------------------------------------------------------------- model (Llama style)
+CONFIGS = {
+    'small': dict(d=128, layers=2, heads=4, kv=2, ffn=344, steps=3000, lr=2e-3, bs=64),
+    'medium': dict(d=192, layers=3, heads=6, kv=3, ffn=512, steps=3000, lr=1.5e-3, bs=64),
+    'large': dict(d=256, layers=4, heads=8, kv=4, ffn=768, steps=3000, lr=1e-3, bs=64),
+}
+NAMES = list(CONFIGS)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rope_tables(hd, n=MAX_CTX, base=10000.0):
+    inv = 1.0 / (base ** (torch.arange(0, hd, 2).float() / hd))
+    f = torch.outer(torch.arange(n).float(), inv)
+    emb = torch.cat([f, f], dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat([-x[..., h:], x[..., :h]], dim=-1)
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, self.h, self.kv = c['d'], c['heads'], c['kv']
+        self.hd = d // self.h
+        self.ln1, self.ln2 = RMSNorm(d), RMSNorm(d)
+        self.q = nn.Linear(d, self.h * self.hd, bias=False)
+        self.k = nn.Linear(d, self.kv * self.hd, bias=False)
+        self.v = nn.Linear(d, self.kv * self.hd, bias=False)
+        self.o = nn.Linear(self.h * self.hd, d, bias=False)
+        self.gate = nn.Linear(d, c['ffn'], bias=False)
+        self.up = nn.Linear(d, c['ffn'], bias=False)
+        self.down = nn.Linear(c['ffn'], d, bias=False)
+
+    def forward(self, x, cos, sin, bias, past_k=None, past_v=None):
+        B, S, _ = x.shape
+        h = self.ln1(x)
+        q = self.q(h).view(B, S, self.h, self.hd).transpose(1, 2)
+        k = self.k(h).view(B, S, self.kv, self.hd).transpose(1, 2)
+        v = self.v(h).view(B, S, self.kv, self.hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if past_k is not None:
+            k = torch.cat([past_k, k], dim=2)
+            v = torch.cat([past_v, v], dim=2)
+        present = (k, v)
+        rep = self.h // self.kv
+        # GQA: each kv head serves `rep` query heads (same order as repeat_interleave, simpler ONNX)
+        kk = k.unsqueeze(2).expand(-1, -1, rep, -1, -1).reshape(B, self.h, -1, self.hd) if rep > 1 else k
+        vv = v.unsqueeze(2).expand(-1, -1, rep, -1, -1).reshape(B, self.h, -1, self.hd) if rep > 1 else v
+        att = (q @ kk.transpose(-1, -2)) * (1.0 / math.sqrt(self.hd)) + bias
+        att = att.softmax(-1)
+        y = (att @ vv).transpose(1, 2).reshape(B, S, self.h * self.hd)
+        x = x + self.o(y)
+        h = self.ln2(x)
+        x = x + self.down(F.silu(self.gate(h)) * self.up(h))
+        return x, present
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed = nn.Embedding(len(VOCAB), c['d'])
+        self.blocks = nn.ModuleList([Block(c) for _ in range(c['layers'])])
+        self.norm = RMSNorm(c['d'])
+        self.lm_head = nn.Linear(c['d'], len(VOCAB), bias=False)
+        cos, sin = rope_tables(c['d'] // c['heads'])
+        self.register_buffer('cos', cos, persistent=False)
+        self.register_buffer('sin', sin, persistent=False)
+        for p in self.parameters():
+            if p.dim() == 2:
+                nn.init.normal_(p, std=0.02)
+
+    def forward(self, input_ids, attention_mask, position_ids, past=None):
+        """attention_mask: [B, past+S] (1 = real token); past: list of (k, v) or None."""
+        B, S = input_ids.shape
+        x = self.embed(input_ids)
+        cos = self.cos[position_ids].unsqueeze(1)  # [B,1,S,hd]
+        sin = self.sin[position_ids].unsqueeze(1)
+        T = attention_mask.shape[1]
+        # slot order is time order: query slot (T-S+i) sees key slots <= itself that are unmasked.
+        qi = torch.arange(S).unsqueeze(1) + (T - S)
+        kj = torch.arange(T).unsqueeze(0)
+        causal = (kj <= qi).unsqueeze(0).unsqueeze(0)  # [1,1,S,T]
+        keep = causal & (attention_mask[:, None, None, :] > 0)
+        # finite large negative (not -inf): fully masked pad rows stay finite, so no NaN reaches the cache
+        bias = (~keep).float() * -1e9
+        presents = []
+        for i, blk in enumerate(self.blocks):
+            pk, pv = (past[i] if past is not None else (None, None))
+            x, pres = blk(x, cos, sin, bias, pk, pv)
+            presents.append(pres)
+        hidden = self.norm(x)
+        return self.lm_head(hidden), hidden, presents
+
+
+def n_params(m):
+    return sum(p.numel() for p in m.parameters())
+
+
+def build(name):
+    torch.manual_seed(0)
+    return TinyLlama(CONFIGS[name])
+
+
+def ckpt_path(name):
+    return os.path.join(CKPT, f'{name}.pt')
+
+
+def load(name):
+    m = build(name)
+    m.load_state_dict(torch.load(ckpt_path(name)))
+    m.eval()
+    return m
+
+
+# ---------------------------------------------------------------- greedy decoding + grading
+@torch.no_grad()
+def greedy(m, prompts, max_new=64):
+    """Batched greedy with left padding and a KV cache: returns generated ids (EOS excluded) per prompt."""
+    B = len(prompts)
+    L = max(len(p) for p in prompts)
+    ids = torch.full((B, L), PAD, dtype=torch.long)
+    mask = torch.zeros((B, L), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, L - len(p):] = torch.tensor(p)
+        mask[i, L - len(p):] = 1
+    pos = (mask.cumsum(1) - 1).clamp(min=0)
+    logits, _, past = m(ids, mask, pos)
+    out = [[] for _ in range(B)]
+    done = [False] * B
+    nxt_pos = mask.sum(1)
+    for _ in range(max_new):
+        nxt = logits[:, -1].argmax(-1)
+        for i in range(B):
+            if not done[i]:
+                t = int(nxt[i])
+                if t == EOS:
+                    done[i] = True
+                else:
+                    out[i].append(t)
+        if all(done) or nxt_pos.max() >= MAX_CTX:
+            break
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=torch.long)], 1)
+        logits, _, past = m(nxt[:, None], mask, nxt_pos[:, None], past)
+        nxt_pos = nxt_pos + 1
+    return out
+
+
+def accuracy(m, problems, bs=100):
+    ok = 0
+    for i in range(0, len(problems), bs):
+        chunk = problems[i:i + bs]
+        outs = greedy(m, [[BOS] + encode(prompt_text(a, b)) for a, b in chunk])
+        for (a, b), o in zip(chunk, outs):
+            ok += final_answer(decode(o)) == str(a * b)
+    return ok / len(problems)
+
+
+# ---------------------------------------------------------------- training
+def train(name):
+    c = CONFIGS[name]
+    os.makedirs(CKPT, exist_ok=True)
+    m = build(name)
+    m.train()
+    idx = NAMES.index(name)
+    rng = random.Random(1000 + idx)
+    torch.manual_seed(1000 + idx)
+    steps = int(os.environ.get('TR_STEPS', c['steps']))
+    opt = torch.optim.AdamW(m.parameters(), lr=c['lr'], betas=(0.9, 0.98), weight_decay=0.01)
+    warm = 100
+    dev = eval_problems(200)  # a slice of the held-out set, only for progress lines
+    print(f'[{name}] params={n_params(m)} steps={steps} threads={THREADS}', flush=True)
+    t0 = time.time()
+    for step in range(1, steps + 1):
+        lr = c['lr'] * min(1.0, step / warm) * (0.5 * (1 + math.cos(math.pi * min(1.0, step / steps))) * 0.95 + 0.05)
+        for g in opt.param_groups:
+            g['lr'] = lr
+        x, y = train_batch(rng, c['bs'])
+        mask = (x != PAD).long()
+        pos = torch.arange(x.shape[1]).unsqueeze(0).expand_as(x)
+        logits, _, _ = m(x, mask, pos)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        if step % 100 == 0 or step == steps:
+            msg = f'[{name}] step {step}/{steps} loss {loss.item():.4f} lr {lr:.2e} {time.time() - t0:.0f}s'
+            if step % 500 == 0 or step == steps:
+                m.eval()
+                msg += f' dev_acc {accuracy(m, dev):.3f}'
+                m.train()
+            print(msg, flush=True)
+    torch.save(m.state_dict(), ckpt_path(name))
+    m.eval()
+    acc = accuracy(m, eval_problems())
+    info = dict(name=name, params=n_params(m), steps=steps, train_seconds=round(time.time() - t0, 1),
+                threads=THREADS, heldout_acc_torch=acc, heldout_n=500)
+    with open(os.path.join(CKPT, f'{name}.json'), 'w') as f:
+        json.dump(info, f, indent=1)
+    print(f'[{name}] done: {info}', flush=True)
+
+
+
+# ---------------------------------------------------------------- export (HF / Optimum decoder-only ONNX layout)
+class OnnxWrapper(nn.Module):
+    """Flat signature for torch.onnx: (ids, mask, pos, past.0.key, past.0.value, ...) -> (logits, presents..., hidden)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, input_ids, attention_mask, position_ids, *past_flat):
+        L = len(self.m.blocks)
+        past = [(past_flat[2 * i], past_flat[2 * i + 1]) for i in range(L)]
+        logits, hidden, presents = self.m(input_ids, attention_mask, position_ids, past)
+        flat = []
+        for k, v in presents:
+            flat += [k, v]
+        return (logits, *flat, hidden)
+
+
+def tokenizer_json():
+    added = [dict(id=i, content=t, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True)
+             for i, t in enumerate(SPECIALS)]
+    return {
+        'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': added,
+        'normalizer': None, 'pre_tokenizer': None, 'post_processor': None,
+        'decoder': {'type': 'Fuse'},
+        # char level: a BPE model with no merges (loads in @huggingface/tokenizers, unlike WordLevel)
+        'model': {'type': 'BPE', 'dropout': None, 'unk_token': '<unk>', 'continuing_subword_prefix': None,
+                  'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False, 'ignore_merges': False,
+                  'vocab': STOI, 'merges': []},
+    }
+
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
+                 "Q: {{ message['content'].strip() }}{% if not message['content'].strip().endswith('=') %}={% endif %}\nA: "
+                 "{% elif message['role'] == 'assistant' %}{{ message['content'] }}{{ eos_token }}{% endif %}{% endfor %}")
+
+
+def golden_prompts():
+    probs = eval_problems(20, seed=12345)
+    return [prompt_text(a, b) for a, b in probs]
+
+
+def export(name):
+    m = load(name)
+    c = m.c
+    out = os.path.join(MODELS, name)
+    os.makedirs(os.path.join(out, 'onnx'), exist_ok=True)
+    L, kv, hd = c['layers'], c['kv'], c['d'] // c['heads']
+    B, S, P = 2, 3, 4
+    ids = torch.randint(4, len(VOCAB), (B, S))
+    mask = torch.ones((B, P + S), dtype=torch.long)
+    pos = torch.arange(P, P + S).unsqueeze(0).expand(B, S).contiguous()
+    past = []
+    in_names = ['input_ids', 'attention_mask', 'position_ids']
+    out_names = ['logits']
+    dyn = {'input_ids': {0: 'batch_size', 1: 'sequence_length'},
+           'attention_mask': {0: 'batch_size', 1: 'total_sequence_length'},
+           'position_ids': {0: 'batch_size', 1: 'sequence_length'},
+           'logits': {0: 'batch_size', 1: 'sequence_length'},
+           'hidden_states': {0: 'batch_size', 1: 'sequence_length'}}
+    for i in range(L):
+        for kind in ('key', 'value'):
+            past.append(torch.randn(B, kv, P, hd))
+            n_in, n_out = f'past_key_values.{i}.{kind}', f'present.{i}.{kind}'
+            in_names.append(n_in)
+            out_names.append(n_out)
+            dyn[n_in] = {0: 'batch_size', 2: 'past_sequence_length'}
+            dyn[n_out] = {0: 'batch_size', 2: 'total_sequence_length'}
+    out_names.append('hidden_states')
+    torch.onnx.export(OnnxWrapper(m), (ids, mask, pos, *past), os.path.join(out, 'onnx', 'model.onnx'),
+                      input_names=in_names, output_names=out_names, dynamic_axes=dyn, opset_version=14,
+                      do_constant_folding=True)
+    cfg = {
+        'architectures': ['LlamaForCausalLM'], 'model_type': 'llama',
+        'hidden_size': c['d'], 'intermediate_size': c['ffn'], 'num_hidden_layers': L,
+        'num_attention_heads': c['heads'], 'num_key_value_heads': kv, 'head_dim': hd,
+        'vocab_size': len(VOCAB), 'max_position_embeddings': MAX_CTX, 'rms_norm_eps': 1e-5, 'rope_theta': 10000.0,
+        'hidden_act': 'silu', 'tie_word_embeddings': False, 'torch_dtype': 'float32',
+        'bos_token_id': BOS, 'eos_token_id': EOS, 'pad_token_id': PAD,
+    }
+    gen = {'bos_token_id': BOS, 'eos_token_id': EOS, 'pad_token_id': PAD, 'do_sample': False, 'max_new_tokens': 64}
+    tok_cfg = {'tokenizer_class': 'PreTrainedTokenizerFast', 'bos_token': '<s>', 'eos_token': '</s>',
+               'pad_token': '<pad>', 'unk_token': '<unk>', 'model_max_length': MAX_CTX, 'add_bos_token': False,
+               'chat_template': CHAT_TEMPLATE}
+    for fn, obj in (('config.json', cfg), ('generation_config.json', gen), ('tokenizer.json', tokenizer_json()),
+                    ('tokenizer_config.json', tok_cfg)):
+        with open(os.path.join(out, fn), 'w') as f:
+            json.dump(obj, f, indent=1, ensure_ascii=False)
+    # golden: unbatched PyTorch greedy, ids include the EOS token when one was produced
+    rows = []
+    for text in golden_prompts():
+        ids_in = [BOS] + encode(text)
+        gen_ids = greedy(m, [ids_in], max_new=64)[0]
+        full = gen_ids + ([EOS] if len(gen_ids) < 64 else [])
+        rows.append({'prompt': text, 'input_ids': ids_in, 'output_ids': full, 'output_text': decode(gen_ids)})
+    with open(os.path.join(out, 'golden.json'), 'w') as f:
+        json.dump({'model': name, 'decoding': 'greedy', 'max_new_tokens': 64, 'eos_token_id': EOS,
+                   'source': 'PyTorch, unbatched, examples/training/train.py export', 'rows': rows}, f, indent=1)
+    info_p = os.path.join(CKPT, f'{name}.json')
+    info = json.load(open(info_p)) if os.path.exists(info_p) else {}
+    info['config'] = c
+    with open(os.path.join(out, 'training.json'), 'w') as f:
+        json.dump(info, f, indent=1)
+    print(f'[{name}] exported to {out}', flush=True)
+
+
+# ---------------------------------------------------------------- router heads for `small`, labelled by `large`
+TOPK = 8
+
+
+class CiterHead(nn.Module):
+    """CITER: MLP(hidden) -> confidence that small's token is right (route to large when low)."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d, 128), nn.GELU(), nn.Linear(128, 1))
+
+    def forward(self, hidden):
+        return torch.sigmoid(self.net(hidden))
+
+
+class R2RHead(nn.Module):
+    """R2R: MLP(hidden, embedding of sampled token, top-k logits) -> probability of divergence."""
+
+    def __init__(self, d, embed_weight):
+        super().__init__()
+        self.embed = nn.Embedding.from_pretrained(embed_weight.clone(), freeze=True)
+        self.net = nn.Sequential(nn.Linear(2 * d + TOPK, 128), nn.GELU(), nn.Linear(128, 1))
+
+    def forward(self, hidden, token_id, topk_logits):
+        e = self.embed(token_id.reshape(-1))
+        return torch.sigmoid(self.net(torch.cat([hidden, e, topk_logits], dim=-1)))
+
+
+class ColmHead(nn.Module):
+    """Co-LLM: deferral probability sigmoid(h . g + b)."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.g = nn.Linear(d, 1)
+
+    def forward(self, hidden):
+        return torch.sigmoid(self.g(hidden))
+
+
+@torch.no_grad()
+def router_data(small, large, n_seq, seed):
+    rng = random.Random(seed)
+    H, T, K, Y = [], [], [], []
+    for _ in range(n_seq // 200):
+        x, y = train_batch(rng, 200)
+        mask = (x != PAD).long()
+        pos = torch.arange(x.shape[1]).unsqueeze(0).expand_as(x)
+        ls, hs, _ = small(x, mask, pos)
+        ll, _, _ = large(x, mask, pos)
+        sel = y != -100  # answer positions of correct (teacher-forced) sequences
+        tok_s, tok_l = ls.argmax(-1), ll.argmax(-1)
+        H.append(hs[sel])
+        T.append(tok_s[sel])
+        K.append(ls[sel].topk(TOPK, dim=-1).values)
+        Y.append((tok_s[sel] == tok_l[sel]).float())
+    return torch.cat(H), torch.cat(T), torch.cat(K), torch.cat(Y)
+
+
+def auc(score, label):
+    """ROC AUC of `score` for positive `label` (rank statistic)."""
+    s, l = score.numpy(), label.numpy().astype(bool)
+    order = s.argsort()
+    ranks = np.empty(len(s))
+    ranks[order] = np.arange(1, len(s) + 1)
+    npos, nneg = l.sum(), (~l).sum()
+    return float((ranks[l].sum() - npos * (npos + 1) / 2) / max(1, npos * nneg))
+
+
+def routers():
+    torch.manual_seed(99)
+    small, large = load('small'), load('large')
+    d = small.c['d']
+    Htr, Ttr, Ktr, Ytr = router_data(small, large, 6000, 99)
+    Hva, Tva, Kva, Yva = router_data(small, large, 2000, 98)
+    print(f'[routers] train positions {len(Ytr)} (agree {Ytr.mean():.3f}), val {len(Yva)} (agree {Yva.mean():.3f})')
+    heads = {
+        # name: (module, target is "small right" (citer) or "diverge" (r2r, colm), inputs)
+        'citer': (CiterHead(d), False, lambda H, T, K: (H,)),
+        'r2r': (R2RHead(d, small.embed.weight.data), True, lambda H, T, K: (H, T.unsqueeze(1), K)),
+        'colm': (ColmHead(d), True, lambda H, T, K: (H,)),
+    }
+    out_dir = os.path.join(MODELS, 'small', 'routers')
+    os.makedirs(out_dir, exist_ok=True)
+    meta = {'model': 'small', 'labelled_by': 'large', 'topk': TOPK,
+            'labels': 'teacher-forced answer positions of correct sequences; agree = small greedy token == large greedy token',
+            'val_positions': len(Yva), 'val_agree_rate': round(float(Yva.mean()), 4), 'heads': {}}
+    # positive weight: divergences are rare, weight them so the heads do not collapse to "always agree"
+    for name, (head, diverge, inputs) in heads.items():
+        ytr = (1 - Ytr) if diverge else Ytr
+        yva = (1 - Yva) if diverge else Yva
+        opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=3e-3, weight_decay=1e-4)
+        n = len(ytr)
+        g = torch.Generator().manual_seed(5)
+        for ep in range(30):
+            perm = torch.randperm(n, generator=g)
+            for i in range(0, n, 512):
+                j = perm[i:i + 512]
+                p = head(*inputs(Htr[j], Ttr[j], Ktr[j])).squeeze(1).clamp(1e-6, 1 - 1e-6)
+                loss = F.binary_cross_entropy(p, ytr[j])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        head.eval()
+        with torch.no_grad():
+            pv = head(*inputs(Hva, Tva, Kva)).squeeze(1)
+        a = auc(pv, yva)
+        acc = float(((pv > 0.5).float() == yva).float().mean())
+        # suggested threshold: route on >= 90% of the divergent positions (high recall, some extra large calls)
+        div_score = pv if diverge else 1 - pv
+        div = (1 - Yva).bool()
+        t_div = float(torch.quantile(div_score[div], 0.10)) if div.any() else 0.5
+        routed = float((div_score >= t_div).float().mean())
+        thr = t_div if diverge else 1 - t_div
+        print(f'[routers] {name}: val AUC {a:.4f} acc@0.5 {acc:.4f} threshold {thr:.4f} routes {routed:.3f} of positions', flush=True)
+        B = 2
+        dummy = inputs(Hva[:B], Tva[:B], Kva[:B])
+        names = {'citer': ['hidden_states'], 'colm': ['hidden_states'],
+                 'r2r': ['hidden_states', 'token_id', 'topk_logits']}[name]
+        torch.onnx.export(head, dummy, os.path.join(out_dir, f'{name}.onnx'), input_names=names,
+                          output_names=['score'], dynamic_axes={**{k: {0: 'batch_size'} for k in names}, 'score': {0: 'batch_size'}},
+                          opset_version=14)
+        spec_in = {'hidden_states': {'shape': ['batch_size', d], 'dtype': 'float32', 'source': 'hidden',
+                                     'meaning': "small's last-layer hidden state (after final norm) at the sampled position"},
+                   'token_id': {'shape': ['batch_size', 1], 'dtype': 'int64', 'source': 'token',
+                                'meaning': 'the token small just sampled (embedded inside the router with small\'s embedding table)'},
+                   'topk_logits': {'shape': ['batch_size', TOPK], 'dtype': 'float32', 'source': 'topk_logits',
+                                   'meaning': f"small's {TOPK} largest raw logits, descending"}}
+        meta['heads'][name] = {
+            'file': f'{name}.onnx', 'inputs': {k: spec_in[k] for k in names},
+            'output': {'name': 'score', 'shape': ['batch_size', 1]},
+            'score_meaning': 'probability small is right (route to large when score < threshold)' if not diverge
+            else ('probability small diverges from large (route when score >= threshold)' if name == 'r2r'
+                  else 'deferral probability sigmoid(h.g+b) (defer to large when score > threshold)'),
+            'route_when': 'score < threshold' if not diverge else 'score >= threshold',
+            'threshold': round(thr, 4), 'val_auc': round(a, 4), 'val_acc_at_0.5': round(acc, 4),
+            'val_routed_fraction_at_threshold': round(routed, 4), 'val_divergence_recall_at_threshold': 0.9,
+        }
+    with open(os.path.join(out_dir, 'routers.json'), 'w') as f:
+        json.dump(meta, f, indent=1)
+    print('[routers] written', out_dir, flush=True)
+
+
+if __name__ == '__main__':
+    cmd = sys.argv[1] if len(sys.argv) > 1 else ''
+    if cmd == 'train':
+        train(sys.argv[2])
+    elif cmd == 'export':
+        export(sys.argv[2])
+    elif cmd == 'routers':
+        routers()
+    elif cmd == 'eval':
+        print(accuracy(load(sys.argv[2]), eval_problems()))
+    else:
+        print(__doc__)

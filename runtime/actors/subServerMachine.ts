@@ -1,0 +1,60 @@
+// The sub-server actor: idle / collecting a delayed batch / executing, with threshold and max-wait deadline.
+import { setup } from 'xstate';
+
+/** What the sub-server actor asks of the sub-server it drives; the scheduler policy answers the guards. */
+export interface SubServerHost {
+  /** Requests are ready to run here. */
+  hasWork(): boolean;
+  /** The scheduling policy lets a batch start now (threshold reached, barrier open). */
+  mayLaunch(): boolean;
+  /** The max-wait deadline passed: may a batch start below threshold? (Sync modes keep their barrier.) */
+  mayLaunchAtDeadline(): boolean;
+  /** Starts a batch; completion comes back as BATCH_DONE. */
+  launch(): void;
+  /** Max wait in clock ms; Infinity = none. */
+  maxWaitMs(): number;
+}
+
+export type SubServerEvent =
+  | { type: 'WORK' } // new ready requests (sent once per wave, not per request)
+  | { type: 'GATE' } // a sync barrier opened
+  | { type: 'BATCH_DONE' };
+
+export const subServerMachine = setup({
+  types: { context: {} as { host: SubServerHost }, input: {} as { host: SubServerHost }, events: {} as SubServerEvent },
+  guards: {
+    hasWork: ({ context }) => context.host.hasWork(),
+    noWork: ({ context }) => !context.host.hasWork(),
+    mayLaunch: ({ context }) => context.host.mayLaunch(),
+    deadline: ({ context }) => context.host.hasWork() && context.host.mayLaunchAtDeadline(),
+  },
+  actions: {
+    launch: ({ context }) => context.host.launch(),
+  },
+  delays: {
+    maxWait: ({ context }) => context.host.maxWaitMs(),
+  },
+}).createMachine({
+  id: 'subServer',
+  context: ({ input }) => ({ host: input.host }),
+  initial: 'idle',
+  states: {
+    idle: {
+      always: { target: 'collecting', guard: 'hasWork' },
+      on: { WORK: {}, GATE: {} },
+    },
+    collecting: {
+      always: [
+        { target: 'idle', guard: 'noWork' },
+        { target: 'executing', guard: 'mayLaunch' },
+      ],
+      after: { maxWait: { target: 'executing', guard: 'deadline' } },
+      // Targetless: the event only makes the eventless transitions above look again.
+      on: { WORK: {}, GATE: {} },
+    },
+    executing: {
+      entry: 'launch',
+      on: { BATCH_DONE: 'collecting', WORK: {}, GATE: {} },
+    },
+  },
+});

@@ -1,0 +1,294 @@
+// One model's sub-server: ready queue, admission against its KV pool, batch launch and completion.
+import { createActor, type Actor } from 'xstate';
+import type { TokenSignals } from '../../shared/algorithm.ts';
+import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { LaneView, LaunchPolicy } from '../scheduler/launchPolicy.ts';
+import { rowPhase, type ModelRunner, type StepOutput, type StepPhase, type StepRow } from '../runner/modelRunner.ts';
+import { CachePool } from './cachePool.ts';
+import { LocalRequest } from './localRequest.ts';
+
+export interface SubServerOptions {
+  name: string;
+  runner: ModelRunner;
+  maxBatch: number;
+  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
+  threshold: number;
+  /** KV capacity in tokens; Infinity = unbounded. */
+  kvCapacityTokens: number;
+}
+
+export interface Batch {
+  id: number;
+  /** Index of the lane (sub-server) that ran it. */
+  lane: number;
+  locals: LocalRequest[];
+  rows: StepRow[];
+  start: number;
+  phase: StepPhase;
+  tokens: number;
+}
+
+/** What a sub-server needs from the cluster around it. */
+export interface SubServerOwner {
+  readonly clock: Clock;
+  readonly policy: LaunchPolicy;
+  maxWaitMs: number;
+  nextBatchId(): number;
+  /** Routes one row's result: commit, hand off, finish. */
+  onRowResult(local: LocalRequest, signals: TokenSignals, batch: Batch): void;
+  onBatchFailed(batch: Batch, error: Error): void;
+  /** After BATCH_DONE: close the wave (wake lanes that got work, open sync rounds). */
+  onBatchReturned(batch: Batch, out: StepOutput | null, wallMs: number): void;
+}
+
+export class SubServerStats {
+  batches = 0;
+  rows = 0;
+  tokensFed = 0;
+  admissions = 0;
+  evictions = 0;
+  busyMs = 0;
+  /** Wall ms spent inside runner.step (the model itself for real runners). */
+  runnerWallMs = 0;
+}
+
+export class SubServer implements SubServerHost, LaneView {
+  readonly name: string;
+  readonly runner: ModelRunner;
+  maxBatch: number;
+  threshold: number;
+  readonly pool: CachePool;
+  readonly actor: Actor<typeof subServerMachine>;
+  readonly stats = new SubServerStats();
+  private ready: LocalRequest[] = [];
+  private readyHead = 0;
+  readyCount = 0;
+  /** Locals waiting for a cache reservation, FIFO. */
+  private admissionQueue: LocalRequest[] = [];
+  /** Pending-return locals holding a cache, oldest first: eviction candidates under memory pressure. */
+  private readonly pendingReturn = new Set<LocalRequest>();
+  batch: Batch | null = null;
+  /** Set when ready work arrived during a wave; the cluster flushes one WORK event per lane. */
+  dirty = false;
+  /** Down: steps fail fast until the runner is replaced. */
+  down = false;
+
+  constructor(
+    readonly index: number,
+    opts: SubServerOptions,
+    private readonly owner: SubServerOwner,
+  ) {
+    this.name = opts.name;
+    this.runner = opts.runner;
+    this.maxBatch = opts.maxBatch;
+    this.threshold = opts.threshold;
+    this.pool = new CachePool(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken);
+    this.actor = createActor(subServerMachine, { input: { host: this }, clock: owner.clock });
+    this.actor.start();
+  }
+
+  get executing(): boolean {
+    return this.batch !== null;
+  }
+
+  get waitingAdmission(): number {
+    return this.admissionQueue.length;
+  }
+
+  get pendingReturnCount(): number {
+    return this.pendingReturn.size;
+  }
+
+  // --- SubServerHost: the actor's guards and actions ---
+  hasWork(): boolean {
+    return this.readyCount > 0;
+  }
+  mayLaunch(): boolean {
+    return this.owner.policy.mayLaunch(this);
+  }
+  mayLaunchAtDeadline(): boolean {
+    return this.owner.policy.mayLaunchAtDeadline(this);
+  }
+  maxWaitMs(): number {
+    return this.owner.maxWaitMs;
+  }
+
+  // --- queues ---
+  enqueue(local: LocalRequest): void {
+    local.inReady = true;
+    local.readySince = this.owner.clock.now();
+    this.ready.push(local);
+    this.readyCount++;
+    this.dirty = true;
+  }
+
+  dequeue(local: LocalRequest): void {
+    if (local.inReady) {
+      local.inReady = false;
+      this.readyCount--;
+    }
+    const i = this.admissionQueue.indexOf(local);
+    if (i >= 0) this.admissionQueue.splice(i, 1);
+    this.pendingReturn.delete(local);
+  }
+
+  markPendingReturn(local: LocalRequest): void {
+    this.pendingReturn.add(local);
+  }
+
+  resumed(local: LocalRequest): void {
+    this.pendingReturn.delete(local);
+  }
+
+  /**
+   * Gives `local` a cache reservation for its whole context, evicting pending-return caches
+   * (oldest first) if that makes room; otherwise it waits in the admission queue.
+   */
+  admit(local: LocalRequest): boolean {
+    const need = local.req.maxLength;
+    if (need > this.pool.capacityTokens) {
+      throw new RangeError(`request ${local.req.id} needs ${need} KV tokens on ${this.name}, pool holds ${this.pool.capacityTokens}`);
+    }
+    if (!this.pool.tryReserve(need)) {
+      if (this.admissionQueue.length > 0 || !this.evictFor(need, local)) {
+        this.admissionQueue.push(local);
+        return false;
+      }
+      this.pool.tryReserve(need);
+    }
+    local.reserved = need;
+    local.cacheId = LocalRequest.newCacheId();
+    local.fed = 0;
+    this.stats.admissions++;
+    local.req.admissions[local.model]++;
+    return true;
+  }
+
+  private evictFor(need: number, except: LocalRequest): boolean {
+    for (const victim of this.pendingReturn) {
+      if (this.pool.capacityTokens - this.pool.reservedTokenCount >= need) break;
+      if (victim === except) continue;
+      this.dropCache(victim);
+      this.pendingReturn.delete(victim);
+      this.stats.evictions++;
+    }
+    return this.pool.capacityTokens - this.pool.reservedTokenCount >= need;
+  }
+
+  /** Frees a local's cache and reservation. Never while it is in a batch. */
+  dropCache(local: LocalRequest): void {
+    if (!local.hasCache) return;
+    this.runner.release(local.cacheId);
+    this.pool.cached(-local.fed);
+    this.pool.unreserve(local.reserved);
+    local.cacheId = -1;
+    local.reserved = 0;
+    local.fed = 0;
+  }
+
+  /** Admits waiting locals that now fit; returns those admitted so the cluster can mark them running. */
+  admitWaiting(): LocalRequest[] {
+    const admitted: LocalRequest[] = [];
+    while (this.admissionQueue.length > 0) {
+      const local = this.admissionQueue[0];
+      const need = local.req.maxLength;
+      if (!this.pool.tryReserve(need) && !(this.evictFor(need, local) && this.pool.tryReserve(need))) break;
+      this.admissionQueue.shift();
+      local.reserved = need;
+      local.cacheId = LocalRequest.newCacheId();
+      local.fed = 0;
+      this.stats.admissions++;
+      local.req.admissions[local.model]++;
+      admitted.push(local);
+    }
+    return admitted;
+  }
+
+  // --- execution ---
+  launch(): void {
+    const clock = this.owner.clock;
+    const locals: LocalRequest[] = [];
+    const rows: StepRow[] = [];
+    let phase: StepPhase = 'decode';
+    let tokens = 0;
+    const ready = this.ready;
+    while (locals.length < this.maxBatch && this.readyHead < ready.length) {
+      const local = ready[this.readyHead++];
+      if (!local.inReady) continue;
+      local.inReady = false;
+      local.inBatch = true;
+      this.readyCount--;
+      const req = local.req;
+      const row: StepRow = {
+        cacheId: local.cacheId,
+        requestId: req.id,
+        tokens: req.tokens.slice(local.fed),
+        position: local.fed,
+        sampling: req.sampling,
+        wants: local.wants,
+      };
+      const p = rowPhase(row);
+      if (p === 'prefill' || (p === 'extend' && phase === 'decode')) phase = p;
+      tokens += row.tokens.length;
+      locals.push(local);
+      rows.push(row);
+    }
+    if (this.readyHead > 1024 && this.readyHead * 2 > ready.length) {
+      this.ready = ready.slice(this.readyHead);
+      this.readyHead = 0;
+    }
+    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens };
+    this.batch = batch;
+    this.owner.policy.launched(this);
+    let out: StepOutput | Promise<StepOutput>;
+    const wall0 = performance.now();
+    try {
+      if (this.down) throw new Error(`sub-server ${this.name} is down`);
+      out = this.runner.step(rows);
+    } catch (e) {
+      clock.setTimeout(() => this.fail(batch, e as Error, performance.now() - wall0), 0);
+      return;
+    }
+    if (out instanceof Promise) {
+      out.then(
+        (o) => this.complete(batch, o, performance.now() - wall0),
+        (e: Error) => this.fail(batch, e, performance.now() - wall0),
+      );
+    } else {
+      const wall = performance.now() - wall0;
+      const o = out;
+      clock.setTimeout(() => this.complete(batch, o, wall), o.durationMs ?? 0);
+    }
+  }
+
+  private complete(batch: Batch, out: StepOutput, wallMs: number): void {
+    this.batch = null;
+    const st = this.stats;
+    st.batches++;
+    st.rows += batch.rows.length;
+    st.tokensFed += batch.tokens;
+    st.busyMs += this.owner.clock.now() - batch.start;
+    st.runnerWallMs += wallMs;
+    const { locals, rows } = batch;
+    for (let i = 0; i < locals.length; i++) {
+      const local = locals[i];
+      local.inBatch = false;
+      const fed = rows[i].tokens.length;
+      local.fed += fed;
+      this.pool.cached(fed);
+      local.req.tokensFed[local.model] += fed;
+      this.owner.onRowResult(local, out.rows[i], batch);
+    }
+    this.actor.send({ type: 'BATCH_DONE' });
+    this.owner.onBatchReturned(batch, out, wallMs);
+  }
+
+  private fail(batch: Batch, error: Error, wallMs: number): void {
+    this.batch = null;
+    for (const local of batch.locals) local.inBatch = false;
+    this.owner.onBatchFailed(batch, error);
+    this.actor.send({ type: 'BATCH_DONE' });
+    this.owner.onBatchReturned(batch, null, wallMs);
+  }
+}

@@ -1,0 +1,25 @@
+// The runtime's few typed errors; the server translates them to HTTP/WebSocket responses in one place.
+
+export type ErrorCode =
+  | 'invalid_request'
+  | 'not_found'
+  | 'too_large'
+  | 'overloaded'
+  | 'unavailable'
+  | 'infeasible_thresholds'
+  | 'cancelled'
+  | 'algorithm_error'
+  | 'runner_error'
+  | 'internal';
+
+export class TokenRouterError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** The input field at fault, when there is one. */
+    readonly param: string | null = null,
+  ) {
+    super(message);
+    this.name = 'TokenRouterError';
+  }
+}

@@ -1,0 +1,392 @@
+// ModelRunner over an Optimum-style decoder ONNX export: batched mixed prefill/extend/decode with a persistent batch KV.
+import * as ort from 'onnxruntime-node';
+import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
+import { analyzeRow } from './sampling.ts';
+
+export interface OnnxRunnerOptions {
+  /** Threads ORT may use inside one session.run (default 1: the machine is shared). */
+  intraOpNumThreads?: number;
+  /** Overrides the model name (default: the folder name); part of the sampling draw key. */
+  name?: string;
+}
+
+/** Where a request's KV lives: a row of the current batch tensors, or its own compact copy. */
+type KvLocation = { kind: 'batch'; batch: BatchState; row: number } | { kind: 'own'; data: Float32Array[] } | null;
+
+interface CacheEntry {
+  /** Tokens held (the next row position must equal this). */
+  len: number;
+  loc: KvLocation;
+}
+
+/**
+ * The KV of the rows of the last step, exactly as the model returned it: `present` of one step is fed
+ * as `past` of the next without any copy while the same rows keep stepping. A row's valid slots are
+ * marked in `mask`; rows are left-padded and may contain holes (pad slots of a longer peer's extend).
+ */
+interface BatchState {
+  ids: number[];
+  past: ort.Tensor[];
+  /** attention mask over slots, [B, T], 1 = a real token. */
+  mask: BigInt64Array;
+  T: number;
+}
+
+interface RouterHead {
+  spec: RouterHeadSpec;
+  session: ort.InferenceSession;
+}
+
+/** Thrown for a step the runner cannot execute as asked (bad position, unknown head, context overflow). */
+export class StepError extends Error {
+  override readonly name = 'StepError';
+}
+
+export class OnnxRunner implements ModelRunner {
+  readonly info: ModelInfo;
+  private readonly caches = new Map<number, CacheEntry>();
+  private batch: BatchState | null = null;
+  private busy = false;
+  private readonly pastNames: string[];
+  private readonly presentNames: string[];
+  private readonly hasHidden: boolean;
+  /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
+  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0 };
+
+  private constructor(
+    readonly folder: ModelFolder,
+    private readonly session: ort.InferenceSession,
+    private readonly heads: Map<string, RouterHead>,
+    name: string,
+  ) {
+    const c = folder.config;
+    this.info = {
+      name,
+      vocabSize: c.vocabSize,
+      eosTokenId: c.eosTokenId,
+      maxContext: c.maxContext,
+      hiddenSize: c.hiddenSize,
+      kvBytesPerToken: folder.kvBytesPerToken,
+    };
+    this.pastNames = [];
+    this.presentNames = [];
+    for (let i = 0; i < c.numLayers; i++) {
+      for (const kind of ['key', 'value']) {
+        this.pastNames.push(`past_key_values.${i}.${kind}`);
+        this.presentNames.push(`present.${i}.${kind}`);
+      }
+    }
+    for (const n of ['input_ids', 'attention_mask', ...this.pastNames]) {
+      if (!session.inputNames.includes(n)) throw new StepError(`${folder.onnxPath}: ONNX input "${n}" is missing (inputs: ${session.inputNames.join(', ')})`);
+    }
+    for (const n of ['logits', ...this.presentNames]) {
+      if (!session.outputNames.includes(n)) throw new StepError(`${folder.onnxPath}: ONNX output "${n}" is missing (outputs: ${session.outputNames.join(', ')})`);
+    }
+    this.hasHidden = session.outputNames.includes('hidden_states');
+  }
+
+  static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
+    const folder = loadModelFolder(folderPath);
+    const so: ort.InferenceSession.SessionOptions = {
+      intraOpNumThreads: opts.intraOpNumThreads ?? 1,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+    };
+    const session = await ort.InferenceSession.create(folder.onnxPath, so);
+    const heads = new Map<string, RouterHead>();
+    for (const spec of Object.values(folder.routers)) {
+      heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, so) });
+    }
+    return new OnnxRunner(folder, session, heads, opts.name ?? folder.name);
+  }
+
+  /** Router heads this model ships, with their suggested thresholds. */
+  get routerHeads(): readonly RouterHeadSpec[] {
+    return [...this.heads.values()].map((h) => h.spec);
+  }
+
+  /** Tokens held for a cache (0 when unknown). */
+  cacheLength(cacheId: number): number {
+    return this.caches.get(cacheId)?.len ?? 0;
+  }
+
+  async step(rows: readonly StepRow[]): Promise<StepOutput> {
+    if (this.busy) throw new StepError(`${this.info.name}: step() called while a step is in flight`);
+    this.busy = true;
+    try {
+      return await this.runStep(rows);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private validate(rows: readonly StepRow[]): void {
+    const seen = new Set<number>();
+    const V = this.info.vocabSize;
+    for (const r of rows) {
+      if (seen.has(r.cacheId)) throw new StepError(`${this.info.name}: cacheId ${r.cacheId} appears twice in one step`);
+      seen.add(r.cacheId);
+      if (r.tokens.length === 0) throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) feeds no tokens`);
+      for (const t of r.tokens) {
+        if (!Number.isInteger(t) || t < 0 || t >= V) throw new StepError(`${this.info.name}: request ${r.requestId}: token ${t} outside vocabulary [0, ${V})`);
+      }
+      if (r.position !== 0) {
+        const held = this.caches.get(r.cacheId)?.len ?? 0;
+        if (held !== r.position) {
+          throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`);
+        }
+      }
+      if (r.position + r.tokens.length > this.info.maxContext) {
+        throw new StepError(`${this.info.name}: request ${r.requestId}: position ${r.position} + ${r.tokens.length} tokens exceeds max context ${this.info.maxContext}`);
+      }
+      for (const h of r.wants.heads) {
+        if (!this.heads.has(h)) throw new StepError(`${this.info.name}: router head "${h}" is not shipped with this model (has: ${[...this.heads.keys()].join(', ') || 'none'})`);
+      }
+      if ((r.wants.hidden || r.wants.heads.length) && !this.hasHidden) throw new StepError(`${this.info.name}: hidden state asked for but the ONNX export has no "hidden_states" output`);
+    }
+  }
+
+  private async runStep(rows: readonly StepRow[]): Promise<StepOutput> {
+    if (rows.length === 0) return { rows: [], modelMs: 0 };
+    this.validate(rows);
+    for (const r of rows) {
+      if (r.position === 0) {
+        this.dropCache(r.cacheId);
+        this.caches.set(r.cacheId, { len: 0, loc: null });
+      }
+    }
+    const entries = rows.map((r) => this.caches.get(r.cacheId)!);
+    const B = rows.length;
+    // reuse the batch KV as is when the very same requests step again (any order)
+    let reuse = this.batch !== null && this.batch.ids.length === B && entries.every((e) => e.loc?.kind === 'batch' && e.loc.batch === this.batch);
+    if (reuse) {
+      // compaction: holes from mixed-length steps must not grow the attention span without bound
+      const maxLen = Math.max(...entries.map((e) => e.len));
+      if (this.batch!.T > 2 * maxLen + 64) reuse = false;
+    }
+    if (reuse) this.stats.reused++;
+    else this.repack(rows, entries);
+    const batch = this.batch!;
+    // order[b] = index of the step row living in batch row b
+    const order = new Array<number>(B);
+    entries.forEach((e, i) => {
+      order[(e.loc as { row: number }).row] = i;
+    });
+
+    const S = Math.max(...rows.map((r) => r.tokens.length));
+    const T = batch.T;
+    const T2 = T + S;
+    const pad = BigInt(this.folder.config.padTokenId);
+    const inputIds = new BigInt64Array(B * S).fill(pad);
+    const positionIds = new BigInt64Array(B * S);
+    const mask = new BigInt64Array(B * T2);
+    for (let b = 0; b < B; b++) {
+      const r = rows[order[b]];
+      const k = r.tokens.length;
+      // new tokens are left-padded so every row's last fed token sits at S-1
+      for (let j = 0; j < k; j++) {
+        inputIds[b * S + S - k + j] = BigInt(r.tokens[j]);
+        positionIds[b * S + S - k + j] = BigInt(r.position + j);
+      }
+      mask.set(batch.mask.subarray(b * T, b * T + T), b * T2);
+      mask.fill(1n, b * T2 + T + S - k, b * T2 + T2);
+    }
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', inputIds, [B, S]),
+      attention_mask: new ort.Tensor('int64', mask, [B, T2]),
+    };
+    if (this.session.inputNames.includes('position_ids')) feeds.position_ids = new ort.Tensor('int64', positionIds, [B, S]);
+    this.pastNames.forEach((n, i) => {
+      feeds[n] = batch.past[i];
+    });
+    const wantHidden = rows.some((r) => r.wants.hidden || r.wants.heads.length > 0);
+    const fetches = ['logits', ...this.presentNames];
+    if (wantHidden) fetches.push('hidden_states');
+    const t0 = performance.now();
+    const out = await this.session.run(feeds, fetches);
+    let modelMs = performance.now() - t0;
+
+    batch.past = this.presentNames.map((n) => out[n]);
+    batch.mask = mask;
+    batch.T = T2;
+    for (let b = 0; b < B; b++) entries[order[b]].len += rows[order[b]].tokens.length;
+
+    const logits = out.logits;
+    const V = logits.dims[2];
+    const L = logits.data as Float32Array;
+    const H = this.info.hiddenSize;
+    const hid = wantHidden ? (out.hidden_states.data as Float32Array) : undefined;
+    const needTopLogits = Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0)));
+    const results: TokenSignals[] = new Array(B);
+    const topLogits: number[][] = new Array(B);
+    const hiddenRows: (Float32Array | undefined)[] = new Array(B);
+    for (let b = 0; b < B; b++) {
+      const i = order[b];
+      const r = rows[i];
+      const a = analyzeRow(L.subarray((b * S + S - 1) * V, (b * S + S) * V), {
+        sampling: r.sampling,
+        position: r.position + r.tokens.length,
+        model: this.info.name,
+        topK: r.wants.topK,
+        topLogitsK: needTopLogits,
+      });
+      topLogits[i] = a.topLogits;
+      const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
+      hiddenRows[i] = h;
+      results[i] = {
+        token: a.token,
+        entropy: a.entropy,
+        maxProb: a.maxProb,
+        margin: a.margin,
+        tokenProb: a.tokenProb,
+        topIds: a.topIds,
+        topProbs: a.topProbs,
+        ...(r.wants.hidden && h ? { hidden: h.slice() } : {}),
+        heads: {},
+      };
+    }
+    modelMs += await this.runHeads(rows, results, hiddenRows, topLogits);
+    this.stats.steps++;
+    return { rows: results, modelMs };
+  }
+
+  /** Runs each requested router head once, batched over the rows that asked for it. */
+  private async runHeads(rows: readonly StepRow[], results: TokenSignals[], hidden: (Float32Array | undefined)[], topLogits: number[][]): Promise<number> {
+    let ms = 0;
+    const names = new Set<string>();
+    for (const r of rows) for (const h of r.wants.heads) names.add(h);
+    const H = this.info.hiddenSize;
+    for (const name of names) {
+      const head = this.heads.get(name)!;
+      const idx = rows.flatMap((r, i) => (r.wants.heads.includes(name) ? [i] : []));
+      const n = idx.length;
+      const feeds: Record<string, ort.Tensor> = {};
+      for (const inp of head.spec.inputs) {
+        if (inp.source === 'hidden') {
+          const x = new Float32Array(n * H);
+          idx.forEach((i, j) => x.set(hidden[i]!, j * H));
+          feeds[inp.name] = new ort.Tensor('float32', x, [n, H]);
+        } else if (inp.source === 'token') {
+          feeds[inp.name] = new ort.Tensor('int64', BigInt64Array.from(idx, (i) => BigInt(results[i].token)), [n, 1]);
+        } else {
+          const K = this.folder.routerTopK;
+          const x = new Float32Array(n * K);
+          idx.forEach((i, j) => x.set(topLogits[i].slice(0, K), j * K));
+          feeds[inp.name] = new ort.Tensor('float32', x, [n, K]);
+        }
+      }
+      const t0 = performance.now();
+      const out = await head.session.run(feeds);
+      ms += performance.now() - t0;
+      const score = (out.score ?? out[head.session.outputNames[0]]).data as Float32Array;
+      idx.forEach((i, j) => {
+        (results[i].heads as Record<string, number>)[name] = score[j];
+      });
+    }
+    return ms;
+  }
+
+  /**
+   * Builds fresh batch tensors for `rows` (left-padded, compact) from wherever each request's KV
+   * lives, and moves requests of the old batch that are not stepping now into their own storage.
+   */
+  private repack(rows: readonly StepRow[], entries: CacheEntry[]): void {
+    const c = this.folder.config;
+    const kv = c.numKvHeads;
+    const hd = c.headDim;
+    const nT = this.pastNames.length;
+    const old = this.batch;
+    const stepping = new Set(rows.map((r) => r.cacheId));
+    if (old) {
+      old.ids.forEach((id, row) => {
+        const e = this.caches.get(id);
+        if (!stepping.has(id) && e && e.loc?.kind === 'batch' && e.loc.batch === old) {
+          const runs = validRuns(old.mask, row, old.T);
+          const data = old.past.map((t) => {
+            const dst = new Float32Array(kv * e.len * hd);
+            copyKv(t.data as Float32Array, row, old.T, runs, dst, 0, e.len, 0, kv, hd);
+            return dst;
+          });
+          this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
+          e.loc = { kind: 'own', data };
+        }
+      });
+    }
+    const B = rows.length;
+    const T = Math.max(...entries.map((e) => e.len));
+    const past = Array.from({ length: nT }, () => new Float32Array(B * kv * T * hd));
+    const mask = new BigInt64Array(B * T);
+    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, T };
+    entries.forEach((e, b) => {
+      const n = e.len;
+      const start = T - n;
+      if (n > 0 && e.loc?.kind === 'batch') {
+        const src = e.loc.batch;
+        const runs = validRuns(src.mask, e.loc.row, src.T);
+        for (let i = 0; i < nT; i++) copyKv(src.past[i].data as Float32Array, e.loc.row, src.T, runs, past[i], b, T, start, kv, hd);
+      } else if (n > 0 && e.loc?.kind === 'own') {
+        for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, n, [[0, n]], past[i], b, T, start, kv, hd);
+      }
+      this.stats.copiedBytes += n * this.folder.kvBytesPerToken;
+      mask.fill(1n, b * T + start, b * T + T);
+      e.loc = { kind: 'batch', batch, row: b };
+    });
+    batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, T, hd]));
+    this.batch = batch;
+    this.stats.repacks++;
+  }
+
+  private dropCache(cacheId: number): void {
+    this.caches.delete(cacheId);
+    if (this.batch && this.batch.ids.every((id) => this.caches.get(id)?.loc?.kind !== 'batch')) this.batch = null;
+  }
+
+  release(cacheId: number): void {
+    this.dropCache(cacheId);
+  }
+
+  /** KV tokens held over all caches (for memory accounting checks). */
+  get cachedTokens(): number {
+    let n = 0;
+    for (const e of this.caches.values()) n += e.len;
+    return n;
+  }
+
+  async close(): Promise<void> {
+    this.caches.clear();
+    this.batch = null;
+    await this.session.release();
+    for (const h of this.heads.values()) await h.session.release();
+  }
+}
+
+/** [start, end) runs of valid slots in row `row` of a [B, T] mask. */
+function validRuns(mask: BigInt64Array, row: number, T: number): [number, number][] {
+  const runs: [number, number][] = [];
+  let s = -1;
+  for (let t = 0; t < T; t++) {
+    const on = mask[row * T + t] !== 0n;
+    if (on && s < 0) s = t;
+    else if (!on && s >= 0) {
+      runs.push([s, t]);
+      s = -1;
+    }
+  }
+  if (s >= 0) runs.push([s, T]);
+  return runs;
+}
+
+/** Copies the valid slots (runs) of one row of a [B, kv, srcT, hd] tensor into slots dstStart.. of a row of [B, kv, dstT, hd]. */
+function copyKv(src: Float32Array, srcRow: number, srcT: number, runs: readonly [number, number][], dst: Float32Array, dstRow: number, dstT: number, dstStart: number, kv: number, hd: number): void {
+  for (let h = 0; h < kv; h++) {
+    const sb = (srcRow * kv + h) * srcT * hd;
+    let d = ((dstRow * kv + h) * dstT + dstStart) * hd;
+    for (const [s, e] of runs) {
+      dst.set(src.subarray(sb + s * hd, sb + e * hd), d);
+      d += (e - s) * hd;
+    }
+  }
+}

@@ -1,0 +1,57 @@
+// Worker-thread side of WorkerRunner: owns one OnnxRunner and answers step/release messages on its port.
+import { parentPort, workerData } from 'node:worker_threads';
+import { OnnxRunner, type OnnxRunnerOptions } from './onnxRunner.ts';
+import type { StepRow } from './modelRunner.ts';
+
+export type WorkerRequest =
+  | { type: 'step'; id: number; rows: StepRow[] }
+  | { type: 'release'; cacheId: number }
+  | { type: 'close'; id: number };
+
+export type WorkerReply =
+  | { type: 'ready'; info: OnnxRunner['info'] }
+  | { type: 'result'; id: number; output: Awaited<ReturnType<OnnxRunner['step']>> }
+  | { type: 'error'; id: number; message: string; stack?: string }
+  | { type: 'closed'; id: number };
+
+export interface WorkerInit {
+  folder: string;
+  opts: OnnxRunnerOptions;
+}
+
+async function main(): Promise<void> {
+  const port = parentPort;
+  if (!port) throw new Error('onnxWorker.ts must run inside a worker thread');
+  const init = workerData as WorkerInit;
+  let runner: OnnxRunner;
+  try {
+    runner = await OnnxRunner.load(init.folder, init.opts);
+  } catch (e) {
+    port.postMessage({ type: 'error', id: -1, message: (e as Error).message, stack: (e as Error).stack } satisfies WorkerReply);
+    return;
+  }
+  // steps are queued here so the port's FIFO order is the execution order (release after step, etc.)
+  let chain: Promise<void> = Promise.resolve();
+  port.on('message', (msg: WorkerRequest) => {
+    chain = chain.then(async () => {
+      if (msg.type === 'release') runner.release(msg.cacheId);
+      else if (msg.type === 'step') {
+        try {
+          const output = await runner.step(msg.rows);
+          // hidden states are fresh copies: transfer them instead of cloning
+          const transfer = output.rows.flatMap((r) => (r.hidden ? [r.hidden.buffer as ArrayBuffer] : []));
+          port.postMessage({ type: 'result', id: msg.id, output } satisfies WorkerReply, transfer);
+        } catch (e) {
+          port.postMessage({ type: 'error', id: msg.id, message: (e as Error).message, stack: (e as Error).stack } satisfies WorkerReply);
+        }
+      } else if (msg.type === 'close') {
+        await runner.close();
+        port.postMessage({ type: 'closed', id: msg.id } satisfies WorkerReply);
+        port.close();
+      }
+    });
+  });
+  port.postMessage({ type: 'ready', info: runner.info } satisfies WorkerReply);
+}
+
+void main();

@@ -1,0 +1,196 @@
+// Per-row distribution signals and seeded sampling from one row of logits (computed once per row).
+import type { SamplingParams } from './modelRunner.ts';
+
+/** Draw streams: sampling and routing use different streams so they never share a draw. */
+export const SAMPLE_STREAM = 0x53414d50; // "SAMP"
+export const ROUTE_STREAM = 0x524f5554; // "ROUT"
+
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+function mix(h: number, k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  k = Math.imul(k, 0x1b873593);
+  h ^= k;
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) >>> 0;
+}
+
+/** FNV-1a over UTF-16 code units: a stable 32-bit key for a model name. */
+export function nameKey(name: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    h ^= name.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * A uniform draw in [0, 1) that is a pure function of (seed, position, model, stream): a
+ * counter-based hash, not a stateful generator, so a request's draws do not depend on which other
+ * requests share its batch, nor on how often the step was retried.
+ */
+export function drawUniform(seed: number, position: number, model: string | number, stream: number = SAMPLE_STREAM): number {
+  const lo = seed >>> 0;
+  const hi = Math.floor(seed / 4294967296) >>> 0;
+  const m = typeof model === 'number' ? model >>> 0 : nameKey(model);
+  let a = mix(mix(mix(mix(0x9e3779b9, lo), hi), position >>> 0), m);
+  a = fmix32(mix(a, stream));
+  const b = fmix32(mix(a, 0x7f4a7c15));
+  // 53 random bits -> a double in [0, 1)
+  return ((a >>> 5) * 67108864 + (b >>> 6)) / 9007199254740992;
+}
+
+export interface RowAnalysis {
+  token: number;
+  entropy: number;
+  maxProb: number;
+  margin: number;
+  tokenProb: number;
+  topIds: number[];
+  topProbs: number[];
+  /** Raw logits of the `topLogitsK` best tokens, best first (for routers that read logits). */
+  topLogits: number[];
+}
+
+export interface AnalyzeOptions {
+  sampling: SamplingParams;
+  /** Position of the sampled token in the full sequence. */
+  position: number;
+  /** Model name: part of the draw key. */
+  model: string;
+  /** How many top (id, prob) pairs to report. */
+  topK: number;
+  /** How many top raw logits to report (router inputs); 0 = none. */
+  topLogitsK?: number;
+}
+
+/** Indices of the k largest entries of `x[0..n)`, best first (partial insertion; k is small). */
+export function topIndices(x: Float32Array | Float64Array, k: number): number[] {
+  const n = x.length;
+  k = Math.min(k, n);
+  const ids: number[] = [];
+  if (k <= 0) return ids;
+  for (let i = 0; i < n; i++) {
+    const v = x[i];
+    if (ids.length === k && v <= x[ids[k - 1]]) continue;
+    let j = ids.length < k ? ids.length : k - 1;
+    if (ids.length < k) ids.push(i);
+    while (j > 0 && x[ids[j - 1]] < v) {
+      ids[j] = ids[j - 1];
+      j--;
+    }
+    ids[j] = i;
+  }
+  return ids;
+}
+
+/**
+ * Softmax, normalised entropy, max-prob, margin, top-k and the sampled token for one row.
+ * Signals describe the model's own distribution (temperature 1); temperature, top-k and top-p
+ * shape only the draw.
+ */
+export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnalysis {
+  const V = logits.length;
+  let max = -Infinity;
+  let arg = 0;
+  for (let i = 0; i < V; i++) {
+    if (logits[i] > max) {
+      max = logits[i];
+      arg = i;
+    }
+  }
+  const p = new Float64Array(V);
+  let z = 0;
+  for (let i = 0; i < V; i++) {
+    const e = Math.exp(logits[i] - max);
+    p[i] = e;
+    z += e;
+  }
+  let ent = 0;
+  let p1 = 0;
+  let p2 = 0;
+  const inv = 1 / z;
+  for (let i = 0; i < V; i++) {
+    const q = p[i] * inv;
+    p[i] = q;
+    if (q > 0) ent -= q * Math.log(q);
+    if (q > p1) {
+      p2 = p1;
+      p1 = q;
+    } else if (q > p2) p2 = q;
+  }
+  const kReport = Math.max(opts.topK, 0);
+  const top = topIndices(p, kReport);
+  const s = opts.sampling;
+  const token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
+  const kl = opts.topLogitsK ?? 0;
+  const topLogits = kl > 0 ? topIndices(logits, kl).map((i) => logits[i]) : [];
+  return {
+    token,
+    entropy: V > 1 ? ent / Math.log(V) : 0,
+    maxProb: p1,
+    margin: p1 - p2,
+    tokenProb: p[token],
+    topIds: top,
+    topProbs: top.map((i) => p[i]),
+    topLogits,
+  };
+}
+
+/** Temperature / top-k / top-p draw with a given uniform `u`. */
+export function sampleToken(logits: Float32Array, max: number, s: SamplingParams, u: number): number {
+  const V = logits.length;
+  const t = s.temperature;
+  let ids: number[];
+  if (s.topK > 0 && s.topK < V) {
+    ids = topIndices(logits, s.topK);
+  } else if (s.topP < 1) {
+    ids = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || a - b);
+  } else {
+    ids = [];
+  }
+  if (ids.length === 0) {
+    // full vocabulary, no ordering needed: inverse CDF in id order
+    const w = new Float64Array(V);
+    let z = 0;
+    for (let i = 0; i < V; i++) z += w[i] = Math.exp((logits[i] - max) / t);
+    let acc = 0;
+    const target = u * z;
+    for (let i = 0; i < V; i++) {
+      acc += w[i];
+      if (acc > target) return i;
+    }
+    return V - 1;
+  }
+  const w = ids.map((i) => Math.exp((logits[i] - max) / t));
+  let z = w.reduce((a, b) => a + b, 0);
+  if (s.topP < 1) {
+    // keep the smallest prefix whose mass reaches topP (at least one token)
+    let acc = 0;
+    let n = 0;
+    while (n < w.length) {
+      acc += w[n];
+      n++;
+      if (acc >= s.topP * z) break;
+    }
+    w.length = n;
+    ids = ids.slice(0, n);
+    z = acc;
+  }
+  const target = u * z;
+  let acc = 0;
+  for (let j = 0; j < w.length; j++) {
+    acc += w[j];
+    if (acc > target) return ids[j];
+  }
+  return ids[ids.length - 1];
+}

@@ -1,0 +1,125 @@
+// Fake and simulated runners: deterministic tokens from the exact context fed, latency from a model of batch cost.
+import type { TokenSignals } from '../../shared/algorithm.ts';
+import { hashString, mix } from '../util/hash.ts';
+import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+
+/** What the next token depends on: a rolling hash of every token this model was fed for the request. */
+export interface SimContext {
+  model: string;
+  requestId: string;
+  /** Rolling hash of the whole fed context; differs if any fed token differs. */
+  contextHash: number;
+  position: number;
+  seed: number;
+}
+
+export type SimOutput = Pick<TokenSignals, 'token' | 'entropy' | 'maxProb'> & Partial<TokenSignals>;
+
+/** Step cost of a batch: rows in it and tokens fed (prefill/extend rows feed more than one). */
+export type LatencyModel = (batchSize: number, tokensFed: number) => number;
+
+export interface SimRunnerOptions {
+  name: string;
+  vocabSize?: number;
+  /** Token id that ends a request; -1 = never. */
+  eosTokenId?: number;
+  maxContext?: number;
+  kvBytesPerToken?: number;
+  /** Next token and signals from the context; default: hash-derived tokens and uniform signals. */
+  next?: (ctx: SimContext) => SimOutput;
+  /** Clock ms a step takes; default 0 (a zero-latency runner). */
+  latency?: LatencyModel;
+}
+
+interface Cache {
+  length: number;
+  hash: number;
+}
+
+/**
+ * One class serves as the scripted fake (unit tests) and the simulated model (paper-scale runs in
+ * virtual time). It keeps, per cache, only the length and a rolling hash of what it was fed, and
+ * insists that every row starts exactly where its cache ends, so a scheduler that feeds the wrong
+ * tokens, skips one or feeds one twice produces different output than the sequential oracle.
+ */
+export class SimRunner implements ModelRunner {
+  readonly info: ModelInfo;
+  private readonly caches = new Map<number, Cache>();
+  private readonly next: (ctx: SimContext) => SimOutput;
+  private readonly latency: LatencyModel;
+  private readonly modelSalt: number;
+  /** Steps taken and rows by phase, for tests. */
+  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0 };
+
+  constructor(opts: SimRunnerOptions) {
+    this.info = {
+      name: opts.name,
+      vocabSize: opts.vocabSize ?? 1000,
+      eosTokenId: opts.eosTokenId ?? -1,
+      maxContext: opts.maxContext ?? 1 << 20,
+      hiddenSize: 0,
+      kvBytesPerToken: opts.kvBytesPerToken ?? 1024,
+    };
+    this.modelSalt = hashString(opts.name);
+    this.latency = opts.latency ?? (() => 0);
+    const vocab = this.info.vocabSize;
+    const salt = this.modelSalt;
+    this.next =
+      opts.next ??
+      ((ctx) => {
+        const h = mix(ctx.contextHash, salt);
+        return { token: h % vocab, entropy: (h >>> 8) / 16777216, maxProb: 1 - (h >>> 8) / 16777216 / 2 };
+      });
+  }
+
+  get liveCaches(): number {
+    return this.caches.size;
+  }
+
+  step(rows: readonly StepRow[]): StepOutput {
+    const c = this.counts;
+    c.steps++;
+    const out: TokenSignals[] = new Array(rows.length);
+    let tokensFed = 0;
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i];
+      let cache = this.caches.get(row.cacheId);
+      if (row.position === 0) {
+        cache = { length: 0, hash: 0x12345 };
+        this.caches.set(row.cacheId, cache);
+        c.prefillRows++;
+      } else if (!cache) {
+        throw new Error(`${this.info.name}: cache ${row.cacheId} of ${row.requestId} is unknown (released or never prefilled)`);
+      } else if (row.tokens.length > 1) c.extendRows++;
+      else c.decodeRows++;
+      if (cache.length !== row.position) {
+        throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
+      }
+      if (row.tokens.length === 0) throw new Error(`${this.info.name}: row for ${row.requestId} feeds no token`);
+      let h = cache.hash;
+      for (const t of row.tokens) h = mix(h, t + 1);
+      cache.hash = h;
+      cache.length += row.tokens.length;
+      tokensFed += row.tokens.length;
+      const o = this.next({ model: this.info.name, requestId: row.requestId, contextHash: h, position: cache.length, seed: row.sampling.seed });
+      out[i] = {
+        token: o.token,
+        entropy: o.entropy,
+        maxProb: o.maxProb,
+        margin: o.margin ?? o.maxProb / 2,
+        tokenProb: o.tokenProb ?? o.maxProb,
+        topIds: o.topIds ?? [],
+        topProbs: o.topProbs ?? [],
+        heads: o.heads ?? {},
+        hidden: o.hidden,
+      };
+    }
+    c.rows += rows.length;
+    c.tokensFed += tokensFed;
+    return { rows: out, durationMs: this.latency(rows.length, tokensFed) };
+  }
+
+  release(cacheId: number): void {
+    if (this.caches.delete(cacheId)) this.counts.releases++;
+  }
+}

@@ -1,0 +1,135 @@
+// ModelRunner whose OnnxRunner lives in its own worker thread, so models of different speeds run in parallel.
+import { Worker } from 'node:worker_threads';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import path from 'node:path';
+import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+import type { OnnxRunnerOptions } from './onnxRunner.ts';
+import type { WorkerInit, WorkerReply, WorkerRequest } from './onnxWorker.ts';
+
+/** The worker died or failed to load; pending and later steps reject with it. */
+export class WorkerRunnerError extends Error {
+  override readonly name = 'WorkerRunnerError';
+}
+
+interface Pending {
+  resolve: (o: StepOutput) => void;
+  reject: (e: Error) => void;
+}
+
+/**
+ * The worker runs TypeScript: a tiny CommonJS bootstrap registers tsx's ESM loader inside the worker
+ * (workers do not inherit vitest's transform, and inherit tsx's only when the parent ran under tsx),
+ * then imports onnxWorker.ts.
+ */
+function bootstrapSource(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const workerUrl = pathToFileURL(path.join(here, 'onnxWorker.ts')).href;
+  // require.resolve finds the CommonJS entry; the ESM entry sits beside it
+  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/index\.cjs$/, 'index.mjs')).href;
+  return `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(workerUrl)}); })` + `.catch((e) => { throw e; });`;
+}
+
+export class WorkerRunner implements ModelRunner {
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private dead: Error | null = null;
+  private closing = false;
+
+  private constructor(
+    private readonly worker: Worker,
+    readonly info: ModelInfo,
+  ) {
+    worker.on('message', (m: WorkerReply) => this.onMessage(m));
+    worker.on('error', (e) => this.fail(new WorkerRunnerError(`worker for model "${info.name}" crashed: ${e.message}`)));
+    worker.on('exit', (code) => {
+      if (!this.closing || this.pending.size) this.fail(new WorkerRunnerError(`worker for model "${info.name}" exited (code ${code})`));
+    });
+  }
+
+  /** Starts a worker, loads the model folder in it and resolves when it is ready. */
+  static start(folder: string, opts: OnnxRunnerOptions = {}): Promise<WorkerRunner> {
+    const init: WorkerInit = { folder: path.resolve(folder), opts };
+    const worker = new Worker(bootstrapSource(), { eval: true, workerData: init });
+    return new Promise<WorkerRunner>((resolve, reject) => {
+      const onMsg = (m: WorkerReply) => {
+        cleanup();
+        if (m.type === 'ready') resolve(new WorkerRunner(worker, m.info));
+        else {
+          void worker.terminate();
+          reject(new WorkerRunnerError(`worker failed to load ${folder}: ${m.type === 'error' ? m.message : m.type}`));
+        }
+      };
+      const onErr = (e: Error) => {
+        cleanup();
+        reject(new WorkerRunnerError(`worker for ${folder} crashed while loading: ${e.message}`));
+      };
+      const onExit = (code: number) => {
+        cleanup();
+        reject(new WorkerRunnerError(`worker for ${folder} exited while loading (code ${code})`));
+      };
+      const cleanup = () => {
+        worker.off('message', onMsg);
+        worker.off('error', onErr);
+        worker.off('exit', onExit);
+      };
+      worker.on('message', onMsg);
+      worker.on('error', onErr);
+      worker.on('exit', onExit);
+    });
+  }
+
+  private onMessage(m: WorkerReply): void {
+    if (m.type === 'ready') return;
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    this.pending.delete(m.id);
+    if (m.type === 'result') p.resolve(m.output);
+    else if (m.type === 'error') p.reject(new WorkerRunnerError(`${this.info.name}: ${m.message}`));
+    else p.resolve({ rows: [] });
+  }
+
+  private fail(e: Error): void {
+    if (!this.dead) this.dead = e;
+    for (const p of this.pending.values()) p.reject(e);
+    this.pending.clear();
+  }
+
+  private send(msg: WorkerRequest): void {
+    this.worker.postMessage(msg);
+  }
+
+  step(rows: readonly StepRow[]): Promise<StepOutput> {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    return new Promise<StepOutput>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.send({ type: 'step', id, rows: rows as StepRow[] });
+    });
+  }
+
+  release(cacheId: number): void {
+    if (!this.dead) this.send({ type: 'release', cacheId });
+  }
+
+  /** Test hook: kills the worker as a crash would. */
+  async kill(): Promise<void> {
+    await this.worker.terminate();
+  }
+
+  async close(): Promise<void> {
+    if (this.dead) {
+      await this.worker.terminate();
+      return;
+    }
+    const id = this.nextId++;
+    const done = new Promise<StepOutput>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    this.send({ type: 'close', id });
+    try {
+      await done;
+    } finally {
+      this.closing = true;
+      await this.worker.terminate();
+    }
+  }
+}

@@ -1,0 +1,84 @@
+// Property test: every mode × retain setting commits exactly what the sequential oracle commits.
+import { describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
+import { Cluster } from '../../runtime/engine/cluster.ts';
+import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
+import { SimRunner } from '../../runtime/runner/simRunner.ts';
+import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
+import { runWorkload, type WorkloadRequest } from '../../runtime/sim/runWorkload.ts';
+import { draw3 } from '../../runtime/util/hash.ts';
+import { randomAlgorithm } from './randomAlgorithm.ts';
+
+const CASES_PER_SETTING = 64; // × 8 settings = 512 cases
+
+function pick(seed: number, salt: number, lo: number, hi: number): number {
+  return lo + Math.floor(draw3(seed, salt, 99) * (hi - lo + 1));
+}
+
+describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('mode $mode, retainState $retain', ({ mode, retain }) => {
+  it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
+    let requestsChecked = 0;
+    for (let c = 0; c < CASES_PER_SETTING; c++) {
+      const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
+      const k = pick(seed, 1, 1, 3);
+      const names = ['small', 'medium', 'large'].slice(0, k);
+      const eos = pick(seed, 2, 0, 1) === 1 ? 3 : -1;
+      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      const runners = mkRunners();
+      const concurrency = pick(seed, 3, 1, 32);
+      const nRequests = pick(seed, 4, 1, 40);
+      const requests: WorkloadRequest[] = Array.from({ length: nRequests }, (_, r) => ({
+        id: `r${r}`,
+        prompt: Array.from({ length: pick(seed, 100 + r, 1, 12) }, (_, j) => pick(seed, 1000 * r + j, 4, 40)),
+        maxTokens: pick(seed, 200 + r, 1, 30),
+        sampling: { seed: pick(seed, 300 + r, 0, 1 << 20) },
+      }));
+      const maxLen = Math.max(...requests.map((r) => r.prompt.length + r.maxTokens));
+      const tightMemory = pick(seed, 5, 0, 2) === 0;
+      const maxBatch = names.map((_, i) => pick(seed, 20 + i, 1, 8));
+      const thresholds = names.map((_, i) => (mode === 'async-delayed' ? Math.min(maxBatch[i], pick(seed, 10 + i, 1, 4)) : 1));
+      // Clamp to feasibility: Σ(T−1) < N.
+      while (thresholds.reduce((s, t) => s + t - 1, 0) >= concurrency) thresholds[thresholds.indexOf(Math.max(...thresholds))]--;
+      const clock = new VirtualClock();
+      const cluster = new Cluster({
+        clock,
+        mode,
+        retainState: retain,
+        maxConcurrency: concurrency,
+        maxWaitMs: pick(seed, 6, 1, 40),
+        models: names.map((name, i) => ({
+          name,
+          runner: runners[i],
+          maxBatch: maxBatch[i],
+          threshold: thresholds[i],
+          kvCapacityTokens: tightMemory ? maxLen + pick(seed, 30 + i, 0, maxLen) : Infinity,
+        })),
+      });
+      const alg = randomAlgorithm(seed, names);
+      const results = runWorkload(cluster, clock, alg, requests);
+      const oracleRunners = mkRunners();
+      const oracleMap = Object.fromEntries(names.map((n, i) => [n, oracleRunners[i]]));
+      for (const [i, req] of requests.entries()) {
+        const got = results[i];
+        const want = await runOracle(alg, oracleMap, req);
+        const ctx = `case ${c} seed ${seed} ${req.id} k=${k} N=${concurrency}`;
+        expect(got.status, ctx).toBe('done');
+        expect(got.tokens, ctx).toEqual(want.tokens);
+        expect(got.producedBy, ctx).toEqual(want.producedBy);
+        expect(got.handoffs, ctx).toBe(want.handoffs);
+        expect(got.discarded, ctx).toBe(want.discarded);
+        expect(got.finishReason, ctx).toBe(want.finishReason);
+        requestsChecked++;
+      }
+      // Nothing left behind: every cache released, every KV byte returned, no request anywhere.
+      expect(cluster.idle).toBe(true);
+      for (const lane of cluster.laneStats()) {
+        expect(lane.kvBytes, lane.name).toBe(0);
+        expect(lane.kvReservedBytes, lane.name).toBe(0);
+        expect(lane.ready + lane.waitingAdmission + lane.pendingReturn, lane.name).toBe(0);
+      }
+      for (const r of runners) expect(r.liveCaches).toBe(0);
+    }
+    expect(requestsChecked).toBeGreaterThan(CASES_PER_SETTING);
+  });
+});

@@ -1,0 +1,11 @@
+import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
+import { GREEDY } from '../../runtime/runner/modelRunner.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
+const w = await WorkerRunner.start(process.argv[2]);
+console.log(w.info);
+const o = await w.step([{ cacheId: 1, requestId: 'a', tokens: [1, 28, 23, 26, 7], position: 0, sampling: GREEDY, wants: { topK: 3, hidden: true, heads: [] } }]);
+console.log(o.rows[0].token, o.rows[0].topIds, o.rows[0].hidden?.length, o.modelMs);
+await w.step([{ cacheId: 1, requestId: 'a', tokens: [5], position: 3, sampling: GREEDY, wants: NO_WANTS }]).catch((e) => console.log('expected error:', e.message));
+const p = w.step([{ cacheId: 1, requestId: 'a', tokens: [5], position: 5, sampling: GREEDY, wants: NO_WANTS }]);
+await w.kill();
+await p.then(() => console.log('resolved?'), (e) => console.log('crash reject:', e.message));
