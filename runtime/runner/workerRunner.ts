@@ -85,7 +85,7 @@ export class WorkerRunner implements ModelRunner {
     if (!p) return;
     this.pending.delete(m.id);
     if (m.type === 'result') p.resolve(m.output);
-    else if (m.type === 'error') p.reject(new WorkerRunnerError(`${this.info.name}: ${m.message}`));
+    else if (m.type === 'error') p.reject(new WorkerRunnerError(m.message));
     else p.resolve({ rows: [] });
   }
 
