@@ -1,0 +1,487 @@
+// Bounded columnar store of trace events: batches, handoffs (paired to batches as they arrive), queues, states, requests.
+import { LOCAL_STATES, PHASES, REQUEST_STATES, type TraceEvent, type TraceEventOf } from '../../../shared/trace.ts';
+import { isReceivingBatch } from '../../../shared/timeline/pairHandoffs.ts';
+import { ColumnRing } from './columnRing.ts';
+
+export const STATE_NAMES: readonly string[] = Array.from(new Set<string>([...LOCAL_STATES, ...REQUEST_STATES]));
+export const PHASE_NAMES = PHASES;
+export type Phase = (typeof PHASES)[number];
+export type ConfigEvent = TraceEventOf<'config'>;
+export type RequestEnd = TraceEventOf<'request-end'>;
+
+const BATCH = {
+  lane: Uint16Array, batchId: Float64Array, phase: Uint8Array, size: Uint32Array, tokens: Float64Array,
+  start: Float64Array, end: Float64Array,
+  /** Running max of `end` over the ring: non-decreasing, so binary search works on slightly unordered input. */
+  maxEnd: Float64Array,
+  /** Absolute position of the first request index in the member ring. */
+  members: Float64Array,
+};
+const HANDOFF = {
+  t: Float64Array, maxT: Float64Array, from: Uint16Array, to: Uint16Array, req: Int32Array, batchId: Float64Array,
+  tokens: Float64Array, kept: Uint8Array,
+  /** Absolute batch ids of the sending and receiving batch, -1 until known. */
+  fromAbs: Float64Array, toAbs: Float64Array,
+};
+const QUEUE = { t: Float64Array, maxT: Float64Array, lane: Uint16Array, length: Int32Array };
+const STATE = { t: Float64Array, maxT: Float64Array, lane: Int16Array, req: Int32Array, state: Uint8Array };
+
+export interface RequestInfo {
+  idx: number;
+  id: string;
+  firstT: number;
+  lastT: number;
+  /** Latest entry-level state (admitted, streaming, done, ...). */
+  status: string;
+  end?: RequestEnd;
+}
+
+export interface StoreOptions {
+  /** Cap on retained batch + handoff + queue + state events; the oldest are dropped past it. */
+  capacity?: number;
+  /** Cap on remembered requests (names, request-end payloads). */
+  maxRequests?: number;
+  maxConfigs?: number;
+  /** Cap on request ids held by batches (sum of batch sizes). */
+  memberCapacity?: number;
+}
+
+/** Request indices of batch rows, addressed by absolute position so batches can point into it. */
+class MemberRing {
+  buf: Int32Array;
+  mask: number;
+  tail = 0;
+  head = 0;
+  constructor(readonly maxLength: number, initial = 8192) {
+    this.buf = new Int32Array(Math.min(2 ** Math.ceil(Math.log2(initial)), 2 ** Math.ceil(Math.log2(maxLength))));
+    this.mask = this.buf.length - 1;
+  }
+  get length(): number { return this.head - this.tail; }
+  fits(n: number): boolean { return this.length + n <= this.maxLength; }
+  push(v: number): void {
+    if (this.length === this.buf.length) {
+      const next = new Int32Array(this.buf.length * 2);
+      const m = next.length - 1;
+      for (let a = this.tail; a < this.head; a++) next[a & m] = this.buf[a & this.mask];
+      this.buf = next;
+      this.mask = m;
+    }
+    this.buf[this.head & this.mask] = v;
+    this.head++;
+  }
+  at(abs: number): number { return this.buf[abs & this.mask]; }
+}
+
+type Counts = Record<TraceEvent['type'], number>;
+const zeroCounts = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, queue: 0, 'request-end': 0, config: 0 });
+
+export class EventStore {
+  readonly capacity: number;
+  readonly maxRequests: number;
+  readonly maxConfigs: number;
+  lanes: string[] = [];
+  private laneIdx = new Map<string, number>();
+  batches: ColumnRing<typeof BATCH>;
+  handoffs: ColumnRing<typeof HANDOFF>;
+  queues: ColumnRing<typeof QUEUE>;
+  states: ColumnRing<typeof STATE>;
+  members: MemberRing;
+  configs: ConfigEvent[] = [];
+  requests = new Map<number, RequestInfo>();
+  private requestIdx = new Map<string, number>();
+  private nextReq = 0;
+  /** Recently seen request indices, newest last (for the request list). */
+  recent: number[] = [];
+  /** (lane, batchId) -> absolute batch id, for handoff.batchId lookups. */
+  private batchByKey: Map<number, number>[] = [];
+  /** Handoffs whose sending batch has not arrived yet, by lane then batchId. */
+  private pendingFrom: Map<number, number[]>[] = [];
+  /**
+   * A request's latest few handoffs, by request index: each one takes the earliest batch of the
+   * request on its receiver that starts after it. Several, because with out-of-order input a
+   * request's next handoff can arrive before the batch that received the previous one.
+   */
+  private pendingTo = new Map<number, number[]>();
+  received: Counts = zeroCounts();
+  evicted: Counts = zeroCounts();
+  /** Longest batch and worst lateness seen: they bound how far a window query must look past its edges. */
+  maxBatchMs = 0;
+  batchDisorderMs = 0;
+  pointDisorderMs = 0;
+  /** Latest time seen in any event. */
+  latestT = -Infinity;
+  earliestT = Infinity;
+  /** Bumped on every change; renderers and caches compare it. */
+  version = 0;
+
+  constructor(opts: StoreOptions = {}) {
+    this.capacity = opts.capacity ?? 200_000;
+    this.maxRequests = opts.maxRequests ?? 20_000;
+    this.maxConfigs = opts.maxConfigs ?? 1000;
+    this.batches = new ColumnRing(BATCH, this.capacity);
+    this.handoffs = new ColumnRing(HANDOFF, this.capacity);
+    this.queues = new ColumnRing(QUEUE, this.capacity);
+    this.states = new ColumnRing(STATE, this.capacity);
+    this.members = new MemberRing(opts.memberCapacity ?? this.capacity * 8);
+  }
+
+  get size(): number { return this.batches.length + this.handoffs.length + this.queues.length + this.states.length; }
+
+  lane(model: string): number {
+    let i = this.laneIdx.get(model);
+    if (i === undefined) {
+      i = this.lanes.length;
+      this.lanes.push(model);
+      this.laneIdx.set(model, i);
+      this.batchByKey.push(new Map());
+      this.pendingFrom.push(new Map());
+    }
+    return i;
+  }
+
+  laneOf(model: string): number { return this.laneIdx.get(model) ?? -1; }
+
+  requestIndex(id: string): number { return this.requestIdx.get(id) ?? -1; }
+
+  requestName(idx: number): string { return this.requests.get(idx)?.id ?? `#${idx}`; }
+
+  private touch(id: string, t: number): RequestInfo {
+    let idx = this.requestIdx.get(id);
+    let info = idx === undefined ? undefined : this.requests.get(idx);
+    if (!info) {
+      idx = this.nextReq++;
+      info = { idx, id, firstT: t, lastT: t, status: 'seen' };
+      this.requestIdx.set(id, idx);
+      this.requests.set(idx, info);
+      this.recent.push(idx);
+      if (this.recent.length > 1000) this.recent.splice(0, this.recent.length - 500);
+      if (this.requests.size > this.maxRequests) this.sweepRequests();
+    } else if (t > info.lastT) info.lastT = t;
+    else if (t < info.firstT) info.firstT = t;
+    return info;
+  }
+
+  addMany(events: readonly TraceEvent[]): void {
+    for (const e of events) this.add(e);
+  }
+
+  add(e: TraceEvent): void {
+    this.received[e.type]++;
+    this.version++;
+    const t = e.type === 'batch' ? e.end : e.t;
+    if (t > this.latestT) this.latestT = t;
+    const t0 = e.type === 'batch' ? e.start : e.type === 'request-end' ? e.admittedAt : e.t;
+    if (t0 < this.earliestT) this.earliestT = t0;
+    switch (e.type) {
+      case 'batch': return this.addBatch(e);
+      case 'handoff': return this.addHandoff(e);
+      case 'queue': {
+        this.makeRoom();
+        const q = this.queues;
+        const p = q.push();
+        const prevMax = q.length > 1 ? q.cols.maxT[q.phys(q.length - 2)] : -Infinity;
+        q.cols.t[p] = e.t;
+        q.cols.maxT[p] = Math.max(prevMax, e.t);
+        this.pointDisorderMs = Math.max(this.pointDisorderMs, prevMax - e.t);
+        q.cols.lane[p] = this.lane(e.model);
+        q.cols.length[p] = e.length;
+        return;
+      }
+      case 'request-state': {
+        this.makeRoom();
+        const info = this.touch(e.requestId, e.t);
+        if (e.model === null) info.status = e.state;
+        const s = this.states;
+        const p = s.push();
+        const prevMax = s.length > 1 ? s.cols.maxT[s.phys(s.length - 2)] : -Infinity;
+        s.cols.t[p] = e.t;
+        s.cols.maxT[p] = Math.max(prevMax, e.t);
+        this.pointDisorderMs = Math.max(this.pointDisorderMs, prevMax - e.t);
+        s.cols.lane[p] = e.model === null ? -1 : this.lane(e.model);
+        s.cols.req[p] = info.idx;
+        s.cols.state[p] = Math.max(0, STATE_NAMES.indexOf(e.state));
+        return;
+      }
+      case 'request-end': {
+        const info = this.touch(e.requestId, e.t);
+        info.end = e;
+        info.status = e.status;
+        return;
+      }
+      case 'config': {
+        for (const m of Object.keys(e.thresholds)) this.lane(m);
+        // Kept sorted by time: the config in force at t is the last one at or before t.
+        let i = this.configs.length;
+        while (i > 0 && this.configs[i - 1].t > e.t) i--;
+        this.configs.splice(i, 0, e);
+        if (this.configs.length > this.maxConfigs) { this.configs.shift(); this.evicted.config++; }
+        return;
+      }
+    }
+  }
+
+  private addBatch(e: TraceEventOf<'batch'>): void {
+    const lane = this.lane(e.model);
+    this.makeRoom();
+    while (!this.members.fits(e.requestIds.length) && this.batches.length) this.evictBatch();
+    if (!this.members.fits(e.requestIds.length)) return; // a single batch larger than the whole member cap
+    const b = this.batches;
+    const abs = b.nextAbs;
+    const p = b.push();
+    const prevMax = b.length > 1 ? b.cols.maxEnd[b.phys(b.length - 2)] : -Infinity;
+    b.cols.lane[p] = lane;
+    b.cols.batchId[p] = e.batchId;
+    b.cols.phase[p] = Math.max(0, PHASES.indexOf(e.phase));
+    b.cols.size[p] = e.requestIds.length;
+    b.cols.tokens[p] = e.tokens;
+    b.cols.start[p] = e.start;
+    b.cols.end[p] = e.end;
+    b.cols.maxEnd[p] = Math.max(prevMax, e.end);
+    b.cols.members[p] = this.members.head;
+    this.batchDisorderMs = Math.max(this.batchDisorderMs, prevMax - e.end);
+    this.maxBatchMs = Math.max(this.maxBatchMs, e.end - e.start);
+    this.batchByKey[lane].set(e.batchId, abs);
+    const h = this.handoffs;
+    for (const id of e.requestIds) {
+      const info = this.touch(id, e.end);
+      this.members.push(info.idx);
+      // Is this the batch the request's latest handoff was waiting for? The entry stays after a match:
+      // with out-of-order input an earlier batch of the same request may still arrive and win.
+      const list = this.pendingTo.get(info.idx);
+      if (list) {
+        for (const ha of list) {
+          const hp = h.physOfAbs(ha);
+          if (hp < 0 || h.cols.to[hp] !== lane || !isReceivingBatch({ t: h.cols.t[hp] }, e.start)) continue;
+          const cur = b.physOfAbs(h.cols.toAbs[hp]);
+          if (cur < 0 || e.start < b.cols.start[cur]) h.cols.toAbs[hp] = abs;
+        }
+      }
+    }
+    // Handoffs that named this batch before it arrived.
+    const waiting = this.pendingFrom[lane].get(e.batchId);
+    if (waiting) {
+      for (const ha of waiting) {
+        const hp = h.physOfAbs(ha);
+        if (hp >= 0) h.cols.fromAbs[hp] = abs;
+      }
+      this.pendingFrom[lane].delete(e.batchId);
+    }
+  }
+
+  private addHandoff(e: TraceEventOf<'handoff'>): void {
+    this.makeRoom();
+    const from = this.lane(e.from);
+    const to = this.lane(e.to);
+    const info = this.touch(e.requestId, e.t);
+    const h = this.handoffs;
+    const abs = h.nextAbs;
+    const p = h.push();
+    const prevMax = h.length > 1 ? h.cols.maxT[h.phys(h.length - 2)] : -Infinity;
+    h.cols.t[p] = e.t;
+    h.cols.maxT[p] = Math.max(prevMax, e.t);
+    this.pointDisorderMs = Math.max(this.pointDisorderMs, prevMax - e.t);
+    h.cols.from[p] = from;
+    h.cols.to[p] = to;
+    h.cols.req[p] = info.idx;
+    h.cols.batchId[p] = e.batchId;
+    h.cols.tokens[p] = e.tokens;
+    h.cols.kept[p] = e.kept ? 1 : 0;
+    const fromAbs = this.batchByKey[from].get(e.batchId);
+    h.cols.fromAbs[p] = fromAbs ?? -1;
+    if (fromAbs === undefined) {
+      let list = this.pendingFrom[from].get(e.batchId);
+      if (!list) this.pendingFrom[from].set(e.batchId, (list = []));
+      list.push(abs);
+    }
+    h.cols.toAbs[p] = this.findReceivingBatch(to, info.idx, e.t);
+    let list = this.pendingTo.get(info.idx);
+    if (!list) this.pendingTo.set(info.idx, (list = []));
+    list.push(abs);
+    if (list.length > 4) list.shift();
+  }
+
+  /**
+   * For input where the receiving batch arrived before the handoff: scan back over batches that
+   * end after the handoff (in live order, usually none) for the earliest one of the request on `to`.
+   */
+  private findReceivingBatch(lane: number, req: number, t: number): number {
+    const b = this.batches;
+    let best = -1;
+    let bestStart = Infinity;
+    for (let i = b.length - 1; i >= 0; i--) {
+      const p = b.phys(i);
+      if (b.cols.maxEnd[p] < t) break;
+      if (b.cols.lane[p] !== lane || !isReceivingBatch({ t }, b.cols.start[p]) || b.cols.start[p] >= bestStart) continue;
+      const m0 = b.cols.members[p];
+      for (let k = 0; k < b.cols.size[p]; k++) {
+        if (this.members.at(m0 + k) === req) { best = b.evicted + i; bestStart = b.cols.start[p]; break; }
+      }
+    }
+    return best;
+  }
+
+  /** Keeps the total under the cap by dropping the globally oldest event (by emission time). */
+  private makeRoom(): void {
+    while (this.size >= this.capacity) {
+      const { batches: b, handoffs: h, queues: q, states: s } = this;
+      const kb = b.length ? b.cols.end[b.phys(0)] : Infinity;
+      const kh = h.length ? h.cols.t[h.phys(0)] : Infinity;
+      const kq = q.length ? q.cols.t[q.phys(0)] : Infinity;
+      const ks = s.length ? s.cols.t[s.phys(0)] : Infinity;
+      const min = Math.min(kb, kh, kq, ks);
+      if (min === kb) this.evictBatch();
+      else if (min === kh) this.evictHandoff();
+      else if (min === kq) { q.shift(); this.evicted.queue++; }
+      else { s.shift(); this.evicted['request-state']++; }
+    }
+  }
+
+  private evictBatch(): void {
+    const b = this.batches;
+    const p = b.phys(0);
+    const lane = b.cols.lane[p];
+    const map = this.batchByKey[lane];
+    if (map.get(b.cols.batchId[p]) === b.evicted) map.delete(b.cols.batchId[p]);
+    this.members.tail = b.cols.members[p] + b.cols.size[p];
+    b.shift();
+    this.evicted.batch++;
+  }
+
+  private evictHandoff(): void {
+    const h = this.handoffs;
+    const p = h.phys(0);
+    const abs = h.evicted;
+    if (h.cols.fromAbs[p] < 0) {
+      const m = this.pendingFrom[h.cols.from[p]];
+      const list = m.get(h.cols.batchId[p]);
+      if (list) {
+        const rest = list.filter((a) => a !== abs);
+        if (rest.length) m.set(h.cols.batchId[p], rest);
+        else m.delete(h.cols.batchId[p]);
+      }
+    }
+    const waiting = this.pendingTo.get(h.cols.req[p]);
+    if (waiting) {
+      const rest = waiting.filter((a) => a !== abs);
+      if (rest.length) this.pendingTo.set(h.cols.req[p], rest);
+      else this.pendingTo.delete(h.cols.req[p]);
+    }
+    h.shift();
+    this.evicted.handoff++;
+  }
+
+  /** Oldest time any retained event still refers to. */
+  oldestRetainedT(): number {
+    const { batches: b, handoffs: h, queues: q, states: s } = this;
+    return Math.min(
+      b.length ? b.cols.start[b.phys(0)] : Infinity, h.length ? h.cols.t[h.phys(0)] : Infinity,
+      q.length ? q.cols.t[q.phys(0)] : Infinity, s.length ? s.cols.t[s.phys(0)] : Infinity,
+    );
+  }
+
+  /** Forgets requests nothing retained refers to; past the cap, the oldest regardless. */
+  private sweepRequests(): void {
+    const horizon = this.oldestRetainedT();
+    const target = Math.floor(this.maxRequests * 0.9);
+    for (const [idx, info] of this.requests) {
+      if (this.requests.size <= target) break;
+      if (info.lastT < horizon) this.forgetRequest(idx, info);
+    }
+    for (const [idx, info] of this.requests) {
+      if (this.requests.size <= this.maxRequests) break;
+      this.forgetRequest(idx, info);
+    }
+  }
+
+  private forgetRequest(idx: number, info: RequestInfo): void {
+    this.requests.delete(idx);
+    this.requestIdx.delete(info.id);
+    this.pendingTo.delete(idx);
+    this.evicted['request-end'] += info.end ? 1 : 0;
+  }
+
+  /** Request indices of the batch at physical index p. */
+  batchMembers(p: number): number[] {
+    const out: number[] = [];
+    const m0 = this.batches.cols.members[p];
+    for (let k = 0; k < this.batches.cols.size[p]; k++) out.push(this.members.at(m0 + k));
+    return out;
+  }
+
+  batchHas(p: number, req: number): boolean {
+    const m0 = this.batches.cols.members[p];
+    for (let k = 0; k < this.batches.cols.size[p]; k++) if (this.members.at(m0 + k) === req) return true;
+    return false;
+  }
+
+  /** Rebuilds one batch event (panels, export). */
+  batchEvent(p: number): TraceEventOf<'batch'> {
+    const c = this.batches.cols;
+    return {
+      type: 'batch', model: this.lanes[c.lane[p]], batchId: c.batchId[p], requestIds: this.batchMembers(p).map((i) => this.requestName(i)),
+      phase: PHASES[c.phase[p]], tokens: c.tokens[p], start: c.start[p], end: c.end[p],
+    };
+  }
+
+  handoffEvent(p: number): TraceEventOf<'handoff'> {
+    const c = this.handoffs.cols;
+    return {
+      type: 'handoff', t: c.t[p], requestId: this.requestName(c.req[p]), from: this.lanes[c.from[p]], to: this.lanes[c.to[p]],
+      batchId: c.batchId[p], tokens: c.tokens[p], kept: c.kept[p] === 1,
+    };
+  }
+
+  /** The config in force at time t (the last one at or before it; the first one if t precedes all). */
+  configAt(t: number): ConfigEvent | undefined {
+    let found: ConfigEvent | undefined = this.configs[0];
+    for (const c of this.configs) if (c.t <= t) found = c;
+    return found;
+  }
+
+  /**
+   * Retained events as trace events in emission order, optionally limited to [t0, t1]
+   * (batches overlapping it; the config in force at t0 is included so the export says what ran).
+   */
+  toEvents(t0 = -Infinity, t1 = Infinity): TraceEvent[] {
+    const keyed: { k: number; e: TraceEvent }[] = [];
+    const { batches: b, handoffs: h, queues: q, states: s } = this;
+    for (let i = 0; i < b.length; i++) {
+      const p = b.phys(i);
+      if (b.cols.end[p] >= t0 && b.cols.start[p] <= t1) keyed.push({ k: b.cols.end[p], e: this.batchEvent(p) });
+    }
+    for (let i = 0; i < h.length; i++) {
+      const p = h.phys(i);
+      if (h.cols.t[p] >= t0 && h.cols.t[p] <= t1) keyed.push({ k: h.cols.t[p], e: this.handoffEvent(p) });
+    }
+    for (let i = 0; i < q.length; i++) {
+      const p = q.phys(i);
+      const t = q.cols.t[p];
+      if (t >= t0 && t <= t1) keyed.push({ k: t, e: { type: 'queue', t, model: this.lanes[q.cols.lane[p]], length: q.cols.length[p] } });
+    }
+    for (let i = 0; i < s.length; i++) {
+      const p = s.phys(i);
+      const t = s.cols.t[p];
+      if (t < t0 || t > t1) continue;
+      const lane = s.cols.lane[p];
+      keyed.push({ k: t, e: { type: 'request-state', t, requestId: this.requestName(s.cols.req[p]), model: lane < 0 ? null : this.lanes[lane], state: STATE_NAMES[s.cols.state[p]] } });
+    }
+    for (const info of this.requests.values()) if (info.end && info.end.t >= t0 && info.end.t <= t1) keyed.push({ k: info.end.t, e: info.end });
+    const inForce = Number.isFinite(t0) ? this.configAt(t0) : undefined;
+    for (const c of this.configs) if ((c.t >= t0 && c.t <= t1) || c === inForce) keyed.push({ k: c.t, e: c });
+    // Stable sort: equal times keep kind order (batch before its handoffs, as the runtime emits them).
+    keyed.sort((a, b2) => a.k - b2.k);
+    return keyed.map((x) => x.e);
+  }
+
+  /** Sizes of everything that grows with input: what the memory-bound tests watch. */
+  footprint(): { events: number; requests: number; members: number; pending: number; batchKeys: number; bytes: number } {
+    let pending = this.pendingTo.size;
+    for (const m of this.pendingFrom) pending += m.size;
+    let batchKeys = 0;
+    for (const m of this.batchByKey) batchKeys += m.size;
+    return {
+      events: this.size, requests: this.requests.size, members: this.members.length, pending, batchKeys,
+      bytes: this.batches.bytes() + this.handoffs.bytes() + this.queues.bytes() + this.states.bytes() + this.members.buf.byteLength,
+    };
+  }
+}
