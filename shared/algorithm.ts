@@ -111,6 +111,27 @@ export function standardSend<M>(req: SendRequest<M>, keep: boolean, meta: M = re
   return { type: 'handoff', requestId: req.requestId, from: req.from, to: req.to, anchor: req.anchor, tokens, keep, done: false, meta };
 }
 
+/** Builds a RouteInput with one fixed shape (an object spread here costs more than the whole step). */
+export function routeInput<M>(sig: TokenSignals, model: ModelId, position: number, stepsHere: number, generated: number, draw: number, meta: M): RouteInput<M> {
+  return {
+    token: sig.token,
+    entropy: sig.entropy,
+    maxProb: sig.maxProb,
+    margin: sig.margin,
+    tokenProb: sig.tokenProb,
+    topIds: sig.topIds,
+    topProbs: sig.topProbs,
+    hidden: sig.hidden,
+    heads: sig.heads,
+    model,
+    position,
+    stepsHere,
+    generated,
+    draw,
+    meta,
+  };
+}
+
 /** The default receive: accept the peer's tokens and its metadata. */
 export function standardReceive<M>(handoff: Handoff<M>): LocalState<M> {
   return { meta: handoff.meta };

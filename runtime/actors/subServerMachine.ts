@@ -40,9 +40,13 @@ export const subServerMachine = setup({
   initial: 'idle',
   states: {
     idle: {
-      always: { target: 'collecting', guard: 'hasWork' },
-      on: { WORK: {}, GATE: {} },
+      on: {
+        WORK: [{ target: 'executing', guard: 'mayLaunch' }, { target: 'collecting', guard: 'hasWork' }],
+        GATE: [{ target: 'executing', guard: 'mayLaunch' }, { target: 'collecting', guard: 'hasWork' }],
+      },
     },
+    // Entered only when a batch must wait (below threshold, or a barrier closed): the deadline
+    // timer is armed just for those waits, not on every step.
     collecting: {
       always: [
         { target: 'idle', guard: 'noWork' },
@@ -54,7 +58,13 @@ export const subServerMachine = setup({
     },
     executing: {
       entry: 'launch',
-      on: { BATCH_DONE: 'collecting', WORK: {}, GATE: {} },
+      on: {
+        BATCH_DONE: [
+          { target: 'executing', reenter: true, guard: 'mayLaunch' },
+          { target: 'collecting', guard: 'hasWork' },
+          { target: 'idle' },
+        ],
+      },
     },
   },
 });

@@ -1,6 +1,6 @@
 // The entry and its sub-servers: admits requests, routes every step's result, moves requests between models.
 import { createActor } from 'xstate';
-import { standardReceive, standardSend, type Handoff, type ModelId, type RouteInput, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
+import { routeInput, standardReceive, standardSend, type Handoff, type ModelId, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
 import { isFinalLocal, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { requestMachine } from '../actors/requestMachine.ts';
@@ -302,15 +302,7 @@ export class Cluster implements SubServerOwner {
     const m = local.model;
     local.stepsHere++;
     const position = req.tokens.length;
-    const input: RouteInput<unknown> = {
-      ...sig,
-      model: m,
-      position,
-      stepsHere: local.stepsHere,
-      generated: req.generated,
-      draw: draw3(req.drawSeed, position, m),
-      meta: req.meta,
-    };
+    const input = routeInput(sig, m, position, local.stepsHere, req.generated, draw3(req.drawSeed, position, m), req.meta);
     let target: ModelId;
     try {
       target = alg.route(input);
@@ -511,9 +503,10 @@ export class Cluster implements SubServerOwner {
       if (!lane.dirty) continue;
       lane.dirty = false;
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
-      lane.actor.send({ type: 'WORK' });
+      // An executing lane looks at its queue when its batch returns; an event now would be a no-op.
+      if (!lane.executing) lane.actor.send({ type: 'WORK' });
     }
-    for (const i of this.policy.openRound(this.lanes)) this.lanes[i].actor.send({ type: 'GATE' });
+    for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
   }
 
   private move(local: LocalRequest, event: LocalEvent): void {

@@ -1,5 +1,5 @@
 // The reference: one request interpreted step by step over the same runners, no batching, no scheduler.
-import { standardReceive, standardSend, type Algorithm, type ModelId, type RouteInput } from '../../shared/algorithm.ts';
+import { routeInput, standardReceive, standardSend, type Algorithm, type ModelId } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import { GREEDY, type ModelRunner, type SamplingParams } from '../runner/modelRunner.ts';
 import { draw3 } from '../util/hash.ts';
@@ -61,7 +61,7 @@ export async function runOracle<M>(
       const sig = out.rows[0];
       stepsHere++;
       const position = tokens.length;
-      const input: RouteInput<M> = { ...sig, model: owner, position, stepsHere, generated: tokens.length - promptLength, draw: draw3(sampling.seed >>> 0, position, owner), meta };
+      const input = routeInput(sig, owner, position, stepsHere, tokens.length - promptLength, draw3(sampling.seed >>> 0, position, owner), meta);
       const target = algorithm.route(input);
       if (target === 0 || target === owner) {
         const end = commit(sig.token, owner);

@@ -6,7 +6,9 @@ import type { StepRow } from './modelRunner.ts';
 export type WorkerRequest =
   | { type: 'step'; id: number; rows: StepRow[] }
   | { type: 'release'; cacheId: number }
-  | { type: 'close'; id: number };
+  | { type: 'close'; id: number }
+  /** Test hook: the worker throws an uncaught error, as a native crash or bug would kill it. */
+  | { type: 'crash'; message: string };
 
 export type WorkerReply =
   | { type: 'ready'; info: OnnxRunner['info'] }
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
   // steps are queued here so the port's FIFO order is the execution order (release after step, etc.)
   let chain: Promise<void> = Promise.resolve();
   port.on('message', (msg: WorkerRequest) => {
+    if (msg.type === 'crash') throw new Error(msg.message);
     chain = chain.then(async () => {
       if (msg.type === 'release') runner.release(msg.cacheId);
       else if (msg.type === 'step') {

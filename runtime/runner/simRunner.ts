@@ -31,6 +31,9 @@ export interface SimRunnerOptions {
   latency?: LatencyModel;
 }
 
+const NONE: readonly number[] = Object.freeze([]);
+const NO_HEADS: Readonly<Record<string, number>> = Object.freeze({});
+
 interface Cache {
   length: number;
   hash: number;
@@ -108,9 +111,9 @@ export class SimRunner implements ModelRunner {
         maxProb: o.maxProb,
         margin: o.margin ?? o.maxProb / 2,
         tokenProb: o.tokenProb ?? o.maxProb,
-        topIds: o.topIds ?? [],
-        topProbs: o.topProbs ?? [],
-        heads: o.heads ?? {},
+        topIds: o.topIds ?? NONE,
+        topProbs: o.topProbs ?? NONE,
+        heads: o.heads ?? NO_HEADS,
         hidden: o.hidden,
       };
     }

@@ -112,9 +112,9 @@ export class WorkerRunner implements ModelRunner {
     if (!this.dead) this.send({ type: 'release', cacheId });
   }
 
-  /** Test hook: kills the worker as a crash would. */
-  async kill(): Promise<void> {
-    await this.worker.terminate();
+  /** Test hook: makes the worker die with an uncaught error before it handles anything sent after. */
+  crashForTest(message = 'crash requested by test'): void {
+    this.send({ type: 'crash', message });
   }
 
   async close(): Promise<void> {

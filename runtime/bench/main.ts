@@ -1,0 +1,57 @@
+// `npm run bench -- <suite> [--json FILE]`: runs one benchmark suite and writes {suite, settings, results}.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { BenchSuite } from './benchSuite.ts';
+
+const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
+  'sim-modes': () => import('./simModes.ts'),
+  overhead: () => import('./overhead.ts'),
+  models: () => import('./models.ts') as Promise<{ run: BenchSuite }>,
+  'dtmc-solve': () => import('./dtmcSolve.ts') as Promise<{ run: BenchSuite }>,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [suite, ...rest] = argv;
+  if (!suite || suite === '--help' || suite === '-h') {
+    console.log(`usage: npm run bench -- <suite> [--json FILE] [--key value ...]\nsuites: ${Object.keys(SUITES).join(', ')}`);
+    return suite ? 0 : 2;
+  }
+  const load = SUITES[suite];
+  if (!load) {
+    console.error(`unknown suite "${suite}"; suites: ${Object.keys(SUITES).join(', ')}`);
+    return 2;
+  }
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (!a.startsWith('--')) {
+      console.error(`unexpected argument "${a}"`);
+      return 2;
+    }
+    const v = rest[i + 1];
+    if (v === undefined || v.startsWith('--')) {
+      console.error(`flag ${a} needs a value`);
+      return 2;
+    }
+    flags[a.slice(2)] = v;
+    i++;
+  }
+  const { run } = await load();
+  const report = await run({ json: flags.json, flags });
+  if (flags.json) {
+    mkdirSync(dirname(flags.json), { recursive: true });
+    writeFileSync(flags.json, JSON.stringify(report, null, 2));
+    console.log(`wrote ${flags.json}`);
+  }
+  return 0;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      console.error(e instanceof Error ? e.stack : e);
+      process.exit(1);
+    },
+  );
+}

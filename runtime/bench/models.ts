@@ -1,0 +1,146 @@
+// Bench suite "models": per-model step latency by batch and context, time outside session.run, and two-worker overlap.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { OnnxRunner } from '../runner/onnxRunner.ts';
+import { WorkerRunner } from '../runner/workerRunner.ts';
+import { GREEDY, type ModelRunner, type StepRow } from '../runner/modelRunner.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
+import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
+
+export interface ModelsBenchRow {
+  model: string;
+  batch: number;
+  ctx: number;
+  step_ms: number;
+  outside_run_fraction: number;
+}
+
+export interface ModelsBenchResult {
+  suite: string;
+  settings: Record<string, unknown>;
+  results: {
+    rows: ModelsBenchRow[];
+    parallel_ratio: number;
+    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; serial_ms: number; parallel_ms: number };
+  };
+}
+
+const MODELS = ['small', 'medium', 'large'];
+const BATCHES = [1, 4, 16, 32];
+const WARMUP = 3;
+const MEASURE = 16;
+
+/** A synthetic prompt of digits: latency does not depend on token values. */
+const synthetic = (n: number, salt: number): number[] => Array.from({ length: n }, (_, i) => 4 + ((i * 7 + salt * 13) % 10));
+
+/** Prefills `batch` caches so that the measured decode steps end at context `ctx`, then times them. */
+async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBase: number): Promise<{ stepMs: number; modelMs: number }> {
+  const start = ctx - WARMUP - MEASURE;
+  let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({ cacheId: cacheBase + i, requestId: `b${i}`, tokens: synthetic(start, i), position: 0, sampling: GREEDY, wants: NO_WANTS }));
+  let wall = 0;
+  let model = 0;
+  for (let s = 0; s < WARMUP + MEASURE; s++) {
+    const t0 = performance.now();
+    const out = await runner.step(rows);
+    const dt = performance.now() - t0;
+    if (s >= WARMUP) {
+      wall += dt;
+      model += out.modelMs ?? 0;
+    }
+    rows = rows.map((r, i) => ({ ...r, position: r.position + r.tokens.length, tokens: [out.rows[i].token] }));
+  }
+  rows.forEach((r) => runner.release(r.cacheId));
+  return { stepMs: wall / MEASURE, modelMs: model / MEASURE };
+}
+
+async function decodeLoop(runner: ModelRunner, batch: number, ctx: number, steps: number, cacheBase: number): Promise<void> {
+  let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({ cacheId: cacheBase + i, requestId: `p${i}`, tokens: synthetic(ctx - steps, i), position: 0, sampling: GREEDY, wants: NO_WANTS }));
+  for (let s = 0; s < steps; s++) {
+    const out = await runner.step(rows);
+    rows = rows.map((r, i) => ({ ...r, position: r.position + r.tokens.length, tokens: [out.rows[i].token] }));
+  }
+  rows.forEach((r) => runner.release(r.cacheId));
+}
+
+const pad = (s: string | number, n: number): string => String(s).padStart(n);
+
+export async function run(opts: { json?: string; modelsDir?: string; models?: string[] } = {}): Promise<ModelsBenchResult> {
+  const dir = opts.modelsDir ?? BUNDLED_MODELS_DIR;
+  const models = opts.models ?? MODELS;
+  const rows: ModelsBenchRow[] = [];
+  const ctxNote: Record<string, string> = {};
+  console.log(`models bench: in-thread OnnxRunner, intraOpNumThreads=1, ${WARMUP} warm-up + ${MEASURE} timed decode steps per cell`);
+  console.log(`${'model'.padEnd(8)}${pad('batch', 6)}${pad('ctx', 6)}${pad('step_ms', 10)}${pad('outside', 9)}`);
+  for (const name of models) {
+    const runner = await OnnxRunner.load(path.join(dir, name), { intraOpNumThreads: 1 });
+    const max = runner.info.maxContext;
+    const ctxs = [64, Math.min(512, max)];
+    if (max < 512) ctxNote[name] = `max context ${max} < 512: measured at ${max} instead of 512`;
+    if (!ctxs.includes(256) && max >= 256) ctxs.splice(1, 0, 256);
+    for (const ctx of ctxs) {
+      for (const batch of BATCHES) {
+        const m = await measure(runner, batch, ctx, 1_000_000);
+        const row = { model: name, batch, ctx, step_ms: round(m.stepMs), outside_run_fraction: round(Math.max(0, 1 - m.modelMs / m.stepMs), 4) };
+        rows.push(row);
+        console.log(`${name.padEnd(8)}${pad(batch, 6)}${pad(ctx, 6)}${pad(row.step_ms.toFixed(2), 10)}${pad((100 * row.outside_run_fraction).toFixed(1) + '%', 9)}`);
+      }
+    }
+    await runner.close();
+  }
+
+  // two models in two workers, busy together vs one after the other
+  const a = models.includes('small') ? 'small' : models[0];
+  const b = models.includes('large') ? 'large' : models[models.length - 1];
+  const pBatch = 16;
+  const pCtx = 64;
+  const pSteps = 40;
+  console.log(`parallel: ${a} and ${b} in two workers, batch ${pBatch}, ${pSteps} decode steps to context ${pCtx}`);
+  const [wa, wb] = await Promise.all([WorkerRunner.start(path.join(dir, a)), WorkerRunner.start(path.join(dir, b))]);
+  await Promise.all([decodeLoop(wa, pBatch, pCtx, 8, 1), decodeLoop(wb, pBatch, pCtx, 8, 1)]); // warm-up
+  let t0 = performance.now();
+  await decodeLoop(wa, pBatch, pCtx, pSteps, 100);
+  await decodeLoop(wb, pBatch, pCtx, pSteps, 100);
+  const serial = performance.now() - t0;
+  t0 = performance.now();
+  await Promise.all([decodeLoop(wa, pBatch, pCtx, pSteps, 200), decodeLoop(wb, pBatch, pCtx, pSteps, 200)]);
+  const parallel = performance.now() - t0;
+  await Promise.all([wa.close(), wb.close()]);
+  const ratio = round(parallel / serial, 3);
+  console.log(`parallel: serial ${serial.toFixed(0)} ms, together ${parallel.toFixed(0)} ms, ratio ${ratio}`);
+
+  const result: ModelsBenchResult = {
+    suite: 'models',
+    settings: {
+      models,
+      models_dir: dir,
+      batches: BATCHES,
+      warmup_steps: WARMUP,
+      timed_steps: MEASURE,
+      intra_op_threads: 1,
+      step: 'decode (1 token per row), all rows at the same context, batch KV reused between steps',
+      ctx_notes: ctxNote,
+      cpus: (await import('node:os')).cpus().length,
+    },
+    results: {
+      rows,
+      parallel_ratio: ratio,
+      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, serial_ms: round(serial), parallel_ms: round(parallel) },
+    },
+  };
+  if (opts.json) fs.writeFileSync(opts.json, JSON.stringify(result, null, 1));
+  return result;
+}
+
+function round(x: number, d = 3): number {
+  const f = 10 ** d;
+  return Math.round(x * f) / f;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const i = process.argv.indexOf('--json');
+  run({ json: i >= 0 ? process.argv[i + 1] : undefined }).catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
