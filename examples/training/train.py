@@ -43,7 +43,7 @@ CHARS = list('0123456789+-*/=(),.:;# \nQA')
 VOCAB = SPECIALS + CHARS
 STOI = {s: i for i, s in enumerate(VOCAB)}
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
-MAX_CTX = 128
+MAX_CTX = 256
 
 
 def encode(text):
@@ -434,7 +434,16 @@ def export(name):
     info['config'] = c
     with open(os.path.join(out, 'training.json'), 'w') as f:
         json.dump(info, f, indent=1)
+    write_heldout()
     print(f'[{name}] exported to {out}', flush=True)
+
+
+def write_heldout():
+    """The 500 held-out problems (seed 7, never trained on) for the Node accuracy command."""
+    rows = [{'question': f'{a}*{b}', 'answer': str(a * b)} for a, b in eval_problems()]
+    with open(os.path.join(MODELS, 'heldout.json'), 'w') as f:
+        json.dump({'task': 'worked multiplication, exact match of the number after the last "="', 'seed': 7,
+                   'n': len(rows), 'rows': rows}, f, indent=0)
 
 
 # ---------------------------------------------------------------- router heads for `small`, labelled by `large`

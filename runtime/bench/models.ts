@@ -65,9 +65,10 @@ async function decodeLoop(runner: ModelRunner, batch: number, ctx: number, steps
 
 const pad = (s: string | number, n: number): string => String(s).padStart(n);
 
-export async function run(opts: { json?: string; modelsDir?: string; models?: string[] } = {}): Promise<ModelsBenchResult> {
-  const dir = opts.modelsDir ?? BUNDLED_MODELS_DIR;
-  const models = opts.models ?? MODELS;
+/** `--models small,large` and `--models-dir DIR` narrow the run; the CLI writes the JSON. */
+export async function run(opts: { json?: string; flags?: Record<string, string> } = {}): Promise<ModelsBenchResult> {
+  const dir = opts.flags?.['models-dir'] ?? BUNDLED_MODELS_DIR;
+  const models = opts.flags?.models ? opts.flags.models.split(',') : MODELS;
   const rows: ModelsBenchRow[] = [];
   const ctxNote: Record<string, string> = {};
   console.log(`models bench: in-thread OnnxRunner, intraOpNumThreads=1, ${WARMUP} warm-up + ${MEASURE} timed decode steps per cell`);
@@ -128,7 +129,6 @@ export async function run(opts: { json?: string; modelsDir?: string; models?: st
       parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, serial_ms: round(serial), parallel_ms: round(parallel) },
     },
   };
-  if (opts.json) fs.writeFileSync(opts.json, JSON.stringify(result, null, 1));
   return result;
 }
 
@@ -139,7 +139,8 @@ function round(x: number, d = 3): number {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const i = process.argv.indexOf('--json');
-  run({ json: i >= 0 ? process.argv[i + 1] : undefined }).catch((e) => {
+  const json = i >= 0 ? process.argv[i + 1] : undefined;
+  run({ json }).then((r) => json && fs.writeFileSync(json, JSON.stringify(r, null, 1))).catch((e) => {
     console.error(e);
     process.exit(1);
   });

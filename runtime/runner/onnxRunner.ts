@@ -244,7 +244,8 @@ export class OnnxRunner implements ModelRunner {
         tokenProb: a.tokenProb,
         topIds: a.topIds,
         topProbs: a.topProbs,
-        ...(r.wants.hidden && h ? { hidden: h.slice() } : {}),
+        // fixed object shape: hidden is always present (undefined unless asked for)
+        hidden: r.wants.hidden && h ? h.slice() : undefined,
         heads: {},
       };
     }

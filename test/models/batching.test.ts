@@ -1,0 +1,97 @@
+// Batched steps (mixed prefill/extend/decode, joining and leaving) give each request its unbatched result.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OnnxRunner, StepError } from '../../runtime/runner/onnxRunner.ts';
+import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
+import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
+import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
+import { generateGreedy } from '../../runtime/runner/onnxAccuracy.ts';
+import { MODEL_NAMES, heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
+
+const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({ cacheId, requestId: `r${cacheId}`, tokens, position, sampling: GREEDY, wants: NO_WANTS });
+
+describe.each(MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s', (name) => {
+  let runner: OnnxRunner;
+  let prompts: number[][];
+  let solo: number[][];
+  beforeAll(async () => {
+    runner = await OnnxRunner.load(modelDir(name));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir(name)));
+    const qs = heldoutQuestions(16);
+    // mixed prompt lengths: plain questions, plus questions followed by a chunk of a worked answer
+    prompts = qs.map((q, i) => {
+      const base = tok.encodeChat([{ role: 'user', content: q }]);
+      const [a, b] = q.split('*');
+      return i % 3 === 2 ? [...base, ...tok.encode(`${a}*${b.slice(-1)}=`, false)] : base;
+    });
+    solo = [];
+    for (const [i, p] of prompts.entries()) solo.push(await soloGenerate(runner, 1000 + i, p, 48));
+  }, 60_000);
+  afterAll(async () => runner?.close());
+
+  it.each([1, 4, 16])('batch %i with requests joining and leaving equals solo runs', async (batch) => {
+    const outs = await generateGreedy(runner, prompts, { batch, maxNew: 48 });
+    expect(outs).toEqual(solo);
+    expect(runner.cachedTokens).toBe(0);
+  });
+
+  it('reuses the batch KV while membership is unchanged and re-packs when it changes', async () => {
+    const before = { ...runner.stats };
+    await generateGreedy(runner, prompts.slice(0, 8), { batch: 8, maxNew: 48 });
+    const reused = runner.stats.reused - before.reused;
+    const repacks = runner.stats.repacks - before.repacks;
+    expect(reused).toBeGreaterThan(repacks);
+    expect(repacks).toBeGreaterThanOrEqual(1);
+  });
+
+  it('extend (k tokens at once, next to decoding peers) equals feeding them one by one', async () => {
+    const p = prompts[0];
+    const suffix = solo[0].slice(0, 6);
+    // one-by-one reference
+    let r = await runner.step([row(1, p, 0)]);
+    for (let i = 0; i < suffix.length; i++) r = await runner.step([row(1, [suffix[i]], p.length + i)]);
+    const ref = r.rows[0];
+    const refNext = await runner.step([row(1, [ref.token], p.length + suffix.length)]);
+    // extend path: the same suffix in one row while two peers decode in the same steps
+    await runner.step([row(2, p, 0), row(3, prompts[1], 0), row(4, prompts[2], 0)]);
+    const mixed = await runner.step([row(2, suffix, p.length), row(3, [solo[1][0]], prompts[1].length), row(4, [solo[2][0]], prompts[2].length)]);
+    const ext = mixed.rows[0];
+    expect(ext.token).toBe(ref.token);
+    expect(ext.entropy).toBeCloseTo(ref.entropy, 4);
+    expect(ext.maxProb).toBeCloseTo(ref.maxProb, 4);
+    // the peers decoded correctly despite the padding holes in their cache
+    expect(mixed.rows[1].token).toBe(solo[1][1]);
+    expect(mixed.rows[2].token).toBe(solo[2][1]);
+    const next = await runner.step([row(2, [ext.token], p.length + suffix.length), row(3, [solo[1][1]], prompts[1].length + 1), row(4, [solo[2][1]], prompts[2].length + 1)]);
+    expect(next.rows[0].token).toBe(refNext.rows[0].token);
+    expect(next.rows[1].token).toBe(solo[1][2]);
+    expect(next.rows[2].token).toBe(solo[2][2]);
+    for (const id of [1, 2, 3, 4]) runner.release(id);
+  });
+
+  it('a peer away (not stepping) keeps its cache and resumes with an extend', async () => {
+    const [p0, p1] = prompts;
+    await runner.step([row(10, p0, 0), row(11, p1, 0)]);
+    // 11 leaves (as if handed off); 10 decodes alone for 4 steps
+    for (let i = 0; i < 4; i++) await runner.step([row(10, [solo[0][i]], p0.length + i)]);
+    // 11 returns with 3 tokens written elsewhere, in one extend, beside 10's decode
+    const back = await runner.step([row(10, [solo[0][4]], p0.length + 4), row(11, [solo[1][0], solo[1][1], solo[1][2]], p1.length)]);
+    expect(back.rows[0].token).toBe(solo[0][5]);
+    expect(back.rows[1].token).toBe(solo[1][3]);
+    runner.release(10);
+    runner.release(11);
+  });
+
+  it('rejects a position that does not match the cache, and position 0 starts afresh', async () => {
+    await runner.step([row(20, prompts[0], 0)]);
+    await expect(runner.step([row(20, [5], prompts[0].length + 1)])).rejects.toThrow(StepError);
+    await expect(runner.step([row(21, [5], 3)])).rejects.toThrow(/cache holds 0 tokens/);
+    // the failed step left the cache untouched
+    const ok = await runner.step([row(20, [solo[0][0]], prompts[0].length)]);
+    expect(ok.rows[0].token).toBe(solo[0][1]);
+    const fresh = await runner.step([row(20, prompts[0], 0)]);
+    expect(fresh.rows[0].token).toBe(solo[0][0]);
+    runner.release(20);
+    expect(runner.cachedTokens).toBe(0);
+  });
+});
