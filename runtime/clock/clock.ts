@@ -1,9 +1,10 @@
 // The one way the runtime reads time: a clock that also serves as XState's timer source.
-import type { Clock as XStateClock } from 'xstate';
-
-export interface Clock extends XStateClock {
+/** Structurally XState's clock (setTimeout / clearTimeout), plus `now`. */
+export interface Clock {
   /** Milliseconds since this clock's epoch. */
   now(): number;
+  setTimeout(fn: (...args: unknown[]) => void, ms: number): unknown;
+  clearTimeout(id: unknown): void;
 }
 
 /** Wall time, for serving. Non-finite delays never fire (a deadline of Infinity means "no deadline"). */
