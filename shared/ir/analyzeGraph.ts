@@ -160,8 +160,8 @@ export function analyzeGraph(
   const starts = [...known.values()].filter((k) => k.spec.category === 'start');
   if (starts.length === 0) issues.push(issue(null, 'missing_start', 'The graph has no Start node.', 'Add a Start node and choose the entry model.'));
   for (const extra of starts.slice(1)) issues.push(issue(extra.node.id, 'duplicate_start', 'A graph has exactly one Start node.', 'Delete this Start node.'));
-  const byPriority = (a: string, b: string) =>
-    (params.get(a)!.priority as number) - (params.get(b)!.priority as number) || known.get(a)!.index - known.get(b)!.index;
+  // Ties break by id, not document position: the IR's node order differs from the designer's.
+  const byPriority = (a: string, b: string) => (params.get(a)!.priority as number) - (params.get(b)!.priority as number) || (a < b ? -1 : a > b ? 1 : 0);
   const decisions = new Map<string, string[]>();
   for (const { node, spec } of known.values()) {
     if (spec.category !== 'decision') continue;
