@@ -1,4 +1,19 @@
-// Timeline page entry: mounts the live execution timeline.
+// Timeline page entry: picks the source (?trace=<url>, ?demo=<events/s>, else the live feed) and mounts the page.
 import { createRoot } from 'react-dom/client';
+import { App } from './App.tsx';
+import { installTestHook } from './testHook.ts';
+import { TimelineController } from './timelineController.ts';
+import './timeline.css';
 
-createRoot(document.getElementById('root')!).render(<div>Timeline</div>);
+const params = new URLSearchParams(location.search);
+const cap = Number(params.get('cap')) || 200_000;
+const controller = new TimelineController(cap);
+installTestHook(controller);
+
+const trace = params.get('trace');
+const demo = params.get('demo');
+if (trace) void controller.loadUrl(trace);
+else if (demo !== null) controller.startDemo(Number(demo) || 2000);
+else controller.startLive();
+
+createRoot(document.getElementById('root')!).render(<App c={controller} />);

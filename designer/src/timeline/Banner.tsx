@@ -1,0 +1,20 @@
+// Warnings that must be seen: events the server dropped for this client, invalid input, held events while paused.
+import type { TimelineController } from './timelineController.ts';
+import { useTick } from './useTick.ts';
+
+export function Banner({ c }: { c: TimelineController }) {
+  useTick(c);
+  const items: { cls: string; text: string; id: string }[] = [];
+  if (c.serverDropped > 0) items.push({ id: 'dropped', cls: 'bad', text: `The server dropped ${c.serverDropped.toLocaleString()} events for this client (too slow to keep up): the picture has gaps.` });
+  if (c.invalid > 0) items.push({ id: 'invalid', cls: 'warn', text: `${c.invalid.toLocaleString()} events failed validation and were skipped${c.invalidMessage ? ` — first: ${c.invalidMessage}` : ''}` });
+  if (c.heldDropped > 0) items.push({ id: 'held', cls: 'warn', text: `${c.heldDropped.toLocaleString()} events were discarded while paused (hold buffer full).` });
+  const ev = Object.values(c.store.evicted).reduce((a, b) => a + b, 0);
+  if (ev > 0) items.push({ id: 'evicted', cls: 'info', text: `Bounded window: the oldest ${ev.toLocaleString()} events were dropped (cap ${c.store.capacity.toLocaleString()}).` });
+  if (c.source.kind === 'file' && c.source.firstError && c.store.size === 0) items.push({ id: 'file', cls: 'bad', text: c.source.firstError });
+  if (!items.length) return null;
+  return (
+    <div className="tl-banners">
+      {items.map((i) => <div key={i.id} className={`tl-banner ${i.cls}`} data-testid={`banner-${i.id}`}>{i.text}</div>)}
+    </div>
+  );
+}

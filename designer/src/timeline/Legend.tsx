@@ -1,0 +1,18 @@
+// Legend of the canvas encodings: phases, handoff arrows, queue strip, marks; and the mouse controls.
+import { THEME } from './drawTimeline.ts';
+
+export function Legend() {
+  return (
+    <div className="tl-legend">
+      {(['prefill', 'extend', 'decode'] as const).map((p) => (
+        <span key={p}><i className="sw" style={{ background: THEME.phase[p] }} />{p}</span>
+      ))}
+      <span><svg width="28" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke={THEME.kept} strokeWidth="2" /><path d="M28 4 L21 0.5 L21 7.5Z" fill={THEME.kept} /></svg>handoff, token kept</span>
+      <span><svg width="28" height="8"><line x1="0" y1="4" x2="22" y2="4" stroke={THEME.discarded} strokeWidth="2" strokeDasharray="4 3" /><path d="M28 4 L21 0.5 L21 7.5Z" fill={THEME.discarded} /></svg>handoff, token discarded</span>
+      <span><svg width="20" height="8"><line x1="0" y1="4" x2="20" y2="4" stroke={THEME.inFlight} strokeWidth="2" strokeDasharray="2 3" /></svg>in flight</span>
+      <span><i className="sw" style={{ background: THEME.queue }} />waiting queue</span>
+      <span><i className="sw line" style={{ background: THEME.config }} />config change</span>
+      <span className="help">label = batch size · wheel: zoom · drag: pan · shift-drag or drag the axis: select range · click a batch: its requests</span>
+    </div>
+  );
+}

@@ -1,0 +1,58 @@
+// Top bar: source and connection, follow / pause, zoom, open trace, export, generate load, rates.
+import { useRef, useState } from 'react';
+import { generateLoad } from './feed.ts';
+import type { TimelineController } from './timelineController.ts';
+import { useTick } from './useTick.ts';
+
+export function Toolbar({ c }: { c: TimelineController }) {
+  useTick(c);
+  const file = useRef<HTMLInputElement>(null);
+  const [load, setLoad] = useState<string>('');
+  const live = c.source.kind === 'live' || c.source.kind === 'demo';
+  const deltas = c.frameLog().deltas.slice(-60).sort((a, b) => a - b);
+  const med = deltas.length ? deltas[deltas.length >> 1] : 0;
+  const fps = med > 0 ? Math.min(999, Math.round(1000 / med)) : 0;
+  const status = c.source.kind === 'file'
+    ? { cls: 'ok', text: `file · ${c.source.name}` }
+    : c.source.kind === 'demo'
+      ? { cls: 'ok', text: `demo feed · ${c.source.rate.toLocaleString()} ev/s` }
+      : c.source.kind === 'live'
+        ? { cls: c.connection === 'open' ? 'ok' : c.connection === 'connecting' ? 'warn' : 'bad', text: `live · ${c.connection}${c.connectionDetail && c.connection !== 'open' ? ` (${c.connectionDetail})` : ''}` }
+        : { cls: 'warn', text: 'no source' };
+  return (
+    <header className="tl-toolbar">
+      <div className="tl-brand"><span className="tl-logo" />TokenRouter <span>Timeline</span></div>
+      <div className={`tl-status ${status.cls}`} data-testid="source-status"><i />{status.text}</div>
+      <div className="tl-group">
+        <button className={c.follow ? 'on' : ''} disabled={!live} onClick={() => c.setFollow(!c.follow)} title="Keep the newest events in view">
+          {c.follow ? '● Following live' : '○ Follow live'}
+        </button>
+        <button className={c.paused ? 'on warn' : ''} disabled={!live} onClick={() => c.setPaused(!c.paused)} title="Freeze the picture; events are held and applied on resume">
+          {c.paused ? `▶ Resume (${c.heldCount.toLocaleString()} held)` : '❚❚ Pause'}
+        </button>
+      </div>
+      <div className="tl-group">
+        <button onClick={() => c.zoom(0.5)} title="Zoom in (wheel up)">＋</button>
+        <button onClick={() => c.zoom(2)} title="Zoom out (wheel down)">－</button>
+        <button onClick={() => c.fitAll()} title="Show everything retained">Fit</button>
+      </div>
+      <div className="tl-group">
+        <button onClick={() => file.current?.click()} title="Open a recorded trace (JSON lines or a JSON array of trace events)">Open trace…</button>
+        <input ref={file} type="file" accept=".json,.jsonl,.ndjson,.txt,application/json" hidden data-testid="trace-file"
+          onChange={async (e) => { const f = e.target.files?.[0]; if (f) c.loadText(await f.text(), f.name); e.target.value = ''; }} />
+        <button onClick={() => c.download('view')} title="Chrome Trace Event JSON of the visible window (opens in Perfetto)" data-testid="export-view">Export view</button>
+        <button onClick={() => c.download('all')} title="Chrome Trace Event JSON of everything retained" data-testid="export-all">Export all</button>
+        {c.source.kind !== 'live' ? <button onClick={() => c.startLive()} title="Connect to the server's /live feed">Connect live</button> : null}
+        <button disabled={c.source.kind !== 'live'} data-testid="generate-load"
+          onClick={async () => { setLoad('starting…'); const r = await generateLoad(); setLoad(r.ok ? 'load started' : `load failed: ${r.status} ${r.message}`); setTimeout(() => setLoad(''), 6000); }}
+          title="POST /admin/load: 8 concurrent, 32 requests, 64 tokens">Generate load</button>
+        {load ? <span className="tl-note" data-testid="load-status">{load}</span> : null}
+      </div>
+      <div className="tl-metrics">
+        <span title="Events applied per second">{Math.round(c.ingestRate).toLocaleString()} ev/s</span>
+        <span title="Events held in the bounded window">{c.store.size.toLocaleString()} / {c.store.capacity.toLocaleString()} kept</span>
+        <span title="Median frame interval over the last 60 frames">{fps} fps</span>
+      </div>
+    </header>
+  );
+}

@@ -1,0 +1,122 @@
+// Live feed client: the /live WebSocket (snapshot, events, stats, dropped) validated at the edge, and POST /admin/load.
+import { z } from 'zod';
+import { traceEventSchema, type TraceEvent } from '../../../shared/trace.ts';
+
+export interface ModelGauge { name: string; running: number; waiting: number; pendingReturn: number; kvBytes: number; }
+export interface LiveStats { now: number; models: ModelGauge[]; }
+
+const gaugeSchema = z.object({
+  name: z.string(), running: z.number(), waiting: z.number(), pendingReturn: z.number(), kvBytes: z.number(),
+});
+
+/** Envelopes only: events are validated one by one so that one bad event does not cost the whole batch. */
+const messageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('snapshot'), events: z.array(z.unknown()), now: z.number() }),
+  z.object({ type: z.literal('events'), events: z.array(z.unknown()) }),
+  z.object({ type: z.literal('stats'), now: z.number(), models: z.array(gaugeSchema) }),
+  z.object({ type: z.literal('dropped'), count: z.number() }),
+]);
+
+export type FeedStatus = 'connecting' | 'open' | 'closed' | 'error';
+
+export interface FeedHandlers {
+  onSnapshot(events: TraceEvent[], now: number): void;
+  onEvents(events: TraceEvent[]): void;
+  onStats(stats: LiveStats): void;
+  onDropped(count: number): void;
+  onStatus(status: FeedStatus, detail?: string): void;
+  /** Events or messages that failed validation (skipped). */
+  onInvalid?(count: number, firstError: string): void;
+}
+
+export interface FeedConnection { close(): void; }
+
+/** Token for the admin endpoints and the feed, set by the operator in localStorage. */
+export function adminToken(): string | null {
+  try { return globalThis.localStorage?.getItem('tokenrouterAdminToken') || null; } catch { return null; }
+}
+
+/** ws(s)://<host>/live, with ?token= when an admin token is set. */
+export function liveUrl(loc: { protocol: string; host: string }, token: string | null): string {
+  const base = `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}/live`;
+  return token ? `${base}?token=${encodeURIComponent(token)}` : base;
+}
+
+function validEvents(raw: unknown[], onInvalid?: FeedHandlers['onInvalid']): TraceEvent[] {
+  const out: TraceEvent[] = [];
+  let bad = 0;
+  let first = '';
+  for (const r of raw) {
+    const res = traceEventSchema.safeParse(r);
+    if (res.success) out.push(res.data);
+    else { bad++; first ||= res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '); }
+  }
+  if (bad && onInvalid) onInvalid(bad, first);
+  return out;
+}
+
+/** Connects and reconnects (1 s, 2 s, then every 5 s) until closed. Each connection starts with a snapshot. */
+export function connectFeed(handlers: FeedHandlers, url = liveUrl(location, adminToken())): FeedConnection {
+  let ws: WebSocket | null = null;
+  let closed = false;
+  let attempt = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+
+  const open = (): void => {
+    handlers.onStatus('connecting');
+    ws = new WebSocket(url);
+    ws.onopen = () => { attempt = 0; handlers.onStatus('open'); };
+    ws.onmessage = (ev: MessageEvent) => {
+      let data: unknown;
+      try { data = JSON.parse(typeof ev.data === 'string' ? ev.data : ''); } catch { handlers.onInvalid?.(1, 'message is not JSON'); return; }
+      const msg = messageSchema.safeParse(data);
+      if (!msg.success) { handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`); return; }
+      const m = msg.data;
+      switch (m.type) {
+        case 'snapshot': handlers.onSnapshot(validEvents(m.events, handlers.onInvalid), m.now); break;
+        case 'events': handlers.onEvents(validEvents(m.events, handlers.onInvalid)); break;
+        case 'stats': handlers.onStats({ now: m.now, models: m.models }); break;
+        case 'dropped': handlers.onDropped(m.count); break;
+      }
+    };
+    ws.onerror = () => handlers.onStatus('error', 'connection error');
+    ws.onclose = (ev) => {
+      ws = null;
+      if (closed) return;
+      handlers.onStatus('closed', ev.reason || `closed (${ev.code})`);
+      const delay = [1000, 2000][attempt] ?? 5000;
+      attempt++;
+      timer = setTimeout(open, delay);
+    };
+  };
+  open();
+  return {
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      ws?.close();
+    },
+  };
+}
+
+export interface LoadResult { ok: boolean; status: number; message: string; }
+
+/** Asks the server to generate load (8 concurrent, 32 requests, 64 tokens each). */
+export async function generateLoad(body = { concurrency: 8, requests: 32, maxTokens: 64 }): Promise<LoadResult> {
+  const token = adminToken();
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  try {
+    const res = await fetch('/admin/load', { method: 'POST', headers, body: JSON.stringify(body) });
+    const text = await res.text();
+    const parsed = z.object({ started: z.boolean() }).safeParse(safeJson(text));
+    if (res.status === 202 && parsed.success && parsed.data.started) return { ok: true, status: res.status, message: 'load started' };
+    return { ok: false, status: res.status, message: text.slice(0, 200) || res.statusText };
+  } catch (err) {
+    return { ok: false, status: 0, message: String(err) };
+  }
+}
+
+function safeJson(text: string): unknown {
+  try { return JSON.parse(text); } catch { return null; }
+}

@@ -1,0 +1,564 @@
+// Owns the store, the view and the canvas loop: ingestion (live, demo, file), pointer input, selection, export, test hook.
+import { toChromeTrace, type ChromeTrace } from '../../../shared/perfetto.ts';
+import type { TraceEvent } from '../../../shared/trace.ts';
+import { startDemoFeed } from './demoFeed.ts';
+import { drawTimeline, type DrawStats, type LaneGauge } from './drawTimeline.ts';
+import { EventStore } from './eventStore.ts';
+import { connectFeed, type FeedConnection, type FeedHandlers, type FeedStatus, type LiveStats } from './feed.ts';
+import { hitBatch } from './hitTest.ts';
+import { computeLayout, type Layout } from './layout.ts';
+import { parseTrace } from './parseTrace.ts';
+import { rangeStats, type RangeStats } from './rangeStats.ts';
+import { requestPath, type RequestPath } from './requestPath.ts';
+import { endAt, fit, panBy, timeToX, xToTime, zoomAt, type Viewport } from './viewport.ts';
+
+export type Source =
+  | { kind: 'none' }
+  | { kind: 'live' }
+  | { kind: 'demo'; rate: number }
+  | { kind: 'file'; name: string; invalid: number; firstError?: string };
+
+type Counts = Record<TraceEvent['type'], number>;
+const zero = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, queue: 0, 'request-end': 0, config: 0 });
+
+const FRAME_LOG = 600;
+
+export class TimelineController {
+  store: EventStore;
+  view = { t0: 0, t1: 3000 };
+  follow = false;
+  paused = false;
+  /** Events that arrived while paused (applied on resume), bounded like the store. */
+  private held: TraceEvent[] = [];
+  heldDropped = 0;
+  source: Source = { kind: 'none' };
+  connection: FeedStatus | 'idle' = 'idle';
+  connectionDetail = '';
+  /** Events the server dropped for this (slow) client, summed over `dropped` messages. */
+  serverDropped = 0;
+  invalid = 0;
+  invalidMessage = '';
+  feedReceived: Counts = zero();
+  snapshots = 0;
+  gauges = new Map<string, LaneGauge>();
+  private clockOffset: number | null = null;
+  origin: number | null = null;
+  selected: { req: number; path: RequestPath } | null = null;
+  selectedBatch = -1;
+  range: [number, number] | null = null;
+  private hover: { x: number; y: number; batch: number } | null = null;
+  lastDraw: DrawStats | null = null;
+  private frameDeltas = new Float64Array(FRAME_LOG);
+  private drawTimes = new Float64Array(FRAME_LOG);
+  private frameCount = 0;
+  private drawCount = 0;
+  private recording: { deltas: number[]; draws: number[] } | null = null;
+  private lastTs = 0;
+  private dirty = true;
+  private drawnVersion = -1;
+  private canvas: HTMLCanvasElement | null = null;
+  private ctx: CanvasRenderingContext2D | null = null;
+  private cssW = 0;
+  private cssH = 0;
+  private layout: Layout | null = null;
+  private raf = 0;
+  private conn: FeedConnection | null = null;
+  private listeners = new Set<() => void>();
+  private notifyTimer: ReturnType<typeof setTimeout> | null = null;
+  private rateWindow: { t: number; n: number }[] = [];
+  ingestRate = 0;
+  private detachInput: (() => void) | null = null;
+  private resizeObs: ResizeObserver | null = null;
+
+  constructor(readonly capacity = 200_000) {
+    this.store = new EventStore({ capacity });
+  }
+
+  // ---- subscription for React panels (throttled: panels need not redraw at event rate) ----
+  subscribe = (fn: () => void): (() => void) => {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  };
+  private tick = 0;
+  getTick = (): number => this.tick;
+  private notify(): void {
+    if (this.notifyTimer) return;
+    this.notifyTimer = setTimeout(() => {
+      this.notifyTimer = null;
+      this.tick++;
+      for (const fn of this.listeners) fn();
+    }, 200);
+  }
+  private changed(): void { this.dirty = true; this.notify(); }
+
+  // ---- ingestion ----
+  private reset(): void {
+    this.store = new EventStore({ capacity: this.capacity });
+    this.selected = null;
+    this.selectedBatch = -1;
+    this.range = null;
+    this.origin = null;
+    this.held = [];
+    this.feedReceived = zero();
+  }
+
+  ingest(events: readonly TraceEvent[]): void {
+    if (!events.length) return;
+    for (const e of events) this.feedReceived[e.type]++;
+    if (this.paused) {
+      for (const e of events) this.held.push(e);
+      if (this.held.length > this.capacity) { this.heldDropped += this.held.length - this.capacity; this.held.splice(0, this.held.length - this.capacity); }
+      this.notify();
+      return;
+    }
+    this.apply(events);
+  }
+
+  private apply(events: readonly TraceEvent[]): void {
+    this.store.addMany(events);
+    if (this.origin === null && Number.isFinite(this.store.earliestT)) this.origin = this.store.earliestT;
+    const now = performance.now();
+    this.rateWindow.push({ t: now, n: events.length });
+    while (this.rateWindow.length && this.rateWindow[0].t < now - 2000) this.rateWindow.shift();
+    this.ingestRate = (this.rateWindow.reduce((a, x) => a + x.n, 0) / 2000) * 1000;
+    this.changed();
+  }
+
+  private handlers(): FeedHandlers {
+    return {
+      onSnapshot: (events, now) => {
+        // A snapshot is the server's truth: start over (also right after a server restart, whose clock restarts).
+        this.reset();
+        this.snapshots++;
+        this.clockOffset = now - performance.now();
+        this.ingest(events);
+        if (!events.length) this.origin = now;
+        this.follow = true;
+        this.changed();
+      },
+      onEvents: (events) => this.ingest(events),
+      onStats: (s: LiveStats) => {
+        this.clockOffset = s.now - performance.now();
+        this.gauges = new Map(s.models.map((m) => [m.name, m]));
+        this.changed();
+      },
+      onDropped: (count) => { this.serverDropped += count; this.changed(); },
+      onStatus: (status, detail) => { this.connection = status; this.connectionDetail = detail ?? ''; this.changed(); },
+      onInvalid: (n, first) => { this.invalid += n; this.invalidMessage ||= first; this.changed(); },
+    };
+  }
+
+  private stopFeed(): void {
+    this.conn?.close();
+    this.conn = null;
+    this.clockOffset = null;
+    this.connection = 'idle';
+    this.gauges = new Map();
+  }
+
+  startLive(): void {
+    this.stopFeed();
+    this.reset();
+    this.source = { kind: 'live' };
+    this.follow = true;
+    this.conn = connectFeed(this.handlers());
+    this.changed();
+  }
+
+  startDemo(rate = 2000): void {
+    this.stopFeed();
+    this.reset();
+    this.source = { kind: 'demo', rate };
+    this.follow = true;
+    this.conn = startDemoFeed(this.handlers(), { rate });
+    this.changed();
+  }
+
+  loadText(text: string, name: string): void {
+    this.stopFeed();
+    this.reset();
+    const parsed = parseTrace(text);
+    this.source = { kind: 'file', name, invalid: parsed.invalid, firstError: parsed.firstError };
+    this.invalid = parsed.invalid;
+    this.invalidMessage = parsed.firstError ?? '';
+    this.paused = false;
+    this.follow = false;
+    this.ingest(parsed.events);
+    this.fitAll();
+  }
+
+  async loadUrl(url: string): Promise<void> {
+    this.connection = 'connecting';
+    this.connectionDetail = `fetching ${url}`;
+    this.changed();
+    try {
+      const res = await fetch(url);
+      if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
+      this.loadText(await res.text(), url.split('/').pop() || url);
+    } catch (err) {
+      this.source = { kind: 'file', name: url, invalid: 0, firstError: `could not load: ${String(err)}` };
+      this.connection = 'error';
+      this.connectionDetail = String(err);
+      this.changed();
+    }
+  }
+
+  // ---- view ----
+  liveNow(): number | null {
+    if (this.clockOffset === null) return null;
+    return Math.max(performance.now() + this.clockOffset, Number.isFinite(this.store.latestT) ? this.store.latestT : -Infinity);
+  }
+
+  private viewport(): Viewport {
+    const l = this.layout;
+    return { t0: this.view.t0, t1: this.view.t1, x0: l?.plotX0 ?? 0, width: l?.plotWidth ?? 1 };
+  }
+
+  private setViewport(v: Viewport): void {
+    this.view = { t0: v.t0, t1: v.t1 };
+    this.changed();
+  }
+
+  setView(t0: number, t1: number): void {
+    this.follow = false;
+    this.view = { t0, t1 };
+    this.changed();
+  }
+
+  fitAll(): void {
+    const s = this.store;
+    if (!Number.isFinite(s.earliestT)) return;
+    this.follow = false;
+    const t0 = Math.max(s.earliestT, s.oldestRetainedT() === Infinity ? s.earliestT : s.oldestRetainedT());
+    this.setViewport(fit(this.viewport(), t0, s.latestT));
+  }
+
+  zoom(factor: number, x?: number): void {
+    const v = this.viewport();
+    if (this.follow) this.setViewport(endAt(zoomAt(v, v.x0 + v.width, factor), v.t1));
+    else this.setViewport(zoomAt(v, x ?? v.x0 + v.width / 2, factor));
+  }
+
+  pan(dx: number): void {
+    this.follow = false;
+    this.setViewport(panBy(this.viewport(), dx));
+  }
+
+  setFollow(on: boolean): void {
+    this.follow = on && this.clockOffset !== null;
+    if (on && this.paused) this.setPaused(false);
+    this.changed();
+  }
+
+  setPaused(on: boolean): void {
+    this.paused = on;
+    if (on) this.follow = false;
+    if (!on && this.held.length) {
+      const held = this.held;
+      this.held = [];
+      this.apply(held);
+    }
+    this.changed();
+  }
+
+  get heldCount(): number { return this.held.length; }
+
+  // ---- selection ----
+  selectRequest(id: string | null): boolean {
+    if (id === null) { this.selected = null; this.changed(); return true; }
+    const idx = this.store.requestIndex(id);
+    if (idx < 0) return false;
+    this.selected = { req: idx, path: requestPath(this.store, idx) };
+    this.changed();
+    return true;
+  }
+
+  /** Click at canvas CSS pixel (x, y): selects the batch there and one of its requests (keeps the current one if it is in it). */
+  selectAt(x: number, y: number): boolean {
+    if (!this.layout) return false;
+    const p = hitBatch(this.store, this.layout, this.viewport(), x, y);
+    if (p < 0) { this.selectedBatch = -1; this.selected = null; this.changed(); return false; }
+    const b = this.store.batches;
+    this.selectedBatch = b.evicted + ((p - b.head + b.capacity) & b.mask);
+    const members = this.store.batchMembers(p);
+    const keep = this.selected && members.includes(this.selected.req);
+    if (!keep && members.length) this.selected = { req: members[0], path: requestPath(this.store, members[0]) };
+    this.changed();
+    return true;
+  }
+
+  selectBatchRequest(req: number): void {
+    this.selected = { req, path: requestPath(this.store, req) };
+    this.changed();
+  }
+
+  setRange(a: number | null, b?: number): void {
+    this.range = a === null || b === undefined ? null : [Math.min(a, b), Math.max(a, b)];
+    this.changed();
+  }
+
+  /** Stats over the selected range, or over the visible window when none is selected. */
+  stats(): RangeStats {
+    const [a, b] = this.range ?? [this.view.t0, this.view.t1];
+    return rangeStats(this.store, a, b);
+  }
+
+  // ---- export ----
+  exportEvents(scope: 'view' | 'all' = 'view'): TraceEvent[] {
+    return scope === 'all' ? this.store.toEvents() : this.store.toEvents(this.view.t0, this.view.t1);
+  }
+
+  exportChrome(scope: 'view' | 'all' = 'view'): ChromeTrace {
+    return toChromeTrace(this.exportEvents(scope));
+  }
+
+  download(scope: 'view' | 'all'): void {
+    const blob = new Blob([JSON.stringify(this.exportChrome(scope))], { type: 'application/json' });
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = `tokenrouter-trace-${scope}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+  }
+
+  // ---- canvas ----
+  attach(canvas: HTMLCanvasElement): void {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext('2d', { alpha: false });
+    const parent = canvas.parentElement!;
+    this.resizeObs = new ResizeObserver(() => this.resize());
+    this.resizeObs.observe(parent);
+    this.resize();
+    this.detachInput = this.bindInput(canvas);
+    const loop = (ts: number): void => {
+      this.raf = requestAnimationFrame(loop);
+      this.frame(ts);
+    };
+    this.raf = requestAnimationFrame(loop);
+  }
+
+  detach(): void {
+    cancelAnimationFrame(this.raf);
+    this.resizeObs?.disconnect();
+    this.detachInput?.();
+    this.stopFeed();
+    this.canvas = null;
+    this.ctx = null;
+  }
+
+  private resize(): void {
+    if (!this.canvas) return;
+    const r = this.canvas.parentElement!.getBoundingClientRect();
+    const dpr = Math.min(2, window.devicePixelRatio || 1);
+    this.cssW = Math.max(200, Math.floor(r.width));
+    this.cssH = Math.max(120, Math.floor(r.height));
+    this.canvas.width = Math.floor(this.cssW * dpr);
+    this.canvas.height = Math.floor(this.cssH * dpr);
+    this.canvas.style.width = `${this.cssW}px`;
+    this.canvas.style.height = `${this.cssH}px`;
+    this.ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
+    this.layout = null;
+    this.dirty = true;
+  }
+
+  private frame(ts: number): void {
+    if (this.lastTs) {
+      const d = ts - this.lastTs;
+      this.frameDeltas[this.frameCount++ % FRAME_LOG] = d;
+      this.recording?.deltas.push(d);
+    }
+    this.lastTs = ts;
+    const now = this.liveNow();
+    if (this.follow && now !== null) {
+      const span = this.view.t1 - this.view.t0;
+      const end = now + span * 0.02;
+      if (end !== this.view.t1) { this.view = { t0: end - span, t1: end }; this.dirty = true; }
+    }
+    if (!this.ctx) return;
+    if (!this.dirty && this.drawnVersion === this.store.version) return;
+    const t0 = performance.now();
+    if (!this.layout || this.layout.lanes.length !== this.store.lanes.length) {
+      this.layout = computeLayout(this.store.lanes, this.cssW, this.cssH);
+    }
+    if (this.selected && this.selected.path.nextBatch !== this.store.batches.nextAbs) {
+      this.selected = { req: this.selected.req, path: requestPath(this.store, this.selected.req, this.selected.path) };
+    }
+    this.lastDraw = drawTimeline(this.ctx, this.store, this.layout, this.viewport(), {
+      path: this.selected?.path ?? null, selectedBatch: this.selectedBatch, range: this.range, hover: this.hover,
+      liveNow: this.source.kind === 'file' ? null : now, origin: this.origin ?? 0, gauges: this.gauges,
+    });
+    const dt = performance.now() - t0;
+    this.drawTimes[this.drawCount++ % FRAME_LOG] = dt;
+    this.recording?.draws.push(dt);
+    this.dirty = false;
+    this.drawnVersion = this.store.version;
+  }
+
+  private bindInput(canvas: HTMLCanvasElement): () => void {
+    let down: { x: number; y: number; view: Viewport; mode: 'pan' | 'range'; moved: boolean } | null = null;
+    const pos = (e: MouseEvent): { x: number; y: number } => {
+      const r = canvas.getBoundingClientRect();
+      return { x: e.clientX - r.left, y: e.clientY - r.top };
+    };
+    const onDown = (e: PointerEvent): void => {
+      if (e.button !== 0) return;
+      const p = pos(e);
+      const inAxis = this.layout ? p.y < this.layout.axisH : false;
+      down = { ...p, view: this.viewport(), mode: e.shiftKey || inAxis ? 'range' : 'pan', moved: false };
+      canvas.setPointerCapture(e.pointerId);
+    };
+    const onMove = (e: PointerEvent): void => {
+      const p = pos(e);
+      if (down) {
+        if (Math.abs(p.x - down.x) + Math.abs(p.y - down.y) > 3) down.moved = true;
+        if (!down.moved) return;
+        if (down.mode === 'pan') { this.follow = false; this.setViewport(panBy(down.view, p.x - down.x)); }
+        else this.setRange(xToTime(down.view, down.x), xToTime(down.view, p.x));
+        this.hover = null;
+        return;
+      }
+      if (!this.layout) return;
+      const batch = hitBatch(this.store, this.layout, this.viewport(), p.x, p.y);
+      const prev = this.hover?.batch ?? -1;
+      this.hover = batch >= 0 ? { ...p, batch } : null;
+      if (batch >= 0 || prev >= 0) this.dirty = true;
+    };
+    const onUp = (e: PointerEvent): void => {
+      if (!down) return;
+      const p = pos(e);
+      if (!down.moved) {
+        if (down.mode === 'range') this.setRange(null);
+        else this.selectAt(p.x, p.y);
+      }
+      down = null;
+    };
+    const onLeave = (): void => { if (this.hover) { this.hover = null; this.dirty = true; } };
+    const onWheel = (e: WheelEvent): void => {
+      e.preventDefault();
+      const p = pos(e);
+      if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) this.pan(-e.deltaX);
+      else this.zoom(Math.exp(e.deltaY * 0.0015), p.x);
+    };
+    const onDbl = (e: MouseEvent): void => this.zoom(0.5, pos(e).x);
+    const onKey = (e: KeyboardEvent): void => {
+      if (e.key === 'Escape') { this.setRange(null); this.selected = null; this.selectedBatch = -1; this.changed(); }
+    };
+    canvas.addEventListener('pointerdown', onDown);
+    canvas.addEventListener('pointermove', onMove);
+    canvas.addEventListener('pointerup', onUp);
+    canvas.addEventListener('pointerleave', onLeave);
+    canvas.addEventListener('wheel', onWheel, { passive: false });
+    canvas.addEventListener('dblclick', onDbl);
+    window.addEventListener('keydown', onKey);
+    return () => {
+      canvas.removeEventListener('pointerdown', onDown);
+      canvas.removeEventListener('pointermove', onMove);
+      canvas.removeEventListener('pointerup', onUp);
+      canvas.removeEventListener('pointerleave', onLeave);
+      canvas.removeEventListener('wheel', onWheel);
+      canvas.removeEventListener('dblclick', onDbl);
+      window.removeEventListener('keydown', onKey);
+    };
+  }
+
+  // ---- test hook ----
+  /** Canvas CSS-pixel position of a batch's centre (for e2e clicks). */
+  batchCenter(model: string, batchId: number): { x: number; y: number } | null {
+    const b = this.store.batches;
+    const lane = this.store.laneOf(model);
+    if (!this.layout || lane < 0) return null;
+    for (let i = b.length - 1; i >= 0; i--) {
+      const p = b.phys(i);
+      if (b.cols.lane[p] !== lane || b.cols.batchId[p] !== batchId) continue;
+      const v = this.viewport();
+      const l = this.layout.lanes[lane];
+      return { x: (timeToX(v, b.cols.start[p]) + timeToX(v, b.cols.end[p])) / 2, y: l.batchTop + l.batchH / 2 };
+    }
+    return null;
+  }
+
+  frameLog(): { deltas: number[]; draws: number[] } {
+    const take = (a: Float64Array, n: number): number[] => {
+      const k = Math.min(n, FRAME_LOG);
+      const out: number[] = [];
+      for (let i = n - k; i < n; i++) out.push(a[i % FRAME_LOG]);
+      return out;
+    };
+    return { deltas: take(this.frameDeltas, this.frameCount), draws: take(this.drawTimes, this.drawCount) };
+  }
+
+  startRecording(): void { this.recording = { deltas: [], draws: [] }; }
+  stopRecording(): { deltas: number[]; draws: number[] } {
+    const r = this.recording ?? { deltas: [], draws: [] };
+    this.recording = null;
+    return r;
+  }
+
+  /** The plain-data view of what is drawn, for window.__timeline. */
+  describe(): TimelineSnapshot {
+    const s = this.store;
+    const path = this.selected?.path;
+    return {
+      source: this.source.kind,
+      connection: this.connection,
+      lanes: s.lanes.slice(),
+      drawn: this.lastDraw ? { ...this.lastDraw, lanes: this.lastDraw.lanes.slice() } : null,
+      store: {
+        batches: s.batches.length, handoffs: s.handoffs.length, queues: s.queues.length, states: s.states.length,
+        requests: s.requests.size, configs: s.configs.length, received: { ...s.received }, evicted: { ...s.evicted },
+        pairedHandoffs: countPaired(s), bytes: s.footprint().bytes,
+      },
+      feed: { received: { ...this.feedReceived }, serverDropped: this.serverDropped, invalid: this.invalid, snapshots: this.snapshots, held: this.held.length },
+      view: { t0: this.view.t0, t1: this.view.t1, follow: this.follow, paused: this.paused, range: this.range },
+      selected: path ? {
+        requestId: path.requestId,
+        batches: path.batches.map((a) => {
+          const p = s.batches.physOfAbs(a);
+          return { model: s.lanes[s.batches.cols.lane[p]], batchId: s.batches.cols.batchId[p] };
+        }),
+        handoffs: path.handoffs.map((a) => {
+          const p = s.handoffs.physOfAbs(a);
+          const c = s.handoffs.cols;
+          const fp = s.batches.physOfAbs(c.fromAbs[p]);
+          const tp = s.batches.physOfAbs(c.toAbs[p]);
+          return {
+            from: s.lanes[c.from[p]], to: s.lanes[c.to[p]], kept: c.kept[p] === 1, t: c.t[p],
+            fromBatch: fp < 0 ? null : s.batches.cols.batchId[fp], toBatch: tp < 0 ? null : s.batches.cols.batchId[tp],
+          };
+        }),
+        states: path.states.length,
+      } : null,
+    };
+  }
+}
+
+function countPaired(s: EventStore): number {
+  let n = 0;
+  const h = s.handoffs;
+  for (let i = 0; i < h.length; i++) {
+    const p = h.phys(i);
+    if (s.batches.physOfAbs(h.cols.fromAbs[p]) >= 0 && s.batches.physOfAbs(h.cols.toAbs[p]) >= 0) n++;
+  }
+  return n;
+}
+
+export interface TimelineSnapshot {
+  source: Source['kind'];
+  connection: FeedStatus | 'idle';
+  lanes: string[];
+  drawn: DrawStats | null;
+  store: {
+    batches: number; handoffs: number; queues: number; states: number; requests: number; configs: number;
+    received: Counts; evicted: Counts; pairedHandoffs: number; bytes: number;
+  };
+  feed: { received: Counts; serverDropped: number; invalid: number; snapshots: number; held: number };
+  view: { t0: number; t1: number; follow: boolean; paused: boolean; range: [number, number] | null };
+  selected: {
+    requestId: string;
+    batches: { model: string; batchId: number }[];
+    handoffs: { from: string; to: string; kept: boolean; t: number; fromBatch: number | null; toBatch: number | null }[];
+    states: number;
+  } | null;
+}
