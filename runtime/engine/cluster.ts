@@ -310,7 +310,7 @@ export class Cluster implements SubServerOwner {
       return this.algorithmFailed(req, 'route', e);
     }
     if (target === 0 || target === m) {
-      if (this.commit(req, sig.token, m)) lane.enqueue(local);
+      if (this.commit(req, sig, m, false)) lane.enqueue(local);
       return;
     }
     if (!Number.isInteger(target) || target < 0 || target > req.lanes.length) {
@@ -326,7 +326,7 @@ export class Cluster implements SubServerOwner {
       return this.algorithmFailed(req, 'send', e);
     }
     if (handoff.keep) {
-      if (!this.commit(req, sig.token, m)) return;
+      if (!this.commit(req, sig, m, true)) return;
     } else req.discarded++;
     req.known[m] = req.tokens.length;
     req.handoffs++;
@@ -366,8 +366,9 @@ export class Cluster implements SubServerOwner {
   }
 
   /** Appends a committed token; false when the request ended with it. */
-  private commit(req: RequestState, token: number, model: ModelId): boolean {
+  private commit(req: RequestState, sig: TokenSignals, model: ModelId, atHandoff: boolean): boolean {
     const lane = req.lane(model);
+    const token = sig.token;
     if (token === lane.runner.info.eosTokenId) {
       this.end(req, 'done', 'stop');
       return false;
@@ -382,7 +383,7 @@ export class Cluster implements SubServerOwner {
       this.emitState(req.id, null, 'streaming');
     }
     try {
-      req.onToken?.(token, lane.name, req.producedBy.length - 1);
+      req.onToken?.(token, lane.name, req.producedBy.length - 1, sig, atHandoff);
     } catch (e) {
       this.end(req, 'failed', 'error', e as Error);
       return false;

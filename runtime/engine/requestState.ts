@@ -1,6 +1,6 @@
 // One request's routing state, shared by the sub-servers it visits: committed tokens, who knows what, metadata.
 import type { Actor } from 'xstate';
-import type { Algorithm, ModelId } from '../../shared/algorithm.ts';
+import type { Algorithm, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus } from '../../shared/trace.ts';
 import type { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
@@ -37,8 +37,11 @@ export interface SubmitOptions<M = unknown> {
   maxTokens: number;
   algorithm: Algorithm<M>;
   sampling?: Partial<SamplingParams>;
-  /** Called for each committed output token, in order. */
-  onToken?: (token: number, model: string, index: number) => void;
+  /**
+   * Called for each committed output token, in order, with the signals route() saw for it and
+   * whether it was committed at a hand-off (kept by `send`) rather than by staying.
+   */
+  onToken?: (token: number, model: string, index: number, signals: TokenSignals, atHandoff: boolean) => void;
   onEnd?: (result: RequestResult) => void;
 }
 

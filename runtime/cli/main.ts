@@ -1,0 +1,79 @@
+// The tokenrouter CLI: serve | models | bench | simulate (and the commands later issues add).
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { TokenRouterError } from '../errors.ts';
+
+type Command = { summary: string; usage: string; run: (args: string[]) => Promise<number> };
+
+const COMMANDS: Record<string, Command> = {
+  serve: {
+    summary: 'run the server: OpenAI API, designer at /, timeline at /timeline',
+    usage: 'tokenrouter serve [--config FILE] [--port N] [--host ADDR]\n  PORT in the environment also sets the port; --port wins.',
+    run: async (args) => (await import('./serveCommand.ts')).serveCommand(args),
+  },
+  models: {
+    summary: 'list the model folders found and check their files',
+    usage: 'tokenrouter models [--dir DIR]   (default examples/models)',
+    run: async (args) => {
+      const { values } = parseArgs({ args, options: { dir: { type: 'string' } } });
+      const { listModelFolders } = await import('../runner/modelFolder.ts');
+      const dir = path.resolve(values.dir ?? 'examples/models');
+      const rows = listModelFolders(dir);
+      if (rows.length === 0) {
+        console.error(`no model folders under ${dir}`);
+        return 1;
+      }
+      let bad = 0;
+      for (const r of rows) {
+        const s = r as unknown as { name: string; ok: boolean; error?: string; params?: number; onnxBytes?: number };
+        if (!s.ok) bad++;
+        console.log(`${s.ok ? 'ok ' : 'BAD'}  ${s.name.padEnd(10)} ${s.ok ? `${((s.onnxBytes ?? 0) / 2 ** 20).toFixed(1)} MiB onnx` : s.error}`);
+      }
+      return bad ? 1 : 0;
+    },
+  },
+  bench: {
+    summary: 'run a benchmark suite (same as npm run bench -- <suite>)',
+    usage: 'tokenrouter bench <suite> [--json FILE]',
+    run: async (args) => (await import('../bench/main.ts')).main(args),
+  },
+  simulate: {
+    summary: 'simulate a routing workload in virtual time and optionally write its trace',
+    usage: 'tokenrouter simulate [--mode async-delayed] [--concurrency 16] [--requests 64] [--p 0.35] [--thresholds small=1,large=4] [--retain true] [--tokens 512] [--trace FILE.jsonl]',
+    run: async (args) => (await import('./simulateCommand.ts')).simulateCommand(args),
+  },
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    console.log('usage: tokenrouter <command> [options]\n');
+    for (const [name, c] of Object.entries(COMMANDS)) console.log(`  ${name.padEnd(10)} ${c.summary}`);
+    console.log('\nRun `tokenrouter <command> --help` for its options.');
+    return cmd ? 0 : 2;
+  }
+  const c = COMMANDS[cmd];
+  if (!c) {
+    console.error(`unknown command "${cmd}". Commands: ${Object.keys(COMMANDS).join(', ')}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(`${c.summary}\n\nusage: ${c.usage}`);
+    return 0;
+  }
+  try {
+    return await c.run(rest);
+  } catch (e) {
+    if (e instanceof TokenRouterError || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      console.error(`error: ${(e as Error).message}`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,105 @@
+// The server's one config file: schema, defaults, and errors that name the key and what is wrong.
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
+import { TokenRouterError } from '../errors.ts';
+
+const modelSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash or underscore only'),
+    /** Model folder; default `<modelsDir>/<name>`. */
+    path: z.string().optional(),
+    maxBatch: z.number().int().min(1).max(256).default(32),
+    /** Threads onnxruntime may use inside this model's worker. */
+    intraOpNumThreads: z.number().int().min(1).max(64).default(1),
+  })
+  .strict();
+
+export const serverConfigSchema = z
+  .object({
+    port: z.number().int().min(0).max(65535).default(8080),
+    host: z.string().default('127.0.0.1'),
+    /** Where the algorithm registry (SQLite) and the admin token live. */
+    dataDir: z.string().default('.tokenrouter'),
+    modelsDir: z.string().default('examples/models'),
+    models: z.array(modelSchema).min(1).default([{ name: 'small' }, { name: 'medium' }, { name: 'large' }].map((m) => modelSchema.parse(m))),
+    memory: z
+      .object({
+        /** One budget for every model on this machine: weights plus KV caches. */
+        budgetMiB: z.number().positive().default(1024),
+      })
+      .strict()
+      .default({ budgetMiB: 1024 }),
+    scheduling: z
+      .object({
+        mode: z.enum(SCHEDULING_MODES).default('async-delayed'),
+        retainState: z.boolean().default(true),
+        /** Per-model delayed-batching thresholds, or "auto" (the throughput model picks and re-picks them). */
+        thresholds: z.union([z.literal('auto'), z.record(z.string(), z.number().int().min(1))]).default({}),
+        maxWaitMs: z.number().positive().default(20),
+      })
+      .strict()
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20 }),
+    limits: z
+      .object({
+        /** N: requests decoding at once. */
+        maxConcurrency: z.number().int().min(1).default(16),
+        /** Requests allowed to wait for a slot; beyond it, 429. */
+        maxQueue: z.number().int().min(0).default(256),
+        /** Upper bound on max_tokens. */
+        maxTokens: z.number().int().min(1).default(256),
+        maxBodyBytes: z.number().int().min(1024).default(1 << 20),
+      })
+      .strict()
+      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20 }),
+    defaultAlgorithm: z.string().default('r-stitch'),
+    /** Bearer token for admin endpoints and the live feed; generated on first start when absent. */
+    adminToken: z.string().min(16).optional(),
+    /** On a loopback address, dev mode lets admin calls through without a token. */
+    dev: z.boolean().default(true),
+  })
+  .strict();
+
+export type ServerConfig = z.infer<typeof serverConfigSchema>;
+
+/** Validates a config object; the error lists every problem as `key.path: what is wrong`. */
+export function parseServerConfig(raw: unknown, source = 'config'): ServerConfig {
+  const r = serverConfigSchema.safeParse(raw ?? {});
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new TokenRouterError('invalid_request', `${source} is invalid:\n  ${lines.join('\n  ')}`, String(r.error.issues[0]?.path.join('.') ?? ''));
+  }
+  const cfg = r.data;
+  const names = new Set<string>();
+  for (const m of cfg.models) {
+    if (names.has(m.name)) throw new TokenRouterError('invalid_request', `${source}: models: "${m.name}" is listed twice`, 'models');
+    names.add(m.name);
+  }
+  if (cfg.scheduling.thresholds !== 'auto') {
+    for (const k of Object.keys(cfg.scheduling.thresholds)) {
+      if (!names.has(k)) throw new TokenRouterError('invalid_request', `${source}: scheduling.thresholds.${k}: no model named "${k}"`, `scheduling.thresholds.${k}`);
+    }
+  }
+  return cfg;
+}
+
+export function loadServerConfig(file: string | undefined): ServerConfig {
+  if (!file) return parseServerConfig({});
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new TokenRouterError('invalid_request', `cannot read config ${file}: ${(e as Error).message}`, 'config');
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new TokenRouterError('invalid_request', `config ${file} is not valid JSON: ${(e as Error).message}`, 'config');
+  }
+  const cfg = parseServerConfig(raw, path.basename(file));
+  // Relative paths in a config file are relative to the file, as a user reading it would expect.
+  const base = path.dirname(path.resolve(file));
+  return { ...cfg, dataDir: path.resolve(base, cfg.dataDir), modelsDir: path.resolve(base, cfg.modelsDir) };
+}

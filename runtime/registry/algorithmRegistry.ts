@@ -1,0 +1,113 @@
+// Versioned algorithm store in SQLite: create versions, activate, roll back; survives restarts and crashes.
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { TokenRouterError } from '../errors.ts';
+
+export type AlgorithmSpec =
+  | { kind: 'builtin'; factory: string; params?: Record<string, unknown> }
+  | { kind: 'ir'; ir: unknown };
+
+export interface AlgorithmVersion {
+  name: string;
+  version: number;
+  createdAt: string;
+  spec: AlgorithmSpec;
+}
+
+export interface AlgorithmEntry {
+  name: string;
+  activeVersion: number | null;
+  versions: AlgorithmVersion[];
+}
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+/**
+ * Every change is one SQLite transaction (WAL journal), so a crash mid-deploy leaves each version
+ * either fully written or absent, and the active pointer always names a stored version.
+ */
+export class AlgorithmRegistry {
+  private readonly db: Database.Database;
+
+  constructor(dataDir: string) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(path.join(dataDir, 'registry.sqlite'));
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS algorithms (name TEXT PRIMARY KEY, active_version INTEGER);
+      CREATE TABLE IF NOT EXISTS versions (
+        name TEXT NOT NULL, version INTEGER NOT NULL, created_at TEXT NOT NULL, spec TEXT NOT NULL,
+        PRIMARY KEY (name, version));
+      CREATE TABLE IF NOT EXISTS activations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, version INTEGER NOT NULL);
+    `);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  list(): AlgorithmEntry[] {
+    const names = this.db.prepare('SELECT name, active_version FROM algorithms ORDER BY name').all() as { name: string; active_version: number | null }[];
+    return names.map((n) => ({ name: n.name, activeVersion: n.active_version, versions: this.versions(n.name) }));
+  }
+
+  get(name: string): AlgorithmEntry | undefined {
+    const row = this.db.prepare('SELECT name, active_version FROM algorithms WHERE name = ?').get(name) as { name: string; active_version: number | null } | undefined;
+    return row && { name: row.name, activeVersion: row.active_version, versions: this.versions(name) };
+  }
+
+  versions(name: string): AlgorithmVersion[] {
+    const rows = this.db.prepare('SELECT name, version, created_at, spec FROM versions WHERE name = ? ORDER BY version').all(name) as { name: string; version: number; created_at: string; spec: string }[];
+    return rows.map((r) => ({ name: r.name, version: r.version, createdAt: r.created_at, spec: JSON.parse(r.spec) as AlgorithmSpec }));
+  }
+
+  version(name: string, version: number): AlgorithmVersion | undefined {
+    const r = this.db.prepare('SELECT name, version, created_at, spec FROM versions WHERE name = ? AND version = ?').get(name, version) as { name: string; version: number; created_at: string; spec: string } | undefined;
+    return r && { name: r.name, version: r.version, createdAt: r.created_at, spec: JSON.parse(r.spec) as AlgorithmSpec };
+  }
+
+  active(name: string): AlgorithmVersion | undefined {
+    const e = this.db.prepare('SELECT active_version FROM algorithms WHERE name = ?').get(name) as { active_version: number | null } | undefined;
+    return e?.active_version ? this.version(name, e.active_version) : undefined;
+  }
+
+  /** Stores a new version (next number); activates it when `activate` is true. One transaction. */
+  createVersion(name: string, spec: AlgorithmSpec, opts: { activate?: boolean } = {}): AlgorithmVersion {
+    if (!NAME.test(name)) throw new TokenRouterError('invalid_request', `algorithm name "${name}" must match ${NAME}`, 'name');
+    const tx = this.db.transaction(() => {
+      this.db.prepare('INSERT OR IGNORE INTO algorithms (name, active_version) VALUES (?, NULL)').run(name);
+      const { v } = this.db.prepare('SELECT COALESCE(MAX(version), 0) + 1 AS v FROM versions WHERE name = ?').get(name) as { v: number };
+      const createdAt = new Date().toISOString();
+      this.db.prepare('INSERT INTO versions (name, version, created_at, spec) VALUES (?, ?, ?, ?)').run(name, v, createdAt, JSON.stringify(spec));
+      if (opts.activate) this.setActive(name, v);
+      return { name, version: v, createdAt, spec };
+    });
+    return tx();
+  }
+
+  activate(name: string, version: number): void {
+    if (!this.version(name, version)) throw new TokenRouterError('not_found', `algorithm ${name} has no version ${version}`, 'version');
+    this.db.transaction(() => this.setActive(name, version))();
+  }
+
+  /** Re-activates the version that was active before the current one. */
+  rollback(name: string): number {
+    const tx = this.db.transaction(() => {
+      const hist = this.db.prepare('SELECT id, version FROM activations WHERE name = ? ORDER BY id DESC').all(name) as { id: number; version: number }[];
+      if (hist.length < 2) throw new TokenRouterError('invalid_request', `algorithm ${name} has no earlier active version to roll back to`, 'name');
+      // Drop the current activation so that repeated rollbacks walk further back.
+      this.db.prepare('DELETE FROM activations WHERE id = ?').run(hist[0].id);
+      const prev = hist[1].version;
+      this.db.prepare('UPDATE algorithms SET active_version = ? WHERE name = ?').run(prev, name);
+      return prev;
+    });
+    return tx();
+  }
+
+  private setActive(name: string, version: number): void {
+    this.db.prepare('UPDATE algorithms SET active_version = ? WHERE name = ?').run(version, name);
+    this.db.prepare('INSERT INTO activations (name, version) VALUES (?, ?)').run(name, version);
+  }
+}

@@ -1,0 +1,279 @@
+// The serving process minus HTTP: model runners, the cluster, the registry, the tokenizer and text generation.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
+import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
+import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { singleModel } from '../../examples/algorithms/singleModel.ts';
+import { compileIr, IrCompileError } from '../algorithms/compileIr.ts';
+import { createRealClock, type Clock } from '../clock/clock.ts';
+import type { ServerConfig } from '../config/serverConfig.ts';
+import { Cluster } from '../engine/cluster.ts';
+import type { RequestResult } from '../engine/requestState.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
+import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
+import { TextTokenizer } from '../runner/tokenizer.ts';
+import { WorkerRunner } from '../runner/workerRunner.ts';
+import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegistry.ts';
+import { TraceRecorder } from '../trace/traceRecorder.ts';
+import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
+
+/** Built-ins stored as version 1 on first start. */
+const SEEDED = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me', 'query-router'];
+
+export interface StreamToken {
+  id: number;
+  text: string;
+  model: string;
+  signals: { entropy: number; maxProb: number; margin: number; heads: Readonly<Record<string, number>> };
+  decision: 'stay' | 'handoff';
+  kept: true;
+}
+
+export interface GenerateParams {
+  model: string;
+  promptIds: number[];
+  maxTokens: number;
+  sampling: SamplingParams;
+  stop: string[];
+  /** With model "draft": an IR to compile and run without storing it. */
+  draftIr?: unknown;
+}
+
+export interface GenerateSink {
+  /** New committed tokens and the text they add (held back while it may still become a stop string). */
+  onDelta(tokens: StreamToken[], text: string): void;
+  onEnd(outcome: GenerateOutcome): void;
+}
+
+export interface GenerateOutcome {
+  result: RequestResult;
+  text: string;
+  finishReason: 'stop' | 'length' | 'cancelled' | 'error';
+  algorithm: string;
+  version: number | null;
+}
+
+export interface GenerateHandle {
+  id: string;
+  cancel(): void;
+}
+
+export interface ServiceOptions {
+  /** Runners by model name, instead of loading ONNX workers (tests, simulations). */
+  runners?: Map<string, ModelRunner>;
+  tokenizer?: TextTokenizer;
+  clock?: Clock;
+}
+
+export class TokenRouterService {
+  readonly trace = new TraceRecorder(20_000);
+  readonly cluster: Cluster;
+  private readonly compiled = new Map<string, Algorithm<unknown>>();
+  private seq = 0;
+
+  private constructor(
+    readonly config: ServerConfig,
+    readonly runners: Map<string, ModelRunner>,
+    readonly folders: Map<string, ModelFolder>,
+    readonly tokenizer: TextTokenizer,
+    readonly registry: AlgorithmRegistry,
+    readonly memoryPlan: ModelMemoryPlan[],
+    readonly adminToken: string,
+    clock: Clock,
+  ) {
+    const thresholds = config.scheduling.thresholds === 'auto' ? {} : config.scheduling.thresholds;
+    this.cluster = new Cluster({
+      clock,
+      mode: config.scheduling.mode,
+      retainState: config.scheduling.retainState,
+      maxWaitMs: config.scheduling.maxWaitMs,
+      maxConcurrency: config.limits.maxConcurrency,
+      maxQueue: config.limits.maxQueue,
+      trace: this.trace,
+      models: config.models.map((m) => ({
+        name: m.name,
+        runner: runners.get(m.name)!,
+        maxBatch: m.maxBatch,
+        threshold: thresholds[m.name] ?? 1,
+        kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity,
+      })),
+    });
+  }
+
+  static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
+    const folders = new Map<string, ModelFolder>();
+    let runners = opts.runners;
+    if (!runners) {
+      for (const m of config.models) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
+      checkSharedTokenizer(folders);
+      const started = await Promise.all(
+        config.models.map(async (m) => [m.name, await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const),
+      );
+      runners = new Map(started);
+    }
+    const tokenizer = opts.tokenizer ?? TextTokenizer.fromFolder(folders.values().next().value!);
+    const plan = planMemory(
+      config.memory.budgetMiB * 2 ** 20,
+      config.models.map((m) => {
+        const r = runners!.get(m.name);
+        if (!r) throw new TokenRouterError('invalid_request', `no runner for model ${m.name}`, 'models');
+        const f = folders.get(m.name);
+        return { name: m.name, weightBytes: f ? fs.statSync(f.onnxPath).size : 0, kvBytesPerToken: r.info.kvBytesPerToken, maxContext: r.info.maxContext, maxBatch: m.maxBatch };
+      }),
+    );
+    fs.mkdirSync(config.dataDir, { recursive: true });
+    const registry = new AlgorithmRegistry(config.dataDir);
+    const modelNames = new Set(config.models.map((m) => m.name));
+    for (const name of SEEDED) {
+      if (registry.get(name)) continue;
+      const alg = builtinAlgorithms[name]?.();
+      if (!alg || !alg.models.every((m) => modelNames.has(m))) continue;
+      registry.createVersion(name, { kind: 'builtin', factory: name }, { activate: true });
+    }
+    return new TokenRouterService(config, runners, folders, tokenizer, registry, plan, adminTokenFor(config), opts.clock ?? createRealClock());
+  }
+
+  async close(): Promise<void> {
+    this.registry.close();
+    await Promise.all([...this.runners.values()].map((r) => r.close?.()));
+  }
+
+  /** Models with the router heads they ship, for the IR compiler and the designer. */
+  catalog(): ModelCatalogEntry[] {
+    return this.config.models.map((m) => ({
+      name: m.name,
+      heads: Object.keys(this.folders.get(m.name)?.routers ?? {}),
+      vocabSize: this.runners.get(m.name)!.info.vocabSize,
+    }));
+  }
+
+  /** Everything a client may name as `model`: active algorithms, then single models. */
+  modelIds(): string[] {
+    const algs = this.registry
+      .list()
+      .filter((e) => e.activeVersion !== null)
+      .map((e) => e.name);
+    return [...algs, ...this.config.models.map((m) => m.name)];
+  }
+
+  /** Builds an algorithm from a stored spec; IR is compiled against the deployed models. */
+  instantiate(spec: AlgorithmSpec): Algorithm<unknown> {
+    if (spec.kind === 'builtin') {
+      const f = builtinAlgorithms[spec.factory];
+      if (!f) throw new TokenRouterError('not_found', `no built-in algorithm "${spec.factory}"`, 'factory');
+      try {
+        return f(spec.params) as Algorithm<unknown>;
+      } catch (e) {
+        throw new TokenRouterError('invalid_request', (e as Error).message, 'params');
+      }
+    }
+    try {
+      return compileIr(spec.ir, { models: this.catalog() }) as Algorithm<unknown>;
+    } catch (e) {
+      if (e instanceof IrCompileError) throw e;
+      throw new TokenRouterError('invalid_request', `invalid IR: ${(e as Error).message}`, 'ir');
+    }
+  }
+
+  /** The algorithm a request names, at the version active now (in-flight requests keep theirs). */
+  resolve(model: string, draftIr?: unknown): { algorithm: Algorithm<unknown>; name: string; version: number | null } {
+    if (model === 'draft') {
+      if (draftIr === undefined) throw new TokenRouterError('invalid_request', 'model "draft" needs a tokenrouter_ir field with the IR to run', 'tokenrouter_ir');
+      return { algorithm: this.instantiate({ kind: 'ir', ir: draftIr }), name: 'draft', version: null };
+    }
+    const active = this.registry.active(model);
+    if (active) {
+      const key = `${model}@${active.version}`;
+      let alg = this.compiled.get(key);
+      if (!alg) {
+        alg = this.instantiate(active.spec);
+        this.compiled.set(key, alg);
+      }
+      return { algorithm: alg, name: model, version: active.version };
+    }
+    if (this.runners.has(model)) {
+      const key = `single:${model}`;
+      let alg = this.compiled.get(key);
+      if (!alg) this.compiled.set(key, (alg = singleModel(model) as Algorithm<unknown>));
+      return { algorithm: alg, name: model, version: null };
+    }
+    throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
+  }
+
+  /** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
+  generate(params: GenerateParams, sink: GenerateSink): GenerateHandle {
+    const { algorithm, name, version } = this.resolve(params.model, params.draftIr);
+    for (const m of algorithm.models) {
+      const lane = this.cluster.lane(m);
+      if (lane?.down) throw new TokenRouterError('unavailable', `model ${m} is down; retry shortly`, 'model');
+    }
+    const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
+    const id = `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
+    const tok = this.tokenizer;
+    const ids: number[] = [];
+    let text = '';
+    let emitted = 0;
+    let stopAt = -1;
+    const hold = Math.max(0, ...params.stop.map((s) => s.length - 1));
+    const handle = this.cluster.submit({
+      id,
+      prompt: params.promptIds,
+      maxTokens,
+      sampling: params.sampling,
+      algorithm,
+      onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
+        if (stopAt >= 0) return;
+        ids.push(token);
+        text = tok.decode(ids);
+        for (const s of params.stop) {
+          const k = text.indexOf(s, Math.max(0, emitted - s.length));
+          if (k >= 0 && (stopAt < 0 || k < stopAt)) stopAt = k;
+        }
+        const limit = stopAt >= 0 ? stopAt : text.length - hold;
+        const delta = limit > emitted ? text.slice(emitted, limit) : '';
+        if (delta) emitted = limit;
+        const st: StreamToken = {
+          id: token,
+          text: tok.decode([token]),
+          model,
+          signals: { entropy: sig.entropy, maxProb: sig.maxProb, margin: sig.margin, heads: sig.heads },
+          decision: atHandoff ? 'handoff' : 'stay',
+          kept: true,
+        };
+        sink.onDelta([st], delta);
+        if (stopAt >= 0) this.cluster.stop(id);
+      },
+      onEnd: (result) => {
+        const finalText = stopAt >= 0 ? text.slice(0, stopAt) : text;
+        if (finalText.length > emitted) sink.onDelta([], finalText.slice(emitted));
+        const finishReason = stopAt >= 0 ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
+        sink.onEnd({ result, text: finalText, finishReason, algorithm: name, version });
+      },
+    });
+    return { id: handle.id, cancel: handle.cancel };
+  }
+}
+
+/** Routing mixes token ids across models, so every model must read the same vocabulary. */
+function checkSharedTokenizer(folders: Map<string, ModelFolder>): void {
+  let first: [string, string] | undefined;
+  for (const [name, f] of folders) {
+    const h = crypto.createHash('sha256').update(JSON.stringify((f.tokenizerJson as { model?: unknown }).model ?? f.tokenizerJson)).digest('hex');
+    if (!first) first = [name, h];
+    else if (first[1] !== h) throw new TokenRouterError('invalid_request', `models ${first[0]} and ${name} use different tokenizers; token-level routing needs one shared vocabulary`, 'models');
+  }
+}
+
+/** The configured token, or one generated on first start and kept in the data dir. */
+function adminTokenFor(config: ServerConfig): string {
+  if (config.adminToken) return config.adminToken;
+  const file = path.join(config.dataDir, 'admin-token');
+  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
+  const token = crypto.randomBytes(24).toString('base64url');
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  fs.writeFileSync(file, token + '\n', { mode: 0o600 });
+  return token;
+}

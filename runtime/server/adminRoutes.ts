@@ -1,0 +1,138 @@
+// Admin API: algorithm versions (deploy, activate, roll back), models, thresholds, load generation, trace export.
+import { Router } from 'express';
+import { z } from 'zod';
+import { toChromeTrace } from '../../shared/perfetto.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { AlgorithmSpec } from '../registry/algorithmRegistry.ts';
+import { LoadGenerator } from '../serve/loadGenerator.ts';
+import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { sendError } from './httpErrors.ts';
+import { parseBody } from './zodToError.ts';
+
+const versionBody = z.union([
+  z.object({ ir: z.unknown().refine((v) => v !== undefined, 'ir is required'), activate: z.boolean().optional() }).strict(),
+  z.object({ builtin: z.string(), params: z.record(z.string(), z.unknown()).optional(), activate: z.boolean().optional() }).strict(),
+]);
+const activateBody = z.object({ version: z.number().int().min(1) }).strict();
+const loadBody = z
+  .object({ concurrency: z.number().int().min(1).max(256), requests: z.number().int().min(1).max(10_000), maxTokens: z.number().int().min(1).max(1024), model: z.string().optional() })
+  .strict();
+const thresholdsBody = z.record(z.string(), z.number().int().min(1).max(1024));
+
+export function adminRoutes(service: TokenRouterService): Router {
+  const r = Router();
+  const load = new LoadGenerator(service);
+  const wrap =
+    (fn: (req: import('express').Request, res: import('express').Response) => void) =>
+    (req: import('express').Request, res: import('express').Response) => {
+      try {
+        fn(req, res);
+      } catch (e) {
+        sendError(res, e);
+      }
+    };
+
+  r.get(
+    '/admin/algorithms',
+    wrap((_req, res) => {
+      res.json({
+        algorithms: service.registry.list().map((e) => ({
+          name: e.name,
+          activeVersion: e.activeVersion,
+          versions: e.versions.map((v) => ({ version: v.version, createdAt: v.createdAt, ...specView(v.spec) })),
+        })),
+      });
+    }),
+  );
+
+  r.post(
+    '/admin/algorithms/:name/versions',
+    wrap((req, res) => {
+      const body = parseBody(versionBody, req.body);
+      const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
+      // Compile before storing: a version in the registry is always deployable.
+      service.instantiate(spec);
+      const v = service.registry.createVersion(String(req.params.name), spec, { activate: body.activate === true });
+      res.status(201).json({ name: v.name, version: v.version });
+    }),
+  );
+
+  r.post(
+    '/admin/algorithms/:name/activate',
+    wrap((req, res) => {
+      const { version } = parseBody(activateBody, req.body);
+      const name = String(req.params.name);
+      if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
+      service.registry.activate(name, version);
+      res.json({ name, activeVersion: version });
+    }),
+  );
+
+  r.post(
+    '/admin/algorithms/:name/rollback',
+    wrap((req, res) => {
+      const name = String(req.params.name);
+      if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
+      res.json({ name, activeVersion: service.registry.rollback(name) });
+    }),
+  );
+
+  r.get(
+    '/admin/models',
+    wrap((_req, res) => {
+      res.json({
+        models: service.catalog().map((c) => {
+          const info = service.runners.get(c.name)!.info;
+          const plan = service.memoryPlan.find((p) => p.name === c.name);
+          return { name: c.name, vocabSize: info.vocabSize, heads: c.heads, maxContext: info.maxContext, kvBytesPerToken: info.kvBytesPerToken, memory: plan };
+        }),
+      });
+    }),
+  );
+
+  r.get(
+    '/admin/status',
+    wrap((_req, res) => {
+      const c = service.cluster;
+      res.json({ mode: c.mode, retainState: c.retainState, maxWaitMs: c.maxWaitMs, active: c.activeCount, queued: c.queuedCount, committed: c.committed, lanes: c.laneStats(), load: load.progress });
+    }),
+  );
+
+  r.put(
+    '/admin/thresholds',
+    wrap((req, res) => {
+      const body = parseBody(thresholdsBody, req.body);
+      for (const k of Object.keys(body)) if (!service.cluster.lane(k)) throw new TokenRouterError('not_found', `no model named ${k}`, k);
+      service.cluster.setThresholds(body);
+      res.json({ thresholds: Object.fromEntries(service.cluster.laneStats().map((l) => [l.name, l.threshold])) });
+    }),
+  );
+
+  r.post(
+    '/admin/load',
+    wrap((req, res) => {
+      const body = parseBody(loadBody, req.body);
+      service.resolve(body.model ?? service.config.defaultAlgorithm);
+      if (!load.start(body)) throw new TokenRouterError('overloaded', 'a load run is already going; wait for it to finish', null);
+      res.status(202).json({ started: true, ...load.progress });
+    }),
+  );
+
+  r.get(
+    '/admin/trace',
+    wrap((req, res) => {
+      const events = service.trace.events;
+      if (req.query.format === 'jsonl') {
+        res.type('application/x-ndjson').send(events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+      } else {
+        res.set('Content-Disposition', 'attachment; filename="tokenrouter-trace.json"').json(toChromeTrace(events));
+      }
+    }),
+  );
+
+  return r;
+}
+
+function specView(spec: AlgorithmSpec) {
+  return spec.kind === 'ir' ? { kind: 'ir' as const, ir: spec.ir } : { kind: 'builtin' as const, factory: spec.factory, params: spec.params ?? {} };
+}

@@ -1,0 +1,83 @@
+// Assembles the HTTP server: OpenAI API, admin API, metrics, live feed and the web app, with errors in one place.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import express from 'express';
+import type { WebSocketServer } from 'ws';
+import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { requireAdmin } from './adminAuth.ts';
+import { adminRoutes } from './adminRoutes.ts';
+import { errorMiddleware } from './httpErrors.ts';
+import { attachLiveFeed } from './liveFeed.ts';
+import { ServerMetrics } from './metrics.ts';
+import { openaiRoutes } from './openaiRoutes.ts';
+
+export const WEB_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../designer/dist');
+
+export interface RunningServer {
+  server: http.Server;
+  wss: WebSocketServer;
+  url: string;
+  close(): Promise<void>;
+}
+
+export function createApp(service: TokenRouterService): { app: express.Express; metrics: ServerMetrics } {
+  const app = express();
+  const metrics = new ServerMetrics(service);
+  app.disable('x-powered-by');
+  app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true }));
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true, models: service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false })) });
+  });
+  app.get('/metrics', async (_req, res, next) => {
+    try {
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    } catch (e) {
+      next(e);
+    }
+  });
+  app.use(openaiRoutes(service, metrics));
+  app.use('/admin', requireAdmin(service.config, service.adminToken));
+  app.use(adminRoutes(service));
+  const page = (file: string) => (_req: express.Request, res: express.Response) => {
+    const p = path.join(WEB_DIST, file);
+    if (!fs.existsSync(p)) {
+      res.status(503).type('text').send('The web app is not built yet: run `npm run build:web` (npm start does it for you).');
+      return;
+    }
+    res.sendFile(p);
+  };
+  app.get('/', page('index.html'));
+  app.get('/timeline', page('timeline.html'));
+  app.use(express.static(WEB_DIST, { index: false, dotfiles: 'deny', fallthrough: true }));
+  app.use((req, res) => {
+    res.status(404).json({ error: { message: `no route ${req.method} ${req.path}`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+  });
+  app.use(errorMiddleware);
+  return { app, metrics };
+}
+
+export async function startServer(service: TokenRouterService, port = service.config.port, host = service.config.host): Promise<RunningServer> {
+  const { app } = createApp(service);
+  const server = http.createServer(app);
+  const wss = attachLiveFeed(server, service);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const addr = server.address() as { port: number };
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    server,
+    wss,
+    url: `http://${shownHost}:${addr.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

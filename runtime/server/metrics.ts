@@ -1,0 +1,64 @@
+// Prometheus metrics in vLLM's naming habits, read from the cluster on scrape and from trace events as they happen.
+import client from 'prom-client';
+import type { TraceEvent } from '../../shared/trace.ts';
+import type { GenerateOutcome, TokenRouterService } from '../serve/tokenRouterService.ts';
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export class ServerMetrics {
+  readonly registry = new client.Registry();
+  readonly ttft = new client.Histogram({ name: 'tokenrouter_time_to_first_token_seconds', help: 'Time to first streamed content chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly interToken = new client.Histogram({ name: 'tokenrouter_inter_token_latency_seconds', help: 'Gap between streamed content chunks', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
+  readonly e2e = new client.Histogram({ name: 'tokenrouter_e2e_request_latency_seconds', help: 'Request send to last chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly requests = new client.Counter({ name: 'tokenrouter_requests_total', help: 'Finished requests by outcome', labelNames: ['finish_reason'], registers: [this.registry] });
+  readonly committed = new client.Counter({ name: 'tokenrouter_committed_tokens_total', help: 'Committed output tokens by the model that produced them', labelNames: ['model'], registers: [this.registry] });
+  readonly handoffs = new client.Counter({ name: 'tokenrouter_handoffs_total', help: 'Handoffs between models', labelNames: ['from', 'to', 'kept'], registers: [this.registry] });
+  readonly batchSize = new client.Histogram({ name: 'tokenrouter_batch_size', help: 'Rows per executed batch', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
+  readonly batchSeconds = new client.Histogram({ name: 'tokenrouter_batch_duration_seconds', help: 'Clock time of one batched step', labelNames: ['model', 'phase'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers: [this.registry] });
+
+  constructor(service: TokenRouterService) {
+    const r = [this.registry];
+    const stats = () => service.cluster.laneStats();
+    const gauge = (name: string, help: string, pick: (s: ReturnType<typeof stats>[number]) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['model'],
+        registers: r,
+        collect() {
+          for (const s of stats()) this.set({ model: s.name }, pick(s));
+        },
+      });
+    gauge('tokenrouter_requests_running', 'Requests ready or executing on a model', (s) => s.running);
+    gauge('tokenrouter_requests_waiting', 'Requests waiting for KV admission on a model', (s) => s.waitingAdmission);
+    gauge('tokenrouter_requests_pending_return', 'Requests away at a peer, state retained here', (s) => s.pendingReturn);
+    gauge('tokenrouter_kv_cache_used_bytes', 'KV bytes held by live caches', (s) => s.kvBytes);
+    gauge('tokenrouter_kv_cache_reserved_bytes', 'KV bytes reserved for admitted requests', (s) => s.kvReservedBytes);
+    gauge('tokenrouter_batch_threshold', 'Delayed-batching threshold in force', (s) => s.threshold);
+    new client.Gauge({
+      name: 'tokenrouter_requests_queued',
+      help: 'Requests waiting at the entry for a concurrency slot',
+      registers: r,
+      collect() {
+        this.set(service.cluster.queuedCount);
+      },
+    });
+    service.trace.subscribe((e) => this.onTrace(e));
+  }
+
+  private onTrace(e: TraceEvent): void {
+    if (e.type === 'batch') {
+      this.batchSize.observe({ model: e.model }, e.requestIds.length);
+      this.batchSeconds.observe({ model: e.model, phase: e.phase }, (e.end - e.start) / 1000);
+    } else if (e.type === 'handoff') this.handoffs.inc({ from: e.from, to: e.to, kept: String(e.kept) });
+  }
+
+  observeRequest(o: GenerateOutcome, startedPerf: number, unary = true): void {
+    const s = (performance.now() - startedPerf) / 1000;
+    this.requests.inc({ finish_reason: o.finishReason });
+    if (o.finishReason === 'cancelled' || o.finishReason === 'error') return;
+    this.e2e.observe(s);
+    if (unary) this.ttft.observe(s);
+    for (const [m, n] of Object.entries(o.result.tokensByModel)) if (n > 0) this.committed.inc({ model: m }, n);
+  }
+}
