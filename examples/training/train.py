@@ -8,13 +8,16 @@ Task: worked multiplication, graded by exact match of the final number.
     answer : "347*6=2082,347*20=6940,2082+6940=9028" then </s>
 The final answer is the number after the last '='. a in [10, 999], b in [2, 99].
 
-Usage (Debian python with torch 1.13, one thread per process):
-    /usr/bin/python3 examples/training/train.py train small      # ~? min, see examples/models/README.md
-    /usr/bin/python3 examples/training/train.py train medium
-    /usr/bin/python3 examples/training/train.py train large
-    /usr/bin/python3 examples/training/train.py export small     # also medium, large
-    /usr/bin/python3 examples/training/train.py routers          # needs small + large checkpoints
-    /usr/bin/python3 examples/training/train.py eval small       # PyTorch accuracy (Node: runtime/runner/onnxAccuracy.ts)
+Usage (Debian's python with torch 1.13 -- not the pyenv python3 on PATH):
+    /usr/bin/python3 examples/training/train.py train small                 # 1200 steps, 1 thread
+    /usr/bin/python3 examples/training/train.py train medium                # 1200 steps, 1 thread
+    TR_THREADS=2 /usr/bin/python3 examples/training/train.py train large    # 1500 steps, 2 threads
+    /usr/bin/python3 examples/training/train.py export small                # also medium, large
+    /usr/bin/python3 examples/training/train.py routers                     # needs small + large checkpoints
+    /usr/bin/python3 examples/training/train.py all                         # all of the above, in order
+    /usr/bin/python3 examples/training/train.py eval small                  # PyTorch held-out accuracy
+Node re-check of accuracy through ONNX Runtime: npx tsx runtime/runner/onnxAccuracy.ts
+Touching ckpt/<name>.stop during training anneals the lr over 150 more steps and finishes early.
 Checkpoints go to examples/training/ckpt/ (not committed); exports to examples/models/<name>/.
 Seeds are fixed: training data seed 1000+model index, held-out eval seed 7, router data seed 99.
 """
@@ -116,9 +119,10 @@ def train_batch(rng, bs):
 
 # ---------------------------------------------------------------- model (Llama style)
 CONFIGS = {
-    'small': dict(d=128, layers=2, heads=4, kv=2, ffn=344, steps=3000, lr=2e-3, bs=64),
-    'medium': dict(d=192, layers=3, heads=6, kv=3, ffn=512, steps=3000, lr=1.5e-3, bs=64),
-    'large': dict(d=256, layers=4, heads=8, kv=4, ffn=768, steps=3000, lr=1e-3, bs=64),
+    # step counts are the ones the bundled models were trained with (TR_STEPS overrides)
+    'small': dict(d=128, layers=2, heads=4, kv=2, ffn=344, steps=1200, lr=2e-3, bs=64),
+    'medium': dict(d=192, layers=3, heads=6, kv=3, ffn=512, steps=1200, lr=1.5e-3, bs=64),
+    'large': dict(d=256, layers=4, heads=8, kv=4, ffn=768, steps=1500, lr=1e-3, bs=64),
 }
 NAMES = list(CONFIGS)
 
@@ -300,8 +304,19 @@ def train(name):
     dev = eval_problems(200)  # a slice of the held-out set, only for progress lines
     print(f'[{name}] params={n_params(m)} steps={steps} threads={THREADS}', flush=True)
     t0 = time.time()
-    for step in range(1, steps + 1):
-        lr = c['lr'] * min(1.0, step / warm) * (0.5 * (1 + math.cos(math.pi * min(1.0, step / steps))) * 0.95 + 0.05)
+    stop_file = os.path.join(CKPT, f'{name}.stop')
+    cut = None  # (step, lr) when a stop file asked to finish early: linear anneal over 150 more steps
+    step = 0
+    while step < steps:
+        step += 1
+        if cut is None and os.path.exists(stop_file) and steps > step + 150:
+            cut = (step, c['lr'] * (0.5 * (1 + math.cos(math.pi * step / steps)) * 0.95 + 0.05))
+            print(f'[{name}] stop file seen at step {step}: annealing to step {step + 150}', flush=True)
+            steps = step + 150
+        if cut is None:
+            lr = c['lr'] * min(1.0, step / warm) * (0.5 * (1 + math.cos(math.pi * min(1.0, step / steps))) * 0.95 + 0.05)
+        else:
+            lr = cut[1] + (c['lr'] * 0.05 - cut[1]) * (step - cut[0]) / (steps - cut[0])
         for g in opt.param_groups:
             g['lr'] = lr
         x, y = train_batch(rng, c['bs'])
@@ -320,11 +335,14 @@ def train(name):
                 msg += f' dev_acc {accuracy(m, dev):.3f}'
                 m.train()
             print(msg, flush=True)
+        if step % 200 == 0:
+            torch.save(m.state_dict(), ckpt_path(name) + '.partial')
     torch.save(m.state_dict(), ckpt_path(name))
     m.eval()
     acc = accuracy(m, eval_problems())
     info = dict(name=name, params=n_params(m), steps=steps, train_seconds=round(time.time() - t0, 1),
-                threads=THREADS, heldout_acc_torch=acc, heldout_n=500)
+                threads=THREADS, heldout_acc_torch=acc, heldout_n=500,
+                early_stop=None if cut is None else {'at_step': cut[0], 'anneal_from_lr': cut[1]})
     with open(os.path.join(CKPT, f'{name}.json'), 'w') as f:
         json.dump(info, f, indent=1)
     print(f'[{name}] done: {info}', flush=True)
@@ -592,6 +610,12 @@ if __name__ == '__main__':
     cmd = sys.argv[1] if len(sys.argv) > 1 else ''
     if cmd == 'train':
         train(sys.argv[2])
+    elif cmd == 'all':
+        for n in NAMES:
+            train(n)
+        for n in NAMES:
+            export(n)
+        routers()
     elif cmd == 'export':
         export(sys.argv[2])
     elif cmd == 'routers':
