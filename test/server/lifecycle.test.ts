@@ -1,0 +1,121 @@
+// Disconnects free everything, deploys switch only new requests, restarts keep the registry, metrics parse.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestServer, until, type TestServer } from './testService.ts';
+
+let t: TestServer | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+function expectNothingLeft(s: TestServer) {
+  expect(s.service.cluster.idle).toBe(true);
+  for (const l of s.service.cluster.laneStats()) {
+    expect(l.kvBytes, l.name).toBe(0);
+    expect(l.kvReservedBytes, l.name).toBe(0);
+    expect(l.running + l.pendingReturn + l.waitingAdmission, l.name).toBe(0);
+  }
+  for (const r of s.runners.values()) expect(r.liveCaches, r.info.name).toBe(0);
+}
+
+describe('client disconnects', () => {
+  it('a disconnect mid-stream cancels the request everywhere and frees every KV byte', async () => {
+    t = await startTestServer({ latency: { small: 5, large: 40 } });
+    const s = t;
+    const ac = new AbortController();
+    const res = await fetch(`${s.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '9*9' }], max_tokens: 200, stream: true }),
+      signal: ac.signal,
+    });
+    const reader = res.body!.getReader();
+    let seen = '';
+    while (!seen.includes('"large"')) seen += new TextDecoder().decode((await reader.read()).value);
+    // Now the request has visited both models: some state is pending-return on one of them.
+    const lanes = s.service.cluster.laneStats();
+    expect(lanes.reduce((a, l) => a + l.kvBytes, 0)).toBeGreaterThan(0);
+    ac.abort();
+    await until(() => s.service.cluster.idle);
+    await new Promise((r) => setTimeout(r, 100)); // a step in flight returns and releases its cache
+    expectNothingLeft(s);
+  });
+});
+
+describe('hot deploy', () => {
+  it('a deploy during load switches new requests only', async () => {
+    t = await startTestServer({ latency: { small: 10, large: 10 } });
+    const s = t;
+    const admin = (p: string, body: unknown) => fetch(s.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const chat = (max: number) =>
+      fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '3*3' }], max_tokens: max, temperature: 0 }) }).then(
+        (r) => r.json() as Promise<{ tokenrouter: { version: number; tokens_by_model: Record<string, number> } }>,
+      );
+    const inflight = [chat(60), chat(60)];
+    await until(() => s.service.cluster.activeCount === 2);
+    // v2: τ = 1 means R-Stitch never leaves the small model.
+    const created = await admin('/admin/algorithms/r-stitch/versions', { builtin: 'r-stitch', params: { tau: 1 } });
+    expect(created.status).toBe(201);
+    expect(((await created.json()) as { version: number }).version).toBe(2);
+    expect((await admin('/admin/algorithms/r-stitch/activate', { version: 2 })).status).toBe(200);
+    const fresh = await chat(40);
+    const old = await Promise.all(inflight);
+    for (const o of old) {
+      expect(o.tokenrouter.version).toBe(1);
+      expect(o.tokenrouter.tokens_by_model.large).toBeGreaterThan(0);
+    }
+    expect(fresh.tokenrouter.version).toBe(2);
+    expect(fresh.tokenrouter.tokens_by_model).toEqual({ small: 40, large: 0 });
+    // Roll back: v1 again.
+    const rb = await admin('/admin/algorithms/r-stitch/rollback', {});
+    expect(((await rb.json()) as { activeVersion: number }).activeVersion).toBe(1);
+    expect((await chat(20)).tokenrouter.version).toBe(1);
+  });
+
+  it('an invalid deploy is refused with details and stores nothing', async () => {
+    t = await startTestServer();
+    const res = await fetch(`${t.url}/admin/algorithms/mine/versions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ir: { schemaVersion: 99 } }) });
+    expect(res.status).toBe(400);
+    const j = (await res.json()) as { error: { code: string; details: unknown[] } };
+    expect(j.error.code).toBe('invalid_ir');
+    expect(j.error.details.length).toBeGreaterThan(0);
+    expect(t.service.registry.get('mine')).toBeUndefined();
+  });
+});
+
+describe('persistence', () => {
+  it('a restart keeps every algorithm version and which one is active', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-persist-'));
+    t = await startTestServer({ dataDir });
+    const s1 = t;
+    s1.service.registry.createVersion('r2r', { kind: 'builtin', factory: 'r2r', params: { tau: 0.5 } });
+    s1.service.registry.createVersion('r2r', { kind: 'builtin', factory: 'r2r', params: { tau: 0.6 } }, { activate: true });
+    const before = s1.service.registry.list();
+    await s1.close();
+    t = await startTestServer({ dataDir });
+    const after = t.service.registry.list();
+    expect(after).toEqual(before);
+    expect(t.service.registry.get('r2r')!.activeVersion).toBe(3);
+    expect(t.service.resolve('r2r').version).toBe(3);
+  });
+});
+
+describe('metrics', () => {
+  it('/metrics parses as Prometheus text format and counts what happened', async () => {
+    t = await startTestServer();
+    await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '4*4' }], max_tokens: 30 }) });
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const families = parsePrometheusTextFormat(text) as { name: string; type: string; metrics: { labels?: Record<string, string>; value?: string }[] }[];
+    const byName = new Map(families.map((f) => [f.name, f]));
+    for (const n of ['tokenrouter_requests_running', 'tokenrouter_requests_pending_return', 'tokenrouter_batch_size', 'tokenrouter_committed_tokens_total', 'tokenrouter_handoffs_total', 'tokenrouter_kv_cache_used_bytes', 'tokenrouter_time_to_first_token_seconds', 'tokenrouter_inter_token_latency_seconds', 'tokenrouter_e2e_request_latency_seconds', 'tokenrouter_batch_threshold']) {
+      expect(byName.has(n), n).toBe(true);
+    }
+    const committed = byName.get('tokenrouter_committed_tokens_total')!.metrics.reduce((a, m) => a + Number(m.value), 0);
+    expect(committed).toBe(30);
+    expect(byName.get('tokenrouter_batch_size')!.type).toBe('HISTOGRAM');
+  });
+});
