@@ -10,6 +10,7 @@ import { GREEDY } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { draw3 } from '../util/hash.ts';
+import { checkInvariants } from './invariants.ts';
 import { LocalRequest } from './localRequest.ts';
 import { RequestState, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 import { SubServer, type Batch, type SubServerOptions, type SubServerOwner } from './subServer.ts';
@@ -33,6 +34,8 @@ export interface ClusterOptions {
   /** Requests allowed to wait at the entry before submit refuses with "overloaded". */
   maxQueue?: number;
   trace?: TraceSink;
+  /** Debug mode: check every invariant after every batch (tests and the stress suite). */
+  checkInvariants?: boolean;
 }
 
 export interface RequestHandle {
@@ -79,6 +82,7 @@ export class Cluster implements SubServerOwner {
   private batchSeq = 0;
   private requestSeq = 0;
   private inWave = false;
+  private readonly invariantState: Map<string, number> | null;
   /** Committed output tokens over the cluster's life. */
   committed = 0;
   completed = 0;
@@ -91,6 +95,7 @@ export class Cluster implements SubServerOwner {
     this.maxConcurrency = opts.maxConcurrency ?? Infinity;
     this.maxQueue = opts.maxQueue ?? Infinity;
     this.trace = opts.trace;
+    this.invariantState = opts.checkInvariants ? new Map() : null;
     if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
     this.lanes = opts.models.map(
       (m, i) =>
@@ -495,6 +500,7 @@ export class Cluster implements SubServerOwner {
     this.policy.finished();
     this.inWave = false;
     this.flush();
+    if (this.invariantState) checkInvariants(this, this.invariantState);
   }
 
   /** Sends one WORK per lane that got ready requests, then lets a sync barrier open its next round. */

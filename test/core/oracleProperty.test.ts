@@ -45,6 +45,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         mode,
         retainState: retain,
         maxConcurrency: concurrency,
+        checkInvariants: true,
         maxWaitMs: pick(seed, 6, 1, 40),
         models: names.map((name, i) => ({
           name,
