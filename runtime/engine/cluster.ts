@@ -6,7 +6,7 @@ import { isFinalLocal, type LocalEvent } from '../actors/localRequestMachine.ts'
 import { requestMachine } from '../actors/requestMachine.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
-import { GREEDY } from '../runner/modelRunner.ts';
+import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { draw3 } from '../util/hash.ts';
@@ -224,6 +224,30 @@ export class Cluster implements SubServerOwner {
     const lane = this.byName.get(name);
     if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
     lane.down = down;
+  }
+
+  /**
+   * A model's runner died and took every cache with it: requests that hold state there fail with a
+   * clear error (the rest keep going), and the lane refuses work until `replaceRunner`.
+   */
+  failLane(name: string, error: Error): number {
+    const lane = this.byName.get(name);
+    if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
+    lane.down = true;
+    const hit = [...this.active.values()].filter((req) => req.locals.some((l, m) => l && req.lane(m) === lane));
+    for (const req of hit) this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${name} failed: ${error.message}`, 'model'));
+    this.flush();
+    return hit.length;
+  }
+
+  /** Puts a restarted runner in place and lets the lane take work again. */
+  replaceRunner(name: string, runner: ModelRunner): void {
+    const lane = this.byName.get(name);
+    if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
+    lane.runner = runner;
+    lane.down = false;
+    lane.dirty = true;
+    this.flush();
   }
 
   laneStats(): LaneStats[] {

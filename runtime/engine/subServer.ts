@@ -55,7 +55,8 @@ export class SubServerStats {
 
 export class SubServer implements SubServerHost, LaneView {
   readonly name: string;
-  readonly runner: ModelRunner;
+  /** Replaced when a crashed runner is restarted. */
+  runner: ModelRunner;
   maxBatch: number;
   threshold: number;
   readonly pool: CachePool;

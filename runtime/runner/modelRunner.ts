@@ -68,4 +68,6 @@ export interface ModelRunner {
   release(cacheId: number): void;
   /** Stops workers and frees everything. */
   close?(): Promise<void>;
+  /** Registers a callback for when the runner dies (a worker crash): every cache it held is gone. */
+  onFailure?(listener: (error: Error) => void): void;
 }

@@ -89,8 +89,16 @@ export class WorkerRunner implements ModelRunner {
     else p.resolve({ rows: [] });
   }
 
+  private readonly failureListeners: ((e: Error) => void)[] = [];
+
+  onFailure(listener: (error: Error) => void): void {
+    this.failureListeners.push(listener);
+  }
+
   private fail(e: Error): void {
+    const first = !this.dead;
     if (!this.dead) this.dead = e;
+    if (first && !this.closing) for (const l of this.failureListeners) l(e);
     for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
   }

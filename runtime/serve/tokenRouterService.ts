@@ -101,6 +101,7 @@ export class TokenRouterService {
         kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity,
       })),
     });
+    for (const [name, r] of runners) this.watch(name, r);
   }
 
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
@@ -136,7 +137,40 @@ export class TokenRouterService {
     return new TokenRouterService(config, runners, folders, tokenizer, registry, plan, adminTokenFor(config), opts.clock ?? createRealClock());
   }
 
+  /** Restarts so far, by model: a crashed worker comes back by itself. */
+  readonly restarts = new Map<string, number>();
+  private closed = false;
+
+  /** Fails what the dead runner held, starts a fresh worker, and puts it in place. */
+  private watch(name: string, runner: ModelRunner): void {
+    runner.onFailure?.((error) => {
+      if (this.closed) return;
+      const failed = this.cluster.failLane(name, error);
+      console.error(`[tokenrouter] model ${name} failed (${error.message}); ${failed} requests failed; restarting its worker`);
+      const folder = this.folders.get(name);
+      if (!folder) return;
+      const m = this.config.models.find((x) => x.name === name)!;
+      const attempt = (n: number): void => {
+        WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }).then(
+          (fresh) => {
+            if (this.closed) return void fresh.close();
+            this.runners.set(name, fresh);
+            this.cluster.replaceRunner(name, fresh);
+            this.restarts.set(name, (this.restarts.get(name) ?? 0) + 1);
+            this.watch(name, fresh);
+          },
+          (e: Error) => {
+            console.error(`[tokenrouter] restart of ${name} failed: ${e.message}`);
+            if (n < 5 && !this.closed) setTimeout(() => attempt(n + 1), 500 * 2 ** n);
+          },
+        );
+      };
+      attempt(0);
+    });
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
     this.registry.close();
     await Promise.all([...this.runners.values()].map((r) => r.close?.()));
   }

@@ -263,3 +263,32 @@ describe('failures stay local', () => {
     expectClean(cluster, [small, large]);
   });
 });
+
+describe('a sub-server whose runner dies', () => {
+  it('fails the requests that hold state there, keeps the rest, and resumes on a new runner', async () => {
+    const clock = new VirtualClock();
+    const small = new SimRunner({ name: 'small', latency: () => 1 });
+    const large = new SimRunner({ name: 'large', latency: () => 3 });
+    const medium = new SimRunner({ name: 'medium', latency: () => 2 });
+    const cluster = new Cluster({ clock, checkInvariants: true, models: [{ name: 'small', runner: small }, { name: 'large', runner: large }, { name: 'medium', runner: medium }] });
+    const onSmallMedium: Algorithm<null> = { ...everyN(2), name: 'sm', models: ['small', 'medium'] };
+    const touching = [0, 1, 2].map((i) => cluster.submit({ prompt: [i + 1], maxTokens: 40, algorithm: everyN(2) }));
+    const apart = [0, 1].map((i) => cluster.submit({ prompt: [i + 1], maxTokens: 40, algorithm: onSmallMedium }));
+    clock.run({ until: 10 });
+    expect(cluster.failLane('large', new Error('worker exited'))).toBe(3);
+    const fresh = new SimRunner({ name: 'large', latency: () => 3 });
+    cluster.replaceRunner('large', fresh);
+    clock.run();
+    for (const h of touching) {
+      const r = await h.done;
+      expect(r.status).toBe('failed');
+      expect(r.error?.message).toMatch(/model large failed: worker exited/);
+    }
+    for (const h of apart) expect((await h.done).status).toBe('done');
+    const after = cluster.submit({ prompt: [7], maxTokens: 10, algorithm: everyN(2) });
+    clock.run();
+    expect((await after.done).status).toBe('done');
+    expect(fresh.counts.steps).toBeGreaterThan(0);
+    expectClean(cluster, [small, medium, fresh]);
+  });
+});
