@@ -37,6 +37,11 @@ const COMMANDS: Record<string, Command> = {
     usage: 'tokenrouter bench <suite> [--json FILE]',
     run: async (args) => (await import('../bench/main.ts')).main(args),
   },
+  eval: {
+    summary: 'accuracy vs throughput of every algorithm and baseline on the held-out problems',
+    usage: 'tokenrouter eval [--problems 500] [--concurrency 8] [--max-tokens 64] [--only NAME] [--json FILE] [--out results/eval]',
+    run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
+  },
   simulate: {
     summary: 'simulate a routing workload in virtual time and optionally write its trace',
     usage: 'tokenrouter simulate [--mode async-delayed] [--concurrency 16] [--requests 64] [--p 0.35] [--thresholds small=1,large=4] [--retain true] [--tokens 512] [--trace FILE.jsonl]',

@@ -1,0 +1,87 @@
+// `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the held-out problems.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { printTable, progress } from '../bench/benchSuite.ts';
+import { TokenRouterError } from '../errors.ts';
+import { defaultPlan, evaluate, frontierSvg, loadHeldout } from '../eval/evaluate.ts';
+import { loadModelFolder } from '../runner/modelFolder.ts';
+import { TextTokenizer } from '../runner/tokenizer.ts';
+import { WorkerRunner } from '../runner/workerRunner.ts';
+
+export async function evalCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      problems: { type: 'string', default: '500' },
+      concurrency: { type: 'string', default: '8' },
+      'max-tokens': { type: 'string', default: '64' },
+      models: { type: 'string', default: 'examples/models' },
+      json: { type: 'string' },
+      out: { type: 'string', default: 'results/eval' },
+      only: { type: 'string' },
+    },
+  });
+  const n = Number(values.problems);
+  const concurrency = Number(values.concurrency);
+  const maxTokens = Number(values['max-tokens']);
+  if (!Number.isInteger(n) || n < 1) throw new TokenRouterError('invalid_request', `--problems must be a positive integer, got "${values.problems}"`, 'problems');
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new TokenRouterError('invalid_request', '--concurrency must be a positive integer', 'concurrency');
+  const modelsDir = path.resolve(values.models!);
+  const problems = loadHeldout(modelsDir).slice(0, n);
+  const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));
+  if (!names.includes('small') || !names.includes('large')) throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
+  console.error(`loading ${names.join(', ')} …`);
+  const runners = new Map(await Promise.all(names.map(async (m) => [m, await WorkerRunner.start(path.join(modelsDir, m), { name: m })] as const)));
+  const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
+  let plan = defaultPlan(names);
+  if (values.only) plan = plan.filter((p) => p.name.startsWith(values.only!) || p.factory === values.only);
+  const t0 = Date.now();
+  let entryNo = 0;
+  let last = '';
+  try {
+    const entries = await evaluate({
+      runners,
+      tokenizer,
+      problems,
+      plan,
+      concurrency,
+      maxTokens,
+      onProgress: (entry, done, total) => {
+        if (entry !== last) {
+          last = entry;
+          entryNo++;
+        }
+        if (done % 10 === 0 || done === total) progress(`[${entryNo}/${plan.length}] ${entry}`, done, total);
+      },
+    });
+    printTable(
+      entries.map((e) => ({
+        name: e.name,
+        kind: e.kind,
+        accuracy: `${(e.accuracy * 100).toFixed(1)}%`,
+        tok_s: e.throughput_tok_s,
+        latency_ms: e.mean_latency_ms,
+        handoffs_req: e.handoffs_per_request,
+        share: Object.entries(e.token_share)
+          .map(([m, s]) => `${m} ${(s * 100).toFixed(0)}%`)
+          .join(' '),
+      })),
+    );
+    fs.mkdirSync(values.out!, { recursive: true });
+    const svg = path.join(values.out!, 'frontier.svg');
+    fs.writeFileSync(svg, frontierSvg(entries));
+    const report = {
+      suite: 'eval',
+      settings: { problems: problems.length, heldout: 'examples/models/heldout.json (seed 7, never trained on)', concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
+      results: { entries: entries.map((e) => ({ ...e })) },
+    };
+    const json = values.json ?? path.join(values.out!, 'eval.json');
+    fs.mkdirSync(path.dirname(json), { recursive: true });
+    fs.writeFileSync(json, JSON.stringify(report, null, 2));
+    console.log(`\nwrote ${json} and ${svg}`);
+    return 0;
+  } finally {
+    await Promise.all([...runners.values()].map((r) => r.close()));
+  }
+}

@@ -1,0 +1,176 @@
+// Quality vs speed: every algorithm and baseline on the held-out problems, with accuracy, token shares and throughput.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Algorithm } from '../../shared/algorithm.ts';
+import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { createRealClock } from '../clock/clock.ts';
+import { Cluster } from '../engine/cluster.ts';
+import type { RequestResult } from '../engine/requestState.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { TextTokenizer } from '../runner/tokenizer.ts';
+import { finalAnswer } from '../runner/onnxAccuracy.ts';
+
+export type EntryKind = 'token-level' | 'single' | 'query-level';
+
+export interface EvalEntrySpec {
+  name: string;
+  kind: EntryKind;
+  factory: string;
+  params?: Record<string, unknown>;
+}
+
+export interface EvalEntry {
+  name: string;
+  kind: EntryKind;
+  params: Record<string, unknown>;
+  accuracy: number;
+  throughput_tok_s: number;
+  mean_latency_ms: number;
+  token_share: Record<string, number>;
+  handoffs_per_request: number;
+  problems: number;
+}
+
+export interface Problem {
+  question: string;
+  answer: string;
+}
+
+/** The held-out set written at export time (seed 7, never trained on). */
+export function loadHeldout(modelsDir: string): Problem[] {
+  const file = path.join(modelsDir, 'heldout.json');
+  const j = JSON.parse(fs.readFileSync(file, 'utf8')) as { rows: Problem[] };
+  return j.rows;
+}
+
+/** The default plan: single models, the query-level router, and each token-level algorithm with a threshold sweep. */
+export function defaultPlan(models: readonly string[]): EvalEntrySpec[] {
+  const has = (m: string) => models.includes(m);
+  const plan: EvalEntrySpec[] = [];
+  for (const m of ['small', 'medium', 'large']) if (has(m)) plan.push({ name: `${m}-only`, kind: 'single', factory: `single-${m}` });
+  for (const t of [0.3, 0.5, 0.7]) plan.push({ name: `query-router τ=${t}`, kind: 'query-level', factory: 'query-router', params: { threshold: t } });
+  for (const tau of [0.01, 0.03, 0.1]) plan.push({ name: `r-stitch τ=${tau}`, kind: 'token-level', factory: 'r-stitch', params: { tau } });
+  for (const tau of [0.8, 0.9, 0.97]) plan.push({ name: `citer τ=${tau}`, kind: 'token-level', factory: 'citer', params: { tau } });
+  for (const tau of [0.2, 0.35, 0.5]) plan.push({ name: `r2r τ=${tau}`, kind: 'token-level', factory: 'r2r', params: { tau } });
+  for (const eta of [0.1, 0.15, 0.3]) plan.push({ name: `co-llm η=${eta}`, kind: 'token-level', factory: 'co-llm', params: { eta } });
+  if (has('medium')) plan.push({ name: 'me 0.5/0.3/0.2', kind: 'token-level', factory: 'me' });
+  return plan;
+}
+
+export interface EvalOptions {
+  runners: Map<string, ModelRunner>;
+  tokenizer: TextTokenizer;
+  problems: Problem[];
+  plan: EvalEntrySpec[];
+  concurrency: number;
+  maxTokens: number;
+  onProgress?: (entry: string, done: number, total: number) => void;
+}
+
+/** Runs each entry as a closed loop at fixed concurrency on a fresh cluster (TokenRouter mode, thresholds 1). */
+export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
+  const out: EvalEntry[] = [];
+  const prompts = opts.problems.map((p) => opts.tokenizer.encodeChat([{ role: 'user', content: p.question }]));
+  for (const spec of opts.plan) {
+    const factory = builtinAlgorithms[spec.factory];
+    if (!factory) throw new Error(`eval: unknown algorithm ${spec.factory}`);
+    const probe = factory(spec.params);
+    if (!probe.models.every((m) => opts.runners.has(m))) continue;
+    const cluster = new Cluster({
+      clock: createRealClock(),
+      mode: 'async-delayed',
+      retainState: true,
+      maxConcurrency: opts.concurrency,
+      models: probe.models.map((name) => ({ name, runner: opts.runners.get(name)!, maxBatch: 32 })),
+    });
+    const results: RequestResult[] = new Array(prompts.length);
+    let next = 0;
+    let done = 0;
+    const t0 = performance.now();
+    await new Promise<void>((resolve) => {
+      const send = () => {
+        const i = next++;
+        // The query-level router decides from the prompt text, so it is built per request.
+        const alg: Algorithm<unknown> = (spec.kind === 'query-level' ? factory({ ...spec.params, prompt: opts.problems[i].question }) : probe) as Algorithm<unknown>;
+        cluster.submit({
+          prompt: prompts[i],
+          maxTokens: opts.maxTokens,
+          algorithm: alg,
+          sampling: { temperature: 0, seed: i },
+          onEnd: (r) => {
+            results[i] = r;
+            done++;
+            opts.onProgress?.(spec.name, done, prompts.length);
+            if (next < prompts.length) send();
+            else if (done === prompts.length) resolve();
+          },
+        });
+      };
+      for (let c = 0; c < Math.min(opts.concurrency, prompts.length); c++) send();
+    });
+    const wallMs = performance.now() - t0;
+    let correct = 0;
+    let committed = 0;
+    let handoffs = 0;
+    let latency = 0;
+    const byModel: Record<string, number> = {};
+    results.forEach((r, i) => {
+      const text = opts.tokenizer.decode(r.tokens);
+      if (r.status === 'done' && finalAnswer(text) === opts.problems[i].answer) correct++;
+      committed += r.tokens.length;
+      handoffs += r.handoffs;
+      latency += r.endedAt - r.submittedAt;
+      for (const [m, n] of Object.entries(r.tokensByModel)) byModel[m] = (byModel[m] ?? 0) + n;
+    });
+    const share = Object.fromEntries(Object.entries(byModel).map(([m, n]) => [m, committed ? n / committed : 0]));
+    out.push({
+      name: spec.name,
+      kind: spec.kind,
+      params: spec.params ?? {},
+      accuracy: correct / prompts.length,
+      throughput_tok_s: (committed / wallMs) * 1000,
+      mean_latency_ms: latency / prompts.length,
+      token_share: share,
+      handoffs_per_request: handoffs / prompts.length,
+      problems: prompts.length,
+    });
+  }
+  return out;
+}
+
+/** Accuracy against throughput, one marker per entry, coloured by kind (the paper's Figure 6 idea). */
+export function frontierSvg(entries: readonly EvalEntry[]): string {
+  const W = 760;
+  const H = 460;
+  const m = { l: 70, r: 200, t: 30, b: 55 };
+  const xs = entries.map((e) => e.throughput_tok_s);
+  const xMax = Math.max(...xs) * 1.08;
+  const yMin = Math.max(0, Math.min(...entries.map((e) => e.accuracy)) - 0.05);
+  const x = (v: number) => m.l + (v / xMax) * (W - m.l - m.r);
+  const y = (v: number) => H - m.b - ((v - yMin) / (1 - yMin)) * (H - m.t - m.b);
+  const colour: Record<EntryKind, string> = { single: '#555', 'query-level': '#d9822b', 'token-level': '#2b6cd9' };
+  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="white"/>`];
+  for (let i = 0; i <= 5; i++) {
+    const v = yMin + ((1 - yMin) * i) / 5;
+    parts.push(`<line x1="${m.l}" x2="${W - m.r}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${(v * 100).toFixed(0)}%</text>`);
+    const xv = (xMax * i) / 5;
+    parts.push(`<text x="${x(xv)}" y="${H - m.b + 16}" text-anchor="middle">${xv.toFixed(0)}</text>`);
+  }
+  parts.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${H - m.b}" stroke="#333"/><line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#333"/>`);
+  parts.push(`<text x="${(m.l + W - m.r) / 2}" y="${H - 15}" text-anchor="middle">committed throughput (tokens/s, concurrency 8)</text>`);
+  parts.push(`<text transform="translate(18 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle">exact-match accuracy</text>`);
+  for (const e of entries) {
+    const cx = x(e.throughput_tok_s);
+    const cy = y(e.accuracy);
+    parts.push(`<circle cx="${cx}" cy="${cy}" r="5" fill="${colour[e.kind]}"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.throughput_tok_s.toFixed(0)} tok/s</title></circle>`);
+    parts.push(`<text x="${cx + 7}" y="${cy - 6}" fill="${colour[e.kind]}">${esc(e.name)}</text>`);
+  }
+  let ly = m.t;
+  for (const [k, c] of Object.entries(colour)) {
+    parts.push(`<circle cx="${W - m.r + 20}" cy="${ly}" r="5" fill="${c}"/><text x="${W - m.r + 30}" y="${ly + 4}">${k}</text>`);
+    ly += 18;
+  }
+  parts.push('</svg>');
+  return parts.join('\n');
+}
