@@ -1,0 +1,114 @@
+// thresholds: "auto": re-estimates routing from live traffic, re-solves the throughput model, applies with hysteresis.
+import type { TraceEvent } from '../../shared/trace.ts';
+import type { Cluster } from '../engine/cluster.ts';
+import { RoutingEstimator, type RoutingEstimate } from './routingEstimator.ts';
+
+export interface OptimiserInput {
+  N: number;
+  P: number[][];
+  C: number[][];
+  /** ms[model][batch − 1]. */
+  latency: number[][];
+  maxBatch: number[];
+}
+
+export interface OptimiserAnswer {
+  best: number[];
+  predictedBest: number;
+  predictedCurrent: number;
+}
+
+/** Picks thresholds for an estimate; may answer later (a worker thread) so that solving stays off the hot path. */
+export type ThresholdOptimiser = (input: OptimiserInput, current: readonly number[]) => OptimiserAnswer | Promise<OptimiserAnswer>;
+
+export interface AutoThresholdOptions {
+  optimise: ThresholdOptimiser;
+  /** How often to re-estimate, clock ms. */
+  everyMs: number;
+  /** Sliding window the estimate covers, clock ms. */
+  windowMs: number;
+  /** Apply only when the predicted gain over the thresholds in force exceeds this fraction. */
+  hysteresis: number;
+  /** Cap on the batch sizes the model considers (keeps its state space small). */
+  maxBatchCap?: number;
+}
+
+export interface ThresholdChange {
+  t: number;
+  from: number[];
+  to: number[];
+  predictedGain: number;
+  estimate: RoutingEstimate;
+}
+
+export class AutoThresholds {
+  readonly estimator: RoutingEstimator;
+  readonly changes: ThresholdChange[] = [];
+  /** Ticks that solved (for tests and the status endpoint). */
+  solves = 0;
+  private timer: unknown;
+  private solving = false;
+  private stopped = false;
+
+  constructor(
+    private readonly cluster: Cluster,
+    private readonly opts: AutoThresholdOptions,
+  ) {
+    const cap = opts.maxBatchCap ?? 32;
+    this.estimator = new RoutingEstimator(
+      cluster.lanes.map((l) => l.name),
+      opts.windowMs,
+      Math.min(cap, Math.max(...cluster.lanes.map((l) => l.maxBatch))),
+    );
+  }
+
+  /** Feed every trace event here (subscribe it to the cluster's trace sink). */
+  readonly onEvent = (e: TraceEvent): void => this.estimator.onEvent(e);
+
+  start(): void {
+    const clock = this.cluster.clock;
+    const loop = () => {
+      if (this.stopped) return;
+      this.tick();
+      this.timer = clock.setTimeout(loop, this.opts.everyMs);
+    };
+    this.timer = clock.setTimeout(loop, this.opts.everyMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.cluster.clock.clearTimeout(this.timer);
+  }
+
+  tick(): void {
+    const clock = this.cluster.clock;
+    const now = clock.now();
+    this.estimator.sampleActive(now, this.cluster.activeCount);
+    if (this.solving) return;
+    const est = this.estimator.estimate(now);
+    if (!est) return;
+    const limit = Number.isFinite(this.cluster.maxConcurrency) ? this.cluster.maxConcurrency : 64;
+    const N = Math.max(1, Math.min(limit, Math.round(est.meanActive)));
+    const current = this.cluster.lanes.map((l) => l.threshold);
+    const cap = this.estimator.maxBatch;
+    const input: OptimiserInput = { N, P: est.P, C: est.C, latency: est.latency, maxBatch: this.cluster.lanes.map((l) => Math.min(l.maxBatch, cap, N)) };
+    const answer = this.opts.optimise(input, current.map((t, i) => Math.min(t, input.maxBatch[i])));
+    const apply = (a: OptimiserAnswer) => {
+      this.solves++;
+      const gain = a.predictedCurrent > 0 ? a.predictedBest / a.predictedCurrent - 1 : Infinity;
+      const now2 = clock.now();
+      const live = this.cluster.lanes.map((l) => l.threshold);
+      if (gain <= this.opts.hysteresis || a.best.every((t, i) => t === live[i])) return;
+      try {
+        this.cluster.setThresholds(Object.fromEntries(this.cluster.lanes.map((l, i) => [l.name, a.best[i]])));
+        this.changes.push({ t: now2, from: live, to: a.best, predictedGain: gain, estimate: est });
+      } catch {
+        // Infeasible for the configured N (traffic shrank the estimate): keep what is in force.
+      }
+    };
+    if (answer instanceof Promise) {
+      this.solving = true;
+      answer.then(apply, () => {}).finally(() => (this.solving = false));
+    } else apply(answer);
+  }
+}

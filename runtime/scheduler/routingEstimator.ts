@@ -1,0 +1,125 @@
+// Estimates the throughput model's inputs from live trace events over a sliding window: P, C and L_i(b).
+import type { TraceEvent } from '../../shared/trace.ts';
+
+interface BatchSample {
+  t: number;
+  model: number;
+  size: number;
+  ms: number;
+  timed: boolean;
+}
+
+interface HandoffSample {
+  t: number;
+  from: number;
+  to: number;
+  kept: boolean;
+}
+
+export interface RoutingEstimate {
+  /** P[i][j]: share of request-steps on i followed by work on j. */
+  P: number[][];
+  /** C[i][j]: committed tokens per i→j transition (stay: 1; switch: share kept). */
+  C: number[][];
+  /** Mean step ms by model and batch size (index b − 1), filled across unmeasured sizes. */
+  latency: number[][];
+  /** Request-steps seen per model: how much evidence each row of P rests on. */
+  rows: number[];
+  /** Mean number of requests in flight over the window. */
+  meanActive: number;
+}
+
+/**
+ * Routing drifts (the paper assumes it does not); a window of recent batches and handoffs tracks
+ * it. Batches with a prefill row do not time the step cost (a whole prompt is not a step); extend
+ * rows do, since a returning request's few catch-up tokens are part of what a step costs here.
+ */
+export class RoutingEstimator {
+  private batches: BatchSample[] = [];
+  private handoffs: HandoffSample[] = [];
+  private activeSamples: { t: number; n: number }[] = [];
+  private readonly index: Map<string, number>;
+
+  constructor(
+    readonly models: readonly string[],
+    readonly windowMs: number,
+    readonly maxBatch: number,
+  ) {
+    this.index = new Map(models.map((m, i) => [m, i]));
+  }
+
+  onEvent(e: TraceEvent): void {
+    if (e.type === 'batch') {
+      const m = this.index.get(e.model);
+      if (m !== undefined) this.batches.push({ t: e.end, model: m, size: e.requestIds.length, ms: e.end - e.start, timed: e.phase !== 'prefill' });
+    } else if (e.type === 'handoff') {
+      const from = this.index.get(e.from);
+      const to = this.index.get(e.to);
+      if (from !== undefined && to !== undefined) this.handoffs.push({ t: e.t, from, to, kept: e.kept });
+    }
+  }
+
+  /** Records how many requests are in flight (sampled by the controller's tick). */
+  sampleActive(t: number, n: number): void {
+    this.activeSamples.push({ t, n });
+  }
+
+  private trim(now: number): void {
+    const cut = now - this.windowMs;
+    const keep = <T extends { t: number }>(xs: T[]) => {
+      let i = 0;
+      while (i < xs.length && xs[i].t < cut) i++;
+      return i > 0 ? xs.slice(i) : xs;
+    };
+    this.batches = keep(this.batches);
+    this.handoffs = keep(this.handoffs);
+    this.activeSamples = keep(this.activeSamples);
+  }
+
+  /** The estimate over the last window, or null while some model has too few steps to estimate from. */
+  estimate(now: number, minRows = 50): RoutingEstimate | null {
+    this.trim(now);
+    const K = this.models.length;
+    const rows = new Array<number>(K).fill(0);
+    const moves = Array.from({ length: K }, () => new Array<number>(K).fill(0));
+    const kept = Array.from({ length: K }, () => new Array<number>(K).fill(0));
+    const sum = Array.from({ length: K }, () => new Array<number>(this.maxBatch + 1).fill(0));
+    const cnt = Array.from({ length: K }, () => new Array<number>(this.maxBatch + 1).fill(0));
+    for (const b of this.batches) {
+      rows[b.model] += b.size;
+      if (b.timed && b.size <= this.maxBatch) {
+        sum[b.model][b.size] += b.ms;
+        cnt[b.model][b.size]++;
+      }
+    }
+    for (const h of this.handoffs) {
+      moves[h.from][h.to]++;
+      if (h.kept) kept[h.from][h.to]++;
+    }
+    if (rows.some((r, i) => r < minRows && moves.some((row) => row[i] > 0))) return null;
+    if (rows.every((r) => r === 0)) return null;
+    const P = moves.map((row, i) => {
+      const out = row.map((n) => (rows[i] > 0 ? n / rows[i] : 0));
+      out[i] = Math.max(0, 1 - out.reduce((a, b, j) => (j === i ? a : a + b), 0));
+      return out;
+    });
+    const C = moves.map((row, i) => row.map((n, j) => (i === j ? 1 : n > 0 ? kept[i][j] / n : 0)));
+    const latency = sum.map((s, m) => fillProfile(s.map((x, b) => (cnt[m][b] > 0 ? x / cnt[m][b] : NaN)).slice(1)));
+    if (latency.some((l) => l.some((x) => !Number.isFinite(x)))) return null;
+    const meanActive = this.activeSamples.length ? this.activeSamples.reduce((a, s) => a + s.n, 0) / this.activeSamples.length : 0;
+    return { P, C, latency, rows, meanActive };
+  }
+}
+
+/** Fills batch sizes that were never measured: linear between measured neighbours, flat beyond them. */
+export function fillProfile(ms: number[]): number[] {
+  const known = ms.map((v, i) => [i, v] as const).filter(([, v]) => Number.isFinite(v));
+  if (known.length === 0) return ms;
+  return ms.map((v, i) => {
+    if (Number.isFinite(v)) return v;
+    const lo = [...known].reverse().find(([k]) => k < i);
+    const hi = known.find(([k]) => k > i);
+    if (lo && hi) return lo[1] + ((hi[1] - lo[1]) * (i - lo[0])) / (hi[0] - lo[0]);
+    return (lo ?? hi)![1];
+  });
+}
