@@ -36,17 +36,17 @@ export class StateTable {
     }
   }
 
-  /** Index of `key`, inserting it with index `size` if absent; `inserted` tells which happened. */
-  getOrInsert(key: number): { index: number; inserted: boolean } {
+  /** Index of `key`, inserting it with index `size` if absent (then `size` grows by one). */
+  getOrInsert(key: number): number {
     if ((this.size + 1) * 2 > this.keys.length) this.grow();
     let slot = StateTable.hash(key) & this.mask;
     for (;;) {
       const k = this.keys[slot];
-      if (k === key) return { index: this.vals[slot], inserted: false };
+      if (k === key) return this.vals[slot];
       if (k === -1) {
         this.keys[slot] = key;
         this.vals[slot] = this.size;
-        return { index: this.size++, inserted: true };
+        return this.size++;
       }
       slot = (slot + 1) & this.mask;
     }

@@ -14,6 +14,7 @@
 // FIFO batch of min(q_i, maxBatch_i) requests taking steps_i(b) slots. Requests that stay on i
 // therefore can join i's very next batch, as in the runtime.
 import { arrivalDistribution, type ArrivalDistribution } from './arrivalDistribution.ts';
+import type { TimeStep } from './chooseTimeStep.ts';
 import type { NormalisedModel } from './normaliseInput.ts';
 import { StateTable } from './StateTable.ts';
 import { ThroughputError } from './ThroughputError.ts';
@@ -31,52 +32,68 @@ export interface Chain {
   rowPtr: Int32Array;
   col: Int32Array;
   val: Float64Array;
+  /** Probability mass dropped by pruning, worst single event (0 when pruneBelow = 0). */
+  prunedMass: number;
 }
 
 export interface BuildOptions {
   maxStates?: number;
   initialModel?: number;
-}
-
-class Grow {
-  i32: Int32Array;
-  f64: Float64Array;
-  constructor(
-    cap: number,
-    private readonly ints: boolean,
-  ) {
-    this.i32 = new Int32Array(ints ? cap : 0);
-    this.f64 = new Float64Array(ints ? 0 : cap);
-  }
-  ensure(n: number): void {
-    const cap = this.ints ? this.i32.length : this.f64.length;
-    if (n <= cap) return;
-    let c = cap * 2;
-    while (c < n) c *= 2;
-    if (this.ints) {
-      const a = new Int32Array(c);
-      a.set(this.i32);
-      this.i32 = a;
-    } else {
-      const a = new Float64Array(c);
-      a.set(this.f64);
-      this.f64 = a;
-    }
-  }
+  /**
+   * Drop arrival outcomes less likely than this and renormalise the rest (default 0 = exact).
+   * Trades a bounded perturbation for fewer rare extreme states on large three-model chains.
+   */
+  pruneBelow?: number;
 }
 
 const DEFAULT_MAX_STATES = 4_000_000;
 
-export function buildChain(m: NormalisedModel, steps: readonly (readonly number[])[], opts: BuildOptions = {}): Chain {
+function growI32(a: Int32Array, n: number): Int32Array {
+  if (n <= a.length) return a;
+  const b = new Int32Array(Math.max(n, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+function growF64(a: Float64Array, n: number): Float64Array {
+  if (n <= a.length) return a;
+  const b = new Float64Array(Math.max(n, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+function pruned(d: ArrivalDistribution, K: number, below: number): { dist: ArrivalDistribution; lost: number } {
+  if (below <= 0) return { dist: d, lost: 0 };
+  const keep: number[] = [];
+  let kept = 0;
+  for (let o = 0; o < d.count; o++) {
+    if (d.probs[o] >= below) {
+      keep.push(o);
+      kept += d.probs[o];
+    }
+  }
+  if (keep.length === d.count || keep.length === 0) return { dist: d, lost: 0 };
+  const arrivals = new Int32Array(keep.length * K);
+  const probs = new Float64Array(keep.length);
+  keep.forEach((o, n) => {
+    for (let i = 0; i < K; i++) arrivals[n * K + i] = d.arrivals[o * K + i];
+    probs[n] = d.probs[o] / kept;
+  });
+  return { dist: { arrivals, probs, count: keep.length }, lost: 1 - kept };
+}
+
+export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions = {}): Chain {
   const { K, N, P, maxBatch, thresholds, commitPerStep } = m;
+  const { lo, hiProb } = ts;
   const maxStates = opts.maxStates ?? DEFAULT_MAX_STATES;
   const initialModel = opts.initialModel ?? 0;
+  const pruneBelow = opts.pruneBelow ?? 0;
   if (!Number.isInteger(initialModel) || initialModel < 0 || initialModel >= K) {
     throw new ThroughputError('INVALID_INPUT', `initialModel must be a model index in [0, ${K})`);
   }
 
   // Mixed-radix packing of (q, b, r) per model into one exact integer key.
-  const rMax = steps.map((row) => Math.max(...row.slice(1)));
+  const rMax = lo.map((row, i) => Math.max(...row.slice(1).map((d, k) => d + (hiProb[i][k + 1] > 0 ? 1 : 0))));
   const mulQ: number[] = [];
   const mulB: number[] = [];
   const mulR: number[] = [];
@@ -96,64 +113,102 @@ export function buildChain(m: NormalisedModel, steps: readonly (readonly number[
   }
 
   const table = new StateTable(1 << 14);
-  const fields = new Grow(1 << 14, true);
-  const tau = new Grow(1 << 12, true);
-  const reward = new Grow(1 << 12, false);
-  const rowPtr = new Grow(1 << 12, true);
-  const col = new Grow(1 << 14, true);
-  const val = new Grow(1 << 14, false);
+  let fields: Int32Array = new Int32Array(1 << 14);
+  let tau: Int32Array = new Int32Array(1 << 12);
+  let reward: Float64Array = new Float64Array(1 << 12);
+  let rowPtr: Int32Array = new Int32Array(1 << 12);
+  let col: Int32Array = new Int32Array(1 << 14);
+  let val: Float64Array = new Float64Array(1 << 14);
   let nnz = 0;
+  let prunedMass = 0;
 
   const q = new Int32Array(K);
   const b = new Int32Array(K);
   const r = new Int32Array(K);
+  const launching = new Int32Array(K);
 
-  // Apply the launch rule to (q, b, r), then intern the state; returns its index.
-  const intern = (): number => {
+  const intern = (key: number): number => {
+    const before = table.size;
+    const index = table.getOrInsert(key);
+    if (table.size > before) {
+      if (index >= maxStates) {
+        throw new ThroughputError('STATE_SPACE_TOO_LARGE', `chain exceeds maxStates = ${maxStates}`, { maxStates });
+      }
+      fields = growI32(fields, (index + 1) * K * 3);
+      for (let i = 0; i < K; i++) {
+        const o = (index * K + i) * 3;
+        fields[o] = q[i];
+        fields[o + 1] = b[i];
+        fields[o + 2] = r[i];
+      }
+    }
+    return index;
+  };
+
+  // Applies the launch rule to (q, b, r) in place and emits one edge per rounding outcome.
+  // Only called with the edge arrays already grown by 2^K entries.
+  const launchAndEmit = (prob: number): void => {
+    let nl = 0;
     let key = 0;
     for (let i = 0; i < K; i++) {
       if (b[i] === 0 && q[i] >= thresholds[i]) {
         const n = q[i] < maxBatch[i] ? q[i] : maxBatch[i];
         q[i] -= n;
         b[i] = n;
-        r[i] = steps[i][n];
+        r[i] = lo[i][n];
+        if (hiProb[i][n] > 0) launching[nl++] = i;
       }
       key += q[i] * mulQ[i] + b[i] * mulB[i] + r[i] * mulR[i];
     }
-    const { index, inserted } = table.getOrInsert(key);
-    if (inserted) {
-      if (index >= maxStates) {
-        throw new ThroughputError('STATE_SPACE_TOO_LARGE', `chain exceeds maxStates = ${maxStates}`, { maxStates });
-      }
-      fields.ensure((index + 1) * K * 3);
-      const f = fields.i32;
-      for (let i = 0; i < K; i++) {
-        const o = (index * K + i) * 3;
-        f[o] = q[i];
-        f[o + 1] = b[i];
-        f[o + 2] = r[i];
-      }
+    if (nl === 0) {
+      col[nnz] = intern(key);
+      val[nnz++] = prob;
+      return;
     }
-    return index;
+    // 'split' rounding: each launch independently takes one extra step with probability hiProb.
+    for (let mask = 0; mask < 1 << nl; mask++) {
+      let p = prob;
+      let k2 = key;
+      for (let l = 0; l < nl; l++) {
+        const i = launching[l];
+        const ph = hiProb[i][b[i]];
+        if (mask & (1 << l)) {
+          p *= ph;
+          r[i] = lo[i][b[i]] + 1;
+          k2 += mulR[i];
+        } else {
+          p *= 1 - ph;
+          r[i] = lo[i][b[i]];
+        }
+      }
+      col[nnz] = intern(k2);
+      val[nnz++] = p;
+    }
   };
 
   q[initialModel] = N;
-  intern();
+  // The initial state is the only one built outside the loop; route it through the same launch rule.
+  {
+    nnz = 0;
+    launchAndEmit(1);
+    // Its "edge" was only a vehicle for interning; discard it (under 'split' it may have made two roots).
+    nnz = 0;
+  }
 
   const memo = new Map<string, ArrivalDistribution>();
   const finishing = new Array<number>(K).fill(0);
   const q0 = new Int32Array(K);
   const b0 = new Int32Array(K);
   const r0 = new Int32Array(K);
+  const fanMult = 1 << K;
 
   for (let s = 0; s < table.size; s++) {
-    const f = fields.i32;
     let t = Infinity;
     for (let i = 0; i < K; i++) {
       const o = (s * K + i) * 3;
-      q0[i] = f[o];
-      b0[i] = f[o + 1];
-      r0[i] = f[o + 2];
+      q0[i] = fields[o];
+      b0[i] = fields[o + 1];
+      r0[i] = fields[o + 2];
       if (b0[i] > 0 && r0[i] < t) t = r0[i];
     }
     if (t === Infinity) {
@@ -168,21 +223,25 @@ export function buildChain(m: NormalisedModel, steps: readonly (readonly number[
     const memoKey = finishing.join(',');
     let dist = memo.get(memoKey);
     if (!dist) {
-      dist = arrivalDistribution(P, finishing);
+      const pr = pruned(arrivalDistribution(P, finishing), K, pruneBelow);
+      prunedMass = Math.max(prunedMass, pr.lost);
+      dist = pr.dist;
       memo.set(memoKey, dist);
     }
-    tau.ensure(s + 1);
-    reward.ensure(s + 1);
-    rowPtr.ensure(s + 2);
-    tau.i32[s] = t;
-    reward.f64[s] = rew;
-    rowPtr.i32[s] = nnz;
-    col.ensure(nnz + dist.count);
-    val.ensure(nnz + dist.count);
+    if (s + 2 > tau.length) {
+      tau = growI32(tau, s + 2);
+      reward = growF64(reward, s + 2);
+      rowPtr = growI32(rowPtr, s + 2);
+    }
+    tau[s] = t;
+    reward[s] = rew;
+    rowPtr[s] = nnz;
+    col = growI32(col, nnz + dist.count * fanMult);
+    val = growF64(val, nnz + dist.count * fanMult);
+    const { arrivals, probs } = dist;
     for (let o = 0; o < dist.count; o++) {
       for (let i = 0; i < K; i++) {
-        const a = dist.arrivals[o * K + i];
-        q[i] = q0[i] + a;
+        q[i] = q0[i] + arrivals[o * K + i];
         if (finishing[i] > 0) {
           b[i] = 0;
           r[i] = 0;
@@ -191,24 +250,22 @@ export function buildChain(m: NormalisedModel, steps: readonly (readonly number[
           r[i] = b0[i] > 0 ? r0[i] - t : 0;
         }
       }
-      const target = intern();
-      // Distinct arrival vectors always give distinct successors, so no merging is needed.
-      col.i32[nnz] = target;
-      val.f64[nnz] = dist.probs[o];
-      nnz++;
+      // Distinct arrival vectors (and rounding outcomes) give distinct successors: no merging needed.
+      launchAndEmit(probs[o]);
     }
   }
   const size = table.size;
-  rowPtr.ensure(size + 1);
-  rowPtr.i32[size] = nnz;
+  rowPtr = growI32(rowPtr, size + 1);
+  rowPtr[size] = nnz;
   return {
     K,
     size,
-    fields: fields.i32.slice(0, size * K * 3),
-    tau: tau.i32.slice(0, size),
-    reward: reward.f64.slice(0, size),
-    rowPtr: rowPtr.i32.slice(0, size + 1),
-    col: col.i32.slice(0, nnz),
-    val: val.f64.slice(0, nnz),
+    fields: fields.slice(0, size * K * 3),
+    tau: tau.slice(0, size),
+    reward: reward.slice(0, size),
+    rowPtr: rowPtr.slice(0, size + 1),
+    col: col.slice(0, nnz),
+    val: val.slice(0, nnz),
+    prunedMass,
   };
 }

@@ -1,48 +1,75 @@
-// Picks the DTMC time step Δ and rounds every batch latency to a whole number of steps.
+// Picks the DTMC time step Δ and turns every batch latency into whole steps.
 //
-// Δ = L_min / k for the smallest k ≥ MIN_STEPS whose worst relative rounding error is ≤ errorTarget.
-// Why this rule: the chain is exact when every latency is a multiple of Δ (events then fall on the
-// lattice), so the only modelling error is rounding; its size bounds the throughput error to first
-// order. A smaller Δ costs states (≈ linearly for two models, quadratically for three), so we take
-// the coarsest Δ that meets the target rather than a fixed fine one.
+// Two roundings. 'nearest': d = round(L/Δ); exact when every latency is a multiple of Δ (events then
+// fall on the lattice, so the chain is the runtime's dynamics exactly) and otherwise biased by the
+// rounding error. 'split': d = ⌊L/Δ⌋ or ⌊L/Δ⌋+1 with probabilities that make the mean exactly L/Δ;
+// no bias in the mean, at the price of ≤ Δ of artificial jitter and up to two successors per launch.
+// Auto: the coarsest Δ = L_min/k (k ≥ MIN_STEPS) whose nearest rounding is within errorTarget —
+// coarse because states grow with k (≈ linearly for two models, ≈ quadratically for three); if no
+// k up to MAX_STEPS meets it (batch-dependent latencies usually don't), 'split' at k = SPLIT_STEPS.
 import { ThroughputError } from './ThroughputError.ts';
+
+export type Rounding = 'nearest' | 'split';
 
 export interface TimeStep {
   dtMs: number;
-  /** steps[i][b] = max(1, round(latency[i][b] / Δ)); index 0 unused. */
-  steps: number[][];
-  /** Worst |steps·Δ − latency| / latency. */
+  rounding: Rounding;
+  /** lo[i][b]: steps of a batch of b on i (the shorter outcome under 'split'); index 0 unused. */
+  lo: number[][];
+  /** hiProb[i][b]: probability the batch takes lo + 1 steps instead (0 under 'nearest'). */
+  hiProb: number[][];
+  /** Worst relative error of the mean latency in steps vs the true latency. */
   maxRelError: number;
 }
 
-/** The shortest batch must span at least this many steps, so sub-step jitter cannot reorder events much. */
+/** The shortest batch spans at least this many steps, so sub-step effects on event order stay small. */
 export const MIN_STEPS = 4;
 const MAX_STEPS = 24;
+const SPLIT_STEPS = 6;
+const EPS = 1e-9;
 
-export function roundLatencies(latencyMs: readonly (readonly number[])[], dtMs: number): TimeStep {
+export function roundLatencies(latencyMs: readonly (readonly number[])[], dtMs: number, rounding: Rounding): TimeStep {
   if (!Number.isFinite(dtMs) || dtMs <= 0) {
     throw new ThroughputError('INVALID_INPUT', `dtMs must be a positive number, got ${dtMs}`);
   }
   let maxRelError = 0;
-  const steps = latencyMs.map((row) =>
-    row.map((ms, b) => {
-      if (b === 0) return 0;
-      const d = Math.max(1, Math.round(ms / dtMs));
-      maxRelError = Math.max(maxRelError, Math.abs(d * dtMs - ms) / ms);
-      return d;
-    }),
-  );
-  return { dtMs, steps, maxRelError };
+  const lo: number[][] = [];
+  const hiProb: number[][] = [];
+  for (const row of latencyMs) {
+    const l = [0];
+    const h = [0];
+    for (let b = 1; b < row.length; b++) {
+      const x = row[b] / dtMs;
+      let d: number;
+      let ph = 0;
+      if (rounding === 'nearest' || x < 1) {
+        d = Math.max(1, Math.round(x));
+      } else {
+        d = Math.floor(x + EPS);
+        ph = x - d;
+        if (ph < EPS) ph = 0;
+      }
+      l.push(d);
+      h.push(ph);
+      maxRelError = Math.max(maxRelError, Math.abs((d + ph) * dtMs - row[b]) / row[b]);
+    }
+    lo.push(l);
+    hiProb.push(h);
+  }
+  return { dtMs, rounding, lo, hiProb, maxRelError };
 }
 
-export function chooseTimeStep(latencyMs: readonly (readonly number[])[], errorTarget = 0.01): TimeStep {
+export function minLatency(latencyMs: readonly (readonly number[])[]): number {
   let lmin = Infinity;
   for (const row of latencyMs) for (let b = 1; b < row.length; b++) lmin = Math.min(lmin, row[b]);
-  let best: TimeStep | undefined;
+  return lmin;
+}
+
+export function chooseTimeStep(latencyMs: readonly (readonly number[])[], errorTarget = 0.005): TimeStep {
+  const lmin = minLatency(latencyMs);
   for (let k = MIN_STEPS; k <= MAX_STEPS; k++) {
-    const ts = roundLatencies(latencyMs, lmin / k);
+    const ts = roundLatencies(latencyMs, lmin / k, 'nearest');
     if (ts.maxRelError <= errorTarget) return ts;
-    if (!best || ts.maxRelError < best.maxRelError - 1e-12) best = ts;
   }
-  return best as TimeStep;
+  return roundLatencies(latencyMs, lmin / SPLIT_STEPS, 'split');
 }

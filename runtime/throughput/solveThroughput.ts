@@ -7,9 +7,16 @@ import type { ThroughputInput, ThroughputResult } from './types.ts';
 
 export function solveThroughput(input: ThroughputInput): ThroughputResult {
   const m = normaliseInput(input);
-  const ts = input.dtMs === undefined ? chooseTimeStep(m.latencyMs) : roundLatencies(m.latencyMs, input.dtMs);
+  const ts =
+    input.dtMs === undefined
+      ? chooseTimeStep(m.latencyMs)
+      : roundLatencies(m.latencyMs, input.dtMs, input.rounding ?? 'nearest');
   const t0 = performance.now();
-  const chain = buildChain(m, ts.steps, { maxStates: input.maxStates, initialModel: input.initialModel });
+  const chain = buildChain(m, ts, {
+    maxStates: input.maxStates,
+    initialModel: input.initialModel,
+    pruneBelow: input.pruneBelow,
+  });
   const t1 = performance.now();
   const st = solveStationary(chain, { tolerance: input.tolerance, maxIterations: input.maxIterations });
   const t2 = performance.now();
@@ -52,8 +59,10 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
     stepsPerSec: reqSteps.map((x) => x * perSec),
     meanQueue: queue.map((x) => x / time),
     dtMs: ts.dtMs,
-    effectiveLatencyMs: ts.steps.map((row) => row.slice(1).map((d) => d * ts.dtMs)),
+    rounding: ts.rounding,
+    effectiveLatencyMs: ts.lo.map((row, i) => row.slice(1).map((d, k) => (d + ts.hiProb[i][k + 1]) * ts.dtMs)),
     latencyRoundingError: ts.maxRelError,
+    prunedMass: chain.prunedMass,
     states: chain.size,
     transitions: chain.col.length,
     iterations: st.iterations,

@@ -21,6 +21,10 @@ export interface ThroughputInput {
   thresholds: readonly number[];
   /** Time step Δ in ms; default chosen by chooseTimeStep. */
   dtMs?: number;
+  /** How latencies become whole steps when dtMs is given (default 'nearest'); see chooseTimeStep. */
+  rounding?: 'nearest' | 'split';
+  /** Drop arrival outcomes less likely than this, renormalising (default 0 = exact chain). */
+  pruneBelow?: number;
   /** Stop when ‖πP − π‖₁ falls below this (default 1e-10). */
   tolerance?: number;
   /** Gauss–Seidel sweep cap (default 20 000). */
@@ -48,9 +52,13 @@ export interface ThroughputResult {
   meanQueue: number[];
   /** The time step Δ actually used and the latencies it implies (ms, index [model][batch − 1]). */
   dtMs: number;
+  rounding: 'nearest' | 'split';
+  /** Mean latency the chain actually uses, ms, index [model][batch − 1]. */
   effectiveLatencyMs: number[][];
-  /** Largest |rounded − true| / true over all latencies. */
+  /** Largest |mean rounded − true| / true over all latencies. */
   latencyRoundingError: number;
+  /** Largest probability mass dropped from one event's outcomes by pruneBelow. */
+  prunedMass: number;
   states: number;
   transitions: number;
   iterations: number;
