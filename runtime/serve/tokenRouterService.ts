@@ -66,6 +66,13 @@ export interface ServiceOptions {
   runners?: Map<string, ModelRunner>;
   tokenizer?: TextTokenizer;
   clock?: Clock;
+  /**
+   * Starts a fresh runner for a model whose runner failed. Default: a new ONNX worker from the
+   * model folder. Injected runners have no folder, so without this their lane stayed down for good.
+   */
+  restartRunner?: (name: string) => Promise<ModelRunner>;
+  /** Debug mode: check the cluster's invariants after every batch; default from TOKENROUTER_CHECK_INVARIANTS=1. */
+  checkInvariants?: boolean;
 }
 
 export class TokenRouterService {
@@ -83,6 +90,8 @@ export class TokenRouterService {
     readonly memoryPlan: ModelMemoryPlan[],
     readonly adminToken: string,
     clock: Clock,
+    private readonly restartRunner: ((name: string) => Promise<ModelRunner>) | undefined,
+    checkInvariants: boolean,
   ) {
     const thresholds = config.scheduling.thresholds === 'auto' ? {} : config.scheduling.thresholds;
     this.cluster = new Cluster({
@@ -93,6 +102,7 @@ export class TokenRouterService {
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
       trace: this.trace,
+      checkInvariants,
       models: config.models.map((m) => ({
         name: m.name,
         runner: runners.get(m.name)!,
@@ -134,7 +144,18 @@ export class TokenRouterService {
       if (!alg || !alg.models.every((m) => modelNames.has(m))) continue;
       registry.createVersion(name, { kind: 'builtin', factory: name }, { activate: true });
     }
-    return new TokenRouterService(config, runners, folders, tokenizer, registry, plan, adminTokenFor(config), opts.clock ?? createRealClock());
+    return new TokenRouterService(
+      config,
+      runners,
+      folders,
+      tokenizer,
+      registry,
+      plan,
+      adminTokenFor(config),
+      opts.clock ?? createRealClock(),
+      opts.restartRunner,
+      opts.checkInvariants ?? process.env.TOKENROUTER_CHECK_INVARIANTS === '1',
+    );
   }
 
   /** Restarts so far, by model: a crashed worker comes back by itself. */
@@ -148,12 +169,13 @@ export class TokenRouterService {
       const failed = this.cluster.failLane(name, error);
       console.error(`[tokenrouter] model ${name} failed (${error.message}); ${failed} requests failed; restarting its worker`);
       const folder = this.folders.get(name);
-      if (!folder) return;
       const m = this.config.models.find((x) => x.name === name)!;
+      const startFresh = this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined);
+      if (!startFresh) return;
       const attempt = (n: number): void => {
-        WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }).then(
+        startFresh(name).then(
           (fresh) => {
-            if (this.closed) return void fresh.close();
+            if (this.closed) return void fresh.close?.();
             this.runners.set(name, fresh);
             this.cluster.replaceRunner(name, fresh);
             this.restarts.set(name, (this.restarts.get(name) ?? 0) + 1);
