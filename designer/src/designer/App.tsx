@@ -1,0 +1,123 @@
+// Designer page layout: toolbar, palette, canvas with problems bar, and the inspector / versions / playground side panel.
+import { ReactFlowProvider } from '@xyflow/react';
+import { useEffect } from 'react';
+import { Canvas } from './Canvas.tsx';
+import type { DesignerStore, RightTab } from './designerStore.ts';
+import { Inspector } from './Inspector.tsx';
+import { Palette } from './Palette.tsx';
+import { Playground } from './Playground.tsx';
+import { ProblemsBar } from './ProblemsBar.tsx';
+import { Toolbar } from './Toolbar.tsx';
+import { StoreContext, useDesigner, useStore } from './useDesigner.ts';
+import { VersionsPanel } from './VersionsPanel.tsx';
+
+const TABS: { id: RightTab; label: string }[] = [
+  { id: 'inspect', label: 'Inspector' },
+  { id: 'versions', label: 'Versions' },
+  { id: 'playground', label: 'Playground' },
+];
+
+function isTyping(t: EventTarget | null): boolean {
+  const el = t as HTMLElement | null;
+  return !!el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable);
+}
+
+/** Editor shortcuts; Delete/Backspace belong to the canvas itself. */
+function useShortcuts(store: DesignerStore): void {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const mod = e.ctrlKey || e.metaKey;
+      if (!mod || isTyping(e.target)) return;
+      const k = e.key.toLowerCase();
+      if (k === 'z' && !e.shiftKey) store.undo();
+      else if ((k === 'z' && e.shiftKey) || k === 'y') store.redo();
+      else if (k === 'c') store.copy();
+      else if (k === 'v') store.paste();
+      else if (k === 's') store.markSaved();
+      else if (k === 'a') store.selectAll();
+      else return;
+      e.preventDefault();
+    };
+    const flush = () => store.persistNow();
+    window.addEventListener('keydown', onKey);
+    window.addEventListener('pagehide', flush);
+    window.addEventListener('beforeunload', flush);
+    return () => {
+      window.removeEventListener('keydown', onKey);
+      window.removeEventListener('pagehide', flush);
+      window.removeEventListener('beforeunload', flush);
+    };
+  }, [store]);
+}
+
+function Toasts() {
+  const store = useStore();
+  const toast = useDesigner((s) => s.toast);
+  useEffect(() => {
+    if (!toast) return;
+    const t = setTimeout(() => store.dismissToast(toast.id), toast.kind === 'error' ? 6000 : 3000);
+    return () => clearTimeout(t);
+  }, [toast, store]);
+  if (!toast) return null;
+  return (
+    <div className={`toast ${toast.kind}`} role="status" data-testid="toast" onClick={() => store.dismissToast(toast.id)}>
+      {toast.text}
+    </div>
+  );
+}
+
+function SidePanel() {
+  const store = useStore();
+  const tab = useDesigner((s) => s.tab);
+  const errorCount = useDesigner((s) => s.errorCount);
+  return (
+    <aside className="side">
+      <nav className="tabs" role="tablist">
+        {TABS.map((t) => (
+          <button key={t.id} role="tab" aria-selected={tab === t.id} className={tab === t.id ? 'on' : ''} onClick={() => store.setTab(t.id)} data-testid={`tab-${t.id}`}>
+            {t.label}
+            {t.id === 'inspect' && errorCount > 0 && <span className="tab-badge">{errorCount}</span>}
+          </button>
+        ))}
+      </nav>
+      <div className="side-body">
+        {tab === 'inspect' && <Inspector />}
+        {tab === 'versions' && <VersionsPanel />}
+        {tab === 'playground' && <Playground />}
+      </div>
+    </aside>
+  );
+}
+
+function Layout() {
+  const store = useStore();
+  useShortcuts(store);
+  useEffect(() => {
+    void store.loadCatalog();
+    void store.refreshRegistry();
+  }, [store]);
+  return (
+    <div className="app">
+      <Toolbar />
+      <div className="main">
+        <Palette />
+        <div className="center">
+          <Canvas />
+          <ProblemsBar />
+        </div>
+        <SidePanel />
+      </div>
+      <Toasts />
+    </div>
+  );
+}
+
+export function App({ store }: { store: DesignerStore }) {
+  return (
+    <StoreContext.Provider value={store}>
+      <ReactFlowProvider>
+        <Layout />
+      </ReactFlowProvider>
+    </StoreContext.Provider>
+  );
+}

@@ -1,0 +1,205 @@
+// The graph canvas: React Flow driven by the store (controlled nodes and edges), drop target of the palette.
+import {
+  Background,
+  BackgroundVariant,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  useReactFlow,
+  type Connection,
+  type Edge,
+  type EdgeChange,
+  type NodeChange,
+  type OnConnect,
+} from '@xyflow/react';
+import { useCallback, useEffect, useMemo, type DragEvent } from 'react';
+import type { IrIssue } from '../../../shared/ir/irIssue.ts';
+import { nodeSpec, type NodeSpec, type NodeType } from '../../../shared/ir/nodeTypes.ts';
+import { AlgoNode, type AlgoFlowNode } from './AlgoNode.tsx';
+import { connectionProblem, portType } from './graphEdits.ts';
+import { modelColor } from './modelColors.ts';
+import { CATEGORY_COLORS, PORT_COLORS } from './theme.ts';
+import { useDesigner, useStore } from './useDesigner.ts';
+
+export const DRAG_MIME = 'application/x-tokenrouter-node';
+
+const nodeTypes = { algo: AlgoNode };
+
+function unknownSpec(type: string): NodeSpec {
+  return { type, category: 'logic', label: `Unknown “${type}”`, description: 'Not a node type of this designer.', inputs: [], outputs: [], params: [] };
+}
+
+export function Canvas() {
+  const store = useStore();
+  const graph = useDesigner((s) => s.graph);
+  const selection = useDesigner((s) => s.selection);
+  const issues = useDesigner((s) => s.issues);
+  const measured = useDesigner((s) => s.measured);
+  const catalog = useDesigner((s) => s.catalog);
+  const viewEpoch = useDesigner((s) => s.viewEpoch);
+  const rf = useReactFlow();
+
+  useEffect(() => {
+    // Wait a frame so freshly opened nodes are measured before fitting.
+    const t = setTimeout(() => void rf.fitView({ padding: 0.2, duration: 250, maxZoom: 1.1 }), 60);
+    return () => clearTimeout(t);
+  }, [viewEpoch, rf]);
+
+  const issuesByNode = useMemo(() => {
+    const m = new Map<string, IrIssue[]>();
+    for (const i of issues) if (i.nodeId) m.set(i.nodeId, [...(m.get(i.nodeId) ?? []), i]);
+    return m;
+  }, [issues]);
+
+  const nodes = useMemo<AlgoFlowNode[]>(() => {
+    const selected = new Set(selection.nodes);
+    const connected = new Map<string, Set<string>>();
+    for (const e of graph.edges) connected.set(e.target, (connected.get(e.target) ?? new Set()).add(e.targetHandle));
+    return graph.nodes.map((n) => {
+      const spec = nodeSpec(n.type) ?? unknownSpec(n.type);
+      const hasModel = spec.params.some((p) => p.name === 'model') && typeof n.params.model === 'string';
+      return {
+        id: n.id,
+        type: 'algo',
+        position: n.position,
+        selected: selected.has(n.id),
+        measured: measured[n.id],
+        data: { spec, params: n.params, issues: issuesByNode.get(n.id) ?? [], connected: connected.get(n.id) ?? new Set(), modelColor: hasModel ? modelColor(n.params.model as string, catalog) : null },
+      };
+    });
+  }, [graph, selection.nodes, measured, issuesByNode, catalog]);
+
+  const edges = useMemo<Edge[]>(() => {
+    const selected = new Set(selection.edges);
+    return graph.edges.map((e) => {
+      const out = portType(graph, { node: e.source, port: e.sourceHandle }, 'out');
+      const inp = portType(graph, { node: e.target, port: e.targetHandle }, 'in');
+      const bad = !out || !inp || out !== inp;
+      return {
+        id: e.id,
+        source: e.source,
+        sourceHandle: e.sourceHandle,
+        target: e.target,
+        targetHandle: e.targetHandle,
+        selected: selected.has(e.id),
+        className: bad ? 'edge-bad' : undefined,
+        style: { stroke: bad ? '#f4645d' : out ? PORT_COLORS[out] : '#7d8896', strokeWidth: selected.has(e.id) ? 3 : 1.8 },
+      };
+    });
+  }, [graph, selection.edges]);
+
+  const onNodesChange = useCallback(
+    (changes: NodeChange<AlgoFlowNode>[]) => {
+      const positions = new Map<string, { x: number; y: number }>();
+      let dragging = false;
+      let sel: Set<string> | null = null;
+      for (const c of changes) {
+        if (c.type === 'position' && c.position) {
+          positions.set(c.id, { x: Math.round(c.position.x), y: Math.round(c.position.y) });
+          dragging ||= c.dragging === true;
+        } else if (c.type === 'position' && c.dragging === false) {
+          positions.set(c.id, store.getState().graph.nodes.find((n) => n.id === c.id)?.position ?? { x: 0, y: 0 });
+        } else if (c.type === 'select') {
+          sel ??= new Set(store.getState().selection.nodes);
+          if (c.selected) sel.add(c.id);
+          else sel.delete(c.id);
+        } else if (c.type === 'dimensions' && c.dimensions) {
+          store.setMeasured(c.id, c.dimensions);
+        }
+        // 'remove' changes are applied once, through onDelete, so a deletion is one undo step.
+      }
+      if (positions.size) store.moveNodes(positions, dragging);
+      if (sel) store.select([...sel], store.getState().selection.edges);
+    },
+    [store],
+  );
+
+  const onEdgesChange = useCallback(
+    (changes: EdgeChange[]) => {
+      let sel: Set<string> | null = null;
+      for (const c of changes) {
+        if (c.type !== 'select') continue;
+        sel ??= new Set(store.getState().selection.edges);
+        if (c.selected) sel.add(c.id);
+        else sel.delete(c.id);
+      }
+      if (sel) store.select(store.getState().selection.nodes, [...sel]);
+    },
+    [store],
+  );
+
+  const onConnect = useCallback<OnConnect>(
+    (c) => {
+      if (c.sourceHandle && c.targetHandle) store.connect({ node: c.source, port: c.sourceHandle }, { node: c.target, port: c.targetHandle });
+    },
+    [store],
+  );
+
+  const isValidConnection = useCallback(
+    (c: Connection | Edge) => !!c.sourceHandle && !!c.targetHandle && connectionProblem(store.getState().graph, { node: c.source, port: c.sourceHandle }, { node: c.target, port: c.targetHandle }) === null,
+    [store],
+  );
+
+  const onDelete = useCallback(({ nodes: ns, edges: es }: { nodes: AlgoFlowNode[]; edges: Edge[] }) => store.remove(ns.map((n) => n.id), es.map((e) => e.id)), [store]);
+
+  const onDragOver = useCallback((e: DragEvent) => {
+    if (!e.dataTransfer.types.includes(DRAG_MIME)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = 'copy';
+  }, []);
+
+  const onDrop = useCallback(
+    (e: DragEvent) => {
+      const type = e.dataTransfer.getData(DRAG_MIME);
+      if (!type || !nodeSpec(type)) return;
+      e.preventDefault();
+      const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
+      store.addNode(type as NodeType, { x: p.x - 90, y: p.y - 20 });
+    },
+    [rf, store],
+  );
+
+  return (
+    <div className="canvas" data-testid="canvas" onDragOver={onDragOver} onDrop={onDrop}>
+      <ReactFlow<AlgoFlowNode, Edge>
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onConnect={onConnect}
+        onDelete={onDelete}
+        isValidConnection={isValidConnection}
+        deleteKeyCode={['Backspace', 'Delete']}
+        multiSelectionKeyCode={['Meta', 'Control']}
+        colorMode="dark"
+        minZoom={0.2}
+        maxZoom={2}
+        snapToGrid
+        snapGrid={[10, 10]}
+        proOptions={{ hideAttribution: true }}
+        onPaneClick={() => store.select([], [])}
+      >
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#2a3442" />
+        <Controls showInteractive={false} position="bottom-left" />
+        <MiniMap
+          pannable
+          zoomable
+          position="bottom-right"
+          nodeColor={(n) => CATEGORY_COLORS[(n as AlgoFlowNode).data.spec.category]}
+          nodeStrokeColor={(n) => ((n as AlgoFlowNode).data.issues.some((i) => i.severity === 'error') ? '#f4645d' : 'transparent')}
+          nodeStrokeWidth={6}
+          maskColor="rgba(8, 11, 16, 0.7)"
+          bgColor="#10151d"
+          style={{ width: 180, height: 120 }}
+        />
+      </ReactFlow>
+      {graph.nodes.length === 0 && (
+        <div className="canvas-empty">
+          <div className="canvas-empty-title">Empty canvas</div>
+          <div>Drag nodes from the palette, starting with a Start node, or open an example from the Open menu.</div>
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,72 @@
+// Node palette: every node type by category, searchable; drag onto the canvas or click to add at the centre.
+import { useReactFlow } from '@xyflow/react';
+import { useMemo, useState } from 'react';
+import { NODE_TYPES, type NodeCategory, type NodeSpec, type NodeType } from '../../../shared/ir/nodeTypes.ts';
+import { DRAG_MIME } from './Canvas.tsx';
+import { CATEGORY_COLORS, CATEGORY_TITLES, PORT_COLORS } from './theme.ts';
+import { useStore } from './useDesigner.ts';
+
+const ORDER: NodeCategory[] = ['start', 'signal', 'constant', 'logic', 'memory', 'decision', 'receive'];
+
+export function Palette() {
+  const store = useStore();
+  const rf = useReactFlow();
+  const [query, setQuery] = useState('');
+  const groups = useMemo(() => {
+    const q = query.trim().toLowerCase();
+    const specs = (Object.values(NODE_TYPES) as NodeSpec[]).filter((s) => !q || `${s.label} ${s.type} ${s.description} ${s.category}`.toLowerCase().includes(q));
+    return ORDER.map((c) => ({ category: c, specs: specs.filter((s) => s.category === c) })).filter((g) => g.specs.length);
+  }, [query]);
+
+  const addAtCentre = (type: NodeType) => {
+    const el = document.querySelector('.canvas')?.getBoundingClientRect();
+    const centre = el ? { x: el.left + el.width / 2, y: el.top + el.height / 2 } : { x: 400, y: 300 };
+    const p = rf.screenToFlowPosition(centre);
+    store.addNode(type, { x: p.x - 90 + Math.random() * 40, y: p.y - 30 + Math.random() * 40 });
+  };
+
+  return (
+    <aside className="palette" data-testid="palette">
+      <div className="panel-title">Nodes</div>
+      <input className="palette-search" placeholder="Search nodes…" value={query} onChange={(e) => setQuery(e.target.value)} data-testid="palette-search" />
+      <div className="palette-groups">
+        {groups.map((g) => (
+          <section key={g.category}>
+            <h4 style={{ color: CATEGORY_COLORS[g.category] }}>{CATEGORY_TITLES[g.category]}</h4>
+            {g.specs.map((s) => (
+              <div
+                key={s.type}
+                className="palette-item"
+                draggable
+                data-testid={`palette-${s.type}`}
+                title={`${s.description}\nDrag onto the canvas, or click to add.`}
+                onDragStart={(e) => {
+                  e.dataTransfer.setData(DRAG_MIME, s.type);
+                  e.dataTransfer.effectAllowed = 'copy';
+                }}
+                onClick={() => addAtCentre(s.type as NodeType)}
+              >
+                <span className="palette-dot" style={{ background: CATEGORY_COLORS[s.category] }} />
+                <span className="palette-label">{s.label}</span>
+                <span className="palette-ports">
+                  {[...s.inputs, ...s.outputs].map((p, i) => (
+                    <i key={i} style={{ background: PORT_COLORS[p.type] }} title={`${p.label}: ${p.type}`} />
+                  ))}
+                </span>
+              </div>
+            ))}
+          </section>
+        ))}
+        {groups.length === 0 && <div className="muted small pad">No node matches “{query}”.</div>}
+      </div>
+      <div className="palette-legend">
+        {(Object.keys(PORT_COLORS) as (keyof typeof PORT_COLORS)[]).map((t) => (
+          <span key={t}>
+            <i style={{ background: PORT_COLORS[t] }} />
+            {t}
+          </span>
+        ))}
+      </div>
+    </aside>
+  );
+}

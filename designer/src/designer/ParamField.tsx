@@ -1,0 +1,188 @@
+// Editor of one node parameter, by kind: numbers, switches, options, models, heads, ids, weights, memory references.
+import { useEffect, useState, type ReactElement } from 'react';
+import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
+import type { GraphDocument } from '../../../shared/ir/graph.ts';
+import { nodeSpec, type ParamSpec, type ParamValue } from '../../../shared/ir/nodeTypes.ts';
+import { modelColor } from './modelColors.ts';
+
+interface Props {
+  nodeId: string;
+  spec: ParamSpec;
+  value: ParamValue | undefined;
+  catalog: readonly ModelCatalogEntry[];
+  graph: GraphDocument;
+  /** The node's own model, for head choices. */
+  model: string | undefined;
+  /** Set when an input edge overrides this parameter (Compare/Arithmetic "b"). */
+  overridden?: string;
+  onChange(value: ParamValue): void;
+}
+
+/** A text box that commits parsed values and keeps what the user typed while it does not parse. */
+function NumberBox({ value, onCommit, testId, step }: { value: number; onCommit(v: number): void; testId: string; step: string }) {
+  const [text, setText] = useState(String(value));
+  useEffect(() => {
+    if (Number(text) !== value) setText(String(value));
+    // Only outside changes (undo, another node) reset the text.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [value]);
+  const parsed = text.trim() === '' ? Number.NaN : Number(text);
+  return (
+    <input
+      className={Number.isFinite(parsed) ? '' : 'invalid'}
+      type="number"
+      step={step}
+      value={text}
+      data-testid={testId}
+      onChange={(e) => {
+        setText(e.target.value);
+        const v = Number(e.target.value);
+        if (e.target.value.trim() !== '' && Number.isFinite(v)) onCommit(v);
+      }}
+    />
+  );
+}
+
+export function ParamField({ nodeId, spec, value, catalog, graph, model, overridden, onChange }: Props) {
+  const testId = `param-${nodeId}-${spec.name}`;
+  const label = (
+    <label className="pf-label" htmlFor={testId} title={spec.help}>
+      {spec.label}
+      {(spec.kind === 'number' || spec.kind === 'int') && (
+        <span className="pf-range">
+          {spec.kind === 'number' && spec.minExclusive ? '(' : '['}
+          {compact(spec.min)}, {compact(spec.max)}]
+        </span>
+      )}
+    </label>
+  );
+  let editor: ReactElement;
+  switch (spec.kind) {
+    case 'number':
+    case 'int':
+      editor = <NumberBox value={typeof value === 'number' ? value : Number.NaN} onCommit={onChange} testId={testId} step={spec.kind === 'int' ? '1' : 'any'} />;
+      break;
+    case 'boolean':
+      editor = (
+        <label className="switch">
+          <input id={testId} data-testid={testId} type="checkbox" checked={value === true} onChange={(e) => onChange(e.target.checked)} />
+          <span>{value ? 'on' : 'off'}</span>
+        </label>
+      );
+      break;
+    case 'enum':
+      editor = (
+        <select id={testId} data-testid={testId} value={String(value)} onChange={(e) => onChange(e.target.value)}>
+          {spec.options.map((o) => (
+            <option key={o}>{o}</option>
+          ))}
+        </select>
+      );
+      break;
+    case 'model': {
+      const names = catalog.map((m) => m.name);
+      const v = String(value ?? '');
+      editor = (
+        <div className="pf-model">
+          <i style={{ background: modelColor(v, catalog) }} />
+          <select id={testId} data-testid={testId} value={v} onChange={(e) => onChange(e.target.value)}>
+            {!names.includes(v) && <option value={v}>{v} (not deployed)</option>}
+            {names.map((n) => (
+              <option key={n}>{n}</option>
+            ))}
+          </select>
+        </div>
+      );
+      break;
+    }
+    case 'head': {
+      const heads = catalog.find((m) => m.name === model)?.heads ?? [];
+      const v = String(value ?? '');
+      editor = (
+        <select id={testId} data-testid={testId} value={v} onChange={(e) => onChange(e.target.value)}>
+          {!heads.includes(v) && <option value={v}>{v} (not on {model})</option>}
+          {heads.map((h) => (
+            <option key={h}>{h}</option>
+          ))}
+        </select>
+      );
+      break;
+    }
+    case 'text':
+      editor = <input id={testId} data-testid={testId} value={String(value ?? '')} maxLength={spec.maxLength} onChange={(e) => onChange(e.target.value)} />;
+      break;
+    case 'ids':
+      editor = <IdsBox value={Array.isArray(value) ? (value as number[]) : []} onCommit={onChange} testId={testId} />;
+      break;
+    case 'weights': {
+      const w = (value && typeof value === 'object' && !Array.isArray(value) ? value : {}) as Record<string, number>;
+      editor = (
+        <div className="pf-weights">
+          {catalog.map((m) => (
+            <div key={m.name} className="pf-weight">
+              <i style={{ background: modelColor(m.name, catalog) }} />
+              <span>{m.name}</span>
+              <NumberBox value={w[m.name] ?? 0} step="0.05" testId={`${testId}-${m.name}`} onCommit={(x) => onChange({ ...w, [m.name]: x })} />
+            </div>
+          ))}
+        </div>
+      );
+      break;
+    }
+    case 'memoryRefs': {
+      const chosen = new Set(Array.isArray(value) ? (value as string[]) : []);
+      const memories = graph.nodes.filter((n) => nodeSpec(n.type)?.category === 'memory');
+      editor = memories.length ? (
+        <div className="pf-refs">
+          {memories.map((m) => (
+            <label key={m.id}>
+              <input
+                type="checkbox"
+                checked={chosen.has(m.id)}
+                onChange={(e) => {
+                  const next = new Set(chosen);
+                  if (e.target.checked) next.add(m.id);
+                  else next.delete(m.id);
+                  onChange([...next]);
+                }}
+              />
+              {m.id}
+            </label>
+          ))}
+        </div>
+      ) : (
+        <div className="muted small">No memory nodes in this graph.</div>
+      );
+      break;
+    }
+  }
+  return (
+    <div className={`pf${overridden ? ' pf-overridden' : ''}`}>
+      {label}
+      {editor}
+      {overridden && <div className="pf-note">Input “{overridden}” is connected and overrides this value.</div>}
+      {spec.help && !overridden && <div className="pf-help">{spec.help}</div>}
+    </div>
+  );
+}
+
+function IdsBox({ value, onCommit, testId }: { value: number[]; onCommit(v: number[]): void; testId: string }) {
+  const [text, setText] = useState(value.join(', '));
+  useEffect(() => setText(value.join(', ')), [value.join(',')]); // eslint-disable-line react-hooks/exhaustive-deps
+  return (
+    <input
+      data-testid={testId}
+      placeholder="e.g. 12, 40"
+      value={text}
+      onChange={(e) => {
+        setText(e.target.value);
+        const parts = e.target.value.split(/[\s,]+/).filter(Boolean).map(Number);
+        if (parts.every((n) => Number.isFinite(n))) onCommit(parts);
+      }}
+    />
+  );
+}
+
+function compact(n: number): string {
+  return Math.abs(n) >= 1e5 ? n.toExponential(0) : String(n);
+}

@@ -1,0 +1,156 @@
+// Playground: send a prompt to the draft or a deployed algorithm and watch the answer stream, each token coloured by its model.
+import { useMemo, useState } from 'react';
+import type { StreamToken } from './api.ts';
+import { modelColor } from './modelColors.ts';
+import { useDesigner, useStore } from './useDesigner.ts';
+
+interface Hover {
+  index: number;
+  x: number;
+  y: number;
+}
+
+const fmt = (n: number | undefined) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(4) : '—');
+
+function TokenCard({ t, hover }: { t: StreamToken; hover: Hover }) {
+  const heads = Object.entries(t.signals?.heads ?? {});
+  return (
+    <div className="tok-card" style={{ left: hover.x, top: hover.y }} data-testid="token-card">
+      <div className="tok-card-head">
+        <i style={{ background: modelColor(t.model) }} />
+        <b>{t.model}</b>
+        <span className="muted">token {t.id}</span>
+        <code>{JSON.stringify(t.text)}</code>
+      </div>
+      <table>
+        <tbody>
+          <tr>
+            <td>entropy</td>
+            <td>{fmt(t.signals?.entropy)}</td>
+          </tr>
+          <tr>
+            <td>max prob</td>
+            <td>{fmt(t.signals?.maxProb)}</td>
+          </tr>
+          <tr>
+            <td>margin</td>
+            <td>{fmt(t.signals?.margin)}</td>
+          </tr>
+          {heads.map(([k, v]) => (
+            <tr key={k}>
+              <td>head {k}</td>
+              <td>{fmt(v)}</td>
+            </tr>
+          ))}
+          <tr>
+            <td>decision</td>
+            <td>
+              <span className={`decision d-${t.decision}`}>{t.decision}</span> {t.kept ? 'kept' : 'discarded'}
+            </td>
+          </tr>
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+export function Playground() {
+  const store = useStore();
+  const pg = useDesigner((s) => s.playground);
+  const registry = useDesigner((s) => s.registry);
+  const catalog = useDesigner((s) => s.catalog);
+  const errorCount = useDesigner((s) => s.errorCount);
+  const [hover, setHover] = useState<Hover | null>(null);
+  const deployed = registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => a.name);
+  const running = pg.status === 'running';
+
+  const stats = useMemo(() => {
+    const byModel = new Map<string, number>();
+    let discarded = 0;
+    let handoffs = 0;
+    for (const t of pg.tokens) {
+      if (t.kept) byModel.set(t.model, (byModel.get(t.model) ?? 0) + 1);
+      else discarded++;
+      if (t.decision === 'handoff') handoffs++;
+    }
+    return { byModel: [...byModel], discarded, handoffs };
+  }, [pg.tokens]);
+
+  return (
+    <div className="playground" data-testid="playground">
+      <div className="pg-controls">
+        <label className="pf-label" htmlFor="pg-target">
+          Run
+        </label>
+        <select id="pg-target" value={pg.target} onChange={(e) => store.setPlayground({ target: e.target.value })} data-testid="playground-target">
+          <option value="draft">Draft: the graph on the canvas</option>
+          {deployed.map((n) => (
+            <option key={n} value={n}>
+              Deployed: {n}
+            </option>
+          ))}
+        </select>
+        <textarea rows={3} value={pg.prompt} onChange={(e) => store.setPlayground({ prompt: e.target.value })} placeholder="Prompt" data-testid="playground-prompt" />
+        <div className="pg-row">
+          <label className="muted small">
+            max tokens{' '}
+            <input type="number" min={1} max={2048} value={pg.maxTokens} onChange={(e) => store.setPlayground({ maxTokens: Math.max(1, Math.min(2048, Number(e.target.value) || 1)) })} data-testid="playground-max" />
+          </label>
+          <div className="tb-spacer" />
+          {running ? (
+            <button onClick={store.stop} data-testid="playground-stop">
+              Stop
+            </button>
+          ) : (
+            <button className="primary" onClick={() => void store.run()} disabled={pg.target === 'draft' && errorCount > 0} title={pg.target === 'draft' && errorCount > 0 ? 'The draft has errors' : 'Send the prompt'} data-testid="playground-run">
+              Run ▸
+            </button>
+          )}
+        </div>
+      </div>
+      <div className="pg-status" data-testid="playground-status" data-status={pg.status}>
+        {running && <span className="spinner" />}
+        {pg.status === 'running' && 'Streaming…'}
+        {pg.status === 'done' && `Done${pg.finish ? ` · ${pg.finish}` : ''} · ${pg.tokens.filter((t) => t.kept).length} tokens`}
+        {pg.status === 'error' && <span className="bad">{pg.message}</span>}
+        {pg.status === 'idle' && <span className="muted">Tokens appear here as they stream, coloured by the model that wrote them. Hover one for its signals.</span>}
+      </div>
+      {stats.byModel.length > 0 && (
+        <div className="pg-legend">
+          {stats.byModel.map(([m, n]) => (
+            <span key={m} data-testid={`pg-count-${m}`}>
+              <i style={{ background: modelColor(m, catalog) }} />
+              {m} <b>{n}</b>
+            </span>
+          ))}
+          <span className="muted">handoffs {stats.handoffs}</span>
+          {stats.discarded > 0 && <span className="muted">discarded {stats.discarded}</span>}
+        </div>
+      )}
+      <div className="pg-output" data-testid="playground-output" onMouseLeave={() => setHover(null)}>
+        {pg.tokens.map((t, i) => {
+          const c = modelColor(t.model, catalog);
+          return (
+            <span
+              key={i}
+              className={`pg-tok${t.kept ? '' : ' discarded'}${hover?.index === i ? ' hot' : ''}`}
+              style={{ background: `${c}2e`, borderBottomColor: c }}
+              data-testid="pg-token"
+              data-model={t.model}
+              onMouseEnter={(e) => {
+                const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
+                const parent = e.currentTarget.parentElement as HTMLElement;
+                const box = parent.getBoundingClientRect();
+                setHover({ index: i, x: Math.max(0, Math.min(r.left - box.left, box.width - 236)), y: r.bottom - box.top + parent.scrollTop + 6 });
+              }}
+            >
+              {t.text}
+            </span>
+          );
+        })}
+        {pg.tokens.length === 0 && pg.text && <span className="pg-plain">{pg.text}</span>}
+        {hover && pg.tokens[hover.index] && <TokenCard t={pg.tokens[hover.index]} hover={hover} />}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,166 @@
+// Top bar: document (open, new, import, export), edit history, save state, and the one-click deploy.
+import { useEffect, useRef, useState } from 'react';
+import { EXAMPLES } from './examples.ts';
+import { useDesigner, useStore } from './useDesigner.ts';
+
+function download(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function OpenMenu() {
+  const store = useStore();
+  const [open, setOpen] = useState(false);
+  const ref = useRef<HTMLDivElement>(null);
+  const file = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    const close = (e: MouseEvent) => {
+      if (!ref.current?.contains(e.target as Node)) setOpen(false);
+    };
+    window.addEventListener('mousedown', close);
+    return () => window.removeEventListener('mousedown', close);
+  }, [open]);
+  return (
+    <div className="menu" ref={ref}>
+      <button onClick={() => setOpen(!open)} data-testid="open-menu" aria-expanded={open}>
+        Open ▾
+      </button>
+      {open && (
+        <div className="menu-pop" role="menu">
+          <div className="menu-title">Examples</div>
+          {EXAMPLES.map((x) => (
+            <button
+              key={x.name}
+              role="menuitem"
+              className="menu-item"
+              data-testid={`open-example-${x.name}`}
+              onClick={() => {
+                store.open(x.graph, `example ${x.title}`);
+                setOpen(false);
+              }}
+            >
+              <b>{x.title}</b>
+              <span>{x.graph.description?.replace(/^[^:]{1,24}:\s*/, '')}</span>
+            </button>
+          ))}
+          <div className="menu-sep" />
+          <button
+            className="menu-item"
+            data-testid="new-graph"
+            onClick={() => {
+              store.newGraph();
+              setOpen(false);
+            }}
+          >
+            <b>New empty graph</b>
+          </button>
+          <button className="menu-item" data-testid="import-json" onClick={() => file.current?.click()}>
+            <b>Import JSON…</b>
+            <span>A designer graph or a compiled IR.</span>
+          </button>
+        </div>
+      )}
+      <input
+        ref={file}
+        type="file"
+        accept="application/json,.json"
+        hidden
+        data-testid="import-file"
+        onChange={async (e) => {
+          const f = e.target.files?.[0];
+          e.target.value = '';
+          setOpen(false);
+          if (!f) return;
+          const problem = store.importJson(await f.text());
+          if (problem) store.notify('error', `Import failed: ${problem}`);
+        }}
+      />
+    </div>
+  );
+}
+
+export function Toolbar() {
+  const store = useStore();
+  const name = useDesigner((s) => s.graph.name);
+  const dirty = useDesigner((s) => s.dirty);
+  const canUndo = useDesigner((s) => s.canUndo);
+  const canRedo = useDesigner((s) => s.canRedo);
+  const deploy = useDesigner((s) => s.deploy);
+  const errorCount = useDesigner((s) => s.errorCount);
+  const catalogSource = useDesigner((s) => s.catalogSource);
+  useDesigner((s) => s.graph); // the deploy blocker depends on the whole graph
+  const blocker = store.deployBlocker();
+  return (
+    <header className="toolbar">
+      <div className="brand">
+        <span className="logo" />
+        TokenRouter <span>Designer</span>
+      </div>
+      <div className="tb-doc">
+        <span className="tb-name" title="Algorithm name (edit in the inspector with nothing selected)">
+          {name}
+        </span>
+        <span className={`save-state ${dirty ? 'dirty' : 'clean'}`} data-testid="save-state" title="Drafts are kept in this browser; the save point moves on Save, Export and Deploy.">
+          {dirty ? '● Unsaved changes' : '✓ Saved'}
+        </span>
+      </div>
+      <div className="tb-group">
+        <OpenMenu />
+        <button onClick={() => store.markSaved()} disabled={!dirty} title="Mark this draft as saved (Ctrl+S)" data-testid="save">
+          Save
+        </button>
+        <button onClick={() => download(`${name}.graph.json`, store.exportGraph())} data-testid="export-graph" title="Download the graph as JSON">
+          Export
+        </button>
+        <button
+          onClick={() => {
+            const ir = store.compiledIr();
+            if (ir) download(`${name}.ir.json`, `${JSON.stringify(ir, null, 2)}\n`);
+          }}
+          disabled={errorCount > 0}
+          data-testid="export-ir"
+          title="Download the compiled IR"
+        >
+          Export IR
+        </button>
+      </div>
+      <div className="tb-group">
+        <button onClick={store.undo} disabled={!canUndo} title="Undo (Ctrl+Z)" data-testid="undo">
+          ↶
+        </button>
+        <button onClick={store.redo} disabled={!canRedo} title="Redo (Ctrl+Shift+Z)" data-testid="redo">
+          ↷
+        </button>
+      </div>
+      <div className="tb-spacer" />
+      <span className={`conn conn-${catalogSource}`} title="Models come from GET /admin/models">
+        <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : 'offline'}
+      </span>
+      <div className="tb-deploy">
+        {deploy.status === 'deployed' && (
+          <span className="deploy-note ok" data-testid="deploy-status">
+            Live: {deploy.name} v{deploy.version}
+          </span>
+        )}
+        {deploy.status === 'failed' && (
+          <span className="deploy-note bad" data-testid="deploy-status" title={deploy.message}>
+            Deploy failed
+          </span>
+        )}
+        {blocker && deploy.status !== 'deploying' && (
+          <span className="deploy-why" data-testid="deploy-blocker">
+            {blocker}
+          </span>
+        )}
+        <button className="primary" disabled={blocker !== null} onClick={() => void store.deploy()} title={blocker ?? `Store a new version of “${name}” and make it active`} data-testid="deploy">
+          {deploy.status === 'deploying' ? 'Deploying…' : 'Deploy'}
+        </button>
+      </div>
+    </header>
+  );
+}

@@ -1,0 +1,145 @@
+// The designer's only door to the server: admin registry and models, deploys, and the streaming playground.
+import type { IrIssue } from '../../../shared/ir/irIssue.ts';
+import type { IrDocument } from '../../../shared/ir/irSchema.ts';
+
+export interface ApiModel {
+  name: string;
+  vocabSize: number;
+  heads: string[];
+}
+
+export interface ApiVersion {
+  version: number;
+  createdAt: string;
+  kind: 'builtin' | 'ir';
+  ir?: IrDocument;
+}
+
+export interface ApiAlgorithm {
+  name: string;
+  activeVersion: number | null;
+  versions: ApiVersion[];
+}
+
+/** Per-token extension of a streamed chunk (`tokenrouter.tokens[]`). */
+export interface StreamToken {
+  id: number;
+  text: string;
+  model: string;
+  signals: { entropy: number; maxProb: number; margin: number; heads: Record<string, number> };
+  decision: 'stay' | 'handoff' | 'end';
+  kept: boolean;
+}
+
+/** A failed call, with the server's OpenAI-style error fields when it sent them. */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly code: string | null = null,
+    readonly param: string | null = null,
+    readonly details: IrIssue[] = [],
+  ) {
+    super(message);
+  }
+}
+
+const TOKEN_KEY = 'tokenrouterAdminToken';
+
+function adminHeaders(json: boolean): HeadersInit {
+  const h: Record<string, string> = {};
+  if (json) h['Content-Type'] = 'application/json';
+  let token: string | null = null;
+  try {
+    token = localStorage.getItem(TOKEN_KEY);
+  } catch {
+    token = null; // storage blocked: loopback dev mode needs no token
+  }
+  if (token) h.Authorization = `Bearer ${token}`;
+  return h;
+}
+
+async function failure(res: Response): Promise<ApiError> {
+  let body: unknown = null;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  const err = (body as { error?: { message?: string; code?: string; param?: string; details?: unknown } } | null)?.error;
+  const details = Array.isArray(err?.details)
+    ? (err.details as Partial<IrIssue>[]).map((d) => ({
+        nodeId: typeof d.nodeId === 'string' ? d.nodeId : null,
+        code: (d.code ?? 'invalid_document') as IrIssue['code'],
+        message: String(d.message ?? ''),
+        fix: String(d.fix ?? ''),
+        severity: d.severity === 'warning' ? ('warning' as const) : ('error' as const),
+      }))
+    : [];
+  return new ApiError(err?.message ?? `${res.status} ${res.statusText}`, res.status, err?.code ?? null, err?.param ?? null, details);
+}
+
+async function admin<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, { method, headers: adminHeaders(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!res.ok) throw await failure(res);
+  return (await res.json()) as T;
+}
+
+export const api = {
+  listModels: () => admin<{ models: ApiModel[] }>('GET', '/admin/models').then((r) => r.models),
+  listAlgorithms: () => admin<{ algorithms: ApiAlgorithm[] }>('GET', '/admin/algorithms').then((r) => r.algorithms),
+  createVersion: (name: string, ir: IrDocument) => admin<{ name: string; version: number }>('POST', `/admin/algorithms/${encodeURIComponent(name)}/versions`, { ir }),
+  activate: (name: string, version: number) => admin<unknown>('POST', `/admin/algorithms/${encodeURIComponent(name)}/activate`, { version }),
+  rollback: (name: string) => admin<{ name: string; activeVersion: number | null }>('POST', `/admin/algorithms/${encodeURIComponent(name)}/rollback`, {}),
+};
+
+export interface ChatRun {
+  /** An algorithm name, or "draft" with `ir` set. */
+  model: string;
+  ir?: IrDocument;
+  prompt: string;
+  maxTokens: number;
+  signal: AbortSignal;
+  onTokens(tokens: StreamToken[]): void;
+  /** Content deltas, for servers that stream text without the token extension. */
+  onText?(text: string): void;
+}
+
+/** Streams one chat completion (SSE); resolves with the finish reason when `[DONE]` arrives. */
+export async function streamChat(run: ChatRun): Promise<string | null> {
+  const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }] };
+  if (run.ir) body.tokenrouter_ir = run.ir;
+  const res = await fetch('/v1/chat/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: run.signal });
+  if (!res.ok || !res.body) throw await failure(res);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let finish: string | null = null;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return finish;
+    buffer += value;
+    let cut: number;
+    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, '');
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n');
+      if (!data) continue;
+      if (data === '[DONE]') return finish;
+      const chunk = JSON.parse(data) as {
+        error?: { message?: string };
+        choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
+        tokenrouter?: { tokens?: StreamToken[] };
+      };
+      if (chunk.error) throw new ApiError(chunk.error.message ?? 'stream error', 500);
+      const choice = chunk.choices?.[0];
+      if (choice?.finish_reason) finish = choice.finish_reason;
+      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens);
+      else if (choice?.delta?.content) run.onText?.(choice.delta.content);
+    }
+  }
+}

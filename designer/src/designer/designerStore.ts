@@ -1,0 +1,514 @@
+// The designer's state and every action on it, apart from rendering: graph + history, validation, drafts, deploys, playground.
+import { compileGraph } from '../../../shared/ir/compileGraph.ts';
+import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
+import { emptyGraph, graphSchema, type GraphDocument } from '../../../shared/ir/graph.ts';
+import type { IrIssue } from '../../../shared/ir/irIssue.ts';
+import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
+import { irToGraph } from '../../../shared/ir/irToGraph.ts';
+import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
+import { api, ApiError, streamChat, type ApiAlgorithm, type StreamToken } from './api.ts';
+import * as edits from './graphEdits.ts';
+
+export type RightTab = 'inspect' | 'versions' | 'playground';
+
+export interface DeployState {
+  status: 'idle' | 'deploying' | 'deployed' | 'failed';
+  name?: string;
+  version?: number;
+  message?: string;
+}
+
+export interface RegistryState {
+  status: 'idle' | 'loading' | 'ok' | 'error';
+  algorithms: ApiAlgorithm[];
+  message?: string;
+}
+
+export interface PlaygroundState {
+  status: 'idle' | 'running' | 'done' | 'error';
+  /** "draft" runs the graph on the canvas without storing it; otherwise an algorithm name. */
+  target: string;
+  prompt: string;
+  maxTokens: number;
+  tokens: StreamToken[];
+  /** Text from servers that stream content without the token extension. */
+  text: string;
+  finish: string | null;
+  message?: string;
+}
+
+export interface Toast {
+  kind: 'ok' | 'error' | 'info';
+  text: string;
+  id: number;
+}
+
+export interface DesignerState {
+  graph: GraphDocument;
+  selection: { nodes: string[]; edges: string[] };
+  canUndo: boolean;
+  canRedo: boolean;
+  /** The document differs from the last save point (open, import, save, export, deploy). */
+  dirty: boolean;
+  catalog: ModelCatalogEntry[];
+  catalogSource: 'loading' | 'server' | 'offline';
+  /** Local validation plus the server's verdict on the last deploy attempt. */
+  issues: IrIssue[];
+  errorCount: number;
+  measured: Record<string, { width: number; height: number }>;
+  deploy: DeployState;
+  registry: RegistryState;
+  playground: PlaygroundState;
+  tab: RightTab;
+  toast: Toast | null;
+  /** Bumped when a new document is opened, so the canvas fits it into view. */
+  viewEpoch: number;
+}
+
+/** Names the registry accepts (and "draft", which the playground reserves). */
+export const ALGORITHM_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+/** Used until GET /admin/models answers (or when it cannot): the bundled family. */
+export const FALLBACK_CATALOG: ModelCatalogEntry[] = [
+  { name: 'small', heads: ['citer', 'r2r', 'colm'] },
+  { name: 'medium', heads: [] },
+  { name: 'large', heads: [] },
+];
+
+const STORAGE_KEY = 'tokenrouter.designer.draft.v1';
+const HISTORY_LIMIT = 200;
+const COALESCE_MS = 1200;
+
+interface Persisted {
+  graph: GraphDocument;
+  savedKey: string;
+}
+
+/** The storage the store persists drafts to; localStorage in the page, a map in tests. */
+export interface DraftStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+export class DesignerStore {
+  private state: DesignerState;
+  private readonly listeners = new Set<() => void>();
+  private past: GraphDocument[] = [];
+  private future: GraphDocument[] = [];
+  private lastCoalesce: { key: string; at: number } | null = null;
+  private dragStart: GraphDocument | null = null;
+  private clipboard: edits.Fragment | null = null;
+  private pasteCount = 0;
+  private savedKey: string;
+  private validatedKey = '';
+  private localIssues: IrIssue[] = [];
+  private serverIssues: IrIssue[] = [];
+  private persistTimer: ReturnType<typeof setTimeout> | null = null;
+  private abort: AbortController | null = null;
+  private toastId = 0;
+
+  constructor(
+    initial: GraphDocument,
+    private readonly storage: DraftStorage | null,
+  ) {
+    const draft = this.readDraft();
+    const graph = draft?.graph ?? initial;
+    this.savedKey = draft?.savedKey ?? edits.documentKey(graph);
+    this.state = {
+      graph,
+      selection: { nodes: [], edges: [] },
+      canUndo: false,
+      canRedo: false,
+      dirty: edits.documentKey(graph) !== this.savedKey,
+      catalog: FALLBACK_CATALOG,
+      catalogSource: 'loading',
+      issues: [],
+      errorCount: 0,
+      measured: {},
+      deploy: { status: 'idle' },
+      registry: { status: 'idle', algorithms: [] },
+      playground: { status: 'idle', target: 'draft', prompt: 'What is 17 + 25? Show the steps.', maxTokens: 64, tokens: [], text: '', finish: null },
+      tab: 'inspect',
+      toast: null,
+      viewEpoch: 0,
+    };
+    this.revalidate();
+  }
+
+  // ---- subscription -------------------------------------------------------------------------
+
+  getState = (): DesignerState => this.state;
+
+  subscribe = (fn: () => void): (() => void) => {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  };
+
+  private set(patch: Partial<DesignerState>): void {
+    this.state = { ...this.state, ...patch };
+    for (const fn of this.listeners) fn();
+  }
+
+  // ---- graph and history ----------------------------------------------------------------------
+
+  /** Replaces the graph as one undoable step; `coalesce` merges quick repeated edits (typing). */
+  private commit(next: GraphDocument, coalesce?: string): void {
+    if (next === this.state.graph) return;
+    const now = Date.now();
+    const merge = coalesce !== undefined && this.lastCoalesce?.key === coalesce && now - this.lastCoalesce.at < COALESCE_MS;
+    if (!merge) {
+      this.past.push(this.state.graph);
+      if (this.past.length > HISTORY_LIMIT) this.past.shift();
+    }
+    this.lastCoalesce = coalesce === undefined ? null : { key: coalesce, at: now };
+    this.future = [];
+    this.replace(next);
+  }
+
+  /** Sets the graph without touching history (drags in flight, undo/redo, loads). */
+  private replace(graph: GraphDocument, extra: Partial<DesignerState> = {}): void {
+    const nodeIds = new Set(graph.nodes.map((n) => n.id));
+    const edgeIds = new Set(graph.edges.map((e) => e.id));
+    const sel = this.state.selection;
+    const selection = sel.nodes.every((n) => nodeIds.has(n)) && sel.edges.every((e) => edgeIds.has(e)) ? sel : { nodes: sel.nodes.filter((n) => nodeIds.has(n)), edges: sel.edges.filter((e) => edgeIds.has(e)) };
+    this.state = { ...this.state, graph, selection, canUndo: this.past.length > 0, canRedo: this.future.length > 0, dirty: edits.documentKey(graph) !== this.savedKey, ...extra };
+    this.revalidate();
+    this.schedulePersist();
+    for (const fn of this.listeners) fn();
+  }
+
+  private revalidate(): void {
+    const key = edits.structureKey(this.state.graph) + JSON.stringify(this.state.catalog);
+    if (key !== this.validatedKey) {
+      if (this.validatedKey) this.serverIssues = []; // the server judged an older graph
+      this.validatedKey = key;
+      this.localIssues = compileGraph(this.state.graph, this.state.catalog).issues;
+    }
+    const seen = new Set(this.localIssues.map((i) => `${i.nodeId}|${i.code}`));
+    const issues = [...this.localIssues, ...this.serverIssues.filter((i) => !seen.has(`${i.nodeId}|${i.code}`))];
+    this.state = { ...this.state, issues, errorCount: issues.filter((i) => i.severity === 'error').length };
+  }
+
+  undo = (): void => {
+    const prev = this.past.pop();
+    if (!prev) return;
+    this.future.push(this.state.graph);
+    this.lastCoalesce = null;
+    this.replace(prev);
+  };
+
+  redo = (): void => {
+    const next = this.future.pop();
+    if (!next) return;
+    this.past.push(this.state.graph);
+    this.lastCoalesce = null;
+    this.replace(next);
+  };
+
+  addNode = (type: NodeType, position: { x: number; y: number }): string => {
+    const { graph, id } = edits.addNode(this.state.graph, type, position);
+    this.commit(graph);
+    this.select([id], []);
+    return id;
+  };
+
+  connect = (from: edits.PortEnd, to: edits.PortEnd): void => this.commit(edits.connect(this.state.graph, from, to));
+
+  remove = (nodes: readonly string[], edges: readonly string[]): void => {
+    if (!nodes.length && !edges.length) return;
+    this.commit(edits.remove(this.state.graph, nodes, edges));
+  };
+
+  removeSelection = (): void => this.remove(this.state.selection.nodes, this.state.selection.edges);
+
+  /** Node drags: positions move live; the whole drag becomes one undo step when it ends. */
+  moveNodes = (positions: ReadonlyMap<string, { x: number; y: number }>, dragging: boolean): void => {
+    if (dragging && !this.dragStart) this.dragStart = this.state.graph;
+    const moved = edits.move(this.state.graph, positions);
+    if (dragging) {
+      this.replace(moved);
+      return;
+    }
+    const start = this.dragStart;
+    this.dragStart = null;
+    if (start) {
+      this.past.push(start);
+      this.future = [];
+      this.lastCoalesce = null;
+    }
+    this.replace(moved);
+  };
+
+  setParam = (id: string, name: string, value: ParamValue): void => this.commit(edits.setParam(this.state.graph, id, name, value), `${id}.${name}`);
+
+  setName = (name: string): void => this.commit({ ...this.state.graph, name }, 'name');
+
+  setDescription = (description: string): void => this.commit({ ...this.state.graph, description }, 'description');
+
+  select = (nodes: readonly string[], edges: readonly string[]): void => {
+    const s = this.state.selection;
+    if (same(s.nodes, nodes) && same(s.edges, edges)) return;
+    this.set({ selection: { nodes: [...nodes], edges: [...edges] }, ...(nodes.length === 1 ? { tab: 'inspect' as const } : {}) });
+  };
+
+  selectAll = (): void => this.select(this.state.graph.nodes.map((n) => n.id), this.state.graph.edges.map((e) => e.id));
+
+  copy = (): number => {
+    if (!this.state.selection.nodes.length) return 0;
+    this.clipboard = edits.copy(this.state.graph, this.state.selection.nodes);
+    this.pasteCount = 0;
+    try {
+      void navigator.clipboard?.writeText(JSON.stringify(this.clipboard)).catch(() => undefined);
+    } catch {
+      // The system clipboard is a convenience; the in-page clipboard is what paste uses.
+    }
+    return this.clipboard.nodes.length;
+  };
+
+  paste = (): void => {
+    if (!this.clipboard?.nodes.length) return;
+    this.pasteCount++;
+    const { graph, ids } = edits.paste(this.state.graph, this.clipboard, 40 * this.pasteCount);
+    this.commit(graph);
+    this.select(ids, []);
+  };
+
+  setMeasured = (id: string, size: { width: number; height: number }): void => {
+    const m = this.state.measured[id];
+    if (m && m.width === size.width && m.height === size.height) return;
+    this.set({ measured: { ...this.state.measured, [id]: size } });
+  };
+
+  // ---- documents ------------------------------------------------------------------------------
+
+  /** Loads a document as a new save point (opening an example, a version, an import). */
+  open = (graph: GraphDocument, label?: string): void => {
+    this.commit(structuredClone(graph));
+    this.markSaved();
+    this.set({ selection: { nodes: [], edges: [] }, deploy: { status: 'idle' }, viewEpoch: this.state.viewEpoch + 1 });
+    if (label) this.notify('info', `Opened ${label}`);
+  };
+
+  newGraph = (): void => this.open(emptyGraph('untitled'));
+
+  /** Imports a graph document or an IR; answers with an error message, or null when loaded. */
+  importJson = (text: string): string | null => {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return 'Not JSON.';
+    }
+    const kind = (raw as { kind?: unknown } | null)?.kind;
+    if (kind === 'tokenrouter.ir') {
+      const ir = irSchema.safeParse(raw);
+      if (!ir.success) return `Not a valid IR: ${ir.error.issues[0]?.message ?? 'schema mismatch'}.`;
+      this.open(irToGraph(ir.data as IrDocument), `IR “${ir.data.name}”`);
+      return null;
+    }
+    const g = graphSchema.safeParse(raw);
+    if (!g.success) {
+      const first = g.error.issues[0];
+      return `Not a designer graph: ${first ? `${first.path.join('.')} ${first.message}` : 'schema mismatch'}.`;
+    }
+    this.open(g.data as GraphDocument, `“${g.data.name}”`);
+    return null;
+  };
+
+  exportGraph = (): string => {
+    this.markSaved();
+    return `${JSON.stringify(this.state.graph, null, 2)}\n`;
+  };
+
+  /** The compiled IR of the current graph, or null while it has errors. */
+  compiledIr = (): IrDocument | null => {
+    const r = compileGraph(this.state.graph, this.state.catalog);
+    return r.ok ? r.ir : null;
+  };
+
+  markSaved = (): void => {
+    this.savedKey = edits.documentKey(this.state.graph);
+    this.set({ dirty: false });
+    this.persistNow();
+  };
+
+  // ---- persistence ----------------------------------------------------------------------------
+
+  private readDraft(): Persisted | null {
+    try {
+      const raw = this.storage?.getItem(STORAGE_KEY);
+      if (!raw) return null;
+      const parsed = JSON.parse(raw) as Partial<Persisted>;
+      const g = graphSchema.safeParse(parsed.graph);
+      if (!g.success || typeof parsed.savedKey !== 'string') return null;
+      return { graph: g.data as GraphDocument, savedKey: parsed.savedKey };
+    } catch {
+      return null;
+    }
+  }
+
+  private schedulePersist(): void {
+    if (!this.storage || this.persistTimer) return;
+    this.persistTimer = setTimeout(() => this.persistNow(), 200);
+  }
+
+  /** Writes the draft now (also on page hide, so a reload never loses the last edit). */
+  persistNow = (): void => {
+    if (this.persistTimer) clearTimeout(this.persistTimer);
+    this.persistTimer = null;
+    try {
+      this.storage?.setItem(STORAGE_KEY, JSON.stringify({ graph: this.state.graph, savedKey: this.savedKey } satisfies Persisted));
+    } catch {
+      // Quota or privacy mode: the draft lives on in memory, and the status bar says "not saved".
+    }
+  };
+
+  // ---- server ---------------------------------------------------------------------------------
+
+  loadCatalog = async (): Promise<void> => {
+    try {
+      const models = await api.listModels();
+      this.set({ catalog: models.map((m) => ({ name: m.name, heads: m.heads, vocabSize: m.vocabSize })), catalogSource: 'server' });
+    } catch {
+      this.set({ catalogSource: 'offline' });
+    }
+    this.revalidate();
+    this.set({});
+  };
+
+  refreshRegistry = async (): Promise<void> => {
+    this.set({ registry: { ...this.state.registry, status: 'loading' } });
+    try {
+      const algorithms = await api.listAlgorithms();
+      this.set({ registry: { status: 'ok', algorithms } });
+    } catch (e) {
+      this.set({ registry: { status: 'error', algorithms: this.state.registry.algorithms, message: errorText(e) } });
+    }
+  };
+
+  /** Why Deploy is disabled right now, or null when it is enabled. */
+  deployBlocker = (): string | null => {
+    const s = this.state;
+    if (s.deploy.status === 'deploying') return 'Deploying…';
+    if (s.errorCount > 0) return `Fix ${s.errorCount} error${s.errorCount > 1 ? 's' : ''} first`;
+    if (!ALGORITHM_NAME.test(s.graph.name) || s.graph.name === 'draft') return 'Name: lowercase letters, digits, “.”, “_”, “-” (not “draft”)';
+    return null;
+  };
+
+  /** One click: store a new version of the compiled graph and make it active. */
+  deploy = async (): Promise<void> => {
+    if (this.deployBlocker()) return;
+    const ir = this.compiledIr();
+    if (!ir) return;
+    const name = this.state.graph.name;
+    this.set({ deploy: { status: 'deploying', name } });
+    try {
+      const { version } = await api.createVersion(name, ir);
+      await api.activate(name, version);
+      this.markSaved();
+      this.set({ deploy: { status: 'deployed', name, version } });
+      this.notify('ok', `Deployed ${name} v${version}`);
+    } catch (e) {
+      if (e instanceof ApiError && e.details.length) {
+        this.serverIssues = e.details;
+        this.revalidate();
+      }
+      this.set({ deploy: { status: 'failed', name, message: errorText(e) } });
+      this.notify('error', `Deploy failed: ${errorText(e)}`);
+    }
+    await this.refreshRegistry();
+  };
+
+  activate = async (name: string, version: number): Promise<void> => {
+    try {
+      await api.activate(name, version);
+      this.notify('ok', `${name} v${version} is active`);
+    } catch (e) {
+      this.notify('error', `Activate failed: ${errorText(e)}`);
+    }
+    await this.refreshRegistry();
+  };
+
+  rollback = async (name: string): Promise<void> => {
+    try {
+      const r = await api.rollback(name);
+      this.notify('ok', r.activeVersion === null ? `${name} has no active version` : `Rolled back: ${name} v${r.activeVersion} is active`);
+    } catch (e) {
+      this.notify('error', `Rollback failed: ${errorText(e)}`);
+    }
+    await this.refreshRegistry();
+  };
+
+  openVersion = (ir: IrDocument, version: number): void => {
+    const checked = irSchema.safeParse(ir);
+    if (!checked.success) {
+      this.notify('error', `v${version} has no readable graph`);
+      return;
+    }
+    this.open(irToGraph(checked.data as IrDocument), `${ir.name} v${version}`);
+  };
+
+  // ---- playground -----------------------------------------------------------------------------
+
+  setPlayground = (patch: Partial<Pick<PlaygroundState, 'prompt' | 'maxTokens' | 'target'>>): void => this.set({ playground: { ...this.state.playground, ...patch } });
+
+  run = async (): Promise<void> => {
+    this.stop();
+    const p = this.state.playground;
+    let ir: IrDocument | undefined;
+    if (p.target === 'draft') {
+      ir = this.compiledIr() ?? undefined;
+      if (!ir) {
+        this.set({ playground: { ...p, status: 'error', tokens: [], text: '', message: 'The draft has errors: fix them to run it.' } });
+        return;
+      }
+    }
+    const abort = new AbortController();
+    this.abort = abort;
+    this.set({ playground: { ...p, status: 'running', tokens: [], text: '', finish: null, message: undefined } });
+    const update = (patch: Partial<PlaygroundState>) => {
+      if (this.abort === abort) this.set({ playground: { ...this.state.playground, ...patch } });
+    };
+    try {
+      const finish = await streamChat({
+        model: p.target,
+        ir,
+        prompt: p.prompt,
+        maxTokens: p.maxTokens,
+        signal: abort.signal,
+        onTokens: (tokens) => update({ tokens: [...this.state.playground.tokens, ...tokens] }),
+        onText: (text) => update({ text: this.state.playground.text + text }),
+      });
+      update({ status: 'done', finish });
+    } catch (e) {
+      if (abort.signal.aborted) update({ status: 'done', finish: 'stopped' });
+      else update({ status: 'error', message: errorText(e) });
+    } finally {
+      if (this.abort === abort) this.abort = null;
+    }
+  };
+
+  stop = (): void => {
+    this.abort?.abort();
+  };
+
+  // ---- chrome ---------------------------------------------------------------------------------
+
+  setTab = (tab: RightTab): void => this.set({ tab });
+
+  notify = (kind: Toast['kind'], text: string): void => this.set({ toast: { kind, text, id: ++this.toastId } });
+
+  dismissToast = (id: number): void => {
+    if (this.state.toast?.id === id) this.set({ toast: null });
+  };
+}
+
+function same(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function errorText(e: unknown): string {
+  if (e instanceof ApiError) return e.status ? `${e.message} (${e.status})` : e.message;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
