@@ -83,11 +83,26 @@ interface SimRequest {
   queued: boolean;
 }
 
+/** An incremental simulation: each step() advances to the next moment anything happens and appends to `buffer`. */
+export interface TraceStream {
+  /** Events produced and not yet taken, in emission order; callers may splice from the front. */
+  buffer: TraceEvent[];
+  /** Advances one simulation step; false once every request finished (never, when endless). */
+  step(): boolean;
+}
+
 /**
  * Runs the simulation and returns the events in emission order (a batch is emitted when it ends,
  * as a live runtime would). Times are milliseconds.
  */
 export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
+  const s = createTraceStream(opts);
+  while (s.step()) { /* run to completion */ }
+  return s.buffer;
+}
+
+/** The simulation as a stream (demo feeds pull from it a little at a time instead of blocking on a whole trace). */
+export function createTraceStream(opts: GenerateOptions & { endless?: boolean } = {}): TraceStream {
   const algorithm = opts.algorithm ?? 'r2r';
   const models = (opts.models ?? (algorithm === 'me' ? ME_MODELS : R2R_MODELS)).map((m) => ({ ...m }));
   const rnd = mulberry32(opts.seed ?? 1);
@@ -96,7 +111,8 @@ export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
   const concurrency = opts.concurrency ?? 16;
   const maxRequests = opts.requests ?? Infinity;
   const targetEvents = opts.targetEvents ?? Infinity;
-  if (!Number.isFinite(maxRequests) && !Number.isFinite(targetEvents)) throw new Error('generateTrace: set requests or targetEvents');
+  if (!opts.endless && !Number.isFinite(maxRequests) && !Number.isFinite(targetEvents)) throw new Error('generateTrace: set requests, targetEvents or endless');
+  let produced = 0;
   const maxTokens = opts.maxTokens ?? 64;
   const promptTokens = opts.promptTokens ?? 48;
   const maxWaitMs = opts.maxWaitMs ?? 40;
@@ -162,7 +178,7 @@ export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
     active--;
   };
 
-  const canAdmit = (): boolean => admitted < maxRequests && out.length < targetEvents;
+  const canAdmit = (): boolean => opts.endless === true || (admitted < maxRequests && produced + out.length < targetEvents);
   while (active < concurrency && canAdmit()) admit(now);
 
   const launch = (m: number, t: number): void => {
@@ -234,7 +250,15 @@ export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
     while (active < concurrency && canAdmit()) admit(t);
   };
 
-  for (let guard = 0; guard < 50_000_000; guard++) {
+  let taken = 0;
+  const step = (): boolean => {
+    // Count what callers spliced away so that targetEvents still bounds the whole stream.
+    if (out.length < taken) produced += taken - out.length;
+    const r = stepOnce();
+    taken = out.length;
+    return r;
+  };
+  const stepOnce = (): boolean => {
     // Launch every idle model whose queue reached its threshold (or whose oldest entry waited max-wait).
     for (let m = 0; m < models.length; m++) {
       if (running[m] || ready[m].length === 0) continue;
@@ -252,11 +276,12 @@ export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
       if (running[m]) next = Math.min(next, running[m]!.end);
       else if (ready[m].length) next = Math.min(next, Math.min(...ready[m].map((r) => r.readySince)) + maxWaitMs);
     }
-    if (next === Infinity) break;
+    if (next === Infinity) return false;
     now = next;
     for (let m = 0; m < models.length; m++) if (running[m] && running[m]!.end <= now + 1e-9) complete(m);
-  }
-  return out;
+    return true;
+  };
+  return { buffer: out, step };
 }
 
 /** Serialises events as JSON lines (the recorded trace file format). */

@@ -55,30 +55,36 @@ function validEvents(raw: unknown[], onInvalid?: FeedHandlers['onInvalid']): Tra
   return out;
 }
 
+/** Parses and validates one server message (JSON text) and calls the matching handler. Shared by the WebSocket and the demo feed. */
+export function createMessageHandler(handlers: FeedHandlers): (text: string) => void {
+  return (text) => {
+    let data: unknown;
+    try { data = JSON.parse(text); } catch { handlers.onInvalid?.(1, 'message is not JSON'); return; }
+    const msg = messageSchema.safeParse(data);
+    if (!msg.success) { handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`); return; }
+    const m = msg.data;
+    switch (m.type) {
+      case 'snapshot': handlers.onSnapshot(validEvents(m.events, handlers.onInvalid), m.now); break;
+      case 'events': handlers.onEvents(validEvents(m.events, handlers.onInvalid)); break;
+      case 'stats': handlers.onStats({ now: m.now, models: m.models }); break;
+      case 'dropped': handlers.onDropped(m.count); break;
+    }
+  };
+}
+
 /** Connects and reconnects (1 s, 2 s, then every 5 s) until closed. Each connection starts with a snapshot. */
 export function connectFeed(handlers: FeedHandlers, url = liveUrl(location, adminToken())): FeedConnection {
   let ws: WebSocket | null = null;
   let closed = false;
   let attempt = 0;
   let timer: ReturnType<typeof setTimeout> | null = null;
+  const onMessage = createMessageHandler(handlers);
 
   const open = (): void => {
     handlers.onStatus('connecting');
     ws = new WebSocket(url);
     ws.onopen = () => { attempt = 0; handlers.onStatus('open'); };
-    ws.onmessage = (ev: MessageEvent) => {
-      let data: unknown;
-      try { data = JSON.parse(typeof ev.data === 'string' ? ev.data : ''); } catch { handlers.onInvalid?.(1, 'message is not JSON'); return; }
-      const msg = messageSchema.safeParse(data);
-      if (!msg.success) { handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`); return; }
-      const m = msg.data;
-      switch (m.type) {
-        case 'snapshot': handlers.onSnapshot(validEvents(m.events, handlers.onInvalid), m.now); break;
-        case 'events': handlers.onEvents(validEvents(m.events, handlers.onInvalid)); break;
-        case 'stats': handlers.onStats({ now: m.now, models: m.models }); break;
-        case 'dropped': handlers.onDropped(m.count); break;
-      }
-    };
+    ws.onmessage = (ev: MessageEvent) => onMessage(typeof ev.data === 'string' ? ev.data : '');
     ws.onerror = () => handlers.onStatus('error', 'connection error');
     ws.onclose = (ev) => {
       ws = null;

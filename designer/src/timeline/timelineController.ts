@@ -81,13 +81,17 @@ export class TimelineController {
   };
   private tick = 0;
   getTick = (): number => this.tick;
+  /** Last pan/zoom from input: panel updates wait for a gesture to settle so they never cost gesture frames. */
+  private lastGesture = 0;
   private notify(): void {
     if (this.notifyTimer) return;
-    this.notifyTimer = setTimeout(() => {
+    const fire = (): void => {
+      if (performance.now() - this.lastGesture < 250) { this.notifyTimer = setTimeout(fire, 120); return; }
       this.notifyTimer = null;
       this.tick++;
       for (const fn of this.listeners) fn();
-    }, 200);
+    };
+    this.notifyTimer = setTimeout(fire, 400);
   }
   private changed(): void { this.dirty = true; this.notify(); }
 
@@ -114,8 +118,19 @@ export class TimelineController {
     this.apply(events);
   }
 
+  /**
+   * Server clock estimate. A message's `now` arrives late by its transit time, so the largest
+   * (now - receipt) seen is the best offset; and no event can come from the future, so the
+   * estimate never falls behind the newest event (else following would stall between batches).
+   */
+  private observeClock(serverNow: number): void {
+    const off = serverNow - performance.now();
+    if (this.clockOffset === null || off > this.clockOffset) this.clockOffset = off;
+  }
+
   private apply(events: readonly TraceEvent[]): void {
     this.store.addMany(events);
+    if (this.clockOffset !== null && Number.isFinite(this.store.latestT)) this.observeClock(this.store.latestT);
     if (this.origin === null && Number.isFinite(this.store.earliestT)) this.origin = this.store.earliestT;
     const now = performance.now();
     this.rateWindow.push({ t: now, n: events.length });
@@ -138,7 +153,7 @@ export class TimelineController {
       },
       onEvents: (events) => this.ingest(events),
       onStats: (s: LiveStats) => {
-        this.clockOffset = s.now - performance.now();
+        this.observeClock(s.now);
         this.gauges = new Map(s.models.map((m) => [m.name, m]));
         this.changed();
       },
@@ -205,8 +220,7 @@ export class TimelineController {
 
   // ---- view ----
   liveNow(): number | null {
-    if (this.clockOffset === null) return null;
-    return Math.max(performance.now() + this.clockOffset, Number.isFinite(this.store.latestT) ? this.store.latestT : -Infinity);
+    return this.clockOffset === null ? null : performance.now() + this.clockOffset;
   }
 
   private viewport(): Viewport {
@@ -234,12 +248,14 @@ export class TimelineController {
   }
 
   zoom(factor: number, x?: number): void {
+    this.lastGesture = performance.now();
     const v = this.viewport();
     if (this.follow) this.setViewport(endAt(zoomAt(v, v.x0 + v.width, factor), v.t1));
     else this.setViewport(zoomAt(v, x ?? v.x0 + v.width / 2, factor));
   }
 
   pan(dx: number): void {
+    this.lastGesture = performance.now();
     this.follow = false;
     this.setViewport(panBy(this.viewport(), dx));
   }
@@ -407,13 +423,15 @@ export class TimelineController {
       const p = pos(e);
       const inAxis = this.layout ? p.y < this.layout.axisH : false;
       down = { ...p, view: this.viewport(), mode: e.shiftKey || inAxis ? 'range' : 'pan', moved: false };
-      canvas.setPointerCapture(e.pointerId);
+      // Synthetic pointers (tests, some pens) may not be capturable; dragging still works without capture.
+      try { canvas.setPointerCapture(e.pointerId); } catch { /* no capture */ }
     };
     const onMove = (e: PointerEvent): void => {
       const p = pos(e);
       if (down) {
         if (Math.abs(p.x - down.x) + Math.abs(p.y - down.y) > 3) down.moved = true;
         if (!down.moved) return;
+        this.lastGesture = performance.now();
         if (down.mode === 'pan') { this.follow = false; this.setViewport(panBy(down.view, p.x - down.x)); }
         else this.setRange(xToTime(down.view, down.x), xToTime(down.view, p.x));
         this.hover = null;
@@ -503,6 +521,7 @@ export class TimelineController {
     return {
       source: this.source.kind,
       connection: this.connection,
+      ingestRate: this.ingestRate,
       lanes: s.lanes.slice(),
       drawn: this.lastDraw ? { ...this.lastDraw, lanes: this.lastDraw.lanes.slice() } : null,
       store: {
@@ -547,6 +566,8 @@ function countPaired(s: EventStore): number {
 export interface TimelineSnapshot {
   source: Source['kind'];
   connection: FeedStatus | 'idle';
+  /** Events applied per second over the last 2 s. */
+  ingestRate: number;
   lanes: string[];
   drawn: DrawStats | null;
   store: {
