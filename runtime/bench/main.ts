@@ -9,6 +9,10 @@ const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   models: () => import('./models.ts') as Promise<{ run: BenchSuite }>,
   'dtmc-validate': () => import('./dtmcValidate.ts'),
   'dtmc-solve': () => import('./dtmcSolve.ts') as Promise<{ run: BenchSuite }>,
+  serving: () => import('./serving.ts'),
+  length: () => import('./length.ts'),
+  concurrency: () => import('./concurrency.ts'),
+  scale: () => import('./scale.ts'),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,0 +1,129 @@
+// Suite serving: each algorithm at concurrency 4 over HTTP, TokenRouter mode against the standard-serving baseline.
+import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { loadRunnerSet } from './benchRunners.ts';
+import { thresholdCandidates, runFigures, tokenRouterVsBaseline } from './servingCase.ts';
+import { SuiteFlags } from './suiteFlags.ts';
+import { barChart } from './svgChart.ts';
+import { writeSuiteOutput, type Row } from './suiteOutput.ts';
+
+/** Each algorithm's lanes: lane name (what the algorithm calls the model) → bundled model. */
+export const ALGORITHM_LANES: Record<string, Record<string, string>> = {
+  'r-stitch': { small: 'small', large: 'large' },
+  citer: { small: 'small', large: 'large' },
+  r2r: { small: 'small', large: 'large' },
+  'co-llm': { small: 'small', large: 'large' },
+  me: { small: 'small', medium: 'medium', large: 'large' },
+};
+
+export async function run(opts: BenchOptions): Promise<BenchReport> {
+  const f = new SuiteFlags(opts.flags);
+  const algorithms = f.list('algorithms', Object.keys(ALGORITHM_LANES));
+  const concurrency = f.num('concurrency', 4);
+  const requests = f.sized('requests', 96, 12);
+  const sweepRequests = f.sized('sweep-requests', 32, 8);
+  const warmup = f.num('warmup', concurrency * 2);
+  const maxTokens = f.num('max-tokens', 128);
+  const maskEos = f.bool('ignore-eos', false);
+  const set = await loadRunnerSet(f.str('runners'));
+  const sweepLen = thresholdCandidates(concurrency).length;
+  const total = algorithms.length * (sweepLen + 2);
+  let done = 0;
+  const rows: Row[] = [];
+  const details: Row[] = [];
+  const algs: Record<string, unknown>[] = [];
+  try {
+    for (const algorithm of algorithms) {
+      const lanes = ALGORITHM_LANES[algorithm];
+      if (!lanes) throw new Error(`unknown algorithm "${algorithm}"; known: ${Object.keys(ALGORITHM_LANES).join(', ')}`);
+      progress(`serving ${algorithm}`, done, total);
+      const cmp = await tokenRouterVsBaseline(
+        set,
+        { algorithm, lanes, concurrency, requests, warmup, maxTokens, maskEos },
+        { slowLane: 'large', sweepRequests, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
+      );
+      const tr = runFigures(cmp.tokenrouter);
+      const base = runFigures(cmp.baseline);
+      const thresholds = Object.keys(lanes).map((l) => cmp.mode.thresholds?.[l] ?? 1).join('/');
+      algs.push({
+        algorithm,
+        tokenrouter_tok_s: tr.tok_s,
+        baseline_tok_s: base.tok_s,
+        speedup: tr.tok_s / base.tok_s,
+        tokenrouter_mean_e2e_ms: tr.mean_e2e_ms,
+        baseline_mean_e2e_ms: base.mean_e2e_ms,
+        tokenrouter_p99_e2e_ms: tr.p99_e2e_ms,
+        baseline_p99_e2e_ms: base.p99_e2e_ms,
+        e2e_improvement: base.mean_e2e_ms / tr.mean_e2e_ms,
+        thresholds: cmp.mode.thresholds,
+        threshold_sweep: cmp.sweep,
+        tokenrouter: { ...tr, tokens_by_model: cmp.tokenrouter.run.tokensByModel },
+        baseline: { ...base, tokens_by_model: cmp.baseline.run.tokensByModel },
+      });
+      rows.push({
+        algorithm,
+        thresholds,
+        tokenrouter_tok_s: tr.tok_s,
+        baseline_tok_s: base.tok_s,
+        speedup: tr.tok_s / base.tok_s,
+        tr_mean_e2e_ms: tr.mean_e2e_ms,
+        base_mean_e2e_ms: base.mean_e2e_ms,
+        tr_p99_e2e_ms: tr.p99_e2e_ms,
+        base_p99_e2e_ms: base.p99_e2e_ms,
+        out_tokens: tr.mean_output_tokens,
+        handoffs_per_req: tr.handoffs_per_request,
+      });
+      for (const [label, fig] of [
+        ['tokenrouter', tr],
+        ['baseline', base],
+      ] as const) {
+        details.push({ algorithm, mode: label, ...fig });
+      }
+    }
+  } finally {
+    await set.close();
+  }
+  printTable(rows);
+  const settings = {
+    concurrency,
+    requests_per_run: requests,
+    warmup_requests: warmup,
+    sweep_requests_per_point: sweepRequests,
+    max_tokens: maxTokens,
+    eos: maskEos ? 'masked (every request runs to max_tokens)' : 'natural (the model stops when it answers)',
+    prompt: 'chat "Q: <a>*<b>=\\nA: " — the bundled multiplication task (sampleQuestion(i))',
+    temperature: 0,
+    tokenrouter_mode: 'async-delayed, retainState true, thresholds: sweep of the large lane (others 1), best kept',
+    baseline_mode: 'step-sync, retainState false (every return re-admitted and re-prefilled)',
+    max_wait_ms: 20,
+    max_batch: 32,
+    transport: 'HTTP/SSE, /v1/chat/completions stream, in-process server on 127.0.0.1, client in the same process',
+    order: 'per algorithm: sweep, then baseline, then TokenRouter',
+    quick: f.quick,
+    ...set.description,
+  };
+  const report: BenchReport = { suite: 'serving', settings, results: { algorithms: algs } };
+  writeSuiteOutput(report, {
+    tables: { 'Throughput and latency': rows, 'All metrics': details },
+    charts: {
+      throughput: barChart({
+        title: `Committed output throughput, concurrency ${concurrency} (${set.kind} models)`,
+        yLabel: 'tok/s',
+        categories: algorithms,
+        series: [
+          { name: 'TokenRouter', values: algs.map((a) => a.tokenrouter_tok_s as number) },
+          { name: 'baseline', values: algs.map((a) => a.baseline_tok_s as number) },
+        ],
+      }),
+      e2e: barChart({
+        title: `Mean end-to-end latency, concurrency ${concurrency}`,
+        yLabel: 'ms',
+        categories: algorithms,
+        series: [
+          { name: 'TokenRouter', values: algs.map((a) => a.tokenrouter_mean_e2e_ms as number) },
+          { name: 'baseline', values: algs.map((a) => a.baseline_mean_e2e_ms as number) },
+        ],
+      }),
+    },
+  });
+  return report;
+}

@@ -1,0 +1,224 @@
+// One measured serving run: start a real server in-process for a scheduling mode, drive it over HTTP, stop it.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseServerConfig } from '../config/serverConfig.ts';
+import type { LaneStats } from '../engine/cluster.ts';
+import { benchmarkServing, type ServingRun } from '../loadgen/benchmarkServing.ts';
+import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
+import { startServer } from '../server/createServer.ts';
+import { sampleQuestion } from '../serve/loadGenerator.ts';
+import { TokenRouterService } from '../serve/tokenRouterService.ts';
+import type { RunnerSet } from './benchRunners.ts';
+import type { MeteredRunner, StepTiming } from './meteredRunner.ts';
+
+export interface ServingMode {
+  /** Short name for tables, e.g. "tokenrouter" or "baseline". */
+  label: string;
+  mode: SchedulingMode;
+  retainState: boolean;
+  /** Delayed-batching thresholds by lane name (async-delayed); missing lanes use 1. */
+  thresholds?: Record<string, number>;
+}
+
+/** The standard-serving baseline: a global step barrier and re-admission (full re-prefill) on every return. */
+export const BASELINE: ServingMode = { label: 'baseline', mode: 'step-sync', retainState: false };
+
+export interface ServingCase {
+  algorithm: string;
+  /** Lane name → runner name: lanes take the names the algorithm expects, runners may be any model. */
+  lanes: Record<string, string>;
+  mode: ServingMode;
+  concurrency: number;
+  requests: number;
+  warmup: number;
+  maxTokens: number;
+  /** Run every request to max_tokens (EOS masked, vLLM's min_tokens). */
+  maskEos?: boolean;
+  maxWaitMs?: number;
+  maxBatch?: number;
+  /** Keep per-batch timings for the overhead breakdown. */
+  recordSteps?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** One batch with wall times (performance.now() ms) from launch to "results routed". */
+export interface BatchTiming {
+  lane: string;
+  startMs: number;
+  endMs: number;
+  rows: number;
+  tokens: number;
+  phase: string;
+  step?: StepTiming;
+}
+
+export interface ServingResult {
+  run: ServingRun;
+  /** Lane counters accumulated over the measured requests only. */
+  lanes: LaneStats[];
+  batches: BatchTiming[];
+}
+
+const QUESTION_OFFSET = 100_000;
+
+/** The user message of request i: the bundled task (warm-up requests use other questions). */
+export function benchPrompt(i: number): string {
+  return sampleQuestion(i >= 0 ? i : QUESTION_OFFSET - i);
+}
+
+function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
+  return after.map((a, i) => {
+    const b = before[i];
+    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs };
+  });
+}
+
+export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<ServingResult> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-'));
+  const laneRunners = new Map<string, MeteredRunner>();
+  for (const [lane, runnerName] of Object.entries(c.lanes)) {
+    const r = set.runners.get(runnerName);
+    if (!r) throw new Error(`no runner "${runnerName}" in this runner set (${[...set.runners.keys()].join(', ')})`);
+    laneRunners.set(lane, c.maskEos ? r.withOptions({ maskEos: true }) : r);
+  }
+  const config = parseServerConfig({
+    port: 0,
+    dataDir,
+    models: Object.keys(c.lanes).map((name) => ({ name, maxBatch: c.maxBatch ?? 32 })),
+    memory: { budgetMiB: 1024 },
+    scheduling: { mode: c.mode.mode, retainState: c.mode.retainState, thresholds: c.mode.thresholds ?? {}, maxWaitMs: c.maxWaitMs ?? 20 },
+    limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
+    defaultAlgorithm: c.algorithm,
+  });
+  const service = await TokenRouterService.start(config, { runners: new Map(laneRunners), tokenizer: set.tokenizer });
+  const server = await startServer(service, 0, '127.0.0.1');
+  try {
+    const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, prompt: benchPrompt, warmup: 0 };
+    if (c.warmup > 0) {
+      const w = await benchmarkServing({ ...load, requests: c.warmup, prompt: (i) => benchPrompt(-1 - i) });
+      if (w.metrics.completed === 0) throw new Error(`${c.algorithm} [${c.mode.label}]: every warm-up request failed: ${w.firstError}`);
+    }
+    const before = service.cluster.laneStats();
+    const batches: BatchTiming[] = [];
+    const timingsByLane = new Map<string, StepTiming[]>();
+    let unsubscribe = () => {};
+    if (c.recordSteps) {
+      for (const [lane, r] of laneRunners) {
+        r.timings = [];
+        r.recording = true;
+        timingsByLane.set(lane, r.timings);
+      }
+      unsubscribe = service.trace.subscribe((e) => {
+        if (e.type !== 'batch') return;
+        // The event is emitted on the clock at e.end, right now: that pins clock ms to performance.now().
+        const offset = performance.now() - e.end;
+        batches.push({ lane: e.model, startMs: e.start + offset, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase });
+      });
+    }
+    const run = await benchmarkServing({ ...load, requests: c.requests, onProgress: c.onProgress });
+    unsubscribe();
+    if (c.recordSteps) {
+      // One batch at a time per lane, so the k-th step a runner saw is the lane's k-th batch.
+      for (const [lane, r] of laneRunners) {
+        r.recording = false;
+        const steps = timingsByLane.get(lane)!;
+        const mine = batches.filter((b) => b.lane === lane);
+        // Recording and the subscription both start with the server idle, so the lists start together.
+        mine.forEach((b, k) => (b.step = steps[k]));
+      }
+    }
+    if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
+    return { run, lanes: diffStats(service.cluster.laneStats(), before), batches };
+  } finally {
+    for (const r of laneRunners.values()) r.recording = false;
+    await server.close();
+    await service.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Candidate thresholds for the slowest lane at concurrency N: 1, 2, 3, 4, 6, 8, … below N, feasible. */
+export function thresholdCandidates(concurrency: number, maxBatch = 32): number[] {
+  const base = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
+  return base.filter((t) => t - 1 < concurrency && t <= maxBatch && t <= concurrency);
+}
+
+export interface SweepPoint {
+  threshold: number;
+  tok_s: number;
+  mean_e2e_ms: number;
+}
+
+/**
+ * The "optimised thresholds" of TokenRouter mode: sweep the slowest lane's delayed-batching
+ * threshold (every other lane at 1) with short runs and keep the fastest.
+ */
+export async function sweepSlowLane(
+  set: RunnerSet,
+  c: Omit<ServingCase, 'mode'>,
+  slowLane: string,
+  onStep?: () => void,
+): Promise<{ best: ServingMode; sweep: SweepPoint[] }> {
+  const sweep: SweepPoint[] = [];
+  let best: { t: number; tok: number } | null = null;
+  for (const t of thresholdCandidates(c.concurrency, c.maxBatch)) {
+    const mode: ServingMode = { label: `tokenrouter T_${slowLane}=${t}`, mode: 'async-delayed', retainState: true, thresholds: { [slowLane]: t } };
+    const r = await runServingCase(set, { ...c, mode, onProgress: undefined });
+    const tok = r.run.metrics.outputThroughputTokS;
+    sweep.push({ threshold: t, tok_s: tok, mean_e2e_ms: r.run.metrics.e2eMs.mean });
+    if (!best || tok > best.tok) best = { t, tok };
+    onStep?.();
+  }
+  return { best: { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { [slowLane]: best!.t } }, sweep };
+}
+
+/** The figures a table row shows for one run (DESIGN §5 names and units). */
+export function runFigures(r: ServingResult): Record<string, number> {
+  const m = r.run.metrics;
+  return {
+    tok_s: m.outputThroughputTokS,
+    mean_e2e_ms: m.e2eMs.mean,
+    p99_e2e_ms: m.e2eMs.p99,
+    mean_ttft_ms: m.ttftMs.mean,
+    p99_ttft_ms: m.ttftMs.p99,
+    mean_tpot_ms: m.tpotMs.mean,
+    median_itl_ms: m.itlMs.median,
+    p99_itl_ms: m.itlMs.p99,
+    mean_output_tokens: m.meanOutputTokens,
+    handoffs_per_request: m.completed > 0 ? r.run.handoffs / m.completed : 0,
+    completed: m.completed,
+    failed: m.failed,
+  };
+}
+
+export interface Comparison {
+  tokenrouter: ServingResult;
+  baseline: ServingResult;
+  mode: ServingMode;
+  sweep: SweepPoint[];
+}
+
+/**
+ * TokenRouter mode (async-delayed, state retained, thresholds from a sweep of the slowest lane)
+ * against the standard-serving baseline, on the same runners in the same process, one after the other.
+ */
+export async function tokenRouterVsBaseline(
+  set: RunnerSet,
+  c: Omit<ServingCase, 'mode'>,
+  opts: { slowLane: string; sweepRequests: number; fixedThresholds?: Record<string, number>; onStep?: (what: string) => void },
+): Promise<Comparison> {
+  let mode: ServingMode;
+  let sweep: SweepPoint[] = [];
+  if (opts.fixedThresholds) mode = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: opts.fixedThresholds };
+  else {
+    const s = await sweepSlowLane(set, { ...c, requests: opts.sweepRequests }, opts.slowLane, () => opts.onStep?.('sweep'));
+    mode = s.best;
+    sweep = s.sweep;
+  }
+  const baseline = await runServingCase(set, { ...c, mode: BASELINE });
+  opts.onStep?.('baseline');
+  const tokenrouter = await runServingCase(set, { ...c, mode });
+  opts.onStep?.('tokenrouter');
+  return { tokenrouter, baseline, mode, sweep };
+}

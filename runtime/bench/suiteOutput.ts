@@ -1,0 +1,51 @@
+// Writes a suite's results folder: results/<suite>/report.json, a markdown table file and SVG plots.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { BenchReport } from './benchSuite.ts';
+
+export type Row = Record<string, unknown>;
+
+const cell = (v: unknown): string => {
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : Math.abs(v) < 10 ? v.toFixed(3) : v.toFixed(1);
+  if (v === null || v === undefined) return '';
+  return String(v);
+};
+
+/** A GitHub-flavoured markdown table of `rows` (columns from the first row). */
+export function markdownTable(rows: readonly Row[]): string {
+  if (rows.length === 0) return '_(no rows)_\n';
+  const cols = Object.keys(rows[0]);
+  const lines = [`| ${cols.join(' | ')} |`, `|${cols.map((c) => (typeof rows[0][c] === 'number' ? '---:' : '---')).join('|')}|`];
+  for (const r of rows) lines.push(`| ${cols.map((c) => cell(r[c])).join(' | ')} |`);
+  return lines.join('\n') + '\n';
+}
+
+export interface SuiteOutput {
+  /** Named tables, written in order to results.md. */
+  tables: Record<string, readonly Row[]>;
+  /** SVG documents by file stem. */
+  charts?: Record<string, string>;
+  /** Free text put above the tables (settings, notes). */
+  notes?: string[];
+}
+
+/** Where a suite's outputs go; `TR_RESULTS_DIR` moves the root (tests). */
+export function resultsDir(suite: string): string {
+  return path.resolve(process.env.TR_RESULTS_DIR ?? 'results', suite);
+}
+
+export function writeSuiteOutput(report: BenchReport, out: SuiteOutput): string {
+  const dir = resultsDir(report.suite);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'report.json'), JSON.stringify(report, null, 2));
+  const md: string[] = [`# ${report.suite}`, '', '```json', JSON.stringify(report.settings, null, 2), '```', ''];
+  for (const n of out.notes ?? []) md.push(n, '');
+  for (const [name, rows] of Object.entries(out.tables)) md.push(`## ${name}`, '', markdownTable(rows));
+  for (const [stem, svg] of Object.entries(out.charts ?? {})) {
+    writeFileSync(path.join(dir, `${stem}.svg`), svg);
+    md.push(`![${stem}](${stem}.svg)`, '');
+  }
+  writeFileSync(path.join(dir, 'results.md'), md.join('\n'));
+  console.log(`results: ${path.relative(process.cwd(), dir)}/ (report.json, results.md${out.charts ? ', ' + Object.keys(out.charts).map((s) => s + '.svg').join(', ') : ''})`);
+  return dir;
+}

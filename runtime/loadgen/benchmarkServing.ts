@@ -1,0 +1,83 @@
+// The HTTP load generator: vLLM benchmark_serving's loop (warm-up, semaphore-bounded concurrency, streamed requests).
+import http from 'node:http';
+import { servingMetrics, type RequestRecord, type ServingMetrics } from './requestMetrics.ts';
+import { Semaphore } from './semaphore.ts';
+import { streamCompletion, type CompletionBody } from './streamCompletion.ts';
+
+export interface ServingLoad {
+  /** Server root, e.g. http://127.0.0.1:8080 */
+  baseUrl: string;
+  /** Algorithm (or single model) to request. */
+  model: string;
+  /** Requests in flight at once (the semaphore's permits). */
+  concurrency: number;
+  /** Measured requests. */
+  requests: number;
+  /** Untimed requests run first at the same concurrency (JIT, worker and cache warm-up). */
+  warmup: number;
+  maxTokens: number;
+  /** The user message of request i (warm-up requests use negative i). */
+  prompt: (i: number) => string;
+  temperature?: number;
+  /** Called after each measured request ends. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ServingRun {
+  metrics: ServingMetrics;
+  records: RequestRecord[];
+  /** Σ tokens by model over measured requests, from the tokenrouter extension. */
+  tokensByModel: Record<string, number>;
+  handoffs: number;
+  discardedTokens: number;
+  /** First error message seen, if any request failed. */
+  firstError?: string;
+}
+
+function body(load: ServingLoad, i: number): CompletionBody {
+  return { model: load.model, messages: [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
+}
+
+async function runBatch(load: ServingLoad, agent: http.Agent, ids: number[], onDone?: (n: number) => void): Promise<RequestRecord[]> {
+  const sem = new Semaphore(load.concurrency);
+  let done = 0;
+  // Every request is created up front and waits on the semaphore, exactly like vLLM's asyncio tasks.
+  return Promise.all(
+    ids.map((i) =>
+      sem.with(async () => {
+        const r = await streamCompletion(load.baseUrl, body(load, i), agent);
+        onDone?.(++done);
+        return r;
+      }),
+    ),
+  );
+}
+
+export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: load.concurrency + 2 });
+  try {
+    if (load.warmup > 0) {
+      const warm = await runBatch(load, agent, Array.from({ length: load.warmup }, (_, k) => -(k + 1)));
+      const bad = warm.find((r) => !r.ok);
+      if (bad && warm.every((r) => !r.ok)) throw new Error(`every warm-up request failed: ${bad.error}`);
+    }
+    const records = await runBatch(
+      load,
+      agent,
+      Array.from({ length: load.requests }, (_, i) => i),
+      (n) => load.onProgress?.(n, load.requests),
+    );
+    const tokensByModel: Record<string, number> = {};
+    let handoffs = 0;
+    let discardedTokens = 0;
+    for (const r of records) {
+      if (!r.ok) continue;
+      for (const [m, n] of Object.entries(r.tokensByModel ?? {})) tokensByModel[m] = (tokensByModel[m] ?? 0) + n;
+      handoffs += r.handoffs ?? 0;
+      discardedTokens += r.discardedTokens ?? 0;
+    }
+    return { metrics: servingMetrics(records), records, tokensByModel, handoffs, discardedTokens, firstError: records.find((r) => !r.ok)?.error };
+  } finally {
+    agent.destroy();
+  }
+}

@@ -1,0 +1,91 @@
+// Per-request and aggregate serving metrics with DESIGN §5's definitions (vLLM / SGLang benchmark_serving).
+import { summarize, type Summary } from './summarize.ts';
+
+/** What the client observed for one request; times are ms on one monotonic clock. */
+export interface RequestRecord {
+  ok: boolean;
+  error?: string;
+  /** When the request was sent. */
+  sendMs: number;
+  /** Arrival time of every chunk that carried content (non-empty text), in order. */
+  contentChunkMs: number[];
+  /** Arrival of the last chunk: the end of the stream. */
+  endMs: number;
+  /** Committed output tokens, from usage / the tokenrouter extension (never text length). */
+  outputTokens: number;
+  promptTokens?: number;
+  finishReason?: string;
+  tokensByModel?: Record<string, number>;
+  handoffs?: number;
+  discardedTokens?: number;
+}
+
+export interface RequestMetrics {
+  /** send → first chunk with content. */
+  ttftMs: number;
+  /** send → last chunk. */
+  e2eMs: number;
+  /** (latency − TTFT) / (output_len − 1); undefined for outputs of one token or less. */
+  tpotMs: number | undefined;
+  /** Gaps between consecutive content chunks. */
+  itlMs: number[];
+}
+
+export function requestMetrics(r: RequestRecord): RequestMetrics {
+  const first = r.contentChunkMs.length > 0 ? r.contentChunkMs[0] : r.endMs;
+  const ttftMs = first - r.sendMs;
+  const e2eMs = r.endMs - r.sendMs;
+  const itlMs: number[] = [];
+  for (let i = 1; i < r.contentChunkMs.length; i++) itlMs.push(r.contentChunkMs[i] - r.contentChunkMs[i - 1]);
+  const tpotMs = r.outputTokens > 1 ? (e2eMs - ttftMs) / (r.outputTokens - 1) : undefined;
+  return { ttftMs, e2eMs, tpotMs, itlMs };
+}
+
+export interface ServingMetrics {
+  completed: number;
+  failed: number;
+  /** First dispatch to last completion, ms. */
+  durationMs: number;
+  totalOutputTokens: number;
+  /** Σ committed output tokens / duration. */
+  outputThroughputTokS: number;
+  requestThroughputRps: number;
+  ttftMs: Summary;
+  tpotMs: Summary;
+  itlMs: Summary;
+  e2eMs: Summary;
+  /** Mean committed output tokens per successful request. */
+  meanOutputTokens: number;
+}
+
+/**
+ * Aggregates a measured run. Failed requests count in `failed` and nowhere else, as in vLLM; the
+ * duration still spans every request dispatched, failed or not, so failures cannot flatter throughput.
+ */
+export function servingMetrics(records: readonly RequestRecord[]): ServingMetrics {
+  const ok = records.filter((r) => r.ok);
+  let start = Infinity;
+  let end = -Infinity;
+  for (const r of records) {
+    if (r.sendMs < start) start = r.sendMs;
+    if (r.endMs > end) end = r.endMs;
+  }
+  const durationMs = records.length > 0 ? end - start : 0;
+  const per = ok.map(requestMetrics);
+  const totalOutputTokens = ok.reduce((s, r) => s + r.outputTokens, 0);
+  const itl: number[] = [];
+  for (const m of per) for (const g of m.itlMs) itl.push(g);
+  return {
+    completed: ok.length,
+    failed: records.length - ok.length,
+    durationMs,
+    totalOutputTokens,
+    outputThroughputTokS: durationMs > 0 ? (totalOutputTokens / durationMs) * 1000 : 0,
+    requestThroughputRps: durationMs > 0 ? (ok.length / durationMs) * 1000 : 0,
+    ttftMs: summarize(per.map((m) => m.ttftMs)),
+    tpotMs: summarize(per.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs]))),
+    itlMs: summarize(itl),
+    e2eMs: summarize(per.map((m) => m.e2eMs)),
+    meanOutputTokens: ok.length > 0 ? totalOutputTokens / ok.length : 0,
+  };
+}

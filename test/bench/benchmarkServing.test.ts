@@ -1,0 +1,53 @@
+// The load generator against a real server over simulated runners: counts, usage, timing order, concurrency bound.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { benchmarkServing } from '../../runtime/loadgen/benchmarkServing.ts';
+import { startTestServer, type TestServer } from '../server/testService.ts';
+
+describe('benchmarkServing over HTTP', () => {
+  let srv: TestServer;
+  beforeAll(async () => {
+    srv = await startTestServer({ latency: { small: 1, large: 2 }, config: { limits: { maxConcurrency: 8 } } });
+  });
+  afterAll(async () => {
+    await srv?.close();
+  });
+
+  it('runs warm-up plus measured requests at a fixed concurrency and counts committed tokens from usage', async () => {
+    let peak = 0;
+    const timer = setInterval(() => (peak = Math.max(peak, srv.service.cluster.activeCount)), 1);
+    const seen: number[] = [];
+    const run = await benchmarkServing({
+      baseUrl: srv.url,
+      model: 'r-stitch',
+      concurrency: 3,
+      requests: 9,
+      warmup: 2,
+      maxTokens: 12,
+      prompt: (i) => `${100 + Math.abs(i)}*7=`,
+      onProgress: (d) => seen.push(d),
+    });
+    clearInterval(timer);
+    expect(run.metrics.completed).toBe(9);
+    expect(run.metrics.failed).toBe(0);
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(peak).toBeLessThanOrEqual(3);
+    for (const r of run.records) {
+      expect(r.outputTokens).toBe(12); // simulated runners never emit EOS
+      expect(r.promptTokens).toBeGreaterThan(0);
+      expect(r.contentChunkMs.length).toBeGreaterThan(0);
+      expect(r.contentChunkMs[0]).toBeGreaterThanOrEqual(r.sendMs);
+      expect(r.endMs).toBeGreaterThanOrEqual(r.contentChunkMs[r.contentChunkMs.length - 1]);
+    }
+    expect(run.metrics.totalOutputTokens).toBe(9 * 12);
+    expect(Object.values(run.tokensByModel).reduce((a, b) => a + b, 0)).toBe(9 * 12);
+    expect(run.metrics.ttftMs.mean).toBeGreaterThan(0);
+    expect(run.metrics.tpotMs.count).toBe(9);
+  });
+
+  it('records failures (unknown model) without throwing', async () => {
+    const run = await benchmarkServing({ baseUrl: srv.url, model: 'nope', concurrency: 2, requests: 3, warmup: 0, maxTokens: 4, prompt: () => '1*2=' });
+    expect(run.metrics.completed).toBe(0);
+    expect(run.metrics.failed).toBe(3);
+    expect(run.firstError).toMatch(/HTTP 404/);
+  });
+});
