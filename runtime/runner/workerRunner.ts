@@ -1,7 +1,7 @@
 // ModelRunner whose OnnxRunner lives in its own worker thread, so models of different speeds run in parallel.
-import { Worker } from 'node:worker_threads';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { startTsWorker } from '../util/tsWorker.ts';
 import path from 'node:path';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 import type { OnnxRunnerOptions } from './onnxRunner.ts';
@@ -15,19 +15,6 @@ export class WorkerRunnerError extends Error {
 interface Pending {
   resolve: (o: StepOutput) => void;
   reject: (e: Error) => void;
-}
-
-/**
- * The worker runs TypeScript: a tiny CommonJS bootstrap registers tsx's ESM loader inside the worker
- * (workers do not inherit vitest's transform, and inherit tsx's only when the parent ran under tsx),
- * then imports onnxWorker.ts.
- */
-function bootstrapSource(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const workerUrl = pathToFileURL(path.join(here, 'onnxWorker.ts')).href;
-  // require.resolve finds the CommonJS entry; the ESM entry sits beside it
-  const tsxApi = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/index\.cjs$/, 'index.mjs')).href;
-  return `import(${JSON.stringify(tsxApi)}).then((m) => { m.register(); return import(${JSON.stringify(workerUrl)}); })` + `.catch((e) => { throw e; });`;
 }
 
 export class WorkerRunner implements ModelRunner {
@@ -50,7 +37,7 @@ export class WorkerRunner implements ModelRunner {
   /** Starts a worker, loads the model folder in it and resolves when it is ready. */
   static start(folder: string, opts: OnnxRunnerOptions = {}): Promise<WorkerRunner> {
     const init: WorkerInit = { folder: path.resolve(folder), opts };
-    const worker = new Worker(bootstrapSource(), { eval: true, workerData: init });
+    const worker = startTsWorker(path.join(path.dirname(fileURLToPath(import.meta.url)), 'onnxWorker.ts'), init);
     return new Promise<WorkerRunner>((resolve, reject) => {
       const onMsg = (m: WorkerReply) => {
         cleanup();

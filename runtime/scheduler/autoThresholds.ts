@@ -89,19 +89,28 @@ export class AutoThresholds {
     if (!est) return;
     const limit = Number.isFinite(this.cluster.maxConcurrency) ? this.cluster.maxConcurrency : 64;
     const N = Math.max(1, Math.min(limit, Math.round(est.meanActive)));
-    const current = this.cluster.lanes.map((l) => l.threshold);
+    // Only models that carried traffic enter the chain; the others keep their thresholds.
+    const used = est.rows.map((r, i) => (r > 0 ? i : -1)).filter((i) => i >= 0);
+    const lanes = used.map((i) => this.cluster.lanes[i]);
+    const pick = <T>(m: T[][]) => used.map((i) => used.map((j) => m[i][j]));
     const cap = this.estimator.maxBatch;
-    const input: OptimiserInput = { N, P: est.P, C: est.C, latency: est.latency, maxBatch: this.cluster.lanes.map((l) => Math.min(l.maxBatch, cap, N)) };
-    const answer = this.opts.optimise(input, current.map((t, i) => Math.min(t, input.maxBatch[i])));
+    const P = pick(est.P).map((row) => {
+      const s = row.reduce((a, b) => a + b, 0);
+      return row.map((x) => x / s);
+    });
+    const input: OptimiserInput = { N, P, C: pick(est.C), latency: used.map((i) => est.latency[i]), maxBatch: lanes.map((l) => Math.min(l.maxBatch, cap, N)) };
+    const answer = this.opts.optimise(input, lanes.map((l, k) => Math.min(l.threshold, input.maxBatch[k])));
     const apply = (a: OptimiserAnswer) => {
       this.solves++;
       const gain = a.predictedCurrent > 0 ? a.predictedBest / a.predictedCurrent - 1 : Infinity;
       const now2 = clock.now();
       const live = this.cluster.lanes.map((l) => l.threshold);
-      if (gain <= this.opts.hysteresis || a.best.every((t, i) => t === live[i])) return;
+      const next = live.slice();
+      used.forEach((i, k) => (next[i] = a.best[k]));
+      if (gain <= this.opts.hysteresis || next.every((t, i) => t === live[i])) return;
       try {
-        this.cluster.setThresholds(Object.fromEntries(this.cluster.lanes.map((l, i) => [l.name, a.best[i]])));
-        this.changes.push({ t: now2, from: live, to: a.best, predictedGain: gain, estimate: est });
+        this.cluster.setThresholds(Object.fromEntries(this.cluster.lanes.map((l, i) => [l.name, next[i]])));
+        this.changes.push({ t: now2, from: live, to: next, predictedGain: gain, estimate: est });
       } catch {
         // Infeasible for the configured N (traffic shrank the estimate): keep what is in force.
       }

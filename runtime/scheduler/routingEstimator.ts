@@ -21,7 +21,7 @@ export interface RoutingEstimate {
   P: number[][];
   /** C[i][j]: committed tokens per i→j transition (stay: 1; switch: share kept). */
   C: number[][];
-  /** Mean step ms by model and batch size (index b − 1), filled across unmeasured sizes. */
+  /** Mean step ms by model and batch size (index b − 1), filled across unmeasured sizes; NaN for idle models. */
   latency: number[][];
   /** Request-steps seen per model: how much evidence each row of P rests on. */
   rows: number[];
@@ -105,7 +105,8 @@ export class RoutingEstimator {
     });
     const C = moves.map((row, i) => row.map((n, j) => (i === j ? 1 : n > 0 ? kept[i][j] / n : 0)));
     const latency = sum.map((s, m) => fillProfile(s.map((x, b) => (cnt[m][b] > 0 ? x / cnt[m][b] : NaN)).slice(1)));
-    if (latency.some((l) => l.some((x) => !Number.isFinite(x)))) return null;
+    // A model that carried traffic but never ran a timed batch cannot be modelled yet.
+    if (latency.some((l, m) => rows[m] > 0 && l.some((x) => !Number.isFinite(x)))) return null;
     const meanActive = this.activeSamples.length ? this.activeSamples.reduce((a, s) => a + s.n, 0) / this.activeSamples.length : 0;
     return { P, C, latency, rows, meanActive };
   }

@@ -17,6 +17,8 @@ import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegistry.ts';
+import { AutoThresholds } from '../scheduler/autoThresholds.ts';
+import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
@@ -112,7 +114,17 @@ export class TokenRouterService {
       })),
     });
     for (const [name, r] of runners) this.watch(name, r);
+    if (config.scheduling.thresholds === 'auto') {
+      this.optimiser = workerOptimiser();
+      this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: 0.05 });
+      this.trace.subscribe(this.auto.onEvent);
+      this.auto.start();
+    }
   }
+
+  /** The live threshold controller, when thresholds are "auto". */
+  readonly auto: AutoThresholds | null = null;
+  private readonly optimiser: ReturnType<typeof workerOptimiser> | null = null;
 
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
     const folders = new Map<string, ModelFolder>();
@@ -193,6 +205,8 @@ export class TokenRouterService {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.auto?.stop();
+    await this.optimiser?.close();
     this.registry.close();
     await Promise.all([...this.runners.values()].map((r) => r.close?.()));
   }

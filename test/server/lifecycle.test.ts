@@ -119,3 +119,24 @@ describe('metrics', () => {
     expect(byName.get('tokenrouter_batch_size')!.type).toBe('HISTOGRAM');
   });
 });
+
+describe('thresholds: "auto" on the live server', () => {
+  it('estimates routing from live traffic and solves in a worker thread', async () => {
+    t = await startTestServer({ config: { scheduling: { thresholds: 'auto', maxWaitMs: 20 } }, latency: { small: 2, large: 6 } });
+    const s = t;
+    expect(s.service.auto).not.toBeNull();
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', prompt: `Q: ${i}*7=\nA: `, max_tokens: 120 }) }),
+      ),
+    );
+    const est = s.service.auto!.estimator.estimate(s.service.cluster.clock.now(), 10);
+    expect(est).not.toBeNull();
+    // R-Stitch on these runners switches both ways (lanes: small, medium, large).
+    expect(est!.P[0][2]).toBeGreaterThan(0);
+    expect(est!.P[2][0]).toBeGreaterThan(0);
+    expect(est!.rows[1]).toBe(0);
+    s.service.auto!.tick();
+    await until(() => s.service.auto!.solves > 0, 20_000);
+  });
+});
