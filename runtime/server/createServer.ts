@@ -1,4 +1,5 @@
 // Assembles the HTTP server: OpenAI API, admin API, metrics, live feed and the web app, with errors in one place.
+import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -26,7 +27,7 @@ export function createApp(service: TokenRouterService): { app: express.Express; 
   const app = express();
   const metrics = new ServerMetrics(service);
   app.disable('x-powered-by');
-  app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true }));
+  app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, models: service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false })) });
   });
@@ -56,6 +57,16 @@ export function createApp(service: TokenRouterService): { app: express.Express; 
   });
   app.use(errorMiddleware);
   return { app, metrics };
+}
+
+/**
+ * JSON must be UTF-8 (RFC 8259); the decoder would otherwise turn invalid bytes into U+FFFD silently
+ * and the model would answer a prompt the client never sent. body-parser turns the throw into a 400.
+ */
+function rejectInvalidUtf8(_req: http.IncomingMessage, _res: http.ServerResponse, buf: Buffer, encoding: string): void {
+  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) {
+    throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
+  }
 }
 
 export async function startServer(service: TokenRouterService, port = service.config.port, host = service.config.host): Promise<RunningServer> {
