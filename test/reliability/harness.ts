@@ -1,0 +1,261 @@
+// Shared rig for the reliability and stress suites: a real server over crashable simulated runners, leak checks, seeded randomness.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { parseServerConfig, type ServerConfig } from '../../runtime/config/serverConfig.ts';
+import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
+import { SimRunner } from '../../runtime/runner/simRunner.ts';
+import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
+import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { mix } from '../../runtime/util/hash.ts';
+import { charTokenizer, VOCAB } from '../server/testService.ts';
+
+/**
+ * A simulated model that behaves like a worker runner: steps answer by promise after a real delay,
+ * and `crash()` kills it the way a dead worker does (listeners first, then every pending step
+ * rejects, every cache is gone). Tokens are digits from the fed context's hash; entropy straddles
+ * R-Stitch's τ so routed requests really switch models.
+ */
+export class CrashableRunner implements ModelRunner {
+  readonly info: ModelInfo;
+  private readonly inner: SimRunner;
+  private readonly listeners: ((e: Error) => void)[] = [];
+  private readonly pending = new Set<{ timer: NodeJS.Timeout; reject: (e: Error) => void }>();
+  private dead: Error | null = null;
+  /** Rows this runner has stepped, for tests that wait for load to reach it. */
+  rowsStepped = 0;
+
+  constructor(
+    name: string,
+    private readonly stepMs: number,
+    eosRate = 0,
+  ) {
+    const salt = name.length * 7919;
+    this.inner = new SimRunner({
+      name,
+      vocabSize: VOCAB.length,
+      eosTokenId: 2,
+      maxContext: 256,
+      kvBytesPerToken: 4096,
+      next: (ctx) => {
+        const h = mix(ctx.contextHash, salt);
+        const u = (h >>> 8) / 16777216;
+        const token = u < eosRate ? 2 : 4 + (h % 10);
+        const entropy = ((h >>> 4) % 1000) / 10000;
+        return { token, entropy, maxProb: 1 - entropy, heads: { citer: 1 - entropy, r2r: entropy * 5, colm: entropy * 2 } };
+      },
+    });
+    this.info = this.inner.info;
+  }
+
+  get liveCaches(): number {
+    return this.dead ? 0 : this.inner.liveCaches;
+  }
+
+  get isDead(): boolean {
+    return this.dead !== null;
+  }
+
+  step(rows: readonly StepRow[]): Promise<StepOutput> {
+    if (this.dead) return Promise.reject(this.dead);
+    let out: StepOutput;
+    try {
+      out = this.inner.step(rows);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    this.rowsStepped += rows.length;
+    return new Promise<StepOutput>((resolve, reject) => {
+      const entry = {
+        timer: setTimeout(() => {
+          this.pending.delete(entry);
+          resolve({ rows: out.rows });
+        }, this.stepMs),
+        reject,
+      };
+      this.pending.add(entry);
+    });
+  }
+
+  release(cacheId: number): void {
+    if (!this.dead) this.inner.release(cacheId);
+  }
+
+  onFailure(listener: (error: Error) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Dies as a worker thread does: failure listeners, then every step in flight rejects. */
+  crash(message = 'worker crashed (injected by test)'): void {
+    if (this.dead) return;
+    this.dead = new Error(message);
+    for (const l of this.listeners) l(this.dead);
+    for (const p of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(this.dead);
+    }
+    this.pending.clear();
+  }
+
+  async close(): Promise<void> {
+    for (const p of this.pending) clearTimeout(p.timer);
+    this.pending.clear();
+  }
+}
+
+export interface RigOptions {
+  config?: Record<string, unknown>;
+  /** Real ms per step by model. */
+  latency?: Partial<Record<string, number>>;
+  dataDir?: string;
+  eosRate?: number;
+  /** Default true: the cluster checks its invariants after every batch. */
+  checkInvariants?: boolean;
+  /** Real ms a restarted runner takes to come up. */
+  restartMs?: number;
+}
+
+export interface Rig {
+  service: TokenRouterService;
+  server: RunningServer;
+  url: string;
+  dataDir: string;
+  config: ServerConfig;
+  /** The runner serving `name` now (a restart replaces it). */
+  runner(name: string): CrashableRunner;
+  close(): Promise<void>;
+}
+
+/** A real listening server on loopback over CrashableRunners; crashed runners restart by themselves. */
+export async function startRig(opts: RigOptions = {}): Promise<Rig> {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tr-rel-'));
+  const lat: Record<string, number> = { small: 2, medium: 3, large: 5, ...(opts.latency as Record<string, number>) };
+  const config = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: 64 }, ...opts.config });
+  const make = (name: string) => new CrashableRunner(name, lat[name] ?? 3, opts.eosRate ?? 0);
+  const runners = new Map<string, ModelRunner>(config.models.map((m) => [m.name, make(m.name)]));
+  const service = await TokenRouterService.start(config, {
+    runners,
+    tokenizer: charTokenizer(),
+    checkInvariants: opts.checkInvariants ?? true,
+    restartRunner: (name) => new Promise((resolve) => setTimeout(() => resolve(make(name)), opts.restartMs ?? 30)),
+  });
+  const server = await startServer(service, 0, '127.0.0.1');
+  return {
+    service,
+    server,
+    url: server.url,
+    dataDir,
+    config,
+    runner: (name) => service.runners.get(name) as CrashableRunner,
+    close: async () => {
+      await server.close();
+      await service.close();
+    },
+  };
+}
+
+/** Nothing in flight anywhere: entry, lanes, KV pools and runner caches all empty. */
+export function leftovers(service: TokenRouterService): string[] {
+  const out: string[] = [];
+  const c = service.cluster;
+  if (c.activeCount) out.push(`${c.activeCount} requests active`);
+  if (c.queuedCount) out.push(`${c.queuedCount} requests queued at the entry`);
+  for (const l of c.laneStats()) {
+    if (l.kvBytes) out.push(`${l.name}: ${l.kvBytes} KV bytes cached`);
+    if (l.kvReservedBytes) out.push(`${l.name}: ${l.kvReservedBytes} KV bytes reserved`);
+    if (l.running + l.pendingReturn + l.waitingAdmission) out.push(`${l.name}: ${l.running} running, ${l.pendingReturn} pending-return, ${l.waitingAdmission} waiting`);
+    if (l.executing) out.push(`${l.name}: still executing a batch`);
+  }
+  for (const [name, r] of service.runners) {
+    const live = (r as Partial<CrashableRunner>).liveCaches;
+    if (live) out.push(`${name}: runner holds ${live} caches`);
+  }
+  return out;
+}
+
+/** Waits until the cluster is idle and every batch has returned, then asserts nothing is left. */
+export async function expectNothingLeft(service: TokenRouterService, ms = 5000): Promise<void> {
+  await until(() => leftovers(service).length === 0, ms).catch(() => undefined);
+  expect(leftovers(service)).toEqual([]);
+}
+
+/** Polls until `cond` holds or `ms` pass. */
+export async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const t0 = Date.now();
+  while (!cond()) {
+    if (Date.now() - t0 > ms) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: { error?: { message: string; type: string; param: string | null; code: string | null; details?: unknown } } & Record<string, unknown>;
+}
+
+/** One HTTP request; the body is sent as given when it is a string or bytes, else as JSON. */
+export async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const raw = body === undefined || typeof body === 'string' || body instanceof Uint8Array ? (body as string | Uint8Array | undefined) : JSON.stringify(body);
+  const res = await fetch(url, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: raw as BodyInit | undefined });
+  const text = await res.text();
+  let json: Reply['json'] = {};
+  try {
+    json = JSON.parse(text) as Reply['json'];
+  } catch {
+    // non-JSON answers (SSE, HTML) keep json empty
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** A completion any healthy server answers: proves the server still serves everyone else. */
+export async function expectStillServing(url: string): Promise<void> {
+  const r = await call(`${url}/v1/completions`, 'POST', { model: 'r-stitch', prompt: 'Q: 12*3=\nA: ', max_tokens: 4, temperature: 0 });
+  expect(r.status, r.text).toBe(200);
+  expect((r.json.choices as { text: string }[])[0].text.length).toBeGreaterThan(0);
+}
+
+/** mulberry32: a small seeded generator, so a failing fuzz case replays exactly. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Heap in use after a full collection (needs node --expose-gc; falls back to a plain reading). */
+export async function heapAfterGc(): Promise<number> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  for (let i = 0; i < 3; i++) {
+    gc?.();
+    await new Promise((r) => setImmediate(r));
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+/** Runs `tasks` with at most `limit` in flight. */
+export async function pool<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
+  const out = new Array<T>(count);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      out[i] = await task(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
+  return out;
+}
+
+/** Nearest-rank percentile of `xs`. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
