@@ -1,7 +1,7 @@
 // The clicked batch: model, phase, size, duration, and its requests (pick one to follow its path).
 import { PHASE_NAMES } from './eventStore.ts';
 import type { TimelineController } from './timelineController.ts';
-import { formatMs } from './viewport.ts';
+import { formatMs, formatRel } from './viewport.ts';
 
 export function BatchPanel({ c }: { c: TimelineController }) {
   const b = c.store.batches;
@@ -17,7 +17,7 @@ export function BatchPanel({ c }: { c: TimelineController }) {
         <div><label>phase</label><b>{PHASE_NAMES[col.phase[p]]}</b></div>
         <div><label>size</label><b>{col.size[p]}</b></div>
         <div><label>tokens fed</label><b>{col.tokens[p]}</b></div>
-        <div><label>start</label><b>+{formatMs(col.start[p] - origin, 0.01)}</b></div>
+        <div><label>start</label><b>{formatRel(col.start[p] - origin, 0.01)}</b></div>
         <div><label>duration</label><b>{formatMs(col.end[p] - col.start[p], 0.01)}</b></div>
       </div>
       <div className="tl-chips">

@@ -1,5 +1,5 @@
 // The scheduling configuration in force at the right edge of the view, and how often it changed.
-import { formatMs } from './viewport.ts';
+import { formatRel } from './viewport.ts';
 import type { TimelineController } from './timelineController.ts';
 import { useTick } from './useTick.ts';
 
@@ -22,11 +22,11 @@ export function ConfigBar({ c }: { c: TimelineController }) {
           config changed {changes - 1}×:
           {c.store.configs.slice(1).slice(-4).map((x, i) => (
             <button key={i} className="link" onClick={() => { const span = c.view.t1 - c.view.t0; c.setView(x.t - span / 2, x.t + span / 2); }}>
-              +{formatMs(x.t - origin, 1)}
+              {formatRel(x.t - origin, 1)}
             </button>
           ))}
         </span>
-      ) : <span className="muted">unchanged since +{formatMs(cf.t - origin, 1)}</span>}
+      ) : <span className="muted">unchanged since {formatRel(cf.t - origin, 1)}</span>}
     </div>
   );
 }

@@ -1,7 +1,7 @@
 // Counts over the selected time range (or the visible window): tokens/s, handoffs/s, batch sizes, idle time.
 import { modelColor } from './modelColors.ts';
 import type { TimelineController } from './timelineController.ts';
-import { formatMs } from './viewport.ts';
+import { formatMs, formatRel } from './viewport.ts';
 
 export function RangeStatsPanel({ c }: { c: TimelineController }) {
   const s = c.stats();
@@ -9,7 +9,7 @@ export function RangeStatsPanel({ c }: { c: TimelineController }) {
   return (
     <section className="tl-card" data-testid="range-stats">
       <h3>{c.range ? 'Selected range' : 'Visible window'}
-        <span className="muted small"> +{formatMs(s.t0 - origin, 1)} → +{formatMs(s.t1 - origin, 1)} ({formatMs(s.durationMs, 1)})</span>
+        <span className="muted small"> {formatRel(s.t0 - origin, 1)} → {formatRel(s.t1 - origin, 1)} ({formatMs(s.durationMs, 1)})</span>
         {c.range ? <button className="link right" onClick={() => c.setRange(null)}>clear</button> : null}</h3>
       <div className="tl-figures">
         <div title="Rows sampled minus tokens discarded at handoffs, per second"><label>committed tok/s</label><b data-testid="tok-s">{s.committedPerSec.toFixed(1)}</b></div>

@@ -23,7 +23,7 @@ export function RequestList({ c }: { c: TimelineController }) {
           <button key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
             <code>{r.id}</code>
             <span className={`badge ${r.status}`}>{r.status}</span>
-            <span className="muted">{r.end ? `${r.end.tokens.length} tok · ${r.end.handoffs} ho` : ''}</span>
+            <span className="muted">{r.end ? `${r.end.tokens.length} tokens · ${r.end.handoffs} handoffs` : ''}</span>
           </button>
         ))}
         {!rows.length ? <p className="muted small">No requests yet.</p> : null}

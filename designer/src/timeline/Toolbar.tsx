@@ -32,8 +32,8 @@ export function Toolbar({ c }: { c: TimelineController }) {
         </button>
       </div>
       <div className="tl-group">
-        <button onClick={() => c.zoom(0.5)} title="Zoom in (wheel up)">＋</button>
-        <button onClick={() => c.zoom(2)} title="Zoom out (wheel down)">－</button>
+        <button onClick={() => c.zoom(0.5)} title="Zoom in (wheel up)">+</button>
+        <button onClick={() => c.zoom(2)} title="Zoom out (wheel down)">−</button>
         <button onClick={() => c.fitAll()} title="Show everything retained">Fit</button>
       </div>
       <div className="tl-group">
@@ -49,7 +49,7 @@ export function Toolbar({ c }: { c: TimelineController }) {
         {load ? <span className="tl-note" data-testid="load-status">{load}</span> : null}
       </div>
       <div className="tl-metrics">
-        <span title="Events applied per second">{Math.round(c.ingestRate).toLocaleString()} ev/s</span>
+        {live ? <span title="Events applied per second (last 2 s)">{Math.round(c.ingestRate).toLocaleString()} ev/s</span> : null}
         <span title="Events held in the bounded window">{c.store.size.toLocaleString()} / {c.store.capacity.toLocaleString()} kept</span>
         <span title="Median frame interval over the last 60 frames">{fps} fps</span>
       </div>

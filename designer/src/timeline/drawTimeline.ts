@@ -290,7 +290,7 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
     if (kept) stats.keptArrows++; else stats.discardedArrows++;
     if (heads) arrowHead(headPaths[kept ? 0 : 1], xs, ys, xr, yr, 5);
   }
-  ctx.globalAlpha = dim ? 0.25 : dense ? 0.55 : 0.85;
+  ctx.globalAlpha = dim ? 0.25 : dense ? 0.4 : 0.85;
   ctx.lineWidth = 1;
   ctx.strokeStyle = THEME.kept;
   ctx.stroke(keptPath);
@@ -382,7 +382,12 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
     ctx.lineTo(x, height);
     ctx.stroke();
     ctx.setLineDash([]);
-    const text = `${k === 0 ? 'config' : 'config changed'}: ${cf.mode} · T ${Object.entries(cf.thresholds).map(([m, n]) => `${short(m)}=${n}`).join(' ')}`;
+    // The label may run up to the next mark (or the plot's edge), never over it.
+    const nextX = k + 1 < store.configs.length ? timeToX(v, store.configs[k + 1].t) : plotR;
+    const room = Math.min(nextX, plotR) - x - 18;
+    if (room < 30) continue;
+    const full = `${k === 0 ? 'config' : 'config changed'}: ${cf.mode} · T ${Object.entries(cf.thresholds).map(([m, n]) => `${short(m)}=${n}`).join(' ')}`;
+    const text = ellipsize(ctx, full, room);
     const tw = ctx.measureText(text).width;
     ctx.fillStyle = 'rgba(11,15,21,0.85)';
     ctx.fillRect(x + 3, layout.axisH + 3, tw + 10, 17);

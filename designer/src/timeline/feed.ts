@@ -15,6 +15,7 @@ const messageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('events'), events: z.array(z.unknown()) }),
   z.object({ type: z.literal('stats'), now: z.number(), models: z.array(gaugeSchema) }),
   z.object({ type: z.literal('dropped'), count: z.number() }),
+  z.object({ type: z.literal('error'), message: z.string() }),
 ]);
 
 export type FeedStatus = 'connecting' | 'open' | 'closed' | 'error';
@@ -68,6 +69,7 @@ export function createMessageHandler(handlers: FeedHandlers): (text: string) => 
       case 'events': handlers.onEvents(validEvents(m.events, handlers.onInvalid)); break;
       case 'stats': handlers.onStats({ now: m.now, models: m.models }); break;
       case 'dropped': handlers.onDropped(m.count); break;
+      case 'error': handlers.onStatus('error', m.message); break;
     }
   };
 }

@@ -30,12 +30,13 @@ export const AXIS_H = 30;
 export function computeLayout(models: readonly string[], width: number, height: number): Layout {
   const n = Math.max(1, models.length);
   const avail = Math.max(0, height - AXIS_H - 8);
-  const per = Math.max(84, Math.min(190, avail / n));
+  const per = Math.max(84, Math.min(240, avail / n));
   const lanes = models.map((model, lane) => {
     const top = AXIS_H + lane * per;
-    const pad = Math.round(per * 0.14);
-    const batchH = Math.round(per * 0.42);
-    const queueH = Math.round(per * 0.26);
+    const pad = Math.round(Math.min(26, per * 0.14));
+    // Rows stop growing past a readable size; the rest is the corridor the handoff arrows cross.
+    const batchH = Math.round(Math.min(64, per * 0.42));
+    const queueH = Math.round(Math.min(44, per * 0.26));
     const batchTop = top + pad;
     const queueTop = batchTop + batchH + 4;
     return { lane, model, top, bottom: top + per, batchTop, batchH, queueTop, queueH };

@@ -53,6 +53,11 @@ export function tickStep(v: Viewport, minPx = 90): number {
   return 10 * p;
 }
 
+/** A time relative to the trace origin, signed: "+1.250 s", "−12 ms". */
+export function formatRel(t: number, step = 1): string {
+  return `${t < 0 ? '−' : '+'}${formatMs(Math.abs(t), step)}`;
+}
+
 /** Formats a time for the axis or panels with a precision suited to `step`. */
 export function formatMs(t: number, step = 1): string {
   const a = Math.abs(t);
