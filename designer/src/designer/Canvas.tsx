@@ -40,10 +40,14 @@ export function Canvas() {
   const rf = useReactFlow();
 
   useEffect(() => {
-    // Wait a frame so freshly opened nodes are measured before fitting.
+    // An empty document starts at the origin; otherwise wait a frame so its nodes are measured, then fit.
+    if (store.getState().graph.nodes.length === 0) {
+      void rf.setViewport({ x: 0, y: 0, zoom: 1 });
+      return;
+    }
     const t = setTimeout(() => void rf.fitView({ padding: 0.2, duration: 250, maxZoom: 1.1 }), 60);
     return () => clearTimeout(t);
-  }, [viewEpoch, rf]);
+  }, [viewEpoch, rf, store]);
 
   const issuesByNode = useMemo(() => {
     const m = new Map<string, IrIssue[]>();

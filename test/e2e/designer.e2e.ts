@@ -1,0 +1,158 @@
+// Designer end to end in headless Chromium against a real server: build R-Stitch by drag and connect, fix an error, deploy, run, reload.
+// Run: npx tsx test/e2e/designer.e2e.ts   (builds the web app first; screenshots go to test-artifacts/)
+import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Page } from 'playwright-core';
+import { startTestServer } from '../server/testService.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const artifacts = path.join(root, 'test-artifacts');
+const NAME = 'e2e-rstitch';
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(artifacts, `designer-${name}.png`) });
+}
+
+/** Drags a palette entry onto the canvas at (x, y) relative to the canvas; returns the new node's id. */
+async function drop(page: Page, type: string, x: number, y: number): Promise<string> {
+  const before = await page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
+  await page.dragAndDrop(`[data-testid="palette-${type}"]`, '[data-testid="canvas"]', { targetPosition: { x, y } });
+  const after = await page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
+  const added = after.filter((id) => !before.includes(id));
+  assert.equal(added.length, 1, `dropping ${type} adds one node`);
+  return added[0];
+}
+
+/** Connects an output handle to an input handle with the mouse, as a user does. */
+async function wire(page: Page, from: string, fromPort: string, to: string, toPort: string): Promise<void> {
+  const a = await page.locator(`[data-testid="out-${from}-${fromPort}"]`).boundingBox();
+  const b = await page.locator(`[data-testid="in-${to}-${toPort}"]`).boundingBox();
+  assert.ok(a && b, `handles ${from}.${fromPort} and ${to}.${toPort} are on screen`);
+  await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
+  await page.mouse.down();
+  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 6 });
+  await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 6 });
+  await page.mouse.up();
+  const edges = await page.evaluate(() => window.__designer!.graph().edges);
+  assert.ok(
+    edges.some((e) => e.source === from && e.sourceHandle === fromPort && e.target === to && e.targetHandle === toPort),
+    `edge ${from}.${fromPort} → ${to}.${toPort} exists`,
+  );
+}
+
+async function setParam(page: Page, node: string, param: string, value: string | boolean): Promise<void> {
+  await page.click(`[data-testid="node-${node}"] .an-head`);
+  const field = page.locator(`[data-testid="param-${node}-${param}"]`);
+  if (typeof value === 'boolean') await field.setChecked(value);
+  else await field.selectOption(value);
+}
+
+async function main(): Promise<void> {
+  fs.mkdirSync(artifacts, { recursive: true });
+  execSync('npm run build:web', { cwd: root, stdio: 'ignore' });
+  const srv = await startTestServer();
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const pageErrors: string[] = [];
+  try {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    await page.goto(`${srv.url}/`);
+    await page.waitForFunction(() => window.__designer !== undefined);
+    await page.locator('.conn-server').waitFor();
+
+    // An empty canvas.
+    await page.click('[data-testid="open-menu"]');
+    await page.click('[data-testid="new-graph"]');
+    await page.waitForTimeout(300);
+    assert.equal(await page.evaluate(() => window.__designer!.graph().nodes.length), 0);
+
+    // The small model's half of R-Stitch, by drag and drop: node defaults are small, entropy > 0.03, hand off to large discarding.
+    const start = await drop(page, 'start', 140, 70);
+    const hSmall = await drop(page, 'entropy', 140, 210);
+    const unsure = await drop(page, 'compare', 420, 210);
+    const toLarge = await drop(page, 'handoff', 700, 210);
+    await wire(page, hSmall, 'out', unsure, 'a');
+    await wire(page, unsure, 'out', toLarge, 'when');
+
+    // The large model receives requests but has no decision yet: an error on the hand-off node, deploy disabled.
+    const issue = page.locator(`[data-testid="issue-${toLarge}"]`);
+    await issue.waitFor();
+    assert.match(await issue.innerText(), /missing_decision/);
+    assert.ok(await page.locator('[data-testid="deploy"]').isDisabled(), 'deploy is disabled while an error stands');
+    await shot(page, '1-error');
+
+    // Fix: large hands back when its entropy is ≤ τ, keeping its token.
+    const hLarge = await drop(page, 'entropy', 140, 420);
+    const sure = await drop(page, 'compare', 420, 420);
+    const toSmall = await drop(page, 'handoff', 700, 420);
+    await setParam(page, hLarge, 'model', 'large');
+    await setParam(page, sure, 'op', '<=');
+    await setParam(page, toSmall, 'model', 'large');
+    await setParam(page, toSmall, 'to', 'small');
+    await setParam(page, toSmall, 'keep', true);
+    await wire(page, hLarge, 'out', sure, 'a');
+    await wire(page, sure, 'out', toSmall, 'when');
+    assert.deepEqual(await page.evaluate(() => window.__designer!.errors()), [], 'the graph compiles');
+    assert.equal(await issue.count(), 0, 'the error is gone from the node');
+
+    // Name it and deploy with one click.
+    await page.click('[data-testid="canvas"] .react-flow__controls-fitview');
+    await page.locator('.react-flow__pane').click({ position: { x: 20, y: 20 } });
+    await page.fill('[data-testid="graph-name"]', NAME);
+    await page.locator('[data-testid="deploy"]:not([disabled])').waitFor();
+    await page.click('[data-testid="deploy"]');
+    await page.waitForFunction(() => window.__designer!.deploy().status !== 'deploying' && window.__designer!.deploy().status !== 'idle');
+    const deploy = await page.evaluate(() => window.__designer!.deploy());
+    assert.equal(deploy.status, 'deployed', `deploy failed: ${deploy.message}`);
+    const registry = (await (await fetch(`${srv.url}/admin/algorithms`)).json()) as { algorithms: { name: string; activeVersion: number | null }[] };
+    assert.equal(registry.algorithms.find((a) => a.name === NAME)?.activeVersion, deploy.version, 'the server runs the deployed version');
+    await shot(page, '2-deployed');
+
+    // Playground: run the deployed algorithm, watch coloured tokens, hover one.
+    await page.click('[data-testid="tab-playground"]');
+    await page.locator(`[data-testid="playground-target"] option[value="${NAME}"]`).waitFor({ state: 'attached' });
+    await page.selectOption('[data-testid="playground-target"]', NAME);
+    await page.fill('[data-testid="playground-prompt"]', '17+25=');
+    await page.click('[data-testid="playground-run"]');
+    await page.waitForFunction(() => ['done', 'error'].includes(window.__designer!.playground().status), undefined, { timeout: 20_000 });
+    const pg = await page.evaluate(() => window.__designer!.playground());
+    assert.equal(pg.status, 'done', `playground: ${pg.message}`);
+    assert.ok(pg.tokens.length > 5, 'tokens streamed');
+    const models = new Set(pg.tokens.map((t) => t.model));
+    assert.ok(models.has('small') && models.has('large'), `both models wrote tokens (${[...models].join(', ')})`);
+    const colours = await page.$$eval('[data-testid="pg-token"]', (els) => [...new Set(els.map((e) => `${e.getAttribute('data-model')}=${getComputedStyle(e).borderBottomColor}`))]);
+    const byModel = new Map(colours.map((c) => c.split('=') as [string, string]));
+    assert.notEqual(byModel.get('small'), byModel.get('large'), 'each model has its own colour');
+    await page.locator('[data-testid="pg-token"][data-model="large"]').first().hover();
+    await page.locator('[data-testid="token-card"]').waitFor();
+    assert.match(await page.locator('[data-testid="token-card"]').innerText(), /entropy/);
+    await shot(page, '3-playground');
+
+    // Reload: the draft is still there.
+    const before = await page.evaluate(() => window.__designer!.graph());
+    await page.reload();
+    await page.waitForFunction(() => window.__designer !== undefined);
+    const after = await page.evaluate(() => window.__designer!.graph());
+    assert.equal(after.name, NAME);
+    assert.deepEqual(after.nodes, before.nodes);
+    assert.deepEqual(after.edges, before.edges);
+    assert.equal(await page.locator('[data-testid="save-state"]').innerText(), '✓ Saved');
+    await page.waitForTimeout(500);
+    await shot(page, '4-reloaded');
+
+    assert.deepEqual(pageErrors, [], 'no page errors');
+    console.log(`designer e2e: ok (${pg.tokens.length} tokens from ${[...models].join(' + ')}, deployed v${deploy.version}, nodes ${start} … ${toSmall})`);
+  } finally {
+    await browser.close();
+    await srv.close();
+  }
+}
+
+main().catch((e) => {
+  console.error('designer e2e: FAILED\n', e);
+  process.exitCode = 1;
+});
