@@ -13,6 +13,9 @@ const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   length: () => import('./length.ts'),
   concurrency: () => import('./concurrency.ts'),
   scale: () => import('./scale.ts'),
+  ablation: () => import('./ablation.ts'),
+  breakdown: () => import('./breakdown.ts'),
+  combos: () => import('./combos.ts'),
 };
 
 export async function main(argv: string[]): Promise<number> {

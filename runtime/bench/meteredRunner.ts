@@ -6,7 +6,7 @@ import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/mode
 export interface StepTiming {
   /** runner.step was called (rows already packed by the sub-server). */
   callMs: number;
-  /** The result reached the main thread. */
+  /** The result reached the main thread (simulated runners: when the clock delivers it). */
   resolveMs: number;
   /** Time inside the model itself (session.run + router heads), as the runner reports it. */
   modelMs: number;
@@ -55,11 +55,12 @@ export class MeteredRunner implements ModelRunner {
     const fed = this.maskEos && this.eos >= 0 ? rows.map((r) => (r.wants.topK >= 2 ? r : { ...r, wants: { ...r.wants, topK: 2 } })) : rows;
     const callMs = performance.now();
     const out = this.inner.step(fed);
-    if (out instanceof Promise) return out.then((o) => this.done(o, callMs, rows));
-    return this.done(out, callMs, rows);
+    if (out instanceof Promise) return out.then((o) => this.done(o, callMs, rows, performance.now()));
+    // A synchronous (simulated) step is delivered after durationMs on the clock: that is when it is "back".
+    return this.done(out, callMs, rows, performance.now() + (out.durationMs ?? 0));
   }
 
-  private done(o: StepOutput, callMs: number, rows: readonly StepRow[]): StepOutput {
+  private done(o: StepOutput, callMs: number, rows: readonly StepRow[], resolveMs: number): StepOutput {
     // Simulated runners charge clock time instead of running a model: that time is their model time.
     const modelMs = o.modelMs ?? o.durationMs ?? 0;
     this.steps++;
@@ -67,7 +68,7 @@ export class MeteredRunner implements ModelRunner {
     if (this.recording) {
       let tokens = 0;
       for (const r of rows) tokens += r.tokens.length;
-      this.timings.push({ callMs, resolveMs: performance.now(), modelMs, rows: rows.length, tokens });
+      this.timings.push({ callMs, resolveMs, modelMs, rows: rows.length, tokens });
     }
     if (!(this.maskEos && this.eos >= 0)) return o;
     let changed = false;

@@ -1,0 +1,147 @@
+// Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
+import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { loadRunnerSet } from './benchRunners.ts';
+import { BASELINE, runServingCase, sweepSlowLane, thresholdCandidates, type BatchTiming, type ServingMode } from './servingCase.ts';
+import { ALGORITHM_LANES } from './serving.ts';
+import { SuiteFlags } from './suiteFlags.ts';
+import { barChart } from './svgChart.ts';
+import { writeSuiteOutput, type Row } from './suiteOutput.ts';
+
+export interface LaneBreakdown {
+  lane: string;
+  batches: number;
+  mean_batch: number;
+  /** Σ launch → results routed, ms. */
+  busy_ms: number;
+  /** Inside the model (session.run and router heads), as the runner measures it. */
+  model_ms: number;
+  /** Launch → runner.step called: picking and packing rows. */
+  pack_ms: number;
+  /** runner.step → result on the main thread, minus model time: tensor building, sampling, thread messages, event-loop wait. */
+  runner_other_ms: number;
+  /** Result → batch closed: routing, commits, handoffs, lifecycle events, streaming to clients. */
+  route_ms: number;
+  model_fraction: number;
+}
+
+/** Splits every batch's wall time into the parts above and sums them per lane. */
+export function breakdownOf(batches: readonly BatchTiming[]): LaneBreakdown[] {
+  const by = new Map<string, LaneBreakdown>();
+  for (const b of batches) {
+    if (!b.step) continue;
+    let l = by.get(b.lane);
+    if (!l) by.set(b.lane, (l = { lane: b.lane, batches: 0, mean_batch: 0, busy_ms: 0, model_ms: 0, pack_ms: 0, runner_other_ms: 0, route_ms: 0, model_fraction: 0 }));
+    const s = b.step;
+    l.batches++;
+    l.mean_batch += b.rows;
+    l.busy_ms += b.endMs - b.startMs;
+    l.model_ms += s.modelMs;
+    l.pack_ms += Math.max(0, s.callMs - b.startMs);
+    l.runner_other_ms += Math.max(0, s.resolveMs - s.callMs - s.modelMs);
+    l.route_ms += Math.max(0, b.endMs - s.resolveMs);
+  }
+  return [...by.values()].map((l) => ({ ...l, mean_batch: l.mean_batch / Math.max(1, l.batches), model_fraction: l.model_ms / Math.max(1e-9, l.busy_ms) }));
+}
+
+/** Σ model / Σ busy over every lane. */
+export function overallModelFraction(lanes: readonly LaneBreakdown[]): number {
+  const busy = lanes.reduce((s, l) => s + l.busy_ms, 0);
+  return busy > 0 ? lanes.reduce((s, l) => s + l.model_ms, 0) / busy : 0;
+}
+
+export async function run(opts: BenchOptions): Promise<BenchReport> {
+  const f = new SuiteFlags(opts.flags);
+  const concurrency = f.num('concurrency', 16);
+  const algorithms = f.list('algorithms', ['r2r']);
+  const requests = f.sized('requests', 128, 24);
+  const maxTokens = f.num('max-tokens', 128);
+  const maskEos = f.bool('ignore-eos', false);
+  const fixed = f.num('large-threshold', 0);
+  const set = await loadRunnerSet(f.str('runners'));
+  const total = algorithms.length * ((fixed ? 0 : thresholdCandidates(concurrency).length) + 2);
+  let done = 0;
+  const rows: Row[] = [];
+  const perAlg: Record<string, unknown>[] = [];
+  try {
+    for (const algorithm of algorithms) {
+      const lanes = ALGORITHM_LANES[algorithm];
+      if (!lanes) throw new Error(`unknown algorithm "${algorithm}"`);
+      const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos, recordSteps: true };
+      let tr: ServingMode;
+      if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
+      else tr = (await sweepSlowLane(set, { ...c, recordSteps: false, requests: f.sized('sweep-requests', 48, 8) }, 'large', () => progress(`breakdown ${algorithm} sweep`, ++done, total))).best;
+      const entry: Record<string, unknown> = { algorithm, thresholds: tr.thresholds };
+      for (const mode of [tr, BASELINE]) {
+        const r = await runServingCase(set, { ...c, mode });
+        progress(`breakdown ${algorithm} ${mode.label}`, ++done, total);
+        const lanesBd = breakdownOf(r.batches);
+        const duration = r.run.metrics.durationMs;
+        entry[mode.label] = {
+          model_fraction: overallModelFraction(lanesBd),
+          tok_s: r.run.metrics.outputThroughputTokS,
+          lanes: lanesBd.map((l) => ({ ...l, model_busy_share_of_run: l.model_ms / duration })),
+        };
+        for (const l of lanesBd) {
+          rows.push({
+            algorithm,
+            mode: mode.label,
+            lane: l.lane,
+            batches: l.batches,
+            mean_batch: l.mean_batch,
+            busy_ms: l.busy_ms,
+            model_pct: 100 * l.model_fraction,
+            pack_pct: (100 * l.pack_ms) / l.busy_ms,
+            runner_other_pct: (100 * l.runner_other_ms) / l.busy_ms,
+            route_stream_pct: (100 * l.route_ms) / l.busy_ms,
+            model_ms_per_batch: l.model_ms / l.batches,
+            busy_ms_per_batch: l.busy_ms / l.batches,
+          });
+        }
+      }
+      perAlg.push(entry);
+    }
+  } finally {
+    await set.close();
+  }
+  printTable(rows);
+  const first = perAlg[0] as { tokenrouter: { model_fraction: number }; baseline: { model_fraction: number } };
+  console.log(`model execution share of busy time (TokenRouter mode, ${algorithms[0]}, N=${concurrency}): ${(100 * first.tokenrouter.model_fraction).toFixed(1)}% (target ≥ 90%); baseline ${(100 * first.baseline.model_fraction).toFixed(1)}%`);
+  const settings = {
+    concurrency,
+    algorithms,
+    requests,
+    max_tokens: maxTokens,
+    eos: maskEos ? 'masked' : 'natural',
+    tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : 'async-delayed, retainState true, large threshold from a sweep',
+    baseline_mode: 'step-sync, retainState false',
+    busy_time: 'per batch: sub-server launch → results routed and streamed (trace batch start/end, real clock); summed per lane',
+    model_time: 'modelMs the runner reports (ONNX session.run + router heads, inside the worker); simulated runners: their step latency',
+    parts: {
+      pack: 'launch → runner.step called (choosing and packing rows)',
+      runner_other: 'runner.step → result on the main thread, minus model time (tensors, sampling, worker messages, event-loop wait)',
+      route_stream: 'result → batch closed (route(), commits, handoffs, request lifecycle, SSE writes)',
+    },
+    transport: 'HTTP/SSE, in-process server; the load generator shares the process',
+    ...set.description,
+    quick: f.quick,
+  };
+  const report: BenchReport = { suite: 'breakdown', settings, results: { model_fraction: first.tokenrouter.model_fraction, baseline_model_fraction: first.baseline.model_fraction, algorithms: perAlg } };
+  const cats = rows.map((r) => `${r.algorithm} ${r.mode === 'tokenrouter' ? 'TR' : 'base'} ${r.lane}`);
+  writeSuiteOutput(report, {
+    tables: { 'Busy time by part (% of each lane busy time)': rows },
+    charts: {
+      breakdown: barChart({
+        title: `Share of sub-server busy time, N=${concurrency} (${set.kind} models)`,
+        yLabel: '% of busy time',
+        categories: cats,
+        series: [
+          { name: 'model', values: rows.map((r) => r.model_pct as number) },
+          { name: 'pack', values: rows.map((r) => r.pack_pct as number) },
+          { name: 'runner other', values: rows.map((r) => r.runner_other_pct as number) },
+          { name: 'route+stream', values: rows.map((r) => r.route_stream_pct as number) },
+        ],
+      }),
+    },
+  });
+  return report;
+}

@@ -1,0 +1,93 @@
+// Suite combos: one algorithm on each pair of bundled models, TokenRouter mode vs the standard-serving baseline.
+import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { loadRunnerSet } from './benchRunners.ts';
+import { runFigures, thresholdCandidates, tokenRouterVsBaseline } from './servingCase.ts';
+import { SuiteFlags } from './suiteFlags.ts';
+import { barChart } from './svgChart.ts';
+import { writeSuiteOutput, type Row } from './suiteOutput.ts';
+
+export const PAIRS: readonly [string, string][] = [
+  ['small', 'medium'],
+  ['small', 'large'],
+  ['medium', 'large'],
+];
+
+export async function run(opts: BenchOptions): Promise<BenchReport> {
+  const f = new SuiteFlags(opts.flags);
+  // R-Stitch reads only the entropy, which every model has; the router heads exist only on small (labelled by large).
+  const algorithm = f.str('algorithm', 'r-stitch');
+  const concurrency = f.num('concurrency', 4);
+  const requests = f.sized('requests', 96, 12);
+  const sweepRequests = f.sized('sweep-requests', 32, 8);
+  const maxTokens = f.num('max-tokens', 128);
+  const maskEos = f.bool('ignore-eos', false);
+  const set = await loadRunnerSet(f.str('runners'));
+  const total = PAIRS.length * (thresholdCandidates(concurrency).length + 2);
+  let done = 0;
+  const rows: Row[] = [];
+  const combos: Record<string, unknown>[] = [];
+  try {
+    for (const [a, b] of PAIRS) {
+      const name = `${a}+${b}`;
+      // The algorithm's lanes are called small and large; here they run whichever pair is measured.
+      const cmp = await tokenRouterVsBaseline(
+        set,
+        { algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos },
+        { slowLane: 'large', sweepRequests, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
+      );
+      const tr = runFigures(cmp.tokenrouter);
+      const bl = runFigures(cmp.baseline);
+      const share = (t: Record<string, number>) => {
+        const all = Object.values(t).reduce((x, y) => x + y, 0);
+        return all > 0 ? (t.large ?? 0) / all : 0;
+      };
+      combos.push({ combo: name, tokenrouter_tok_s: tr.tok_s, baseline_tok_s: bl.tok_s, speedup: tr.tok_s / bl.tok_s, thresholds: cmp.mode.thresholds, threshold_sweep: cmp.sweep, tokenrouter: tr, baseline: bl, second_model_token_share: share(cmp.tokenrouter.run.tokensByModel) });
+      rows.push({
+        combo: name,
+        thresholds: `1/${cmp.mode.thresholds?.large ?? 1}`,
+        tokenrouter_tok_s: tr.tok_s,
+        baseline_tok_s: bl.tok_s,
+        speedup: tr.tok_s / bl.tok_s,
+        tr_mean_e2e_ms: tr.mean_e2e_ms,
+        base_mean_e2e_ms: bl.mean_e2e_ms,
+        second_model_token_share: share(cmp.tokenrouter.run.tokensByModel),
+        handoffs_per_req: tr.handoffs_per_request,
+        out_tokens: tr.mean_output_tokens,
+      });
+    }
+  } finally {
+    await set.close();
+  }
+  const table = rows;
+  printTable(table);
+  const settings = {
+    algorithm,
+    concurrency,
+    requests_per_run: requests,
+    sweep_requests_per_point: sweepRequests,
+    max_tokens: maxTokens,
+    eos: maskEos ? 'masked' : 'natural',
+    lanes: 'the algorithm’s "small" lane runs the first model of the pair, its "large" lane the second',
+    tokenrouter_mode: 'async-delayed, retainState true, second model threshold from a sweep',
+    baseline_mode: 'step-sync, retainState false',
+    transport: 'HTTP/SSE, in-process server',
+    ...set.description,
+    quick: f.quick,
+  };
+  const report: BenchReport = { suite: 'combos', settings, results: { combos } };
+  writeSuiteOutput(report, {
+    tables: { 'Model combinations': table },
+    charts: {
+      throughput: barChart({
+        title: `${algorithm} on each model pair, concurrency ${concurrency} (${set.kind} models)`,
+        yLabel: 'tok/s',
+        categories: table.map((r) => String(r.combo)),
+        series: [
+          { name: 'TokenRouter', values: table.map((r) => r.tokenrouter_tok_s as number) },
+          { name: 'baseline', values: table.map((r) => r.baseline_tok_s as number) },
+        ],
+      }),
+    },
+  });
+  return report;
+}
