@@ -2,6 +2,7 @@
 import { buildChain } from './buildChain.ts';
 import { chooseTimeStep, roundLatencies } from './chooseTimeStep.ts';
 import { normaliseInput } from './normaliseInput.ts';
+import { phaseGroups } from './phaseGroups.ts';
 import { solveStationary } from './solveStationary.ts';
 import type { ThroughputInput, ThroughputResult } from './types.ts';
 
@@ -18,7 +19,11 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
     pruneBelow: input.pruneBelow,
   });
   const t1 = performance.now();
-  const st = solveStationary(chain, { tolerance: input.tolerance, maxIterations: input.maxIterations });
+  const st = solveStationary(chain, {
+    tolerance: input.tolerance,
+    maxIterations: input.maxIterations,
+    groups: input.aggregate === false ? undefined : phaseGroups(chain),
+  });
   const t2 = performance.now();
 
   const { K } = m;

@@ -27,7 +27,9 @@ export interface ThroughputInput {
   pruneBelow?: number;
   /** Stop when ‖πP − π‖₁ falls below this (default 1e-10). */
   tolerance?: number;
-  /** Gauss–Seidel sweep cap (default 20 000). */
+  /** Accelerate Gauss–Seidel by aggregation over remaining-time vectors (default true). */
+  aggregate?: boolean;
+  /** Outer-iteration cap (default 20 000). */
   maxIterations?: number;
   /** Refuse to build chains larger than this (default 4 000 000 states). */
   maxStates?: number;

@@ -1,0 +1,87 @@
+// Fits per-model step latency L_i(b) from measured batches: mean per size, made monotone, interpolated.
+import { ThroughputError } from './ThroughputError.ts';
+
+export interface LatencySample {
+  /** 0-based model index. */
+  model: number;
+  batch: number;
+  ms: number;
+}
+
+export interface LatencyProfile {
+  /** Per model, the fitted (batch, ms) knots, ascending and non-decreasing in ms. */
+  knots: { batch: number; ms: number }[][];
+  /** ms[model][batch − 1] for batch = 1..maxBatch[model] (when maxBatch was given). */
+  table: number[][];
+  /** L_i(b): linear between knots, flat below the first, extended with the last slope above the last. */
+  at: (model: number, batch: number) => number;
+}
+
+/** Pool-adjacent-violators: the weighted least-squares non-decreasing fit, because noisy means can dip. */
+function isotonic(ms: number[], w: number[]): number[] {
+  const blocks: { v: number; w: number; n: number }[] = [];
+  ms.forEach((v, i) => {
+    blocks.push({ v, w: w[i], n: 1 });
+    while (blocks.length > 1 && blocks[blocks.length - 2].v > blocks[blocks.length - 1].v) {
+      const b = blocks.pop()!;
+      const a = blocks.pop()!;
+      blocks.push({ v: (a.v * a.w + b.v * b.w) / (a.w + b.w), w: a.w + b.w, n: a.n + b.n });
+    }
+  });
+  return blocks.flatMap((b) => new Array<number>(b.n).fill(b.v));
+}
+
+function interpolate(knots: { batch: number; ms: number }[], b: number): number {
+  const n = knots.length;
+  if (n === 1 || b <= knots[0].batch) return knots[0].ms;
+  let k = 1;
+  while (k < n - 1 && knots[k].batch < b) k++;
+  const a = knots[k - 1];
+  const c = knots[k];
+  return a.ms + ((c.ms - a.ms) * (b - a.batch)) / (c.batch - a.batch);
+}
+
+export function fitLatencyProfile(
+  samples: readonly LatencySample[],
+  opts: { maxBatch?: number | readonly number[] } = {},
+): LatencyProfile {
+  const sums = new Map<number, Map<number, { s: number; n: number }>>();
+  let K = 0;
+  for (const { model, batch, ms } of samples) {
+    if (!Number.isInteger(model) || model < 0 || !Number.isInteger(batch) || batch < 1 || !(ms > 0)) {
+      throw new ThroughputError('INVALID_INPUT', `bad latency sample ${JSON.stringify({ model, batch, ms })}`);
+    }
+    K = Math.max(K, model + 1);
+    let m = sums.get(model);
+    if (!m) sums.set(model, (m = new Map()));
+    const e = m.get(batch) ?? { s: 0, n: 0 };
+    e.s += ms;
+    e.n++;
+    m.set(batch, e);
+  }
+  const knots: { batch: number; ms: number }[][] = [];
+  for (let i = 0; i < K; i++) {
+    const m = sums.get(i);
+    if (!m) throw new ThroughputError('NO_DATA', `no latency samples for model ${i}`, { model: i });
+    const sizes = [...m.keys()].sort((a, b) => a - b);
+    const means = sizes.map((b) => m.get(b)!.s / m.get(b)!.n);
+    const fitted = isotonic(means, sizes.map((b) => m.get(b)!.n));
+    knots.push(sizes.map((batch, k) => ({ batch, ms: fitted[k] })));
+  }
+  const at = (model: number, batch: number): number => {
+    const k = knots[model];
+    if (!k) throw new ThroughputError('INVALID_INPUT', `no latency profile for model ${model}`);
+    const last = k[k.length - 1];
+    if (k.length > 1 && batch > last.batch) {
+      const prev = k[k.length - 2];
+      return last.ms + ((last.ms - prev.ms) / (last.batch - prev.batch)) * (batch - last.batch);
+    }
+    return interpolate(k, batch);
+  };
+  const mb = opts.maxBatch;
+  const table = knots.map((k, i) => {
+    const B = mb === undefined ? k[k.length - 1].batch : typeof mb === 'number' ? mb : mb[i];
+    return Array.from({ length: B }, (_, b) => at(i, b + 1));
+  });
+  return { knots, table, at };
+}

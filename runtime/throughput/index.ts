@@ -1,0 +1,17 @@
+// Public surface of the throughput model: predict, optimise, and fit its inputs from traces.
+export { checkFeasible, isFeasible, type FeasibilityReport } from './checkFeasible.ts';
+export { chooseTimeStep, roundLatencies, type Rounding, type TimeStep } from './chooseTimeStep.ts';
+export { estimateRouting, type ModelRef, type RoutingEstimate, type RoutingOptions, type RoutingStep } from './estimateRouting.ts';
+export { countFeasible, feasibleThresholds, type FixedThresholds } from './feasibleThresholds.ts';
+export { fitLatencyProfile, type LatencyProfile, type LatencySample } from './fitLatencyProfile.ts';
+export {
+  optimiseThresholds,
+  type OptimiseInput,
+  type OptimiseOptions,
+  type OptimiseResult,
+  type ThresholdRow,
+} from './optimiseThresholds.ts';
+export { simulateThroughput, type SimulationOptions, type SimulationResult } from './simulateThroughput.ts';
+export { solveThroughput } from './solveThroughput.ts';
+export { ThroughputError, type ThroughputErrorCode } from './ThroughputError.ts';
+export type { LatencyFn, LatencySpec, Matrix, ThroughputInput, ThroughputResult } from './types.ts';

@@ -1,0 +1,96 @@
+// Picks the feasible delayed-batching thresholds that maximise predicted committed tokens/sec.
+import { countFeasible, feasibleThresholds, type FixedThresholds } from './feasibleThresholds.ts';
+import { solveThroughput } from './solveThroughput.ts';
+import { ThroughputError } from './ThroughputError.ts';
+import type { ThroughputInput, ThroughputResult } from './types.ts';
+
+export type OptimiseInput = Omit<ThroughputInput, 'thresholds'>;
+
+export interface OptimiseOptions {
+  /** Thresholds to hold fixed, by model index (e.g. `{0: 1}` or `[1]` fixes the small model at 1). */
+  fixed?: FixedThresholds;
+  /** Above this many feasible vectors, search coordinate-wise instead of enumerating (default 400). */
+  maxExhaustive?: number;
+}
+
+export interface ThresholdRow {
+  thresholds: number[];
+  tokensPerSec: number;
+  meanBatch: number[];
+  idleFraction: number[];
+  states: number;
+}
+
+export interface OptimiseResult {
+  best: number[];
+  predicted: number;
+  /** Second-best vector evaluated, or null if only one was feasible. */
+  runnerUp: { thresholds: number[]; predicted: number } | null;
+  /** (best − runnerUp) / best: how decisive the choice is under the model (1 with no runner-up). */
+  margin: number;
+  /** Every evaluated vector, best first. */
+  table: ThresholdRow[];
+  /** True when every feasible vector was evaluated; false after a coordinate search (a local optimum). */
+  exhaustive: boolean;
+}
+
+function row(thresholds: number[], r: ThroughputResult): ThresholdRow {
+  return { thresholds, tokensPerSec: r.tokensPerSec, meanBatch: r.meanBatch, idleFraction: r.idleFraction, states: r.states };
+}
+
+export function optimiseThresholds(input: OptimiseInput, opts: OptimiseOptions = {}): OptimiseResult {
+  const { N, maxBatch } = input;
+  const fixed = opts.fixed ?? {};
+  const K = maxBatch.length;
+  const evaluated = new Map<string, ThresholdRow>();
+  const evaluate = (t: number[]): ThresholdRow => {
+    const key = t.join(',');
+    let r = evaluated.get(key);
+    if (!r) {
+      r = row(t, solveThroughput({ ...input, thresholds: t }));
+      evaluated.set(key, r);
+    }
+    return r;
+  };
+
+  const total = countFeasible(maxBatch, N, fixed);
+  if (total === 0) {
+    throw new ThroughputError('NO_FEASIBLE_THRESHOLDS', `no feasible thresholds for N = ${N} with fixed ${JSON.stringify(fixed)}`);
+  }
+  const exhaustive = total <= (opts.maxExhaustive ?? 400);
+  if (exhaustive) {
+    for (const t of feasibleThresholds(maxBatch, N, fixed)) evaluate(t);
+  } else {
+    // Coordinate ascent from the all-ones corner (always feasible), one free model at a time.
+    let cur = Array.from({ length: K }, (_, i) => fixed[i] ?? 1);
+    let curVal = evaluate(cur).tokensPerSec;
+    for (let improved = true; improved; ) {
+      improved = false;
+      for (let i = 0; i < K; i++) {
+        if (fixed[i] !== undefined) continue;
+        const slackOthers = cur.reduce((s, t, j) => (j === i ? s : s + t - 1), 0);
+        const hi = Math.min(maxBatch[i], N, N - slackOthers);
+        for (let t = 1; t <= hi; t++) {
+          const cand = cur.slice();
+          cand[i] = t;
+          const v = evaluate(cand).tokensPerSec;
+          if (v > curVal * (1 + 1e-12)) {
+            cur = cand;
+            curVal = v;
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  const table = [...evaluated.values()].sort((a, b) => b.tokensPerSec - a.tokensPerSec);
+  const [first, second] = table;
+  return {
+    best: first.thresholds,
+    predicted: first.tokensPerSec,
+    runnerUp: second ? { thresholds: second.thresholds, predicted: second.tokensPerSec } : null,
+    margin: second ? (first.tokensPerSec - second.tokensPerSec) / first.tokensPerSec : 1,
+    table,
+    exhaustive,
+  };
+}
