@@ -10,14 +10,15 @@ The final answer is the number after the last '='. a in [10, 999], b in [2, 99].
 
 Usage (Debian's python with torch 1.13 -- not the pyenv python3 on PATH):
     /usr/bin/python3 examples/training/train.py train small                 # 1200 steps, 1 thread
-    /usr/bin/python3 examples/training/train.py train medium                # 1200 steps, 1 thread
-    TR_THREADS=2 /usr/bin/python3 examples/training/train.py train large    # 1500 steps, 2 threads
+    /usr/bin/python3 examples/training/train.py train medium                # 700 steps, 1 thread
+    /usr/bin/python3 examples/training/train.py train large                 # 1200 steps, 1 thread
     /usr/bin/python3 examples/training/train.py export small                # also medium, large
     /usr/bin/python3 examples/training/train.py routers                     # needs small + large checkpoints
     /usr/bin/python3 examples/training/train.py all                         # all of the above, in order
     /usr/bin/python3 examples/training/train.py eval small                  # PyTorch held-out accuracy
 Node re-check of accuracy through ONNX Runtime: npx tsx runtime/runner/onnxAccuracy.ts
-Touching ckpt/<name>.stop during training anneals the lr over 150 more steps and finishes early.
+Touching ckpt/<name>.stop during training anneals the lr over 150 more steps and finishes early;
+TR_STOP_AT=<step> replays such an early finish exactly (see examples/models/README.md for the values used).
 Checkpoints go to examples/training/ckpt/ (not committed); exports to examples/models/<name>/.
 Seeds are fixed: training data seed 1000+model index, held-out eval seed 7, router data seed 99.
 """
@@ -121,8 +122,8 @@ def train_batch(rng, bs):
 CONFIGS = {
     # step counts are the ones the bundled models were trained with (TR_STEPS overrides)
     'small': dict(d=128, layers=2, heads=4, kv=2, ffn=344, steps=1200, lr=2e-3, bs=64),
-    'medium': dict(d=192, layers=3, heads=6, kv=3, ffn=512, steps=1200, lr=1.5e-3, bs=64),
-    'large': dict(d=256, layers=4, heads=8, kv=4, ffn=768, steps=1500, lr=1e-3, bs=64),
+    'medium': dict(d=192, layers=3, heads=6, kv=3, ffn=512, steps=700, lr=1.5e-3, bs=64),
+    'large': dict(d=256, layers=4, heads=8, kv=4, ffn=768, steps=1200, lr=1e-3, bs=64),
 }
 NAMES = list(CONFIGS)
 
@@ -309,7 +310,8 @@ def train(name):
     step = 0
     while step < steps:
         step += 1
-        if cut is None and os.path.exists(stop_file) and steps > step + 150:
+        stop_now = os.path.exists(stop_file) or step == int(os.environ.get('TR_STOP_AT', '0'))
+        if cut is None and stop_now and steps > step + 150:
             cut = (step, c['lr'] * (0.5 * (1 + math.cos(math.pi * step / steps)) * 0.95 + 0.05))
             print(f'[{name}] stop file seen at step {step}: annealing to step {step + 150}', flush=True)
             steps = step + 150
@@ -536,8 +538,9 @@ def routers():
     torch.manual_seed(99)
     small, large = load('small'), load('large')
     d = small.c['d']
-    Htr, Ttr, Ktr, Ytr = router_data(small, large, 6000, 99)
-    Hva, Tva, Kva, Yva = router_data(small, large, 2000, 98)
+    n = int(os.environ.get('TR_ROUTER_SEQ', '3000'))  # smaller only for smoke tests
+    Htr, Ttr, Ktr, Ytr = router_data(small, large, n, 99)
+    Hva, Tva, Kva, Yva = router_data(small, large, n // 3, 98)
     print(f'[routers] train positions {len(Ytr)} (agree {Ytr.mean():.3f}), val {len(Yva)} (agree {Yva.mean():.3f})')
     heads = {
         # name: (module, target is "small right" (citer) or "diverge" (r2r, colm), inputs)
@@ -557,7 +560,7 @@ def routers():
         opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=3e-3, weight_decay=1e-4)
         n = len(ytr)
         g = torch.Generator().manual_seed(5)
-        for ep in range(30):
+        for ep in range(8):
             perm = torch.randperm(n, generator=g)
             for i in range(0, n, 512):
                 j = perm[i:i + 512]
