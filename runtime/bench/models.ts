@@ -22,22 +22,26 @@ export interface ModelsBenchResult {
   results: {
     rows: ModelsBenchRow[];
     parallel_ratio: number;
-    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; serial_ms: number; parallel_ms: number };
+    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[] };
   };
 }
 
 const MODELS = ['small', 'medium', 'large'];
 const BATCHES = [1, 4, 16, 32];
 const WARMUP = 3;
-const MEASURE = 16;
+const MEASURE = 24;
+/** Serial and parallel runs alternate this many times; the medians are compared (the machine is shared). */
+const ROUNDS = 3;
 
 /** A synthetic prompt of digits: latency does not depend on token values. */
 const synthetic = (n: number, salt: number): number[] => Array.from({ length: n }, (_, i) => 4 + ((i * 7 + salt * 13) % 10));
 
 /** Prefills `batch` caches so that the measured decode steps end at context `ctx`, then times them. */
-async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBase: number): Promise<{ stepMs: number; modelMs: number }> {
+/** Median step time, and the share of all timed wall time spent outside session.run. */
+async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBase: number): Promise<{ stepMs: number; outside: number }> {
   const start = ctx - WARMUP - MEASURE;
   let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({ cacheId: cacheBase + i, requestId: `b${i}`, tokens: synthetic(start, i), position: 0, sampling: GREEDY, wants: NO_WANTS }));
+  const walls: number[] = [];
   let wall = 0;
   let model = 0;
   for (let s = 0; s < WARMUP + MEASURE; s++) {
@@ -45,13 +49,20 @@ async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBas
     const out = await runner.step(rows);
     const dt = performance.now() - t0;
     if (s >= WARMUP) {
+      walls.push(dt);
       wall += dt;
       model += out.modelMs ?? 0;
     }
     rows = rows.map((r, i) => ({ ...r, position: r.position + r.tokens.length, tokens: [out.rows[i].token] }));
   }
   rows.forEach((r) => runner.release(r.cacheId));
-  return { stepMs: wall / MEASURE, modelMs: model / MEASURE };
+  return { stepMs: median(walls), outside: Math.max(0, 1 - model / wall) };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 async function decodeLoop(runner: ModelRunner, batch: number, ctx: number, steps: number, cacheBase: number): Promise<void> {
@@ -82,7 +93,7 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
     for (const ctx of ctxs) {
       for (const batch of BATCHES) {
         const m = await measure(runner, batch, ctx, 1_000_000);
-        const row = { model: name, batch, ctx, step_ms: round(m.stepMs), outside_run_fraction: round(Math.max(0, 1 - m.modelMs / m.stepMs), 4) };
+        const row = { model: name, batch, ctx, step_ms: round(m.stepMs), outside_run_fraction: round(m.outside, 4) };
         rows.push(row);
         console.log(`${name.padEnd(8)}${pad(batch, 6)}${pad(ctx, 6)}${pad(row.step_ms.toFixed(2), 10)}${pad((100 * row.outside_run_fraction).toFixed(1) + '%', 9)}`);
       }
@@ -99,16 +110,23 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   console.log(`parallel: ${a} and ${b} in two workers, batch ${pBatch}, ${pSteps} decode steps to context ${pCtx}`);
   const [wa, wb] = await Promise.all([WorkerRunner.start(path.join(dir, a)), WorkerRunner.start(path.join(dir, b))]);
   await Promise.all([decodeLoop(wa, pBatch, pCtx, 8, 1), decodeLoop(wb, pBatch, pCtx, 8, 1)]); // warm-up
-  let t0 = performance.now();
-  await decodeLoop(wa, pBatch, pCtx, pSteps, 100);
-  await decodeLoop(wb, pBatch, pCtx, pSteps, 100);
-  const serial = performance.now() - t0;
-  t0 = performance.now();
-  await Promise.all([decodeLoop(wa, pBatch, pCtx, pSteps, 200), decodeLoop(wb, pBatch, pCtx, pSteps, 200)]);
-  const parallel = performance.now() - t0;
+  const serials: number[] = [];
+  const parallels: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    let t0 = performance.now();
+    await decodeLoop(wa, pBatch, pCtx, pSteps, 100);
+    await decodeLoop(wb, pBatch, pCtx, pSteps, 100);
+    serials.push(performance.now() - t0);
+    t0 = performance.now();
+    await Promise.all([decodeLoop(wa, pBatch, pCtx, pSteps, 200), decodeLoop(wb, pBatch, pCtx, pSteps, 200)]);
+    parallels.push(performance.now() - t0);
+    console.log(`parallel round ${round + 1}/${ROUNDS}: serial ${serials[round].toFixed(0)} ms, together ${parallels[round].toFixed(0)} ms`);
+  }
+  const serial = median(serials);
+  const parallel = median(parallels);
   await Promise.all([wa.close(), wb.close()]);
   const ratio = round(parallel / serial, 3);
-  console.log(`parallel: serial ${serial.toFixed(0)} ms, together ${parallel.toFixed(0)} ms, ratio ${ratio}`);
+  console.log(`parallel: median serial ${serial.toFixed(0)} ms, median together ${parallel.toFixed(0)} ms, ratio ${ratio}`);
 
   const result: ModelsBenchResult = {
     suite: 'models',
@@ -118,6 +136,10 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
       batches: BATCHES,
       warmup_steps: WARMUP,
       timed_steps: MEASURE,
+      step_ms: 'median over the timed steps',
+      outside_run_fraction: '1 - (sum of modelMs) / (sum of step wall time) over the timed steps',
+      parallel_rounds: ROUNDS,
+      load_average_at_start: (await import('node:os')).loadavg()[0],
       intra_op_threads: 1,
       step: 'decode (1 token per row), all rows at the same context, batch KV reused between steps',
       ctx_notes: ctxNote,
@@ -126,7 +148,7 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
     results: {
       rows,
       parallel_ratio: ratio,
-      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, serial_ms: round(serial), parallel_ms: round(parallel) },
+      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)) },
     },
   };
   return result;
