@@ -144,6 +144,41 @@ async function main(): Promise<void> {
     await page.waitForTimeout(500);
     await shot(page, '4-reloaded');
 
+    // Undo / redo of a deletion, copy / paste with the keyboard.
+    const count = () => page.evaluate(() => window.__designer!.graph().nodes.length);
+    await page.click(`[data-testid="node-${start}"] .an-head`);
+    await page.keyboard.press('Delete');
+    assert.equal(await count(), 6, 'Delete removes the selected node');
+    await page.keyboard.press('Control+z');
+    assert.equal(await count(), 7, 'Ctrl+Z brings it back');
+    await page.keyboard.press('Control+Shift+z');
+    assert.equal(await count(), 6, 'Ctrl+Shift+Z deletes it again');
+    await page.click('[data-testid="undo"]');
+    await page.click(`[data-testid="node-${hSmall}"] .an-head`);
+    await page.keyboard.press('Control+c');
+    await page.keyboard.press('Control+v');
+    assert.equal(await count(), 8, 'paste adds a copy');
+    await page.click('[data-testid="undo"]');
+    assert.equal(await count(), 7);
+
+    // A second version: the versions list diffs its parameters, and rollback re-activates v1.
+    await setParam(page, unsure, 'op', '>=');
+    assert.equal(await page.locator('[data-testid="save-state"]').innerText(), '● Unsaved changes');
+    await page.click('[data-testid="deploy"]');
+    await page.waitForFunction((v) => window.__designer!.deploy().version === v + 1, deploy.version!);
+    await page.click('[data-testid="tab-versions"]');
+    await page.click(`[data-testid="version-${deploy.version}"]`);
+    const diff = page.locator('[data-testid="version-diff"]');
+    await diff.waitFor();
+    assert.match(await diff.innerText(), new RegExp(`${unsure}\\.op`));
+    await page.click('[data-testid="rollback"]');
+    await page.waitForFunction(
+      async ([name, v]) => ((await (await fetch('/admin/algorithms')).json()) as { algorithms: { name: string; activeVersion: number }[] }).algorithms.find((a) => a.name === name)?.activeVersion === v,
+      [NAME, deploy.version!] as const,
+    );
+    await page.locator(`[data-testid="version-${deploy.version}"] .active-badge`).waitFor();
+    await shot(page, '5-versions');
+
     assert.deepEqual(pageErrors, [], 'no page errors');
     console.log(`designer e2e: ok (${pg.tokens.length} tokens from ${[...models].join(' + ')}, deployed v${deploy.version}, nodes ${start} … ${toSmall})`);
   } finally {

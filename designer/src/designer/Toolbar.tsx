@@ -93,6 +93,7 @@ export function Toolbar() {
   const deploy = useDesigner((s) => s.deploy);
   const errorCount = useDesigner((s) => s.errorCount);
   const catalogSource = useDesigner((s) => s.catalogSource);
+  const live = useDesigner((s) => s.registry.algorithms.find((a) => a.name === s.graph.name)?.activeVersion ?? null);
   useDesigner((s) => s.graph); // the deploy blocker depends on the whole graph
   const blocker = store.deployBlocker();
   return (
@@ -142,9 +143,9 @@ export function Toolbar() {
         <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : 'offline'}
       </span>
       <div className="tb-deploy">
-        {deploy.status === 'deployed' && (
-          <span className="deploy-note ok" data-testid="deploy-status">
-            Live: {deploy.name} v{deploy.version}
+        {live && (
+          <span className="deploy-note ok" data-testid="deploy-status" title="The version the server runs for this name (from the registry)">
+            Live: {name} v{live}
           </span>
         )}
         {deploy.status === 'failed' && (
