@@ -1,7 +1,7 @@
 // Suite ablation: R2R at concurrency 8, baseline → + state retention → + async → + delayed batching, each step's gain.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { runServingCase, sweepSlowLane, thresholdCandidates, type ServingMode } from './servingCase.ts';
+import { poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingMode, type ServingResult } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -23,7 +23,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
   const concurrency = f.num('concurrency', 8);
   const skipBundled = f.str('runners') === 'none';
-  const total = 1 + (skipBundled ? 0 : thresholdCandidates(concurrency).length + LADDER.length);
+  const repeats = f.sized('repeats', 2, 1);
+  const total = 1 + (skipBundled ? 0 : thresholdCandidates(concurrency).length + LADDER.length * repeats);
   let done = 0;
 
   // Paper profile in virtual time: the same ladder, 512-token outputs.
@@ -54,14 +55,20 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     try {
       const s = await sweepSlowLane(set, { ...c, requests: f.sized('sweep-requests', 48, 8) }, 'large', () => progress(`ablation ${set.kind} sweep`, ++done, total));
       sweep = s.sweep;
-      const raw: { step: string; tok_s: number; mean_e2e_ms: number; p99_e2e_ms: number; thresholds: string; handoffs_per_req: number }[] = [];
-      for (const { step, mode } of LADDER) {
-        const m = mode === 'delayed' ? s.best : mode;
-        const r = await runServingCase(set, { ...c, mode: m });
-        const met = r.run.metrics;
-        raw.push({ step, tok_s: met.outputThroughputTokS, mean_e2e_ms: met.e2eMs.mean, p99_e2e_ms: met.e2eMs.p99, thresholds: `1/${m.thresholds?.large ?? 1}`, handoffs_per_req: r.run.handoffs / Math.max(1, met.completed) });
-        progress(`ablation ${set.kind} ${step}`, ++done, total);
+      // Repeats walk the whole ladder again, so drifting background load hits every step alike.
+      const results: ServingResult[][] = LADDER.map(() => []);
+      for (let k = 0; k < repeats; k++) {
+        for (const [i, { step, mode }] of LADDER.entries()) {
+          results[i].push(await runServingCase(set, { ...c, mode: mode === 'delayed' ? s.best : mode }));
+          progress(`ablation ${set.kind} ${step}`, ++done, total);
+        }
       }
+      const raw = LADDER.map(({ step, mode }, i) => {
+        const m = mode === 'delayed' ? s.best : mode;
+        const r = poolResults(results[i]);
+        const met = r.run.metrics;
+        return { step, tok_s: met.outputThroughputTokS, mean_e2e_ms: met.e2eMs.mean, p99_e2e_ms: met.e2eMs.p99, thresholds: `1/${m.thresholds?.large ?? 1}`, handoffs_per_req: r.run.handoffs / Math.max(1, met.completed) };
+      });
       ladder = withRatios(raw);
     } finally {
       await set.close();
@@ -81,7 +88,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     algorithm: 'R2R',
     concurrency,
     steps: LADDER.map((l) => (l.mode === 'delayed' ? `${l.step}: async-delayed, retainState true, large threshold from a sweep` : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}`)),
-    bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
+    bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
     paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },
     not_reproduced: "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
     quick: f.quick,

@@ -21,8 +21,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const sweepRequests = f.sized('sweep-requests', 32, 8);
   const maxTokens = f.num('max-tokens', 128);
   const maskEos = f.bool('ignore-eos', false);
+  const repeats = f.sized('repeats', 2, 1);
   const set = await loadRunnerSet(f.str('runners'));
-  const total = PAIRS.length * (thresholdCandidates(concurrency).length + 2);
+  const total = PAIRS.length * (thresholdCandidates(concurrency).length + 2 * repeats);
   let done = 0;
   const rows: Row[] = [];
   const combos: Record<string, unknown>[] = [];
@@ -33,7 +34,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       const cmp = await tokenRouterVsBaseline(
         set,
         { algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos },
-        { slowLane: 'large', sweepRequests, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
+        { slowLane: 'large', sweepRequests, repeats, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
       );
       const tr = runFigures(cmp.tokenrouter);
       const bl = runFigures(cmp.baseline);
@@ -64,6 +65,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     algorithm,
     concurrency,
     requests_per_run: requests,
+    repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
     sweep_requests_per_point: sweepRequests,
     max_tokens: maxTokens,
     eos: maskEos ? 'masked' : 'natural',

@@ -2,7 +2,7 @@
 import type { ServingMetrics } from '../loadgen/requestMetrics.ts';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { BASELINE, runServingCase, sweepSlowLane, thresholdCandidates } from './servingCase.ts';
+import { BASELINE, poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingResult } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -42,7 +42,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const lo = levels[0];
   const hi = levels[levels.length - 1];
   const skipBundled = f.str('runners') === 'none';
-  const sweepTotal = levels.reduce((s, n) => s + thresholdCandidates(n).length + 1, 0);
+  const repeats = f.sized('repeats', 2, 1);
+  const sweepTotal = levels.reduce((s, n) => s + thresholdCandidates(n).length + repeats, 0);
   const total = levels.length + (skipBundled ? 0 : sweepTotal);
   let done = 0;
 
@@ -88,9 +89,15 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, maskEos };
         const label = `concurrency ${set.kind} N=${n}`;
         const s = await sweepSlowLane(set, { ...c, requests: Math.max(8, n * f.sized('sweep-requests-per-client', 4, 1)) }, 'large', () => progress(`${label} sweep`, ++done, total));
-        const b = await runServingCase(set, { ...c, mode: BASELINE });
-        const t = await runServingCase(set, { ...c, mode: s.best });
-        progress(`${label}`, ++done, total);
+        const bs: ServingResult[] = [];
+        const ts: ServingResult[] = [];
+        for (let k = 0; k < repeats; k++) {
+          bs.push(await runServingCase(set, { ...c, mode: BASELINE }));
+          ts.push(await runServingCase(set, { ...c, mode: s.best }));
+          progress(`${label}`, ++done, total);
+        }
+        const b = poolResults(bs);
+        const t = poolResults(ts);
         tr.set(n, t.run.metrics);
         bl.set(n, b.run.metrics);
         bundledRows.push(row(n, 'tokenrouter', `1/${s.best.thresholds?.large ?? 1}`, t.run.metrics), row(n, 'baseline', '1/1', b.run.metrics));
@@ -141,7 +148,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     },
     bundled: skipBundled
       ? 'skipped (--runners none)'
-      : { ...runnerDesc, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', tokenrouter_mode: 'async-delayed, retainState true, large threshold swept per N', baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
+      : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', tokenrouter_mode: 'async-delayed, retainState true, large threshold swept per N', baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'concurrency', settings, results: { paper_profile: paper, bundled, paper_rows: paperRows } };

@@ -22,7 +22,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const bundledLengths = f.nums('bundled-lengths', [64, 128, 224]);
   const skipBundled = f.str('runners') === 'none';
   const sweepLen = thresholdCandidates(concurrency).length;
-  const total = paperLengths.length + (skipBundled ? 0 : bundledLengths.length * (sweepLen + 2));
+  const repeats = f.sized('repeats', 2, 1);
+  const total = paperLengths.length + (skipBundled ? 0 : bundledLengths.length * (sweepLen + 2 * repeats));
   let done = 0;
   const paperRows: Row[] = [];
   for (const maxTokens of paperLengths) {
@@ -59,7 +60,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         const cmp = await tokenRouterVsBaseline(
           set,
           { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos: true },
-          { slowLane: 'large', sweepRequests, onStep: (what) => progress(`length ${set.kind} ${maxTokens} ${what}`, ++done, total) },
+          { slowLane: 'large', sweepRequests, repeats, onStep: (what) => progress(`length ${set.kind} ${maxTokens} ${what}`, ++done, total) },
         );
         const tr = runFigures(cmp.tokenrouter);
         const bl = runFigures(cmp.baseline);
@@ -119,6 +120,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       : {
           ...runnerDesc,
           lengths: bundledLengths,
+          repeats: `${repeats} per length (baseline and TokenRouter alternate, pooled)`,
           why_not_1024: 'the bundled models have a 256-token context; prompts take ~16 tokens, so 224 is the longest output they hold',
           eos: 'masked: every request runs to max_tokens (vLLM min_tokens); text past the answer is the model continuing',
           tokenrouter_mode: 'async-delayed, retainState true, large threshold swept per length',

@@ -24,9 +24,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const warmup = f.num('warmup', concurrency * 2);
   const maxTokens = f.num('max-tokens', 128);
   const maskEos = f.bool('ignore-eos', false);
+  const repeats = f.sized('repeats', 2, 1);
   const set = await loadRunnerSet(f.str('runners'));
   const sweepLen = thresholdCandidates(concurrency).length;
-  const total = algorithms.length * (sweepLen + 2);
+  const total = algorithms.length * (sweepLen + 2 * repeats);
   let done = 0;
   const rows: Row[] = [];
   const details: Row[] = [];
@@ -39,7 +40,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       const cmp = await tokenRouterVsBaseline(
         set,
         { algorithm, lanes, concurrency, requests, warmup, maxTokens, maskEos },
-        { slowLane: 'large', sweepRequests, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
+        { slowLane: 'large', sweepRequests, repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
       );
       const tr = runFigures(cmp.tokenrouter);
       const base = runFigures(cmp.baseline);
@@ -86,6 +87,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const settings = {
     concurrency,
     requests_per_run: requests,
+    repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
     warmup_requests: warmup,
     sweep_requests_per_point: sweepRequests,
     max_tokens: maxTokens,
@@ -97,7 +99,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     max_wait_ms: 20,
     max_batch: 32,
     transport: 'HTTP/SSE, /v1/chat/completions stream, in-process server on 127.0.0.1, client in the same process',
-    order: 'per algorithm: sweep, then baseline, then TokenRouter',
+    order: 'per algorithm: sweep, then (baseline, TokenRouter) × repeats',
     quick: f.quick,
     ...set.description,
   };

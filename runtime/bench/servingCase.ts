@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/cluster.ts';
-import { benchmarkServing, type ServingRun } from '../loadgen/benchmarkServing.ts';
+import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { startServer } from '../server/createServer.ts';
 import { sampleQuestion } from '../serve/loadGenerator.ts';
@@ -173,6 +173,17 @@ export async function sweepSlowLane(
   return { best: { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { [slowLane]: best!.t } }, sweep };
 }
 
+/** Repeated runs of one configuration as one result (see poolRuns); lane counters summed. */
+export function poolResults(results: readonly ServingResult[]): ServingResult {
+  if (results.length === 1) return results[0];
+  const lanes = results[0].lanes.map((l, i) => {
+    const all = results.map((r) => r.lanes[i]);
+    const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs') => all.reduce((s, x) => s + x[k], 0);
+    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs') };
+  });
+  return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches) };
+}
+
 /** The figures a table row shows for one run (DESIGN §5 names and units). */
 export function runFigures(r: ServingResult): Record<string, number> {
   const m = r.run.metrics;
@@ -206,7 +217,7 @@ export interface Comparison {
 export async function tokenRouterVsBaseline(
   set: RunnerSet,
   c: Omit<ServingCase, 'mode'>,
-  opts: { slowLane: string; sweepRequests: number; fixedThresholds?: Record<string, number>; onStep?: (what: string) => void },
+  opts: { slowLane: string; sweepRequests: number; fixedThresholds?: Record<string, number>; repeats?: number; onStep?: (what: string) => void },
 ): Promise<Comparison> {
   let mode: ServingMode;
   let sweep: SweepPoint[] = [];
@@ -216,9 +227,14 @@ export async function tokenRouterVsBaseline(
     mode = s.best;
     sweep = s.sweep;
   }
-  const baseline = await runServingCase(set, { ...c, mode: BASELINE });
-  opts.onStep?.('baseline');
-  const tokenrouter = await runServingCase(set, { ...c, mode });
-  opts.onStep?.('tokenrouter');
-  return { tokenrouter, baseline, mode, sweep };
+  // Repeats alternate the two modes, so drifting background load hits both alike.
+  const base: ServingResult[] = [];
+  const tr: ServingResult[] = [];
+  for (let k = 0; k < (opts.repeats ?? 1); k++) {
+    base.push(await runServingCase(set, { ...c, mode: BASELINE }));
+    opts.onStep?.('baseline');
+    tr.push(await runServingCase(set, { ...c, mode }));
+    opts.onStep?.('tokenrouter');
+  }
+  return { tokenrouter: poolResults(tr), baseline: poolResults(base), mode, sweep };
 }

@@ -81,3 +81,23 @@ export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
     agent.destroy();
   }
 }
+
+/**
+ * Pools repeated runs of one configuration: throughput is Σ tokens / Σ run spans (the gaps between
+ * runs never count), latency figures are over every request of every run.
+ */
+export function poolRuns(runs: readonly ServingRun[]): ServingRun {
+  if (runs.length === 1) return runs[0];
+  const records = runs.flatMap((r) => r.records);
+  const duration = runs.reduce((s, r) => s + r.metrics.durationMs, 0);
+  const tokensByModel: Record<string, number> = {};
+  for (const r of runs) for (const [m, n] of Object.entries(r.tokensByModel)) tokensByModel[m] = (tokensByModel[m] ?? 0) + n;
+  return {
+    metrics: servingMetrics(records, duration),
+    records,
+    tokensByModel,
+    handoffs: runs.reduce((s, r) => s + r.handoffs, 0),
+    discardedTokens: runs.reduce((s, r) => s + r.discardedTokens, 0),
+    firstError: runs.find((r) => r.firstError)?.firstError,
+  };
+}

@@ -59,10 +59,10 @@ export interface ServingMetrics {
 }
 
 /**
- * Aggregates a measured run. Failed requests count in `failed` and nowhere else, as in vLLM; the
+ * Aggregates a measured run (`durationOverrideMs`: the summed spans of several runs pooled together). Failed requests count in `failed` and nowhere else, as in vLLM; the
  * duration still spans every request dispatched, failed or not, so failures cannot flatter throughput.
  */
-export function servingMetrics(records: readonly RequestRecord[]): ServingMetrics {
+export function servingMetrics(records: readonly RequestRecord[], durationOverrideMs?: number): ServingMetrics {
   const ok = records.filter((r) => r.ok);
   let start = Infinity;
   let end = -Infinity;
@@ -70,7 +70,7 @@ export function servingMetrics(records: readonly RequestRecord[]): ServingMetric
     if (r.sendMs < start) start = r.sendMs;
     if (r.endMs > end) end = r.endMs;
   }
-  const durationMs = records.length > 0 ? end - start : 0;
+  const durationMs = durationOverrideMs ?? (records.length > 0 ? end - start : 0);
   const per = ok.map(requestMetrics);
   const totalOutputTokens = ok.reduce((s, r) => s + r.outputTokens, 0);
   const itl: number[] = [];
