@@ -295,10 +295,16 @@ def train(name):
     c = CONFIGS[name]
     os.makedirs(CKPT, exist_ok=True)
     m = build(name)
+    # second phase: TR_PHASE=n continues from ckpt/<name>.pt with fresh data (seed + 100 n), lr TR_LR
+    phase = int(os.environ.get('TR_PHASE', '0'))
+    if phase:
+        m.load_state_dict(torch.load(ckpt_path(name)))
+        os.replace(ckpt_path(name), ckpt_path(name) + f'.phase{phase - 1}')
+        c = dict(c, lr=float(os.environ.get('TR_LR', c['lr'] / 3)))
     m.train()
     idx = NAMES.index(name)
-    rng = random.Random(1000 + idx)
-    torch.manual_seed(1000 + idx)
+    rng = random.Random(1000 + idx + 100 * phase)
+    torch.manual_seed(1000 + idx + 100 * phase)
     steps = int(os.environ.get('TR_STEPS', c['steps']))
     opt = torch.optim.AdamW(m.parameters(), lr=c['lr'], betas=(0.9, 0.98), weight_decay=0.01)
     warm = 100
@@ -343,9 +349,12 @@ def train(name):
     m.eval()
     acc = accuracy(m, eval_problems())
     info = dict(name=name, params=n_params(m), steps=steps, train_seconds=round(time.time() - t0, 1),
-                threads=THREADS, heldout_acc_torch=acc, heldout_n=500,
+                threads=THREADS, heldout_acc_torch=acc, heldout_n=500, phase=phase, lr=c['lr'],
                 early_stop=None if cut is None else {'at_step': cut[0], 'anneal_from_lr': cut[1]})
-    with open(os.path.join(CKPT, f'{name}.json'), 'w') as f:
+    info_p = os.path.join(CKPT, f'{name}.json')
+    if phase and os.path.exists(info_p):
+        info['previous_phases'] = [json.load(open(info_p))]
+    with open(info_p, 'w') as f:
         json.dump(info, f, indent=1)
     print(f'[{name}] done: {info}', flush=True)
 
