@@ -10,7 +10,7 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
   const m = normaliseInput(input);
   const ts =
     input.dtMs === undefined
-      ? chooseTimeStep(m.latencyMs)
+      ? chooseTimeStep(m.latencyMs, input.maxLatencyError)
       : roundLatencies(m.latencyMs, input.dtMs, input.rounding ?? 'nearest');
   const t0 = performance.now();
   const chain = buildChain(m, ts, {
@@ -34,6 +34,7 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
   let tokens = 0;
   const idle = new Array<number>(K).fill(0);
   const queue = new Array<number>(K).fill(0);
+  const inService = new Array<number>(K).fill(0);
   const batches = new Array<number>(K).fill(0);
   const reqSteps = new Array<number>(K).fill(0);
   for (let s = 0; s < chain.size; s++) {
@@ -46,6 +47,7 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
       const o = (s * K + i) * 3;
       const b = fields[o + 1];
       queue[i] += wt * fields[o];
+      inService[i] += wt * b;
       if (b === 0) idle[i] += wt;
       else if (fields[o + 2] === tau[s]) {
         batches[i] += w;
@@ -63,6 +65,7 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
     batchesPerSec: batches.map((x) => x * perSec),
     stepsPerSec: reqSteps.map((x) => x * perSec),
     meanQueue: queue.map((x) => x / time),
+    meanInService: inService.map((x) => x / time),
     dtMs: ts.dtMs,
     rounding: ts.rounding,
     effectiveLatencyMs: ts.lo.map((row, i) => row.slice(1).map((d, k) => (d + ts.hiProb[i][k + 1]) * ts.dtMs)),

@@ -21,6 +21,8 @@ export interface ThroughputInput {
   thresholds: readonly number[];
   /** Time step Δ in ms; default chosen by chooseTimeStep. */
   dtMs?: number;
+  /** With dtMs unset: the largest relative latency rounding error accepted on a lattice (default 0.005). */
+  maxLatencyError?: number;
   /** How latencies become whole steps when dtMs is given (default 'nearest'); see chooseTimeStep. */
   rounding?: 'nearest' | 'split';
   /** Drop arrival outcomes less likely than this, renormalising (default 0 = exact chain). */
@@ -52,6 +54,8 @@ export interface ThroughputResult {
   stepsPerSec: number[];
   /** Time-averaged number of requests waiting in each model's ready queue. */
   meanQueue: number[];
+  /** Time-averaged number of requests in each model's running batch (Σ meanQueue + meanInService = N). */
+  meanInService: number[];
   /** The time step Δ actually used and the latencies it implies (ms, index [model][batch − 1]). */
   dtMs: number;
   rounding: 'nearest' | 'split';
