@@ -66,6 +66,33 @@ async function main(): Promise<void> {
   const browser = await launch();
   const results: Record<string, unknown> = { events: events.length };
   try {
+    // Baseline: what this machine gives a page that only fills a full-size canvas each frame (context for the numbers below).
+    const blank = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1 });
+    await blank.evaluate(NAME_SHIM.content);
+    const base = await blank.evaluate(async () => {
+      const cv = document.createElement('canvas');
+      cv.width = 1400; cv.height = 760;
+      document.body.appendChild(cv);
+      const ctx = cv.getContext('2d')!;
+      const deltas: number[] = [];
+      let last = 0;
+      const t0 = performance.now();
+      await new Promise<void>((done) => {
+        const f = (ts: number): void => {
+          if (last) deltas.push(ts - last);
+          last = ts;
+          ctx.fillStyle = deltas.length % 2 ? '#111' : '#222';
+          ctx.fillRect(0, 0, 1400, 760);
+          if (performance.now() - t0 > 2000) done(); else requestAnimationFrame(f);
+        };
+        requestAnimationFrame(f);
+      });
+      return deltas;
+    });
+    await blank.close();
+    results.baseline = { n: base.length, median: median(base), p95: pct(base, 0.95) };
+    console.log(`baseline (empty canvas page on this machine now): median ${median(base).toFixed(1)} ms, p95 ${pct(base, 0.95).toFixed(1)} ms`);
+
     const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1, acceptDownloads: true });
     await page.addInitScript(NAME_SHIM);
     const errors: string[] = [];

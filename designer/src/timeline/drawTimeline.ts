@@ -67,6 +67,27 @@ export interface DrawStats {
 
 const PRIORITY = [3, 2, 1]; // prefill > extend > decode when a pixel column holds several phases
 
+/**
+ * Axis-aligned rectangles of one colour, filled with fillRect: software rasterisers take a fast path
+ * for those, whereas one Path2D of thousands of sub-rectangles is filled as a general anti-aliased path.
+ */
+class RectBatch {
+  private buf = new Float32Array(4096);
+  n = 0;
+  add(x: number, y: number, w: number, h: number): void {
+    if (this.n * 4 + 4 > this.buf.length) { const b = new Float32Array(this.buf.length * 2); b.set(this.buf); this.buf = b; }
+    const i = this.n++ * 4;
+    this.buf[i] = x; this.buf[i + 1] = y; this.buf[i + 2] = w; this.buf[i + 3] = h;
+  }
+  fill(ctx: CanvasRenderingContext2D, color: string): void {
+    ctx.fillStyle = color;
+    const b = this.buf;
+    for (let i = 0; i < this.n * 4; i += 4) ctx.fillRect(b[i], b[i + 1], b[i + 2], b[i + 3]);
+    this.n = 0;
+  }
+}
+const rects = { queue: new RectBatch(), phase: [new RectBatch(), new RectBatch(), new RectBatch()], cols: [new RectBatch(), new RectBatch(), new RectBatch(), new RectBatch()], kept: new RectBatch(), disc: new RectBatch() };
+
 let columns = new Uint8Array(0);
 let queueCols = new Float32Array(0);
 
@@ -158,8 +179,6 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
     const scale = Math.max(4, max);
     queueMax.push(max);
     const bottom = l.queueTop + l.queueH;
-    ctx.fillStyle = THEME.queue;
-    ctx.beginPath();
     let c = 0;
     while (c < W) {
       const val = queueCols[base + c];
@@ -167,11 +186,11 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
       while (e < W && queueCols[base + e] === val) e++;
       if (val > 0) {
         const h = Math.max(1, (val / scale) * l.queueH);
-        ctx.rect(plotL + c, bottom - h, e - c, h);
+        rects.queue.add(plotL + c, bottom - h, e - c, h);
       }
       c = e;
     }
-    ctx.fill();
+    rects.queue.fill(ctx, THEME.queue);
     ctx.fillStyle = THEME.grid;
     ctx.fillRect(plotL, bottom, plotR - plotL, 1);
   }
@@ -182,7 +201,6 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
   const b = store.batches;
   const c = b.cols;
   const [i0, i1] = batchRange(store, v.t0, v.t1);
-  const paths = PHASE_NAMES.map(() => new Path2D());
   const labels: { x: number; y: number; text: string }[] = [];
   const dim = o.path !== null;
   for (let i = i0; i < i1; i++) {
@@ -200,7 +218,7 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
       const xa = Math.max(plotL - 2, x0);
       const xb = Math.min(plotR + 2, x1);
       // A one-pixel gap between neighbours keeps back-to-back batches readable as separate boxes.
-      paths[c.phase[p]].rect(xa, l.batchTop, Math.max(1, xb - xa - (x1 - x0 > 5 ? 1 : 0)), l.batchH);
+      rects.phase[c.phase[p]].add(xa, l.batchTop, Math.max(1, xb - xa - (x1 - x0 > 5 ? 1 : 0)), l.batchH);
       stats.batchBoxes++;
       if (xb - xa >= 18 && labels.length < 600) labels.push({ x: (xa + xb) / 2, y: l.batchTop + l.batchH / 2, text: String(c.size[p]) });
     } else {
@@ -212,21 +230,20 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
     }
   }
   ctx.globalAlpha = dim ? 0.32 : 1;
-  PHASE_NAMES.forEach((ph, k) => { ctx.fillStyle = THEME.phase[ph]; ctx.fill(paths[k]); });
+  PHASE_NAMES.forEach((ph, k) => rects.phase[k].fill(ctx, THEME.phase[ph]));
   const byPriority = [null, 'decode', 'extend', 'prefill'] as const;
   for (const l of layout.lanes) {
     const base = l.lane * W;
-    const colPaths = [new Path2D(), new Path2D(), new Path2D(), new Path2D()];
     let k = 0;
     while (k < W) {
       const pr = columns[base + k];
       let e = k + 1;
       while (e < W && columns[base + e] === pr) e++;
-      if (pr) { colPaths[pr].rect(plotL + k, l.batchTop, e - k, l.batchH); stats.columnRuns++; }
+      if (pr) { rects.cols[pr].add(plotL + k, l.batchTop, e - k, l.batchH); stats.columnRuns++; }
       k = e;
     }
-    for (let pr = 1; pr <= 3; pr++) { ctx.fillStyle = THEME.phase[byPriority[pr]!]; ctx.fill(colPaths[pr]); }
   }
+  for (let pr = 1; pr <= 3; pr++) rects.cols[pr].fill(ctx, THEME.phase[byPriority[pr]!]);
   ctx.globalAlpha = 1;
   if (labels.length) {
     ctx.font = '600 11px system-ui, -apple-system, Segoe UI, sans-serif';
@@ -241,11 +258,11 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
   const [h0, h1] = pointRange(store, h, v.t0 - margin, v.t1);
   stats.visibleHandoffs = 0;
   for (let i = h0; i < h1; i++) { const t = h.cols.t[h.phys(i)]; if (t >= v.t0 && t <= v.t1) stats.visibleHandoffs++; }
-  // Dense views: thousands of arrows rasterise slowly (dashes most of all) and read as a hatch anyway.
-  // Arrows then snap to a 3 px grid and identical ones are drawn once, solid, without heads.
+  // Dense views: thousands of slanted, anti-aliased arrows rasterise slowly (dashes most of all) and
+  // read as a hatch anyway; their slant is then a few pixels. Each becomes a 1 px vertical tick between
+  // the two lanes at the sending time, one per pixel column, lane pair and kind: axis-aligned and cheap.
   const dense = h1 - h0 > 1200;
   const heads = !dense;
-  const quant = dense ? 3 : 1;
   const dedupe = dense ? new Set<number>() : null;
   const keptPath = new Path2D();
   const discPath = new Path2D();
@@ -279,26 +296,34 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
     const yr = edgeY(toLane, down, false);
     const kept = h.cols.kept[p] === 1;
     if (dedupe) {
-      const key = ((Math.round(xs / quant) & 4095) * 4096 + (Math.round(xr / quant) & 4095)) * 64 + (fromLane & 7) * 8 + (toLane & 3) * 2 + (kept ? 1 : 0);
+      const col = Math.floor(xs);
+      const key = ((col & 8191) * 64 + (fromLane & 7) * 8 + (toLane & 3) * 2 + (kept ? 1 : 0));
       if (dedupe.has(key)) continue;
       dedupe.add(key);
+      (kept ? rects.kept : rects.disc).add(col, Math.min(ys, yr), 1, Math.abs(yr - ys));
+    } else {
+      const path = kept ? keptPath : discPath;
+      path.moveTo(xs, ys);
+      path.lineTo(xr, yr);
     }
-    const path = kept ? keptPath : discPath;
-    path.moveTo(xs, ys);
-    path.lineTo(xr, yr);
     stats.arrows++;
     if (kept) stats.keptArrows++; else stats.discardedArrows++;
     if (heads) arrowHead(headPaths[kept ? 0 : 1], xs, ys, xr, yr, 5);
   }
-  ctx.globalAlpha = dim ? 0.25 : dense ? 0.4 : 0.85;
+  ctx.globalAlpha = dim ? 0.25 : dense ? 0.35 : 0.85;
   ctx.lineWidth = 1;
-  ctx.strokeStyle = THEME.kept;
-  ctx.stroke(keptPath);
-  ctx.fillStyle = THEME.kept;
-  ctx.fill(headPaths[0]);
-  if (!dense) ctx.setLineDash([4, 3]);
-  ctx.strokeStyle = THEME.discarded;
-  ctx.stroke(discPath);
+  if (dense) {
+    rects.disc.fill(ctx, THEME.discarded);
+    rects.kept.fill(ctx, THEME.kept);
+  } else {
+    ctx.strokeStyle = THEME.kept;
+    ctx.stroke(keptPath);
+    ctx.fillStyle = THEME.kept;
+    ctx.fill(headPaths[0]);
+    ctx.setLineDash([4, 3]);
+    ctx.strokeStyle = THEME.discarded;
+    ctx.stroke(discPath);
+  }
   ctx.setLineDash([2, 3]);
   ctx.strokeStyle = THEME.inFlight;
   ctx.stroke(flightPath);
