@@ -2,6 +2,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { expect } from 'vitest';
 import { parseServerConfig, type ServerConfig } from '../../runtime/config/serverConfig.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
@@ -114,6 +116,8 @@ export interface RigOptions {
   checkInvariants?: boolean;
   /** Real ms a restarted runner takes to come up. */
   restartMs?: number;
+  /** Restarts wait for this too (a test holds the runner down while it checks the down state). */
+  restartGate?: Promise<void>;
 }
 
 export interface Rig {
@@ -138,7 +142,11 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
     runners,
     tokenizer: charTokenizer(),
     checkInvariants: opts.checkInvariants ?? true,
-    restartRunner: (name) => new Promise((resolve) => setTimeout(() => resolve(make(name)), opts.restartMs ?? 30)),
+    restartRunner: async (name) => {
+      await opts.restartGate;
+      await new Promise((r) => setTimeout(r, opts.restartMs ?? 30));
+      return make(name);
+    },
   });
   const server = await startServer(service, 0, '127.0.0.1');
   return {
@@ -229,11 +237,19 @@ export function rng(seed: number): () => number {
   };
 }
 
-/** Heap in use after a full collection (needs node --expose-gc; falls back to a plain reading). */
+/** node --expose-gc's gc(), or the same function obtained at run time when the flag was not given. */
+export function gcFunction(): () => void {
+  const exposed = (globalThis as { gc?: () => void }).gc;
+  if (exposed) return exposed;
+  v8.setFlagsFromString('--expose-gc');
+  return vm.runInNewContext('gc') as () => void;
+}
+
+/** Heap in use after full collections. */
 export async function heapAfterGc(): Promise<number> {
-  const gc = (globalThis as { gc?: () => void }).gc;
+  const gc = gcFunction();
   for (let i = 0; i < 3; i++) {
-    gc?.();
+    gc();
     await new Promise((r) => setImmediate(r));
   }
   return process.memoryUsage().heapUsed;
@@ -258,4 +274,85 @@ export function percentile(xs: readonly number[], p: number): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+export interface StreamResult {
+  /** HTTP status of the response (a refused stream answers plain JSON). */
+  status: number;
+  /** Parsed `data:` payloads, [DONE] excluded. */
+  chunks: Record<string, unknown>[];
+  /** Concatenated content. */
+  text: string;
+  done: boolean;
+  finishReason: string | null;
+  /** The error: a JSON body, or an error event inside the stream. */
+  error: { message: string; code: string | null; type: string } | null;
+  /** Send → first content chunk, and send → end, in ms. */
+  ttftMs: number | null;
+  e2eMs: number;
+  /** Set when the client hung up (abort) before the end. */
+  aborted: boolean;
+}
+
+/**
+ * Streams one chat completion. `hangUp` is asked after every chunk whether to drop the connection
+ * (the client disappears mid-stream); `signal` aborts from outside (before the first token, say).
+ */
+export async function streamChat(
+  url: string,
+  body: Record<string, unknown>,
+  opts: { hangUp?: (chunks: number, text: string) => boolean; signal?: AbortSignal } = {},
+): Promise<StreamResult> {
+  const ac = new AbortController();
+  opts.signal?.addEventListener('abort', () => ac.abort());
+  const t0 = performance.now();
+  const out: StreamResult = { status: 0, chunks: [], text: '', done: false, finishReason: null, error: null, ttftMs: null, e2eMs: 0, aborted: false };
+  try {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }), signal: ac.signal });
+    out.status = res.status;
+    if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      const j = (await res.json()) as { error?: StreamResult['error'] };
+      out.error = j.error ?? null;
+      out.e2eMs = performance.now() - t0;
+      return out;
+    }
+    const reader = res.body!.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let k: number;
+      while ((k = buf.indexOf('\n\n')) >= 0) {
+        const line = buf.slice(0, k);
+        buf = buf.slice(k + 2);
+        if (!line.startsWith('data: ')) continue;
+        const data = line.slice(6);
+        if (data === '[DONE]') {
+          out.done = true;
+          continue;
+        }
+        const j = JSON.parse(data) as { error?: StreamResult['error']; choices?: { delta?: { content?: string }; finish_reason?: string | null }[] };
+        out.chunks.push(j);
+        if (j.error) out.error = j.error;
+        const c = j.choices?.[0];
+        if (c?.delta?.content) {
+          out.text += c.delta.content;
+          out.ttftMs ??= performance.now() - t0;
+        }
+        if (c?.finish_reason) out.finishReason = c.finish_reason;
+      }
+      if (opts.hangUp?.(out.chunks.length, out.text)) {
+        out.aborted = true;
+        ac.abort();
+        break;
+      }
+    }
+  } catch (e) {
+    if (!ac.signal.aborted) throw e;
+    out.aborted = true;
+  }
+  out.e2eMs = performance.now() - t0;
+  return out;
 }
