@@ -85,7 +85,8 @@ describe('sampling through the runner', () => {
   });
   afterAll(async () => runner?.close());
 
-  const sampling = (seed: number): SamplingParams => ({ temperature: 1.5, topP: 0.95, topK: 0, seed });
+  // hot enough that the confident tiny model actually branches
+  const sampling = (seed: number): SamplingParams => ({ temperature: 3, topP: 0.98, topK: 0, seed });
 
   /** Runs the given requests together (all decode in lock-step) and returns each one's tokens. */
   async function together(reqs: { id: number; prompt: number[]; seed: number }[], steps: number): Promise<number[][]> {
@@ -119,8 +120,8 @@ describe('sampling through the runner', () => {
       16,
     );
     expect(crowd[1]).toEqual(alone[0]);
-    // a different seed gives a different continuation somewhere (high temperature)
-    const other = await together([{ id: 7, prompt: prompts[0], seed: 8 }], 16);
-    expect(other[0]).not.toEqual(alone[0]);
+    // other seeds give other continuations
+    const others = await together([8, 9, 10, 11].map((seed, i) => ({ id: 20 + i, prompt: prompts[0], seed })), 16);
+    expect(others.some((o) => JSON.stringify(o) !== JSON.stringify(alone[0]))).toBe(true);
   });
 });
