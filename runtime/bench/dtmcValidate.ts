@@ -4,7 +4,7 @@ import { Cluster } from '../engine/cluster.ts';
 import { SimRunner } from '../runner/simRunner.ts';
 import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgorithm.ts';
 import { measureSteady } from '../sim/steadyState.ts';
-import { solveThroughput } from '../throughput/solveThroughput.ts';
+import { feasibleThresholds, solveThroughput } from '../throughput/index.ts';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 
 export interface ValidationSetting {
@@ -47,16 +47,6 @@ export function predict(s: ValidationSetting, thresholds: number[]): number {
   }).tokensPerSec;
 }
 
-function feasibleCombos(k: number, N: number, cap: number): number[][] {
-  const out: number[][] = [];
-  const rec = (prefix: number[], slack: number) => {
-    if (prefix.length === k) return void out.push(prefix);
-    for (let t = 1; t <= cap && t - 1 + slack < N; t++) rec([...prefix, t], slack + t - 1);
-  };
-  rec([], 0);
-  return out;
-}
-
 export function settings(quick: boolean): ValidationSetting[] {
   const paper = (t: number) => (t === 0 ? 6.0 : 27.9);
   const list: ValidationSetting[] = [4, 8, 12, 16].map((N) => ({
@@ -91,7 +81,7 @@ export function settings(quick: boolean): ValidationSetting[] {
       ],
     },
     latency: (m) => [5, 12, 25][m],
-    candidates: feasibleCombos(3, 6, 6).filter((c) => c[0] <= 2),
+    candidates: feasibleThresholds([6, 6, 6], 6).filter((c) => c[0] <= 2),
   });
   return quick ? list.filter((s) => s.N <= 8) : list;
 }

@@ -10,6 +10,8 @@ export interface OptimiserInput {
   /** ms[model][batch − 1]. */
   latency: number[][];
   maxBatch: number[];
+  /** Thresholds held fixed, by index into the models above. */
+  fixed?: Record<number, number>;
 }
 
 export interface OptimiserAnswer {
@@ -31,6 +33,10 @@ export interface AutoThresholdOptions {
   hysteresis: number;
   /** Cap on the batch sizes the model considers (keeps its state space small). */
   maxBatchCap?: number;
+  /** Thresholds never changed, by model name (e.g. the paper keeps the small model at 1). */
+  fixed?: Readonly<Record<string, number>>;
+  /** Skip a re-solve while no routing probability moved by more than this since the last one (default 0.02). */
+  minChange?: number;
 }
 
 export interface ThresholdChange {
@@ -48,6 +54,7 @@ export class AutoThresholds {
   solves = 0;
   private timer: unknown;
   private solving = false;
+  private lastSolved: { P: number[][]; N: number } | null = null;
   private stopped = false;
 
   constructor(
@@ -98,7 +105,17 @@ export class AutoThresholds {
       const s = row.reduce((a, b) => a + b, 0);
       return row.map((x) => x / s);
     });
-    const input: OptimiserInput = { N, P, C: pick(est.C), latency: used.map((i) => est.latency[i]), maxBatch: lanes.map((l) => Math.min(l.maxBatch, cap, N)) };
+    const fixed: Record<number, number> = {};
+    lanes.forEach((l, k) => {
+      const f = this.opts.fixed?.[l.name];
+      if (f !== undefined) fixed[k] = f;
+    });
+    const input: OptimiserInput = { N, P, C: pick(est.C), latency: used.map((i) => est.latency[i]), maxBatch: lanes.map((l) => Math.min(l.maxBatch, cap, N)), fixed };
+    // Steady traffic gives the same answer again: re-solve only when the routing or N moved.
+    const last = this.lastSolved;
+    const minChange = this.opts.minChange ?? 0.02;
+    if (last && last.N === N && last.P.length === est.P.length && last.P.every((row, i) => row.every((x, j) => Math.abs(x - est.P[i][j]) <= minChange))) return;
+    this.lastSolved = { P: est.P, N };
     const answer = this.opts.optimise(input, lanes.map((l, k) => Math.min(l.threshold, input.maxBatch[k])));
     const apply = (a: OptimiserAnswer) => {
       this.solves++;

@@ -1,5 +1,6 @@
 // Estimates the throughput model's inputs from live trace events over a sliding window: P, C and L_i(b).
 import type { TraceEvent } from '../../shared/trace.ts';
+import { fitLatencyProfile, type LatencySample } from '../throughput/index.ts';
 
 interface BatchSample {
   t: number;
@@ -21,7 +22,7 @@ export interface RoutingEstimate {
   P: number[][];
   /** C[i][j]: committed tokens per i→j transition (stay: 1; switch: share kept). */
   C: number[][];
-  /** Mean step ms by model and batch size (index b − 1), filled across unmeasured sizes; NaN for idle models. */
+  /** Step ms by model and batch size (index b − 1), fitted monotone across sizes; NaN for idle models. */
   latency: number[][];
   /** Request-steps seen per model: how much evidence each row of P rests on. */
   rows: number[];
@@ -83,14 +84,10 @@ export class RoutingEstimator {
     const rows = new Array<number>(K).fill(0);
     const moves = Array.from({ length: K }, () => new Array<number>(K).fill(0));
     const kept = Array.from({ length: K }, () => new Array<number>(K).fill(0));
-    const sum = Array.from({ length: K }, () => new Array<number>(this.maxBatch + 1).fill(0));
-    const cnt = Array.from({ length: K }, () => new Array<number>(this.maxBatch + 1).fill(0));
+    const timed: LatencySample[] = [];
     for (const b of this.batches) {
       rows[b.model] += b.size;
-      if (b.timed && b.size <= this.maxBatch) {
-        sum[b.model][b.size] += b.ms;
-        cnt[b.model][b.size]++;
-      }
+      if (b.timed && b.ms > 0) timed.push({ model: b.model, batch: b.size, ms: b.ms });
     }
     for (const h of this.handoffs) {
       moves[h.from][h.to]++;
@@ -104,23 +101,15 @@ export class RoutingEstimator {
       return out;
     });
     const C = moves.map((row, i) => row.map((n, j) => (i === j ? 1 : n > 0 ? kept[i][j] / n : 0)));
-    const latency = sum.map((s, m) => fillProfile(s.map((x, b) => (cnt[m][b] > 0 ? x / cnt[m][b] : NaN)).slice(1)));
     // A model that carried traffic but never ran a timed batch cannot be modelled yet.
-    if (latency.some((l, m) => rows[m] > 0 && l.some((x) => !Number.isFinite(x)))) return null;
+    const timedModels = new Set(timed.map((x) => x.model));
+    if (rows.some((r, m) => r > 0 && !timedModels.has(m))) return null;
+    const latency = this.models.map((_, m) => {
+      if (!timedModels.has(m)) return new Array<number>(this.maxBatch).fill(NaN);
+      const own = timed.filter((x) => x.model === m).map((x) => ({ ...x, model: 0 }));
+      return fitLatencyProfile(own, { maxBatch: this.maxBatch }).table[0];
+    });
     const meanActive = this.activeSamples.length ? this.activeSamples.reduce((a, s) => a + s.n, 0) / this.activeSamples.length : 0;
     return { P, C, latency, rows, meanActive };
   }
-}
-
-/** Fills batch sizes that were never measured: linear between measured neighbours, flat beyond them. */
-export function fillProfile(ms: number[]): number[] {
-  const known = ms.map((v, i) => [i, v] as const).filter(([, v]) => Number.isFinite(v));
-  if (known.length === 0) return ms;
-  return ms.map((v, i) => {
-    if (Number.isFinite(v)) return v;
-    const lo = [...known].reverse().find(([k]) => k < i);
-    const hi = known.find(([k]) => k > i);
-    if (lo && hi) return lo[1] + ((hi[1] - lo[1]) * (i - lo[0])) / (hi[0] - lo[0]);
-    return (lo ?? hi)![1];
-  });
 }
