@@ -1,0 +1,119 @@
+// `tokenrouter subserver`: runs one model's runner as its own process, serving an entry over NATS.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
+import { openNats } from '../distributed/natsConnection.ts';
+import { NatsSubServer } from '../distributed/natsSubServer.ts';
+import { parseSimLatency, simModel } from '../distributed/simModel.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import { loadModelFolder } from '../runner/modelFolder.ts';
+import { WorkerRunner } from '../runner/workerRunner.ts';
+import { planMemory } from '../serve/memoryPlan.ts';
+
+export const SUBSERVER_USAGE = `tokenrouter subserver --model NAME --nats nats://HOST:PORT [options]
+  --model NAME          model name the entry's config uses (and the folder name under --models-dir)
+  --nats URL[,URL]      NATS server(s)
+  --token T             NATS token (or NATS_TOKEN in the environment)
+  --creds FILE          NATS credentials file instead of a token
+  --replica ID          replica name (default <hostname>-<pid>); run several processes for several replicas
+  --models-dir DIR      where model folders live (default examples/models); --path DIR names the folder itself
+  --threads N           onnxruntime intra-op threads (default 1)
+  --memory-mib N        weights + KV budget of this process (default 1024)
+  --prefix P            subject prefix shared with the entry (default ${DEFAULT_SUBJECT_PREFIX})
+  --heartbeat-ms N      heartbeat period (default 250; keep it well under the entry's heartbeatTimeoutMs)
+  --sim                 simulated model instead of ONNX (tests, benches): --sim-latency BASE,PER_ROW,PER_TOKEN ms
+                        (default 5,0,0), --sim-vocab chars|hash (default chars), --sim-eos-rate R (default 0)`;
+
+function positiveInt(name: string, v: string | undefined, fallback: number): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new TokenRouterError('invalid_request', `--${name} must be a positive integer, got "${v}"`, name);
+  return n;
+}
+
+export async function subserverCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      model: { type: 'string' },
+      nats: { type: 'string' },
+      token: { type: 'string' },
+      creds: { type: 'string' },
+      replica: { type: 'string' },
+      'models-dir': { type: 'string' },
+      path: { type: 'string' },
+      threads: { type: 'string' },
+      'memory-mib': { type: 'string' },
+      prefix: { type: 'string' },
+      'heartbeat-ms': { type: 'string' },
+      sim: { type: 'boolean' },
+      'sim-latency': { type: 'string' },
+      'sim-vocab': { type: 'string' },
+      'sim-eos-rate': { type: 'string' },
+    },
+  });
+  const model = values.model;
+  if (!model) throw new TokenRouterError('invalid_request', `--model is required\n\nusage: ${SUBSERVER_USAGE}`, 'model');
+  if (!values.nats) throw new TokenRouterError('invalid_request', `--nats is required\n\nusage: ${SUBSERVER_USAGE}`, 'nats');
+  const replica = values.replica ?? `${os.hostname()}-${process.pid}`;
+  const log = (line: string) => console.error(`[subserver ${model}/${replica}] ${line}`);
+  const budgetBytes = positiveInt('memory-mib', values['memory-mib'], 1024) * 2 ** 20;
+
+  let runner: ModelRunner;
+  let weightBytes = 0;
+  if (values.sim) {
+    const vocab = values['sim-vocab'] ?? 'chars';
+    if (vocab !== 'chars' && vocab !== 'hash') throw new TokenRouterError('invalid_request', `--sim-vocab must be chars or hash, got "${vocab}"`, 'sim-vocab');
+    let latency;
+    try {
+      latency = parseSimLatency(values['sim-latency'] ?? '5,0,0');
+    } catch (e) {
+      throw new TokenRouterError('invalid_request', (e as Error).message, 'sim-latency');
+    }
+    runner = simModel({ name: model, latency, vocab, eosRate: Number(values['sim-eos-rate'] ?? 0) });
+    log(`simulated model (${vocab} vocabulary, ${latency.baseMs} ms + ${latency.perRowMs} ms/row + ${latency.perTokenMs} ms/token)`);
+  } else {
+    const dir = path.resolve(values.path ?? path.join(values['models-dir'] ?? 'examples/models', model));
+    const folder = loadModelFolder(dir);
+    weightBytes = fs.statSync(folder.onnxPath).size;
+    log(`loading ${dir} …`);
+    // in a worker thread: the main thread must stay free to answer heartbeats during long steps
+    const worker = await WorkerRunner.start(folder.dir, { intraOpNumThreads: positiveInt('threads', values.threads, 1), name: model });
+    worker.onFailure((e) => {
+      // Without its runner this process holds nothing useful: exit, so entries see it gone now and a supervisor restarts it.
+      log(`runner failed: ${e.message}; exiting`);
+      process.exit(1);
+    });
+    runner = worker;
+  }
+  const [plan] = planMemory(budgetBytes, [{ name: model, weightBytes, kvBytesPerToken: runner.info.kvBytesPerToken, maxContext: runner.info.maxContext, maxBatch: 1 }]);
+
+  const nc = await openNats({ servers: values.nats, token: values.token ?? process.env.NATS_TOKEN, credsFile: values.creds, name: `tokenrouter-subserver:${model}:${replica}` });
+  void (async () => {
+    for await (const s of nc.status()) if (s.type === 'disconnect' || s.type === 'reconnect') log(`NATS ${s.type}`);
+  })();
+  const server = await NatsSubServer.start(nc, runner, {
+    model,
+    replica,
+    subjectPrefix: values.prefix,
+    heartbeatMs: positiveInt('heartbeat-ms', values['heartbeat-ms'], 250),
+    kvCapacityTokens: plan.kvTokens,
+    log,
+  });
+  // tests and scripts wait for this line on stdout
+  console.log(`subserver ready: model ${model} replica ${replica} on ${values.nats} (subject ${server.subject}, KV ${plan.kvTokens} tokens)`);
+
+  const stop = async () => {
+    log('shutting down');
+    await server.close();
+    await nc.close().catch(() => {});
+    await runner.close?.();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return new Promise<number>(() => {});
+}

@@ -1,0 +1,308 @@
+// Sub-server side of the NATS transport: one model's runner answering steps on its model's queue group and its own subject.
+import crypto from 'node:crypto';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
+import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
+import { WIRE_PROTOCOL, type ReplicaAnnouncement } from './natsRunner.ts';
+import { RemoteRunnerError } from './remoteRunnerError.ts';
+import { decodeRelease, decodeStep, encodeControl, encodeResult, wireKind, WireKind, type DecodedStep } from './stepCodec.ts';
+
+export interface NatsSubServerOptions {
+  /** Model name entries ask for (their config's model name). */
+  model: string;
+  /** Replica name, for logs and the entry's replica list; several processes may serve one model. */
+  replica: string;
+  subjectPrefix?: string;
+  /** Heartbeat period; entries declare a replica dead after their heartbeatTimeoutMs of silence. Default 250 ms. */
+  heartbeatMs?: number;
+  /** KV tokens this replica can hold, announced so the entry can bound what it places here. */
+  kvCapacityTokens: number;
+  /** Caches of an entry silent this long (no keepalive, no step) are freed. Default 15 s. */
+  entryTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+interface Incoming {
+  msg: Msg;
+  step: DecodedStep;
+  arrived: number;
+}
+
+/**
+ * How long an admit part waits for the sticky part of the same entry step. The entry publishes
+ * both in one flush and NATS keeps one publisher's order, so the partner is normally already in
+ * the same socket read; the wait only bounds the pathological case.
+ */
+const PARTNER_WAIT_MS = 5;
+
+/**
+ * Receives step parts, merges whatever is queued when the runner is free into one batch (so the
+ * parts of one entry step, and steps of several entries, share a forward pass), and answers each
+ * part with its rows' signals. Cache ids are only unique per entry, so caches are keyed by
+ * (entry, cacheId) and mapped to this runner's own ids.
+ */
+export class NatsSubServer {
+  readonly incarnation = crypto.randomBytes(5).toString('hex');
+  readonly subject: string;
+  private readonly caches = new Map<string, number>();
+  private readonly byEntry = new Map<string, Set<string>>();
+  private readonly entryHeard = new Map<string, number>();
+  private queue: Incoming[] = [];
+  private busy = false;
+  private pumpScheduled = false;
+  private partnerTimer: NodeJS.Timeout | null = null;
+  private nextInner = 1;
+  private readonly subs: Subscription[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private closed = false;
+  private readonly log: (line: string) => void;
+  private readonly heartbeatMs: number;
+  readonly stats = { batches: 0, rows: 0, parts: 0, releases: 0, entriesExpired: 0 };
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly runner: ModelRunner,
+    private readonly opts: NatsSubServerOptions,
+  ) {
+    const s = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
+    this.subject = s.replica(opts.replica, this.incarnation);
+    this.heartbeatMs = opts.heartbeatMs ?? 250;
+    this.log = opts.log ?? ((l) => console.error(`[subserver ${opts.model}/${opts.replica}] ${l}`));
+    const deliver = (handle: (msg: Msg) => void) => (err: Error | null, msg: Msg) => {
+      if (!err) handle(msg);
+    };
+    this.subs.push(
+      nc.subscribe(s.admit, { queue: s.queue, callback: deliver((m) => this.onMessage(m)) }),
+      nc.subscribe(this.subject, { callback: deliver((m) => this.onMessage(m)) }),
+      nc.subscribe(s.entries, { callback: deliver((m) => this.onEntry(m)) }),
+    );
+    this.timers.push(setInterval(() => this.heartbeat(), this.heartbeatMs));
+    const entryTimeout = opts.entryTimeoutMs ?? 15_000;
+    this.timers.push(setInterval(() => this.expireEntries(entryTimeout), Math.max(100, entryTimeout / 3)));
+  }
+
+  /** Subscribes and announces itself; resolves once the NATS server has the subscriptions. */
+  static async start(nc: NatsConnection, runner: ModelRunner, opts: NatsSubServerOptions): Promise<NatsSubServer> {
+    const s = new NatsSubServer(nc, runner, opts);
+    await nc.flush();
+    s.heartbeat();
+    return s;
+  }
+
+  /** Caches held for all entries. */
+  get liveCaches(): number {
+    return this.caches.size;
+  }
+
+  private announcement(bye = false): ReplicaAnnouncement {
+    return {
+      protocol: WIRE_PROTOCOL,
+      replica: this.opts.replica,
+      subject: this.subject,
+      info: this.runner.info,
+      kvCapacityTokens: this.opts.kvCapacityTokens,
+      heartbeatMs: this.heartbeatMs,
+      caches: this.caches.size,
+      ...(bye ? { bye: true } : {}),
+    };
+  }
+
+  private heartbeat(bye = false): void {
+    if (this.nc.isClosed()) return;
+    try {
+      this.nc.publish(modelSubjects(this.opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, this.opts.model).heartbeat, JSON.stringify(this.announcement(bye)));
+    } catch {
+      // reconnecting: the client buffers, or we are closing
+    }
+  }
+
+  private onMessage(msg: Msg): void {
+    if (this.closed) return;
+    let kind: WireKind;
+    try {
+      kind = wireKind(msg.data);
+    } catch (e) {
+      return this.replyError(msg, e as Error);
+    }
+    if (kind === WireKind.Hello) {
+      msg.respond(encodeControl(WireKind.Info, this.announcement()));
+      return;
+    }
+    if (kind === WireKind.Release) {
+      try {
+        const { entry, cacheIds } = decodeRelease(msg.data);
+        this.entryHeard.set(entry, performance.now());
+        for (const id of cacheIds) this.drop(`${entry}/${id}`);
+      } catch (e) {
+        this.log(`bad release message: ${(e as Error).message}`);
+      }
+      return;
+    }
+    if (kind !== WireKind.Step) return this.replyError(msg, new RemoteRunnerError('protocol', `unexpected message kind ${kind}`));
+    let step: DecodedStep;
+    try {
+      step = decodeStep(msg.data);
+    } catch (e) {
+      return this.replyError(msg, e as Error);
+    }
+    this.entryHeard.set(step.meta.entry, performance.now());
+    this.stats.parts++;
+    this.queue.push({ msg, step, arrived: performance.now() });
+    this.schedulePump();
+  }
+
+  private onEntry(msg: Msg): void {
+    let body: { entry?: string; bye?: boolean };
+    try {
+      body = msg.json();
+    } catch {
+      return;
+    }
+    if (!body.entry) return;
+    if (body.bye) this.dropEntry(body.entry, 'it closed');
+    else if (this.byEntry.has(body.entry)) this.entryHeard.set(body.entry, performance.now());
+  }
+
+  private expireEntries(timeoutMs: number): void {
+    const now = performance.now();
+    for (const entry of [...this.byEntry.keys()]) {
+      if (now - (this.entryHeard.get(entry) ?? 0) > timeoutMs) {
+        this.stats.entriesExpired++;
+        this.dropEntry(entry, `no keepalive for ${Math.round(now - (this.entryHeard.get(entry) ?? 0))} ms`);
+      }
+    }
+  }
+
+  private dropEntry(entry: string, why: string): void {
+    const keys = this.byEntry.get(entry);
+    if (keys?.size) this.log(`freeing ${keys.size} caches of entry ${entry}: ${why}`);
+    for (const k of [...(keys ?? [])]) this.drop(k);
+    this.byEntry.delete(entry);
+    this.entryHeard.delete(entry);
+  }
+
+  private drop(key: string): void {
+    const inner = this.caches.get(key);
+    if (inner === undefined) return;
+    this.caches.delete(key);
+    this.byEntry.get(key.slice(0, key.indexOf('/')))?.delete(key);
+    this.runner.release(inner);
+    this.stats.releases++;
+  }
+
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    // after the current socket read: every part that arrived in it joins the batch
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.busy || this.queue.length === 0 || this.closed) return;
+    const now = performance.now();
+    const take: Incoming[] = [];
+    const hold: Incoming[] = [];
+    for (const inc of this.queue) {
+      const m = inc.step.meta;
+      const waitsForPartner =
+        m.admit && m.stickyOn?.includes(this.subject) && !this.queue.some((o) => o !== inc && o.step.meta.entry === m.entry && o.step.meta.seq === m.seq) && now - inc.arrived < PARTNER_WAIT_MS;
+      (waitsForPartner ? hold : take).push(inc);
+    }
+    this.queue = hold;
+    if (take.length === 0) {
+      if (!this.partnerTimer) {
+        this.partnerTimer = setTimeout(() => {
+          this.partnerTimer = null;
+          this.pump();
+        }, PARTNER_WAIT_MS);
+      }
+      return;
+    }
+    void this.run(take);
+  }
+
+  /** Maps each part's (entry, cacheId) rows to this runner's caches; a part naming an unknown cache fails alone. */
+  private translate(parts: Incoming[]): { rows: StepRow[]; spans: { inc: Incoming; from: number; to: number }[] } {
+    const rows: StepRow[] = [];
+    const spans: { inc: Incoming; from: number; to: number }[] = [];
+    for (const inc of parts) {
+      const { entry } = inc.step.meta;
+      const missing = inc.step.rows.find((r) => r.position !== 0 && !this.caches.has(`${entry}/${r.cacheId}`));
+      if (missing) {
+        this.replyError(inc.msg, new RemoteRunnerError('remote_error', `replica ${this.opts.replica}: cache ${missing.cacheId} of ${missing.requestId} is not here (released, expired, or this replica restarted)`));
+        continue;
+      }
+      const from = rows.length;
+      for (const r of inc.step.rows) {
+        const key = `${entry}/${r.cacheId}`;
+        let inner = this.caches.get(key);
+        if (r.position === 0) {
+          if (inner !== undefined) this.runner.release(inner);
+          inner = this.nextInner++;
+          this.caches.set(key, inner);
+          let set = this.byEntry.get(entry);
+          if (!set) this.byEntry.set(entry, (set = new Set()));
+          set.add(key);
+        }
+        rows.push({ ...r, cacheId: inner! });
+      }
+      spans.push({ inc, from, to: rows.length });
+    }
+    return { rows, spans };
+  }
+
+  private async run(parts: Incoming[]): Promise<void> {
+    this.busy = true;
+    const { rows, spans } = this.translate(parts);
+    try {
+      if (rows.length === 0) return;
+      const t0 = performance.now();
+      let out: StepOutput;
+      try {
+        const r = this.runner.step(rows);
+        out = r instanceof Promise ? await r : r;
+        // A simulated runner reports how long the step takes: spend that time, as a model would.
+        if (!(r instanceof Promise) && out.durationMs) await sleep(out.durationMs);
+      } catch (e) {
+        for (const s of spans) this.replyError(s.inc.msg, e as Error);
+        return;
+      }
+      const modelMs = out.modelMs ?? performance.now() - t0;
+      this.stats.batches++;
+      this.stats.rows += rows.length;
+      for (const s of spans) s.inc.msg.respond(encodeResult({ replica: this.subject, modelMs }, out.rows.slice(s.from, s.to)));
+    } finally {
+      this.busy = false;
+      if (this.queue.length) this.schedulePump();
+    }
+  }
+
+  private replyError(msg: Msg, e: Error): void {
+    if (!msg.reply) return;
+    try {
+      msg.respond(encodeControl(WireKind.Error, { message: e.message }));
+    } catch {
+      // connection closing
+    }
+  }
+
+  /** Stops taking work, tells entries this replica is leaving (so they react at once), unsubscribes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    if (this.partnerTimer) clearTimeout(this.partnerTimer);
+    for (const inc of this.queue) this.replyError(inc.msg, new RemoteRunnerError('closed', `replica ${this.opts.replica} is shutting down`));
+    this.queue = [];
+    this.heartbeat(true);
+    for (const s of this.subs) s.unsubscribe();
+    if (!this.nc.isClosed()) await this.nc.flush().catch(() => {});
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

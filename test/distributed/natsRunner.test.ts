@@ -1,0 +1,195 @@
+// NatsRunner against in-test sub-servers on a private nats-server: parity with in-process steps, replicas, failures.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { RemoteRunnerError } from '../../runtime/distributed/remoteRunnerError.ts';
+import { decodeResult, decodeStep, encodeResult, encodeStep } from '../../runtime/distributed/stepCodec.ts';
+import { simModel } from '../../runtime/distributed/simModel.ts';
+import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
+import type { TokenSignals } from '../../shared/algorithm.ts';
+import { driveSame, HAVE_NATS, sleep, startReplica, until, ZERO, type TestReplica } from './helpers.ts';
+
+/** A copy of `bytes` starting at an odd offset of a larger buffer, as a socket read may hand it over. */
+function unaligned(bytes: Uint8Array): Uint8Array {
+  const buf = new Uint8Array(bytes.length + 3);
+  buf.set(bytes, 3);
+  return buf.subarray(3);
+}
+
+describe('stepCodec', () => {
+  it('round-trips rows exactly, from aligned and unaligned buffers', () => {
+    const rows: StepRow[] = [
+      { cacheId: 7, requestId: 'req-a', tokens: [1, 2, 3, 40000], position: 0, sampling: { temperature: 0.7, topP: 0.9, topK: 5, seed: 4294967295 }, wants: { topK: 4, hidden: true, heads: ['citer', 'r2r'] } },
+      { cacheId: 2 ** 40, requestId: 'ünïcode', tokens: [9], position: 123, sampling: GREEDY, wants: { topK: 0, hidden: false, heads: [] } },
+      { cacheId: 8, requestId: 'req-c', tokens: [5, 6], position: 17, sampling: { temperature: 1 / 3, topP: 1, topK: 0, seed: 12 }, wants: { topK: 4, hidden: true, heads: ['citer', 'r2r'] } },
+    ];
+    const meta = { entry: 'e1', seq: 3, admit: true, stickyOn: ['a.b'] };
+    const bytes = encodeStep(meta, rows);
+    for (const data of [bytes, unaligned(bytes)]) {
+      const back = decodeStep(data);
+      expect(back.meta).toEqual(meta);
+      expect(back.rows).toEqual(rows);
+    }
+    // 3 rows, 7 tokens: a small header, ~60 bytes of JSON, then fixed columns; no JSON number arrays
+    expect(bytes.length).toBeLessThan(400);
+    expect(new TextDecoder().decode(bytes)).not.toContain('40000');
+  });
+
+  it('round-trips signals with top-k, heads and hidden states bit-exactly', () => {
+    const sigs: TokenSignals[] = [
+      { token: 11, entropy: 0.123456789012345, maxProb: 0.5, margin: 0.25, tokenProb: 0.5, topIds: [11, 3, 9], topProbs: [0.5, 0.25, 0.125], heads: { citer: 0.97, r2r: 1e-9 }, hidden: new Float32Array([1.5, -2, 3.25]) },
+      { token: 2, entropy: Math.PI / 10, maxProb: 1, margin: 1, tokenProb: 1, topIds: [], topProbs: [], heads: {} },
+    ];
+    const bytes = encodeResult({ replica: 'tokenrouter.large.r.x.1', modelMs: 3.5 }, sigs);
+    for (const data of [bytes, unaligned(bytes)]) {
+      const back = decodeResult(data);
+      expect(back.meta).toEqual({ replica: 'tokenrouter.large.r.x.1', modelMs: 3.5 });
+      expect(back.rows).toEqual(sigs);
+    }
+  });
+});
+
+describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
+  let nats: NatsServerProcess;
+  const cleanup: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+  });
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c().catch(() => {});
+  });
+  afterAll(async () => {
+    await nats?.stop();
+  });
+
+  async function replica(name: string, opts: Parameters<typeof startReplica>[3] = {}): Promise<TestReplica> {
+    const r = await startReplica(nats.url, 'large', name, opts);
+    cleanup.push(() => r.close());
+    return r;
+  }
+
+  async function runner(opts: Partial<Parameters<typeof NatsRunner.connect>[0]> = {}): Promise<NatsRunner> {
+    const r = await NatsRunner.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 400, connectTimeoutMs: 5000, log: () => {}, ...opts });
+    cleanup.push(() => r.close());
+    return r;
+  }
+
+  it('answers every step exactly as the same runner in-process (prefill, decode, extend, release)', async () => {
+    await replica('a');
+    const remote = await runner();
+    expect(remote.info).toEqual(simModel({ name: 'large', latency: ZERO }).info);
+    const local = simModel({ name: 'large', latency: ZERO });
+    const [want, got] = await driveSame([local, remote], 6, 8);
+    expect(got).toEqual(want);
+    for (let i = 0; i < 6; i++) remote.release(1000 + i);
+    await until(() => remote.replicaViews()[0]?.caches === 0, 2000, 'entry-side release');
+  });
+
+  it('spreads new caches over replicas and keeps each cache on the replica that holds it', async () => {
+    const reps = [await replica('a'), await replica('b')];
+    const remote = await runner();
+    await until(() => remote.replicaViews().length === 2, 2000, 'both replicas known');
+    expect(remote.kvCapacityTokens).toBe(20_000);
+    const local = simModel({ name: 'large', latency: ZERO });
+    const placements = new Map<number, string>();
+    // one request per step, so each admission is its own queue-group draw
+    for (let k = 0; k < 16; k++) {
+      const [want, got] = await driveSame([local, remote], 1, 3, {
+        cacheBase: 5000 + k * 10,
+        between: async () => {
+          const where = remote.placementOf(5000 + k * 10)!;
+          if (placements.has(k)) expect(where).toBe(placements.get(k));
+          placements.set(k, where);
+        },
+      });
+      expect(got).toEqual(want);
+    }
+    const used = new Set(placements.values());
+    expect(used.size).toBe(2); // 16 draws on 2 replicas: all on one happens with p = 2^-15
+    expect(reps[0].server.liveCaches + reps[1].server.liveCaches).toBe(16);
+  });
+
+  it('fail policy: a replica that vanishes holding caches fires onFailure within the heartbeat bound', async () => {
+    const rep = await replica('a');
+    const remote = await runner({ heartbeatTimeoutMs: 400 });
+    const local = simModel({ name: 'large', latency: ZERO });
+    await driveSame([local, remote], 3, 2);
+    let failedAt = 0;
+    let error: Error | null = null;
+    remote.onFailure((e) => {
+      failedAt = performance.now();
+      error = e;
+    });
+    const t0 = performance.now();
+    await rep.crash();
+    await until(() => error !== null, 3000, 'onFailure');
+    expect(error).toBeInstanceOf(RemoteRunnerError);
+    expect((error as unknown as RemoteRunnerError).code).toBe('replica_lost');
+    expect(failedAt - t0).toBeLessThan(400 + 600);
+    await expect(Promise.resolve(remote.step([]))).rejects.toThrow(/gone/);
+  });
+
+  it('fail policy: an idle replica without caches may die without failing anything', async () => {
+    const reps = [await replica('a'), await replica('b')];
+    const remote = await runner();
+    await until(() => remote.replicaViews().length === 2, 2000, 'both replicas known');
+    let failures = 0;
+    remote.onFailure(() => failures++);
+    // place caches until one replica holds some, then kill one that holds none
+    await driveSame([simModel({ name: 'large', latency: ZERO }), remote], 1, 1, { cacheBase: 100 });
+    const victim = reps.find((r) => r.server.subject !== remote.placementOf(100))!;
+    await victim.crash();
+    await until(() => remote.replicaViews().length === 1, 2000, 'idle replica dropped');
+    expect(failures).toBe(0);
+    const [want, got] = await driveSame([simModel({ name: 'large', latency: ZERO }), remote], 2, 3, { cacheBase: 300 });
+    expect(got).toEqual(want);
+  });
+
+  it('recompute policy: caches on a dead replica are re-prefilled on a survivor; outputs do not change', async () => {
+    const reps = [await replica('a'), await replica('b')];
+    const remote = await runner({ onReplicaLoss: 'recompute' });
+    await until(() => remote.replicaViews().length === 2, 2000, 'both replicas known');
+    let failures = 0;
+    remote.onFailure(() => failures++);
+    const local = simModel({ name: 'large', latency: ZERO });
+    const [want, got] = await driveSame([local, remote], 8, 9, {
+      between: async (round) => {
+        if (round !== 4) return;
+        // kill whichever replica holds cache 1000, mid-conversation
+        const victim = reps.find((r) => r.server.subject === remote.placementOf(1000))!;
+        await victim.crash();
+      },
+    });
+    expect(got).toEqual(want);
+    expect(failures).toBe(0);
+    expect(remote.stats.recomputedRows).toBeGreaterThan(0);
+    expect(remote.replicaViews()).toHaveLength(1);
+  });
+
+  it('recompute policy: with no replica left the runner fails clearly', async () => {
+    const rep = await replica('a');
+    const remote = await runner({ onReplicaLoss: 'recompute' });
+    await driveSame([simModel({ name: 'large', latency: ZERO }), remote], 2, 1);
+    let error: Error | null = null;
+    remote.onFailure((e) => (error = e));
+    await rep.crash();
+    await sleep(50);
+    const rows: StepRow[] = [{ cacheId: 1000, requestId: 'r0', tokens: [4], position: 5, sampling: GREEDY, wants: { topK: 0, hidden: false, heads: [] } }];
+    await expect(Promise.resolve(remote.step(rows))).rejects.toBeInstanceOf(RemoteRunnerError);
+    await until(() => error !== null, 2000, 'onFailure');
+  });
+
+  it('connect() names the missing sub-server when none answers', async () => {
+    await expect(NatsRunner.connect({ model: 'nobody', servers: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(/no sub-server for model "nobody".*tokenrouter subserver --model nobody/s);
+  });
+
+  it('a replica frees the caches of an entry that closes or falls silent', async () => {
+    const rep = await replica('a', { entryTimeoutMs: 300 });
+    const remote = await runner();
+    await driveSame([simModel({ name: 'large', latency: ZERO }), remote], 4, 1);
+    expect(rep.server.liveCaches).toBe(4);
+    await remote.close();
+    await until(() => rep.server.liveCaches === 0, 2000, 'caches freed on goodbye');
+  });
+});
