@@ -1,7 +1,7 @@
 // Suite ablation: R2R at concurrency 8, baseline → + state retention → + async → + delayed batching, each step's gain.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingMode, type ServingResult } from './servingCase.ts';
+import { poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingMode, type ServingResult, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -21,6 +21,7 @@ export function withRatios(rows: { step: string; tok_s: number }[]): Row[] {
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
+  const client = setClientPlacement(f.str('client'));
   const concurrency = f.num('concurrency', 8);
   const skipBundled = f.str('runners') === 'none';
   const repeats = f.sized('repeats', 2, 1);
@@ -91,6 +92,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
     paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },
     not_reproduced: "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
+    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };
   const primary = ladder.length ? ladder : paperLadder;

@@ -1,7 +1,7 @@
 // Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { BASELINE, runServingCase, sweepSlowLane, thresholdCandidates, type BatchTiming, type ServingMode } from './servingCase.ts';
+import { BASELINE, runServingCase, sweepSlowLane, thresholdCandidates, type BatchTiming, type ServingMode, setClientPlacement } from './servingCase.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
@@ -51,6 +51,7 @@ export function overallModelFraction(lanes: readonly LaneBreakdown[]): number {
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
+  const client = setClientPlacement(f.str('client'));
   const concurrency = f.num('concurrency', 16);
   const algorithms = f.list('algorithms', ['r2r']);
   const requests = f.sized('requests', 128, 24);
@@ -123,6 +124,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     },
     transport: 'HTTP/SSE, in-process server; the load generator shares the process',
     ...set.description,
+    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'breakdown', settings, results: { model_fraction: first.tokenrouter.model_fraction, baseline_model_fraction: first.baseline.model_fraction, algorithms: perAlg } };

@@ -1,7 +1,7 @@
 // Suite combos: one algorithm on each pair of bundled models, TokenRouter mode vs the standard-serving baseline.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { runFigures, thresholdCandidates, tokenRouterVsBaseline } from './servingCase.ts';
+import { runFigures, thresholdCandidates, tokenRouterVsBaseline, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -14,6 +14,7 @@ export const PAIRS: readonly [string, string][] = [
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
+  const client = setClientPlacement(f.str('client'));
   // R-Stitch reads only the entropy, which every model has; the router heads exist only on small (labelled by large).
   const algorithm = f.str('algorithm', 'r-stitch');
   const concurrency = f.num('concurrency', 4);
@@ -74,6 +75,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     baseline_mode: 'step-sync, retainState false',
     transport: 'HTTP/SSE, in-process server',
     ...set.description,
+    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'combos', settings, results: { combos } };

@@ -2,7 +2,7 @@
 import type { ServingMetrics } from '../loadgen/requestMetrics.ts';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { BASELINE, poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingResult } from './servingCase.ts';
+import { BASELINE, poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingResult, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -38,6 +38,7 @@ function row(n: number, label: string, thresholds: string, m: ServingMetrics): R
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
+  const client = setClientPlacement(f.str('client'));
   const levels = f.nums('levels', [1, 2, 4, 8, 16]);
   const lo = levels[0];
   const hi = levels[levels.length - 1];
@@ -85,7 +86,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const bl = new Map<number, ServingMetrics>();
     try {
       for (const n of levels) {
-        const requests = Math.max(8, n * f.sized('requests-per-client', 12, 2));
+        const requests = Math.max(8, n * f.sized('bundled-requests-per-client', 12, 2));
         const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, maskEos };
         const label = `concurrency ${set.kind} N=${n}`;
         const s = await sweepSlowLane(set, { ...c, requests: Math.max(8, n * f.sized('sweep-requests-per-client', 4, 1)) }, 'large', () => progress(`${label} sweep`, ++done, total));
@@ -149,6 +150,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     bundled: skipBundled
       ? 'skipped (--runners none)'
       : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', tokenrouter_mode: 'async-delayed, retainState true, large threshold swept per N', baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
+    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'concurrency', settings, results: { paper_profile: paper, bundled, paper_rows: paperRows } };

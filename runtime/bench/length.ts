@@ -1,7 +1,7 @@
 // Suite length: throughput as max output grows, TokenRouter mode vs the standard-serving baseline.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { thresholdCandidates, runFigures, tokenRouterVsBaseline } from './servingCase.ts';
+import { thresholdCandidates, runFigures, tokenRouterVsBaseline, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -14,6 +14,7 @@ export function drop(first: number, last: number): number {
 
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
+  const client = setClientPlacement(f.str('client'));
   const concurrency = f.num('concurrency', 4);
 
   // 1. The paper's R2R profile in virtual time, 128 → 1024 tokens (the range).
@@ -127,6 +128,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           baseline_mode: 'step-sync, retainState false',
           transport: 'HTTP/SSE, in-process server',
         },
+    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'length', settings, results: { tokenrouter_drop: tokenrouterDrop, baseline_drop: baselineDrop, paper_profile: { rows: paperRows }, bundled } };

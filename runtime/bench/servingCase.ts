@@ -5,9 +5,10 @@ import path from 'node:path';
 import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/cluster.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
+import { benchPrompt } from '../loadgen/benchPrompt.ts';
+import { benchmarkServingInChild } from '../loadgen/remoteBenchmark.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { startServer } from '../server/createServer.ts';
-import { sampleQuestion } from '../serve/loadGenerator.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import type { MeteredRunner, StepTiming } from './meteredRunner.ts';
@@ -39,6 +40,7 @@ export interface ServingCase {
   maxBatch?: number;
   /** Keep per-batch timings for the overhead breakdown. */
   recordSteps?: boolean;
+  client?: ClientPlacement;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -60,11 +62,18 @@ export interface ServingResult {
   batches: BatchTiming[];
 }
 
-const QUESTION_OFFSET = 100_000;
+/** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
+export type ClientPlacement = 'process' | 'inline';
 
-/** The user message of request i: the bundled task (warm-up requests use other questions). */
-export function benchPrompt(i: number): string {
-  return sampleQuestion(i >= 0 ? i : QUESTION_OFFSET - i);
+let defaultClient: ClientPlacement = 'process';
+
+/** `--client process|inline` for every case a suite runs. */
+export function setClientPlacement(p: string | undefined): ClientPlacement {
+  if (p !== undefined) {
+    if (p !== 'process' && p !== 'inline') throw new Error(`--client must be process or inline, got "${p}"`);
+    defaultClient = p;
+  }
+  return defaultClient;
 }
 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
@@ -95,10 +104,11 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
   const server = await startServer(service, 0, '127.0.0.1');
   try {
     const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, prompt: benchPrompt, warmup: 0 };
-    if (c.warmup > 0) {
-      const w = await benchmarkServing({ ...load, requests: c.warmup, prompt: (i) => benchPrompt(-1 - i) });
-      if (w.metrics.completed === 0) throw new Error(`${c.algorithm} [${c.mode.label}]: every warm-up request failed: ${w.firstError}`);
-    }
+    const inChild = (c.client ?? defaultClient) === 'process';
+    const drive = (requests: number, warmup: number, onProgress?: (d: number, t: number) => void) =>
+      inChild ? benchmarkServingInChild({ ...load, requests, warmup }) : benchmarkServing({ ...load, requests, warmup, onProgress });
+    // A separate warm-up pass (it throws if every warm-up request fails), so lane counters start after it.
+    if (c.warmup > 0) await drive(0, c.warmup);
     const before = service.cluster.laneStats();
     const batches: BatchTiming[] = [];
     const timingsByLane = new Map<string, StepTiming[]>();
@@ -116,7 +126,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
         batches.push({ lane: e.model, startMs: e.start + offset, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase });
       });
     }
-    const run = await benchmarkServing({ ...load, requests: c.requests, onProgress: c.onProgress });
+    const run = await drive(c.requests, 0, c.onProgress);
     unsubscribe();
     if (c.recordSteps) {
       // One batch at a time per lane, so the k-th step a runner saw is the lane's k-th batch.

@@ -1,6 +1,7 @@
 // The load generator against a real server over simulated runners: counts, usage, timing order, concurrency bound.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { benchmarkServing } from '../../runtime/loadgen/benchmarkServing.ts';
+import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
 import { startTestServer, type TestServer } from '../server/testService.ts';
 
 describe('benchmarkServing over HTTP', () => {
@@ -42,6 +43,18 @@ describe('benchmarkServing over HTTP', () => {
     expect(Object.values(run.tokensByModel).reduce((a, b) => a + b, 0)).toBe(9 * 12);
     expect(run.metrics.ttftMs.mean).toBeGreaterThan(0);
     expect(run.metrics.tpotMs.count).toBe(9);
+  });
+
+  it('runs the same load from a child process and returns the raw records', async () => {
+    const run = await benchmarkServingInChild({ baseUrl: srv.url, model: 'r2r', concurrency: 2, requests: 4, warmup: 1, maxTokens: 6 });
+    expect(run.metrics.completed).toBe(4);
+    expect(run.metrics.totalOutputTokens).toBe(24);
+    expect(run.records.every((r) => r.contentChunkMs.length > 0 && r.outputTokens === 6)).toBe(true);
+    expect(run.metrics.outputThroughputTokS).toBeGreaterThan(0);
+  });
+
+  it('a child whose warm-up fails entirely rejects with the server error', async () => {
+    await expect(benchmarkServingInChild({ baseUrl: srv.url, model: 'nope', concurrency: 1, requests: 1, warmup: 1, maxTokens: 2 })).rejects.toThrow(/404|does not exist/);
   });
 
   it('records failures (unknown model) without throwing', async () => {

@@ -1,0 +1,45 @@
+// Runs the load generator in a child process, so the client's work never shares the server's event loop.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ServingRun } from './benchmarkServing.ts';
+import { servingMetrics, type RequestRecord } from './requestMetrics.ts';
+
+export interface RemoteLoad {
+  baseUrl: string;
+  model: string;
+  concurrency: number;
+  requests: number;
+  warmup: number;
+  maxTokens: number;
+}
+
+const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
+
+/** Prompts are the bundled task's (benchPrompt): a child process cannot take a closure. */
+export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
+  const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--records', 'true', '--quiet', 'true'];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      let parsed: { records: RequestRecord[]; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null };
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        reject(new Error(`load generator exited with ${code}: ${err.trim().slice(0, 500) || out.slice(0, 500)}`));
+        return;
+      }
+      const records = parsed.records;
+      // Recomputed here from the raw records, so both client placements share one metric code path.
+      resolve({ metrics: servingMetrics(records), records, tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined });
+    });
+  });
+}
