@@ -40,19 +40,28 @@ async function main(): Promise<void> {
     await page.waitForFunction(() => window.__timeline?.snapshot().connection === 'open' && window.__timeline!.snapshot().feed.snapshots >= 1, undefined, { timeout: 20_000 });
     checks.check('page connected to /live and got a snapshot', true);
 
-    // Generate load from the page's button (POST /admin/load → 202).
+    // Generate load from the page's button (POST /admin/load → 202), with the picture paused at first.
+    await page.click('text=❚❚ Pause');
+    const before = (await snap(page)).store.received.batch;
     const loadResponse = page.waitForResponse((r) => r.url().endsWith('/admin/load'));
     await page.click('[data-testid=generate-load]');
     const res = await loadResponse;
     checks.check('Generate load → 202 {started: true}', res.status() === 202 && (await res.json()).started === true, res.status());
+    await page.waitForFunction(() => window.__timeline!.snapshot().feed.received.batch >= 20, undefined, { timeout: 60_000 });
+    let s = await snap(page);
+    checks.check('paused: events are held, the picture does not change', s.view.paused && s.feed.held > 0 && s.store.received.batch === before, { held: s.feed.held, applied: s.store.received.batch });
+    await page.click('text=Resume');
+    await page.click('text=Follow live');
     await page.waitForFunction(() => (window.__timeline!.snapshot().feed.received['request-end'] ?? 0) >= 32, undefined, { timeout: 90_000 });
     await page.waitForTimeout(1500); // let the last flushes and a stats message arrive
+    s = await snap(page);
+    checks.check('resumed and following: held events applied', !s.view.paused && s.view.follow && s.feed.held === 0, s.view);
     await page.screenshot({ path: artifactPath('timeline-live-following.png') });
 
     // Ground truth: the server's own trace.
     const serverEvents = (await (await fetch(`${srv.url}/admin/trace?format=jsonl`)).text()).split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceEvent);
     const count = (type: TraceEvent['type']) => serverEvents.filter((e) => e.type === type).length;
-    let s = await snap(page);
+    s = await snap(page);
     checks.check('no events dropped by the server for this client', s.feed.serverDropped === 0 && s.feed.invalid === 0, { dropped: s.feed.serverDropped, invalid: s.feed.invalid });
     for (const type of ['batch', 'handoff', 'queue', 'request-state', 'request-end'] as const) {
       checks.check(`received every ${type} event the server traced`, s.store.received[type] === count(type), { page: s.store.received[type], server: count(type) });

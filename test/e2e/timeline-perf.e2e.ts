@@ -100,7 +100,7 @@ async function main(): Promise<void> {
     page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
     const t0 = Date.now();
     await page.goto(`${server.url}/timeline.html?trace=/trace.jsonl`);
-    await page.waitForFunction((n) => (window.__timeline?.snapshot().store.received.batch ?? 0) >= n && window.__timeline!.snapshot().drawn !== null, batches.length, { timeout: 60_000 });
+    await page.waitForFunction((n) => (window.__timeline?.snapshot().store.received.batch ?? 0) >= n && window.__timeline!.snapshot().drawn !== null, batches.length, { timeout: 240_000 });
     await page.waitForTimeout(400);
     results.loadMs = Date.now() - t0;
     let s = await snap(page);

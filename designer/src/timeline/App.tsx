@@ -18,7 +18,9 @@ export function App({ c }: { c: TimelineController }) {
     return () => c.detach();
   }, [c]);
   return (
-    <div className="tl-app">
+    <div className="tl-app"
+      onDragOver={(e) => { if (e.dataTransfer.types.includes('Files')) e.preventDefault(); }}
+      onDrop={async (e) => { const f = e.dataTransfer.files[0]; if (!f) return; e.preventDefault(); c.loadText(await f.text(), f.name); }}>
       <Toolbar c={c} />
       <Banner c={c} />
       <ConfigBar c={c} />

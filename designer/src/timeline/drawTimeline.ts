@@ -53,7 +53,7 @@ export interface DrawStats {
   /** Pixel-column runs standing for batches narrower than ~2 px. */
   columnRuns: number;
   visibleHandoffs: number;
-  /** Arrows whose both batches are known and that were drawn (after de-duplication of identical pixels). */
+  /** Handoffs with both batches known that were drawn: as arrows, or (dense views) counted into the histogram. */
   arrows: number;
   keptArrows: number;
   discardedArrows: number;
@@ -89,6 +89,11 @@ class RectBatch {
 const rects = { queue: new RectBatch(), phase: [new RectBatch(), new RectBatch(), new RectBatch()], cols: [new RectBatch(), new RectBatch(), new RectBatch(), new RectBatch()], kept: new RectBatch(), disc: new RectBatch() };
 
 let columns = new Uint8Array(0);
+/** Handoff histogram of dense views: counts per (lower lane, 3 px bin). */
+const BIN = 3;
+let binKept = new Float32Array(0);
+let binDisc = new Float32Array(0);
+const corridorMax: number[] = [];
 let queueCols = new Float32Array(0);
 
 export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, layout: Layout, v: Viewport, o: DrawOptions): DrawStats {
@@ -258,12 +263,14 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
   const [h0, h1] = pointRange(store, h, v.t0 - margin, v.t1);
   stats.visibleHandoffs = 0;
   for (let i = h0; i < h1; i++) { const t = h.cols.t[h.phys(i)]; if (t >= v.t0 && t <= v.t1) stats.visibleHandoffs++; }
-  // Dense views: thousands of slanted, anti-aliased arrows rasterise slowly (dashes most of all) and
-  // read as a hatch anyway; their slant is then a few pixels. Each becomes a 1 px vertical tick between
-  // the two lanes at the sending time, one per pixel column, lane pair and kind: axis-aligned and cheap.
+  // Dense views: thousands of slanted arrows read as a hatch (and rasterise slowly). They become a
+  // histogram instead: handoffs per 3 px bin, discarded under kept, in the corridor above the lower lane.
   const dense = h1 - h0 > 1200;
+  corridorMax.length = 0;
   const heads = !dense;
-  const dedupe = dense ? new Set<number>() : null;
+  const nb = Math.ceil(W / BIN);
+  if (binKept.length < nb * nl) { binKept = new Float32Array(nb * nl); binDisc = new Float32Array(nb * nl); }
+  if (dense) { binKept.fill(0, 0, nb * nl); binDisc.fill(0, 0, nb * nl); }
   const keptPath = new Path2D();
   const discPath = new Path2D();
   const flightPath = new Path2D();
@@ -295,12 +302,12 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
     if (Math.max(xs, xr) < plotL || Math.min(xs, xr) > plotR) continue;
     const yr = edgeY(toLane, down, false);
     const kept = h.cols.kept[p] === 1;
-    if (dedupe) {
-      const col = Math.floor(xs);
-      const key = ((col & 8191) * 64 + (fromLane & 7) * 8 + (toLane & 3) * 2 + (kept ? 1 : 0));
-      if (dedupe.has(key)) continue;
-      dedupe.add(key);
-      (kept ? rects.kept : rects.disc).add(col, Math.min(ys, yr), 1, Math.abs(yr - ys));
+    if (dense) {
+      if (h.cols.t[p] < v.t0 || h.cols.t[p] > v.t1) continue;
+      const bin = Math.floor((xs - plotL) / BIN);
+      if (bin < 0 || bin >= nb) continue;
+      const k = Math.max(fromLane, toLane) * nb + bin;
+      if (kept) binKept[k]++; else binDisc[k]++;
     } else {
       const path = kept ? keptPath : discPath;
       path.moveTo(xs, ys);
@@ -313,6 +320,25 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
   ctx.globalAlpha = dim ? 0.25 : dense ? 0.35 : 0.85;
   ctx.lineWidth = 1;
   if (dense) {
+    ctx.globalAlpha = dim ? 0.25 : 0.8;
+    for (let lane = 1; lane < nl; lane++) {
+      const above = layout.lanes[lane - 1];
+      const yTop = above.queueTop + above.queueH + 4;
+      const yBot = layout.lanes[lane].batchTop - 4;
+      if (yBot - yTop < 8) continue;
+      let max = 0;
+      for (let bin = 0; bin < nb; bin++) max = Math.max(max, binKept[lane * nb + bin] + binDisc[lane * nb + bin]);
+      corridorMax[lane] = max;
+      if (!max) continue;
+      const scale = (yBot - yTop) / max;
+      for (let bin = 0; bin < nb; bin++) {
+        const d = binDisc[lane * nb + bin] * scale;
+        const kk = binKept[lane * nb + bin] * scale;
+        const x = plotL + bin * BIN;
+        if (d > 0) rects.disc.add(x, yBot - d, BIN - 0.5, d);
+        if (kk > 0) rects.kept.add(x, yBot - d - kk, BIN - 0.5, kk);
+      }
+    }
     rects.disc.fill(ctx, THEME.discarded);
     rects.kept.fill(ctx, THEME.kept);
   } else {
@@ -468,6 +494,15 @@ export function drawTimeline(ctx: CanvasRenderingContext2D, store: EventStore, l
       ctx.fillStyle = THEME.muted;
       ctx.fillText(`KV ${formatBytes(g.kvBytes)}`, 12, l.queueTop + l.queueH + 24);
     }
+  }
+  for (let lane = 1; lane < nl; lane++) {
+    if (!corridorMax[lane]) continue;
+    const above = layout.lanes[lane - 1];
+    const y = (above.queueTop + above.queueH + layout.lanes[lane].batchTop) / 2;
+    ctx.font = '11px system-ui, -apple-system, Segoe UI, sans-serif';
+    ctx.fillStyle = THEME.muted;
+    ctx.fillText(`handoffs / ${formatMs(BIN * (v.t1 - v.t0) / v.width, 0.01)}`, 12, y - 6);
+    ctx.fillText(`(max ${corridorMax[lane]})`, 12, y + 8);
   }
   ctx.fillStyle = THEME.axis;
   ctx.fillRect(0, 0, plotL - 1, layout.axisH);
