@@ -42,6 +42,11 @@ const COMMANDS: Record<string, Command> = {
     usage: 'tokenrouter eval [--problems 500] [--concurrency 8] [--max-tokens 64] [--only NAME] [--json FILE] [--out results/eval]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
+  subserver: {
+    summary: 'run one model as a remote sub-server for an entry, over NATS',
+    usage: 'tokenrouter subserver --model NAME --nats nats://HOST:PORT [--token T] [--replica ID] [--models-dir DIR] [--sim]  (see docs/deploy.md)',
+    run: async (args) => (await import('./subserverCommand.ts')).subserverCommand(args),
+  },
   simulate: {
     summary: 'simulate a routing workload in virtual time and optionally write its trace',
     usage: 'tokenrouter simulate [--mode async-delayed] [--concurrency 16] [--requests 64] [--p 0.35] [--thresholds small=1,large=4] [--retain true] [--tokens 512] [--trace FILE.jsonl]',

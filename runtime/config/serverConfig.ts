@@ -4,6 +4,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
 import { TokenRouterError } from '../errors.ts';
+import { remoteModelSchema } from '../distributed/remoteConfig.ts';
 
 const modelSchema = z
   .object({
@@ -13,6 +14,8 @@ const modelSchema = z
     maxBatch: z.number().int().min(1).max(256).default(32),
     /** Threads onnxruntime may use inside this model's worker. */
     intraOpNumThreads: z.number().int().min(1).max(64).default(1),
+    /** Set: the model runs in `tokenrouter subserver` processes reached over NATS, not in a local worker. */
+    remote: remoteModelSchema.optional(),
   })
   .strict();
 

@@ -8,6 +8,7 @@ import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
 import { singleModel } from '../../examples/algorithms/singleModel.ts';
 import { compileIr, IrCompileError } from '../algorithms/compileIr.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
+import { connectRemote, connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteRunners.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
@@ -130,23 +131,25 @@ export class TokenRouterService {
     const folders = new Map<string, ModelFolder>();
     let runners = opts.runners;
     if (!runners) {
-      for (const m of config.models) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
+      for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
       checkSharedTokenizer(folders);
-      const started = await Promise.all(
-        config.models.map(async (m) => [m.name, await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const),
-      );
-      runners = new Map(started);
-    }
+      const [started, remote] = await Promise.all([
+        Promise.all(config.models.filter((m) => !m.remote).map(async (m) => [m.name, await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const)),
+        connectRemoteModels(config.models),
+      ]);
+      runners = new Map([...started, ...remote]);
+    } else runners = new Map([...runners, ...(await connectRemoteModels(config.models, runners))]);
+    if (!opts.tokenizer && folders.size === 0) throw new TokenRouterError('invalid_request', 'no model folder on this host to read the tokenizer from: keep at least one model folder here', 'models');
     const tokenizer = opts.tokenizer ?? TextTokenizer.fromFolder(folders.values().next().value!);
     const plan = planMemory(
       config.memory.budgetMiB * 2 ** 20,
-      config.models.map((m) => {
+      config.models.filter((m) => !m.remote).map((m) => {
         const r = runners!.get(m.name);
         if (!r) throw new TokenRouterError('invalid_request', `no runner for model ${m.name}`, 'models');
         const f = folders.get(m.name);
         return { name: m.name, weightBytes: f ? fs.statSync(f.onnxPath).size : 0, kvBytesPerToken: r.info.kvBytesPerToken, maxContext: r.info.maxContext, maxBatch: m.maxBatch };
       }),
-    );
+    ).concat(remoteMemoryPlan(config.models, runners));
     fs.mkdirSync(config.dataDir, { recursive: true });
     const registry = new AlgorithmRegistry(config.dataDir);
     const modelNames = new Set(config.models.map((m) => m.name));
@@ -182,7 +185,7 @@ export class TokenRouterService {
       console.error(`[tokenrouter] model ${name} failed (${error.message}); ${failed} requests failed; restarting its worker`);
       const folder = this.folders.get(name);
       const m = this.config.models.find((x) => x.name === name)!;
-      const startFresh = this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined);
+      const startFresh = this.restartRunner ?? (m.remote ? () => connectRemote(name, m.remote!) : folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined);
       if (!startFresh) return;
       const attempt = (n: number): void => {
         startFresh(name).then(
