@@ -91,7 +91,13 @@ export async function subserverCommand(args: string[]): Promise<number> {
   }
   const [plan] = planMemory(budgetBytes, [{ name: model, weightBytes, kvBytesPerToken: runner.info.kvBytesPerToken, maxContext: runner.info.maxContext, maxBatch: 1 }]);
 
-  const nc = await openNats({ servers: values.nats, token: values.token ?? process.env.NATS_TOKEN, credsFile: values.creds, name: `tokenrouter-subserver:${model}:${replica}` });
+  let nc;
+  try {
+    nc = await openNats({ servers: values.nats, token: values.token ?? process.env.NATS_TOKEN, credsFile: values.creds, name: `tokenrouter-subserver:${model}:${replica}` });
+  } catch (e) {
+    await runner.close?.();
+    throw new TokenRouterError('unavailable', (e as Error).message, 'nats');
+  }
   void (async () => {
     for await (const s of nc.status()) if (s.type === 'disconnect' || s.type === 'reconnect') log(`NATS ${s.type}`);
   })();

@@ -1,19 +1,15 @@
 // Full request flow with the large model's sub-server in another process through a real nats-server: parity, failure, recovery.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/distributed/subServerProcess.ts';
 import { bundledModelsPresent } from '../../runtime/bench/benchRunners.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
-import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
-import { charTokenizer } from '../server/testService.ts';
 import { HAVE_NATS, until } from './helpers.ts';
+import { complete, serve, type Served } from './serving.ts';
 
 /**
  * The bundled ONNX models are not exported on every machine (training writes them last); without
@@ -23,45 +19,6 @@ import { HAVE_NATS, until } from './helpers.ts';
 const ONNX = bundledModelsPresent(path.resolve('examples/models'), ['small', 'large']);
 const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
 const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
-
-interface Served {
-  service: TokenRouterService;
-  server: RunningServer;
-  close(): Promise<void>;
-}
-
-async function serve(models: unknown[], runners: Map<string, ModelRunner> | undefined): Promise<Served> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-dist-'));
-  const config = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: ONNX ? 1024 : 64 }, models, limits: { maxConcurrency: 32 } });
-  const service = await TokenRouterService.start(config, ONNX ? {} : { runners, tokenizer: charTokenizer() });
-  const server = await startServer(service, 0, '127.0.0.1');
-  return {
-    service,
-    server,
-    close: async () => {
-      await server.close();
-      await service.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
-
-interface Completion {
-  status: number;
-  text?: string;
-  byModel?: Record<string, number>;
-  error?: string;
-}
-
-async function complete(url: string, model: string, prompt: string, seed: number, maxTokens: number): Promise<Completion> {
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: prompt }], max_tokens: maxTokens, temperature: 0.8, seed }),
-  });
-  const body = (await res.json()) as { choices?: { message: { content: string } }[]; tokenrouter?: { tokens_by_model: Record<string, number> }; error?: { message: string } };
-  return { status: res.status, text: body.choices?.[0]?.message.content, byModel: body.tokenrouter?.tokens_by_model, error: body.error?.message };
-}
 
 /** Algorithms whose router heads exist: all of them for the simulated models; with ONNX, those the small model ships heads for. */
 function algorithms(): string[] {
@@ -84,11 +41,9 @@ describe.skipIf(!HAVE_NATS)(`remote large model over NATS (${ONNX ? 'bundled ONN
   beforeAll(async () => {
     nats = await startNatsServer();
     sub = await spawnSubServer({ args: subArgs(), timeoutMs: 90_000 });
-    local = await serve([{ name: 'small' }, { name: 'large' }], new Map<string, ModelRunner>([
-      ['small', simModel({ name: 'small', latency: SMALL })],
-      ['large', simModel({ name: 'large', latency: LARGE })],
-    ]));
-    remote = await serve([{ name: 'small' }, largeRemote()], new Map<string, ModelRunner>([['small', simModel({ name: 'small', latency: SMALL })]]));
+    const sim = (names: string[]) => (ONNX ? undefined : new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })])));
+    local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
+    remote = await serve([{ name: 'small' }, largeRemote()], sim(['small']));
   }, 120_000);
 
   afterAll(async () => {
