@@ -13,6 +13,7 @@ const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   length: () => import('./length.ts'),
   concurrency: () => import('./concurrency.ts'),
   scale: () => import('./scale.ts'),
+  distributed: () => import('./distributed.ts'),
   ablation: () => import('./ablation.ts'),
   breakdown: () => import('./breakdown.ts'),
   combos: () => import('./combos.ts'),
