@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(`${srv.url}/timeline`);
-    await page.waitForFunction(() => window.__timeline?.snapshot().connection === 'open' && window.__timeline!.snapshot().feed.snapshots >= 1, undefined, { timeout: 20_000 });
+    await page.waitForFunction(() => window.__timeline?.snapshot().connection === 'open' && window.__timeline!.snapshot().feed.snapshots >= 1, undefined, { timeout: 90_000 });
     checks.check('page connected to /live and got a snapshot', true);
 
     // Generate load from the page's button (POST /admin/load → 202), with the picture paused at first.
