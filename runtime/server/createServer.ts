@@ -13,6 +13,7 @@ import { errorMiddleware } from './httpErrors.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
 import { openaiRoutes } from './openaiRoutes.ts';
+import { refuseForeignOrigin } from './originGuard.ts';
 
 export const WEB_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../designer/dist');
 
@@ -27,6 +28,7 @@ export function createApp(service: TokenRouterService): { app: express.Express; 
   const app = express();
   const metrics = new ServerMetrics(service);
   app.disable('x-powered-by');
+  app.use(refuseForeignOrigin);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, models: service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false })) });

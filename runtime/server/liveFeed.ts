@@ -5,6 +5,7 @@ import type { LiveMessage } from '../../shared/api/live.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { authRequired, bearerOf, tokenMatches } from './adminAuth.ts';
+import { isForeignOrigin } from './originGuard.ts';
 
 const FLUSH_MS = 50;
 const STATS_MS = 500;
@@ -21,6 +22,11 @@ export function attachLiveFeed(server: Server, service: TokenRouterService): Web
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname !== '/live') {
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    if (isForeignOrigin(req)) {
+      // The feed carries generated tokens; browsers let any page open a WebSocket anywhere.
+      socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       return;
     }
     if (needAuth && !tokenMatches(service.adminToken, url.searchParams.get('token') ?? bearerOf(req.headers.authorization))) {
