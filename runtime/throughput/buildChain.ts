@@ -195,7 +195,7 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
     nnz = 0;
   }
 
-  const memo = new Map<string, ArrivalDistribution>();
+  const memo = new Map<number, ArrivalDistribution>();
   const finishing = new Array<number>(K).fill(0);
   const q0 = new Int32Array(K);
   const b0 = new Int32Array(K);
@@ -216,11 +216,12 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
       throw new ThroughputError('INFEASIBLE_THRESHOLDS', 'reached a state with every model idle (deadlock)');
     }
     let rew = 0;
+    let memoKey = 0;
     for (let i = 0; i < K; i++) {
       finishing[i] = b0[i] > 0 && r0[i] === t ? b0[i] : 0;
       rew += finishing[i] * commitPerStep[i];
+      memoKey = memoKey * (N + 1) + finishing[i];
     }
-    const memoKey = finishing.join(',');
     let dist = memo.get(memoKey);
     if (!dist) {
       const pr = pruned(arrivalDistribution(P, finishing), K, pruneBelow);

@@ -1,0 +1,147 @@
+// Suite dtmc-solve: how long the throughput model takes to build and solve, and how big its chain is.
+import { loadavg } from 'node:os';
+import { optimiseThresholds } from '../throughput/optimiseThresholds.ts';
+import { solveThroughput } from '../throughput/solveThroughput.ts';
+import { ThroughputError } from '../throughput/ThroughputError.ts';
+import type { ThroughputInput } from '../throughput/types.ts';
+
+export interface DtmcSolveOptions {
+  json?: string;
+  /** --quick 1: smaller ladder; --max-states: cap per chain (default 6 000 000). */
+  flags?: Record<string, string>;
+}
+
+interface Timed {
+  name: string;
+  K: number;
+  N: number;
+  thresholds: string;
+  target_s: number | null;
+  wall_ms: number;
+  cpu_ms: number;
+  states: number | null;
+  transitions: number | null;
+  iterations: number | null;
+  residual: number | null;
+  dt_ms: number | null;
+  tokens_per_sec: number | null;
+  met_target: boolean | null;
+  error: string | null;
+}
+
+const p = 0.35;
+
+export function r2rInput(N: number, thresholds: number[]): ThroughputInput {
+  return {
+    N,
+    P: [[1 - p, p], [1, 0]],
+    C: [[1, 0], [1, 0]],
+    latency: (i) => (i === 0 ? 6.0 : 27.9),
+    maxBatch: [N, N],
+    thresholds,
+  };
+}
+
+/** The three-model setting of the dtmc-validate suite (small / medium / large, partial hand-back). */
+export function threeModelInput(N: number, thresholds: number[]): ThroughputInput {
+  return {
+    N,
+    P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
+    C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+    latency: (i) => [5, 12, 25][i],
+    maxBatch: [N, N, N],
+    thresholds,
+  };
+}
+
+function timeSolve(name: string, input: ThroughputInput, targetS: number | null, maxStates: number): Timed {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const base = { name, K: input.maxBatch.length, N: input.N, thresholds: input.thresholds.join('/'), target_s: targetS };
+  try {
+    const r = solveThroughput({ ...input, maxStates });
+    const wall = performance.now() - t0;
+    return {
+      ...base,
+      wall_ms: wall,
+      cpu_ms: process.cpuUsage(c0).user / 1000,
+      states: r.states,
+      transitions: r.transitions,
+      iterations: r.iterations,
+      residual: r.residual,
+      dt_ms: r.dtMs,
+      tokens_per_sec: r.tokensPerSec,
+      met_target: targetS === null ? null : wall <= targetS * 1000,
+      error: null,
+    };
+  } catch (e) {
+    if (!(e instanceof ThroughputError)) throw e;
+    return {
+      ...base,
+      wall_ms: performance.now() - t0,
+      cpu_ms: process.cpuUsage(c0).user / 1000,
+      states: null,
+      transitions: null,
+      iterations: null,
+      residual: null,
+      dt_ms: null,
+      tokens_per_sec: null,
+      met_target: targetS === null ? null : false,
+      error: `${e.code}: ${e.message}`,
+    };
+  }
+}
+
+function show(r: Timed): void {
+  const size = r.states === null ? r.error : `${r.states} states, ${r.transitions} transitions, ${r.iterations} iterations`;
+  console.log(
+    `${r.name.padEnd(28)} wall ${(r.wall_ms / 1000).toFixed(2)} s  cpu ${(r.cpu_ms / 1000).toFixed(2)} s  ${size}` +
+      (r.tokens_per_sec === null ? '' : `  → ${r.tokens_per_sec.toFixed(2)} tok/s`) +
+      (r.target_s === null ? '' : `  [target ${r.target_s} s: ${r.met_target ? 'met' : 'MISSED'}]`),
+  );
+}
+
+export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; settings: Record<string, unknown>; results: Record<string, unknown> }> {
+  const flags = opts.flags ?? {};
+  const quick = flags.quick === '1' || flags.quick === 'true';
+  const maxStates = Number(flags['max-states'] ?? 6_000_000);
+  const load0 = loadavg()[0];
+  const rows: Timed[] = [];
+  const add = (r: Timed) => {
+    rows.push(r);
+    show(r);
+  };
+
+  // Targets from the brief: N = 16 with two models ≤ 1 s, N = 32 with three models ≤ 10 s.
+  add(timeSolve('R2R N=16 T=1/1', r2rInput(16, [1, 1]), 1, maxStates));
+  add(timeSolve('R2R N=16 T=1/10', r2rInput(16, [1, 10]), 1, maxStates));
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const { thresholds: _unused, ...sweepInput } = r2rInput(16, [1, 1]);
+  const opt = optimiseThresholds(sweepInput, { fixed: { 0: 1 } });
+  const sweep = { wall_ms: performance.now() - t0, cpu_ms: process.cpuUsage(c0).user / 1000, solves: opt.table.length, best: opt.best, predicted: opt.predicted };
+  console.log(`R2R N=16 sweep T_l=1..16: ${opt.table.length} solves, wall ${(sweep.wall_ms / 1000).toFixed(2)} s, cpu ${(sweep.cpu_ms / 1000).toFixed(2)} s, argmax ${opt.best.join('/')}`);
+
+  // Three models: climb N so the table shows where the chain stops fitting the target.
+  const ladder = quick ? [8, 12] : [8, 12, 16, 20, 24, 32];
+  for (const N of ladder) {
+    const r = timeSolve(`three models N=${N} T=1/1/1`, threeModelInput(N, [1, 1, 1]), N === 32 ? 10 : null, maxStates);
+    add(r);
+    if (r.error !== null) break;
+  }
+
+  return {
+    suite: 'dtmc-solve',
+    settings: {
+      r2r: { P: 'p = 0.35', latencyMs: [6.0, 27.9], maxBatch: 'N' },
+      threeModels: { P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]], latencyMs: [5, 12, 25], maxBatch: 'N' },
+      maxStates,
+      tolerance: 1e-10,
+      quick,
+      cores: 'shared machine; cpu_ms is user CPU of this process, wall_ms is elapsed',
+      loadAverageAtStart: load0,
+      loadAverageAtEnd: loadavg()[0],
+    },
+    results: { solves: rows, r2rSweepN16: sweep },
+  };
+}
