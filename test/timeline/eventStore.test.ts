@@ -136,6 +136,21 @@ describe('EventStore bounds', () => {
     expect(store.oldestRetainedT()).toBeGreaterThan(t0 * 0.5);
   });
 
+  it('bounds the output token ids kept from request-end events', () => {
+    const store = new EventStore({ maxEndTokens: 10_000 });
+    for (let i = 0; i < 100; i++) {
+      store.add({ type: 'request-end', t: i, requestId: `r${i}`, status: 'done', tokens: new Array(1000).fill(7), runs: [{ model: 'a', count: 1000 }], handoffs: 0, admittedAt: i - 1, firstTokenAt: i - 0.5 });
+    }
+    expect(store.endTokens).toBeLessThanOrEqual(10_000);
+    expect(store.footprint().endTokens).toBe([...store.requests.values()].reduce((a, r) => a + (r.end?.tokens.length ?? 0), 0));
+    const newest = store.requests.get(store.requestIndex('r99'))!;
+    const oldest = store.requests.get(store.requestIndex('r0'))!;
+    expect(newest.end!.tokens.length).toBe(1000);
+    expect(oldest.end!.tokens.length).toBe(0);
+    expect(oldest.tokensDropped).toBe(1000);
+    expect(oldest.end!.runs[0].count).toBe(1000);
+  });
+
   it('drops the globally oldest events first', () => {
     const store = new EventStore({ capacity: 10 });
     for (let i = 0; i < 30; i++) store.add({ type: 'queue', t: i, model: i % 2 ? 'a' : 'b', length: i });

@@ -15,7 +15,7 @@ export function RequestPanel({ c }: { c: TimelineController }) {
   const firstTok = end ? end.firstTokenAt : path.states.find((s) => s.model === null && s.state === 'streaming')?.t ?? null;
   const ttft = firstTok === null || firstTok === undefined ? null : firstTok - admitted;
   const e2e = end ? end.t - admitted : null;
-  const n = end?.tokens.length ?? 0;
+  const n = end ? end.tokens.length || info?.tokensDropped || 0 : 0;
   const tpot = end && ttft !== null && n > 1 ? (e2e! - ttft) / (n - 1) : null;
   // Expand the run-length coding into a model per token.
   const owners: string[] = [];
@@ -46,6 +46,7 @@ export function RequestPanel({ c }: { c: TimelineController }) {
             {[...perModel].map(([m, k]) => <span key={m}><i style={{ background: modelColor(laneOf(m)) }} />{m} {k} ({((100 * k) / Math.max(1, n)).toFixed(0)}%)</span>)}
           </div>
           <h4>Output tokens <span className="muted">(ids; the trace carries no detokenised text)</span></h4>
+          {info?.tokensDropped ? <p className="muted small">Token ids of this older request were dropped to keep memory bounded.</p> : null}
           <div className="tl-tokens" data-testid="tokens">
             {end.tokens.slice(0, MAX_TOKENS_SHOWN).map((t, i) => (
               <span key={i} style={{ borderColor: modelColor(laneOf(owners[i] ?? '')), color: modelColor(laneOf(owners[i] ?? '')) }} title={`#${i} by ${owners[i] ?? '?'}`}>{t}</span>

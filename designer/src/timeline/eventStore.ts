@@ -34,6 +34,8 @@ export interface RequestInfo {
   /** Latest entry-level state (admitted, streaming, done, ...). */
   status: string;
   end?: RequestEnd;
+  /** Output tokens dropped from `end` to keep memory bounded (their count). */
+  tokensDropped?: number;
 }
 
 export interface StoreOptions {
@@ -44,6 +46,8 @@ export interface StoreOptions {
   maxConfigs?: number;
   /** Cap on request ids held by batches (sum of batch sizes). */
   memberCapacity?: number;
+  /** Cap on output token ids kept from request-end events (long generations are large); the oldest go first. */
+  maxEndTokens?: number;
 }
 
 /** Request indices of batch rows, addressed by absolute position so batches can point into it. */
@@ -79,6 +83,9 @@ export class EventStore {
   readonly capacity: number;
   readonly maxRequests: number;
   readonly maxConfigs: number;
+  readonly maxEndTokens: number;
+  /** Token ids currently held in request-end payloads. */
+  endTokens = 0;
   lanes: string[] = [];
   private laneIdx = new Map<string, number>();
   batches: ColumnRing<typeof BATCH>;
@@ -118,6 +125,7 @@ export class EventStore {
     this.capacity = opts.capacity ?? 200_000;
     this.maxRequests = opts.maxRequests ?? 20_000;
     this.maxConfigs = opts.maxConfigs ?? 1000;
+    this.maxEndTokens = opts.maxEndTokens ?? 2_000_000;
     this.batches = new ColumnRing(BATCH, this.capacity);
     this.handoffs = new ColumnRing(HANDOFF, this.capacity);
     this.queues = new ColumnRing(QUEUE, this.capacity);
@@ -204,8 +212,11 @@ export class EventStore {
       }
       case 'request-end': {
         const info = this.touch(e.requestId, e.t);
+        if (info.end) this.endTokens -= info.end.tokens.length;
         info.end = e;
         info.status = e.status;
+        this.endTokens += e.tokens.length;
+        if (this.endTokens > this.maxEndTokens) this.dropOldTokens();
         return;
       }
       case 'config': {
@@ -393,7 +404,19 @@ export class EventStore {
     }
   }
 
+  /** Drops the token ids of the oldest finished requests until under the token budget (keeps their runs and times). */
+  private dropOldTokens(): void {
+    for (const info of this.requests.values()) {
+      if (this.endTokens <= this.maxEndTokens * 0.9) break;
+      if (!info.end || !info.end.tokens.length) continue;
+      this.endTokens -= info.end.tokens.length;
+      info.tokensDropped = info.end.tokens.length;
+      info.end = { ...info.end, tokens: [] };
+    }
+  }
+
   private forgetRequest(idx: number, info: RequestInfo): void {
+    if (info.end) this.endTokens -= info.end.tokens.length;
     this.requests.delete(idx);
     this.requestIdx.delete(info.id);
     this.pendingTo.delete(idx);
@@ -474,13 +497,13 @@ export class EventStore {
   }
 
   /** Sizes of everything that grows with input: what the memory-bound tests watch. */
-  footprint(): { events: number; requests: number; members: number; pending: number; batchKeys: number; bytes: number } {
+  footprint(): { events: number; requests: number; members: number; pending: number; batchKeys: number; endTokens: number; bytes: number } {
     let pending = this.pendingTo.size;
     for (const m of this.pendingFrom) pending += m.size;
     let batchKeys = 0;
     for (const m of this.batchByKey) batchKeys += m.size;
     return {
-      events: this.size, requests: this.requests.size, members: this.members.length, pending, batchKeys,
+      events: this.size, requests: this.requests.size, members: this.members.length, pending, batchKeys, endTokens: this.endTokens,
       bytes: this.batches.bytes() + this.handoffs.bytes() + this.queues.bytes() + this.states.bytes() + this.members.buf.byteLength,
     };
   }
