@@ -7,6 +7,7 @@ const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   'sim-modes': () => import('./simModes.ts'),
   overhead: () => import('./overhead.ts'),
   models: () => import('./models.ts') as Promise<{ run: BenchSuite }>,
+  'ir-overhead': () => import('./irOverhead.ts'),
   'dtmc-validate': () => import('./dtmcValidate.ts'),
   'dtmc-solve': () => import('./dtmcSolve.ts') as Promise<{ run: BenchSuite }>,
   serving: () => import('./serving.ts'),
