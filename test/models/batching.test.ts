@@ -95,3 +95,43 @@ describe.each(MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s',
     expect(runner.cachedTokens).toBe(0);
   });
 });
+
+describe('router heads and hidden state (small)', () => {
+  let runner: OnnxRunner;
+  let prompts: number[][];
+  beforeAll(async () => {
+    runner = await OnnxRunner.load(modelDir('small'));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
+    prompts = heldoutQuestions(6).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+  });
+  afterAll(async () => runner?.close());
+
+  it('scores every asked head once per step, batched, equal to one-row steps', async () => {
+    const wants = { topK: 8, hidden: true, heads: ['citer', 'r2r', 'colm'] };
+    const rows = prompts.map((p, i): StepRow => ({ ...row(100 + i, p, 0), wants: i % 2 ? wants : NO_WANTS }));
+    const batched = await runner.step(rows);
+    for (const [i, r] of rows.entries()) {
+      const got = batched.rows[i];
+      if (i % 2 === 0) {
+        expect(got.heads).toEqual({});
+        expect(got.hidden).toBeUndefined();
+        expect(got.topIds).toHaveLength(0);
+        continue;
+      }
+      expect(got.hidden).toHaveLength(runner.info.hiddenSize);
+      expect(got.topIds).toHaveLength(8);
+      const solo = (await runner.step([{ ...r, cacheId: 200 + i }])).rows[0];
+      for (const h of ['citer', 'r2r', 'colm']) {
+        expect(got.heads[h]).toBeGreaterThanOrEqual(0);
+        expect(got.heads[h]).toBeLessThanOrEqual(1);
+        expect(got.heads[h]).toBeCloseTo(solo.heads[h], 5);
+      }
+      runner.release(200 + i);
+    }
+    rows.forEach((r) => runner.release(r.cacheId));
+  });
+
+  it('rejects a head the model does not ship', async () => {
+    await expect(runner.step([{ ...row(300, prompts[0], 0), wants: { topK: 0, hidden: false, heads: ['nope'] } }])).rejects.toThrow(/router head "nope"/);
+  });
+});
