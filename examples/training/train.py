@@ -11,7 +11,8 @@ The final answer is the number after the last '='. a in [10, 999], b in [2, 99].
 Usage (Debian's python with torch 1.13 -- not the pyenv python3 on PATH):
     /usr/bin/python3 examples/training/train.py train small                 # 1200 steps, 1 thread
     /usr/bin/python3 examples/training/train.py train medium                # 700 steps, 1 thread
-    /usr/bin/python3 examples/training/train.py train large                 # 1200 steps, 1 thread
+    /usr/bin/python3 examples/training/train.py train large                 # 1200 steps, 1 thread, then:
+    TR_PHASE=1 TR_STEPS=600 TR_LR=3e-4 /usr/bin/python3 examples/training/train.py train large
     /usr/bin/python3 examples/training/train.py export small                # also medium, large
     /usr/bin/python3 examples/training/train.py routers                     # needs small + large checkpoints
     /usr/bin/python3 examples/training/train.py all                         # all of the above, in order
@@ -120,7 +121,8 @@ def train_batch(rng, bs):
 
 # ---------------------------------------------------------------- model (Llama style)
 CONFIGS = {
-    # step counts are the ones the bundled models were trained with (TR_STEPS overrides)
+    # step counts are the ones the bundled models were trained with (TR_STEPS overrides);
+    # large then had a second phase (TR_PHASE=1 TR_STEPS=600 TR_LR=3e-4)
     'small': dict(d=128, layers=2, heads=4, kv=2, ffn=344, steps=1200, lr=2e-3, bs=64),
     'medium': dict(d=192, layers=3, heads=6, kv=3, ffn=512, steps=700, lr=1.5e-3, bs=64),
     'large': dict(d=256, layers=4, heads=8, kv=4, ffn=768, steps=1200, lr=1e-3, bs=64),
@@ -625,6 +627,9 @@ if __name__ == '__main__':
     elif cmd == 'all':
         for n in NAMES:
             train(n)
+        # the bundled large model had a second phase: 600 more steps at lr 3e-4 on fresh data
+        os.environ.update(TR_PHASE='1', TR_STEPS='600', TR_LR='3e-4')
+        train('large')
         for n in NAMES:
             export(n)
         routers()

@@ -22,7 +22,7 @@ export interface ModelsBenchResult {
   results: {
     rows: ModelsBenchRow[];
     parallel_ratio: number;
-    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[] };
+    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; steps_a: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[] };
   };
 }
 
@@ -31,7 +31,7 @@ const BATCHES = [1, 4, 16, 32];
 const WARMUP = 3;
 const MEASURE = 24;
 /** Serial and parallel runs alternate this many times; the medians are compared (the machine is shared). */
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 /** A synthetic prompt of digits: latency does not depend on token values. */
 const synthetic = (n: number, salt: number): number[] => Array.from({ length: n }, (_, i) => 4 + ((i * 7 + salt * 13) % 10));
@@ -105,20 +105,29 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   const a = models.includes('small') ? 'small' : models[0];
   const b = models.includes('large') ? 'large' : models[models.length - 1];
   const pBatch = 16;
-  const pCtx = 64;
-  const pSteps = 40;
-  console.log(`parallel: ${a} and ${b} in two workers, batch ${pBatch}, ${pSteps} decode steps to context ${pCtx}`);
+  const pCtx = 128;
   const [wa, wb] = await Promise.all([WorkerRunner.start(path.join(dir, a)), WorkerRunner.start(path.join(dir, b))]);
   await Promise.all([decodeLoop(wa, pBatch, pCtx, 8, 1), decodeLoop(wb, pBatch, pCtx, 8, 1)]); // warm-up
+  // balance the two loads (the faster model does more steps) so both stay busy the whole time
+  let t = performance.now();
+  await decodeLoop(wa, pBatch, pCtx, 30, 1);
+  const msA = performance.now() - t;
+  t = performance.now();
+  await decodeLoop(wb, pBatch, pCtx, 30, 1);
+  const msB = performance.now() - t;
+  const stepsB = 50;
+  const stepsA = Math.min(pCtx - 8, Math.max(10, Math.round((stepsB * msB) / msA)));
+  const pSteps = stepsB;
+  console.log(`parallel: ${a} (${stepsA} steps) and ${b} (${stepsB} steps) in two workers, batch ${pBatch}, decode to context ${pCtx}`);
   const serials: number[] = [];
   const parallels: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     let t0 = performance.now();
-    await decodeLoop(wa, pBatch, pCtx, pSteps, 100);
-    await decodeLoop(wb, pBatch, pCtx, pSteps, 100);
+    await decodeLoop(wa, pBatch, pCtx, stepsA, 100);
+    await decodeLoop(wb, pBatch, pCtx, stepsB, 100);
     serials.push(performance.now() - t0);
     t0 = performance.now();
-    await Promise.all([decodeLoop(wa, pBatch, pCtx, pSteps, 200), decodeLoop(wb, pBatch, pCtx, pSteps, 200)]);
+    await Promise.all([decodeLoop(wa, pBatch, pCtx, stepsA, 200), decodeLoop(wb, pBatch, pCtx, stepsB, 200)]);
     parallels.push(performance.now() - t0);
     console.log(`parallel round ${round + 1}/${ROUNDS}: serial ${serials[round].toFixed(0)} ms, together ${parallels[round].toFixed(0)} ms`);
   }
@@ -148,7 +157,7 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
     results: {
       rows,
       parallel_ratio: ratio,
-      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)) },
+      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, steps_a: stepsA, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)) },
     },
   };
   return result;
