@@ -1,11 +1,12 @@
 // Recent requests, newest first, filterable; picking one highlights its path.
-import { useState } from 'react';
+import { useMemo, useState } from 'react';
+import type { RequestInfo } from './eventStore.ts';
 import type { TimelineController } from './timelineController.ts';
 
 export function RequestList({ c }: { c: TimelineController }) {
   const [filter, setFilter] = useState('');
   const seen = new Set<number>();
-  const rows = [];
+  const rows: RequestInfo[] = [];
   for (let i = c.store.recent.length - 1; i >= 0 && rows.length < 150; i--) {
     const idx = c.store.recent[i];
     if (seen.has(idx)) continue;
@@ -14,20 +15,26 @@ export function RequestList({ c }: { c: TimelineController }) {
     if (!info || (filter && !info.id.includes(filter))) continue;
     rows.push(info);
   }
+  // Re-render the rows only when what they show changed (the panel ticks several times a second while live).
+  const sig = `${filter}|${c.selected?.req ?? -1}|${rows.map((r) => `${r.idx}:${r.status}:${r.end ? 1 : 0}`).join(',')}`;
+  const list = useMemo(() => (
+    <div className="tl-list" data-testid="request-list">
+      {rows.map((r) => (
+        <button key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
+          <code>{r.id}</code>
+          <span className={`badge ${r.status}`}>{r.status}</span>
+          <span className="muted">{r.end ? `${r.end.tokens.length || r.tokensDropped || 0} tokens · ${r.end.handoffs} handoffs` : ''}</span>
+        </button>
+      ))}
+      {!rows.length ? <p className="muted small">No requests yet.</p> : null}
+    </div>
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  ), [sig]);
   return (
     <section className="tl-card grow">
       <h3>Requests <span className="muted small">{c.store.requests.size.toLocaleString()} known</span></h3>
       <input className="tl-filter" placeholder="filter by id…" value={filter} onChange={(e) => setFilter(e.target.value)} />
-      <div className="tl-list" data-testid="request-list">
-        {rows.map((r) => (
-          <button key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
-            <code>{r.id}</code>
-            <span className={`badge ${r.status}`}>{r.status}</span>
-            <span className="muted">{r.end ? `${r.end.tokens.length} tokens · ${r.end.handoffs} handoffs` : ''}</span>
-          </button>
-        ))}
-        {!rows.length ? <p className="muted small">No requests yet.</p> : null}
-      </div>
+      {list}
     </section>
   );
 }

@@ -1,4 +1,5 @@
 // Drill-down of the selected request: latency figures, tokens coloured by the model that wrote them, states over time.
+import { useMemo } from 'react';
 import { modelColor, STATE_COLORS } from './modelColors.ts';
 import type { TimelineController } from './timelineController.ts';
 import { formatMs } from './viewport.ts';
@@ -6,6 +7,15 @@ import { formatMs } from './viewport.ts';
 const MAX_TOKENS_SHOWN = 600;
 
 export function RequestPanel({ c }: { c: TimelineController }) {
+  const sel = c.selected;
+  const info = sel ? c.store.requests.get(sel.req) : undefined;
+  // The drill-down (hundreds of token chips) is rebuilt only when the request's data changed.
+  const sig = sel ? `${sel.req}|${sel.path.batches.length}|${sel.path.handoffs.length}|${sel.path.states.length}|${info?.status}|${info?.end ? 1 : 0}|${info?.tokensDropped ?? 0}` : '';
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  return useMemo(() => <RequestDetail c={c} />, [sig, c]);
+}
+
+function RequestDetail({ c }: { c: TimelineController }) {
   const sel = c.selected;
   if (!sel) return <section className="tl-card"><h3>Request</h3><p className="muted">Click a batch or pick a request below: its path lights up across the lanes.</p></section>;
   const info = c.store.requests.get(sel.req);
