@@ -1,5 +1,5 @@
 // Suite distributed: committed throughput with the large model in-process, in a separate process, and across namespaces with 1 ms each way.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRealClock } from '../clock/clock.ts';
@@ -7,6 +7,7 @@ import { Cluster } from '../engine/cluster.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { NatsRunner } from '../distributed/natsRunner.ts';
 import { startNatsServer, stopChild, type NatsServerProcess } from '../distributed/natsServerProcess.ts';
+import { startDelayRelay } from '../distributed/delayRelay.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../distributed/netnsPair.ts';
 import { simModel, type SimLatency } from '../distributed/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../distributed/subServerProcess.ts';
@@ -35,6 +36,7 @@ interface CaseResult {
   /** Wall ms per large-model step as the entry sees it: model time plus transport. */
   mean_large_step_ms: number;
   mean_e2e_ms: number;
+  round?: number;
 }
 
 const latencyOf = (name: 'small' | 'large'): SimLatency => ({
@@ -103,8 +105,40 @@ async function closedLoop(label: string, large: ModelRunner, w: Workload): Promi
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-/** The relay in its own process, as a network would be: its timers must not share the entry's event loop. */
-function spawnRelay(listenHost: string, natsPort: number, delayMs: number): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+/** A runner bound to one of the two sub-servers (same model name) through its own subject prefix. */
+async function connectTo(url: string, replica: string): Promise<NatsRunner> {
+  return NatsRunner.connect({ model: 'large', servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_') });
+}
+
+interface RelayHandle {
+  port: number;
+  stats(): string;
+  stop(): Promise<void>;
+}
+
+const describeStats = (s: { chunks: number; meanHoldMs: number; maxHoldMs: number }) =>
+  `relay stats: ${s.chunks} chunks, mean hold ${s.meanHoldMs.toFixed(3)} ms, max ${s.maxHoldMs.toFixed(3)} ms`;
+
+/**
+ * The relay on the entry's event loop (default). A real network delays packets without asking an
+ * oversubscribed CPU scheduler for a time slice; a relay process sleeping between chunks does ask,
+ * and on a loaded machine its wake-ups add many times the 1 ms being modelled.
+ */
+async function inEntryRelay(listenHost: string, natsPort: number, delayMs: number): Promise<RelayHandle> {
+  const r = await startDelayRelay({ listenHost, targetHost: '127.0.0.1', targetPort: natsPort, delayMs });
+  let last = '';
+  return {
+    port: r.port,
+    stats: () => last || describeStats(r.stats()),
+    stop: async () => {
+      last = describeStats(r.stats());
+      await r.close();
+    },
+  };
+}
+
+/** The relay in its own process (`--relay process`): its timers do not share the entry's event loop. */
+function spawnRelay(listenHost: string, natsPort: number, delayMs: number): Promise<RelayHandle> {
   const script = path.resolve(HERE, '../distributed/delayRelay.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', script, '--listen', `${listenHost}:0`, '--target', `127.0.0.1:${natsPort}`, '--delay-ms', String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -112,7 +146,7 @@ function spawnRelay(listenHost: string, natsPort: number, delayMs: number): Prom
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /relay listening on \S+:(\d+)/.exec(out);
-      if (m) resolve({ child, port: Number(m[1]), output: () => out });
+      if (m) resolve({ port: Number(m[1]), stats: () => /relay stats: .*/.exec(out)?.[0] ?? '', stop: () => stopChild(child) });
     });
     child.once('exit', (code) => reject(new Error(`relay exited (code ${code}): ${out}`)));
   });
@@ -123,60 +157,62 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const concurrency = f.num('concurrency', 8);
   const w: Workload = {
     concurrency,
-    requests: concurrency * f.sized('requests-per-client', 4, 2),
+    requests: concurrency * f.sized('requests-per-client', 2, 1),
     promptLength: f.num('prompt', 32),
     maxTokens: f.sized('tokens', 128, 48),
     p: f.num('p', 0.35),
-    thresholds: { small: f.num('threshold-small', 1), large: f.num('threshold-large', 1) },
+    // delayed batching, as TokenRouter serves: Σ(T−1) = 3 < N = 8 is feasible
+    thresholds: { small: f.num('threshold-small', 1), large: f.num('threshold-large', 4) },
     maxWaitMs: f.num('max-wait-ms', 20),
   };
   const delayMs = f.num('delay-ms', 1);
   const subLatency = latencyOf('large');
-  const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`];
+  const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`];
+  const rounds = f.sized('rounds', 3, 1);
   const rows: CaseResult[] = [];
   let nats: NatsServerProcess | null = null;
-  let sub: SubServerProcess | null = null;
+  const subs: SubServerProcess[] = [];
   let pair: NetnsPair | null = null;
-  let relay: Awaited<ReturnType<typeof spawnRelay>> | null = null;
+  let relay: RelayHandle | null = null;
+  const relayWhere = f.str('relay', 'entry');
+  if (relayWhere !== 'entry' && relayWhere !== 'process') throw new Error(`--relay must be entry or process, got "${relayWhere}"`);
   const runners: NatsRunner[] = [];
   const netnsReason = netnsUnavailableReason();
-  let crossKind = 'netns';
   try {
-    console.error('[distributed] in-process …');
-    rows.push(await closedLoop('in-process', simModel({ name: 'large', latency: subLatency, vocab: 'hash' }), w));
-
+    // Everything starts before the first measurement; then the three cases alternate, round after
+    // round, so a burst of load from other work on the machine hits all of them alike.
     nats = await startNatsServer();
-    console.error('[distributed] separate process, same host …');
-    sub = await spawnSubServer({ args: subArgs(nats.url, 'bench-local'), timeoutMs: 90_000 });
-    const r1 = await NatsRunner.connect({ model: 'large', servers: nats.url });
-    runners.push(r1);
-    rows.push(await closedLoop('separate-process', r1, w));
-    await r1.close();
-    await sub.stop();
-    sub = null;
-
-    console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way …`);
-    if (netnsReason) crossKind = 'loopback-relay';
-    else pair = createNetnsPair();
-    relay = await spawnRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs);
-    const relayHost = pair?.hostIp ?? '127.0.0.1';
-    sub = await spawnSubServer({ args: subArgs(`nats://${relayHost}:${relay.port}`, 'bench-remote'), wrap: pair?.wrap, timeoutMs: 90_000 });
-    const r2 = await NatsRunner.connect({ model: 'large', servers: nats.url });
-    runners.push(r2);
-    rows.push(await closedLoop('cross-host', r2, w));
+    subs.push(await spawnSubServer({ args: subArgs(nats.url, 'bench-local'), timeoutMs: 90_000 }));
+    if (!netnsReason) pair = createNetnsPair();
+    relay = relayWhere === 'process' ? await spawnRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs) : await inEntryRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs);
+    subs.push(await spawnSubServer({ args: subArgs(`nats://${pair?.hostIp ?? '127.0.0.1'}:${relay.port}`, 'bench-remote'), wrap: pair?.wrap, timeoutMs: 90_000 }));
+    // two sub-servers of one model name: each pair talks on its own subject prefix, so each runner reaches only its own
+    const separate = await connectTo(nats.url, 'bench-local');
+    runners.push(separate);
+    const cross = await connectTo(nats.url, 'bench-remote');
+    runners.push(cross);
+    console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`);
+    for (let round = 1; round <= rounds; round++) {
+      console.error(`[distributed] round ${round}/${rounds}`);
+      rows.push({ ...(await closedLoop('in-process', simModel({ name: 'large', latency: subLatency, vocab: 'hash' }), w)), round });
+      rows.push({ ...(await closedLoop('separate-process', separate, w)), round });
+      rows.push({ ...(await closedLoop('cross-host', cross, w)), round });
+    }
   } finally {
     for (const r of runners) await r.close().catch(() => {});
-    if (sub) await sub.stop();
-    if (relay) {
-      await stopChild(relay.child);
-    }
+    for (const s of subs) await s.stop();
+    if (relay) await relay.stop();
     pair?.destroy();
     await nats?.stop();
   }
-  const relayStats = relay ? /relay stats: .*/.exec(relay.output())?.[0] ?? '' : '';
+  const relayStats = relay?.stats() ?? '';
   printTable(rows as unknown as Record<string, unknown>[]);
-  const [inProc, sep, cross] = rows.map((r) => r.tok_s);
-  console.log(`separate process: ${((sep / inProc) * 100).toFixed(1)}% of in-process; cross-host: ${((cross / inProc) * 100).toFixed(1)}% (target ≥ 90% at concurrency 8)`);
+  const median = (label: string) => {
+    const v = rows.filter((r) => r.case === label).map((r) => r.tok_s).sort((a, b) => a - b);
+    return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+  };
+  const [inProc, sep, cross] = ['in-process', 'separate-process', 'cross-host'].map(median);
+  console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 90% at concurrency 8)`);
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
@@ -186,7 +222,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       routing: `R2R Markov p=${w.p}: small→large token discarded, large hands back after one kept token`,
       mode: 'async-delayed',
       ...w,
-      cross_host: crossKind === 'netns' ? `sub-server in its own network namespace (veth pair), reaching nats-server through a relay process holding every chunk ${delayMs} ms each way` : `relay on loopback, ${delayMs} ms each way (ip netns unavailable: ${netnsReason})`,
+      rounds,
+      statistic: 'median over rounds of committed tokens / (first dispatch → last completion)',
+      cross_host: `${!netnsReason ? 'sub-server in its own network namespace (veth pair)' : `sub-server on loopback (ip netns unavailable: ${netnsReason})`}, reaching nats-server through a relay (${relayWhere === 'entry' ? "on the entry's event loop" : 'own process'}) that holds every chunk ${delayMs} ms each way`,
       relay: relayStats,
       transport: 'NATS request/reply, binary step codec, nats-server 2.9 on 127.0.0.1',
     },
