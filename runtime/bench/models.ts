@@ -22,7 +22,7 @@ export interface ModelsBenchResult {
   results: {
     rows: ModelsBenchRow[];
     parallel_ratio: number;
-    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; steps_a: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[] };
+    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; steps_a: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[]; cores_busy_together: number };
   };
 }
 
@@ -121,15 +121,20 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   console.log(`parallel: ${a} (${stepsA} steps) and ${b} (${stepsB} steps) in two workers, batch ${pBatch}, decode to context ${pCtx}`);
   const serials: number[] = [];
   const parallels: number[] = [];
+  // process CPU time / wall time while both run: how many cores the machine actually gave us
+  const utils: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     let t0 = performance.now();
     await decodeLoop(wa, pBatch, pCtx, stepsA, 100);
     await decodeLoop(wb, pBatch, pCtx, stepsB, 100);
     serials.push(performance.now() - t0);
     t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     await Promise.all([decodeLoop(wa, pBatch, pCtx, stepsA, 200), decodeLoop(wb, pBatch, pCtx, stepsB, 200)]);
     parallels.push(performance.now() - t0);
-    console.log(`parallel round ${round + 1}/${ROUNDS}: serial ${serials[round].toFixed(0)} ms, together ${parallels[round].toFixed(0)} ms`);
+    const cpu = process.cpuUsage(cpu0);
+    utils.push((cpu.user + cpu.system) / 1000 / parallels[round]);
+    console.log(`parallel round ${round + 1}/${ROUNDS}: serial ${serials[round].toFixed(0)} ms, together ${parallels[round].toFixed(0)} ms (${utils[round].toFixed(2)} cores busy)`);
   }
   const serial = median(serials);
   const parallel = median(parallels);
@@ -157,7 +162,7 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
     results: {
       rows,
       parallel_ratio: ratio,
-      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, steps_a: stepsA, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)) },
+      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, steps_a: stepsA, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)), cores_busy_together: round(median(utils), 2) },
     },
   };
   return result;
