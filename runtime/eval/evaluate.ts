@@ -50,9 +50,9 @@ export function defaultPlan(models: readonly string[]): EvalEntrySpec[] {
   for (const m of ['small', 'medium', 'large']) if (has(m)) plan.push({ name: `${m}-only`, kind: 'single', factory: `single-${m}` });
   for (const t of [0.3, 0.5, 0.7]) plan.push({ name: `query-router τ=${t}`, kind: 'query-level', factory: 'query-router', params: { threshold: t } });
   for (const tau of [0.01, 0.03, 0.1]) plan.push({ name: `r-stitch τ=${tau}`, kind: 'token-level', factory: 'r-stitch', params: { tau } });
-  for (const tau of [0.8, 0.9, 0.97]) plan.push({ name: `citer τ=${tau}`, kind: 'token-level', factory: 'citer', params: { tau } });
-  for (const tau of [0.2, 0.35, 0.5]) plan.push({ name: `r2r τ=${tau}`, kind: 'token-level', factory: 'r2r', params: { tau } });
-  for (const eta of [0.1, 0.15, 0.3]) plan.push({ name: `co-llm η=${eta}`, kind: 'token-level', factory: 'co-llm', params: { eta } });
+  for (const tau of [0.85, 0.917, 0.97]) plan.push({ name: `citer τ=${tau}`, kind: 'token-level', factory: 'citer', params: { tau } });
+  for (const tau of [0.04, 0.088, 0.2]) plan.push({ name: `r2r τ=${tau}`, kind: 'token-level', factory: 'r2r', params: { tau } });
+  for (const eta of [0.02, 0.037, 0.1]) plan.push({ name: `co-llm η=${eta}`, kind: 'token-level', factory: 'co-llm', params: { eta } });
   if (has('medium')) plan.push({ name: 'me 0.5/0.3/0.2', kind: 'token-level', factory: 'me' });
   return plan;
 }

@@ -18,11 +18,11 @@ interface Case {
 
 const cases: Case[] = [
   // CITER switches when confidence drops below 0.9.
-  { name: 'citer', make: () => citer(), head: 'citer', values: [0.99, 0.95, 0.9, 0.8999, 0.1], expected: [0, 0, 0, 2, 2] },
+  { name: 'citer', make: () => citer({ tau: 0.9 }), head: 'citer', values: [0.99, 0.95, 0.9, 0.8999, 0.1], expected: [0, 0, 0, 2, 2] },
   // R2R switches when divergence probability reaches 0.5 (≥).
-  { name: 'r2r', make: () => r2r(), head: 'r2r', values: [0.1, 0.4999, 0.5, 0.9], expected: [0, 0, 2, 2] },
+  { name: 'r2r', make: () => r2r({ tau: 0.5 }), head: 'r2r', values: [0.1, 0.4999, 0.5, 0.9], expected: [0, 0, 2, 2] },
   // Co-LLM defers when σ(h·g) exceeds 0.15 (strictly).
-  { name: 'co-llm', make: () => coLlm(), head: 'colm', values: [0.01, 0.15, 0.1501, 0.7], expected: [0, 0, 2, 2] },
+  { name: 'co-llm', make: () => coLlm({ eta: 0.15 }), head: 'colm', values: [0.01, 0.15, 0.1501, 0.7], expected: [0, 0, 2, 2] },
 ];
 
 describe.each(cases)('$name', ({ make, head, values, expected }) => {
