@@ -4,7 +4,7 @@ import type { TraceEvent } from '../../../shared/trace.ts';
 import { startDemoFeed } from './demoFeed.ts';
 import { drawTimeline, type DrawStats, type LaneGauge } from './drawTimeline.ts';
 import { EventStore } from './eventStore.ts';
-import { connectFeed, type FeedConnection, type FeedHandlers, type FeedStatus, type LiveStats } from './feed.ts';
+import { adminToken, connectFeed, type FeedConnection, type FeedHandlers, type FeedStatus, type LiveStats } from './feed.ts';
 import { hitBatch } from './hitTest.ts';
 import { computeLayout, type Layout } from './layout.ts';
 import { parseTrace } from './parseTrace.ts';
@@ -207,7 +207,10 @@ export class TimelineController {
     this.connectionDetail = `fetching ${url}`;
     this.changed();
     try {
-      const res = await fetch(url);
+      // Same-origin trace URLs (e.g. /admin/trace?format=jsonl) may need the admin token.
+      const token = adminToken();
+      const sameOrigin = new URL(url, location.href).origin === location.origin;
+      const res = await fetch(url, token && sameOrigin ? { headers: { authorization: `Bearer ${token}` } } : undefined);
       if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
       this.loadText(await res.text(), url.split('/').pop() || url);
     } catch (err) {
