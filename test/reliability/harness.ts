@@ -292,6 +292,8 @@ export interface StreamResult {
   e2eMs: number;
   /** Set when the client hung up (abort) before the end. */
   aborted: boolean;
+  /** The Retry-After header of a refused request. */
+  retryAfter: string | null;
 }
 
 /**
@@ -306,10 +308,11 @@ export async function streamChat(
   const ac = new AbortController();
   opts.signal?.addEventListener('abort', () => ac.abort());
   const t0 = performance.now();
-  const out: StreamResult = { status: 0, chunks: [], text: '', done: false, finishReason: null, error: null, ttftMs: null, e2eMs: 0, aborted: false };
+  const out: StreamResult = { status: 0, chunks: [], text: '', done: false, finishReason: null, error: null, ttftMs: null, e2eMs: 0, aborted: false, retryAfter: null };
   try {
     const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }), signal: ac.signal });
     out.status = res.status;
+    out.retryAfter = res.headers.get('retry-after');
     if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       const j = (await res.json()) as { error?: StreamResult['error'] };
       out.error = j.error ?? null;
