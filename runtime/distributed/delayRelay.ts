@@ -31,11 +31,17 @@ export function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
   let holdMax = 0;
   const pipe = (from: net.Socket, to: net.Socket) => {
     const queue: { due: number; at: number; data: Buffer }[] = [];
-    let timer: NodeJS.Timeout | null = null;
+    let timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
+    // Node timers count whole milliseconds from a loop time cached at the start of the iteration, so
+    // they fire up to 1 ms early or late; re-arming a 1 ms timer for an early fire would double the
+    // delay. The sub-millisecond rest is waited out with setImmediate, which keeps serving I/O.
+    const arm = (ms: number) => {
+      timer = ms >= 1 ? setTimeout(drain, ms) : setImmediate(drain);
+    };
     const drain = () => {
       timer = null;
       const now = performance.now();
-      while (queue.length && queue[0].due <= now + 0.05) {
+      while (queue.length && queue[0].due <= now) {
         const c = queue.shift()!;
         const hold = now - c.at;
         chunks++;
@@ -43,12 +49,12 @@ export function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
         if (hold > holdMax) holdMax = hold;
         if (!to.destroyed) to.write(c.data);
       }
-      if (queue.length) timer = setTimeout(drain, Math.max(0, queue[0].due - now));
+      if (queue.length) arm(queue[0].due - now);
     };
     from.on('data', (data) => {
       const now = performance.now();
       queue.push({ due: now + opts.delayMs, at: now, data });
-      if (!timer) timer = setTimeout(drain, opts.delayMs);
+      if (!timer) arm(opts.delayMs);
     });
     from.on('end', () => {
       const finish = () => (queue.length ? setTimeout(finish, opts.delayMs) : to.end());

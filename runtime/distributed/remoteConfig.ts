@@ -4,7 +4,7 @@ import { z } from 'zod';
 export const remoteModelSchema = z
   .object({
     /** NATS server URL(s), e.g. "nats://10.0.0.5:4222"; several separated by commas. */
-    nats: z.string().regex(/^(nats|tls):\/\/\S+$/, 'a nats:// URL (several separated by commas)'),
+    nats: z.string().regex(/^nats:\/\/\S+$/, 'a nats:// URL (several separated by commas)'),
     token: z.string().optional(),
     /** NATS credentials file (JWT + nkey), instead of a token. */
     credsFile: z.string().optional(),
