@@ -147,7 +147,7 @@ function transportDefect(r: Rand, allowHuge: boolean): FuzzRequest {
   }
   if (roll < 0.6) return { family: 'transport', defect: 'corrupt deflate', method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Encoding': pick(r, ['gzip', 'deflate', 'br']) }, body: new Uint8Array([1, 2, 3, int(r, 0, 255)]) };
   if (roll < 0.8) return { family: 'transport', defect: 'unknown encoding', method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Encoding': pick(r, ['x-martian', 'compress', 'zstd2', 'gzip, x']) }, body: JSON.stringify(goodCompletion(r)) };
-  return { family: 'transport', defect: 'unsupported charset', method: 'POST', path, headers: { 'Content-Type': `application/json; charset=${pick(r, ['latin1', 'utf-7', 'ebcdic', 'x-unknown', 'shift_jis'])}` }, body: JSON.stringify(goodCompletion(r)) };
+  return { family: 'transport', defect: 'unsupported charset', method: 'POST', path, headers: { 'Content-Type': `application/json; charset=${pick(r, ['latin1', 'windows-1252', 'ebcdic', 'x-unknown', 'shift_jis'])}` }, body: JSON.stringify(goodCompletion(r)) };
 }
 
 const bombs = new Map<number, Uint8Array>();
