@@ -140,9 +140,9 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
 
 /** Accuracy against throughput, one marker per entry, coloured by kind (the paper's Figure 6 idea). */
 export function frontierSvg(entries: readonly EvalEntry[]): string {
-  const W = 760;
-  const H = 460;
-  const m = { l: 70, r: 200, t: 30, b: 55 };
+  const W = 960;
+  const H = 480;
+  const m = { l: 70, r: 300, t: 30, b: 55 };
   const xs = entries.map((e) => e.throughput_tok_s);
   const xMax = Math.max(...xs) * 1.08;
   const yMin = Math.max(0, Math.min(...entries.map((e) => e.accuracy)) - 0.05);
@@ -160,17 +160,23 @@ export function frontierSvg(entries: readonly EvalEntry[]): string {
   parts.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${H - m.b}" stroke="#333"/><line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#333"/>`);
   parts.push(`<text x="${(m.l + W - m.r) / 2}" y="${H - 15}" text-anchor="middle">committed throughput (tokens/s, concurrency 8)</text>`);
   parts.push(`<text transform="translate(18 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle">exact-match accuracy</text>`);
-  for (const e of entries) {
+  // Dense clusters make inline labels collide: number the markers and list them beside the plot.
+  entries.forEach((e, k) => {
     const cx = x(e.throughput_tok_s);
     const cy = y(e.accuracy);
-    parts.push(`<circle cx="${cx}" cy="${cy}" r="5" fill="${colour[e.kind]}"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.throughput_tok_s.toFixed(0)} tok/s</title></circle>`);
-    parts.push(`<text x="${cx + 7}" y="${cy - 6}" fill="${colour[e.kind]}">${esc(e.name)}</text>`);
-  }
+    parts.push(`<circle cx="${cx}" cy="${cy}" r="6" fill="${colour[e.kind]}"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.throughput_tok_s.toFixed(0)} tok/s</title></circle>`);
+    parts.push(`<text x="${cx + 8}" y="${cy + 4}" font-size="10" fill="${colour[e.kind]}">${k + 1}</text>`);
+  });
   let ly = m.t;
   for (const [k, c] of Object.entries(colour)) {
-    parts.push(`<circle cx="${W - m.r + 20}" cy="${ly}" r="5" fill="${c}"/><text x="${W - m.r + 30}" y="${ly + 4}">${k}</text>`);
-    ly += 18;
+    parts.push(`<circle cx="${W - m.r + 16}" cy="${ly}" r="5" fill="${c}"/><text x="${W - m.r + 26}" y="${ly + 4}">${k}</text>`);
+    ly += 16;
   }
+  ly += 8;
+  entries.forEach((e, k) => {
+    parts.push(`<text x="${W - m.r + 10}" y="${ly}" fill="${colour[e.kind]}">${k + 1}. ${esc(e.name)} — ${(e.accuracy * 100).toFixed(1)}%, ${e.throughput_tok_s.toFixed(0)}</text>`);
+    ly += 15;
+  });
   parts.push('</svg>');
   return parts.join('\n');
 }
