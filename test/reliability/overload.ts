@@ -65,9 +65,9 @@ export async function runOverload(rig: Rig, clients: number, maxTokens: number):
   let peakActive = 0;
   let ticks = 0;
   const sample = () => {
-    // rss() alone is cheap; the full reading (heap) walks more, so it runs every tenth tick.
+    // rss() alone is cheap; the full reading (heap) walks more, so it runs every fifth tick.
     peakRss = Math.max(peakRss, process.memoryUsage.rss());
-    if (ticks++ % 10 === 0) peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+    if (ticks++ % 5 === 0) peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
     peakQueued = Math.max(peakQueued, c.queuedCount);
     peakActive = Math.max(peakActive, c.activeCount);
   };
@@ -76,7 +76,7 @@ export async function runOverload(rig: Rig, clients: number, maxTokens: number):
     peakQueued = Math.max(peakQueued, c.queuedCount);
     peakActive = Math.max(peakActive, c.activeCount);
   });
-  const timer = setInterval(sample, 20);
+  const timer = setInterval(sample, 100);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   let run: { wallMs: number; results: ClientOutcome[] };
