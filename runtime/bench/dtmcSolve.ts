@@ -1,13 +1,17 @@
 // Suite dtmc-solve: how long the throughput model takes to build and solve, and how big its chain is.
 import { loadavg } from 'node:os';
 import { optimiseThresholds } from '../throughput/optimiseThresholds.ts';
+import { simulateThroughput } from '../throughput/simulateThroughput.ts';
 import { solveThroughput } from '../throughput/solveThroughput.ts';
 import { ThroughputError } from '../throughput/ThroughputError.ts';
 import type { ThroughputInput } from '../throughput/types.ts';
 
 export interface DtmcSolveOptions {
   json?: string;
-  /** --quick 1: smaller ladder; --max-states: cap per chain (default 6 000 000). */
+  /**
+   * --quick 1: three-model ladder N = 8, 12 and no exact N = 32 attempt; --max-states: cap per
+   * chain (default 6 000 000); --budget-s: stop the ladder after a solve slower than this (default 600).
+   */
   flags?: Record<string, string>;
 }
 
@@ -105,12 +109,15 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
   const flags = opts.flags ?? {};
   const quick = flags.quick === '1' || flags.quick === 'true';
   const maxStates = Number(flags['max-states'] ?? 6_000_000);
+  const budgetMs = Number(flags['budget-s'] ?? 600) * 1000;
   const load0 = loadavg()[0];
   const rows: Timed[] = [];
   const add = (r: Timed) => {
     rows.push(r);
     show(r);
   };
+  // JIT warm-up, so the first timed row measures the solver rather than compilation.
+  solveThroughput(r2rInput(4, [1, 2]));
 
   // Targets from the brief: N = 16 with two models ≤ 1 s, N = 32 with three models ≤ 10 s.
   add(timeSolve('R2R N=16 T=1/1', r2rInput(16, [1, 1]), 1, maxStates));
@@ -122,26 +129,39 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
   const sweep = { wall_ms: performance.now() - t0, cpu_ms: process.cpuUsage(c0).user / 1000, solves: opt.table.length, best: opt.best, predicted: opt.predicted };
   console.log(`R2R N=16 sweep T_l=1..16: ${opt.table.length} solves, wall ${(sweep.wall_ms / 1000).toFixed(2)} s, cpu ${(sweep.cpu_ms / 1000).toFixed(2)} s, argmax ${opt.best.join('/')}`);
 
-  // Three models: climb N so the table shows where the chain stops fitting the target.
-  const ladder = quick ? [8, 12] : [8, 12, 16, 20, 24, 32];
+  // Three models: climb N to show how the chain grows and where it stops fitting.
+  const ladder = quick ? [8, 12] : [8, 12, 16, 20, 24];
+  let stopped: string | null = null;
   for (const N of ladder) {
-    const r = timeSolve(`three models N=${N} T=1/1/1`, threeModelInput(N, [1, 1, 1]), N === 32 ? 10 : null, maxStates);
+    const r = timeSolve(`three models N=${N} T=1/1/1`, threeModelInput(N, [1, 1, 1]), null, maxStates);
     add(r);
-    if (r.error !== null) break;
+    if (r.error !== null || r.wall_ms > budgetMs) {
+      stopped = `ladder stopped after N=${N}`;
+      break;
+    }
   }
+  if (!quick && stopped === null) add(timeSolve('three models N=32 T=1/1/1', threeModelInput(32, [1, 1, 1]), 10, maxStates));
+  // The continuous-time Monte Carlo is the fallback where the chain is too big: time it at N = 32.
+  const t1 = performance.now();
+  const c1 = process.cpuUsage();
+  const horizonMs = 2_000_000;
+  const mc = simulateThroughput(threeModelInput(32, [1, 1, 1]), { horizonMs, seed: 1 });
+  const monteCarloN32 = { horizonMs, wall_ms: performance.now() - t1, cpu_ms: process.cpuUsage(c1).user / 1000, tokens_per_sec: mc.tokensPerSec };
+  console.log(`three models N=32 Monte Carlo (${horizonMs / 1000} s simulated): ${mc.tokensPerSec.toFixed(2)} tok/s, wall ${(monteCarloN32.wall_ms / 1000).toFixed(2)} s`);
 
   return {
     suite: 'dtmc-solve',
     settings: {
       r2r: { P: 'p = 0.35', latencyMs: [6.0, 27.9], maxBatch: 'N' },
-      threeModels: { P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]], latencyMs: [5, 12, 25], maxBatch: 'N' },
+      threeModels: { P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]], latencyMs: [5, 12, 25], maxBatch: 'N', from: 'dtmc-validate suite' },
       maxStates,
+      budgetS: budgetMs / 1000,
       tolerance: 1e-10,
       quick,
-      cores: 'shared machine; cpu_ms is user CPU of this process, wall_ms is elapsed',
+      cpu: 'cpu_ms is user CPU of this process; wall_ms is elapsed (the machine is shared: compare the two)',
       loadAverageAtStart: load0,
       loadAverageAtEnd: loadavg()[0],
     },
-    results: { solves: rows, r2rSweepN16: sweep },
+    results: { solves: rows, r2rSweepN16: sweep, ladder: stopped ?? 'complete', monteCarloN32 },
   };
 }

@@ -72,6 +72,12 @@ describe.each(cases)('%s', (_name, input) => {
     }
     expect(r.tokensPerSec).toBeGreaterThan(0);
     expect(r.tokensPerSec).toBeLessThanOrEqual(bound);
+    // The same bound at maxBatch, valid here because b / L(b) grows with b in every case above.
+    const atMax = input.maxBatch.reduce((s, _B, i) => {
+      const B = m.maxBatch[i];
+      return s + (1000 * B * Math.max(...input.C[i])) / r.effectiveLatencyMs[i][B - 1];
+    }, 0);
+    expect(r.tokensPerSec).toBeLessThanOrEqual(atMax);
     // Tokens come only from steps: Σ_i steps_i · c̄_i.
     const fromSteps = r.stepsPerSec.reduce((s, x, i) => s + x * m.commitPerStep[i], 0);
     expect(r.tokensPerSec).toBeCloseTo(fromSteps, 6);
