@@ -12,6 +12,23 @@ const R2R_C = [
   [1, 0],
 ];
 
+describe('one model', () => {
+  it('runs all N requests in every batch: N · c / L(N)', () => {
+    const r = solveThroughput({ N: 5, P: [[1]], C: [[2]], latency: (_m, b) => 8 + b, maxBatch: [8], thresholds: [3] });
+    expect(r.states).toBe(1);
+    expect(r.tokensPerSec).toBeCloseTo((1000 * 5 * 2) / 13, 9);
+    expect(r.meanBatch).toEqual([5]);
+    expect(r.idleFraction).toEqual([0]);
+  });
+
+  it('maxBatch below N leaves the rest queued: batches of maxBatch back to back', () => {
+    const r = solveThroughput({ N: 5, P: [[1]], C: [[1]], latency: () => 10, maxBatch: [2], thresholds: [1] });
+    expect(r.tokensPerSec).toBeCloseTo(200, 9);
+    expect(r.meanBatch).toEqual([2]);
+    expect(r.meanQueue[0]).toBeCloseTo(3, 9);
+  });
+});
+
 describe('N = 1: one request is a renewal process', () => {
   it('R2R: throughput = 1 / (L_s + p·L_l) per ms, on an exact lattice', () => {
     // Cycle: 1/p small steps (commit 1−p each on average), then one large step (commits 1).

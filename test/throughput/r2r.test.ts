@@ -70,4 +70,21 @@ describe('beyond the paper setting', () => {
     const b = solveThroughput({ ...r2r(4, 2), latency: (i, n) => table[i][n - 1] });
     expect(a.tokensPerSec).toBe(b.tokensPerSec);
   });
+
+  it('pruneBelow drops only negligible outcomes: a smaller chain, the same answer to 0.1%', () => {
+    const x: ThroughputInput = {
+      N: 8,
+      P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
+      C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+      latency: (i) => [5, 10, 25][i],
+      maxBatch: [8, 8, 8],
+      thresholds: [1, 2, 2],
+    };
+    const exact = solveThroughput(x);
+    const pruned = solveThroughput({ ...x, pruneBelow: 1e-4 });
+    expect(exact.prunedMass).toBe(0);
+    expect(pruned.prunedMass).toBeGreaterThan(0);
+    expect(pruned.transitions).toBeLessThan(exact.transitions);
+    expect(Math.abs(pruned.tokensPerSec - exact.tokensPerSec) / exact.tokensPerSec).toBeLessThan(0.001);
+  });
 });
