@@ -10,12 +10,15 @@ const rand = () => {
   return seed / 2 ** 32;
 };
 // Announce each change only after its transaction returned: the parent checks every announced one survived.
+// (stdout to a pipe is synchronous on Linux, so the parent sees lines in the order of the writes.)
 for (;;) {
   const name = NAMES[Math.floor(rand() * NAMES.length)];
   const roll = rand();
   if (roll < 0.7) {
     const next = (registry.versions(name).at(-1)?.version ?? 0) + 1;
     const spec: AlgorithmSpec = expectedSpec(name, next);
+    // Written before the transaction starts: a kill after this line and before "created" lands inside it.
+    process.stdout.write(`begin ${name} ${next}\n`);
     const v = registry.createVersion(name, spec, { activate: rand() < 0.5 });
     process.stdout.write(`created ${name} ${v.version}\n`);
   } else if (roll < 0.9) {

@@ -19,6 +19,7 @@ describe('registry persistence under kill -9', () => {
       const check = checkRegistry(dataDir, res.announced);
       expect(check.problems).toEqual([]);
       expect(check.versions).toBeGreaterThan(0);
+      console.log(`[registry-crash] kill landed: ${check.killedAt}`);
     }
     // The serving process starts on the survivor store and serves each active version.
     const rig = await startRig({ dataDir });

@@ -13,7 +13,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const CHILD = path.join(ROOT, 'test/reliability/registryChild.ts');
 
 export interface CrashRound {
-  /** Changes the child announced (each after its transaction returned) before it was killed. */
+  /** Lines the child wrote before it was killed: "begin" before a create, the change after its transaction returned. */
   announced: string[];
   /** Signal the child died of. */
   signal: NodeJS.Signals | null;
@@ -37,7 +37,7 @@ export function crashRound(dataDir: string, seed: number, killAfter: number): Pr
     });
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('exit', (_code, signal) => {
+    child.on('close', (_code, signal) => {
       if (signal !== 'SIGKILL') reject(new Error(`registry child exited by itself (${signal ?? _code}): ${err.slice(0, 500)}`));
       else resolve({ announced, signal });
     });
@@ -53,6 +53,11 @@ function instantiate(spec: AlgorithmSpec): void {
 export interface RegistryCheck {
   problems: string[];
   versions: number;
+  /**
+   * Where the kill landed: 'in-create' when the last line was a "begin" (inside createVersion),
+   * then whether that version was committed (present) or rolled back (absent); 'between' otherwise.
+   */
+  killedAt: 'in-create-committed' | 'in-create-rolled-back' | 'between';
 }
 
 /**
@@ -64,6 +69,7 @@ export function checkRegistry(dataDir: string, announced: readonly string[]): Re
   const problems: string[] = [];
   const registry = new AlgorithmRegistry(dataDir);
   let versions = 0;
+  let killedAt: RegistryCheck['killedAt'] = 'between';
   try {
     const db = new Database(path.join(dataDir, 'registry.sqlite'), { readonly: true });
     const integrity = db.pragma('integrity_check', { simple: true });
@@ -93,8 +99,10 @@ export function checkRegistry(dataDir: string, announced: readonly string[]): Re
       const [op, name, v] = line.split(' ');
       if (op === 'created' && !registry.version(name, Number(v))) problems.push(`${name} v${v} was committed and announced, then lost`);
     }
+    const last = announced.at(-1)?.split(' ') ?? [];
+    if (last[0] === 'begin') killedAt = registry.version(last[1], Number(last[2])) ? 'in-create-committed' : 'in-create-rolled-back';
   } finally {
     registry.close();
   }
-  return { problems, versions };
+  return { problems, versions, killedAt };
 }

@@ -1,0 +1,95 @@
+// A real ONNX worker killed mid-load (the bundled models; a simulated runner when they are absent): only its requests fail, it restarts, nothing leaks.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
+import type { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
+import { startServer } from '../../runtime/server/createServer.ts';
+import { sampleQuestion } from '../../runtime/serve/loadGenerator.ts';
+import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { expectNothingLeft, leftovers, startRig, streamChat, until, type CrashableRunner } from '../reliability/harness.ts';
+
+const MODELS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/models');
+const HAVE_ONNX = ['small', 'large'].every((m) => fs.existsSync(path.join(MODELS_DIR, m, 'onnx', 'model.onnx')));
+
+interface Target {
+  kind: 'onnx-worker' | 'simulated';
+  service: TokenRouterService;
+  url: string;
+  crash(): void;
+  close(): Promise<void>;
+}
+
+async function start(): Promise<Target> {
+  if (HAVE_ONNX) {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-onnx-crash-'));
+    const config = parseServerConfig({ port: 0, dataDir, modelsDir: MODELS_DIR, models: [{ name: 'small', maxBatch: 16 }, { name: 'large', maxBatch: 16 }], limits: { maxConcurrency: 16, maxQueue: 64, maxTokens: 256, maxBodyBytes: 2 ** 20 } });
+    const service = await TokenRouterService.start(config);
+    const server = await startServer(service, 0, '127.0.0.1');
+    return {
+      kind: 'onnx-worker',
+      service,
+      url: server.url,
+      crash: () => (service.runners.get('large') as WorkerRunner).crashForTest('killed by the stress test'),
+      close: async () => {
+        await server.close();
+        await service.close();
+      },
+    };
+  }
+  const rig = await startRig({ latency: { small: 3, large: 8 }, restartMs: 300 });
+  return { kind: 'simulated', service: rig.service, url: rig.url, crash: () => (rig.service.runners.get('large') as CrashableRunner).crash('killed by the stress test'), close: () => rig.close() };
+}
+
+describe('a sub-server worker killed mid-load', () => {
+  it('fails only requests holding state on it (clear error), refuses new ones while down (503), restarts by itself, releases every KV byte', async () => {
+    const t = await start();
+    try {
+      const s = t.service;
+      const outcomes: { model: string; result: 'ok' | 'failed' | 'refused'; detail: string }[] = [];
+      let stop = false;
+      const client = async (i: number) => {
+        for (let k = 0; !stop; k++) {
+          const model = ['large', 'r-stitch', 'small'][i % 3];
+          const r = await streamChat(t.url, { model, messages: [{ role: 'user', content: sampleQuestion(i * 1000 + k) }], max_tokens: 64, temperature: 0 });
+          if (r.status === 503) {
+            outcomes.push({ model, result: 'refused', detail: r.error?.message ?? '' });
+            await new Promise((res) => setTimeout(res, 50));
+          } else if (r.error) outcomes.push({ model, result: 'failed', detail: r.error.message });
+          else if (r.done && (r.finishReason === 'stop' || r.finishReason === 'length')) outcomes.push({ model, result: 'ok', detail: r.finishReason });
+          else throw new Error(`unexpected end of ${model}: ${JSON.stringify(r).slice(0, 300)}`);
+        }
+      };
+      const clients = Array.from({ length: 12 }, (_, i) => client(i));
+      // Kill it when work is flowing and requests hold state on it.
+      await until(() => outcomes.length >= 12, 120_000);
+      await until(() => {
+        const l = s.cluster.laneStats().find((x) => x.name === 'large')!;
+        return l.running + l.pendingReturn >= 2 && l.kvBytes > 0;
+      }, 60_000);
+      const before = outcomes.length;
+      t.crash();
+      await until(() => (s.restarts.get('large') ?? 0) === 1, 120_000);
+      // After the restart, it serves again: wait for fresh successes through large.
+      await until(() => outcomes.slice(before).filter((o) => o.model === 'large' && o.result === 'ok').length >= 3, 120_000);
+      stop = true;
+      await Promise.all(clients);
+      await expectNothingLeft(s, 30_000);
+      const after = outcomes.slice(before);
+      const tally = (m: string, r: string) => after.filter((o) => o.model === m && o.result === r).length;
+      const summary = Object.fromEntries(['large', 'r-stitch', 'small'].map((m) => [m, { ok: tally(m, 'ok'), failed: tally(m, 'failed'), refused: tally(m, 'refused') }]));
+      console.log(`[worker-crash/${t.kind}] 1 worker killed under 12 clients; outcomes after the kill ${JSON.stringify(summary)}; restarts ${s.restarts.get('large')}; leftovers ${JSON.stringify(leftovers(s))}`);
+      // Requests that never touch the dead model are untouched.
+      expect(tally('small', 'failed') + tally('small', 'refused')).toBe(0);
+      // Those that held state on it failed with a clear error; new ones were refused while it was down.
+      expect(tally('large', 'failed')).toBeGreaterThan(0);
+      for (const o of after.filter((x) => x.result === 'failed')) expect(o.detail).toMatch(/^model large failed: worker for model "large" (crashed|exited)|^model large failed: killed by the stress test|^large step failed: /);
+      for (const o of after.filter((x) => x.result === 'refused')) expect(o.detail).toBe('model large is down; retry shortly');
+      expect(s.cluster.lane('large')!.down).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+});
