@@ -44,6 +44,7 @@ const PARTNER_WAIT_MS = 5;
 export class NatsSubServer {
   readonly incarnation = crypto.randomBytes(5).toString('hex');
   readonly subject: string;
+  private readonly heartbeatSubject: string;
   private readonly caches = new Map<string, number>();
   private readonly byEntry = new Map<string, Set<string>>();
   private readonly entryHeard = new Map<string, number>();
@@ -66,6 +67,7 @@ export class NatsSubServer {
   ) {
     const s = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
     this.subject = s.replica(opts.replica, this.incarnation);
+    this.heartbeatSubject = s.heartbeat;
     this.heartbeatMs = opts.heartbeatMs ?? 250;
     this.log = opts.log ?? ((l) => console.error(`[subserver ${opts.model}/${opts.replica}] ${l}`));
     const deliver = (handle: (msg: Msg) => void) => (err: Error | null, msg: Msg) => {
@@ -110,7 +112,7 @@ export class NatsSubServer {
   private heartbeat(bye = false): void {
     if (this.nc.isClosed()) return;
     try {
-      this.nc.publish(modelSubjects(this.opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, this.opts.model).heartbeat, JSON.stringify(this.announcement(bye)));
+      this.nc.publish(this.heartbeatSubject, JSON.stringify(this.announcement(bye)));
     } catch {
       // reconnecting: the client buffers, or we are closing
     }
