@@ -1,0 +1,58 @@
+// The debug-mode invariant checker is switched on by TOKENROUTER_CHECK_INVARIANTS=1 in the serving process, and catches what it should.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
+import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
+import { InvariantError } from '../../runtime/engine/invariants.ts';
+import { SimRunner } from '../../runtime/runner/simRunner.ts';
+import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { charTokenizer, VOCAB } from '../server/testService.ts';
+
+const saved = process.env.TOKENROUTER_CHECK_INVARIANTS;
+afterEach(() => {
+  if (saved === undefined) delete process.env.TOKENROUTER_CHECK_INVARIANTS;
+  else process.env.TOKENROUTER_CHECK_INVARIANTS = saved;
+});
+
+/** A service on a virtual clock, so a batch's checks run inside clock.run() where a throw can be caught. */
+async function service(): Promise<{ s: TokenRouterService; clock: VirtualClock }> {
+  const clock = new VirtualClock();
+  const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-inv-')), memory: { budgetMiB: 64 }, models: [{ name: 'small' }, { name: 'large' }] });
+  const runners = new Map(['small', 'large'].map((n) => [n, new SimRunner({ name: n, vocabSize: VOCAB.length, maxContext: 256, kvBytesPerToken: 4096, latency: () => 1 })]));
+  return { s: await TokenRouterService.start(config, { runners, tokenizer: charTokenizer(), clock }), clock };
+}
+
+function generate(s: TokenRouterService): void {
+  s.generate({ model: 'r-stitch', promptIds: [1, 5, 6, 7], maxTokens: 20, sampling: { temperature: 0, topP: 1, topK: 0, seed: 1 }, stop: [] }, { onDelta: () => {}, onEnd: () => {} });
+}
+
+describe('invariant checker in the serving process', () => {
+  it('TOKENROUTER_CHECK_INVARIANTS=1: a KV accounting drift is caught at the next batch', async () => {
+    process.env.TOKENROUTER_CHECK_INVARIANTS = '1';
+    const { s, clock } = await service();
+    generate(s);
+    clock.run(); // clean run: no violation
+    generate(s);
+    s.cluster.lanes[0].pool.cached(3); // three cached tokens nobody holds
+    let caught: unknown;
+    try {
+      clock.run();
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(InvariantError);
+    expect((caught as Error).message).toMatch(/^small: KV pool counts \d+ cached tokens, live caches hold \d+$/);
+    await s.close();
+  });
+
+  it('unset, the same drift goes unnoticed (the checker is really what caught it)', async () => {
+    delete process.env.TOKENROUTER_CHECK_INVARIANTS;
+    const { s, clock } = await service();
+    generate(s);
+    s.cluster.lanes[0].pool.cached(3);
+    expect(() => clock.run()).not.toThrow();
+    await s.close();
+  });
+});
