@@ -1,7 +1,8 @@
 // Suite ablation: R2R at concurrency 8, baseline → + state retention → + async → + delayed batching, each step's gain.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingMode, type ServingResult, setClientPlacement } from './servingCase.ts';
+import { choiceJson, choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
+import { poolResults, runServingCase, type ServingMode, type ServingResult, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -25,7 +26,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const concurrency = f.num('concurrency', 8);
   const skipBundled = f.str('runners') === 'none';
   const repeats = f.sized('repeats', 2, 1);
-  const total = 1 + (skipBundled ? 0 : thresholdCandidates(concurrency).length + LADDER.length * repeats);
+  const method = thresholdMethod(f.str('thresholds'));
+  const total = 1 + (skipBundled ? 0 : choiceSteps(method, concurrency) + LADDER.length * repeats);
   let done = 0;
 
   // Paper profile in virtual time: the same ladder, 512-token outputs.
@@ -54,18 +56,18 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     kind = set.kind;
     const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos };
     try {
-      const s = await sweepSlowLane(set, { ...c, requests: f.sized('sweep-requests', 48, 8) }, 'large', () => progress(`ablation ${set.kind} sweep`, ++done, total));
-      sweep = s.sweep;
+      const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`ablation ${set.kind} ${what}`, ++done, total) });
+      sweep = choiceJson(s);
       // Repeats walk the whole ladder again, so drifting background load hits every step alike.
       const results: ServingResult[][] = LADDER.map(() => []);
       for (let k = 0; k < repeats; k++) {
         for (const [i, { step, mode }] of LADDER.entries()) {
-          results[i].push(await runServingCase(set, { ...c, mode: mode === 'delayed' ? s.best : mode }));
+          results[i].push(await runServingCase(set, { ...c, mode: mode === 'delayed' ? s.mode : mode }));
           progress(`ablation ${set.kind} ${step}`, ++done, total);
         }
       }
       const raw = LADDER.map(({ step, mode }, i) => {
-        const m = mode === 'delayed' ? s.best : mode;
+        const m = mode === 'delayed' ? s.mode : mode;
         const r = poolResults(results[i]);
         const met = r.run.metrics;
         return { step, tok_s: met.outputThroughputTokS, mean_e2e_ms: met.e2eMs.mean, p99_e2e_ms: met.e2eMs.p99, thresholds: `1/${m.thresholds?.large ?? 1}`, handoffs_per_req: r.run.handoffs / Math.max(1, met.completed) };
@@ -88,7 +90,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const settings = {
     algorithm: 'R2R',
     concurrency,
-    steps: LADDER.map((l) => (l.mode === 'delayed' ? `${l.step}: async-delayed, retainState true, large threshold from a sweep` : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}`)),
+    steps: LADDER.map((l) => (l.mode === 'delayed' ? `${l.step}: async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep'}` : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}`)),
     bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
     paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },
     not_reproduced: "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
@@ -99,7 +101,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const report: BenchReport = {
     suite: 'ablation',
     settings,
-    results: { ladder: primary, ladder_source: ladder.length ? kind : 'paper_profile', bundled_sweep: sweep, paper_profile: { ladder: paperLadder } },
+    results: { ladder: primary, ladder_source: ladder.length ? kind : 'paper_profile', threshold_choice: sweep, paper_profile: { ladder: paperLadder } },
   };
   const chart = (title: string, rows: Row[]) => barChart({ title, yLabel: 'tok/s', categories: rows.map((r) => String(r.step).replace(/ \(.*\)/, '')), series: [{ name: 'committed tok/s', values: rows.map((r) => r.tok_s as number) }] });
   const charts: Record<string, string> = { paper_profile: chart(`Ablation ladder, paper R2R profile, N=${concurrency} (virtual time)`, paperLadder) };

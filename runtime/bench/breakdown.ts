@@ -1,7 +1,8 @@
 // Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { BASELINE, runServingCase, sweepSlowLane, thresholdCandidates, type BatchTiming, type ServingMode, setClientPlacement } from './servingCase.ts';
+import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
+import { BASELINE, runServingCase, type BatchTiming, type ServingMode, setClientPlacement } from './servingCase.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
@@ -59,7 +60,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const maskEos = f.bool('ignore-eos', false);
   const fixed = f.num('large-threshold', 0);
   const set = await loadRunnerSet(f.str('runners'));
-  const total = algorithms.length * ((fixed ? 0 : thresholdCandidates(concurrency).length) + 2);
+  const method = thresholdMethod(f.str('thresholds'));
+  const total = algorithms.length * ((fixed ? 0 : choiceSteps(method, concurrency)) + 2);
   let done = 0;
   const rows: Row[] = [];
   const perAlg: Record<string, unknown>[] = [];
@@ -70,7 +72,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos, recordSteps: true };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
-      else tr = (await sweepSlowLane(set, { ...c, recordSteps: false, requests: f.sized('sweep-requests', 48, 8) }, 'large', () => progress(`breakdown ${algorithm} sweep`, ++done, total))).best;
+      else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
       const entry: Record<string, unknown> = { algorithm, thresholds: tr.thresholds };
       for (const mode of [tr, BASELINE]) {
         const r = await runServingCase(set, { ...c, mode });
@@ -113,7 +115,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     requests,
     max_tokens: maxTokens,
     eos: maskEos ? 'masked' : 'natural',
-    tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : 'async-delayed, retainState true, large threshold from a sweep',
+    tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep of the large lane'}`,
     baseline_mode: 'step-sync, retainState false',
     busy_time: 'per batch: sub-server launch → results routed and streamed (trace batch start/end, real clock); summed per lane',
     model_time: 'modelMs the runner reports (ONNX session.run + router heads, inside the worker); simulated runners: their step latency',

@@ -1,7 +1,8 @@
 // Suite combos: one algorithm on each pair of bundled models, TokenRouter mode vs the standard-serving baseline.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { runFigures, thresholdCandidates, tokenRouterVsBaseline, setClientPlacement } from './servingCase.ts';
+import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';
+import { runFigures, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -19,12 +20,13 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const algorithm = f.str('algorithm', 'r-stitch');
   const concurrency = f.num('concurrency', 4);
   const requests = f.sized('requests', 96, 12);
-  const sweepRequests = f.sized('sweep-requests', 32, 8);
+  const method = thresholdMethod(f.str('thresholds'));
+  const calibrationRequests = f.sized('calibration-requests', 48, 8);
   const maxTokens = f.num('max-tokens', 128);
   const maskEos = f.bool('ignore-eos', false);
   const repeats = f.sized('repeats', 2, 1);
   const set = await loadRunnerSet(f.str('runners'));
-  const total = PAIRS.length * (thresholdCandidates(concurrency).length + 2 * repeats);
+  const total = PAIRS.length * (choiceSteps(method, concurrency) + 2 * repeats);
   let done = 0;
   const rows: Row[] = [];
   const combos: Record<string, unknown>[] = [];
@@ -35,7 +37,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       const cmp = await tokenRouterVsBaseline(
         set,
         { algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos },
-        { slowLane: 'large', sweepRequests, repeats, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
+        { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
       );
       const tr = runFigures(cmp.tokenrouter);
       const bl = runFigures(cmp.baseline);
@@ -43,10 +45,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         const all = Object.values(t).reduce((x, y) => x + y, 0);
         return all > 0 ? (t.large ?? 0) / all : 0;
       };
-      combos.push({ combo: name, tokenrouter_tok_s: tr.tok_s, baseline_tok_s: bl.tok_s, speedup: tr.tok_s / bl.tok_s, thresholds: cmp.mode.thresholds, threshold_sweep: cmp.sweep, tokenrouter: tr, baseline: bl, second_model_token_share: share(cmp.tokenrouter.run.tokensByModel) });
+      combos.push({ combo: name, tokenrouter_tok_s: tr.tok_s, baseline_tok_s: bl.tok_s, speedup: tr.tok_s / bl.tok_s, thresholds: cmp.choice.mode.thresholds, threshold_choice: choiceJson(cmp.choice), tokenrouter: tr, baseline: bl, second_model_token_share: share(cmp.tokenrouter.run.tokensByModel) });
       rows.push({
         combo: name,
-        thresholds: `1/${cmp.mode.thresholds?.large ?? 1}`,
+        thresholds: `1/${cmp.choice.mode.thresholds?.large ?? 1}`,
         tokenrouter_tok_s: tr.tok_s,
         baseline_tok_s: bl.tok_s,
         speedup: tr.tok_s / bl.tok_s,
@@ -67,11 +69,11 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     concurrency,
     requests_per_run: requests,
     repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
-    sweep_requests_per_point: sweepRequests,
+    calibration_requests: calibrationRequests,
     max_tokens: maxTokens,
     eos: maskEos ? 'masked' : 'natural',
     lanes: 'the algorithm’s "small" lane runs the first model of the pair, its "large" lane the second',
-    tokenrouter_mode: 'async-delayed, retainState true, second model threshold from a sweep',
+    tokenrouter_mode: `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model (calibrated per pair)' : 'a sweep of the second model'}`,
     baseline_mode: 'step-sync, retainState false',
     transport: 'HTTP/SSE, in-process server',
     ...set.description,

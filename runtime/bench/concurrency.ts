@@ -2,7 +2,8 @@
 import type { ServingMetrics } from '../loadgen/requestMetrics.ts';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { BASELINE, poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingResult, setClientPlacement } from './servingCase.ts';
+import { choiceJson, choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
+import { BASELINE, poolResults, runServingCase, type ServingResult, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -44,7 +45,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const hi = levels[levels.length - 1];
   const skipBundled = f.str('runners') === 'none';
   const repeats = f.sized('repeats', 2, 1);
-  const sweepTotal = levels.reduce((s, n) => s + thresholdCandidates(n).length + repeats, 0);
+  const method = thresholdMethod(f.str('thresholds'));
+  const sweepTotal = levels.reduce((s, n) => s + choiceSteps(method, n) + repeats, 0);
   const total = levels.length + (skipBundled ? 0 : sweepTotal);
   let done = 0;
 
@@ -84,24 +86,26 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     runnerDesc = set.description;
     const tr = new Map<number, ServingMetrics>();
     const bl = new Map<number, ServingMetrics>();
+    const choices: Record<number, unknown> = {};
     try {
       for (const n of levels) {
         const requests = Math.max(8, n * f.sized('bundled-requests-per-client', 12, 2));
         const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, maskEos };
         const label = `concurrency ${set.kind} N=${n}`;
-        const s = await sweepSlowLane(set, { ...c, requests: Math.max(8, n * f.sized('sweep-requests-per-client', 4, 1)) }, 'large', () => progress(`${label} sweep`, ++done, total));
+        const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: Math.max(8, n * f.sized('calibration-requests-per-client', 6, 1)), onStep: (what) => progress(`${label} ${what}`, ++done, total) });
+        choices[n] = choiceJson(s);
         const bs: ServingResult[] = [];
         const ts: ServingResult[] = [];
         for (let k = 0; k < repeats; k++) {
           bs.push(await runServingCase(set, { ...c, mode: BASELINE }));
-          ts.push(await runServingCase(set, { ...c, mode: s.best }));
+          ts.push(await runServingCase(set, { ...c, mode: s.mode }));
           progress(`${label}`, ++done, total);
         }
         const b = poolResults(bs);
         const t = poolResults(ts);
         tr.set(n, t.run.metrics);
         bl.set(n, b.run.metrics);
-        bundledRows.push(row(n, 'tokenrouter', `1/${s.best.thresholds?.large ?? 1}`, t.run.metrics), row(n, 'baseline', '1/1', b.run.metrics));
+        bundledRows.push(row(n, 'tokenrouter', `1/${s.mode.thresholds?.large ?? 1}`, t.run.metrics), row(n, 'baseline', '1/1', b.run.metrics));
       }
     } finally {
       await set.close();
@@ -115,6 +119,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         single_user_speed: bl.get(lo)!.tpotMs.mean / tr.get(hi)!.tpotMs.mean,
       },
       rows: bundledRows,
+      threshold_choices: choices,
     };
   }
 
@@ -149,7 +154,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     },
     bundled: skipBundled
       ? 'skipped (--runners none)'
-      : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', tokenrouter_mode: 'async-delayed, retainState true, large threshold swept per N', baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
+      : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', tokenrouter_mode: `async-delayed, retainState true, thresholds per N from ${method === 'model' ? 'the throughput model (calibrated per N)' : 'a sweep of the large lane'}`, baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
     client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };

@@ -1,7 +1,8 @@
 // Suite length: throughput as max output grows, TokenRouter mode vs the standard-serving baseline.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { thresholdCandidates, runFigures, tokenRouterVsBaseline, setClientPlacement } from './servingCase.ts';
+import { choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';
+import { runFigures, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -22,9 +23,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const perClient = f.sized('requests-per-client', PAPER_SETTING.requestsPerClient, 2);
   const bundledLengths = f.nums('bundled-lengths', [64, 128, 224]);
   const skipBundled = f.str('runners') === 'none';
-  const sweepLen = thresholdCandidates(concurrency).length;
+  const method = thresholdMethod(f.str('thresholds'));
   const repeats = f.sized('repeats', 2, 1);
-  const total = paperLengths.length + (skipBundled ? 0 : bundledLengths.length * (sweepLen + 2 * repeats));
+  const total = paperLengths.length + (skipBundled ? 0 : bundledLengths.length * (choiceSteps(method, concurrency) + 2 * repeats));
   let done = 0;
   const paperRows: Row[] = [];
   for (const maxTokens of paperLengths) {
@@ -55,19 +56,19 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const set = await loadRunnerSet(f.str('runners'));
     runnerDesc = set.description;
     const requests = f.sized('requests', 48, 8);
-    const sweepRequests = f.sized('sweep-requests', 16, 4);
+    const calibrationRequests = f.sized('calibration-requests', 24, 4);
     try {
       for (const maxTokens of bundledLengths) {
         const cmp = await tokenRouterVsBaseline(
           set,
           { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos: true },
-          { slowLane: 'large', sweepRequests, repeats, onStep: (what) => progress(`length ${set.kind} ${maxTokens} ${what}`, ++done, total) },
+          { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`length ${set.kind} ${maxTokens} ${what}`, ++done, total) },
         );
         const tr = runFigures(cmp.tokenrouter);
         const bl = runFigures(cmp.baseline);
         bundledRows.push({
           max_tokens: maxTokens,
-          thresholds: `1/${cmp.mode.thresholds?.large ?? 1}`,
+          thresholds: `1/${cmp.choice.mode.thresholds?.large ?? 1}`,
           tokenrouter_tok_s: tr.tok_s,
           baseline_tok_s: bl.tok_s,
           speedup: tr.tok_s / bl.tok_s,
@@ -124,7 +125,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           repeats: `${repeats} per length (baseline and TokenRouter alternate, pooled)`,
           why_not_1024: 'the bundled models have a 256-token context; prompts take ~16 tokens, so 224 is the longest output they hold',
           eos: 'masked: every request runs to max_tokens (vLLM min_tokens); text past the answer is the model continuing',
-          tokenrouter_mode: 'async-delayed, retainState true, large threshold swept per length',
+          tokenrouter_mode: `async-delayed, retainState true, thresholds per length from ${method === 'model' ? 'the throughput model (calibrated per length)' : 'a sweep of the large lane'}`,
           baseline_mode: 'step-sync, retainState false',
           transport: 'HTTP/SSE, in-process server',
         },

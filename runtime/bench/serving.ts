@@ -1,7 +1,8 @@
 // Suite serving: each algorithm at concurrency 4 over HTTP, TokenRouter mode against the standard-serving baseline.
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
-import { thresholdCandidates, runFigures, tokenRouterVsBaseline, type Comparison, setClientPlacement } from './servingCase.ts';
+import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline, type Comparison } from './compareModes.ts';
+import { runFigures, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -21,14 +22,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const algorithms = f.list('algorithms', Object.keys(ALGORITHM_LANES));
   const concurrency = f.num('concurrency', 4);
   const requests = f.sized('requests', 96, 12);
-  const sweepRequests = f.sized('sweep-requests', 32, 8);
+  const method = thresholdMethod(f.str('thresholds'));
+  const calibrationRequests = f.sized('calibration-requests', 48, 8);
   const warmup = f.num('warmup', concurrency * 2);
   const maxTokens = f.num('max-tokens', 128);
   const maskEos = f.bool('ignore-eos', false);
   const repeats = f.sized('repeats', 2, 1);
   const set = await loadRunnerSet(f.str('runners'));
-  const sweepLen = thresholdCandidates(concurrency).length;
-  const total = algorithms.length * (sweepLen + 2 * repeats);
+  const total = algorithms.length * (choiceSteps(method, concurrency) + 2 * repeats);
   let done = 0;
   const rows: Row[] = [];
   const details: Row[] = [];
@@ -43,7 +44,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         cmp = await tokenRouterVsBaseline(
           set,
           { algorithm, lanes, concurrency, requests, warmup, maxTokens, maskEos },
-          { slowLane: 'large', sweepRequests, repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
+          { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
         );
       } catch (e) {
         // One algorithm that cannot run (e.g. its router head is not exported yet) must not hide the others.
@@ -55,7 +56,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       }
       const tr = runFigures(cmp.tokenrouter);
       const base = runFigures(cmp.baseline);
-      const thresholds = Object.keys(lanes).map((l) => cmp.mode.thresholds?.[l] ?? 1).join('/');
+      const thresholds = Object.keys(lanes).map((l) => cmp.choice.mode.thresholds?.[l] ?? 1).join('/');
       algs.push({
         algorithm,
         tokenrouter_tok_s: tr.tok_s,
@@ -66,8 +67,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         tokenrouter_p99_e2e_ms: tr.p99_e2e_ms,
         baseline_p99_e2e_ms: base.p99_e2e_ms,
         e2e_improvement: base.mean_e2e_ms / tr.mean_e2e_ms,
-        thresholds: cmp.mode.thresholds,
-        threshold_sweep: cmp.sweep,
+        thresholds: cmp.choice.mode.thresholds,
+        threshold_choice: choiceJson(cmp.choice),
         tokenrouter: { ...tr, tokens_by_model: cmp.tokenrouter.run.tokensByModel },
         baseline: { ...base, tokens_by_model: cmp.baseline.run.tokensByModel },
       });
@@ -100,18 +101,18 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     requests_per_run: requests,
     repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
     warmup_requests: warmup,
-    sweep_requests_per_point: sweepRequests,
+    calibration_requests: calibrationRequests,
     max_tokens: maxTokens,
     eos: maskEos ? 'masked (every request runs to max_tokens)' : 'natural (the model stops when it answers)',
     prompt: 'chat "Q: <a>*<b>=\\nA: " — the bundled multiplication task (sampleQuestion(i))',
     temperature: 0,
-    tokenrouter_mode: 'async-delayed, retainState true, thresholds: sweep of the large lane (others 1), best kept',
+    tokenrouter_mode: `async-delayed, retainState true, thresholds ${method === 'model' ? 'from the throughput model (P, C and L_i(b) calibrated by one run with thresholds 1; entry lane fixed at 1)' : 'from a sweep of the large lane (others 1)'}`,
     baseline_mode: 'step-sync, retainState false (every return re-admitted and re-prefilled)',
     max_wait_ms: 20,
     max_batch: 32,
     transport: 'HTTP/SSE, /v1/chat/completions stream, server in the bench process on 127.0.0.1 (port 0)',
     client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
-    order: 'per algorithm: sweep, then (baseline, TokenRouter) × repeats',
+    order: 'per algorithm: threshold choice, then (baseline, TokenRouter) × repeats',
     quick: f.quick,
     ...set.description,
   };

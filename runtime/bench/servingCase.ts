@@ -40,6 +40,8 @@ export interface ServingCase {
   maxBatch?: number;
   /** Keep per-batch timings for the overhead breakdown. */
   recordSteps?: boolean;
+  /** Keep every batch (lane, size, wall ms) and every request step (for the throughput model). */
+  recordRouting?: boolean;
   client?: ClientPlacement;
   onProgress?: (done: number, total: number) => void;
 }
@@ -55,11 +57,22 @@ export interface BatchTiming {
   step?: StepTiming;
 }
 
+/** One request's step on one lane, in the throughput model's terms (see estimateRouting). */
+export interface RecordedStep {
+  requestId: string;
+  model: string;
+  /** Where the request went next when it left at this step; undefined = the next recorded step decides. */
+  next?: string;
+  committed: number;
+}
+
 export interface ServingResult {
   run: ServingRun;
   /** Lane counters accumulated over the measured requests only. */
   lanes: LaneStats[];
   batches: BatchTiming[];
+  /** With recordRouting: every request step, in order. */
+  steps: RecordedStep[];
 }
 
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
@@ -112,18 +125,31 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     const before = service.cluster.laneStats();
     const batches: BatchTiming[] = [];
     const timingsByLane = new Map<string, StepTiming[]>();
+    const steps: RecordedStep[] = [];
     let unsubscribe = () => {};
-    if (c.recordSteps) {
-      for (const [lane, r] of laneRunners) {
-        r.timings = [];
-        r.recording = true;
-        timingsByLane.set(lane, r.timings);
+    if (c.recordSteps || c.recordRouting) {
+      if (c.recordSteps) {
+        for (const [lane, r] of laneRunners) {
+          r.timings = [];
+          r.recording = true;
+          timingsByLane.set(lane, r.timings);
+        }
       }
+      // Handoffs are traced while a batch's rows are routed, before the batch event itself.
+      const handoffs = new Map<string, { to: string; kept: boolean }>();
       unsubscribe = service.trace.subscribe((e) => {
+        if (e.type === 'handoff' && c.recordRouting) handoffs.set(`${e.batchId}:${e.requestId}`, { to: e.to, kept: e.kept });
         if (e.type !== 'batch') return;
         // The event is emitted on the clock at e.end, right now: that pins clock ms to performance.now().
         const offset = performance.now() - e.end;
         batches.push({ lane: e.model, startMs: e.start + offset, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase });
+        if (!c.recordRouting) return;
+        for (const id of e.requestIds) {
+          const key = `${e.batchId}:${id}`;
+          const h = handoffs.get(key);
+          handoffs.delete(key);
+          steps.push(h ? { requestId: id, model: e.model, next: h.to, committed: h.kept ? 1 : 0 } : { requestId: id, model: e.model, committed: 1 });
+        }
       });
     }
     const run = await drive(c.requests, 0, c.onProgress);
@@ -139,7 +165,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       }
     }
     if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
-    return { run, lanes: diffStats(service.cluster.laneStats(), before), batches };
+    return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps };
   } finally {
     for (const r of laneRunners.values()) r.recording = false;
     await server.close();
@@ -191,7 +217,7 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
     const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs') => all.reduce((s, x) => s + x[k], 0);
     return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs') };
   });
-  return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches) };
+  return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches), steps: results.flatMap((r) => r.steps) };
 }
 
 /** The figures a table row shows for one run (DESIGN §5 names and units). */
@@ -211,40 +237,4 @@ export function runFigures(r: ServingResult): Record<string, number> {
     completed: m.completed,
     failed: m.failed,
   };
-}
-
-export interface Comparison {
-  tokenrouter: ServingResult;
-  baseline: ServingResult;
-  mode: ServingMode;
-  sweep: SweepPoint[];
-}
-
-/**
- * TokenRouter mode (async-delayed, state retained, thresholds from a sweep of the slowest lane)
- * against the standard-serving baseline, on the same runners in the same process, one after the other.
- */
-export async function tokenRouterVsBaseline(
-  set: RunnerSet,
-  c: Omit<ServingCase, 'mode'>,
-  opts: { slowLane: string; sweepRequests: number; fixedThresholds?: Record<string, number>; repeats?: number; onStep?: (what: string) => void },
-): Promise<Comparison> {
-  let mode: ServingMode;
-  let sweep: SweepPoint[] = [];
-  if (opts.fixedThresholds) mode = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: opts.fixedThresholds };
-  else {
-    const s = await sweepSlowLane(set, { ...c, requests: opts.sweepRequests }, opts.slowLane, () => opts.onStep?.('sweep'));
-    mode = s.best;
-    sweep = s.sweep;
-  }
-  // Repeats alternate the two modes, so drifting background load hits both alike.
-  const base: ServingResult[] = [];
-  const tr: ServingResult[] = [];
-  for (let k = 0; k < (opts.repeats ?? 1); k++) {
-    base.push(await runServingCase(set, { ...c, mode: BASELINE }));
-    opts.onStep?.('baseline');
-    tr.push(await runServingCase(set, { ...c, mode }));
-    opts.onStep?.('tokenrouter');
-  }
-  return { tokenrouter: poolResults(tr), baseline: poolResults(base), mode, sweep };
 }

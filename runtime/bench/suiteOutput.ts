@@ -1,9 +1,14 @@
 // Writes a suite's results folder: results/<suite>/report.json, a markdown table file and SVG plots.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { BenchReport } from './benchSuite.ts';
 
 export type Row = Record<string, unknown>;
+
+/** 1-minute load average when the suite module loaded: on a shared machine, part of every figure's context. */
+const LOAD_AT_START = os.loadavg()[0];
+const STARTED_AT = new Date().toISOString();
 
 const cell = (v: unknown): string => {
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : Math.abs(v) < 10 ? v.toFixed(3) : v.toFixed(1);
@@ -35,6 +40,7 @@ export function resultsDir(suite: string): string {
 }
 
 export function writeSuiteOutput(report: BenchReport, out: SuiteOutput): string {
+  report.settings.machine = { cpus: os.cpus().length, node: process.version, started_at: STARTED_AT, load_avg_1m_at_start: LOAD_AT_START, load_avg_1m_at_end: os.loadavg()[0] };
   const dir = resultsDir(report.suite);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'report.json'), JSON.stringify(report, null, 2));
