@@ -26,7 +26,7 @@ describe('overload: 1,000 concurrent streaming clients', () => {
     await expectNothingLeft(rig.service);
     await expectStillServing(rig.url);
     const heap1 = await heapAfterGc();
-    console.log(`[overload-1000] heap after GC ${(heap0 / 2 ** 20).toFixed(1)} → ${(heap1 / 2 ** 20).toFixed(1)} MiB`);
+    console.log(`[overload-1000] heap after GC ${(heap0 / 2 ** 20).toFixed(1)} → ${(heap1 / 2 ** 20).toFixed(1)} MiB; invariant checks (one per batch) ${rig.service.cluster.laneStats().reduce((a, l) => a + l.batches, 0)}`);
     expect(heap1 - heap0).toBeLessThan(16 * 2 ** 20);
   });
 });

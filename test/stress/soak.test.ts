@@ -65,7 +65,7 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
   it('shows no growth in heap, open handles or KV bytes across idle checkpoints', async () => {
     const s = rig;
     const t: Tally = { streams: 0, unary: 0, hangUps: 0, bad: 0, deploys: 0, refused429: 0, unexpected: [] };
-    const points: { round: number; heapMiB: number; handles: number; kvBytes: number; peakKvBytes: number; rssMiB: number }[] = [];
+    const points: { round: number; heapMiB: number; heapNoTraceMiB: number; handles: number; kvBytes: number; peakKvBytes: number; rssMiB: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // One hot deploy a round: compiled versions are cached, and must stay a bounded cost.
       const dep = await call(`${s.url}/admin/algorithms/soak/versions`, 'POST', { builtin: 'r-stitch', params: { tau: 0.01 + (round % 5) / 100 }, activate: true });
@@ -79,9 +79,15 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
       // Idle checkpoint: everything ended, keep-alive sockets closed (5 s server timeout), then measure.
       await until(() => leftovers(s.service).length === 0, 10_000);
       await new Promise((r) => setTimeout(r, 6000));
+      const heapMiB = (await heapAfterGc()) / 2 ** 20;
+      // The trace ring is bounded by design (it keeps 20,000 to 40,000 events: a sawtooth of a few MiB
+      // that hides any trend); emptied here, the rest of the heap is measured on its own.
+      s.service.trace.clear();
+      const heapNoTraceMiB = (await heapAfterGc()) / 2 ** 20;
       points.push({
         round,
-        heapMiB: (await heapAfterGc()) / 2 ** 20,
+        heapMiB,
+        heapNoTraceMiB,
         handles: handles(),
         kvBytes: s.service.cluster.laneStats().reduce((a, l) => a + l.kvBytes + l.kvReservedBytes, 0),
         peakKvBytes: peakKv,
@@ -90,7 +96,8 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
       console.log(`[soak] round ${round + 1}/${ROUNDS}: ${JSON.stringify(points.at(-1))} totals ${JSON.stringify({ ...t, unexpected: t.unexpected.length })}`);
     }
     await expectStillServing(s.url);
-    const heaps = points.slice(1).map((p) => p.heapMiB);
+    const heaps = points.slice(1).map((p) => p.heapNoTraceMiB);
+    const raw = points.map((p) => p.heapMiB);
     // Least-squares slope of heap over checkpoints (round 1 is warm-up).
     const n = heaps.length;
     const mx = (n - 1) / 2;
@@ -98,17 +105,18 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
     const slope = heaps.reduce((a, y, i) => a + (i - mx) * (y - my), 0) / heaps.reduce((a, _y, i) => a + (i - mx) ** 2, 0);
     console.log(
       `[soak] ${MINUTES} min, ${ROUNDS} checkpoints: ${t.streams} streams, ${t.unary} unary, ${t.hangUps} hang-ups, ${t.bad} bad requests, ${t.deploys} deploys, ${t.refused429} refused 429, ${t.unexpected.length} unexpected; ` +
-        `heap after GC ${points.map((p) => p.heapMiB.toFixed(1)).join(' → ')} MiB (slope ${slope.toFixed(2)} MiB/checkpoint); handles ${points.map((p) => p.handles).join(' → ')}; ` +
-        `KV bytes at checkpoints ${points.map((p) => p.kvBytes).join(', ')} (peak in flight ${Math.max(...points.map((p) => p.peakKvBytes))}); rss ${points.map((p) => p.rssMiB.toFixed(0)).join(' → ')} MiB`,
+        `heap after GC ${raw.map((h) => h.toFixed(1)).join(' → ')} MiB, without the trace ring ${points.map((p) => p.heapNoTraceMiB.toFixed(1)).join(' → ')} MiB (slope ${slope.toFixed(2)} MiB/checkpoint); handles ${points.map((p) => p.handles).join(' → ')}; ` +
+        `invariant checks (one per batch) ${s.service.cluster.laneStats().reduce((a, l) => a + l.batches, 0)}; KV bytes at checkpoints ${points.map((p) => p.kvBytes).join(', ')} (peak in flight ${Math.max(...points.map((p) => p.peakKvBytes))}); rss ${points.map((p) => p.rssMiB.toFixed(0)).join(' → ')} MiB`,
     );
     expect(t.unexpected.slice(0, 5)).toEqual([]);
     expect(t.streams + t.unary).toBeGreaterThan(0);
     for (const p of points) expect(p.kvBytes).toBe(0);
     const hs = points.map((p) => p.handles);
     expect(Math.max(...hs) - Math.min(...hs)).toBeLessThanOrEqual(2);
-    // Heap readings after GC wobble by ~2 MiB; a leak shows as a trend. Ten checkpoints (the default)
-    // bound it tightly; a shortened CI run (fewer points) is held to the end-to-end bound only.
-    expect(heaps.at(-1)! - Math.min(...heaps.slice(0, 2))).toBeLessThan(6);
+    // A leak shows as a trend. Ten checkpoints (the default) bound it tightly; a shortened CI run
+    // (fewer points) is held to the end-to-end bounds only. Raw readings carry the ring's sawtooth.
+    expect(heaps.at(-1)! - Math.min(...heaps.slice(0, 2))).toBeLessThan(4);
+    expect(raw.at(-1)! - raw[0]).toBeLessThan(10);
     if (n >= 5) expect(slope).toBeLessThan(0.3);
   });
 });
