@@ -106,6 +106,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const chart = (title: string, rows: Row[]) => barChart({ title, yLabel: 'tok/s', categories: rows.map((r) => String(r.step).replace(/ \(.*\)/, '')), series: [{ name: 'committed tok/s', values: rows.map((r) => r.tok_s as number) }] });
   const charts: Record<string, string> = { paper_profile: chart(`Ablation ladder, paper R2R profile, N=${concurrency} (virtual time)`, paperLadder) };
   if (ladder.length) charts.bundled = chart(`Ablation ladder, ${kind} models over HTTP, R2R, N=${concurrency}`, ladder);
-  writeSuiteOutput(report, { tables: { 'Bundled models (HTTP)': ladder, 'Paper profile (virtual time)': paperLadder }, charts });
+  writeSuiteOutput(report, { tables: { 'Bundled models (HTTP)': ladder, 'Paper profile (virtual time)': paperLadder }, charts }, f.str('tag'));
   return report;
 }

@@ -146,6 +146,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  });
+  }, f.str('tag'));
   return report;
 }

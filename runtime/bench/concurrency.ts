@@ -168,6 +168,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     charts.bundled_throughput = lineChart({ title: 'Throughput vs concurrency, bundled models, R2R', xLabel: 'concurrency', yLabel: 'tok/s', logX: true, series: [{ name: 'TokenRouter', points: series(bundledRows, 'tokenrouter', 'tok_s') }, { name: 'baseline', points: series(bundledRows, 'baseline', 'tok_s') }] });
     charts.bundled_per_request = lineChart({ title: 'Per-request decode speed vs concurrency, bundled models', xLabel: 'concurrency', yLabel: 'tok/s per request', logX: true, series: [{ name: 'TokenRouter', points: series(bundledRows, 'tokenrouter', 'per_request_tok_s') }, { name: 'baseline', points: series(bundledRows, 'baseline', 'per_request_tok_s') }] });
   }
-  writeSuiteOutput(report, { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts });
+  writeSuiteOutput(report, { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts }, f.str('tag'));
   return report;
 }

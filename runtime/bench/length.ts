@@ -157,6 +157,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       ],
     });
   }
-  writeSuiteOutput(report, { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts });
+  writeSuiteOutput(report, { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts }, f.str('tag'));
   return report;
 }

@@ -160,6 +160,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  });
+  }, f.str('tag'));
   return report;
 }

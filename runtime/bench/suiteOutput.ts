@@ -39,9 +39,11 @@ export function resultsDir(suite: string): string {
   return path.resolve(process.env.TR_RESULTS_DIR ?? 'results', suite);
 }
 
-export function writeSuiteOutput(report: BenchReport, out: SuiteOutput): string {
+/** `tag` (a suite's --tag flag) keeps a variant's outputs apart: results/<suite>-<tag>/. */
+export function writeSuiteOutput(report: BenchReport, out: SuiteOutput, tag?: string): string {
+  if (tag !== undefined && !/^[A-Za-z0-9._-]+$/.test(tag)) throw new Error(`--tag must be letters, digits, dot, dash or underscore, got "${tag}"`);
   report.settings.machine = { cpus: os.cpus().length, node: process.version, started_at: STARTED_AT, load_avg_1m_at_start: LOAD_AT_START, load_avg_1m_at_end: os.loadavg()[0] };
-  const dir = resultsDir(report.suite);
+  const dir = resultsDir(tag ? `${report.suite}-${tag}` : report.suite);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'report.json'), JSON.stringify(report, null, 2));
   const md: string[] = [`# ${report.suite}`, '', '```json', JSON.stringify(report.settings, null, 2), '```', ''];
