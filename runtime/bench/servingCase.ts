@@ -161,6 +161,9 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
         const steps = timingsByLane.get(lane)!;
         const mine = batches.filter((b) => b.lane === lane);
         // Recording and the subscription both start with the server idle, so the lists start together.
+        if (steps.length !== mine.length) {
+          console.error(`[bench] ${lane}: ${steps.length} runner steps but ${mine.length} traced batches; breakdown pairs the first ${Math.min(steps.length, mine.length)}`);
+        }
         mine.forEach((b, k) => (b.step = steps[k]));
       }
     }
