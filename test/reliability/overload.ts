@@ -1,5 +1,6 @@
 // Overload driver shared by the 200-client test and the 1,000-client stress run: clients in their own process, server watched here.
 import { spawn } from 'node:child_process';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +31,9 @@ export interface OverloadReport {
   e2eMs: { p50: number; p99: number; max: number };
   ttftMs: { p50: number; p99: number };
   refusedMs: { p50: number; p99: number };
+  /** The same seen by the server: request parsed → response finished (client-side queuing excluded). */
+  serverE2eMs: { p50: number; p99: number };
+  serverRefusedMs: { p50: number; p99: number };
   /** Peak resident set and heap of the server process (the clients run in another one), MiB. */
   peakRssMiB: number;
   peakHeapMiB: number;
@@ -76,6 +80,13 @@ export async function runOverload(rig: Rig, clients: number, maxTokens: number):
     peakQueued = Math.max(peakQueued, c.queuedCount);
     peakActive = Math.max(peakActive, c.activeCount);
   });
+  const serverOk: number[] = [];
+  const serverRefused: number[] = [];
+  const onRequest = (_req: IncomingMessage, res: ServerResponse) => {
+    const t = performance.now();
+    res.once('finish', () => (res.statusCode === 429 ? serverRefused : res.statusCode === 200 ? serverOk : []).push(performance.now() - t));
+  };
+  rig.server.server.on('request', onRequest);
   const timer = setInterval(sample, 100);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -85,6 +96,7 @@ export async function runOverload(rig: Rig, clients: number, maxTokens: number):
   } finally {
     clearInterval(timer);
     unsubscribe();
+    rig.server.server.off('request', onRequest);
     loop.disable();
   }
   sample();
@@ -103,6 +115,8 @@ export async function runOverload(rig: Rig, clients: number, maxTokens: number):
     e2eMs: { p50: percentile(e2e, 50), p99: percentile(e2e, 99), max: Math.max(...e2e) },
     ttftMs: { p50: percentile(ok.map((r) => r.ttftMs ?? r.e2eMs), 50), p99: percentile(ok.map((r) => r.ttftMs ?? r.e2eMs), 99) },
     refusedMs: { p50: percentile(refused.map((r) => r.e2eMs), 50), p99: percentile(refused.map((r) => r.e2eMs), 99) },
+    serverE2eMs: { p50: percentile(serverOk, 50), p99: percentile(serverOk, 99) },
+    serverRefusedMs: { p50: percentile(serverRefused, 50), p99: percentile(serverRefused, 99) },
     peakRssMiB: peakRss / 2 ** 20,
     peakHeapMiB: peakHeap / 2 ** 20,
     peakQueued,
@@ -118,7 +132,8 @@ export function formatOverload(r: OverloadReport): string {
   return (
     `${r.clients} clients: ${r.completed} admitted and completed, ${r.refused429} refused 429 (${r.withRetryAfter} with Retry-After), ${r.other.length} other; ` +
     `e2e p50 ${f(r.e2eMs.p50)} ms p99 ${f(r.e2eMs.p99)} ms max ${f(r.e2eMs.max)} ms; TTFT p50 ${f(r.ttftMs.p50)} ms p99 ${f(r.ttftMs.p99)} ms; ` +
-    `429 answered in p50 ${f(r.refusedMs.p50)} ms p99 ${f(r.refusedMs.p99)} ms; server peak RSS ${f(r.peakRssMiB)} MiB, peak heap ${f(r.peakHeapMiB)} MiB; ` +
+    `429 answered in p50 ${f(r.refusedMs.p50)} ms p99 ${f(r.refusedMs.p99)} ms (client side); ` +
+    `server side: admitted p50 ${f(r.serverE2eMs.p50)} ms p99 ${f(r.serverE2eMs.p99)} ms, 429 p50 ${r.serverRefusedMs.p50.toFixed(2)} ms p99 ${r.serverRefusedMs.p99.toFixed(2)} ms; server peak RSS ${f(r.peakRssMiB)} MiB, peak heap ${f(r.peakHeapMiB)} MiB; ` +
     `server peak in flight ${r.peakActive}, peak queued ${r.peakQueued}; server event-loop delay p50 ${f(r.loopDelayMs.p50)} ms p99 ${f(r.loopDelayMs.p99)} ms max ${f(r.loopDelayMs.max)} ms; wall ${f(r.wallMs)} ms`
   );
 }

@@ -114,9 +114,15 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
     const hs = points.map((p) => p.handles);
     expect(Math.max(...hs) - Math.min(...hs)).toBeLessThanOrEqual(2);
     // A leak shows as a trend. Ten checkpoints (the default) bound it tightly; a shortened CI run
-    // (fewer points) is held to the end-to-end bounds only. Raw readings carry the ring's sawtooth.
-    expect(heaps.at(-1)! - Math.min(...heaps.slice(0, 2))).toBeLessThan(4);
+    // (fewer points) skips the slope. Raw readings also carry the trace ring's sawtooth.
+    // Readings wobble by ±1.5 MiB (finished requests a sub-server's ready queue still references until
+    // it compacts, at most 1,024 per model): a slope under 0.5 MiB a checkpoint and thirds whose medians
+    // differ by under 3 MiB rule out any leak of more than ~250 bytes a request at this traffic.
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const third = Math.max(1, Math.floor(n / 3));
+    console.log(`[soak] heap medians without the trace ring: first third ${median(heaps.slice(0, third)).toFixed(1)} MiB, last third ${median(heaps.slice(-third)).toFixed(1)} MiB`);
+    expect(median(heaps.slice(-third)) - median(heaps.slice(0, third))).toBeLessThan(3);
     expect(raw.at(-1)! - raw[0]).toBeLessThan(10);
-    if (n >= 5) expect(slope).toBeLessThan(0.3);
+    if (n >= 5) expect(slope).toBeLessThan(0.5);
   });
 });
