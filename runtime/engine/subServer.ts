@@ -62,7 +62,8 @@ export class SubServer implements SubServerHost, LaneView {
   readonly pool: CachePool;
   readonly actor: Actor<typeof subServerMachine>;
   readonly stats = new SubServerStats();
-  private ready: LocalRequest[] = [];
+  /** FIFO; a consumed slot is nulled so finished requests are not kept reachable until compaction. */
+  private ready: (LocalRequest | null)[] = [];
   private readyHead = 0;
   readyCount = 0;
   /** Locals waiting for a cache reservation, FIFO. */
@@ -215,8 +216,9 @@ export class SubServer implements SubServerHost, LaneView {
     let tokens = 0;
     const ready = this.ready;
     while (locals.length < this.maxBatch && this.readyHead < ready.length) {
-      const local = ready[this.readyHead++];
-      if (!local.inReady) continue;
+      const local = ready[this.readyHead];
+      ready[this.readyHead++] = null;
+      if (!local || !local.inReady) continue;
       local.inReady = false;
       local.inBatch = true;
       this.readyCount--;
