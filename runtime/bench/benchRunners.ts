@@ -4,6 +4,7 @@ import path from 'node:path';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { SimRunner } from '../runner/simRunner.ts';
+import { CHAR_VOCAB, charTokenizer } from '../runner/charTokenizer.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { mix } from '../util/hash.ts';
@@ -49,31 +50,6 @@ export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readon
   };
 }
 
-const SPECIALS = ['<pad>', '<s>', '</s>', '<unk>'];
-const CHARS = [...'0123456789+-*/=(),.:;# \nQA'];
-
-/** The bundled models' character vocabulary and chat template, for simulated runners. */
-function charTokenizer(): TextTokenizer {
-  const vocab = Object.fromEntries([...SPECIALS, ...CHARS].map((t, i) => [t, i]));
-  const json = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: SPECIALS.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
-    normalizer: null,
-    pre_tokenizer: null,
-    post_processor: null,
-    decoder: { type: 'Fuse' },
-    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
-  };
-  const cfg = {
-    bos_token: '<s>',
-    eos_token: '</s>',
-    chat_template: "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Q: {{ message['content'].strip() }}\nA: {% endif %}{% endfor %}",
-  };
-  return new TextTokenizer(json, cfg, { bos: 1, eos: 2 });
-}
-
 /** Real-time step cost of the simulated stand-ins: base ms, ms per extra row, ms per prefilled token. */
 export const SIM_SERVING_LATENCY: Record<string, { base: number; perRow: number; perToken: number }> = {
   small: { base: 1.0, perRow: 0.05, perToken: 0.01 },
@@ -93,7 +69,7 @@ export function simulatedRunners(names: readonly string[] = MODEL_NAMES): Runner
     const salt = name.length * 7919;
     const sim = new SimRunner({
       name,
-      vocabSize: SPECIALS.length + CHARS.length,
+      vocabSize: CHAR_VOCAB.length,
       eosTokenId: 2,
       maxContext: 256,
       kvBytesPerToken: 4096,

@@ -4,35 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig, type ServerConfig } from '../../runtime/config/serverConfig.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
-import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
+import { CHAR_VOCAB, charTokenizer } from '../../runtime/runner/charTokenizer.ts';
 import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
 import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
 import { mix } from '../../runtime/util/hash.ts';
 
-const SPECIALS = ['<pad>', '<s>', '</s>', '<unk>'];
-const CHARS = [...'0123456789+-*/=(),.:;# \nQA'];
-export const VOCAB = [...SPECIALS, ...CHARS];
-
-export function charTokenizer(): TextTokenizer {
-  const vocab = Object.fromEntries(VOCAB.map((t, i) => [t, i]));
-  const json = {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: SPECIALS.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
-    normalizer: null,
-    pre_tokenizer: null,
-    post_processor: null,
-    decoder: { type: 'Fuse' },
-    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
-  };
-  const cfg = {
-    bos_token: '<s>',
-    eos_token: '</s>',
-    chat_template: "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Q: {{ message['content'].strip() }}\nA: {% endif %}{% endfor %}",
-  };
-  return new TextTokenizer(json, cfg, { bos: 1, eos: 2 });
-}
+export const VOCAB = CHAR_VOCAB;
+export { charTokenizer };
 
 export interface TestServerOptions {
   config?: Record<string, unknown>;
