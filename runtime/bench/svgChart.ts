@@ -16,7 +16,7 @@ const M = { left: 70, right: 20, top: 40, bottom: 70 };
 const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1'];
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const fmt = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
+const fmt = (v: number) => (Math.abs(v) >= 10_000 ? `${+(v / 1000).toFixed(1)}k` : Number.isInteger(v) ? String(v) : Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
 
 /** 0 and a "nice" maximum above `max`, with tick values. */
 function niceScale(max: number): { top: number; ticks: number[] } {
@@ -95,7 +95,10 @@ export function lineChart(opts: { title: string; yLabel: string; xLabel: string;
   const px = (x: number) => M.left + (x1 === x0 ? pw / 2 : ((tx(x) - x0) / (x1 - x0)) * pw);
   const py = (y: number) => M.top + ph - (y / top) * ph;
   let body = yAxis(top, ticks);
-  for (const x of [...new Set(xs)].sort((a, b) => a - b)) {
+  // Label every x when there are few (concurrency levels, lengths); otherwise a few round values.
+  const distinct = [...new Set(xs)].sort((a, b) => a - b);
+  const xTicks = distinct.length <= 12 || opts.logX ? distinct : niceScale(Math.max(...distinct)).ticks;
+  for (const x of xTicks) {
     body += `<text x="${px(x)}" y="${M.top + ph + 16}" text-anchor="middle" font-size="11">${fmt(x)}</text>`;
   }
   body += `<line x1="${M.left}" x2="${W - M.right}" y1="${M.top + ph}" y2="${M.top + ph}" stroke="#333"/>`;
