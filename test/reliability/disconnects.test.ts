@@ -127,9 +127,14 @@ describe('disconnects', () => {
     const finished = results.filter((x) => !x.aborted);
     for (const x of finished) expect([x.status, x.error, x.finishReason]).toEqual([200, null, 'length']);
     expect(t.failed ?? 0).toBe(0);
-    // Every hang-up that came after tokens was seen by the server, so it ended as cancelled.
-    expect(t.cancelled ?? 0).toBeGreaterThanOrEqual(hungUpAfterTokens);
-    expect(t.done).toBe(finished.length);
+    // Every request ends exactly once. A client may hang up after the server has already ended its
+    // request (the last chunks still in flight), so a hang-up can meet 'done': that race is the only
+    // way an aborted client is counted done, and it can only move requests from cancelled to done.
+    expect((t.done ?? 0) + (t.cancelled ?? 0)).toBe(80);
+    expect(t.done ?? 0).toBeGreaterThanOrEqual(finished.length);
+    const lateHangUps = (t.done ?? 0) - finished.length;
+    expect(t.cancelled ?? 0).toBeGreaterThanOrEqual(hungUpAfterTokens - lateHangUps);
+    expect(lateHangUps).toBeLessThan(10);
     expect(hungUpPending).toBeGreaterThan(5);
     // Some hang-ups reached the server before the request's first token (queued or prefilling).
     const beforeFirst = s.service.trace.events.filter((e) => e.type === 'request-end' && e.status === 'cancelled' && e.firstTokenAt === null).length;
