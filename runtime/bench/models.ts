@@ -105,19 +105,23 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   const a = models.includes('small') ? 'small' : models[0];
   const b = models.includes('large') ? 'large' : models[models.length - 1];
   const pBatch = 16;
-  const pCtx = 128;
+  const pCtx = 256;
   const [wa, wb] = await Promise.all([WorkerRunner.start(path.join(dir, a)), WorkerRunner.start(path.join(dir, b))]);
   await Promise.all([decodeLoop(wa, pBatch, pCtx, 8, 1), decodeLoop(wb, pBatch, pCtx, 8, 1)]); // warm-up
   // balance the two loads (the faster model does more steps) so both stay busy the whole time
+  const stepsB = 120;
   let t = performance.now();
-  await decodeLoop(wa, pBatch, pCtx, 30, 1);
+  await decodeLoop(wa, pBatch, pCtx, stepsB, 1);
   const msA = performance.now() - t;
   t = performance.now();
-  await decodeLoop(wb, pBatch, pCtx, 30, 1);
+  await decodeLoop(wb, pBatch, pCtx, stepsB, 1);
   const msB = performance.now() - t;
-  const stepsB = 50;
-  const stepsA = Math.min(pCtx - 8, Math.max(10, Math.round((stepsB * msB) / msA)));
+  const stepsA = Math.max(10, Math.round((stepsB * msB) / msA));
   const pSteps = stepsB;
+  // The faster model's share runs as back-to-back decodes of at most stepsB steps each (context stays ≤ pCtx).
+  const runA = async (base: number): Promise<void> => {
+    for (let done = 0; done < stepsA; done += stepsB) await decodeLoop(wa, pBatch, pCtx, Math.min(stepsB, stepsA - done), base);
+  };
   console.log(`parallel: ${a} (${stepsA} steps) and ${b} (${stepsB} steps) in two workers, batch ${pBatch}, decode to context ${pCtx}`);
   const serials: number[] = [];
   const parallels: number[] = [];
@@ -125,12 +129,12 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   const utils: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     let t0 = performance.now();
-    await decodeLoop(wa, pBatch, pCtx, stepsA, 100);
+    await runA(100);
     await decodeLoop(wb, pBatch, pCtx, stepsB, 100);
     serials.push(performance.now() - t0);
     t0 = performance.now();
     const cpu0 = process.cpuUsage();
-    await Promise.all([decodeLoop(wa, pBatch, pCtx, stepsA, 200), decodeLoop(wb, pBatch, pCtx, stepsB, 200)]);
+    await Promise.all([runA(200), decodeLoop(wb, pBatch, pCtx, stepsB, 200)]);
     parallels.push(performance.now() - t0);
     const cpu = process.cpuUsage(cpu0);
     utils.push((cpu.user + cpu.system) / 1000 / parallels[round]);
