@@ -1,6 +1,7 @@
 // Suite dtmc-solve: how long the throughput model takes to build and solve, and how big its chain is.
 import { loadavg } from 'node:os';
 import { optimiseThresholds } from '../throughput/optimiseThresholds.ts';
+import { predictThroughput } from '../throughput/predictThroughput.ts';
 import { simulateThroughput } from '../throughput/simulateThroughput.ts';
 import { solveThroughput } from '../throughput/solveThroughput.ts';
 import { ThroughputError } from '../throughput/ThroughputError.ts';
@@ -141,6 +142,41 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
     }
   }
   if (!quick && stopped === null) add(timeSolve('three models N=32 T=1/1/1', threeModelInput(32, [1, 1, 1]), 10, maxStates));
+  // predictThroughput: the chain while it is affordable, else Monte Carlo replications to a ±0.25 %
+  // (95 %) half-width. First check the simulation against every exact chain the ladder solved.
+  const agreement: Record<string, unknown>[] = [];
+  for (const r of rows) {
+    if (r.K !== 3 || r.tokens_per_sec === null) continue;
+    const sim = predictThroughput(threeModelInput(r.N, [1, 1, 1]), { method: 'simulate' });
+    const rel = sim.tokensPerSec / r.tokens_per_sec - 1;
+    const hw = sim.simulation?.relHalfWidth ?? null;
+    agreement.push({ N: r.N, chain: r.tokens_per_sec, simulated: sim.tokensPerSec, rel_diff: rel, rel_half_width: hw, replications: sim.simulation?.replications, wall_ms: sim.wallMs });
+    console.log(
+      `three models N=${r.N} simulated ${sim.tokensPerSec.toFixed(2)} ± ${((hw ?? 0) * 100).toFixed(2)} % vs chain ${r.tokens_per_sec.toFixed(2)}: ` +
+        `${(rel * 100).toFixed(2)} %, wall ${(sim.wallMs / 1000).toFixed(2)} s`,
+    );
+  }
+  const tp = performance.now();
+  const cp = process.cpuUsage();
+  const pred = predictThroughput(threeModelInput(32, [1, 1, 1]));
+  const predictN32 = {
+    target_s: 10,
+    method: pred.method,
+    estimated_states: pred.estimatedStates,
+    wall_ms: performance.now() - tp,
+    cpu_ms: process.cpuUsage(cp).user / 1000,
+    tokens_per_sec: pred.tokensPerSec,
+    rel_half_width: pred.simulation?.relHalfWidth ?? null,
+    replications: pred.simulation?.replications ?? null,
+    met_target: performance.now() - tp <= 10_000,
+  };
+  console.log(
+    `three models N=32 T=1/1/1 predictThroughput: ${pred.method} (chain estimate ${pred.estimatedStates} states), ` +
+      `${pred.tokensPerSec.toFixed(2)} tok/s` +
+      (pred.simulation ? ` ± ${(pred.simulation.relHalfWidth * 100).toFixed(2)} % (95 %, ${pred.simulation.replications} replications)` : '') +
+      `, wall ${(predictN32.wall_ms / 1000).toFixed(2)} s  [target 10 s: ${predictN32.met_target ? 'met' : 'MISSED'}]`,
+  );
+
   // The continuous-time Monte Carlo is the fallback where the chain is too big: time it at N = 32.
   const t1 = performance.now();
   const c1 = process.cpuUsage();
@@ -162,6 +198,6 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
       loadAverageAtStart: load0,
       loadAverageAtEnd: loadavg()[0],
     },
-    results: { solves: rows, r2rSweepN16: sweep, ladder: stopped ?? 'complete', monteCarloN32 },
+    results: { solves: rows, r2rSweepN16: sweep, ladder: stopped ?? 'complete', simulationVsChain: agreement, predictN32, monteCarloN32 },
   };
 }

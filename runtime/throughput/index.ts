@@ -11,6 +11,14 @@ export {
   type OptimiseResult,
   type ThresholdRow,
 } from './optimiseThresholds.ts';
+export {
+  estimateChainStates,
+  predictThroughput,
+  simulateWithConfidence,
+  type Prediction,
+  type PredictOptions,
+  type SimulatedEstimate,
+} from './predictThroughput.ts';
 export { simulateThroughput, type SimulationOptions, type SimulationResult } from './simulateThroughput.ts';
 export { solveThroughput } from './solveThroughput.ts';
 export { ThroughputError, type ThroughputErrorCode } from './ThroughputError.ts';
