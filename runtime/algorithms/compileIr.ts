@@ -1,11 +1,12 @@
 // IR → Algorithm: validates the IR once, then composes route/send/receive from prebuilt operators. No code is ever generated or evaluated.
-import { standardSend, type Algorithm, type Handoff, type LocalState, type ModelId, type RouteInput, type StepWants } from '../../shared/algorithm.ts';
+import { standardSend, type Algorithm, type Handoff, type LocalState, type ModelId, type StepWants } from '../../shared/algorithm.ts';
 import type { AnalyzedNode, Program } from '../../shared/ir/analyzeGraph.ts';
+import type { IrPortRef } from '../../shared/ir/irSchema.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { issue, type IrIssue } from '../../shared/ir/irIssue.ts';
 import { validateIr } from '../../shared/ir/validateIr.ts';
 import { isIrMeta, type IrMeta } from './irMeta.ts';
-import { buildOp, memoryInitial, type Dist, type Frame, type Op, type SlotMap } from './operators.ts';
+import { boolExpr, isLeaf, memoryInitial, memoryOp, numExpr, sharedOp, type ExprContext, type Frame, type Input, type StepOp } from './operators.ts';
 
 export interface CompileIrOptions {
   /** The deployed models; when given, every model and head the IR names must be among them. */
@@ -22,16 +23,14 @@ export class IrCompileError extends Error {
   }
 }
 
-type Decision =
-  | { type: 'stay'; when: number }
-  | { type: 'handoff'; when: number; to: ModelId; keep: boolean }
-  | { type: 'handBack'; when: number; to: ModelId; after: number }
-  | { type: 'drawModel'; when: number; u: number; ids: ModelId[]; cumulative: number[]; keep: boolean };
+/** The decisions of one model, first to last: answers the target (0 = stay) and records `keep` in meta. */
+type Decide = (x: Input, meta: IrMeta) => ModelId;
 
-interface Plan {
-  ops: Op[];
-  decisions: Decision[];
-}
+/** No decision fired: stay, and a later send (none follows a stay) would keep the token. */
+const STAY: Decide = (_x, meta) => {
+  meta.keep = true;
+  return 0;
+};
 
 const MAX_VOCAB = 1 << 20;
 
@@ -76,81 +75,77 @@ export function tryCompileIr(ir: unknown, options: CompileIrOptions = {}): TryCo
 function build(program: Program, name: string, tokenSets: ReadonlyMap<string, ReadonlySet<number>>): Algorithm<IrMeta> {
   const { models } = program;
   const idOf = (m: string): ModelId => models.indexOf(m) + 1;
+  const byId = new Map(program.nodes.map((n) => [n.id, n]));
 
-  // Slots: every output port gets one; memory nodes also get a place in `mem`.
-  const numSlots = new Map<string, number>();
-  const distSlots = new Map<string, number>();
+  // Memory nodes get a place in `mem` (after this step's update) and `prev` (before it).
   const memIndex = new Map<string, number>();
   const memNodes: AnalyzedNode[] = [];
   for (const n of program.nodes) {
-    for (const port of n.spec.outputs) {
-      const key = `${n.id}\u0000${port.name}`;
-      if (port.type === 'distribution') distSlots.set(key, distSlots.size);
-      else numSlots.set(key, numSlots.size);
-    }
-    if (n.spec.category === 'memory') {
-      memIndex.set(n.id, memNodes.length);
-      memNodes.push(n);
-    }
+    if (n.spec.category !== 'memory') continue;
+    memIndex.set(n.id, memNodes.length);
+    memNodes.push(n);
   }
-  const slots: SlotMap = {
-    out: (node, port) => numSlots.get(`${node}\u0000${port}`) ?? distSlots.get(`${node}\u0000${port}`) ?? -1,
-    memory: (node) => memIndex.get(node)!,
-  };
+  const memCount = memNodes.length;
   const initialMem = memNodes.map(memoryInitial);
-  const prevSlots = memNodes.map((n) => slots.out(n.id, 'prev'));
 
-  const plans: Plan[] = models.map((m) => {
-    const ops: Op[] = [];
-    for (const n of program.nodes) {
-      const memory = n.spec.category === 'memory';
-      if (!memory && n.scope !== null && n.scope !== m) continue;
-      const op = buildOp(n, { slots, memoryActive: n.scope === null || n.scope === m, tokenSet: tokenSets.get(n.id) });
-      if (op) ops.push(op);
-    }
-    const byId = new Map(program.nodes.map((n) => [n.id, n]));
-    const decisions = program.routes[m].map((id): Decision => {
+  // Per model: which nodes a step reads, and which of them more than one reader shares. A shared node
+  // (other than a signal or constant, which are cheaper to repeat) is computed once per step into a
+  // slot; every other node is composed into its single reader, so a step evaluates only what the
+  // decision it reaches needs, and the closure tree stays as large as the graph.
+  const sharedSlot = new Map<string, number>();
+  const layouts = models.map((m) => {
+    const active = memNodes.filter((n) => n.scope === null || n.scope === m);
+    const readers = new Map<string, number>();
+    const visit = (ref: IrPortRef): void => {
+      const n = byId.get(ref.node)!;
+      const count = (readers.get(n.id) ?? 0) + 1;
+      readers.set(n.id, count);
+      if (count === 1 && n.spec.category !== 'memory') for (const r of Object.values(n.inputs)) visit(r);
+    };
+    for (const id of program.routes[m]) for (const r of Object.values(byId.get(id)!.inputs)) visit(r);
+    for (const n of active) for (const r of Object.values(n.inputs)) visit(r);
+    const shared = new Set<string>();
+    for (const [id, count] of readers) {
       const n = byId.get(id)!;
-      const when = Object.hasOwn(n.inputs, 'when') ? slots.out(n.inputs.when.node, n.inputs.when.port) : -1;
-      const p = n.params;
-      switch (n.type) {
-        case 'handoff':
-          return { type: 'handoff', when, to: idOf(p.to as string), keep: p.keep as boolean };
-        case 'handBack':
-          return { type: 'handBack', when, to: idOf(p.to as string), after: p.after as number };
-        case 'drawModel': {
-          const w = p.weights as Record<string, number>;
-          const ids: ModelId[] = [];
-          const cumulative: number[] = [];
-          let acc = 0;
-          for (const model of Object.keys(w)) {
-            if (!(w[model] > 0)) continue;
-            acc += w[model];
-            ids.push(idOf(model));
-            cumulative.push(acc);
-          }
-          const u = Object.hasOwn(n.inputs, 'u') ? slots.out(n.inputs.u.node, n.inputs.u.port) : -1;
-          return { type: 'drawModel', when, u, ids, cumulative: cumulative.map((c) => c / acc), keep: p.keep as boolean };
-        }
-        default:
-          return { type: 'stay', when };
+      if (count > 1 && n.spec.category !== 'memory' && !isLeaf(n)) {
+        shared.add(id);
+        if (!sharedSlot.has(id)) sharedSlot.set(id, sharedSlot.size);
       }
-    });
-    return { ops, decisions };
+    }
+    return { active: new Set(active), shared };
+  });
+
+  const frame: Frame = { mem: new Float64Array(memCount), prev: new Float64Array(memCount), num: new Float64Array(sharedSlot.size) };
+
+  const plans: Decide[] = models.map((m, i) => {
+    const { active, shared } = layouts[i];
+    const ctx: ExprContext = {
+      frame,
+      node: (id) => byId.get(id)!,
+      memory: (id) => memIndex.get(id)!,
+      shared: (id) => (shared.has(id) ? sharedSlot.get(id)! : -1),
+      tokenSet: (id) => tokenSets.get(id),
+    };
+    // Side effects of a step, in evaluation order: memory updates and shared values.
+    const ops: StepOp[] = [];
+    for (const n of program.nodes) {
+      if (active.has(n)) {
+        const op = memoryOp(n, ctx);
+        if (op) ops.push(op);
+      } else if (shared.has(n.id)) ops.push(sharedOp(n, sharedSlot.get(n.id)!, ctx));
+    }
+    let decide = STAY;
+    for (const id of [...program.routes[m]].reverse()) decide = decision(byId.get(id)!, decide, ctx, idOf);
+    return withOps(ops, decide);
   });
 
   const resetOnArrival: (readonly number[] | null)[] = models.map((m) => {
     const id = Object.hasOwn(program.receive, m) ? program.receive[m] : undefined;
-    const n = id ? program.nodes.find((x) => x.id === id) : undefined;
-    return n?.type === 'receiveCommit' ? (n.params.reset as string[]).map((r) => memIndex.get(r)!) : null;
+    const n = id ? byId.get(id) : undefined;
+    const reset = n?.type === 'receiveCommit' ? (n.params.reset as string[]).map((r) => memIndex.get(r)!) : [];
+    return reset.length ? reset : null;
   });
 
-  const frame: Frame = {
-    input: undefined as unknown as RouteInput<IrMeta>,
-    num: new Float64Array(numSlots.size),
-    dist: new Array<Dist>(distSlots.size),
-    mem: new Float64Array(memNodes.length),
-  };
   const initMeta = (): IrMeta => ({ mem: initialMem.slice(), keep: true, at: 0, run: 0 });
 
   const wants: Record<ModelId, Partial<StepWants>> = {};
@@ -159,6 +154,7 @@ function build(program: Program, name: string, tokenSets: ReadonlyMap<string, Re
     if (w.topK || w.hidden || w.heads.length) wants[idOf(m)] = { topK: w.topK, hidden: w.hidden, heads: [...w.heads] };
   }
 
+  const { mem, prev } = frame;
   return {
     name,
     models: [...models],
@@ -169,54 +165,119 @@ function build(program: Program, name: string, tokenSets: ReadonlyMap<string, Re
       const plan = plans[input.model - 1];
       if (!plan || typeof input.meta !== 'object' || input.meta === null) return 0;
       // Metadata from another algorithm version cannot be trusted: start it afresh.
-      if (!isIrMeta(input.meta, memNodes.length)) Object.assign(input.meta as object, initMeta());
+      if (!isIrMeta(input.meta, memCount)) Object.assign(input.meta as object, initMeta());
       const meta = input.meta;
       if (meta.at !== input.model) {
         meta.at = input.model;
         meta.run = 0;
       }
       meta.run++;
-      frame.input = input;
-      for (let i = 0; i < memNodes.length; i++) {
-        frame.mem[i] = meta.mem[i];
-        frame.num[prevSlots[i]] = meta.mem[i];
+      if (memCount === 0) return plan(input, meta);
+      const values = meta.mem;
+      for (let i = 0; i < memCount; i++) {
+        mem[i] = values[i];
+        prev[i] = values[i];
       }
-      for (const op of plan.ops) op(frame);
-      let target = 0;
-      let keep = true;
-      for (const d of plan.decisions) {
-        if (d.when >= 0 && !frame.num[d.when]) continue;
-        if (d.type === 'handBack' && meta.run < d.after) continue;
-        if (d.type === 'handoff') {
-          target = d.to;
-          keep = d.keep;
-        } else if (d.type === 'handBack') {
-          target = d.to;
-        } else if (d.type === 'drawModel') {
-          let u = d.u >= 0 ? frame.num[d.u] : input.draw;
-          if (!(u >= 0)) u = 0;
-          let pick = d.ids[d.ids.length - 1];
-          for (let i = 0; i < d.cumulative.length; i++) {
-            if (u < d.cumulative[i]) {
-              pick = d.ids[i];
-              break;
-            }
-          }
-          target = pick === input.model ? 0 : pick;
-          keep = d.keep;
-        }
-        break;
-      }
-      for (let i = 0; i < memNodes.length; i++) meta.mem[i] = frame.mem[i];
-      meta.keep = keep;
-      frame.input = undefined as unknown as RouteInput<IrMeta>;
+      const target = plan(input, meta);
+      for (let i = 0; i < memCount; i++) values[i] = mem[i];
       return target;
     },
     send: (req) => standardSend(req, req.meta.keep === true),
     receive(handoff: Handoff<IrMeta>): LocalState<IrMeta> {
-      const meta: IrMeta = isIrMeta(handoff.meta, memNodes.length) ? { ...handoff.meta, mem: handoff.meta.mem.slice() } : initMeta();
-      for (const i of resetOnArrival[handoff.to - 1] ?? []) meta.mem[i] = initialMem[i];
+      const reset = resetOnArrival[handoff.to - 1];
+      const given = handoff.meta;
+      if (isIrMeta(given, memCount)) {
+        // Nothing to restart: accept the peer's metadata as it is, as the default receive does.
+        if (!reset) return { meta: given };
+        const meta: IrMeta = { ...given, mem: given.mem.slice() };
+        for (const i of reset) meta.mem[i] = initialMem[i];
+        return { meta };
+      }
+      const meta = initMeta();
+      if (reset) for (const i of reset) meta.mem[i] = initialMem[i];
       return { meta };
     },
   };
+}
+
+/** Runs the step's ops, then the decisions. */
+function withOps(ops: readonly StepOp[], decide: Decide): Decide {
+  if (ops.length === 0) return decide;
+  if (ops.length === 1) {
+    const op = ops[0];
+    return (x, meta) => {
+      op(x);
+      return decide(x, meta);
+    };
+  }
+  return (x, meta) => {
+    for (let i = 0; i < ops.length; i++) ops[i](x);
+    return decide(x, meta);
+  };
+}
+
+/** One decision node in front of `rest`, the decisions after it. */
+function decision(n: AnalyzedNode, rest: Decide, ctx: ExprContext, idOf: (m: string) => ModelId): Decide {
+  const when = Object.hasOwn(n.inputs, 'when') ? boolExpr(n.inputs.when, ctx) : null;
+  const p = n.params;
+  switch (n.type) {
+    case 'handoff': {
+      const to = idOf(p.to as string);
+      const keep = p.keep as boolean;
+      if (when === null)
+        return (_x, meta) => {
+          meta.keep = keep;
+          return to;
+        };
+      return (x, meta) => {
+        if (!when(x)) return rest(x, meta);
+        meta.keep = keep;
+        return to;
+      };
+    }
+    case 'handBack': {
+      const to = idOf(p.to as string);
+      const after = p.after as number;
+      return (x, meta) => {
+        // Fires on the after-th consecutive call on this model (meta.run counts them).
+        if (meta.run < after || (when !== null && !when(x))) return rest(x, meta);
+        meta.keep = true;
+        return to;
+      };
+    }
+    case 'drawModel': {
+      const w = p.weights as Record<string, number>;
+      const ids: ModelId[] = [];
+      const cumulative: number[] = [];
+      let acc = 0;
+      for (const model of Object.keys(w)) {
+        if (!(w[model] > 0)) continue;
+        acc += w[model];
+        ids.push(idOf(model));
+        cumulative.push(acc);
+      }
+      for (let i = 0; i < cumulative.length; i++) cumulative[i] /= acc;
+      const u = Object.hasOwn(n.inputs, 'u') ? numExpr(n.inputs.u, ctx) : null;
+      const keep = p.keep as boolean;
+      const last = ids[ids.length - 1];
+      return (x, meta) => {
+        if (when !== null && !when(x)) return rest(x, meta);
+        let v = u !== null ? u(x) : x.draw;
+        if (!(v >= 0)) v = 0;
+        let pick = last;
+        for (let i = 0; i < cumulative.length; i++) {
+          if (v < cumulative[i]) {
+            pick = ids[i];
+            break;
+          }
+        }
+        meta.keep = keep;
+        return pick === x.model ? 0 : pick;
+      };
+    }
+    default:
+      // Stay.
+      if (when === null) return STAY;
+      return (x, meta) => (when(x) ? STAY(x, meta) : rest(x, meta));
+  }
 }

@@ -1,187 +1,239 @@
-// Prebuilt operators of the IR interpreter: one closure per node over fixed slot indexes, each bounded work per step.
+// Prebuilt operators of the IR interpreter: each node becomes a small closure over fixed indexes, composed once at deploy into a tree.
+// Nothing is generated or evaluated: every closure below is a fixed function of this file, parameterised by the node's data.
 import type { RouteInput } from '../../shared/algorithm.ts';
+import type { IrPortRef } from '../../shared/ir/irSchema.ts';
 import type { AnalyzedNode } from '../../shared/ir/analyzeGraph.ts';
 import type { IrMeta } from './irMeta.ts';
 
-/** The top-k view a distribution port carries. */
-export interface Dist {
-  ids: readonly number[];
-  probs: readonly number[];
-  /** Entries usable: min(node topK, entries the runner gave). */
-  k: number;
-}
+export type Input = RouteInput<IrMeta>;
+/** A number or token value of one step. */
+export type NumFn = (x: Input) => number;
+/** A boolean value of one step. */
+export type BoolFn = (x: Input) => boolean;
+/** A step's side effect: a memory update, or a shared value computed once into its slot. */
+export type StepOp = (x: Input) => void;
 
-/** Scratch state of one route() evaluation. Numbers, booleans (0/1) and tokens share `num`. */
+/**
+ * Scratch state of one route() call, reused by every call (route() is synchronous and not re-entrant).
+ * Memory values are loaded from meta before the step and written back after it.
+ */
 export interface Frame {
-  input: RouteInput<IrMeta>;
-  num: Float64Array;
-  dist: Dist[];
-  /** Memory values, loaded from meta before the step and written back after. */
+  /** Memory values after this step's update (a memory's `value` output). */
   mem: Float64Array;
+  /** Memory values before this step (a memory's `prev` output). */
+  prev: Float64Array;
+  /** Values of shared nodes, computed once per step (booleans as 0/1). */
+  num: Float64Array;
 }
 
-export type Op = (f: Frame) => void;
-
-/** Where each node output and memory lives in a Frame. */
-export interface SlotMap {
-  /** Slot of (node, port) in `num` or `dist` (by the port's type). */
-  out(node: string, port: string): number;
-  /** Index of a memory node in `mem`. */
-  memory(node: string): number;
-}
-
-export interface OpContext {
-  slots: SlotMap;
-  /** True when this plan's model updates the memory node (its inputs are live on this model). */
-  memoryActive: boolean;
+export interface ExprContext {
+  frame: Frame;
+  node(id: string): AnalyzedNode;
+  /** Index of a memory node in `mem` / `prev`. */
+  memory(id: string): number;
+  /** Slot in `num` of a node computed once per step, or -1 when its value is computed where it is read. */
+  shared(id: string): number;
   /** Token ids a Token-match node accepts (ids plus text matches resolved at compile time). */
-  tokenSet?: ReadonlySet<number>;
+  tokenSet(id: string): ReadonlySet<number> | undefined;
 }
 
-const EMPTY_DIST: Dist = { ids: [], probs: [], k: 0 };
+/** Signal and constant nodes read one field or hold one value: they are cheap enough to repeat at every reader. */
+export function isLeaf(node: AnalyzedNode): boolean {
+  return node.spec.category === 'signal' || node.spec.category === 'constant';
+}
 
-/** The operator for `node`, or null for nodes that compute nothing per step (start, decisions, receive). */
-export function buildOp(node: AnalyzedNode, ctx: OpContext): Op | null {
-  const { slots } = ctx;
+/** Whether the node's single output is a boolean. */
+export function isBoolean(node: AnalyzedNode): boolean {
+  return node.spec.outputs.length > 0 && node.spec.outputs[0].type === 'boolean';
+}
+
+/** The value a number or token port carries, as a closure. */
+export function numExpr(ref: IrPortRef, ctx: ExprContext): NumFn {
+  const node = ctx.node(ref.node);
+  if (node.spec.category === 'memory') {
+    const i = ctx.memory(node.id);
+    const { mem, prev } = ctx.frame;
+    return ref.port === 'prev' ? () => prev[i] : () => mem[i];
+  }
+  const s = ctx.shared(node.id);
+  if (s >= 0) {
+    const { num } = ctx.frame;
+    return () => num[s];
+  }
+  return nodeNum(node, ctx);
+}
+
+/** The value a boolean port carries, as a closure. Boolean nodes only ever produce 0 or 1. */
+export function boolExpr(ref: IrPortRef, ctx: ExprContext): BoolFn {
+  const node = ctx.node(ref.node);
+  const s = ctx.shared(node.id);
+  if (s >= 0) {
+    const { num } = ctx.frame;
+    return () => num[s] !== 0;
+  }
+  return nodeBool(node, ctx);
+}
+
+/** The computation of a node with a number or token output. Signal reads go through ToNumber, as a Float64Array store would. */
+export function nodeNum(node: AnalyzedNode, ctx: ExprContext): NumFn {
   const p = node.params;
-  const inSlot = (port: string): number => {
-    const ref = Object.hasOwn(node.inputs, port) ? node.inputs[port] : undefined;
-    return ref ? slots.out(ref.node, ref.port) : -1;
-  };
-  const o = node.spec.outputs.length ? slots.out(node.id, node.spec.outputs[0].name) : -1;
   switch (node.type) {
     case 'entropy':
-      return (f) => void (f.num[o] = f.input.entropy);
+      return (x) => +x.entropy;
     case 'maxProb':
-      return (f) => void (f.num[o] = f.input.maxProb);
+      return (x) => +x.maxProb;
     case 'margin':
-      return (f) => void (f.num[o] = f.input.margin);
+      return (x) => +x.margin;
     case 'tokenProb':
-      return (f) => void (f.num[o] = f.input.tokenProb);
+      return (x) => +x.tokenProb;
     case 'stepsHere':
-      return (f) => void (f.num[o] = f.input.stepsHere);
+      return (x) => +x.stepsHere;
     case 'position':
-      return (f) => void (f.num[o] = f.input.position);
+      return (x) => +x.position;
     case 'generated':
-      return (f) => void (f.num[o] = f.input.generated);
+      return (x) => +x.generated;
     case 'draw':
-      return (f) => void (f.num[o] = f.input.draw);
+      return (x) => +x.draw;
     case 'sampledToken':
-      return (f) => void (f.num[o] = f.input.token);
+      return (x) => +x.token;
     case 'head': {
       const name = p.head as string;
       // A head the runner did not provide reads as NaN, and every comparison with NaN is false.
-      return (f) => void (f.num[o] = Object.hasOwn(f.input.heads, name) ? Number(f.input.heads[name]) : Number.NaN);
+      return (x) => (Object.hasOwn(x.heads, name) ? Number(x.heads[name]) : Number.NaN);
     }
-    case 'distribution': {
-      const topK = p.topK as number;
-      return (f) => {
-        const { topIds, topProbs } = f.input;
-        f.dist[o] = { ids: topIds, probs: topProbs, k: Math.min(topK, topIds.length, topProbs.length) };
-      };
-    }
-    case 'constant':
-    case 'flag': {
+    case 'constant': {
       const v = Number(p.value);
-      return (f) => void (f.num[o] = v);
-    }
-    case 'compare': {
-      const a = inSlot('a');
-      const b = inSlot('b');
-      const bv = p.value as number;
-      const cmp = comparator(p.op as string);
-      return (f) => void (f.num[o] = cmp(f.num[a], b < 0 ? bv : f.num[b]) ? 1 : 0);
-    }
-    case 'and': {
-      const a = inSlot('a');
-      const b = inSlot('b');
-      return (f) => void (f.num[o] = f.num[a] && f.num[b] ? 1 : 0);
-    }
-    case 'or': {
-      const a = inSlot('a');
-      const b = inSlot('b');
-      return (f) => void (f.num[o] = f.num[a] || f.num[b] ? 1 : 0);
-    }
-    case 'not': {
-      const a = inSlot('a');
-      return (f) => void (f.num[o] = f.num[a] ? 0 : 1);
+      return () => v;
     }
     case 'arith': {
-      const a = inSlot('a');
-      const b = inSlot('b');
-      const bv = p.value as number;
-      const fn = arithmetic(p.op as string);
-      return (f) => void (f.num[o] = fn(f.num[a], b < 0 ? bv : f.num[b]));
+      const a = numExpr(node.inputs.a, ctx);
+      if (!Object.hasOwn(node.inputs, 'b')) return arithConst(p.op as string, a, p.value as number);
+      return arith(p.op as string, a, numExpr(node.inputs.b, ctx));
     }
     case 'minMax': {
-      const a = inSlot('a');
-      const b = inSlot('b');
-      const fn = p.op === 'min' ? Math.min : Math.max;
-      return (f) => void (f.num[o] = fn(f.num[a], f.num[b]));
-    }
-    case 'tokenMatch': {
-      const t = inSlot('token');
-      const set = ctx.tokenSet ?? new Set<number>();
-      return (f) => void (f.num[o] = set.has(f.num[t]) ? 1 : 0);
+      const a = numExpr(node.inputs.a, ctx);
+      const b = numExpr(node.inputs.b, ctx);
+      return p.op === 'min' ? (x) => Math.min(a(x), b(x)) : (x) => Math.max(a(x), b(x));
     }
     case 'topKMass': {
-      const d = inSlot('dist');
+      const topK = distTopK(node.inputs.dist, ctx);
       const k = p.k as number;
-      return (f) => {
-        const dist = f.dist[d] ?? EMPTY_DIST;
+      return (x) => {
+        const ids = x.topIds;
+        const probs = x.topProbs;
+        const n = Math.min(k, Math.min(topK, ids.length, probs.length));
         let s = 0;
-        for (let i = 0, n = Math.min(k, dist.k); i < n; i++) s += dist.probs[i];
-        f.num[o] = s;
+        for (let i = 0; i < n; i++) s += probs[i];
+        return +s;
       };
     }
     case 'probOf': {
-      const d = inSlot('dist');
-      const t = inSlot('token');
-      return (f) => {
-        const dist = f.dist[d] ?? EMPTY_DIST;
-        const token = f.num[t];
-        let prob = 0;
-        for (let i = 0; i < dist.k; i++) {
-          if (dist.ids[i] === token) {
-            prob = dist.probs[i];
-            break;
-          }
-        }
-        f.num[o] = prob;
+      const topK = distTopK(node.inputs.dist, ctx);
+      const token = numExpr(node.inputs.token, ctx);
+      return (x) => {
+        const ids = x.topIds;
+        const probs = x.topProbs;
+        const n = Math.min(topK, ids.length, probs.length);
+        const t = token(x);
+        for (let i = 0; i < n; i++) if (ids[i] === t) return +probs[i];
+        return 0;
       };
     }
+    default: {
+      // A boolean read as a number (never wired by a valid graph; kept total for safety).
+      const b = nodeBool(node, ctx);
+      return (x) => (b(x) ? 1 : 0);
+    }
+  }
+}
+
+/** The computation of a node with a boolean output. */
+export function nodeBool(node: AnalyzedNode, ctx: ExprContext): BoolFn {
+  const p = node.params;
+  switch (node.type) {
+    case 'flag': {
+      const v = Boolean(Number(p.value));
+      return v ? () => true : () => false;
+    }
+    case 'compare': {
+      const a = numExpr(node.inputs.a, ctx);
+      if (!Object.hasOwn(node.inputs, 'b')) return compareConst(p.op as string, a, p.value as number);
+      return compare(p.op as string, a, numExpr(node.inputs.b, ctx));
+    }
+    case 'and': {
+      const a = boolExpr(node.inputs.a, ctx);
+      const b = boolExpr(node.inputs.b, ctx);
+      return (x) => a(x) && b(x);
+    }
+    case 'or': {
+      const a = boolExpr(node.inputs.a, ctx);
+      const b = boolExpr(node.inputs.b, ctx);
+      return (x) => a(x) || b(x);
+    }
+    case 'not': {
+      const a = boolExpr(node.inputs.a, ctx);
+      return (x) => !a(x);
+    }
+    case 'tokenMatch': {
+      const t = numExpr(node.inputs.token, ctx);
+      const set = ctx.tokenSet(node.id) ?? new Set<number>();
+      return (x) => set.has(t(x));
+    }
+    default: {
+      const n = nodeNum(node, ctx);
+      return (x) => {
+        const v = n(x);
+        return v !== 0 && v === v;
+      };
+    }
+  }
+}
+
+/** Top-k entries a distribution port offers: its Distribution node's `topK`. */
+function distTopK(ref: IrPortRef, ctx: ExprContext): number {
+  const node = ctx.node(ref.node);
+  return node.type === 'distribution' ? (node.params.topK as number) : 0;
+}
+
+/** The step op that computes a shared node once into its slot. */
+export function sharedOp(node: AnalyzedNode, slot: number, ctx: ExprContext): StepOp {
+  const { num } = ctx.frame;
+  if (isBoolean(node)) {
+    const b = nodeBool(node, ctx);
+    return (x) => void (num[slot] = b(x) ? 1 : 0);
+  }
+  const n = nodeNum(node, ctx);
+  return (x) => void (num[slot] = n(x));
+}
+
+/** The step op of a memory node on a model where it updates; memories elsewhere only read `mem`. */
+export function memoryOp(node: AnalyzedNode, ctx: ExprContext): StepOp | null {
+  const { mem } = ctx.frame;
+  const m = ctx.memory(node.id);
+  const p = node.params;
+  const reset = Object.hasOwn(node.inputs, 'reset') ? boolExpr(node.inputs.reset, ctx) : null;
+  const initial = p.value as number;
+  switch (node.type) {
     case 'counter': {
-      const m = slots.memory(node.id);
-      const value = slots.out(node.id, 'value');
-      const inc = inSlot('inc');
-      const reset = inSlot('reset');
-      const initial = p.value as number;
+      const inc = Object.hasOwn(node.inputs, 'inc') ? boolExpr(node.inputs.inc, ctx) : null;
       const step = p.step as number;
-      if (!ctx.memoryActive) return (f) => void (f.num[value] = f.mem[m]);
-      return (f) => {
-        let v = f.mem[m];
-        if (reset >= 0 && f.num[reset]) v = initial;
-        else if (inc < 0 || f.num[inc]) v += step;
+      return (x) => {
+        let v = mem[m];
+        if (reset !== null && reset(x)) v = initial;
+        else if (inc === null || inc(x)) v += step;
         // Memory stays finite so the metadata survives JSON as well as structured clone.
-        if (Number.isFinite(v)) f.mem[m] = v;
-        f.num[value] = f.mem[m];
+        if (Number.isFinite(v)) mem[m] = v;
       };
     }
     case 'movingAverage': {
-      const m = slots.memory(node.id);
-      const value = slots.out(node.id, 'value');
-      const x = inSlot('x');
-      const reset = inSlot('reset');
+      const input = numExpr(node.inputs.x, ctx);
       const alpha = p.alpha as number;
-      const initial = p.value as number;
-      if (!ctx.memoryActive) return (f) => void (f.num[value] = f.mem[m]);
-      return (f) => {
-        if (reset >= 0 && f.num[reset]) f.mem[m] = initial;
+      return (x) => {
+        if (reset !== null && reset(x)) mem[m] = initial;
         else {
-          const v = alpha * f.num[x] + (1 - alpha) * f.mem[m];
-          if (Number.isFinite(v)) f.mem[m] = v;
+          const v = alpha * input(x) + (1 - alpha) * mem[m];
+          if (Number.isFinite(v)) mem[m] = v;
         }
-        f.num[value] = f.mem[m];
       };
     }
     default:
@@ -189,33 +241,66 @@ export function buildOp(node: AnalyzedNode, ctx: OpContext): Op | null {
   }
 }
 
-function comparator(op: string): (a: number, b: number) => boolean {
+function compareConst(op: string, a: NumFn, b: number): BoolFn {
   switch (op) {
     case '>':
-      return (a, b) => a > b;
+      return (x) => a(x) > b;
     case '>=':
-      return (a, b) => a >= b;
+      return (x) => a(x) >= b;
     case '<':
-      return (a, b) => a < b;
+      return (x) => a(x) < b;
     case '<=':
-      return (a, b) => a <= b;
+      return (x) => a(x) <= b;
     case '==':
-      return (a, b) => a === b;
+      return (x) => a(x) === b;
     default:
-      return (a, b) => a !== b;
+      return (x) => a(x) !== b;
   }
 }
 
-function arithmetic(op: string): (a: number, b: number) => number {
+function compare(op: string, a: NumFn, b: NumFn): BoolFn {
+  switch (op) {
+    case '>':
+      return (x) => a(x) > b(x);
+    case '>=':
+      return (x) => a(x) >= b(x);
+    case '<':
+      return (x) => a(x) < b(x);
+    case '<=':
+      return (x) => a(x) <= b(x);
+    case '==':
+      return (x) => a(x) === b(x);
+    default:
+      return (x) => a(x) !== b(x);
+  }
+}
+
+function arithConst(op: string, a: NumFn, b: number): NumFn {
   switch (op) {
     case '+':
-      return (a, b) => a + b;
+      return (x) => a(x) + b;
     case '-':
-      return (a, b) => a - b;
+      return (x) => a(x) - b;
     case '*':
-      return (a, b) => a * b;
+      return (x) => a(x) * b;
     default:
-      return (a, b) => (b === 0 ? 0 : a / b);
+      return b === 0 ? () => 0 : (x) => a(x) / b;
+  }
+}
+
+function arith(op: string, a: NumFn, b: NumFn): NumFn {
+  switch (op) {
+    case '+':
+      return (x) => a(x) + b(x);
+    case '-':
+      return (x) => a(x) - b(x);
+    case '*':
+      return (x) => a(x) * b(x);
+    default:
+      return (x) => {
+        const d = b(x);
+        return d === 0 ? 0 : a(x) / d;
+      };
   }
 }
 
