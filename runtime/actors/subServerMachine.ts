@@ -13,6 +13,8 @@ export interface SubServerHost {
   launch(): void;
   /** Max wait in clock ms; Infinity = none. */
   maxWaitMs(): number;
+  /** A batch is still in flight (a pipelined runner holds more than one). */
+  stillExecuting(): boolean;
 }
 
 export type SubServerEvent =
@@ -27,6 +29,7 @@ export const subServerMachine = setup({
     noWork: ({ context }) => !context.host.hasWork(),
     mayLaunch: ({ context }) => context.host.mayLaunch(),
     deadline: ({ context }) => context.host.hasWork() && context.host.mayLaunchAtDeadline(),
+    stillExecuting: ({ context }) => context.host.stillExecuting(),
   },
   actions: {
     launch: ({ context }) => context.host.launch(),
@@ -56,11 +59,15 @@ export const subServerMachine = setup({
       // Targetless: the event only makes the eventless transitions above look again.
       on: { WORK: {}, GATE: {} },
     },
+    // One batch or more in flight. A pipelined runner takes the next batch while one runs (WORK
+    // launches beside it); otherwise the queue is looked at when a batch returns.
     executing: {
       entry: 'launch',
       on: {
+        WORK: { guard: 'mayLaunch', actions: 'launch' },
         BATCH_DONE: [
           { target: 'executing', reenter: true, guard: 'mayLaunch' },
+          { guard: 'stillExecuting' },
           { target: 'collecting', guard: 'hasWork' },
           { target: 'idle' },
         ],

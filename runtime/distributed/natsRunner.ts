@@ -24,6 +24,11 @@ export interface NatsRunnerOptions extends NatsAuthOptions {
   onReplicaLoss?: ReplicaLossPolicy;
   /** Period of the entry keepalive replicas use to free the caches of a vanished entry; default 1 s. */
   keepaliveMs?: number;
+  /**
+   * Steps in flight at once (default 2): the next batch is already at the replica when the current
+   * one finishes, so the model does not idle for a network round trip between steps. 1 = one at a time.
+   */
+  pipelineDepth?: number;
   log?: (line: string) => void;
 }
 
@@ -92,6 +97,7 @@ const MAX_RECOMPUTE_ROUNDS = 3;
  */
 export class NatsRunner implements ModelRunner {
   private modelInfo: ModelInfo | null = null;
+  readonly pipelineDepth: number;
   /** KV tokens the entry may place on this model: the sum over replicas seen at connect. */
   kvCapacityTokens = 0;
   private readonly entry = crypto.randomBytes(6).toString('hex');
@@ -129,6 +135,9 @@ export class NatsRunner implements ModelRunner {
     this.mirror = this.policy === 'recompute' ? new Map() : null;
     this.hbTimeout = opts.heartbeatTimeoutMs ?? 1500;
     this.stepTimeout = opts.stepTimeoutMs ?? 30_000;
+    const depth = opts.pipelineDepth ?? 2;
+    if (!Number.isInteger(depth) || depth < 1) throw new RangeError(`pipelineDepth must be an integer ≥ 1, got ${depth}`);
+    this.pipelineDepth = depth;
     this.log = opts.log ?? ((l) => console.error(`[tokenrouter] ${l}`));
   }
 

@@ -255,7 +255,7 @@ export class Cluster implements SubServerOwner {
       name: l.name,
       threshold: l.threshold,
       ready: l.readyCount,
-      running: l.readyCount + (l.batch?.locals.length ?? 0),
+      running: l.readyCount + l.inFlightRows,
       waitingAdmission: l.waitingAdmission,
       pendingReturn: l.pendingReturnCount,
       executing: l.executing,
@@ -534,8 +534,8 @@ export class Cluster implements SubServerOwner {
       if (!lane.dirty) continue;
       lane.dirty = false;
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
-      // An executing lane looks at its queue when its batch returns; an event now would be a no-op.
-      if (!lane.executing) lane.actor.send({ type: 'WORK' });
+      // An executing lane looks at its queue when its batch returns, unless it may pipeline another.
+      if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
     }
     for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
   }

@@ -43,7 +43,7 @@ export function checkInvariants(cluster: Cluster, lastLength: Map<string, number
   for (const id of lastLength.keys()) if (!seen.has(id)) lastLength.delete(id);
   for (const lane of cluster.lanes) {
     // Caches of requests that ended during a running batch are freed when the batch returns.
-    const inFlightEnded = lane.batch?.locals.filter((l) => l.req.finished && l.hasCache) ?? [];
+    const inFlightEnded = lane.inFlight.flatMap((b) => b.locals.filter((l) => l.req.finished && l.hasCache));
     const c = (cached.get(lane.index) ?? 0) + inFlightEnded.reduce((a, l) => a + l.fed, 0);
     const r = (reserved.get(lane.index) ?? 0) + inFlightEnded.reduce((a, l) => a + l.reserved, 0);
     if (lane.pool.cachedTokenCount !== c) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.cachedTokenCount} cached tokens, live caches hold ${c}`);

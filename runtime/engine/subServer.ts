@@ -70,7 +70,8 @@ export class SubServer implements SubServerHost, LaneView {
   private admissionQueue: LocalRequest[] = [];
   /** Pending-return locals holding a cache, oldest first: eviction candidates under memory pressure. */
   private readonly pendingReturn = new Set<LocalRequest>();
-  batch: Batch | null = null;
+  /** Batches launched and not yet returned, oldest first (more than one only for a pipelined runner). */
+  readonly inFlight: Batch[] = [];
   /** Set when ready work arrived during a wave; the cluster flushes one WORK event per lane. */
   dirty = false;
   /** Down: steps fail fast until the runner is replaced. */
@@ -91,7 +92,24 @@ export class SubServer implements SubServerHost, LaneView {
   }
 
   get executing(): boolean {
-    return this.batch !== null;
+    return this.inFlight.length > 0;
+  }
+
+  /** How many batches may be in flight (a sync barrier still grants one launch per round). */
+  get pipelineDepth(): number {
+    return Math.max(1, this.runner.pipelineDepth ?? 1);
+  }
+
+  /** Another batch may start now, beside those in flight. */
+  get canPipeline(): boolean {
+    return this.inFlight.length > 0 && this.inFlight.length < this.pipelineDepth;
+  }
+
+  /** Requests in batches in flight. */
+  get inFlightRows(): number {
+    let n = 0;
+    for (const b of this.inFlight) n += b.locals.length;
+    return n;
   }
 
   get waitingAdmission(): number {
@@ -107,10 +125,13 @@ export class SubServer implements SubServerHost, LaneView {
     return this.readyCount > 0;
   }
   mayLaunch(): boolean {
-    return this.owner.policy.mayLaunch(this);
+    return this.inFlight.length < this.pipelineDepth && this.owner.policy.mayLaunch(this);
   }
   mayLaunchAtDeadline(): boolean {
-    return this.owner.policy.mayLaunchAtDeadline(this);
+    return this.inFlight.length < this.pipelineDepth && this.owner.policy.mayLaunchAtDeadline(this);
+  }
+  stillExecuting(): boolean {
+    return this.inFlight.length > 0;
   }
   maxWaitMs(): number {
     return this.owner.maxWaitMs;
@@ -242,7 +263,7 @@ export class SubServer implements SubServerHost, LaneView {
       this.readyHead = 0;
     }
     const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens };
-    this.batch = batch;
+    this.inFlight.push(batch);
     this.owner.policy.launched(this);
     let out: StepOutput | Promise<StepOutput>;
     const wall0 = performance.now();
@@ -265,8 +286,13 @@ export class SubServer implements SubServerHost, LaneView {
     }
   }
 
+  private settle(batch: Batch): void {
+    const i = this.inFlight.indexOf(batch);
+    if (i >= 0) this.inFlight.splice(i, 1);
+  }
+
   private complete(batch: Batch, out: StepOutput, wallMs: number): void {
-    this.batch = null;
+    this.settle(batch);
     const st = this.stats;
     st.batches++;
     st.rows += batch.rows.length;
@@ -288,7 +314,7 @@ export class SubServer implements SubServerHost, LaneView {
   }
 
   private fail(batch: Batch, error: Error, wallMs: number): void {
-    this.batch = null;
+    this.settle(batch);
     for (const local of batch.locals) local.inBatch = false;
     this.owner.onBatchFailed(batch, error);
     this.actor.send({ type: 'BATCH_DONE' });

@@ -127,10 +127,12 @@ describe('disconnects', () => {
     const finished = results.filter((x) => !x.aborted);
     for (const x of finished) expect([x.status, x.error, x.finishReason]).toEqual([200, null, 'length']);
     expect(t.failed ?? 0).toBe(0);
-    // Every request ends exactly once. A client may hang up after the server has already ended its
-    // request (the last chunks still in flight), so a hang-up can meet 'done': that race is the only
-    // way an aborted client is counted done, and it can only move requests from cancelled to done.
-    expect((t.done ?? 0) + (t.cancelled ?? 0)).toBe(80);
+    // Every request the server saw ends once. An early hang-up can beat the request to the server
+    // (nothing to end); a client may also hang up after the server ended its request (the last
+    // chunks still in flight), so a hang-up can meet 'done', moving a request from cancelled to done.
+    const abortedBeforeTokens = results.filter((x) => x.aborted && x.chunks.length === 0).length;
+    expect((t.done ?? 0) + (t.cancelled ?? 0)).toBeLessThanOrEqual(80);
+    expect(80 - (t.done ?? 0) - (t.cancelled ?? 0)).toBeLessThanOrEqual(abortedBeforeTokens);
     expect(t.done ?? 0).toBeGreaterThanOrEqual(finished.length);
     const lateHangUps = (t.done ?? 0) - finished.length;
     expect(t.cancelled ?? 0).toBeGreaterThanOrEqual(hungUpAfterTokens - lateHangUps);

@@ -1,0 +1,155 @@
+// A runner that takes two steps in flight (a sub-server across a network): same tokens, disjoint batches, no idle round trips.
+import { describe, expect, it } from 'vitest';
+import { standardSend, type Algorithm } from '../../shared/algorithm.ts';
+import type { TraceEventOf } from '../../shared/trace.ts';
+import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
+import { Cluster } from '../../runtime/engine/cluster.ts';
+import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
+import { SimRunner } from '../../runtime/runner/simRunner.ts';
+import type { SchedulingMode } from '../../runtime/scheduler/schedulingMode.ts';
+import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
+
+/** small hands to large every `every`-th step; large keeps one token and hands back. */
+function everyN(every: number): Algorithm<null> {
+  return {
+    name: `every-${every}`,
+    models: ['small', 'large'],
+    entry: 1,
+    initMeta: () => null,
+    route: (r) => (r.model === 1 ? (r.stepsHere % every === 0 ? 2 : 0) : 1),
+    send: (req) => standardSend(req, true),
+  };
+}
+
+/**
+ * A model on another host: each step reaches it `oneWayMs` after it is sent, waits behind the
+ * steps before it (one model, one step at a time), runs `stepMs`, and its answer takes `oneWayMs`
+ * back. Tokens come from the wrapped simulated model, so they depend only on what was fed.
+ */
+class RemoteSim implements ModelRunner {
+  private freeAt = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  constructor(
+    private readonly inner: SimRunner,
+    private readonly clock: VirtualClock,
+    private readonly stepMs: number,
+    private readonly oneWayMs: number,
+    readonly pipelineDepth: number,
+  ) {}
+  get info() {
+    return this.inner.info;
+  }
+  step(rows: readonly StepRow[]): StepOutput {
+    const now = this.clock.now();
+    const start = Math.max(now + this.oneWayMs, this.freeAt);
+    this.freeAt = start + this.stepMs;
+    const out = this.inner.step(rows) as StepOutput;
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    this.clock.setTimeout(() => this.inFlight--, this.freeAt + this.oneWayMs - now);
+    return { rows: out.rows, durationMs: this.freeAt + this.oneWayMs - now };
+  }
+  release(cacheId: number): void {
+    this.inner.release(cacheId);
+  }
+}
+
+async function serve(depth: number, mode: SchedulingMode) {
+  const clock = new VirtualClock();
+  const trace = new TraceRecorder();
+  const small = new SimRunner({ name: 'small', latency: () => 2 });
+  const largeInner = new SimRunner({ name: 'large', latency: () => 0 });
+  const large = new RemoteSim(largeInner, clock, 20, 3, depth);
+  const cluster = new Cluster({
+    clock,
+    trace,
+    mode,
+    maxConcurrency: 8,
+    checkInvariants: true,
+    models: [
+      { name: 'small', runner: small },
+      { name: 'large', runner: large },
+    ],
+  });
+  const handles = Array.from({ length: 16 }, (_, i) => cluster.submit({ id: `r${i}`, prompt: [5 + (i % 7), 6, 7 + i], maxTokens: 40, algorithm: everyN(3) }));
+  clock.run();
+  const results = await Promise.all(handles.map((h) => h.done));
+  const batches = trace.events.filter((e): e is TraceEventOf<'batch'> => e.type === 'batch' && e.model === 'large');
+  return { clock, cluster, results, batches, large, small, largeInner, end: clock.now() };
+}
+
+/** Pairs of large-model batches whose [start, end) overlap, and whether any overlapping pair shares a request. */
+function overlaps(batches: readonly TraceEventOf<'batch'>[]) {
+  let pairs = 0;
+  let shared = 0;
+  for (let i = 0; i < batches.length; i++) {
+    for (let j = i + 1; j < batches.length; j++) {
+      const a = batches[i];
+      const b = batches[j];
+      if (a.start < b.end && b.start < a.end) {
+        pairs++;
+        if (a.requestIds.some((id) => b.requestIds.includes(id))) shared++;
+      }
+    }
+  }
+  return { pairs, shared };
+}
+
+describe('pipelined runner (two steps in flight)', () => {
+  it('commits exactly the tokens of the one-at-a-time run, never puts a request in two batches, and does not idle for round trips', async () => {
+    const one = await serve(1, 'async-immediate');
+    const two = await serve(2, 'async-immediate');
+    for (const r of [...one.results, ...two.results]) expect(r.status).toBe('done');
+    expect(two.results.map((r) => r.tokens)).toEqual(one.results.map((r) => r.tokens));
+    expect(one.large.maxInFlight).toBe(1);
+    expect(two.large.maxInFlight).toBe(2);
+    expect(overlaps(one.batches).pairs).toBe(0);
+    const o = overlaps(two.batches);
+    expect(o.pairs).toBeGreaterThan(0);
+    expect(o.shared).toBe(0);
+    // One at a time, every large step also pays the 6 ms round trip; pipelined, the next step is waiting.
+    expect(two.end).toBeLessThan(one.end * 0.9);
+    for (const s of [one, two]) {
+      expect(s.cluster.idle).toBe(true);
+      for (const l of s.cluster.laneStats()) expect([l.name, l.kvBytes, l.kvReservedBytes, l.running, l.pendingReturn]).toEqual([l.name, 0, 0, 0, 0]);
+      expect(s.small.liveCaches + s.largeInner.liveCaches).toBe(0);
+    }
+  });
+
+  it('under a barrier (step-sync, model-sync) a lane keeps one batch at a time whatever the runner accepts', async () => {
+    for (const mode of ['step-sync', 'model-sync'] as const) {
+      const s = await serve(2, mode);
+      for (const r of s.results) expect(r.status).toBe('done');
+      expect(s.large.maxInFlight, mode).toBe(1);
+      expect(overlaps(s.batches).pairs, mode).toBe(0);
+    }
+  });
+
+  it('async-delayed: a second batch starts only when the threshold is reached again', async () => {
+    const clock = new VirtualClock();
+    const trace = new TraceRecorder();
+    const large = new RemoteSim(new SimRunner({ name: 'large', latency: () => 0 }), clock, 20, 3, 2);
+    const cluster = new Cluster({
+      clock,
+      trace,
+      mode: 'async-delayed',
+      maxWaitMs: 1000,
+      maxConcurrency: 8,
+      checkInvariants: true,
+      models: [
+        { name: 'small', runner: new SimRunner({ name: 'small', latency: () => 2 }), threshold: 1 },
+        { name: 'large', runner: large, threshold: 3 },
+      ],
+    });
+    const hs = Array.from({ length: 8 }, (_, i) => cluster.submit({ id: `r${i}`, prompt: [4 + i, 5], maxTokens: 30, algorithm: everyN(2 + (i % 3)) }));
+    clock.run();
+    for (const r of await Promise.all(hs.map((h) => h.done))) expect(r.status).toBe('done');
+    const batches = trace.events.filter((e): e is TraceEventOf<'batch'> => e.type === 'batch' && e.model === 'large');
+    expect(overlaps(batches).pairs).toBeGreaterThan(0);
+    // Apart from the tail (fewer than 3 requests left alive), no batch launched below threshold.
+    const early = batches.filter((b) => b.end < clock.now() - 200);
+    expect(early.length).toBeGreaterThan(5);
+    for (const b of early) expect(b.requestIds.length).toBeGreaterThanOrEqual(3);
+  });
+});
