@@ -33,7 +33,7 @@ interface CaseResult {
   tok_s: number;
   large_batches: number;
   mean_large_batch: number;
-  /** Wall ms per large-model step as the entry sees it: model time plus transport. */
+  /** Wall ms per large-model batch as the entry sees it, launch to results: model time plus transport, plus (pipelined) the wait behind the batch ahead. */
   mean_large_step_ms: number;
   mean_e2e_ms: number;
   round?: number;
@@ -106,8 +106,8 @@ async function closedLoop(label: string, large: ModelRunner, w: Workload): Promi
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 /** A runner bound to one of the two sub-servers (same model name) through its own subject prefix. */
-async function connectTo(url: string, replica: string): Promise<NatsRunner> {
-  return NatsRunner.connect({ model: 'large', servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_') });
+async function connectTo(url: string, replica: string, pipelineDepth: number): Promise<NatsRunner> {
+  return NatsRunner.connect({ model: 'large', servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), pipelineDepth });
 }
 
 interface RelayHandle {
@@ -166,6 +166,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     maxWaitMs: f.num('max-wait-ms', 20),
   };
   const delayMs = f.num('delay-ms', 1);
+  // Steps in flight per remote model: 2 keeps the next batch waiting at the sub-server; 1 shows the round trip's cost.
+  const pipelineDepth = f.num('pipeline-depth', 2);
   const subLatency = latencyOf('large');
   const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`];
   const rounds = f.sized('rounds', 3, 1);
@@ -187,9 +189,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     relay = relayWhere === 'process' ? await spawnRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs) : await inEntryRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs);
     subs.push(await spawnSubServer({ args: subArgs(`nats://${pair?.hostIp ?? '127.0.0.1'}:${relay.port}`, 'bench-remote'), wrap: pair?.wrap, timeoutMs: 90_000 }));
     // two sub-servers of one model name: each pair talks on its own subject prefix, so each runner reaches only its own
-    const separate = await connectTo(nats.url, 'bench-local');
+    const separate = await connectTo(nats.url, 'bench-local', pipelineDepth);
     runners.push(separate);
-    const cross = await connectTo(nats.url, 'bench-remote');
+    const cross = await connectTo(nats.url, 'bench-remote', pipelineDepth);
     runners.push(cross);
     console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`);
     for (let round = 1; round <= rounds; round++) {
@@ -227,6 +229,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       cross_host: `${!netnsReason ? 'sub-server in its own network namespace (veth pair)' : `sub-server on loopback (ip netns unavailable: ${netnsReason})`}, reaching nats-server through a relay (${relayWhere === 'entry' ? "on the entry's event loop" : 'own process'}) that holds every chunk ${delayMs} ms each way`,
       relay: relayStats,
       transport: 'NATS request/reply, binary step codec, nats-server 2.9 on 127.0.0.1',
+      pipeline_depth: pipelineDepth,
     },
     results: {
       in_process_tok_s: inProc,
