@@ -6,7 +6,7 @@ import type { GraphDocument } from '../../shared/ir/graph.ts';
 import { compileIr, IrCompileError, tryCompileIr, type CompileIrOptions } from '../../runtime/algorithms/compileIr.ts';
 import type { IrMeta } from '../../runtime/algorithms/irMeta.ts';
 import { routeInput, sendRequest } from '../algorithms/routeInput.ts';
-import { CATALOG, graph } from './fixtures.ts';
+import { CATALOG, graph, type NodeDef } from './fixtures.ts';
 
 function build(g: GraphDocument, options: CompileIrOptions = {}): Algorithm<IrMeta> {
   const r = compileGraph(g, CATALOG);
@@ -137,6 +137,25 @@ describe('compileIr', () => {
     );
     const alg = build(g);
     expect(run(alg, [{ model: 1, heads: {} }, { model: 1, heads: { citer: 0.5 } }])).toEqual([0, 2]);
+  });
+
+  it('computes a value read by several nodes once per step: a chain of And(x, x) stays linear', () => {
+    // Each And reads the one before it twice: giving every reader its own copy would make a 2^22-leaf tree.
+    const n = 22;
+    const nodes: NodeDef[] = [['start', 'start'], ['h', 'entropy'], ['c', 'compare', { op: '>', value: 0.5 }]];
+    const edges = ['h.out>c.a', 'c.out>x0.a', 'c.out>x0.b'];
+    for (let i = 0; i < n; i++) {
+      nodes.push([`x${i}`, 'and']);
+      if (i > 0) edges.push(`x${i - 1}.out>x${i}.a`, `x${i - 1}.out>x${i}.b`);
+    }
+    nodes.push(['go', 'handoff', { model: 'small', to: 'large' }], ['back', 'handBack', { model: 'large', to: 'small' }]);
+    edges.push(`x${n - 1}.out>go.when`);
+    const g = graph(nodes, edges);
+    const t0 = performance.now();
+    const alg = build(g);
+    expect(run(alg, [{ entropy: 0.9 }, { entropy: 0.1 }, { entropy: 0.6 }])).toEqual([2, 0, 2]);
+    // Milliseconds when shared; building and running 2^22-leaf trees takes many seconds.
+    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   it('keeps its metadata plain: it survives JSON and structured clone', () => {
