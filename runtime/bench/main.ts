@@ -10,6 +10,7 @@ const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   'ir-overhead': () => import('./irOverhead.ts'),
   'dtmc-validate': () => import('./dtmcValidate.ts'),
   'dtmc-solve': () => import('./dtmcSolve.ts') as Promise<{ run: BenchSuite }>,
+  'dtmc-onnx': () => import('./dtmcOnnx.ts'),
   serving: () => import('./serving.ts'),
   length: () => import('./length.ts'),
   concurrency: () => import('./concurrency.ts'),
