@@ -40,6 +40,8 @@ export class RoutingEstimator {
   private handoffs: HandoffSample[] = [];
   private activeSamples: { t: number; n: number }[] = [];
   private readonly index: Map<string, number>;
+  /** Per model, when its latest batch ended. */
+  private readonly lastEnd: number[];
 
   constructor(
     readonly models: readonly string[],
@@ -47,12 +49,18 @@ export class RoutingEstimator {
     readonly maxBatch: number,
   ) {
     this.index = new Map(models.map((m, i) => [m, i]));
+    this.lastEnd = models.map(() => -Infinity);
   }
 
   onEvent(e: TraceEvent): void {
     if (e.type === 'batch') {
       const m = this.index.get(e.model);
-      if (m !== undefined) this.batches.push({ t: e.end, model: m, size: e.requestIds.length, ms: e.end - e.start, timed: e.phase !== 'prefill' });
+      if (m === undefined) return;
+      // A pipelined (remote) model's batch may have waited behind the one ahead: its step cost
+      // starts when that one ended, not at launch.
+      const ms = e.end - Math.max(e.start, this.lastEnd[m]);
+      this.lastEnd[m] = Math.max(this.lastEnd[m], e.end);
+      this.batches.push({ t: e.end, model: m, size: e.requestIds.length, ms, timed: e.phase !== 'prefill' });
     } else if (e.type === 'handoff') {
       const from = this.index.get(e.from);
       const to = this.index.get(e.to);
