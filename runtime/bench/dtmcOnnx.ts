@@ -197,11 +197,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   // Each setting with the step latency measured in its own windows (P, C pooled): the chain's
   // queueing dynamics alone, with the latency model's error (how L_i(b) shifts with the mix of
   // work the other model runs on the shared cores) taken out.
+  const ownProfiles = new Map(thresholds.map((t) => [t, fitLatencyProfile(samples.filter((s) => s.setting === t), { maxBatch })]));
   const own = new Map(
-    thresholds.map((t) => {
-      const prof = fitLatencyProfile(samples.filter((s) => s.setting === t), { maxBatch });
-      return [t, solveThroughput({ N, P: est.P, C: est.C, latency: prof.table, maxBatch, thresholds: [1, t] }).tokensPerSec];
-    }),
+    thresholds.map((t) => [t, solveThroughput({ N, P: est.P, C: est.C, latency: ownProfiles.get(t)!.table, maxBatch, thresholds: [1, t] }).tokensPerSec]),
   );
   // Round-normalised measurements: each window ÷ its round's geometric mean over settings ×
   // the geometric mean of all rounds, which removes load that drifts between rounds (not within).
@@ -312,6 +310,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       samples_per_setting: Object.fromEntries([...measured].map(([t, xs]) => [`1/${t}`, xs])),
       model_inputs: {
         pooled: { P: est.P, C: est.C, counts: est.counts, steps: est.steps, latency_ms: { small: profile.table[0], large: profile.table[1] }, batch_samples: samples.length },
+        own_latency_ms: Object.fromEntries([...ownProfiles].map(([t, p]) => [`1/${t}`, { small: p.table[0], large: p.table[1] }])),
         t1_calibration: { P: t1.est.P, C: t1.est.C, counts: t1.est.counts, latency_ms: { small: t1.profile.table[0], large: t1.profile.table[1] }, batch_samples: t1.samples.length },
       },
     },

@@ -62,9 +62,11 @@ function binomial(n: number, k: number): number {
 /**
  * A-priori estimate of the reachable embedded chain's size, without building it: (number of
  * remaining-time vectors Π_i maxSteps_i) × (number of (q_i, b_i) vectors summing to N, C(N+2K−1, 2K−1))
- * × 0.04. The factor is calibrated on the three-model 5/12/25 ms chain, where reachable / product
- * was 4.0 %, 4.1 % and 3.9 % at N = 8, 12, 16 (2.6 % at N = 24); on R2R at N = 16 it reads ≈ 20 % low.
- * Good for choosing a method, not for sizing buffers.
+ * × 0.04. The factor is calibrated on the three-model 5/12/25 ms chain at thresholds 1, where
+ * reachable / product was 4.0 %, 4.1 % and 3.9 % at N = 8, 12, 16 (2.6 % at N = 24; the estimate is
+ * 1.8× high at N = 4); on R2R it reads 17–47 % low at N = 4…16. It ignores the thresholds, which
+ * shrink the chain (three models, N = 8: 1/2/3 → 10× fewer states, 1/4/4 → 47×), so there it errs
+ * towards simulating. Good for choosing a method, not for sizing buffers.
  */
 export function estimateChainStates(input: ThroughputInput): number {
   const m = normaliseInput(input);
