@@ -6,7 +6,7 @@ import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { issue, type IrIssue } from '../../shared/ir/irIssue.ts';
 import { validateIr } from '../../shared/ir/validateIr.ts';
 import { isIrMeta, type IrMeta } from './irMeta.ts';
-import { boolExpr, isLeaf, memoryInitial, memoryOp, numExpr, sharedOp, type ExprContext, type Frame, type Input, type StepOp } from './operators.ts';
+import { boolExpr, isLeaf, memoryInitial, memoryOp, numExpr, passes, sharedOp, signalTest, type BoolFn, type ExprContext, type Frame, type NumFn, type SignalTest, type StepOp } from './operators.ts';
 
 export interface CompileIrOptions {
   /** The deployed models; when given, every model and head the IR names must be among them. */
@@ -23,14 +23,30 @@ export class IrCompileError extends Error {
   }
 }
 
-/** The decisions of one model, first to last: answers the target (0 = stay) and records `keep` in meta. */
-type Decide = (x: Input, meta: IrMeta) => ModelId;
+const STAY = 0;
+const HANDOFF = 1;
+const HAND_BACK = 2;
+const DRAW_MODEL = 3;
 
-/** No decision fired: stay, and a later send (none follows a stay) would keep the token. */
-const STAY: Decide = (_x, meta) => {
-  meta.keep = true;
-  return 0;
-};
+/** One decision node, resolved: every decision has this one shape, so route() reads them without polymorphism. */
+interface Decision {
+  type: typeof STAY | typeof HANDOFF | typeof HAND_BACK | typeof DRAW_MODEL;
+  /** Guard as data when it is a signal-vs-constant Compare; else `when` (null: always). */
+  test: SignalTest | null;
+  when: BoolFn | null;
+  to: ModelId;
+  keep: boolean;
+  after: number;
+  u: NumFn | null;
+  ids: ModelId[];
+  cumulative: number[];
+}
+
+interface Plan {
+  /** Memory updates and shared values, in IR order; empty for most graphs. */
+  ops: StepOp[];
+  decisions: Decision[];
+}
 
 const MAX_VOCAB = 1 << 20;
 
@@ -117,7 +133,7 @@ function build(program: Program, name: string, tokenSets: ReadonlyMap<string, Re
 
   const frame: Frame = { mem: new Float64Array(memCount), prev: new Float64Array(memCount), num: new Float64Array(sharedSlot.size) };
 
-  const plans: Decide[] = models.map((m, i) => {
+  const plans: Plan[] = models.map((m, i) => {
     const { active, shared } = layouts[i];
     const ctx: ExprContext = {
       frame,
@@ -134,9 +150,7 @@ function build(program: Program, name: string, tokenSets: ReadonlyMap<string, Re
         if (op) ops.push(op);
       } else if (shared.has(n.id)) ops.push(sharedOp(n, sharedSlot.get(n.id)!, ctx));
     }
-    let decide = STAY;
-    for (const id of [...program.routes[m]].reverse()) decide = decision(byId.get(id)!, decide, ctx, idOf);
-    return withOps(ops, decide);
+    return { ops, decisions: program.routes[m].map((id) => decision(byId.get(id)!, ctx, idOf)) };
   });
 
   const resetOnArrival: (readonly number[] | null)[] = models.map((m) => {
@@ -172,14 +186,43 @@ function build(program: Program, name: string, tokenSets: ReadonlyMap<string, Re
         meta.run = 0;
       }
       meta.run++;
-      if (memCount === 0) return plan(input, meta);
       const values = meta.mem;
       for (let i = 0; i < memCount; i++) {
         mem[i] = values[i];
         prev[i] = values[i];
       }
-      const target = plan(input, meta);
+      const { ops, decisions } = plan;
+      for (let i = 0; i < ops.length; i++) ops[i](input);
+      let target = 0;
+      let keep = true;
+      for (let i = 0; i < decisions.length; i++) {
+        const d = decisions[i];
+        // Hand back fires on the after-th consecutive call on this model (meta.run counts them).
+        if (d.type === HAND_BACK && meta.run < d.after) continue;
+        if (d.test !== null ? !passes(d.test, input) : d.when !== null && !d.when(input)) continue;
+        if (d.type === HANDOFF) {
+          target = d.to;
+          keep = d.keep;
+        } else if (d.type === HAND_BACK) {
+          target = d.to;
+        } else if (d.type === DRAW_MODEL) {
+          let u = d.u !== null ? d.u(input) : input.draw;
+          if (!(u >= 0)) u = 0;
+          const { ids, cumulative } = d;
+          let pick = ids[ids.length - 1];
+          for (let j = 0; j < cumulative.length; j++) {
+            if (u < cumulative[j]) {
+              pick = ids[j];
+              break;
+            }
+          }
+          target = pick === input.model ? 0 : pick;
+          keep = d.keep;
+        }
+        break;
+      }
       for (let i = 0; i < memCount; i++) values[i] = mem[i];
+      meta.keep = keep;
       return target;
     },
     send: (req) => standardSend(req, req.meta.keep === true),
@@ -200,84 +243,48 @@ function build(program: Program, name: string, tokenSets: ReadonlyMap<string, Re
   };
 }
 
-/** Runs the step's ops, then the decisions. */
-function withOps(ops: readonly StepOp[], decide: Decide): Decide {
-  if (ops.length === 0) return decide;
-  if (ops.length === 1) {
-    const op = ops[0];
-    return (x, meta) => {
-      op(x);
-      return decide(x, meta);
-    };
-  }
-  return (x, meta) => {
-    for (let i = 0; i < ops.length; i++) ops[i](x);
-    return decide(x, meta);
-  };
-}
-
-/** One decision node in front of `rest`, the decisions after it. */
-function decision(n: AnalyzedNode, rest: Decide, ctx: ExprContext, idOf: (m: string) => ModelId): Decide {
-  const when = Object.hasOwn(n.inputs, 'when') ? boolExpr(n.inputs.when, ctx) : null;
+/** One decision node, resolved against the plan's closures. */
+function decision(n: AnalyzedNode, ctx: ExprContext, idOf: (m: string) => ModelId): Decision {
   const p = n.params;
+  const guarded = Object.hasOwn(n.inputs, 'when');
+  const test = guarded ? signalTest(n.inputs.when, ctx) : null;
+  const d: Decision = {
+    type: STAY,
+    test,
+    when: guarded && test === null ? boolExpr(n.inputs.when, ctx) : null,
+    to: 0,
+    keep: true,
+    after: 0,
+    u: null,
+    ids: [],
+    cumulative: [],
+  };
   switch (n.type) {
-    case 'handoff': {
-      const to = idOf(p.to as string);
-      const keep = p.keep as boolean;
-      if (when === null)
-        return (_x, meta) => {
-          meta.keep = keep;
-          return to;
-        };
-      return (x, meta) => {
-        if (!when(x)) return rest(x, meta);
-        meta.keep = keep;
-        return to;
-      };
-    }
-    case 'handBack': {
-      const to = idOf(p.to as string);
-      const after = p.after as number;
-      return (x, meta) => {
-        // Fires on the after-th consecutive call on this model (meta.run counts them).
-        if (meta.run < after || (when !== null && !when(x))) return rest(x, meta);
-        meta.keep = true;
-        return to;
-      };
-    }
+    case 'handoff':
+      d.type = HANDOFF;
+      d.to = idOf(p.to as string);
+      d.keep = p.keep as boolean;
+      break;
+    case 'handBack':
+      d.type = HAND_BACK;
+      d.to = idOf(p.to as string);
+      d.after = p.after as number;
+      break;
     case 'drawModel': {
+      d.type = DRAW_MODEL;
       const w = p.weights as Record<string, number>;
-      const ids: ModelId[] = [];
-      const cumulative: number[] = [];
       let acc = 0;
       for (const model of Object.keys(w)) {
         if (!(w[model] > 0)) continue;
         acc += w[model];
-        ids.push(idOf(model));
-        cumulative.push(acc);
+        d.ids.push(idOf(model));
+        d.cumulative.push(acc);
       }
-      for (let i = 0; i < cumulative.length; i++) cumulative[i] /= acc;
-      const u = Object.hasOwn(n.inputs, 'u') ? numExpr(n.inputs.u, ctx) : null;
-      const keep = p.keep as boolean;
-      const last = ids[ids.length - 1];
-      return (x, meta) => {
-        if (when !== null && !when(x)) return rest(x, meta);
-        let v = u !== null ? u(x) : x.draw;
-        if (!(v >= 0)) v = 0;
-        let pick = last;
-        for (let i = 0; i < cumulative.length; i++) {
-          if (v < cumulative[i]) {
-            pick = ids[i];
-            break;
-          }
-        }
-        meta.keep = keep;
-        return pick === x.model ? 0 : pick;
-      };
+      for (let i = 0; i < d.cumulative.length; i++) d.cumulative[i] /= acc;
+      d.u = Object.hasOwn(n.inputs, 'u') ? numExpr(n.inputs.u, ctx) : null;
+      d.keep = p.keep as boolean;
+      break;
     }
-    default:
-      // Stay.
-      if (when === null) return STAY;
-      return (x, meta) => (when(x) ? STAY(x, meta) : rest(x, meta));
   }
+  return d;
 }

@@ -195,6 +195,74 @@ function distTopK(ref: IrPortRef, ctx: ExprContext): number {
   return node.type === 'distribution' ? (node.params.topK as number) : 0;
 }
 
+/** RouteInput fields a signal node reads directly. */
+const SIGNAL_FIELDS = {
+  entropy: 'entropy',
+  maxProb: 'maxProb',
+  margin: 'margin',
+  tokenProb: 'tokenProb',
+  stepsHere: 'stepsHere',
+  position: 'position',
+  generated: 'generated',
+  draw: 'draw',
+  sampledToken: 'token',
+} as const;
+type SignalField = (typeof SIGNAL_FIELDS)[keyof typeof SIGNAL_FIELDS];
+const COMPARE_OPS = ['>', '>=', '<', '<=', '==', '!='];
+
+/**
+ * The commonest guard, a Compare of one signal against a constant, as data: `passes` tests it
+ * inline, with no closure calls (closure call sites shared by every deployed graph go megamorphic).
+ */
+export interface SignalTest {
+  /** The RouteInput field read, or null for a router head. */
+  field: SignalField | null;
+  head: string;
+  /** Index in COMPARE_OPS; anything else compares with !=, as the closure form does. */
+  op: number;
+  value: number;
+}
+
+/** The guard behind a boolean port as a SignalTest, or null when it is not that shape. */
+export function signalTest(ref: IrPortRef, ctx: ExprContext): SignalTest | null {
+  const node = ctx.node(ref.node);
+  if (node.type !== 'compare') return null;
+  const a = ctx.node(node.inputs.a.node);
+  let value: number;
+  if (!Object.hasOwn(node.inputs, 'b')) value = node.params.value as number;
+  else {
+    const b = ctx.node(node.inputs.b.node);
+    if (b.type !== 'constant') return null;
+    value = Number(b.params.value);
+  }
+  const op = COMPARE_OPS.indexOf(node.params.op as string);
+  if (a.type === 'head') return { field: null, head: a.params.head as string, op, value };
+  if (Object.hasOwn(SIGNAL_FIELDS, a.type)) return { field: SIGNAL_FIELDS[a.type as keyof typeof SIGNAL_FIELDS], head: '', op, value };
+  return null;
+}
+
+/** Whether a SignalTest holds on this step; the same answer as the Compare node's closure. */
+export function passes(t: SignalTest, x: Input): boolean {
+  let v: number;
+  if (t.field !== null) v = +x[t.field];
+  else v = Object.hasOwn(x.heads, t.head) ? Number(x.heads[t.head]) : Number.NaN;
+  const b = t.value;
+  switch (t.op) {
+    case 0:
+      return v > b;
+    case 1:
+      return v >= b;
+    case 2:
+      return v < b;
+    case 3:
+      return v <= b;
+    case 4:
+      return v === b;
+    default:
+      return v !== b;
+  }
+}
+
 /** The step op that computes a shared node once into its slot. */
 export function sharedOp(node: AnalyzedNode, slot: number, ctx: ExprContext): StepOp {
   const { num } = ctx.frame;
