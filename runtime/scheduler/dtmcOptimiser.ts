@@ -1,5 +1,5 @@
 // The live threshold optimiser: the throughput model's optimiser, plus the prediction for the thresholds in force.
-import { optimiseThresholds, solveThroughput } from '../throughput/index.ts';
+import { evaluateThresholds, optimiseThresholds } from '../throughput/index.ts';
 import type { OptimiserAnswer, OptimiserInput } from './autoThresholds.ts';
 
 export function dtmcOptimiser(input: OptimiserInput, current: readonly number[]): OptimiserAnswer {
@@ -8,6 +8,6 @@ export function dtmcOptimiser(input: OptimiserInput, current: readonly number[])
   const key = current.join(',');
   const known = r.table.find((row) => row.thresholds.join(',') === key);
   const feasibleNow = current.reduce((s, t) => s + t - 1, 0) < input.N && current.every((t, i) => t <= input.maxBatch[i]);
-  const predictedCurrent = known ? known.tokensPerSec : feasibleNow ? solveThroughput({ ...model, thresholds: current }).tokensPerSec : 0;
+  const predictedCurrent = known ? known.tokensPerSec : feasibleNow ? evaluateThresholds(model, [...current]).tokensPerSec : 0;
   return { best: r.best, predictedBest: r.predicted, predictedCurrent };
 }

@@ -5,6 +5,7 @@ export { estimateRouting, type ModelRef, type RoutingEstimate, type RoutingOptio
 export { countFeasible, feasibleThresholds, type FixedThresholds } from './feasibleThresholds.ts';
 export { fitLatencyProfile, type LatencyProfile, type LatencySample } from './fitLatencyProfile.ts';
 export {
+  evaluateThresholds,
   optimiseThresholds,
   type OptimiseInput,
   type OptimiseOptions,

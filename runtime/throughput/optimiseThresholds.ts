@@ -1,5 +1,6 @@
 // Picks the feasible delayed-batching thresholds that maximise predicted committed tokens/sec.
 import { countFeasible, feasibleThresholds, type FixedThresholds } from './feasibleThresholds.ts';
+import { estimateChainStates, simulateWithConfidence, type PredictOptions } from './predictThroughput.ts';
 import { solveThroughput } from './solveThroughput.ts';
 import { ThroughputError } from './ThroughputError.ts';
 import type { ThroughputInput, ThroughputResult } from './types.ts';
@@ -11,14 +12,26 @@ export interface OptimiseOptions {
   fixed?: FixedThresholds;
   /** Above this many feasible vectors, search coordinate-wise instead of enumerating (default 400). */
   maxExhaustive?: number;
+  /**
+   * A candidate whose chain is estimated above this many states is evaluated by Monte Carlo
+   * instead (default 600 000, a few seconds per chain here); Infinity = always the chain.
+   */
+  maxChainStates?: number;
+  /** Simulation settings for those candidates; every candidate uses the same seeds, so their differences are not noise in the seeds. */
+  simulation?: Pick<PredictOptions, 'relTolerance' | 'budgetMs' | 'replicationMs' | 'replicationsPerRound' | 'seed'>;
 }
 
 export interface ThresholdRow {
   thresholds: number[];
   tokensPerSec: number;
+  /** Chain rows only (a simulated row leaves them empty). */
   meanBatch: number[];
   idleFraction: number[];
+  /** States of the solved chain; 0 for a simulated row. */
   states: number;
+  method: 'chain' | 'simulate';
+  /** Simulated rows: 95 % confidence half-width relative to the estimate. */
+  relHalfWidth?: number;
 }
 
 export interface OptimiseResult {
@@ -34,8 +47,17 @@ export interface OptimiseResult {
   exhaustive: boolean;
 }
 
-function row(thresholds: number[], r: ThroughputResult): ThresholdRow {
-  return { thresholds, tokensPerSec: r.tokensPerSec, meanBatch: r.meanBatch, idleFraction: r.idleFraction, states: r.states };
+function chainRow(thresholds: number[], r: ThroughputResult): ThresholdRow {
+  return { thresholds, tokensPerSec: r.tokensPerSec, meanBatch: r.meanBatch, idleFraction: r.idleFraction, states: r.states, method: 'chain' };
+}
+
+/** One candidate's prediction: the exact chain while it is affordable, else simulation with a stated error. */
+export function evaluateThresholds(input: OptimiseInput, thresholds: number[], opts: Pick<OptimiseOptions, 'maxChainStates' | 'simulation'> = {}): ThresholdRow {
+  const full = { ...input, thresholds };
+  if (estimateChainStates(full) <= (opts.maxChainStates ?? 600_000)) return chainRow(thresholds, solveThroughput(full));
+  const sim = simulateWithConfidence(full, { relTolerance: 0.005, budgetMs: 2000, replicationMs: 100_000, ...opts.simulation });
+  const mean = sim.samples.reduce((a, b) => a + b, 0) / sim.samples.length;
+  return { thresholds, tokensPerSec: mean, meanBatch: [], idleFraction: [], states: 0, method: 'simulate', relHalfWidth: sim.relHalfWidth };
 }
 
 export function optimiseThresholds(input: OptimiseInput, opts: OptimiseOptions = {}): OptimiseResult {
@@ -47,7 +69,7 @@ export function optimiseThresholds(input: OptimiseInput, opts: OptimiseOptions =
     const key = t.join(',');
     let r = evaluated.get(key);
     if (!r) {
-      r = row(t, solveThroughput({ ...input, thresholds: t }));
+      r = evaluateThresholds(input, t, opts);
       evaluated.set(key, r);
     }
     return r;
