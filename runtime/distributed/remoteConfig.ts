@@ -22,6 +22,8 @@ export const remoteModelSchema = z
      * re-prefills the lost caches on a surviving replica from the tokens the entry kept.
      */
     onReplicaLoss: z.enum(['fail', 'recompute']).default('fail'),
+    /** Batches in flight to this model: 2 hides the network round trip between steps; 1 sends one at a time. */
+    pipelineDepth: z.number().int().min(1).max(4).default(2),
   })
   .strict();
 

@@ -24,6 +24,7 @@ export function connectRemote(name: string, remote: RemoteModelConfig): Promise<
     stepTimeoutMs: remote.stepTimeoutMs,
     connectTimeoutMs: remote.connectTimeoutMs,
     onReplicaLoss: remote.onReplicaLoss,
+    pipelineDepth: remote.pipelineDepth,
   });
 }
 
