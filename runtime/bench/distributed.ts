@@ -9,6 +9,7 @@ import { NatsRunner } from '../distributed/natsRunner.ts';
 import { startNatsServer, stopChild, type NatsServerProcess } from '../distributed/natsServerProcess.ts';
 import { startDelayRelay } from '../distributed/delayRelay.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../distributed/netnsPair.ts';
+import { percentile } from '../loadgen/summarize.ts';
 import { simModel, type SimLatency } from '../distributed/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../distributed/subServerProcess.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
@@ -209,10 +210,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   }
   const relayStats = relay?.stats() ?? '';
   printTable(rows as unknown as Record<string, unknown>[]);
-  const median = (label: string) => {
-    const v = rows.filter((r) => r.case === label).map((r) => r.tok_s).sort((a, b) => a - b);
-    return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
-  };
+  const median = (label: string) => percentile(rows.filter((r) => r.case === label).map((r) => r.tok_s), 50);
   const [inProc, sep, cross] = ['in-process', 'separate-process', 'cross-host'].map(median);
   console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 90% at concurrency 8)`);
   if (relayStats) console.log(relayStats);

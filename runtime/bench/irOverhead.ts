@@ -13,6 +13,7 @@ import { Cluster } from '../engine/cluster.ts';
 import { SimRunner } from '../runner/simRunner.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { mix } from '../util/hash.ts';
+import { percentile } from '../loadgen/summarize.ts';
 import { printTable, type BenchOptions, type BenchReport } from './benchSuite.ts';
 
 const GRAPHS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/graphs');
@@ -39,12 +40,6 @@ const collect: () => void = (() => {
   v8.setFlagsFromString('--expose-gc');
   return vm.runInNewContext('gc') as () => void;
 })();
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 function measure(alg: Algorithm<unknown>, concurrency: number, requests: number, tokens: number): { us: number; committed: number } {
   collect();
@@ -88,9 +83,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     }
     rows.push({
       algorithm: name,
-      ts_us_per_token: median(ts_us),
-      ir_us_per_token: median(ir_us),
-      ir_over_ts: median(ratios),
+      ts_us_per_token: percentile(ts_us, 50),
+      ir_us_per_token: percentile(ir_us, 50),
+      ir_over_ts: percentile(ratios, 50),
       ir_over_ts_best_of: Math.min(...ir_us) / Math.min(...ts_us) - 1,
       pair_ratios: ratios,
     });

@@ -7,6 +7,9 @@ import { WorkerRunner } from '../runner/workerRunner.ts';
 import { GREEDY, type ModelRunner, type StepRow } from '../runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
+import { percentile } from '../loadgen/summarize.ts';
+
+const median = (xs: readonly number[]): number => percentile(xs, 50);
 
 export interface ModelsBenchRow {
   model: string;
@@ -57,12 +60,6 @@ async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBas
   }
   rows.forEach((r) => runner.release(r.cacheId));
   return { stepMs: median(walls), outside: Math.max(0, 1 - model / wall) };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 async function decodeLoop(runner: ModelRunner, batch: number, ctx: number, steps: number, cacheBase: number): Promise<void> {
