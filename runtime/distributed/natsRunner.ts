@@ -57,7 +57,7 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-export const WIRE_PROTOCOL = 1;
+export const WIRE_PROTOCOL = 2;
 
 interface Replica {
   name: string;

@@ -156,6 +156,9 @@ interface StepJson extends StepMeta {
   heads: (readonly string[])[];
 }
 
+/** Per-row flag bits of a step message. */
+const SUPPRESS_EOS = 1;
+
 export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array {
   const n = rows.length;
   let tokens = 0;
@@ -176,7 +179,7 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
   }
   const json: StepJson = { ...meta, ids: rows.map((r) => r.requestId), heads: headLists };
   const jsonBytes = ENCODER.encode(JSON.stringify(json));
-  const w = new Writer(WireKind.Step, n, tokens, jsonBytes, 4 * n * 8 + 6 * align8(n * 4) + align8(tokens * 4));
+  const w = new Writer(WireKind.Step, n, tokens, jsonBytes, 4 * n * 8 + 7 * align8(n * 4) + align8(tokens * 4));
   const cacheId = w.f64(n);
   const seed = w.f64(n);
   const temperature = w.f64(n);
@@ -187,6 +190,7 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
   const wantsTopK = w.i32(n);
   const wantsHidden = w.i32(n);
   const heads = w.i32(n);
+  const flags = w.i32(n);
   const tok = w.i32(tokens);
   let t = 0;
   for (let i = 0; i < n; i++) {
@@ -201,6 +205,7 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
     wantsTopK[i] = r.wants.topK;
     wantsHidden[i] = r.wants.hidden ? 1 : 0;
     heads[i] = headIdx[i];
+    flags[i] = r.sampling.suppressEos ? SUPPRESS_EOS : 0;
     const src = r.tokens;
     for (let j = 0; j < src.length; j++) tok[t++] = src[j];
   }
@@ -222,6 +227,7 @@ export function decodeStep(data: Uint8Array): DecodedStep {
   const wantsTopK = r.i32(n);
   const wantsHidden = r.i32(n);
   const heads = r.i32(n);
+  const flags = r.i32(n);
   const tok = r.i32(r.count2);
   const wants = new Map<string, StepWants>();
   const rows: StepRow[] = new Array(n);
@@ -237,7 +243,7 @@ export function decodeStep(data: Uint8Array): DecodedStep {
       requestId: json.ids[i],
       tokens: Array.from(tok.subarray(t, t + len)),
       position: position[i],
-      sampling: { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i] },
+      sampling: flags[i] & SUPPRESS_EOS ? { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i], suppressEos: true } : { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i] },
       wants: w,
     };
     t += len;

@@ -172,6 +172,7 @@ export class Cluster implements SubServerOwner {
       lanes,
       opts.prompt,
       opts.maxTokens,
+      Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens)),
       { ...GREEDY, ...opts.sampling },
       this.clock.now(),
       opts.onToken,

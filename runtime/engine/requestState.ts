@@ -35,6 +35,8 @@ export interface SubmitOptions<M = unknown> {
   id?: string;
   prompt: readonly number[];
   maxTokens: number;
+  /** The models' EOS is left out of every draw until this many tokens are committed (vLLM's min_tokens). */
+  minTokens?: number;
   algorithm: Algorithm<M>;
   sampling?: Partial<SamplingParams>;
   /**
@@ -66,6 +68,8 @@ export class RequestState {
   /** Sequence length at which decoding must stop: prompt + max tokens, capped by the smallest context. */
   readonly maxLength: number;
   readonly drawSeed: number;
+  /** `sampling` with EOS left out of the draw, used while fewer than `minTokens` are committed. */
+  readonly samplingBelowMin: SamplingParams;
 
   constructor(
     readonly id: string,
@@ -73,6 +77,7 @@ export class RequestState {
     readonly lanes: readonly SubServer[],
     prompt: readonly number[],
     readonly maxTokens: number,
+    readonly minTokens: number,
     readonly sampling: SamplingParams,
     readonly submittedAt: number,
     readonly onToken: SubmitOptions['onToken'],
@@ -90,6 +95,12 @@ export class RequestState {
     const maxContext = Math.min(...lanes.map((l) => l.runner.info.maxContext));
     this.maxLength = Math.min(prompt.length + maxTokens, maxContext);
     this.drawSeed = sampling.seed >>> 0;
+    this.samplingBelowMin = Object.freeze({ ...sampling, suppressEos: true });
+  }
+
+  /** Sampling for this request's next step. */
+  get stepSampling(): SamplingParams {
+    return this.producedBy.length < this.minTokens ? this.samplingBelowMin : this.sampling;
   }
 
   get promptLength(): number {

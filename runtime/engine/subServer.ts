@@ -249,7 +249,7 @@ export class SubServer implements SubServerHost, LaneView {
         requestId: req.id,
         tokens: req.tokens.slice(local.fed),
         position: local.fed,
-        sampling: req.sampling,
+        sampling: req.stepSampling,
         wants: local.wants,
       };
       const p = rowPhase(row);

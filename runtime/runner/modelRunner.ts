@@ -9,6 +9,11 @@ export interface SamplingParams {
   topK: number;
   /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
   seed: number;
+  /**
+   * The model's EOS token is left out of the draw (the request has not reached its `min_tokens`).
+   * Signals still describe the model's whole distribution.
+   */
+  suppressEos?: boolean;
 }
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });

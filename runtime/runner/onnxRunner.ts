@@ -232,6 +232,7 @@ export class OnnxRunner implements ModelRunner {
         model: this.info.name,
         topK: r.wants.topK,
         topLogitsK: needTopLogits,
+        eosTokenId: this.info.eosTokenId,
       });
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;

@@ -71,6 +71,8 @@ export interface AnalyzeOptions {
   topK: number;
   /** How many top raw logits to report (router inputs); 0 = none. */
   topLogitsK?: number;
+  /** The model's EOS id, left out of the draw when `sampling.suppressEos` is set. */
+  eosTokenId?: number;
 }
 
 /** Indices of the k largest entries of `x[0..n)`, best first (partial insertion; k is small). */
@@ -100,12 +102,22 @@ export function topIndices(x: Float32Array | Float64Array, k: number): number[] 
  */
 export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnalysis {
   const V = logits.length;
+  const eos = opts.eosTokenId ?? -1;
+  const ban = opts.sampling.suppressEos && eos >= 0 && eos < V && V > 1 ? eos : -1;
   let max = -Infinity;
   let arg = 0;
+  // Best token other than a banned EOS: the greedy pick, and the shift that keeps the draw's exps finite.
+  let drawMax = -Infinity;
+  let drawArg = 0;
   for (let i = 0; i < V; i++) {
-    if (logits[i] > max) {
-      max = logits[i];
+    const x = logits[i];
+    if (x > max) {
+      max = x;
       arg = i;
+    }
+    if (i !== ban && x > drawMax) {
+      drawMax = x;
+      drawArg = i;
     }
   }
   const p = new Float64Array(V);
@@ -131,7 +143,19 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
   const kReport = Math.max(opts.topK, 0);
   const top = topIndices(p, kReport);
   const s = opts.sampling;
-  const token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
+  let token: number;
+  if (ban < 0) token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
+  else if (!(s.temperature > 0)) token = drawArg;
+  else {
+    // The banned logit is set aside for the draw only, then put back.
+    const saved = logits[ban];
+    logits[ban] = -Infinity;
+    try {
+      token = sampleToken(logits, drawMax, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM));
+    } finally {
+      logits[ban] = saved;
+    }
+  }
   const kl = opts.topLogitsK ?? 0;
   const topLogits = kl > 0 ? topIndices(logits, kl).map((i) => logits[i]) : [];
   return {

@@ -105,8 +105,11 @@ export class SimRunner implements ModelRunner {
       cache.length += row.tokens.length;
       tokensFed += row.tokens.length;
       const o = this.next({ model: this.info.name, requestId: row.requestId, contextHash: h, position: cache.length, seed: row.sampling.seed });
+      const eos = this.info.eosTokenId;
+      // min_tokens not reached: an EOS becomes the next token id (a simulated model has no distribution to redraw from).
+      const token = row.sampling.suppressEos && o.token === eos && eos >= 0 ? (eos + 1) % this.info.vocabSize : o.token;
       out[i] = {
-        token: o.token,
+        token,
         entropy: o.entropy,
         maxProb: o.maxProb,
         margin: o.margin ?? o.maxProb / 2,

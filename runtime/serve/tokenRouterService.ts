@@ -39,6 +39,8 @@ export interface GenerateParams {
   model: string;
   promptIds: number[];
   maxTokens: number;
+  /** Neither EOS nor a stop string ends the request before this many tokens (vLLM's min_tokens). */
+  minTokens?: number;
   sampling: SamplingParams;
   stop: string[];
   /** With model "draft": an IR to compile and run without storing it. */
@@ -291,17 +293,19 @@ export class TokenRouterService {
     let emitted = 0;
     let stopAt = -1;
     const hold = Math.max(0, ...params.stop.map((s) => s.length - 1));
+    const minTokens = params.minTokens ?? 0;
     const handle = this.cluster.submit({
       id,
       prompt: params.promptIds,
       maxTokens,
+      minTokens: params.minTokens,
       sampling: params.sampling,
       algorithm,
       onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
         if (stopAt >= 0) return;
         ids.push(token);
         text = tok.decode(ids);
-        for (const s of params.stop) {
+        if (ids.length >= minTokens) for (const s of params.stop) {
           const k = text.indexOf(s, Math.max(0, emitted - s.length));
           if (k >= 0 && (stopAt < 0 || k < stopAt)) stopAt = k;
         }

@@ -34,11 +34,15 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       if (requested > service.config.limits.maxTokens) {
         throw new TokenRouterError('invalid_request', `max_tokens is ${requested}; this server allows at most ${service.config.limits.maxTokens}`, 'max_tokens');
       }
+      if (body.min_tokens != null && body.min_tokens > requested) {
+        throw new TokenRouterError('invalid_request', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`, 'min_tokens');
+      }
       const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
       const params = {
         model: body.model,
         promptIds,
         maxTokens: requested,
+        minTokens: body.ignore_eos ? requested : (body.min_tokens ?? 0),
         sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, topK: 0, seed: (body.seed ?? crypto.randomInt(2 ** 31)) >>> 0 },
         stop: stop.filter((s) => s.length > 0),
         draftIr: body.tokenrouter_ir,

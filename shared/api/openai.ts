@@ -14,6 +14,9 @@ const common = {
   stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
   n: z.literal(1).nullish(),
   user: z.string().max(256).nullish(),
+  /** vLLM extensions: no EOS and no stop string before this many tokens; `ignore_eos` = min_tokens of max_tokens. */
+  min_tokens: z.number().int().min(0).max(1_000_000).nullish(),
+  ignore_eos: z.boolean().nullish(),
   /** With model "draft": an algorithm IR to run without deploying it (the designer's playground). */
   tokenrouter_ir: z.unknown().optional(),
 };

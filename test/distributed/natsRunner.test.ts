@@ -22,6 +22,7 @@ describe('stepCodec', () => {
       { cacheId: 7, requestId: 'req-a', tokens: [1, 2, 3, 40000], position: 0, sampling: { temperature: 0.7, topP: 0.9, topK: 5, seed: 4294967295 }, wants: { topK: 4, hidden: true, heads: ['citer', 'r2r'] } },
       { cacheId: 2 ** 40, requestId: 'ünïcode', tokens: [9], position: 123, sampling: GREEDY, wants: { topK: 0, hidden: false, heads: [] } },
       { cacheId: 8, requestId: 'req-c', tokens: [5, 6], position: 17, sampling: { temperature: 1 / 3, topP: 1, topK: 0, seed: 12 }, wants: { topK: 4, hidden: true, heads: ['citer', 'r2r'] } },
+      { cacheId: 9, requestId: 'req-d', tokens: [4], position: 30, sampling: { ...GREEDY, suppressEos: true }, wants: { topK: 0, hidden: false, heads: [] } },
     ];
     const meta = { entry: 'e1', seq: 3, admit: true, stickyOn: ['a.b'] };
     const bytes = encodeStep(meta, rows);
@@ -30,8 +31,8 @@ describe('stepCodec', () => {
       expect(back.meta).toEqual(meta);
       expect(back.rows).toEqual(rows);
     }
-    // 3 rows, 7 tokens: a small header, ~60 bytes of JSON, then fixed columns; no JSON number arrays
-    expect(bytes.length).toBeLessThan(400);
+    // 4 rows, 8 tokens: a small header, ~70 bytes of JSON, then fixed columns; no JSON number arrays
+    expect(bytes.length).toBeLessThan(460);
     expect(new TextDecoder().decode(bytes)).not.toContain('40000');
   });
 

@@ -34,6 +34,29 @@ describe('analyzeRow', () => {
     expect(a.topLogits).toEqual([Math.fround(Math.log(6)), Math.fround(Math.log(3))]);
   });
 
+  it('suppressEos leaves EOS out of the draw, greedy and sampled, and nothing else changes', () => {
+    const logits = new Float32Array([0, Math.log(6), Math.log(3), 0]);
+    const eos = 1;
+    const free = analyzeRow(logits, { ...base, sampling: GREEDY, eosTokenId: eos });
+    const banned = analyzeRow(logits, { ...base, sampling: { ...GREEDY, suppressEos: true }, eosTokenId: eos });
+    expect(free.token).toBe(1);
+    expect(banned.token).toBe(2);
+    // The signals describe the model's distribution, EOS included; the logits are left as they were.
+    expect({ ...banned, token: 0, tokenProb: 0 }).toEqual({ ...free, token: 0, tokenProb: 0 });
+    expect(banned.tokenProb).toBeCloseTo(3 / 11, 6);
+    expect(Array.from(logits)).toEqual(Array.from(new Float32Array([0, Math.log(6), Math.log(3), 0])));
+    const counts = [0, 0, 0, 0];
+    for (let seed = 0; seed < 4000; seed++) {
+      counts[analyzeRow(logits, { ...base, position: seed, sampling: { temperature: 1, topP: 1, topK: 0, seed, suppressEos: true }, eosTokenId: eos }).token]++;
+    }
+    expect(counts[eos]).toBe(0);
+    // What is left is drawn as renormalised: 1/5, 3/5, 1/5.
+    expect(counts[2] / 4000).toBeGreaterThan(0.55);
+    expect(counts[2] / 4000).toBeLessThan(0.65);
+    expect(counts[0] / 4000).toBeGreaterThan(0.17);
+    expect(counts[0] / 4000).toBeLessThan(0.23);
+  });
+
   it('topIndices keeps the best k in order', () => {
     expect(topIndices(new Float32Array([3, 9, 1, 9, 4]), 3)).toEqual([1, 3, 4]);
   });
@@ -123,5 +146,30 @@ describe('sampling through the runner', () => {
     // other seeds give other continuations
     const others = await together([8, 9, 10, 11].map((seed, i) => ({ id: 20 + i, prompt: prompts[0], seed })), 16);
     expect(others.some((o) => JSON.stringify(o) !== JSON.stringify(alone[0]))).toBe(true);
+  });
+
+  it('suppressEos: the real model never samples its EOS, greedy or hot, while it does without', async () => {
+    const eos = runner.info.eosTokenId;
+    const decode = async (id: number, sampling: SamplingParams, steps: number): Promise<number[]> => {
+      const out: number[] = [];
+      let next = prompts[0];
+      let pos = 0;
+      for (let s = 0; s < steps; s++) {
+        const [t] = (await runner.step([{ cacheId: id, requestId: `e${id}`, tokens: next, position: pos, sampling, wants: NO_WANTS }])).rows;
+        pos += next.length;
+        out.push(t.token);
+        next = [t.token];
+      }
+      runner.release(id);
+      return out;
+    };
+    // Greedy, the small model answers and ends: its EOS comes within the first 60 tokens.
+    const free = await decode(40, GREEDY, 60);
+    const cut = free.indexOf(eos);
+    expect(cut).toBeGreaterThan(0);
+    const held = await decode(41, { ...GREEDY, suppressEos: true }, 60);
+    expect(held).not.toContain(eos);
+    expect(held.slice(0, cut)).toEqual(free.slice(0, cut));
+    for (const seed of [1, 2, 3]) expect(await decode(50 + seed, { ...sampling(seed), suppressEos: true }, 60)).not.toContain(eos);
   });
 });
