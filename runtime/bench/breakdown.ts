@@ -57,7 +57,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const algorithms = f.list('algorithms', ['r2r']);
   const requests = f.sized('requests', 128, 24);
   const maxTokens = f.num('max-tokens', 128);
-  const maskEos = f.bool('ignore-eos', false);
+  const ignoreEos = f.bool('ignore-eos', false);
   const fixed = f.num('large-threshold', 0);
   const set = await loadRunnerSet(f.str('runners'));
   const method = thresholdMethod(f.str('thresholds'));
@@ -69,7 +69,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     for (const algorithm of algorithms) {
       const lanes = ALGORITHM_LANES[algorithm];
       if (!lanes) throw new Error(`unknown algorithm "${algorithm}"`);
-      const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos, recordSteps: true };
+      const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos, recordSteps: true };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
       else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
@@ -114,7 +114,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     algorithms,
     requests,
     max_tokens: maxTokens,
-    eos: maskEos ? 'masked' : 'natural',
+    eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
     tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep of the large lane'}`,
     baseline_mode: 'step-sync, retainState false',
     busy_time: 'per batch: sub-server launch → results routed and streamed (trace batch start/end, real clock); summed per lane',

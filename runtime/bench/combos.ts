@@ -23,7 +23,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const method = thresholdMethod(f.str('thresholds'));
   const calibrationRequests = f.sized('calibration-requests', 48, 8);
   const maxTokens = f.num('max-tokens', 128);
-  const maskEos = f.bool('ignore-eos', false);
+  const ignoreEos = f.bool('ignore-eos', false);
   const repeats = f.sized('repeats', 2, 1);
   const set = await loadRunnerSet(f.str('runners'));
   const total = PAIRS.length * (choiceSteps(method, concurrency) + 2 * repeats);
@@ -36,7 +36,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       // The algorithm's lanes are called small and large; here they run whichever pair is measured.
       const cmp = await tokenRouterVsBaseline(
         set,
-        { algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos },
+        { algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos },
         { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
       );
       const tr = runFigures(cmp.tokenrouter);
@@ -71,7 +71,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
     calibration_requests: calibrationRequests,
     max_tokens: maxTokens,
-    eos: maskEos ? 'masked' : 'natural',
+    eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
     lanes: 'the algorithm’s "small" lane runs the first model of the pair, its "large" lane the second',
     tokenrouter_mode: `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model (calibrated per pair)' : 'a sweep of the second model'}`,
     baseline_mode: 'step-sync, retainState false',

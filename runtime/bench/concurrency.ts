@@ -80,7 +80,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const bundledRows: Row[] = [];
   let runnerDesc: Record<string, unknown> = {};
   const maxTokens = f.num('max-tokens', 128);
-  const maskEos = f.bool('ignore-eos', false);
+  const ignoreEos = f.bool('ignore-eos', false);
   if (!skipBundled) {
     const set = await loadRunnerSet(f.str('runners'));
     runnerDesc = set.description;
@@ -90,7 +90,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     try {
       for (const n of levels) {
         const requests = Math.max(8, n * f.sized('bundled-requests-per-client', 12, 2));
-        const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, maskEos };
+        const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, ignoreEos };
         const label = `concurrency ${set.kind} N=${n}`;
         const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: Math.max(8, n * f.sized('calibration-requests-per-client', 6, 1)), onStep: (what) => progress(`${label} ${what}`, ++done, total) });
         choices[n] = choiceJson(s);
@@ -154,7 +154,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     },
     bundled: skipBundled
       ? 'skipped (--runners none)'
-      : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: maskEos ? 'masked' : 'natural', tokenrouter_mode: `async-delayed, retainState true, thresholds per N from ${method === 'model' ? 'the throughput model (calibrated per N)' : 'a sweep of the large lane'}`, baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
+      : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', tokenrouter_mode: `async-delayed, retainState true, thresholds per N from ${method === 'model' ? 'the throughput model (calibrated per N)' : 'a sweep of the large lane'}`, baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
     client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     quick: f.quick,
   };

@@ -61,7 +61,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       for (const maxTokens of bundledLengths) {
         const cmp = await tokenRouterVsBaseline(
           set,
-          { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, maskEos: true },
+          { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos: true },
           { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`length ${set.kind} ${maxTokens} ${what}`, ++done, total) },
         );
         const tr = runFigures(cmp.tokenrouter);
@@ -96,7 +96,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   printTable(paperRows);
   console.log(`throughput drop ${paperLengths[0]} → ${paperLengths[paperLengths.length - 1]}: TokenRouter ${(100 * tokenrouterDrop).toFixed(1)}%, baseline ${(100 * baselineDrop).toFixed(1)}% (target: TokenRouter ≤ 15%)`);
   if (bundled) {
-    console.log(`bundled models over HTTP (${bundled.runners}), R2R, EOS masked:`);
+    console.log(`bundled models over HTTP (${bundled.runners}), R2R, ignore_eos:`);
     printTable(bundledRows);
     console.log(`throughput drop ${bundledLengths[0]} → ${bundledLengths[bundledLengths.length - 1]}: TokenRouter ${(100 * (bundled.tokenrouter_drop as number)).toFixed(1)}%, baseline ${(100 * (bundled.baseline_drop as number)).toFixed(1)}%`);
   }
@@ -124,7 +124,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           lengths: bundledLengths,
           repeats: `${repeats} per length (baseline and TokenRouter alternate, pooled)`,
           why_not_1024: 'the bundled models have a 256-token context; prompts take ~16 tokens, so 224 is the longest output they hold',
-          eos: 'masked: every request runs to max_tokens (vLLM min_tokens); text past the answer is the model continuing',
+          eos: 'ignore_eos in every request: each runs to max_tokens; text past the answer is the model continuing',
           tokenrouter_mode: `async-delayed, retainState true, thresholds per length from ${method === 'model' ? 'the throughput model (calibrated per length)' : 'a sweep of the large lane'}`,
           baseline_mode: 'step-sync, retainState false',
           transport: 'HTTP/SSE, in-process server',

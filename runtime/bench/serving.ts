@@ -26,7 +26,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const calibrationRequests = f.sized('calibration-requests', 48, 8);
   const warmup = f.num('warmup', concurrency * 2);
   const maxTokens = f.num('max-tokens', 128);
-  const maskEos = f.bool('ignore-eos', false);
+  const ignoreEos = f.bool('ignore-eos', false);
   const repeats = f.sized('repeats', 2, 1);
   const set = await loadRunnerSet(f.str('runners'));
   const total = algorithms.length * (choiceSteps(method, concurrency) + 2 * repeats);
@@ -43,7 +43,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       try {
         cmp = await tokenRouterVsBaseline(
           set,
-          { algorithm, lanes, concurrency, requests, warmup, maxTokens, maskEos },
+          { algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos },
           { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
         );
       } catch (e) {
@@ -103,7 +103,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     warmup_requests: warmup,
     calibration_requests: calibrationRequests,
     max_tokens: maxTokens,
-    eos: maskEos ? 'masked (every request runs to max_tokens)' : 'natural (the model stops when it answers)',
+    eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural (the model stops when it answers)',
     prompt: 'chat "Q: <a>*<b>=\\nA: " — the bundled multiplication task (sampleQuestion(i))',
     temperature: 0,
     tokenrouter_mode: `async-delayed, retainState true, thresholds ${method === 'model' ? 'from the throughput model (P, C and L_i(b) calibrated by one run with thresholds 1; entry lane fixed at 1)' : 'from a sweep of the large lane (others 1)'}`,

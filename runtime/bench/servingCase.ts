@@ -34,8 +34,8 @@ export interface ServingCase {
   requests: number;
   warmup: number;
   maxTokens: number;
-  /** Run every request to max_tokens (EOS masked, vLLM's min_tokens). */
-  maskEos?: boolean;
+  /** Requests carry `ignore_eos: true` (vLLM's --ignore-eos): every one runs to max_tokens. */
+  ignoreEos?: boolean;
   maxWaitMs?: number;
   maxBatch?: number;
   /** Keep per-batch timings for the overhead breakdown. */
@@ -102,7 +102,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
   for (const [lane, runnerName] of Object.entries(c.lanes)) {
     const r = set.runners.get(runnerName);
     if (!r) throw new Error(`no runner "${runnerName}" in this runner set (${[...set.runners.keys()].join(', ')})`);
-    laneRunners.set(lane, c.maskEos ? r.withOptions({ maskEos: true }) : r);
+    laneRunners.set(lane, r);
   }
   const config = parseServerConfig({
     port: 0,
@@ -116,7 +116,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
   const service = await TokenRouterService.start(config, { runners: new Map(laneRunners), tokenizer: set.tokenizer });
   const server = await startServer(service, 0, '127.0.0.1');
   try {
-    const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, prompt: benchPrompt, warmup: 0 };
+    const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, ignoreEos: c.ignoreEos === true, prompt: benchPrompt, warmup: 0 };
     const inChild = (c.client ?? defaultClient) === 'process';
     const drive = (requests: number, warmup: number, onProgress?: (d: number, t: number) => void) =>
       inChild ? benchmarkServingInChild({ ...load, requests, warmup }) : benchmarkServing({ ...load, requests, warmup, onProgress });

@@ -19,6 +19,8 @@ export interface ServingLoad {
   /** The user message of request i (warm-up requests use negative i). */
   prompt: (i: number) => string;
   temperature?: number;
+  /** Send `ignore_eos: true` (vLLM's `--ignore-eos`): every request runs to max_tokens. */
+  ignoreEos?: boolean;
   /** Called after each measured request ends. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -35,7 +37,9 @@ export interface ServingRun {
 }
 
 function body(load: ServingLoad, i: number): CompletionBody {
-  return { model: load.model, messages: [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
+  const b: CompletionBody = { model: load.model, messages: [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
+  if (load.ignoreEos) b.ignore_eos = true;
+  return b;
 }
 
 async function runBatch(load: ServingLoad, agent: http.Agent, ids: number[], onDone?: (n: number) => void): Promise<RequestRecord[]> {

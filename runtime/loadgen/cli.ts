@@ -4,7 +4,7 @@ import { benchmarkServing, type ServingRun } from './benchmarkServing.ts';
 import { benchPrompt } from './benchPrompt.ts';
 
 const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--concurrency 4] [--requests 64]
-       [--warmup 8] [--max-tokens 128] [--json FILE] [--records true] [--quiet true]
+       [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--json FILE] [--records true] [--quiet true]
 Streams chat completions at a fixed concurrency (vLLM benchmark_serving style) and prints TTFT, TPOT,
 ITL, E2E (mean, median, p99) and committed output throughput.`;
 
@@ -40,6 +40,7 @@ export async function main(argv: string[]): Promise<number> {
     requests: num('requests', 64),
     warmup: num('warmup', concurrency * 2),
     maxTokens: num('max-tokens', 128),
+    ignoreEos: f['ignore-eos'] === 'true',
     prompt: benchPrompt,
     onProgress: quiet ? undefined : (d, t) => process.stderr.write(`\r${d}/${t} requests`),
   });

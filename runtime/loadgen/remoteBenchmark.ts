@@ -13,6 +13,7 @@ export interface RemoteLoad {
   requests: number;
   warmup: number;
   maxTokens: number;
+  ignoreEos?: boolean;
 }
 
 const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
@@ -20,7 +21,7 @@ const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 /** Prompts are the bundled task's (benchPrompt): a child process cannot take a closure. */
 export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
-  const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--records', 'true', '--quiet', 'true'];
+  const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true'];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

@@ -8,6 +8,8 @@ export interface CompletionBody {
   max_tokens: number;
   temperature?: number;
   seed?: number;
+  /** vLLM's extension: run to max_tokens whatever the model would end on. */
+  ignore_eos?: boolean;
 }
 
 interface StreamChunk {
