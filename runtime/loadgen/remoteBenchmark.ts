@@ -3,18 +3,11 @@ import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ServingRun } from './benchmarkServing.ts';
+import type { ServingLoad, ServingRun } from './benchmarkServing.ts';
 import { servingMetrics, type RequestRecord } from './requestMetrics.ts';
 
-export interface RemoteLoad {
-  baseUrl: string;
-  model: string;
-  concurrency: number;
-  requests: number;
-  warmup: number;
-  maxTokens: number;
-  ignoreEos?: boolean;
-}
+/** The load as a child process can take it: no prompt closure or progress callback. */
+export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos'>;
 
 const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 

@@ -8,18 +8,7 @@ import { TokenRouterError } from '../../runtime/errors.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 import type { SchedulingMode } from '../../runtime/scheduler/schedulingMode.ts';
-
-/** small hands to large (discarding) every `every`-th step; large keeps one token and hands back. */
-function everyN(every: number): Algorithm<null> {
-  return {
-    name: `every-${every}`,
-    models: ['small', 'large'],
-    entry: 1,
-    initMeta: () => null,
-    route: (r) => (r.model === 1 ? (r.stepsHere % every === 0 ? 2 : 0) : 1),
-    send: (req) => standardSend(req, req.from === 2),
-  };
-}
+import { everyN } from './everyN.ts';
 
 function setup(opts: Partial<ClusterOptions> & { latency?: [number, number]; kv?: number } = {}) {
   const clock = new VirtualClock();

@@ -1,6 +1,5 @@
 // A runner that takes two steps in flight (a sub-server across a network): same tokens, disjoint batches, no idle round trips.
 import { describe, expect, it } from 'vitest';
-import { standardSend, type Algorithm } from '../../shared/algorithm.ts';
 import type { TraceEventOf } from '../../shared/trace.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
@@ -8,18 +7,7 @@ import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/mode
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import type { SchedulingMode } from '../../runtime/scheduler/schedulingMode.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
-
-/** small hands to large every `every`-th step; large keeps one token and hands back. */
-function everyN(every: number): Algorithm<null> {
-  return {
-    name: `every-${every}`,
-    models: ['small', 'large'],
-    entry: 1,
-    initMeta: () => null,
-    route: (r) => (r.model === 1 ? (r.stepsHere % every === 0 ? 2 : 0) : 1),
-    send: (req) => standardSend(req, true),
-  };
-}
+import { everyN } from './everyN.ts';
 
 /**
  * A model on another host: each step reaches it `oneWayMs` after it is sent, waits behind the
