@@ -169,6 +169,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const delayMs = f.num('delay-ms', 1);
   // Steps in flight per remote model: 2 keeps the next batch waiting at the sub-server; 1 shows the round trip's cost.
   const pipelineDepth = f.num('pipeline-depth', 2);
+  // Optional: one more cross-host case per round at another depth, through the same sub-server, so
+  // two depths are compared side by side rather than across runs.
+  const compareDepth = f.num('compare-depth', 0);
+  const compareLabel = `cross-host depth ${compareDepth}`;
   const subLatency = latencyOf('large');
   const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`];
   const rounds = f.sized('rounds', 3, 1);
@@ -194,12 +198,15 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     runners.push(separate);
     const cross = await connectTo(nats.url, 'bench-remote', pipelineDepth);
     runners.push(cross);
+    const crossCompare = compareDepth > 0 ? await connectTo(nats.url, 'bench-remote', compareDepth) : null;
+    if (crossCompare) runners.push(crossCompare);
     console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`);
     for (let round = 1; round <= rounds; round++) {
       console.error(`[distributed] round ${round}/${rounds}`);
       rows.push({ ...(await closedLoop('in-process', simModel({ name: 'large', latency: subLatency, vocab: 'hash' }), w)), round });
       rows.push({ ...(await closedLoop('separate-process', separate, w)), round });
       rows.push({ ...(await closedLoop('cross-host', cross, w)), round });
+      if (crossCompare) rows.push({ ...(await closedLoop(compareLabel, crossCompare, w)), round });
     }
   } finally {
     for (const r of runners) await r.close().catch(() => {});
@@ -213,6 +220,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const median = (label: string) => percentile(rows.filter((r) => r.case === label).map((r) => r.tok_s), 50);
   const [inProc, sep, cross] = ['in-process', 'separate-process', 'cross-host'].map(median);
   console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 90% at concurrency 8)`);
+  const compared = compareDepth > 0 ? median(compareLabel) : null;
+  if (compared !== null) console.log(`${compareLabel}: ${compared.toFixed(1)} tok/s (${((compared / inProc) * 100).toFixed(1)}% of in-process; ${((compared / cross) * 100).toFixed(1)}% of depth ${pipelineDepth})`);
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
@@ -235,6 +244,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       cross_host_tok_s: cross,
       separate_process_ratio: sep / inProc,
       cross_host_ratio: cross / inProc,
+      ...(compared !== null ? { compare_depth: compareDepth, compare_depth_cross_host_tok_s: compared, compare_depth_cross_host_ratio: compared / inProc } : {}),
       cases: rows,
     },
   };

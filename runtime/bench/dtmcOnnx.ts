@@ -6,8 +6,9 @@
 // load hits every setting alike); each setting gets a settling period, then its committed tokens are
 // counted over a fixed wall-clock window. The model's inputs come from the same server: P and C from
 // every request step of the measured windows (estimateRouting), L_i(b) from their batch wall times,
-// launch to results routed (fitLatencyProfile); also from the T = 1 windows alone, the calibration
-// modelThresholds uses.
+// launch to results routed, split by whether the other model was running at launch (two cores are
+// shared, so overlapping steps slow each other); also with one L_i(b) per batch size (DESIGN §4), and
+// from the T = 1 windows alone, the calibration modelThresholds uses.
 import os from 'node:os';
 import path from 'node:path';
 import { r2r } from '../../examples/algorithms/r2r.ts';
@@ -15,7 +16,16 @@ import { createRealClock } from '../clock/clock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { RequestHandle } from '../engine/cluster.ts';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
-import { estimateRouting, fitLatencyProfile, solveThroughput, type LatencySample, type RoutingStep } from '../throughput/index.ts';
+import {
+  estimateRouting,
+  fitContendedLatency,
+  fitLatencyProfile,
+  markContended,
+  solveThroughput,
+  type LatencySample,
+  type RoutingStep,
+  type TimedBatch,
+} from '../throughput/index.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
@@ -95,14 +105,18 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   // and every batch's wall time.
   let recording: number | null = null;
   const steps: (RoutingStep & { setting: number })[] = [];
-  const samples: (LatencySample & { setting: number })[] = [];
+  // Every batch, counted or not: whether a counted batch overlapped the other model depends on batches
+  // launched before its window opened.
+  const timed: (TimedBatch & { setting: number | null })[] = [];
   const handoffs = new Map<string, { to: string; kept: boolean }>();
   trace.subscribe((e) => {
+    if (e.type === 'batch') {
+      timed.push({ setting: recording, model: LANES.indexOf(e.model as (typeof LANES)[number]), batch: e.requestIds.length, startMs: e.start, endMs: e.end });
+    }
     if (recording === null) return;
     const setting = recording;
     if (e.type === 'handoff') handoffs.set(`${e.batchId}:${e.requestId}`, { to: e.to, kept: e.kept });
     if (e.type !== 'batch') return;
-    samples.push({ setting, model: LANES.indexOf(e.model as (typeof LANES)[number]), batch: e.requestIds.length, ms: Math.max(1e-3, e.end - e.start) });
     for (const id of e.requestIds) {
       const key = `${e.batchId}:${id}`;
       const h = handoffs.get(key);
@@ -181,6 +195,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   // thresholds 1 sees, as modelThresholds does: large batches rarely form there, so L_large(b) for
   // larger b is extrapolated).
   const maxBatch = LANES.map(() => N);
+  const samples: (LatencySample & { setting: number })[] = markContended(timed).flatMap((x, k) => {
+    const setting = timed[k].setting;
+    return setting === null ? [] : [{ ...x, setting }];
+  });
   const inputsFrom = (keep: (setting: number) => boolean) => {
     const st = steps.filter((s) => keep(s.setting));
     const est = estimateRouting(st, { models: [...LANES], entryModel: 'small' });
@@ -189,11 +207,21 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const predicted = new Map(
       thresholds.map((t) => [t, solveThroughput({ N, P: est.P, C: est.C, latency: profile.table, maxBatch, thresholds: [1, t] }).tokensPerSec]),
     );
-    return { est, profile, predicted, samples: sm };
+    // The same, with step latency split by whether the other model was running at launch.
+    const split = fitContendedLatency(sm, { maxBatch });
+    const predictedContended = new Map(
+      thresholds.map((t) => [
+        t,
+        solveThroughput({ N, P: est.P, C: est.C, latency: split.alone.table, contendedLatency: split.contended.table, maxBatch, thresholds: [1, t] }).tokensPerSec,
+      ]),
+    );
+    return { est, profile, split, predicted, predictedContended, samples: sm };
   };
   const pooled = inputsFrom(() => true);
   const t1 = inputsFrom((s) => s === 1);
-  const { est, profile, predicted } = pooled;
+  const { est, profile, split } = pooled;
+  // Primary prediction: contention-aware (on 2 cores a model's step time depends on whether the other runs).
+  const predicted = pooled.predictedContended;
   // Each setting with the step latency measured in its own windows (P, C pooled): the chain's
   // queueing dynamics alone, with the latency model's error (how L_i(b) shifts with the mix of
   // work the other model runs on the shared cores) taken out.
@@ -219,8 +247,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       measured_q1: quantile(xs, 0.25),
       measured_q3: quantile(xs, 0.75),
       rel_error: (pred - med) / med,
-      predicted_t1_cal: t1.predicted.get(t)!,
-      rel_error_t1_cal: (t1.predicted.get(t)! - med) / med,
+      predicted_batch_only: pooled.predicted.get(t)!,
+      rel_error_batch_only: (pooled.predicted.get(t)! - med) / med,
+      predicted_t1_cal: t1.predictedContended.get(t)!,
+      rel_error_t1_cal: (t1.predictedContended.get(t)! - med) / med,
       predicted_own_latency: own.get(t)!,
       rel_error_own_latency: (own.get(t)! - med) / med,
       measured_round_norm: median(normalised.get(t)!),
@@ -233,6 +263,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const bestBy = (key: string) => rows.reduce((a, b) => ((b[key] as number) > (a[key] as number) ? b : a));
   const gapOf = (key: string) => ((bestMeas.measured_median_tok_s as number) - (bestBy(key).measured_median_tok_s as number)) / (bestMeas.measured_median_tok_s as number);
   const maxRelOwn = Math.max(...rows.map((r) => Math.abs(r.rel_error_own_latency as number)));
+  const maxRelBatchOnly = Math.max(...rows.map((r) => Math.abs(r.rel_error_batch_only as number)));
   const bestNorm = bestBy('measured_round_norm');
   const bestPredT1 = rows.reduce((a, b) => ((b.predicted_t1_cal as number) > (a.predicted_t1_cal as number) ? b : a));
   const gapT1 = ((bestMeas.measured_median_tok_s as number) - (bestPredT1.measured_median_tok_s as number)) / (bestMeas.measured_median_tok_s as number);
@@ -246,6 +277,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     best_gap: gap,
     max_rel_error: maxRel,
     iqr_over_median: spread,
+    batch_only_predicted_best: bestBy('predicted_batch_only').thresholds,
+    batch_only_best_gap: gapOf('predicted_batch_only'),
+    batch_only_max_rel_error: maxRelBatchOnly,
     t1_cal_predicted_best: bestPredT1.thresholds,
     t1_cal_best_gap: gapT1,
     t1_cal_max_rel_error: maxRelT1,
@@ -265,6 +299,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       `[best within 1%: ${gap <= 0.01 ? 'met' : 'MISSED'}; error within 10%: ${maxRel <= 0.1 ? 'met' : 'MISSED'}]`,
   );
   console.log(
+    `latency by batch size only (DESIGN §4, no contention): predicted best ${bestBy('predicted_batch_only').thresholds}, best_gap ${(gapOf('predicted_batch_only') * 100).toFixed(2)}%, max |error| ${(maxRelBatchOnly * 100).toFixed(1)}%`,
+  );
+  console.log(
     `calibrated on the T = 1 windows only: predicted best ${bestPredT1.thresholds}, best_gap ${(gapT1 * 100).toFixed(2)}%, max |error| ${(maxRelT1 * 100).toFixed(1)}%`,
   );
   console.log(
@@ -272,14 +309,23 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       `round-normalised measured best ${bestNorm.thresholds}`,
   );
   console.log(`P = ${JSON.stringify(est.P.map((r) => r.map((x) => +x.toFixed(4))))}, C = ${JSON.stringify(est.C.map((r) => r.map((x) => +x.toFixed(3))))}`);
-  console.log(`L(b) ms: small ${profile.table[0].map((x) => x.toFixed(2)).join(' ')} | large ${profile.table[1].map((x) => x.toFixed(2)).join(' ')}`);
+  const fmt = (xs: readonly number[]) => xs.map((x) => x.toFixed(2)).join(' ');
+  console.log(`L(b) ms pooled: small ${fmt(profile.table[0])} | large ${fmt(profile.table[1])}`);
+  console.log(`L(b) ms alone: small ${fmt(split.alone.table[0])} | large ${fmt(split.alone.table[1])}`);
+  console.log(`L(b) ms contended: small ${fmt(split.contended.table[0])} | large ${fmt(split.contended.table[1])}`);
 
   const latencyRows: Row[] = Array.from({ length: N }, (_, k) => ({
     batch: k + 1,
     small_ms: profile.table[0][k],
     small_samples: samples.filter((s) => s.model === 0 && s.batch === k + 1).length,
+    small_alone_ms: split.alone.table[0][k],
+    small_contended_ms: split.contended.table[0][k],
+    small_contended_samples: samples.filter((s) => s.model === 0 && s.batch === k + 1 && s.contended).length,
     large_ms: profile.table[1][k],
     large_samples: samples.filter((s) => s.model === 1 && s.batch === k + 1).length,
+    large_alone_ms: split.alone.table[1][k],
+    large_contended_ms: split.contended.table[1][k],
+    large_contended_samples: samples.filter((s) => s.model === 1 && s.batch === k + 1 && s.contended).length,
     large_ms_t1_cal: t1.profile.table[1][k],
     large_samples_t1: t1.samples.filter((s) => s.model === 1 && s.batch === k + 1).length,
   }));
@@ -299,7 +345,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       workload: `closed loop: ${N} clients resubmit at once; prompts are the bundled task's questions, greedy, natural EOS, max_tokens ${maxTokens}`,
       cluster: 'one in-process cluster for the whole sweep (no HTTP), async-delayed, retainState true, maxBatch N, maxWait 60 s',
       warmup_ms: warmupMs,
-      model_inputs: 'P, C from every request step recorded in the measured windows (finishes folded back to small, estimateRouting); L_i(b) = batch wall time launch → results routed (fitLatencyProfile). Primary: all windows pooled; t1_cal: the T = 1 windows only',
+      model_inputs: 'P, C from every request step recorded in the measured windows (finishes folded back to small, estimateRouting); L_i(b) = batch wall time launch → results routed, split by whether the other model was running at launch (markContended, fitContendedLatency; the chain picks the table at each launch). Primary: all windows pooled, contention-aware; batch_only: one L_i(b) per batch size (DESIGN §4); t1_cal: the T = 1 windows only (contention-aware)',
       wall_s: wallMs / 1000,
       quick: f.quick,
     },
@@ -309,7 +355,17 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       load_avg_1m_per_window: { min: Math.min(...loads), median: median(loads), max: Math.max(...loads) },
       samples_per_setting: Object.fromEntries([...measured].map(([t, xs]) => [`1/${t}`, xs])),
       model_inputs: {
-        pooled: { P: est.P, C: est.C, counts: est.counts, steps: est.steps, latency_ms: { small: profile.table[0], large: profile.table[1] }, batch_samples: samples.length },
+        pooled: {
+          P: est.P,
+          C: est.C,
+          counts: est.counts,
+          steps: est.steps,
+          latency_ms: { small: profile.table[0], large: profile.table[1] },
+          alone_latency_ms: { small: split.alone.table[0], large: split.alone.table[1] },
+          contended_latency_ms: { small: split.contended.table[0], large: split.contended.table[1] },
+          batch_samples: samples.length,
+          contended_batch_samples: samples.filter((x) => x.contended).length,
+        },
         own_latency_ms: Object.fromEntries([...ownProfiles].map(([t, p]) => [`1/${t}`, { small: p.table[0], large: p.table[1] }])),
         t1_calibration: { P: t1.est.P, C: t1.est.C, counts: t1.est.counts, latency_ms: { small: t1.profile.table[0], large: t1.profile.table[1] }, batch_samples: t1.samples.length },
       },
@@ -320,7 +376,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     yLabel: 'committed tok/s',
     xLabel: 'large-model threshold',
     series: [
-      { name: 'predicted (DTMC)', points: thresholds.map((t) => [t, predicted.get(t)!] as [number, number]) },
+      { name: 'predicted (DTMC, contention-aware)', points: thresholds.map((t) => [t, predicted.get(t)!] as [number, number]) },
+      { name: 'predicted, latency by batch only', points: thresholds.map((t) => [t, pooled.predicted.get(t)!] as [number, number]) },
       { name: 'predicted, T = 1 calibration', points: thresholds.map((t) => [t, t1.predicted.get(t)!] as [number, number]) },
       { name: "predicted, each setting's own latency", points: thresholds.map((t) => [t, own.get(t)!] as [number, number]) },
       { name: 'measured (median)', points: thresholds.map((t) => [t, median(measured.get(t)!)] as [number, number]) },

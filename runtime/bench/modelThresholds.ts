@@ -1,5 +1,5 @@
 // Optimised thresholds from the throughput model: calibrate routing and step latency on the live server, then solve.
-import { estimateRouting, fitLatencyProfile, optimiseThresholds, type LatencySample, type RoutingStep } from '../throughput/index.ts';
+import { estimateRouting, fitContendedLatency, markContended, optimiseThresholds, type RoutingStep } from '../throughput/index.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import { runServingCase, type ServingCase, type ServingMode, type ServingResult } from './servingCase.ts';
 
@@ -13,24 +13,31 @@ export interface ModelChoice {
   table: { thresholds: Record<string, number>; predicted_tok_s: number }[];
   P: number[][];
   C: number[][];
-  /** Fitted step latency, ms by lane and batch size 1..maxBatch. */
+  /** Fitted step latency, ms by lane and batch size 1..maxBatch, launched with no other lane running. */
   latency_ms: Record<string, number[]>;
+  /** The same, launched while another lane ran. */
+  contended_latency_ms: Record<string, number[]>;
 }
 
 /**
  * Thresholds from the throughput model (DESIGN §4) instead of a sweep: a sweep's short runs on a
  * shared machine pick noise, the model does not. Routing P, committed tokens C and per-lane step
  * latency L_i(b) come from one calibration run in TokenRouter mode with every threshold at 1;
- * the latency is each batch's wall time from launch to results routed, so scheduling costs count.
+ * the latency is each batch's wall time from launch to results routed, so scheduling costs count,
+ * split by whether another lane was running at launch.
  */
 export function chooseThresholds(calibration: ServingResult, laneOrder: readonly string[], concurrency: number, maxBatch = 32): Omit<ModelChoice, 'calibration_tok_s'> {
   const routing: RoutingStep[] = calibration.steps.map((s) => (s.next === undefined ? { requestId: s.requestId, model: s.model, committed: s.committed } : s));
   const est = estimateRouting(routing, { models: laneOrder, entryModel: laneOrder[0] });
-  const samples: LatencySample[] = calibration.batches.map((b) => ({ model: laneOrder.indexOf(b.lane), batch: b.rows, ms: Math.max(1e-3, b.endMs - b.startMs) }));
+  // Split by whether another lane was running at launch: lanes that share cores slow each other.
+  const samples = markContended(calibration.batches.map((b) => ({ model: laneOrder.indexOf(b.lane), batch: b.rows, startMs: b.startMs, endMs: b.endMs })));
   const mb = laneOrder.map(() => Math.min(maxBatch, concurrency));
-  const profile = fitLatencyProfile(samples, { maxBatch: mb });
+  const profile = fitContendedLatency(samples, { maxBatch: mb });
   // The entry lane launches at 1: requests start there, so holding them back only adds latency.
-  const opt = optimiseThresholds({ N: concurrency, P: est.P, C: est.C, latency: profile.table, maxBatch: mb }, { fixed: { 0: 1 } });
+  const opt = optimiseThresholds(
+    { N: concurrency, P: est.P, C: est.C, latency: profile.alone.table, contendedLatency: profile.contended.table, maxBatch: mb },
+    { fixed: { 0: 1 } },
+  );
   const named = (t: readonly number[]) => Object.fromEntries(laneOrder.map((l, i) => [l, t[i]]));
   return {
     mode: { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: named(opt.best) },
@@ -38,7 +45,8 @@ export function chooseThresholds(calibration: ServingResult, laneOrder: readonly
     table: opt.table.slice(0, 8).map((r) => ({ thresholds: named(r.thresholds), predicted_tok_s: r.tokensPerSec })),
     P: est.P,
     C: est.C,
-    latency_ms: Object.fromEntries(laneOrder.map((l, i) => [l, profile.table[i]])),
+    latency_ms: Object.fromEntries(laneOrder.map((l, i) => [l, profile.alone.table[i]])),
+    contended_latency_ms: Object.fromEntries(laneOrder.map((l, i) => [l, profile.contended.table[i]])),
   };
 }
 

@@ -9,6 +9,8 @@ export interface OptimiserInput {
   C: number[][];
   /** ms[model][batch − 1]. */
   latency: number[][];
+  /** The same, launched while another model runs. */
+  contendedLatency?: number[][];
   maxBatch: number[];
   /** Thresholds held fixed, by index into the models above. */
   fixed?: Record<number, number>;
@@ -110,7 +112,7 @@ export class AutoThresholds {
       const f = this.opts.fixed?.[l.name];
       if (f !== undefined) fixed[k] = f;
     });
-    const input: OptimiserInput = { N, P, C: pick(est.C), latency: used.map((i) => est.latency[i]), maxBatch: lanes.map((l) => Math.min(l.maxBatch, cap, N)), fixed };
+    const input: OptimiserInput = { N, P, C: pick(est.C), latency: used.map((i) => est.latency[i]), contendedLatency: used.map((i) => est.contendedLatency[i]), maxBatch: lanes.map((l) => Math.min(l.maxBatch, cap, N)), fixed };
     // Steady traffic gives the same answer again: re-solve only when the routing or N moved.
     const last = this.lastSolved;
     const minChange = this.opts.minChange ?? 0.02;

@@ -1,9 +1,10 @@
 // Estimates the throughput model's inputs from live trace events over a sliding window: P, C and L_i(b).
 import type { TraceEvent } from '../../shared/trace.ts';
-import { fitLatencyProfile, type LatencySample } from '../throughput/index.ts';
+import { fitContendedLatency, markContended, type LatencySample } from '../throughput/index.ts';
 
 interface BatchSample {
   t: number;
+  start: number;
   model: number;
   size: number;
   ms: number;
@@ -24,6 +25,8 @@ export interface RoutingEstimate {
   C: number[][];
   /** Step ms by model and batch size (index b − 1), fitted monotone across sizes; NaN for idle models. */
   latency: number[][];
+  /** The same for batches launched while another model was running (shared cores slow both). */
+  contendedLatency: number[][];
   /** Request-steps seen per model: how much evidence each row of P rests on. */
   rows: number[];
   /** Mean number of requests in flight over the window. */
@@ -60,7 +63,7 @@ export class RoutingEstimator {
       // starts when that one ended, not at launch.
       const ms = e.end - Math.max(e.start, this.lastEnd[m]);
       this.lastEnd[m] = Math.max(this.lastEnd[m], e.end);
-      this.batches.push({ t: e.end, model: m, size: e.requestIds.length, ms, timed: e.phase !== 'prefill' });
+      this.batches.push({ t: e.end, start: e.start, model: m, size: e.requestIds.length, ms, timed: e.phase !== 'prefill' });
     } else if (e.type === 'handoff') {
       const from = this.index.get(e.from);
       const to = this.index.get(e.to);
@@ -93,10 +96,12 @@ export class RoutingEstimator {
     const moves = Array.from({ length: K }, () => new Array<number>(K).fill(0));
     const kept = Array.from({ length: K }, () => new Array<number>(K).fill(0));
     const timed: LatencySample[] = [];
-    for (const b of this.batches) {
+    // Every batch counts for overlap (a prefill occupies the cores too); only timed ones are fitted.
+    const overlap = markContended(this.batches.map((b) => ({ model: b.model, batch: b.size, startMs: b.start, endMs: b.t })));
+    this.batches.forEach((b, k) => {
       rows[b.model] += b.size;
-      if (b.timed && b.ms > 0) timed.push({ model: b.model, batch: b.size, ms: b.ms });
-    }
+      if (b.timed && b.ms > 0) timed.push({ model: b.model, batch: b.size, ms: b.ms, contended: overlap[k].contended });
+    });
     for (const h of this.handoffs) {
       moves[h.from][h.to]++;
       if (h.kept) kept[h.from][h.to]++;
@@ -112,12 +117,15 @@ export class RoutingEstimator {
     // A model that carried traffic but never ran a timed batch cannot be modelled yet.
     const timedModels = new Set(timed.map((x) => x.model));
     if (rows.some((r, m) => r > 0 && !timedModels.has(m))) return null;
-    const latency = this.models.map((_, m) => {
-      if (!timedModels.has(m)) return new Array<number>(this.maxBatch).fill(NaN);
+    const fits = this.models.map((_, m) => {
+      if (!timedModels.has(m)) return null;
       const own = timed.filter((x) => x.model === m).map((x) => ({ ...x, model: 0 }));
-      return fitLatencyProfile(own, { maxBatch: this.maxBatch }).table[0];
+      return fitContendedLatency(own, { maxBatch: this.maxBatch });
     });
+    const idle = () => new Array<number>(this.maxBatch).fill(NaN);
+    const latency = fits.map((f) => (f ? f.alone.table[0] : idle()));
+    const contendedLatency = fits.map((f) => (f ? f.contended.table[0] : idle()));
     const meanActive = this.activeSamples.length ? this.activeSamples.reduce((a, s) => a + s.n, 0) / this.activeSamples.length : 0;
-    return { P, C, latency, rows, meanActive };
+    return { P, C, latency, contendedLatency, rows, meanActive };
   }
 }

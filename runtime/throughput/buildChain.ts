@@ -12,7 +12,8 @@
 // An event: every running r_i drops by τ; models reaching 0 finish together, their requests route
 // independently by P; arrivals join queues; then every idle model whose queue ≥ T_i launches a
 // FIFO batch of min(q_i, maxBatch_i) requests taking steps_i(b) slots. Requests that stay on i
-// therefore can join i's very next batch, as in the runtime.
+// therefore can join i's very next batch, as in the runtime. A batch's duration comes from the
+// contended table when, after the launches, another model has a batch running (ts rows K..2K−1).
 import { arrivalDistribution, type ArrivalDistribution } from './arrivalDistribution.ts';
 import type { TimeStep } from './chooseTimeStep.ts';
 import type { NormalisedModel } from './normaliseInput.ts';
@@ -92,8 +93,14 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
     throw new ThroughputError('INVALID_INPUT', `initialModel must be a model index in [0, ${K})`);
   }
 
+  // Rows of ts for a model running alone and contended (the same row when ts has only K rows).
+  const busyRow = lo.length === 2 * K ? K : 0;
+  if (lo.length !== K && lo.length !== 2 * K) {
+    throw new ThroughputError('INVALID_INPUT', `time step has ${lo.length} latency rows; expected ${K} or ${2 * K}`);
+  }
   // Mixed-radix packing of (q, b, r) per model into one exact integer key.
-  const rMax = lo.map((row, i) => Math.max(...row.slice(1).map((d, k) => d + (hiProb[i][k + 1] > 0 ? 1 : 0))));
+  const rowMax = lo.map((row, i) => Math.max(...row.slice(1).map((d, k) => d + (hiProb[i][k + 1] > 0 ? 1 : 0))));
+  const rMax = Array.from({ length: K }, (_, i) => Math.max(rowMax[i], rowMax[i + busyRow]));
   const mulQ: number[] = [];
   const mulB: number[] = [];
   const mulR: number[] = [];
@@ -157,15 +164,32 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
 
   // Launch rule on (q, b, r) in place, then one edge per rounding outcome.
   const launching = new Int32Array(K);
+  const launchRow = new Int32Array(K);
   const launchAndEmit = (prob: number): void => {
     let nl = 0;
+    let nLaunched = 0;
     for (let i = 0; i < K; i++) {
       if (b[i] === 0 && q[i] >= thresholds[i]) {
         const n = q[i] < maxBatch[i] ? q[i] : maxBatch[i];
         q[i] -= n;
         b[i] = n;
-        r[i] = lo[i][n];
-        if (hiProb[i][n] > 0) launching[nl++] = i;
+        r[i] = -1; // duration set below, once every launch of this instant is known
+        launching[nLaunched++] = i;
+      }
+    }
+    if (nLaunched === 0) {
+      emit(prob);
+      return;
+    }
+    let running = 0;
+    for (let i = 0; i < K; i++) if (b[i] > 0) running++;
+    for (let l = 0; l < nLaunched; l++) {
+      const i = launching[l];
+      const row = running > 1 ? i + busyRow : i;
+      r[i] = lo[row][b[i]];
+      if (hiProb[row][b[i]] > 0) {
+        launching[nl] = i;
+        launchRow[nl++] = row;
       }
     }
     if (nl === 0) {
@@ -177,13 +201,14 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
       let p = prob;
       for (let l = 0; l < nl; l++) {
         const i = launching[l];
-        const ph = hiProb[i][b[i]];
+        const row = launchRow[l];
+        const ph = hiProb[row][b[i]];
         if (mask & (1 << l)) {
           p *= ph;
-          r[i] = lo[i][b[i]] + 1;
+          r[i] = lo[row][b[i]] + 1;
         } else {
           p *= 1 - ph;
-          r[i] = lo[i][b[i]];
+          r[i] = lo[row][b[i]];
         }
       }
       emit(p);

@@ -10,14 +10,19 @@
 // remaining-time values, so the coarsest near-exact lattice is also the cheapest. If no k meets the
 // target (batch-dependent latencies usually don't), 'split' at Δ = L_min/SPLIT_STEPS, where
 // halving Δ moved the prediction by < 1% in our tests.
+import type { NormalisedModel } from './normaliseInput.ts';
 import { ThroughputError } from './ThroughputError.ts';
+import type { ThroughputInput } from './types.ts';
 
 export type Rounding = 'nearest' | 'split';
 
 export interface TimeStep {
   dtMs: number;
   rounding: Rounding;
-  /** lo[i][b]: steps of a batch of b on i (the shorter outcome under 'split'); index 0 unused. */
+  /**
+   * lo[i][b]: steps of a batch of b on row i (the shorter outcome under 'split'); index 0 unused.
+   * From timeStepOf, rows 0..K−1 are each model alone and rows K..2K−1 the same models contended.
+   */
   lo: number[][];
   /** hiProb[i][b]: probability the batch takes lo + 1 steps instead (0 under 'nearest'). */
   hiProb: number[][];
@@ -73,4 +78,10 @@ export function chooseTimeStep(latencyMs: readonly (readonly number[])[], errorT
     if (ts.maxRelError <= errorTarget) return ts;
   }
   return roundLatencies(latencyMs, lmin / SPLIT_STEPS, 'split');
+}
+
+/** The model's time step: Δ as given or chosen, over both latency tables (alone, then contended). */
+export function timeStepOf(m: Pick<NormalisedModel, 'latencyMs' | 'contendedMs'>, input: Pick<ThroughputInput, 'dtMs' | 'maxLatencyError' | 'rounding'>): TimeStep {
+  const rows = [...m.latencyMs, ...m.contendedMs];
+  return input.dtMs === undefined ? chooseTimeStep(rows, input.maxLatencyError) : roundLatencies(rows, input.dtMs, input.rounding ?? 'nearest');
 }

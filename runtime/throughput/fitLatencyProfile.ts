@@ -1,4 +1,5 @@
-// Fits per-model step latency L_i(b) from measured batches: mean per size, made monotone, interpolated.
+// Fits per-model step latency L_i(b) from measured batches: mean per size, made monotone, interpolated;
+// optionally split by whether another model was running when the batch launched.
 import { ThroughputError } from './ThroughputError.ts';
 
 export interface LatencySample {
@@ -6,6 +7,8 @@ export interface LatencySample {
   model: number;
   batch: number;
   ms: number;
+  /** Another model had a batch running when this one launched (see markContended). */
+  contended?: boolean;
 }
 
 export interface LatencyProfile {
@@ -84,4 +87,58 @@ export function fitLatencyProfile(
     return Array.from({ length: B }, (_, b) => at(i, b + 1));
   });
   return { knots, table, at };
+}
+
+/** One measured batch on the wall clock, as the trace records it. */
+export interface TimedBatch {
+  model: number;
+  batch: number;
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * Samples (in input order) tagged with the chain's contention rule: a batch is contended when a
+ * batch of another model was running at its launch (started at or before it, not yet ended).
+ */
+export function markContended(batches: readonly TimedBatch[]): LatencySample[] {
+  const order = batches.map((_, k) => k).sort((a, b) => batches[a].startMs - batches[b].startMs);
+  const out = new Array<LatencySample>(batches.length);
+  // Per model, the latest end among its batches started so far: one model runs one batch at a time
+  // (or a short pipeline), so that end decides whether it is still running.
+  const lastEnd = new Map<number, number>();
+  // Launches at one instant see each other, as in the chain (it picks durations after all of them).
+  for (let g = 0; g < order.length; ) {
+    let h = g;
+    while (h < order.length && batches[order[h]].startMs === batches[order[g]].startMs) h++;
+    const group = order.slice(g, h);
+    for (const k of group) lastEnd.set(batches[k].model, Math.max(lastEnd.get(batches[k].model) ?? -Infinity, batches[k].endMs));
+    for (const k of group) {
+      const x = batches[k];
+      let contended = false;
+      for (const [model, end] of lastEnd) if (model !== x.model && end > x.startMs) contended = true;
+      out[k] = { model: x.model, batch: x.batch, ms: Math.max(1e-3, x.endMs - x.startMs), contended };
+    }
+    g = h;
+  }
+  return out;
+}
+
+export interface ContendedProfiles {
+  /** Batches launched with no other model running. */
+  alone: LatencyProfile;
+  /** Batches launched while another model ran. */
+  contended: LatencyProfile;
+}
+
+/**
+ * The two profiles the chain takes as latency and contendedLatency. A model seen only one way (a
+ * lone model never overlaps) gets that profile for both, so the fit never invents a slowdown.
+ */
+export function fitContendedLatency(samples: readonly LatencySample[], opts: { maxBatch?: number | readonly number[] } = {}): ContendedProfiles {
+  const seen = new Map<string, boolean>();
+  for (const s of samples) seen.set(`${s.model}:${!!s.contended}`, true);
+  // A sample counts for its own class, and for the other class too when its model has none there.
+  const pick = (contended: boolean) => samples.filter((s) => !!s.contended === contended || !seen.has(`${s.model}:${contended}`));
+  return { alone: fitLatencyProfile(pick(false), opts), contended: fitLatencyProfile(pick(true), opts) };
 }

@@ -1,9 +1,17 @@
 // Public surface of the throughput model: predict, optimise, and fit its inputs from traces.
 export { checkFeasible, isFeasible, type FeasibilityReport } from './checkFeasible.ts';
-export { chooseTimeStep, roundLatencies, type Rounding, type TimeStep } from './chooseTimeStep.ts';
+export { chooseTimeStep, roundLatencies, timeStepOf, type Rounding, type TimeStep } from './chooseTimeStep.ts';
 export { estimateRouting, type ModelRef, type RoutingEstimate, type RoutingOptions, type RoutingStep } from './estimateRouting.ts';
 export { countFeasible, feasibleThresholds, type FixedThresholds } from './feasibleThresholds.ts';
-export { fitLatencyProfile, type LatencyProfile, type LatencySample } from './fitLatencyProfile.ts';
+export {
+  fitContendedLatency,
+  fitLatencyProfile,
+  markContended,
+  type ContendedProfiles,
+  type LatencyProfile,
+  type LatencySample,
+  type TimedBatch,
+} from './fitLatencyProfile.ts';
 export {
   evaluateThresholds,
   optimiseThresholds,

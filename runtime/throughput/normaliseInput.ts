@@ -13,6 +13,8 @@ export interface NormalisedModel {
   thresholds: number[];
   /** latencyMs[i][b] for b = 1..maxBatch[i]; index 0 unused (NaN). */
   latencyMs: number[][];
+  /** The same for a batch launched while another model runs (latencyMs itself when not given). */
+  contendedMs: number[][];
   /** Expected tokens committed by one request-step on i: Σ_j P[i][j]·C[i][j]. */
   commitPerStep: number[];
 }
@@ -77,6 +79,7 @@ export function normaliseInput(input: ThroughputInput): NormalisedModel {
   const maxBatch = input.maxBatch.map((B) => Math.min(B, N));
   // A threshold above N can never be met; checkFeasible already rules it out (T−1 < N).
   const latencyMs = latencyTable(input.latency, maxBatch);
+  const contendedMs = input.contendedLatency === undefined ? latencyMs : latencyTable(input.contendedLatency, maxBatch);
   const commitPerStep = P.map((row, i) => row.reduce((s, p, j) => s + p * C[i][j], 0));
-  return { K, N, P, C, maxBatch, thresholds: [...input.thresholds], latencyMs, commitPerStep };
+  return { K, N, P, C, maxBatch, thresholds: [...input.thresholds], latencyMs, contendedMs, commitPerStep };
 }

@@ -9,7 +9,7 @@
 // Δ = 5 ms still had 0.4 M states and 61 M transitions (the multinomial fan-out of a 32-request
 // batch), 53 s to solve. The simulation has no time step at all: its only error is sampling noise,
 // which it measures and bounds.
-import { chooseTimeStep, roundLatencies } from './chooseTimeStep.ts';
+import { timeStepOf } from './chooseTimeStep.ts';
 import { normaliseInput } from './normaliseInput.ts';
 import { simulateThroughput } from './simulateThroughput.ts';
 import { solveThroughput } from './solveThroughput.ts';
@@ -70,14 +70,13 @@ function binomial(n: number, k: number): number {
  */
 export function estimateChainStates(input: ThroughputInput): number {
   const m = normaliseInput(input);
-  const ts =
-    input.dtMs === undefined
-      ? chooseTimeStep(m.latencyMs, input.maxLatencyError)
-      : roundLatencies(m.latencyMs, input.dtMs, input.rounding ?? 'nearest');
+  const ts = timeStepOf(m, input);
   let phases = 1;
   for (let i = 0; i < m.K; i++) {
     let maxSteps = 1;
-    for (let b = 1; b < ts.lo[i].length; b++) maxSteps = Math.max(maxSteps, ts.lo[i][b] + (ts.hiProb[i][b] > 0 ? 1 : 0));
+    for (const row of [i, i + m.K]) {
+      for (let b = 1; b < ts.lo[row].length; b++) maxSteps = Math.max(maxSteps, ts.lo[row][b] + (ts.hiProb[row][b] > 0 ? 1 : 0));
+    }
     phases *= maxSteps;
   }
   return Math.ceil(0.04 * phases * binomial(m.N + 2 * m.K - 1, 2 * m.K - 1));

@@ -34,7 +34,7 @@ function rng(seed: number): () => number {
 
 export function simulateThroughput(input: ThroughputInput, opts: SimulationOptions): SimulationResult {
   const m = normaliseInput(input);
-  const { K, N, P, C, maxBatch, thresholds, latencyMs } = m;
+  const { K, N, P, C, maxBatch, thresholds, latencyMs, contendedMs } = m;
   const rand = rng(opts.seed ?? 1);
   const warm = opts.warmupMs ?? opts.horizonMs / 10;
   const end = warm + opts.horizonMs;
@@ -49,14 +49,18 @@ export function simulateThroughput(input: ThroughputInput, opts: SimulationOptio
   let now = 0;
 
   const launch = (): void => {
+    const launched: number[] = [];
     for (let i = 0; i < K; i++) {
       if (b[i] === 0 && q[i] >= thresholds[i]) {
         const n = Math.min(q[i], maxBatch[i]);
         q[i] -= n;
         b[i] = n;
-        finish[i] = now + latencyMs[i][n];
+        launched.push(i);
       }
     }
+    // As in the chain: contended when another model has a batch running once this instant's launches are made.
+    const running = b.filter((x) => x > 0).length;
+    for (const i of launched) finish[i] = now + (running > 1 ? contendedMs : latencyMs)[i][b[i]];
   };
   launch();
   while (now < end) {

@@ -1,6 +1,6 @@
 // Predicts committed tokens/sec and per-model batching figures for one threshold setting.
 import { buildChain } from './buildChain.ts';
-import { chooseTimeStep, roundLatencies } from './chooseTimeStep.ts';
+import { timeStepOf } from './chooseTimeStep.ts';
 import { normaliseInput } from './normaliseInput.ts';
 import { phaseGroups } from './phaseGroups.ts';
 import { solveStationary } from './solveStationary.ts';
@@ -8,10 +8,7 @@ import type { ThroughputInput, ThroughputResult } from './types.ts';
 
 export function solveThroughput(input: ThroughputInput): ThroughputResult {
   const m = normaliseInput(input);
-  const ts =
-    input.dtMs === undefined
-      ? chooseTimeStep(m.latencyMs, input.maxLatencyError)
-      : roundLatencies(m.latencyMs, input.dtMs, input.rounding ?? 'nearest');
+  const ts = timeStepOf(m, input);
   const t0 = performance.now();
   const chain = buildChain(m, ts, {
     maxStates: input.maxStates,
@@ -68,7 +65,7 @@ export function solveThroughput(input: ThroughputInput): ThroughputResult {
     meanInService: inService.map((x) => x / time),
     dtMs: ts.dtMs,
     rounding: ts.rounding,
-    effectiveLatencyMs: ts.lo.map((row, i) => row.slice(1).map((d, k) => (d + ts.hiProb[i][k + 1]) * ts.dtMs)),
+    effectiveLatencyMs: ts.lo.slice(0, K).map((row, i) => row.slice(1).map((d, k) => (d + ts.hiProb[i][k + 1]) * ts.dtMs)),
     latencyRoundingError: ts.maxRelError,
     prunedMass: chain.prunedMass,
     states: chain.size,

@@ -16,6 +16,12 @@ export interface ThroughputInput {
   /** C[i][j]: tokens committed by a step on i that is followed by j (discarded tokens commit 0). */
   C: Matrix;
   latency: LatencySpec;
+  /**
+   * Step latency of a batch launched while another model has a batch running (default: latency).
+   * Where models share cores their steps slow each other down, which a function of the batch alone
+   * cannot express; fit both with fitContendedLatency.
+   */
+  contendedLatency?: LatencySpec;
   maxBatch: readonly number[];
   /** Delayed-batching thresholds T_i, 1 ≤ T_i ≤ maxBatch_i, Σ(T_i − 1) < N. */
   thresholds: readonly number[];

@@ -1,7 +1,7 @@
 // Invariants any correct solution must satisfy, on R2R, three models and batch-dependent latency.
 import { describe, expect, it } from 'vitest';
 import { buildChain } from '../../runtime/throughput/buildChain.ts';
-import { chooseTimeStep } from '../../runtime/throughput/chooseTimeStep.ts';
+import { timeStepOf } from '../../runtime/throughput/chooseTimeStep.ts';
 import { normaliseInput } from '../../runtime/throughput/normaliseInput.ts';
 import { solveStationary } from '../../runtime/throughput/solveStationary.ts';
 import { solveThroughput, type ThroughputInput } from '../../runtime/throughput/index.ts';
@@ -24,6 +24,18 @@ const cases: [string, ThroughputInput][] = [
     },
   ],
   [
+    'R2R contended N=6 T=(1,2)',
+    {
+      N: 6,
+      P: [[1 - p, p], [1, 0]],
+      C: [[1, 0], [1, 0]],
+      latency: (i) => (i === 0 ? 6 : 27),
+      contendedLatency: (i) => (i === 0 ? 9 : 30),
+      maxBatch: [6, 6],
+      thresholds: [1, 2],
+    },
+  ],
+  [
     'three models N=5',
     {
       N: 5,
@@ -39,7 +51,7 @@ const cases: [string, ThroughputInput][] = [
 describe.each(cases)('%s', (_name, input) => {
   it('stationary probabilities are a distribution with a small residual', () => {
     const m = normaliseInput(input);
-    const chain = buildChain(m, chooseTimeStep(m.latencyMs));
+    const chain = buildChain(m, timeStepOf(m, input));
     const st = solveStationary(chain);
     let sum = 0;
     for (const x of st.pi) {
