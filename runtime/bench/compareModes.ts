@@ -45,7 +45,7 @@ export function choiceJson(ch: TokenRouterChoice): Record<string, unknown> {
     method: ch.method === 'model' ? 'throughput model (calibrated P, C, L_i(b); optimiseThresholds)' : 'sweep of the slowest lane',
     thresholds: ch.mode.thresholds,
     ...(ch.sweep ? { sweep: ch.sweep } : {}),
-    ...(ch.model ? { predicted_tok_s: ch.model.predicted, calibration_tok_s: ch.model.calibration_tok_s, P: ch.model.P, C: ch.model.C, latency_ms: ch.model.latency_ms, contended_latency_ms: ch.model.contended_latency_ms, candidates: ch.model.table } : {}),
+    ...(ch.model ? { predicted_tok_s: ch.model.predicted, best_predicted: ch.model.best_predicted, calibration_tok_s: ch.model.calibration_tok_s, P: ch.model.P, C: ch.model.C, latency_ms: ch.model.latency_ms, contended_latency_ms: ch.model.contended_latency_ms, candidates: ch.model.table } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 // Optimised thresholds from the throughput model: calibrate routing and step latency on the live server, then solve.
-import { estimateRouting, fitContendedLatency, markContended, optimiseThresholds, type RoutingStep } from '../throughput/index.ts';
+import { THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
+import { estimateRouting, evaluateThresholds, fitContendedLatency, markContended, optimiseThresholds, type RoutingStep } from '../throughput/index.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import { runServingCase, type ServingCase, type ServingMode, type ServingResult } from './servingCase.ts';
 
@@ -7,6 +8,8 @@ export interface ModelChoice {
   mode: ServingMode;
   /** Committed tok/s the model predicts for the chosen thresholds. */
   predicted: number;
+  /** The model's best, which is not chosen when it beats thresholds 1 by no more than THRESHOLD_HYSTERESIS. */
+  best_predicted: { thresholds: Record<string, number>; predicted_tok_s: number };
   /** Measured throughput of the calibration run (thresholds all 1). */
   calibration_tok_s: number;
   /** Predicted tok/s of every threshold vector evaluated, best first. */
@@ -34,14 +37,18 @@ export function chooseThresholds(calibration: ServingResult, laneOrder: readonly
   const mb = laneOrder.map(() => Math.min(maxBatch, concurrency));
   const profile = fitContendedLatency(samples, { maxBatch: mb });
   // The entry lane launches at 1: requests start there, so holding them back only adds latency.
-  const opt = optimiseThresholds(
-    { N: concurrency, P: est.P, C: est.C, latency: profile.alone.table, contendedLatency: profile.contended.table, maxBatch: mb },
-    { fixed: { 0: 1 } },
-  );
+  const input = { N: concurrency, P: est.P, C: est.C, latency: profile.alone.table, contendedLatency: profile.contended.table, maxBatch: mb };
+  const opt = optimiseThresholds(input, { fixed: { 0: 1 } });
+  // As the live controller does: leave thresholds at 1 unless the predicted gain beats the model's error.
+  const ones = laneOrder.map(() => 1);
+  const atOnes = opt.table.find((r) => r.thresholds.every((t) => t === 1)) ?? evaluateThresholds(input, ones);
+  const keep = opt.predicted <= atOnes.tokensPerSec * (1 + THRESHOLD_HYSTERESIS);
+  const chosen = keep ? ones : opt.best;
   const named = (t: readonly number[]) => Object.fromEntries(laneOrder.map((l, i) => [l, t[i]]));
   return {
-    mode: { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: named(opt.best) },
-    predicted: opt.predicted,
+    mode: { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: named(chosen) },
+    predicted: keep ? atOnes.tokensPerSec : opt.predicted,
+    best_predicted: { thresholds: named(opt.best), predicted_tok_s: opt.predicted },
     table: opt.table.slice(0, 8).map((r) => ({ thresholds: named(r.thresholds), predicted_tok_s: r.tokensPerSec })),
     P: est.P,
     C: est.C,

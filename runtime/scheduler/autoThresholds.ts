@@ -3,6 +3,12 @@ import type { TraceEvent } from '../../shared/trace.ts';
 import type { Cluster } from '../engine/cluster.ts';
 import { RoutingEstimator, type RoutingEstimate } from './routingEstimator.ts';
 
+/**
+ * Thresholds change only when the model predicts more than this gain over those in force: below it
+ * the prediction is within the model's own error on real runners (docs/benchmarks.md, dtmc-onnx).
+ */
+export const THRESHOLD_HYSTERESIS = 0.05;
+
 export interface OptimiserInput {
   N: number;
   P: number[][];

@@ -18,7 +18,7 @@ import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegistry.ts';
-import { AutoThresholds } from '../scheduler/autoThresholds.ts';
+import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
@@ -119,7 +119,7 @@ export class TokenRouterService {
     for (const [name, r] of runners) this.watch(name, r);
     if (config.scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
-      this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: 0.05 });
+      this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: THRESHOLD_HYSTERESIS });
       this.trace.subscribe(this.auto.onEvent);
       this.auto.start();
     }

@@ -2,14 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { servingMetrics } from '../../runtime/loadgen/requestMetrics.ts';
 import { chooseThresholds } from '../../runtime/bench/modelThresholds.ts';
+import { THRESHOLD_HYSTERESIS } from '../../runtime/scheduler/autoThresholds.ts';
 import type { BatchTiming, RecordedStep, ServingResult } from '../../runtime/bench/servingCase.ts';
 
-/** A fake calibration: R2R-like steps (small → large every 4th step, back after one) and flat latencies. */
-function calibration(largeMs: (rows: number) => number): ServingResult {
+/** A fake calibration: R2R-like steps (small → large every `period`-th step, back after one) and flat latencies. */
+function calibration(largeMs: (rows: number) => number, period = 4): ServingResult {
   const steps: RecordedStep[] = [];
   for (let r = 0; r < 20; r++) {
     for (let k = 0; k < 40; k++) {
-      if (k % 4 === 3) {
+      if (k % period === period - 1) {
         steps.push({ requestId: `r${r}`, model: 'small', next: 'large', committed: 0 });
         steps.push({ requestId: `r${r}`, model: 'large', next: 'small', committed: 1 });
       } else steps.push({ requestId: `r${r}`, model: 'small', committed: 1 });
@@ -40,13 +41,25 @@ describe('chooseThresholds', () => {
     const t = ch.mode.thresholds!.large;
     expect(t - 1).toBeLessThan(4);
     expect(ch.predicted).toBeGreaterThan(0);
-    expect(ch.table[0].predicted_tok_s).toBe(ch.predicted);
+    expect(ch.table[0].predicted_tok_s).toBe(ch.best_predicted.predicted_tok_s);
+    expect(ch.table.some((r) => r.thresholds.large === ch.mode.thresholds!.large && r.predicted_tok_s === ch.predicted)).toBe(true);
   });
 
   it('batches the large model when its batches are nearly free, not when they cost per row', () => {
-    const flat = chooseThresholds(calibration(() => 28), ['small', 'large'], 8);
-    const linear = chooseThresholds(calibration((b) => 28 * b), ['small', 'large'], 8);
-    expect(flat.mode.thresholds!.large).toBeGreaterThanOrEqual(linear.mode.thresholds!.large);
+    // Every other step on large: delaying it pays off well past the hysteresis.
+    const flat = chooseThresholds(calibration(() => 28, 2), ['small', 'large'], 8);
+    const linear = chooseThresholds(calibration((b) => 28 * b, 2), ['small', 'large'], 8);
+    expect(flat.mode.thresholds!.large).toBeGreaterThan(1);
+    expect(flat.predicted).toBe(flat.best_predicted.predicted_tok_s);
     expect(linear.mode.thresholds!.large).toBe(1);
+  });
+
+  it('keeps thresholds at 1 when the best beats them by no more than the live controller’s hysteresis', () => {
+    // Every 4th step on large, N = 8: the model's best delays large, for a gain under 5 %.
+    const ch = chooseThresholds(calibration(() => 28), ['small', 'large'], 8);
+    expect(ch.best_predicted.thresholds.large).toBeGreaterThan(1);
+    expect(ch.best_predicted.predicted_tok_s).toBeGreaterThan(ch.predicted);
+    expect(ch.best_predicted.predicted_tok_s).toBeLessThanOrEqual(ch.predicted * (1 + THRESHOLD_HYSTERESIS));
+    expect(ch.mode.thresholds).toEqual({ small: 1, large: 1 });
   });
 });
