@@ -136,8 +136,7 @@ export interface ContendedProfiles {
  * lone model never overlaps) gets that profile for both, so the fit never invents a slowdown.
  */
 export function fitContendedLatency(samples: readonly LatencySample[], opts: { maxBatch?: number | readonly number[] } = {}): ContendedProfiles {
-  const seen = new Map<string, boolean>();
-  for (const s of samples) seen.set(`${s.model}:${!!s.contended}`, true);
+  const seen = new Set(samples.map((s) => `${s.model}:${!!s.contended}`));
   // A sample counts for its own class, and for the other class too when its model has none there.
   const pick = (contended: boolean) => samples.filter((s) => !!s.contended === contended || !seen.has(`${s.model}:${contended}`));
   return { alone: fitLatencyProfile(pick(false), opts), contended: fitLatencyProfile(pick(true), opts) };

@@ -48,19 +48,21 @@ export function simulateThroughput(input: ThroughputInput, opts: SimulationOptio
   const steps = new Array<number>(K).fill(0);
   let now = 0;
 
+  const launched = new Int32Array(K);
   const launch = (): void => {
-    const launched: number[] = [];
+    let n = 0;
+    let running = 0;
     for (let i = 0; i < K; i++) {
       if (b[i] === 0 && q[i] >= thresholds[i]) {
-        const n = Math.min(q[i], maxBatch[i]);
-        q[i] -= n;
-        b[i] = n;
-        launched.push(i);
+        b[i] = Math.min(q[i], maxBatch[i]);
+        q[i] -= b[i];
+        launched[n++] = i;
       }
+      if (b[i] > 0) running++;
     }
     // As in the chain: contended when another model has a batch running once this instant's launches are made.
-    const running = b.filter((x) => x > 0).length;
-    for (const i of launched) finish[i] = now + (running > 1 ? contendedMs : latencyMs)[i][b[i]];
+    const table = running > 1 ? contendedMs : latencyMs;
+    for (let k = 0; k < n; k++) finish[launched[k]] = now + table[launched[k]][b[launched[k]]];
   };
   launch();
   while (now < end) {
