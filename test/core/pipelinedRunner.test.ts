@@ -1,6 +1,7 @@
 // A runner that takes two steps in flight (a sub-server across a network): same tokens, disjoint batches, no idle round trips.
 import { describe, expect, it } from 'vitest';
 import type { TraceEventOf } from '../../shared/trace.ts';
+import { batchEvent } from './batchEvent.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
 import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
@@ -146,20 +147,10 @@ describe('live routing estimate with a pipelined model', () => {
   it('times a batch that waited behind the one ahead from that one’s end, not from its launch', async () => {
     const { RoutingEstimator } = await import('../../runtime/scheduler/routingEstimator.ts');
     const est = new RoutingEstimator(['small', 'large'], 10_000, 4);
-    const batch = (model: string, n: number, start: number, end: number): TraceEventOf<'batch'> => ({
-      type: 'batch',
-      model,
-      batchId: start,
-      requestIds: Array.from({ length: n }, (_, i) => `r${i}`),
-      phase: 'decode',
-      tokens: n,
-      start,
-      end,
-    });
     // Large runs 20 ms steps back to back; each next batch was sent 10 ms before the previous ended.
     for (let k = 0; k < 60; k++) {
-      est.onEvent(batch('large', 2, Math.max(0, k * 20 - 10), (k + 1) * 20));
-      est.onEvent(batch('small', 2, k * 20, k * 20 + 5));
+      est.onEvent(batchEvent('large', 2, Math.max(0, k * 20 - 10), (k + 1) * 20));
+      est.onEvent(batchEvent('small', 2, k * 20, k * 20 + 5));
     }
     const e = est.estimate(2000, 10);
     expect(e).not.toBeNull();

@@ -1,7 +1,7 @@
 // Contention-aware latency: a batch launched beside another model's batch takes the contended time.
 import { describe, expect, it } from 'vitest';
 import { RoutingEstimator } from '../../runtime/scheduler/routingEstimator.ts';
-import type { TraceEventOf } from '../../shared/trace.ts';
+import { batchEvent } from '../core/batchEvent.ts';
 import {
   fitContendedLatency,
   markContended,
@@ -110,25 +110,14 @@ describe('fitContendedLatency', () => {
 describe('live routing estimate', () => {
   it('fits small steps launched beside a large batch apart from lone ones', () => {
     const est = new RoutingEstimator(['small', 'large'], 10_000, 4);
-    let id = 0;
-    const batch = (model: string, n: number, start: number, end: number): TraceEventOf<'batch'> => ({
-      type: 'batch',
-      model,
-      batchId: id++,
-      requestIds: Array.from({ length: n }, (_, i) => `r${i}`),
-      phase: 'decode',
-      tokens: n,
-      start,
-      end,
-    });
     // Each 100 ms: two lone 2 ms small steps, then a 30 ms large step beside which two small steps take 3 ms.
     for (let k = 0; k < 30; k++) {
       const t = k * 100;
-      est.onEvent(batch('small', 2, t, t + 2));
-      est.onEvent(batch('small', 2, t + 10, t + 12));
-      est.onEvent(batch('large', 1, t + 20, t + 50));
-      est.onEvent(batch('small', 2, t + 25, t + 28));
-      est.onEvent(batch('small', 2, t + 30, t + 33));
+      est.onEvent(batchEvent('small', 2, t, t + 2));
+      est.onEvent(batchEvent('small', 2, t + 10, t + 12));
+      est.onEvent(batchEvent('large', 1, t + 20, t + 50));
+      est.onEvent(batchEvent('small', 2, t + 25, t + 28));
+      est.onEvent(batchEvent('small', 2, t + 30, t + 33));
     }
     const e = est.estimate(3000, 10)!;
     expect(e).not.toBeNull();
