@@ -1,6 +1,6 @@
 // Optimised thresholds from the throughput model: calibrate routing and step latency on the live server, then solve.
 import { THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
-import { estimateRouting, evaluateThresholds, fitContendedLatency, markContended, optimiseThresholds, type RoutingStep } from '../throughput/index.ts';
+import { estimateRouting, fitContendedLatency, markContended, optimiseThresholds, rowFor, type RoutingStep } from '../throughput/index.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import { runServingCase, type ServingCase, type ServingMode, type ServingResult } from './servingCase.ts';
 
@@ -41,7 +41,7 @@ export function chooseThresholds(calibration: ServingResult, laneOrder: readonly
   const opt = optimiseThresholds(input, { fixed: { 0: 1 } });
   // As the live controller does: leave thresholds at 1 unless the predicted gain beats the model's error.
   const ones = laneOrder.map(() => 1);
-  const atOnes = opt.table.find((r) => r.thresholds.every((t) => t === 1)) ?? evaluateThresholds(input, ones);
+  const atOnes = rowFor(input, opt, ones);
   const keep = opt.predicted <= atOnes.tokensPerSec * (1 + THRESHOLD_HYSTERESIS);
   const chosen = keep ? ones : opt.best;
   const named = (t: readonly number[]) => Object.fromEntries(laneOrder.map((l, i) => [l, t[i]]));

@@ -1,4 +1,4 @@
-// The tokenrouter CLI: serve | models | bench | simulate (and the commands later issues add).
+// The tokenrouter CLI: serve | models | bench | eval | subserver | optimize | simulate.
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TokenRouterError } from '../errors.ts';
@@ -46,6 +46,13 @@ const COMMANDS: Record<string, Command> = {
     summary: 'run one model as a remote sub-server for an entry, over NATS',
     usage: 'tokenrouter subserver --model NAME --nats nats://HOST:PORT [--token T] [--replica ID] [--models-dir DIR] [--sim]  (see docs/deploy.md)',
     run: async (args) => (await import('./subserverCommand.ts')).subserverCommand(args),
+  },
+  optimize: {
+    summary: 'delayed-batching thresholds for a recorded trace, with the predicted gain over thresholds of 1',
+    usage:
+      'tokenrouter optimize --trace FILE.jsonl [--concurrency N] [--max-batch B] [--fixed small=1] [--profile examples/models] [--json FILE]\n' +
+      '  P and C come from the trace; step latency from its batches, or with --profile from timing each model\'s real runner.',
+    run: async (args) => (await import('./optimizeCommand.ts')).optimizeCommand(args),
   },
   simulate: {
     summary: 'simulate a routing workload in virtual time and optionally write its trace',

@@ -22,6 +22,40 @@ export interface OptimiserInput {
   fixed?: Record<number, number>;
 }
 
+/**
+ * The optimiser's input for an estimate. Only models that carried traffic enter the chain (`used`,
+ * indices into `lanes`); the others keep their thresholds. Batches are capped at min(lane, cap, N).
+ */
+export function optimiserInputFor(
+  est: RoutingEstimate,
+  lanes: readonly { name: string; maxBatch: number }[],
+  N: number,
+  cap: number,
+  fixedByName: Readonly<Record<string, number>> = {},
+): { input: OptimiserInput; used: number[] } {
+  const used = est.rows.map((r, i) => (r > 0 ? i : -1)).filter((i) => i >= 0);
+  const pick = <T>(m: T[][]) => used.map((i) => used.map((j) => m[i][j]));
+  const P = pick(est.P).map((row) => {
+    const s = row.reduce((a, b) => a + b, 0);
+    return row.map((x) => x / s);
+  });
+  const fixed: Record<number, number> = {};
+  used.forEach((i, k) => {
+    const f = fixedByName[lanes[i].name];
+    if (f !== undefined) fixed[k] = f;
+  });
+  const input: OptimiserInput = {
+    N,
+    P,
+    C: pick(est.C),
+    latency: used.map((i) => est.latency[i]),
+    contendedLatency: used.map((i) => est.contendedLatency[i]),
+    maxBatch: used.map((i) => Math.min(lanes[i].maxBatch, cap, N)),
+    fixed,
+  };
+  return { input, used };
+}
+
 export interface OptimiserAnswer {
   best: number[];
   predictedBest: number;
@@ -104,21 +138,8 @@ export class AutoThresholds {
     if (!est) return;
     const limit = Number.isFinite(this.cluster.maxConcurrency) ? this.cluster.maxConcurrency : 64;
     const N = Math.max(1, Math.min(limit, Math.round(est.meanActive)));
-    // Only models that carried traffic enter the chain; the others keep their thresholds.
-    const used = est.rows.map((r, i) => (r > 0 ? i : -1)).filter((i) => i >= 0);
+    const { input, used } = optimiserInputFor(est, this.cluster.lanes, N, this.estimator.maxBatch, this.opts.fixed);
     const lanes = used.map((i) => this.cluster.lanes[i]);
-    const pick = <T>(m: T[][]) => used.map((i) => used.map((j) => m[i][j]));
-    const cap = this.estimator.maxBatch;
-    const P = pick(est.P).map((row) => {
-      const s = row.reduce((a, b) => a + b, 0);
-      return row.map((x) => x / s);
-    });
-    const fixed: Record<number, number> = {};
-    lanes.forEach((l, k) => {
-      const f = this.opts.fixed?.[l.name];
-      if (f !== undefined) fixed[k] = f;
-    });
-    const input: OptimiserInput = { N, P, C: pick(est.C), latency: used.map((i) => est.latency[i]), contendedLatency: used.map((i) => est.contendedLatency[i]), maxBatch: lanes.map((l) => Math.min(l.maxBatch, cap, N)), fixed };
     // Steady traffic gives the same answer again: re-solve only when the routing or N moved.
     const last = this.lastSolved;
     const minChange = this.opts.minChange ?? 0.02;

@@ -1,13 +1,11 @@
 // The live threshold optimiser: the throughput model's optimiser, plus the prediction for the thresholds in force.
-import { evaluateThresholds, optimiseThresholds } from '../throughput/index.ts';
+import { optimiseThresholds, rowFor } from '../throughput/index.ts';
 import type { OptimiserAnswer, OptimiserInput } from './autoThresholds.ts';
 
 export function dtmcOptimiser(input: OptimiserInput, current: readonly number[]): OptimiserAnswer {
   const { fixed, ...model } = input;
   const r = optimiseThresholds(model, { fixed });
-  const key = current.join(',');
-  const known = r.table.find((row) => row.thresholds.join(',') === key);
   const feasibleNow = current.reduce((s, t) => s + t - 1, 0) < input.N && current.every((t, i) => t <= input.maxBatch[i]);
-  const predictedCurrent = known ? known.tokensPerSec : feasibleNow ? evaluateThresholds(model, [...current]).tokensPerSec : 0;
+  const predictedCurrent = feasibleNow ? rowFor(model, r, current).tokensPerSec : 0;
   return { best: r.best, predictedBest: r.predicted, predictedCurrent };
 }

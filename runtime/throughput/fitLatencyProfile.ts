@@ -132,12 +132,13 @@ export interface ContendedProfiles {
 }
 
 /**
- * The two profiles the chain takes as latency and contendedLatency. A model seen only one way (a
- * lone model never overlaps) gets that profile for both, so the fit never invents a slowdown.
+ * The two profiles the chain takes as latency and contendedLatency. Where a class never saw a
+ * (model, batch size) pair, the other class's samples of that pair stand in, so one class's gaps are
+ * filled by measurement rather than extrapolation, and a model seen only one way (a lone model never
+ * overlaps) gets the same profile for both: the fit never invents a slowdown.
  */
 export function fitContendedLatency(samples: readonly LatencySample[], opts: { maxBatch?: number | readonly number[] } = {}): ContendedProfiles {
-  const seen = new Set(samples.map((s) => `${s.model}:${!!s.contended}`));
-  // A sample counts for its own class, and for the other class too when its model has none there.
-  const pick = (contended: boolean) => samples.filter((s) => !!s.contended === contended || !seen.has(`${s.model}:${contended}`));
+  const seen = new Set(samples.map((s) => `${s.model}:${s.batch}:${!!s.contended}`));
+  const pick = (contended: boolean) => samples.filter((s) => !!s.contended === contended || !seen.has(`${s.model}:${s.batch}:${contended}`));
   return { alone: fitLatencyProfile(pick(false), opts), contended: fitLatencyProfile(pick(true), opts) };
 }

@@ -15,6 +15,7 @@ export {
 export {
   evaluateThresholds,
   optimiseThresholds,
+  rowFor,
   type OptimiseInput,
   type OptimiseOptions,
   type OptimiseResult,

@@ -116,3 +116,9 @@ export function optimiseThresholds(input: OptimiseInput, opts: OptimiseOptions =
     exhaustive,
   };
 }
+
+/** A vector's row: from the optimiser's table when it was evaluated there, else priced now (the thresholds in force, or all ones). */
+export function rowFor(input: OptimiseInput, result: OptimiseResult, thresholds: readonly number[], opts: Pick<OptimiseOptions, 'maxChainStates' | 'simulation'> = {}): ThresholdRow {
+  const key = thresholds.join(',');
+  return result.table.find((r) => r.thresholds.join(',') === key) ?? evaluateThresholds(input, [...thresholds], opts);
+}

@@ -90,7 +90,7 @@ describe('markContended', () => {
 });
 
 describe('fitContendedLatency', () => {
-  it('fits each class from its own samples, and a model seen one way gets that profile for both', () => {
+  it('fits each class from its own samples, fills a class\'s unseen sizes from the other, and a model seen one way gets one profile', () => {
     const samples: LatencySample[] = [];
     for (let k = 0; k < 10; k++) {
       samples.push({ model: 0, batch: 1, ms: 1 + (k % 2) * 0.2, contended: false });
@@ -102,6 +102,8 @@ describe('fitContendedLatency', () => {
     expect(alone.at(0, 1)).toBeCloseTo(1.1, 9);
     expect(contended.at(0, 1)).toBeCloseTo(2.1, 9);
     expect(contended.at(0, 4)).toBeCloseTo(3, 9);
+    // Batch 4 was only seen contended: the lone profile takes those samples, not its flat extrapolation.
+    expect(alone.at(0, 4)).toBeCloseTo(3, 9);
     expect(alone.at(1, 2)).toBe(20);
     expect(contended.at(1, 2)).toBe(20);
   });

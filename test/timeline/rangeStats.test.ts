@@ -4,7 +4,7 @@ import { EventStore } from '../../designer/src/timeline/eventStore.ts';
 import { rangeStats, unionLength } from '../../designer/src/timeline/rangeStats.ts';
 import { hitBatch } from '../../designer/src/timeline/hitTest.ts';
 import { computeLayout } from '../../designer/src/timeline/layout.ts';
-import { parseTrace } from '../../designer/src/timeline/parseTrace.ts';
+import { parseTrace } from '../../shared/timeline/parseTrace.ts';
 import { timeToX, zoomAt, panBy, xToTime } from '../../designer/src/timeline/viewport.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 

@@ -7,7 +7,7 @@ import { EventStore } from './eventStore.ts';
 import { adminToken, connectFeed, type FeedConnection, type FeedHandlers, type FeedStatus, type LiveStats } from './feed.ts';
 import { hitBatch } from './hitTest.ts';
 import { computeLayout, type Layout } from './layout.ts';
-import { parseTrace } from './parseTrace.ts';
+import { parseTrace } from '../../../shared/timeline/parseTrace.ts';
 import { rangeStats, type RangeStats } from './rangeStats.ts';
 import { requestPath, type RequestPath } from './requestPath.ts';
 import { endAt, fit, panBy, timeToX, xToTime, zoomAt, type Viewport } from './viewport.ts';

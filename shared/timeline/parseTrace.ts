@@ -1,5 +1,5 @@
 // Reads a recorded trace (JSON lines or a JSON array of TraceEvent), validating every event at the edge.
-import { traceEventSchema, type TraceEvent } from '../../../shared/trace.ts';
+import { traceEventSchema, type TraceEvent } from '../trace.ts';
 
 export interface ParsedTrace {
   events: TraceEvent[];
