@@ -1,5 +1,5 @@
 // Thresholds from a recorded trace: the live controller's estimate and optimiser, run once over a whole run.
-import type { TraceEvent } from '../../shared/trace.ts';
+import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 import { TokenRouterError } from '../errors.ts';
 import { optimiseThresholds, rowFor } from '../throughput/index.ts';
 import { optimiserInputFor, THRESHOLD_HYSTERESIS } from './autoThresholds.ts';
@@ -65,9 +65,11 @@ export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceTh
   const cap = opts.maxBatch ?? Math.min(32, N);
   const estimator = new RoutingEstimator(models, Infinity, cap);
   let last = -Infinity;
+  let config: TraceEventOf<'config'> | null = null;
   for (const e of events) {
     estimator.onEvent(e);
     last = Math.max(last, e.type === 'batch' ? e.end : e.t);
+    if (e.type === 'config') config = e;
   }
   const est = estimator.estimate(last, 1);
   if (!est) throw new TokenRouterError('invalid_request', 'the trace has too few timed decode steps on a model that carried traffic to estimate its step latency', 'trace');
@@ -87,9 +89,8 @@ export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceTh
   const named = (t: readonly number[]) => Object.fromEntries(usedNames.map((m, k) => [m, t[k]]));
   const ones = usedNames.map((_, k) => fixed?.[k] ?? 1);
   const predictedOnes = rowFor(model, opt, ones).tokensPerSec;
-  const config = [...events].reverse().find((e) => e.type === 'config');
   let inForce: TraceThresholds['inForce'] = null;
-  if (config?.type === 'config') {
+  if (config) {
     const t = usedNames.map((m) => config.thresholds[m] ?? 1);
     const feasible = t.reduce((s, x) => s + x - 1, 0) < N && t.every((x, k) => x <= input.maxBatch[k]);
     if (feasible) inForce = { thresholds: named(t), predicted: rowFor(model, opt, t).tokensPerSec };
