@@ -1,7 +1,8 @@
 // `npm run bench -- <suite> [--json FILE]`: runs one benchmark suite and writes {suite, settings, results}.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import type { BenchSuite } from './benchSuite.ts';
+import { setTraceDir } from './servingCase.ts';
 
 const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   'sim-modes': () => import('./simModes.ts'),
@@ -21,10 +22,13 @@ const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   combos: () => import('./combos.ts'),
 };
 
+/** Suites that serve through the real server (runServingCase), whose runs --trace records. */
+const SERVING_SUITES = new Set(['serving', 'length', 'concurrency', 'ablation', 'breakdown', 'combos']);
+
 export async function main(argv: string[]): Promise<number> {
   const [suite, ...rest] = argv;
   if (!suite || suite === '--help' || suite === '-h') {
-    console.log(`usage: npm run bench -- <suite> [--json FILE] [--key value ...]\nsuites: ${Object.keys(SUITES).join(', ')}`);
+    console.log(`usage: npm run bench -- <suite> [--json FILE] [--trace DIR] [--key value ...]\nsuites: ${Object.keys(SUITES).join(', ')}\n--trace DIR: ${[...SERVING_SUITES].join(', ')} write one JSON-lines trace per server run`);
     return suite ? 0 : 2;
   }
   const load = SUITES[suite];
@@ -48,7 +52,12 @@ export async function main(argv: string[]): Promise<number> {
     i++;
   }
   const { run } = await load();
+  if (flags.trace) {
+    if (!SERVING_SUITES.has(suite)) console.error(`note: --trace is written by the suites that start servers (${[...SERVING_SUITES].join(', ')}); ${suite} writes none`);
+    setTraceDir(resolve(flags.trace));
+  }
   const report = await run({ json: flags.json, flags });
+  if (flags.trace && SERVING_SUITES.has(suite)) console.log(`traces (open them in the timeline): ${flags.trace}`);
   if (flags.json) {
     mkdirSync(dirname(flags.json), { recursive: true });
     writeFileSync(flags.json, JSON.stringify(report, null, 2));

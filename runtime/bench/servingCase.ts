@@ -10,6 +10,7 @@ import { benchmarkServingInChild } from '../loadgen/remoteBenchmark.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { startServer } from '../server/createServer.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { TraceDir } from '../trace/traceDir.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import type { MeteredRunner, StepTiming } from './meteredRunner.ts';
 
@@ -79,6 +80,12 @@ export interface ServingResult {
 export type ClientPlacement = 'process' | 'inline';
 
 let defaultClient: ClientPlacement = 'process';
+let traceDir: TraceDir | undefined;
+
+/** `--trace DIR`: every server a suite starts writes its trace there, one file per run. */
+export function setTraceDir(dir: string | undefined): void {
+  traceDir = dir === undefined ? undefined : new TraceDir(dir);
+}
 
 /** `--client process|inline` for every case a suite runs. */
 export function setClientPlacement(p: string | undefined): ClientPlacement {
@@ -114,6 +121,13 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     defaultAlgorithm: c.algorithm,
   });
   const service = await TokenRouterService.start(config, { runners: new Map(laneRunners), tokenizer: set.tokenizer });
+  const traceFile = traceDir?.open(`${c.algorithm}-${c.mode.label}`);
+  let stopTrace = () => {};
+  if (traceFile) {
+    // What the service traced while starting (its config event) first, then everything as it happens.
+    for (const e of service.trace.events) traceFile.emit(e);
+    stopTrace = service.trace.subscribe((e) => traceFile.emit(e));
+  }
   const server = await startServer(service, 0, '127.0.0.1');
   try {
     const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, ignoreEos: c.ignoreEos === true, prompt: benchPrompt, warmup: 0 };
@@ -173,6 +187,8 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     for (const r of laneRunners.values()) r.recording = false;
     await server.close();
     await service.close();
+    stopTrace();
+    await traceFile?.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

@@ -8,6 +8,7 @@ import { defaultPlan, evaluate, frontierSvg, loadHeldout } from '../eval/evaluat
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
+import { TraceDir } from '../trace/traceDir.ts';
 
 export async function evalCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -20,6 +21,7 @@ export async function evalCommand(args: string[]): Promise<number> {
       json: { type: 'string' },
       out: { type: 'string', default: 'results/eval' },
       only: { type: 'string' },
+      trace: { type: 'string' },
     },
   });
   const n = Number(values.problems);
@@ -36,6 +38,7 @@ export async function evalCommand(args: string[]): Promise<number> {
   const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
   let plan = defaultPlan(names);
   if (values.only) plan = plan.filter((p) => p.name.startsWith(values.only!) || p.factory === values.only);
+  const traceDir = values.trace ? new TraceDir(path.resolve(values.trace)) : undefined;
   const t0 = Date.now();
   let entryNo = 0;
   let last = '';
@@ -47,6 +50,7 @@ export async function evalCommand(args: string[]): Promise<number> {
       plan,
       concurrency,
       maxTokens,
+      traceDir,
       onProgress: (entry, done, total) => {
         if (entry !== last) {
           last = entry;
@@ -80,6 +84,7 @@ export async function evalCommand(args: string[]): Promise<number> {
     fs.mkdirSync(path.dirname(json), { recursive: true });
     fs.writeFileSync(json, JSON.stringify(report, null, 2));
     console.log(`\nwrote ${json} and ${svg}`);
+    if (traceDir) console.log(`traces (open them in the timeline): ${traceDir.files.length} files in ${traceDir.dir}`);
     return 0;
   } finally {
     await Promise.all([...runners.values()].map((r) => r.close()));

@@ -34,12 +34,12 @@ const COMMANDS: Record<string, Command> = {
   },
   bench: {
     summary: 'run a benchmark suite (same as npm run bench -- <suite>)',
-    usage: 'tokenrouter bench <suite> [--json FILE]',
+    usage: 'tokenrouter bench <suite> [--json FILE] [--trace DIR]   (--trace: serving suites write one trace per server run)',
     run: async (args) => (await import('../bench/main.ts')).main(args),
   },
   eval: {
     summary: 'accuracy vs throughput of every algorithm and baseline on the held-out problems',
-    usage: 'tokenrouter eval [--problems 500] [--concurrency 8] [--max-tokens 64] [--only NAME] [--json FILE] [--out results/eval]',
+    usage: 'tokenrouter eval [--problems 500] [--concurrency 8] [--max-tokens 64] [--only NAME] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
   subserver: {

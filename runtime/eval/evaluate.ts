@@ -8,6 +8,7 @@ import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
+import type { TraceDir } from '../trace/traceDir.ts';
 import { finalAnswer } from '../runner/onnxAccuracy.ts';
 
 export type EntryKind = 'token-level' | 'single' | 'query-level';
@@ -65,6 +66,8 @@ export interface EvalOptions {
   concurrency: number;
   maxTokens: number;
   onProgress?: (entry: string, done: number, total: number) => void;
+  /** Writes one JSON-lines trace per entry here (the timeline opens them). */
+  traceDir?: TraceDir;
 }
 
 /** Runs each entry as a closed loop at fixed concurrency on a fresh cluster (TokenRouter mode, thresholds 1). */
@@ -76,11 +79,13 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
     if (!factory) throw new Error(`eval: unknown algorithm ${spec.factory}`);
     const probe = factory(spec.params);
     if (!probe.models.every((m) => opts.runners.has(m))) continue;
+    const trace = opts.traceDir?.open(spec.name);
     const cluster = new Cluster({
       clock: createRealClock(),
       mode: 'async-delayed',
       retainState: true,
       maxConcurrency: opts.concurrency,
+      trace,
       models: probe.models.map((name) => ({ name, runner: opts.runners.get(name)!, maxBatch: 32 })),
     });
     const results: RequestResult[] = new Array(prompts.length);
@@ -109,6 +114,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
       for (let c = 0; c < Math.min(opts.concurrency, prompts.length); c++) send();
     });
     const wallMs = performance.now() - t0;
+    await trace?.close();
     let correct = 0;
     let committed = 0;
     let handoffs = 0;
