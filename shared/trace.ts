@@ -36,6 +36,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     /** Tokens carried (the unseen suffix). */
     tokens: z.number().int(),
     kept: z.boolean(),
+    /** Output index (prompt excluded) of the token sampled just before the hand-off; absent in older traces. */
+    at: z.number().int().optional(),
   }),
   z.object({
     type: z.literal('request-state'),

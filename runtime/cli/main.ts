@@ -55,8 +55,11 @@ const COMMANDS: Record<string, Command> = {
     run: async (args) => (await import('./optimizeCommand.ts')).optimizeCommand(args),
   },
   simulate: {
-    summary: 'simulate a routing workload in virtual time and optionally write its trace',
-    usage: 'tokenrouter simulate [--mode async-delayed] [--concurrency 16] [--requests 64] [--p 0.35] [--thresholds small=1,large=4] [--retain true] [--tokens 512] [--trace FILE.jsonl]',
+    summary: 'simulate a routing workload, or replay a recorded trace, in virtual time; optionally write its trace',
+    usage:
+      'tokenrouter simulate [--mode async-delayed] [--concurrency 16] [--requests 64] [--p 0.35] [--thresholds small=1,large=4] [--retain true] [--tokens 512] [--trace FILE.jsonl]\n' +
+      '       tokenrouter simulate --replay RECORDED.jsonl [--mode M] [--thresholds ...] [--retain true] [--concurrency N] [--trace FILE.jsonl]\n' +
+      '  --replay re-runs a recorded trace\'s requests (same tokens, models and hand-offs; step cost fitted from its batches) under another setup.',
     run: async (args) => (await import('./simulateCommand.ts')).simulateCommand(args),
   },
 };

@@ -1,5 +1,7 @@
-// `tokenrouter simulate`: an R2R-like workload on the paper's latency profile in virtual time, with an optional trace file.
+// `tokenrouter simulate`: an R2R-like workload on the paper's latency profile, or a recorded trace replayed, in virtual time.
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseTrace } from '../../shared/timeline/parseTrace.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -7,6 +9,7 @@ import { SCHEDULING_MODES, type SchedulingMode } from '../scheduler/schedulingMo
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../sim/paperProfile.ts';
+import { replayTrace, type ReplayOptions } from '../sim/traceReplay.ts';
 import { JsonlTraceWriter } from '../trace/jsonlWriter.ts';
 
 export async function simulateCommand(args: string[]): Promise<number> {
@@ -14,13 +17,14 @@ export async function simulateCommand(args: string[]): Promise<number> {
     args,
     options: {
       mode: { type: 'string', default: 'async-delayed' },
-      concurrency: { type: 'string', default: '16' },
+      concurrency: { type: 'string' },
       requests: { type: 'string', default: '64' },
       p: { type: 'string', default: '0.35' },
       thresholds: { type: 'string', default: 'small=1,large=1' },
       retain: { type: 'string', default: 'true' },
       tokens: { type: 'string', default: '512' },
       trace: { type: 'string' },
+      replay: { type: 'string' },
     },
   });
   const mode = values.mode as SchedulingMode;
@@ -30,7 +34,7 @@ export async function simulateCommand(args: string[]): Promise<number> {
     if (!Number.isFinite(n) || n < min || n > max) throw new TokenRouterError('invalid_request', `--${name} must be a number in [${min}, ${max}], got "${v}"`, name);
     return n;
   };
-  const concurrency = num('concurrency', values.concurrency!, 1, 100_000);
+  const concurrency = values.concurrency === undefined ? undefined : num('concurrency', values.concurrency, 1, 100_000);
   const requests = num('requests', values.requests!, 1, 10_000_000);
   const p = num('p', values.p!, 0, 1);
   const tokens = num('tokens', values.tokens!, 1, 1_000_000);
@@ -41,20 +45,21 @@ export async function simulateCommand(args: string[]): Promise<number> {
     thresholds[k] = num(`thresholds ${k}`, v, 1, 4096);
   }
   const trace = values.trace ? new JsonlTraceWriter(values.trace) : undefined;
+  if (values.replay) return replay(values.replay, { mode, retainState: values.retain !== 'false', thresholds, concurrency, trace }, values.trace);
   const clock = new VirtualClock();
   const runners = profileRunners(PAPER_R2R_PROFILE);
   const cluster = new Cluster({
     clock,
     mode,
     retainState: values.retain !== 'false',
-    maxConcurrency: concurrency,
+    maxConcurrency: concurrency ?? 16,
     maxWaitMs: 100,
     trace,
     models: [...runners].map(([name, runner]) => ({ name, runner, maxBatch: 64, threshold: thresholds[name] ?? 1 })),
   });
   const t0 = performance.now();
   const rep = runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(p)), {
-    concurrency,
+    concurrency: concurrency ?? 16,
     requests,
     promptLength: 128,
     maxTokens: tokens,
@@ -67,5 +72,26 @@ export async function simulateCommand(args: string[]): Promise<number> {
   console.log(`${rep.completed} requests, ${rep.committed} committed tokens in ${(rep.spanMs / 1000).toFixed(2)} simulated s (${(wall / 1000).toFixed(2)} wall s)`);
   console.log(`throughput ${rep.throughputTokS.toFixed(1)} tok/s, mean E2E ${rep.meanE2eMs.toFixed(1)} ms, p99 E2E ${rep.p99E2eMs.toFixed(1)} ms`);
   if (trace) console.log(`trace: ${values.trace} (${trace.count} events)`);
+  return 0;
+}
+
+/** Re-runs a recorded trace's requests (same tokens, same models, same hand-offs) under this scheduling setup. */
+async function replay(file: string, opts: Omit<ReplayOptions, 'trace'> & { trace?: JsonlTraceWriter }, tracePath: string | undefined): Promise<number> {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new TokenRouterError('invalid_request', `cannot read --replay ${file}: ${(e as Error).message}`, 'replay');
+  }
+  const parsed = parseTrace(text);
+  if (parsed.invalid > 0) console.error(`warning: skipped ${parsed.invalid} invalid trace lines (first: ${parsed.firstError})`);
+  const t0 = performance.now();
+  const { recorded, report } = replayTrace(parsed.events, opts);
+  await opts.trace?.close();
+  const lat = (m: number) => recorded.latency[m].slice(0, 4).map((x) => x.toFixed(2)).join(' ');
+  console.log(`replayed ${report.completed} recorded requests on ${recorded.models.join(', ')} at concurrency ${opts.concurrency ?? recorded.concurrency} (${((performance.now() - t0) / 1000).toFixed(2)} wall s)`);
+  console.log(`step ms by batch size 1..4, fitted from the recording: ${recorded.models.map((m, i) => `${m} ${lat(i)}`).join(' | ')}`);
+  console.log(`recorded ${recorded.throughputTokS.toFixed(1)} tok/s; replayed (${opts.mode}, retain ${opts.retainState}, thresholds ${JSON.stringify(opts.thresholds ?? {})}) ${report.throughputTokS.toFixed(1)} tok/s, mean E2E ${report.meanE2eMs.toFixed(1)} ms, p99 ${report.p99E2eMs.toFixed(1)} ms`);
+  if (tracePath) console.log(`trace: ${tracePath}`);
   return 0;
 }

@@ -369,6 +369,7 @@ export class Cluster implements SubServerOwner {
       batchId: batch.id,
       tokens: handoff.tokens.length,
       kept: handoff.keep,
+      at: input.generated,
     });
     if (this.retainState) {
       this.move(local, { type: 'HANDOFF' });

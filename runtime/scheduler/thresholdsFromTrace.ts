@@ -38,7 +38,7 @@ export interface TraceThresholds {
 }
 
 /** Mean requests in flight over the span the finished requests cover: Σ (end − admitted) / span. */
-function meanInFlight(events: readonly TraceEvent[]): number | null {
+export function meanInFlight(events: readonly TraceEvent[]): number | null {
   let busy = 0;
   let lo = Infinity;
   let hi = -Infinity;

@@ -13,6 +13,8 @@ export interface ClosedLoopOptions {
   onProgress?: (done: number, total: number) => void;
   /** Keep per-request results (memory grows with the count); default true. */
   keepResults?: boolean;
+  /** Request i's own algorithm and output cap, when they differ per request (a replayed trace). */
+  perRequest?: (i: number) => { algorithm: Algorithm<unknown>; maxTokens: number };
 }
 
 export interface ClosedLoopReport {
@@ -39,12 +41,13 @@ export function runClosedLoop(cluster: Cluster, clock: VirtualClock, algorithm: 
   const send = () => {
     const i = sent++;
     const prompt = Array.from({ length: opts.promptLength }, (_, j) => 4 + ((i * 31 + j * 7) % 90));
+    const own = opts.perRequest?.(i);
     cluster.submit({
       id: `c${i}`,
       prompt,
-      maxTokens: opts.maxTokens,
+      maxTokens: own?.maxTokens ?? opts.maxTokens,
       sampling: { seed: i },
-      algorithm,
+      algorithm: own?.algorithm ?? algorithm,
       onEnd: (r) => {
         completed++;
         committed += r.tokens.length;
