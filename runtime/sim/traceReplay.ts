@@ -1,6 +1,6 @@
 // Replays a recorded trace's requests in virtual time: the same committed tokens from the same models, under another scheduling setup.
 import { standardSend, type Algorithm } from '../../shared/algorithm.ts';
-import type { TraceEvent } from '../../shared/trace.ts';
+import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -8,7 +8,6 @@ import { SimRunner } from '../runner/simRunner.ts';
 import { meanInFlight } from '../scheduler/thresholdsFromTrace.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { fitLatencyProfile } from '../throughput/index.ts';
-import type { TraceSink } from '../../shared/trace.ts';
 import { runClosedLoop, type ClosedLoopReport } from './closedLoop.ts';
 
 export interface RecordedRequest {
@@ -61,7 +60,7 @@ export function recordedWorkload(events: readonly TraceEvent[]): RecordedWorkloa
     if (r.producedBy.length !== r.tokens.length) throw new TokenRouterError('invalid_request', 'a request-end event whose runs do not cover its tokens', 'replay');
     for (const m of r.producedBy) if (!models.includes(m)) throw new TokenRouterError('invalid_request', `model ${m} wrote tokens but ran no batch in the trace`, 'replay');
   }
-  const maxBatch = Math.max(1, ...samples.map((s) => s.batch));
+  const maxBatch = samples.reduce((m, s) => Math.max(m, s.batch), 1);
   // Step cost = L(b) from batches that fed one token a row, plus a per-token charge for the rest,
   // so replaying with re-admission pays for re-prefilling as the recording's prefills did.
   const decode = samples.filter((s) => s.extra === 0);
@@ -146,13 +145,20 @@ export function replayTrace(events: readonly TraceEvent[], opts: ReplayOptions):
   const { models, requests, latency } = recorded;
   const promptLength = opts.promptLength ?? 16;
   const at = (table: number[], b: number) => table[Math.min(b, table.length) - 1];
+  // Loops, not spreads: a long recording holds more tokens than a call can take as arguments.
+  let vocabSize = 2;
+  let longest = 1;
+  for (const r of requests) {
+    longest = Math.max(longest, r.tokens.length);
+    for (const t of r.tokens) vocabSize = Math.max(vocabSize, t + 1);
+  }
   const runners = models.map(
     (name, m) =>
       new SimRunner({
         name,
         eosTokenId: -1,
-        vocabSize: Math.max(2, ...requests.flatMap((r) => r.tokens)) + 1,
-        maxContext: promptLength + Math.max(...requests.map((r) => r.tokens.length)) + 1,
+        vocabSize,
+        maxContext: promptLength + longest + 1,
         latency: (b, fed) => at(latency[m], b) + recorded.perTokenMs[m] * Math.max(0, fed - b),
         // Request c<i> replays recorded request i: whichever model samples output k draws its token k.
         next: (ctx) => ({ token: requests[Number(ctx.requestId.slice(1))].tokens[ctx.position - promptLength] ?? 1, entropy: 0, maxProb: 1 }),
