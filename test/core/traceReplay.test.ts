@@ -4,33 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { main } from '../../runtime/cli/main.ts';
-import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
-import { runClosedLoop } from '../../runtime/sim/closedLoop.ts';
-import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
-import { PAPER_R2R_PROFILE, profileRunners } from '../../runtime/sim/paperProfile.ts';
+import { PAPER_R2R_PROFILE } from '../../runtime/sim/paperProfile.ts';
 import { recordedWorkload, replayTrace } from '../../runtime/sim/traceReplay.ts';
-import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
-
-/** R2R on the paper profile in virtual time, async-delayed, thresholds 1/1, N = 8. */
-function record() {
-  const clock = new VirtualClock();
-  const trace = new TraceRecorder();
-  const cluster = new Cluster({
-    clock,
-    mode: 'async-delayed',
-    retainState: true,
-    maxConcurrency: 8,
-    maxWaitMs: 20,
-    trace,
-    models: [...profileRunners(PAPER_R2R_PROFILE)].map(([name, runner]) => ({ name, runner, maxBatch: 64, threshold: 1 })),
-  });
-  const rep = runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(0.35)), { concurrency: 8, requests: 48, promptLength: 16, maxTokens: 96 });
-  return { events: trace.events, rep };
-}
+import { recordR2r } from './recordR2r.ts';
 
 describe('trace replay', () => {
-  const { events, rep } = record();
+  const { events, report: rep } = recordR2r({ concurrency: 8, requests: 48, promptLength: 16, maxTokens: 96, maxWaitMs: 20 });
   const byTokens = (rs: { tokens: number[]; producedBy: string[] }[]) => rs.map((r) => JSON.stringify([r.tokens, r.producedBy])).sort();
   const withHandoffs = (rs: { tokens: number[]; producedBy: string[]; handoffs: number; discarded: number }[]) =>
     rs.map((r) => JSON.stringify([r.tokens, r.producedBy, r.handoffs, r.discarded])).sort();

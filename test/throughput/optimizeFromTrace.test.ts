@@ -4,38 +4,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../runtime/cli/main.ts';
-import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
 import { profileStepLatency } from '../../runtime/runner/profileStepLatency.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { thresholdsFromTrace } from '../../runtime/scheduler/thresholdsFromTrace.ts';
-import { runClosedLoop } from '../../runtime/sim/closedLoop.ts';
-import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
-import { PAPER_R2R_PROFILE, profileRunners } from '../../runtime/sim/paperProfile.ts';
+import { PAPER_R2R_PROFILE } from '../../runtime/sim/paperProfile.ts';
+import { recordR2r } from '../core/recordR2r.ts';
 import { optimiseThresholds } from '../../runtime/throughput/index.ts';
-import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-optimize-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** R2R (p = 0.35) on the paper profile in virtual time, thresholds 1/1, every event recorded. */
-function recordedRun(concurrency: number) {
-  const clock = new VirtualClock();
-  const trace = new TraceRecorder();
-  const cluster = new Cluster({
-    clock,
-    mode: 'async-delayed',
-    retainState: true,
-    maxConcurrency: concurrency,
-    maxWaitMs: 100,
-    trace,
-    models: [...profileRunners(PAPER_R2R_PROFILE)].map(([name, runner]) => ({ name, runner, maxBatch: 64, threshold: 1 })),
-  });
-  runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(0.35)), { concurrency, requests: concurrency * 6, promptLength: 32, maxTokens: 256, keepResults: false });
-  return trace.events;
-}
+const recordedRun = (concurrency: number) =>
+  recordR2r({ concurrency, requests: concurrency * 6, promptLength: 32, maxTokens: 256, maxWaitMs: 100 }).events;
 
 describe('thresholdsFromTrace', () => {
   const events = recordedRun(8);
