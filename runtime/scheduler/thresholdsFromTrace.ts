@@ -2,6 +2,7 @@
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 import { TokenRouterError } from '../errors.ts';
 import { optimiseThresholds, rowFor } from '../throughput/index.ts';
+import { meanInFlight, traceModels } from '../trace/traceSummary.ts';
 import { optimiserInputFor, THRESHOLD_HYSTERESIS } from './autoThresholds.ts';
 import { RoutingEstimator, type RoutingEstimate } from './routingEstimator.ts';
 
@@ -37,23 +38,8 @@ export interface TraceThresholds {
   table: { thresholds: Record<string, number>; predicted_tok_s: number }[];
 }
 
-/** Mean requests in flight over the span the finished requests cover: Σ (end − admitted) / span. */
-export function meanInFlight(events: readonly TraceEvent[]): number | null {
-  let busy = 0;
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const e of events) {
-    if (e.type !== 'request-end') continue;
-    busy += e.t - e.admittedAt;
-    lo = Math.min(lo, e.admittedAt);
-    hi = Math.max(hi, e.t);
-  }
-  return hi > lo ? busy / (hi - lo) : null;
-}
-
 export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceThresholdOptions = {}): TraceThresholds {
-  const models: string[] = [];
-  for (const e of events) if (e.type === 'batch' && !models.includes(e.model)) models.push(e.model);
+  const models = traceModels(events);
   if (models.length === 0) throw new TokenRouterError('invalid_request', 'the trace has no batch events: nothing to estimate step latency or routing from', 'trace');
   let N = opts.concurrency;
   const nSource = N === undefined ? 'trace' : 'given';

@@ -5,9 +5,9 @@ import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import { TokenRouterError } from '../errors.ts';
 import { SimRunner } from '../runner/simRunner.ts';
-import { meanInFlight } from '../scheduler/thresholdsFromTrace.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { fitLatencyProfile } from '../throughput/index.ts';
+import { meanInFlight, traceModels } from '../trace/traceSummary.ts';
 import { runClosedLoop, type ClosedLoopReport } from './closedLoop.ts';
 
 export interface RecordedRequest {
@@ -35,7 +35,7 @@ export interface RecordedWorkload {
 
 /** What a replay needs from a trace: each request's tokens and who wrote them, and what a step cost. */
 export function recordedWorkload(events: readonly TraceEvent[]): RecordedWorkload {
-  const models: string[] = [];
+  const models = traceModels(events);
   const samples: { model: number; batch: number; ms: number; extra: number }[] = [];
   const requests: RecordedRequest[] = [];
   const handoffs = new Map<string, RecordedRequest['handoffs']>();
@@ -43,7 +43,6 @@ export function recordedWorkload(events: readonly TraceEvent[]): RecordedWorkloa
   let hi = -Infinity;
   for (const e of events) {
     if (e.type === 'batch') {
-      if (!models.includes(e.model)) models.push(e.model);
       if (e.end > e.start) samples.push({ model: models.indexOf(e.model), batch: e.requestIds.length, ms: e.end - e.start, extra: Math.max(0, e.tokens - e.requestIds.length) });
     } else if (e.type === 'handoff') {
       const h = handoffs.get(e.requestId) ?? [];
