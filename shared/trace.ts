@@ -20,10 +20,12 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     requestIds: z.array(z.string()),
     /** Dominant phase: prefill if any row prefills, else extend if any extends, else decode. */
     phase: z.enum(PHASES),
-    /** Tokens fed in this batch (prefill and extend rows feed more than one). */
+    /** Tokens fed in this batch (prefill and extend rows feed more than one; lookahead steps included). */
     tokens: z.number().int(),
     start: time,
     end: time,
+    /** Forward passes the runner made for it: 1 + the lookahead steps the engine used (absent: 1). */
+    steps: z.number().int().min(1).optional(),
   }),
   z.object({
     type: z.literal('handoff'),

@@ -64,6 +64,18 @@ export class MeteredRunner implements ModelRunner {
     this.inner.onFailure?.(listener);
   }
 
+  get maxAhead(): number | undefined {
+    return this.inner.maxAhead;
+  }
+
+  get pipelineDepth(): number | undefined {
+    return this.inner.pipelineDepth;
+  }
+
+  yieldAhead(): void {
+    this.inner.yieldAhead?.();
+  }
+
   /** A server closing must not stop a runner the next server reuses: `shutdown` does that. */
   async close(): Promise<void> {}
 

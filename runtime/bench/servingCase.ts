@@ -21,6 +21,8 @@ export interface ServingMode {
   retainState: boolean;
   /** Delayed-batching thresholds by lane name (async-delayed); missing lanes use 1. */
   thresholds?: Record<string, number>;
+  /** scheduling.lookahead (async modes); absent: the server's default. */
+  lookahead?: number;
 }
 
 /** The standard-serving baseline: a global step barrier and re-admission (full re-prefill) on every return. */
@@ -116,7 +118,14 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     dataDir,
     models: Object.keys(c.lanes).map((name) => ({ name, maxBatch: c.maxBatch ?? 32 })),
     memory: { budgetMiB: 1024 },
-    scheduling: { mode: c.mode.mode, retainState: c.mode.retainState, thresholds: c.mode.thresholds ?? {}, maxWaitMs: c.maxWaitMs ?? 20 },
+    scheduling: {
+      mode: c.mode.mode,
+      retainState: c.mode.retainState,
+      thresholds: c.mode.thresholds ?? {},
+      maxWaitMs: c.maxWaitMs ?? 20,
+      // A recorded step must be one forward pass (the throughput model's unit): no lookahead then.
+      ...(c.recordRouting ? { lookahead: 0 } : c.mode.lookahead !== undefined ? { lookahead: c.mode.lookahead } : {}),
+    },
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,
   });

@@ -41,9 +41,11 @@ export const serverConfigSchema = z
         /** Per-model delayed-batching thresholds, or "auto" (the throughput model picks and re-picks them). */
         thresholds: z.union([z.literal('auto'), z.record(z.string(), z.number().int().min(1))]).default({}),
         maxWaitMs: z.number().positive().default(20),
+        /** Most lookahead steps per row (async modes): a model decodes on without a round trip while its rows mostly stay. 0 = off. */
+        lookahead: z.number().int().min(0).max(64).default(8),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20 }),
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: 8 }),
     limits: z
       .object({
         /** N: requests decoding at once. */

@@ -36,6 +36,12 @@ export interface ClusterOptions {
   trace?: TraceSink;
   /** Debug mode: check every invariant after every batch (tests and the stress suite). */
   checkInvariants?: boolean;
+  /**
+   * Most lookahead steps a row may ask of a runner that can take them (ModelRunner.maxAhead): the
+   * runner decodes a row on without a round trip while the lane's rows mostly stay. Async modes
+   * only: a sync mode's barrier is one step. Default 0 (off).
+   */
+  lookahead?: number;
 }
 
 export interface RequestHandle {
@@ -96,12 +102,14 @@ export class Cluster implements SubServerOwner {
     this.maxQueue = opts.maxQueue ?? Infinity;
     this.trace = opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
+    const lookahead = this.policy.mode.startsWith('async') ? (opts.lookahead ?? 0) : 0;
+    if (!(Number.isInteger(lookahead) && lookahead >= 0)) throw new TokenRouterError('invalid_request', `lookahead must be an integer ≥ 0, got ${opts.lookahead}`, 'lookahead');
     if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
     this.lanes = opts.models.map(
       (m, i) =>
         new SubServer(
           i,
-          { name: m.name, runner: m.runner, maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity },
+          { name: m.name, runner: m.runner, maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity, lookahead },
           this,
         ),
     );
@@ -521,6 +529,7 @@ export class Cluster implements SubServerOwner {
         tokens: batch.tokens,
         start: batch.start,
         end: this.clock.now(),
+        ...(batch.steps > 1 ? { steps: batch.steps } : {}),
       });
     }
     this.policy.finished();
@@ -538,6 +547,7 @@ export class Cluster implements SubServerOwner {
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
       // An executing lane looks at its queue when its batch returns, unless it may pipeline another.
       if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
+      else if (lane.readyCount > 0) lane.yieldAhead();
     }
     for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
   }

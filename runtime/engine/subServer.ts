@@ -16,6 +16,8 @@ export interface SubServerOptions {
   threshold: number;
   /** KV capacity in tokens; Infinity = unbounded. */
   kvCapacityTokens: number;
+  /** Most lookahead steps a row may ask of a runner that has them (0: none). */
+  lookahead?: number;
 }
 
 export interface Batch {
@@ -27,6 +29,12 @@ export interface Batch {
   start: number;
   phase: StepPhase;
   tokens: number;
+  /** Most lookahead steps any row asked for. */
+  ahead: number;
+  /** Forward passes used: 1 + lookahead steps consumed. */
+  steps: number;
+  /** The runner was told to stop its lookahead early. */
+  yielded: boolean;
 }
 
 /** What a sub-server needs from the cluster around it. */
@@ -51,7 +59,16 @@ export class SubServerStats {
   busyMs = 0;
   /** Wall ms spent inside runner.step (the model itself for real runners). */
   runnerWallMs = 0;
+  /** Row results taken from lookahead instead of a new batch. */
+  aheadRows = 0;
+  /** Times new work cut a running batch's lookahead short. */
+  aheadYields = 0;
 }
+
+/** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
+const STAY_ALPHA = 1 / 16;
+/** Lookahead step s is asked for only while a row is more likely than this to still be here: stay^s ≥ it. */
+const AHEAD_MIN_CHANCE = 0.5;
 
 export class SubServer implements SubServerHost, LaneView {
   readonly name: string;
@@ -76,6 +93,10 @@ export class SubServer implements SubServerHost, LaneView {
   dirty = false;
   /** Down: steps fail fast until the runner is replaced. */
   down = false;
+  /** Cap on lookahead steps per row (0: none; sync modes keep it 0: their barrier is per step). */
+  lookahead: number;
+  /** How often a row that stepped here stayed for another step, recently (drives lookahead). */
+  stayRate = 0.5;
 
   constructor(
     readonly index: number,
@@ -86,6 +107,7 @@ export class SubServer implements SubServerHost, LaneView {
     this.runner = opts.runner;
     this.maxBatch = opts.maxBatch;
     this.threshold = opts.threshold;
+    this.lookahead = opts.lookahead ?? 0;
     this.pool = new CachePool(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken);
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: owner.clock });
     this.actor.start();
@@ -235,6 +257,8 @@ export class SubServer implements SubServerHost, LaneView {
     const rows: StepRow[] = [];
     let phase: StepPhase = 'decode';
     let tokens = 0;
+    let ahead = 0;
+    const aheadCap = this.aheadCap();
     const ready = this.ready;
     while (locals.length < this.maxBatch && this.readyHead < ready.length) {
       const local = ready[this.readyHead];
@@ -251,7 +275,9 @@ export class SubServer implements SubServerHost, LaneView {
         position: local.fed,
         sampling: req.stepSampling,
         wants: local.wants,
+        ahead: this.aheadFor(local, aheadCap),
       };
+      if (row.ahead! > ahead) ahead = row.ahead!;
       const p = rowPhase(row);
       if (p === 'prefill' || (p === 'extend' && phase === 'decode')) phase = p;
       tokens += row.tokens.length;
@@ -262,7 +288,7 @@ export class SubServer implements SubServerHost, LaneView {
       this.ready = ready.slice(this.readyHead);
       this.readyHead = 0;
     }
-    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens };
+    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens, ahead, steps: 1, yielded: false };
     this.inFlight.push(batch);
     this.owner.policy.launched(this);
     let out: StepOutput | Promise<StepOutput>;
@@ -284,6 +310,38 @@ export class SubServer implements SubServerHost, LaneView {
       const o = out;
       clock.setTimeout(() => this.complete(batch, o, wall), o.durationMs ?? 0);
     }
+  }
+
+  /** Lookahead steps worth asking of a row on this lane now: none unless the lane's rows mostly stay. */
+  private aheadCap(): number {
+    const cap = Math.min(this.lookahead, this.runner.maxAhead ?? 0);
+    if (cap <= 0 || this.stayRate <= AHEAD_MIN_CHANCE) return 0;
+    if (this.stayRate >= 1) return cap;
+    return Math.min(cap, Math.floor(Math.log(AHEAD_MIN_CHANCE) / Math.log(this.stayRate)));
+  }
+
+  /** Within the request's limits: every lookahead step commits one more token, and EOS suppression must not change midway. */
+  private aheadFor(local: LocalRequest, cap: number): number {
+    if (cap === 0) return 0;
+    const req = local.req;
+    let n = Math.min(cap, req.maxLength - req.tokens.length - 1);
+    if (req.generated < req.minTokens) n = Math.min(n, req.minTokens - req.generated - 1);
+    return Math.max(0, n);
+  }
+
+  /** New work arrived while a batch runs: a runner still looking ahead should hand back what it has. */
+  yieldAhead(): void {
+    for (const b of this.inFlight) {
+      if (b.ahead > 0 && !b.yielded) {
+        b.yielded = true;
+        this.stats.aheadYields++;
+        this.runner.yieldAhead?.();
+      }
+    }
+  }
+
+  private noteStay(stayed: boolean): void {
+    this.stayRate += STAY_ALPHA * ((stayed ? 1 : 0) - this.stayRate);
   }
 
   private settle(batch: Batch): void {
@@ -308,9 +366,49 @@ export class SubServer implements SubServerHost, LaneView {
       this.pool.cached(fed);
       local.req.tokensFed[local.model] += fed;
       this.owner.onRowResult(local, out.rows[i], batch);
+      if (this.lookahead > 0) this.noteStay(local.inReady);
     }
+    if (out.ahead) this.consumeAhead(batch, out.rows, out.ahead);
     this.actor.send({ type: 'BATCH_DONE' });
     this.owner.onBatchReturned(batch, out, wallMs);
+  }
+
+  /**
+   * Lookahead results, step by step, for the rows that stayed: each such row is taken back out of the
+   * ready queue and handled exactly as if a batch had just run it. A row that left, ended or was
+   * cancelled stops using them; the runner rolls its cache back when it next steps there.
+   */
+  private consumeAhead(batch: Batch, first: readonly TokenSignals[], ahead: readonly (readonly TokenSignals[])[]): void {
+    const { locals, rows } = batch;
+    let live: number[] = [];
+    for (let i = 0; i < locals.length; i++) if (ahead[i]?.length) live.push(i);
+    for (let s = 0; live.length > 0; s++) {
+      const next: number[] = [];
+      for (const i of live) {
+        const local = locals[i];
+        const sig = ahead[i][s];
+        const req = local.req;
+        const fedByRunner = (s === 0 ? first[i] : ahead[i][s - 1]).token;
+        // It must have stayed: ready here, same cache, and its one unfed token is the one the runner fed.
+        if (!sig || !local.inReady || req.finished || local.cacheId !== rows[i].cacheId) continue;
+        if (req.tokens.length !== local.fed + 1 || req.tokens[local.fed] !== fedByRunner) continue;
+        // its slot in the ready FIFO goes stale: launch skips a local that is no longer inReady
+        local.inReady = false;
+        this.readyCount--;
+        local.fed += 1;
+        this.pool.cached(1);
+        req.tokensFed[local.model] += 1;
+        this.stats.tokensFed++;
+        this.stats.rows++;
+        this.stats.aheadRows++;
+        batch.tokens++;
+        if (s + 2 > batch.steps) batch.steps = s + 2;
+        this.owner.onRowResult(local, sig, batch);
+        this.noteStay(local.inReady);
+        next.push(i);
+      }
+      live = next;
+    }
   }
 
   private fail(batch: Batch, error: Error, wallMs: number): void {

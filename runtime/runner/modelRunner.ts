@@ -32,6 +32,13 @@ export interface StepRow {
   position: number;
   sampling: SamplingParams;
   wants: StepWants;
+  /**
+   * Lookahead: the runner may go on decoding this row for up to this many further steps, each
+   * feeding the token it just sampled, and return those results in `StepOutput.ahead`. The engine
+   * uses them only while the row stays on this model; the rest are dropped when the row next steps
+   * here at an earlier position (see ModelRunner.maxAhead).
+   */
+  ahead?: number;
 }
 
 export type StepPhase = 'prefill' | 'extend' | 'decode';
@@ -52,6 +59,8 @@ export interface StepOutput {
   durationMs?: number;
   /** Wall milliseconds spent inside the model itself (session.run or equivalent), for breakdowns. */
   modelMs?: number;
+  /** Lookahead results: ahead[i][s] is row i's result of lookahead step s + 1, in order (absent: none computed). */
+  ahead?: (readonly TokenSignals[])[];
 }
 
 export interface ModelInfo {
@@ -81,4 +90,12 @@ export interface ModelRunner {
    * round trip between steps. Batches in flight never share a request.
    */
   readonly pipelineDepth?: number;
+  /**
+   * Lookahead steps the runner can take in one call (absent or 0: none). A runner that has it
+   * accepts a row starting anywhere between the end of its cache and the end minus the lookahead
+   * tokens its last step appended, and rolls the cache back to that position first.
+   */
+  readonly maxAhead?: number;
+  /** New work is waiting for this model: finish the step in flight without further lookahead. */
+  yieldAhead?(): void;
 }

@@ -12,14 +12,19 @@ export interface OnnxRunnerOptions {
   name?: string;
 }
 
-/** Where a request's KV lives: a row of the current batch tensors, or its own compact copy. */
-type KvLocation = { kind: 'batch'; batch: BatchState; row: number } | { kind: 'own'; data: Float32Array[] } | null;
+/** Where a request's KV lives: a row of the current batch tensors, or its own copy ([kv, stride, hd], first `len` slots valid). */
+type KvLocation = { kind: 'batch'; batch: BatchState; row: number } | { kind: 'own'; data: Float32Array[]; stride: number } | null;
 
 interface CacheEntry {
-  /** Tokens held (the next row position must equal this). */
+  /** Tokens held (the next row position must equal this, or lie within the last lookahead). */
   len: number;
   loc: KvLocation;
+  /** Tokens the last step appended by lookahead: a next step may start up to this many earlier. */
+  ahead: number;
 }
+
+/** Lookahead steps one call may take (ModelRunner.maxAhead). */
+const MAX_AHEAD = 16;
 
 /**
  * The KV of the rows of the last step, exactly as the model returned it: `present` of one step is fed
@@ -53,7 +58,10 @@ export class OnnxRunner implements ModelRunner {
   private readonly presentNames: string[];
   private readonly hasHidden: boolean;
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
-  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0 };
+  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, aheadSteps: 0, rollbacks: 0 };
+  readonly maxAhead = MAX_AHEAD;
+  /** Set by yieldAhead() while a step runs: take no further lookahead step. */
+  private yieldRequested = false;
 
   private constructor(
     readonly folder: ModelFolder,
@@ -134,8 +142,9 @@ export class OnnxRunner implements ModelRunner {
         if (!Number.isInteger(t) || t < 0 || t >= V) throw new StepError(`${this.info.name}: request ${r.requestId}: token ${t} outside vocabulary [0, ${V})`);
       }
       if (r.position !== 0) {
-        const held = this.caches.get(r.cacheId)?.len ?? 0;
-        if (held !== r.position) {
+        const e = this.caches.get(r.cacheId);
+        const held = e?.len ?? 0;
+        if (r.position > held || r.position < held - (e?.ahead ?? 0)) {
           throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`);
         }
       }
@@ -149,16 +158,25 @@ export class OnnxRunner implements ModelRunner {
     }
   }
 
+  yieldAhead(): void {
+    this.yieldRequested = true;
+  }
+
   private async runStep(rows: readonly StepRow[]): Promise<StepOutput> {
+    this.yieldRequested = false;
     if (rows.length === 0) return { rows: [], modelMs: 0 };
     this.validate(rows);
     for (const r of rows) {
       if (r.position === 0) {
         this.dropCache(r.cacheId);
-        this.caches.set(r.cacheId, { len: 0, loc: null });
+        this.caches.set(r.cacheId, { len: 0, loc: null, ahead: 0 });
       }
     }
     const entries = rows.map((r) => this.caches.get(r.cacheId)!);
+    entries.forEach((e, i) => {
+      if (e.len > rows[i].position) this.rollBack(e, rows[i].position);
+      e.ahead = 0;
+    });
     const B = rows.length;
     // reuse the batch KV as is when the very same requests step again (any order)
     let reuse = this.batch !== null && this.batch.ids.length === B && entries.every((e) => e.loc?.kind === 'batch' && e.loc.batch === this.batch);
@@ -169,14 +187,48 @@ export class OnnxRunner implements ModelRunner {
     }
     if (reuse) this.stats.reused++;
     else this.repack(rows, entries);
-    const batch = this.batch!;
     // order[b] = index of the step row living in batch row b
     const order = new Array<number>(B);
     entries.forEach((e, i) => {
       order[(e.loc as { row: number }).row] = i;
     });
+    const first = await this.forward(rows, entries, order, rows.map((r) => r.tokens));
+    let modelMs = first.modelMs;
+    this.stats.steps++;
+    const budget = rows.map((r) => Math.min(r.ahead ?? 0, MAX_AHEAD));
+    const most = Math.max(...budget);
+    if (most === 0) return { rows: first.signals as TokenSignals[], modelMs };
+    // Lookahead: rows go on feeding what they sampled. A row that stops (budget, EOS, context end)
+    // stays in the batch tensors fed nothing, so the others keep their KV without a re-pack.
+    const ahead: TokenSignals[][] = rows.map(() => []);
+    const eos = this.info.eosTokenId;
+    for (let s = 1; s <= most && !this.yieldRequested; s++) {
+      const feeds = rows.map((_, i) => {
+        const prev = s === 1 ? first.signals[i] : ahead[i][s - 2];
+        const go = prev !== undefined && ahead[i].length === s - 1 && budget[i] >= s && prev.token !== eos && entries[i].len < this.info.maxContext;
+        return go ? [prev.token] : null;
+      });
+      if (feeds.every((f) => f === null)) break;
+      const next = await this.forward(rows, entries, order, feeds);
+      modelMs += next.modelMs;
+      this.stats.aheadSteps++;
+      feeds.forEach((f, i) => {
+        if (f === null) return;
+        ahead[i].push(next.signals[i]!);
+        entries[i].ahead++;
+      });
+    }
+    return { rows: first.signals as TokenSignals[], modelMs, ahead };
+  }
 
-    const S = Math.max(...rows.map((r) => r.tokens.length));
+  /**
+   * One forward pass over the current batch tensors: row i feeds `feeds[i]` at the end of its cache
+   * (null: feeds nothing, its new slot masked) and gets the signals of the next position.
+   */
+  private async forward(rows: readonly StepRow[], entries: CacheEntry[], order: number[], feeds: readonly (readonly number[] | null)[]): Promise<{ signals: (TokenSignals | undefined)[]; modelMs: number }> {
+    const batch = this.batch!;
+    const B = rows.length;
+    const S = Math.max(...feeds.map((f) => f?.length ?? 0));
     const T = batch.T;
     const T2 = T + S;
     const pad = BigInt(this.folder.config.padTokenId);
@@ -184,35 +236,36 @@ export class OnnxRunner implements ModelRunner {
     const positionIds = new BigInt64Array(B * S);
     const mask = new BigInt64Array(B * T2);
     for (let b = 0; b < B; b++) {
-      const r = rows[order[b]];
-      const k = r.tokens.length;
+      const f = feeds[order[b]];
+      const k = f?.length ?? 0;
+      const pos = entries[order[b]].len;
       // new tokens are left-padded so every row's last fed token sits at S-1
       for (let j = 0; j < k; j++) {
-        inputIds[b * S + S - k + j] = BigInt(r.tokens[j]);
-        positionIds[b * S + S - k + j] = BigInt(r.position + j);
+        inputIds[b * S + S - k + j] = BigInt(f![j]);
+        positionIds[b * S + S - k + j] = BigInt(pos + j);
       }
       mask.set(batch.mask.subarray(b * T, b * T + T), b * T2);
       mask.fill(1n, b * T2 + T + S - k, b * T2 + T2);
     }
-    const feeds: Record<string, ort.Tensor> = {
+    const inputs: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', inputIds, [B, S]),
       attention_mask: new ort.Tensor('int64', mask, [B, T2]),
     };
-    if (this.session.inputNames.includes('position_ids')) feeds.position_ids = new ort.Tensor('int64', positionIds, [B, S]);
+    if (this.session.inputNames.includes('position_ids')) inputs.position_ids = new ort.Tensor('int64', positionIds, [B, S]);
     this.pastNames.forEach((n, i) => {
-      feeds[n] = batch.past[i];
+      inputs[n] = batch.past[i];
     });
-    const wantHidden = rows.some((r) => r.wants.hidden || r.wants.heads.length > 0);
+    const wantHidden = rows.some((r, i) => feeds[i] !== null && (r.wants.hidden || r.wants.heads.length > 0));
     const fetches = ['logits', ...this.presentNames];
     if (wantHidden) fetches.push('hidden_states');
     const t0 = performance.now();
-    const out = await this.session.run(feeds, fetches);
+    const out = await this.session.run(inputs, fetches);
     let modelMs = performance.now() - t0;
 
     batch.past = this.presentNames.map((n) => out[n]);
     batch.mask = mask;
     batch.T = T2;
-    for (let b = 0; b < B; b++) entries[order[b]].len += rows[order[b]].tokens.length;
+    for (let b = 0; b < B; b++) entries[order[b]].len += feeds[order[b]]?.length ?? 0;
 
     const logits = out.logits;
     const V = logits.dims[2];
@@ -220,15 +273,16 @@ export class OnnxRunner implements ModelRunner {
     const H = this.info.hiddenSize;
     const hid = wantHidden ? (out.hidden_states.data as Float32Array) : undefined;
     const needTopLogits = Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0)));
-    const results: TokenSignals[] = new Array(B);
+    const results: (TokenSignals | undefined)[] = new Array(B);
     const topLogits: number[][] = new Array(B);
     const hiddenRows: (Float32Array | undefined)[] = new Array(B);
     for (let b = 0; b < B; b++) {
       const i = order[b];
+      if (feeds[i] === null) continue;
       const r = rows[i];
       const a = analyzeRow(L.subarray((b * S + S - 1) * V, (b * S + S) * V), {
         sampling: r.sampling,
-        position: r.position + r.tokens.length,
+        position: entries[i].len,
         model: this.info.name,
         topK: r.wants.topK,
         topLogitsK: needTopLogits,
@@ -250,20 +304,37 @@ export class OnnxRunner implements ModelRunner {
         heads: {},
       };
     }
-    modelMs += await this.runHeads(rows, results, hiddenRows, topLogits);
-    this.stats.steps++;
-    return { rows: results, modelMs };
+    modelMs += await this.runHeads(rows, feeds, results, hiddenRows, topLogits);
+    return { signals: results, modelMs };
+  }
+
+  /** Drops the cache's last tokens (lookahead the engine did not use), so the next step starts at `len`. */
+  private rollBack(e: CacheEntry, len: number): void {
+    let drop = e.len - len;
+    this.stats.rollbacks++;
+    e.len = len;
+    if (e.loc?.kind !== 'batch') return; // own storage: slots past len are simply not copied
+    // the row's valid slots hold its positions in order: unmask the last `drop` of them
+    const { batch, row } = e.loc;
+    for (let t = batch.T - 1; t >= 0 && drop > 0; t--) {
+      if (batch.mask[row * batch.T + t] !== 0n) {
+        batch.mask[row * batch.T + t] = 0n;
+        drop--;
+      }
+    }
   }
 
   /** Runs each requested router head once, batched over the rows that asked for it. */
-  private async runHeads(rows: readonly StepRow[], results: TokenSignals[], hidden: (Float32Array | undefined)[], topLogits: number[][]): Promise<number> {
+  private async runHeads(rows: readonly StepRow[], fed: readonly (readonly number[] | null)[], results: (TokenSignals | undefined)[], hidden: (Float32Array | undefined)[], topLogits: number[][]): Promise<number> {
     let ms = 0;
     const names = new Set<string>();
-    for (const r of rows) for (const h of r.wants.heads) names.add(h);
+    rows.forEach((r, i) => {
+      if (fed[i] !== null) for (const h of r.wants.heads) names.add(h);
+    });
     const H = this.info.hiddenSize;
     for (const name of names) {
       const head = this.heads.get(name)!;
-      const idx = rows.flatMap((r, i) => (r.wants.heads.includes(name) ? [i] : []));
+      const idx = rows.flatMap((r, i) => (fed[i] !== null && r.wants.heads.includes(name) ? [i] : []));
       const n = idx.length;
       const feeds: Record<string, ort.Tensor> = {};
       for (const inp of head.spec.inputs) {
@@ -272,7 +343,7 @@ export class OnnxRunner implements ModelRunner {
           idx.forEach((i, j) => x.set(hidden[i]!, j * H));
           feeds[inp.name] = new ort.Tensor('float32', x, [n, H]);
         } else if (inp.source === 'token') {
-          feeds[inp.name] = new ort.Tensor('int64', BigInt64Array.from(idx, (i) => BigInt(results[i].token)), [n, 1]);
+          feeds[inp.name] = new ort.Tensor('int64', BigInt64Array.from(idx, (i) => BigInt(results[i]!.token)), [n, 1]);
         } else {
           const K = this.folder.routerTopK;
           const x = new Float32Array(n * K);
@@ -285,7 +356,7 @@ export class OnnxRunner implements ModelRunner {
       ms += performance.now() - t0;
       const score = (out.score ?? out[head.session.outputNames[0]]).data as Float32Array;
       idx.forEach((i, j) => {
-        (results[i].heads as Record<string, number>)[name] = score[j];
+        (results[i]!.heads as Record<string, number>)[name] = score[j];
       });
     }
     return ms;
@@ -313,7 +384,7 @@ export class OnnxRunner implements ModelRunner {
             return dst;
           });
           this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
-          e.loc = { kind: 'own', data };
+          e.loc = { kind: 'own', data, stride: e.len };
         }
       });
     }
@@ -330,7 +401,7 @@ export class OnnxRunner implements ModelRunner {
         const runs = validRuns(src.mask, e.loc.row, src.T);
         for (let i = 0; i < nT; i++) copyKv(src.past[i].data as Float32Array, e.loc.row, src.T, runs, past[i], b, T, start, kv, hd);
       } else if (n > 0 && e.loc?.kind === 'own') {
-        for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, n, [[0, n]], past[i], b, T, start, kv, hd);
+        for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, e.loc.stride, [[0, n]], past[i], b, T, start, kv, hd);
       }
       this.stats.copiedBytes += n * this.folder.kvBytesPerToken;
       mask.fill(1n, b * T + start, b * T + T);

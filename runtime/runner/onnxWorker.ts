@@ -7,11 +7,13 @@ export type WorkerRequest =
   | { type: 'step'; id: number; rows: StepRow[] }
   | { type: 'release'; cacheId: number }
   | { type: 'close'; id: number }
+  /** New work waits on the main thread: the step in flight takes no further lookahead step. */
+  | { type: 'yield' }
   /** Test hook: the worker throws an uncaught error, as a native crash or bug would kill it. */
   | { type: 'crash'; message: string };
 
 export type WorkerReply =
-  | { type: 'ready'; info: OnnxRunner['info'] }
+  | { type: 'ready'; info: OnnxRunner['info']; maxAhead: number }
   | { type: 'result'; id: number; output: Awaited<ReturnType<OnnxRunner['step']>> }
   | { type: 'error'; id: number; message: string; stack?: string }
   | { type: 'closed'; id: number };
@@ -36,13 +38,16 @@ async function main(): Promise<void> {
   let chain: Promise<void> = Promise.resolve();
   port.on('message', (msg: WorkerRequest) => {
     if (msg.type === 'crash') throw new Error(msg.message);
+    // not queued behind the step: it is for the step running now
+    if (msg.type === 'yield') return runner.yieldAhead();
     chain = chain.then(async () => {
       if (msg.type === 'release') runner.release(msg.cacheId);
       else if (msg.type === 'step') {
         try {
           const output = await runner.step(msg.rows);
           // hidden states are fresh copies: transfer them instead of cloning
-          const transfer = output.rows.flatMap((r) => (r.hidden ? [r.hidden.buffer as ArrayBuffer] : []));
+          const transfer: ArrayBuffer[] = [];
+          for (const r of [...output.rows, ...(output.ahead ?? []).flat()]) if (r.hidden) transfer.push(r.hidden.buffer as ArrayBuffer);
           port.postMessage({ type: 'result', id: msg.id, output } satisfies WorkerReply, transfer);
         } catch (e) {
           port.postMessage({ type: 'error', id: msg.id, message: (e as Error).message, stack: (e as Error).stack } satisfies WorkerReply);
@@ -54,7 +59,7 @@ async function main(): Promise<void> {
       }
     });
   });
-  port.postMessage({ type: 'ready', info: runner.info } satisfies WorkerReply);
+  port.postMessage({ type: 'ready', info: runner.info, maxAhead: runner.maxAhead } satisfies WorkerReply);
 }
 
 void main();

@@ -29,6 +29,8 @@ export interface SimRunnerOptions {
   next?: (ctx: SimContext) => SimOutput;
   /** Clock ms a step takes; default 0 (a zero-latency runner). */
   latency?: LatencyModel;
+  /** Lookahead steps one call may take (ModelRunner.maxAhead); default 0. */
+  maxAhead?: number;
 }
 
 const NONE: readonly number[] = Object.freeze([]);
@@ -37,6 +39,9 @@ const NO_HEADS: Readonly<Record<string, number>> = Object.freeze({});
 interface Cache {
   length: number;
   hash: number;
+  /** Hashes at lengths rollbackFrom..length, kept after a step with lookahead so it can be undone. */
+  rollback: number[] | null;
+  rollbackFrom: number;
 }
 
 /**
@@ -52,7 +57,8 @@ export class SimRunner implements ModelRunner {
   private readonly latency: LatencyModel;
   private readonly modelSalt: number;
   /** Steps taken and rows by phase, for tests. */
-  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0 };
+  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0 };
+  readonly maxAhead: number;
 
   constructor(opts: SimRunnerOptions) {
     this.info = {
@@ -65,6 +71,7 @@ export class SimRunner implements ModelRunner {
     };
     this.modelSalt = hashString(opts.name);
     this.latency = opts.latency ?? (() => 0);
+    this.maxAhead = opts.maxAhead ?? 0;
     const vocab = this.info.vocabSize;
     const salt = this.modelSalt;
     this.next =
@@ -83,46 +90,88 @@ export class SimRunner implements ModelRunner {
     const c = this.counts;
     c.steps++;
     const out: TokenSignals[] = new Array(rows.length);
+    const caches: Cache[] = new Array(rows.length);
     let tokensFed = 0;
+    let maxAhead = 0;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       let cache = this.caches.get(row.cacheId);
       if (row.position === 0) {
-        cache = { length: 0, hash: 0x12345 };
+        cache = { length: 0, hash: 0x12345, rollback: null, rollbackFrom: 0 };
         this.caches.set(row.cacheId, cache);
         c.prefillRows++;
       } else if (!cache) {
         throw new Error(`${this.info.name}: cache ${row.cacheId} of ${row.requestId} is unknown (released or never prefilled)`);
       } else if (row.tokens.length > 1) c.extendRows++;
       else c.decodeRows++;
-      if (cache.length !== row.position) {
-        throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
-      }
+      if (cache.length !== row.position) this.rollBack(cache, row);
+      cache.rollback = null;
       if (row.tokens.length === 0) throw new Error(`${this.info.name}: row for ${row.requestId} feeds no token`);
-      let h = cache.hash;
-      for (const t of row.tokens) h = mix(h, t + 1);
-      cache.hash = h;
+      for (const t of row.tokens) cache.hash = mix(cache.hash, t + 1);
       cache.length += row.tokens.length;
       tokensFed += row.tokens.length;
-      const o = this.next({ model: this.info.name, requestId: row.requestId, contextHash: h, position: cache.length, seed: row.sampling.seed });
-      const eos = this.info.eosTokenId;
-      // min_tokens not reached: an EOS becomes the next token id (a simulated model has no distribution to redraw from).
-      const token = row.sampling.suppressEos && o.token === eos && eos >= 0 ? (eos + 1) % this.info.vocabSize : o.token;
-      out[i] = {
-        token,
-        entropy: o.entropy,
-        maxProb: o.maxProb,
-        margin: o.margin ?? o.maxProb / 2,
-        tokenProb: o.tokenProb ?? o.maxProb,
-        topIds: o.topIds ?? NONE,
-        topProbs: o.topProbs ?? NONE,
-        heads: o.heads ?? NO_HEADS,
-        hidden: o.hidden,
-      };
+      out[i] = this.sample(cache, row);
+      caches[i] = cache;
+      maxAhead = Math.max(maxAhead, Math.min(row.ahead ?? 0, this.maxAhead));
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
-    return { rows: out, durationMs: this.latency(rows.length, tokensFed) };
+    let durationMs = this.latency(rows.length, tokensFed);
+    if (maxAhead === 0) return { rows: out, durationMs };
+    const ahead: TokenSignals[][] = rows.map(() => []);
+    const eos = this.info.eosTokenId;
+    for (let s = 1; s <= maxAhead; s++) {
+      let live = 0;
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i];
+        const cache = caches[i];
+        const prev = s === 1 ? out[i] : ahead[i][s - 2];
+        // A row stops at its budget, at EOS (the request ends there) and at the context's end.
+        if (!prev || Math.min(row.ahead ?? 0, this.maxAhead) < s || prev.token === eos || cache.length + 1 >= this.info.maxContext) continue;
+        if (cache.rollback === null) {
+          cache.rollback = [cache.hash];
+          cache.rollbackFrom = cache.length;
+        }
+        cache.hash = mix(cache.hash, prev.token + 1);
+        cache.length++;
+        cache.rollback.push(cache.hash);
+        ahead[i].push(this.sample(cache, row));
+        live++;
+      }
+      if (live === 0) break;
+      c.aheadSteps++;
+      durationMs += this.latency(live, live);
+    }
+    return { rows: out, durationMs, ahead };
+  }
+
+  /** The row starts inside the lookahead tokens of the cache's last step: drop the tokens past it. */
+  private rollBack(cache: Cache, row: StepRow): void {
+    const k = row.position - cache.rollbackFrom;
+    if (cache.rollback === null || row.position > cache.length || k < 0) {
+      throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
+    }
+    cache.hash = cache.rollback[k];
+    cache.length = row.position;
+    this.counts.rollbacks++;
+  }
+
+  private sample(cache: Cache, row: StepRow): TokenSignals {
+    const o = this.next({ model: this.info.name, requestId: row.requestId, contextHash: cache.hash, position: cache.length, seed: row.sampling.seed });
+    const eos = this.info.eosTokenId;
+    // min_tokens not reached: an EOS becomes the next token id (a simulated model has no distribution to redraw from).
+    const token = row.sampling.suppressEos && o.token === eos && eos >= 0 ? (eos + 1) % this.info.vocabSize : o.token;
+    return {
+      token,
+      entropy: o.entropy,
+      maxProb: o.maxProb,
+      margin: o.margin ?? o.maxProb / 2,
+      tokenProb: o.tokenProb ?? o.maxProb,
+      topIds: o.topIds ?? NONE,
+      topProbs: o.topProbs ?? NONE,
+      heads: o.heads ?? NO_HEADS,
+      hidden: o.hidden,
+    };
   }
 
   release(cacheId: number): void {

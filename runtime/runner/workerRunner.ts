@@ -19,6 +19,7 @@ interface Pending {
 
 export class WorkerRunner implements ModelRunner {
   private readonly pending = new Map<number, Pending>();
+  readonly maxAhead: number;
   private nextId = 0;
   private dead: Error | null = null;
   private closing = false;
@@ -26,7 +27,9 @@ export class WorkerRunner implements ModelRunner {
   private constructor(
     private readonly worker: Worker,
     readonly info: ModelInfo,
+    maxAhead: number,
   ) {
+    this.maxAhead = maxAhead;
     worker.on('message', (m: WorkerReply) => this.onMessage(m));
     worker.on('error', (e) => this.fail(new WorkerRunnerError(`worker for model "${info.name}" crashed: ${e.message}`)));
     worker.on('exit', (code) => {
@@ -41,7 +44,7 @@ export class WorkerRunner implements ModelRunner {
     return new Promise<WorkerRunner>((resolve, reject) => {
       const onMsg = (m: WorkerReply) => {
         cleanup();
-        if (m.type === 'ready') resolve(new WorkerRunner(worker, m.info));
+        if (m.type === 'ready') resolve(new WorkerRunner(worker, m.info, m.maxAhead));
         else {
           void worker.terminate();
           reject(new WorkerRunnerError(`worker failed to load ${folder}: ${m.type === 'error' ? m.message : m.type}`));
@@ -105,6 +108,10 @@ export class WorkerRunner implements ModelRunner {
 
   release(cacheId: number): void {
     if (!this.dead) this.send({ type: 'release', cacheId });
+  }
+
+  yieldAhead(): void {
+    if (!this.dead) this.send({ type: 'yield' });
   }
 
   /** Test hook: makes the worker die with an uncaught error before it handles anything sent after. */

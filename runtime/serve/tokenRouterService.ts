@@ -104,6 +104,7 @@ export class TokenRouterService {
       mode: config.scheduling.mode,
       retainState: config.scheduling.retainState,
       maxWaitMs: config.scheduling.maxWaitMs,
+      lookahead: config.scheduling.lookahead,
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
       trace: this.trace,

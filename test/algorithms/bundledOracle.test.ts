@@ -14,6 +14,8 @@ const PROMPTS = 12;
 const MAX_TOKENS = 48;
 const runners: Record<string, OnnxRunner> = {};
 let prompts: number[][];
+let aheadTotal = 0;
+let rollbackTotal = 0;
 
 beforeAll(async () => {
   for (const n of NAMES) runners[n] = await OnnxRunner.load(modelDir(n));
@@ -24,10 +26,16 @@ afterAll(async () => {
   for (const r of Object.values(runners)) await r.close();
 });
 
-describe.each(['r-stitch', 'citer', 'r2r', 'co-llm', 'me'])('%s on the bundled models', (name) => {
+// Lookahead 8 runs sampled (seeded) so lookahead draws are checked by position too.
+const SETTINGS = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me'].flatMap((name) => [0, 8].map((lookahead) => ({ name, lookahead })));
+
+describe.each(SETTINGS)('$name on the bundled models, lookahead $lookahead', ({ name, lookahead }) => {
   it(`commits what the sequential oracle commits on ${PROMPTS} held-out problems, token for token and model for model`, async () => {
     const algorithm = builtinAlgorithms[name]();
+    const sampling = (i: number) => (lookahead > 0 ? { temperature: 0.7, seed: 1000 + i } : { temperature: 0 });
+    const rollbacks0 = Object.values(runners).reduce((a, r) => a + r.stats.rollbacks, 0);
     const cluster = new Cluster({
+      lookahead,
       clock: createRealClock(),
       mode: 'async-delayed',
       retainState: true,
@@ -37,11 +45,11 @@ describe.each(['r-stitch', 'citer', 'r2r', 'co-llm', 'me'])('%s on the bundled m
     });
     // All at once: batched steps, requests away at peers, returns joining running batches.
     const served = await Promise.all(
-      prompts.map((prompt, i) => cluster.submit({ id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: { temperature: 0 } }).done),
+      prompts.map((prompt, i) => cluster.submit({ id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done),
     );
     let handoffs = 0;
     for (const [i, prompt] of prompts.entries()) {
-      const oracle = await runOracle(algorithm, runners, { id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: { temperature: 0 } });
+      const oracle = await runOracle(algorithm, runners, { id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
       expect(served[i].status).toBe('done');
       expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
       expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
@@ -51,5 +59,16 @@ describe.each(['r-stitch', 'citer', 'r2r', 'co-llm', 'me'])('%s on the bundled m
     // The comparison means something only if the models actually switched.
     expect(handoffs).toBeGreaterThan(PROMPTS);
     for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
+    const aheadRows = cluster.lanes.reduce((a, l) => a + l.stats.aheadRows, 0);
+    if (lookahead > 0) {
+      aheadTotal += aheadRows;
+      rollbackTotal += Object.values(runners).reduce((a, r) => a + r.stats.rollbacks, 0) - rollbacks0;
+    } else expect(aheadRows).toBe(0);
   }, 60_000);
+});
+
+// After the runs above (vitest runs a file's tests in order): lookahead was really used and rolled back.
+it('used lookahead results and rolled back unused lookahead in the runs above', () => {
+  expect(aheadTotal).toBeGreaterThan(PROMPTS);
+  expect(rollbackTotal).toBeGreaterThan(0);
 });

@@ -18,12 +18,16 @@ function pick(seed: number, salt: number, lo: number, hi: number): number {
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
     let requestsChecked = 0;
+    let aheadRows = 0;
+    let rollbacks = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
       const k = pick(seed, 1, 1, 3);
       const names = ['small', 'medium', 'large'].slice(0, k);
       const eos = pick(seed, 2, 0, 1) === 1 ? 3 : -1;
-      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      // Half the cases let runners look ahead (and roll back what the engine does not use).
+      const maxAhead = pick(seed, 8, 0, 1) === 1 ? pick(seed, 9, 1, 6) : 0;
+      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, maxAhead, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
       const runners = mkRunners();
       const concurrency = pick(seed, 3, 1, 32);
       const nRequests = pick(seed, 4, 1, 40);
@@ -46,6 +50,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         retainState: retain,
         maxConcurrency: concurrency,
         checkInvariants: true,
+        lookahead: maxAhead > 0 ? pick(seed, 7, 1, 8) : 0,
         maxWaitMs: pick(seed, 6, 1, 40),
         models: names.map((name, i) => ({
           name,
@@ -79,7 +84,15 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         expect(lane.ready + lane.waitingAdmission + lane.pendingReturn, lane.name).toBe(0);
       }
       for (const r of runners) expect(r.liveCaches).toBe(0);
+      for (const lane of cluster.lanes) aheadRows += lane.stats.aheadRows;
+      for (const r of runners) rollbacks += r.counts.rollbacks;
     }
     expect(requestsChecked).toBeGreaterThan(CASES_PER_SETTING);
+    // Lookahead is an async-mode feature: there it must have been used, and (with retained caches,
+    // which a row comes back to) sometimes rolled back.
+    if (mode.startsWith('async')) {
+      expect(aheadRows).toBeGreaterThan(0);
+      if (retain) expect(rollbacks).toBeGreaterThan(0);
+    } else expect(aheadRows).toBe(0);
   });
 });
