@@ -24,8 +24,10 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     tokens: z.number().int(),
     start: time,
     end: time,
-    /** Forward passes the runner made for it: 1 + the lookahead steps the engine used (absent: 1). */
+    /** Forward passes the runner made for it: 1 + its lookahead steps (absent: 1). Step cost = (end − start) / steps. */
     steps: z.number().int().min(1).optional(),
+    /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). */
+    aheadRows: z.number().int().min(0).optional(),
   }),
   z.object({
     type: z.literal('handoff'),

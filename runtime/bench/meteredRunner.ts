@@ -1,4 +1,5 @@
 // A ModelRunner wrapper for benchmarks: times every step and outlives one server.
+import { AheadChannel } from '../runner/aheadChannel.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 
 /** One step as the wrapper saw it, in performance.now() ms. */
@@ -46,6 +47,28 @@ export class MeteredRunner implements ModelRunner {
   private done(o: StepOutput, callMs: number, rows: readonly StepRow[], resolveMs: number): StepOutput {
     // Simulated runners charge clock time instead of running a model: that time is their model time.
     const modelMs = o.modelMs ?? o.durationMs ?? 0;
+    const inner = o.aheadStream;
+    if (inner) {
+      // The step runs until its lookahead stream ends: time it to then, model time included.
+      const stream = new AheadChannel();
+      let model = modelMs;
+      inner.listen(
+        (part) => {
+          model += part.modelMs;
+          stream.push(part);
+        },
+        (error) => {
+          this.record(callMs, rows, performance.now(), model);
+          stream.end(error);
+        },
+      );
+      return { ...o, aheadStream: stream };
+    }
+    this.record(callMs, rows, resolveMs, modelMs);
+    return o;
+  }
+
+  private record(callMs: number, rows: readonly StepRow[], resolveMs: number, modelMs: number): void {
     this.steps++;
     this.modelMs += modelMs;
     if (this.recording) {
@@ -53,7 +76,6 @@ export class MeteredRunner implements ModelRunner {
       for (const r of rows) tokens += r.tokens.length;
       this.timings.push({ callMs, resolveMs, modelMs, rows: rows.length, tokens });
     }
-    return o;
   }
 
   release(cacheId: number): void {

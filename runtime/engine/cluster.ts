@@ -517,6 +517,12 @@ export class Cluster implements SubServerOwner {
     }
   }
 
+  onWaveEnd(): void {
+    this.inWave = false;
+    this.flush();
+    if (this.invariantState) checkInvariants(this, this.invariantState);
+  }
+
   onBatchReturned(batch: Batch, _out: unknown, _wallMs: number): void {
     const lane = this.lanes[batch.lane];
     if (this.trace) {
@@ -529,7 +535,7 @@ export class Cluster implements SubServerOwner {
         tokens: batch.tokens,
         start: batch.start,
         end: this.clock.now(),
-        ...(batch.steps > 1 ? { steps: batch.steps } : {}),
+        ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
       });
     }
     this.policy.finished();
@@ -547,7 +553,7 @@ export class Cluster implements SubServerOwner {
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
       // An executing lane looks at its queue when its batch returns, unless it may pipeline another.
       if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
-      else if (lane.readyCount > 0) lane.yieldAhead();
+      else if (lane.newWork > 0) lane.yieldAhead();
     }
     for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
   }

@@ -31,10 +31,19 @@ export interface Batch {
   tokens: number;
   /** Most lookahead steps any row asked for. */
   ahead: number;
-  /** Forward passes used: 1 + lookahead steps consumed. */
+  /** Forward passes the runner made: 1 + the lookahead steps it returned. */
   steps: number;
+  /** Row results taken from lookahead. */
+  aheadRows: number;
   /** The runner was told to stop its lookahead early. */
   yielded: boolean;
+  /** performance.now() at launch. */
+  wall0: number;
+  /** Lookahead in use: rows (indices) that took every lookahead result so far, and their last result. */
+  live: number[];
+  last: TokenSignals[];
+  /** Its lookahead results are still arriving (the batch runs until they end). */
+  streaming: boolean;
 }
 
 /** What a sub-server needs from the cluster around it. */
@@ -46,6 +55,8 @@ export interface SubServerOwner {
   /** Routes one row's result: commit, hand off, finish. */
   onRowResult(local: LocalRequest, signals: TokenSignals, batch: Batch): void;
   onBatchFailed(batch: Batch, error: Error): void;
+  /** Results were routed while the batch runs on (streamed lookahead): send the wave's work out. */
+  onWaveEnd(): void;
   /** After BATCH_DONE: close the wave (wake lanes that got work, open sync rounds). */
   onBatchReturned(batch: Batch, out: StepOutput | null, wallMs: number): void;
 }
@@ -288,11 +299,12 @@ export class SubServer implements SubServerHost, LaneView {
       this.ready = ready.slice(this.readyHead);
       this.readyHead = 0;
     }
-    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens, ahead, steps: 1, yielded: false };
+    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: 0, live: [], last: [], streaming: false };
     this.inFlight.push(batch);
     this.owner.policy.launched(this);
     let out: StepOutput | Promise<StepOutput>;
     const wall0 = performance.now();
+    batch.wall0 = wall0;
     try {
       if (this.down) throw new Error(`sub-server ${this.name} is down`);
       out = this.runner.step(rows);
@@ -329,6 +341,13 @@ export class SubServer implements SubServerHost, LaneView {
     return Math.max(0, n);
   }
 
+  /** Ready requests other than those waiting for a running batch's streamed lookahead. */
+  get newWork(): number {
+    let waiting = 0;
+    for (const b of this.inFlight) if (b.streaming) for (const i of b.live) if (b.locals[i].inReady) waiting++;
+    return this.readyCount - waiting;
+  }
+
   /** New work arrived while a batch runs: a runner still looking ahead should hand back what it has. */
   yieldAhead(): void {
     for (const b of this.inFlight) {
@@ -350,13 +369,16 @@ export class SubServer implements SubServerHost, LaneView {
   }
 
   private complete(batch: Batch, out: StepOutput, wallMs: number): void {
-    this.settle(batch);
+    const stream = out.aheadStream;
     const st = this.stats;
     st.batches++;
     st.rows += batch.rows.length;
     st.tokensFed += batch.tokens;
-    st.busyMs += this.owner.clock.now() - batch.start;
-    st.runnerWallMs += wallMs;
+    if (!stream) {
+      this.settle(batch);
+      st.busyMs += this.owner.clock.now() - batch.start;
+      st.runnerWallMs += wallMs;
+    }
     const { locals, rows } = batch;
     for (let i = 0; i < locals.length; i++) {
       const local = locals[i];
@@ -368,47 +390,75 @@ export class SubServer implements SubServerHost, LaneView {
       this.owner.onRowResult(local, out.rows[i], batch);
       if (this.lookahead > 0) this.noteStay(local.inReady);
     }
-    if (out.ahead) this.consumeAhead(batch, out.rows, out.ahead);
+    if (out.ahead || stream) {
+      batch.last = out.rows.slice();
+      for (let i = 0; i < locals.length; i++) if (locals[i].inReady && (rows[i].ahead ?? 0) > 0) batch.live.push(i);
+    }
+    if (out.ahead) {
+      const parts = Math.max(0, ...out.ahead.map((a) => a?.length ?? 0));
+      for (let s = 0; s < parts; s++) this.aheadPart(batch, out.ahead.map((a) => a?.[s]));
+    }
+    if (!stream) return this.finish(batch, out, wallMs);
+    // The model runs on: route this wave now, then each lookahead step as it arrives.
+    batch.streaming = true;
+    this.owner.onWaveEnd();
+    stream.listen(
+      (part) => {
+        this.aheadPart(batch, part.rows);
+        this.owner.onWaveEnd();
+      },
+      () => {
+        batch.streaming = false;
+        this.settle(batch);
+        st.busyMs += this.owner.clock.now() - batch.start;
+        const wall = performance.now() - batch.wall0;
+        st.runnerWallMs += wall;
+        this.finish(batch, out, wall);
+      },
+    );
+  }
+
+  private finish(batch: Batch, out: StepOutput, wallMs: number): void {
     this.actor.send({ type: 'BATCH_DONE' });
     this.owner.onBatchReturned(batch, out, wallMs);
   }
 
   /**
-   * Lookahead results, step by step, for the rows that stayed: each such row is taken back out of the
+   * One lookahead step's results, for the rows that stayed: each such row is taken back out of the
    * ready queue and handled exactly as if a batch had just run it. A row that left, ended or was
-   * cancelled stops using them; the runner rolls its cache back when it next steps there.
+   * cancelled uses no later result of this batch; the runner rolls its cache back when it next
+   * steps there.
    */
-  private consumeAhead(batch: Batch, first: readonly TokenSignals[], ahead: readonly (readonly TokenSignals[])[]): void {
+  private aheadPart(batch: Batch, part: readonly (TokenSignals | undefined)[]): void {
     const { locals, rows } = batch;
-    let live: number[] = [];
-    for (let i = 0; i < locals.length; i++) if (ahead[i]?.length) live.push(i);
-    for (let s = 0; live.length > 0; s++) {
-      const next: number[] = [];
-      for (const i of live) {
-        const local = locals[i];
-        const sig = ahead[i][s];
-        const req = local.req;
-        const fedByRunner = (s === 0 ? first[i] : ahead[i][s - 1]).token;
-        // It must have stayed: ready here, same cache, and its one unfed token is the one the runner fed.
-        if (!sig || !local.inReady || req.finished || local.cacheId !== rows[i].cacheId) continue;
-        if (req.tokens.length !== local.fed + 1 || req.tokens[local.fed] !== fedByRunner) continue;
-        // its slot in the ready FIFO goes stale: launch skips a local that is no longer inReady
-        local.inReady = false;
-        this.readyCount--;
-        local.fed += 1;
-        this.pool.cached(1);
-        req.tokensFed[local.model] += 1;
-        this.stats.tokensFed++;
-        this.stats.rows++;
-        this.stats.aheadRows++;
-        batch.tokens++;
-        if (s + 2 > batch.steps) batch.steps = s + 2;
-        this.owner.onRowResult(local, sig, batch);
-        this.noteStay(local.inReady);
-        next.push(i);
-      }
-      live = next;
+    const s = batch.steps++ - 1;
+    const next: number[] = [];
+    for (const i of batch.live) {
+      const local = locals[i];
+      const sig = part[i];
+      const req = local.req;
+      // It must have stayed: ready here, same cache, every earlier result used, and its one unfed
+      // token is the one the runner fed.
+      if (!sig || !local.inReady || req.finished || local.cacheId !== rows[i].cacheId) continue;
+      if (local.fed !== rows[i].position + rows[i].tokens.length + s) continue;
+      if (req.tokens.length !== local.fed + 1 || req.tokens[local.fed] !== batch.last[i].token) continue;
+      // its slot in the ready FIFO goes stale: launch skips a local that is no longer inReady
+      local.inReady = false;
+      this.readyCount--;
+      local.fed += 1;
+      this.pool.cached(1);
+      req.tokensFed[local.model] += 1;
+      this.stats.tokensFed++;
+      this.stats.rows++;
+      this.stats.aheadRows++;
+      batch.aheadRows++;
+      batch.tokens++;
+      batch.last[i] = sig;
+      this.owner.onRowResult(local, sig, batch);
+      this.noteStay(local.inReady);
+      next.push(i);
     }
+    batch.live = next;
   }
 
   private fail(batch: Batch, error: Error, wallMs: number): void {

@@ -61,6 +61,23 @@ export interface StepOutput {
   modelMs?: number;
   /** Lookahead results: ahead[i][s] is row i's result of lookahead step s + 1, in order (absent: none computed). */
   ahead?: (readonly TokenSignals[])[];
+  /**
+   * Lookahead results still being computed, one part per lookahead step, so the engine routes
+   * what it has while the model runs on. The step counts as running until the stream ends; a
+   * cache released meanwhile is freed after it.
+   */
+  aheadStream?: AheadStream;
+}
+
+/** One lookahead step's results: rows[i] for row i of the step, undefined where that row did not step. */
+export interface AheadPart {
+  rows: readonly (TokenSignals | undefined)[];
+  modelMs: number;
+}
+
+export interface AheadStream {
+  /** Call once: parts already received come first, in order, then the rest as they arrive, then the end. */
+  listen(onPart: (part: AheadPart) => void, onEnd: (error: Error | null) => void): void;
 }
 
 export interface ModelInfo {

@@ -1,7 +1,7 @@
 // ModelRunner over an Optimum-style decoder ONNX export: batched mixed prefill/extend/decode with a persistent batch KV.
 import * as ort from 'onnxruntime-node';
 import type { TokenSignals } from '../../shared/algorithm.ts';
-import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+import type { AheadPart, ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { analyzeRow } from './sampling.ts';
 
@@ -42,6 +42,12 @@ interface BatchState {
 interface RouterHead {
   spec: RouterHeadSpec;
   session: ort.InferenceSession;
+}
+
+/** Takes a step's results as they are made: the first step's, then each lookahead step's (a worker streams them on). */
+export interface AheadSink {
+  first(out: StepOutput): void;
+  part(part: AheadPart): void;
 }
 
 /** Thrown for a step the runner cannot execute as asked (bad position, unknown head, context overflow). */
@@ -121,11 +127,12 @@ export class OnnxRunner implements ModelRunner {
     return this.caches.get(cacheId)?.len ?? 0;
   }
 
-  async step(rows: readonly StepRow[]): Promise<StepOutput> {
+  /** With a sink, lookahead results go to it step by step (and `first` gets the step's own) instead of into the output. */
+  async step(rows: readonly StepRow[], sink?: AheadSink): Promise<StepOutput> {
     if (this.busy) throw new StepError(`${this.info.name}: step() called while a step is in flight`);
     this.busy = true;
     try {
-      return await this.runStep(rows);
+      return await this.runStep(rows, sink);
     } finally {
       this.busy = false;
     }
@@ -162,7 +169,7 @@ export class OnnxRunner implements ModelRunner {
     this.yieldRequested = true;
   }
 
-  private async runStep(rows: readonly StepRow[]): Promise<StepOutput> {
+  private async runStep(rows: readonly StepRow[], sink: AheadSink | undefined): Promise<StepOutput> {
     this.yieldRequested = false;
     if (rows.length === 0) return { rows: [], modelMs: 0 };
     this.validate(rows);
@@ -202,6 +209,7 @@ export class OnnxRunner implements ModelRunner {
     // stays in the batch tensors fed nothing, so the others keep their KV without a re-pack.
     const ahead: TokenSignals[][] = rows.map(() => []);
     const eos = this.info.eosTokenId;
+    sink?.first({ rows: first.signals as TokenSignals[], modelMs });
     for (let s = 1; s <= most && !this.yieldRequested; s++) {
       const feeds = rows.map((_, i) => {
         const prev = s === 1 ? first.signals[i] : ahead[i][s - 2];
@@ -212,6 +220,7 @@ export class OnnxRunner implements ModelRunner {
       const next = await this.forward(rows, entries, order, feeds);
       modelMs += next.modelMs;
       this.stats.aheadSteps++;
+      sink?.part({ rows: feeds.map((f, i) => (f === null ? undefined : next.signals[i])), modelMs: next.modelMs });
       feeds.forEach((f, i) => {
         if (f === null) return;
         ahead[i].push(next.signals[i]!);

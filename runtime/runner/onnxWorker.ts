@@ -1,7 +1,7 @@
 // Worker-thread side of WorkerRunner: owns one OnnxRunner and answers step/release messages on its port.
 import { parentPort, workerData } from 'node:worker_threads';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnxRunner.ts';
-import type { StepRow } from './modelRunner.ts';
+import type { AheadPart, StepOutput, StepRow } from './modelRunner.ts';
 
 export type WorkerRequest =
   | { type: 'step'; id: number; rows: StepRow[] }
@@ -14,7 +14,10 @@ export type WorkerRequest =
 
 export type WorkerReply =
   | { type: 'ready'; info: OnnxRunner['info']; maxAhead: number }
-  | { type: 'result'; id: number; output: Awaited<ReturnType<OnnxRunner['step']>> }
+  /** streaming: lookahead parts follow as "ahead" messages, then "ahead-end". */
+  | { type: 'result'; id: number; output: StepOutput; streaming?: boolean }
+  | { type: 'ahead'; id: number; part: AheadPart }
+  | { type: 'ahead-end'; id: number; message?: string }
   | { type: 'error'; id: number; message: string; stack?: string }
   | { type: 'closed'; id: number };
 
@@ -43,14 +46,26 @@ async function main(): Promise<void> {
     chain = chain.then(async () => {
       if (msg.type === 'release') runner.release(msg.cacheId);
       else if (msg.type === 'step') {
+        const id = msg.id;
+        let streamed = false;
+        // hidden states are fresh copies: transfer them instead of cloning
+        const buffers = (rows: readonly ({ hidden?: Float32Array } | undefined)[]) => rows.flatMap((r) => (r?.hidden ? [r.hidden.buffer as ArrayBuffer] : []));
+        const sink = msg.rows.some((r) => (r.ahead ?? 0) > 0)
+          ? {
+              first: (output: StepOutput) => {
+                streamed = true;
+                port.postMessage({ type: 'result', id, output, streaming: true } satisfies WorkerReply, buffers(output.rows));
+              },
+              part: (part: AheadPart) => port.postMessage({ type: 'ahead', id, part } satisfies WorkerReply, buffers(part.rows)),
+            }
+          : undefined;
         try {
-          const output = await runner.step(msg.rows);
-          // hidden states are fresh copies: transfer them instead of cloning
-          const transfer: ArrayBuffer[] = [];
-          for (const r of [...output.rows, ...(output.ahead ?? []).flat()]) if (r.hidden) transfer.push(r.hidden.buffer as ArrayBuffer);
-          port.postMessage({ type: 'result', id: msg.id, output } satisfies WorkerReply, transfer);
+          const output = await runner.step(msg.rows, sink);
+          if (streamed) port.postMessage({ type: 'ahead-end', id } satisfies WorkerReply);
+          else port.postMessage({ type: 'result', id, output } satisfies WorkerReply, buffers(output.rows));
         } catch (e) {
-          port.postMessage({ type: 'error', id: msg.id, message: (e as Error).message, stack: (e as Error).stack } satisfies WorkerReply);
+          if (streamed) port.postMessage({ type: 'ahead-end', id, message: (e as Error).message } satisfies WorkerReply);
+          else port.postMessage({ type: 'error', id, message: (e as Error).message, stack: (e as Error).stack } satisfies WorkerReply);
         }
       } else if (msg.type === 'close') {
         await runner.close();

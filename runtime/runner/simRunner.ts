@@ -1,6 +1,8 @@
 // Fake and simulated runners: deterministic tokens from the exact context fed, latency from a model of batch cost.
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import { hashString, mix } from '../util/hash.ts';
+import type { Clock } from '../clock/clock.ts';
+import { AheadChannel } from './aheadChannel.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 
 /** What the next token depends on: a rolling hash of every token this model was fed for the request. */
@@ -31,6 +33,11 @@ export interface SimRunnerOptions {
   latency?: LatencyModel;
   /** Lookahead steps one call may take (ModelRunner.maxAhead); default 0. */
   maxAhead?: number;
+  /**
+   * Deliver lookahead as a stream (as a worker runner does): each step's results on this clock once
+   * its latency has passed after the one before. Absent: all at once with the step.
+   */
+  streamOn?: Clock;
 }
 
 const NONE: readonly number[] = Object.freeze([]);
@@ -59,6 +66,7 @@ export class SimRunner implements ModelRunner {
   /** Steps taken and rows by phase, for tests. */
   readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0 };
   readonly maxAhead: number;
+  private readonly streamOn: Clock | undefined;
 
   constructor(opts: SimRunnerOptions) {
     this.info = {
@@ -72,6 +80,7 @@ export class SimRunner implements ModelRunner {
     this.modelSalt = hashString(opts.name);
     this.latency = opts.latency ?? (() => 0);
     this.maxAhead = opts.maxAhead ?? 0;
+    this.streamOn = opts.streamOn;
     const vocab = this.info.vocabSize;
     const salt = this.modelSalt;
     this.next =
@@ -116,9 +125,11 @@ export class SimRunner implements ModelRunner {
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
-    let durationMs = this.latency(rows.length, tokensFed);
+    const mainMs = this.latency(rows.length, tokensFed);
+    let durationMs = mainMs;
     if (maxAhead === 0) return { rows: out, durationMs };
     const ahead: TokenSignals[][] = rows.map(() => []);
+    const partMs: number[] = [];
     const eos = this.info.eosTokenId;
     for (let s = 1; s <= maxAhead; s++) {
       let live = 0;
@@ -140,9 +151,19 @@ export class SimRunner implements ModelRunner {
       }
       if (live === 0) break;
       c.aheadSteps++;
-      durationMs += this.latency(live, live);
+      partMs.push(this.latency(live, live));
+      durationMs += partMs[partMs.length - 1];
     }
-    return { rows: out, durationMs, ahead };
+    const clock = this.streamOn;
+    if (!clock) return { rows: out, durationMs, ahead };
+    const stream = new AheadChannel();
+    let at = mainMs;
+    partMs.forEach((ms, s) => {
+      at += ms;
+      clock.setTimeout(() => stream.push({ rows: ahead.map((a) => a[s]), modelMs: ms }), at);
+    });
+    clock.setTimeout(() => stream.end(), at);
+    return { rows: out, durationMs: mainMs, aheadStream: stream };
   }
 
   /** The row starts inside the lookahead tokens of the cache's last step: drop the tokens past it. */

@@ -3,6 +3,7 @@ import type { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { startTsWorker } from '../util/tsWorker.ts';
 import path from 'node:path';
+import { AheadChannel } from './aheadChannel.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 import type { OnnxRunnerOptions } from './onnxRunner.ts';
 import type { WorkerInit, WorkerReply, WorkerRequest } from './onnxWorker.ts';
@@ -19,6 +20,8 @@ interface Pending {
 
 export class WorkerRunner implements ModelRunner {
   private readonly pending = new Map<number, Pending>();
+  /** Steps whose lookahead is still streaming in, by message id. */
+  private readonly streams = new Map<number, AheadChannel>();
   readonly maxAhead: number;
   private nextId = 0;
   private dead: Error | null = null;
@@ -71,10 +74,20 @@ export class WorkerRunner implements ModelRunner {
 
   private onMessage(m: WorkerReply): void {
     if (m.type === 'ready') return;
+    if (m.type === 'ahead') return this.streams.get(m.id)?.push(m.part);
+    if (m.type === 'ahead-end') {
+      this.streams.get(m.id)?.end(m.message === undefined ? null : new WorkerRunnerError(m.message));
+      this.streams.delete(m.id);
+      return;
+    }
     const p = this.pending.get(m.id);
     if (!p) return;
     this.pending.delete(m.id);
-    if (m.type === 'result') p.resolve(m.output);
+    if (m.type === 'result' && m.streaming) {
+      const stream = new AheadChannel();
+      this.streams.set(m.id, stream);
+      p.resolve({ ...m.output, aheadStream: stream });
+    } else if (m.type === 'result') p.resolve(m.output);
     else if (m.type === 'error') p.reject(new WorkerRunnerError(m.message));
     else p.resolve({ rows: [] });
   }
@@ -91,6 +104,8 @@ export class WorkerRunner implements ModelRunner {
     if (first && !this.closing) for (const l of this.failureListeners) l(e);
     for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
+    for (const s of this.streams.values()) s.end(e);
+    this.streams.clear();
   }
 
   private send(msg: WorkerRequest): void {

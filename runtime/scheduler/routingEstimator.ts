@@ -7,6 +7,8 @@ interface BatchSample {
   start: number;
   model: number;
   size: number;
+  /** Request-steps it made: one per row plus those taken from lookahead. */
+  rowSteps: number;
   ms: number;
   timed: boolean;
 }
@@ -61,9 +63,10 @@ export class RoutingEstimator {
       if (m === undefined) return;
       // A pipelined (remote) model's batch may have waited behind the one ahead: its step cost
       // starts when that one ended, not at launch.
-      const ms = e.end - Math.max(e.start, this.lastEnd[m]);
+      // …and a batch with lookahead made several forward passes of its size.
+      const ms = (e.end - Math.max(e.start, this.lastEnd[m])) / (e.steps ?? 1);
       this.lastEnd[m] = Math.max(this.lastEnd[m], e.end);
-      this.batches.push({ t: e.end, start: e.start, model: m, size: e.requestIds.length, ms, timed: e.phase !== 'prefill' });
+      this.batches.push({ t: e.end, start: e.start, model: m, size: e.requestIds.length, rowSteps: e.requestIds.length + (e.aheadRows ?? 0), ms, timed: e.phase !== 'prefill' });
     } else if (e.type === 'handoff') {
       const from = this.index.get(e.from);
       const to = this.index.get(e.to);
@@ -99,7 +102,7 @@ export class RoutingEstimator {
     // Every batch counts for overlap (a prefill occupies the cores too); only timed ones are fitted.
     const overlap = markContended(this.batches.map((b) => ({ model: b.model, batch: b.size, startMs: b.start, endMs: b.t })));
     this.batches.forEach((b, k) => {
-      rows[b.model] += b.size;
+      rows[b.model] += b.rowSteps;
       if (b.timed && b.ms > 0) timed.push({ model: b.model, batch: b.size, ms: b.ms, contended: overlap[k].contended });
     });
     for (const h of this.handoffs) {

@@ -1,5 +1,5 @@
 // The paper's R2R latency profile as simulated runners: per-step cost plus a per-token prefill/extend charge.
-import { SimRunner } from '../runner/simRunner.ts';
+import { SimRunner, type SimRunnerOptions } from '../runner/simRunner.ts';
 
 export interface LatencyProfile {
   /** Step latency by model name, ms (constant in batch size unless `perRowMs` is set). */
@@ -15,12 +15,12 @@ export const PAPER_R2R_PROFILE: LatencyProfile = {
   prefillMsPerToken: { small: 0.01, large: 0.1 },
 };
 
-export function profileRunners(profile: LatencyProfile, opts: { maxContext?: number } = {}): Map<string, SimRunner> {
+export function profileRunners(profile: LatencyProfile, opts: Pick<SimRunnerOptions, 'maxContext' | 'maxAhead' | 'streamOn'> = {}): Map<string, SimRunner> {
   const runners = new Map<string, SimRunner>();
   for (const [name, step] of Object.entries(profile.stepMs)) {
     const perRow = profile.perRowMs?.[name] ?? 0;
     const perToken = profile.prefillMsPerToken[name] ?? 0;
-    runners.set(name, new SimRunner({ name, maxContext: opts.maxContext, latency: (b, fed) => step + perRow * b + perToken * Math.max(0, fed - b) }));
+    runners.set(name, new SimRunner({ name, maxContext: opts.maxContext, maxAhead: opts.maxAhead, streamOn: opts.streamOn, latency: (b, fed) => step + perRow * b + perToken * Math.max(0, fed - b) }));
   }
   return runners;
 }

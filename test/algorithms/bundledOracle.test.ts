@@ -6,6 +6,7 @@ import { Cluster } from '../../runtime/engine/cluster.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
+import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../models/helpers.ts';
 
@@ -71,4 +72,37 @@ describe.each(SETTINGS)('$name on the bundled models, lookahead $lookahead', ({ 
 it('used lookahead results and rolled back unused lookahead in the runs above', () => {
   expect(aheadTotal).toBeGreaterThan(PROMPTS);
   expect(rollbackTotal).toBeGreaterThan(0);
+});
+
+// Worker threads stream lookahead step by step: the engine routes each part while the model runs on.
+describe('worker runners with streamed lookahead', () => {
+  const workers: Record<string, WorkerRunner> = {};
+  beforeAll(async () => {
+    for (const n of NAMES) workers[n] = await WorkerRunner.start(modelDir(n), { intraOpNumThreads: 1 });
+  }, 60_000);
+  afterAll(async () => {
+    for (const w of Object.values(workers)) await w.close();
+  });
+
+  it.each(['r-stitch', 'r2r'])('%s commits what the sequential oracle commits', async (name) => {
+    const algorithm = builtinAlgorithms[name]();
+    const cluster = new Cluster({
+      lookahead: 8,
+      clock: createRealClock(),
+      mode: 'async-delayed',
+      retainState: true,
+      maxConcurrency: 8,
+      checkInvariants: true,
+      models: algorithm.models.map((m) => ({ name: m, runner: workers[m] })),
+    });
+    const sampling = (i: number) => ({ temperature: 0.7, seed: 2000 + i });
+    const served = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done));
+    for (const [i, prompt] of prompts.entries()) {
+      const oracle = await runOracle(algorithm, runners, { id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
+      expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
+      expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
+    }
+    expect(cluster.lanes.reduce((a, l) => a + l.stats.aheadRows, 0)).toBeGreaterThan(0);
+    for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
+  }, 60_000);
 });

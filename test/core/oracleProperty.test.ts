@@ -20,6 +20,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
     let requestsChecked = 0;
     let aheadRows = 0;
     let rollbacks = 0;
+    let streamedRows = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
       const k = pick(seed, 1, 1, 3);
@@ -27,8 +28,12 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
       const eos = pick(seed, 2, 0, 1) === 1 ? 3 : -1;
       // Half the cases let runners look ahead (and roll back what the engine does not use).
       const maxAhead = pick(seed, 8, 0, 1) === 1 ? pick(seed, 9, 1, 6) : 0;
-      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, maxAhead, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
-      const runners = mkRunners();
+      // …streamed step by step in virtual time (as a worker runner does) or all at once.
+      const clock = new VirtualClock();
+      const streamOn = pick(seed, 10, 0, 1) === 1 ? clock : undefined;
+      const mkRunners = (stream?: VirtualClock) =>
+        names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, maxAhead, streamOn: stream, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      const runners = mkRunners(streamOn);
       const concurrency = pick(seed, 3, 1, 32);
       const nRequests = pick(seed, 4, 1, 40);
       const requests: WorkloadRequest[] = Array.from({ length: nRequests }, (_, r) => ({
@@ -43,7 +48,6 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
       const thresholds = names.map((_, i) => (mode === 'async-delayed' ? Math.min(maxBatch[i], pick(seed, 10 + i, 1, 4)) : 1));
       // Clamp to feasibility: Σ(T−1) < N.
       while (thresholds.reduce((s, t) => s + t - 1, 0) >= concurrency) thresholds[thresholds.indexOf(Math.max(...thresholds))]--;
-      const clock = new VirtualClock();
       const cluster = new Cluster({
         clock,
         mode,
@@ -84,7 +88,10 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         expect(lane.ready + lane.waitingAdmission + lane.pendingReturn, lane.name).toBe(0);
       }
       for (const r of runners) expect(r.liveCaches).toBe(0);
-      for (const lane of cluster.lanes) aheadRows += lane.stats.aheadRows;
+      for (const lane of cluster.lanes) {
+        aheadRows += lane.stats.aheadRows;
+        if (streamOn) streamedRows += lane.stats.aheadRows;
+      }
       for (const r of runners) rollbacks += r.counts.rollbacks;
     }
     expect(requestsChecked).toBeGreaterThan(CASES_PER_SETTING);
@@ -92,6 +99,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
     // which a row comes back to) sometimes rolled back.
     if (mode.startsWith('async')) {
       expect(aheadRows).toBeGreaterThan(0);
+      expect(streamedRows).toBeGreaterThan(0);
       if (retain) expect(rollbacks).toBeGreaterThan(0);
     } else expect(aheadRows).toBe(0);
   });
