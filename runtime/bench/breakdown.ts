@@ -1,4 +1,5 @@
 // Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
+import os from 'node:os';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
@@ -80,9 +81,22 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         progress(`breakdown ${algorithm} ${mode.label}`, ++done, total);
         const lanesBd = breakdownOf(r.batches);
         const duration = r.run.metrics.durationMs;
+        const cores = os.availableParallelism();
+        const modelMs = lanesBd.reduce((a, l) => a + l.model_ms, 0);
         entry[mode.label] = {
           model_fraction: overallModelFraction(lanesBd),
           tok_s: r.run.metrics.outputThroughputTokS,
+          // Is the machine the limit? CPU used by both processes over the cores' capacity, and the part the models took.
+          cpu: {
+            cores,
+            wall_ms: r.cpu.wallMs,
+            server_cpu_ms: r.cpu.serverMs,
+            client_cpu_ms: r.cpu.clientMs,
+            model_ms: modelMs,
+            cpu_busy_share: (r.cpu.serverMs + (r.cpu.clientMs ?? 0)) / (r.cpu.wallMs * cores),
+            model_share_of_cpu: modelMs / (r.cpu.serverMs + (r.cpu.clientMs ?? 0)),
+          },
+          lookahead_share: Object.fromEntries(r.lanes.map((l) => [l.name, l.rows > 0 ? l.aheadRows / l.rows : 0])),
           lanes: lanesBd.map((l) => ({ ...l, model_busy_share_of_run: l.model_ms / duration })),
         };
         for (const l of lanesBd) {
@@ -108,6 +122,12 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     await set.close();
   }
   printTable(rows);
+  for (const e of perAlg) {
+    for (const m of ['tokenrouter', 'baseline']) {
+      const c = (e[m] as { cpu: { cores: number; cpu_busy_share: number; server_cpu_ms: number; client_cpu_ms: number | null; model_ms: number; wall_ms: number } }).cpu;
+      console.log(`${e.algorithm} ${m}: CPU ${(100 * c.cpu_busy_share).toFixed(0)}% of ${c.cores} cores busy (server ${(c.server_cpu_ms / c.wall_ms).toFixed(2)} cores, client ${c.client_cpu_ms === null ? 'n/a' : (c.client_cpu_ms / c.wall_ms).toFixed(2)}, models ${(c.model_ms / c.wall_ms).toFixed(2)})`);
+    }
+  }
   const first = perAlg[0] as { tokenrouter: { model_fraction: number }; baseline: { model_fraction: number } };
   console.log(`model execution share of busy time (TokenRouter mode, ${algorithms[0]}, N=${concurrency}): ${(100 * first.tokenrouter.model_fraction).toFixed(1)}% (target ≥ 90%); baseline ${(100 * first.baseline.model_fraction).toFixed(1)}%`);
   const settings = {

@@ -76,6 +76,8 @@ export interface ServingResult {
   batches: BatchTiming[];
   /** With recordRouting: every request step, in order. */
   steps: RecordedStep[];
+  /** CPU over the measured requests: this process (server, model workers), the client's process, and wall time. */
+  cpu: { serverMs: number; clientMs: number | null; wallMs: number };
 }
 
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
@@ -101,7 +103,7 @@ export function setClientPlacement(p: string | undefined): ClientPlacement {
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
   return after.map((a, i) => {
     const b = before[i];
-    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs };
+    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, aheadRows: a.aheadRows - b.aheadRows };
   });
 }
 
@@ -175,7 +177,11 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
         }
       });
     }
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
     const run = await drive(c.requests, 0, c.onProgress);
+    const cpuUsed = process.cpuUsage(cpu0);
+    const cpu = { serverMs: (cpuUsed.user + cpuUsed.system) / 1000, clientMs: inChild ? (run.clientCpuMs ?? null) : null, wallMs: performance.now() - wall0 };
     unsubscribe();
     if (c.recordSteps) {
       // One batch at a time per lane, so the k-th step a runner saw is the lane's k-th batch.
@@ -191,7 +197,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       }
     }
     if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
-    return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps };
+    return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps, cpu };
   } finally {
     for (const r of laneRunners.values()) r.recording = false;
     await server.close();
@@ -242,10 +248,16 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
   if (results.length === 1) return results[0];
   const lanes = results[0].lanes.map((l, i) => {
     const all = results.map((r) => r.lanes[i]);
-    const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs') => all.reduce((s, x) => s + x[k], 0);
-    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs') };
+    const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs' | 'aheadRows') => all.reduce((s, x) => s + x[k], 0);
+    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs'), aheadRows: sum('aheadRows') };
   });
-  return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches), steps: results.flatMap((r) => r.steps) };
+  const clients = results.map((r) => r.cpu.clientMs);
+  const cpu = {
+    serverMs: results.reduce((s, r) => s + r.cpu.serverMs, 0),
+    clientMs: clients.every((c) => c !== null) ? clients.reduce((s, c) => s + c!, 0) : null,
+    wallMs: results.reduce((s, r) => s + r.cpu.wallMs, 0),
+  };
+  return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches), steps: results.flatMap((r) => r.steps), cpu };
 }
 
 /** The figures a table row shows for one run (DESIGN §5 names and units). */

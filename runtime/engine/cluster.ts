@@ -65,6 +65,8 @@ export interface LaneStats {
   admissions: number;
   evictions: number;
   busyMs: number;
+  /** Row results taken from lookahead (included in rows). */
+  aheadRows: number;
 }
 
 const END_EVENT: Record<'done' | 'failed' | 'cancelled', LocalEvent> = {
@@ -275,6 +277,7 @@ export class Cluster implements SubServerOwner {
       admissions: l.stats.admissions,
       evictions: l.stats.evictions,
       busyMs: l.stats.busyMs,
+      aheadRows: l.stats.aheadRows,
     }));
   }
 

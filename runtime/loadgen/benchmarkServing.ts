@@ -34,6 +34,8 @@ export interface ServingRun {
   discardedTokens: number;
   /** First error message seen, if any request failed. */
   firstError?: string;
+  /** CPU ms the load generator's process used over the run (a child-process client reports it). */
+  clientCpuMs?: number;
 }
 
 function body(load: ServingLoad, i: number): CompletionBody {

@@ -20,7 +20,7 @@ function parse(argv: string[]): Record<string, string> {
 
 /** The run as JSON; per-request records only when asked (they are large). */
 export function runToJson(run: ServingRun, withRecords: boolean): Record<string, unknown> {
-  return { metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, records: withRecords ? run.records : undefined };
+  return { metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined };
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -33,6 +33,7 @@ export async function main(argv: string[]): Promise<number> {
   const num = (k: string, d: number) => (f[k] === undefined ? d : Number(f[k]));
   const concurrency = num('concurrency', 4);
   const quiet = f.quiet === 'true';
+  const cpu0 = process.cpuUsage();
   const run = await benchmarkServing({
     baseUrl: f.url,
     model: f.model,
@@ -45,6 +46,8 @@ export async function main(argv: string[]): Promise<number> {
     onProgress: quiet ? undefined : (d, t) => process.stderr.write(`\r${d}/${t} requests`),
   });
   if (!quiet) process.stderr.write('\n');
+  const cpu = process.cpuUsage(cpu0);
+  run.clientCpuMs = (cpu.user + cpu.system) / 1000;
   const out = runToJson(run, f.records === 'true');
   if (f.json) writeFileSync(f.json, JSON.stringify(out));
   if (f.json === '-' || f.records === 'true') process.stdout.write(JSON.stringify(out) + '\n');

@@ -24,7 +24,7 @@ export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
     child.on('error', reject);
     child.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
-      let parsed: { records: RequestRecord[]; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null };
+      let parsed: { records: RequestRecord[]; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null };
       try {
         parsed = JSON.parse(line);
       } catch {
@@ -33,7 +33,7 @@ export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
       }
       const records = parsed.records;
       // Recomputed here from the raw records, so both client placements share one metric code path.
-      resolve({ metrics: servingMetrics(records), records, tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined });
+      resolve({ metrics: servingMetrics(records), records, tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined });
     });
   });
 }
