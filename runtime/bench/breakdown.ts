@@ -74,7 +74,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
       else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
-      if (f.lookahead !== undefined) tr = { ...tr, lookahead: f.lookahead };
       const entry: Record<string, unknown> = { algorithm, thresholds: tr.thresholds };
       for (const mode of [tr, BASELINE]) {
         const r = await runServingCase(set, { ...c, mode });

@@ -2,7 +2,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { BenchSuite } from './benchSuite.ts';
-import { setTraceDir } from './servingCase.ts';
+import { lookaheadSetting, setLookahead, setTraceDir } from './servingCase.ts';
+import { SuiteFlags } from './suiteFlags.ts';
 
 const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
   'sim-modes': () => import('./simModes.ts'),
@@ -52,11 +53,14 @@ export async function main(argv: string[]): Promise<number> {
     i++;
   }
   const { run } = await load();
+  // --lookahead K: TokenRouter mode's scheduling.lookahead in every serving run (default: the server's)
+  setLookahead(new SuiteFlags(flags).lookahead);
   if (flags.trace) {
     if (!SERVING_SUITES.has(suite)) console.error(`note: --trace is written by the suites that start servers (${[...SERVING_SUITES].join(', ')}); ${suite} writes none`);
     setTraceDir(resolve(flags.trace));
   }
   const report = await run({ json: flags.json, flags });
+  if (SERVING_SUITES.has(suite)) report.settings.tokenrouter_lookahead = lookaheadSetting();
   if (flags.trace && SERVING_SUITES.has(suite)) console.log(`traces (open them in the timeline): ${flags.trace}`);
   if (flags.json) {
     mkdirSync(dirname(flags.json), { recursive: true });

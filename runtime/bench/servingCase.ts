@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseServerConfig } from '../config/serverConfig.ts';
+import { DEFAULT_LOOKAHEAD, parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/cluster.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
@@ -86,6 +86,18 @@ export type ClientPlacement = 'process' | 'inline';
 let defaultClient: ClientPlacement = 'process';
 let traceDir: TraceDir | undefined;
 
+let lookaheadFlag: number | undefined;
+
+/** `--lookahead K` for every async (TokenRouter) run whose mode does not set it. */
+export function setLookahead(k: number | undefined): void {
+  lookaheadFlag = k;
+}
+
+/** The lookahead TokenRouter runs get, for reports. */
+export function lookaheadSetting(): number {
+  return lookaheadFlag ?? DEFAULT_LOOKAHEAD;
+}
+
 /** `--trace DIR`: every server a suite starts writes its trace there, one file per run. */
 export function setTraceDir(dir: string | undefined): void {
   traceDir = dir === undefined ? undefined : new TraceDir(dir);
@@ -126,7 +138,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       thresholds: c.mode.thresholds ?? {},
       maxWaitMs: c.maxWaitMs ?? 20,
       // A recorded step must be one forward pass (the throughput model's unit): no lookahead then.
-      ...(c.recordRouting ? { lookahead: 0 } : c.mode.lookahead !== undefined ? { lookahead: c.mode.lookahead } : {}),
+      ...(c.recordRouting ? { lookahead: 0 } : (c.mode.lookahead ?? lookaheadFlag) !== undefined ? { lookahead: c.mode.lookahead ?? lookaheadFlag } : {}),
     },
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,

@@ -19,6 +19,9 @@ const modelSchema = z
   })
   .strict();
 
+/** scheduling.lookahead by default: enough to cover a typical stay on a small model, few wasted passes when it leaves. */
+export const DEFAULT_LOOKAHEAD = 8;
+
 export const serverConfigSchema = z
   .object({
     port: z.number().int().min(0).max(65535).default(8080),
@@ -42,10 +45,10 @@ export const serverConfigSchema = z
         thresholds: z.union([z.literal('auto'), z.record(z.string(), z.number().int().min(1))]).default({}),
         maxWaitMs: z.number().positive().default(20),
         /** Most lookahead steps per row (async modes): a model decodes on without a round trip while its rows mostly stay. 0 = off. */
-        lookahead: z.number().int().min(0).max(64).default(8),
+        lookahead: z.number().int().min(0).max(64).default(DEFAULT_LOOKAHEAD),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: 8 }),
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD }),
     limits: z
       .object({
         /** N: requests decoding at once. */

@@ -202,6 +202,14 @@ describe('round trip and request paths', () => {
     expect(norm(back)).toEqual(norm(trace));
   });
 
+  it('keeps lookahead passes and rows of a batch', () => {
+    const withAhead = trace.map((e, i) => (e.type === 'batch' && i % 3 === 0 ? { ...e, steps: 1 + (i % 5) + 1, aheadRows: i % 7 } : e));
+    const store = new EventStore();
+    store.addMany(withAhead);
+    const norm = (ev: TraceEvent[]) => ev.map((e) => JSON.stringify(e)).sort();
+    expect(norm(store.toEvents())).toEqual(norm(withAhead));
+  });
+
   it('requestPath finds exactly the batches and handoffs of a request, incrementally too', () => {
     const store = new EventStore();
     const half = trace.length >> 1;

@@ -1,4 +1,4 @@
-// The clicked batch: model, phase, size, duration, and its requests (pick one to follow its path).
+// The clicked batch: model, phase, size, duration, lookahead passes, and its requests (pick one to follow its path).
 import { PHASE_NAMES } from './eventStore.ts';
 import type { TimelineController } from './timelineController.ts';
 import { formatMs, formatRel } from './viewport.ts';
@@ -19,6 +19,7 @@ export function BatchPanel({ c }: { c: TimelineController }) {
         <div><label>tokens fed</label><b>{col.tokens[p]}</b></div>
         <div><label>start</label><b>{formatRel(col.start[p] - origin, 0.01)}</b></div>
         <div><label>duration</label><b>{formatMs(col.end[p] - col.start[p], 0.01)}</b></div>
+        {col.steps[p] > 1 && <div><label>passes (lookahead)</label><b>{col.steps[p]} ({col.aheadRows[p]} rows ahead)</b></div>}
       </div>
       <div className="tl-chips">
         {members.map((r) => (

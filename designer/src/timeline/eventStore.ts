@@ -12,6 +12,8 @@ export type RequestEnd = TraceEventOf<'request-end'>;
 const BATCH = {
   lane: Uint16Array, batchId: Float64Array, phase: Uint8Array, size: Uint32Array, tokens: Float64Array,
   start: Float64Array, end: Float64Array,
+  /** Forward passes (1 + lookahead steps) and row results taken from lookahead. */
+  steps: Uint16Array, aheadRows: Uint32Array,
   /** Running max of `end` over the ring: non-decreasing, so binary search works on slightly unordered input. */
   maxEnd: Float64Array,
   /** Absolute position of the first request index in the member ring. */
@@ -247,6 +249,8 @@ export class EventStore {
     b.cols.tokens[p] = e.tokens;
     b.cols.start[p] = e.start;
     b.cols.end[p] = e.end;
+    b.cols.steps[p] = e.steps ?? 1;
+    b.cols.aheadRows[p] = e.aheadRows ?? 0;
     b.cols.maxEnd[p] = Math.max(prevMax, e.end);
     b.cols.members[p] = this.members.head;
     this.batchDisorderMs = Math.max(this.batchDisorderMs, prevMax - e.end);
@@ -443,6 +447,7 @@ export class EventStore {
     return {
       type: 'batch', model: this.lanes[c.lane[p]], batchId: c.batchId[p], requestIds: this.batchMembers(p).map((i) => this.requestName(i)),
       phase: PHASES[c.phase[p]], tokens: c.tokens[p], start: c.start[p], end: c.end[p],
+      ...(c.steps[p] > 1 ? { steps: c.steps[p], aheadRows: c.aheadRows[p] } : {}),
     };
   }
 
