@@ -23,6 +23,9 @@ interface CacheEntry {
   ahead: number;
 }
 
+/** An earlier batch's tensors are kept for the requests left in them until they hold this many times the tokens those use. */
+const STALE_FACTOR = 2;
+
 /** Lookahead steps one call may take (ModelRunner.maxAhead). */
 const MAX_AHEAD = 16;
 
@@ -36,6 +39,8 @@ interface BatchState {
   past: ort.Tensor[];
   /** attention mask over slots, [B, T], 1 = a real token. */
   mask: BigInt64Array;
+  /** The same mask as bytes: read on every re-pack, where BigInt reads would cost more than the copy. */
+  valid: Uint8Array;
   T: number;
 }
 
@@ -64,7 +69,7 @@ export class OnnxRunner implements ModelRunner {
   private readonly presentNames: string[];
   private readonly hasHidden: boolean;
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
-  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, aheadSteps: 0, rollbacks: 0 };
+  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, aheadSteps: 0, rollbacks: 0, staleMoves: 0 };
   readonly maxAhead = MAX_AHEAD;
   /** Set by yieldAhead() while a step runs: take no further lookahead step. */
   private yieldRequested = false;
@@ -244,6 +249,7 @@ export class OnnxRunner implements ModelRunner {
     const inputIds = new BigInt64Array(B * S).fill(pad);
     const positionIds = new BigInt64Array(B * S);
     const mask = new BigInt64Array(B * T2);
+    const valid = new Uint8Array(B * T2);
     for (let b = 0; b < B; b++) {
       const f = feeds[order[b]];
       const k = f?.length ?? 0;
@@ -255,6 +261,8 @@ export class OnnxRunner implements ModelRunner {
       }
       mask.set(batch.mask.subarray(b * T, b * T + T), b * T2);
       mask.fill(1n, b * T2 + T + S - k, b * T2 + T2);
+      valid.set(batch.valid.subarray(b * T, b * T + T), b * T2);
+      valid.fill(1, b * T2 + T + S - k, b * T2 + T2);
     }
     const inputs: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', inputIds, [B, S]),
@@ -273,6 +281,7 @@ export class OnnxRunner implements ModelRunner {
 
     batch.past = this.presentNames.map((n) => out[n]);
     batch.mask = mask;
+    batch.valid = valid;
     batch.T = T2;
     for (let b = 0; b < B; b++) entries[order[b]].len += feeds[order[b]]?.length ?? 0;
 
@@ -326,7 +335,8 @@ export class OnnxRunner implements ModelRunner {
     // the row's valid slots hold its positions in order: unmask the last `drop` of them
     const { batch, row } = e.loc;
     for (let t = batch.T - 1; t >= 0 && drop > 0; t--) {
-      if (batch.mask[row * batch.T + t] !== 0n) {
+      if (batch.valid[row * batch.T + t] !== 0) {
+        batch.valid[row * batch.T + t] = 0;
         batch.mask[row * batch.T + t] = 0n;
         drop--;
       }
@@ -380,45 +390,63 @@ export class OnnxRunner implements ModelRunner {
     const kv = c.numKvHeads;
     const hd = c.headDim;
     const nT = this.pastNames.length;
-    const old = this.batch;
-    const stepping = new Set(rows.map((r) => r.cacheId));
-    if (old) {
-      old.ids.forEach((id, row) => {
-        const e = this.caches.get(id);
-        if (!stepping.has(id) && e && e.loc?.kind === 'batch' && e.loc.batch === old) {
-          const runs = validRuns(old.mask, row, old.T);
-          const data = old.past.map((t) => {
-            const dst = new Float32Array(kv * e.len * hd);
-            copyKv(t.data as Float32Array, row, old.T, runs, dst, 0, e.len, 0, kv, hd);
-            return dst;
-          });
-          this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
-          e.loc = { kind: 'own', data, stride: e.len };
-        }
-      });
-    }
     const B = rows.length;
     const T = Math.max(...entries.map((e) => e.len));
     const past = Array.from({ length: nT }, () => new Float32Array(B * kv * T * hd));
     const mask = new BigInt64Array(B * T);
-    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, T };
+    const valid = new Uint8Array(B * T);
+    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, valid, T };
     entries.forEach((e, b) => {
       const n = e.len;
       const start = T - n;
       if (n > 0 && e.loc?.kind === 'batch') {
         const src = e.loc.batch;
-        const runs = validRuns(src.mask, e.loc.row, src.T);
+        const runs = validRuns(src.valid, e.loc.row, src.T);
         for (let i = 0; i < nT; i++) copyKv(src.past[i].data as Float32Array, e.loc.row, src.T, runs, past[i], b, T, start, kv, hd);
       } else if (n > 0 && e.loc?.kind === 'own') {
         for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, e.loc.stride, [[0, n]], past[i], b, T, start, kv, hd);
       }
       this.stats.copiedBytes += n * this.folder.kvBytesPerToken;
       mask.fill(1n, b * T + start, b * T + T);
+      valid.fill(1, b * T + start, b * T + T);
       e.loc = { kind: 'batch', batch, row: b };
     });
     batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, T, hd]));
     this.batch = batch;
     this.stats.repacks++;
+    this.compactStale();
+  }
+
+  /**
+   * Requests not stepping keep their KV where it is, in the tensors of an earlier batch (step outputs
+   * are never written again), so leaving a batch costs no copy. An earlier batch stays alive while any
+   * of its rows does; once it holds more than STALE_FACTOR times the tokens its remaining rows use,
+   * those rows move to compact copies of their own and it can be freed.
+   */
+  private compactStale(): void {
+    const byBatch = new Map<BatchState, { e: CacheEntry; row: number }[]>();
+    for (const e of this.caches.values()) {
+      if (e.loc?.kind !== 'batch' || e.loc.batch === this.batch) continue;
+      const list = byBatch.get(e.loc.batch) ?? [];
+      list.push({ e, row: e.loc.row });
+      byBatch.set(e.loc.batch, list);
+    }
+    const { numKvHeads: kv, headDim: hd } = this.folder.config;
+    for (const [old, list] of byBatch) {
+      const used = list.reduce((a, x) => a + x.e.len, 0);
+      if (old.ids.length * old.T <= STALE_FACTOR * used) continue;
+      for (const { e, row } of list) {
+        const runs = validRuns(old.valid, row, old.T);
+        const data = old.past.map((t) => {
+          const dst = new Float32Array(kv * e.len * hd);
+          copyKv(t.data as Float32Array, row, old.T, runs, dst, 0, e.len, 0, kv, hd);
+          return dst;
+        });
+        this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
+        this.stats.staleMoves++;
+        e.loc = { kind: 'own', data, stride: e.len };
+      }
+    }
   }
 
   private dropCache(cacheId: number): void {
@@ -446,11 +474,11 @@ export class OnnxRunner implements ModelRunner {
 }
 
 /** [start, end) runs of valid slots in row `row` of a [B, T] mask. */
-function validRuns(mask: BigInt64Array, row: number, T: number): [number, number][] {
+function validRuns(mask: Uint8Array, row: number, T: number): [number, number][] {
   const runs: [number, number][] = [];
   let s = -1;
   for (let t = 0; t < T; t++) {
-    const on = mask[row * T + t] !== 0n;
+    const on = mask[row * T + t] !== 0;
     if (on && s < 0) s = t;
     else if (!on && s >= 0) {
       runs.push([s, t]);

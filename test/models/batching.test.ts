@@ -82,6 +82,31 @@ describe.each(MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s',
     runner.release(11);
   });
 
+  it('a request left behind stays in the earlier batch tensors without a copy, unless they would pin twice what it uses', async () => {
+    const per = runner.info.kvBytesPerToken;
+    const long = prompts.find((p) => p.length > prompts[0].length + 4)!;
+    const short = prompts[0];
+    // 40 and 41 hold the same length: 41 left behind uses half of that batch, so it is kept in place
+    await runner.step([row(40, short, 0), row(41, short, 0)]);
+    let moves = runner.stats.staleMoves;
+    let bytes = runner.stats.copiedBytes;
+    await runner.step([row(40, [solo[0][0]], short.length), row(42, long, 0)]);
+    expect(runner.stats.staleMoves - moves).toBe(0);
+    expect(runner.stats.copiedBytes - bytes).toBe(short.length * per); // 40 only (42 is a prefill)
+    // 43 (short) beside 42 (long), then 43 left behind: that batch is padded to the long row, so 43 moves out
+    await runner.step([row(43, short, 0), row(42, [solo[prompts.indexOf(long)][0]], long.length)]);
+    moves = runner.stats.staleMoves;
+    bytes = runner.stats.copiedBytes;
+    await runner.step([row(40, [solo[0][1]], short.length + 1), row(42, [solo[prompts.indexOf(long)][1]], long.length + 1)]);
+    expect(runner.stats.staleMoves - moves).toBe(1);
+    expect(runner.stats.copiedBytes - bytes).toBe((short.length + 1 + long.length + 1 + short.length) * per);
+    // both come back to the tokens a solo run gives
+    const back = await runner.step([row(41, [solo[0][0]], short.length), row(43, [solo[0][0]], short.length)]);
+    expect(back.rows.map((r) => r.token)).toEqual([solo[0][1], solo[0][1]]);
+    for (const id of [40, 41, 42, 43]) runner.release(id);
+    expect(runner.cachedTokens).toBe(0);
+  });
+
   it('rejects a position that does not match the cache, and position 0 starts afresh', async () => {
     await runner.step([row(20, prompts[0], 0)]);
     await expect(runner.step([row(20, [5], prompts[0].length + 1)])).rejects.toThrow(StepError);
