@@ -21,7 +21,7 @@ let oracleCacheIds = 1 << 30;
 export async function runOracle<M>(
   algorithm: Algorithm<M>,
   runners: ReadonlyMap<string, ModelRunner> | Record<string, ModelRunner>,
-  request: { id?: string; prompt: readonly number[]; maxTokens: number; sampling?: Partial<SamplingParams> },
+  request: { id?: string; prompt: readonly number[]; maxTokens: number; minTokens?: number; sampling?: Partial<SamplingParams> },
 ): Promise<OracleResult> {
   const get = (name: string) => (runners instanceof Map ? runners.get(name) : (runners as Record<string, ModelRunner>)[name]);
   const models = algorithm.models.map((name) => {
@@ -31,6 +31,9 @@ export async function runOracle<M>(
   });
   const id = request.id ?? 'oracle';
   const sampling = { ...GREEDY, ...request.sampling };
+  // below min_tokens the models' EOS is left out of the draw, as the runtime does
+  const belowMin = { ...sampling, suppressEos: true };
+  const minTokens = Math.min(request.minTokens ?? 0, request.maxTokens);
   const k = models.length + 1;
   const tokens = request.prompt.slice();
   const promptLength = tokens.length;
@@ -55,7 +58,7 @@ export async function runOracle<M>(
     for (;;) {
       const runner = models[owner - 1];
       const out = await runner.step([
-        { cacheId: cacheIds[owner], requestId: id, tokens: tokens.slice(fed[owner]), position: fed[owner], sampling, wants: wantsFor(algorithm as Algorithm<unknown>, owner) },
+        { cacheId: cacheIds[owner], requestId: id, tokens: tokens.slice(fed[owner]), position: fed[owner], sampling: producedBy.length < minTokens ? belowMin : sampling, wants: wantsFor(algorithm as Algorithm<unknown>, owner) },
       ]);
       fed[owner] = tokens.length;
       const sig = out.rows[0];

@@ -64,7 +64,7 @@ export class SimRunner implements ModelRunner {
   private readonly latency: LatencyModel;
   private readonly modelSalt: number;
   /** Steps taken and rows by phase, for tests. */
-  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0 };
+  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0, yields: 0 };
   readonly maxAhead: number;
   private readonly streamOn: Clock | undefined;
 
@@ -157,13 +157,30 @@ export class SimRunner implements ModelRunner {
     const clock = this.streamOn;
     if (!clock) return { rows: out, durationMs, ahead };
     const stream = new AheadChannel();
+    // yieldAhead() ends the stream once the pass under way is done; the passes after it are dropped
+    // (their tokens stay in the caches, to be rolled back like any unused lookahead).
+    const run = { stream, yielded: false };
+    this.streaming = run;
     let at = mainMs;
     partMs.forEach((ms, s) => {
       at += ms;
-      clock.setTimeout(() => stream.push({ rows: ahead.map((a) => a[s]), modelMs: ms }), at);
+      clock.setTimeout(() => {
+        if (stream.done) return;
+        stream.push({ rows: ahead.map((a) => a[s]), modelMs: ms });
+        if (run.yielded) stream.end();
+      }, at);
     });
     clock.setTimeout(() => stream.end(), at);
     return { rows: out, durationMs: mainMs, aheadStream: stream };
+  }
+
+  private streaming: { stream: AheadChannel; yielded: boolean } | null = null;
+
+  yieldAhead(): void {
+    if (this.streaming && !this.streaming.stream.done) {
+      this.streaming.yielded = true;
+      this.counts.yields++;
+    }
   }
 
   /** The row starts inside the lookahead tokens of the cache's last step: drop the tokens past it. */

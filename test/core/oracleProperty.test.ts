@@ -21,6 +21,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
     let aheadRows = 0;
     let rollbacks = 0;
     let streamedRows = 0;
+    let yields = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
       const k = pick(seed, 1, 1, 3);
@@ -92,7 +93,10 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         aheadRows += lane.stats.aheadRows;
         if (streamOn) streamedRows += lane.stats.aheadRows;
       }
-      for (const r of runners) rollbacks += r.counts.rollbacks;
+      for (const r of runners) {
+        rollbacks += r.counts.rollbacks;
+        yields += r.counts.yields;
+      }
     }
     expect(requestsChecked).toBeGreaterThan(CASES_PER_SETTING);
     // Lookahead is an async-mode feature: there it must have been used, and (with retained caches,
@@ -100,6 +104,8 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
     if (mode.startsWith('async')) {
       expect(aheadRows).toBeGreaterThan(0);
       expect(streamedRows).toBeGreaterThan(0);
+      // new work cut a streamed lookahead short at least once
+      expect(yields).toBeGreaterThan(0);
       if (retain) expect(rollbacks).toBeGreaterThan(0);
     } else expect(aheadRows).toBe(0);
   });
