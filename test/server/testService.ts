@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig, type ServerConfig } from '../../runtime/config/serverConfig.ts';
+import { createRealClock } from '../../runtime/clock/clock.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { CHAR_VOCAB, charTokenizer } from '../../runtime/runner/charTokenizer.ts';
 import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
@@ -30,11 +31,17 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-/** Digits-and-symbols tokens with entropy from the context hash, so R-Stitch really switches. */
+/**
+ * Digits-and-symbols tokens with entropy from the context hash, so R-Stitch really switches. They
+ * look ahead as the ONNX worker runners do (streamed on the real clock), so server tests run the
+ * server's default lookahead.
+ */
 function runner(name: string, stepMs: number, eosRate: number): SimRunner {
   const salt = name.length * 7919;
   return new SimRunner({
     name,
+    maxAhead: 16,
+    streamOn: createRealClock(),
     vocabSize: VOCAB.length,
     eosTokenId: 2,
     maxContext: 256,

@@ -528,7 +528,7 @@ function drawTooltip(ctx: CanvasRenderingContext2D, store: EventStore, layout: L
   const lines = [
     `${store.lanes[c.lane[p]]} · batch ${c.batchId[p]}`,
     `${PHASE_NAMES[c.phase[p]]} · ${c.size[p]} requests · ${c.tokens[p]} tokens fed`,
-    `${formatMs(c.end[p] - c.start[p], 0.01)} long`,
+    `${formatMs(c.end[p] - c.start[p], 0.01)} long${c.steps[p] > 1 ? ` · ${c.steps[p]} passes (lookahead)` : ''}`,
   ];
   ctx.font = '12px system-ui, -apple-system, Segoe UI, sans-serif';
   const w = Math.max(...lines.map((s) => ctx.measureText(s).width)) + 16;
