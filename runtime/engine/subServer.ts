@@ -407,6 +407,8 @@ export class SubServer implements SubServerHost, LaneView {
         this.aheadPart(batch, part.rows);
         this.owner.onWaveEnd();
       },
+      // An error ending the stream is the runner dying: its onFailure handling fails the requests it
+      // held; the results streamed before it stand, as any step that finished does.
       () => {
         batch.streaming = false;
         this.settle(batch);
