@@ -127,6 +127,8 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     if (!r) throw new Error(`no runner "${runnerName}" in this runner set (${[...set.runners.keys()].join(', ')})`);
     laneRunners.set(lane, r);
   }
+  // A recorded step must be one forward pass (the throughput model's unit): no lookahead then.
+  const lookahead = c.recordRouting ? 0 : (c.mode.lookahead ?? lookaheadFlag);
   const config = parseServerConfig({
     port: 0,
     dataDir,
@@ -137,8 +139,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       retainState: c.mode.retainState,
       thresholds: c.mode.thresholds ?? {},
       maxWaitMs: c.maxWaitMs ?? 20,
-      // A recorded step must be one forward pass (the throughput model's unit): no lookahead then.
-      ...(c.recordRouting ? { lookahead: 0 } : (c.mode.lookahead ?? lookaheadFlag) !== undefined ? { lookahead: c.mode.lookahead ?? lookaheadFlag } : {}),
+      ...(lookahead !== undefined ? { lookahead } : {}),
     },
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,

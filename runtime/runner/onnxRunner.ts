@@ -218,7 +218,8 @@ export class OnnxRunner implements ModelRunner {
     for (let s = 1; s <= most && !this.yieldRequested; s++) {
       const feeds = rows.map((_, i) => {
         const prev = s === 1 ? first.signals[i] : ahead[i][s - 2];
-        const go = prev !== undefined && ahead[i].length === s - 1 && budget[i] >= s && prev.token !== eos && entries[i].len < this.info.maxContext;
+        // prev is undefined once a row has stopped: it never gets a later result
+        const go = prev !== undefined && budget[i] >= s && prev.token !== eos && entries[i].len < this.info.maxContext;
         return go ? [prev.token] : null;
       });
       if (feeds.every((f) => f === null)) break;

@@ -67,6 +67,8 @@ export class SimRunner implements ModelRunner {
   readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0, yields: 0 };
   readonly maxAhead: number;
   private readonly streamOn: Clock | undefined;
+  /** The streamed lookahead under way, which yieldAhead() cuts short. */
+  private streaming: { stream: AheadChannel; yielded: boolean } | null = null;
 
   constructor(opts: SimRunnerOptions) {
     this.info = {
@@ -100,8 +102,9 @@ export class SimRunner implements ModelRunner {
     c.steps++;
     const out: TokenSignals[] = new Array(rows.length);
     const caches: Cache[] = new Array(rows.length);
+    const budget = rows.map((r) => Math.min(r.ahead ?? 0, this.maxAhead));
+    const maxAhead = Math.max(0, ...budget);
     let tokensFed = 0;
-    let maxAhead = 0;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       let cache = this.caches.get(row.cacheId);
@@ -121,7 +124,6 @@ export class SimRunner implements ModelRunner {
       tokensFed += row.tokens.length;
       out[i] = this.sample(cache, row);
       caches[i] = cache;
-      maxAhead = Math.max(maxAhead, Math.min(row.ahead ?? 0, this.maxAhead));
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
@@ -138,7 +140,7 @@ export class SimRunner implements ModelRunner {
         const cache = caches[i];
         const prev = s === 1 ? out[i] : ahead[i][s - 2];
         // A row stops at its budget, at EOS (the request ends there) and at the context's end.
-        if (!prev || Math.min(row.ahead ?? 0, this.maxAhead) < s || prev.token === eos || cache.length + 1 >= this.info.maxContext) continue;
+        if (!prev || budget[i] < s || prev.token === eos || cache.length + 1 >= this.info.maxContext) continue;
         if (cache.rollback === null) {
           cache.rollback = [cache.hash];
           cache.rollbackFrom = cache.length;
@@ -173,8 +175,6 @@ export class SimRunner implements ModelRunner {
     clock.setTimeout(() => stream.end(), at);
     return { rows: out, durationMs: mainMs, aheadStream: stream };
   }
-
-  private streaming: { stream: AheadChannel; yielded: boolean } | null = null;
 
   yieldAhead(): void {
     if (this.streaming && !this.streaming.stream.done) {

@@ -51,14 +51,20 @@ async function expectOracle(alg: ReturnType<typeof markovAlgorithm>, got: Reques
   expect(got.producedBy, req.id).toEqual(want.producedBy);
 }
 
+/** A small/large R2R-like cluster on a virtual clock with `n` requests submitted. */
+function serve(p: number, n: number, maxTokens: number) {
+  const clock = new VirtualClock();
+  const r = runners(clock);
+  const c = cluster(clock, r);
+  const alg = markovAlgorithm(r2rMarkov(p));
+  const reqs = Array.from({ length: n }, (_, i) => ({ id: `q${i}`, prompt: prompt(i), maxTokens }));
+  const handles = reqs.map((q) => c.submit({ ...q, algorithm: alg }));
+  return { clock, r, c, alg, reqs, handles };
+}
+
 describe('lookahead in the engine', () => {
   it('a request cancelled while its lookahead streams frees its cache once; the others stay exact', async () => {
-    const clock = new VirtualClock();
-    const r = runners(clock);
-    const c = cluster(clock, r);
-    const alg = markovAlgorithm(r2rMarkov(0.05));
-    const reqs = Array.from({ length: 4 }, (_, i) => ({ id: `q${i}`, prompt: prompt(i), maxTokens: 60 }));
-    const handles = reqs.map((q) => c.submit({ ...q, algorithm: alg }));
+    const { clock, r, c, alg, reqs, handles } = serve(0.05, 4, 60);
     // run until a streamed batch on the small model has a row waiting for its next lookahead result
     const waiting = () => c.lanes[0].inFlight.find((b) => b.streaming && b.live.some((i) => b.locals[i].inReady));
     clock.run({ stop: () => waiting() !== undefined });
@@ -68,10 +74,8 @@ describe('lookahead in the engine', () => {
     const releases0 = r.small.counts.releases;
     handles.find((h) => h.id === victim)!.cancel();
     expect(r.small.counts.releases - releases0).toBe(1);
-    const results = await (async () => {
-      clock.run({ stop: () => c.idle });
-      return Promise.all(handles.map((h) => h.done));
-    })();
+    clock.run({ stop: () => c.idle });
+    const results = await Promise.all(handles.map((h) => h.done));
     for (const [i, res] of results.entries()) {
       if (res.id === victim) expect(res.status).toBe('cancelled');
       else {
@@ -85,12 +89,7 @@ describe('lookahead in the engine', () => {
   });
 
   it('new work for the model cuts a streamed lookahead short, and the results stay exact', async () => {
-    const clock = new VirtualClock();
-    const r = runners(clock);
-    const c = cluster(clock, r);
-    const alg = markovAlgorithm(r2rMarkov(0.15));
-    const reqs = Array.from({ length: 8 }, (_, i) => ({ id: `y${i}`, prompt: prompt(i), maxTokens: 80 }));
-    const handles = reqs.map((q) => c.submit({ ...q, algorithm: alg }));
+    const { clock, r, c, alg, reqs, handles } = serve(0.15, 8, 80);
     clock.run({ stop: () => c.idle });
     const results = await Promise.all(handles.map((h) => h.done));
     for (const [i, res] of results.entries()) await expectOracle(alg, res, reqs[i]);
