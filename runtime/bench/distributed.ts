@@ -117,8 +117,8 @@ interface RelayHandle {
   stop(): Promise<void>;
 }
 
-const describeStats = (s: { chunks: number; meanHoldMs: number; maxHoldMs: number }) =>
-  `relay stats: ${s.chunks} chunks, mean hold ${s.meanHoldMs.toFixed(3)} ms, max ${s.maxHoldMs.toFixed(3)} ms`;
+const describeStats = (s: { chunks: number; meanHoldMs: number; minHoldMs: number; maxHoldMs: number }) =>
+  `relay stats: ${s.chunks} chunks, mean hold ${s.meanHoldMs.toFixed(3)} ms, min ${s.minHoldMs.toFixed(3)} ms, max ${s.maxHoldMs.toFixed(3)} ms`;
 
 /**
  * The relay on the entry's event loop (default). A real network delays packets without asking an
@@ -216,12 +216,23 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     await nats?.stop();
   }
   const relayStats = relay?.stats() ?? '';
+  // Per answered part: entry round trip minus the wait at the replica and the model time (the
+  // runners' counters span every round of their case).
+  const split = (r: NatsRunner | undefined) => {
+    const s = r?.stats;
+    const n = Math.max(1, s?.answered ?? 0);
+    return { network_ms: (s?.networkMs ?? 0) / n, queued_ms: (s?.queuedMs ?? 0) / n, model_ms: (s?.modelMs ?? 0) / n };
+  };
+  const [sepSplit, crossSplit] = [split(runners[0]), split(runners[1])];
   printTable(rows as unknown as Record<string, unknown>[]);
   const median = (label: string) => percentile(rows.filter((r) => r.case === label).map((r) => r.tok_s), 50);
   const [inProc, sep, cross] = ['in-process', 'separate-process', 'cross-host'].map(median);
   console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 90% at concurrency 8)`);
   const compared = compareDepth > 0 ? median(compareLabel) : null;
   if (compared !== null) console.log(`${compareLabel}: ${compared.toFixed(1)} tok/s (${((compared / inProc) * 100).toFixed(1)}% of in-process; ${((compared / cross) * 100).toFixed(1)}% of depth ${pipelineDepth})`);
+  for (const [label, v] of [['separate process', sepSplit], ['cross-host', crossSplit]] as const) {
+    console.log(`${label}: per step part ${v.network_ms.toFixed(2)} ms network round trip (wake-ups included), ${v.queued_ms.toFixed(2)} ms waiting at the replica, ${v.model_ms.toFixed(2)} ms model`);
+  }
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
@@ -244,6 +255,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       cross_host_tok_s: cross,
       separate_process_ratio: sep / inProc,
       cross_host_ratio: cross / inProc,
+      separate_process_part_ms: sepSplit,
+      cross_host_part_ms: crossSplit,
       ...(compared !== null ? { compare_depth: compareDepth, compare_depth_cross_host_tok_s: compared, compare_depth_cross_host_ratio: compared / inProc } : {}),
       cases: rows,
     },

@@ -1,6 +1,7 @@
 // A TCP relay that holds every chunk for a fixed delay in each direction: added network latency where the kernel has no netem.
 import net from 'node:net';
 import { parseArgs } from 'node:util';
+import { createPreciseAlarm } from './preciseAlarm.ts';
 
 export interface DelayRelayOptions {
   listenHost: string;
@@ -15,50 +16,74 @@ export interface DelayRelayOptions {
 export interface DelayRelay {
   host: string;
   port: number;
-  /** Measured hold per chunk (timers fire late, never early), for reporting what was really added. */
-  stats(): { chunks: number; meanHoldMs: number; maxHoldMs: number };
+  /** Measured hold per chunk (its mean is the delay; single chunks vary by the wake-up jitter), for reporting what was really added. */
+  stats(): { chunks: number; meanHoldMs: number; minHoldMs: number; maxHoldMs: number };
   close(): Promise<void>;
 }
 
+/** A chunk this close to its release time leaves now: the alarm's and this thread's clocks agree to microseconds. */
+const DUE_SLACK_MS = 0.02;
+
 /**
- * Chunks leave in arrival order: they are queued with their due time and one timer drains the
- * queue head, so a late timer delays the chunks behind it rather than reordering them.
+ * Chunks leave in arrival order: each direction queues them with their due time, and one precise
+ * alarm (a worker thread, see preciseAlarm.ts) wakes the relay at the earliest one, so a late
+ * wake-up delays the chunks behind it rather than reordering them.
+ *
+ * The alarm's message still has to wake this thread, which on a busy machine takes a few hundred
+ * microseconds. The relay measures that lateness (an average over recent wake-ups) and sets its
+ * alarm that much early, so the mean hold is the delay asked for rather than delay + wake-up.
  */
-export function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
+export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
   const sockets = new Set<net.Socket>();
   let chunks = 0;
   let holdSum = 0;
   let holdMax = 0;
-  const pipe = (from: net.Socket, to: net.Socket) => {
-    const queue: { due: number; at: number; data: Buffer }[] = [];
-    let timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
-    // Node timers count whole milliseconds from a loop time cached at the start of the iteration, so
-    // they fire up to 1 ms early or late; re-arming a 1 ms timer for an early fire would double the
-    // delay. The sub-millisecond rest is waited out with setImmediate, which keeps serving I/O.
-    const arm = (ms: number) => {
-      timer = ms >= 1 ? setTimeout(drain, ms) : setImmediate(drain);
-    };
-    const drain = () => {
-      timer = null;
-      const now = performance.now();
-      while (queue.length && queue[0].due <= now) {
-        const c = queue.shift()!;
+  let holdMin = Infinity;
+  /** Mean lateness of recent wake-ups (ms), the alarm's lead; at most half the delay. */
+  let lead = 0;
+  const maxLead = opts.delayMs / 2;
+  const queues = new Set<{ items: { due: number; at: number; data: Buffer }[]; to: net.Socket; closed: boolean }>();
+  const drain = (target: number) => {
+    const now = performance.now();
+    lead = Math.min(maxLead, Math.max(0, lead + (now - target - lead) / 16));
+    let next = Infinity;
+    for (const q of queues) {
+      while (q.items.length && q.items[0].due - lead <= now + DUE_SLACK_MS) {
+        const c = q.items.shift()!;
         const hold = now - c.at;
         chunks++;
         holdSum += hold;
         if (hold > holdMax) holdMax = hold;
-        if (!to.destroyed) to.write(c.data);
+        if (hold < holdMin) holdMin = hold;
+        if (!q.to.destroyed) q.to.write(c.data);
       }
-      if (queue.length) arm(queue[0].due - now);
-    };
+      if (q.items.length) next = Math.min(next, q.items[0].due);
+      else if (q.closed) queues.delete(q);
+    }
+    if (next < Infinity) arm(next);
+  };
+  let target = 0;
+  const arm = (due: number) => {
+    target = due - lead;
+    alarm.arm(target);
+  };
+  const alarm = createPreciseAlarm(() => drain(target));
+  const pipe = (from: net.Socket, to: net.Socket) => {
+    const q = { items: [] as { due: number; at: number; data: Buffer }[], to, closed: false };
+    queues.add(q);
     from.on('data', (data) => {
       const now = performance.now();
-      queue.push({ due: now + opts.delayMs, at: now, data });
-      if (!timer) arm(opts.delayMs);
+      q.items.push({ due: now + opts.delayMs, at: now, data });
+      // FIFO with one delay: a pending alarm is never later than this chunk's due time
+      if (!alarm.armed) arm(now + opts.delayMs);
     });
     from.on('end', () => {
-      const finish = () => (queue.length ? setTimeout(finish, opts.delayMs) : to.end());
+      const finish = () => (q.items.length ? setTimeout(finish, opts.delayMs) : (queues.delete(q), to.end()));
       finish();
+    });
+    from.on('close', () => {
+      q.closed = true;
+      if (!q.items.length) queues.delete(q);
     });
   };
   const server = net.createServer((client) => {
@@ -87,12 +112,12 @@ export function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
       resolve({
         host: opts.listenHost,
         port: addr.port,
-        stats: () => ({ chunks, meanHoldMs: chunks ? holdSum / chunks : 0, maxHoldMs: holdMax }),
-        close: () =>
-          new Promise<void>((r) => {
-            for (const s of sockets) s.destroy();
-            server.close(() => r());
-          }),
+        stats: () => ({ chunks, meanHoldMs: chunks ? holdSum / chunks : 0, minHoldMs: chunks ? holdMin : 0, maxHoldMs: holdMax }),
+        close: async () => {
+          for (const s of sockets) s.destroy();
+          await new Promise<void>((r) => server.close(() => r()));
+          await alarm.close();
+        },
       });
     });
   });
@@ -112,7 +137,7 @@ async function main(): Promise<void> {
   console.log(`relay listening on ${relay.host}:${relay.port}`);
   const stop = () => {
     const s = relay.stats();
-    console.log(`relay stats: ${s.chunks} chunks, mean hold ${s.meanHoldMs.toFixed(3)} ms, max ${s.maxHoldMs.toFixed(3)} ms`);
+    console.log(`relay stats: ${s.chunks} chunks, mean hold ${s.meanHoldMs.toFixed(3)} ms, min ${s.minHoldMs.toFixed(3)} ms, max ${s.maxHoldMs.toFixed(3)} ms`);
     void relay.close().then(() => process.exit(0));
   };
   process.once('SIGTERM', stop);

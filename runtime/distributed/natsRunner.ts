@@ -6,7 +6,7 @@ import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/mode
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects, type ModelSubjects } from './modelSubjects.ts';
 import { openNats, type NatsAuthOptions } from './natsConnection.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
-import { decodeControl, decodeResult, encodeControl, encodeRelease, encodeStep, WireKind, type DecodedResult, type StepMeta } from './stepCodec.ts';
+import { decodeControl, decodeResult, encodeControl, encodeRelease, encodeStep, WireKind, type DecodedResult, type ResultMeta, type StepMeta } from './stepCodec.ts';
 
 export type ReplicaLossPolicy = 'fail' | 'recompute';
 
@@ -124,7 +124,19 @@ export class NatsRunner implements ModelRunner {
   private readonly stepTimeout: number;
   private readonly log: (line: string) => void;
   /** Counters for tests and metrics. */
-  readonly stats = { steps: 0, parts: 0, recomputedRows: 0, replicasLost: 0, bytesOut: 0, bytesIn: 0 };
+  readonly stats = {
+    steps: 0,
+    parts: 0,
+    recomputedRows: 0,
+    replicasLost: 0,
+    bytesOut: 0,
+    bytesIn: 0,
+    /** Answered parts, and their time split: request → reply at the entry = network (and wake-ups) + wait at the replica + model. */
+    answered: 0,
+    networkMs: 0,
+    queuedMs: 0,
+    modelMs: 0,
+  };
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -426,6 +438,7 @@ export class NatsRunner implements ModelRunner {
         },
       };
       this.inflight.add(part);
+      const sentAt = performance.now();
       this.nc.request(subject, bytes, { timeout: this.stepTimeout }).then(
         (msg) => {
           this.stats.bytesIn += msg.data.length;
@@ -433,7 +446,9 @@ export class NatsRunner implements ModelRunner {
           part.settled = true;
           this.inflight.delete(part);
           try {
-            resolve(decodeResult(msg.data));
+            const result = decodeResult(msg.data);
+            this.account(performance.now() - sentAt, result.meta);
+            resolve(result);
           } catch (e) {
             reject(e as Error);
           }
@@ -448,6 +463,15 @@ export class NatsRunner implements ModelRunner {
         },
       );
     });
+  }
+
+  private account(roundTripMs: number, meta: ResultMeta): void {
+    const queued = meta.queuedMs ?? 0;
+    const model = meta.modelMs ?? 0;
+    this.stats.answered++;
+    this.stats.queuedMs += queued;
+    this.stats.modelMs += model;
+    this.stats.networkMs += Math.max(0, roundTripMs - queued - model);
   }
 
   /** An abandoned admit part answered after all: its new caches live on a replica we will not use. */

@@ -275,7 +275,7 @@ export class NatsSubServer {
       const modelMs = out.modelMs ?? performance.now() - t0;
       this.stats.batches++;
       this.stats.rows += rows.length;
-      for (const s of spans) s.inc.msg.respond(encodeResult({ replica: this.subject, modelMs }, out.rows.slice(s.from, s.to)));
+      for (const s of spans) s.inc.msg.respond(encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to)));
     } finally {
       this.busy = false;
       if (this.queue.length) this.schedulePump();

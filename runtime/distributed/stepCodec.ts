@@ -36,6 +36,8 @@ export interface ResultMeta {
   /** Subject of the replica instance that ran the step (where its new caches now live). */
   replica: string;
   modelMs?: number;
+  /** How long the part waited at the replica for its batch to start (behind a batch in flight). */
+  queuedMs?: number;
 }
 
 export interface DecodedStep {

@@ -59,10 +59,12 @@ function crossHostSuite(variant: 'netns' | 'loopback') {
     const [want, got] = await Promise.all([local, remote].map((s) => Promise.all(WORKLOAD.map((w) => complete(s.server.url, w.model, w.prompt, w.seed, 48)))));
     for (let i = 0; i < WORKLOAD.length; i++) expect(got[i].status, got[i].error).toBe(200);
     expect(got).toEqual(want);
-    // every byte to and from the sub-server crossed the relay and was held at least the 1 ms asked for
+    // every byte to and from the sub-server crossed the relay, held 1 ms on average (the relay
+    // sets its alarm early by its measured wake-up lateness, never by more than half the delay)
     const s = relay.stats();
     expect(s.chunks).toBeGreaterThan(100);
-    expect(s.meanHoldMs).toBeGreaterThanOrEqual(1);
+    expect(s.meanHoldMs).toBeGreaterThanOrEqual(0.9);
+    expect(s.minHoldMs).toBeGreaterThanOrEqual(0.45);
   });
 
   if (variant === 'netns') {

@@ -87,6 +87,19 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     await until(() => remote.replicaViews()[0]?.caches === 0, 2000, 'entry-side release');
   });
 
+  it('splits each answered part into network, wait at the replica and model time', async () => {
+    await replica('a', { latency: { baseMs: 5, perRowMs: 0, perTokenMs: 0 } });
+    const remote = await runner();
+    await driveSame([simModel({ name: 'large', latency: ZERO }), remote], 3, 4);
+    const s = remote.stats;
+    expect(s.answered).toBe(s.parts);
+    expect(s.answered).toBeGreaterThanOrEqual(5);
+    // the replica sleeps 5 ms a step (Node timers may fire up to 1 ms early)
+    expect(s.modelMs / s.answered).toBeGreaterThan(3.5);
+    expect(s.queuedMs).toBeGreaterThanOrEqual(0);
+    expect(s.networkMs).toBeGreaterThan(0);
+  });
+
   it('spreads new caches over replicas and keeps each cache on the replica that holds it', async () => {
     const reps = [await replica('a'), await replica('b')];
     const remote = await runner();
