@@ -1,14 +1,14 @@
 // NATS subject names for one model: admission (queue group), one subject per replica instance, heartbeats, entry keepalives.
 
 export interface ModelSubjects {
-  /** New caches and hello requests; every replica subscribes in queue group `queue`, so NATS spreads them. */
+  /** Admission of an entry (hello request/reply); every replica subscribes in queue group `queue`, so any one answers. */
   admit: string;
   queue: string;
   /** Replicas publish liveness and load here. */
   heartbeat: string;
   /** Entries publish keepalives and goodbyes here, so replicas can free caches of an entry that vanished. */
   entries: string;
-  /** Sticky subject of one replica instance: steps and releases for caches it holds. */
+  /** Subject of one replica instance: steps (new caches placed there by load, and the caches it holds) and releases. */
   replica(name: string, incarnation: string): string;
 }
 

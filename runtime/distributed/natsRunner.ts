@@ -44,6 +44,8 @@ export interface ReplicaAnnouncement {
   heartbeatMs: number;
   /** Caches held, over all entries. */
   caches: number;
+  /** KV tokens those caches hold: the replica's load, for placing new caches (absent from older sub-servers). */
+  kvTokens?: number;
   /** Set in the last heartbeat of a sub-server shutting down. */
   bye?: boolean;
 }
@@ -57,7 +59,7 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-export const WIRE_PROTOCOL = 2;
+export const WIRE_PROTOCOL = 3;
 
 interface Replica {
   name: string;
@@ -66,13 +68,18 @@ interface Replica {
   kvCapacityTokens: number;
   /** Cache ids this entry placed there. */
   cacheIds: Set<number>;
+  /** KV tokens of those caches, kept exactly. */
+  ourTokens: number;
+  /** KV tokens of other entries' caches there, as of its last heartbeat. */
+  othersTokens: number;
 }
 
-/** One in-flight request of a step: to a known replica (sticky) or to the queue group (admit, target null). */
+/** One in-flight request of a step, to one replica. */
 interface Part {
-  target: string | null;
-  /** Cache ids of the rows it carries (to release them if an abandoned admit lands after all). */
+  target: string;
+  /** Cache ids of all its rows, and of those that create a cache there (released if the part is abandoned but answered after all). */
   cacheIds: number[];
+  newCacheIds: number[];
   settled: boolean;
   abandon(e: Error): void;
 }
@@ -82,18 +89,21 @@ const LOST = '';
 const MAX_RECOMPUTE_ROUNDS = 3;
 
 /**
- * Speaks the runner contract over NATS. New caches (rows at position 0) go to the model's queue
- * group, so NATS spreads them over the replicas; the reply names the replica that took them, and
- * every later step or release of that cache goes to that replica's own subject (sticky: the KV
- * lives there). One Cluster step becomes at most one admit message plus one message per replica,
- * sent together; a sub-server merges the parts of one step into one batch.
+ * Speaks the runner contract over NATS. The entry is admitted by a hello on the model's queue
+ * group and learns every replica from its heartbeats. A new cache (a row at position 0) goes to
+ * the least-loaded live replica (KV tokens held over its capacity, from its heartbeats plus this
+ * entry's own placements since), and every later step or release of that cache goes to the same
+ * replica's subject: the KV lives there (sticky, pending-return included). One Cluster step
+ * becomes at most one message per replica, sent in one flush.
  *
  * Failure detection is bounded: a replica that misses heartbeats for `heartbeatTimeoutMs`, whose
- * subject has no responders, or that lets a step time out is declared lost. Under the default
- * "fail" policy a lost replica that held caches kills this runner (onFailure fires, the service
- * fails the requests holding state on the model and starts a fresh NatsRunner on the surviving
- * replicas), exactly as a crashed local worker does. Under "recompute" the entry keeps every
- * cache's fed tokens and re-prefills lost caches on a surviving replica, invisibly to the Cluster.
+ * subject has no responders, or that lets a step time out is declared lost. Only the requests
+ * whose caches were there are hit. Under the default "fail" policy they fail: rows of a step in
+ * flight come back in `StepOutput.lost`, idle caches through `onCachesLost`; the runner keeps
+ * serving on the other replicas, and dies (`onFailure`) only when the last replica holding caches
+ * is gone. Under "recompute" the entry keeps every cache's fed tokens and re-prefills lost caches
+ * on a surviving replica, invisibly to the Cluster. A row that was creating its cache is simply
+ * placed again, under either policy: nothing was lost.
  */
 export class NatsRunner implements ModelRunner {
   private modelInfo: ModelInfo | null = null;
@@ -113,6 +123,11 @@ export class NatsRunner implements ModelRunner {
   private readonly releases = new Map<string, number[]>();
   private releaseScheduled = false;
   private readonly listeners: ((e: Error) => void)[] = [];
+  private readonly lostListeners: ((cacheIds: readonly number[], e: Error) => void)[] = [];
+  /** cacheId → KV tokens it holds (its position after the last step), for load accounting. */
+  private readonly cacheTokens = new Map<number, number>();
+  /** Caches that died with their replica under the "fail" policy: a later step reports their rows lost. */
+  private readonly gone = new Map<number, RemoteRunnerError>();
   private readonly subs: Subscription[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
   private dead: Error | null = null;
@@ -248,7 +263,7 @@ export class NatsRunner implements ModelRunner {
         this.log(`replica ${a.replica} of ${this.opts.model} serves a different model (${JSON.stringify(a.info)} vs ${JSON.stringify(this.modelInfo)}); it is ignored, but NATS may still send it new requests: stop it`);
         return;
       }
-      r = { name: a.replica, subject: a.subject, lastHeard: performance.now(), kvCapacityTokens: a.kvCapacityTokens, cacheIds: new Set() };
+      r = { name: a.replica, subject: a.subject, lastHeard: performance.now(), kvCapacityTokens: a.kvCapacityTokens, cacheIds: new Set(), ourTokens: 0, othersTokens: 0 };
       this.replicas.set(a.subject, r);
       // A replica we had given up on is alive after all: free what we abandoned there.
       const abandoned = this.abandonedOn.get(a.subject);
@@ -260,6 +275,8 @@ export class NatsRunner implements ModelRunner {
     r.name = a.replica;
     r.kvCapacityTokens = a.kvCapacityTokens;
     r.lastHeard = performance.now();
+    // Its count includes our caches; steps in flight make the split approximate until the next beat.
+    if (a.kvTokens !== undefined) r.othersTokens = Math.max(0, a.kvTokens - r.ourTokens);
   }
 
   private checkLiveness(period: number): void {
@@ -276,28 +293,42 @@ export class NatsRunner implements ModelRunner {
     }
   }
 
-  /** A replica is gone: fail the runner, or mark its caches for recompute (policy). */
+  /**
+   * A replica is gone. Its steps in flight are abandoned (runStep re-places new caches, recomputes
+   * or reports rows lost, by policy); its idle caches are marked for recompute or reported lost.
+   * Only when no replica is left and this one held something does the runner itself die.
+   */
   private lose(subject: string, reason: string): void {
     const r = this.replicas.get(subject);
     if (!r || this.dead) return;
     this.replicas.delete(subject);
     this.stats.replicasLost++;
     const held = [...r.cacheIds];
-    const sticky = [...this.inflight].filter((p) => p.target === subject);
-    const admits = [...this.inflight].filter((p) => p.target === null);
+    const parts = [...this.inflight].filter((p) => p.target === subject);
     const err = new RemoteRunnerError('replica_lost', `replica ${r.name} of model ${this.opts.model} is gone (${reason}); it held ${held.length} caches`);
-    this.log(`${err.message}`);
-    if (this.policy === 'fail') {
-      // An admit in flight went to some replica; with none left it was this one. With survivors it
-      // most likely was not, and if it was, the step timeout still catches it.
-      if (held.length > 0 || sticky.length > 0 || (admits.length > 0 && this.replicas.size === 0)) this.fail(err);
-      return;
-    }
-    const touched = [...sticky, ...admits];
-    if (held.length === 0 && touched.length === 0) return;
-    for (const id of held) this.placement.set(id, LOST);
+    this.log(err.message);
+    if (held.length === 0 && parts.length === 0) return;
+    // If it comes back after all (a false alarm), what we abandoned there is released.
     if (held.length) this.abandonedOn.set(subject, held);
-    for (const p of touched) p.abandon(err);
+    // nowhere left to run them (or recompute them): the service fails what the model held and reconnects
+    if (this.replicas.size === 0) return this.fail(err);
+    const inFlight = new Set(parts.flatMap((p) => p.cacheIds));
+    const idle: number[] = [];
+    for (const id of held) {
+      this.forget(id);
+      if (this.policy === 'recompute') this.placement.set(id, LOST);
+      else {
+        this.gone.set(id, err);
+        if (!inFlight.has(id)) idle.push(id);
+      }
+    }
+    for (const p of parts) p.abandon(err);
+    if (idle.length) for (const l of this.lostListeners) l(idle, err);
+  }
+
+  /** Caches gone with a replica under the "fail" policy, other than rows of a step in flight (those come back in StepOutput.lost). */
+  onCachesLost(listener: (cacheIds: readonly number[], error: Error) => void): void {
+    this.lostListeners.push(listener);
   }
 
   onFailure(listener: (error: Error) => void): void {
@@ -321,6 +352,8 @@ export class NatsRunner implements ModelRunner {
     this.stats.steps++;
     this.flushReleases();
     const out: TokenSignals[] = new Array(rows.length);
+    const lost: number[] = [];
+    let lostError: Error | null = null;
     let modelMs = 0;
     let pending = rows.map((_, i) => i);
     for (let round = 0; pending.length > 0; round++) {
@@ -331,38 +364,35 @@ export class NatsRunner implements ModelRunner {
         throw e;
       }
       const seq = ++this.stepSeq;
-      const admit: { idx: number[]; rows: StepRow[] } = { idx: [], rows: [] };
-      const sticky = new Map<string, { idx: number[]; rows: StepRow[] }>();
-      for (const i of pending) {
-        const row = rows[i];
-        if (row.position === 0) {
-          admit.idx.push(i);
-          admit.rows.push(row);
-          continue;
-        }
-        const where = this.placement.get(row.cacheId);
-        if (where === undefined) throw new RemoteRunnerError('protocol', `model ${this.opts.model}: cache ${row.cacheId} of ${row.requestId} is on no replica`);
-        if (where === LOST) {
-          admit.idx.push(i);
-          admit.rows.push(this.recomputeRow(row));
-          continue;
-        }
-        let g = sticky.get(where);
-        if (!g) sticky.set(where, (g = { idx: [], rows: [] }));
+      const groups = new Map<string, { idx: number[]; rows: StepRow[] }>();
+      // tokens this step places on each replica, so that new caches of one step spread too
+      const adding = new Map<Replica, number>();
+      const add = (subject: string, i: number, row: StepRow) => {
+        let g = groups.get(subject);
+        if (!g) groups.set(subject, (g = { idx: [], rows: [] }));
         g.idx.push(i);
         g.rows.push(row);
+      };
+      for (const i of pending) {
+        const row = rows[i];
+        const died = row.position === 0 ? undefined : this.gone.get(row.cacheId);
+        if (died) {
+          lost.push(i);
+          lostError ??= died;
+          continue;
+        }
+        const where = row.position === 0 ? LOST : this.placement.get(row.cacheId);
+        if (where === undefined) throw new RemoteRunnerError('protocol', `model ${this.opts.model}: cache ${row.cacheId} of ${row.requestId} is on no replica`);
+        if (where !== LOST) {
+          add(where, i, row);
+          continue;
+        }
+        const fresh = row.position === 0 ? row : this.recomputeRow(row);
+        const r = this.leastLoaded(adding, fresh.tokens.length);
+        adding.set(r, (adding.get(r) ?? 0) + fresh.tokens.length);
+        add(r.subject, i, fresh);
       }
-      const sends: { idx: number[]; rows: StepRow[]; target: string | null; done: Promise<DecodedResult> }[] = [];
-      // The admit part goes first: NATS delivers one publisher's messages in order, so a replica
-      // that gets both parts sees the admit first and can wait for its sticky partner.
-      if (admit.rows.length) {
-        const meta: StepMeta = { entry: this.entry, seq, admit: true, stickyOn: [...sticky.keys()] };
-        sends.push({ ...admit, target: null, done: this.sendPart(null, this.subjects.admit, encodeStep(meta, admit.rows), admit.rows) });
-      }
-      for (const [subject, g] of sticky) {
-        const meta: StepMeta = { entry: this.entry, seq, hasAdmit: admit.rows.length > 0 };
-        sends.push({ ...g, target: subject, done: this.sendPart(subject, subject, encodeStep(meta, g.rows), g.rows) });
-      }
+      const sends = [...groups].map(([subject, g]) => ({ ...g, target: subject, done: this.sendPart(subject, encodeStep({ entry: this.entry, seq }, g.rows), g.rows) }));
       const settled = await Promise.allSettled(sends.map((s) => s.done));
       const retry: number[] = [];
       let fatal: Error | null = null;
@@ -375,12 +405,12 @@ export class NatsRunner implements ModelRunner {
             return;
           }
           modelMs = Math.max(modelMs, meta.modelMs ?? 0);
-          const replica = this.replicas.get(meta.replica);
+          const replica = this.replicas.get(s.target);
           if (replica) replica.lastHeard = performance.now();
           for (let j = 0; j < s.idx.length; j++) {
             const row = s.rows[j];
             out[s.idx[j]] = sigs[j];
-            if (s.target === null) this.placed(row.cacheId, meta.replica);
+            this.fed(row, s.target);
             if (this.mirror) {
               const m = row.position === 0 ? [] : this.mirror.get(row.cacheId) ?? [];
               for (const t of row.tokens) m.push(t);
@@ -390,14 +420,40 @@ export class NatsRunner implements ModelRunner {
           return;
         }
         const e = res.reason as Error;
-        if (!this.dead && this.policy === 'recompute' && e instanceof RemoteRunnerError && e.code === 'replica_lost') retry.push(...s.idx);
-        else fatal ??= this.dead ?? e;
+        if (this.dead || !(e instanceof RemoteRunnerError) || e.code !== 'replica_lost') {
+          fatal ??= this.dead ?? e;
+          return;
+        }
+        for (let j = 0; j < s.idx.length; j++) {
+          // a cache being created lost nothing: place it again; an existing one is recomputed or lost
+          if (s.rows[j].position === 0 || this.policy === 'recompute') {
+            retry.push(s.idx[j]);
+            if (s.rows[j].position !== 0 || rows[s.idx[j]].position !== 0) this.stats.recomputedRows++;
+          } else {
+            lost.push(s.idx[j]);
+            lostError ??= e;
+          }
+        }
       });
       if (fatal) throw fatal;
-      if (retry.length) this.stats.recomputedRows += retry.length;
       pending = retry;
     }
-    return { rows: out, modelMs };
+    return lost.length ? { rows: out, modelMs, lost: { rows: lost, error: lostError! } } : { rows: out, modelMs };
+  }
+
+  /** The live replica with the lowest share of its KV capacity in use, counting what this step adds. */
+  private leastLoaded(adding: ReadonlyMap<Replica, number>, tokens: number): Replica {
+    let best: Replica | null = null;
+    let bestLoad = Infinity;
+    for (const r of this.replicas.values()) {
+      const load = (r.othersTokens + r.ourTokens + (adding.get(r) ?? 0) + tokens) / Math.max(1, r.kvCapacityTokens);
+      if (load < bestLoad) {
+        best = r;
+        bestLoad = load;
+      }
+    }
+    if (!best) throw new RemoteRunnerError('no_replicas', `no live replica of model ${this.opts.model} to place a new cache on`);
+    return best;
   }
 
   /** The row that rebuilds a lost cache: everything it was fed, then this step's tokens, from position 0. */
@@ -409,26 +465,49 @@ export class NatsRunner implements ModelRunner {
     return { ...row, tokens: fed.concat(row.tokens), position: 0 };
   }
 
-  private placed(cacheId: number, subject: string): void {
-    const old = this.placement.get(cacheId);
-    if (old) this.replicas.get(old)?.cacheIds.delete(cacheId);
-    let r = this.replicas.get(subject);
-    if (!r) {
-      // A replica we have not heard from yet (its first heartbeat is on the way) took the cache.
-      r = { name: subject, subject, lastHeard: performance.now(), kvCapacityTokens: 0, cacheIds: new Set() };
-      this.replicas.set(subject, r);
+  /** A row's step succeeded on `subject`: the cache lives there now, holding its position + tokens. */
+  private fed(row: StepRow, subject: string): void {
+    const r = this.replicas.get(subject);
+    if (row.position === 0) {
+      this.forget(row.cacheId);
+      this.gone.delete(row.cacheId);
+      if (r) {
+        this.placement.set(row.cacheId, subject);
+        r.cacheIds.add(row.cacheId);
+      } else {
+        // its replica was declared lost while the step ran: the new cache went with it
+        this.abandonedOn.set(subject, [...(this.abandonedOn.get(subject) ?? []), row.cacheId]);
+        if (this.policy === 'recompute') this.placement.set(row.cacheId, LOST);
+        else this.gone.set(row.cacheId, new RemoteRunnerError('replica_lost', `replica ${subject} of model ${this.opts.model} was lost while it created cache ${row.cacheId}`));
+        return;
+      }
+    } else if (this.placement.get(row.cacheId) !== subject) {
+      return; // moved to recompute or lost while the step ran
     }
-    r.cacheIds.add(cacheId);
-    this.placement.set(cacheId, subject);
+    const held = row.position + row.tokens.length;
+    r!.ourTokens += held - (this.cacheTokens.get(row.cacheId) ?? 0);
+    this.cacheTokens.set(row.cacheId, held);
   }
 
-  private sendPart(target: string | null, subject: string, bytes: Uint8Array, rows: readonly StepRow[]): Promise<DecodedResult> {
+  /** Drops a cache from this entry's books (not from the replica). */
+  private forget(cacheId: number): void {
+    const where = this.placement.get(cacheId);
+    if (where) {
+      const r = this.replicas.get(where);
+      if (r?.cacheIds.delete(cacheId)) r.ourTokens -= this.cacheTokens.get(cacheId) ?? 0;
+    }
+    this.placement.delete(cacheId);
+    this.cacheTokens.delete(cacheId);
+  }
+
+  private sendPart(target: string, bytes: Uint8Array, rows: readonly StepRow[]): Promise<DecodedResult> {
     this.stats.parts++;
     this.stats.bytesOut += bytes.length;
     return new Promise<DecodedResult>((resolve, reject) => {
       const part: Part = {
         target,
-        cacheIds: target === null ? rows.map((r) => r.cacheId) : [],
+        cacheIds: rows.map((r) => r.cacheId),
+        newCacheIds: rows.filter((r) => r.position === 0).map((r) => r.cacheId),
         settled: false,
         abandon: (e) => {
           if (part.settled) return;
@@ -439,10 +518,10 @@ export class NatsRunner implements ModelRunner {
       };
       this.inflight.add(part);
       const sentAt = performance.now();
-      this.nc.request(subject, bytes, { timeout: this.stepTimeout }).then(
+      this.nc.request(target, bytes, { timeout: this.stepTimeout }).then(
         (msg) => {
           this.stats.bytesIn += msg.data.length;
-          if (part.settled) return this.lateReply(part, msg.data);
+          if (part.settled) return this.lateReply(part);
           part.settled = true;
           this.inflight.delete(part);
           try {
@@ -457,8 +536,7 @@ export class NatsRunner implements ModelRunner {
           if (part.settled) return;
           const err = this.classify(e, target);
           // Attributable losses take the replica out now, which also abandons its other parts.
-          if (err.code === 'replica_lost' && target !== null) this.lose(target, err.message);
-          else if (err.code === 'no_replicas' || err.code === 'timeout') this.fail(err);
+          if (err.code === 'replica_lost') this.lose(target, err.message);
           part.abandon(err);
         },
       );
@@ -474,38 +552,25 @@ export class NatsRunner implements ModelRunner {
     this.stats.networkMs += Math.max(0, roundTripMs - queued - model);
   }
 
-  /** An abandoned admit part answered after all: its new caches live on a replica we will not use. */
-  private lateReply(part: Part, data: Uint8Array): void {
-    if (part.target !== null || this.dead) return;
-    try {
-      const { meta } = decodeResult(data);
-      for (const id of part.cacheIds) this.queueRelease(meta.replica, id);
-    } catch {
-      // an error reply holds no caches
-    }
+  /** An abandoned part answered after all: the caches it created live on a replica we no longer use for them. */
+  private lateReply(part: Part): void {
+    if (this.dead) return;
+    for (const id of part.newCacheIds) this.queueRelease(part.target, id);
   }
 
-  private classify(e: Error, target: string | null): RemoteRunnerError {
+  private classify(e: Error, target: string): RemoteRunnerError {
     if (e instanceof RemoteRunnerError) return e;
-    const noResponders = e instanceof RequestError && e.isNoResponders();
-    if (noResponders) {
-      return target === null
-        ? new RemoteRunnerError('no_replicas', `no sub-server of model ${this.opts.model} is subscribed to ${this.subjects.admit}`, { cause: e })
-        : new RemoteRunnerError('replica_lost', `replica subject ${target} has no responders (process gone)`, { cause: e });
-    }
-    if (e instanceof TimeoutError) {
-      const msg = `a step on model ${this.opts.model} took longer than ${this.stepTimeout} ms`;
-      return target === null ? new RemoteRunnerError('timeout', msg, { cause: e }) : new RemoteRunnerError('replica_lost', msg, { cause: e });
-    }
+    if (e instanceof RequestError && e.isNoResponders()) return new RemoteRunnerError('replica_lost', `replica subject ${target} has no responders (process gone)`, { cause: e });
+    if (e instanceof TimeoutError) return new RemoteRunnerError('replica_lost', `a step on model ${this.opts.model} took longer than ${this.stepTimeout} ms`, { cause: e });
     return new RemoteRunnerError(this.closing ? 'closed' : 'remote_error', `model ${this.opts.model}: ${e.message}`, { cause: e });
   }
 
   release(cacheId: number): void {
     const where = this.placement.get(cacheId);
-    this.placement.delete(cacheId);
+    this.forget(cacheId);
+    this.gone.delete(cacheId);
     this.mirror?.delete(cacheId);
     if (where === undefined || where === LOST || this.dead) return;
-    this.replicas.get(where)?.cacheIds.delete(cacheId);
     this.queueRelease(where, cacheId);
   }
 

@@ -1,4 +1,4 @@
-// Sub-server side of the NATS transport: one model's runner answering steps on its model's queue group and its own subject.
+// Sub-server side of the NATS transport: one model's runner answering hellos on its model's queue group and steps on its own subject.
 import crypto from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
@@ -29,29 +29,24 @@ interface Incoming {
 }
 
 /**
- * How long an admit part waits for the sticky part of the same entry step. The entry publishes
- * both in one flush and NATS keeps one publisher's order, so the partner is normally already in
- * the same socket read; the wait only bounds the pathological case.
- */
-const PARTNER_WAIT_MS = 5;
-
-/**
- * Receives step parts, merges whatever is queued when the runner is free into one batch (so the
- * parts of one entry step, and steps of several entries, share a forward pass), and answers each
- * part with its rows' signals. Cache ids are only unique per entry, so caches are keyed by
- * (entry, cacheId) and mapped to this runner's own ids.
+ * Receives step parts, merges whatever is queued when the runner is free into one batch (so steps
+ * of several entries, or pipelined steps of one, share a forward pass), and answers each part with
+ * its rows' signals. Cache ids are only unique per entry, so caches are keyed by (entry, cacheId)
+ * and mapped to this runner's own ids.
  */
 export class NatsSubServer {
   readonly incarnation = crypto.randomBytes(5).toString('hex');
   readonly subject: string;
   private readonly heartbeatSubject: string;
   private readonly caches = new Map<string, number>();
+  /** Tokens each cache holds, and their sum: the load announced in heartbeats, for placement by load. */
+  private readonly cacheTokens = new Map<string, number>();
+  private kvTokens = 0;
   private readonly byEntry = new Map<string, Set<string>>();
   private readonly entryHeard = new Map<string, number>();
   private queue: Incoming[] = [];
   private busy = false;
   private pumpScheduled = false;
-  private partnerTimer: NodeJS.Timeout | null = null;
   private nextInner = 1;
   private readonly subs: Subscription[] = [];
   private readonly timers: NodeJS.Timeout[] = [];
@@ -105,6 +100,7 @@ export class NatsSubServer {
       kvCapacityTokens: this.opts.kvCapacityTokens,
       heartbeatMs: this.heartbeatMs,
       caches: this.caches.size,
+      kvTokens: this.kvTokens,
       ...(bye ? { bye: true } : {}),
     };
   }
@@ -187,6 +183,8 @@ export class NatsSubServer {
     const inner = this.caches.get(key);
     if (inner === undefined) return;
     this.caches.delete(key);
+    this.kvTokens -= this.cacheTokens.get(key) ?? 0;
+    this.cacheTokens.delete(key);
     this.byEntry.get(key.slice(0, key.indexOf('/')))?.delete(key);
     this.runner.release(inner);
     this.stats.releases++;
@@ -204,31 +202,15 @@ export class NatsSubServer {
 
   private pump(): void {
     if (this.busy || this.queue.length === 0 || this.closed) return;
-    const now = performance.now();
-    const take: Incoming[] = [];
-    const hold: Incoming[] = [];
-    for (const inc of this.queue) {
-      const m = inc.step.meta;
-      const waitsForPartner =
-        m.admit && m.stickyOn?.includes(this.subject) && !this.queue.some((o) => o !== inc && o.step.meta.entry === m.entry && o.step.meta.seq === m.seq) && now - inc.arrived < PARTNER_WAIT_MS;
-      (waitsForPartner ? hold : take).push(inc);
-    }
-    this.queue = hold;
-    if (take.length === 0) {
-      if (!this.partnerTimer) {
-        this.partnerTimer = setTimeout(() => {
-          this.partnerTimer = null;
-          this.pump();
-        }, PARTNER_WAIT_MS);
-      }
-      return;
-    }
+    const take = this.queue;
+    this.queue = [];
     void this.run(take);
   }
 
   /** Maps each part's (entry, cacheId) rows to this runner's caches; a part naming an unknown cache fails alone. */
-  private translate(parts: Incoming[]): { rows: StepRow[]; spans: { inc: Incoming; from: number; to: number }[] } {
+  private translate(parts: Incoming[]): { rows: StepRow[]; keys: string[]; spans: { inc: Incoming; from: number; to: number }[] } {
     const rows: StepRow[] = [];
+    const keys: string[] = [];
     const spans: { inc: Incoming; from: number; to: number }[] = [];
     for (const inc of parts) {
       const { entry } = inc.step.meta;
@@ -250,15 +232,16 @@ export class NatsSubServer {
           set.add(key);
         }
         rows.push({ ...r, cacheId: inner! });
+        keys.push(key);
       }
       spans.push({ inc, from, to: rows.length });
     }
-    return { rows, spans };
+    return { rows, keys, spans };
   }
 
   private async run(parts: Incoming[]): Promise<void> {
     this.busy = true;
-    const { rows, spans } = this.translate(parts);
+    const { rows, keys, spans } = this.translate(parts);
     try {
       if (rows.length === 0) return;
       const t0 = performance.now();
@@ -275,6 +258,13 @@ export class NatsSubServer {
       const modelMs = out.modelMs ?? performance.now() - t0;
       this.stats.batches++;
       this.stats.rows += rows.length;
+      for (let i = 0; i < rows.length; i++) {
+        // a cache released while its step ran is gone already
+        if (!this.caches.has(keys[i])) continue;
+        const held = rows[i].position + rows[i].tokens.length;
+        this.kvTokens += held - (this.cacheTokens.get(keys[i]) ?? 0);
+        this.cacheTokens.set(keys[i], held);
+      }
       for (const s of spans) s.inc.msg.respond(encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to)));
     } finally {
       this.busy = false;
@@ -296,7 +286,6 @@ export class NatsSubServer {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    if (this.partnerTimer) clearTimeout(this.partnerTimer);
     for (const inc of this.queue) this.replyError(inc.msg, new RemoteRunnerError('closed', `replica ${this.opts.replica} is shutting down`));
     this.queue = [];
     this.heartbeat(true);

@@ -18,18 +18,12 @@ export const WireKind = { Step: 1, Result: 2, Error: 3, Release: 4, Hello: 5, In
 export type WireKind = (typeof WireKind)[keyof typeof WireKind];
 type ControlKind = typeof WireKind.Hello | typeof WireKind.Info | typeof WireKind.Error;
 
-/** Routing notes carried with a step so a sub-server can merge the parts of one entry step into one batch. */
+/** Who sent a step part: an entry step sends at most one part to each replica. */
 export interface StepMeta {
   /** Entry instance id: cache ids are only unique per entry. */
   entry: string;
   /** Entry step number (per NatsRunner). */
   seq: number;
-  /** This part carries new caches and was sent to the model's queue group. */
-  admit?: boolean;
-  /** On an admit part: replica subjects that also got a (sticky) part of the same step. */
-  stickyOn?: string[];
-  /** On a sticky part: the same step also has an admit part. */
-  hasAdmit?: boolean;
 }
 
 export interface ResultMeta {

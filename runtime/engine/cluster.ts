@@ -119,6 +119,7 @@ export class Cluster implements SubServerOwner {
       if (this.byName.has(lane.name)) throw new TokenRouterError('invalid_request', `model "${lane.name}" is listed twice`, 'models');
       if (!(lane.maxBatch >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${lane.name} must be ≥ 1`, 'maxBatch');
       this.byName.set(lane.name, lane);
+      this.watchCaches(lane, lane.runner);
     }
     this.validateThresholds(this.lanes.map((l) => l.threshold));
     this.emitConfig();
@@ -258,7 +259,26 @@ export class Cluster implements SubServerOwner {
     lane.runner = runner;
     lane.down = false;
     lane.dirty = true;
+    this.watchCaches(lane, runner);
     this.flush();
+  }
+
+  /** Caches a runner lost while it goes on (a remote replica died): fail the requests holding them, nothing else. */
+  private watchCaches(lane: SubServer, runner: ModelRunner): void {
+    runner.onCachesLost?.((cacheIds, error) => {
+      if (lane.runner !== runner) return;
+      const ids = new Set(cacheIds);
+      for (const req of [...this.active.values()]) {
+        // a row inside a running step is reported by that step's output instead
+        const hit = req.locals.some((l, m) => l && req.lane(m) === lane && l.hasCache && !l.inBatch && ids.has(l.cacheId));
+        if (hit) this.end(req, 'failed', 'error', this.lostError(lane, error));
+      }
+      this.flush();
+    });
+  }
+
+  private lostError(lane: SubServer, error: Error): TokenRouterError {
+    return new TokenRouterError('unavailable', `model ${lane.name} lost this request's state: ${error.message}`, 'model');
   }
 
   laneStats(): LaneStats[] {
@@ -327,6 +347,18 @@ export class Cluster implements SubServerOwner {
       this.move(local, { type: 'ADMIT' });
       lane.enqueue(local);
     }
+  }
+
+  onRowLost(local: LocalRequest, error: Error): void {
+    this.inWave = true;
+    const req = local.req;
+    const lane = req.lane(local.model);
+    if (req.finished) {
+      lane.dropCache(local);
+      this.admitWaiting(lane);
+      return;
+    }
+    this.end(req, 'failed', 'error', this.lostError(lane, error));
   }
 
   onRowResult(local: LocalRequest, sig: TokenSignals, batch: Batch): void {

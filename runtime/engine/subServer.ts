@@ -54,6 +54,8 @@ export interface SubServerOwner {
   nextBatchId(): number;
   /** Routes one row's result: commit, hand off, finish. */
   onRowResult(local: LocalRequest, signals: TokenSignals, batch: Batch): void;
+  /** The runner lost this row's cache during the step (StepOutput.lost): its request fails. */
+  onRowLost(local: LocalRequest, error: Error): void;
   onBatchFailed(batch: Batch, error: Error): void;
   /** Results were routed while the batch runs on (streamed lookahead): send the wave's work out. */
   onWaveEnd(): void;
@@ -380,9 +382,14 @@ export class SubServer implements SubServerHost, LaneView {
       st.runnerWallMs += wallMs;
     }
     const { locals, rows } = batch;
+    const lost = out.lost ? new Set(out.lost.rows) : null;
     for (let i = 0; i < locals.length; i++) {
       const local = locals[i];
       local.inBatch = false;
+      if (lost?.has(i)) {
+        this.owner.onRowLost(local, out.lost!.error);
+        continue;
+      }
       const fed = rows[i].tokens.length;
       local.fed += fed;
       this.pool.cached(fed);

@@ -67,6 +67,11 @@ export interface StepOutput {
    * cache released meanwhile is freed after it.
    */
   aheadStream?: AheadStream;
+  /**
+   * Rows whose cache the runner lost during the step (a remote replica died) while the rest of the
+   * batch went on: those requests fail, the others carry on. Their entries in `rows` are not results.
+   */
+  lost?: { rows: readonly number[]; error: Error };
 }
 
 /** One lookahead step's results: rows[i] for row i of the step, undefined where that row did not step. */
@@ -101,6 +106,12 @@ export interface ModelRunner {
   close?(): Promise<void>;
   /** Registers a callback for when the runner dies (a worker crash): every cache it held is gone. */
   onFailure?(listener: (error: Error) => void): void;
+  /**
+   * Registers a callback for when some caches are gone but the runner goes on (one of a remote
+   * model's replicas died): the requests holding them fail. Caches of rows in a step in flight are
+   * reported by that step's `StepOutput.lost` instead.
+   */
+  onCachesLost?(listener: (cacheIds: readonly number[], error: Error) => void): void;
   /**
    * Steps the runner accepts in flight at once (default 1). A runner across a network sets 2: the
    * next batch waits at the far end while the current one runs, so the model does not idle for a

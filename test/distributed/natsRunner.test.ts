@@ -24,7 +24,7 @@ describe('stepCodec', () => {
       { cacheId: 8, requestId: 'req-c', tokens: [5, 6], position: 17, sampling: { temperature: 1 / 3, topP: 1, topK: 0, seed: 12 }, wants: { topK: 4, hidden: true, heads: ['citer', 'r2r'] } },
       { cacheId: 9, requestId: 'req-d', tokens: [4], position: 30, sampling: { ...GREEDY, suppressEos: true }, wants: { topK: 0, hidden: false, heads: [] } },
     ];
-    const meta = { entry: 'e1', seq: 3, admit: true, stickyOn: ['a.b'] };
+    const meta = { entry: 'e1', seq: 3 };
     const bytes = encodeStep(meta, rows);
     for (const data of [bytes, unaligned(bytes)]) {
       const back = decodeStep(data);
@@ -107,7 +107,7 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     expect(remote.kvCapacityTokens).toBe(20_000);
     const local = simModel({ name: 'large', latency: ZERO });
     const placements = new Map<number, string>();
-    // one request per step, so each admission is its own queue-group draw
+    // one request per step, so each placement sees the load the earlier ones left
     for (let k = 0; k < 16; k++) {
       const [want, got] = await driveSame([local, remote], 1, 3, {
         cacheBase: 5000 + k * 10,
@@ -119,9 +119,88 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
       });
       expect(got).toEqual(want);
     }
-    const used = new Set(placements.values());
-    expect(used.size).toBe(2); // 16 draws on 2 replicas: all on one happens with p = 2^-15
-    expect(reps[0].server.liveCaches + reps[1].server.liveCaches).toBe(16);
+    // equal caches on equal capacities: placed by load, they split evenly
+    expect(reps.map((r) => r.server.liveCaches)).toEqual([8, 8]);
+    expect(new Set(placements.values()).size).toBe(2);
+  });
+
+  it('places new caches by load: capacity shares, and caches other entries hold there', async () => {
+    const a = await replica('a', { kvCapacityTokens: 30_000 });
+    // entry 1 fills replica a while it is the only one
+    const first = await runner();
+    await driveSame([simModel({ name: 'large', latency: ZERO }), first], 6, 2, { cacheBase: 100 });
+    expect(a.server.liveCaches).toBe(6);
+    const b = await replica('b', { kvCapacityTokens: 10_000 });
+    // entry 2 learns both replicas and a's load (6 caches of 7 tokens) from their heartbeats
+    const second = await runner();
+    await until(() => second.replicaViews().length === 2, 2000, 'both replicas known');
+    await sleep(120);
+    for (let k = 0; k < 12; k++) await driveSame([simModel({ name: 'large', latency: ZERO }), second], 1, 2, { cacheBase: 500 + 10 * k });
+    // 18 caches of 7 tokens over 40,000 tokens of capacity, three quarters of it on a: a ends with
+    // 12 or 13 of them (its 6 from entry 1 included), b with 5 or 6
+    const onB = b.server.liveCaches;
+    expect(onB).toBeGreaterThanOrEqual(5);
+    expect(onB).toBeLessThanOrEqual(6);
+    expect(a.server.liveCaches).toBe(18 - onB);
+  });
+
+  it('fail policy, two replicas: losing one fails only its caches (idle ones by onCachesLost, rows in flight by StepOutput.lost)', async () => {
+    const reps = [await replica('a', { latency: { baseMs: 5, perRowMs: 0, perTokenMs: 0 } }), await replica('b', { latency: { baseMs: 5, perRowMs: 0, perTokenMs: 0 } })];
+    const remote = await runner({ heartbeatTimeoutMs: 300 });
+    await until(() => remote.replicaViews().length === 2, 2000, 'both replicas known');
+    let failures = 0;
+    remote.onFailure(() => failures++);
+    const lostIdle: number[] = [];
+    remote.onCachesLost((ids) => lostIdle.push(...ids));
+    const local = simModel({ name: 'large', latency: ZERO });
+    const rowsAt = (ids: number[], fed: Map<number, number>, tokens: Map<number, number[]>): StepRow[] =>
+      ids.map((id) => ({ cacheId: id, requestId: `q${id}`, tokens: tokens.get(id)!, position: fed.get(id)!, sampling: { ...GREEDY, seed: id }, wants: { topK: 0, hidden: false, heads: [] } }));
+    const ids = [1, 2, 3, 4, 5, 6, 7, 8];
+    const fed = new Map(ids.map((id) => [id, 0]));
+    const next = new Map(ids.map((id) => [id, [1, 4 + id, 6]]));
+    const stepBoth = async (which: number[]) => {
+      const rows = rowsAt(which, fed, next);
+      const [want, got] = await Promise.all([Promise.resolve(local.step(rows)), remote.step(rows)]);
+      return { rows, want, got };
+    };
+    const advance = (rows: StepRow[], sigs: TokenSignals[], skip: ReadonlySet<number> = new Set()) =>
+      rows.forEach((r, i) => {
+        if (skip.has(i)) return;
+        fed.set(r.cacheId, r.position + r.tokens.length);
+        next.set(r.cacheId, [sigs[i].token]);
+      });
+    const first = await stepBoth(ids);
+    expect(first.got.rows).toEqual(first.want.rows);
+    advance(first.rows, first.want.rows);
+    const where = new Map(ids.map((id) => [id, remote.placementOf(id)!]));
+    const victim = reps.find((r) => r.server.subject === where.get(1))!;
+    const onVictim = ids.filter((id) => where.get(id) === victim.server.subject);
+    expect(onVictim.length).toBeGreaterThan(0);
+    expect(onVictim.length).toBeLessThan(ids.length);
+    // a step in flight on both replicas when the victim dies: its rows there come back lost
+    const inFlight = [onVictim[0], ...ids.filter((id) => !onVictim.includes(id)).slice(0, 2)];
+    const pending = stepBoth(inFlight);
+    await victim.crash();
+    const mid = await pending;
+    expect(mid.got.lost?.rows).toEqual([0]);
+    expect(mid.got.lost?.error.message).toMatch(/gone/);
+    expect(mid.got.rows.slice(1)).toEqual(mid.want.rows.slice(1));
+    advance(mid.rows, mid.want.rows);
+    // the victim's other caches were idle: reported once, by onCachesLost
+    expect(lostIdle.sort()).toEqual(onVictim.slice(1).sort());
+    // the survivors go on, token for token
+    const survivors = ids.filter((id) => !onVictim.includes(id));
+    for (let round = 0; round < 3; round++) {
+      const s = await stepBoth(survivors);
+      expect(s.got.lost).toBeUndefined();
+      expect(s.got.rows).toEqual(s.want.rows);
+      advance(s.rows, s.want.rows);
+    }
+    // a lost cache stepped anyway is reported lost again, not sent anywhere
+    const again = await remote.step(rowsAt([onVictim[0]], fed, next));
+    expect(again.lost?.rows).toEqual([0]);
+    expect(failures).toBe(0);
+    expect(remote.replicaViews()).toHaveLength(1);
   });
 
   it('fail policy: a replica that vanishes holding caches fires onFailure within the heartbeat bound', async () => {

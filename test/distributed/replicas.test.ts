@@ -1,0 +1,100 @@
+// Two replicas of the large model in their own processes: new requests spread by load, and losing one hits only its own requests.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
+import { spawnSubServer, type SubServerProcess } from '../../runtime/distributed/subServerProcess.ts';
+import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
+import { HAVE_NATS, until } from './helpers.ts';
+import { complete, serve, type Completion, type Served } from './serving.ts';
+
+const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
+const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
+/** Simulated requests write until max_tokens, so every one of them holds a cache on the large model to the end. */
+const WORKLOAD = ['r-stitch', 'r2r', 'co-llm', 'large'].flatMap((model, m) => [0, 1, 2, 3].map((k) => ({ model, prompt: `${19 * (k + 2) + m}-${k}`, seed: 300 + 10 * m + k })));
+
+describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own process', () => {
+  let nats: NatsServerProcess;
+  const subs = new Map<string, SubServerProcess>();
+  let local: Served;
+  const sim = (names: string[]) => new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })]));
+  const startReplica = async (name: string) => {
+    subs.set(name, await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`], timeoutMs: 90_000 }));
+  };
+  const entry = async (onReplicaLoss: 'fail' | 'recompute') => {
+    const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 800, connectTimeoutMs: 20_000, onReplicaLoss } }], sim(['small']));
+    const runner = served.service.runners.get('large') as NatsRunner;
+    await until(() => runner.replicaViews().length === 2, 5000, 'both replicas known');
+    return { served, runner };
+  };
+  const run = (s: Served, maxTokens: number) => WORKLOAD.map((w) => complete(s.server.url, w.model, w.prompt, w.seed, maxTokens));
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    await Promise.all(['large-a', 'large-b'].map(startReplica));
+    local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
+  }, 120_000);
+
+  afterAll(async () => {
+    await local?.close();
+    for (const s of subs.values()) await s.kill();
+    await nats?.stop();
+  });
+
+  /** Starts the workload, waits until its caches sit on both replicas, kills one, and returns what happened. */
+  async function killOneMidway(remote: { served: Served; runner: NatsRunner }) {
+    const want = await Promise.all(run(local, 160));
+    const inflight = run(remote.served, 160);
+    await until(() => remote.runner.replicaViews().every((v) => v.caches >= 3), 30_000, 'caches on both replicas');
+    const views = remote.runner.replicaViews();
+    // spread by load: with equal capacities neither replica holds much more than the other
+    const [a, b] = views.map((v) => v.caches);
+    expect(Math.abs(a - b)).toBeLessThanOrEqual(Math.max(3, (a + b) / 3));
+    const victim = views[0];
+    const killed = victim.name;
+    await subs.get(killed)!.kill();
+    subs.delete(killed);
+    const got: Completion[] = await Promise.all(inflight);
+    return { want, got, victimCaches: victim.caches, killed };
+  }
+
+  it('fail policy: only the requests whose state was on the dead replica fail; the entry keeps serving on the other', async () => {
+    const remote = await entry('fail');
+    let runnerFailures = 0;
+    remote.runner.onFailure(() => runnerFailures++);
+    try {
+      const { want, got, victimCaches, killed } = await killOneMidway(remote);
+      const failed = got.filter((g) => g.status !== 200);
+      for (const f of failed) {
+        expect(f.status).toBe(503);
+        expect(f.error).toMatch(/model large lost this request's state: replica .* is gone/);
+      }
+      expect(failed.length).toBeGreaterThan(0);
+      expect(failed.length).toBeLessThanOrEqual(victimCaches);
+      // everything else finished, token for token as in-process
+      for (let i = 0; i < got.length; i++) if (got[i].status === 200) expect(got[i]).toEqual(want[i]);
+      expect(got.filter((g) => g.status === 200).length).toBeGreaterThanOrEqual(WORKLOAD.length - victimCaches);
+      // the model stayed up: no runner failure, no lane down, new requests served at once by the survivor
+      expect(runnerFailures).toBe(0);
+      expect(remote.served.service.cluster.lane('large')?.down).toBe(false);
+      expect(remote.runner.replicaViews().map((v) => v.name)).not.toContain(killed);
+      const again = await complete(remote.served.server.url, WORKLOAD[0].model, WORKLOAD[0].prompt, WORKLOAD[0].seed, 40);
+      const ref = await complete(local.server.url, WORKLOAD[0].model, WORKLOAD[0].prompt, WORKLOAD[0].seed, 40);
+      expect(again).toEqual(ref);
+    } finally {
+      await remote.served.close();
+    }
+    await startReplica('large-c');
+  }, 120_000);
+
+  it('recompute policy: the dead replica\'s requests are re-prefilled on the survivor and every output is unchanged', async () => {
+    const remote = await entry('recompute');
+    try {
+      const { want, got } = await killOneMidway(remote);
+      for (let i = 0; i < got.length; i++) expect(got[i], got[i].error).toEqual(want[i]);
+      expect(remote.runner.stats.recomputedRows).toBeGreaterThan(0);
+    } finally {
+      await remote.served.close();
+    }
+  }, 120_000);
+});
