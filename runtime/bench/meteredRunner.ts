@@ -86,6 +86,10 @@ export class MeteredRunner implements ModelRunner {
     this.inner.onFailure?.(listener);
   }
 
+  onCachesLost(listener: (cacheIds: readonly number[], error: Error) => void): void {
+    this.inner.onCachesLost?.(listener);
+  }
+
   get maxAhead(): number | undefined {
     return this.inner.maxAhead;
   }
