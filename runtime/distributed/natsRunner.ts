@@ -80,7 +80,11 @@ interface Part {
   /** Cache ids of all its rows, and of those that create a cache there (released if the part is abandoned but answered after all). */
   cacheIds: number[];
   newCacheIds: number[];
-  settled: boolean;
+  state: 'pending' | 'answered' | 'abandoned';
+  /** Waiting for its replica to be heard again before it is sent again (after a NATS reconnect). */
+  parked: boolean;
+  /** Sends it (again: replicas answer a repeated part from their cache of recent results, never running it twice). */
+  send(): void;
   abandon(e: Error): void;
 }
 
@@ -133,6 +137,8 @@ export class NatsRunner implements ModelRunner {
   private dead: Error | null = null;
   private closing = false;
   private stepSeq = 0;
+  private disconnected = false;
+  private reconnectedAt = -Infinity;
   private lastTick = performance.now();
   private readonly policy: ReplicaLossPolicy;
   private readonly hbTimeout: number;
@@ -148,6 +154,9 @@ export class NatsRunner implements ModelRunner {
     bytesIn: 0,
     /** Answered parts, and their time split: request → reply at the entry = network (and wake-ups) + wait at the replica + model. */
     answered: 0,
+    /** NATS reconnects, and parts sent again after one. */
+    reconnects: 0,
+    resent: 0,
     networkMs: 0,
     queuedMs: 0,
     modelMs: 0,
@@ -173,6 +182,7 @@ export class NatsRunner implements ModelRunner {
     const connectTimeout = opts.connectTimeoutMs ?? 30_000;
     const nc = await openNats({ ...opts, name: `tokenrouter-entry:${opts.model}`, connectTimeoutMs: connectTimeout });
     const runner = new NatsRunner(nc, opts);
+    void runner.watchConnection();
     try {
       await runner.handshake(performance.now() + connectTimeout);
     } catch (e) {
@@ -254,6 +264,7 @@ export class NatsRunner implements ModelRunner {
       return;
     }
     this.heard(a);
+    this.resendParked(a.subject);
   }
 
   private heard(a: ReplicaAnnouncement): void {
@@ -283,6 +294,8 @@ export class NatsRunner implements ModelRunner {
     const now = performance.now();
     const late = now - this.lastTick - period;
     this.lastTick = now;
+    // Cut off from NATS ourselves: no heartbeat can reach us, which says nothing about the replicas.
+    if (this.disconnected) return;
     if (late > this.hbTimeout / 2) {
       // Our own event loop stalled: the heartbeats are sitting unread in the socket. Not their fault.
       for (const r of this.replicas.values()) r.lastHeard = now;
@@ -508,39 +521,79 @@ export class NatsRunner implements ModelRunner {
         target,
         cacheIds: rows.map((r) => r.cacheId),
         newCacheIds: rows.filter((r) => r.position === 0).map((r) => r.cacheId),
-        settled: false,
+        state: 'pending',
+        parked: false,
+        send: () => {
+          part.parked = false;
+          const sentAt = performance.now();
+          this.nc.request(target, bytes, { timeout: this.stepTimeout }).then(
+            (msg) => {
+              this.stats.bytesIn += msg.data.length;
+              if (part.state === 'abandoned') return this.lateReply(part);
+              if (part.state === 'answered') return; // a repeated part answered twice
+              part.state = 'answered';
+              this.inflight.delete(part);
+              try {
+                const result = decodeResult(msg.data);
+                this.account(performance.now() - sentAt, result.meta);
+                resolve(result);
+              } catch (e) {
+                reject(e as Error);
+              }
+            },
+            (e: Error) => {
+              if (part.state !== 'pending' || part.parked) return;
+              const err = this.classify(e, target);
+              // Right after our reconnect the replica may not have resubscribed yet: wait to hear it.
+              if (err.code === 'replica_lost' && e instanceof RequestError && e.isNoResponders() && performance.now() - this.reconnectedAt < this.hbTimeout) {
+                part.parked = true;
+                return;
+              }
+              // Attributable losses take the replica out now, which also abandons its other parts.
+              if (err.code === 'replica_lost') this.lose(target, err.message);
+              part.abandon(err);
+            },
+          );
+        },
         abandon: (e) => {
-          if (part.settled) return;
-          part.settled = true;
+          if (part.state !== 'pending') return;
+          part.state = 'abandoned';
           this.inflight.delete(part);
           reject(e);
         },
       };
       this.inflight.add(part);
-      const sentAt = performance.now();
-      this.nc.request(target, bytes, { timeout: this.stepTimeout }).then(
-        (msg) => {
-          this.stats.bytesIn += msg.data.length;
-          if (part.settled) return this.lateReply(part);
-          part.settled = true;
-          this.inflight.delete(part);
-          try {
-            const result = decodeResult(msg.data);
-            this.account(performance.now() - sentAt, result.meta);
-            resolve(result);
-          } catch (e) {
-            reject(e as Error);
-          }
-        },
-        (e: Error) => {
-          if (part.settled) return;
-          const err = this.classify(e, target);
-          // Attributable losses take the replica out now, which also abandons its other parts.
-          if (err.code === 'replica_lost') this.lose(target, err.message);
-          part.abandon(err);
-        },
-      );
+      part.send();
     });
+  }
+
+  /**
+   * NATS dropped us and we are back (a broker restart, a network blip). Parts in flight may have
+   * lost their request or their reply: each is sent again once its replica is heard again, and
+   * the replica answers a part it already ran from its cache of recent results. Heartbeats missed
+   * while we were away are not held against the replicas.
+   */
+  private async watchConnection(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === 'disconnect') this.disconnected = true;
+      else if (status.type === 'reconnect') {
+        this.disconnected = false;
+        this.reconnectedAt = performance.now();
+        this.stats.reconnects++;
+        for (const r of this.replicas.values()) r.lastHeard = this.reconnectedAt;
+        for (const p of this.inflight) p.parked = true;
+      }
+    }
+  }
+
+  /** A replica was heard: send again the parts that wait for it. */
+  private resendParked(subject: string): void {
+    for (const p of this.inflight) {
+      if (p.parked && p.target === subject) {
+        this.stats.resent++;
+        p.send();
+      }
+    }
   }
 
   private account(roundTripMs: number, meta: ResultMeta): void {

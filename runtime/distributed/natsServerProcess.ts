@@ -19,12 +19,12 @@ export function natsServerBinary(): string | null {
   return CANDIDATES.find((p) => fs.existsSync(p)) ?? null;
 }
 
-/** Runs `nats-server -a HOST -p -1` (the server picks a free port) and resolves with its URL once it listens. */
-export function startNatsServer(opts: { host?: string; token?: string; timeoutMs?: number } = {}): Promise<NatsServerProcess> {
+/** Runs `nats-server -a HOST -p PORT` (default -1: the server picks a free port) and resolves with its URL once it listens. */
+export function startNatsServer(opts: { host?: string; port?: number; token?: string; timeoutMs?: number } = {}): Promise<NatsServerProcess> {
   const bin = natsServerBinary();
   if (!bin) return Promise.reject(new RemoteRunnerError('no_replicas', 'nats-server is not installed (apt-get install nats-server)'));
   const host = opts.host ?? '127.0.0.1';
-  const args = ['-a', host, '-p', '-1', '--no_advertise', '-m', '0'];
+  const args = ['-a', host, '-p', String(opts.port ?? -1), '--no_advertise', '-m', '0'];
   if (opts.token) args.push('--auth', opts.token);
   const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise<NatsServerProcess>((resolve, reject) => {

@@ -26,7 +26,17 @@ interface Incoming {
   msg: Msg;
   step: DecodedStep;
   arrived: number;
+  /** The same part sent again while this one waited or ran (an entry that reconnected): answered alike. */
+  also: Msg[];
 }
+
+/**
+ * Answers kept for parts an entry may send again after a NATS reconnect: a repeated part is
+ * answered from here instead of running twice (a second run would feed its tokens twice). Kept
+ * as long as an entry waits for a step, within a count bound.
+ */
+const RECENT_MS = 30_000;
+const RECENT_MAX = 4096;
 
 /**
  * Receives step parts, merges whatever is queued when the runner is free into one batch (so steps
@@ -45,6 +55,10 @@ export class NatsSubServer {
   private readonly byEntry = new Map<string, Set<string>>();
   private readonly entryHeard = new Map<string, number>();
   private queue: Incoming[] = [];
+  /** Parts waiting or running, and recent answers, by entry/seq. */
+  private readonly pending = new Map<string, Incoming>();
+  private readonly recent = new Map<string, { bytes: Uint8Array; at: number }>();
+  private disconnected = false;
   private busy = false;
   private pumpScheduled = false;
   private nextInner = 1;
@@ -53,7 +67,7 @@ export class NatsSubServer {
   private closed = false;
   private readonly log: (line: string) => void;
   private readonly heartbeatMs: number;
-  readonly stats = { batches: 0, rows: 0, parts: 0, releases: 0, entriesExpired: 0 };
+  readonly stats = { batches: 0, rows: 0, parts: 0, releases: 0, entriesExpired: 0, repeats: 0 };
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -81,6 +95,7 @@ export class NatsSubServer {
   /** Subscribes and announces itself; resolves once the NATS server has the subscriptions. */
   static async start(nc: NatsConnection, runner: ModelRunner, opts: NatsSubServerOptions): Promise<NatsSubServer> {
     const s = new NatsSubServer(nc, runner, opts);
+    void s.watchConnection();
     await nc.flush();
     s.heartbeat();
     return s;
@@ -144,9 +159,34 @@ export class NatsSubServer {
       return this.replyError(msg, e as Error);
     }
     this.entryHeard.set(step.meta.entry, performance.now());
+    const key = `${step.meta.entry}/${step.meta.seq}`;
+    const done = this.recent.get(key);
+    const waiting = this.pending.get(key);
+    if (done || waiting) {
+      this.stats.repeats++;
+      if (done) msg.respond(done.bytes);
+      else waiting!.also.push(msg);
+      return;
+    }
     this.stats.parts++;
-    this.queue.push({ msg, step, arrived: performance.now() });
+    const inc: Incoming = { msg, step, arrived: performance.now(), also: [] };
+    this.pending.set(key, inc);
+    this.queue.push(inc);
     this.schedulePump();
+  }
+
+  /** Keepalives missed while we were cut off from NATS are not held against the entries. */
+  private async watchConnection(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === 'disconnect') this.disconnected = true;
+      else if (status.type === 'reconnect') {
+        this.disconnected = false;
+        const now = performance.now();
+        for (const entry of this.entryHeard.keys()) this.entryHeard.set(entry, now);
+        // tell entries at once that we are back, rather than at the next period
+        this.heartbeat();
+      }
+    }
   }
 
   private onEntry(msg: Msg): void {
@@ -162,6 +202,8 @@ export class NatsSubServer {
   }
 
   private expireEntries(timeoutMs: number): void {
+    // cut off ourselves, we hear no keepalive: that says nothing about the entries
+    if (this.disconnected) return;
     const now = performance.now();
     for (const entry of [...this.byEntry.keys()]) {
       if (now - (this.entryHeard.get(entry) ?? 0) > timeoutMs) {
@@ -216,7 +258,7 @@ export class NatsSubServer {
       const { entry } = inc.step.meta;
       const missing = inc.step.rows.find((r) => r.position !== 0 && !this.caches.has(`${entry}/${r.cacheId}`));
       if (missing) {
-        this.replyError(inc.msg, new RemoteRunnerError('remote_error', `replica ${this.opts.replica}: cache ${missing.cacheId} of ${missing.requestId} is not here (released, expired, or this replica restarted)`));
+        this.answerError(inc, new RemoteRunnerError('remote_error', `replica ${this.opts.replica}: cache ${missing.cacheId} of ${missing.requestId} is not here (released, expired, or this replica restarted)`));
         continue;
       }
       const from = rows.length;
@@ -252,7 +294,7 @@ export class NatsSubServer {
         // A simulated runner reports how long the step takes: spend that time, as a model would.
         if (!(r instanceof Promise) && out.durationMs) await sleep(out.durationMs);
       } catch (e) {
-        for (const s of spans) this.replyError(s.inc.msg, e as Error);
+        for (const s of spans) this.answerError(s.inc, e as Error);
         return;
       }
       const modelMs = out.modelMs ?? performance.now() - t0;
@@ -265,10 +307,40 @@ export class NatsSubServer {
         this.kvTokens += held - (this.cacheTokens.get(keys[i]) ?? 0);
         this.cacheTokens.set(keys[i], held);
       }
-      for (const s of spans) s.inc.msg.respond(encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to)));
+      const now = performance.now();
+      for (const s of spans) {
+        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to));
+        this.answer(s.inc, bytes);
+        this.remember(s.inc, bytes, now);
+      }
     } finally {
       this.busy = false;
       if (this.queue.length) this.schedulePump();
+    }
+  }
+
+  private answer(inc: Incoming, bytes: Uint8Array): void {
+    this.pending.delete(`${inc.step.meta.entry}/${inc.step.meta.seq}`);
+    for (const m of [inc.msg, ...inc.also]) {
+      try {
+        m.respond(bytes);
+      } catch {
+        // closing: the entry's step times out or sees us gone
+      }
+    }
+  }
+
+  private answerError(inc: Incoming, e: Error): void {
+    this.pending.delete(`${inc.step.meta.entry}/${inc.step.meta.seq}`);
+    for (const m of [inc.msg, ...inc.also]) this.replyError(m, e);
+  }
+
+  private remember(inc: Incoming, bytes: Uint8Array, now: number): void {
+    this.recent.set(`${inc.step.meta.entry}/${inc.step.meta.seq}`, { bytes, at: now });
+    // insertion order is age order: drop from the front
+    for (const [k, v] of this.recent) {
+      if (this.recent.size <= RECENT_MAX && now - v.at <= RECENT_MS) break;
+      this.recent.delete(k);
     }
   }
 
@@ -286,7 +358,7 @@ export class NatsSubServer {
     if (this.closed) return;
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
-    for (const inc of this.queue) this.replyError(inc.msg, new RemoteRunnerError('closed', `replica ${this.opts.replica} is shutting down`));
+    for (const inc of this.queue) this.answerError(inc, new RemoteRunnerError('closed', `replica ${this.opts.replica} is shutting down`));
     this.queue = [];
     this.heartbeat(true);
     for (const s of this.subs) s.unsubscribe();

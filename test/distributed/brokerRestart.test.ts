@@ -1,0 +1,57 @@
+// nats-server dies and comes back mid-workload: entry and sub-server reconnect, and every request finishes as if nothing happened.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
+import { spawnSubServer, type SubServerProcess } from '../../runtime/distributed/subServerProcess.ts';
+import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
+import { HAVE_NATS, sleep, until } from './helpers.ts';
+import { complete, serve, type Served } from './serving.ts';
+
+const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
+const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
+const WORKLOAD = ['r2r', 'r-stitch', 'large'].flatMap((model, m) => [0, 1, 2].map((k) => ({ model, prompt: `${13 * (k + 3) + m}/${k}`, seed: 700 + 10 * m + k })));
+const HEARTBEAT_TIMEOUT_MS = 800;
+
+describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
+  let nats: NatsServerProcess;
+  let sub: SubServerProcess;
+  let local: Served;
+  let remote: Served;
+  const sim = (names: string[]) => new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })]));
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    sub = await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`], timeoutMs: 90_000 });
+    local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
+    remote = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS } }], sim(['small']));
+  }, 120_000);
+
+  afterAll(async () => {
+    await remote?.close();
+    await local?.close();
+    await sub?.kill();
+    await nats?.stop();
+  });
+
+  it('an outage longer than the heartbeat timeout loses no request and changes no token', async () => {
+    const runner = remote.service.runners.get('large') as NatsRunner;
+    const want = await Promise.all(WORKLOAD.map((w) => complete(local.server.url, w.model, w.prompt, w.seed, 150)));
+    const inflight = WORKLOAD.map((w) => complete(remote.server.url, w.model, w.prompt, w.seed, 150));
+    await until(() => runner.replicaViews()[0]?.caches >= 6, 30_000, 'requests holding caches on the remote model');
+    const { port } = nats;
+    nats.child.kill('SIGKILL');
+    await sleep(HEARTBEAT_TIMEOUT_MS * 2);
+    nats = await startNatsServer({ port });
+    const got = await Promise.all(inflight);
+    for (let i = 0; i < got.length; i++) expect(got[i], got[i].error).toEqual(want[i]);
+    expect(runner.stats.reconnects).toBeGreaterThanOrEqual(1);
+    // steps in flight at the cut were sent again; the replica answered any it had run from its cache
+    expect(runner.stats.resent).toBeGreaterThanOrEqual(1);
+    expect(runner.stats.replicasLost).toBe(0);
+    expect(remote.service.restarts.get('large') ?? 0).toBe(0);
+    // and the model serves new requests right away
+    const again = await complete(remote.server.url, 'r2r', '2+2', 5, 30);
+    expect(again).toEqual(await complete(local.server.url, 'r2r', '2+2', 5, 30));
+  }, 120_000);
+});
