@@ -78,6 +78,16 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
       expect(runnerFailures).toBe(0);
       expect(remote.served.service.cluster.lane('large')?.down).toBe(false);
       expect(remote.runner.replicaViews().map((v) => v.name)).not.toContain(killed);
+      // /metrics shows it: one replica left, one lost, and the step parts' time split
+      const metrics = await (await fetch(`${remote.served.server.url}/metrics`)).text();
+      const value = (name: string) => Number(new RegExp(`^${name}\\{model="large"\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
+      expect(value('tokenrouter_remote_replicas')).toBe(1);
+      expect(value('tokenrouter_remote_replicas_lost_total')).toBe(1);
+      expect(value('tokenrouter_remote_step_parts_total')).toBe(remote.runner.stats.answered);
+      expect(value('tokenrouter_remote_step_parts_total')).toBeGreaterThan(10);
+      // the simulated replicas sleep 8 ms a step
+      expect(value('tokenrouter_remote_model_seconds_total') / value('tokenrouter_remote_step_parts_total')).toBeGreaterThan(0.006);
+      expect(value('tokenrouter_remote_network_seconds_total')).toBeGreaterThan(0);
       const again = await complete(remote.served.server.url, WORKLOAD[0].model, WORKLOAD[0].prompt, WORKLOAD[0].seed, 40);
       const ref = await complete(local.server.url, WORKLOAD[0].model, WORKLOAD[0].prompt, WORKLOAD[0].seed, 40);
       expect(again).toEqual(ref);
