@@ -24,6 +24,8 @@ export const SUBSERVER_USAGE = `tokenrouter subserver --model NAME --nats nats:/
   --memory-mib N        weights + KV budget of this process (default 1024)
   --prefix P            subject prefix shared with the entry (default ${DEFAULT_SUBJECT_PREFIX})
   --heartbeat-ms N      heartbeat period (default 250; keep it well under the entry's heartbeatTimeoutMs)
+  --drain-timeout-ms N  on SIGTERM, serve the requests held here for up to N ms while entries place new
+                        ones elsewhere, then exit (default 30000; 0 = leave at once; a second signal too)
   --sim                 simulated model instead of ONNX (tests, benches): --sim-latency BASE,PER_ROW,PER_TOKEN ms
                         (default 5,0,0), --sim-vocab chars|hash (default chars), --sim-eos-rate R (default 0)`;
 
@@ -49,6 +51,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
       'memory-mib': { type: 'string' },
       prefix: { type: 'string' },
       'heartbeat-ms': { type: 'string' },
+      'drain-timeout-ms': { type: 'string' },
       sim: { type: 'boolean' },
       'sim-latency': { type: 'string' },
       'sim-vocab': { type: 'string' },
@@ -61,6 +64,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
   const replica = values.replica ?? `${os.hostname()}-${process.pid}`;
   const log = (line: string) => console.error(`[subserver ${model}/${replica}] ${line}`);
   const budgetBytes = positiveInt('memory-mib', values['memory-mib'], 1024) * 2 ** 20;
+  const drainMs = values['drain-timeout-ms'] === '0' ? 0 : positiveInt('drain-timeout-ms', values['drain-timeout-ms'], 30_000);
 
   let runner: ModelRunner;
   let weightBytes = 0;
@@ -112,14 +116,23 @@ export async function subserverCommand(args: string[]): Promise<number> {
   // tests and scripts wait for this line on stdout
   console.log(`subserver ready: model ${model} replica ${replica} on ${values.nats} (subject ${server.subject}, KV ${plan.kvTokens} tokens)`);
 
+  let stopping = false;
   const stop = async () => {
-    log('shutting down');
-    await server.close();
+    // a second signal while draining: leave now
+    const now = stopping;
+    stopping = true;
+    if (now || drainMs === 0) {
+      log('shutting down');
+      await server.close();
+    } else {
+      const left = await server.drain(drainMs);
+      log(left ? `drain timed out with ${left} caches held; shutting down` : 'drained; shutting down');
+    }
     await nc.close().catch(() => {});
     await runner.close?.();
     process.exit(0);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
   return new Promise<number>(() => {});
 }

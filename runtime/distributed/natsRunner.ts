@@ -46,6 +46,8 @@ export interface ReplicaAnnouncement {
   caches: number;
   /** KV tokens those caches hold: the replica's load, for placing new caches (absent from older sub-servers). */
   kvTokens?: number;
+  /** Leaving gracefully: serves the caches it holds, takes no new ones. */
+  draining?: boolean;
   /** Set in the last heartbeat of a sub-server shutting down. */
   bye?: boolean;
 }
@@ -53,8 +55,10 @@ export interface ReplicaAnnouncement {
 export interface ReplicaView {
   name: string;
   subject: string;
-  /** Caches this entry placed there. */
+  /** Caches this entry holds there now, and has placed there in all. */
   caches: number;
+  placed: number;
+  draining: boolean;
   kvCapacityTokens: number;
   msSinceHeard: number;
 }
@@ -72,6 +76,9 @@ interface Replica {
   ourTokens: number;
   /** KV tokens of other entries' caches there, as of its last heartbeat. */
   othersTokens: number;
+  /** It announced a graceful leave: no new caches go there. */
+  draining: boolean;
+  placed: number;
 }
 
 /** One in-flight request of a step, to one replica. */
@@ -200,7 +207,7 @@ export class NatsRunner implements ModelRunner {
   /** The replicas this entry currently considers alive. */
   replicaViews(): ReplicaView[] {
     const now = performance.now();
-    return [...this.replicas.values()].map((r) => ({ name: r.name, subject: r.subject, caches: r.cacheIds.size, kvCapacityTokens: r.kvCapacityTokens, msSinceHeard: now - r.lastHeard }));
+    return [...this.replicas.values()].map((r) => ({ name: r.name, subject: r.subject, caches: r.cacheIds.size, placed: r.placed, draining: r.draining, kvCapacityTokens: r.kvCapacityTokens, msSinceHeard: now - r.lastHeard }));
   }
 
   /** Replica subject holding a cache (undefined: none; '' : lost, awaiting recompute). */
@@ -274,7 +281,7 @@ export class NatsRunner implements ModelRunner {
         this.log(`replica ${a.replica} of ${this.opts.model} serves a different model (${JSON.stringify(a.info)} vs ${JSON.stringify(this.modelInfo)}); it is ignored, but NATS may still send it new requests: stop it`);
         return;
       }
-      r = { name: a.replica, subject: a.subject, lastHeard: performance.now(), kvCapacityTokens: a.kvCapacityTokens, cacheIds: new Set(), ourTokens: 0, othersTokens: 0 };
+      r = { name: a.replica, subject: a.subject, lastHeard: performance.now(), kvCapacityTokens: a.kvCapacityTokens, cacheIds: new Set(), ourTokens: 0, othersTokens: 0, draining: false, placed: 0 };
       this.replicas.set(a.subject, r);
       // A replica we had given up on is alive after all: free what we abandoned there.
       const abandoned = this.abandonedOn.get(a.subject);
@@ -285,6 +292,7 @@ export class NatsRunner implements ModelRunner {
     }
     r.name = a.replica;
     r.kvCapacityTokens = a.kvCapacityTokens;
+    r.draining = a.draining === true;
     r.lastHeard = performance.now();
     // Its count includes our caches; steps in flight make the split approximate until the next beat.
     if (a.kvTokens !== undefined) r.othersTokens = Math.max(0, a.kvTokens - r.ourTokens);
@@ -402,6 +410,12 @@ export class NatsRunner implements ModelRunner {
         }
         const fresh = row.position === 0 ? row : this.recomputeRow(row);
         const r = this.leastLoaded(adding, fresh.tokens.length);
+        if (!r) {
+          // nowhere to put it: this request fails, the rest of the step goes on
+          lost.push(i);
+          lostError ??= this.noPlaceError();
+          continue;
+        }
         adding.set(r, (adding.get(r) ?? 0) + fresh.tokens.length);
         add(r.subject, i, fresh);
       }
@@ -454,19 +468,24 @@ export class NatsRunner implements ModelRunner {
     return lost.length ? { rows: out, modelMs, lost: { rows: lost, error: lostError! } } : { rows: out, modelMs };
   }
 
-  /** The live replica with the lowest share of its KV capacity in use, counting what this step adds. */
-  private leastLoaded(adding: ReadonlyMap<Replica, number>, tokens: number): Replica {
+  /** The live, not draining replica with the lowest share of its KV capacity in use, counting what this step adds. */
+  private leastLoaded(adding: ReadonlyMap<Replica, number>, tokens: number): Replica | null {
     let best: Replica | null = null;
     let bestLoad = Infinity;
     for (const r of this.replicas.values()) {
+      if (r.draining) continue;
       const load = (r.othersTokens + r.ourTokens + (adding.get(r) ?? 0) + tokens) / Math.max(1, r.kvCapacityTokens);
       if (load < bestLoad) {
         best = r;
         bestLoad = load;
       }
     }
-    if (!best) throw new RemoteRunnerError('no_replicas', `no live replica of model ${this.opts.model} to place a new cache on`);
     return best;
+  }
+
+  private noPlaceError(): RemoteRunnerError {
+    const draining = [...this.replicas.values()].filter((r) => r.draining).length;
+    return new RemoteRunnerError('no_replicas', `no replica of model ${this.opts.model} takes new requests (${this.replicas.size} live, ${draining} of them draining)`);
   }
 
   /** The row that rebuilds a lost cache: everything it was fed, then this step's tokens, from position 0. */
@@ -487,6 +506,7 @@ export class NatsRunner implements ModelRunner {
       if (r) {
         this.placement.set(row.cacheId, subject);
         r.cacheIds.add(row.cacheId);
+        r.placed++;
       } else {
         // its replica was declared lost while the step ran: the new cache went with it
         this.abandonedOn.set(subject, [...(this.abandonedOn.get(subject) ?? []), row.cacheId]);

@@ -59,6 +59,7 @@ export class NatsSubServer {
   private readonly pending = new Map<string, Incoming>();
   private readonly recent = new Map<string, { bytes: Uint8Array; at: number }>();
   private disconnected = false;
+  private draining = false;
   private busy = false;
   private pumpScheduled = false;
   private nextInner = 1;
@@ -116,6 +117,7 @@ export class NatsSubServer {
       heartbeatMs: this.heartbeatMs,
       caches: this.caches.size,
       kvTokens: this.kvTokens,
+      ...(this.draining ? { draining: true } : {}),
       ...(bye ? { bye: true } : {}),
     };
   }
@@ -351,6 +353,27 @@ export class NatsSubServer {
     } catch {
       // connection closing
     }
+  }
+
+  /**
+   * Graceful leave: announces itself draining, so entries place no new request here, and goes on
+   * serving the caches it holds until the entries have released them all (their requests ended)
+   * or `timeoutMs` passed. Then it closes. Resolves with the caches still held at the end.
+   */
+  async drain(timeoutMs: number): Promise<number> {
+    if (this.closed) return this.caches.size;
+    if (!this.draining) {
+      this.draining = true;
+      // new entries are admitted by the others
+      this.subs.shift()?.unsubscribe();
+      this.heartbeat();
+      this.log(`draining: ${this.caches.size} caches to finish (up to ${timeoutMs} ms)`);
+    }
+    const deadline = performance.now() + timeoutMs;
+    while (this.caches.size > 0 && performance.now() < deadline && !this.closed) await sleep(Math.min(100, Math.max(1, deadline - performance.now())));
+    const left = this.caches.size;
+    await this.close();
+    return left;
   }
 
   /** Stops taking work, tells entries this replica is leaving (so they react at once), unsubscribes. */

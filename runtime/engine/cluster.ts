@@ -278,7 +278,7 @@ export class Cluster implements SubServerOwner {
   }
 
   private lostError(lane: SubServer, error: Error): TokenRouterError {
-    return new TokenRouterError('unavailable', `model ${lane.name} lost this request's state: ${error.message}`, 'model');
+    return new TokenRouterError('unavailable', `model ${lane.name} cannot go on with this request: ${error.message}`, 'model');
   }
 
   laneStats(): LaneStats[] {

@@ -94,7 +94,7 @@ describe('a runner that loses some caches and goes on', () => {
     for (const r of hit.results) {
       if (doomed.has(r.id)) {
         expect(r.status, r.id).toBe('failed');
-        expect(r.error?.message).toMatch(/model large lost this request's state: replica r1 is gone/);
+        expect(r.error?.message).toMatch(/model large cannot go on with this request: replica r1 is gone/);
       } else {
         expect(r.status, r.id).toBe('done');
         expect(r.tokens).toEqual(want.get(r.id)!.tokens);

@@ -7,7 +7,7 @@ import { decodeResult, decodeStep, encodeResult, encodeStep } from '../../runtim
 import { simModel } from '../../runtime/distributed/simModel.ts';
 import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import type { TokenSignals } from '../../shared/algorithm.ts';
-import { driveSame, HAVE_NATS, sleep, startReplica, until, ZERO, type TestReplica } from './helpers.ts';
+import { driveSame, HAVE_NATS, sleep, startReplica, stepOf, until, ZERO, type TestReplica } from './helpers.ts';
 
 /** A copy of `bytes` starting at an odd offset of a larger buffer, as a socket read may hand it over. */
 function unaligned(bytes: Uint8Array): Uint8Array {
@@ -280,6 +280,23 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     const rows: StepRow[] = [{ cacheId: 1000, requestId: 'r0', tokens: [4], position: 5, sampling: GREEDY, wants: { topK: 0, hidden: false, heads: [] } }];
     await expect(Promise.resolve(remote.step(rows))).rejects.toBeInstanceOf(RemoteRunnerError);
     await until(() => error !== null, 2000, 'onFailure');
+  });
+
+  it('a draining replica keeps serving its caches, takes no new one, and leaves once they are released', async () => {
+    const rep = await replica('a');
+    const remote = await runner();
+    const row = (cacheId: number, position: number, tokens: number[]): StepRow => ({ cacheId, requestId: `q${cacheId}`, tokens, position, sampling: GREEDY, wants: { topK: 0, hidden: false, heads: [] } });
+    const first = await remote.step([row(1, 0, [1, 5, 6])]);
+    const draining = rep.server.drain(5000);
+    await until(() => remote.replicaViews()[0]?.draining === true, 2000, 'drain announced');
+    // the held cache steps on; the new one has nowhere to go and comes back lost, alone
+    const out = await remote.step([row(1, 3, [first.rows[0].token]), row(2, 0, [1, 7])]);
+    expect(out.lost?.rows).toEqual([1]);
+    expect(out.lost?.error.message).toMatch(/no replica of model large takes new requests \(1 live, 1 of them draining\)/);
+    expect(out.rows[0].token).toBe((await stepOf(simModel({ name: 'large', latency: ZERO }), [row(1, 0, [1, 5, 6, first.rows[0].token])]))[0].token);
+    remote.release(1);
+    expect(await draining).toBe(0);
+    await until(() => remote.replicaViews().length === 0, 2000, 'replica gone after its goodbye');
   });
 
   it('connect() names the missing sub-server when none answers', async () => {

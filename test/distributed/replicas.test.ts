@@ -67,7 +67,7 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
       const failed = got.filter((g) => g.status !== 200);
       for (const f of failed) {
         expect(f.status).toBe(503);
-        expect(f.error).toMatch(/model large lost this request's state: replica .* is gone/);
+        expect(f.error).toMatch(/model large cannot go on with this request: replica .* is gone/);
       }
       expect(failed.length).toBeGreaterThan(0);
       expect(failed.length).toBeLessThanOrEqual(victimCaches);
@@ -95,6 +95,38 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
       await remote.served.close();
     }
     await startReplica('large-c');
+  }, 120_000);
+
+  it('SIGTERM drains a replica: no request fails, new ones go to the other, and the process leaves once its requests ended', async () => {
+    const remote = await entry('fail');
+    try {
+      const want = await Promise.all(run(local, 160));
+      const inflight = run(remote.served, 160);
+      await until(() => remote.runner.replicaViews().every((v) => v.caches >= 3), 30_000, 'caches on both replicas');
+      const [victim, other] = remote.runner.replicaViews();
+      const proc = subs.get(victim.name)!;
+      subs.delete(victim.name);
+      const exited = new Promise<number | null>((r) => proc.child.once('exit', (code) => r(code)));
+      proc.child.kill('SIGTERM');
+      // the entry hears it is draining, and new requests meanwhile are placed on the other replica only
+      const view = (name: string) => remote.runner.replicaViews().find((v) => v.name === name);
+      await until(() => view(victim.name)?.draining === true, 5000, 'drain announced');
+      const placed = [view(victim.name)!.placed, view(other.name)!.placed];
+      const more = [0, 1, 2].map((k) => complete(remote.served.server.url, 'large', `${k}*7`, 900 + k, 20));
+      const moreWant = [0, 1, 2].map((k) => complete(local.server.url, 'large', `${k}*7`, 900 + k, 20));
+      expect(await Promise.all(more)).toEqual(await Promise.all(moreWant));
+      expect(view(victim.name)?.placed ?? placed[0]).toBe(placed[0]);
+      expect(view(other.name)!.placed).toBeGreaterThanOrEqual(placed[1] + 3);
+      const got = await Promise.all(inflight);
+      for (let i = 0; i < got.length; i++) expect(got[i], got[i].error).toEqual(want[i]);
+      // with its last request over, the process leaves by itself, well before the 30 s drain timeout
+      expect(await exited).toBe(0);
+      expect(proc.output()).toMatch(/drained; shutting down/);
+      expect(remote.runner.replicaViews().map((v) => v.name)).toEqual([other.name]);
+    } finally {
+      await remote.served.close();
+    }
+    await startReplica('large-d');
   }, 120_000);
 
   it('recompute policy: the dead replica\'s requests are re-prefilled on the survivor and every output is unchanged', async () => {
