@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRealClock } from '../clock/clock.ts';
+import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { NatsRunner } from '../distributed/natsRunner.ts';
@@ -12,7 +13,9 @@ import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../dist
 import { percentile } from '../loadgen/summarize.ts';
 import { simModel, type SimLatency } from '../distributed/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../distributed/subServerProcess.ts';
+import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
+import { RemoteSim } from '../sim/remoteSim.ts';
 import { PAPER_R2R_PROFILE } from '../sim/paperProfile.ts';
 import { printTable, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
@@ -102,6 +105,28 @@ async function closedLoop(label: string, large: ModelRunner, w: Workload): Promi
     mean_large_step_ms: lane.busyMs / Math.max(1, lane.batches),
     mean_e2e_ms: e2eSum / w.requests,
   };
+}
+
+/**
+ * The same workload in virtual time, the large model across a round trip of `rttMs` (half each
+ * way) or in-process (null): what the scheduler itself keeps when every visit pays that trip, with
+ * no wake-ups, timer slack or noise. More requests than a real round, for a steady figure.
+ */
+function virtualTokS(w: Workload, rttMs: number | null, pipelineDepth: number): number {
+  const clock = new VirtualClock();
+  const largeModel = simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' });
+  const cluster = new Cluster({
+    clock,
+    mode: 'async-delayed',
+    maxConcurrency: w.concurrency,
+    maxWaitMs: w.maxWaitMs,
+    models: [
+      { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }), maxBatch: 64, threshold: w.thresholds.small ?? 1 },
+      { name: 'large', runner: rttMs === null ? largeModel : new RemoteSim(largeModel, clock, rttMs / 2, rttMs / 2, pipelineDepth), maxBatch: 64, threshold: w.thresholds.large ?? 1 },
+    ],
+  });
+  const requests = Math.max(w.requests, 12 * w.concurrency);
+  return runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(w.p)), { concurrency: w.concurrency, requests, promptLength: w.promptLength, maxTokens: w.maxTokens, keepResults: false }).throughputTokS;
 }
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -230,9 +255,15 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 90% at concurrency 8)`);
   const compared = compareDepth > 0 ? median(compareLabel) : null;
   if (compared !== null) console.log(`${compareLabel}: ${compared.toFixed(1)} tok/s (${((compared / inProc) * 100).toFixed(1)}% of in-process; ${((compared / cross) * 100).toFixed(1)}% of depth ${pipelineDepth})`);
-  for (const [label, v] of [['separate process', sepSplit], ['cross-host', crossSplit]] as const) {
-    console.log(`${label}: per step part ${v.network_ms.toFixed(2)} ms network round trip (wake-ups included), ${v.queued_ms.toFixed(2)} ms waiting at the replica, ${v.model_ms.toFixed(2)} ms model`);
+  // What the scheduler keeps at the round trips measured, and at a few others, free of wake-up noise.
+  const virtualIn = virtualTokS(w, null, pipelineDepth);
+  const bound = (rtt: number) => virtualTokS(w, rtt, pipelineDepth) / virtualIn;
+  const atMeasured = { separate_process: bound(sepSplit.network_ms), cross_host: bound(crossSplit.network_ms) };
+  const sweep = [1, 2, 4, 8, 16].map((rtt) => ({ rtt_ms: rtt, ratio: bound(rtt) }));
+  for (const [label, v, b] of [['separate process', sepSplit, atMeasured.separate_process], ['cross-host', crossSplit, atMeasured.cross_host]] as const) {
+    console.log(`${label}: per step part ${v.network_ms.toFixed(2)} ms network round trip (wake-ups included), ${v.queued_ms.toFixed(2)} ms waiting at the replica, ${v.model_ms.toFixed(2)} ms model; at that round trip the scheduler keeps ${(b * 100).toFixed(1)}% (virtual time)`);
   }
+  console.log(`virtual time, share of in-process kept at a round trip of ${sweep.map((x) => `${x.rtt_ms} ms: ${(x.ratio * 100).toFixed(1)}%`).join(', ')}`);
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
@@ -257,6 +288,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       cross_host_ratio: cross / inProc,
       separate_process_part_ms: sepSplit,
       cross_host_part_ms: crossSplit,
+      // the same workload in virtual time with every large visit paying that round trip
+      virtual_ratio_at_measured_rtt: atMeasured,
+      virtual_ratio_by_rtt: sweep,
       ...(compared !== null ? { compare_depth: compareDepth, compare_depth_cross_host_tok_s: compared, compare_depth_cross_host_ratio: compared / inProc } : {}),
       cases: rows,
     },

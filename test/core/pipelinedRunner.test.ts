@@ -4,52 +4,18 @@ import type { TraceEventOf } from '../../shared/trace.ts';
 import { batchEvent } from './batchEvent.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
-import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
+import { RemoteSim } from '../../runtime/sim/remoteSim.ts';
 import type { SchedulingMode } from '../../runtime/scheduler/schedulingMode.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 import { everyN } from './everyN.ts';
-
-/**
- * A model on another host: each step reaches it `oneWayMs` after it is sent, waits behind the
- * steps before it (one model, one step at a time), runs `stepMs`, and its answer takes `oneWayMs`
- * back. Tokens come from the wrapped simulated model, so they depend only on what was fed.
- */
-class RemoteSim implements ModelRunner {
-  private freeAt = 0;
-  inFlight = 0;
-  maxInFlight = 0;
-  constructor(
-    private readonly inner: SimRunner,
-    private readonly clock: VirtualClock,
-    private readonly stepMs: number,
-    private readonly oneWayMs: number,
-    readonly pipelineDepth: number,
-  ) {}
-  get info() {
-    return this.inner.info;
-  }
-  step(rows: readonly StepRow[]): StepOutput {
-    const now = this.clock.now();
-    const start = Math.max(now + this.oneWayMs, this.freeAt);
-    this.freeAt = start + this.stepMs;
-    const out = this.inner.step(rows) as StepOutput;
-    this.inFlight++;
-    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    this.clock.setTimeout(() => this.inFlight--, this.freeAt + this.oneWayMs - now);
-    return { rows: out.rows, durationMs: this.freeAt + this.oneWayMs - now };
-  }
-  release(cacheId: number): void {
-    this.inner.release(cacheId);
-  }
-}
 
 async function serve(depth: number, mode: SchedulingMode) {
   const clock = new VirtualClock();
   const trace = new TraceRecorder();
   const small = new SimRunner({ name: 'small', latency: () => 2 });
-  const largeInner = new SimRunner({ name: 'large', latency: () => 0 });
-  const large = new RemoteSim(largeInner, clock, 20, 3, depth);
+  const largeInner = new SimRunner({ name: 'large', latency: () => 20 });
+  const large = new RemoteSim(largeInner, clock, 3, 3, depth);
   const cluster = new Cluster({
     clock,
     trace,
@@ -118,7 +84,7 @@ describe('pipelined runner (two steps in flight)', () => {
   it('async-delayed: a second batch starts only when the threshold is reached again', async () => {
     const clock = new VirtualClock();
     const trace = new TraceRecorder();
-    const large = new RemoteSim(new SimRunner({ name: 'large', latency: () => 0 }), clock, 20, 3, 2);
+    const large = new RemoteSim(new SimRunner({ name: 'large', latency: () => 20 }), clock, 3, 3, 2);
     const cluster = new Cluster({
       clock,
       trace,
