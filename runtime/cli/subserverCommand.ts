@@ -27,7 +27,8 @@ export const SUBSERVER_USAGE = `tokenrouter subserver --model NAME --nats nats:/
   --drain-timeout-ms N  on SIGTERM, serve the requests held here for up to N ms while entries place new
                         ones elsewhere, then exit (default 30000; 0 = leave at once; a second signal too)
   --sim                 simulated model instead of ONNX (tests, benches): --sim-latency BASE,PER_ROW,PER_TOKEN ms
-                        (default 5,0,0), --sim-vocab chars|hash (default chars), --sim-eos-rate R (default 0)`;
+                        (default 5,0,0), --sim-vocab chars|hash (default chars), --sim-eos-rate R (default 0),
+                        --sim-max-ahead N lookahead passes per step (default 0; ONNX models announce their own)`;
 
 function positiveInt(name: string, v: string | undefined, fallback: number): number {
   if (v === undefined) return fallback;
@@ -56,6 +57,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
       'sim-latency': { type: 'string' },
       'sim-vocab': { type: 'string' },
       'sim-eos-rate': { type: 'string' },
+      'sim-max-ahead': { type: 'string' },
     },
   });
   const model = values.model;
@@ -77,7 +79,8 @@ export async function subserverCommand(args: string[]): Promise<number> {
     } catch (e) {
       throw new TokenRouterError('invalid_request', (e as Error).message, 'sim-latency');
     }
-    runner = simModel({ name: model, latency, vocab, eosRate: Number(values['sim-eos-rate'] ?? 0) });
+    const maxAhead = values['sim-max-ahead'] === undefined || values['sim-max-ahead'] === '0' ? 0 : positiveInt('sim-max-ahead', values['sim-max-ahead'], 0);
+    runner = simModel({ name: model, latency, vocab, eosRate: Number(values['sim-eos-rate'] ?? 0), maxAhead });
     log(`simulated model (${vocab} vocabulary, ${latency.baseMs} ms + ${latency.perRowMs} ms/row + ${latency.perTokenMs} ms/token)`);
   } else {
     const dir = path.resolve(values.path ?? path.join(values['models-dir'] ?? 'examples/models', model));

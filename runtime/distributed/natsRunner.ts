@@ -46,6 +46,8 @@ export interface ReplicaAnnouncement {
   caches: number;
   /** KV tokens those caches hold: the replica's load, for placing new caches (absent from older sub-servers). */
   kvTokens?: number;
+  /** Lookahead passes its runner takes in one step (ModelRunner.maxAhead); 0 or absent: none. */
+  maxAhead?: number;
   /** Leaving gracefully: serves the caches it holds, takes no new ones. */
   draining?: boolean;
   /** Set in the last heartbeat of a sub-server shutting down. */
@@ -79,6 +81,7 @@ interface Replica {
   /** It announced a graceful leave: no new caches go there. */
   draining: boolean;
   placed: number;
+  maxAhead: number;
 }
 
 /** One in-flight request of a step, to one replica. */
@@ -199,6 +202,17 @@ export class NatsRunner implements ModelRunner {
     return runner;
   }
 
+  /**
+   * Lookahead passes a step may ask for: what every live replica's runner takes (the least of
+   * them). Their results come back in the step's one answer (StepOutput.ahead), each pass one
+   * round trip fewer for a request that stays on this model.
+   */
+  get maxAhead(): number {
+    let m = Infinity;
+    for (const r of this.replicas.values()) m = Math.min(m, r.maxAhead);
+    return m === Infinity ? 0 : m;
+  }
+
   get info(): ModelInfo {
     if (!this.modelInfo) throw new RemoteRunnerError('protocol', 'NatsRunner used before connect() finished');
     return this.modelInfo;
@@ -281,7 +295,7 @@ export class NatsRunner implements ModelRunner {
         this.log(`replica ${a.replica} of ${this.opts.model} serves a different model (${JSON.stringify(a.info)} vs ${JSON.stringify(this.modelInfo)}); it is ignored, but NATS may still send it new requests: stop it`);
         return;
       }
-      r = { name: a.replica, subject: a.subject, lastHeard: performance.now(), kvCapacityTokens: a.kvCapacityTokens, cacheIds: new Set(), ourTokens: 0, othersTokens: 0, draining: false, placed: 0 };
+      r = { name: a.replica, subject: a.subject, lastHeard: performance.now(), kvCapacityTokens: a.kvCapacityTokens, cacheIds: new Set(), ourTokens: 0, othersTokens: 0, draining: false, placed: 0, maxAhead: a.maxAhead ?? 0 };
       this.replicas.set(a.subject, r);
       // A replica we had given up on is alive after all: free what we abandoned there.
       const abandoned = this.abandonedOn.get(a.subject);
@@ -293,6 +307,7 @@ export class NatsRunner implements ModelRunner {
     r.name = a.replica;
     r.kvCapacityTokens = a.kvCapacityTokens;
     r.draining = a.draining === true;
+    r.maxAhead = a.maxAhead ?? 0;
     r.lastHeard = performance.now();
     // Its count includes our caches; steps in flight make the split approximate until the next beat.
     if (a.kvTokens !== undefined) r.othersTokens = Math.max(0, a.kvTokens - r.ourTokens);
@@ -373,6 +388,7 @@ export class NatsRunner implements ModelRunner {
     this.stats.steps++;
     this.flushReleases();
     const out: TokenSignals[] = new Array(rows.length);
+    let ahead: TokenSignals[][] | null = null;
     const lost: number[] = [];
     let lostError: Error | null = null;
     let modelMs = 0;
@@ -409,6 +425,7 @@ export class NatsRunner implements ModelRunner {
           continue;
         }
         const fresh = row.position === 0 ? row : this.recomputeRow(row);
+        if (fresh !== row) this.stats.recomputedRows++;
         const r = this.leastLoaded(adding, fresh.tokens.length);
         if (!r) {
           // nowhere to put it: this request fails, the rest of the step goes on
@@ -436,11 +453,17 @@ export class NatsRunner implements ModelRunner {
           if (replica) replica.lastHeard = performance.now();
           for (let j = 0; j < s.idx.length; j++) {
             const row = s.rows[j];
+            const more = res.value.ahead?.[j] ?? [];
             out[s.idx[j]] = sigs[j];
-            this.fed(row, s.target);
+            if (more.length) (ahead ??= rows.map(() => []))[s.idx[j]] = more;
+            this.fed(row, s.target, more.length);
             if (this.mirror) {
+              // what the cache holds now: up to the row's start (a row may start inside the last
+              // step's lookahead), its tokens, then each lookahead pass's input, the token before it
               const m = row.position === 0 ? [] : this.mirror.get(row.cacheId) ?? [];
+              m.length = Math.min(m.length, row.position);
               for (const t of row.tokens) m.push(t);
+              for (let k = 0; k < more.length; k++) m.push(k === 0 ? sigs[j].token : more[k - 1].token);
               this.mirror.set(row.cacheId, m);
             }
           }
@@ -453,10 +476,8 @@ export class NatsRunner implements ModelRunner {
         }
         for (let j = 0; j < s.idx.length; j++) {
           // a cache being created lost nothing: place it again; an existing one is recomputed or lost
-          if (s.rows[j].position === 0 || this.policy === 'recompute') {
-            retry.push(s.idx[j]);
-            if (s.rows[j].position !== 0 || rows[s.idx[j]].position !== 0) this.stats.recomputedRows++;
-          } else {
+          if (s.rows[j].position === 0 || this.policy === 'recompute') retry.push(s.idx[j]);
+          else {
             lost.push(s.idx[j]);
             lostError ??= e;
           }
@@ -465,7 +486,7 @@ export class NatsRunner implements ModelRunner {
       if (fatal) throw fatal;
       pending = retry;
     }
-    return lost.length ? { rows: out, modelMs, lost: { rows: lost, error: lostError! } } : { rows: out, modelMs };
+    return { rows: out, modelMs, ...(ahead ? { ahead } : {}), ...(lost.length ? { lost: { rows: lost, error: lostError! } } : {}) };
   }
 
   /** The live, not draining replica with the lowest share of its KV capacity in use, counting what this step adds. */
@@ -491,14 +512,15 @@ export class NatsRunner implements ModelRunner {
   /** The row that rebuilds a lost cache: everything it was fed, then this step's tokens, from position 0. */
   private recomputeRow(row: StepRow): StepRow {
     const fed = this.mirror?.get(row.cacheId);
-    if (!fed || fed.length !== row.position) {
+    // the mirror may run past the row's start: lookahead tokens the engine did not use
+    if (!fed || fed.length < row.position) {
       throw new RemoteRunnerError('protocol', `model ${this.opts.model}: cannot recompute cache ${row.cacheId} of ${row.requestId} (kept ${fed?.length ?? 0} tokens, row starts at ${row.position})`);
     }
-    return { ...row, tokens: fed.concat(row.tokens), position: 0 };
+    return { ...row, tokens: fed.slice(0, row.position).concat(row.tokens), position: 0 };
   }
 
-  /** A row's step succeeded on `subject`: the cache lives there now, holding its position + tokens. */
-  private fed(row: StepRow, subject: string): void {
+  /** A row's step succeeded on `subject`: the cache lives there now, holding its position + tokens + lookahead passes. */
+  private fed(row: StepRow, subject: string, aheadPasses: number): void {
     const r = this.replicas.get(subject);
     if (row.position === 0) {
       this.forget(row.cacheId);
@@ -517,7 +539,7 @@ export class NatsRunner implements ModelRunner {
     } else if (this.placement.get(row.cacheId) !== subject) {
       return; // moved to recompute or lost while the step ran
     }
-    const held = row.position + row.tokens.length;
+    const held = row.position + row.tokens.length + aheadPasses;
     r!.ourTokens += held - (this.cacheTokens.get(row.cacheId) ?? 0);
     this.cacheTokens.set(row.cacheId, held);
   }

@@ -1,7 +1,8 @@
 // Sub-server side of the NATS transport: one model's runner answering hellos on its model's queue group and steps on its own subject.
 import crypto from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
+import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { AheadStream, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
 import { WIRE_PROTOCOL, type ReplicaAnnouncement } from './natsRunner.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
@@ -117,6 +118,7 @@ export class NatsSubServer {
       heartbeatMs: this.heartbeatMs,
       caches: this.caches.size,
       kvTokens: this.kvTokens,
+      maxAhead: this.runner.maxAhead ?? 0,
       ...(this.draining ? { draining: true } : {}),
       ...(bye ? { bye: true } : {}),
     };
@@ -290,28 +292,32 @@ export class NatsSubServer {
       if (rows.length === 0) return;
       const t0 = performance.now();
       let out: StepOutput;
+      let ahead: TokenSignals[][] | undefined;
       try {
         const r = this.runner.step(rows);
         out = r instanceof Promise ? await r : r;
         // A simulated runner reports how long the step takes: spend that time, as a model would.
         if (!(r instanceof Promise) && out.durationMs) await sleep(out.durationMs);
+        // Lookahead goes back in the one answer: the entry is a network away, so every pass it
+        // takes from here saves it a round trip.
+        ahead = out.aheadStream ? await collectAhead(out.aheadStream, rows.length) : out.ahead?.map((a) => a.slice());
       } catch (e) {
         for (const s of spans) this.answerError(s.inc, e as Error);
         return;
       }
-      const modelMs = out.modelMs ?? performance.now() - t0;
+      const modelMs = out.modelMs === undefined || out.aheadStream ? performance.now() - t0 : out.modelMs;
       this.stats.batches++;
       this.stats.rows += rows.length;
       for (let i = 0; i < rows.length; i++) {
         // a cache released while its step ran is gone already
         if (!this.caches.has(keys[i])) continue;
-        const held = rows[i].position + rows[i].tokens.length;
+        const held = rows[i].position + rows[i].tokens.length + (ahead?.[i]?.length ?? 0);
         this.kvTokens += held - (this.cacheTokens.get(keys[i]) ?? 0);
         this.cacheTokens.set(keys[i], held);
       }
       const now = performance.now();
       for (const s of spans) {
-        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to));
+        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to), ahead?.slice(s.from, s.to));
         this.answer(s.inc, bytes);
         this.remember(s.inc, bytes, now);
       }
@@ -387,6 +393,25 @@ export class NatsSubServer {
     for (const s of this.subs) s.unsubscribe();
     if (!this.nc.isClosed()) await this.nc.flush().catch(() => {});
   }
+}
+
+/** A runner's streamed lookahead, gathered to its end: each row's results in order (a row stops at its first gap). */
+function collectAhead(stream: AheadStream, n: number): Promise<TokenSignals[][]> {
+  const ahead: TokenSignals[][] = Array.from({ length: n }, () => []);
+  const stopped = new Array<boolean>(n).fill(false);
+  return new Promise((resolve) => {
+    stream.listen(
+      (part) => {
+        for (let i = 0; i < n; i++) {
+          const sig = part.rows[i];
+          if (!sig) stopped[i] = true;
+          else if (!stopped[i]) ahead[i].push(sig);
+        }
+      },
+      // an error ending the stream is the runner dying (the process exits); what came before stands
+      () => resolve(ahead),
+    );
+  });
 }
 
 function sleep(ms: number): Promise<void> {

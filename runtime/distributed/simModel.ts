@@ -21,6 +21,8 @@ export interface SimModelOptions {
   eosRate?: number;
   maxContext?: number;
   kvBytesPerToken?: number;
+  /** Lookahead passes one step may take (SimRunner maxAhead); default 0. */
+  maxAhead?: number;
 }
 
 /** Size of the bundled character vocabulary: 4 specials and 26 characters. */
@@ -43,7 +45,7 @@ export function simModel(opts: SimModelOptions): SimRunner {
   const { baseMs, perRowMs, perTokenMs } = opts.latency;
   const latency = (b: number, fed: number) => baseMs + perRowMs * b + perTokenMs * Math.max(0, fed - b);
   if ((opts.vocab ?? 'chars') === 'hash') {
-    return new SimRunner({ name: opts.name, latency, maxContext: opts.maxContext, kvBytesPerToken: opts.kvBytesPerToken });
+    return new SimRunner({ name: opts.name, latency, maxContext: opts.maxContext, kvBytesPerToken: opts.kvBytesPerToken, maxAhead: opts.maxAhead });
   }
   const salt = opts.name.length * 7919;
   const eosRate = opts.eosRate ?? 0;
@@ -54,6 +56,7 @@ export function simModel(opts: SimModelOptions): SimRunner {
     maxContext: opts.maxContext ?? 256,
     kvBytesPerToken: opts.kvBytesPerToken ?? 4096,
     latency,
+    maxAhead: opts.maxAhead,
     next: (ctx) => {
       const h = mix(ctx.contextHash, salt);
       const u = (h >>> 8) / 16777216;

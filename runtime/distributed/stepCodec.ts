@@ -42,6 +42,8 @@ export interface DecodedStep {
 export interface DecodedResult {
   meta: ResultMeta;
   rows: TokenSignals[];
+  /** Lookahead results, ahead[i][s] for row i's pass s + 1 (absent: none). */
+  ahead?: TokenSignals[][];
 }
 
 /** Sequential writer of one envelope into an exactly-sized buffer. */
@@ -175,7 +177,7 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
   }
   const json: StepJson = { ...meta, ids: rows.map((r) => r.requestId), heads: headLists };
   const jsonBytes = ENCODER.encode(JSON.stringify(json));
-  const w = new Writer(WireKind.Step, n, tokens, jsonBytes, 4 * n * 8 + 7 * align8(n * 4) + align8(tokens * 4));
+  const w = new Writer(WireKind.Step, n, tokens, jsonBytes, 4 * n * 8 + 8 * align8(n * 4) + align8(tokens * 4));
   const cacheId = w.f64(n);
   const seed = w.f64(n);
   const temperature = w.f64(n);
@@ -187,6 +189,7 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
   const wantsHidden = w.i32(n);
   const heads = w.i32(n);
   const flags = w.i32(n);
+  const ahead = w.i32(n);
   const tok = w.i32(tokens);
   let t = 0;
   for (let i = 0; i < n; i++) {
@@ -202,6 +205,7 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
     wantsHidden[i] = r.wants.hidden ? 1 : 0;
     heads[i] = headIdx[i];
     flags[i] = r.sampling.suppressEos ? SUPPRESS_EOS : 0;
+    ahead[i] = r.ahead ?? 0;
     const src = r.tokens;
     for (let j = 0; j < src.length; j++) tok[t++] = src[j];
   }
@@ -224,6 +228,7 @@ export function decodeStep(data: Uint8Array): DecodedStep {
   const wantsHidden = r.i32(n);
   const heads = r.i32(n);
   const flags = r.i32(n);
+  const ahead = r.i32(n);
   const tok = r.i32(r.count2);
   const wants = new Map<string, StepWants>();
   const rows: StepRow[] = new Array(n);
@@ -242,6 +247,7 @@ export function decodeStep(data: Uint8Array): DecodedStep {
       sampling: flags[i] & SUPPRESS_EOS ? { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i], suppressEos: true } : { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i] },
       wants: w,
     };
+    if (ahead[i] > 0) rows[i].ahead = ahead[i];
     t += len;
   }
   const { ids: _ids, heads: _heads, ...meta } = json;
@@ -253,9 +259,14 @@ export function decodeStep(data: Uint8Array): DecodedStep {
 interface ResultJson extends ResultMeta {
   /** Head names used anywhere in this result, indexed by the head-name column. */
   headNames: string[];
+  /** Lookahead: each row's count of extra results, which follow the rows' own in row order. */
+  aheadLens?: number[];
 }
 
-export function encodeResult(meta: ResultMeta, rows: readonly TokenSignals[]): Uint8Array {
+/** Signals of `rows`, then of each row's lookahead passes (`ahead[i]`, in order), in one message. */
+export function encodeResult(meta: ResultMeta, main: readonly TokenSignals[], ahead?: readonly (readonly TokenSignals[])[]): Uint8Array {
+  const withAhead = ahead?.some((a) => a.length > 0) ?? false;
+  const rows = withAhead ? main.concat(...ahead!) : main;
   const n = rows.length;
   let tops = 0;
   let hidden = 0;
@@ -273,7 +284,7 @@ export function encodeResult(meta: ResultMeta, rows: readonly TokenSignals[]): U
       }
     }
   }
-  const json: ResultJson = { ...meta, headNames: names };
+  const json: ResultJson = { ...meta, headNames: names, ...(withAhead ? { aheadLens: ahead!.map((a) => a.length) } : {}) };
   const jsonBytes = ENCODER.encode(JSON.stringify(json));
   const w = new Writer(WireKind.Result, n, 0, jsonBytes, 4 * n * 8 + 4 * align8(n * 4) + align8(tops * 4) + align8(headCount * 4) + tops * 8 + headCount * 8 + align8(hidden * 4));
   const entropy = w.f64(n);
@@ -374,8 +385,12 @@ export function decodeResult(data: Uint8Array): DecodedResult {
     }
     out[i] = sig;
   }
-  const { headNames: _names, ...meta } = json;
-  return { meta, rows: out };
+  const { headNames: _names, aheadLens, ...meta } = json;
+  if (!aheadLens) return { meta, rows: out };
+  const main = out.slice(0, aheadLens.length);
+  let at = aheadLens.length;
+  const ahead = aheadLens.map((len) => out.slice(at, (at += len)));
+  return { meta, rows: main, ahead };
 }
 
 const EMPTY: readonly number[] = Object.freeze([]);

@@ -19,9 +19,9 @@ export interface TestReplica {
   close(): Promise<void>;
 }
 
-export async function startReplica(url: string, model: string, replica: string, opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number } = {}): Promise<TestReplica> {
+export async function startReplica(url: string, model: string, replica: string, opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number; maxAhead?: number } = {}): Promise<TestReplica> {
   const nc = await openNats({ servers: url, name: `test-replica-${replica}` });
-  const runner = simModel({ name: model, latency: opts.latency ?? ZERO });
+  const runner = simModel({ name: model, latency: opts.latency ?? ZERO, maxAhead: opts.maxAhead });
   const server = await NatsSubServer.start(nc, runner, { model, replica, kvCapacityTokens: opts.kvCapacityTokens ?? 10_000, heartbeatMs: opts.heartbeatMs ?? 50, entryTimeoutMs: opts.entryTimeoutMs, log: () => {} });
   return {
     server,

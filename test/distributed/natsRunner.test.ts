@@ -299,6 +299,46 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     await until(() => remote.replicaViews().length === 0, 2000, 'replica gone after its goodbye');
   });
 
+  it("lookahead: a step's extra passes come back in its one answer, equal to in-process, and a later row may start inside them", async () => {
+    await replica('a', { maxAhead: 4 });
+    const remote = await runner();
+    expect(remote.maxAhead).toBe(4);
+    const local = simModel({ name: 'large', latency: ZERO, maxAhead: 4 });
+    const row = (cacheId: number, position: number, tokens: number[], ahead: number): StepRow => ({ cacheId, requestId: `q${cacheId}`, tokens, position, sampling: { ...GREEDY, seed: cacheId }, wants: { topK: 0, hidden: false, heads: [] }, ahead });
+    const both = async (rows: StepRow[]) => {
+      const [want, got] = await Promise.all([Promise.resolve(local.step(rows)), remote.step(rows)]);
+      expect(got.rows).toEqual(want.rows);
+      expect(got.ahead ?? []).toEqual((want.ahead ?? []).map((a) => [...a]));
+      return got;
+    };
+    const first = await both([row(1, 0, [1, 5, 6], 3), row(2, 0, [1, 7], 0), row(3, 0, [1, 8, 9, 4], 4)]);
+    expect(first.ahead?.map((a) => a.length)).toEqual([3, 0, 4]);
+    // row 1 took two of its three lookahead results: it resumes inside them (the replica rolls back)
+    const t = [first.rows[0].token, first.ahead![0][0].token, first.ahead![0][1].token];
+    await both([row(1, 5, [t[2]], 2), row(2, 2, [first.rows[1].token], 1), row(3, 8, [first.ahead![2][3].token], 0)]);
+  });
+
+  it('recompute after lookahead: the kept tokens include what the passes fed, so a re-prefill rebuilds the same cache', async () => {
+    const reps = [await replica('a', { maxAhead: 4 }), await replica('b', { maxAhead: 4 })];
+    const remote = await runner({ onReplicaLoss: 'recompute' });
+    await until(() => remote.replicaViews().length === 2, 2000, 'both replicas known');
+    const local = simModel({ name: 'large', latency: ZERO, maxAhead: 4 });
+    const row = (position: number, tokens: number[], ahead: number): StepRow => ({ cacheId: 1, requestId: 'q1', tokens, position, sampling: { ...GREEDY, seed: 3 }, wants: { topK: 0, hidden: false, heads: [] }, ahead });
+    const step = async (r: StepRow) => {
+      const [want, got] = await Promise.all([Promise.resolve(local.step([r])), remote.step([r])]);
+      expect(got.rows).toEqual(want.rows);
+      return want;
+    };
+    const a = await step(row(0, [1, 5, 6], 4));
+    // one lookahead result used, then the replica holding the cache dies
+    await step(row(4, [a.ahead![0][0].token], 2));
+    await reps.find((r) => r.server.subject === remote.placementOf(1))!.crash();
+    await until(() => remote.replicaViews().length === 1, 2000, 'replica dropped');
+    const before = remote.stats.recomputedRows;
+    await step(row(5, [7], 0));
+    expect(remote.stats.recomputedRows).toBe(before + 1);
+  });
+
   it('connect() names the missing sub-server when none answers', async () => {
     await expect(NatsRunner.connect({ model: 'nobody', servers: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(/no sub-server for model "nobody".*tokenrouter subserver --model nobody/s);
   });

@@ -21,8 +21,16 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
   const startReplica = async (name: string) => {
     subs.set(name, await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`], timeoutMs: 90_000 }));
   };
+  let spawned = 0;
+  /** Each test starts from two live replicas, whatever the one before it killed. */
+  const ensureTwo = async () => {
+    while (subs.size < 2) await startReplica(`large-${String.fromCharCode(97 + spawned++)}`);
+  };
+  // Detection time is not measured here; a generous timeout keeps a busy machine from declaring a
+  // starved replica lost, which would fail requests this test expects to finish.
   const entry = async (onReplicaLoss: 'fail' | 'recompute') => {
-    const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 800, connectTimeoutMs: 20_000, onReplicaLoss } }], sim(['small']));
+    await ensureTwo();
+    const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000, onReplicaLoss } }], sim(['small']));
     const runner = served.service.runners.get('large') as NatsRunner;
     await until(() => runner.replicaViews().length === 2, 5000, 'both replicas known');
     return { served, runner };
@@ -31,7 +39,7 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    await Promise.all(['large-a', 'large-b'].map(startReplica));
+    await ensureTwo();
     local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
   }, 120_000);
 
@@ -50,12 +58,11 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     // spread by load: with equal capacities neither replica holds much more than the other
     const [a, b] = views.map((v) => v.caches);
     expect(Math.abs(a - b)).toBeLessThanOrEqual(Math.max(3, (a + b) / 3));
-    const victim = views[0];
-    const killed = victim.name;
+    const killed = views[0].name;
     await subs.get(killed)!.kill();
     subs.delete(killed);
     const got: Completion[] = await Promise.all(inflight);
-    return { want, got, victimCaches: victim.caches, killed };
+    return { want, got, killed };
   }
 
   it('fail policy: only the requests whose state was on the dead replica fail; the entry keeps serving on the other', async () => {
@@ -63,17 +70,18 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     let runnerFailures = 0;
     remote.runner.onFailure(() => runnerFailures++);
     try {
-      const { want, got, victimCaches, killed } = await killOneMidway(remote);
+      const { want, got, killed } = await killOneMidway(remote);
       const failed = got.filter((g) => g.status !== 200);
+      // every failure is a request whose state was on the killed replica
       for (const f of failed) {
         expect(f.status).toBe(503);
-        expect(f.error).toMatch(/model large cannot go on with this request: replica .* is gone/);
+        expect(f.error).toMatch(new RegExp(`model large cannot go on with this request: replica ${killed} of model large is gone`));
       }
       expect(failed.length).toBeGreaterThan(0);
-      expect(failed.length).toBeLessThanOrEqual(victimCaches);
-      // everything else finished, token for token as in-process
+      // everything else finished, token for token as in-process, among them requests held by the survivor
+      const ok = got.filter((g) => g.status === 200);
+      expect(ok.length).toBeGreaterThan(0);
       for (let i = 0; i < got.length; i++) if (got[i].status === 200) expect(got[i]).toEqual(want[i]);
-      expect(got.filter((g) => g.status === 200).length).toBeGreaterThanOrEqual(WORKLOAD.length - victimCaches);
       // the model stayed up: no runner failure, no lane down, new requests served at once by the survivor
       expect(runnerFailures).toBe(0);
       expect(remote.served.service.cluster.lane('large')?.down).toBe(false);
@@ -94,7 +102,6 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     } finally {
       await remote.served.close();
     }
-    await startReplica('large-c');
   }, 120_000);
 
   it('SIGTERM drains a replica: no request fails, new ones go to the other, and the process leaves once its requests ended', async () => {
@@ -126,7 +133,6 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     } finally {
       await remote.served.close();
     }
-    await startReplica('large-d');
   }, 120_000);
 
   it('recompute policy: the dead replica\'s requests are re-prefilled on the survivor and every output is unchanged', async () => {
