@@ -26,8 +26,22 @@ interface Workload {
   promptLength: number;
   maxTokens: number;
   p: number;
+  /** Probability that the large model keeps a request for another token (0: R2R, back after one). */
+  largeStay: number;
+  /** Lookahead passes a step may take (Cluster lookahead; the runners take up to 8). */
+  lookahead: number;
   thresholds: Record<string, number>;
   maxWaitMs: number;
+}
+
+/** Runners take up to this many lookahead passes; the Cluster's `lookahead` decides how many are asked. */
+const MAX_AHEAD = 8;
+
+/** R2R (large back after one kept token), or with `largeStay` > 0 a large model that keeps requests for 1 / (1 − s) tokens on average. */
+function workloadAlgorithm(w: Workload) {
+  const spec = r2rMarkov(w.p);
+  if (w.largeStay > 0) spec.P[1] = [1 - w.largeStay, w.largeStay];
+  return markovAlgorithm(spec);
 }
 
 interface CaseResult {
@@ -51,18 +65,19 @@ const latencyOf = (name: 'small' | 'large'): SimLatency => ({
 
 /** N closed-loop clients on the real clock; throughput = committed tokens / (first dispatch → last completion). */
 async function closedLoop(label: string, large: ModelRunner, w: Workload): Promise<CaseResult> {
-  const small = simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' });
+  const small = simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash', maxAhead: MAX_AHEAD });
   const cluster = new Cluster({
     clock: createRealClock(),
     mode: 'async-delayed',
     maxConcurrency: w.concurrency,
     maxWaitMs: w.maxWaitMs,
+    lookahead: w.lookahead,
     models: [
       { name: 'small', runner: small, maxBatch: 64, threshold: w.thresholds.small ?? 1 },
       { name: 'large', runner: large, maxBatch: 64, threshold: w.thresholds.large ?? 1 },
     ],
   });
-  const algorithm = markovAlgorithm(r2rMarkov(w.p));
+  const algorithm = workloadAlgorithm(w);
   let sent = 0;
   let committed = 0;
   let e2eSum = 0;
@@ -114,26 +129,27 @@ async function closedLoop(label: string, large: ModelRunner, w: Workload): Promi
  */
 function virtualTokS(w: Workload, rttMs: number | null, pipelineDepth: number): number {
   const clock = new VirtualClock();
-  const largeModel = simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' });
+  const largeModel = simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash', maxAhead: MAX_AHEAD });
   const cluster = new Cluster({
     clock,
     mode: 'async-delayed',
     maxConcurrency: w.concurrency,
     maxWaitMs: w.maxWaitMs,
+    lookahead: w.lookahead,
     models: [
-      { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }), maxBatch: 64, threshold: w.thresholds.small ?? 1 },
+      { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash', maxAhead: MAX_AHEAD }), maxBatch: 64, threshold: w.thresholds.small ?? 1 },
       { name: 'large', runner: rttMs === null ? largeModel : new RemoteSim(largeModel, clock, rttMs / 2, rttMs / 2, pipelineDepth), maxBatch: 64, threshold: w.thresholds.large ?? 1 },
     ],
   });
   const requests = Math.max(w.requests, 12 * w.concurrency);
-  return runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(w.p)), { concurrency: w.concurrency, requests, promptLength: w.promptLength, maxTokens: w.maxTokens, keepResults: false }).throughputTokS;
+  return runClosedLoop(cluster, clock, workloadAlgorithm(w), { concurrency: w.concurrency, requests, promptLength: w.promptLength, maxTokens: w.maxTokens, keepResults: false }).throughputTokS;
 }
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 /** A runner bound to one of the two sub-servers (same model name) through its own subject prefix. */
-async function connectTo(url: string, replica: string, pipelineDepth: number): Promise<NatsRunner> {
-  return NatsRunner.connect({ model: 'large', servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), pipelineDepth });
+async function connectTo(url: string, replica: string, pipelineDepth: number, lookahead: number): Promise<NatsRunner> {
+  return NatsRunner.connect({ model: 'large', servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), pipelineDepth, lookahead });
 }
 
 interface RelayHandle {
@@ -187,6 +203,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     promptLength: f.num('prompt', 32),
     maxTokens: f.sized('tokens', 128, 48),
     p: f.num('p', 0.35),
+    largeStay: f.num('large-stay', 0),
+    lookahead: f.num('lookahead', 0),
     // delayed batching, as TokenRouter serves: Σ(T−1) = 3 < N = 8 is feasible
     thresholds: { small: f.num('threshold-small', 1), large: f.num('threshold-large', 4) },
     maxWaitMs: f.num('max-wait-ms', 20),
@@ -199,7 +217,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const compareDepth = f.num('compare-depth', 0);
   const compareLabel = `cross-host depth ${compareDepth}`;
   const subLatency = latencyOf('large');
-  const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`];
+  const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`, '--sim-max-ahead', String(MAX_AHEAD)];
   const rounds = f.sized('rounds', 3, 1);
   const rows: CaseResult[] = [];
   let nats: NatsServerProcess | null = null;
@@ -219,16 +237,16 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     relay = relayWhere === 'process' ? await spawnRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs) : await inEntryRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs);
     subs.push(await spawnSubServer({ args: subArgs(`nats://${pair?.hostIp ?? '127.0.0.1'}:${relay.port}`, 'bench-remote'), wrap: pair?.wrap, timeoutMs: 90_000 }));
     // two sub-servers of one model name: each pair talks on its own subject prefix, so each runner reaches only its own
-    const separate = await connectTo(nats.url, 'bench-local', pipelineDepth);
+    const separate = await connectTo(nats.url, 'bench-local', pipelineDepth, w.lookahead);
     runners.push(separate);
-    const cross = await connectTo(nats.url, 'bench-remote', pipelineDepth);
+    const cross = await connectTo(nats.url, 'bench-remote', pipelineDepth, w.lookahead);
     runners.push(cross);
-    const crossCompare = compareDepth > 0 ? await connectTo(nats.url, 'bench-remote', compareDepth) : null;
+    const crossCompare = compareDepth > 0 ? await connectTo(nats.url, 'bench-remote', compareDepth, w.lookahead) : null;
     if (crossCompare) runners.push(crossCompare);
     console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`);
     for (let round = 1; round <= rounds; round++) {
       console.error(`[distributed] round ${round}/${rounds}`);
-      rows.push({ ...(await closedLoop('in-process', simModel({ name: 'large', latency: subLatency, vocab: 'hash' }), w)), round });
+      rows.push({ ...(await closedLoop('in-process', simModel({ name: 'large', latency: subLatency, vocab: 'hash', maxAhead: MAX_AHEAD }), w)), round });
       rows.push({ ...(await closedLoop('separate-process', separate, w)), round });
       rows.push({ ...(await closedLoop('cross-host', cross, w)), round });
       if (crossCompare) rows.push({ ...(await closedLoop(compareLabel, crossCompare, w)), round });
@@ -270,7 +288,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     settings: {
       models: 'small in the entry; large in-process / in a sub-server process over NATS (loopback) / in a sub-server across network namespaces',
       runners: `simulated, real clock: small ${PAPER_R2R_PROFILE.stepMs.small} ms/step, large ${PAPER_R2R_PROFILE.stepMs.large} ms/step (paper R2R profile, + prefill ms/token ${JSON.stringify(PAPER_R2R_PROFILE.prefillMsPerToken)})`,
-      routing: `R2R Markov p=${w.p}: small→large token discarded, large hands back after one kept token`,
+      routing: w.largeStay > 0 ? `Markov: small→large with p=${w.p} (token discarded), large keeps the request with probability ${w.largeStay} per token (${(1 / (1 - w.largeStay)).toFixed(1)} tokens a visit)` : `R2R Markov p=${w.p}: small→large token discarded, large hands back after one kept token`,
       mode: 'async-delayed',
       ...w,
       rounds,

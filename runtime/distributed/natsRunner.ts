@@ -29,6 +29,13 @@ export interface NatsRunnerOptions extends NatsAuthOptions {
    * one finishes, so the model does not idle for a network round trip between steps. 1 = one at a time.
    */
   pipelineDepth?: number;
+  /**
+   * Lookahead passes a step may ask of the replicas, at most what their runners take (default 0:
+   * none). The passes come back together in the step's one answer, not one by one as from a local
+   * worker: each saves a round trip to a request that stays, but a request that leaves after the
+   * first pass waits for the rest. Worth it when the round trip is long against a pass.
+   */
+  lookahead?: number;
   log?: (line: string) => void;
 }
 
@@ -202,15 +209,11 @@ export class NatsRunner implements ModelRunner {
     return runner;
   }
 
-  /**
-   * Lookahead passes a step may ask for: what every live replica's runner takes (the least of
-   * them). Their results come back in the step's one answer (StepOutput.ahead), each pass one
-   * round trip fewer for a request that stays on this model.
-   */
+  /** Lookahead passes a step may ask for: the `lookahead` option, within what every live replica's runner takes. */
   get maxAhead(): number {
-    let m = Infinity;
+    let m = this.opts.lookahead ?? 0;
     for (const r of this.replicas.values()) m = Math.min(m, r.maxAhead);
-    return m === Infinity ? 0 : m;
+    return this.replicas.size ? m : 0;
   }
 
   get info(): ModelInfo {

@@ -25,6 +25,7 @@ export function connectRemote(name: string, remote: RemoteModelConfig): Promise<
     connectTimeoutMs: remote.connectTimeoutMs,
     onReplicaLoss: remote.onReplicaLoss,
     pipelineDepth: remote.pipelineDepth,
+    lookahead: remote.lookahead,
   });
 }
 

@@ -301,7 +301,9 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
 
   it("lookahead: a step's extra passes come back in its one answer, equal to in-process, and a later row may start inside them", async () => {
     await replica('a', { maxAhead: 4 });
-    const remote = await runner();
+    // off unless asked for; then at most what the replica takes
+    expect((await runner()).maxAhead).toBe(0);
+    const remote = await runner({ lookahead: 6 });
     expect(remote.maxAhead).toBe(4);
     const local = simModel({ name: 'large', latency: ZERO, maxAhead: 4 });
     const row = (cacheId: number, position: number, tokens: number[], ahead: number): StepRow => ({ cacheId, requestId: `q${cacheId}`, tokens, position, sampling: { ...GREEDY, seed: cacheId }, wants: { topK: 0, hidden: false, heads: [] }, ahead });
@@ -320,7 +322,7 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
 
   it('recompute after lookahead: the kept tokens include what the passes fed, so a re-prefill rebuilds the same cache', async () => {
     const reps = [await replica('a', { maxAhead: 4 }), await replica('b', { maxAhead: 4 })];
-    const remote = await runner({ onReplicaLoss: 'recompute' });
+    const remote = await runner({ onReplicaLoss: 'recompute', lookahead: 4 });
     await until(() => remote.replicaViews().length === 2, 2000, 'both replicas known');
     const local = simModel({ name: 'large', latency: ZERO, maxAhead: 4 });
     const row = (position: number, tokens: number[], ahead: number): StepRow => ({ cacheId: 1, requestId: 'q1', tokens, position, sampling: { ...GREEDY, seed: 3 }, wants: { topK: 0, hidden: false, heads: [] }, ahead });

@@ -50,7 +50,7 @@ describe.skipIf(!HAVE_NATS)('lookahead on a model served over NATS', () => {
   beforeAll(async () => {
     nats = await startNatsServer();
     replica = await startReplica(nats.url, 'large', 'a', { latency: LARGE, maxAhead: 8 });
-    remote = await NatsRunner.connect({ model: 'large', servers: nats.url, connectTimeoutMs: 5000, log: () => {} });
+    remote = await NatsRunner.connect({ model: 'large', servers: nats.url, connectTimeoutMs: 5000, lookahead: 8, log: () => {} });
   }, 30_000);
 
   afterAll(async () => {
