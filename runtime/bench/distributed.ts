@@ -282,6 +282,12 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     console.log(`${label}: per step part ${v.network_ms.toFixed(2)} ms network round trip (wake-ups included), ${v.queued_ms.toFixed(2)} ms waiting at the replica, ${v.model_ms.toFixed(2)} ms model; at that round trip the scheduler keeps ${(b * 100).toFixed(1)}% (virtual time)`);
   }
   console.log(`virtual time, share of in-process kept at a round trip of ${sweep.map((x) => `${x.rtt_ms} ms: ${(x.ratio * 100).toFixed(1)}%`).join(', ')}`);
+  // With a large model that keeps requests: what remote lookahead (passes answered together) gains or loses, by round trip.
+  const lookaheadGain =
+    w.largeStay > 0
+      ? [5, 20, 50, 100].map((rtt) => ({ rtt_ms: rtt, gain: virtualTokS({ ...w, lookahead: MAX_AHEAD }, rtt, pipelineDepth) / virtualTokS({ ...w, lookahead: 0 }, rtt, pipelineDepth) }))
+      : null;
+  if (lookaheadGain) console.log(`virtual time, remote lookahead ${MAX_AHEAD} against none, by round trip: ${lookaheadGain.map((x) => `${x.rtt_ms} ms: ×${x.gain.toFixed(2)}`).join(', ')}`);
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
@@ -309,6 +315,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       // the same workload in virtual time with every large visit paying that round trip
       virtual_ratio_at_measured_rtt: atMeasured,
       virtual_ratio_by_rtt: sweep,
+      ...(lookaheadGain ? { virtual_remote_lookahead_gain_by_rtt: lookaheadGain } : {}),
       ...(compared !== null ? { compare_depth: compareDepth, compare_depth_cross_host_tok_s: compared, compare_depth_cross_host_ratio: compared / inProc } : {}),
       cases: rows,
     },
