@@ -349,28 +349,25 @@ export class Cluster implements SubServerOwner {
     }
   }
 
-  onRowLost(local: LocalRequest, error: Error): void {
+  /** A row came back for a request that ended (cancelled, failed elsewhere) while its step ran: its cache can go now. */
+  private endedMeanwhile(local: LocalRequest): boolean {
     this.inWave = true;
-    const req = local.req;
-    const lane = req.lane(local.model);
-    if (req.finished) {
-      lane.dropCache(local);
-      this.admitWaiting(lane);
-      return;
-    }
-    this.end(req, 'failed', 'error', this.lostError(lane, error));
+    if (!local.req.finished) return false;
+    const lane = local.req.lane(local.model);
+    lane.dropCache(local);
+    this.admitWaiting(lane);
+    return true;
+  }
+
+  onRowLost(local: LocalRequest, error: Error): void {
+    if (this.endedMeanwhile(local)) return;
+    this.end(local.req, 'failed', 'error', this.lostError(local.req.lane(local.model), error));
   }
 
   onRowResult(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
-    this.inWave = true;
+    if (this.endedMeanwhile(local)) return;
     const req = local.req;
     const lane = req.lane(local.model);
-    if (req.finished) {
-      // Ended (cancelled, failed elsewhere) while this step ran: its cache can go now.
-      lane.dropCache(local);
-      this.admitWaiting(lane);
-      return;
-    }
     const alg = req.algorithm;
     const m = local.model;
     local.stepsHere++;
