@@ -90,6 +90,10 @@ export class MeteredRunner implements ModelRunner {
     this.inner.onCachesLost?.(listener);
   }
 
+  onCapacityChange(listener: (kvTokens: number) => void): void {
+    this.inner.onCapacityChange?.(listener);
+  }
+
   get maxAhead(): number | undefined {
     return this.inner.maxAhead;
   }

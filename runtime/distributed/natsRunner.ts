@@ -129,7 +129,7 @@ const MAX_RECOMPUTE_ROUNDS = 3;
 export class NatsRunner implements ModelRunner {
   private modelInfo: ModelInfo | null = null;
   readonly pipelineDepth: number;
-  /** KV tokens the entry may place on this model: the sum over replicas seen at connect. */
+  /** KV tokens the entry may place on this model: the sum over its live replicas (onCapacityChange tells when it moves). */
   kvCapacityTokens = 0;
   private readonly entry = crypto.randomBytes(6).toString('hex');
   private readonly subjects: ModelSubjects;
@@ -145,6 +145,7 @@ export class NatsRunner implements ModelRunner {
   private releaseScheduled = false;
   private readonly listeners: ((e: Error) => void)[] = [];
   private readonly lostListeners: ((cacheIds: readonly number[], e: Error) => void)[] = [];
+  private readonly capacityListeners: ((kvTokens: number) => void)[] = [];
   /** cacheId → KV tokens it holds (its position after the last step), for load accounting. */
   private readonly cacheTokens = new Map<number, number>();
   /** Caches that died with their replica under the "fail" policy: a later step reports their rows lost. */
@@ -267,7 +268,7 @@ export class NatsRunner implements ModelRunner {
     this.heard(hello);
     // Other replicas announce themselves within one heartbeat period: count their memory too.
     await sleep(Math.min(1000, hello.heartbeatMs * 1.5));
-    this.kvCapacityTokens = [...this.replicas.values()].reduce((a, r) => a + r.kvCapacityTokens, 0);
+    this.kvCapacityTokens = this.liveCapacity();
     const period = Math.max(10, Math.min(250, this.hbTimeout / 4));
     this.timers.push(setInterval(() => this.checkLiveness(period), period));
     const keepalive = this.opts.keepaliveMs ?? 1000;
@@ -312,6 +313,7 @@ export class NatsRunner implements ModelRunner {
     r.draining = a.draining === true;
     r.maxAhead = a.maxAhead ?? 0;
     r.lastHeard = performance.now();
+    this.capacityMoved();
     // Its count includes our caches; steps in flight make the split approximate until the next beat.
     if (a.kvTokens !== undefined) r.othersTokens = Math.max(0, a.kvTokens - r.ourTokens);
   }
@@ -342,6 +344,7 @@ export class NatsRunner implements ModelRunner {
     if (!r || this.dead) return;
     this.replicas.delete(subject);
     this.stats.replicasLost++;
+    this.capacityMoved();
     const held = [...r.cacheIds];
     const parts = [...this.inflight].filter((p) => p.target === subject);
     const err = new RemoteRunnerError('replica_lost', `replica ${r.name} of model ${this.opts.model} is gone (${reason}); it held ${held.length} caches`);
@@ -363,6 +366,25 @@ export class NatsRunner implements ModelRunner {
     }
     for (const p of parts) p.abandon(err);
     if (idle.length) for (const l of this.lostListeners) l(idle, err);
+  }
+
+  private liveCapacity(): number {
+    let sum = 0;
+    for (const r of this.replicas.values()) sum += r.kvCapacityTokens;
+    return sum;
+  }
+
+  /** After connect, replicas joining or leaving change what the entry may place here. */
+  private capacityMoved(): void {
+    if (!this.modelInfo || this.timers.length === 0) return; // still connecting: connect() sums them once
+    const now = this.liveCapacity();
+    if (now === this.kvCapacityTokens || now === 0) return; // none left: the runner fails instead
+    this.kvCapacityTokens = now;
+    for (const l of this.capacityListeners) l(now);
+  }
+
+  onCapacityChange(listener: (kvTokens: number) => void): void {
+    this.capacityListeners.push(listener);
   }
 
   /** Caches gone with a replica under the "fail" policy, other than rows of a step in flight (those come back in StepOutput.lost). */

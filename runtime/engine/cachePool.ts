@@ -6,9 +6,14 @@ export class CachePool {
 
   constructor(
     /** Token capacity of this pool (weights already taken out by the memory plan). */
-    readonly capacityTokens: number,
+    public capacityTokens: number,
     readonly kvBytesPerToken: number,
   ) {}
+
+  /** The model's memory changed (a remote replica joined or left): admissions use the new size; what is reserved stays. */
+  resize(tokens: number): void {
+    this.capacityTokens = tokens;
+  }
 
   /** Reserves room for a request's whole context, so a running request never runs out mid-decode. */
   tryReserve(tokens: number): boolean {

@@ -119,7 +119,7 @@ export class Cluster implements SubServerOwner {
       if (this.byName.has(lane.name)) throw new TokenRouterError('invalid_request', `model "${lane.name}" is listed twice`, 'models');
       if (!(lane.maxBatch >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${lane.name} must be ≥ 1`, 'maxBatch');
       this.byName.set(lane.name, lane);
-      this.watchCaches(lane, lane.runner);
+      this.watchRunner(lane, lane.runner);
     }
     this.validateThresholds(this.lanes.map((l) => l.threshold));
     this.emitConfig();
@@ -259,12 +259,23 @@ export class Cluster implements SubServerOwner {
     lane.runner = runner;
     lane.down = false;
     lane.dirty = true;
-    this.watchCaches(lane, runner);
+    this.watchRunner(lane, runner);
     this.flush();
   }
 
-  /** Caches a runner lost while it goes on (a remote replica died): fail the requests holding them, nothing else. */
-  private watchCaches(lane: SubServer, runner: ModelRunner): void {
+  /**
+   * What a runner reports while it goes on: caches it lost (a remote replica died), whose requests
+   * fail and nothing else; and a new KV size (replicas joined or left), which admission follows.
+   */
+  private watchRunner(lane: SubServer, runner: ModelRunner): void {
+    runner.onCapacityChange?.((tokens) => {
+      if (lane.runner !== runner) return;
+      for (const local of lane.resize(tokens)) {
+        this.end(local.req, 'failed', 'error', new TokenRouterError('unavailable', `model ${lane.name} now holds ${tokens} KV tokens; this request needs ${local.req.maxLength}`, 'model'));
+      }
+      this.admitWaiting(lane);
+      this.flush();
+    });
     runner.onCachesLost?.((cacheIds, error) => {
       if (lane.runner !== runner) return;
       const ids = new Set(cacheIds);

@@ -246,6 +246,14 @@ export class SubServer implements SubServerHost, LaneView {
   }
 
   /** Admits waiting locals that now fit; returns those admitted so the cluster can mark them running. */
+  /** New pool size; returns the waiting requests that can never fit now (taken off the queue). */
+  resize(tokens: number): LocalRequest[] {
+    this.pool.resize(tokens);
+    const unfit = this.admissionQueue.filter((l) => l.req.maxLength > tokens);
+    this.admissionQueue = this.admissionQueue.filter((l) => l.req.maxLength <= tokens);
+    return unfit;
+  }
+
   admitWaiting(): LocalRequest[] {
     const admitted: LocalRequest[] = [];
     while (this.admissionQueue.length > 0) {

@@ -112,6 +112,8 @@ export interface ModelRunner {
    * reported by that step's `StepOutput.lost` instead.
    */
   onCachesLost?(listener: (cacheIds: readonly number[], error: Error) => void): void;
+  /** Registers a callback for when the KV tokens the runner can hold change (remote replicas joining or leaving). */
+  onCapacityChange?(listener: (kvTokens: number) => void): void;
   /**
    * Steps the runner accepts in flight at once (default 1). A runner across a network sets 2: the
    * next batch waits at the far end while the current one runs, so the model does not idle for a

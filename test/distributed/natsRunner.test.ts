@@ -124,6 +124,20 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     expect(new Set(placements.values()).size).toBe(2);
   });
 
+  it('the KV capacity follows the live replicas: one joining raises it, one lost lowers it', async () => {
+    await replica('a');
+    const remote = await runner({ heartbeatTimeoutMs: 300 });
+    expect(remote.kvCapacityTokens).toBe(10_000);
+    const seen: number[] = [];
+    remote.onCapacityChange((t) => seen.push(t));
+    const b = await replica('b', { kvCapacityTokens: 30_000 });
+    await until(() => seen.length === 1, 2000, 'capacity raised');
+    expect(remote.kvCapacityTokens).toBe(40_000);
+    await b.crash();
+    await until(() => seen.length === 2, 2000, 'capacity lowered');
+    expect(seen).toEqual([40_000, 10_000]);
+  });
+
   it('places new caches by load: what other entries hold there counts', async () => {
     const a = await replica('a');
     // entry 1 fills replica a while it is the only one: 12 caches of 6 tokens

@@ -33,6 +33,8 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000, onReplicaLoss } }], sim(['small']));
     const runner = served.service.runners.get('large') as NatsRunner;
     await until(() => runner.replicaViews().length === 2, 5000, 'both replicas known');
+    // admission counts both replicas' memory, whichever the entry heard first
+    await until(() => served.service.cluster.lane('large')!.pool.capacityTokens === runner.replicaViews().reduce((a, v) => a + v.kvCapacityTokens, 0), 5000, 'pool sized to both replicas');
     return { served, runner };
   };
   const run = (s: Served, maxTokens: number) => WORKLOAD.map((w) => complete(s.server.url, w.model, w.prompt, w.seed, maxTokens));
@@ -85,6 +87,8 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
       // the model stayed up: no runner failure, no lane down, new requests served at once by the survivor
       expect(runnerFailures).toBe(0);
       expect(remote.served.service.cluster.lane('large')?.down).toBe(false);
+      // admission now counts only the survivor's memory
+      expect(remote.served.service.cluster.lane('large')!.pool.capacityTokens).toBe(remote.runner.replicaViews()[0].kvCapacityTokens);
       expect(remote.runner.replicaViews().map((v) => v.name)).not.toContain(killed);
       // /metrics shows it: one replica left, one lost, and the step parts' time split
       const metrics = await (await fetch(`${remote.served.server.url}/metrics`)).text();
