@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { createRealClock } from '../clock/clock.ts';
 import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
 import { openNats } from '../distributed/natsConnection.ts';
 import { NatsSubServer } from '../distributed/natsSubServer.ts';
@@ -80,7 +81,8 @@ export async function subserverCommand(args: string[]): Promise<number> {
       throw new TokenRouterError('invalid_request', (e as Error).message, 'sim-latency');
     }
     const maxAhead = values['sim-max-ahead'] === undefined || values['sim-max-ahead'] === '0' ? 0 : positiveInt('sim-max-ahead', values['sim-max-ahead'], 0);
-    runner = simModel({ name: model, latency, vocab, eosRate: Number(values['sim-eos-rate'] ?? 0), maxAhead });
+    // lookahead passes stream in real time, one after another, as a worker's do
+    runner = simModel({ name: model, latency, vocab, eosRate: Number(values['sim-eos-rate'] ?? 0), maxAhead, streamOn: createRealClock() });
     log(`simulated model (${vocab} vocabulary, ${latency.baseMs} ms + ${latency.perRowMs} ms/row + ${latency.perTokenMs} ms/token)`);
   } else {
     const dir = path.resolve(values.path ?? path.join(values['models-dir'] ?? 'examples/models', model));

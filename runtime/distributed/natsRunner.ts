@@ -1,9 +1,10 @@
 // Entry-side ModelRunner for a model whose sub-servers run in other processes or hosts, reached over NATS.
 import crypto from 'node:crypto';
-import { RequestError, TimeoutError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { createInbox, RequestError, TimeoutError, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects, type ModelSubjects } from './modelSubjects.ts';
+import { AheadAssembler } from './aheadAssembler.ts';
 import { openNats, type NatsAuthOptions } from './natsConnection.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
 import { decodeControl, decodeResult, encodeControl, encodeRelease, encodeStep, WireKind, type DecodedResult, type ResultMeta, type StepMeta } from './stepCodec.ts';
@@ -148,6 +149,8 @@ export class NatsRunner implements ModelRunner {
   private readonly capacityListeners: ((kvTokens: number) => void)[] = [];
   /** cacheId → KV tokens it holds (its position after the last step), for load accounting. */
   private readonly cacheTokens = new Map<number, number>();
+  /** Steps whose lookahead passes are still streaming in. */
+  private readonly streams = new Set<AheadAssembler>();
   /** Caches that died with their replica under the "fail" policy: a later step reports their rows lost. */
   private readonly gone = new Map<number, RemoteRunnerError>();
   private readonly subs: Subscription[] = [];
@@ -365,6 +368,7 @@ export class NatsRunner implements ModelRunner {
       }
     }
     for (const p of parts) p.abandon(err);
+    for (const a of [...this.streams]) a.endReplica(subject);
     if (idle.length) for (const l of this.lostListeners) l(idle, err);
   }
 
@@ -401,6 +405,7 @@ export class NatsRunner implements ModelRunner {
     this.dead = e;
     if (!this.closing) for (const l of this.listeners) l(e);
     for (const p of [...this.inflight]) p.abandon(e);
+    for (const a of [...this.streams]) a.endReplica(null);
     void this.shutdown();
   }
 
@@ -414,6 +419,7 @@ export class NatsRunner implements ModelRunner {
     this.flushReleases();
     const out: TokenSignals[] = new Array(rows.length);
     let ahead: TokenSignals[][] | null = null;
+    const streamed = this.maxAhead > 0 && rows.some((r) => (r.ahead ?? 0) > 0) ? this.openAheadStream(rows, out) : null;
     const lost: number[] = [];
     let lostError: Error | null = null;
     let modelMs = 0;
@@ -461,7 +467,9 @@ export class NatsRunner implements ModelRunner {
         adding.set(r, (adding.get(r) ?? 0) + fresh.tokens.length);
         add(r.subject, i, fresh);
       }
-      const sends = [...groups].map(([subject, g]) => ({ ...g, target: subject, done: this.sendPart(subject, encodeStep({ entry: this.entry, seq }, g.rows), g.rows) }));
+      const meta = { entry: this.entry, seq, ...(streamed ? { aheadTo: streamed.inbox } : {}) };
+      const sends = [...groups].map(([subject, g]) => ({ ...g, target: subject, done: this.sendPart(subject, encodeStep(meta, g.rows), g.rows) }));
+      if (streamed) for (const [subject, g] of groups) if (g.rows.some((r) => (r.ahead ?? 0) > 0)) streamed.assembler.asked(seq, subject);
       const settled = await Promise.allSettled(sends.map((s) => s.done));
       const retry: number[] = [];
       let fatal: Error | null = null;
@@ -492,6 +500,7 @@ export class NatsRunner implements ModelRunner {
               this.mirror.set(row.cacheId, m);
             }
           }
+          if (streamed && s.rows.some((r) => (r.ahead ?? 0) > 0)) streamed.assembler.expect(seq, s.target, s.idx);
           return;
         }
         const e = res.reason as Error;
@@ -508,10 +517,70 @@ export class NatsRunner implements ModelRunner {
           }
         }
       });
-      if (fatal) throw fatal;
+      if (fatal) {
+        streamed?.assembler.endReplica(null);
+        throw fatal;
+      }
       pending = retry;
     }
-    return { rows: out, modelMs, ...(ahead ? { ahead } : {}), ...(lost.length ? { lost: { rows: lost, error: lostError! } } : {}) };
+    streamed?.assembler.settle();
+    // parts that arrived already wait in the stream for the engine to listen
+    const aheadStream = streamed?.assembler.streaming ? streamed.assembler.stream : undefined;
+    return { rows: out, modelMs, ...(ahead ? { ahead } : {}), ...(aheadStream ? { aheadStream } : {}), ...(lost.length ? { lost: { rows: lost, error: lostError! } } : {}) };
+  }
+
+  /**
+   * Lookahead over NATS: each replica streams the step's passes to an inbox of this step as they
+   * finish, as a local worker streams them; the engine routes each pass while the model runs on.
+   * The entry's books (what each cache holds, the recompute mirror) follow every pass taken.
+   */
+  private openAheadStream(rows: readonly StepRow[], main: readonly TokenSignals[]): { inbox: string; assembler: AheadAssembler } {
+    const inbox = createInbox();
+    const last: (TokenSignals | undefined)[] = [];
+    const assembler = new AheadAssembler(
+      rows.length,
+      (pass) =>
+        pass.forEach((sig, i) => {
+          if (!sig) return;
+          // this pass fed the token the one before it sampled
+          this.fedAhead(rows[i].cacheId, (last[i] ?? main[i]).token);
+          last[i] = sig;
+        }),
+      () => {
+        sub.unsubscribe();
+        this.streams.delete(assembler);
+      },
+    );
+    const sub = this.nc.subscribe(inbox, {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          assembler.onMessage(decodeResult(msg.data));
+        } catch (e) {
+          this.log(`bad lookahead message: ${(e as Error).message}`);
+        }
+      },
+    });
+    this.streams.add(assembler);
+    return { inbox, assembler };
+  }
+
+  /** A streamed lookahead pass fed `token` to a cache. */
+  private fedAhead(cacheId: number, token: number): void {
+    const where = this.placement.get(cacheId);
+    const r = where ? this.replicas.get(where) : undefined;
+    if (r?.cacheIds.has(cacheId)) {
+      r.ourTokens++;
+      this.cacheTokens.set(cacheId, (this.cacheTokens.get(cacheId) ?? 0) + 1);
+    }
+    this.mirror?.get(cacheId)?.push(token);
+  }
+
+  /** The engine has new work: replicas still looking ahead for us hand back what they have. */
+  yieldAhead(): void {
+    for (const a of this.streams) {
+      for (const { seq, replica } of a.streamingReplicas()) this.publish(replica, encodeControl(WireKind.Yield, { entry: this.entry, seq }));
+    }
   }
 
   /** The live, not draining replica with the lowest share of its KV capacity in use, counting what this step adds. */
@@ -649,6 +718,8 @@ export class NatsRunner implements ModelRunner {
         this.stats.reconnects++;
         for (const r of this.replicas.values()) r.lastHeard = this.reconnectedAt;
         for (const p of this.inflight) p.parked = true;
+        // passes streamed while we were away are lost; what came stands, the replicas roll back the rest
+        for (const a of [...this.streams]) a.endReplica(null);
       }
     }
   }
@@ -741,6 +812,7 @@ export class NatsRunner implements ModelRunner {
     this.closing = true;
     const e = new RemoteRunnerError('closed', `runner for model ${this.opts.model} closed`);
     for (const p of [...this.inflight]) p.abandon(e);
+    for (const a of [...this.streams]) a.endReplica(null);
     if (!this.dead) this.dead = e;
     await this.shutdown();
   }

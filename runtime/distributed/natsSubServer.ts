@@ -6,7 +6,8 @@ import type { AheadStream, ModelRunner, StepOutput, StepRow } from '../runner/mo
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
 import { WIRE_PROTOCOL, type ReplicaAnnouncement } from './natsRunner.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
-import { decodeRelease, decodeStep, encodeControl, encodeResult, wireKind, WireKind, type DecodedStep } from './stepCodec.ts';
+import { decodeControl, decodeRelease, decodeStep, encodeControl, encodeResult, wireKind, WireKind, type DecodedStep } from './stepCodec.ts';
+import { AheadChannel } from '../runner/aheadChannel.ts';
 
 export interface NatsSubServerOptions {
   /** Model name entries ask for (their config's model name). */
@@ -61,6 +62,10 @@ export class NatsSubServer {
   private readonly recent = new Map<string, { bytes: Uint8Array; at: number }>();
   private disconnected = false;
   private draining = false;
+  /** Entry steps (entry/seq) in the batch running now: a yield for one of them cuts its lookahead short. */
+  private running: Set<string> | null = null;
+  /** Yields for steps still queued here, applied when they start. */
+  private readonly yieldRequested = new Set<string>();
   private busy = false;
   private pumpScheduled = false;
   private nextInner = 1;
@@ -152,6 +157,17 @@ export class NatsSubServer {
         for (const id of cacheIds) this.drop(`${entry}/${id}`);
       } catch (e) {
         this.log(`bad release message: ${(e as Error).message}`);
+      }
+      return;
+    }
+    if (kind === WireKind.Yield) {
+      try {
+        const { entry, seq } = decodeControl<{ entry: string; seq: number }>(msg.data, WireKind.Yield);
+        const key = `${entry}/${seq}`;
+        if (this.running?.has(key)) this.runner.yieldAhead?.();
+        else if (this.pending.has(key)) this.yieldRequested.add(key);
+      } catch (e) {
+        this.log(`bad yield message: ${(e as Error).message}`);
       }
       return;
     }
@@ -292,38 +308,90 @@ export class NatsSubServer {
       if (rows.length === 0) return;
       const t0 = performance.now();
       let out: StepOutput;
-      let ahead: TokenSignals[][] | undefined;
+      const running = new Set(spans.map((s) => `${s.inc.step.meta.entry}/${s.inc.step.meta.seq}`));
+      this.running = running;
       try {
         const r = this.runner.step(rows);
+        // an entry that got new work while this step waited here wants its lookahead cut short
+        let yielded = false;
+        for (const k of running) yielded = this.yieldRequested.delete(k) || yielded;
+        if (yielded) this.runner.yieldAhead?.();
         out = r instanceof Promise ? await r : r;
         // A simulated runner reports how long the step takes: spend that time, as a model would.
         if (!(r instanceof Promise) && out.durationMs) await sleep(out.durationMs);
-        // Lookahead goes back in the one answer: the entry is a network away, so every pass it
-        // takes from here saves it a round trip.
-        ahead = out.aheadStream ? await collectAhead(out.aheadStream, rows.length) : out.ahead?.map((a) => a.slice());
       } catch (e) {
         for (const s of spans) this.answerError(s.inc, e as Error);
         return;
       }
-      const modelMs = out.modelMs === undefined || out.aheadStream ? performance.now() - t0 : out.modelMs;
+      const modelMs = out.modelMs ?? performance.now() - t0;
       this.stats.batches++;
       this.stats.rows += rows.length;
-      for (let i = 0; i < rows.length; i++) {
-        // a cache released while its step ran is gone already
-        if (!this.caches.has(keys[i])) continue;
-        const held = rows[i].position + rows[i].tokens.length + (ahead?.[i]?.length ?? 0);
-        this.kvTokens += held - (this.cacheTokens.get(keys[i]) ?? 0);
-        this.cacheTokens.set(keys[i], held);
-      }
+      const passes = new Array<number>(rows.length).fill(0);
+      const held = () => {
+        for (let i = 0; i < rows.length; i++) {
+          // a cache released while its step ran is gone already
+          if (!this.caches.has(keys[i])) continue;
+          const n = rows[i].position + rows[i].tokens.length + passes[i];
+          this.kvTokens += n - (this.cacheTokens.get(keys[i]) ?? 0);
+          this.cacheTokens.set(keys[i], n);
+        }
+      };
       const now = performance.now();
-      for (const s of spans) {
-        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to), ahead?.slice(s.from, s.to));
+      const main = (s: (typeof spans)[number], ahead?: TokenSignals[][]) => {
+        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to), ahead);
         this.answer(s.inc, bytes);
         this.remember(s.inc, bytes, now);
+      };
+      const stream: AheadStream | null = out.aheadStream ?? (out.ahead ? finishedStream(out.ahead, rows.length) : null);
+      if (!stream) {
+        held();
+        for (const s of spans) main(s);
+        return;
       }
+      // Lookahead passes: an entry that asked for them streamed (aheadTo) gets its answer now and each
+      // pass as it finishes, as a local worker streams them; one that did not gets them all in its answer.
+      const streamed = spans.filter((s) => s.inc.step.meta.aheadTo);
+      const gathered = spans.filter((s) => !s.inc.step.meta.aheadTo);
+      for (const s of streamed) main(s);
+      const kept: TokenSignals[][] = rows.map(() => []);
+      const stopped = new Array<boolean>(rows.length).fill(false);
+      let pass = 0;
+      await new Promise<void>((resolve) =>
+        stream.listen(
+          (part) => {
+            pass++;
+            for (let i = 0; i < rows.length; i++) {
+              const sig = part.rows[i];
+              if (!sig) stopped[i] = true;
+              else if (!stopped[i]) {
+                kept[i].push(sig);
+                passes[i]++;
+              }
+            }
+            for (const s of streamed) {
+              const slice = kept.slice(s.from, s.to).map((k, j) => (!stopped[s.from + j] && k.length === pass ? [k[pass - 1]] : []));
+              this.publish(s.inc.step.meta.aheadTo!, encodeResult({ replica: this.subject, seq: s.inc.step.meta.seq, pass }, [], slice));
+            }
+          },
+          // an error ending the stream is the runner dying (the process exits); what came before stands
+          () => resolve(),
+        ),
+      );
+      held();
+      for (const s of streamed) this.publish(s.inc.step.meta.aheadTo!, encodeResult({ replica: this.subject, seq: s.inc.step.meta.seq, end: true }, []));
+      for (const s of gathered) main(s, kept.slice(s.from, s.to));
     } finally {
+      this.running = null;
       this.busy = false;
       if (this.queue.length) this.schedulePump();
+    }
+  }
+
+  private publish(subject: string, data: Uint8Array): void {
+    try {
+      this.nc.publish(subject, data);
+    } catch {
+      // closing or reconnecting: the entry ends the stream when it sees us gone or reconnects
     }
   }
 
@@ -395,23 +463,13 @@ export class NatsSubServer {
   }
 }
 
-/** A runner's streamed lookahead, gathered to its end: each row's results in order (a row stops at its first gap). */
-function collectAhead(stream: AheadStream, n: number): Promise<TokenSignals[][]> {
-  const ahead: TokenSignals[][] = Array.from({ length: n }, () => []);
-  const stopped = new Array<boolean>(n).fill(false);
-  return new Promise((resolve) => {
-    stream.listen(
-      (part) => {
-        for (let i = 0; i < n; i++) {
-          const sig = part.rows[i];
-          if (!sig) stopped[i] = true;
-          else if (!stopped[i]) ahead[i].push(sig);
-        }
-      },
-      // an error ending the stream is the runner dying (the process exits); what came before stands
-      () => resolve(ahead),
-    );
-  });
+/** Lookahead a runner answered all at once, as a stream that has already finished. */
+function finishedStream(ahead: readonly (readonly TokenSignals[])[], n: number): AheadStream {
+  const ch = new AheadChannel();
+  const passes = Math.max(0, ...ahead.map((a) => a?.length ?? 0));
+  for (let p = 0; p < passes; p++) ch.push({ rows: Array.from({ length: n }, (_, i) => ahead[i]?.[p]), modelMs: 0 });
+  ch.end();
+  return ch;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,4 +1,5 @@
 // Simulated models for sub-servers started with --sim (tests and benches without ONNX exports), and their in-process twins.
+import type { Clock } from '../clock/clock.ts';
 import { SimRunner } from '../runner/simRunner.ts';
 import { mix } from '../util/hash.ts';
 
@@ -23,6 +24,8 @@ export interface SimModelOptions {
   kvBytesPerToken?: number;
   /** Lookahead passes one step may take (SimRunner maxAhead); default 0. */
   maxAhead?: number;
+  /** Stream the lookahead passes in time on this clock, as a worker does (SimRunner streamOn); default: all with the step. */
+  streamOn?: Clock;
 }
 
 /** Size of the bundled character vocabulary: 4 specials and 26 characters. */
@@ -45,7 +48,7 @@ export function simModel(opts: SimModelOptions): SimRunner {
   const { baseMs, perRowMs, perTokenMs } = opts.latency;
   const latency = (b: number, fed: number) => baseMs + perRowMs * b + perTokenMs * Math.max(0, fed - b);
   if ((opts.vocab ?? 'chars') === 'hash') {
-    return new SimRunner({ name: opts.name, latency, maxContext: opts.maxContext, kvBytesPerToken: opts.kvBytesPerToken, maxAhead: opts.maxAhead });
+    return new SimRunner({ name: opts.name, latency, maxContext: opts.maxContext, kvBytesPerToken: opts.kvBytesPerToken, maxAhead: opts.maxAhead, streamOn: opts.streamOn });
   }
   const salt = opts.name.length * 7919;
   const eosRate = opts.eosRate ?? 0;
@@ -57,6 +60,7 @@ export function simModel(opts: SimModelOptions): SimRunner {
     kvBytesPerToken: opts.kvBytesPerToken ?? 4096,
     latency,
     maxAhead: opts.maxAhead,
+    streamOn: opts.streamOn,
     next: (ctx) => {
       const h = mix(ctx.contextHash, salt);
       const u = (h >>> 8) / 16777216;

@@ -14,9 +14,9 @@ const MAGIC = 0x54; // 'T'
 const VERSION = 1;
 const HEADER = 16;
 
-export const WireKind = { Step: 1, Result: 2, Error: 3, Release: 4, Hello: 5, Info: 6 } as const;
+export const WireKind = { Step: 1, Result: 2, Error: 3, Release: 4, Hello: 5, Info: 6, Yield: 7 } as const;
 export type WireKind = (typeof WireKind)[keyof typeof WireKind];
-type ControlKind = typeof WireKind.Hello | typeof WireKind.Info | typeof WireKind.Error;
+type ControlKind = typeof WireKind.Hello | typeof WireKind.Info | typeof WireKind.Error | typeof WireKind.Yield;
 
 /** Who sent a step part: an entry step sends at most one part to each replica. */
 export interface StepMeta {
@@ -24,6 +24,8 @@ export interface StepMeta {
   entry: string;
   /** Entry step number (per NatsRunner). */
   seq: number;
+  /** Where the replica streams the step's lookahead passes, one message each as they finish, then an end. */
+  aheadTo?: string;
 }
 
 export interface ResultMeta {
@@ -32,6 +34,10 @@ export interface ResultMeta {
   modelMs?: number;
   /** How long the part waited at the replica for its batch to start (behind a batch in flight). */
   queuedMs?: number;
+  /** On a streamed lookahead message: the entry step it belongs to, and its pass (1, 2, …) or the end. */
+  seq?: number;
+  pass?: number;
+  end?: boolean;
 }
 
 export interface DecodedStep {
@@ -387,8 +393,9 @@ export function decodeResult(data: Uint8Array): DecodedResult {
   }
   const { headNames: _names, aheadLens, ...meta } = json;
   if (!aheadLens) return { meta, rows: out };
-  const main = out.slice(0, aheadLens.length);
-  let at = aheadLens.length;
+  // the rows' own results first (none in a streamed pass), then each row's lookahead results
+  let at = n - aheadLens.reduce((a, b) => a + b, 0);
+  const main = out.slice(0, at);
   const ahead = aheadLens.map((len) => out.slice(at, (at += len)));
   return { meta, rows: main, ahead };
 }
@@ -414,7 +421,7 @@ export function encodeControl(kind: ControlKind, body: unknown): Uint8Array {
   return new Writer(kind, 0, 0, ENCODER.encode(JSON.stringify(body ?? null)), 0).bytes;
 }
 
-export function decodeControl<T>(data: Uint8Array, kind: typeof WireKind.Hello | typeof WireKind.Info): T {
+export function decodeControl<T>(data: Uint8Array, kind: typeof WireKind.Hello | typeof WireKind.Info | typeof WireKind.Yield): T {
   const r = new Reader(data);
   if (r.kind === WireKind.Error) throw new RemoteRunnerError('remote_error', String((r.json as { message?: string } | null)?.message ?? 'remote error'));
   if (r.kind !== kind) throw new RemoteRunnerError('protocol', `expected message kind ${kind}, got ${r.kind}`);

@@ -595,8 +595,11 @@ export class Cluster implements SubServerOwner {
       lane.dirty = false;
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
       // An executing lane looks at its queue when its batch returns, unless it may pipeline another.
+      // Either way, new work asks a batch still looking ahead to hand back what it has: a pipelined
+      // batch would otherwise wait behind its remaining passes at the model.
+      const fresh = lane.executing && lane.newWork > 0;
       if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
-      else if (lane.newWork > 0) lane.yieldAhead();
+      if (fresh) lane.yieldAhead();
     }
     for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
   }

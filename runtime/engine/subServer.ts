@@ -281,10 +281,17 @@ export class SubServer implements SubServerHost, LaneView {
     let ahead = 0;
     const aheadCap = this.aheadCap();
     const ready = this.ready;
+    // A request a running batch still serves by lookahead stays for it (only a pipelined lane has one running).
+    const waiting = this.awaitingAhead();
+    const deferred: LocalRequest[] = [];
     while (locals.length < this.maxBatch && this.readyHead < ready.length) {
       const local = ready[this.readyHead];
       ready[this.readyHead++] = null;
       if (!local || !local.inReady) continue;
+      if (waiting?.has(local)) {
+        deferred.push(local);
+        continue;
+      }
       local.inReady = false;
       local.inBatch = true;
       this.readyCount--;
@@ -305,6 +312,7 @@ export class SubServer implements SubServerHost, LaneView {
       locals.push(local);
       rows.push(row);
     }
+    for (const local of deferred) ready.push(local);
     if (this.readyHead > 1024 && this.readyHead * 2 > ready.length) {
       this.ready = ready.slice(this.readyHead);
       this.readyHead = 0;
@@ -349,6 +357,12 @@ export class SubServer implements SubServerHost, LaneView {
     let n = Math.min(cap, req.maxLength - req.tokens.length - 1);
     if (req.generated < req.minTokens) n = Math.min(n, req.minTokens - req.generated - 1);
     return Math.max(0, n);
+  }
+
+  private awaitingAhead(): Set<LocalRequest> | null {
+    let set: Set<LocalRequest> | null = null;
+    for (const b of this.inFlight) if (b.streaming) for (const i of b.live) if (b.locals[i].inReady) (set ??= new Set()).add(b.locals[i]);
+    return set;
   }
 
   /** Ready requests other than those waiting for a running batch's streamed lookahead. */

@@ -5,6 +5,8 @@ import type { SchedulingMode } from './schedulingMode.ts';
 export interface LaneView {
   readonly index: number;
   readonly readyCount: number;
+  /** Ready requests a new batch may take: not those a batch still running will serve by lookahead. */
+  readonly newWork: number;
   readonly threshold: number;
   readonly executing: boolean;
 }
@@ -25,16 +27,16 @@ export class LaunchPolicy {
   mayLaunch(lane: LaneView): boolean {
     switch (this.mode) {
       case 'async-immediate':
-        return lane.readyCount > 0;
+        return lane.newWork > 0;
       case 'async-delayed':
-        return lane.readyCount >= lane.threshold;
+        return lane.newWork >= lane.threshold;
       default:
         return this.granted[lane.index] === true && lane.readyCount > 0;
     }
   }
 
   mayLaunchAtDeadline(lane: LaneView): boolean {
-    return this.mode === 'async-delayed' ? lane.readyCount > 0 : this.mayLaunch(lane);
+    return this.mode === 'async-delayed' ? lane.newWork > 0 : this.mayLaunch(lane);
   }
 
   /** A lane started a batch. */

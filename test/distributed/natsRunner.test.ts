@@ -5,9 +5,21 @@ import { startNatsServer, type NatsServerProcess } from '../../runtime/distribut
 import { RemoteRunnerError } from '../../runtime/distributed/remoteRunnerError.ts';
 import { decodeResult, decodeStep, encodeResult, encodeStep } from '../../runtime/distributed/stepCodec.ts';
 import { simModel } from '../../runtime/distributed/simModel.ts';
-import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
+import { GREEDY, type StepOutput, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import { driveSame, HAVE_NATS, sleep, startReplica, stepOf, until, ZERO, type TestReplica } from './helpers.ts';
+
+/** A step's lookahead results per row, whether answered with the step or streamed after it. */
+function aheadOf(out: StepOutput, n: number): Promise<TokenSignals[][]> {
+  if (!out.aheadStream) return Promise.resolve((out.ahead ?? []).map((a) => [...a]));
+  const rows: TokenSignals[][] = Array.from({ length: n }, () => []);
+  return new Promise((resolve, reject) =>
+    out.aheadStream!.listen(
+      (part) => part.rows.forEach((sig, i) => sig && rows[i].push(sig)),
+      (e) => (e ? reject(e) : resolve(rows)),
+    ),
+  );
+}
 
 /** A copy of `bytes` starting at an odd offset of a larger buffer, as a socket read may hand it over. */
 function unaligned(bytes: Uint8Array): Uint8Array {
@@ -313,7 +325,7 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     await until(() => remote.replicaViews().length === 0, 2000, 'replica gone after its goodbye');
   });
 
-  it("lookahead: a step's extra passes come back in its one answer, equal to in-process, and a later row may start inside them", async () => {
+  it("lookahead: a step's extra passes stream back as they finish, equal to in-process, and a later row may start inside them", async () => {
     await replica('a', { maxAhead: 4 });
     // off unless asked for; then at most what the replica takes
     expect((await runner()).maxAhead).toBe(0);
@@ -324,14 +336,16 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     const both = async (rows: StepRow[]) => {
       const [want, got] = await Promise.all([Promise.resolve(local.step(rows)), remote.step(rows)]);
       expect(got.rows).toEqual(want.rows);
-      expect(got.ahead ?? []).toEqual((want.ahead ?? []).map((a) => [...a]));
-      return got;
+      expect(got.aheadStream).toBeDefined();
+      const ahead = await aheadOf(got, rows.length);
+      expect(ahead).toEqual(await aheadOf(want, rows.length));
+      return { rows: got.rows, ahead };
     };
     const first = await both([row(1, 0, [1, 5, 6], 3), row(2, 0, [1, 7], 0), row(3, 0, [1, 8, 9, 4], 4)]);
-    expect(first.ahead?.map((a) => a.length)).toEqual([3, 0, 4]);
+    expect(first.ahead.map((a) => a.length)).toEqual([3, 0, 4]);
     // row 1 took two of its three lookahead results: it resumes inside them (the replica rolls back)
-    const t = [first.rows[0].token, first.ahead![0][0].token, first.ahead![0][1].token];
-    await both([row(1, 5, [t[2]], 2), row(2, 2, [first.rows[1].token], 1), row(3, 8, [first.ahead![2][3].token], 0)]);
+    const t = [first.rows[0].token, first.ahead[0][0].token, first.ahead[0][1].token];
+    await both([row(1, 5, [t[2]], 2), row(2, 2, [first.rows[1].token], 1), row(3, 8, [first.ahead[2][3].token], 0)]);
   });
 
   it('recompute after lookahead: the kept tokens include what the passes fed, so a re-prefill rebuilds the same cache', async () => {
@@ -343,11 +357,14 @@ describe.skipIf(!HAVE_NATS)('NatsRunner over a real nats-server', () => {
     const step = async (r: StepRow) => {
       const [want, got] = await Promise.all([Promise.resolve(local.step([r])), remote.step([r])]);
       expect(got.rows).toEqual(want.rows);
-      return want;
+      // the stream has ended (the entry's books have every pass) before the next step
+      const ahead = await aheadOf(got, 1);
+      expect(ahead).toEqual(await aheadOf(want, 1));
+      return ahead;
     };
     const a = await step(row(0, [1, 5, 6], 4));
     // one lookahead result used, then the replica holding the cache dies
-    await step(row(4, [a.ahead![0][0].token], 2));
+    await step(row(4, [a[0][0].token], 2));
     await reps.find((r) => r.server.subject === remote.placementOf(1))!.crash();
     await until(() => remote.replicaViews().length === 1, 2000, 'replica dropped');
     const before = remote.stats.recomputedRows;
