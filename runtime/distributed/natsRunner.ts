@@ -32,9 +32,8 @@ export interface NatsRunnerOptions extends NatsAuthOptions {
   pipelineDepth?: number;
   /**
    * Lookahead passes a step may ask of the replicas, at most what their runners take (default 0:
-   * none). The passes come back together in the step's one answer, not one by one as from a local
-   * worker: each saves a round trip to a request that stays, but a request that leaves after the
-   * first pass waits for the rest. Worth it when the round trip is long against a pass.
+   * none). Each replica streams the passes to an inbox of the step as they finish; each pass a
+   * request uses saves it a round trip.
    */
   lookahead?: number;
   log?: (line: string) => void;
@@ -418,7 +417,6 @@ export class NatsRunner implements ModelRunner {
     this.stats.steps++;
     this.flushReleases();
     const out: TokenSignals[] = new Array(rows.length);
-    let ahead: TokenSignals[][] | null = null;
     const streamed = this.maxAhead > 0 && rows.some((r) => (r.ahead ?? 0) > 0) ? this.openAheadStream(rows, out) : null;
     const lost: number[] = [];
     let lostError: Error | null = null;
@@ -486,17 +484,14 @@ export class NatsRunner implements ModelRunner {
           if (replica) replica.lastHeard = performance.now();
           for (let j = 0; j < s.idx.length; j++) {
             const row = s.rows[j];
-            const more = res.value.ahead?.[j] ?? [];
             out[s.idx[j]] = sigs[j];
-            if (more.length) (ahead ??= rows.map(() => []))[s.idx[j]] = more;
-            this.fed(row, s.target, more.length);
+            this.fed(row, s.target);
             if (this.mirror) {
               // what the cache holds now: up to the row's start (a row may start inside the last
-              // step's lookahead), its tokens, then each lookahead pass's input, the token before it
+              // step's lookahead), then its tokens; streamed passes add theirs (fedAhead)
               const m = row.position === 0 ? [] : this.mirror.get(row.cacheId) ?? [];
               m.length = Math.min(m.length, row.position);
               for (const t of row.tokens) m.push(t);
-              for (let k = 0; k < more.length; k++) m.push(k === 0 ? sigs[j].token : more[k - 1].token);
               this.mirror.set(row.cacheId, m);
             }
           }
@@ -526,7 +521,7 @@ export class NatsRunner implements ModelRunner {
     streamed?.assembler.settle();
     // parts that arrived already wait in the stream for the engine to listen
     const aheadStream = streamed?.assembler.streaming ? streamed.assembler.stream : undefined;
-    return { rows: out, modelMs, ...(ahead ? { ahead } : {}), ...(aheadStream ? { aheadStream } : {}), ...(lost.length ? { lost: { rows: lost, error: lostError! } } : {}) };
+    return { rows: out, modelMs, ...(aheadStream ? { aheadStream } : {}), ...(lost.length ? { lost: { rows: lost, error: lostError! } } : {}) };
   }
 
   /**
@@ -613,8 +608,8 @@ export class NatsRunner implements ModelRunner {
     return { ...row, tokens: fed.slice(0, row.position).concat(row.tokens), position: 0 };
   }
 
-  /** A row's step succeeded on `subject`: the cache lives there now, holding its position + tokens + lookahead passes. */
-  private fed(row: StepRow, subject: string, aheadPasses: number): void {
+  /** A row's step succeeded on `subject`: the cache lives there now, holding its position + tokens. */
+  private fed(row: StepRow, subject: string): void {
     const r = this.replicas.get(subject);
     if (row.position === 0) {
       this.forget(row.cacheId);
@@ -633,7 +628,7 @@ export class NatsRunner implements ModelRunner {
     } else if (this.placement.get(row.cacheId) !== subject) {
       return; // moved to recompute or lost while the step ran
     }
-    const held = row.position + row.tokens.length + aheadPasses;
+    const held = row.position + row.tokens.length;
     r!.ourTokens += held - (this.cacheTokens.get(row.cacheId) ?? 0);
     this.cacheTokens.set(row.cacheId, held);
   }

@@ -337,22 +337,16 @@ export class NatsSubServer {
         }
       };
       const now = performance.now();
-      const main = (s: (typeof spans)[number], ahead?: TokenSignals[][]) => {
-        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to), ahead);
+      for (const s of spans) {
+        const bytes = encodeResult({ replica: this.subject, modelMs, queuedMs: t0 - s.inc.arrived }, out.rows.slice(s.from, s.to));
         this.answer(s.inc, bytes);
         this.remember(s.inc, bytes, now);
-      };
-      const stream: AheadStream | null = out.aheadStream ?? (out.ahead ? finishedStream(out.ahead, rows.length) : null);
-      if (!stream) {
-        held();
-        for (const s of spans) main(s);
-        return;
       }
-      // Lookahead passes: an entry that asked for them streamed (aheadTo) gets its answer now and each
-      // pass as it finishes, as a local worker streams them; one that did not gets them all in its answer.
+      const stream: AheadStream | null = out.aheadStream ?? (out.ahead ? finishedStream(out.ahead, rows.length) : null);
+      if (!stream) return held();
+      // Lookahead passes go to each entry's inbox for the step (aheadTo) as they finish, as a local
+      // worker streams them; the model is busy until the last one.
       const streamed = spans.filter((s) => s.inc.step.meta.aheadTo);
-      const gathered = spans.filter((s) => !s.inc.step.meta.aheadTo);
-      for (const s of streamed) main(s);
       const kept: TokenSignals[][] = rows.map(() => []);
       const stopped = new Array<boolean>(rows.length).fill(false);
       let pass = 0;
@@ -379,7 +373,6 @@ export class NatsSubServer {
       );
       held();
       for (const s of streamed) this.publish(s.inc.step.meta.aheadTo!, encodeResult({ replica: this.subject, seq: s.inc.step.meta.seq, end: true }, []));
-      for (const s of gathered) main(s, kept.slice(s.from, s.to));
     } finally {
       this.running = null;
       this.busy = false;

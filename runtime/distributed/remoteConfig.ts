@@ -25,9 +25,8 @@ export const remoteModelSchema = z
     /** Batches in flight to this model: 2 hides the network round trip between steps; 1 sends one at a time. */
     pipelineDepth: z.number().int().min(1).max(4).default(2),
     /**
-     * Lookahead passes a step may ask of the replicas (0: none). Off by default: the passes come back
-     * together in the step's answer, so a request that leaves the model early waits for them; it
-     * pays only when the round trip is long against a forward pass.
+     * Lookahead passes a step may ask of the replicas, streamed back as they finish (0: none). Off by
+     * default: on the workload measured (docs/deploy.md) it cost more than the round trips it saved.
      */
     lookahead: z.number().int().min(0).max(64).default(0),
   })

@@ -48,7 +48,7 @@ export interface DecodedStep {
 export interface DecodedResult {
   meta: ResultMeta;
   rows: TokenSignals[];
-  /** Lookahead results, ahead[i][s] for row i's pass s + 1 (absent: none). */
+  /** On a streamed lookahead pass: ahead[i] holds row i's result of that pass, or nothing where the row did not step. */
   ahead?: TokenSignals[][];
 }
 
@@ -269,7 +269,7 @@ interface ResultJson extends ResultMeta {
   aheadLens?: number[];
 }
 
-/** Signals of `rows`, then of each row's lookahead passes (`ahead[i]`, in order), in one message. */
+/** Signals of `main`, then of each row's lookahead results (`ahead[i]`, in order), in one message. */
 export function encodeResult(meta: ResultMeta, main: readonly TokenSignals[], ahead?: readonly (readonly TokenSignals[])[]): Uint8Array {
   const withAhead = ahead?.some((a) => a.length > 0) ?? false;
   const rows = withAhead ? main.concat(...ahead!) : main;
