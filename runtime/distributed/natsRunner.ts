@@ -418,6 +418,16 @@ export class NatsRunner implements ModelRunner {
     this.flushReleases();
     const out: TokenSignals[] = new Array(rows.length);
     const streamed = this.maxAhead > 0 && rows.some((r) => (r.ahead ?? 0) > 0) ? this.openAheadStream(rows, out) : null;
+    try {
+      return await this.stepRounds(rows, out, streamed);
+    } catch (e) {
+      // no stream for a step that failed: close its inbox
+      streamed?.assembler.endReplica(null);
+      throw e;
+    }
+  }
+
+  private async stepRounds(rows: readonly StepRow[], out: TokenSignals[], streamed: { inbox: string; assembler: AheadAssembler } | null): Promise<StepOutput> {
     const lost: number[] = [];
     let lostError: Error | null = null;
     let modelMs = 0;
@@ -512,10 +522,7 @@ export class NatsRunner implements ModelRunner {
           }
         }
       });
-      if (fatal) {
-        streamed?.assembler.endReplica(null);
-        throw fatal;
-      }
+      if (fatal) throw fatal;
       pending = retry;
     }
     streamed?.assembler.settle();
