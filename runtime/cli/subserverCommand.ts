@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createRealClock } from '../clock/clock.ts';
 import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
-import { openNats } from '../distributed/natsConnection.ts';
+import { openNats, watchLink } from '../distributed/natsConnection.ts';
 import { NatsSubServer } from '../distributed/natsSubServer.ts';
 import { parseSimLatency, simModel } from '../distributed/simModel.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -107,9 +107,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
     await runner.close?.();
     throw new TokenRouterError('unavailable', (e as Error).message, 'nats');
   }
-  void (async () => {
-    for await (const s of nc.status()) if (s.type === 'disconnect' || s.type === 'reconnect') log(`NATS ${s.type}`);
-  })();
+  watchLink(nc, { down: () => log('NATS disconnect'), up: () => log('NATS reconnect') });
   const server = await NatsSubServer.start(nc, runner, {
     model,
     replica,

@@ -36,3 +36,13 @@ export async function openNats(opts: NatsAuthOptions & { name: string; connectTi
     throw new RemoteRunnerError('no_replicas', `cannot connect to NATS at ${servers.join(',')}: ${(e as Error).message}`, { cause: e });
   }
 }
+
+/** Calls `down` when the link to NATS drops and `up` when the client has reconnected (it does so by itself). */
+export function watchLink(nc: NatsConnection, on: { down(): void; up(): void }): void {
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect') on.down();
+      else if (status.type === 'reconnect') on.up();
+    }
+  })();
+}

@@ -5,9 +5,9 @@ import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects, type ModelSubjects } from './modelSubjects.ts';
 import { AheadAssembler } from './aheadAssembler.ts';
-import { openNats, type NatsAuthOptions } from './natsConnection.ts';
+import { openNats, watchLink, type NatsAuthOptions } from './natsConnection.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
-import { decodeControl, decodeResult, encodeControl, encodeRelease, encodeStep, WireKind, type DecodedResult, type ResultMeta, type StepMeta } from './stepCodec.ts';
+import { decodeControl, decodeResult, encodeControl, encodeRelease, encodeStep, WireKind, type DecodedResult, type ResultMeta } from './stepCodec.ts';
 
 export type ReplicaLossPolicy = 'fail' | 'recompute';
 
@@ -202,7 +202,7 @@ export class NatsRunner implements ModelRunner {
     const connectTimeout = opts.connectTimeoutMs ?? 30_000;
     const nc = await openNats({ ...opts, name: `tokenrouter-entry:${opts.model}`, connectTimeoutMs: connectTimeout });
     const runner = new NatsRunner(nc, opts);
-    void runner.watchConnection();
+    watchLink(nc, { down: () => (runner.disconnected = true), up: () => runner.reconnected() });
     try {
       await runner.handshake(performance.now() + connectTimeout);
     } catch (e) {
@@ -711,19 +711,14 @@ export class NatsRunner implements ModelRunner {
    * the replica answers a part it already ran from its cache of recent results. Heartbeats missed
    * while we were away are not held against the replicas.
    */
-  private async watchConnection(): Promise<void> {
-    for await (const status of this.nc.status()) {
-      if (status.type === 'disconnect') this.disconnected = true;
-      else if (status.type === 'reconnect') {
-        this.disconnected = false;
-        this.reconnectedAt = performance.now();
-        this.stats.reconnects++;
-        for (const r of this.replicas.values()) r.lastHeard = this.reconnectedAt;
-        for (const p of this.inflight) p.parked = true;
-        // passes streamed while we were away are lost; what came stands, the replicas roll back the rest
-        for (const a of [...this.streams]) a.endReplica(null);
-      }
-    }
+  private reconnected(): void {
+    this.disconnected = false;
+    this.reconnectedAt = performance.now();
+    this.stats.reconnects++;
+    for (const r of this.replicas.values()) r.lastHeard = this.reconnectedAt;
+    for (const p of this.inflight) p.parked = true;
+    // passes streamed while we were away are lost; what came stands, the replicas roll back the rest
+    for (const a of [...this.streams]) a.endReplica(null);
   }
 
   /** A replica was heard: send again the parts that wait for it. */

@@ -4,6 +4,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { AheadStream, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
+import { watchLink } from './natsConnection.ts';
 import { WIRE_PROTOCOL, type ReplicaAnnouncement } from './natsRunner.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
 import { decodeControl, decodeRelease, decodeStep, encodeControl, encodeResult, wireKind, WireKind, type DecodedStep } from './stepCodec.ts';
@@ -102,7 +103,7 @@ export class NatsSubServer {
   /** Subscribes and announces itself; resolves once the NATS server has the subscriptions. */
   static async start(nc: NatsConnection, runner: ModelRunner, opts: NatsSubServerOptions): Promise<NatsSubServer> {
     const s = new NatsSubServer(nc, runner, opts);
-    void s.watchConnection();
+    watchLink(nc, { down: () => (s.disconnected = true), up: () => s.reconnected() });
     await nc.flush();
     s.heartbeat();
     return s;
@@ -196,17 +197,12 @@ export class NatsSubServer {
   }
 
   /** Keepalives missed while we were cut off from NATS are not held against the entries. */
-  private async watchConnection(): Promise<void> {
-    for await (const status of this.nc.status()) {
-      if (status.type === 'disconnect') this.disconnected = true;
-      else if (status.type === 'reconnect') {
-        this.disconnected = false;
-        const now = performance.now();
-        for (const entry of this.entryHeard.keys()) this.entryHeard.set(entry, now);
-        // tell entries at once that we are back, rather than at the next period
-        this.heartbeat();
-      }
-    }
+  private reconnected(): void {
+    this.disconnected = false;
+    const now = performance.now();
+    for (const entry of this.entryHeard.keys()) this.entryHeard.set(entry, now);
+    // tell entries at once that we are back, rather than at the next period
+    this.heartbeat();
   }
 
   private onEntry(msg: Msg): void {

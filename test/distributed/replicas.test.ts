@@ -51,8 +51,8 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     await nats?.stop();
   });
 
-  /** Starts the workload, waits until its caches sit on both replicas, kills one, and returns what happened. */
-  async function killOneMidway(remote: { served: Served; runner: NatsRunner }) {
+  /** Runs the workload in-process for reference, starts it on `remote`, and waits until its caches sit on both replicas. */
+  async function startOnBoth(remote: { served: Served; runner: NatsRunner }) {
     const want = await Promise.all(run(local, 160));
     const inflight = run(remote.served, 160);
     await until(() => remote.runner.replicaViews().every((v) => v.caches >= 3), 30_000, 'caches on both replicas');
@@ -60,6 +60,12 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
     // spread by load: with equal capacities neither replica holds much more than the other
     const [a, b] = views.map((v) => v.caches);
     expect(Math.abs(a - b)).toBeLessThanOrEqual(Math.max(3, (a + b) / 3));
+    return { want, inflight, views };
+  }
+
+  /** Starts the workload on both replicas, kills one, and returns what happened. */
+  async function killOneMidway(remote: { served: Served; runner: NatsRunner }) {
+    const { want, inflight, views } = await startOnBoth(remote);
     const killed = views[0].name;
     await subs.get(killed)!.kill();
     subs.delete(killed);
@@ -111,10 +117,8 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
   it('SIGTERM drains a replica: no request fails, new ones go to the other, and the process leaves once its requests ended', async () => {
     const remote = await entry('fail');
     try {
-      const want = await Promise.all(run(local, 160));
-      const inflight = run(remote.served, 160);
-      await until(() => remote.runner.replicaViews().every((v) => v.caches >= 3), 30_000, 'caches on both replicas');
-      const [victim, other] = remote.runner.replicaViews();
+      const { want, inflight, views } = await startOnBoth(remote);
+      const [victim, other] = views;
       const proc = subs.get(victim.name)!;
       subs.delete(victim.name);
       const exited = new Promise<number | null>((r) => proc.child.once('exit', (code) => r(code)));
