@@ -1,6 +1,6 @@
 // The entry and its sub-servers: admits requests, routes every step's result, moves requests between models.
 import { createActor } from 'xstate';
-import { routeInput, standardReceive, standardSend, type Handoff, type ModelId, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
+import { standardReceive, type Handoff, type ModelId, type TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
 import { isFinalLocal, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { requestMachine } from '../actors/requestMachine.ts';
@@ -9,9 +9,9 @@ import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
-import { draw3 } from '../util/hash.ts';
 import { checkInvariants } from './invariants.ts';
 import { LocalRequest } from './localRequest.ts';
+import { routeRow } from './routeRow.ts';
 import { RequestState, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 import { SubServer, type Batch, type SubServerOptions, type SubServerOwner } from './subServer.ts';
 
@@ -375,53 +375,26 @@ export class Cluster implements SubServerOwner {
     this.end(local.req, 'failed', 'error', this.lostError(local.req.lane(local.model), error));
   }
 
+  /** Applies routeRow's decision for one row: the only place a step's result changes request state. */
   onRowResult(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
     if (this.endedMeanwhile(local)) return;
     const req = local.req;
     const lane = req.lane(local.model);
-    const alg = req.algorithm;
     const m = local.model;
     local.stepsHere++;
-    const position = req.tokens.length;
-    const input = routeInput(sig, m, position, local.stepsHere, req.generated, draw3(req.drawSeed, position, m), req.meta);
-    let target: ModelId;
-    try {
-      target = alg.route(input);
-    } catch (e) {
-      return this.algorithmFailed(req, 'route', e);
-    }
-    if (target === 0 || target === m) {
-      if (this.commit(req, sig, m, false)) lane.enqueue(local);
-      return;
-    }
-    if (!Number.isInteger(target) || target < 0 || target > req.lanes.length) {
-      return this.algorithmFailed(req, 'route', new Error(`returned ${target}; expected 0 or a model id in 1..${req.lanes.length}`));
-    }
-    const anchor = req.known[target];
-    const sendReq: SendRequest<unknown> = { requestId: req.id, from: m, to: target, result: input, unseen: req.tokens.slice(anchor), anchor, meta: req.meta };
-    let handoff: Handoff<unknown>;
-    try {
-      handoff = alg.send ? alg.send(sendReq) : standardSend(sendReq, true);
-      checkHandoff(handoff, sendReq);
-    } catch (e) {
-      return this.algorithmFailed(req, 'send', e);
-    }
-    if (handoff.keep) {
-      if (!this.commit(req, sig, m, true)) return;
-    } else req.discarded++;
+    const d = routeRow(
+      { requestId: req.id, algorithm: req.algorithm, model: m, models: req.lanes.length, tokens: req.tokens, known: req.known, stepsHere: local.stepsHere, generated: req.generated, drawSeed: req.drawSeed, meta: req.meta, eosTokenId: lane.runner.info.eosTokenId, maxLength: req.maxLength },
+      sig,
+    );
+    if (d.kind === 'fail') return this.algorithmFailed(req, d.fn, d.message);
+    if (d.commit !== undefined && !this.commit(req, sig, m, d.kind === 'handoff')) return;
+    if (d.kind === 'finish') return this.end(req, 'done', d.reason);
+    if (d.kind === 'stay') return lane.enqueue(local);
+    const { handoff, to: target } = d;
+    if (!handoff.keep) req.discarded++;
     req.known[m] = req.tokens.length;
     req.handoffs++;
-    this.trace?.emit({
-      type: 'handoff',
-      t: this.clock.now(),
-      requestId: req.id,
-      from: lane.name,
-      to: req.lane(target).name,
-      batchId: batch.id,
-      tokens: handoff.tokens.length,
-      kept: handoff.keep,
-      at: input.generated,
-    });
+    this.trace?.emit({ type: 'handoff', t: this.clock.now(), requestId: req.id, from: lane.name, to: req.lane(target).name, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at: d.at });
     if (this.retainState) {
       this.move(local, { type: 'HANDOFF' });
       lane.markPendingReturn(local);
@@ -447,14 +420,10 @@ export class Cluster implements SubServerOwner {
     this.place(req, target);
   }
 
-  /** Appends a committed token; false when the request ended with it. */
+  /** Appends a committed token and tells the client; false when the client's callback ended the request. */
   private commit(req: RequestState, sig: TokenSignals, model: ModelId, atHandoff: boolean): boolean {
     const lane = req.lane(model);
     const token = sig.token;
-    if (token === lane.runner.info.eosTokenId) {
-      this.end(req, 'done', 'stop');
-      return false;
-    }
     req.tokens.push(token);
     req.producedBy.push(model);
     this.committed++;
@@ -470,12 +439,7 @@ export class Cluster implements SubServerOwner {
       this.end(req, 'failed', 'error', e as Error);
       return false;
     }
-    if (req.finished) return false; // the callback cancelled it
-    if (req.tokens.length >= req.maxLength) {
-      this.end(req, 'done', 'length');
-      return false;
-    }
-    return true;
+    return !req.finished; // the callback may have cancelled it
   }
 
   private algorithmFailed(req: RequestState, fn: string, e: unknown): void {
@@ -640,16 +604,5 @@ export class Cluster implements SubServerOwner {
     if (thresholds.some((t) => t > 1) && !Number.isFinite(this.maxWaitMs)) {
       throw new TokenRouterError('infeasible_thresholds', 'thresholds above 1 need a finite max-wait deadline (maxWaitMs)', 'maxWaitMs');
     }
-  }
-}
-
-/** A custom send must still carry exactly the unseen suffix, anchored where the peer's view ends. */
-function checkHandoff(h: Handoff<unknown>, req: SendRequest<unknown>): void {
-  if (h.anchor !== req.anchor || h.to !== req.to || h.from !== req.from || h.requestId !== req.requestId) {
-    throw new Error(`handoff for ${req.requestId} must go ${req.from}→${req.to} at anchor ${req.anchor}`);
-  }
-  const expected = req.unseen.length + (h.keep ? 1 : 0);
-  if (h.tokens.length !== expected || (h.keep && h.tokens[expected - 1] !== req.result.token)) {
-    throw new Error(`handoff for ${req.requestId} must carry the ${req.unseen.length} unseen tokens${h.keep ? ' plus the kept token' : ''}`);
   }
 }

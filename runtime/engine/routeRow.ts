@@ -1,0 +1,84 @@
+// Pure routing of one row's result: route → send (or stay), EOS and length limits, as data the step applies.
+import { routeInput, standardSend, type Algorithm, type Handoff, type ModelId, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
+import { draw3 } from '../util/hash.ts';
+
+/** What routing reads about one request on the model that just stepped it. Never mutated here (route may update `meta`, which it owns). */
+export interface RowView {
+  readonly requestId: string;
+  readonly algorithm: Algorithm<unknown>;
+  /** The model that produced the result (1-based). */
+  readonly model: ModelId;
+  /** Models the algorithm names. */
+  readonly models: number;
+  /** The committed sequence, prompt included. */
+  readonly tokens: readonly number[];
+  /** known[m]: how much of `tokens` model m has seen. */
+  readonly known: readonly number[];
+  /** Forward passes on this model since it last arrived, this one included. */
+  readonly stepsHere: number;
+  readonly generated: number;
+  readonly drawSeed: number;
+  readonly meta: unknown;
+  readonly eosTokenId: number;
+  /** Sequence length at which decoding stops. */
+  readonly maxLength: number;
+}
+
+/**
+ * The decision for one row. `commit` is the token to append (absent: none). A handoff whose kept
+ * token ends the request (EOS or length) is reported as a finish: nothing crosses.
+ */
+export type RowDecision =
+  | { kind: 'stay'; commit: number }
+  | { kind: 'finish'; reason: 'stop' | 'length'; commit?: number }
+  | { kind: 'handoff'; to: ModelId; handoff: Handoff<unknown>; commit?: number; at: number }
+  | { kind: 'fail'; fn: 'route' | 'send'; message: string };
+
+export function routeRow(v: RowView, sig: TokenSignals): RowDecision {
+  const m = v.model;
+  const position = v.tokens.length;
+  const input = routeInput(sig, m, position, v.stepsHere, v.generated, draw3(v.drawSeed, position, m), v.meta);
+  let target: ModelId;
+  try {
+    target = v.algorithm.route(input);
+  } catch (e) {
+    return fail('route', e);
+  }
+  if (target === 0 || target === m) return commitOrFinish(v, sig.token) ?? { kind: 'stay', commit: sig.token };
+  if (!Number.isInteger(target) || target < 0 || target > v.models) {
+    return { kind: 'fail', fn: 'route', message: `returned ${target}; expected 0 or a model id in 1..${v.models}` };
+  }
+  const anchor = v.known[target];
+  const sendReq: SendRequest<unknown> = { requestId: v.requestId, from: m, to: target, result: input, unseen: v.tokens.slice(anchor), anchor, meta: input.meta };
+  let handoff: Handoff<unknown>;
+  try {
+    handoff = v.algorithm.send ? v.algorithm.send(sendReq) : standardSend(sendReq, true);
+    checkHandoff(handoff, sendReq);
+  } catch (e) {
+    return fail('send', e);
+  }
+  if (!handoff.keep) return { kind: 'handoff', to: target, handoff, at: v.generated };
+  return commitOrFinish(v, sig.token) ?? { kind: 'handoff', to: target, handoff, commit: sig.token, at: v.generated };
+}
+
+/** EOS ends the request uncommitted; the token that reaches the length limit is committed and ends it. */
+function commitOrFinish(v: RowView, token: number): RowDecision | null {
+  if (token === v.eosTokenId) return { kind: 'finish', reason: 'stop' };
+  if (v.tokens.length + 1 >= v.maxLength) return { kind: 'finish', reason: 'length', commit: token };
+  return null;
+}
+
+function fail(fn: 'route' | 'send', e: unknown): RowDecision {
+  return { kind: 'fail', fn, message: e instanceof Error ? e.message : String(e) };
+}
+
+/** A custom send must still carry exactly the unseen suffix, anchored where the peer's view ends. */
+function checkHandoff(h: Handoff<unknown>, req: SendRequest<unknown>): void {
+  if (h.anchor !== req.anchor || h.to !== req.to || h.from !== req.from || h.requestId !== req.requestId) {
+    throw new Error(`handoff for ${req.requestId} must go ${req.from}→${req.to} at anchor ${req.anchor}`);
+  }
+  const expected = req.unseen.length + (h.keep ? 1 : 0);
+  if (h.tokens.length !== expected || (h.keep && h.tokens[expected - 1] !== req.result.token)) {
+    throw new Error(`handoff for ${req.requestId} must carry the ${req.unseen.length} unseen tokens${h.keep ? ' plus the kept token' : ''}`);
+  }
+}
