@@ -4,7 +4,9 @@ import type { TokenSignals } from '../../shared/algorithm.ts';
 import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { LaneView, LaunchPolicy } from '../scheduler/launchPolicy.ts';
-import { rowPhase, type ModelRunner, type StepOutput, type StepPhase, type StepRow } from '../runner/modelRunner.ts';
+import { planAdmission } from '../scheduler/planAdmission.ts';
+import { aheadCap, planBatch, type BatchPlan, type ReadyRow } from '../scheduler/planBatch.ts';
+import type { ModelRunner, StepOutput, StepPhase, StepRow } from '../runner/modelRunner.ts';
 import { CachePool } from './cachePool.ts';
 import { LocalRequest } from './localRequest.ts';
 
@@ -80,8 +82,6 @@ export class SubServerStats {
 
 /** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
 const STAY_ALPHA = 1 / 16;
-/** Lookahead step s is asked for only while a row is more likely than this to still be here: stay^s ≥ it. */
-const AHEAD_MIN_CHANCE = 0.5;
 
 export class SubServer implements SubServerHost, LaneView {
   readonly name: string;
@@ -92,9 +92,8 @@ export class SubServer implements SubServerHost, LaneView {
   readonly pool: CachePool;
   readonly actor: Actor<typeof subServerMachine>;
   readonly stats = new SubServerStats();
-  /** FIFO; a consumed slot is nulled so finished requests are not kept reachable until compaction. */
-  private ready: (LocalRequest | null)[] = [];
-  private readyHead = 0;
+  /** FIFO; may hold stale slots (a local no longer inReady, or enqueued again later): each step's view skips them. */
+  private ready: LocalRequest[] = [];
   readyCount = 0;
   /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
@@ -201,37 +200,16 @@ export class SubServer implements SubServerHost, LaneView {
 
   /**
    * Gives `local` a cache reservation for its whole context, evicting pending-return caches
-   * (oldest first) if that makes room; otherwise it waits in the admission queue.
+   * (oldest first) if that makes room; otherwise it waits, FIFO, in the admission queue.
    */
   admit(local: LocalRequest): boolean {
     const need = local.req.maxLength;
     if (need > this.pool.capacityTokens) {
       throw new RangeError(`request ${local.req.id} needs ${need} KV tokens on ${this.name}, pool holds ${this.pool.capacityTokens}`);
     }
-    if (!this.pool.tryReserve(need)) {
-      if (this.admissionQueue.length > 0 || !this.evictFor(need, local)) {
-        this.admissionQueue.push(local);
-        return false;
-      }
-      this.pool.tryReserve(need);
-    }
-    local.reserved = need;
-    local.cacheId = LocalRequest.newCacheId();
-    local.fed = 0;
-    this.stats.admissions++;
-    local.req.admissions[local.model]++;
-    return true;
-  }
-
-  private evictFor(need: number, except: LocalRequest): boolean {
-    for (const victim of this.pendingReturn) {
-      if (this.pool.capacityTokens - this.pool.reservedTokenCount >= need) break;
-      if (victim === except) continue;
-      this.dropCache(victim);
-      this.pendingReturn.delete(victim);
-      this.stats.evictions++;
-    }
-    return this.pool.capacityTokens - this.pool.reservedTokenCount >= need;
+    this.admissionQueue.push(local);
+    const admitted = this.admitWaiting();
+    return admitted.length > 0 && admitted[admitted.length - 1] === local;
   }
 
   /** Frees a local's cache and reservation. Never while it is in a batch. */
@@ -245,7 +223,6 @@ export class SubServer implements SubServerHost, LaneView {
     local.fed = 0;
   }
 
-  /** Admits waiting locals that now fit; returns those admitted so the cluster can mark them running. */
   /** New pool size; returns the waiting requests that can never fit now (taken off the queue). */
   resize(tokens: number): LocalRequest[] {
     this.pool.resize(tokens);
@@ -254,109 +231,108 @@ export class SubServer implements SubServerHost, LaneView {
     return unfit;
   }
 
+  /** Admits the waiting locals that now fit (planAdmission decides); returns them so the cluster can mark them running. */
   admitWaiting(): LocalRequest[] {
-    const admitted: LocalRequest[] = [];
-    while (this.admissionQueue.length > 0) {
-      const local = this.admissionQueue[0];
-      const need = local.req.maxLength;
-      if (!this.pool.tryReserve(need) && !(this.evictFor(need, local) && this.pool.tryReserve(need))) break;
-      this.admissionQueue.shift();
-      local.reserved = need;
+    if (this.admissionQueue.length === 0) return [];
+    const victims = [...this.pendingReturn];
+    const plan = planAdmission({
+      capacity: this.pool.capacityTokens,
+      reserved: this.pool.reservedTokenCount,
+      waiting: this.admissionQueue.map((l) => l.req.maxLength),
+      evictable: victims.map((l) => l.reserved),
+    });
+    for (const victim of victims.slice(0, plan.evict)) {
+      this.dropCache(victim);
+      this.pendingReturn.delete(victim);
+      this.stats.evictions++;
+    }
+    const admitted = this.admissionQueue.splice(0, plan.admit);
+    for (const local of admitted) {
+      this.pool.tryReserve(local.req.maxLength);
+      local.reserved = local.req.maxLength;
       local.cacheId = LocalRequest.newCacheId();
       local.fed = 0;
       this.stats.admissions++;
       local.req.admissions[local.model]++;
-      admitted.push(local);
     }
     return admitted;
   }
 
-  // --- execution ---
-  launch(): void {
-    const clock = this.owner.clock;
-    const locals: LocalRequest[] = [];
-    const rows: StepRow[] = [];
-    let phase: StepPhase = 'decode';
-    let tokens = 0;
-    let ahead = 0;
-    const aheadCap = this.aheadCap();
-    const ready = this.ready;
-    // A request a running batch still serves by lookahead stays for it (only a pipelined lane has one running).
-    const waiting = this.awaitingAhead();
-    const deferred: LocalRequest[] = [];
-    while (locals.length < this.maxBatch && this.readyHead < ready.length) {
-      const local = ready[this.readyHead];
-      ready[this.readyHead++] = null;
-      if (!local || !local.inReady) continue;
-      if (waiting?.has(local)) {
-        deferred.push(local);
-        continue;
-      }
-      local.inReady = false;
-      local.inBatch = true;
-      this.readyCount--;
-      const req = local.req;
-      const row: StepRow = {
-        cacheId: local.cacheId,
-        requestId: req.id,
-        tokens: req.tokens.slice(local.fed),
-        position: local.fed,
-        sampling: req.stepSampling,
-        wants: local.wants,
-        ahead: this.aheadFor(local, aheadCap),
-      };
-      if (row.ahead! > ahead) ahead = row.ahead!;
-      const p = rowPhase(row);
-      if (p === 'prefill' || (p === 'extend' && phase === 'decode')) phase = p;
-      tokens += row.tokens.length;
-      locals.push(local);
-      rows.push(row);
-    }
-    for (const local of deferred) ready.push(local);
-    if (this.readyHead > 1024 && this.readyHead * 2 > ready.length) {
-      this.ready = ready.slice(this.readyHead);
-      this.readyHead = 0;
-    }
-    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: clock.now(), phase, tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: 0, live: [], last: [], streaming: false };
-    this.inFlight.push(batch);
-    this.owner.policy.launched(this);
+  // --- the step: plan → execute → apply ---
+
+  /** One batched step: the planner picks the rows, the runner runs them, `complete` applies the results. */
+  step(): void {
+    const ready = this.takeReadyView();
+    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, aheadCap: aheadCap(this.lookahead, this.runner.maxAhead ?? 0, this.stayRate) });
+    const batch = this.start(plan, ready.locals);
     let out: StepOutput | Promise<StepOutput>;
-    const wall0 = performance.now();
-    batch.wall0 = wall0;
     try {
       if (this.down) throw new Error(`sub-server ${this.name} is down`);
-      out = this.runner.step(rows);
+      out = this.runner.step(batch.rows);
     } catch (e) {
-      clock.setTimeout(() => this.fail(batch, e as Error, performance.now() - wall0), 0);
+      this.owner.clock.setTimeout(() => this.fail(batch, e as Error, performance.now() - batch.wall0), 0);
       return;
     }
     if (out instanceof Promise) {
       out.then(
-        (o) => this.complete(batch, o, performance.now() - wall0),
-        (e: Error) => this.fail(batch, e, performance.now() - wall0),
+        (o) => this.complete(batch, o, performance.now() - batch.wall0),
+        (e: Error) => this.fail(batch, e, performance.now() - batch.wall0),
       );
     } else {
-      const wall = performance.now() - wall0;
+      const wall = performance.now() - batch.wall0;
       const o = out;
-      clock.setTimeout(() => this.complete(batch, o, wall), o.durationMs ?? 0);
+      this.owner.clock.setTimeout(() => this.complete(batch, o, wall), o.durationMs ?? 0);
     }
   }
 
-  /** Lookahead steps worth asking of a row on this lane now: none unless the lane's rows mostly stay. */
-  private aheadCap(): number {
-    const cap = Math.min(this.lookahead, this.runner.maxAhead ?? 0);
-    if (cap <= 0 || this.stayRate <= AHEAD_MIN_CHANCE) return 0;
-    if (this.stayRate >= 1) return cap;
-    return Math.min(cap, Math.floor(Math.log(AHEAD_MIN_CHANCE) / Math.log(this.stayRate)));
+  /** The actor's `launch`. */
+  launch(): void {
+    this.step();
   }
 
-  /** Within the request's limits: every lookahead step commits one more token, and EOS suppression must not change midway. */
-  private aheadFor(local: LocalRequest, cap: number): number {
-    if (cap === 0) return 0;
-    const req = local.req;
-    let n = Math.min(cap, req.maxLength - req.tokens.length - 1);
-    if (req.generated < req.minTokens) n = Math.min(n, req.minTokens - req.generated - 1);
-    return Math.max(0, n);
+  /** The ready requests in FIFO order, as the planner reads them (stale FIFO slots compacted away). */
+  private takeReadyView(): { rows: ReadyRow[]; locals: LocalRequest[] } {
+    const waiting = this.awaitingAhead();
+    const locals: LocalRequest[] = [];
+    const rows: ReadyRow[] = [];
+    const seen = new Set<LocalRequest>();
+    for (const local of this.ready) {
+      if (!local.inReady || seen.has(local)) continue;
+      seen.add(local);
+      const req = local.req;
+      locals.push(local);
+      rows.push({
+        fed: local.fed,
+        unfed: req.tokens.length - local.fed,
+        room: req.maxLength - req.tokens.length - 1,
+        belowMin: req.generated < req.minTokens ? req.minTokens - req.generated - 1 : Infinity,
+        awaitingAhead: waiting?.has(local) ?? false,
+      });
+    }
+    return { rows, locals };
+  }
+
+  /** Takes the planned rows off the ready queue and records the batch as in flight. */
+  private start(plan: BatchPlan, candidates: readonly LocalRequest[]): Batch {
+    const locals: LocalRequest[] = [];
+    const rows: StepRow[] = [];
+    let ahead = 0;
+    plan.rows.forEach((ri, k) => {
+      const local = candidates[ri];
+      local.inReady = false;
+      local.inBatch = true;
+      this.readyCount--;
+      const req = local.req;
+      rows.push({ cacheId: local.cacheId, requestId: req.id, tokens: req.tokens.slice(local.fed), position: local.fed, sampling: req.stepSampling, wants: local.wants, ahead: plan.ahead[k] });
+      if (plan.ahead[k] > ahead) ahead = plan.ahead[k];
+      locals.push(local);
+    });
+    // The rest keep their FIFO order; consumed and stale slots go.
+    this.ready = candidates.filter((l) => l.inReady);
+    const batch: Batch = { id: this.owner.nextBatchId(), lane: this.index, locals, rows, start: this.owner.clock.now(), phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), live: [], last: [], streaming: false };
+    this.inFlight.push(batch);
+    this.owner.policy.launched(this);
+    return batch;
   }
 
   private awaitingAhead(): Set<LocalRequest> | null {
