@@ -1,6 +1,6 @@
 // Binary wire format between NatsRunner and a remote sub-server: step rows, token signals, releases, control.
 import type { StepWants, TokenSignals } from '../../shared/algorithm.ts';
-import type { StepRow } from '../runner/modelRunner.ts';
+import type { SamplingParams, SamplingPenalties, StepRow } from '../runner/modelRunner.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
 
 /**
@@ -158,6 +158,8 @@ interface StepJson extends StepMeta {
   ids: string[];
   /** Distinct head lists; each row points at one by index (usually every row shares one). */
   heads: (readonly string[])[];
+  /** Rare per-row sampling extras (logprobs, penalties) by row index; absent when no row has any. */
+  extras?: Record<number, { topLogprobs?: number; penalties?: SamplingPenalties }>;
 }
 
 /** Per-row flag bits of a step message. */
@@ -182,6 +184,12 @@ export function encodeStep(meta: StepMeta, rows: readonly StepRow[]): Uint8Array
     headIdx[i] = k;
   }
   const json: StepJson = { ...meta, ids: rows.map((r) => r.requestId), heads: headLists };
+  for (let i = 0; i < n; i++) {
+    const sp = rows[i].sampling;
+    if (sp.topLogprobs === undefined && sp.penalties === undefined) continue;
+    json.extras ??= {};
+    json.extras[i] = { ...(sp.topLogprobs !== undefined ? { topLogprobs: sp.topLogprobs } : {}), ...(sp.penalties ? { penalties: sp.penalties } : {}) };
+  }
   const jsonBytes = ENCODER.encode(JSON.stringify(json));
   const w = new Writer(WireKind.Step, n, tokens, jsonBytes, 4 * n * 8 + 8 * align8(n * 4) + align8(tokens * 4));
   const cacheId = w.f64(n);
@@ -245,18 +253,22 @@ export function decodeStep(data: Uint8Array): DecodedStep {
     // rows share one wants object per distinct value, as they do in-process
     let w = wants.get(key);
     if (!w) wants.set(key, (w = { topK: wantsTopK[i], hidden: wantsHidden[i] === 1, heads: json.heads[heads[i]] ?? [] }));
+    const sampling: SamplingParams = flags[i] & SUPPRESS_EOS ? { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i], suppressEos: true } : { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i] };
+    const extra = json.extras?.[i];
+    if (extra?.topLogprobs !== undefined) sampling.topLogprobs = extra.topLogprobs;
+    if (extra?.penalties) sampling.penalties = extra.penalties;
     rows[i] = {
       cacheId: cacheId[i],
       requestId: json.ids[i],
       tokens: Array.from(tok.subarray(t, t + len)),
       position: position[i],
-      sampling: flags[i] & SUPPRESS_EOS ? { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i], suppressEos: true } : { temperature: temperature[i], topP: topP[i], topK: topK[i], seed: seed[i] },
+      sampling,
       wants: w,
     };
     if (ahead[i] > 0) rows[i].ahead = ahead[i];
     t += len;
   }
-  const { ids: _ids, heads: _heads, ...meta } = json;
+  const { ids: _ids, heads: _heads, extras: _extras, ...meta } = json;
   return { meta, rows };
 }
 

@@ -14,6 +14,30 @@ export interface SamplingParams {
    * Signals still describe the model's whole distribution.
    */
   suppressEos?: boolean;
+  /**
+   * The client asked for this many top logprobs: the runner reports at least this many top
+   * (id, prob) pairs, more than `wants.topK` if need be (routers read only the first topK).
+   */
+  topLogprobs?: number;
+  /** OpenAI penalties and logit bias; absent on the hot path (no history kept, no logits copied). */
+  penalties?: SamplingPenalties;
+}
+
+/**
+ * Applied to the logits of the draw only, as OpenAI and vLLM define them:
+ * logit[t] += bias[t] - frequency * count[t] - presence * (count[t] > 0), count over the output tokens.
+ * Signals (entropy, top-k, logprobs) still describe the model's own distribution.
+ */
+export interface SamplingPenalties {
+  frequency: number;
+  presence: number;
+  /** [token id, bias] pairs, bias in [-100, 100]. */
+  logitBias: readonly (readonly [number, number])[];
+  /**
+   * Where the request's output starts in its sequence (the prompt length): the runner counts the
+   * tokens its cache holds from here on, which after any handoff are the committed output.
+   */
+  outputFrom: number;
 }
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });

@@ -21,6 +21,8 @@ interface CacheEntry {
   loc: KvLocation;
   /** Tokens the last step appended by lookahead: a next step may start up to this many earlier. */
   ahead: number;
+  /** The token ids held (first `len` valid), kept only for requests with penalties, which count them. */
+  ids?: number[];
 }
 
 /** An earlier batch's tensors are kept for the requests left in them until they hold this many times the tokens those use. */
@@ -181,7 +183,7 @@ export class OnnxRunner implements ModelRunner {
     for (const r of rows) {
       if (r.position === 0) {
         this.dropCache(r.cacheId);
-        this.caches.set(r.cacheId, { len: 0, loc: null, ahead: 0 });
+        this.caches.set(r.cacheId, r.sampling.penalties ? { len: 0, loc: null, ahead: 0, ids: [] } : { len: 0, loc: null, ahead: 0 });
       }
     }
     const entries = rows.map((r) => this.caches.get(r.cacheId)!);
@@ -284,7 +286,16 @@ export class OnnxRunner implements ModelRunner {
     batch.mask = mask;
     batch.valid = valid;
     batch.T = T2;
-    for (let b = 0; b < B; b++) entries[order[b]].len += feeds[order[b]]?.length ?? 0;
+    for (let b = 0; b < B; b++) {
+      const e = entries[order[b]];
+      const f = feeds[order[b]];
+      if (e.ids && f) {
+        // a rollback only lowered len: drop the ids past it before appending
+        e.ids.length = e.len;
+        for (const t of f) e.ids.push(t);
+      }
+      e.len += f?.length ?? 0;
+    }
 
     const logits = out.logits;
     const V = logits.dims[2];
@@ -303,9 +314,10 @@ export class OnnxRunner implements ModelRunner {
         sampling: r.sampling,
         position: entries[i].len,
         model: this.info.name,
-        topK: r.wants.topK,
+        topK: Math.max(r.wants.topK, r.sampling.topLogprobs ?? 0),
         topLogitsK: needTopLogits,
         eosTokenId: this.info.eosTokenId,
+        history: entries[i].ids,
       });
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;

@@ -1,5 +1,5 @@
 // Per-row distribution signals and seeded sampling from one row of logits (computed once per row).
-import type { SamplingParams } from './modelRunner.ts';
+import type { SamplingParams, SamplingPenalties } from './modelRunner.ts';
 
 /** Draw streams: sampling and routing use different streams so they never share a draw. */
 export const SAMPLE_STREAM = 0x53414d50; // "SAMP"
@@ -73,6 +73,8 @@ export interface AnalyzeOptions {
   topLogitsK?: number;
   /** The model's EOS id, left out of the draw when `sampling.suppressEos` is set. */
   eosTokenId?: number;
+  /** The tokens the cache holds before `position` (needed only with `sampling.penalties`). */
+  history?: readonly number[];
 }
 
 /** Indices of the k largest entries of `x[0..n)`, best first (partial insertion; k is small). */
@@ -144,7 +146,8 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
   const top = topIndices(p, kReport);
   const s = opts.sampling;
   let token: number;
-  if (ban < 0) token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
+  if (s.penalties) token = drawPenalised(logits, s, s.penalties, opts, ban);
+  else if (ban < 0) token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
   else if (!(s.temperature > 0)) token = drawArg;
   else {
     // The banned logit is set aside for the draw only, then put back.
@@ -168,6 +171,33 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
     topProbs: top.map((i) => p[i]),
     topLogits,
   };
+}
+
+/**
+ * The draw over penalised and biased logits (a copy: signals keep the model's own numbers). The
+ * uniform is the same (seed, position, model) draw as without penalties, so seeded runs replay.
+ */
+function drawPenalised(logits: Float32Array, s: SamplingParams, pen: SamplingPenalties, opts: AnalyzeOptions, ban: number): number {
+  const x = Float32Array.from(logits);
+  const V = x.length;
+  if (pen.frequency !== 0 || pen.presence !== 0) {
+    const h = opts.history ?? [];
+    const end = Math.min(h.length, opts.position);
+    const counts = new Map<number, number>();
+    for (let i = Math.max(0, pen.outputFrom); i < end; i++) counts.set(h[i], (counts.get(h[i]) ?? 0) + 1);
+    for (const [t, c] of counts) if (t >= 0 && t < V) x[t] -= pen.frequency * c + pen.presence;
+  }
+  for (const [t, b] of pen.logitBias) if (t >= 0 && t < V) x[t] += b;
+  if (ban >= 0) x[ban] = -Infinity;
+  let max = -Infinity;
+  let arg = 0;
+  for (let i = 0; i < V; i++) {
+    if (x[i] > max) {
+      max = x[i];
+      arg = i;
+    }
+  }
+  return s.temperature > 0 ? sampleToken(x, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
 }
 
 /** Temperature / top-k / top-p draw with a given uniform `u`. */
