@@ -2,6 +2,7 @@
 
 export type ErrorCode =
   | 'invalid_request'
+  | 'forbidden_host'
   | 'not_found'
   | 'too_large'
   | 'overloaded'

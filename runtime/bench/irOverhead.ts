@@ -6,7 +6,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { compileIr } from '../algorithms/compileIr.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
@@ -60,7 +60,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const reps = Number(opts.flags.runs ?? 15);
   const rows: Record<string, unknown>[] = [];
   for (const name of ['r-stitch', 'citer', 'r2r', 'co-llm', 'me']) {
-    const ts = builtinAlgorithms[name]() as Algorithm<unknown>;
+    const ts = builtinFactory(name)() as Algorithm<unknown>;
     const graph = JSON.parse(fs.readFileSync(path.join(GRAPHS, `${name}.json`), 'utf8'));
     const compiled = compileGraph(graph, CATALOG);
     if (!compiled.ok) throw new Error(`${name}.json does not compile: ${compiled.issues.map((i) => i.code).join(', ')}`);

@@ -26,6 +26,12 @@ export const serverConfigSchema = z
   .object({
     port: z.number().int().min(0).max(65535).default(8080),
     host: z.string().default('127.0.0.1'),
+    /**
+     * Host names (besides loopback names, IP literals and `host`) that requests may carry in `Host`;
+     * a leading dot allows subdomains. Anything else is refused, so a page on a rebound DNS name
+     * cannot reach this server through the visitor's browser.
+     */
+    allowedHosts: z.array(z.string().min(1).max(253)).default([]),
     /** Where the algorithm registry (SQLite) and the admin token live. */
     dataDir: z.string().default('.tokenrouter'),
     modelsDir: z.string().default('examples/models'),
@@ -58,9 +64,17 @@ export const serverConfigSchema = z
         /** Upper bound on max_tokens. */
         maxTokens: z.number().int().min(1).default(256),
         maxBodyBytes: z.number().int().min(1024).default(1 << 20),
+        /** A request (headers and body) must arrive within this; a slow or endless body is cut with 408. */
+        bodyTimeoutMs: z.number().int().min(100).default(30_000),
+        /** Open TCP connections (live feed included); beyond it new ones are closed at once. */
+        maxConnections: z.number().int().min(1).default(1024),
+        /** Live-feed WebSocket clients at once; one more is refused with 503. */
+        maxLiveClients: z.number().int().min(0).default(32),
+        /** Unsent bytes a live-feed client may hold before it is disconnected (close 1008). */
+        liveBufferBytes: z.number().int().min(16 * 1024).default(4 << 20),
       })
       .strict()
-      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20 }),
+      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20, bodyTimeoutMs: 30_000, maxConnections: 1024, maxLiveClients: 32, liveBufferBytes: 4 << 20 }),
     defaultAlgorithm: z.string().default('r-stitch'),
     /** Bearer token for admin endpoints and the live feed; generated on first start when absent. */
     adminToken: z.string().min(16).optional(),

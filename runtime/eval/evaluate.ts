@@ -75,7 +75,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
   const out: EvalEntry[] = [];
   const prompts = opts.problems.map((p) => opts.tokenizer.encodeChat([{ role: 'user', content: p.question }]));
   for (const spec of opts.plan) {
-    const factory = builtinAlgorithms[spec.factory];
+    const factory = builtinAlgorithms.get(spec.factory);
     if (!factory) throw new Error(`eval: unknown algorithm ${spec.factory}`);
     const probe = factory(spec.params);
     if (!probe.models.every((m) => opts.runners.has(m))) continue;

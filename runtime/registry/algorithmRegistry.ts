@@ -73,6 +73,12 @@ export class AlgorithmRegistry {
     return e?.active_version ? this.version(name, e.active_version) : undefined;
   }
 
+  /** Versions that have been active, most recent first, each once; the current one leads. */
+  activationHistory(name: string): number[] {
+    const rows = this.db.prepare('SELECT version FROM activations WHERE name = ? ORDER BY id DESC').all(name) as { version: number }[];
+    return [...new Set(rows.map((r) => r.version))];
+  }
+
   /** Stores a new version (next number); activates it when `activate` is true. One transaction. */
   createVersion(name: string, spec: AlgorithmSpec, opts: { activate?: boolean } = {}): AlgorithmVersion {
     if (!NAME.test(name)) throw new TokenRouterError('invalid_request', `algorithm name "${name}" must match ${NAME}`, 'name');

@@ -21,6 +21,7 @@ import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegi
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
+import { DraftCache } from './draftCache.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
 /** Built-ins stored as version 1 on first start. */
@@ -84,6 +85,11 @@ export class TokenRouterService {
   readonly trace = new TraceRecorder(20_000);
   readonly cluster: Cluster;
   private readonly compiled = new Map<string, Algorithm<unknown>>();
+  /** `name@version` of stored versions that do not load here, with why; reported once each. */
+  private readonly unloadable = new Map<string, string>();
+  /** Algorithms already reported as served by an earlier version (or not at all), so the log says it once. */
+  private readonly reported = new Set<string>();
+  readonly drafts = new DraftCache<Algorithm<unknown>>();
   private seq = 0;
 
   private constructor(
@@ -158,11 +164,11 @@ export class TokenRouterService {
     const modelNames = new Set(config.models.map((m) => m.name));
     for (const name of SEEDED) {
       if (registry.get(name)) continue;
-      const alg = builtinAlgorithms[name]?.();
+      const alg = builtinAlgorithms.get(name)?.();
       if (!alg || !alg.models.every((m) => modelNames.has(m))) continue;
       registry.createVersion(name, { kind: 'builtin', factory: name }, { activate: true });
     }
-    return new TokenRouterService(
+    const service = new TokenRouterService(
       config,
       runners,
       folders,
@@ -174,6 +180,9 @@ export class TokenRouterService {
       opts.restartRunner,
       opts.checkInvariants ?? process.env.TOKENROUTER_CHECK_INVARIANTS === '1',
     );
+    // Every stored algorithm is loaded now, so one that no longer loads is reported at start.
+    for (const e of registry.list()) if (e.activeVersion !== null) service.serving(e.name);
+    return service;
   }
 
   /** Restarts so far, by model: a crashed worker comes back by itself. */
@@ -230,7 +239,7 @@ export class TokenRouterService {
   modelIds(): string[] {
     const algs = this.registry
       .list()
-      .filter((e) => e.activeVersion !== null)
+      .filter((e) => e.activeVersion !== null && this.serving(e.name) !== null)
       .map((e) => e.name);
     return [...algs, ...this.config.models.map((m) => m.name)];
   }
@@ -238,8 +247,8 @@ export class TokenRouterService {
   /** Builds an algorithm from a stored spec; IR is compiled against the deployed models. */
   instantiate(spec: AlgorithmSpec): Algorithm<unknown> {
     if (spec.kind === 'builtin') {
-      const f = builtinAlgorithms[spec.factory];
-      if (!f) throw new TokenRouterError('not_found', `no built-in algorithm "${spec.factory}"`, 'factory');
+      const f = builtinAlgorithms.get(spec.factory);
+      if (!f) throw new TokenRouterError('invalid_request', `no built-in algorithm "${spec.factory}"; built-ins: ${[...builtinAlgorithms.keys()].join(', ')}`, 'builtin');
       try {
         return f(spec.params) as Algorithm<unknown>;
       } catch (e) {
@@ -254,21 +263,85 @@ export class TokenRouterService {
     }
   }
 
+  /**
+   * Builds the algorithm and proves it runs here: it names its models and this server serves each.
+   * Deploys and activations go through this before anything is stored.
+   */
+  deployable(spec: AlgorithmSpec): Algorithm<unknown> {
+    const alg = this.instantiate(spec);
+    const models: unknown = alg?.models;
+    const field = spec.kind === 'ir' ? 'ir' : 'builtin';
+    if (!Array.isArray(models) || models.length === 0 || !models.every((m) => typeof m === 'string')) {
+      throw new TokenRouterError('invalid_request', 'the algorithm does not name the models it runs on', field);
+    }
+    const missing = models.find((m) => !this.runners.has(m));
+    if (missing !== undefined) {
+      throw new TokenRouterError('invalid_request', `the algorithm runs on model "${missing}", which this server does not serve (served: ${this.config.models.map((m) => m.name).join(', ')})`, field);
+    }
+    return alg;
+  }
+
+  /**
+   * What `name` serves: its active version, or when that one does not load here (stored by an
+   * older build, or its models are no longer served), the most recent earlier active version that
+   * does; null when none loads. Answering every request with a 500 would take the name down.
+   */
+  serving(name: string): { algorithm: Algorithm<unknown>; version: number } | null {
+    const active = this.registry.active(name);
+    if (!active) return null;
+    const failed: string[] = [];
+    for (const v of [active.version, ...this.registry.activationHistory(name).filter((x) => x !== active.version)]) {
+      const key = `${name}@${v}`;
+      let alg = this.compiled.get(key);
+      if (!alg) {
+        const why = this.unloadable.get(key);
+        if (why !== undefined) {
+          failed.push(`v${v}: ${why}`);
+          continue;
+        }
+        const spec = v === active.version ? active.spec : this.registry.version(name, v)?.spec;
+        if (!spec) continue;
+        try {
+          alg = this.deployable(spec);
+        } catch (e) {
+          const msg = (e as Error).message;
+          this.unloadable.set(key, msg);
+          failed.push(`v${v}: ${msg}`);
+          continue;
+        }
+        this.compiled.set(key, alg);
+      }
+      if (failed.length > 0) this.report(`${name}@${active.version}>${v}`, `algorithm ${name}: stored version does not load (${failed.join('; ')}); serving v${v} instead`);
+      return { algorithm: alg, version: v };
+    }
+    this.report(`${name}@${active.version}>none`, `algorithm ${name}: no stored version loads (${failed.join('; ')}); it is not served`);
+    return null;
+  }
+
+  private report(key: string, line: string): void {
+    if (this.reported.has(key)) return;
+    this.reported.add(key);
+    console.error(`[tokenrouter] ${line}`);
+  }
+
+  /** Refuses a request the cluster would refuse anyway, before any work is spent on it. */
+  private admitOrThrow(): void {
+    const c = this.cluster;
+    if (c.activeCount >= c.maxConcurrency && c.queuedCount >= c.maxQueue) throw new TokenRouterError('overloaded', `admission queue is full (${c.maxQueue} waiting)`, null);
+  }
+
   /** The algorithm a request names, at the version active now (in-flight requests keep theirs). */
   resolve(model: string, draftIr?: unknown): { algorithm: Algorithm<unknown>; name: string; version: number | null } {
     if (model === 'draft') {
       if (draftIr === undefined) throw new TokenRouterError('invalid_request', 'model "draft" needs a tokenrouter_ir field with the IR to run', 'tokenrouter_ir');
-      return { algorithm: this.instantiate({ kind: 'ir', ir: draftIr }), name: 'draft', version: null };
+      // Admitted before compiling: a flood past the queue is refused without costing compiles.
+      this.admitOrThrow();
+      return { algorithm: this.drafts.get(draftIr, (ir) => this.instantiate({ kind: 'ir', ir })), name: 'draft', version: null };
     }
-    const active = this.registry.active(model);
-    if (active) {
-      const key = `${model}@${active.version}`;
-      let alg = this.compiled.get(key);
-      if (!alg) {
-        alg = this.instantiate(active.spec);
-        this.compiled.set(key, alg);
-      }
-      return { algorithm: alg, name: model, version: active.version };
+    if (this.registry.active(model)) {
+      const s = this.serving(model);
+      if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
+      return { algorithm: s.algorithm, name: model, version: s.version };
     }
     if (this.runners.has(model)) {
       const key = `single:${model}`;

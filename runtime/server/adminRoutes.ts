@@ -50,8 +50,8 @@ export function adminRoutes(service: TokenRouterService): Router {
     wrap((req, res) => {
       const body = parseBody(versionBody, req.body);
       const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
-      // Compile before storing: a version in the registry is always deployable.
-      service.instantiate(spec);
+      // Proven before storing (compiled, and its models served here): a stored version always loads.
+      service.deployable(spec);
       const v = service.registry.createVersion(String(req.params.name), spec, { activate: body.activate === true });
       res.status(201).json({ name: v.name, version: v.version });
     }),
@@ -63,6 +63,8 @@ export function adminRoutes(service: TokenRouterService): Router {
       const { version } = parseBody(activateBody, req.body);
       const name = String(req.params.name);
       if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
+      const stored = service.registry.version(name, version);
+      if (stored) service.deployable(stored.spec);
       service.registry.activate(name, version);
       res.json({ name, activeVersion: version });
     }),

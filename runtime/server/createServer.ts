@@ -13,7 +13,8 @@ import { errorMiddleware } from './httpErrors.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
 import { openaiRoutes } from './openaiRoutes.ts';
-import { refuseForeignOrigin } from './originGuard.ts';
+import { answerHalfClosed, applyConnectionLimits, serverOptions } from './connectionLimits.ts';
+import { hostPolicy, refuseForeignHost, refuseForeignOrigin } from './originGuard.ts';
 
 export const WEB_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../designer/dist');
 
@@ -24,11 +25,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export function createApp(service: TokenRouterService): { app: express.Express; metrics: ServerMetrics } {
+/** `boundHost`: the address the server listens on, when it differs from the configured host. */
+export function createApp(service: TokenRouterService, boundHost = service.config.host): { app: express.Express; metrics: ServerMetrics } {
   const app = express();
   const metrics = new ServerMetrics(service);
   app.disable('x-powered-by');
+  app.use(refuseForeignHost(hostPolicy(boundHost, [service.config.host, ...service.config.allowedHosts])));
   app.use(refuseForeignOrigin);
+  app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, models: service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false })) });
@@ -72,9 +76,10 @@ function rejectInvalidUtf8(_req: http.IncomingMessage, _res: http.ServerResponse
 }
 
 export async function startServer(service: TokenRouterService, port = service.config.port, host = service.config.host): Promise<RunningServer> {
-  const { app } = createApp(service);
-  const server = http.createServer(app);
-  const wss = attachLiveFeed(server, service);
+  const { app } = createApp(service, host);
+  const server = http.createServer(serverOptions(service.config.limits), app);
+  applyConnectionLimits(server, service.config.limits);
+  const wss = attachLiveFeed(server, service, host);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

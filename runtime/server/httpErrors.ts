@@ -1,4 +1,6 @@
 // The one place typed errors become HTTP responses in OpenAI's error shape.
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import type { OpenAIErrorBody } from '../../shared/api/openai.ts';
 import { IrCompileError } from '../algorithms/compileIr.ts';
@@ -6,6 +8,7 @@ import { TokenRouterError, type ErrorCode } from '../errors.ts';
 
 const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
+  forbidden_host: 403,
   infeasible_thresholds: 400,
   not_found: 404,
   too_large: 413,
@@ -71,4 +74,14 @@ export function sendError(res: Response, e: unknown): void {
 /** Express error middleware (JSON parse errors, body limits, anything a route threw). */
 export function errorMiddleware(err: unknown, _req: Request, res: Response, _next: NextFunction): void {
   sendError(res, err);
+}
+
+/** Answers a refused WebSocket upgrade on the raw socket, with the same status and body as HTTP. */
+export function refuseUpgrade(socket: Duplex, e: unknown): void {
+  const h = toHttpError(e);
+  const body = JSON.stringify(h.body);
+  const headers = Object.entries({ ...h.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.end(`HTTP/1.1 ${h.status} ${STATUS_CODES[h.status] ?? ''}\r\n${headers}\r\n${body}`);
 }

@@ -1,6 +1,6 @@
 // Baselines: the single-model router never moves; the query router decides once, at step 0, and never comes back.
 import { describe, expect, it } from 'vitest';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinAlgorithms, builtinFactory } from '../../examples/algorithms/index.ts';
 import { digitFeature, queryRouter } from '../../examples/algorithms/queryRouter.ts';
 import { singleModel } from '../../examples/algorithms/singleModel.ts';
 import { routeInput, sendRequest } from './routeInput.ts';
@@ -47,7 +47,7 @@ describe('queryRouter', () => {
 
 describe('builtinAlgorithms', () => {
   it('builds every registered algorithm with its defaults and named as registered', () => {
-    for (const [name, make] of Object.entries(builtinAlgorithms)) {
+    for (const [name, make] of builtinAlgorithms) {
       const alg = make();
       expect(alg.name).toBe(name);
       expect(alg.entry).toBeGreaterThanOrEqual(1);
@@ -57,9 +57,9 @@ describe('builtinAlgorithms', () => {
   });
 
   it('passes parameters through and rejects wrong ones', () => {
-    const alg = builtinAlgorithms['r-stitch']({ tau: 0.5 });
+    const alg = builtinFactory('r-stitch')({ tau: 0.5 });
     const meta = alg.initMeta();
     expect(alg.route(routeInput(meta, { entropy: 0.4 }))).toBe(0);
-    expect(() => builtinAlgorithms.citer({ tau: 'high' })).toThrow(TypeError);
+    expect(() => builtinFactory('citer')({ tau: 'high' })).toThrow(TypeError);
   });
 });

@@ -1,6 +1,6 @@
 // End to end on the bundled ONNX models: each algorithm's output through the batched, concurrent cluster equals the sequential oracle's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
@@ -32,7 +32,7 @@ const SETTINGS = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me'].flatMap((name) => 
 
 describe.each(SETTINGS)('$name on the bundled models, lookahead $lookahead', ({ name, lookahead }) => {
   it(`commits what the sequential oracle commits on ${PROMPTS} held-out problems, token for token and model for model`, async () => {
-    const algorithm = builtinAlgorithms[name]();
+    const algorithm = builtinFactory(name)();
     const sampling = (i: number) => (lookahead > 0 ? { temperature: 0.7, seed: 1000 + i } : { temperature: 0 });
     const rollbacks0 = Object.values(runners).reduce((a, r) => a + r.stats.rollbacks, 0);
     const cluster = new Cluster({
@@ -85,7 +85,7 @@ describe('worker runners with streamed lookahead', () => {
   });
 
   it.each(['r-stitch', 'r2r'])('%s commits what the sequential oracle commits', async (name) => {
-    const algorithm = builtinAlgorithms[name]();
+    const algorithm = builtinFactory(name)();
     const cluster = new Cluster({
       lookahead: 8,
       clock: createRealClock(),

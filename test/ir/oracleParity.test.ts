@@ -6,7 +6,7 @@ import { compileIr } from '../../runtime/algorithms/compileIr.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { SimRunner, type SimContext } from '../../runtime/runner/simRunner.ts';
 import { mix } from '../../runtime/util/hash.ts';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { CATALOG, EXAMPLES, loadExample } from './fixtures.ts';
 
 const PROMPTS = 100;
@@ -34,7 +34,7 @@ describe.each(EXAMPLES)('%s under the sequential oracle', (name) => {
     const compiled = compileGraph(loadExample(name), CATALOG);
     if (!compiled.ok) throw new Error(`${name} does not compile`);
     const fromGraph = compileIr(JSON.parse(JSON.stringify(compiled.ir)), { models: CATALOG }) as Algorithm<unknown>;
-    const typed = builtinAlgorithms[name]();
+    const typed = builtinFactory(name)();
     let handoffs = 0;
     for (let p = 0; p < PROMPTS; p++) {
       const prompt = Array.from({ length: 3 + (p % 17) }, (_, j) => 4 + (mix(p, j) % 60));

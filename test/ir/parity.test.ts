@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { wantsFor, type Algorithm, type Handoff, type RouteInput } from '../../shared/algorithm.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
 import { compileIr } from '../../runtime/algorithms/compileIr.ts';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { CATALOG, EXAMPLES, loadExample } from './fixtures.ts';
 import { int, pick, rng, type Rng } from './rng.ts';
 
@@ -71,7 +71,7 @@ describe.each(EXAMPLES)('%s: graph vs TypeScript', (name) => {
   const compiled = compileGraph(loadExample(name), CATALOG);
   if (!compiled.ok) throw new Error(`${name} does not compile: ${JSON.stringify(compiled.issues)}`);
   const fromGraph = compileIr(JSON.parse(JSON.stringify(compiled.ir)), { models: CATALOG }) as Algorithm<unknown>;
-  const typed = builtinAlgorithms[name]();
+  const typed = builtinFactory(name)();
 
   it('declares the same models, entry and per-model extras', () => {
     expect(fromGraph.models).toEqual(typed.models);

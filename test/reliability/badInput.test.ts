@@ -204,7 +204,7 @@ describe('deploy API: bad input', () => {
     const cases: [string, string, unknown, number, RegExp][] = [
       ['both ir and builtin', 'x', { ir: {}, builtin: 'r2r' }, 400, /.+/],
       ['neither', 'x', {}, 400, /.+/],
-      ['unknown built-in', 'x', { builtin: 'gpt-router' }, 404, /no built-in algorithm/],
+      ['unknown built-in', 'x', { builtin: 'gpt-router' }, 400, /no built-in algorithm/],
       ['unknown parameter', 'x', { builtin: 'r-stitch', params: { tua: 0.1 } }, 400, /unknown parameter "tua"/],
       ['parameter of the wrong type', 'x', { builtin: 'r-stitch', params: { tau: 'low' } }, 400, /must be a number/],
       ['deeply nested parameter', 'x', `{"builtin":"query-router","params":{"prompt":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`, 400, /.+/],
@@ -293,7 +293,7 @@ describe('live feed: bad frames', () => {
     const rawUpgrade = (path: string, key: string | null, after = '') =>
       new Promise<string>((resolve) => {
         const s = net.connect(port, '127.0.0.1', () =>
-          s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n${key ? `Sec-WebSocket-Key: ${key}\r\n` : ''}\r\n${after}`),
+          s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n${key ? `Sec-WebSocket-Key: ${key}\r\n` : ''}\r\n${after}`),
         );
         let out = Buffer.alloc(0);
         s.on('data', (d) => (out = Buffer.concat([out, d])));

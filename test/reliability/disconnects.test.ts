@@ -74,7 +74,7 @@ describe('disconnects', () => {
     const port = Number(new URL(s.url).port);
     const body = JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '9*9' }], max_tokens: 200, stream: true });
     await new Promise<void>((resolve) => {
-      const sock = net.connect(port, '127.0.0.1', () => sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`));
+      const sock = net.connect(port, '127.0.0.1', () => sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`));
       let seen = 0;
       sock.on('data', (d) => {
         seen += (String(d).match(/data: /g) ?? []).length;

@@ -1,6 +1,6 @@
 // Faults: exceptions inside route/send/receive fail only their request; a runner killed mid-load fails only what it held, restarts, leaks nothing.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinAlgorithms, builtinFactory } from '../../examples/algorithms/index.ts';
 import { standardSend, type Algorithm, type Handoff } from '../../shared/algorithm.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
@@ -104,10 +104,10 @@ afterEach(async () => {
 describe('algorithm faults over HTTP', () => {
   it('a deployed algorithm that throws fails its own requests (500 algorithm_error), and concurrent streams finish', async () => {
     // Test-only built-in: R-Stitch's route, throwing on the request's 5th step.
-    builtinAlgorithms['test-throws'] = () => {
-      const base = builtinAlgorithms['r-stitch']();
+    builtinAlgorithms.set('test-throws', () => {
+      const base = builtinFactory('r-stitch')();
       return { ...base, name: 'test-throws', route: (s) => (s.generated >= 4 ? (() => { throw new Error('deliberate failure at step 5'); })() : base.route(s)) } as Algorithm;
-    };
+    });
     // The server logs every 500 with its stack; collected here instead of flooding the test output.
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
     rig = await startRig({ latency: { small: 3, large: 6 } });

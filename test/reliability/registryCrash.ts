@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { compileIr } from '../../runtime/algorithms/compileIr.ts';
 import { AlgorithmRegistry, type AlgorithmSpec } from '../../runtime/registry/algorithmRegistry.ts';
 import { RIG_CATALOG } from './irFixtures.ts';
@@ -46,7 +46,7 @@ export function crashRound(dataDir: string, seed: number, killAfter: number): Pr
 
 /** Builds the algorithm a stored spec describes, as the server would; throws if it cannot. */
 function instantiate(spec: AlgorithmSpec): void {
-  if (spec.kind === 'builtin') builtinAlgorithms[spec.factory](spec.params);
+  if (spec.kind === 'builtin') builtinFactory(spec.factory)(spec.params);
   else compileIr(spec.ir, { models: RIG_CATALOG });
 }
 

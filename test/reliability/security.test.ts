@@ -157,7 +157,7 @@ describe('no path traversal in the static file server', () => {
     const port = Number(new URL(rig.url).port);
     const get = (p: string) =>
       new Promise<string>((resolve) => {
-        const sock = net.connect(port, '127.0.0.1', () => sock.write(`GET ${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+        const sock = net.connect(port, '127.0.0.1', () => sock.write(`GET ${p} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`));
         let out = '';
         sock.on('data', (d) => (out += d.toString('latin1')));
         sock.on('close', () => resolve(out));
