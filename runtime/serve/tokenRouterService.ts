@@ -34,6 +34,15 @@ export interface StreamToken {
   signals: { entropy: number; maxProb: number; margin: number; heads: Readonly<Record<string, number>> };
   decision: 'stay' | 'handoff';
   kept: true;
+  /** Only when the request asked for logprobs (sampling.topLogprobs): the writing model's distribution here. */
+  logprobs?: TokenLogprobs;
+}
+
+/** The probability the writing model gave the committed token, and its most likely tokens, best first. */
+export interface TokenLogprobs {
+  prob: number;
+  topIds: readonly number[];
+  topProbs: readonly number[];
 }
 
 export interface GenerateParams {
@@ -368,6 +377,7 @@ export class TokenRouterService {
     let stopAt = -1;
     const hold = Math.max(0, ...params.stop.map((s) => s.length - 1));
     const minTokens = params.minTokens ?? 0;
+    const topLogprobs = params.sampling.topLogprobs;
     const handle = this.cluster.submit({
       id,
       prompt: params.promptIds,
@@ -394,6 +404,7 @@ export class TokenRouterService {
           decision: atHandoff ? 'handoff' : 'stay',
           kept: true,
         };
+        if (topLogprobs !== undefined) st.logprobs = { prob: sig.tokenProb, topIds: sig.topIds.slice(0, topLogprobs), topProbs: sig.topProbs.slice(0, topLogprobs) };
         sink.onDelta([st], delta);
         if (stopAt >= 0) this.cluster.stop(id);
       },

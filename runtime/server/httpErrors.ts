@@ -38,7 +38,8 @@ export function toHttpError(e: unknown): HttpError {
     const status = STATUS[e.code];
     return {
       status,
-      body: { error: { message: e.message, type: typeFor(status), param: e.param, code: e.code } },
+      // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
+      body: { error: { message: e.message, type: typeFor(status), param: e.param, code: e.code === 'not_found' && e.param === 'model' ? 'model_not_found' : e.code } },
       headers: status === 429 ? { 'Retry-After': '1' } : {},
     };
   }

@@ -3,6 +3,19 @@ import { z } from 'zod';
 
 const stop = z.union([z.string(), z.array(z.string()).max(4)]).nullish();
 
+/** Most choices one request may ask for (n times the prompts), as OpenAI caps n. */
+export const MAX_CHOICES = 128;
+
+/** A parameter this server does not implement: absent or null passes, anything else is refused with `why`. */
+const refused = (why: string) => z.unknown().refine((v) => v === undefined || v === null, { message: why }).optional();
+
+/** Accepted only where it means what this server does anyway (e.g. response_format {type: "text"}). */
+const onlyIf = (ok: (v: unknown) => boolean, why: string) => z.unknown().refine((v) => v === undefined || v === null || ok(v), { message: why }).optional();
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const NO_TOOLS = 'is not supported: this server generates text only and never calls tools';
+
 const common = {
   model: z.string().min(1).max(200),
   max_tokens: z.number().int().min(1).max(1_000_000).nullish(),
@@ -11,9 +24,18 @@ const common = {
   seed: z.number().int().min(-(2 ** 53)).max(2 ** 53).nullish(),
   stop,
   stream: z.boolean().nullish(),
-  stream_options: z.object({ include_usage: z.boolean().optional() }).nullish(),
-  n: z.literal(1).nullish(),
+  stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullish(),
+  /** Independent choices, each drawn with its own seed derived from the request's. */
+  n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
   user: z.string().max(256).nullish(),
+  /** Applied to the draw over the output tokens so far (OpenAI's definition); signals stay the model's own. */
+  frequency_penalty: z.number().min(-2).max(2).nullish(),
+  presence_penalty: z.number().min(-2).max(2).nullish(),
+  /** Token id (as a string, OpenAI's wire form) -> bias added to its logit before the draw. */
+  logit_bias: z
+    .record(z.string().regex(/^(0|[1-9][0-9]{0,9})$/, 'logit_bias keys are token ids'), z.number().min(-100).max(100))
+    .refine((m) => Object.keys(m).length <= 1024, { message: 'logit_bias holds at most 1024 tokens' })
+    .nullish(),
   /** vLLM extensions: no EOS and no stop string before this many tokens; `ignore_eos` = min_tokens of max_tokens. */
   min_tokens: z.number().int().min(0).max(1_000_000).nullish(),
   ignore_eos: z.boolean().nullish(),
@@ -21,27 +43,98 @@ const common = {
   tokenrouter_ir: z.unknown().optional(),
 };
 
-export const completionRequestSchema = z.object({
-  ...common,
-  prompt: z.union([z.string(), z.array(z.string()).length(1), z.array(z.number().int().min(0)).min(1)]),
-});
+/** OpenAI refuses stream_options on a request that does not stream; so does this server. */
+function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown }, ctx: z.RefinementCtx): void {
+  if (b.stream_options != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'stream_options is only allowed with stream: true' });
+}
 
-export const chatRequestSchema = z.object({
-  ...common,
-  max_completion_tokens: z.number().int().min(1).max(1_000_000).nullish(),
-  messages: z
-    .array(
-      z.object({
-        role: z.enum(['system', 'user', 'assistant', 'developer']),
-        content: z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() })).min(1)]),
-        name: z.string().optional(),
-      }),
-    )
-    .min(1),
-});
+const tokenIds = z.array(z.number().int().min(0)).min(1);
+
+export const completionRequestSchema = z
+  .object({
+    ...common,
+    /** A text, several texts, a token-id list or several token-id lists: one choice (times n) each. */
+    prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_CHOICES), tokenIds, z.array(tokenIds).min(1).max(MAX_CHOICES)]),
+    /** Top logprobs per token, as the legacy completions API (0..5). */
+    logprobs: z.number().int().min(0).max(5).nullish(),
+    /** The prompt's text is prepended to each choice's text. */
+    echo: z.boolean().nullish(),
+    best_of: onlyIf((v) => v === 1, 'best_of > 1 is not supported: ask for n choices and rank them yourself'),
+    suffix: onlyIf((v) => v === '', 'suffix (fill-in-the-middle) is not supported by the served models'),
+  })
+  .strict()
+  .superRefine(streamOptionsNeedStream);
+
+const textContent = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).strict()).min(1)]);
+
+const chatMessage = z
+  .object({
+    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool', 'function']),
+    /** Null or absent only on an assistant message (OpenAI allows it there). */
+    content: textContent.nullish(),
+    name: z.string().optional(),
+    refusal: z.null().optional(),
+    tool_calls: onlyIf((v) => Array.isArray(v) && v.length === 0, `tool_calls ${NO_TOOLS}`),
+    function_call: refused(`function_call ${NO_TOOLS}`),
+    // Accepted only so that a tool message is refused for its role, with the reason, not for this key.
+    tool_call_id: z.string().optional(),
+  })
+  .strict()
+  .superRefine((m, ctx) => {
+    if (m.role === 'tool' || m.role === 'function') {
+      ctx.addIssue({ code: 'custom', path: ['role'], message: `role "${m.role}" carries a tool result, and tools are not supported by this server (it never calls one)` });
+    } else if (m.content == null && m.role !== 'assistant') {
+      ctx.addIssue({ code: 'custom', path: ['content'], message: `a ${m.role} message needs content` });
+    }
+  });
+
+export const chatRequestSchema = z
+  .object({
+    ...common,
+    max_completion_tokens: z.number().int().min(1).max(1_000_000).nullish(),
+    messages: z.array(chatMessage).min(1),
+    /** Logprobs of each output token, and the top_logprobs (0..20) most likely tokens at each position. */
+    logprobs: z.boolean().nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    tools: onlyIf((v) => Array.isArray(v) && v.length === 0, `tools ${NO_TOOLS}`),
+    tool_choice: onlyIf((v) => v === 'none', `tool_choice ${NO_TOOLS} (only "none" is accepted)`),
+    parallel_tool_calls: refused(`parallel_tool_calls ${NO_TOOLS}`),
+    functions: refused(`functions ${NO_TOOLS}`),
+    function_call: onlyIf((v) => v === 'none', `function_call ${NO_TOOLS} (only "none" is accepted)`),
+    response_format: onlyIf(
+      (v) => isPlainObject(v) && v.type === 'text' && Object.keys(v).length === 1,
+      'response_format: only {"type": "text"} is supported; this server does not constrain output to JSON or a schema',
+    ),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    streamOptionsNeedStream(b, ctx);
+    if (b.top_logprobs != null && b.logprobs !== true) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: 'top_logprobs needs logprobs: true' });
+  });
 
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
+export type ChatMessage = ChatRequest['messages'][number];
+
+/** One output token's log probability and the most likely alternatives, as OpenAI's chat API gives them. */
+export interface ChatTokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+  /** Whose distribution this is: the model that wrote the token (routing mixes models within one answer). */
+  tokenrouter_model: string;
+}
+
+/** Legacy completions logprobs: parallel arrays, one entry per output token. */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Record<string, number>[];
+  text_offset: number[];
+  /** Per token: the model whose distribution gave these numbers. */
+  tokenrouter_models: string[];
+}
 
 /** Per committed token: who produced it, what route() saw, and what it decided. */
 export interface TokenAttribution {
