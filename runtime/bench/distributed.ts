@@ -7,12 +7,12 @@ import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { NatsRunner } from '../distributed/natsRunner.ts';
-import { startNatsServer, stopChild, type NatsServerProcess } from '../distributed/natsServerProcess.ts';
-import { startDelayRelay } from '../distributed/delayRelay.ts';
-import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../distributed/netnsPair.ts';
+import { startNatsServer, stopChild, type NatsServerProcess } from './rigs/natsServerProcess.ts';
+import { startDelayRelay } from './rigs/delayRelay.ts';
+import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from './rigs/netnsPair.ts';
 import { percentile } from '../loadgen/summarize.ts';
 import { simModel, type SimLatency } from '../distributed/simModel.ts';
-import { spawnSubServer, type SubServerProcess } from '../distributed/subServerProcess.ts';
+import { spawnSubServer, type SubServerProcess } from './rigs/subServerProcess.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { RemoteSim } from '../sim/remoteSim.ts';
@@ -182,7 +182,7 @@ async function inEntryRelay(listenHost: string, natsPort: number, delayMs: numbe
 
 /** The relay in its own process (`--relay process`): its timers do not share the entry's event loop. */
 function spawnRelay(listenHost: string, natsPort: number, delayMs: number): Promise<RelayHandle> {
-  const script = path.resolve(HERE, '../distributed/delayRelay.ts');
+  const script = path.resolve(HERE, './rigs/delayRelay.ts');
   const child = spawn(process.execPath, ['--import', 'tsx', script, '--listen', `${listenHost}:0`, '--target', `127.0.0.1:${natsPort}`, '--delay-ms', String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   return new Promise((resolve, reject) => {

@@ -5,7 +5,7 @@ import { Cluster } from '../../runtime/engine/cluster.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
-import { runWorkload, type WorkloadRequest } from '../../runtime/sim/runWorkload.ts';
+import { runWorkload, type WorkloadRequest } from './runWorkload.ts';
 import { draw3 } from '../../runtime/util/hash.ts';
 import { randomAlgorithm } from './randomAlgorithm.ts';
 

@@ -1,9 +1,9 @@
 // nats-server dies and comes back mid-workload: entry and sub-server reconnect, and every request finishes as if nothing happened.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
-import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
-import { spawnSubServer, type SubServerProcess } from '../../runtime/distributed/subServerProcess.ts';
+import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { HAVE_NATS, sleep, until } from './helpers.ts';
 import { complete, serve, type Served } from './serving.ts';

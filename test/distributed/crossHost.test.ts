@@ -1,11 +1,11 @@
 // Cross-host serving on one machine: sub-server in its own network namespace, 1 ms added each way by a delaying relay.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDelayRelay, type DelayRelay } from '../../runtime/distributed/delayRelay.ts';
+import { startDelayRelay, type DelayRelay } from '../../runtime/bench/rigs/delayRelay.ts';
 import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
-import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
-import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../../runtime/distributed/netnsPair.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
+import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../../runtime/bench/rigs/netnsPair.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
-import { spawnSubServer, type SubServerProcess } from '../../runtime/distributed/subServerProcess.ts';
+import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { HAVE_NATS } from './helpers.ts';
 import { complete, serve, type Served } from './serving.ts';

@@ -5,7 +5,7 @@ import { NO_WANTS, type TokenSignals } from '../../shared/algorithm.ts';
 import { openNats } from '../../runtime/distributed/natsConnection.ts';
 import { NatsSubServer } from '../../runtime/distributed/natsSubServer.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
-import { natsServerBinary } from '../../runtime/distributed/natsServerProcess.ts';
+import { natsServerBinary } from '../../runtime/bench/rigs/natsServerProcess.ts';
 
 export const HAVE_NATS = natsServerBinary() !== null;
 

@@ -1,7 +1,7 @@
 // NatsRunner against in-test sub-servers on a private nats-server: parity with in-process steps, replicas, failures.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
-import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { RemoteRunnerError } from '../../runtime/distributed/remoteRunnerError.ts';
 import { decodeResult, decodeStep, encodeResult, encodeStep } from '../../runtime/distributed/stepCodec.ts';
 import { simModel } from '../../runtime/distributed/simModel.ts';

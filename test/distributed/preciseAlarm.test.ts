@@ -1,6 +1,6 @@
 // The relay's worker-thread alarm: fires once per arm, not before its due time, and can be re-armed.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPreciseAlarm, type PreciseAlarm } from '../../runtime/distributed/preciseAlarm.ts';
+import { createPreciseAlarm, type PreciseAlarm } from '../../runtime/bench/rigs/preciseAlarm.ts';
 
 describe('precise alarm', () => {
   let alarm: PreciseAlarm | null = null;

@@ -4,7 +4,7 @@ import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
 import type { RequestResult } from '../../runtime/engine/requestState.ts';
 import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
-import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { markovAlgorithm } from '../../runtime/sim/markovAlgorithm.ts';

@@ -1,9 +1,9 @@
 // Two replicas of the large model in their own processes: new requests spread by load, and losing one hits only its own requests.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
-import { startNatsServer, type NatsServerProcess } from '../../runtime/distributed/natsServerProcess.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
-import { spawnSubServer, type SubServerProcess } from '../../runtime/distributed/subServerProcess.ts';
+import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { HAVE_NATS, until } from './helpers.ts';
 import { complete, serve, type Completion, type Served } from './serving.ts';

@@ -1,9 +1,9 @@
 // Drives a cluster on a virtual clock through a batch of requests and collects their results.
 import type { Algorithm } from '../../shared/algorithm.ts';
-import type { VirtualClock } from '../clock/virtualClock.ts';
-import type { Cluster } from '../engine/cluster.ts';
-import type { RequestResult } from '../engine/requestState.ts';
-import type { SamplingParams } from '../runner/modelRunner.ts';
+import type { VirtualClock } from '../../runtime/clock/virtualClock.ts';
+import type { Cluster } from '../../runtime/engine/cluster.ts';
+import type { RequestResult } from '../../runtime/engine/requestState.ts';
+import type { SamplingParams } from '../../runtime/runner/modelRunner.ts';
 
 export interface WorkloadRequest {
   id: string;

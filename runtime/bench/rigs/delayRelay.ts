@@ -123,7 +123,7 @@ export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRel
   });
 }
 
-/** `tsx runtime/distributed/delayRelay.ts --listen HOST:PORT --target HOST:PORT --delay-ms 1`: the relay as its own process. */
+/** `tsx runtime/bench/rigs/delayRelay.ts --listen HOST:PORT --target HOST:PORT --delay-ms 1`: the relay as its own process. */
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { listen: { type: 'string' }, target: { type: 'string' }, 'delay-ms': { type: 'string' } } });
   const split = (s: string | undefined, what: string): [string, number] => {

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopChild } from './natsServerProcess.ts';
-import { RemoteRunnerError } from './remoteRunnerError.ts';
+import { RemoteRunnerError } from '../../distributed/remoteRunnerError.ts';
 
 export interface SubServerProcess {
   child: ChildProcess;
@@ -16,7 +16,7 @@ export interface SubServerProcess {
   stop(): Promise<void>;
 }
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../cli/tokenrouter.mjs');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../cli/tokenrouter.mjs');
 
 export interface SpawnSubServerOptions {
   /** Arguments after `tokenrouter subserver`. */
