@@ -27,11 +27,14 @@ const BAD_FIELD: Record<string, readonly unknown[]> = {
   seed: [0.5, 2 ** 60, -(2 ** 60), 'seed', {}, [1]],
   stop: [5, ['a', 'b', 'c', 'd', 'e'], [1], { s: 'x' }, true, [null]],
   stream: ['yes', 1, {}, []],
-  n: [0, 2, 'one', 1.5, -1],
+  n: [0, 129, 'one', 1.5, -1],
+  frequency_penalty: [5, -2.5, 'x', []],
+  logit_bias: [{ '5': 101 }, { x: 1 }, { '99999': 1 }, 5, []],
+  response_format: [{ type: 'json_object' }, 'json', 5],
   user: [5, {}, 'u'.repeat(257), []],
   stream_options: ['x', 5, { include_usage: 1 }, []],
 };
-const BAD_PROMPT: readonly unknown[] = ['', [], [-1], [1.5], [30], [99999], {}, 7, true, [['a']], ['a', 'b'], [null], '9'.repeat(300), [1, 'a']];
+const BAD_PROMPT: readonly unknown[] = ['', [], [-1], [1.5], [30], [99999], {}, 7, true, [['a']], ['a', ''], [null], '9'.repeat(300), [1, 'a']];
 const BAD_MESSAGES: readonly unknown[] = [
   'hi',
   [],
