@@ -473,6 +473,8 @@ export class NatsRunner implements ModelRunner {
           continue;
         }
         adding.set(r, (adding.get(r) ?? 0) + fresh.tokens.length);
+        // counted when decided: a step already on its way to a replica that starts draining is not a new placement
+        r.placed++;
         add(r.subject, i, fresh);
       }
       const meta = { entry: this.entry, seq, ...(streamed ? { aheadTo: streamed.inbox } : {}) };
@@ -624,7 +626,6 @@ export class NatsRunner implements ModelRunner {
       if (r) {
         this.placement.set(row.cacheId, subject);
         r.cacheIds.add(row.cacheId);
-        r.placed++;
       } else {
         // its replica was declared lost while the step ran: the new cache went with it
         this.abandonedOn.set(subject, [...(this.abandonedOn.get(subject) ?? []), row.cacheId]);

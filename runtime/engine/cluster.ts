@@ -1,21 +1,18 @@
-// The entry and its sub-servers: admits requests, routes every step's result, moves requests between models.
-import { createActor } from 'xstate';
-import { standardReceive, type Handoff, type ModelId, type TokenSignals } from '../../shared/algorithm.ts';
-import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
-import { isFinalLocal, type LocalEvent } from '../actors/localRequestMachine.ts';
-import { requestMachine } from '../actors/requestMachine.ts';
+// The entry and its engines in one process: admits requests, streams what the engines commit, ends requests everywhere.
+import type { Handoff } from '../../shared/algorithm.ts';
+import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
+import { Engine, type EngineHost, type EngineOptions } from './engine.ts';
 import { checkInvariants } from './invariants.ts';
-import { LocalRequest } from './localRequest.ts';
-import { routeRow } from './routeRow.ts';
-import { RequestState, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
-import { SubServer, type Batch, type SubServerOptions, type SubServerOwner } from './subServer.ts';
+import { newCounters } from './localRequest.ts';
+import type { Commit, EngineLink, Finish } from './messages.ts';
+import { RequestState, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
-export interface ClusterModel extends Omit<SubServerOptions, 'maxBatch' | 'threshold' | 'kvCapacityTokens'> {
+export interface ClusterModel extends Omit<EngineOptions, 'maxBatch' | 'threshold' | 'kvCapacityTokens'> {
   maxBatch?: number;
   threshold?: number;
   kvCapacityTokens?: number;
@@ -69,24 +66,19 @@ export interface LaneStats {
   aheadRows: number;
 }
 
-const END_EVENT: Record<'done' | 'failed' | 'cancelled', LocalEvent> = {
-  done: { type: 'FINISH' },
-  failed: { type: 'FAIL' },
-  cancelled: { type: 'CANCEL' },
-};
-
-export class Cluster implements SubServerOwner {
+export class Cluster implements EngineHost, EngineLink {
   readonly clock: Clock;
   readonly policy: LaunchPolicy;
-  readonly lanes: SubServer[];
+  /** One engine per model. */
+  readonly lanes: Engine[];
   readonly retainState: boolean;
   maxWaitMs: number;
   readonly maxConcurrency: number;
   readonly maxQueue: number;
-  private readonly byName = new Map<string, SubServer>();
+  readonly trace: TraceSink | undefined;
+  private readonly byName = new Map<string, Engine>();
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
-  private readonly trace: TraceSink | undefined;
   private batchSeq = 0;
   private requestSeq = 0;
   private inWave = false;
@@ -108,12 +100,7 @@ export class Cluster implements SubServerOwner {
     if (!(Number.isInteger(lookahead) && lookahead >= 0)) throw new TokenRouterError('invalid_request', `lookahead must be an integer ≥ 0, got ${opts.lookahead}`, 'lookahead');
     if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
     this.lanes = opts.models.map(
-      (m, i) =>
-        new SubServer(
-          i,
-          { name: m.name, runner: m.runner, maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity, lookahead },
-          this,
-        ),
+      (m, i) => new Engine(i, { name: m.name, runner: m.runner, maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity, lookahead }, this),
     );
     for (const lane of this.lanes) {
       if (this.byName.has(lane.name)) throw new TokenRouterError('invalid_request', `model "${lane.name}" is listed twice`, 'models');
@@ -125,11 +112,15 @@ export class Cluster implements SubServerOwner {
     this.emitConfig();
   }
 
+  get link(): EngineLink {
+    return this;
+  }
+
   get mode(): SchedulingMode {
     return this.policy.mode;
   }
 
-  lane(name: string): SubServer | undefined {
+  lane(name: string): Engine | undefined {
     return this.byName.get(name);
   }
 
@@ -177,19 +168,9 @@ export class Cluster implements SubServerOwner {
     if (this.active.has(id)) throw new TokenRouterError('invalid_request', `request id ${id} is already in flight`, 'id');
     let resolve!: (r: RequestResult) => void;
     const done = new Promise<RequestResult>((r) => (resolve = r));
-    const req = new RequestState(
-      id,
-      alg as SubmitOptions['algorithm'],
-      lanes,
-      opts.prompt,
-      opts.maxTokens,
-      Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens)),
-      { ...GREEDY, ...opts.sampling },
-      this.clock.now(),
-      opts.onToken,
-      opts.onEnd,
-      resolve,
-    );
+    const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
+    const spec = requestSpec(id, alg as SubmitOptions['algorithm'], opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext);
+    const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
     this.flush();
@@ -246,10 +227,9 @@ export class Cluster implements SubServerOwner {
     const lane = this.byName.get(name);
     if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
     lane.down = true;
-    const hit = [...this.active.values()].filter((req) => req.locals.some((l, m) => l && req.lane(m) === lane));
-    for (const req of hit) this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${name} failed: ${error.message}`, 'model'));
+    const failed = lane.failAll(error);
     this.flush();
-    return hit.length;
+    return failed;
   }
 
   /** Puts a restarted runner in place and lets the lane take work again. */
@@ -267,29 +247,17 @@ export class Cluster implements SubServerOwner {
    * What a runner reports while it goes on: caches it lost (a remote replica died), whose requests
    * fail and nothing else; and a new KV size (replicas joined or left), which admission follows.
    */
-  private watchRunner(lane: SubServer, runner: ModelRunner): void {
+  private watchRunner(lane: Engine, runner: ModelRunner): void {
     runner.onCapacityChange?.((tokens) => {
       if (lane.runner !== runner) return;
-      for (const local of lane.resize(tokens)) {
-        this.end(local.req, 'failed', 'error', new TokenRouterError('unavailable', `model ${lane.name} now holds ${tokens} KV tokens; this request needs ${local.req.maxLength}`, 'model'));
-      }
-      this.admitWaiting(lane);
+      lane.resize(tokens);
       this.flush();
     });
     runner.onCachesLost?.((cacheIds, error) => {
       if (lane.runner !== runner) return;
-      const ids = new Set(cacheIds);
-      for (const req of [...this.active.values()]) {
-        // a row inside a running step is reported by that step's output instead
-        const hit = req.locals.some((l, m) => l && req.lane(m) === lane && l.hasCache && !l.inBatch && ids.has(l.cacheId));
-        if (hit) this.end(req, 'failed', 'error', this.lostError(lane, error));
-      }
+      lane.cachesLost(new Set(cacheIds), error);
       this.flush();
     });
-  }
-
-  private lostError(lane: SubServer, error: Error): TokenRouterError {
-    return new TokenRouterError('unavailable', `model ${lane.name} cannot go on with this request: ${error.message}`, 'model');
   }
 
   laneStats(): LaneStats[] {
@@ -298,8 +266,8 @@ export class Cluster implements SubServerOwner {
       threshold: l.threshold,
       ready: l.readyCount,
       running: l.readyCount + l.inFlightRows,
-      waitingAdmission: l.waitingAdmission,
-      pendingReturn: l.pendingReturnCount,
+      waitingAdmission: l.queues.waitingAdmission,
+      pendingReturn: l.queues.pendingReturnCount,
       executing: l.executing,
       kvBytes: l.pool.usedBytes,
       kvReservedBytes: l.pool.reservedBytes,
@@ -312,165 +280,64 @@ export class Cluster implements SubServerOwner {
     }));
   }
 
-  /** Requests in flight, for invariant checks: where each one is on every lane. */
+  /** Requests in flight at the entry. */
   *activeRequests(): IterableIterator<RequestState> {
     yield* this.active.values();
+  }
+
+  // --- EngineLink: what engines tell the entry, and engine-to-engine delivery ---
+
+  commit(c: Commit): void {
+    const req = this.active.get(c.requestId);
+    if (!req || req.finished) return;
+    req.output.push(c.token);
+    req.producedBy.push(c.model);
+    this.committed++;
+    if (req.firstTokenAt === null) {
+      req.firstTokenAt = this.clock.now();
+      req.actor.send({ type: 'FIRST_TOKEN' });
+      this.emitState(req.id, 'streaming');
+    }
+    try {
+      req.onToken?.(c.token, req.spec.models[c.model - 1], req.producedBy.length - 1, c.signals, c.atHandoff);
+    } catch (e) {
+      this.end(req, 'failed', 'error', e as Error);
+    }
+  }
+
+  finish(f: Finish): void {
+    const req = this.active.get(f.requestId);
+    if (req) this.end(req, f.status, f.reason, f.error);
+  }
+
+  deliver(name: string, a: Parameters<Engine['arrive']>[0]): void {
+    this.byName.get(name)!.arrive(a);
   }
 
   // --- request lifecycle ---
 
   private start(req: RequestState): void {
-    req.actor = createActor(requestMachine);
-    req.actor.start();
     this.active.set(req.id, req);
-    this.emitState(req.id, null, 'admitted');
-    const entry = req.algorithm.entry;
-    req.known[entry] = req.tokens.length;
-    this.place(req, entry);
-  }
-
-  /** Puts the request on `model`: resume a pending-return local, or admit a new one. */
-  private place(req: RequestState, model: ModelId): void {
-    const lane = req.lane(model);
-    let local = req.locals[model];
-    if (local) {
-      lane.resumed(local);
-      local.stepsHere = 0;
-      if (local.hasCache) {
-        this.move(local, { type: 'RETURN' });
-        lane.enqueue(local);
-        return;
-      }
-      this.move(local, { type: 'REQUEUE' });
-    } else {
-      local = new LocalRequest(req, model);
-      req.locals[model] = local;
-      this.emitLocal(local, 'queued');
-    }
-    let admitted: boolean;
-    try {
-      admitted = lane.admit(local);
-    } catch (e) {
-      this.end(req, 'failed', 'error', new TokenRouterError('too_large', (e as Error).message, 'max_tokens'));
-      return;
-    }
-    if (admitted) {
-      this.move(local, { type: 'ADMIT' });
-      lane.enqueue(local);
-    }
-  }
-
-  /** A row came back for a request that ended (cancelled, failed elsewhere) while its step ran: its cache can go now. */
-  private endedMeanwhile(local: LocalRequest): boolean {
-    this.inWave = true;
-    if (!local.req.finished) return false;
-    const lane = local.req.lane(local.model);
-    lane.dropCache(local);
-    this.admitWaiting(lane);
-    return true;
-  }
-
-  onRowLost(local: LocalRequest, error: Error): void {
-    if (this.endedMeanwhile(local)) return;
-    this.end(local.req, 'failed', 'error', this.lostError(local.req.lane(local.model), error));
-  }
-
-  /** Applies routeRow's decision for one row: the only place a step's result changes request state. */
-  onRowResult(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
-    if (this.endedMeanwhile(local)) return;
-    const req = local.req;
-    const lane = req.lane(local.model);
-    const m = local.model;
-    local.stepsHere++;
-    const d = routeRow(
-      { requestId: req.id, algorithm: req.algorithm, model: m, models: req.lanes.length, tokens: req.tokens, known: req.known, stepsHere: local.stepsHere, generated: req.generated, drawSeed: req.drawSeed, meta: req.meta, eosTokenId: lane.runner.info.eosTokenId, maxLength: req.maxLength },
-      sig,
-    );
-    if (d.kind === 'fail') return this.algorithmFailed(req, d.fn, d.message);
-    if (d.commit !== undefined && !this.commit(req, sig, m, d.kind === 'handoff')) return;
-    if (d.kind === 'finish') return this.end(req, 'done', d.reason);
-    if (d.kind === 'stay') return lane.enqueue(local);
-    const { handoff, to: target } = d;
-    if (!handoff.keep) req.discarded++;
-    req.known[m] = req.tokens.length;
-    req.handoffs++;
-    this.trace?.emit({ type: 'handoff', t: this.clock.now(), requestId: req.id, from: lane.name, to: req.lane(target).name, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at: d.at });
-    if (this.retainState) {
-      this.move(local, { type: 'HANDOFF' });
-      lane.markPendingReturn(local);
-      // Its cache just became evictable: a request waiting for memory here may now fit.
-      if (lane.waitingAdmission > 0) this.admitWaiting(lane);
-    } else {
-      this.move(local, { type: 'FINISH' });
-      lane.dropCache(local);
-      req.locals[m] = undefined;
-      this.admitWaiting(lane);
-    }
-    this.receive(req, target, handoff);
-  }
-
-  private receive(req: RequestState, target: ModelId, handoff: Handoff<unknown>): void {
-    try {
-      req.meta = (req.algorithm.receive ?? standardReceive)(handoff).meta;
-    } catch (e) {
-      return this.algorithmFailed(req, 'receive', e);
-    }
-    req.known[target] = handoff.anchor + handoff.tokens.length;
-    req.owner = target;
-    this.place(req, target);
-  }
-
-  /** Appends a committed token and tells the client; false when the client's callback ended the request. */
-  private commit(req: RequestState, sig: TokenSignals, model: ModelId, atHandoff: boolean): boolean {
-    const lane = req.lane(model);
-    const token = sig.token;
-    req.tokens.push(token);
-    req.producedBy.push(model);
-    this.committed++;
-    if (req.firstTokenAt === null) {
-      req.firstTokenAt = this.clock.now();
-      req.status = 'streaming';
-      req.actor?.send({ type: 'FIRST_TOKEN' });
-      this.emitState(req.id, null, 'streaming');
-    }
-    try {
-      req.onToken?.(token, lane.name, req.producedBy.length - 1, sig, atHandoff);
-    } catch (e) {
-      this.end(req, 'failed', 'error', e as Error);
-      return false;
-    }
-    return !req.finished; // the callback may have cancelled it
-  }
-
-  private algorithmFailed(req: RequestState, fn: string, e: unknown): void {
-    const msg = e instanceof Error ? e.message : String(e);
-    this.end(req, 'failed', 'error', new TokenRouterError('algorithm_error', `${req.algorithm.name}.${fn}: ${msg}`));
+    this.emitState(req.id, 'admitted');
+    const { spec } = req;
+    const entry = spec.algorithm.entry;
+    const handoff: Handoff<unknown> = { type: 'handoff', requestId: req.id, from: 0, to: entry, anchor: 0, tokens: req.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
+    this.deliver(spec.models[entry - 1], { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length) });
   }
 
   private end(req: RequestState, status: 'done' | 'failed' | 'cancelled', reason: FinishReason, error?: Error): void {
     if (req.finished) return;
-    req.status = status;
     req.finishReason = reason;
     req.error = error;
     req.endedAt = this.clock.now();
-    for (let m = 1; m < req.locals.length; m++) {
-      const local = req.locals[m];
-      if (!local) continue;
-      const lane = req.lane(m);
-      if (!isFinalLocal(local.status)) this.move(local, END_EVENT[status]);
-      lane.dequeue(local);
-      // A cache inside a running step is released when that step returns (onRowResult).
-      if (!local.inBatch) {
-        lane.dropCache(local);
-        this.admitWaiting(lane);
-      }
-      req.locals[m] = undefined;
+    req.actor.send(status === 'done' ? { type: 'FINISH' } : status === 'failed' ? { type: 'FAIL', error: error ?? new Error('failed') } : { type: 'CANCEL' });
+    req.actor.stop();
+    // Every engine the request may hold state on lets it go; the one that owned it has its tallies.
+    for (const name of new Set(req.spec.models)) {
+      const counters = this.byName.get(name)!.release(req.id, status);
+      if (counters) req.counters = counters;
     }
-    if (req.actor) {
-      req.actor.send(status === 'done' ? { type: 'FINISH' } : status === 'failed' ? { type: 'FAIL', error: error ?? new Error('failed') } : { type: 'CANCEL' });
-      req.actor.stop();
-    }
-    this.emitState(req.id, null, status);
+    this.emitState(req.id, status);
     const wasActive = this.active.delete(req.id);
     this.completed++;
     const result = req.result();
@@ -481,17 +348,7 @@ export class Cluster implements SubServerOwner {
         if (last && last.model === name) last.count++;
         else runs.push({ model: name, count: 1 });
       }
-      this.trace.emit({
-        type: 'request-end',
-        t: req.endedAt,
-        requestId: req.id,
-        status,
-        tokens: result.tokens,
-        runs,
-        handoffs: req.handoffs,
-        admittedAt: req.submittedAt,
-        firstTokenAt: req.firstTokenAt,
-      });
+      this.trace.emit({ type: 'request-end', t: req.endedAt, requestId: req.id, status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: req.submittedAt, firstTokenAt: req.firstTokenAt });
     }
     if (wasActive) this.startWaiting();
     try {
@@ -502,50 +359,19 @@ export class Cluster implements SubServerOwner {
   }
 
   private startWaiting(): void {
-    while (this.active.size < this.maxConcurrency && this.entryQueue.length > 0) this.start(this.entryQueue.shift()!);
-  }
-
-  private admitWaiting(lane: SubServer): void {
-    for (const local of lane.admitWaiting()) {
-      this.move(local, { type: 'ADMIT' });
-      lane.enqueue(local);
+    while (this.active.size < this.maxConcurrency && this.entryQueue.length > 0) {
+      this.start(this.entryQueue.shift()!);
     }
   }
 
   // --- waves: wake lanes once per batch, not once per request ---
 
-  onBatchFailed(batch: Batch, error: Error): void {
+  waveStart(): void {
     this.inWave = true;
-    const lane = this.lanes[batch.lane];
-    for (const local of batch.locals) {
-      const req = local.req;
-      if (!req.finished) this.end(req, 'failed', 'error', new TokenRouterError('runner_error', `${lane.name} step failed: ${error.message}`));
-      else lane.dropCache(local);
-    }
   }
 
-  onWaveEnd(): void {
-    this.inWave = false;
-    this.flush();
-    if (this.invariantState) checkInvariants(this, this.invariantState);
-  }
-
-  onBatchReturned(batch: Batch, _out: unknown, _wallMs: number): void {
-    const lane = this.lanes[batch.lane];
-    if (this.trace) {
-      this.trace.emit({
-        type: 'batch',
-        model: lane.name,
-        batchId: batch.id,
-        requestIds: batch.rows.map((r) => r.requestId),
-        phase: batch.phase,
-        tokens: batch.tokens,
-        start: batch.start,
-        end: this.clock.now(),
-        ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
-      });
-    }
-    this.policy.finished();
+  waveEnd(returned: boolean): void {
+    if (returned) this.policy.finished();
     this.inWave = false;
     this.flush();
     if (this.invariantState) checkInvariants(this, this.invariantState);
@@ -568,17 +394,8 @@ export class Cluster implements SubServerOwner {
     for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
   }
 
-  private move(local: LocalRequest, event: LocalEvent): void {
-    const next = local.send(event);
-    if (this.trace) this.emitLocal(local, next);
-  }
-
-  private emitLocal(local: LocalRequest, state: LocalStatus): void {
-    this.trace?.emit({ type: 'request-state', t: this.clock.now(), requestId: local.req.id, model: local.req.lane(local.model).name, state });
-  }
-
-  private emitState(requestId: string, model: string | null, state: string): void {
-    this.trace?.emit({ type: 'request-state', t: this.clock.now(), requestId, model, state });
+  private emitState(requestId: string, state: string): void {
+    this.trace?.emit({ type: 'request-state', t: this.clock.now(), requestId, model: null, state });
   }
 
   private emitConfig(): void {

@@ -1,10 +1,38 @@
-// A request as one sub-server holds it: its lifecycle actor, cache handle and step bookkeeping.
+// A request as one engine holds it: its lifecycle actor, cache handle, and the routing state that travels with handoffs.
 import { createActor, type Actor } from 'xstate';
-import type { ModelId, StepWants } from '../../shared/algorithm.ts';
+import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import { localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
-import type { RequestState } from './requestState.ts';
+import { isFinalLocal, localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
+import type { SamplingParams } from '../runner/modelRunner.ts';
+
+/** What never changes about a request once submitted: every engine it visits reads the same. */
+export interface RequestSpec {
+  readonly id: string;
+  readonly algorithm: Algorithm<unknown>;
+  /** Model names in the algorithm's id order. */
+  readonly models: readonly string[];
+  readonly promptLength: number;
+  /** Sequence length at which decoding stops: prompt + max tokens, capped by the smallest context. */
+  readonly maxLength: number;
+  readonly minTokens: number;
+  readonly sampling: SamplingParams;
+  /** `sampling` with EOS left out of the draw, while fewer than `minTokens` are committed. */
+  readonly samplingBelowMin: SamplingParams;
+  readonly drawSeed: number;
+}
+
+/** Per-request tallies, indexed by model id; the engine that owns the request has them whole. */
+export interface RequestCounters {
+  handoffs: number;
+  discarded: number;
+  admissions: number[];
+  tokensFed: number[];
+}
+
+export function newCounters(models: number): RequestCounters {
+  return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0) };
+}
 
 let nextCacheId = 1;
 
@@ -19,21 +47,49 @@ export class LocalRequest {
   stepsHere = 0;
   inReady = false;
   inBatch = false;
-  /** Clock time it became ready, for FIFO and wait accounting. */
-  readySince = 0;
   readonly wants: StepWants;
 
   constructor(
-    readonly req: RequestState,
+    readonly spec: RequestSpec,
     readonly model: ModelId,
+    /** The committed sequence as this engine knows it (whole while it owns the request). */
+    readonly tokens: number[],
+    /** known[m]: how much of the sequence model m has seen. */
+    public known: number[],
+    public meta: unknown,
+    public counters: RequestCounters,
   ) {
     this.actor = createActor(localRequestLogic);
     this.actor.start();
-    this.wants = wantsFor(req.algorithm, model);
+    this.wants = wantsFor(spec.algorithm, model);
+  }
+
+  get id(): string {
+    return this.spec.id;
   }
 
   get status(): LocalStatus {
     return this.actor.getSnapshot().context;
+  }
+
+  /** Ended (done, cancelled or failed) while, perhaps, a step still holds its cache. */
+  get ended(): boolean {
+    return isFinalLocal(this.status);
+  }
+
+  /** Decoding here: queued for a cache or running. */
+  get owned(): boolean {
+    const s = this.status;
+    return s === 'running' || s === 'queued';
+  }
+
+  get generated(): number {
+    return this.tokens.length - this.spec.promptLength;
+  }
+
+  /** Sampling for this request's next step. */
+  get stepSampling(): SamplingParams {
+    return this.generated < this.spec.minTokens ? this.spec.samplingBelowMin : this.spec.sampling;
   }
 
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */

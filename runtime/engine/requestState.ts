@@ -1,11 +1,10 @@
-// One request's routing state, shared by the sub-servers it visits: committed tokens, who knows what, metadata.
-import type { Actor } from 'xstate';
+// One request at the entry: its lifecycle actor, the committed output it streams, and its result.
+import { createActor, type Actor } from 'xstate';
 import type { Algorithm, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus } from '../../shared/trace.ts';
-import type { requestMachine } from '../actors/requestMachine.ts';
+import { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
-import type { LocalRequest } from './localRequest.ts';
-import type { SubServer } from './subServer.ts';
+import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
 
@@ -48,97 +47,80 @@ export interface SubmitOptions<M = unknown> {
 }
 
 export class RequestState {
-  readonly tokens: number[];
-  readonly producedBy: number[] = [];
-  /** known[m]: length of the committed sequence model m has in its local view (0 = never visited). */
-  readonly known: number[];
-  readonly locals: (LocalRequest | undefined)[];
-  readonly admissions: number[];
-  readonly tokensFed: number[];
-  meta: unknown;
-  owner: ModelId;
-  handoffs = 0;
-  discarded = 0;
+  /** The lifecycle; status is read from it, never kept beside it. */
+  readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
+  /** Committed output tokens (prompt excluded), and the model id that produced each. */
+  readonly output: number[] = [];
+  readonly producedBy: ModelId[] = [];
   firstTokenAt: number | null = null;
   endedAt = 0;
-  status: RequestStatus = 'admitted';
   finishReason: FinishReason | null = null;
   error: Error | undefined;
-  actor: Actor<typeof requestMachine> | null = null;
-  /** Sequence length at which decoding must stop: prompt + max tokens, capped by the smallest context. */
-  readonly maxLength: number;
-  readonly drawSeed: number;
-  /** `sampling` with EOS left out of the draw, used while fewer than `minTokens` are committed. */
-  readonly samplingBelowMin: SamplingParams;
+  /** Tallies from the engine that owned the request when it ended. */
+  counters: RequestCounters;
 
   constructor(
-    readonly id: string,
-    readonly algorithm: Algorithm<unknown>,
-    readonly lanes: readonly SubServer[],
-    prompt: readonly number[],
-    readonly maxTokens: number,
-    readonly minTokens: number,
-    readonly sampling: SamplingParams,
+    readonly spec: RequestSpec,
+    /** Sent to the entry model when the request starts (it may wait at the entry first). */
+    readonly prompt: readonly number[],
     readonly submittedAt: number,
     readonly onToken: SubmitOptions['onToken'],
     readonly onEnd: SubmitOptions['onEnd'],
     readonly resolve: (r: RequestResult) => void,
   ) {
-    this.tokens = prompt.slice();
-    const k = lanes.length + 1;
-    this.known = new Array(k).fill(0);
-    this.locals = new Array(k).fill(undefined);
-    this.admissions = new Array(k).fill(0);
-    this.tokensFed = new Array(k).fill(0);
-    this.meta = algorithm.initMeta();
-    this.owner = algorithm.entry;
-    const maxContext = Math.min(...lanes.map((l) => l.runner.info.maxContext));
-    this.maxLength = Math.min(prompt.length + maxTokens, maxContext);
-    this.drawSeed = sampling.seed >>> 0;
-    this.samplingBelowMin = Object.freeze({ ...sampling, suppressEos: true });
+    this.actor.start();
+    this.counters = newCounters(spec.models.length);
   }
 
-  /** Sampling for this request's next step. */
-  get stepSampling(): SamplingParams {
-    return this.producedBy.length < this.minTokens ? this.samplingBelowMin : this.sampling;
+  get id(): string {
+    return this.spec.id;
   }
 
-  get promptLength(): number {
-    return this.tokens.length - this.producedBy.length;
-  }
-
-  get generated(): number {
-    return this.producedBy.length;
+  get status(): RequestStatus {
+    return this.actor.getSnapshot().value as RequestStatus;
   }
 
   get finished(): boolean {
-    return this.status === 'done' || this.status === 'failed' || this.status === 'cancelled';
-  }
-
-  lane(model: ModelId): SubServer {
-    return this.lanes[model - 1];
+    const s = this.status;
+    return s === 'done' || s === 'failed' || s === 'cancelled';
   }
 
   result(): RequestResult {
-    const names = this.lanes.map((l) => l.name);
-    const byModel = (counts: number[]) => Object.fromEntries(names.map((n, i) => [n, counts[i + 1]]));
-    const perToken = new Array(this.lanes.length + 1).fill(0);
+    const names = this.spec.models;
+    const byModel = (counts: readonly number[]) => Object.fromEntries(names.map((n, i) => [n, counts[i + 1]]));
+    const perToken = new Array(names.length + 1).fill(0);
     for (const m of this.producedBy) perToken[m]++;
+    const c = this.counters;
     return {
       id: this.id,
       status: this.status as RequestResult['status'],
       finishReason: this.finishReason ?? 'error',
-      tokens: this.tokens.slice(this.promptLength),
+      tokens: this.output.slice(),
       producedBy: this.producedBy.map((m) => names[m - 1]),
       tokensByModel: byModel(perToken),
-      handoffs: this.handoffs,
-      discarded: this.discarded,
-      admissions: byModel(this.admissions),
-      tokensFed: byModel(this.tokensFed),
+      handoffs: c.handoffs,
+      discarded: c.discarded,
+      admissions: byModel(c.admissions),
+      tokensFed: byModel(c.tokensFed),
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
       endedAt: this.endedAt,
       error: this.error,
     };
   }
+}
+
+/** The fixed facts of a request, for every engine it visits. */
+export function requestSpec(id: string, algorithm: Algorithm<unknown>, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number): RequestSpec {
+  return {
+    id,
+    algorithm,
+    models: algorithm.models,
+    promptLength: prompt.length,
+    maxLength: Math.min(prompt.length + maxTokens, maxContext),
+    minTokens,
+    sampling,
+    samplingBelowMin: Object.freeze({ ...sampling, suppressEos: true }),
+    drawSeed: sampling.seed >>> 0,
+  };
 }

@@ -70,7 +70,7 @@ describe('lookahead in the engine', () => {
     clock.run({ stop: () => waiting() !== undefined });
     const batch = waiting();
     expect(batch).toBeDefined();
-    const victim = batch!.locals[batch!.live.find((i) => batch!.locals[i].inReady)!].req.id;
+    const victim = batch!.locals[batch!.live.find((i) => batch!.locals[i].inReady)!].id;
     const releases0 = r.small.counts.releases;
     handles.find((h) => h.id === victim)!.cancel();
     expect(r.small.counts.releases - releases0).toBe(1);

@@ -1,0 +1,45 @@
+// A batch in flight on one engine, and the engine's running tallies.
+import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
+import type { LocalRequest } from './localRequest.ts';
+
+export interface Batch {
+  id: number;
+  /** Index of the engine that ran it. */
+  lane: number;
+  locals: LocalRequest[];
+  rows: StepRow[];
+  start: number;
+  phase: StepPhase;
+  tokens: number;
+  /** Most lookahead steps any row asked for. */
+  ahead: number;
+  /** Forward passes the runner made: 1 + the lookahead steps it returned. */
+  steps: number;
+  /** Row results taken from lookahead. */
+  aheadRows: number;
+  /** The runner was told to stop its lookahead early. */
+  yielded: boolean;
+  /** performance.now() at launch. */
+  wall0: number;
+  /** Lookahead in use: rows (indices) that took every lookahead result so far, and their last result. */
+  live: number[];
+  last: TokenSignals[];
+  /** Its lookahead results are still arriving (the batch runs until they end). */
+  streaming: boolean;
+}
+
+export class EngineStats {
+  batches = 0;
+  rows = 0;
+  tokensFed = 0;
+  admissions = 0;
+  evictions = 0;
+  busyMs = 0;
+  /** Wall ms spent inside runner.step (the model itself for real runners). */
+  runnerWallMs = 0;
+  /** Row results taken from lookahead instead of a new batch. */
+  aheadRows = 0;
+  /** Times new work cut a running batch's lookahead short. */
+  aheadYields = 0;
+}

@@ -1,0 +1,489 @@
+// One model's engine: its requests, queues, KV pool and routing; a step reads plan → execute → apply.
+import { createActor, type Actor } from 'xstate';
+import { standardReceive, type Handoff, type TokenSignals } from '../../shared/algorithm.ts';
+import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
+import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
+import type { LocalEvent } from '../actors/localRequestMachine.ts';
+import type { Clock } from '../clock/clock.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
+import type { LaneView, LaunchPolicy } from '../scheduler/launchPolicy.ts';
+import { aheadCap, planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
+import { EngineStats, type Batch } from './batch.ts';
+import { LaneQueues } from './laneQueues.ts';
+import { LocalRequest } from './localRequest.ts';
+import type { Arrival, EngineLink } from './messages.ts';
+import { routeRow } from './routeRow.ts';
+
+export interface EngineOptions {
+  name: string;
+  runner: ModelRunner;
+  maxBatch: number;
+  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
+  threshold: number;
+  /** KV capacity in tokens; Infinity = unbounded. */
+  kvCapacityTokens: number;
+  /** Most lookahead steps a row may ask of a runner that has them (0: none). */
+  lookahead?: number;
+}
+
+/** What an engine shares with the engines beside it in one process. */
+export interface EngineHost {
+  readonly clock: Clock;
+  readonly policy: LaunchPolicy;
+  readonly maxWaitMs: number;
+  /** false: a request that leaves drops its state here (standard serving). */
+  readonly retainState: boolean;
+  readonly trace: TraceSink | undefined;
+  readonly link: EngineLink;
+  nextBatchId(): number;
+  /** Results are being applied: hold wake-ups until the wave ends. */
+  waveStart(): void;
+  /** Results applied; `returned`: the batch is over (a streamed one may go on). */
+  waveEnd(returned: boolean): void;
+}
+
+const END_EVENT: Record<'done' | 'failed' | 'cancelled', LocalEvent> = { done: { type: 'FINISH' }, failed: { type: 'FAIL' }, cancelled: { type: 'CANCEL' } };
+/** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
+const STAY_ALPHA = 1 / 16;
+
+export class Engine implements SubServerHost, LaneView {
+  readonly name: string;
+  /** Replaced when a crashed runner is restarted. */
+  runner: ModelRunner;
+  maxBatch: number;
+  threshold: number;
+  readonly queues: LaneQueues;
+  readonly actor: Actor<typeof subServerMachine>;
+  readonly stats = new EngineStats();
+  /** The requests this engine holds, in any local state. */
+  readonly locals = new Map<string, LocalRequest>();
+  /** Batches launched and not yet returned, oldest first (more than one only for a pipelined runner). */
+  readonly inFlight: Batch[] = [];
+  /** Ready work arrived during a wave; the host sends one WORK per engine when it ends. */
+  dirty = false;
+  /** Down: steps fail fast until the runner is replaced. */
+  down = false;
+  /** Cap on lookahead steps per row (0: none; sync modes keep it 0: their barrier is per step). */
+  lookahead: number;
+  /** How often a row that stepped here stayed for another step, recently (drives lookahead). */
+  stayRate = 0.5;
+
+  constructor(
+    readonly index: number,
+    opts: EngineOptions,
+    private readonly host: EngineHost,
+  ) {
+    this.name = opts.name;
+    this.runner = opts.runner;
+    this.maxBatch = opts.maxBatch;
+    this.threshold = opts.threshold;
+    this.lookahead = opts.lookahead ?? 0;
+    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, (id) => this.runner.release(id));
+    this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
+    this.actor.start();
+  }
+
+  get pool() {
+    return this.queues.pool;
+  }
+  get readyCount(): number {
+    return this.queues.readyCount;
+  }
+  get executing(): boolean {
+    return this.inFlight.length > 0;
+  }
+  /** How many batches may be in flight (a sync barrier still grants one launch per round). */
+  get pipelineDepth(): number {
+    return Math.max(1, this.runner.pipelineDepth ?? 1);
+  }
+  /** Another batch may start now, beside those in flight. */
+  get canPipeline(): boolean {
+    return this.inFlight.length > 0 && this.inFlight.length < this.pipelineDepth;
+  }
+  get inFlightRows(): number {
+    return this.inFlight.reduce((n, b) => n + b.locals.length, 0);
+  }
+
+  // --- SubServerHost: the lane actor decides when step() runs ---
+  hasWork(): boolean {
+    return this.readyCount > 0;
+  }
+  mayLaunch(): boolean {
+    return this.inFlight.length < this.pipelineDepth && this.host.policy.mayLaunch(this);
+  }
+  mayLaunchAtDeadline(): boolean {
+    return this.inFlight.length < this.pipelineDepth && this.host.policy.mayLaunchAtDeadline(this);
+  }
+  stillExecuting(): boolean {
+    return this.inFlight.length > 0;
+  }
+  maxWaitMs(): number {
+    return this.host.maxWaitMs;
+  }
+  launch(): void {
+    this.step();
+  }
+
+  // --- the step: plan → execute → apply ---
+
+  step(): void {
+    const ready = this.queues.readyView(this.awaitingAhead());
+    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, aheadCap: aheadCap(this.lookahead, this.runner.maxAhead ?? 0, this.stayRate) });
+    const batch = this.start(plan, ready.locals);
+    let out: StepOutput | Promise<StepOutput>;
+    try {
+      if (this.down) throw new Error(`sub-server ${this.name} is down`);
+      out = this.runner.step(batch.rows);
+    } catch (e) {
+      this.host.clock.setTimeout(() => this.fail(batch, e as Error), 0);
+      return;
+    }
+    if (out instanceof Promise) {
+      out.then(
+        (o) => this.apply(batch, o, performance.now() - batch.wall0),
+        (e: Error) => this.fail(batch, e),
+      );
+    } else {
+      const o = out;
+      const wall = performance.now() - batch.wall0;
+      this.host.clock.setTimeout(() => this.apply(batch, o, wall), o.durationMs ?? 0);
+    }
+  }
+
+  /** Takes the planned rows off the ready queue and records the batch as in flight. */
+  private start(plan: BatchPlan, candidates: readonly LocalRequest[]): Batch {
+    const locals = plan.rows.map((i) => candidates[i]);
+    const rows = locals.map((local, k) => {
+      this.queues.unready(local);
+      local.inBatch = true;
+      return { cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants, ahead: plan.ahead[k] };
+    });
+    const ahead = Math.max(0, ...plan.ahead);
+    const batch: Batch = { id: this.host.nextBatchId(), lane: this.index, locals, rows, start: this.host.clock.now(), phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), live: [], last: [], streaming: false };
+    this.inFlight.push(batch);
+    this.host.policy.launched(this);
+    return batch;
+  }
+
+  /** The only place a step's results change state: per row, routeRow's decision is applied. */
+  private apply(batch: Batch, out: StepOutput, wallMs: number): void {
+    this.host.waveStart();
+    const stream = out.aheadStream;
+    const st = this.stats;
+    st.batches++;
+    st.rows += batch.rows.length;
+    st.tokensFed += batch.tokens;
+    if (!stream) this.settle(batch, wallMs);
+    const { locals, rows } = batch;
+    const lost = out.lost ? new Set(out.lost.rows) : null;
+    for (let i = 0; i < locals.length; i++) {
+      const local = locals[i];
+      local.inBatch = false;
+      if (lost?.has(i)) {
+        this.rowGone(local, out.lost!.error);
+        continue;
+      }
+      this.fed(local, rows[i].tokens.length);
+      this.applyRow(local, out.rows[i], batch);
+      if (this.lookahead > 0) this.noteStay(local.inReady);
+    }
+    if (out.ahead || stream) {
+      batch.last = out.rows.slice();
+      for (let i = 0; i < locals.length; i++) if (locals[i].inReady && (rows[i].ahead ?? 0) > 0) batch.live.push(i);
+    }
+    if (out.ahead) {
+      const parts = Math.max(0, ...out.ahead.map((a) => a?.length ?? 0));
+      for (let s = 0; s < parts; s++) this.aheadPart(batch, out.ahead.map((a) => a?.[s]));
+    }
+    if (!stream) return this.returned(batch);
+    // The model runs on: route this wave now, then each lookahead step as it arrives.
+    batch.streaming = true;
+    this.host.waveEnd(false);
+    stream.listen(
+      (part) => {
+        this.host.waveStart();
+        this.aheadPart(batch, part.rows);
+        this.host.waveEnd(false);
+      },
+      // An error ending the stream is the runner dying: its failure handling fails the requests it
+      // held; the results streamed before it stand, as any step that finished does.
+      () => {
+        batch.streaming = false;
+        this.settle(batch, performance.now() - batch.wall0);
+        this.returned(batch);
+      },
+    );
+  }
+
+  private fed(local: LocalRequest, n: number): void {
+    local.fed += n;
+    this.pool.cached(n);
+    local.counters.tokensFed[local.model] += n;
+  }
+
+  /** One row's result: route it (pure), then commit, hand off or finish. */
+  private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
+    if (this.endedMeanwhile(local)) return;
+    const { spec, model: m } = local;
+    local.stepsHere++;
+    const d = routeRow(
+      { requestId: local.id, algorithm: spec.algorithm, model: m, models: spec.models.length, tokens: local.tokens, known: local.known, stepsHere: local.stepsHere, generated: local.generated, drawSeed: spec.drawSeed, meta: local.meta, eosTokenId: this.runner.info.eosTokenId, maxLength: spec.maxLength },
+      sig,
+    );
+    if (d.kind === 'fail') return this.finishHere(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
+    if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
+    if (d.kind === 'finish') return this.finishHere(local, 'done', d.reason);
+    if (d.kind === 'stay') return this.enqueue(local);
+    this.sendOut(local, d.handoff, batch, d.at);
+  }
+
+  /** Appends a committed token and tells the entry; false when that ended the request (a stop string, a cancel). */
+  private commit(local: LocalRequest, sig: TokenSignals, atHandoff: boolean): boolean {
+    local.tokens.push(sig.token);
+    this.host.link.commit({ requestId: local.id, token: sig.token, model: local.model, signals: sig, atHandoff });
+    return !local.ended;
+  }
+
+  /** The request leaves for a peer: it keeps its state here (pending-return) unless standard serving drops it. */
+  private sendOut(local: LocalRequest, handoff: Handoff<unknown>, batch: Batch, at: number): void {
+    const { spec, model: m } = local;
+    const to = spec.models[handoff.to - 1];
+    if (!handoff.keep) local.counters.discarded++;
+    local.counters.handoffs++;
+    const known = local.known.slice();
+    known[m] = local.tokens.length;
+    this.host.trace?.emit({ type: 'handoff', t: this.host.clock.now(), requestId: local.id, from: this.name, to, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at });
+    if (this.host.retainState) {
+      this.move(local, { type: 'HANDOFF' });
+      this.queues.markPendingReturn(local);
+      // Its cache just became evictable: a request waiting for memory here may now fit.
+      if (this.queues.waitingAdmission > 0) this.admitWaiting();
+    } else {
+      this.move(local, { type: 'FINISH' });
+      this.forget(local);
+    }
+    // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
+    this.host.link.deliver(to, { spec, handoff, known, counters: local.counters, ...(this.host.retainState ? {} : { context: local.tokens }) });
+  }
+
+  /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
+  arrive(a: Arrival): void {
+    const { spec, handoff } = a;
+    let meta = handoff.meta;
+    if (handoff.from !== 0) {
+      try {
+        meta = (spec.algorithm.receive ?? standardReceive)(handoff).meta;
+      } catch (e) {
+        return this.host.link.finish({ requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${(e as Error).message}`) });
+      }
+    }
+    const known = a.known;
+    known[handoff.to] = handoff.anchor + handoff.tokens.length;
+    let local = this.locals.get(spec.id);
+    if (local) {
+      // Back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held.
+      local.tokens.push(...handoff.tokens);
+      local.known = known;
+      local.meta = meta;
+      local.counters = a.counters;
+      local.stepsHere = 0;
+      this.queues.resumed(local);
+      if (local.hasCache) {
+        this.move(local, { type: 'RETURN' });
+        return this.enqueue(local);
+      }
+      this.move(local, { type: 'REQUEUE' });
+    } else {
+      if (!a.context && handoff.anchor !== 0) throw new Error(`${spec.id} arrived at ${this.name} at anchor ${handoff.anchor} without the context before it`);
+      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
+      this.locals.set(spec.id, local);
+      this.emitLocal(local, 'queued');
+    }
+    let admitted: boolean;
+    try {
+      admitted = this.queues.admit(local);
+    } catch (e) {
+      return this.finishHere(local, 'failed', 'error', new TokenRouterError('too_large', (e as Error).message, 'max_tokens'));
+    }
+    if (admitted) {
+      this.move(local, { type: 'ADMIT' });
+      this.enqueue(local);
+    }
+  }
+
+  /**
+   * The entry ended the request: drop what this engine holds of it. Returns its tallies when this
+   * engine owned it (they are whole only there). A cache inside a running step goes when the step returns.
+   */
+  release(id: string, status: 'done' | 'failed' | 'cancelled'): LocalRequest['counters'] | null {
+    const local = this.locals.get(id);
+    if (!local) return null;
+    const counters = local.owned ? local.counters : null;
+    if (!local.ended) this.move(local, END_EVENT[status]);
+    this.forget(local);
+    return counters;
+  }
+
+  /** Fails every request that holds state here (the runner died with their caches). */
+  failAll(error: Error): number {
+    const ids = [...this.locals.values()].filter((l) => !l.ended).map((l) => l.id);
+    for (const id of ids) this.host.link.finish({ requestId: id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model') });
+    return ids.length;
+  }
+
+  /** Some caches are gone but the runner goes on (a remote replica died): their requests fail. */
+  cachesLost(cacheIds: ReadonlySet<number>, error: Error): void {
+    // a row inside a running step is reported by that step's output instead
+    for (const local of [...this.locals.values()]) if (!local.ended && local.hasCache && !local.inBatch && cacheIds.has(local.cacheId)) this.rowGone(local, error);
+  }
+
+  /** The pool's size changed (remote replicas joined or left). */
+  resize(tokens: number): void {
+    for (const local of this.queues.resize(tokens)) {
+      this.finishHere(local, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} now holds ${tokens} KV tokens; this request needs ${local.spec.maxLength}`, 'model'));
+    }
+    this.admitWaiting();
+  }
+
+  private finishHere(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
+    this.host.link.finish({ requestId: local.id, status, reason, error });
+  }
+
+  private rowGone(local: LocalRequest, error: Error): void {
+    if (this.endedMeanwhile(local)) return;
+    this.finishHere(local, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: ${error.message}`, 'model'));
+  }
+
+  /** A row came back for a request that ended while its step ran: its cache can go now. */
+  private endedMeanwhile(local: LocalRequest): boolean {
+    if (!local.ended) return false;
+    this.queues.dropCache(local);
+    this.admitWaiting();
+    return true;
+  }
+
+  private forget(local: LocalRequest): void {
+    this.queues.dequeue(local);
+    if (this.locals.get(local.id) === local) this.locals.delete(local.id);
+    if (local.inBatch) return;
+    this.queues.dropCache(local);
+    this.admitWaiting();
+  }
+
+  private enqueue(local: LocalRequest): void {
+    this.queues.enqueue(local);
+    this.dirty = true;
+  }
+
+  admitWaiting(): void {
+    for (const local of this.queues.admitWaiting()) {
+      this.move(local, { type: 'ADMIT' });
+      this.enqueue(local);
+    }
+  }
+
+  private move(local: LocalRequest, event: LocalEvent): void {
+    const next = local.send(event);
+    if (this.host.trace) this.emitLocal(local, next);
+  }
+
+  private emitLocal(local: LocalRequest, state: LocalStatus): void {
+    this.host.trace?.emit({ type: 'request-state', t: this.host.clock.now(), requestId: local.id, model: this.name, state });
+  }
+
+  // --- batches ending ---
+
+  private settle(batch: Batch, wallMs: number): void {
+    const i = this.inFlight.indexOf(batch);
+    if (i >= 0) this.inFlight.splice(i, 1);
+    this.stats.busyMs += this.host.clock.now() - batch.start;
+    this.stats.runnerWallMs += wallMs;
+  }
+
+  private returned(batch: Batch): void {
+    this.host.trace?.emit({
+      type: 'batch',
+      model: this.name,
+      batchId: batch.id,
+      requestIds: batch.rows.map((r) => r.requestId),
+      phase: batch.phase,
+      tokens: batch.tokens,
+      start: batch.start,
+      end: this.host.clock.now(),
+      ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
+    });
+    this.actor.send({ type: 'BATCH_DONE' });
+    this.host.waveEnd(true);
+  }
+
+  private fail(batch: Batch, error: Error): void {
+    this.host.waveStart();
+    this.settle(batch, performance.now() - batch.wall0);
+    for (const local of batch.locals) {
+      local.inBatch = false;
+      if (!this.endedMeanwhile(local)) this.finishHere(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
+    }
+    this.returned(batch);
+  }
+
+  // --- lookahead: decode a row on without a round trip while the lane's rows mostly stay ---
+
+  private awaitingAhead(): Set<LocalRequest> | null {
+    let set: Set<LocalRequest> | null = null;
+    for (const b of this.inFlight) if (b.streaming) for (const i of b.live) if (b.locals[i].inReady) (set ??= new Set()).add(b.locals[i]);
+    return set;
+  }
+
+  /** Ready requests other than those waiting for a running batch's streamed lookahead. */
+  get newWork(): number {
+    return this.readyCount - (this.awaitingAhead()?.size ?? 0);
+  }
+
+  /** New work arrived while a batch runs: a runner still looking ahead should hand back what it has. */
+  yieldAhead(): void {
+    for (const b of this.inFlight) {
+      if (b.ahead > 0 && !b.yielded) {
+        b.yielded = true;
+        this.stats.aheadYields++;
+        this.runner.yieldAhead?.();
+      }
+    }
+  }
+
+  private noteStay(stayed: boolean): void {
+    this.stayRate += STAY_ALPHA * ((stayed ? 1 : 0) - this.stayRate);
+  }
+
+  /**
+   * One lookahead step's results, for the rows that stayed: each such row is taken back out of the
+   * ready queue and handled exactly as if a batch had just run it. A row that left, ended or was
+   * cancelled uses no later result of this batch; the runner rolls its cache back when it next steps there.
+   */
+  private aheadPart(batch: Batch, part: readonly (TokenSignals | undefined)[]): void {
+    const { locals, rows } = batch;
+    const s = batch.steps++ - 1;
+    const next: number[] = [];
+    for (const i of batch.live) {
+      const local = locals[i];
+      const sig = part[i];
+      // It must have stayed: ready here, same cache, every earlier result used, and its one unfed
+      // token is the one the runner fed.
+      if (!sig || !local.inReady || local.ended || local.cacheId !== rows[i].cacheId) continue;
+      if (local.fed !== rows[i].position + rows[i].tokens.length + s) continue;
+      if (local.tokens.length !== local.fed + 1 || local.tokens[local.fed] !== batch.last[i].token) continue;
+      this.queues.unready(local);
+      this.fed(local, 1);
+      this.stats.tokensFed++;
+      this.stats.rows++;
+      this.stats.aheadRows++;
+      batch.aheadRows++;
+      batch.tokens++;
+      batch.last[i] = sig;
+      this.applyRow(local, sig, batch);
+      this.noteStay(local.inReady);
+      next.push(i);
+    }
+    batch.live = next;
+  }
+}
