@@ -11,6 +11,7 @@ import type { LaneView, LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { aheadCap, planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
 import { EngineStats, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
+import { awaitingAhead, takeAheadPart } from './lookahead.ts';
 import { LocalRequest } from './localRequest.ts';
 import type { Arrival, EngineLink } from './messages.ts';
 import { routeRow } from './routeRow.ts';
@@ -128,7 +129,7 @@ export class Engine implements SubServerHost, LaneView {
   // --- the step: plan → execute → apply ---
 
   step(): void {
-    const ready = this.queues.readyView(this.awaitingAhead());
+    const ready = this.queues.readyView(awaitingAhead(this.inFlight));
     const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, aheadCap: aheadCap(this.lookahead, this.runner.maxAhead ?? 0, this.stayRate) });
     const batch = this.start(plan, ready.locals);
     let out: StepOutput | Promise<StepOutput>;
@@ -427,17 +428,11 @@ export class Engine implements SubServerHost, LaneView {
     this.returned(batch);
   }
 
-  // --- lookahead: decode a row on without a round trip while the lane's rows mostly stay ---
-
-  private awaitingAhead(): Set<LocalRequest> | null {
-    let set: Set<LocalRequest> | null = null;
-    for (const b of this.inFlight) if (b.streaming) for (const i of b.live) if (b.locals[i].inReady) (set ??= new Set()).add(b.locals[i]);
-    return set;
-  }
+  // --- lookahead (lookahead.ts): decode a row on without a round trip while the lane's rows mostly stay ---
 
   /** Ready requests other than those waiting for a running batch's streamed lookahead. */
   get newWork(): number {
-    return this.readyCount - (this.awaitingAhead()?.size ?? 0);
+    return this.readyCount - (awaitingAhead(this.inFlight)?.size ?? 0);
   }
 
   /** New work arrived while a batch runs: a runner still looking ahead should hand back what it has. */
@@ -455,35 +450,17 @@ export class Engine implements SubServerHost, LaneView {
     this.stayRate += STAY_ALPHA * ((stayed ? 1 : 0) - this.stayRate);
   }
 
-  /**
-   * One lookahead step's results, for the rows that stayed: each such row is taken back out of the
-   * ready queue and handled exactly as if a batch had just run it. A row that left, ended or was
-   * cancelled uses no later result of this batch; the runner rolls its cache back when it next steps there.
-   */
+  /** One lookahead step's results: the rows that stayed are applied as if a new batch had run them. */
   private aheadPart(batch: Batch, part: readonly (TokenSignals | undefined)[]): void {
-    const { locals, rows } = batch;
-    const s = batch.steps++ - 1;
-    const next: number[] = [];
-    for (const i of batch.live) {
-      const local = locals[i];
-      const sig = part[i];
-      // It must have stayed: ready here, same cache, every earlier result used, and its one unfed
-      // token is the one the runner fed.
-      if (!sig || !local.inReady || local.ended || local.cacheId !== rows[i].cacheId) continue;
-      if (local.fed !== rows[i].position + rows[i].tokens.length + s) continue;
-      if (local.tokens.length !== local.fed + 1 || local.tokens[local.fed] !== batch.last[i].token) continue;
+    takeAheadPart(batch, part, (i, sig) => {
+      const local = batch.locals[i];
       this.queues.unready(local);
       this.fed(local, 1);
       this.stats.tokensFed++;
       this.stats.rows++;
       this.stats.aheadRows++;
-      batch.aheadRows++;
-      batch.tokens++;
-      batch.last[i] = sig;
       this.applyRow(local, sig, batch);
       this.noteStay(local.inReady);
-      next.push(i);
-    }
-    batch.live = next;
+    });
   }
 }
