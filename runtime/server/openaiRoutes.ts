@@ -73,10 +73,13 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       for (const p of prompts) {
         if (p.ids.length >= maxContext) throw new TokenRouterError('too_large', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
       }
-      const requested = (kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens) ?? 16;
-      if (requested > service.config.limits.maxTokens) {
-        throw new TokenRouterError('invalid_request', `max_tokens is ${requested}; this server allows at most ${service.config.limits.maxTokens}`, 'max_tokens');
+      const explicit = kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens;
+      if (explicit != null && explicit > service.config.limits.maxTokens) {
+        throw new TokenRouterError('invalid_request', `max_tokens is ${explicit}; this server allows at most ${service.config.limits.maxTokens}`, 'max_tokens');
       }
+      // Without max_tokens, as vLLM does: the rest of the context window, capped by the server's limit.
+      const budgetFor = (promptTokens: number) => explicit ?? Math.min(service.config.limits.maxTokens, maxContext - promptTokens);
+      const requested = Math.min(...prompts.map((p) => budgetFor(p.ids.length)));
       if (body.min_tokens != null && body.min_tokens > requested) {
         throw new TokenRouterError('invalid_request', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`, 'min_tokens');
       }
@@ -102,7 +105,7 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
           jobs.push({
             index: i * n + j,
             echo: echo ? p.text : '',
-            params: { model: body.model, promptIds: p.ids, maxTokens: requested, minTokens: body.ignore_eos ? requested : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir },
+            params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir },
           });
         }
       });
