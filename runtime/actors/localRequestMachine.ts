@@ -74,6 +74,11 @@ export const localRequestLogic = fromTransition(
   'queued' as LocalStatus,
 );
 
+/** The event that ends a local request the way its request ended. */
+export function endEvent(status: 'done' | 'failed' | 'cancelled'): LocalEvent {
+  return { type: status === 'done' ? 'FINISH' : status === 'failed' ? 'FAIL' : 'CANCEL' };
+}
+
 export function isFinalLocal(s: LocalStatus): boolean {
   return s === 'done' || s === 'cancelled' || s === 'failed';
 }

@@ -9,12 +9,12 @@ export interface SubServerHost {
   mayLaunch(): boolean;
   /** The max-wait deadline passed: may a batch start below threshold? (Sync modes keep their barrier.) */
   mayLaunchAtDeadline(): boolean;
-  /** Starts a batch; completion comes back as BATCH_DONE. */
-  launch(): void;
+  /** Runs one batched step; its completion comes back as BATCH_DONE. */
+  step(): void;
   /** Max wait in clock ms; Infinity = none. */
   maxWaitMs(): number;
   /** A batch is still in flight (a pipelined runner holds more than one). */
-  stillExecuting(): boolean;
+  readonly executing: boolean;
 }
 
 export type SubServerEvent =
@@ -29,10 +29,10 @@ export const subServerMachine = setup({
     noWork: ({ context }) => !context.host.hasWork(),
     mayLaunch: ({ context }) => context.host.mayLaunch(),
     deadline: ({ context }) => context.host.hasWork() && context.host.mayLaunchAtDeadline(),
-    stillExecuting: ({ context }) => context.host.stillExecuting(),
+    stillExecuting: ({ context }) => context.host.executing,
   },
   actions: {
-    launch: ({ context }) => context.host.launch(),
+    launch: ({ context }) => context.host.step(),
   },
   delays: {
     maxWait: ({ context }) => context.host.maxWaitMs(),

@@ -1,5 +1,6 @@
 // A batch in flight on one engine, and the engine's running tallies.
 import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { TraceEvent } from '../../shared/trace.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
 
@@ -42,4 +43,19 @@ export class EngineStats {
   aheadRows = 0;
   /** Times new work cut a running batch's lookahead short. */
   aheadYields = 0;
+}
+
+/** The trace event of a batch that returned (or failed) at `end`. */
+export function batchEvent(batch: Batch, model: string, end: number): TraceEvent {
+  return {
+    type: 'batch',
+    model,
+    batchId: batch.id,
+    requestIds: batch.rows.map((r) => r.requestId),
+    phase: batch.phase,
+    tokens: batch.tokens,
+    start: batch.start,
+    end,
+    ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
+  };
 }

@@ -6,7 +6,9 @@ import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
-import { Engine, type EngineHost, type EngineOptions } from './engine.ts';
+import { Engine } from './engine.ts';
+import type { EngineHost, EngineOptions } from './engineHost.ts';
+import { laneStats, type LaneStats } from './laneStats.ts';
 import { checkInvariants } from './invariants.ts';
 import { newCounters } from './localRequest.ts';
 import type { Commit, EngineLink, Finish } from './messages.ts';
@@ -41,30 +43,14 @@ export interface ClusterOptions {
   lookahead?: number;
 }
 
+export type { LaneStats } from './laneStats.ts';
+
 export interface RequestHandle {
   readonly id: string;
   readonly done: Promise<RequestResult>;
   cancel(): void;
 }
 
-export interface LaneStats {
-  name: string;
-  threshold: number;
-  ready: number;
-  running: number;
-  waitingAdmission: number;
-  pendingReturn: number;
-  executing: boolean;
-  kvBytes: number;
-  kvReservedBytes: number;
-  batches: number;
-  rows: number;
-  admissions: number;
-  evictions: number;
-  busyMs: number;
-  /** Row results taken from lookahead (included in rows). */
-  aheadRows: number;
-}
 
 export class Cluster implements EngineHost, EngineLink {
   readonly clock: Clock;
@@ -261,23 +247,7 @@ export class Cluster implements EngineHost, EngineLink {
   }
 
   laneStats(): LaneStats[] {
-    return this.lanes.map((l) => ({
-      name: l.name,
-      threshold: l.threshold,
-      ready: l.readyCount,
-      running: l.readyCount + l.inFlightRows,
-      waitingAdmission: l.queues.waitingAdmission,
-      pendingReturn: l.queues.pendingReturnCount,
-      executing: l.executing,
-      kvBytes: l.pool.usedBytes,
-      kvReservedBytes: l.pool.reservedBytes,
-      batches: l.stats.batches,
-      rows: l.stats.rows,
-      admissions: l.stats.admissions,
-      evictions: l.stats.evictions,
-      busyMs: l.stats.busyMs,
-      aheadRows: l.stats.aheadRows,
-    }));
+    return this.lanes.map(laneStats);
   }
 
   /** Requests in flight at the entry. */

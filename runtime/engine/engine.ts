@@ -1,50 +1,21 @@
 // One model's engine: its requests, queues, KV pool and routing; a step reads plan → execute → apply.
 import { createActor, type Actor } from 'xstate';
-import { standardReceive, type Handoff, type TokenSignals } from '../../shared/algorithm.ts';
-import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
+import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
+import type { LocalStatus } from '../../shared/trace.ts';
 import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
-import type { LocalEvent } from '../actors/localRequestMachine.ts';
-import type { Clock } from '../clock/clock.ts';
+import { endEvent, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
-import type { LaneView, LaunchPolicy } from '../scheduler/launchPolicy.ts';
+import type { LaneView } from '../scheduler/launchPolicy.ts';
 import { aheadCap, planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
-import { EngineStats, type Batch } from './batch.ts';
+import { batchEvent, EngineStats, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
-import { awaitingAhead, takeAheadPart } from './lookahead.ts';
+import { awaitingAhead, takeAheadPart, yieldAhead } from './lookahead.ts';
 import { LocalRequest } from './localRequest.ts';
-import type { Arrival, EngineLink } from './messages.ts';
-import { routeRow } from './routeRow.ts';
+import type { EngineHost, EngineOptions } from './engineHost.ts';
+import type { Arrival } from './messages.ts';
+import { receiveRow, routeRow } from './routeRow.ts';
 
-export interface EngineOptions {
-  name: string;
-  runner: ModelRunner;
-  maxBatch: number;
-  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
-  threshold: number;
-  /** KV capacity in tokens; Infinity = unbounded. */
-  kvCapacityTokens: number;
-  /** Most lookahead steps a row may ask of a runner that has them (0: none). */
-  lookahead?: number;
-}
-
-/** What an engine shares with the engines beside it in one process. */
-export interface EngineHost {
-  readonly clock: Clock;
-  readonly policy: LaunchPolicy;
-  readonly maxWaitMs: number;
-  /** false: a request that leaves drops its state here (standard serving). */
-  readonly retainState: boolean;
-  readonly trace: TraceSink | undefined;
-  readonly link: EngineLink;
-  nextBatchId(): number;
-  /** Results are being applied: hold wake-ups until the wave ends. */
-  waveStart(): void;
-  /** Results applied; `returned`: the batch is over (a streamed one may go on). */
-  waveEnd(returned: boolean): void;
-}
-
-const END_EVENT: Record<'done' | 'failed' | 'cancelled', LocalEvent> = { done: { type: 'FINISH' }, failed: { type: 'FAIL' }, cancelled: { type: 'CANCEL' } };
 /** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
 const STAY_ALPHA = 1 / 16;
 
@@ -116,14 +87,8 @@ export class Engine implements SubServerHost, LaneView {
   mayLaunchAtDeadline(): boolean {
     return this.inFlight.length < this.pipelineDepth && this.host.policy.mayLaunchAtDeadline(this);
   }
-  stillExecuting(): boolean {
-    return this.inFlight.length > 0;
-  }
   maxWaitMs(): number {
     return this.host.maxWaitMs;
-  }
-  launch(): void {
-    this.step();
   }
 
   // --- the step: plan → execute → apply ---
@@ -140,12 +105,9 @@ export class Engine implements SubServerHost, LaneView {
       this.host.clock.setTimeout(() => this.fail(batch, e as Error), 0);
       return;
     }
-    if (out instanceof Promise) {
-      out.then(
-        (o) => this.apply(batch, o, performance.now() - batch.wall0),
-        (e: Error) => this.fail(batch, e),
-      );
-    } else {
+    if (out instanceof Promise) out.then((o) => this.apply(batch, o, performance.now() - batch.wall0), (e: Error) => this.fail(batch, e));
+    else {
+      // a simulated runner answers at once and says how long the step takes on the clock
       const o = out;
       const wall = performance.now() - batch.wall0;
       this.host.clock.setTimeout(() => this.apply(batch, o, wall), o.durationMs ?? 0);
@@ -185,7 +147,7 @@ export class Engine implements SubServerHost, LaneView {
         this.rowGone(local, out.lost!.error);
         continue;
       }
-      this.fed(local, rows[i].tokens.length);
+      this.queues.fed(local, rows[i].tokens.length);
       this.applyRow(local, out.rows[i], batch);
       if (this.lookahead > 0) this.noteStay(local.inReady);
     }
@@ -217,11 +179,6 @@ export class Engine implements SubServerHost, LaneView {
     );
   }
 
-  private fed(local: LocalRequest, n: number): void {
-    local.fed += n;
-    this.pool.cached(n);
-    local.counters.tokensFed[local.model] += n;
-  }
 
   /** One row's result: route it (pure), then commit, hand off or finish. */
   private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
@@ -232,9 +189,9 @@ export class Engine implements SubServerHost, LaneView {
       { requestId: local.id, algorithm: spec.algorithm, model: m, models: spec.models.length, tokens: local.tokens, known: local.known, stepsHere: local.stepsHere, generated: local.generated, drawSeed: spec.drawSeed, meta: local.meta, eosTokenId: this.runner.info.eosTokenId, maxLength: spec.maxLength },
       sig,
     );
-    if (d.kind === 'fail') return this.finishHere(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
+    if (d.kind === 'fail') return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
     if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
-    if (d.kind === 'finish') return this.finishHere(local, 'done', d.reason);
+    if (d.kind === 'finish') return this.finish(local, 'done', d.reason);
     if (d.kind === 'stay') return this.enqueue(local);
     this.sendOut(local, d.handoff, batch, d.at);
   }
@@ -271,14 +228,9 @@ export class Engine implements SubServerHost, LaneView {
   /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
-    let meta = handoff.meta;
-    if (handoff.from !== 0) {
-      try {
-        meta = (spec.algorithm.receive ?? standardReceive)(handoff).meta;
-      } catch (e) {
-        return this.host.link.finish({ requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${(e as Error).message}`) });
-      }
-    }
+    const got = receiveRow(spec.algorithm, handoff);
+    if ('fail' in got) return this.host.link.finish({ requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
+    const meta = got.meta;
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
     let local = this.locals.get(spec.id);
@@ -301,16 +253,13 @@ export class Engine implements SubServerHost, LaneView {
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
     }
-    let admitted: boolean;
     try {
-      admitted = this.queues.admit(local);
+      if (!this.queues.admit(local)) return;
     } catch (e) {
-      return this.finishHere(local, 'failed', 'error', new TokenRouterError('too_large', (e as Error).message, 'max_tokens'));
+      return this.finish(local, 'failed', 'error', new TokenRouterError('too_large', (e as Error).message, 'max_tokens'));
     }
-    if (admitted) {
-      this.move(local, { type: 'ADMIT' });
-      this.enqueue(local);
-    }
+    this.move(local, { type: 'ADMIT' });
+    this.enqueue(local);
   }
 
   /**
@@ -321,16 +270,16 @@ export class Engine implements SubServerHost, LaneView {
     const local = this.locals.get(id);
     if (!local) return null;
     const counters = local.owned ? local.counters : null;
-    if (!local.ended) this.move(local, END_EVENT[status]);
+    if (!local.ended) this.move(local, endEvent(status));
     this.forget(local);
     return counters;
   }
 
   /** Fails every request that holds state here (the runner died with their caches). */
   failAll(error: Error): number {
-    const ids = [...this.locals.values()].filter((l) => !l.ended).map((l) => l.id);
-    for (const id of ids) this.host.link.finish({ requestId: id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model') });
-    return ids.length;
+    const held = [...this.locals.values()].filter((l) => !l.ended);
+    for (const l of held) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model'));
+    return held.length;
   }
 
   /** Some caches are gone but the runner goes on (a remote replica died): their requests fail. */
@@ -341,19 +290,16 @@ export class Engine implements SubServerHost, LaneView {
 
   /** The pool's size changed (remote replicas joined or left). */
   resize(tokens: number): void {
-    for (const local of this.queues.resize(tokens)) {
-      this.finishHere(local, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} now holds ${tokens} KV tokens; this request needs ${local.spec.maxLength}`, 'model'));
-    }
+    for (const l of this.queues.resize(tokens)) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} now holds ${tokens} KV tokens; this request needs ${l.spec.maxLength}`, 'model'));
     this.admitWaiting();
   }
 
-  private finishHere(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
+  private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
     this.host.link.finish({ requestId: local.id, status, reason, error });
   }
-
   private rowGone(local: LocalRequest, error: Error): void {
     if (this.endedMeanwhile(local)) return;
-    this.finishHere(local, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: ${error.message}`, 'model'));
+    this.finish(local, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: ${error.message}`, 'model'));
   }
 
   /** A row came back for a request that ended while its step ran: its cache can go now. */
@@ -403,17 +349,7 @@ export class Engine implements SubServerHost, LaneView {
   }
 
   private returned(batch: Batch): void {
-    this.host.trace?.emit({
-      type: 'batch',
-      model: this.name,
-      batchId: batch.id,
-      requestIds: batch.rows.map((r) => r.requestId),
-      phase: batch.phase,
-      tokens: batch.tokens,
-      start: batch.start,
-      end: this.host.clock.now(),
-      ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
-    });
+    this.host.trace?.emit(batchEvent(batch, this.name, this.host.clock.now()));
     this.actor.send({ type: 'BATCH_DONE' });
     this.host.waveEnd(true);
   }
@@ -423,7 +359,7 @@ export class Engine implements SubServerHost, LaneView {
     this.settle(batch, performance.now() - batch.wall0);
     for (const local of batch.locals) {
       local.inBatch = false;
-      if (!this.endedMeanwhile(local)) this.finishHere(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
+      if (!this.endedMeanwhile(local)) this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
     }
     this.returned(batch);
   }
@@ -437,13 +373,7 @@ export class Engine implements SubServerHost, LaneView {
 
   /** New work arrived while a batch runs: a runner still looking ahead should hand back what it has. */
   yieldAhead(): void {
-    for (const b of this.inFlight) {
-      if (b.ahead > 0 && !b.yielded) {
-        b.yielded = true;
-        this.stats.aheadYields++;
-        this.runner.yieldAhead?.();
-      }
-    }
+    this.stats.aheadYields += yieldAhead(this.inFlight, this.runner);
   }
 
   private noteStay(stayed: boolean): void {
@@ -455,7 +385,7 @@ export class Engine implements SubServerHost, LaneView {
     takeAheadPart(batch, part, (i, sig) => {
       const local = batch.locals[i];
       this.queues.unready(local);
-      this.fed(local, 1);
+      this.queues.fed(local, 1);
       this.stats.tokensFed++;
       this.stats.rows++;
       this.stats.aheadRows++;

@@ -121,6 +121,13 @@ export class LaneQueues {
     return admitted;
   }
 
+  /** A step appended `n` tokens to the local's cache. */
+  fed(local: LocalRequest, n: number): void {
+    local.fed += n;
+    this.pool.cached(n);
+    local.counters.tokensFed[local.model] += n;
+  }
+
   /** Frees a local's cache and reservation. Never while it is in a batch. */
   dropCache(local: LocalRequest): void {
     if (!local.hasCache) return;

@@ -1,5 +1,6 @@
 // Speculative lookahead bookkeeping: which rows of a streaming batch may still use the runner's further passes.
 import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Batch } from './batch.ts';
 import type { LocalRequest } from './localRequest.ts';
 
@@ -34,4 +35,17 @@ export function takeAheadPart(batch: Batch, part: readonly (TokenSignals | undef
     next.push(i);
   }
   batch.live = next;
+}
+
+/** Asks the runner to stop the lookahead of batches still running it; returns how many were asked. */
+export function yieldAhead(inFlight: readonly Batch[], runner: ModelRunner): number {
+  let asked = 0;
+  for (const b of inFlight) {
+    if (b.ahead > 0 && !b.yielded) {
+      b.yielded = true;
+      asked++;
+      runner.yieldAhead?.();
+    }
+  }
+  return asked;
 }

@@ -1,5 +1,5 @@
 // Pure routing of one row's result: route → send (or stay), EOS and length limits, as data the step applies.
-import { routeInput, standardSend, type Algorithm, type Handoff, type ModelId, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
+import { routeInput, standardReceive, standardSend, type Algorithm, type Handoff, type ModelId, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
 import { draw3 } from '../util/hash.ts';
 
 /** What routing reads about one request on the model that just stepped it. Never mutated here (route may update `meta`, which it owns). */
@@ -59,6 +59,16 @@ export function routeRow(v: RowView, sig: TokenSignals): RowDecision {
   }
   if (!handoff.keep) return { kind: 'handoff', to: target, handoff, at: v.generated };
   return commitOrFinish(v, sig.token) ?? { kind: 'handoff', to: target, handoff, commit: sig.token, at: v.generated };
+}
+
+/** An arriving handoff through the algorithm's `receive` (the entry's first placement skips it: there is nothing to receive). */
+export function receiveRow(algorithm: Algorithm<unknown>, handoff: Handoff<unknown>): { meta: unknown } | { fail: string } {
+  if (handoff.from === 0) return { meta: handoff.meta };
+  try {
+    return { meta: (algorithm.receive ?? standardReceive)(handoff).meta };
+  } catch (e) {
+    return { fail: e instanceof Error ? e.message : String(e) };
+  }
 }
 
 /** EOS ends the request uncommitted; the token that reaches the length limit is committed and ends it. */

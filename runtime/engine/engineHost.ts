@@ -1,0 +1,35 @@
+// What an engine is built from and what it shares with the engines beside it in one process.
+import type { TraceSink } from '../../shared/trace.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { LaunchPolicy } from '../scheduler/launchPolicy.ts';
+import type { EngineLink } from './messages.ts';
+
+export interface EngineOptions {
+  name: string;
+  runner: ModelRunner;
+  maxBatch: number;
+  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
+  threshold: number;
+  /** KV capacity in tokens; Infinity = unbounded. */
+  kvCapacityTokens: number;
+  /** Most lookahead steps a row may ask of a runner that has them (0: none). */
+  lookahead?: number;
+}
+
+/** What an engine shares with the engines beside it in one process. */
+export interface EngineHost {
+  readonly clock: Clock;
+  readonly policy: LaunchPolicy;
+  readonly maxWaitMs: number;
+  /** false: a request that leaves drops its state here (standard serving). */
+  readonly retainState: boolean;
+  readonly trace: TraceSink | undefined;
+  readonly link: EngineLink;
+  nextBatchId(): number;
+  /** Results are being applied: hold wake-ups until the wave ends. */
+  waveStart(): void;
+  /** Results applied; `returned`: the batch is over (a streamed one may go on). */
+  waveEnd(returned: boolean): void;
+}
+
