@@ -33,6 +33,7 @@ import { bundledModelsPresent, loadBundledRunners, simulatedRunners, type Runner
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
+import { mulberry32 } from '../../shared/rng.ts';
 
 const LANES = ['small', 'large'] as const;
 
@@ -47,16 +48,9 @@ function quantile(xs: readonly number[], q: number): number {
 }
 const median = (xs: readonly number[]) => quantile(xs, 0.5);
 
-/** Seeded Fisher–Yates (mulberry32), so a run's setting order is reproducible. */
+/** Seeded Fisher–Yates, so a run's setting order is reproducible. */
 function shuffled<T>(xs: readonly T[], seed: number): T[] {
-  let a = seed >>> 0;
-  const rand = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = mulberry32(seed);
   const out = [...xs];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1));

@@ -1,5 +1,6 @@
 // Per-row distribution signals and seeded sampling from one row of logits (computed once per row).
 import type { SamplingParams, SamplingPenalties } from './modelRunner.ts';
+import { hashString } from '../util/hash.ts';
 
 /** Draw streams: sampling and routing use different streams so they never share a draw. */
 export const SAMPLE_STREAM = 0x53414d50; // "SAMP"
@@ -23,15 +24,6 @@ function mix(h: number, k: number): number {
   return (Math.imul(h, 5) + 0xe6546b64) >>> 0;
 }
 
-/** FNV-1a over UTF-16 code units: a stable 32-bit key for a model name. */
-export function nameKey(name: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < name.length; i++) {
-    h ^= name.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
 
 /**
  * A uniform draw in [0, 1) that is a pure function of (seed, position, model, stream): a
@@ -41,7 +33,7 @@ export function nameKey(name: string): number {
 export function drawUniform(seed: number, position: number, model: string | number, stream: number = SAMPLE_STREAM): number {
   const lo = seed >>> 0;
   const hi = Math.floor(seed / 4294967296) >>> 0;
-  const m = typeof model === 'number' ? model >>> 0 : nameKey(model);
+  const m = typeof model === 'number' ? model >>> 0 : hashString(model);
   let a = mix(mix(mix(mix(0x9e3779b9, lo), hi), position >>> 0), m);
   a = fmix32(mix(a, stream));
   const b = fmix32(mix(a, 0x7f4a7c15));

@@ -2,6 +2,7 @@
 // of the chain (no time step, no rounding), used by the tests and handy for chains too big to solve.
 import { normaliseInput } from './normaliseInput.ts';
 import type { ThroughputInput } from './types.ts';
+import { mulberry32 } from '../../shared/rng.ts';
 
 /** Batches ending within 1 ns end together (float sums of latencies drift by far less). */
 const TIE_MS = 1e-6;
@@ -20,22 +21,11 @@ export interface SimulationResult {
   batches: number[];
 }
 
-/** mulberry32: tiny, seedable, good enough for routing draws. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function simulateThroughput(input: ThroughputInput, opts: SimulationOptions): SimulationResult {
   const m = normaliseInput(input);
   const { K, N, P, C, maxBatch, thresholds, latencyMs, contendedMs } = m;
-  const rand = rng(opts.seed ?? 1);
+  const rand = mulberry32(opts.seed ?? 1);
   const warm = opts.warmupMs ?? opts.horizonMs / 10;
   const end = warm + opts.horizonMs;
   const q = new Array<number>(K).fill(0);

@@ -1,5 +1,6 @@
 // Synthetic-but-realistic trace generator: a small discrete-event simulation of token-level routing (R2R-like or ME-like).
 import type { TraceEvent } from '../trace.ts';
+import { mulberry32 } from '../rng.ts';
 
 /** One simulated sub-server. Step latency grows with rows and fed tokens, like a real batched forward pass. */
 export interface SimModel {
@@ -51,17 +52,6 @@ export const ME_MODELS: SimModel[] = [
   { name: 'tiny-c', baseMs: 15, perRowMs: 0.2, perTokenMs: 0.03, threshold: 3 },
 ];
 
-/** Deterministic PRNG (mulberry32) so that tests and screenshots are reproducible. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface SimRequest {
   id: string;

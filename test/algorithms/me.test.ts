@@ -2,18 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { me, pickByWeights } from '../../examples/algorithms/me.ts';
 import { routeInput, sendRequest } from './routeInput.ts';
+import { mulberry32 } from '../../shared/rng.ts';
 
-/** Small deterministic PRNG (mulberry32) so the test replays exactly. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 describe('me', () => {
   it('draws each model with frequency ≈ its weight over many draws', () => {

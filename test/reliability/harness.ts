@@ -12,6 +12,7 @@ import { startServer, type RunningServer } from '../../runtime/server/createServ
 import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
 import { mix } from '../../runtime/util/hash.ts';
 import { charTokenizer, VOCAB } from '../server/testService.ts';
+import { mulberry32 } from '../../shared/rng.ts';
 
 /**
  * A simulated model that behaves like a worker runner: steps answer by promise after a real delay,
@@ -225,17 +226,8 @@ export async function expectStillServing(url: string): Promise<void> {
   expect((r.json.choices as { text: string }[])[0].text.length).toBeGreaterThan(0);
 }
 
-/** mulberry32: a small seeded generator, so a failing fuzz case replays exactly. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator, so a failing fuzz case replays exactly. */
+export const rng = mulberry32;
 
 /** node --expose-gc's gc(), or the same function obtained at run time when the flag was not given. */
 export function gcFunction(): () => void {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { EventStore } from '../../designer/src/timeline/eventStore.ts';
 import { batchRange, pointRange } from '../../designer/src/timeline/windowRange.ts';
 import { requestPath } from '../../designer/src/timeline/requestPath.ts';
-import { generateTrace, mulberry32 } from '../../shared/timeline/generateTrace.ts';
+import { mulberry32 } from '../../shared/rng.ts';
+import { generateTrace } from '../../shared/timeline/generateTrace.ts';
 import { pairHandoffs } from '../../shared/timeline/pairHandoffs.ts';
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 
