@@ -1,4 +1,5 @@
 // The shape every benchmark suite returns, and small helpers for printing and progress.
+import { progressLine } from '../util/progressLine.ts';
 
 export interface BenchOptions {
   json?: string;
@@ -26,10 +27,10 @@ export function printTable(rows: Record<string, unknown>[]): void {
   for (const r of rows) console.log(line(cols.map((c) => cell(r[c]))));
 }
 
-/** One-line progress on stderr: "[label] done/total". */
+/** Progress on stderr: a redrawn bar on a terminal, whole lines "done/total label" in a log. */
 export function progress(label: string, done: number, total: number): void {
   const width = 24;
-  const fill = Math.round((done / total) * width);
-  process.stderr.write(`\r[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ${done}/${total} ${label}      `);
-  if (done >= total) process.stderr.write('\n');
+  const fill = Math.max(0, Math.min(width, Math.round((done / total) * width)));
+  const bar = process.stderr.isTTY ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ` : '';
+  progressLine(`${bar}${done}/${total} ${label}`, done, total);
 }

@@ -3,58 +3,92 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { BenchSuite } from './benchSuite.ts';
 import { lookaheadSetting, setLookahead, setTraceDir } from './servingCase.ts';
+import { TokenRouterError } from '../errors.ts';
 import { SuiteFlags } from './suiteFlags.ts';
+import { parseFlags } from '../util/cliFlags.ts';
 
-const SUITES: Record<string, () => Promise<{ run: BenchSuite }>> = {
-  'sim-modes': () => import('./simModes.ts'),
-  overhead: () => import('./overhead.ts'),
-  models: () => import('./models.ts') as Promise<{ run: BenchSuite }>,
-  'ir-overhead': () => import('./irOverhead.ts'),
-  'dtmc-validate': () => import('./dtmcValidate.ts'),
-  'dtmc-solve': () => import('./dtmcSolve.ts') as Promise<{ run: BenchSuite }>,
-  'dtmc-onnx': () => import('./dtmcOnnx.ts'),
-  serving: () => import('./serving.ts'),
-  length: () => import('./length.ts'),
-  concurrency: () => import('./concurrency.ts'),
-  scale: () => import('./scale.ts'),
-  distributed: () => import('./distributed.ts'),
-  ablation: () => import('./ablation.ts'),
-  breakdown: () => import('./breakdown.ts'),
-  combos: () => import('./combos.ts'),
+interface Suite {
+  /** What it measures, one line. */
+  about: string;
+  /** A full run on the reference machine (docs/benchmarks.md, "Running time"); --quick 1 is a smoke run. */
+  duration: string;
+  load: () => Promise<{ run: BenchSuite }>;
+}
+
+const SUITES: Record<string, Suite> = {
+  'sim-modes': { about: 'the paper\'s R2R setting in virtual time: the four scheduling modes and the re-init baseline', duration: '~15 s', load: () => import('./simModes.ts') },
+  overhead: { about: 'µs of non-model work per committed token (zero-latency runners), and simulation speed', duration: '~10 s', load: () => import('./overhead.ts') },
+  models: { about: 'each bundled model\'s step latency by batch and context, time outside session.run, two-worker overlap', duration: '~2 min', load: () => import('./models.ts') as Promise<{ run: BenchSuite }> },
+  'ir-overhead': { about: 'runtime cost per token of an IR-compiled algorithm against its TypeScript original', duration: '~1.2 min', load: () => import('./irOverhead.ts') },
+  'dtmc-validate': { about: 'the throughput model\'s predictions against the runtime in virtual time', duration: '~1 min', load: () => import('./dtmcValidate.ts') },
+  'dtmc-solve': { about: 'how long the throughput model takes to build and solve, and its chain size', duration: '~4.5 min', load: () => import('./dtmcSolve.ts') as Promise<{ run: BenchSuite }> },
+  'dtmc-onnx': { about: 'the throughput model against R2R on the bundled ONNX models, real clock', duration: '~3.7 min', load: () => import('./dtmcOnnx.ts') },
+  serving: { about: 'each algorithm at concurrency 4 over HTTP, TokenRouter mode vs standard serving', duration: '~2.4 min', load: () => import('./serving.ts') },
+  length: { about: 'throughput as max output grows, TokenRouter mode vs standard serving', duration: '~6.4 min', load: () => import('./length.ts') },
+  concurrency: { about: '1 → 16 concurrent requests: total throughput and per-request speed', duration: '~2 min', load: () => import('./concurrency.ts') },
+  scale: { about: '1,000 concurrent and 100,000 requests through the real scheduler in virtual time', duration: '~0.5 min', load: () => import('./scale.ts') },
+  distributed: { about: 'the large model in-process, in another process, and across namespaces with 1 ms each way', duration: '~1.2 min', load: () => import('./distributed.ts') },
+  ablation: { about: 'R2R at concurrency 8: baseline → + state retention → + async → + delayed batching', duration: '~1.2 min', load: () => import('./ablation.ts') },
+  breakdown: { about: 'where each sub-server\'s busy time goes at concurrency 16', duration: '~0.7 min', load: () => import('./breakdown.ts') },
+  combos: { about: 'one algorithm on each pair of bundled models, TokenRouter mode vs standard serving', duration: '~1.5 min', load: () => import('./combos.ts') },
+  offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
 };
+
+/**
+ * Every flag some suite reads (SuiteFlags keys and the suites' own reads), so a mistyped one is an
+ * error naming it instead of a silently ignored setting. A suite reading a new flag adds it here.
+ */
+const SUITE_FLAGS = [
+  'json', 'trace', 'lookahead', 'quick', 'algorithm', 'algorithms', 'bundled-lengths', 'bundled-requests-per-client', 'calibration-requests',
+  'calibration-requests-per-client', 'client', 'compare-depth', 'concurrency', 'delay-ms', 'ignore-eos', 'large-stay', 'large-threshold', 'lengths',
+  'levels', 'max-batch', 'max-tokens', 'max-wait-ms', 'p', 'paper-max-tokens', 'pipeline-depth', 'prompt', 'relay', 'repeats', 'requests',
+  'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',
+  'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s',
+] as const;
+
+function usage(): string {
+  const width = Math.max(...Object.keys(SUITES).map((s) => s.length));
+  const rows = Object.entries(SUITES).map(([name, s]) => `  ${name.padEnd(width)}  ${s.duration.padStart(8)}  ${s.about}`);
+  return [
+    'usage: npm run bench -- <suite> [--json FILE] [--trace DIR] [--quick 1] [--key value ...]',
+    '',
+    `suites (rough time of a full run here; --quick 1 cuts each to a smoke run):`,
+    ...rows,
+    '',
+    `--trace DIR: ${[...SERVING_SUITES].join(', ')} write one JSON-lines trace per server run`,
+    `flags the suites read: ${SUITE_FLAGS.map((f) => `--${f}`).join(' ')}`,
+  ].join('\n');
+}
 
 /** Suites that serve through the real server (runServingCase), whose runs --trace records. */
 const SERVING_SUITES = new Set(['serving', 'length', 'concurrency', 'ablation', 'breakdown', 'combos']);
 
 export async function main(argv: string[]): Promise<number> {
   const [suite, ...rest] = argv;
-  if (!suite || suite === '--help' || suite === '-h') {
-    console.log(`usage: npm run bench -- <suite> [--json FILE] [--trace DIR] [--key value ...]\nsuites: ${Object.keys(SUITES).join(', ')}\n--trace DIR: ${[...SERVING_SUITES].join(', ')} write one JSON-lines trace per server run`);
+  if (!suite || argv.includes('--help') || argv.includes('-h')) {
+    console.log(usage());
     return suite ? 0 : 2;
   }
-  const load = SUITES[suite];
-  if (!load) {
-    console.error(`unknown suite "${suite}"; suites: ${Object.keys(SUITES).join(', ')}`);
+  const entry = SUITES[suite];
+  if (!entry) {
+    console.error(`error: unknown suite "${suite}"; suites: ${Object.keys(SUITES).join(', ')} (npm run bench -- --help)`);
     return 2;
   }
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < rest.length; i++) {
-    const a = rest[i];
-    if (!a.startsWith('--')) {
-      console.error(`unexpected argument "${a}"`);
-      return 2;
-    }
-    const v = rest[i + 1];
-    if (v === undefined || v.startsWith('--')) {
-      console.error(`flag ${a} needs a value`);
-      return 2;
-    }
-    flags[a.slice(2)] = v;
-    i++;
+  let flags: Record<string, string>;
+  let lookahead: number | undefined;
+  try {
+    // Every suite flag takes a value (`--quick 1`), as before.
+    const options = Object.fromEntries(SUITE_FLAGS.map((f) => [f, { type: 'string' as const }]));
+    const { values } = parseFlags({ args: rest, options });
+    flags = Object.fromEntries(Object.entries(values).filter((kv): kv is [string, string] => typeof kv[1] === 'string'));
+    // --lookahead K: TokenRouter mode's scheduling.lookahead in every serving run (default: the server's)
+    lookahead = new SuiteFlags(flags).lookahead;
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return 2;
   }
-  const { run } = await load();
-  // --lookahead K: TokenRouter mode's scheduling.lookahead in every serving run (default: the server's)
-  setLookahead(new SuiteFlags(flags).lookahead);
+  const { run } = await entry.load();
+  setLookahead(lookahead);
   if (flags.trace) {
     if (!SERVING_SUITES.has(suite)) console.error(`note: --trace is written by the suites that start servers (${[...SERVING_SUITES].join(', ')}); ${suite} writes none`);
     setTraceDir(resolve(flags.trace));
@@ -74,8 +108,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (e) => {
-      console.error(e instanceof Error ? e.stack : e);
-      process.exit(1);
+      // A flag a suite found wrong is one line; anything else keeps its stack for debugging.
+      console.error(e instanceof TokenRouterError ? `error: ${e.message}` : e instanceof Error ? e.stack : e);
+      process.exit(e instanceof TokenRouterError ? 2 : 1);
     },
   );
 }

@@ -1,4 +1,8 @@
 // Typed reads of a suite's --key value flags (main.ts passes every flag as a string).
+import { TokenRouterError } from '../errors.ts';
+
+/** One line naming the flag; main.ts prints it without a stack. */
+const flagError = (key: string, message: string) => new TokenRouterError('invalid_request', message, key);
 
 export class SuiteFlags {
   constructor(private readonly flags: Record<string, string>) {}
@@ -12,7 +16,7 @@ export class SuiteFlags {
     const v = this.flags[key];
     if (v === undefined) return fallback;
     const n = Number(v);
-    if (!Number.isFinite(n)) throw new Error(`--${key} must be a number, got "${v}"`);
+    if (!Number.isFinite(n)) throw flagError(key, `--${key} must be a number, got "${v}"`);
     return n;
   }
 
@@ -20,7 +24,7 @@ export class SuiteFlags {
   get lookahead(): number | undefined {
     if (this.flags.lookahead === undefined) return undefined;
     const n = this.num('lookahead', 0);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`--lookahead must be an integer ≥ 0, got "${this.flags.lookahead}"`);
+    if (!Number.isInteger(n) || n < 0) throw flagError('lookahead', `--lookahead must be an integer ≥ 0, got "${this.flags.lookahead}"`);
     return n;
   }
 
@@ -34,7 +38,7 @@ export class SuiteFlags {
     if (v === undefined) return fallback;
     if (['1', 'true', 'yes', 'on'].includes(v)) return true;
     if (['0', 'false', 'no', 'off'].includes(v)) return false;
-    throw new Error(`--${key} must be true or false, got "${v}"`);
+    throw flagError(key, `--${key} must be true or false, got "${v}"`);
   }
 
   str(key: string, fallback: string): string;
@@ -51,7 +55,7 @@ export class SuiteFlags {
   nums(key: string, fallback: readonly number[]): number[] {
     return this.list(key, fallback.map(String)).map((s) => {
       const n = Number(s);
-      if (!Number.isFinite(n)) throw new Error(`--${key} must be numbers separated by commas, got "${s}"`);
+      if (!Number.isFinite(n)) throw flagError(key, `--${key} must be numbers separated by commas, got "${s}"`);
       return n;
     });
   }

@@ -1,7 +1,6 @@
 // `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the held-out problems.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { printTable, progress } from '../bench/benchSuite.ts';
 import { TokenRouterError } from '../errors.ts';
 import { defaultPlan, evaluate, frontierSvg, loadHeldout } from '../eval/evaluate.ts';
@@ -9,9 +8,10 @@ import { loadModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { TraceDir } from '../trace/traceDir.ts';
+import { intFlag, parseFlags } from '../util/cliFlags.ts';
 
 export async function evalCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args,
     options: {
       problems: { type: 'string', default: '500' },
@@ -24,11 +24,9 @@ export async function evalCommand(args: string[]): Promise<number> {
       trace: { type: 'string' },
     },
   });
-  const n = Number(values.problems);
-  const concurrency = Number(values.concurrency);
-  const maxTokens = Number(values['max-tokens']);
-  if (!Number.isInteger(n) || n < 1) throw new TokenRouterError('invalid_request', `--problems must be a positive integer, got "${values.problems}"`, 'problems');
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new TokenRouterError('invalid_request', '--concurrency must be a positive integer', 'concurrency');
+  const n = intFlag('problems', values.problems, 1, 1_000_000, 500);
+  const concurrency = intFlag('concurrency', values.concurrency, 1, 4096, 8);
+  const maxTokens = intFlag('max-tokens', values['max-tokens'], 1, 100_000, 64);
   const modelsDir = path.resolve(values.models!);
   const problems = loadHeldout(modelsDir).slice(0, n);
   const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));

@@ -1,7 +1,8 @@
 // The tokenrouter CLI: serve | models | bench | eval | subserver | optimize | simulate.
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { TokenRouterError } from '../errors.ts';
+import { ModelFolderError } from '../runner/modelFolder.ts';
+import { parseFlags } from '../util/cliFlags.ts';
 
 type Command = { summary: string; usage: string; run: (args: string[]) => Promise<number> };
 
@@ -15,7 +16,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'list the model folders found and check their files',
     usage: 'tokenrouter models [--dir DIR]   (default examples/models)',
     run: async (args) => {
-      const { values } = parseArgs({ args, options: { dir: { type: 'string' } } });
+      const { values } = parseFlags({ args, options: { dir: { type: 'string' } } });
       const { listModelFolders } = await import('../runner/modelFolder.ts');
       const dir = path.resolve(values.dir ?? 'examples/models');
       const rows = listModelFolders(dir);
@@ -77,16 +78,22 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`unknown command "${cmd}". Commands: ${Object.keys(COMMANDS).join(', ')}`);
     return 2;
   }
-  if (rest.includes('--help') || rest.includes('-h')) {
+  // bench lists its suites itself
+  if (cmd !== 'bench' && (rest.includes('--help') || rest.includes('-h'))) {
     console.log(`${c.summary}\n\nusage: ${c.usage}`);
     return 0;
   }
   try {
     return await c.run(rest);
   } catch (e) {
-    if (e instanceof TokenRouterError || (e as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      console.error(`error: ${(e as Error).message}`);
-      return 2;
+    // What a user got wrong (a flag, the config, a model folder, a busy port) is one line, not a stack.
+    if (e instanceof TokenRouterError) {
+      console.error(`error: ${e.message}`);
+      return e.code === 'invalid_request' ? 2 : 1;
+    }
+    if (e instanceof ModelFolderError) {
+      console.error(`error: ${e.message}`);
+      return 1;
     }
     throw e;
   }

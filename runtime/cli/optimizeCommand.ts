@@ -1,13 +1,14 @@
 // `tokenrouter optimize`: delayed-batching thresholds for a recorded trace, and the predicted gain over thresholds of 1.
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { parseTrace } from '../../shared/timeline/parseTrace.ts';
 import { TokenRouterError } from '../errors.ts';
 import { profileStepLatency } from '../runner/profileStepLatency.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { thresholdsFromTrace, type TraceThresholds } from '../scheduler/thresholdsFromTrace.ts';
 import { fitLatencyProfile } from '../throughput/index.ts';
+import { parseFlags } from '../util/cliFlags.ts';
+import { endProgressLine, progressLine } from '../util/progressLine.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const fmtT = (t: Record<string, number>) => Object.entries(t).map(([m, v]) => `${m}=${v}`).join(',');
@@ -27,10 +28,10 @@ async function profile(dir: string, models: readonly string[], maxBatch: number)
     if (!fs.existsSync(folder)) throw new TokenRouterError('invalid_request', `--profile: no model folder ${folder} for model "${m}" of the trace`, 'profile');
     const runner = await WorkerRunner.start(folder, { intraOpNumThreads: 1, name: m });
     try {
-      const ms = await profileStepLatency(runner, maxBatch, { onProgress: (b, n) => process.stderr.write(`\rprofiling ${m}: batch ${b}/${n}`) });
+      const ms = await profileStepLatency(runner, maxBatch, { onProgress: (b, n) => progressLine(`profiling ${m}: batch ${b}/${n}`, b, n) });
       // The same monotone fit the trace's latencies get: a step never gets cheaper with more rows.
       out[m] = fitLatencyProfile(ms.map((x, k) => ({ model: 0, batch: k + 1, ms: x })), { maxBatch }).table[0];
-      process.stderr.write('\n');
+      endProgressLine();
     } finally {
       await runner.close();
     }
@@ -58,7 +59,7 @@ function print(r: TraceThresholds, latencySource: string): void {
 }
 
 export async function optimizeCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args,
     options: {
       trace: { type: 'string' },
@@ -78,6 +79,8 @@ export async function optimizeCommand(args: string[]): Promise<number> {
   }
   const parsed = parseTrace(text);
   if (parsed.invalid > 0) console.error(`warning: skipped ${parsed.invalid} invalid trace lines (first: ${parsed.firstError})`);
+  // Progress on stderr, so stdout stays the result alone: a long trace and a large N take a while.
+  console.error(`read ${parsed.events.length} events from ${values.trace}; estimating routing and step latency, then searching thresholds …`);
   const fixed: Record<string, number> = {};
   for (const part of values.fixed ? values.fixed.split(',') : []) {
     const [m, v] = part.split('=');
@@ -85,16 +88,21 @@ export async function optimizeCommand(args: string[]): Promise<number> {
     if (!m || t === undefined) throw new TokenRouterError('invalid_request', `--fixed takes model=T pairs, got "${part}"`, 'fixed');
     fixed[m] = t;
   }
-  const opts = { concurrency: intFlag('concurrency', values.concurrency, 1, 100_000), maxBatch: intFlag('max-batch', values['max-batch'], 1, 256), fixed };
+  const search = (label: string) => (k: number, of: number | undefined) => {
+    if (of === undefined) progressLine(`${label}: ${k} candidates priced (coordinate search)`, 0, 1);
+    else progressLine(`${label}: ${k}/${of} candidate thresholds priced`, k, of);
+  };
+  const opts = { concurrency: intFlag('concurrency', values.concurrency, 1, 100_000), maxBatch: intFlag('max-batch', values['max-batch'], 1, 256), fixed, onProgress: search('thresholds') };
   // Routing and N always come from the trace; with --profile, step latency from timing the real runners.
   let result = thresholdsFromTrace(parsed.events, opts);
   let latencySource = 'from the trace';
   if (values.profile) {
     const cap = result.estimate.latency[0].length;
     const latency = await profile(path.resolve(values.profile), result.models, cap);
-    result = thresholdsFromTrace(parsed.events, { ...opts, latency });
+    result = thresholdsFromTrace(parsed.events, { ...opts, latency, onProgress: search('thresholds on profiled latency') });
     latencySource = `profiled on ${values.profile}`;
   }
+  endProgressLine();
   print(result, latencySource);
   if (values.json) {
     fs.writeFileSync(values.json, JSON.stringify({ trace: values.trace, latency_source: latencySource, ...result }, null, 2));

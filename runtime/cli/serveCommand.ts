@@ -1,13 +1,49 @@
 // `tokenrouter serve`: loads the config, starts the models and the server, prints where everything is.
-import { parseArgs } from 'node:util';
-import { loadServerConfig } from '../config/serverConfig.ts';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { loadServerConfig, type ServerConfig } from '../config/serverConfig.ts';
 import { TokenRouterError } from '../errors.ts';
 import { startServer } from '../server/createServer.ts';
 import { authRequired } from '../server/adminAuth.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { parseFlags } from '../util/cliFlags.ts';
+
+/** One line naming the port and how to pick another, for the errors a listen can end in. */
+function listenError(e: unknown, host: string, port: number): unknown {
+  const code = (e as { code?: string }).code;
+  const how = 'pick another with --port N or PORT=N (npm start -- --port 9000)';
+  if (code === 'EADDRINUSE') return new TokenRouterError('unavailable', `port ${port} on ${host} is already in use: ${how}`, 'port');
+  if (code === 'EACCES') return new TokenRouterError('unavailable', `no permission to listen on port ${port} on ${host}: ${how}`, 'port');
+  if (code === 'EADDRNOTAVAIL') return new TokenRouterError('unavailable', `address ${host} is not on this machine: pick another with --host ADDR`, 'host');
+  return e;
+}
+
+/** Binds and releases the port, so a busy port is reported before the models load. */
+async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (e) => reject(listenError(e, host, port)));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
+/** A missing model folder as one line naming the config key that points at it. */
+function checkModelFolders(config: ServerConfig, file: string | undefined): void {
+  for (const [i, m] of config.models.entries()) {
+    const dir = m.path ?? path.join(config.modelsDir, m.name);
+    // A remote model's folder lives on its sub-server's host.
+    if (m.remote) continue;
+    if (fs.existsSync(dir) && fs.statSync(dir).isDirectory()) continue;
+    const key = m.path !== undefined ? `models[${i}].path` : 'modelsDir';
+    const where = file ? `set "${key}" in ${file}` : `pass --config FILE with "${key}"`;
+    throw new TokenRouterError('not_found', `${key}: no model folder for "${m.name}" at ${dir}; ${where}`, key);
+  }
+}
 
 export async function serveCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } } });
+  const { values } = parseFlags({ args, options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } } });
   const config = loadServerConfig(values.config);
   const portText = values.port ?? process.env.PORT;
   if (portText !== undefined) {
@@ -16,10 +52,20 @@ export async function serveCommand(args: string[]): Promise<number> {
     config.port = port;
   }
   if (values.host) config.host = values.host;
+  // Both checks come before loading any model: loading takes a while, and either failure would waste it.
+  checkModelFolders(config, values.config);
+  await checkPortFree(config.host, config.port);
   console.log(`loading ${config.models.length} models from ${config.modelsDir} …`);
   const service = await TokenRouterService.start(config);
   for (const p of service.memoryPlan) console.log(`  ${p.name.padEnd(8)} weights ${(p.weightBytes / 2 ** 20).toFixed(1)} MiB, KV ${(p.kvBytes / 2 ** 20).toFixed(1)} MiB (${p.kvTokens} tokens)`);
-  const srv = await startServer(service);
+  let srv;
+  try {
+    srv = await startServer(service);
+  } catch (e) {
+    // Another process may have taken the port while the models loaded.
+    await service.close();
+    throw listenError(e, config.host, config.port);
+  }
   console.log(`\nTokenRouter is serving (${config.scheduling.mode}, retainState ${config.scheduling.retainState})`);
   console.log(`  designer   ${srv.url}/`);
   console.log(`  timeline   ${srv.url}/timeline`);

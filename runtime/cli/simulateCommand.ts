@@ -1,6 +1,5 @@
 // `tokenrouter simulate`: an R2R-like workload on the paper's latency profile, or a recorded trace replayed, in virtual time.
 import fs from 'node:fs';
-import { parseArgs } from 'node:util';
 import { parseTrace } from '../../shared/timeline/parseTrace.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
@@ -11,9 +10,11 @@ import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../sim/paperProfile.ts';
 import { replayTrace, type ReplayOptions } from '../sim/traceReplay.ts';
 import { JsonlTraceWriter } from '../trace/jsonlWriter.ts';
+import { endProgressLine, progressLine } from '../util/progressLine.ts';
+import { boolFlag, intFlag, numFlag, parseFlags } from '../util/cliFlags.ts';
 
 export async function simulateCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args,
     options: {
       mode: { type: 'string', default: 'async-delayed' },
@@ -29,29 +30,25 @@ export async function simulateCommand(args: string[]): Promise<number> {
   });
   const mode = values.mode as SchedulingMode;
   if (!SCHEDULING_MODES.includes(mode)) throw new TokenRouterError('invalid_request', `--mode must be one of ${SCHEDULING_MODES.join(', ')}`, 'mode');
-  const num = (name: string, v: string, min: number, max: number) => {
-    const n = Number(v);
-    if (!Number.isFinite(n) || n < min || n > max) throw new TokenRouterError('invalid_request', `--${name} must be a number in [${min}, ${max}], got "${v}"`, name);
-    return n;
-  };
-  const concurrency = values.concurrency === undefined ? undefined : num('concurrency', values.concurrency, 1, 100_000);
-  const requests = num('requests', values.requests!, 1, 10_000_000);
-  const p = num('p', values.p!, 0, 1);
-  const tokens = num('tokens', values.tokens!, 1, 1_000_000);
+  const concurrency = intFlag('concurrency', values.concurrency, 1, 100_000);
+  const requests = intFlag('requests', values.requests, 1, 10_000_000, 64);
+  const p = numFlag('p', values.p, 0, 1, 0.35);
+  const tokens = intFlag('tokens', values.tokens, 1, 1_000_000, 512);
+  const retain = boolFlag('retain', values.retain, true);
   const thresholds: Record<string, number> = {};
   for (const part of values.thresholds!.split(',')) {
     const [k, v] = part.split('=');
     if (!k || v === undefined) throw new TokenRouterError('invalid_request', `--thresholds takes model=T pairs, got "${part}"`, 'thresholds');
-    thresholds[k] = num(`thresholds ${k}`, v, 1, 4096);
+    thresholds[k] = intFlag(`thresholds ${k}`, v, 1, 4096, 1);
   }
   const trace = values.trace ? new JsonlTraceWriter(values.trace) : undefined;
-  if (values.replay) return replay(values.replay, { mode, retainState: values.retain !== 'false', thresholds, concurrency, trace }, values.trace);
+  if (values.replay) return replay(values.replay, { mode, retainState: retain, thresholds, concurrency, trace }, values.trace);
   const clock = new VirtualClock();
   const runners = profileRunners(PAPER_R2R_PROFILE);
   const cluster = new Cluster({
     clock,
     mode,
-    retainState: values.retain !== 'false',
+    retainState: retain,
     maxConcurrency: concurrency ?? 16,
     maxWaitMs: 100,
     trace,
@@ -64,9 +61,9 @@ export async function simulateCommand(args: string[]): Promise<number> {
     promptLength: 128,
     maxTokens: tokens,
     keepResults: false,
-    onProgress: (d, t) => process.stderr.write(`\r${d}/${t} requests`),
+    onProgress: (d, t) => progressLine(`${d}/${t} requests`, d, t),
   });
-  process.stderr.write('\n');
+  endProgressLine();
   const wall = performance.now() - t0;
   await trace?.close();
   console.log(`${rep.completed} requests, ${rep.committed} committed tokens in ${(rep.spanMs / 1000).toFixed(2)} simulated s (${(wall / 1000).toFixed(2)} wall s)`);

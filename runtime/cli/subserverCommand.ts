@@ -2,7 +2,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { createRealClock } from '../clock/clock.ts';
 import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
 import { openNats, watchLink } from '../distributed/natsConnection.ts';
@@ -13,6 +12,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { planMemory } from '../serve/memoryPlan.ts';
+import { numFlag, parseFlags } from '../util/cliFlags.ts';
 
 export const SUBSERVER_USAGE = `tokenrouter subserver --model NAME --nats nats://HOST:PORT [options]
   --model NAME          model name the entry's config uses (and the folder name under --models-dir)
@@ -39,7 +39,7 @@ function positiveInt(name: string, v: string | undefined, fallback: number): num
 }
 
 export async function subserverCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args,
     options: {
       model: { type: 'string' },
@@ -82,7 +82,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
     }
     const maxAhead = values['sim-max-ahead'] === undefined || values['sim-max-ahead'] === '0' ? 0 : positiveInt('sim-max-ahead', values['sim-max-ahead'], 0);
     // lookahead passes stream in real time, one after another, as a worker's do
-    runner = simModel({ name: model, latency, vocab, eosRate: Number(values['sim-eos-rate'] ?? 0), maxAhead, streamOn: createRealClock() });
+    runner = simModel({ name: model, latency, vocab, eosRate: numFlag('sim-eos-rate', values['sim-eos-rate'], 0, 1, 0), maxAhead, streamOn: createRealClock() });
     log(`simulated model (${vocab} vocabulary, ${latency.baseMs} ms + ${latency.perRowMs} ms/row + ${latency.perTokenMs} ms/token)`);
   } else {
     const dir = path.resolve(values.path ?? path.join(values['models-dir'] ?? 'examples/models', model));

@@ -1,6 +1,7 @@
 // The server's one config file: schema, defaults, and errors that name the key and what is wrong.
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -106,8 +107,17 @@ export function parseServerConfig(raw: unknown, source = 'config'): ServerConfig
   return cfg;
 }
 
+/** The TokenRouter package's folder: the bundled models (`examples/models`) and the default data folder live here. */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+const hasKey = (raw: unknown, key: string): boolean => typeof raw === 'object' && raw !== null && Object.hasOwn(raw, key);
+
 export function loadServerConfig(file: string | undefined): ServerConfig {
-  if (!file) return parseServerConfig({});
+  if (!file) {
+    // Defaults name the project's own folders, wherever the command is run from.
+    const cfg = parseServerConfig({});
+    return { ...cfg, dataDir: path.resolve(PROJECT_ROOT, cfg.dataDir), modelsDir: path.resolve(PROJECT_ROOT, cfg.modelsDir) };
+  }
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -121,7 +131,15 @@ export function loadServerConfig(file: string | undefined): ServerConfig {
     throw new TokenRouterError('invalid_request', `config ${file} is not valid JSON: ${(e as Error).message}`, 'config');
   }
   const cfg = parseServerConfig(raw, path.basename(file));
-  // Relative paths in a config file are relative to the file, as a user reading it would expect.
+  // Paths the file spells out are relative to the file, as a user reading it would expect; a
+  // default it leaves alone still names the project's folder (a file setting only dataDir must
+  // not move the bundled models next to itself).
   const base = path.dirname(path.resolve(file));
-  return { ...cfg, dataDir: path.resolve(base, cfg.dataDir), modelsDir: path.resolve(base, cfg.modelsDir) };
+  const from = (key: 'dataDir' | 'modelsDir') => path.resolve(hasKey(raw, key) ? base : PROJECT_ROOT, cfg[key]);
+  return {
+    ...cfg,
+    dataDir: from('dataDir'),
+    modelsDir: from('modelsDir'),
+    models: cfg.models.map((m) => (m.path === undefined ? m : { ...m, path: path.resolve(base, m.path) })),
+  };
 }

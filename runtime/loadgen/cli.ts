@@ -2,21 +2,27 @@
 import { writeFileSync } from 'node:fs';
 import { benchmarkServing, type ServingRun } from './benchmarkServing.ts';
 import { benchPrompt } from './benchPrompt.ts';
+import { TokenRouterError } from '../errors.ts';
+import { boolFlag, intFlag, parseFlags } from '../util/cliFlags.ts';
+import { ProgressLine } from '../util/progressLine.ts';
 
 const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--concurrency 4] [--requests 64]
        [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--json FILE] [--records true] [--quiet true]
 Streams chat completions at a fixed concurrency (vLLM benchmark_serving style) and prints TTFT, TPOT,
 ITL, E2E (mean, median, p99) and committed output throughput.`;
 
-function parse(argv: string[]): Record<string, string> {
-  const flags: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i += 2) {
-    const k = argv[i];
-    if (!k?.startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument "${k}"\n${USAGE}`);
-    flags[k.slice(2)] = argv[i + 1];
-  }
-  return flags;
-}
+const OPTIONS = {
+  url: { type: 'string' },
+  model: { type: 'string' },
+  concurrency: { type: 'string' },
+  requests: { type: 'string' },
+  warmup: { type: 'string' },
+  'max-tokens': { type: 'string' },
+  'ignore-eos': { type: 'string' },
+  json: { type: 'string' },
+  records: { type: 'string' },
+  quiet: { type: 'string' },
+} as const;
 
 /** The run as JSON; per-request records only when asked (they are large). */
 export function runToJson(run: ServingRun, withRecords: boolean): Record<string, unknown> {
@@ -28,29 +34,30 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return argv.length === 0 ? 2 : 0;
   }
-  const f = parse(argv);
-  if (!f.url || !f.model) throw new Error(`--url and --model are required\n${USAGE}`);
-  const num = (k: string, d: number) => (f[k] === undefined ? d : Number(f[k]));
-  const concurrency = num('concurrency', 4);
-  const quiet = f.quiet === 'true';
+  const { values: f } = parseFlags({ args: argv, options: OPTIONS });
+  if (!f.url || !f.model) throw new TokenRouterError('invalid_request', '--url and --model are required (--help for the flags)', f.url ? 'model' : 'url');
+  const concurrency = intFlag('concurrency', f.concurrency, 1, 100_000, 4);
+  const quiet = boolFlag('quiet', f.quiet, false);
+  const records = boolFlag('records', f.records, false);
+  const progress = new ProgressLine();
   const cpu0 = process.cpuUsage();
   const run = await benchmarkServing({
     baseUrl: f.url,
     model: f.model,
     concurrency,
-    requests: num('requests', 64),
-    warmup: num('warmup', concurrency * 2),
-    maxTokens: num('max-tokens', 128),
-    ignoreEos: f['ignore-eos'] === 'true',
+    requests: intFlag('requests', f.requests, 1, 10_000_000, 64),
+    warmup: intFlag('warmup', f.warmup, 0, 10_000_000, concurrency * 2),
+    maxTokens: intFlag('max-tokens', f['max-tokens'], 1, 1_000_000, 128),
+    ignoreEos: boolFlag('ignore-eos', f['ignore-eos'], false),
     prompt: benchPrompt,
-    onProgress: quiet ? undefined : (d, t) => process.stderr.write(`\r${d}/${t} requests`),
+    onProgress: quiet ? undefined : (d, t) => progress.update(`${d}/${t} requests`, d, t),
   });
-  if (!quiet) process.stderr.write('\n');
+  progress.end();
   const cpu = process.cpuUsage(cpu0);
   run.clientCpuMs = (cpu.user + cpu.system) / 1000;
-  const out = runToJson(run, f.records === 'true');
+  const out = runToJson(run, records);
   if (f.json) writeFileSync(f.json, JSON.stringify(out));
-  if (f.json === '-' || f.records === 'true') process.stdout.write(JSON.stringify(out) + '\n');
+  if (f.json === '-' || records) process.stdout.write(JSON.stringify(out) + '\n');
   else {
     const m = run.metrics;
     const line = (name: string, s: { mean: number; median: number; p99: number }) => console.log(`${name.padEnd(6)} mean ${s.mean.toFixed(2)}  median ${s.median.toFixed(2)}  p99 ${s.p99.toFixed(2)} ms`);

@@ -15,6 +15,8 @@ export interface TraceThresholdOptions {
   fixed?: Readonly<Record<string, number>>;
   /** Step latency to use instead of the trace's (ms[model][batch − 1], models in `models` order), e.g. from profiling the runners. */
   latency?: Readonly<Record<string, readonly number[]>>;
+  /** Progress of the threshold search (see OptimiseOptions.onProgress). */
+  onProgress?: (evaluated: number, of: number | undefined) => void;
 }
 
 export interface TraceThresholds {
@@ -70,7 +72,7 @@ export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceTh
   const lanes = models.map((name) => ({ name, maxBatch: cap }));
   const { input, used } = optimiserInputFor(est, lanes, N, cap, opts.fixed);
   const { fixed, ...model } = input;
-  const opt = optimiseThresholds(model, { fixed });
+  const opt = optimiseThresholds(model, { fixed, onProgress: opts.onProgress });
   const usedNames = used.map((i) => models[i]);
   const named = (t: readonly number[]) => Object.fromEntries(usedNames.map((m, k) => [m, t[k]]));
   const ones = usedNames.map((_, k) => fixed?.[k] ?? 1);

@@ -19,6 +19,8 @@ export interface OptimiseOptions {
   maxChainStates?: number;
   /** Simulation settings for those candidates; every candidate uses the same seeds, so their differences are not noise in the seeds. */
   simulation?: Pick<PredictOptions, 'relTolerance' | 'budgetMs' | 'replicationMs' | 'replicationsPerRound' | 'seed'>;
+  /** After each candidate priced: how many so far, and of how many (undefined in a coordinate search, whose length is not known ahead). */
+  onProgress?: (evaluated: number, of: number | undefined) => void;
 }
 
 export interface ThresholdRow {
@@ -71,6 +73,7 @@ export function optimiseThresholds(input: OptimiseInput, opts: OptimiseOptions =
     if (!r) {
       r = evaluateThresholds(input, t, opts);
       evaluated.set(key, r);
+      opts.onProgress?.(evaluated.size, exhaustive ? total : undefined);
     }
     return r;
   };
