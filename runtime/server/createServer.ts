@@ -34,8 +34,14 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
+  const modelHealth = () => service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false }));
   app.get('/healthz', (_req, res) => {
-    res.json({ ok: true, models: service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false })) });
+    res.json({ ok: true, models: modelHealth() });
+  });
+  // vLLM's probe: 200 with an empty body while every model serves, 503 once one is down, so a load
+  // balancer or Kubernetes can use it as is (/healthz keeps the per-model detail).
+  app.get('/health', (_req, res) => {
+    res.status(modelHealth().some((m) => m.down) ? 503 : 200).end();
   });
   app.get('/metrics', async (_req, res, next) => {
     try {
