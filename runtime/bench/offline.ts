@@ -1,0 +1,228 @@
+// Suite offline: per model, an in-process batched generate loop over the server's own runner against the server at concurrency 8 over HTTP (vLLM's benchmark_throughput beside benchmark_serving).
+import { benchPrompt } from '../loadgen/benchPrompt.ts';
+import { percentile } from '../loadgen/summarize.ts';
+import type { ModelRunner, SamplingParams, StepRow } from '../runner/modelRunner.ts';
+import type { TextTokenizer } from '../runner/tokenizer.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
+import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
+import { lookaheadSetting, runServingCase, setClientPlacement, type ServingMode } from './servingCase.ts';
+import { SuiteFlags } from './suiteFlags.ts';
+import { barChart } from './svgChart.ts';
+import { writeSuiteOutput, type Row } from './suiteOutput.ts';
+
+/** static: prefill `batch` prompts, decode until all end, then the next `batch`; continuous: a finished row's slot takes the next prompt at the next step. */
+export type Batching = 'static' | 'continuous';
+
+export interface OfflineCase {
+  runner: ModelRunner;
+  tokenizer: TextTokenizer;
+  /** Request indices for benchPrompt (negative: warm-up prompts, as the load generator uses). */
+  prompts: readonly number[];
+  batch: number;
+  maxTokens: number;
+  ignoreEos: boolean;
+  batching: Batching;
+}
+
+export interface OfflineRun {
+  outputTokens: number;
+  wallMs: number;
+  tokS: number;
+  steps: number;
+  /** Σ rows over steps / steps. */
+  meanBatch: number;
+  /** This process's CPU over the run (main thread and model worker), ms. */
+  cpuMs: number;
+}
+
+interface LiveRow {
+  cacheId: number;
+  prompt: number[];
+  /** Tokens fed to the cache so far. */
+  fed: number;
+  /** Tokens to feed at the next step (the prompt, then the last sampled token). */
+  next: number[];
+  generated: number;
+  /** Same length limit as the engine: prompt + max_tokens, capped by the context window. */
+  maxLength: number;
+  sampling: SamplingParams;
+}
+
+/** Cache ids far from the ones a server's pool hands out, in case a server's request is still being released. */
+const CACHE_BASE = 1 << 30;
+
+/**
+ * The offline side: no HTTP, no scheduler, no routing, no lookahead — rows fed straight to
+ * `runner.step`, with the engine's stopping rule (EOS ends a row uncommitted; the token reaching
+ * the length limit is committed and ends it) so both sides generate the same tokens.
+ */
+export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
+  const { runner } = c;
+  const eos = runner.info.eosTokenId;
+  const maxContext = runner.info.maxContext;
+  let nextPrompt = 0;
+  let nextCache = CACHE_BASE;
+  const admit = (): LiveRow => {
+    const i = c.prompts[nextPrompt++];
+    const prompt = c.tokenizer.encodeChat([{ role: 'user', content: benchPrompt(i) }]);
+    // The load generator's request: temperature 0, seed |i|; ignore_eos sets min_tokens = max_tokens, so EOS stays out of every draw.
+    const sampling: SamplingParams = { temperature: 0, topP: 1, topK: 0, seed: Math.abs(i), ...(c.ignoreEos ? { suppressEos: true } : {}) };
+    return { cacheId: nextCache++, prompt, fed: 0, next: prompt, generated: 0, maxLength: Math.min(prompt.length + c.maxTokens, maxContext), sampling };
+  };
+  let active: LiveRow[] = [];
+  let outputTokens = 0;
+  let steps = 0;
+  let rowSteps = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  while (nextPrompt < c.prompts.length || active.length > 0) {
+    // Static batching refills only once the whole batch has ended; continuous refills every free slot.
+    if (c.batching === 'continuous' || active.length === 0) while (active.length < c.batch && nextPrompt < c.prompts.length) active.push(admit());
+    const rows: StepRow[] = active.map((r) => ({ cacheId: r.cacheId, requestId: `offline-${r.cacheId - CACHE_BASE}`, tokens: r.next, position: r.fed, sampling: r.sampling, wants: NO_WANTS }));
+    const out = await runner.step(rows);
+    // A simulated runner answers at once and charges clock time instead: wait it out, as a server on the real clock does.
+    if (out.durationMs !== undefined && out.durationMs > 0) await new Promise((res) => setTimeout(res, out.durationMs));
+    steps++;
+    rowSteps += rows.length;
+    const still: LiveRow[] = [];
+    active.forEach((r, k) => {
+      const token = out.rows[k].token;
+      r.fed += r.next.length;
+      let done = token === eos && !c.ignoreEos;
+      if (!done) {
+        r.generated++;
+        outputTokens++;
+        done = r.prompt.length + r.generated >= r.maxLength;
+      }
+      if (done) runner.release(r.cacheId);
+      else {
+        r.next = [token];
+        still.push(r);
+      }
+    });
+    active = still;
+  }
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { outputTokens, wallMs, tokS: (outputTokens / wallMs) * 1000, steps, meanBatch: rowSteps / Math.max(1, steps), cpuMs: (cpu.user + cpu.system) / 1000 };
+}
+
+/** The server's default scheduling for a single model: TokenRouter mode; with one lane there is nothing to hand off. */
+const SERVED: ServingMode = { label: 'served', mode: 'async-delayed', retainState: true };
+
+const median = (xs: readonly number[]): number => percentile(xs, 50);
+
+export async function run(opts: BenchOptions): Promise<BenchReport> {
+  const f = new SuiteFlags(opts.flags);
+  const client = setClientPlacement(f.str('client'));
+  const models = f.list('models', MODEL_NAMES);
+  const concurrency = f.num('concurrency', 8);
+  const requests = f.sized('requests', 128, 16);
+  const maxTokens = f.num('max-tokens', 128);
+  const warmup = f.num('warmup', concurrency * 2);
+  const rounds = f.sized('rounds', 2, 1);
+  const ignoreEos = f.bool('ignore-eos', false);
+  // The issue's offline side is static batching; runOffline also does continuous for callers that want vLLM's engine loop.
+  const batching: Batching = 'static';
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be an integer ≥ 1, got ${rounds}`);
+  const set = await loadRunnerSet(f.str('runners'));
+  const total = models.length * rounds * 2;
+  let done = 0;
+  const rows: Row[] = [];
+  const perModel: Record<string, unknown>[] = [];
+  const roundRows: Row[] = [];
+  try {
+    for (const model of models) {
+      const runner = set.runners.get(model);
+      if (!runner) throw new Error(`no runner "${model}" (have ${[...set.runners.keys()].join(', ')})`);
+      const base = { runner, tokenizer: set.tokenizer, batch: concurrency, maxTokens, ignoreEos, batching };
+      // Untimed, like the served side's warm-up pass: the same number of questions the measured runs never ask.
+      await runOffline({ ...base, prompts: Array.from({ length: warmup }, (_, k) => -(k + 1)) });
+      const measured = Array.from({ length: requests }, (_, i) => i);
+      const offline: OfflineRun[] = [];
+      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; meanE2eMs: number }[] = [];
+      for (let r = 0; r < rounds; r++) {
+        // Alternate which side goes first, so a drift in the shared machine's load does not favour one.
+        const order = r % 2 === 0 ? ['offline', 'served'] : ['served', 'offline'];
+        for (const side of order) {
+          if (side === 'offline') {
+            offline.push(await runOffline({ ...base, prompts: measured }));
+          } else {
+            const s = await runServingCase(set, { algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
+            const m = s.run.metrics;
+            if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
+            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, meanE2eMs: m.e2eMs.mean });
+          }
+          progress(`offline ${model} round ${r + 1} ${side}`, ++done, total);
+        }
+        const o = offline[r];
+        const s = served[r];
+        roundRows.push({ model, round: r + 1, first: order[0], offline_tok_s: o.tokS, served_tok_s: s.tokS, ratio: s.tokS / o.tokS, offline_out_tokens: o.outputTokens, served_out_tokens: s.outputTokens });
+      }
+      const offTok = median(offline.map((o) => o.tokS));
+      const srvTok = median(served.map((s) => s.tokS));
+      const ratio = srvTok / offTok;
+      perModel.push({
+        model,
+        offline_tok_s: offTok,
+        served_tok_s: srvTok,
+        ratio,
+        rounds: offline.map((o, r) => ({
+          offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs },
+          served: { tok_s: served[r].tokS, output_tokens: served[r].outputTokens, wall_ms: served[r].wallMs, mean_e2e_ms: served[r].meanE2eMs, server_cpu_cores: served[r].cpuMs / served[r].wallMs },
+        })),
+      });
+      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, target: ratio >= 0.9 ? 'met' : 'missed', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+    }
+  } finally {
+    await set.close();
+  }
+  printTable(roundRows);
+  console.log('');
+  printTable(rows);
+  console.log(`served / offline (medians of ${rounds} rounds), target ≥ 0.90 for every model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`);
+  const settings = {
+    models,
+    requests_per_run: requests,
+    rounds: `${rounds} (offline and served alternate, first side swapped every round; figures are medians over rounds)`,
+    warmup_requests: warmup,
+    max_tokens: maxTokens,
+    eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural (EOS ends a row, uncommitted, as in the engine)',
+    prompt: 'chat "<a>*<b>=" (benchPrompt(i), i = 0 … requests−1), rendered by the chat template; the same ids on both sides',
+    sampling: 'temperature 0, seed i (the load generator’s request); no wants (single model: no top-k, hidden or heads)',
+    offline: {
+      loop: `${batching} batching, batch ${concurrency}: ${batching === 'static' ? `prefill ${concurrency} prompts in one step, decode until every row ended (EOS or max tokens), then the next ${concurrency}; no refill` : 'every step feeds all live rows; a slot freed by a finished row takes the next prompt (its prefill) in the next step'}`,
+      runner: `the very runner objects the server uses (${set.kind === 'bundled' ? 'WorkerRunner: OnnxRunner in a worker thread, intraOpNumThreads 1' : 'simulated SimRunner'}, behind the bench MeteredRunner), called from the bench’s main thread`,
+      excludes: 'HTTP, tokenizer decode, scheduler, engine, routing, lookahead (one runner.step per decode step)',
+      tok_s: 'generated output tokens / wall time from the first step call to the last result',
+    },
+    served: {
+      server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
+      mode: 'async-delayed, retainState true, thresholds 1, maxWaitMs 20, maxBatch 32 (the server’s defaults; nothing tuned)',
+      lookahead: lookaheadSetting(),
+      concurrency,
+      client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+      tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
+    },
+    target: 'served_tok_s ≥ 0.90 × offline_tok_s for every bundled model (issue 17)',
+    quick: f.quick,
+    ...set.description,
+  };
+  const report: BenchReport = { suite: 'offline', settings, results: { models: perModel } };
+  writeSuiteOutput(report, {
+    tables: { 'Served vs offline (medians)': rows, 'Every round': roundRows },
+    charts: {
+      offline: barChart({
+        title: `Output throughput: offline ${batching} batch ${concurrency} vs served at concurrency ${concurrency} (${set.kind} models)`,
+        yLabel: 'tok/s',
+        categories: models,
+        series: [
+          { name: 'offline', values: rows.map((r) => r.offline_tok_s as number) },
+          { name: 'served', values: rows.map((r) => r.served_tok_s as number) },
+        ],
+      }),
+    },
+  }, f.str('tag'));
+  return report;
+}
