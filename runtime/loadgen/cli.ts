@@ -45,7 +45,8 @@ export async function main(argv: string[]): Promise<number> {
     baseUrl: f.url,
     model: f.model,
     concurrency,
-    requests: intFlag('requests', f.requests, 1, 10_000_000, 64),
+    // 0: a warm-up pass only (the bench harness runs one before it measures)
+    requests: intFlag('requests', f.requests, 0, 10_000_000, 64),
     warmup: intFlag('warmup', f.warmup, 0, 10_000_000, concurrency * 2),
     maxTokens: intFlag('max-tokens', f['max-tokens'], 1, 1_000_000, 128),
     ignoreEos: boolFlag('ignore-eos', f['ignore-eos'], false),
