@@ -94,7 +94,7 @@ export class Engine implements SubServerHost, LaneView {
   // --- the step: plan → execute → apply ---
 
   step(): void {
-    const ready = this.queues.readyView(awaitingAhead(this.inFlight));
+    const ready = this.queues.readyView(awaitingAhead(this.inFlight), this.maxBatch);
     const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, aheadCap: aheadCap(this.lookahead, this.runner.maxAhead ?? 0, this.stayRate) });
     const batch = this.start(plan, ready.locals);
     let out: StepOutput | Promise<StepOutput>;
@@ -183,12 +183,9 @@ export class Engine implements SubServerHost, LaneView {
   /** One row's result: route it (pure), then commit, hand off or finish. */
   private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
     if (this.endedMeanwhile(local)) return;
-    const { spec, model: m } = local;
+    const { spec } = local;
     local.stepsHere++;
-    const d = routeRow(
-      { requestId: local.id, algorithm: spec.algorithm, model: m, models: spec.models.length, tokens: local.tokens, known: local.known, stepsHere: local.stepsHere, generated: local.generated, drawSeed: spec.drawSeed, meta: local.meta, eosTokenId: this.runner.info.eosTokenId, maxLength: spec.maxLength },
-      sig,
-    );
+    const d = routeRow(local, sig, this.runner.info.eosTokenId);
     if (d.kind === 'fail') return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
     if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
     if (d.kind === 'finish') return this.finish(local, 'done', d.reason);

@@ -9,6 +9,8 @@ export class LaneQueues {
   /** FIFO; may hold stale slots (a local no longer inReady, or enqueued again later): each step's view skips them. */
   private ready: LocalRequest[] = [];
   readyCount = 0;
+  /** Numbers each step's view, so a local sitting in the FIFO twice is read once. */
+  private viewSeq = 0;
   /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
   /** Pending-return locals holding a cache, oldest first: eviction candidates under memory pressure. */
@@ -60,26 +62,35 @@ export class LaneQueues {
     this.pendingReturn.delete(local);
   }
 
-  /** The ready requests in FIFO order, as the planner reads them. */
-  readyView(awaitingAhead: ReadonlySet<LocalRequest> | null): { rows: ReadyRow[]; locals: LocalRequest[] } {
+  /**
+   * The ready requests in FIFO order, as the planner reads them: enough of them to fill a batch of
+   * `limit` (rows a running batch still serves do not count toward it). Stale slots go.
+   */
+  readyView(awaitingAhead: ReadonlySet<LocalRequest> | null, limit: number): { rows: ReadyRow[]; locals: LocalRequest[] } {
     const locals: LocalRequest[] = [];
     const rows: ReadyRow[] = [];
-    const seen = new Set<LocalRequest>();
-    for (const local of this.ready) {
-      if (!local.inReady || seen.has(local)) continue;
-      seen.add(local);
+    const stamp = ++this.viewSeq;
+    let i = 0;
+    let taken = 0;
+    for (; i < this.ready.length && taken < limit; i++) {
+      const local = this.ready[i];
+      // a local enqueued again after its slot went stale sits here twice: the first slot counts
+      if (!local.inReady || local.viewStamp === stamp) continue;
+      local.viewStamp = stamp;
       const { spec, tokens } = local;
       const generated = tokens.length - spec.promptLength;
+      const waiting = awaitingAhead?.has(local) ?? false;
+      if (!waiting) taken++;
       locals.push(local);
       rows.push({
         fed: local.fed,
         unfed: tokens.length - local.fed,
         room: spec.maxLength - tokens.length - 1,
         belowMin: generated < spec.minTokens ? spec.minTokens - generated - 1 : Infinity,
-        awaitingAhead: awaitingAhead?.has(local) ?? false,
+        awaitingAhead: waiting,
       });
     }
-    this.ready = locals;
+    this.ready = i === this.ready.length ? locals : locals.concat(this.ready.slice(i));
     return { rows, locals };
   }
 

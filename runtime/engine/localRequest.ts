@@ -36,6 +36,7 @@ export function newCounters(models: number): RequestCounters {
 
 let nextCacheId = 1;
 
+/** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
   readonly actor: Actor<typeof localRequestLogic>;
   /** Runner cache handle; -1 while none is held (queued, or evicted while pending-return). */
@@ -47,6 +48,8 @@ export class LocalRequest {
   stepsHere = 0;
   inReady = false;
   inBatch = false;
+  /** The last ready-queue view that read it (LaneQueues.readyView). */
+  viewStamp = 0;
   readonly wants: StepWants;
 
   constructor(
@@ -66,6 +69,21 @@ export class LocalRequest {
 
   get id(): string {
     return this.spec.id;
+  }
+  get requestId(): string {
+    return this.spec.id;
+  }
+  get algorithm(): Algorithm<unknown> {
+    return this.spec.algorithm;
+  }
+  get models(): number {
+    return this.spec.models.length;
+  }
+  get drawSeed(): number {
+    return this.spec.drawSeed;
+  }
+  get maxLength(): number {
+    return this.spec.maxLength;
   }
 
   get status(): LocalStatus {

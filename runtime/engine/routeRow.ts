@@ -19,7 +19,6 @@ export interface RowView {
   readonly generated: number;
   readonly drawSeed: number;
   readonly meta: unknown;
-  readonly eosTokenId: number;
   /** Sequence length at which decoding stops. */
   readonly maxLength: number;
 }
@@ -34,7 +33,7 @@ export type RowDecision =
   | { kind: 'handoff'; to: ModelId; handoff: Handoff<unknown>; commit?: number; at: number }
   | { kind: 'fail'; fn: 'route' | 'send'; message: string };
 
-export function routeRow(v: RowView, sig: TokenSignals): RowDecision {
+export function routeRow(v: RowView, sig: TokenSignals, eosTokenId: number): RowDecision {
   const m = v.model;
   const position = v.tokens.length;
   const input = routeInput(sig, m, position, v.stepsHere, v.generated, draw3(v.drawSeed, position, m), v.meta);
@@ -44,7 +43,7 @@ export function routeRow(v: RowView, sig: TokenSignals): RowDecision {
   } catch (e) {
     return fail('route', e);
   }
-  if (target === 0 || target === m) return commitOrFinish(v, sig.token) ?? { kind: 'stay', commit: sig.token };
+  if (target === 0 || target === m) return commitOrFinish(v, sig.token, eosTokenId) ?? { kind: 'stay', commit: sig.token };
   if (!Number.isInteger(target) || target < 0 || target > v.models) {
     return { kind: 'fail', fn: 'route', message: `returned ${target}; expected 0 or a model id in 1..${v.models}` };
   }
@@ -58,7 +57,7 @@ export function routeRow(v: RowView, sig: TokenSignals): RowDecision {
     return fail('send', e);
   }
   if (!handoff.keep) return { kind: 'handoff', to: target, handoff, at: v.generated };
-  return commitOrFinish(v, sig.token) ?? { kind: 'handoff', to: target, handoff, commit: sig.token, at: v.generated };
+  return commitOrFinish(v, sig.token, eosTokenId) ?? { kind: 'handoff', to: target, handoff, commit: sig.token, at: v.generated };
 }
 
 /** An arriving handoff through the algorithm's `receive` (the entry's first placement skips it: there is nothing to receive). */
@@ -72,8 +71,8 @@ export function receiveRow(algorithm: Algorithm<unknown>, handoff: Handoff<unkno
 }
 
 /** EOS ends the request uncommitted; the token that reaches the length limit is committed and ends it. */
-function commitOrFinish(v: RowView, token: number): RowDecision | null {
-  if (token === v.eosTokenId) return { kind: 'finish', reason: 'stop' };
+function commitOrFinish(v: RowView, token: number, eosTokenId: number): RowDecision | null {
+  if (token === eosTokenId) return { kind: 'finish', reason: 'stop' };
   if (v.tokens.length + 1 >= v.maxLength) return { kind: 'finish', reason: 'length', commit: token };
   return null;
 }

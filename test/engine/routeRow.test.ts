@@ -10,7 +10,7 @@ function alg(route: Algorithm['route'], send?: Algorithm['send']): Algorithm<unk
 }
 
 function view(over: Partial<RowView>): RowView {
-  return { requestId: 'r', algorithm: alg(() => 0), model: 1, models: 2, tokens: [5, 6, 7, 8], known: [0, 4, 2], stepsHere: 1, generated: 2, drawSeed: 1, meta: {}, eosTokenId: EOS, maxLength: 20, ...over };
+  return { requestId: 'r', algorithm: alg(() => 0), model: 1, models: 2, tokens: [5, 6, 7, 8], known: [0, 4, 2], stepsHere: 1, generated: 2, drawSeed: 1, meta: {}, maxLength: 20, ...over };
 }
 
 const sig = (token: number): TokenSignals => ({ token, entropy: 0.5, maxProb: 0.5, margin: 0.1, tokenProb: 0.5, topIds: [], topProbs: [], heads: {} });
@@ -39,14 +39,14 @@ const cases: [name: string, v: Partial<RowView>, token: number, expected: Partia
 
 describe('routeRow', () => {
   it.each(cases)('%s', (_name, over, token, expected) => {
-    const d = routeRow(view(over), sig(token));
+    const d = routeRow(view(over), sig(token), EOS);
     expect(d).toMatchObject(expected);
     if (expected.kind !== 'fail' && !('commit' in expected)) expect('commit' in d && d.commit !== undefined).toBe(false);
   });
 
   it('a handoff carries exactly the suffix the peer has not seen, anchored where its view ends', () => {
-    const kept = routeRow(view({ algorithm: alg(() => 2, keepSend) }), sig(9));
-    const dropped = routeRow(view({ algorithm: alg(() => 2, dropSend) }), sig(9));
+    const kept = routeRow(view({ algorithm: alg(() => 2, keepSend) }), sig(9), EOS);
+    const dropped = routeRow(view({ algorithm: alg(() => 2, dropSend) }), sig(9), EOS);
     // model 2 has seen 2 of the 4 committed tokens
     expect(kept).toMatchObject({ kind: 'handoff', handoff: { anchor: 2, tokens: [7, 8, 9], keep: true, from: 1, to: 2 } });
     expect(dropped).toMatchObject({ kind: 'handoff', handoff: { anchor: 2, tokens: [7, 8], keep: false } });
@@ -55,9 +55,9 @@ describe('routeRow', () => {
   it('route sees position, steps here, output count and a draw keyed by (seed, position, model)', () => {
     const seen: unknown[] = [];
     const a = alg((r) => (seen.push({ position: r.position, stepsHere: r.stepsHere, generated: r.generated, draw: r.draw }), 0));
-    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9));
-    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9));
-    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 8 }), sig(9));
+    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9), EOS);
+    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9), EOS);
+    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 8 }), sig(9), EOS);
     expect(seen[0]).toMatchObject({ position: 4, stepsHere: 3, generated: 2 });
     expect(seen[0]).toEqual(seen[1]);
     expect((seen[2] as { draw: number }).draw).not.toBe((seen[0] as { draw: number }).draw);
@@ -66,7 +66,7 @@ describe('routeRow', () => {
   it('reads its view without changing it', () => {
     const v = view({ algorithm: alg(() => 2, keepSend) });
     const before = JSON.stringify(v);
-    routeRow(v, sig(9));
+    routeRow(v, sig(9), EOS);
     expect(JSON.stringify(v)).toBe(before);
   });
 });
