@@ -4,8 +4,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
-import { singleModel } from '../../examples/algorithms/singleModel.ts';
 import { compileIr, IrCompileError } from '../algorithms/compileIr.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemote, connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteRunners.ts';
@@ -18,6 +16,7 @@ import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegistry.ts';
+import { builtinFactory, builtinNames, singleModelAlgorithm } from '../registry/builtins.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
@@ -55,6 +54,8 @@ export interface GenerateParams {
   stop: string[];
   /** With model "draft": an IR to compile and run without storing it. */
   draftIr?: unknown;
+  /** The id the client sees; the trace, the timeline and the metrics use the same. */
+  requestId?: string;
 }
 
 export interface GenerateSink {
@@ -173,7 +174,7 @@ export class TokenRouterService {
     const modelNames = new Set(config.models.map((m) => m.name));
     for (const name of SEEDED) {
       if (registry.get(name)) continue;
-      const alg = builtinAlgorithms.get(name)?.();
+      const alg = builtinFactory(name)?.();
       if (!alg || !alg.models.every((m) => modelNames.has(m))) continue;
       registry.createVersion(name, { kind: 'builtin', factory: name }, { activate: true });
     }
@@ -256,8 +257,8 @@ export class TokenRouterService {
   /** Builds an algorithm from a stored spec; IR is compiled against the deployed models. */
   instantiate(spec: AlgorithmSpec): Algorithm<unknown> {
     if (spec.kind === 'builtin') {
-      const f = builtinAlgorithms.get(spec.factory);
-      if (!f) throw new TokenRouterError('invalid_request', `no built-in algorithm "${spec.factory}"; built-ins: ${[...builtinAlgorithms.keys()].join(', ')}`, 'builtin');
+      const f = builtinFactory(spec.factory);
+      if (!f) throw new TokenRouterError('invalid_request', `no built-in algorithm "${spec.factory}"; built-ins: ${builtinNames().join(', ')}`, 'builtin');
       try {
         return f(spec.params) as Algorithm<unknown>;
       } catch (e) {
@@ -355,7 +356,7 @@ export class TokenRouterService {
     if (this.runners.has(model)) {
       const key = `single:${model}`;
       let alg = this.compiled.get(key);
-      if (!alg) this.compiled.set(key, (alg = singleModel(model) as Algorithm<unknown>));
+      if (!alg) this.compiled.set(key, (alg = singleModelAlgorithm(model) as Algorithm<unknown>));
       return { algorithm: alg, name: model, version: null };
     }
     throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
@@ -369,7 +370,7 @@ export class TokenRouterService {
       if (lane?.down) throw new TokenRouterError('unavailable', `model ${m} is down; retry shortly`, 'model');
     }
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
-    const id = `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
+    const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
     const tok = this.tokenizer;
     const ids: number[] = [];
     let text = '';

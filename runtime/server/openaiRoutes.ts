@@ -109,7 +109,11 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
           });
         }
       });
-      const plan: Plan = { kind, id: `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs };
+      const id = requestIdOf(req) ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
+      // One id from the response through the trace and the timeline; choice k of several is id-k there.
+      jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
+      res.set('X-Request-Id', id);
+      const plan: Plan = { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs };
       if (body.stream) stream(plan, res, req, body.stream_options?.include_usage === true);
       else unary(plan, res, req);
     } catch (e) {
@@ -293,6 +297,16 @@ function completionLogprobs(service: TokenRouterService, ts: readonly StreamToke
 /** The tokenrouter extension's token list, without the logprobs OpenAI's own fields already carry. */
 function plainTokens(ts: readonly StreamToken[]): Omit<StreamToken, 'logprobs'>[] {
   return ts.map(({ logprobs: _lp, ...t }) => t);
+}
+
+/** A client's X-Request-Id, as vLLM honours it: kept when it is a plain token, refused when it is not. */
+function requestIdOf(req: Request): string | undefined {
+  const v = req.headers['x-request-id'];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(v)) {
+    throw new TokenRouterError('invalid_request', 'X-Request-Id must be 1 to 128 characters of letters, digits and . _ : -', 'X-Request-Id');
+  }
+  return v;
 }
 
 function startSse(res: Response): void {
