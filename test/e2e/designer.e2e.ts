@@ -147,6 +147,17 @@ async function main(): Promise<void> {
     assert.match(await page.locator('[data-testid="token-card"]').innerText(), /entropy/);
     await shot(page, '3-playground');
 
+    // One id end to end: the run links to its request on the timeline, which opens with it selected.
+    assert.ok(pg.requestId, 'the run knows its request id');
+    const href = await page.locator('[data-testid="playground-timeline-link"]').getAttribute('href');
+    assert.equal(href, `/timeline?request=${encodeURIComponent(pg.requestId!)}`);
+    const tl = await page.context().newPage();
+    await tl.goto(srv.url + href!);
+    await tl.waitForFunction((id) => window.__timeline?.snapshot().selected?.requestId === id, pg.requestId, { timeout: 15_000 });
+    const sel = await tl.evaluate(() => window.__timeline!.snapshot().selected!);
+    assert.ok(sel.batches.length > 0, 'the selected request shows its batches');
+    await tl.close();
+
     // Reload: the draft is still there.
     const before = await page.evaluate(() => window.__designer!.graph());
     await page.reload();

@@ -112,6 +112,11 @@ export function Playground() {
         {running && <span className="spinner" />}
         {pg.status === 'running' && 'Streaming…'}
         {pg.status === 'done' && `Done${pg.finish ? ` · ${pg.finish}` : ''} · ${pg.tokens.filter((t) => t.kept).length} tokens`}
+        {pg.requestId && pg.status !== 'idle' && (
+          <a href={`/timeline?request=${encodeURIComponent(pg.requestId)}`} target="_blank" rel="noreferrer" data-testid="playground-timeline-link" title={`Request ${pg.requestId} on the live timeline`}>
+            {' '}· on the timeline
+          </a>
+        )}
         {pg.status === 'error' && <span className="bad">{pg.message}</span>}
         {pg.status === 'idle' && <span className="muted">Tokens appear here as they stream, coloured by the model that wrote them. Hover one for its signals.</span>}
       </div>

@@ -104,6 +104,8 @@ export interface ChatRun {
   onTokens(tokens: StreamToken[]): void;
   /** Content deltas, for servers that stream text without the token extension. */
   onText?(text: string): void;
+  /** The request's id (X-Request-Id), as the trace and the timeline know it. */
+  onId?(id: string): void;
 }
 
 /** Streams one chat completion (SSE); resolves with the finish reason when `[DONE]` arrives. */
@@ -112,6 +114,8 @@ export async function streamChat(run: ChatRun): Promise<string | null> {
   if (run.ir) body.tokenrouter_ir = run.ir;
   const res = await fetch('/v1/chat/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: run.signal });
   if (!res.ok || !res.body) throw await failure(res);
+  const id = res.headers.get('x-request-id');
+  if (id) run.onId?.(id);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let finish: string | null = null;

@@ -35,6 +35,8 @@ export interface PlaygroundState {
   text: string;
   finish: string | null;
   message?: string;
+  /** The run's request id, to find it on the timeline. */
+  requestId?: string;
 }
 
 export interface Toast {
@@ -465,7 +467,7 @@ export class DesignerStore {
     }
     const abort = new AbortController();
     this.abort = abort;
-    this.set({ playground: { ...p, status: 'running', tokens: [], text: '', finish: null, message: undefined } });
+    this.set({ playground: { ...p, status: 'running', tokens: [], text: '', finish: null, message: undefined, requestId: undefined } });
     const update = (patch: Partial<PlaygroundState>) => {
       if (this.abort === abort) this.set({ playground: { ...this.state.playground, ...patch } });
     };
@@ -478,6 +480,7 @@ export class DesignerStore {
         signal: abort.signal,
         onTokens: (tokens) => update({ tokens: [...this.state.playground.tokens, ...tokens] }),
         onText: (text) => update({ text: this.state.playground.text + text }),
+        onId: (requestId) => update({ requestId }),
       });
       update({ status: 'done', finish });
     } catch (e) {

@@ -1,4 +1,4 @@
-// Timeline page entry: picks the source (?trace=<url>, ?demo=<events/s>, else the live feed) and mounts the page.
+// Timeline page entry: picks the source (?trace=<url>, ?demo=<events/s>, else the live feed), ?request=<id> to select, and mounts the page.
 import { createRoot } from 'react-dom/client';
 import { App } from './App.tsx';
 import { installTestHook } from './testHook.ts';
@@ -15,5 +15,7 @@ const demo = params.get('demo');
 if (trace) void controller.loadUrl(trace);
 else if (demo !== null) controller.startDemo(Number(demo) || 2000);
 else controller.startLive();
+const request = params.get('request');
+if (request) controller.selectWhenSeen(request);
 
 createRoot(document.getElementById('root')!).render(<App c={controller} />);

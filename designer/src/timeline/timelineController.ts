@@ -128,8 +128,17 @@ export class TimelineController {
     if (this.clockOffset === null || off > this.clockOffset) this.clockOffset = off;
   }
 
+  /** A request to select once its events arrive (`?request=<id>`, the playground's link). */
+  private wanted: string | null = null;
+
+  /** Selects the request now if it is known, else as soon as its events arrive. */
+  selectWhenSeen(id: string): void {
+    this.wanted = this.selectRequest(id) ? null : id;
+  }
+
   private apply(events: readonly TraceEvent[]): void {
     this.store.addMany(events);
+    if (this.wanted !== null && this.selectRequest(this.wanted)) this.wanted = null;
     if (this.clockOffset !== null && Number.isFinite(this.store.latestT)) this.observeClock(this.store.latestT);
     if (this.origin === null && Number.isFinite(this.store.earliestT)) this.origin = this.store.earliestT;
     const now = performance.now();
