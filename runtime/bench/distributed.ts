@@ -10,7 +10,7 @@ import { NatsRunner } from '../distributed/natsRunner.ts';
 import { startNatsServer, stopChild, type NatsServerProcess } from './rigs/natsServerProcess.ts';
 import { startDelayRelay } from './rigs/delayRelay.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from './rigs/netnsPair.ts';
-import { percentile } from '../loadgen/summarize.ts';
+import { percentile } from '../util/stats.ts';
 import { simModel, type SimLatency } from '../distributed/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from './rigs/subServerProcess.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';

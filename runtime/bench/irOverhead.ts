@@ -13,7 +13,7 @@ import { Cluster } from '../engine/cluster.ts';
 import { SimRunner } from '../runner/simRunner.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { mix } from '../util/hash.ts';
-import { percentile } from '../loadgen/summarize.ts';
+import { percentile } from '../util/stats.ts';
 import { printTable, type BenchOptions, type BenchReport } from './benchSuite.ts';
 
 const GRAPHS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/graphs');

@@ -7,7 +7,7 @@ import { WorkerRunner } from '../runner/workerRunner.ts';
 import { GREEDY, type ModelRunner, type StepRow } from '../runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
-import { percentile } from '../loadgen/summarize.ts';
+import { percentile } from '../util/stats.ts';
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 

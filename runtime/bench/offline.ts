@@ -1,6 +1,6 @@
 // Suite offline: per model, an in-process batched generate loop over the server's own runner against the server at concurrency 8 over HTTP (vLLM's benchmark_throughput beside benchmark_serving).
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
-import { percentile } from '../loadgen/summarize.ts';
+import { percentile } from '../util/stats.ts';
 import type { ModelRunner, SamplingParams, StepRow } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';

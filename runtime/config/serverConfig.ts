@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
 import { TokenRouterError } from '../errors.ts';
-import { remoteModelSchema } from '../distributed/remoteConfig.ts';
+import { remoteModelSchema } from './remoteModelConfig.ts';
 
 const modelSchema = z
   .object({

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { ModelMemoryPlan } from '../serve/memoryPlan.ts';
 import { NatsRunner } from './natsRunner.ts';
-import type { RemoteModelConfig } from './remoteConfig.ts';
+import type { RemoteModelConfig } from '../config/remoteModelConfig.ts';
 
 interface ModelEntry {
   name: string;

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm } from '../../shared/algorithm.ts';
-import { builtinAlgorithms } from '../../examples/algorithms/index.ts';
+import { builtinFactory } from '../registry/builtins.ts';
 import { createRealClock } from '../clock/clock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
@@ -75,7 +75,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
   const out: EvalEntry[] = [];
   const prompts = opts.problems.map((p) => opts.tokenizer.encodeChat([{ role: 'user', content: p.question }]));
   for (const spec of opts.plan) {
-    const factory = builtinAlgorithms.get(spec.factory);
+    const factory = builtinFactory(spec.factory);
     if (!factory) throw new Error(`eval: unknown algorithm ${spec.factory}`);
     const probe = factory(spec.params);
     if (!probe.models.every((m) => opts.runners.has(m))) continue;

@@ -1,5 +1,5 @@
 // Per-request and aggregate serving metrics with DESIGN §5's definitions (vLLM / SGLang benchmark_serving).
-import { summarize, type Summary } from './summarize.ts';
+import { summarize, type Summary } from '../util/stats.ts';
 
 /** What the client observed for one request; times are ms on one monotonic clock. */
 export interface RequestRecord {

@@ -1,5 +1,5 @@
 // Times a runner's decode step at each batch size: L_i(b) for the throughput model from a profiling run.
-import { percentile } from '../loadgen/summarize.ts';
+import { percentile } from '../util/stats.ts';
 import { GREEDY, type ModelRunner, type StepRow } from './modelRunner.ts';
 
 export interface ProfileOptions {

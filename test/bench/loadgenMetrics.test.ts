@@ -1,7 +1,7 @@
 // The load generator's metric math (DESIGN §5): TTFT, ITL, TPOT, E2E, throughput, numpy-style percentiles.
 import { describe, expect, it } from 'vitest';
 import { requestMetrics, servingMetrics, type RequestRecord } from '../../runtime/loadgen/requestMetrics.ts';
-import { mean, percentile, summarize } from '../../runtime/loadgen/summarize.ts';
+import { mean, percentile, summarize } from '../../runtime/util/stats.ts';
 import { Semaphore } from '../../runtime/loadgen/semaphore.ts';
 
 const rec = (over: Partial<RequestRecord>): RequestRecord => ({ ok: true, sendMs: 0, contentChunkMs: [], endMs: 0, outputTokens: 0, ...over });

@@ -1,4 +1,4 @@
-// Mean, median and percentiles exactly as numpy computes them (linear interpolation), so figures match vLLM's.
+// Mean, median and percentiles exactly as numpy computes them (linear interpolation), so figures match vLLM's; used by the load generator, the bench suites and the step-latency profile.
 
 export interface Summary {
   count: number;

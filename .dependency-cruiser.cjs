@@ -1,0 +1,109 @@
+// Layering rules, checked by `npm run lint:layers` (dependency-cruiser) in .ci/run; a violation fails CI.
+//   shared/    imports nothing of the project's own (no runtime/, designer/, examples/, test/) and no Node built-ins
+//   designer/  imports only shared/ (plus npm packages), no Node built-ins
+//   server     (runtime/server, runtime/serve) does not import examples/: bundled algorithms come through runtime/registry/builtins.ts
+//   runtime/runner does not import the load generator; runtime/config does not import runtime/distributed
+//   no import cycles anywhere (type-only imports count)
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'An import cycle: split the shared part out or invert one dependency.',
+      // Exception, one cycle only: runtime/engine/invariants.ts imports the type Cluster from cluster.ts, which
+      // calls checkInvariants (a type-only cycle, erased at run time). Excluding just these two files as sources
+      // still catches every other cycle, including any through cluster.ts (it is reported from its other
+      // members). Remove once invariants.ts reads an interface of its own instead of the Cluster class.
+      from: { pathNot: '^runtime/engine/(cluster|invariants)[.]ts$' },
+      to: { circular: true },
+    },
+    {
+      name: 'shared-imports-no-project-code',
+      severity: 'error',
+      comment: 'shared/ is used by the Node runtime and the browser designer alike: it may import only shared/ and npm packages.',
+      from: { path: '^shared/' },
+      to: { path: '^(runtime|designer|examples|test)/' },
+    },
+    {
+      name: 'shared-no-node-builtins',
+      severity: 'error',
+      comment: 'shared/ runs in the browser too: no Node built-in modules.',
+      from: { path: '^shared/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'designer-imports-only-shared',
+      severity: 'error',
+      comment: 'The designer (browser code) may import shared/ and npm packages, not runtime/ or test/ (examples/: the two rules below).',
+      from: { path: '^designer/' },
+      to: { path: '^(runtime|test)/' },
+    },
+    {
+      name: 'designer-only-example-graphs',
+      severity: 'error',
+      // Exception to "designer imports only shared/": designer/src/designer/examples.ts bundles the example graph
+      // documents (examples/graphs/*.json: data, checked against shared/ir/graph.ts on load, no code) into the web app.
+      comment: 'Of examples/, the designer may import only examples/graphs/*.json, and only from designer/src/designer/examples.ts.',
+      from: { path: '^designer/', pathNot: '^designer/src/designer/examples[.]ts$' },
+      to: { path: '^examples/' },
+    },
+    {
+      name: 'designer-examples-json-only',
+      severity: 'error',
+      comment: 'designer/src/designer/examples.ts may import example graph JSON documents, nothing else from examples/.',
+      from: { path: '^designer/src/designer/examples[.]ts$' },
+      to: { path: '^examples/', pathNot: '^examples/graphs/[^/]+[.]json$' },
+    },
+    {
+      name: 'designer-no-node-builtins',
+      severity: 'error',
+      comment: 'The designer runs in the browser: no Node built-in modules.',
+      from: { path: '^designer/src/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'server-not-examples',
+      severity: 'error',
+      comment: 'The server loads the bundled algorithms through the registry (runtime/registry/builtins.ts), not from examples/.',
+      from: { path: '^runtime/(server|serve)/' },
+      to: { path: '^examples/' },
+    },
+    {
+      name: 'runtime-examples-through-registry',
+      severity: 'error',
+      comment: 'Runtime code reaches examples/algorithms only through runtime/registry/builtins.ts (bench suites, which measure the examples, excepted).',
+      from: { path: '^runtime/', pathNot: '^runtime/(registry/builtins[.]ts$|bench/)' },
+      to: { path: '^examples/' },
+    },
+    {
+      name: 'runner-not-loadgen',
+      severity: 'error',
+      comment: 'Model runners are below the load generator: runtime/runner must not import runtime/loadgen (or runtime/serve/loadGenerator.ts).',
+      from: { path: '^runtime/runner/' },
+      to: { path: ['^runtime/loadgen/', '^runtime/serve/loadGenerator[.]ts$'] },
+    },
+    {
+      name: 'config-not-distributed',
+      severity: 'error',
+      comment: 'Config is read before anything connects: runtime/config must not import runtime/distributed.',
+      from: { path: '^runtime/config/' },
+      to: { path: '^runtime/distributed/' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'An import that does not resolve to a file or an installed package.',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^designer/dist/' },
+    // Type-only imports count: a cycle or a layer breach through `import type` is still a design dependency.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};
