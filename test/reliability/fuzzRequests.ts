@@ -295,7 +295,7 @@ export async function runFuzz(url: string, seed: number, from: number, to: numbe
       out.byFamily[req.family] = (out.byFamily[req.family] ?? 0) + 1;
       let got: string;
       try {
-        const res = await fetch(url + req.path, { method: req.method, headers: req.headers, body: req.body as BodyInit | undefined });
+        const res = await fetch(url + req.path, { method: req.method, headers: req.headers, body: req.body as RequestInit['body'] });
         const text = await res.text();
         out.byStatus[res.status] = (out.byStatus[res.status] ?? 0) + 1;
         let errorBody = false;

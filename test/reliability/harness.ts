@@ -208,7 +208,7 @@ export interface Reply {
 /** One HTTP request; the body is sent as given when it is a string or bytes, else as JSON. */
 export async function call(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
   const raw = body === undefined || typeof body === 'string' || body instanceof Uint8Array ? (body as string | Uint8Array | undefined) : JSON.stringify(body);
-  const res = await fetch(url, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: raw as BodyInit | undefined });
+  const res = await fetch(url, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: raw as RequestInit['body'] });
   const text = await res.text();
   let json: Reply['json'] = {};
   try {

@@ -53,7 +53,7 @@ async function worker(s: Rig, seed: number, stopAt: number, t: Tally): Promise<v
       else t.hangUps++;
     } else {
       const req = fuzzRequest(seed, k++, { allowHuge: false });
-      const res = await fetch(s.url + req.path, { method: req.method, headers: req.headers, body: req.body as BodyInit | undefined });
+      const res = await fetch(s.url + req.path, { method: req.method, headers: req.headers, body: req.body as RequestInit['body'] });
       await res.text();
       if (res.status < 400 || res.status >= 500) t.unexpected.push(`bad request answered ${res.status}: ${req.defect}`);
       else t.bad++;

@@ -1,6 +1,6 @@
 // The live feed's message handling at the edge: envelopes and events validated, bad events skipped and counted.
 import { describe, expect, it } from 'vitest';
-import { createMessageHandler, liveUrl, type FeedHandlers, type LiveStats } from '../../designer/src/timeline/feed.ts';
+import { createMessageHandler, liveUrl, type FeedHandlers, type LiveStats } from '../../designer/src/timeline/feedMessages.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 
 function recorder() {

@@ -1,5 +1,5 @@
 // Demo feed: a simulated runtime in a worker whose messages go through the same parsing and validation as the /live WebSocket.
-import { createMessageHandler, type FeedConnection, type FeedHandlers } from './feed.ts';
+import { createMessageHandler, type FeedConnection, type FeedHandlers } from './feedMessages.ts';
 
 export interface DemoOptions {
   /** Target events per second delivered to the page. */

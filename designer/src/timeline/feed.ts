@@ -1,77 +1,10 @@
-// Live feed client: the /live WebSocket (snapshot, events, stats, dropped) validated at the edge, and POST /admin/load.
+// Live feed client: the /live WebSocket (messages parsed by feedMessages.ts) and POST /admin/load.
 import { z } from 'zod';
-import { traceEventSchema, type TraceEvent } from '../../../shared/trace.ts';
-
-export interface ModelGauge { name: string; running: number; waiting: number; pendingReturn: number; kvBytes: number; }
-export interface LiveStats { now: number; models: ModelGauge[]; }
-
-const gaugeSchema = z.object({
-  name: z.string(), running: z.number(), waiting: z.number(), pendingReturn: z.number(), kvBytes: z.number(),
-});
-
-/** Envelopes only: events are validated one by one so that one bad event does not cost the whole batch. */
-const messageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('snapshot'), events: z.array(z.unknown()), now: z.number() }),
-  z.object({ type: z.literal('events'), events: z.array(z.unknown()) }),
-  z.object({ type: z.literal('stats'), now: z.number(), models: z.array(gaugeSchema) }),
-  z.object({ type: z.literal('dropped'), count: z.number() }),
-  z.object({ type: z.literal('error'), message: z.string() }),
-]);
-
-export type FeedStatus = 'connecting' | 'open' | 'closed' | 'error';
-
-export interface FeedHandlers {
-  onSnapshot(events: TraceEvent[], now: number): void;
-  onEvents(events: TraceEvent[]): void;
-  onStats(stats: LiveStats): void;
-  onDropped(count: number): void;
-  onStatus(status: FeedStatus, detail?: string): void;
-  /** Events or messages that failed validation (skipped). */
-  onInvalid?(count: number, firstError: string): void;
-}
-
-export interface FeedConnection { close(): void; }
+import { createMessageHandler, liveUrl, type FeedConnection, type FeedHandlers } from './feedMessages.ts';
 
 /** Token for the admin endpoints and the feed, set by the operator in localStorage. */
 export function adminToken(): string | null {
   try { return globalThis.localStorage?.getItem('tokenrouterAdminToken') || null; } catch { return null; }
-}
-
-/** ws(s)://<host>/live, with ?token= when an admin token is set. */
-export function liveUrl(loc: { protocol: string; host: string }, token: string | null): string {
-  const base = `${loc.protocol === 'https:' ? 'wss' : 'ws'}://${loc.host}/live`;
-  return token ? `${base}?token=${encodeURIComponent(token)}` : base;
-}
-
-function validEvents(raw: unknown[], onInvalid?: FeedHandlers['onInvalid']): TraceEvent[] {
-  const out: TraceEvent[] = [];
-  let bad = 0;
-  let first = '';
-  for (const r of raw) {
-    const res = traceEventSchema.safeParse(r);
-    if (res.success) out.push(res.data);
-    else { bad++; first ||= res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '); }
-  }
-  if (bad && onInvalid) onInvalid(bad, first);
-  return out;
-}
-
-/** Parses and validates one server message (JSON text) and calls the matching handler. Shared by the WebSocket and the demo feed. */
-export function createMessageHandler(handlers: FeedHandlers): (text: string) => void {
-  return (text) => {
-    let data: unknown;
-    try { data = JSON.parse(text); } catch { handlers.onInvalid?.(1, 'message is not JSON'); return; }
-    const msg = messageSchema.safeParse(data);
-    if (!msg.success) { handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`); return; }
-    const m = msg.data;
-    switch (m.type) {
-      case 'snapshot': handlers.onSnapshot(validEvents(m.events, handlers.onInvalid), m.now); break;
-      case 'events': handlers.onEvents(validEvents(m.events, handlers.onInvalid)); break;
-      case 'stats': handlers.onStats({ now: m.now, models: m.models }); break;
-      case 'dropped': handlers.onDropped(m.count); break;
-      case 'error': handlers.onStatus('error', m.message); break;
-    }
-  };
 }
 
 /** Connects and reconnects (1 s, 2 s, then every 5 s) until closed. Each connection starts with a snapshot. */
