@@ -11,11 +11,7 @@ module.exports = {
       name: 'no-circular',
       severity: 'error',
       comment: 'An import cycle: split the shared part out or invert one dependency.',
-      // Exception, one cycle only: runtime/engine/invariants.ts imports the type Cluster from cluster.ts, which
-      // calls checkInvariants (a type-only cycle, erased at run time). Excluding just these two files as sources
-      // still catches every other cycle, including any through cluster.ts (it is reported from its other
-      // members). Remove once invariants.ts reads an interface of its own instead of the Cluster class.
-      from: { pathNot: '^runtime/engine/(cluster|invariants)[.]ts$' },
+      from: {},
       to: { circular: true },
     },
     {

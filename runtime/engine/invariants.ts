@@ -1,5 +1,12 @@
 // Debug-mode invariant checker: each request decoding on exactly one engine, KV accounting exact, commits only grow.
-import type { Cluster } from './cluster.ts';
+import type { Engine } from './engine.ts';
+import type { RequestState } from './requestState.ts';
+
+/** What the checker reads: every engine, and the requests the entry holds. */
+export interface CheckedCluster {
+  readonly lanes: readonly Engine[];
+  activeRequests(): Iterable<RequestState>;
+}
 
 export class InvariantError extends Error {
   override readonly name = 'InvariantError';
@@ -9,7 +16,7 @@ export class InvariantError extends Error {
  * Walks every engine's requests and every request at the entry. Cost is O(requests × models), so it
  * runs only when the cluster is built with `checkInvariants: true` (tests, the stress suite).
  */
-export function checkInvariants(cluster: Cluster, lastLength: Map<string, number>): void {
+export function checkInvariants(cluster: CheckedCluster, lastLength: Map<string, number>): void {
   const owners = new Map<string, string[]>();
   for (const lane of cluster.lanes) {
     let cached = 0;
