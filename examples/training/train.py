@@ -5,7 +5,7 @@ Reproducible recipe for the bundled models in examples/models/.
 
 Task: worked multiplication, graded by exact match of the final number.
     prompt : "Q: 347*26=\nA: "
-    answer : "347*6=2082,347*20=6940,2082+6940=9028" then </s>
+    answer : "347*6=2082,347*20=6940,2082+6940=9022" then </s>
 The final answer is the number after the last '='. a in [10, 999], b in [2, 99].
 
 Usage (Debian's python with torch 1.13 -- not the pyenv python3 on PATH):

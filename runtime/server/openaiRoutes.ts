@@ -39,6 +39,8 @@ interface Plan {
   promptTokens: number;
   /** Top logprobs per token the client asked for; undefined: no logprobs. */
   logprobs: number | undefined;
+  /** Non-streamed: include the per-token array (`tokenrouter_tokens: true`). */
+  perToken: boolean;
 }
 
 export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics): Router {
@@ -113,7 +115,7 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       // One id from the response through the trace and the timeline; choice k of several is id-k there.
       jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
       res.set('X-Request-Id', id);
-      const plan: Plan = { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs };
+      const plan: Plan = { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true };
       if (body.stream) stream(plan, res, req, body.stream_options?.include_usage === true);
       else unary(plan, res, req);
     } catch (e) {
@@ -142,6 +144,7 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
     let over = false;
     let handles: GenerateHandle[] = [];
     const cancelAll = () => handles.forEach((h) => h.cancel());
+    const perTokenOf = (ts: StreamToken[]) => (plan.perToken ? { tokens: plainTokens(ts) } : {});
     handles = startAll(plan, (k) => ({
       onDelta: (ts) => tokens[k].push(...ts),
       onEnd: (o) => {
@@ -160,7 +163,7 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
           const o = outs[i];
           const lp = plan.logprobs === undefined ? null : kind === 'chat' ? { content: tokens[i].map((t) => chatLogprob(service, t)) } : completionLogprobs(service, tokens[i], { offset: job.echo.length });
           const choice = kind === 'chat' ? { index: job.index, message: { role: 'assistant', content: o.text }, finish_reason: o.finishReason, logprobs: lp } : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
-          return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), tokens: plainTokens(tokens[i]) } };
+          return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), ...perTokenOf(tokens[i]) } };
         });
         res.json({
           id: plan.id,
@@ -169,7 +172,7 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
           model: plan.model,
           choices,
           usage: usageOf(plan.promptTokens, outs),
-          tokenrouter: jobs.length === 1 ? { ...attribution(outs[0]), tokens: plainTokens(tokens[0]) } : sumAttribution(outs),
+          tokenrouter: jobs.length === 1 ? { ...attribution(outs[0]), ...perTokenOf(tokens[0]) } : sumAttribution(outs),
         });
       },
     }));

@@ -41,6 +41,8 @@ const common = {
   ignore_eos: z.boolean().nullish(),
   /** With model "draft": an algorithm IR to run without deploying it (the designer's playground). */
   tokenrouter_ir: z.unknown().optional(),
+  /** Non-streamed answers: add `tokenrouter.tokens`, one entry per token with its model and signals (the playground's view; off by default: kilobytes no OpenAI client asked for). */
+  tokenrouter_tokens: z.boolean().nullish(),
 };
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */

@@ -22,7 +22,8 @@ describe('OpenAI-compatible API', () => {
   });
 
   it('chat completion: text, usage and model attribution agree', async () => {
-    const r = await client.chat.completions.create({ model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 40, temperature: 0, seed: 7 });
+    // the per-token extension is opt-in; the client passes fields it does not know through as they are
+    const r = await client.chat.completions.create({ model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 40, temperature: 0, seed: 7, tokenrouter_tokens: true } as OpenAI.ChatCompletionCreateParamsNonStreaming);
     const ext = (r as unknown as Ext).tokenrouter;
     const text = r.choices[0].message.content!;
     expect(text.length).toBe(40);

@@ -36,7 +36,7 @@ interface Reply {
 }
 
 async function post(p: string, body: Record<string, unknown>): Promise<Reply> {
-  const res = await fetch(server.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(server.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ tokenrouter_tokens: true, ...body }) });
   const text = await res.text();
   expect(res.status, text.slice(0, 300)).toBe(200);
   return JSON.parse(text) as Reply;

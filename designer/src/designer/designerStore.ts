@@ -129,7 +129,7 @@ export class DesignerStore {
       measured: {},
       deploy: { status: 'idle' },
       registry: { status: 'idle', algorithms: [] },
-      playground: { status: 'idle', target: 'draft', prompt: 'What is 17 + 25? Show the steps.', maxTokens: 64, tokens: [], text: '', finish: null },
+      playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null },
       tab: 'inspect',
       toast: null,
       viewEpoch: 0,
