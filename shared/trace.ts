@@ -77,6 +77,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     retainState: z.boolean(),
     thresholds: z.record(z.string(), z.number().int()),
     maxWaitMs: z.number(),
+    /** Most lookahead steps a row may take (0: none); absent in traces from before it was recorded. */
+    lookahead: z.number().int().min(0).optional(),
   }),
 ]);
 

@@ -376,6 +376,7 @@ export class Cluster implements EngineHost, EngineLink {
       retainState: this.retainState,
       thresholds: Object.fromEntries(this.lanes.map((l) => [l.name, l.threshold])),
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
+      lookahead: this.lanes[0]?.lookahead ?? 0,
     });
   }
 
