@@ -98,8 +98,7 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
   let pending: TraceEvent[] = [];
   let dropped = 0;
   let incoming = 0;
-  const events = service.trace.events;
-  send({ type: 'snapshot', events: events.slice(Math.max(0, events.length - SNAPSHOT_EVENTS)), now: service.cluster.clock.now() });
+  send({ type: 'snapshot', events: service.trace.recent(SNAPSHOT_EVENTS).slice(), now: service.cluster.clock.now() });
   const unsubscribe = service.trace.subscribe((e) => {
     if (ws.bufferedAmount > MAX_BUFFERED) dropped++;
     else pending.push(e);

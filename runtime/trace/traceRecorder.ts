@@ -27,7 +27,12 @@ export class TraceRecorder implements TraceSink {
    * run's export and the live feed's snapshot still say which mode and thresholds were in force.
    */
   get events(): readonly TraceEvent[] {
-    const start = Math.max(0, this.buf.length - this.limit);
+    return this.recent(this.limit);
+  }
+
+  /** The newest `n` events (at most `limit`), led by the config in force when they start if it is older. */
+  recent(n: number): readonly TraceEvent[] {
+    const start = Math.max(0, this.buf.length - Math.min(n, this.limit));
     const window = start > 0 ? this.buf.slice(start) : this.buf;
     const inForce = lastConfig(this.buf, start) ?? this.droppedConfig;
     return inForce ? [inForce, ...window] : window;

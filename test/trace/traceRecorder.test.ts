@@ -33,6 +33,15 @@ describe('TraceRecorder', () => {
     expect(r.events.filter((e) => e.type === 'config')).toHaveLength(1);
   });
 
+  it('a shorter slice (the live feed\'s snapshot) is led by the config in force too', () => {
+    const r = new TraceRecorder(100);
+    r.emit(config(0, 3));
+    for (let t = 1; t <= 50; t++) r.emit(queue(t));
+    const ev = r.recent(5);
+    expect(ev.map((e) => e.type)).toEqual(['config', 'queue', 'queue', 'queue', 'queue', 'queue']);
+    expect(ev[0]).toMatchObject({ thresholds: { large: 3 } });
+  });
+
   it('with the config still in the window, nothing is added', () => {
     const r = new TraceRecorder(10);
     r.emit(config(0, 2));
