@@ -12,12 +12,12 @@ interface Hover {
 
 const fmt = (n: number | undefined) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(4) : '—');
 
-function TokenCard({ t, hover }: { t: StreamToken; hover: Hover }) {
+function TokenCard({ t, hover, catalog }: { t: StreamToken; hover: Hover; catalog: readonly { name: string }[] }) {
   const heads = Object.entries(t.signals?.heads ?? {});
   return (
     <div className="tok-card" style={{ left: hover.x, top: hover.y }} data-testid="token-card">
       <div className="tok-card-head">
-        <i style={{ background: modelColor(t.model) }} />
+        <i style={{ background: modelColor(t.model, catalog) }} />
         <b>{t.model}</b>
         <span className="muted">token {t.id}</span>
         <code>{JSON.stringify(t.text)}</code>
@@ -154,7 +154,7 @@ export function Playground() {
           );
         })}
         {pg.tokens.length === 0 && pg.text && <span className="pg-plain">{pg.text}</span>}
-        {hover && pg.tokens[hover.index] && <TokenCard t={pg.tokens[hover.index]} hover={hover} />}
+        {hover && pg.tokens[hover.index] && <TokenCard t={pg.tokens[hover.index]} hover={hover} catalog={catalog} />}
       </div>
     </div>
   );

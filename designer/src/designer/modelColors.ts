@@ -1,11 +1,11 @@
-// One colour per model name, the same everywhere in the designer (the timeline's palette, keyed by catalog order).
-const PALETTE = ['#2dd4bf', '#f472b6', '#facc15', '#60a5fa', '#fb923c', '#c084fc', '#a3e635'] as const;
-const KNOWN: Record<string, number> = { small: 0, medium: 1, large: 2 };
+// One colour per model name in the designer: its place in the server's model list (the catalog), as the timeline's lanes.
+import { MODEL_COLORS, modelColorAt } from '../../../shared/modelColors.ts';
 
-export function modelColor(name: string, catalog: readonly { name: string }[] = []): string {
-  const i = Object.hasOwn(KNOWN, name) ? KNOWN[name] : catalog.findIndex((m) => m.name === name);
-  if (i >= 0) return PALETTE[i % PALETTE.length];
+export function modelColor(name: string, catalog: readonly { name: string }[]): string {
+  const i = catalog.findIndex((m) => m.name === name);
+  if (i >= 0) return modelColorAt(i);
+  // not served (a draft naming an unknown model): a stable colour of its own
   let h = 0;
   for (const ch of name) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
-  return PALETTE[h % PALETTE.length];
+  return MODEL_COLORS[h % MODEL_COLORS.length];
 }

@@ -1,7 +1,7 @@
-// Colour per model (lane order), distinct from the phase colours used for batch boxes.
-export const MODEL_COLORS = ['#2dd4bf', '#f472b6', '#facc15', '#60a5fa', '#fb923c', '#c084fc', '#a3e635'] as const;
+// Colour per model by lane (lanes follow the server's model list, from the config event), distinct from the phase colours of batch boxes.
+import { modelColorAt } from '../../../shared/modelColors.ts';
 
-export const modelColor = (lane: number): string => MODEL_COLORS[((lane % MODEL_COLORS.length) + MODEL_COLORS.length) % MODEL_COLORS.length];
+export const modelColor = (lane: number): string => modelColorAt(lane);
 
 /** Colours of local and entry states in the request panel. */
 export const STATE_COLORS: Record<string, string> = {
