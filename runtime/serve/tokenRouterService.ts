@@ -12,6 +12,7 @@ import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
+import { IncrementalDetokenizer } from '../runner/incrementalDetokenizer.ts';
 import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
@@ -372,7 +373,7 @@ export class TokenRouterService {
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
     const tok = this.tokenizer;
-    const ids: number[] = [];
+    const detok = new IncrementalDetokenizer(tok);
     let text = '';
     let emitted = 0;
     let stopAt = -1;
@@ -388,9 +389,8 @@ export class TokenRouterService {
       algorithm,
       onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
         if (stopAt >= 0) return;
-        ids.push(token);
-        text = tok.decode(ids);
-        if (ids.length >= minTokens) for (const s of params.stop) {
+        text += detok.push(token);
+        if (detok.length >= minTokens) for (const s of params.stop) {
           const k = text.indexOf(s, Math.max(0, emitted - s.length));
           if (k >= 0 && (stopAt < 0 || k < stopAt)) stopAt = k;
         }
@@ -410,6 +410,7 @@ export class TokenRouterService {
         if (stopAt >= 0) this.cluster.stop(id);
       },
       onEnd: (result) => {
+        if (stopAt < 0) text += detok.flush();
         const finalText = stopAt >= 0 ? text.slice(0, stopAt) : text;
         if (finalText.length > emitted) sink.onDelta([], finalText.slice(emitted));
         const finishReason = stopAt >= 0 ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';

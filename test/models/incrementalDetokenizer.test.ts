@@ -1,0 +1,229 @@
+// Incremental detokenisation (vLLM's prefix/read offsets): the streamed text equals the full decode for
+// char-level vocabularies (the bundled one, the example models' tokenizer.json) and byte-level ones whose
+// tokens split multi-byte UTF-8 characters (emoji, CJK), over many random token sequences.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import { describe, expect, it } from 'vitest';
+import { charTokenizer } from '../../runtime/runner/charTokenizer.ts';
+import { IncrementalDetokenizer, type Decoder } from '../../runtime/runner/incrementalDetokenizer.ts';
+import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
+
+/** A small deterministic PRNG so a failure names a reproducible seed. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Streams `ids` one token at a time; returns every delta and the flushed tail. */
+function stream(tok: Decoder, ids: readonly number[]): { deltas: string[]; text: string } {
+  const d = new IncrementalDetokenizer(tok);
+  const deltas = ids.map((id) => d.push(id));
+  deltas.push(d.flush());
+  expect(d.text).toBe(deltas.join(''));
+  return { deltas, text: deltas.join('') };
+}
+
+function exampleTokenizer(model: string): TextTokenizer {
+  const dir = path.join(import.meta.dirname, '../../examples/models', model);
+  const read = (f: string) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as Record<string, unknown>;
+  const cfg = read('config.json') as { bos_token_id: number; eos_token_id: number };
+  return new TextTokenizer(read('tokenizer.json'), read('tokenizer_config.json'), { bos: cfg.bos_token_id, eos: cfg.eos_token_id });
+}
+
+/** GPT-2's byte <-> printable-character table, which byte-level BPE vocabularies are written in. */
+function bytesToUnicode(): string[] {
+  const bs: number[] = [];
+  for (let b = 33; b <= 126; b++) bs.push(b);
+  for (let b = 161; b <= 172; b++) bs.push(b);
+  for (let b = 174; b <= 255; b++) bs.push(b);
+  const cs = [...bs];
+  let n = 0;
+  for (let b = 0; b < 256; b++) if (!bs.includes(b)) (bs.push(b), cs.push(256 + n++));
+  const out: string[] = [];
+  bs.forEach((b, i) => (out[b] = String.fromCodePoint(cs[i])));
+  return out;
+}
+
+/**
+ * A byte-level BPE tokenizer (GPT-2 style: ByteLevel pre-tokenizer and decoder) run by
+ * @huggingface/tokenizers: the 256 byte tokens, plus merged tokens that hold part of a character
+ * (the first two bytes of an emoji, the last two of a CJK character) or whole words.
+ */
+function byteLevelTokenizer(): { tok: Tokenizer; vocabSize: number } {
+  const b2u = bytesToUnicode();
+  const piece = (bytes: number[]) => bytes.map((b) => b2u[b]).join('');
+  const vocab: Record<string, number> = { '<|endoftext|>': 0 };
+  for (let b = 0; b < 256; b++) vocab[b2u[b]] = b + 1;
+  const merges: string[] = [];
+  const addMerged = (bytes: number[]) => {
+    // Left-to-right merges, each of which the vocabulary holds.
+    for (let k = 2; k <= bytes.length; k++) {
+      const whole = piece(bytes.slice(0, k));
+      if (whole in vocab) continue;
+      merges.push(`${piece(bytes.slice(0, k - 1))} ${piece(bytes.slice(k - 1, k))}`);
+      vocab[whole] = Object.keys(vocab).length;
+    }
+  };
+  const enc = new TextEncoder();
+  for (const s of ['😀', '🚀', '👍', '🎉']) addMerged([...enc.encode(s)].slice(0, 2)); // F0 9F: an emoji's first half
+  for (const s of ['中', '文', '字', '語']) {
+    const b = [...enc.encode(s)];
+    addMerged(b.slice(1)); // a CJK character's last two bytes
+    addMerged(b); // and the whole character
+  }
+  for (const s of ['é', 'ü', 'ñ']) addMerged([...enc.encode(s)]);
+  for (const s of ['hello', 'world', ' the', ' and']) addMerged([...enc.encode(s)]);
+  const json = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [{ id: 0, content: '<|endoftext|>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
+    normalizer: null,
+    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+    post_processor: null,
+    decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+  };
+  return { tok: new Tokenizer(json, { eos_token: '<|endoftext|>' }), vocabSize: Object.keys(vocab).length };
+}
+
+/**
+ * A SentencePiece-style vocabulary with byte fallback (<0xE4> tokens, Llama's decoder chain:
+ * ▁ -> space, bytes fused, the leading space stripped), the other way real models split characters.
+ */
+function byteFallbackTokenizer(): { tok: Tokenizer; vocabSize: number } {
+  const vocab: [string, number][] = [['<unk>', 0], ['<s>', 0], ['</s>', 0]];
+  for (let b = 0; b < 256; b++) vocab.push([`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`, 0]);
+  for (const p of ['▁', '▁the', '▁and', 'hello', '▁world', 'a', 'b', 'c', '中', '▁中', 'é', '1', '2', '+', '=']) vocab.push([p, -1]);
+  const specials = ['<unk>', '<s>', '</s>'].map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  const json = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: specials,
+    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
+    pre_tokenizer: null,
+    post_processor: null,
+    decoder: {
+      type: 'Sequence',
+      decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }],
+    },
+    model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: true },
+  };
+  return { tok: new Tokenizer(json, {}), vocabSize: vocab.length };
+}
+
+const hfDecoder = (tok: Tokenizer): Decoder => ({ decode: (ids) => tok.decode([...ids], { skip_special_tokens: true, clean_up_tokenization_spaces: false }) });
+
+function checkRandomSequences(tok: Decoder, vocabSize: number, seed: number, runs = 300): number {
+  const r = rng(seed);
+  let partial = 0;
+  for (let run = 0; run < runs; run++) {
+    const ids = Array.from({ length: 1 + Math.floor(r() * 60) }, () => Math.floor(r() * vocabSize));
+    const { deltas, text } = stream(tok, ids);
+    expect(text, `seed ${seed} run ${run}: ${ids.join(',')}`).toBe(tok.decode(ids));
+    if (deltas.slice(0, -1).some((d) => d === '')) partial++;
+  }
+  return partial;
+}
+
+describe('IncrementalDetokenizer', () => {
+  it('char-level: the bundled char tokenizer and the example models tokenizer.json stream their full decode', () => {
+    const bundled = charTokenizer();
+    checkRandomSequences(bundled, 30, 1);
+    for (const model of ['small', 'medium', 'large']) checkRandomSequences(exampleTokenizer(model), 30, 2);
+    // One token, one character: nothing is held back, every token yields its text at once.
+    const ids = bundled.encode('Q: 12*34=\nA: 408', false);
+    expect(stream(bundled, ids).deltas.slice(0, -1)).toEqual(ids.map((i) => bundled.decode([i])));
+  });
+
+  it('byte-level BPE: tokens that split emoji and CJK characters hold back their partial character and stream the full decode', () => {
+    const { tok, vocabSize } = byteLevelTokenizer();
+    const dec = hfDecoder(tok);
+    // Random ids: often invalid UTF-8 in the middle, which the full decode shows as U+FFFD, and so must the stream.
+    const partial = checkRandomSequences(dec, vocabSize, 3, 500);
+    expect(partial).toBeGreaterThan(0);
+    // Real text encoded: every delta is whole characters, never a U+FFFD that a later token turns into one.
+    const r = rng(4);
+    const alphabet = ['😀', '🚀', '👍', '🎉', '中', '文', '字', '語', 'é', 'ü', 'ñ', 'hello', 'world', ' the', ' and', 'a', ' ', '1', '\n'];
+    for (let run = 0; run < 300; run++) {
+      const s = Array.from({ length: 1 + Math.floor(r() * 40) }, () => alphabet[Math.floor(r() * alphabet.length)]).join('');
+      const ids = tok.encode(s, { add_special_tokens: false }).ids;
+      expect(dec.decode(ids)).toBe(s);
+      const { deltas, text } = stream(dec, ids);
+      expect(text).toBe(s);
+      for (const d of deltas) expect(d.includes('\uFFFD')).toBe(false);
+    }
+    // An emoji split across three tokens (F0 9F | 98 | 80): nothing until the last byte, then the whole emoji.
+    const ids = tok.encode('a😀', { add_special_tokens: false }).ids;
+    expect(ids.length).toBe(4);
+    expect(stream(dec, ids).deltas).toEqual(['a', '', '', '😀', '']);
+  });
+
+  it('byte fallback (SentencePiece <0xNN> tokens, ▁ spaces, stripped leading space) streams the full decode', () => {
+    const { tok, vocabSize } = byteFallbackTokenizer();
+    const dec = hfDecoder(tok);
+    checkRandomSequences(dec, vocabSize, 5, 500);
+    // The encoder here does not fall back to bytes, so the ids are spelt out: 🚀 and 文 as <0xNN> bytes.
+    const s = 'hello 🚀 中文 the é';
+    const bytes = (c: string) => [...new TextEncoder().encode(c)].map((b) => `<0x${b.toString(16).toUpperCase()}>`);
+    const pieces = ['hello', '▁', ...bytes('🚀'), '▁中', ...bytes('文'), '▁the', '▁', 'é'];
+    const ids = pieces.map((p) => tok.token_to_id(p)!);
+    expect(dec.decode(ids)).toBe(s);
+    expect(stream(dec, ids).text).toBe(s);
+  });
+
+  it('a generation that ends on a partial character flushes it as the full decode shows it', () => {
+    const { tok } = byteLevelTokenizer();
+    const dec = hfDecoder(tok);
+    const ids = tok.encode('ok😀', { add_special_tokens: false }).ids.slice(0, -1);
+    const d = new IncrementalDetokenizer(dec);
+    expect(ids.map((i) => d.push(i)).join('')).toBe('ok');
+    expect(d.flush()).toBe('\uFFFD');
+    expect(d.text).toBe(dec.decode(ids));
+    expect(d.flush()).toBe('');
+  });
+
+  it('per-token cost at 1,024 tokens: full re-decode (before) vs incremental (after) - printed, not asserted', () => {
+    const measure = (label: string, tok: Decoder, ids: number[]) => {
+      const full = () => {
+        const seen: number[] = [];
+        let text = '';
+        for (const id of ids) (seen.push(id), (text = tok.decode(seen)));
+        return text;
+      };
+      const incremental = () => {
+        const d = new IncrementalDetokenizer(tok);
+        for (const id of ids) d.push(id);
+        return d.text + d.flush();
+      };
+      expect(incremental()).toBe(full());
+      const time = (f: () => string) => {
+        f();
+        const reps = 5;
+        const t0 = performance.now();
+        for (let i = 0; i < reps; i++) f();
+        return (performance.now() - t0) / reps;
+      };
+      const before = time(full);
+      const after = time(incremental);
+      console.log(
+        `[detokenize ${label}, ${ids.length} tokens] before: ${before.toFixed(2)} ms per request, ${((before / ids.length) * 1000).toFixed(1)} µs per token; ` +
+          `after: ${after.toFixed(2)} ms per request, ${((after / ids.length) * 1000).toFixed(1)} µs per token (${(before / after).toFixed(0)}x)`,
+      );
+    };
+    const r = rng(6);
+    const example = exampleTokenizer('small');
+    measure('examples/models char vocabulary', example, Array.from({ length: 1024 }, () => 4 + Math.floor(r() * 26)));
+    const { tok } = byteLevelTokenizer();
+    const text = Array.from({ length: 600 }, (_, i) => ['hello', ' the', ' 中文', ' 😀', ' world', ' and', ' é'][i % 7]).join('');
+    measure('byte-level BPE', hfDecoder(tok), tok.encode(text, { add_special_tokens: false }).ids.slice(0, 1024));
+  });
+});
