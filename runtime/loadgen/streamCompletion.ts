@@ -1,5 +1,6 @@
 // One streaming chat completion over HTTP/SSE, timed the way vLLM's benchmark client times it.
 import http from 'node:http';
+import { createParser } from 'eventsource-parser';
 import type { RequestRecord } from './requestMetrics.ts';
 
 export interface CompletionBody {
@@ -56,46 +57,49 @@ export function streamCompletion(baseUrl: string, body: CompletionBody, agent: h
           res.on('error', (e) => finish(e.message));
           return;
         }
-        let buf = '';
         let failed: string | undefined;
-        res.on('data', (d: string) => {
-          const t = now();
-          buf += d;
-          let cut: number;
-          while ((cut = buf.indexOf('\n\n')) >= 0) {
-            const event = buf.slice(0, cut);
-            buf = buf.slice(cut + 2);
-            for (const line of event.split('\n')) {
-              if (!line.startsWith('data:')) continue;
-              const data = line.slice(5).trim();
-              if (data === '[DONE]') {
-                sawDone = true;
-                continue;
-              }
-              let chunk: StreamChunk;
-              try {
-                chunk = JSON.parse(data) as StreamChunk;
-              } catch {
-                failed = `unparsable SSE data: ${data.slice(0, 100)}`;
-                continue;
-              }
-              if (chunk.error) failed = chunk.error.message ?? 'error event';
-              const choice = chunk.choices?.[0];
-              const text = choice?.delta?.content ?? choice?.text ?? '';
-              if (text.length > 0) rec.contentChunkMs.push(t);
-              const tr = chunk.tokenrouter;
-              if (tr?.tokens) counted += tr.tokens.length;
-              if (tr?.tokens_by_model) rec.tokensByModel = tr.tokens_by_model;
-              if (tr?.handoffs !== undefined) rec.handoffs = tr.handoffs;
-              if (tr?.discarded_tokens !== undefined) rec.discardedTokens = tr.discarded_tokens;
-              if (choice?.finish_reason) rec.finishReason = choice.finish_reason;
-              if (chunk.usage) {
-                usageTokens = chunk.usage.completion_tokens;
-                rec.promptTokens = chunk.usage.prompt_tokens;
-              }
-            }
-            rec.endMs = t;
+        let t = 0;
+        const onData = (data: string) => {
+          if (data === '[DONE]') {
+            sawDone = true;
+            return;
           }
+          let chunk: StreamChunk;
+          try {
+            chunk = JSON.parse(data) as StreamChunk;
+          } catch {
+            failed = `unparsable SSE data: ${data.slice(0, 100)}`;
+            return;
+          }
+          if (chunk.error) failed = chunk.error.message ?? 'error event';
+          const choice = chunk.choices?.[0];
+          const text = choice?.delta?.content ?? choice?.text ?? '';
+          if (text.length > 0) rec.contentChunkMs.push(t);
+          const tr = chunk.tokenrouter;
+          if (tr?.tokens) counted += tr.tokens.length;
+          if (tr?.tokens_by_model) rec.tokensByModel = tr.tokens_by_model;
+          if (tr?.handoffs !== undefined) rec.handoffs = tr.handoffs;
+          if (tr?.discarded_tokens !== undefined) rec.discardedTokens = tr.discarded_tokens;
+          if (choice?.finish_reason) rec.finishReason = choice.finish_reason;
+          if (chunk.usage) {
+            usageTokens = chunk.usage.completion_tokens;
+            rec.promptTokens = chunk.usage.prompt_tokens;
+          }
+        };
+        // eventsource-parser splits the stream into events; every event (a keep-alive comment too) marks the last arrival.
+        const parser = createParser({
+          onEvent: (e) => {
+            const data = e.data.trim();
+            if (data) onData(data);
+            rec.endMs = t;
+          },
+          onComment: () => {
+            rec.endMs = t;
+          },
+        });
+        res.on('data', (d: string) => {
+          t = now();
+          parser.feed(d);
         });
         res.on('end', () => finish(failed));
         res.on('error', (e) => finish(e.message));

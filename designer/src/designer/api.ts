@@ -1,4 +1,5 @@
 // The designer's only door to the server: admin registry and models, deploys, and the streaming playground.
+import { createParser } from 'eventsource-parser';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import type { IrDocument } from '../../../shared/ir/irSchema.ts';
 
@@ -117,21 +118,15 @@ export async function streamChat(run: ChatRun): Promise<string | null> {
   const id = res.headers.get('x-request-id');
   if (id) run.onId?.(id);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
+  // eventsource-parser splits the SSE stream into events (CRLF or LF, multi-line data, comments).
+  const events: string[] = [];
+  const parser = createParser({ onEvent: (e) => events.push(e.data) });
   let finish: string | null = null;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return finish;
-    buffer += value;
-    let cut: number;
-    while ((cut = buffer.search(/\r?\n\r?\n/)) >= 0) {
-      const event = buffer.slice(0, cut);
-      buffer = buffer.slice(cut).replace(/^\r?\n\r?\n/, '');
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trimStart())
-        .join('\n');
+    parser.feed(value);
+    for (const data of events.splice(0)) {
       if (!data) continue;
       if (data === '[DONE]') return finish;
       const chunk = JSON.parse(data) as {
