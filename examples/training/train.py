@@ -395,7 +395,7 @@ def tokenizer_json():
 
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}"
-                 "Q: {{ message['content'].strip() }}{% if not message['content'].strip().endswith('=') %}={% endif %}\nA: "
+                 "Q: {{ message['content'].strip() }}{% if not message['content'].strip().endswith('=') %}={% endif %}{{ '\\nA: ' }}"
                  "{% elif message['role'] == 'assistant' %}{{ message['content'] }}{{ eos_token }}{% endif %}{% endfor %}")
 
 

@@ -5,7 +5,8 @@ const SPECIALS = ['<pad>', '<s>', '</s>', '<unk>'];
 const CHARS = [...'0123456789+-*/=(),.:;# \nQA'];
 export const CHAR_VOCAB: readonly string[] = [...SPECIALS, ...CHARS];
 
-export function charTokenizer(): TextTokenizer {
+/** `chatTemplate` and `modelName` replace the bundled template and the name chat-template errors give (for tests). */
+export function charTokenizer(opts: { chatTemplate?: string; modelName?: string } = {}): TextTokenizer {
   const vocab = Object.fromEntries(CHAR_VOCAB.map((t, i) => [t, i]));
   const json = {
     version: '1.0',
@@ -21,7 +22,8 @@ export function charTokenizer(): TextTokenizer {
   const cfg = {
     bos_token: '<s>',
     eos_token: '</s>',
-    chat_template: "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Q: {{ message['content'].strip() }}\nA: {% endif %}{% endfor %}",
+    chat_template:
+      opts.chatTemplate ?? "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Q: {{ message['content'].strip() }}\nA: {% endif %}{% endfor %}",
   };
-  return new TextTokenizer(json, cfg, { bos: 1, eos: 2 });
+  return new TextTokenizer(json, cfg, { bos: 1, eos: 2 }, opts.modelName ?? 'small');
 }

@@ -6,6 +6,7 @@ import { parseServerConfig, type ServerConfig } from '../../runtime/config/serve
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { CHAR_VOCAB, charTokenizer } from '../../runtime/runner/charTokenizer.ts';
+import type { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
 import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
 import { mix } from '../../runtime/util/hash.ts';
@@ -20,6 +21,8 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Probability that a sampled token is EOS (ends a request early); default 0. */
   eosRate?: number;
+  /** The service's tokenizer; default the bundled models' char vocabulary and chat template. */
+  tokenizer?: TextTokenizer;
 }
 
 export interface TestServer {
@@ -62,7 +65,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const lat = { small: 2, large: 5, medium: 3, ...opts.latency };
   const config: ServerConfig = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: 64 }, ...opts.config });
   const runners = new Map(config.models.map((m) => [m.name, runner(m.name, lat[m.name as 'small'] ?? 3, opts.eosRate ?? 0)]));
-  const service = await TokenRouterService.start(config, { runners: new Map(runners), tokenizer: charTokenizer() });
+  const service = await TokenRouterService.start(config, { runners: new Map(runners), tokenizer: opts.tokenizer ?? charTokenizer() });
   const server = await startServer(service, 0, '127.0.0.1');
   return {
     service,
