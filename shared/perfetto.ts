@@ -23,7 +23,15 @@ export interface ChromeTrace {
   traceEvents: ChromeTraceEvent[];
   displayTimeUnit: 'ms' | 'ns';
   otherData?: Record<string, string>;
+  /**
+   * The exported trace events themselves, so the timeline reopens its own export losslessly.
+   * Perfetto and chrome://tracing ignore top-level keys they do not know.
+   */
+  tokenrouter?: { format: typeof EMBED_FORMAT; version: 1; events: TraceEvent[] };
 }
+
+/** Marks the embedded copy of our events in an exported Chrome trace. */
+export const EMBED_FORMAT = 'tokenrouter-trace-events';
 
 /** Runtime clock is in ms; Trace Event Format wants µs. Integers keep slice arithmetic exact (no float overlap). */
 const us = (ms: number): number => Math.round(ms * 1000);
@@ -93,7 +101,7 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
   let flowId = 0;
   for (const { handoff: h, from, to } of pairHandoffs(batches, handoffs)) {
     const name = h.kept ? 'handoff (kept)' : 'handoff (discarded)';
-    const args = { requestId: h.requestId, from: h.from, to: h.to, tokens: h.tokens, kept: h.kept };
+    const args = { requestId: h.requestId, from: h.from, to: h.to, tokens: h.tokens, kept: h.kept, batchId: h.batchId, tMs: h.t };
     if (from >= 0 && to >= 0) {
       const id = ++flowId;
       out.push({ name, cat: 'handoff', ph: 's', id, pid: pidOf(h.from), tid: tidOf[from], ts: inside(sliceOf[from], us(h.t)), args });
@@ -141,5 +149,53 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
     const n = tracksPerPid.get(pid) ?? 1;
     for (let k = 1; k <= n; k++) meta.push({ name: 'thread_name', ph: 'M', pid, tid: k, ts: 0, args: { name: k === 1 ? 'batches' : `batches (overlap ${k})` } });
   }
-  return { traceEvents: [...meta, ...out], displayTimeUnit: 'ms', otherData: { source: 'tokenrouter-ts timeline' } };
+  return {
+    traceEvents: [...meta, ...out], displayTimeUnit: 'ms', otherData: { source: 'tokenrouter-ts timeline' },
+    tokenrouter: { format: EMBED_FORMAT, version: 1, events: [...events] },
+  };
+}
+
+/** Does this parsed JSON look like a Chrome Trace Event file (object form with traceEvents)? */
+export function isChromeTrace(x: unknown): x is { traceEvents: unknown[]; tokenrouter?: unknown; otherData?: unknown } {
+  return typeof x === 'object' && x !== null && !Array.isArray(x) && Array.isArray((x as { traceEvents?: unknown }).traceEvents);
+}
+
+/**
+ * Our events back from a Chrome trace. An export of this page carries them verbatim (`tokenrouter.events`);
+ * without that copy (an older export), batches, handoffs, queue lengths and config changes are rebuilt
+ * from the slices, flows, counters and marks `toChromeTrace` writes (request lifetimes are summaries there,
+ * so request-end events cannot be rebuilt). Returns raw objects: the caller validates them.
+ */
+export function fromChromeTrace(trace: { traceEvents: unknown[]; tokenrouter?: unknown }): { events: unknown[]; embedded: boolean } {
+  const emb = trace.tokenrouter as { format?: unknown; events?: unknown } | undefined;
+  if (emb && emb.format === EMBED_FORMAT && Array.isArray(emb.events)) return { events: emb.events, embedded: true };
+  const evs = trace.traceEvents.filter((e): e is ChromeTraceEvent => typeof e === 'object' && e !== null && typeof (e as ChromeTraceEvent).ph === 'string');
+  const model = new Map<number, string>();
+  for (const e of evs) if (e.ph === 'M' && e.name === 'process_name' && typeof e.args?.name === 'string' && e.pid !== RUNTIME_PID) model.set(e.pid, e.args.name);
+  const ms = (t: number): number => t / 1000;
+  const out: unknown[] = [];
+  const slices: { pid: number; tid: number; ts: number; end: number; batchId: unknown }[] = [];
+  for (const e of evs) {
+    const a = e.args ?? {};
+    if (e.ph === 'X' && e.cat?.startsWith('batch') && model.has(e.pid)) {
+      slices.push({ pid: e.pid, tid: e.tid, ts: e.ts, end: e.ts + (e.dur ?? 0), batchId: a.batchId });
+      out.push({ type: 'batch', model: model.get(e.pid), batchId: a.batchId, requestIds: a.requestIds, phase: a.phase, tokens: a.tokens, start: ms(e.ts), end: ms(e.ts + (e.dur ?? 0)) });
+    } else if (e.ph === 'C' && e.name === 'queue' && model.has(e.pid)) {
+      out.push({ type: 'queue', t: ms(e.ts), model: model.get(e.pid), length: a.waiting });
+    } else if (e.ph === 'i' && e.cat === 'config') {
+      let thresholds: unknown = a.thresholds;
+      try { if (typeof thresholds === 'string') thresholds = JSON.parse(thresholds); } catch { /* left invalid: validation reports it */ }
+      out.push({ type: 'config', t: ms(e.ts), mode: a.mode, retainState: a.retainState, maxWaitMs: a.maxWaitMs, thresholds });
+    }
+  }
+  for (const e of evs) {
+    if (e.cat !== 'handoff' || (e.ph !== 's' && e.ph !== 'i')) continue;
+    const a = e.args ?? {};
+    const enclosing = model.get(e.pid) !== a.from ? undefined : slices.find((s) => s.pid === e.pid && s.tid === e.tid && s.ts <= e.ts && e.ts <= s.end);
+    out.push({
+      type: 'handoff', t: typeof a.tMs === 'number' ? a.tMs : ms(e.ts), requestId: a.requestId, from: a.from, to: a.to,
+      batchId: typeof a.batchId === 'number' ? a.batchId : enclosing?.batchId ?? -1, tokens: a.tokens, kept: a.kept,
+    });
+  }
+  return { events: out, embedded: false };
 }

@@ -1,4 +1,4 @@
-// Warnings that must be seen: events the server dropped for this client, invalid input, held events while paused.
+// Warnings that must be seen: events the server dropped for this client, invalid input, a file that could not be read, held events while paused, export notices.
 import type { TimelineController } from './timelineController.ts';
 import { useTick } from './useTick.ts';
 
@@ -10,7 +10,8 @@ export function Banner({ c }: { c: TimelineController }) {
   if (c.heldDropped > 0) items.push({ id: 'held', cls: 'warn', text: `${c.heldDropped.toLocaleString()} events were discarded while paused (hold buffer full).` });
   const ev = Object.values(c.store.evicted).reduce((a, b) => a + b, 0);
   if (ev > 0) items.push({ id: 'evicted', cls: 'info', text: `Bounded window: the oldest ${ev.toLocaleString()} events were dropped (cap ${c.store.capacity.toLocaleString()}).` });
-  if (c.source.kind === 'file' && c.source.firstError && c.store.size === 0) items.push({ id: 'file', cls: 'bad', text: c.source.firstError });
+  if (c.notice) items.push({ id: 'notice', cls: 'info', text: c.notice });
+  if (c.source.kind === 'file' && c.source.error) items.push({ id: 'file', cls: 'bad', text: `Could not open ${c.source.name}. ${c.source.error}` });
   if (!items.length) return null;
   return (
     <div className="tl-banners">

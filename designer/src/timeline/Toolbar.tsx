@@ -13,7 +13,9 @@ export function Toolbar({ c }: { c: TimelineController }) {
   const med = deltas.length ? deltas[deltas.length >> 1] : 0;
   const fps = med > 0 ? Math.min(999, Math.round(1000 / med)) : 0;
   const status = c.source.kind === 'file'
-    ? { cls: 'ok', text: `file · ${c.source.name}` }
+    ? c.source.error
+      ? { cls: 'bad', text: `file · ${c.source.name} · not opened` }
+      : { cls: 'file', text: `file · ${c.source.name}${c.source.format === 'chrome' ? ' (Chrome trace)' : ''}` }
     : c.source.kind === 'demo'
       ? { cls: 'ok', text: `demo feed · ${c.source.rate.toLocaleString()} ev/s` }
       : c.source.kind === 'live'
@@ -37,10 +39,10 @@ export function Toolbar({ c }: { c: TimelineController }) {
         <button onClick={() => c.fitAll()} title="Show everything retained">Fit</button>
       </div>
       <div className="tl-group">
-        <button onClick={() => file.current?.click()} title="Open a recorded trace (JSON lines or a JSON array of trace events)">Open trace…</button>
+        <button onClick={() => file.current?.click()} title="Open a recorded trace: JSON lines of trace events, or a file saved with Export view / Export all">Open trace…</button>
         <input ref={file} type="file" accept=".json,.jsonl,.ndjson,.txt,application/json" hidden data-testid="trace-file"
           onChange={async (e) => { const f = e.target.files?.[0]; if (f) c.loadText(await f.text(), f.name); e.target.value = ''; }} />
-        <button onClick={() => c.download('view')} title="Chrome Trace Event JSON of the visible window (opens in Perfetto)" data-testid="export-view">Export view</button>
+        <button onClick={() => c.download('view')} title="Chrome Trace Event JSON of the visible window (opens in Perfetto, and here with Open trace…)" data-testid="export-view">Export view</button>
         <button onClick={() => c.download('all')} title="Chrome Trace Event JSON of everything retained" data-testid="export-all">Export all</button>
         {c.source.kind !== 'live' ? <button onClick={() => c.startLive()} title="Connect to the server's /live feed">Connect live</button> : null}
         <button disabled={c.source.kind !== 'live'} data-testid="generate-load"

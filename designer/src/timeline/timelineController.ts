@@ -2,13 +2,13 @@
 import { toChromeTrace, type ChromeTrace } from '../../../shared/perfetto.ts';
 import type { TraceEvent } from '../../../shared/trace.ts';
 import { startDemoFeed } from './demoFeed.ts';
+import { exportTraceFile, openTraceFile, type FileSource } from './traceFile.ts';
 import { drawTimeline, type DrawStats, type LaneGauge } from './drawTimeline.ts';
 import { EventStore } from './eventStore.ts';
 import { adminToken, connectFeed } from './feed.ts';
 import type { FeedConnection, FeedHandlers, FeedStatus, LiveStats } from './feedMessages.ts';
 import { hitBatch } from './hitTest.ts';
 import { computeLayout, type Layout } from './layout.ts';
-import { parseTrace } from '../../../shared/timeline/parseTrace.ts';
 import { rangeStats, type RangeStats } from './rangeStats.ts';
 import { requestPath, type RequestPath } from './requestPath.ts';
 import { endAt, fit, panBy, timeToX, xToTime, zoomAt, type Viewport } from './viewport.ts';
@@ -17,7 +17,7 @@ export type Source =
   | { kind: 'none' }
   | { kind: 'live' }
   | { kind: 'demo'; rate: number }
-  | { kind: 'file'; name: string; invalid: number; firstError?: string };
+  | FileSource;
 
 type Counts = Record<TraceEvent['type'], number>;
 const zero = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, queue: 0, 'request-end': 0, config: 0 });
@@ -202,14 +202,18 @@ export class TimelineController {
   loadText(text: string, name: string): void {
     this.stopFeed();
     this.reset();
-    const parsed = parseTrace(text);
-    this.source = { kind: 'file', name, invalid: parsed.invalid, firstError: parsed.firstError };
-    this.invalid = parsed.invalid;
-    this.invalidMessage = parsed.firstError ?? '';
+    const parsed = openTraceFile(text, name);
+    this.notice = '';
+    this.source = parsed.source;
+    // A file that could not be read at all gets one sentence (the file banner), not an invalid-event count too.
+    this.invalid = parsed.source.error ? 0 : parsed.source.invalid;
+    this.invalidMessage = parsed.source.error ? '' : parsed.source.firstError ?? '';
     this.paused = false;
     this.follow = false;
     this.ingest(parsed.events);
+    if (!parsed.events.length) this.view = { t0: 0, t1: 3000 };
     this.fitAll();
+    this.changed(); // also when nothing was read: the status and the banner must say so
   }
 
   async loadUrl(url: string): Promise<void> {
@@ -224,7 +228,8 @@ export class TimelineController {
       if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
       this.loadText(await res.text(), url.split('/').pop() || url);
     } catch (err) {
-      this.source = { kind: 'file', name: url, invalid: 0, firstError: `could not load: ${String(err)}` };
+      const why = err instanceof Error ? err.message : String(err);
+      this.source = { kind: 'file', name: url, invalid: 0, error: `It could not be fetched (${why}).` };
       this.connection = 'error';
       this.connectionDetail = String(err);
       this.changed();
@@ -341,8 +346,22 @@ export class TimelineController {
     return toChromeTrace(this.exportEvents(scope));
   }
 
-  download(scope: 'view' | 'all'): void {
-    const blob = new Blob([JSON.stringify(this.exportChrome(scope))], { type: 'application/json' });
+  /** A transient message for the person (e.g. "nothing to export"); cleared on the next load or after a while. */
+  notice = '';
+  private noticeTimer: ReturnType<typeof setTimeout> | null = null;
+  private say(text: string): void {
+    this.notice = text;
+    if (this.noticeTimer) clearTimeout(this.noticeTimer);
+    this.noticeTimer = setTimeout(() => { this.notice = ''; this.noticeTimer = null; this.changed(); }, 8000);
+    this.changed();
+  }
+
+  /** Saves a Chrome trace (which this page also opens); says so instead of saving an empty file. Returns whether it saved. */
+  download(scope: 'view' | 'all'): boolean {
+    const file = exportTraceFile(this.exportEvents(scope), scope, this.store.size);
+    if ('nothing' in file) { this.say(file.nothing); return false; }
+    this.notice = '';
+    const blob = new Blob([file.json], { type: 'application/json' });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
     a.download = `tokenrouter-trace-${scope}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
@@ -350,6 +369,8 @@ export class TimelineController {
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    this.changed();
+    return true;
   }
 
   // ---- canvas ----
