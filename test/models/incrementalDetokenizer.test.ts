@@ -5,21 +5,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../shared/rng.ts';
 import { charTokenizer } from '../../runtime/runner/charTokenizer.ts';
 import { IncrementalDetokenizer, type Decoder } from '../../runtime/runner/incrementalDetokenizer.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 
-/** A small deterministic PRNG so a failure names a reproducible seed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The shared seeded generator, so a failure names a reproducible seed. */
+const rng = mulberry32;
 
 /** Streams `ids` one token at a time; returns every delta and the flushed tail. */
 function stream(tok: Decoder, ids: readonly number[]): { deltas: string[]; text: string } {
