@@ -4,9 +4,17 @@
 //   server     (runtime/server, runtime/serve) does not import examples/: bundled algorithms come through runtime/registry/builtins.ts
 //   runtime/runner does not import the load generator; runtime/config does not import runtime/distributed
 //   no import cycles anywhere (type-only imports count)
+//   product code (runtime/ but its benches, shared/, examples/) uses no devDependency: `npm install --omit=dev` must serve
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    {
+      name: 'product-no-dev-deps',
+      severity: 'error',
+      comment: 'Product code must run after `npm install --omit=dev`: move the package to dependencies (or keep the import in a bench or test).',
+      from: { path: '^(runtime|shared|examples)/', pathNot: '^runtime/bench/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
     {
       name: 'no-circular',
       severity: 'error',
