@@ -8,7 +8,7 @@ import { generateTrace, toJsonLines } from '../../shared/timeline/generateTrace.
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { TimelineSnapshot } from '../../designer/src/timeline/timelineController.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
-import { Checks, NAME_SHIM, artifactPath, buildTimeline, launch, serveStatic } from './timelineHarness.ts';
+import { Checks, newPage, artifactPath, buildTimeline, launch, serveStatic } from './timelineHarness.ts';
 
 declare global { interface Window { __timeline?: TimelineHook } }
 
@@ -46,10 +46,7 @@ async function main(): Promise<void> {
   const srv = await serveStatic(dist, { '/trace.jsonl': toJsonLines(events) });
   const browser = await launch();
   try {
-    const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1, acceptDownloads: true });
-    await page.addInitScript(NAME_SHIM);
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const { page, errors } = await newPage(browser);
     await page.goto(`${srv.url}/?trace=/trace.jsonl`);
     await page.waitForFunction(() => (window.__timeline?.snapshot().store.batches ?? 0) > 0);
     const loaded = await snap(page);

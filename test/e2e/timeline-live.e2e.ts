@@ -10,7 +10,7 @@ import type { TimelineSnapshot } from '../../designer/src/timeline/timelineContr
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { startTestServer } from '../server/testService.ts';
 import { checkChromeTrace } from '../timeline/checkChromeTrace.ts';
-import { Checks, NAME_SHIM, ROOT, artifactPath, launch } from './timelineHarness.ts';
+import { Checks, newPage, ROOT, artifactPath, launch } from './timelineHarness.ts';
 
 declare global { interface Window { __timeline?: TimelineHook } }
 
@@ -32,10 +32,7 @@ async function main(): Promise<void> {
   const srv = await startTestServer({ latency: { small: 2, large: 6, medium: 4 } });
   const browser = await launch();
   try {
-    const page = await browser.newPage({ viewport: { width: 1600, height: 900 }, deviceScaleFactor: 1, acceptDownloads: true });
-    await page.addInitScript(NAME_SHIM);
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
+    const { page, errors } = await newPage(browser);
     await page.goto(`${srv.url}/timeline`);
     await page.waitForFunction(() => window.__timeline?.snapshot().connection === 'open' && window.__timeline!.snapshot().feed.snapshots >= 1, undefined, { timeout: 90_000 });
     checks.check('page connected to /live and got a snapshot', true);
