@@ -5,12 +5,19 @@ export interface Clock {
   now(): number;
   setTimeout(fn: (...args: unknown[]) => void, ms: number): unknown;
   clearTimeout(id: unknown): void;
+  /** Wall time (performance.timeOrigin + performance.now()) at now() = 0: engine threads read the same time. */
+  readonly origin?: number;
 }
 
-/** Wall time, for serving. Non-finite delays never fire (a deadline of Infinity means "no deadline"). */
-export function createRealClock(): Clock {
-  const epoch = performance.now();
+/**
+ * Wall time, for serving. Non-finite delays never fire (a deadline of Infinity means "no deadline").
+ * `origin`: share another thread's epoch (its clock's `origin`), so trace times line up.
+ */
+export function createRealClock(origin?: number): Clock {
+  // each thread has its own timeOrigin: an epoch passed across threads is absolute
+  const epoch = origin === undefined ? performance.now() : origin - performance.timeOrigin;
   return {
+    origin: performance.timeOrigin + epoch,
     now: () => performance.now() - epoch,
     setTimeout: (fn, ms) => (Number.isFinite(ms) ? setTimeout(fn, Math.max(0, ms)) : undefined),
     clearTimeout: (id) => {

@@ -1,24 +1,24 @@
 // The entry and its engines in one process: admits requests, streams what the engines commit, ends requests everywhere.
-import type { Handoff } from '../../shared/algorithm.ts';
-import type { TraceSink } from '../../shared/trace.ts';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { Algorithm, Handoff } from '../../shared/algorithm.ts';
+import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { Engine } from './engine.ts';
-import type { EngineHost, EngineOptions } from './engineHost.ts';
-import { laneStats, type LaneStats } from './laneStats.ts';
+import type { EngineHost } from './engineHost.ts';
+import type { LaneStats } from './laneStats.ts';
 import { checkInvariants } from './invariants.ts';
 import { newCounters } from './localRequest.ts';
-import type { Commit, EngineLink, Finish } from './messages.ts';
+import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
+import { ThreadEngine, type ThreadEntry } from './threadEngine.ts';
+import { fromWireArrival } from './wire.ts';
 import { RequestState, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
-export interface ClusterModel extends Omit<EngineOptions, 'maxBatch' | 'threshold' | 'kvCapacityTokens'> {
-  maxBatch?: number;
-  threshold?: number;
-  kvCapacityTokens?: number;
-}
+/** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
+export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: ThreadEngine; runner?: never });
 
 export interface ClusterOptions {
   clock: Clock;
@@ -52,21 +52,29 @@ export interface RequestHandle {
 }
 
 
-export class Cluster implements EngineHost, EngineLink {
+export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   readonly clock: Clock;
   readonly policy: LaunchPolicy;
-  /** One engine per model. */
+  /** Every model's engine as the entry drives it, in model order. */
+  readonly engines: EngineClient[];
+  /** The engines that run on this thread. */
   readonly lanes: Engine[];
+  /** The engines in their own threads. */
+  readonly threads: ThreadEngine[];
   readonly retainState: boolean;
   maxWaitMs: number;
   readonly maxConcurrency: number;
   readonly maxQueue: number;
   readonly trace: TraceSink | undefined;
-  private readonly byName = new Map<string, Engine>();
+  private readonly byName = new Map<string, EngineClient>();
+  /** Algorithms by reference key, for handoffs from an engine thread to one here. */
+  private readonly algorithms = new Map<string, Algorithm<unknown>>();
+  private readonly lookahead: number;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
   private batchSeq = 0;
   private requestSeq = 0;
+  private serialSeq = 0;
   private inWave = false;
   private readonly invariantState: Map<string, number> | null;
   /** Committed output tokens over the cluster's life. */
@@ -85,16 +93,26 @@ export class Cluster implements EngineHost, EngineLink {
     const lookahead = this.policy.mode.startsWith('async') ? (opts.lookahead ?? 0) : 0;
     if (!(Number.isInteger(lookahead) && lookahead >= 0)) throw new TokenRouterError('invalid_request', `lookahead must be an integer ≥ 0, got ${opts.lookahead}`, 'lookahead');
     if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
-    this.lanes = opts.models.map(
-      (m, i) => new Engine(i, { name: m.name, runner: m.runner, maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity, lookahead }, this),
-    );
-    for (const lane of this.lanes) {
-      if (this.byName.has(lane.name)) throw new TokenRouterError('invalid_request', `model "${lane.name}" is listed twice`, 'models');
-      if (!(lane.maxBatch >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${lane.name} must be ≥ 1`, 'maxBatch');
-      this.byName.set(lane.name, lane);
-      this.watchRunner(lane, lane.runner);
+    this.lookahead = lookahead;
+    if (opts.models.some((m) => m.thread) && this.clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
+    for (const m of opts.models) {
+      if (this.byName.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
+      if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
+      this.byName.set(m.name, null as unknown as EngineClient);
     }
-    this.validateThresholds(this.lanes.map((l) => l.threshold));
+    this.engines = opts.models.map((m, i) => {
+      const maxBatch = m.maxBatch ?? 64;
+      const threshold = m.threshold ?? 1;
+      const kvCapacityTokens = m.kvCapacityTokens ?? Infinity;
+      if (m.runner) return new Engine(i, { name: m.name, runner: m.runner, maxBatch, threshold, kvCapacityTokens, lookahead }, this);
+      return m.thread;
+    });
+    this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
+    this.threads = this.engines.filter((e): e is ThreadEngine => e instanceof ThreadEngine);
+    for (const e of this.engines) this.byName.set(e.name, e);
+    for (const lane of this.lanes) this.watchRunner(lane, lane.runner);
+    opts.models.forEach((m, i) => m.thread && this.beginThread(m.thread, i, m.maxBatch ?? 64, m.threshold ?? 1, m.kvCapacityTokens ?? Infinity));
+    this.validateThresholds(this.engines.map((l) => l.threshold));
     this.emitConfig();
   }
 
@@ -106,8 +124,15 @@ export class Cluster implements EngineHost, EngineLink {
     return this.policy.mode;
   }
 
-  lane(name: string): Engine | undefined {
+  /** The engine of a model, wherever it runs. */
+  engine(name: string): EngineClient | undefined {
     return this.byName.get(name);
+  }
+
+  /** The engine of a model that runs on this thread. */
+  lane(name: string): Engine | undefined {
+    const e = this.byName.get(name);
+    return e instanceof Engine ? e : undefined;
   }
 
   nextBatchId(): number {
@@ -143,7 +168,9 @@ export class Cluster implements EngineHost, EngineLink {
     if (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1) {
       throw new TokenRouterError('invalid_request', `max_tokens must be an integer ≥ 1, got ${opts.maxTokens}`, 'max_tokens');
     }
-    const maxContext = Math.min(...lanes.map((l) => l.runner.info.maxContext));
+    const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
+    const ref = opts.algorithmRef;
+    if (!ref && lanes.some((l) => l instanceof ThreadEngine)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
     if (opts.prompt.length >= maxContext) {
       throw new TokenRouterError('too_large', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
     }
@@ -155,7 +182,8 @@ export class Cluster implements EngineHost, EngineLink {
     let resolve!: (r: RequestResult) => void;
     const done = new Promise<RequestResult>((r) => (resolve = r));
     const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
-    const spec = requestSpec(id, alg as SubmitOptions['algorithm'], opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext);
+    if (ref && !this.algorithms.has(ref.key)) this.algorithms.set(ref.key, alg as Algorithm<unknown>);
+    const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext);
     const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
@@ -188,21 +216,18 @@ export class Cluster implements EngineHost, EngineLink {
   }
 
   setThresholds(thresholds: Readonly<Record<string, number>>): void {
-    const next = this.lanes.map((l) => thresholds[l.name] ?? l.threshold);
+    const next = this.engines.map((l) => thresholds[l.name] ?? l.threshold);
     this.validateThresholds(next);
-    this.lanes.forEach((l, i) => {
-      l.threshold = next[i];
-      l.dirty = true;
-    });
+    this.engines.forEach((l, i) => l.setThreshold(next[i]));
     this.emitConfig();
     this.flush();
   }
 
   /** Takes a sub-server down (its batches fail) or brings it back. */
   setDown(name: string, down: boolean): void {
-    const lane = this.byName.get(name);
-    if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
-    lane.down = down;
+    const e = this.engineNamed(name);
+    if (e instanceof ThreadEngine) e.setDown(down);
+    else if (e instanceof Engine) e.down = down;
   }
 
   /**
@@ -210,23 +235,50 @@ export class Cluster implements EngineHost, EngineLink {
    * clear error (the rest keep going), and the lane refuses work until `replaceRunner`.
    */
   failLane(name: string, error: Error): number {
-    const lane = this.byName.get(name);
-    if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
-    lane.down = true;
-    const failed = lane.failAll(error);
+    const e = this.engineNamed(name);
+    let failed = 0;
+    if (e instanceof Engine) {
+      e.down = true;
+      failed = e.failAll(error);
+    } else {
+      // What the thread held is not visible from here: every request that runs on the model fails.
+      for (const req of [...this.active.values()]) {
+        if (!req.spec.models.includes(name)) continue;
+        this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${name} failed: ${error.message}`, 'model'));
+        failed++;
+      }
+    }
     this.flush();
     return failed;
   }
 
   /** Puts a restarted runner in place and lets the lane take work again. */
   replaceRunner(name: string, runner: ModelRunner): void {
-    const lane = this.byName.get(name);
-    if (!lane) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
+    const lane = this.engineNamed(name);
+    if (!(lane instanceof Engine)) throw new TokenRouterError('invalid_request', `model ${name} runs on an engine thread: replace the thread (replaceThread)`, 'model');
     lane.runner = runner;
     lane.down = false;
     lane.dirty = true;
     this.watchRunner(lane, runner);
     this.flush();
+  }
+
+  /** Puts a restarted engine thread in place of one that died. */
+  replaceThread(name: string, fresh: ThreadEngine): void {
+    const old = this.engineNamed(name);
+    if (!(old instanceof ThreadEngine)) throw new TokenRouterError('invalid_request', `model ${name} does not run on an engine thread`, 'model');
+    const i = this.engines.indexOf(old);
+    this.engines[i] = fresh;
+    this.threads[this.threads.indexOf(old)] = fresh;
+    this.byName.set(name, fresh);
+    this.beginThread(fresh, i, old.maxBatch, old.threshold, old.kvCapacityTokens);
+    this.flush();
+  }
+
+  private engineNamed(name: string): EngineClient {
+    const e = this.byName.get(name);
+    if (!e) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
+    return e;
   }
 
   /**
@@ -247,7 +299,7 @@ export class Cluster implements EngineHost, EngineLink {
   }
 
   laneStats(): LaneStats[] {
-    return this.lanes.map(laneStats);
+    return this.engines.map((e) => e.laneStats());
   }
 
   /** Requests in flight at the entry. */
@@ -260,6 +312,22 @@ export class Cluster implements EngineHost, EngineLink {
   commit(c: Commit): void {
     const req = this.active.get(c.requestId);
     if (!req || req.finished) return;
+    // Engines in other threads report on their own ports: a request's commits may arrive out of order.
+    if (c.index !== req.output.length) {
+      if (c.index > req.output.length) req.early.set(c.index, c);
+      return;
+    }
+    this.apply(req, c);
+    for (let next = req.early.get(req.output.length); next && !req.finished; next = req.early.get(req.output.length)) {
+      req.early.delete(next.index);
+      this.apply(req, next);
+    }
+    const f = req.lateFinish;
+    if (f && !req.finished && req.output.length >= (f.committed ?? 0)) this.finish(f);
+  }
+
+  private apply(req: RequestState, c: Commit): void {
+    req.counters = c.counters;
     req.output.push(c.token);
     req.producedBy.push(c.model);
     this.committed++;
@@ -277,11 +345,63 @@ export class Cluster implements EngineHost, EngineLink {
 
   finish(f: Finish): void {
     const req = this.active.get(f.requestId);
-    if (req) this.end(req, f.status, f.reason, f.error);
+    if (!req || req.finished) return;
+    // a finish that overtook commits before it waits for them
+    if (f.committed !== undefined && req.output.length < f.committed) return void (req.lateFinish = f);
+    if (f.counters) req.counters = f.counters;
+    this.end(req, f.status, f.reason, f.error);
   }
 
-  deliver(name: string, a: Parameters<Engine['arrive']>[0]): void {
+  deliver(name: string, a: Arrival): void {
     this.byName.get(name)!.arrive(a);
+  }
+
+  // --- ThreadEntry: what engine threads report ---
+
+  deliverWire(to: string, w: WireArrival): void {
+    const a = fromWireArrival(w, (key) => {
+      const alg = this.algorithms.get(key);
+      return alg && { alg, ref: { key, source: { kind: 'single', model: '' } } };
+    });
+    if (!a) throw new Error(`an engine thread handed off a request of algorithm ${w.spec.algorithm}, which the entry never submitted`);
+    const req = this.active.get(a.spec.id);
+    if (!req || req.spec.serial !== a.spec.serial) return;
+    this.deliver(to, { ...a, spec: req.spec });
+    this.flush();
+  }
+
+  traced(events: readonly TraceEvent[]): void {
+    if (this.trace) for (const e of events) this.trace.emit(e);
+  }
+
+  reported(returned: number): void {
+    for (let i = 0; i < returned; i++) this.policy.finished();
+    // a sync barrier reads every engine's lane: one that reported may open the next round
+    this.flush();
+  }
+
+  private beginThread(t: ThreadEngine, index: number, maxBatch: number, threshold: number, kvCapacityTokens: number): void {
+    const peers: Record<string, MessagePort> = {};
+    for (const other of this.threads) {
+      if (other === t || other.index < 0) continue;
+      const ch = new MessageChannel();
+      peers[other.name] = ch.port1;
+      other.addPeer(t.name, ch.port2);
+    }
+    const settings: EngineSettings = {
+      index,
+      models: this.engines.map((e) => e.name),
+      maxBatch,
+      threshold,
+      kvCapacityTokens,
+      mode: this.mode,
+      retainState: this.retainState,
+      maxWaitMs: this.maxWaitMs,
+      lookahead: this.lookahead,
+      origin: this.clock.origin!,
+      trace: this.trace !== undefined,
+    };
+    t.begin(settings, peers, this);
   }
 
   // --- request lifecycle ---
@@ -291,6 +411,11 @@ export class Cluster implements EngineHost, EngineLink {
     this.emitState(req.id, 'admitted');
     const { spec } = req;
     const entry = spec.algorithm.entry;
+    // every engine the request may visit can build its algorithm before a handoff reaches it
+    if (spec.ref) for (const name of spec.models) {
+      const e = this.byName.get(name);
+      if (e instanceof ThreadEngine) e.deploy(spec.ref);
+    }
     const handoff: Handoff<unknown> = { type: 'handoff', requestId: req.id, from: 0, to: entry, anchor: 0, tokens: req.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
     this.deliver(spec.models[entry - 1], { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length) });
   }
@@ -304,7 +429,7 @@ export class Cluster implements EngineHost, EngineLink {
     req.actor.stop();
     // Every engine the request may hold state on lets it go; the one that owned it has its tallies.
     for (const name of new Set(req.spec.models)) {
-      const counters = this.byName.get(name)!.release(req.id, status);
+      const counters = this.byName.get(name)!.release(req.spec, status);
       if (counters) req.counters = counters;
     }
     this.emitState(req.id, status);
@@ -361,7 +486,7 @@ export class Cluster implements EngineHost, EngineLink {
       if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
       if (fresh) lane.yieldAhead();
     }
-    for (const i of this.policy.openRound(this.lanes)) if (!this.lanes[i].executing) this.lanes[i].actor.send({ type: 'GATE' });
+    for (const i of this.policy.openRound(this.engines)) this.engines[i].gate();
   }
 
   private emitState(requestId: string, state: string): void {
@@ -376,18 +501,18 @@ export class Cluster implements EngineHost, EngineLink {
       retainState: this.retainState,
       thresholds: Object.fromEntries(this.lanes.map((l) => [l.name, l.threshold])),
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
-      lookahead: this.lanes[0]?.lookahead ?? 0,
+      lookahead: this.lookahead,
     });
   }
 
   private validateThresholds(thresholds: number[]): void {
     if (this.mode !== 'async-delayed') return;
-    this.lanes.forEach((l, i) => {
+    this.engines.forEach((l, i) => {
       if (thresholds[i] > l.maxBatch) {
         throw new TokenRouterError('infeasible_thresholds', `threshold ${thresholds[i]} of ${l.name} exceeds its max batch ${l.maxBatch}`, 'thresholds');
       }
     });
-    if (Number.isFinite(this.maxConcurrency)) checkFeasible(thresholds, this.maxConcurrency, this.lanes.map((l) => l.name));
+    if (Number.isFinite(this.maxConcurrency)) checkFeasible(thresholds, this.maxConcurrency, this.engines.map((l) => l.name));
     // Fewer than N requests are in flight whenever traffic thins out; only a deadline keeps that live.
     if (thresholds.some((t) => t > 1) && !Number.isFinite(this.maxWaitMs)) {
       throw new TokenRouterError('infeasible_thresholds', 'thresholds above 1 need a finite max-wait deadline (maxWaitMs)', 'maxWaitMs');

@@ -11,15 +11,16 @@ import { aheadCap, planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
 import { batchEvent, EngineStats, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
 import { awaitingAhead, takeAheadPart, yieldAhead } from './lookahead.ts';
-import { LocalRequest } from './localRequest.ts';
+import { LocalRequest, type RequestSpec } from './localRequest.ts';
 import type { EngineHost, EngineOptions } from './engineHost.ts';
-import type { Arrival } from './messages.ts';
+import type { Arrival, EngineClient } from './messages.ts';
+import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
 
 /** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
 const STAY_ALPHA = 1 / 16;
 
-export class Engine implements SubServerHost, LaneView {
+export class Engine implements SubServerHost, LaneView, EngineClient {
   readonly name: string;
   /** Replaced when a crashed runner is restarted. */
   runner: ModelRunner;
@@ -54,6 +55,21 @@ export class Engine implements SubServerHost, LaneView {
     this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, (id) => this.runner.release(id));
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
     this.actor.start();
+  }
+
+  get info() {
+    return this.runner.info;
+  }
+  laneStats(): LaneStats {
+    return laneStats(this);
+  }
+  setThreshold(t: number): void {
+    this.threshold = t;
+    this.dirty = true;
+  }
+  /** A sync barrier granted this engine a launch (the cluster's policy holds the grant). */
+  gate(): void {
+    if (!this.executing) this.actor.send({ type: 'GATE' });
   }
 
   get pool() {
@@ -196,7 +212,7 @@ export class Engine implements SubServerHost, LaneView {
   /** Appends a committed token and tells the entry; false when that ended the request (a stop string, a cancel). */
   private commit(local: LocalRequest, sig: TokenSignals, atHandoff: boolean): boolean {
     local.tokens.push(sig.token);
-    this.host.link.commit({ requestId: local.id, token: sig.token, model: local.model, signals: sig, atHandoff });
+    this.host.link.commit({ requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: sig, atHandoff, counters: local.counters });
     return !local.ended;
   }
 
@@ -263,8 +279,8 @@ export class Engine implements SubServerHost, LaneView {
    * The entry ended the request: drop what this engine holds of it. Returns its tallies when this
    * engine owned it (they are whole only there). A cache inside a running step goes when the step returns.
    */
-  release(id: string, status: 'done' | 'failed' | 'cancelled'): LocalRequest['counters'] | null {
-    const local = this.locals.get(id);
+  release(spec: Pick<RequestSpec, 'id'>, status: 'done' | 'failed' | 'cancelled'): LocalRequest['counters'] | null {
+    const local = this.locals.get(spec.id);
     if (!local) return null;
     const counters = local.owned ? local.counters : null;
     if (!local.ended) this.move(local, endEvent(status));
@@ -292,7 +308,7 @@ export class Engine implements SubServerHost, LaneView {
   }
 
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
-    this.host.link.finish({ requestId: local.id, status, reason, error });
+    this.host.link.finish({ requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
   }
   private rowGone(local: LocalRequest, error: Error): void {
     if (this.endedMeanwhile(local)) return;

@@ -5,11 +5,16 @@ import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
 import { isFinalLocal, localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 
 /** What never changes about a request once submitted: every engine it visits reads the same. */
 export interface RequestSpec {
   readonly id: string;
+  /** Unique per submission, where ids may repeat (a client's X-Request-Id): what engine threads key releases by. */
+  readonly serial: number;
   readonly algorithm: Algorithm<unknown>;
+  /** The algorithm by reference, for engines in other threads (absent: in-process engines only). */
+  readonly ref?: AlgorithmRef;
   /** Model names in the algorithm's id order. */
   readonly models: readonly string[];
   readonly promptLength: number;

@@ -4,7 +4,9 @@ import type { Algorithm, ModelId, TokenSignals } from '../../shared/algorithm.ts
 import type { RequestStatus } from '../../shared/trace.ts';
 import { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
+import type { Commit, Finish } from './messages.ts';
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
 
@@ -37,6 +39,8 @@ export interface SubmitOptions<M = unknown> {
   /** The models' EOS is left out of every draw until this many tokens are committed (vLLM's min_tokens). */
   minTokens?: number;
   algorithm: Algorithm<M>;
+  /** The same algorithm by reference: needed when a model it uses runs in an engine thread. */
+  algorithmRef?: AlgorithmRef;
   sampling?: Partial<SamplingParams>;
   /**
    * Called for each committed output token, in order, with the signals route() saw for it and
@@ -56,6 +60,10 @@ export class RequestState {
   endedAt = 0;
   finishReason: FinishReason | null = null;
   error: Error | undefined;
+  /** Commits that arrived before one they follow (engine threads report on separate ports), by output index. */
+  readonly early = new Map<number, Commit>();
+  /** A finish that arrived before the commits it follows. */
+  lateFinish: Finish | null = null;
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
 
@@ -111,10 +119,12 @@ export class RequestState {
 }
 
 /** The fixed facts of a request, for every engine it visits. */
-export function requestSpec(id: string, algorithm: Algorithm<unknown>, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number): RequestSpec {
+export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number): RequestSpec {
   return {
     id,
+    serial,
     algorithm,
+    ...(ref ? { ref } : {}),
     models: algorithm.models,
     promptLength: prompt.length,
     maxLength: Math.min(prompt.length + maxTokens, maxContext),

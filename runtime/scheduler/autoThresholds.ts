@@ -105,9 +105,9 @@ export class AutoThresholds {
   ) {
     const cap = opts.maxBatchCap ?? 32;
     this.estimator = new RoutingEstimator(
-      cluster.lanes.map((l) => l.name),
+      cluster.engines.map((l) => l.name),
       opts.windowMs,
-      Math.min(cap, Math.max(...cluster.lanes.map((l) => l.maxBatch))),
+      Math.min(cap, Math.max(...cluster.engines.map((l) => l.maxBatch))),
     );
   }
 
@@ -138,8 +138,8 @@ export class AutoThresholds {
     if (!est) return;
     const limit = Number.isFinite(this.cluster.maxConcurrency) ? this.cluster.maxConcurrency : 64;
     const N = Math.max(1, Math.min(limit, Math.round(est.meanActive)));
-    const { input, used } = optimiserInputFor(est, this.cluster.lanes, N, this.estimator.maxBatch, this.opts.fixed);
-    const lanes = used.map((i) => this.cluster.lanes[i]);
+    const { input, used } = optimiserInputFor(est, this.cluster.engines, N, this.estimator.maxBatch, this.opts.fixed);
+    const lanes = used.map((i) => this.cluster.engines[i]);
     // Steady traffic gives the same answer again: re-solve only when the routing or N moved.
     const last = this.lastSolved;
     const minChange = this.opts.minChange ?? 0.02;
@@ -150,12 +150,12 @@ export class AutoThresholds {
       this.solves++;
       const gain = a.predictedCurrent > 0 ? a.predictedBest / a.predictedCurrent - 1 : Infinity;
       const now2 = clock.now();
-      const live = this.cluster.lanes.map((l) => l.threshold);
+      const live = this.cluster.engines.map((l) => l.threshold);
       const next = live.slice();
       used.forEach((i, k) => (next[i] = a.best[k]));
       if (gain <= this.opts.hysteresis || next.every((t, i) => t === live[i])) return;
       try {
-        this.cluster.setThresholds(Object.fromEntries(this.cluster.lanes.map((l, i) => [l.name, next[i]])));
+        this.cluster.setThresholds(Object.fromEntries(this.cluster.engines.map((l, i) => [l.name, next[i]])));
         this.changes.push({ t: now2, from: live, to: next, predictedGain: gain, estimate: est });
       } catch {
         // Infeasible for the configured N (traffic shrank the estimate): keep what is in force.

@@ -39,6 +39,11 @@ export class LaunchPolicy {
     return this.mode === 'async-delayed' ? lane.newWork > 0 : this.mayLaunch(lane);
   }
 
+  /** A barrier kept elsewhere (the entry's, for an engine in its own thread) granted this lane a launch. */
+  grant(index: number): void {
+    this.granted[index] = true;
+  }
+
   /** A lane started a batch. */
   launched(lane: LaneView): void {
     if (this.mode === 'step-sync' || this.mode === 'model-sync') this.granted[lane.index] = false;

@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
-import { compileIr, IrCompileError } from '../algorithms/compileIr.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemote, connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteRunners.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
@@ -17,7 +16,8 @@ import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegistry.ts';
-import { builtinFactory, builtinNames, singleModelAlgorithm } from '../registry/builtins.ts';
+import { builtinFactory } from '../registry/builtins.ts';
+import { buildAlgorithm } from '../registry/algorithmSource.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
@@ -257,21 +257,7 @@ export class TokenRouterService {
 
   /** Builds an algorithm from a stored spec; IR is compiled against the deployed models. */
   instantiate(spec: AlgorithmSpec): Algorithm<unknown> {
-    if (spec.kind === 'builtin') {
-      const f = builtinFactory(spec.factory);
-      if (!f) throw new TokenRouterError('invalid_request', `no built-in algorithm "${spec.factory}"; built-ins: ${builtinNames().join(', ')}`, 'builtin');
-      try {
-        return f(spec.params) as Algorithm<unknown>;
-      } catch (e) {
-        throw new TokenRouterError('invalid_request', (e as Error).message, 'params');
-      }
-    }
-    try {
-      return compileIr(spec.ir, { models: this.catalog() }) as Algorithm<unknown>;
-    } catch (e) {
-      if (e instanceof IrCompileError) throw e;
-      throw new TokenRouterError('invalid_request', `invalid IR: ${(e as Error).message}`, 'ir');
-    }
+    return buildAlgorithm(spec, this.catalog());
   }
 
   /**
@@ -357,7 +343,7 @@ export class TokenRouterService {
     if (this.runners.has(model)) {
       const key = `single:${model}`;
       let alg = this.compiled.get(key);
-      if (!alg) this.compiled.set(key, (alg = singleModelAlgorithm(model) as Algorithm<unknown>));
+      if (!alg) this.compiled.set(key, (alg = buildAlgorithm({ kind: 'single', model })));
       return { algorithm: alg, name: model, version: null };
     }
     throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
@@ -367,7 +353,7 @@ export class TokenRouterService {
   generate(params: GenerateParams, sink: GenerateSink): GenerateHandle {
     const { algorithm, name, version } = this.resolve(params.model, params.draftIr);
     for (const m of algorithm.models) {
-      const lane = this.cluster.lane(m);
+      const lane = this.cluster.engine(m);
       if (lane?.down) throw new TokenRouterError('unavailable', `model ${m} is down; retry shortly`, 'model');
     }
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);

@@ -104,7 +104,7 @@ export function adminRoutes(service: TokenRouterService): Router {
     '/admin/thresholds',
     wrap((req, res) => {
       const body = parseBody(thresholdsBody, req.body);
-      for (const k of Object.keys(body)) if (!service.cluster.lane(k)) throw new TokenRouterError('not_found', `no model named ${k}`, k);
+      for (const k of Object.keys(body)) if (!service.cluster.engine(k)) throw new TokenRouterError('not_found', `no model named ${k}`, k);
       service.cluster.setThresholds(body);
       res.json({ thresholds: Object.fromEntries(service.cluster.laneStats().map((l) => [l.name, l.threshold])) });
     }),

@@ -34,7 +34,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
-  const modelHealth = () => service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.lane(l.name)?.down ?? false }));
+  const modelHealth = () => service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, models: modelHealth() });
   });

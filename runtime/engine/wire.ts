@@ -1,0 +1,42 @@
+// Messages to and from their thread-boundary form: an algorithm becomes its key, an error its code and text.
+import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { Arrival, Commit, Finish, WireArrival, WireError, WireEvent } from './messages.ts';
+
+export function toWireArrival(a: Arrival): WireArrival {
+  const { algorithm, ref, ...rest } = a.spec;
+  if (!ref) throw new TokenRouterError('invalid_request', `algorithm ${algorithm.name} has no reference (AlgorithmRef), so it cannot run on an engine in another thread`, 'algorithm');
+  return { ...a, spec: { ...rest, algorithm: ref.key } };
+}
+
+/** undefined: the algorithm's key is not deployed here yet (its deploy may still be on its way). */
+export function fromWireArrival(w: WireArrival, algorithm: (key: string) => { alg: Algorithm<unknown>; ref: AlgorithmRef } | undefined): Arrival | undefined {
+  const found = algorithm(w.spec.algorithm);
+  if (!found) return undefined;
+  return { ...w, spec: { ...w.spec, algorithm: found.alg, ref: found.ref } };
+}
+
+export function toWireError(e: Error): WireError {
+  return e instanceof TokenRouterError ? { code: e.code, message: e.message, param: e.param } : { code: 'internal', message: e.message, param: null };
+}
+
+export function fromWireError(w: WireError): TokenRouterError {
+  return new TokenRouterError(w.code, w.message, w.param);
+}
+
+/** The entry reads no hidden state: it stays in the engine's thread. */
+function entrySignals(s: TokenSignals): TokenSignals {
+  if (!s.hidden) return s;
+  const { hidden: _h, ...rest } = s;
+  return rest;
+}
+
+export function commitEvent(c: Commit): WireEvent {
+  return { type: 'commit', ...c, signals: entrySignals(c.signals) };
+}
+
+export function finishEvent(f: Finish): WireEvent {
+  const { error, ...rest } = f;
+  return { type: 'finish', ...rest, ...(error ? { error: toWireError(error) } : {}) };
+}
