@@ -14,7 +14,7 @@ import { awaitingAhead, takeAheadPart, yieldAhead } from './lookahead.ts';
 import { LocalRequest, type RequestSpec } from './localRequest.ts';
 import type { EngineHost, EngineOptions } from './engineHost.ts';
 import type { Arrival, EngineClient } from './messages.ts';
-import { laneStats, type LaneStats } from './laneStats.ts';
+import type { LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
 
 /** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
@@ -60,8 +60,25 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   get info() {
     return this.runner.info;
   }
+  /** This engine's figures for /admin/status, /metrics and the benches. */
   laneStats(): LaneStats {
-    return laneStats(this);
+    return {
+      name: this.name,
+      threshold: this.threshold,
+      ready: this.readyCount,
+      running: this.readyCount + this.inFlightRows,
+      waitingAdmission: this.queues.waitingAdmission,
+      pendingReturn: this.queues.pendingReturnCount,
+      executing: this.executing,
+      kvBytes: this.pool.usedBytes,
+      kvReservedBytes: this.pool.reservedBytes,
+      batches: this.stats.batches,
+      rows: this.stats.rows,
+      admissions: this.stats.admissions,
+      evictions: this.stats.evictions,
+      busyMs: this.stats.busyMs,
+      aheadRows: this.stats.aheadRows,
+    };
   }
   setThreshold(t: number): void {
     this.threshold = t;

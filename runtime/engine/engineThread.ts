@@ -9,7 +9,6 @@ import { loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { Engine } from './engine.ts';
 import type { EngineHost } from './engineHost.ts';
-import { laneStats } from './laneStats.ts';
 import type { Arrival, Commit, EngineLink, EngineSettings, Finish, FromEngine, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
 import { commitEvent, finishEvent, fromWireArrival, toWireArrival } from './wire.ts';
 
@@ -149,7 +148,7 @@ class ThreadHost implements EngineHost, EngineLink {
       if (!e.executing || e.canPipeline) e.actor.send({ type: 'WORK' });
       if (fresh) e.yieldAhead();
     }
-    const lane = { ...laneStats(e), newWork: e.newWork };
+    const lane = { ...e.laneStats(), newWork: e.newWork };
     const key = `${lane.ready}/${lane.newWork}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;
     if (this.events.length === 0 && this.traced.length === 0 && this.returned === 0 && key === this.lastLane) return;
     this.lastLane = key;

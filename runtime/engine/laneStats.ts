@@ -1,5 +1,4 @@
 // One engine's figures for /admin/status, /metrics and the benches.
-import type { Engine } from './engine.ts';
 
 export interface LaneStats {
   name: string;
@@ -18,24 +17,4 @@ export interface LaneStats {
   busyMs: number;
   /** Row results taken from lookahead (included in rows). */
   aheadRows: number;
-}
-
-export function laneStats(l: Engine): LaneStats {
-  return {
-    name: l.name,
-    threshold: l.threshold,
-    ready: l.readyCount,
-    running: l.readyCount + l.inFlightRows,
-    waitingAdmission: l.queues.waitingAdmission,
-    pendingReturn: l.queues.pendingReturnCount,
-    executing: l.executing,
-    kvBytes: l.pool.usedBytes,
-    kvReservedBytes: l.pool.reservedBytes,
-    batches: l.stats.batches,
-    rows: l.stats.rows,
-    admissions: l.stats.admissions,
-    evictions: l.stats.evictions,
-    busyMs: l.stats.busyMs,
-    aheadRows: l.stats.aheadRows,
-  };
 }

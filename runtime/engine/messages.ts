@@ -7,7 +7,6 @@ import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import type { LaneStats } from './laneStats.ts';
-import type { FinishReason } from './requestState.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 
 /**
@@ -23,6 +22,8 @@ export interface Arrival {
   /** The whole committed sequence, sent when the receiver may hold no state (standard serving drops it at every handoff). */
   readonly context?: readonly number[];
 }
+
+export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
 
 /** One committed token, engine to entry. */
 export interface Commit {

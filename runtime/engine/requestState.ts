@@ -6,9 +6,9 @@ import { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
-import type { Commit, Finish } from './messages.ts';
+import type { Commit, Finish, FinishReason } from './messages.ts';
 
-export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
+export type { FinishReason } from './messages.ts';
 
 export interface RequestResult {
   id: string;
