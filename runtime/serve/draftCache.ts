@@ -23,7 +23,8 @@ export class DraftCache<T> {
   }
 
   /** The compiled draft, compiling it (once per content) when it is not cached. */
-  get(ir: unknown, compile: (ir: unknown) => T): T {
+  /** `compile` also gets the IR's content hash: the same draft has the same key everywhere. */
+  get(ir: unknown, compile: (ir: unknown, hash: string) => T): T {
     const text = JSON.stringify(ir) ?? 'null';
     const bytes = Buffer.byteLength(text);
     if (bytes > MAX_DRAFT_IR_BYTES) throw new TokenRouterError('invalid_request', `tokenrouter_ir is ${bytes} bytes; a draft IR may be at most ${MAX_DRAFT_IR_BYTES}`, 'tokenrouter_ir');
@@ -40,7 +41,7 @@ export class DraftCache<T> {
     } else {
       this.compiles++;
       try {
-        entry = { ok: true, value: compile(ir) };
+        entry = { ok: true, value: compile(ir, key.slice(0, 32)) };
       } catch (error) {
         entry = { ok: false, error };
       }

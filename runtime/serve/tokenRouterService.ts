@@ -10,19 +10,31 @@ import type { ServerConfig } from '../config/serverConfig.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
-import type { ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
+import type { ModelInfo, ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
 import { IncrementalDetokenizer } from '../runner/incrementalDetokenizer.ts';
 import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { AlgorithmRegistry, type AlgorithmSpec } from '../registry/algorithmRegistry.ts';
 import { builtinFactory } from '../registry/builtins.ts';
-import { buildAlgorithm } from '../registry/algorithmSource.ts';
+import { buildAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
+import { ThreadEngine } from '../engine/threadEngine.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { DraftCache } from './draftCache.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
+
+/** An algorithm built here, and the same by reference for engines in other threads. */
+interface Served {
+  algorithm: Algorithm<unknown>;
+  ref: AlgorithmRef;
+}
+
+/** A model's engine and runner in their own worker thread. */
+function startThread(m: ServerConfig['models'][number], folder: ModelFolder): Promise<ThreadEngine> {
+  return ThreadEngine.start(m.name, { kind: 'onnx', folder: folder.dir, opts: { intraOpNumThreads: m.intraOpNumThreads, name: m.name } });
+}
 
 /** Built-ins stored as version 1 on first start. */
 const SEEDED = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me', 'query-router'];
@@ -95,17 +107,20 @@ export interface ServiceOptions {
 export class TokenRouterService {
   readonly trace = new TraceRecorder(20_000);
   readonly cluster: Cluster;
-  private readonly compiled = new Map<string, Algorithm<unknown>>();
+  private readonly compiled = new Map<string, Served>();
   /** `name@version` of stored versions that do not load here, with why; reported once each. */
   private readonly unloadable = new Map<string, string>();
   /** Algorithms already reported as served by an earlier version (or not at all), so the log says it once. */
   private readonly reported = new Set<string>();
-  readonly drafts = new DraftCache<Algorithm<unknown>>();
+  readonly drafts = new DraftCache<Served>();
   private seq = 0;
 
   private constructor(
     readonly config: ServerConfig,
+    /** Runners of the models whose engines run on this thread (remote models, injected runners, in-process placement). */
     readonly runners: Map<string, ModelRunner>,
+    /** Models whose engine and runner run together in their own worker thread. */
+    readonly threads: Map<string, ThreadEngine>,
     readonly folders: Map<string, ModelFolder>,
     readonly tokenizer: TextTokenizer,
     readonly registry: AlgorithmRegistry,
@@ -126,15 +141,14 @@ export class TokenRouterService {
       maxQueue: config.limits.maxQueue,
       trace: this.trace,
       checkInvariants,
-      models: config.models.map((m) => ({
-        name: m.name,
-        runner: runners.get(m.name)!,
-        maxBatch: m.maxBatch,
-        threshold: thresholds[m.name] ?? 1,
-        kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity,
-      })),
+      models: config.models.map((m) => {
+        const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
+        const thread = threads.get(m.name);
+        return thread ? { ...at, thread } : { ...at, runner: runners.get(m.name)! };
+      }),
     });
     for (const [name, r] of runners) this.watch(name, r);
+    for (const [name, t] of threads) this.watch(name, t);
     if (config.scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
       this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: THRESHOLD_HYSTERESIS });
@@ -150,24 +164,32 @@ export class TokenRouterService {
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
     const folders = new Map<string, ModelFolder>();
     let runners = opts.runners;
+    const threads = new Map<string, ThreadEngine>();
     if (!runners) {
       for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
       checkSharedTokenizer(folders);
+      const local = config.models.filter((m) => !m.remote);
+      const inThread = config.scheduling.placement === 'thread';
       const [started, remote] = await Promise.all([
-        Promise.all(config.models.filter((m) => !m.remote).map(async (m) => [m.name, await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const)),
+        Promise.all(local.map(async (m) => [m.name, inThread ? await startThread(m, folders.get(m.name)!) : await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const)),
         connectRemoteModels(config.models),
       ]);
-      runners = new Map([...started, ...remote]);
+      runners = new Map(remote);
+      for (const [name, r] of started) {
+        if (r instanceof ThreadEngine) threads.set(name, r);
+        else runners.set(name, r);
+      }
     } else runners = new Map([...runners, ...(await connectRemoteModels(config.models, runners))]);
+    const info = (name: string) => threads.get(name)?.info ?? runners!.get(name)?.info;
     if (!opts.tokenizer && folders.size === 0) throw new TokenRouterError('invalid_request', 'no model folder on this host to read the tokenizer from: keep at least one model folder here', 'models');
     const tokenizer = opts.tokenizer ?? TextTokenizer.fromFolder(folders.values().next().value!);
     const plan = planMemory(
       config.memory.budgetMiB * 2 ** 20,
       config.models.filter((m) => !m.remote).map((m) => {
-        const r = runners!.get(m.name);
-        if (!r) throw new TokenRouterError('invalid_request', `no runner for model ${m.name}`, 'models');
+        const i = info(m.name);
+        if (!i) throw new TokenRouterError('invalid_request', `no runner for model ${m.name}`, 'models');
         const f = folders.get(m.name);
-        return { name: m.name, weightBytes: f ? fs.statSync(f.onnxPath).size : 0, kvBytesPerToken: r.info.kvBytesPerToken, maxContext: r.info.maxContext, maxBatch: m.maxBatch };
+        return { name: m.name, weightBytes: f ? fs.statSync(f.onnxPath).size : 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
       }),
     ).concat(remoteMemoryPlan(config.models, runners));
     fs.mkdirSync(config.dataDir, { recursive: true });
@@ -182,6 +204,7 @@ export class TokenRouterService {
     const service = new TokenRouterService(
       config,
       runners,
+      threads,
       folders,
       tokenizer,
       registry,
@@ -200,22 +223,30 @@ export class TokenRouterService {
   readonly restarts = new Map<string, number>();
   private closed = false;
 
-  /** Fails what the dead runner held, starts a fresh worker, and puts it in place. */
-  private watch(name: string, runner: ModelRunner): void {
+  /** Fails what the dead runner (or engine thread) held, starts a fresh one, and puts it in place. */
+  private watch(name: string, runner: Pick<ModelRunner, 'onFailure'>): void {
     runner.onFailure?.((error) => {
       if (this.closed) return;
       const failed = this.cluster.failLane(name, error);
       console.error(`[tokenrouter] model ${name} failed (${error.message}); ${failed} requests failed; restarting its worker`);
       const folder = this.folders.get(name);
       const m = this.config.models.find((x) => x.name === name)!;
-      const startFresh = this.restartRunner ?? (m.remote ? () => connectRemote(name, m.remote!) : folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined);
+      const inThread = this.threads.has(name);
+      const startFresh: ((name: string) => Promise<ModelRunner | ThreadEngine>) | undefined = inThread
+        ? () => startThread(m, folder!)
+        : (this.restartRunner ?? (m.remote ? () => connectRemote(name, m.remote!) : folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined));
       if (!startFresh) return;
       const attempt = (n: number): void => {
         startFresh(name).then(
           (fresh) => {
             if (this.closed) return void fresh.close?.();
-            this.runners.set(name, fresh);
-            this.cluster.replaceRunner(name, fresh);
+            if (fresh instanceof ThreadEngine) {
+              this.threads.set(name, fresh);
+              this.cluster.replaceThread(name, fresh);
+            } else {
+              this.runners.set(name, fresh);
+              this.cluster.replaceRunner(name, fresh);
+            }
             this.restarts.set(name, (this.restarts.get(name) ?? 0) + 1);
             this.watch(name, fresh);
           },
@@ -234,7 +265,17 @@ export class TokenRouterService {
     this.auto?.stop();
     await this.optimiser?.close();
     this.registry.close();
-    await Promise.all([...this.runners.values()].map((r) => r.close?.()));
+    await Promise.all([...[...this.runners.values()].map((r) => r.close?.()), ...[...this.threads.values()].map((t) => t.close())]);
+  }
+
+  /** What a served model is: from its runner here or its engine thread. */
+  info(model: string): ModelInfo | undefined {
+    return this.threads.get(model)?.info ?? this.runners.get(model)?.info;
+  }
+
+  /** Every served model's info, in config order. */
+  infos(): ModelInfo[] {
+    return this.config.models.map((m) => this.info(m.name)!);
   }
 
   /** Models with the router heads they ship, for the IR compiler and the designer. */
@@ -242,7 +283,7 @@ export class TokenRouterService {
     return this.config.models.map((m) => ({
       name: m.name,
       heads: Object.keys(this.folders.get(m.name)?.routers ?? {}),
-      vocabSize: this.runners.get(m.name)!.info.vocabSize,
+      vocabSize: this.info(m.name)!.vocabSize,
     }));
   }
 
@@ -271,7 +312,7 @@ export class TokenRouterService {
     if (!Array.isArray(models) || models.length === 0 || !models.every((m) => typeof m === 'string')) {
       throw new TokenRouterError('invalid_request', 'the algorithm does not name the models it runs on', field);
     }
-    const missing = models.find((m) => !this.runners.has(m));
+    const missing = models.find((m) => !this.info(m));
     if (missing !== undefined) {
       throw new TokenRouterError('invalid_request', `the algorithm runs on model "${missing}", which this server does not serve (served: ${this.config.models.map((m) => m.name).join(', ')})`, field);
     }
@@ -283,14 +324,14 @@ export class TokenRouterService {
    * older build, or its models are no longer served), the most recent earlier active version that
    * does; null when none loads. Answering every request with a 500 would take the name down.
    */
-  serving(name: string): { algorithm: Algorithm<unknown>; version: number } | null {
+  serving(name: string): { algorithm: Algorithm<unknown>; ref: AlgorithmRef; version: number } | null {
     const active = this.registry.active(name);
     if (!active) return null;
     const failed: string[] = [];
     for (const v of [active.version, ...this.registry.activationHistory(name).filter((x) => x !== active.version)]) {
       const key = `${name}@${v}`;
-      let alg = this.compiled.get(key);
-      if (!alg) {
+      let served = this.compiled.get(key);
+      if (!served) {
         const why = this.unloadable.get(key);
         if (why !== undefined) {
           failed.push(`v${v}: ${why}`);
@@ -299,17 +340,17 @@ export class TokenRouterService {
         const spec = v === active.version ? active.spec : this.registry.version(name, v)?.spec;
         if (!spec) continue;
         try {
-          alg = this.deployable(spec);
+          served = { algorithm: this.deployable(spec), ref: { key, source: spec, catalog: this.catalog() } };
         } catch (e) {
           const msg = (e as Error).message;
           this.unloadable.set(key, msg);
           failed.push(`v${v}: ${msg}`);
           continue;
         }
-        this.compiled.set(key, alg);
+        this.compiled.set(key, served);
       }
       if (failed.length > 0) this.report(`${name}@${active.version}>${v}`, `algorithm ${name}: stored version does not load (${failed.join('; ')}); serving v${v} instead`);
-      return { algorithm: alg, version: v };
+      return { ...served, version: v };
     }
     this.report(`${name}@${active.version}>none`, `algorithm ${name}: no stored version loads (${failed.join('; ')}); it is not served`);
     return null;
@@ -328,30 +369,31 @@ export class TokenRouterService {
   }
 
   /** The algorithm a request names, at the version active now (in-flight requests keep theirs). */
-  resolve(model: string, draftIr?: unknown): { algorithm: Algorithm<unknown>; name: string; version: number | null } {
+  resolve(model: string, draftIr?: unknown): Served & { name: string; version: number | null } {
     if (model === 'draft') {
       if (draftIr === undefined) throw new TokenRouterError('invalid_request', 'model "draft" needs a tokenrouter_ir field with the IR to run', 'tokenrouter_ir');
       // Admitted before compiling: a flood past the queue is refused without costing compiles.
       this.admitOrThrow();
-      return { algorithm: this.drafts.get(draftIr, (ir) => this.instantiate({ kind: 'ir', ir })), name: 'draft', version: null };
+      const served = this.drafts.get(draftIr, (ir, hash) => ({ algorithm: this.instantiate({ kind: 'ir', ir }), ref: { key: `draft:${hash}`, source: { kind: 'ir', ir }, catalog: this.catalog() } }));
+      return { ...served, name: 'draft', version: null };
     }
     if (this.registry.active(model)) {
       const s = this.serving(model);
       if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
-      return { algorithm: s.algorithm, name: model, version: s.version };
+      return { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
     }
-    if (this.runners.has(model)) {
+    if (this.info(model)) {
       const key = `single:${model}`;
-      let alg = this.compiled.get(key);
-      if (!alg) this.compiled.set(key, (alg = buildAlgorithm({ kind: 'single', model })));
-      return { algorithm: alg, name: model, version: null };
+      let served = this.compiled.get(key);
+      if (!served) this.compiled.set(key, (served = { algorithm: buildAlgorithm({ kind: 'single', model }), ref: { key, source: { kind: 'single', model } } }));
+      return { ...served, name: model, version: null };
     }
     throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
   }
 
   /** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
   generate(params: GenerateParams, sink: GenerateSink): GenerateHandle {
-    const { algorithm, name, version } = this.resolve(params.model, params.draftIr);
+    const { algorithm, ref, name, version } = this.resolve(params.model, params.draftIr);
     for (const m of algorithm.models) {
       const lane = this.cluster.engine(m);
       if (lane?.down) throw new TokenRouterError('unavailable', `model ${m} is down; retry shortly`, 'model');
@@ -373,6 +415,7 @@ export class TokenRouterService {
       minTokens: params.minTokens,
       sampling: params.sampling,
       algorithm,
+      algorithmRef: ref,
       onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
         if (stopAt >= 0) return;
         text += detok.push(token);

@@ -84,7 +84,7 @@ export function adminRoutes(service: TokenRouterService): Router {
     wrap((_req, res) => {
       res.json({
         models: service.catalog().map((c) => {
-          const info = service.runners.get(c.name)!.info;
+          const info = service.info(c.name)!;
           const plan = service.memoryPlan.find((p) => p.name === c.name);
           return { name: c.name, vocabSize: info.vocabSize, heads: c.heads, maxContext: info.maxContext, kvBytesPerToken: info.kvBytesPerToken, memory: plan };
         }),

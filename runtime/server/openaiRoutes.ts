@@ -64,8 +64,8 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
   function handle(kind: Kind, req: Request, res: Response): void {
     try {
       const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
-      const maxContext = Math.min(...[...service.runners.values()].map((x) => x.info.maxContext));
-      const vocab = Math.min(...[...service.runners.values()].map((x) => x.info.vocabSize));
+      const maxContext = Math.min(...service.infos().map((x) => x.maxContext));
+      const vocab = Math.min(...service.infos().map((x) => x.vocabSize));
       const promptParam = kind === 'chat' ? 'messages' : 'prompt';
       let prompts: { ids: number[]; text: string }[];
       if (kind === 'chat') {

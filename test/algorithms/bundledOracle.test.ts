@@ -7,6 +7,7 @@ import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
+import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../models/helpers.ts';
 
@@ -105,4 +106,39 @@ describe('worker runners with streamed lookahead', () => {
     expect(cluster.lanes.reduce((a, l) => a + l.stats.aheadRows, 0)).toBeGreaterThan(0);
     for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
   }, 60_000);
+});
+
+// Thread placement, the default for ONNX models: each model's engine (scheduler, KV pool, routing) and
+// its runner together in one worker thread; handoffs go thread to thread.
+describe('thread placement', () => {
+  it.each(['r-stitch', 'citer', 'r2r', 'co-llm', 'me'].flatMap((name) => [0, 8].map((lookahead) => ({ name, lookahead }))))('$name, lookahead $lookahead, commits what the sequential oracle commits', async ({ name, lookahead }) => {
+    const algorithm = builtinFactory(name)();
+    const threads = await Promise.all(algorithm.models.map((m) => ThreadEngine.start(m, { kind: 'onnx', folder: modelDir(m), opts: { intraOpNumThreads: 1 } })));
+    try {
+      const cluster = new Cluster({
+        lookahead,
+        clock: createRealClock(),
+        mode: 'async-delayed',
+        retainState: true,
+        maxConcurrency: 8,
+        models: algorithm.models.map((m, i) => ({ name: m, thread: threads[i] })),
+      });
+      const sampling = (i: number) => (lookahead > 0 ? { temperature: 0.7, seed: 3000 + i } : { temperature: 0 });
+      const algorithmRef = { key: `${name}@1`, source: { kind: 'builtin' as const, factory: name } };
+      const served = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `t-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, algorithmRef, sampling: sampling(i) }).done));
+      let handoffs = 0;
+      for (const [i, prompt] of prompts.entries()) {
+        const oracle = await runOracle(algorithm, runners, { id: `t-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
+        expect(served[i].status, served[i].error?.message).toBe('done');
+        expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
+        expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
+        expect(served[i].handoffs).toBe(oracle.handoffs);
+        handoffs += oracle.handoffs;
+      }
+      expect(handoffs).toBeGreaterThan(PROMPTS);
+      await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual(algorithm.models.map(() => 0));
+    } finally {
+      await Promise.all(threads.map((t) => t.close()));
+    }
+  }, 90_000);
 });

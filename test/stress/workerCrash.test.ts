@@ -5,7 +5,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import type { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { startServer } from '../../runtime/server/createServer.ts';
 import { sampleQuestion } from '../../runtime/serve/loadGenerator.ts';
 import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
@@ -15,7 +14,7 @@ const MODELS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '.
 const HAVE_ONNX = ['small', 'large'].every((m) => fs.existsSync(path.join(MODELS_DIR, m, 'onnx', 'model.onnx')));
 
 interface Target {
-  kind: 'onnx-worker' | 'simulated';
+  kind: 'onnx-thread' | 'simulated';
   service: TokenRouterService;
   url: string;
   crash(): void;
@@ -29,10 +28,10 @@ async function start(): Promise<Target> {
     const service = await TokenRouterService.start(config);
     const server = await startServer(service, 0, '127.0.0.1');
     return {
-      kind: 'onnx-worker',
+      kind: 'onnx-thread',
       service,
       url: server.url,
-      crash: () => (service.runners.get('large') as WorkerRunner).crashForTest('killed by the stress test'),
+      crash: () => service.threads.get('large')!.crashForTest('killed by the stress test'),
       close: async () => {
         await server.close();
         await service.close();
