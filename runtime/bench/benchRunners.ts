@@ -9,13 +9,16 @@ import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { mix } from '../util/hash.ts';
 import { MeteredRunner } from './meteredRunner.ts';
+import { ThreadEngine } from '../engine/threadEngine.ts';
 
 export const MODEL_NAMES = ['small', 'medium', 'large'] as const;
 
 export interface RunnerSet {
   kind: 'bundled' | 'simulated';
-  /** Runners by model (folder) name; shared by every server a suite starts. */
+  /** Runners by model (folder) name, for engines on the entry's thread (placement in-process); shared by every server a suite starts. */
   runners: Map<string, MeteredRunner>;
+  /** The same models each in an engine thread (placement thread, what `npm start` runs), when the set has them. */
+  threads?: Map<string, ThreadEngine>;
   tokenizer: TextTokenizer;
   /** Smallest context window among the models. */
   maxContext: number;
@@ -32,20 +35,25 @@ export function bundledModelsPresent(dir = BUNDLED_MODELS_DIR, names: readonly s
 /** One ONNX Runtime worker thread per model (intra-op threads 1), as `npm start` runs them. */
 export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readonly string[] = MODEL_NAMES): Promise<RunnerSet> {
   const folders = names.map((n) => loadModelFolder(path.join(dir, n)));
-  const workers = await Promise.all(folders.map((f, i) => WorkerRunner.start(f.dir, { intraOpNumThreads: 1, name: names[i] })));
+  const [workers, engines] = await Promise.all([
+    Promise.all(folders.map((f, i) => WorkerRunner.start(f.dir, { intraOpNumThreads: 1, name: names[i] }))),
+    Promise.all(folders.map((f, i) => ThreadEngine.start(names[i], { kind: 'onnx', folder: f.dir, opts: { intraOpNumThreads: 1, name: names[i] } }))),
+  ]);
   const runners = new Map(workers.map((w, i) => [names[i], new MeteredRunner(w, { label: names[i] })]));
+  const threads = new Map(engines.map((t, i) => [names[i], t]));
   return {
     kind: 'bundled',
     runners,
+    threads,
     tokenizer: TextTokenizer.fromFolder(folders[0]),
     maxContext: Math.min(...workers.map((w) => w.info.maxContext)),
     description: {
-      runners: 'bundled ONNX models, one worker thread each, intraOpNumThreads 1',
+      runners: 'bundled ONNX models, one worker thread each (with its engine, placement thread), intraOpNumThreads 1',
       models_dir: path.relative(process.cwd(), dir),
       models: Object.fromEntries(folders.map((f, i) => [names[i], { layers: f.config.numLayers, hidden: f.config.hiddenSize, max_context: f.config.maxContext, heads: Object.keys(f.routers) }])),
     },
     close: async () => {
-      await Promise.all([...runners.values()].map((r) => r.shutdown()));
+      await Promise.all([...[...runners.values()].map((r) => r.shutdown()), ...engines.map((t) => t.close())]);
     },
   };
 }

@@ -3,7 +3,7 @@ import os from 'node:os';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
-import { BASELINE, runServingCase, type BatchTiming, type ServingMode, setClientPlacement } from './servingCase.ts';
+import { BASELINE, enginePlacement, runServingCase, type BatchTiming, type ServingMode, setClientPlacement } from './servingCase.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
@@ -55,6 +55,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const f = new SuiteFlags(opts.flags);
   const client = setClientPlacement(f.str('client'));
   const concurrency = f.num('concurrency', 16);
+  const placement = enginePlacement(f.str('placement'));
   const algorithms = f.list('algorithms', ['r2r']);
   const requests = f.sized('requests', 128, 24);
   const maxTokens = f.num('max-tokens', 128);
@@ -70,7 +71,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     for (const algorithm of algorithms) {
       const lanes = ALGORITHM_LANES[algorithm];
       if (!lanes) throw new Error(`unknown algorithm "${algorithm}"`);
-      const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos, recordSteps: true };
+      const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos, recordSteps: true, placement };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
       else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
@@ -131,6 +132,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   console.log(`model execution share of busy time (TokenRouter mode, ${algorithms[0]}, N=${concurrency}): ${(100 * first.tokenrouter.model_fraction).toFixed(1)}% (target ≥ 90%); baseline ${(100 * first.baseline.model_fraction).toFixed(1)}%`);
   const settings = {
     concurrency,
+    placement,
     algorithms,
     requests,
     max_tokens: maxTokens,

@@ -42,7 +42,7 @@ const SUITE_FLAGS = [
   'json', 'trace', 'lookahead', 'quick', 'algorithm', 'algorithms', 'bundled-lengths', 'bundled-requests-per-client', 'calibration-requests',
   'calibration-requests-per-client', 'client', 'compare-depth', 'concurrency', 'delay-ms', 'ignore-eos', 'large-stay', 'large-threshold', 'lengths',
   'levels', 'max-batch', 'max-tokens', 'max-wait-ms', 'p', 'paper-max-tokens', 'pipeline-depth', 'prompt', 'relay', 'repeats', 'requests',
-  'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',
+  'placement', 'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s',
 ] as const;
 

@@ -6,7 +6,7 @@ import type { TextTokenizer } from '../runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
-import { lookaheadSetting, runServingCase, setClientPlacement, type ServingMode } from './servingCase.ts';
+import { enginePlacement, lookaheadSetting, runServingCase, setClientPlacement, type ServingMode } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -118,6 +118,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const client = setClientPlacement(f.str('client'));
   const models = f.list('models', MODEL_NAMES);
   const concurrency = f.num('concurrency', 8);
+  const placement = enginePlacement(f.str('placement'));
   const requests = f.sized('requests', 128, 16);
   const maxTokens = f.num('max-tokens', 128);
   const warmup = f.num('warmup', concurrency * 2);
@@ -149,7 +150,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           if (side === 'offline') {
             offline.push(await runOffline({ ...base, prompts: measured }));
           } else {
-            const s = await runServingCase(set, { algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
+            const s = await runServingCase(set, { algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, placement });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
             served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, meanE2eMs: m.e2eMs.mean });
@@ -184,6 +185,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   console.log(`served / offline (medians of ${rounds} rounds), target ≥ 0.90 for every model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`);
   const settings = {
     models,
+    placement,
     requests_per_run: requests,
     rounds: `${rounds} (offline and served alternate, first side swapped every round; figures are medians over rounds)`,
     warmup_requests: warmup,

@@ -2,7 +2,7 @@
 import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline, type Comparison } from './compareModes.ts';
-import { runFigures, setClientPlacement } from './servingCase.ts';
+import { enginePlacement, runFigures, setClientPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { writeSuiteOutput, type Row } from './suiteOutput.ts';
@@ -21,6 +21,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const client = setClientPlacement(f.str('client'));
   const algorithms = f.list('algorithms', Object.keys(ALGORITHM_LANES));
   const concurrency = f.num('concurrency', 4);
+  const placement = enginePlacement(f.str('placement'));
   const requests = f.sized('requests', 96, 12);
   const method = thresholdMethod(f.str('thresholds'));
   const calibrationRequests = f.sized('calibration-requests', 48, 8);
@@ -43,7 +44,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       try {
         cmp = await tokenRouterVsBaseline(
           set,
-          { algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos },
+          { algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos, placement },
           { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
         );
       } catch (e) {
@@ -98,6 +99,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   printTable(rows);
   const settings = {
     concurrency,
+    placement,
     requests_per_run: requests,
     repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
     warmup_requests: warmup,

@@ -46,6 +46,8 @@ export interface ServingCase {
   /** Keep every batch (lane, size, wall ms) and every request step (for the throughput model). */
   recordRouting?: boolean;
   client?: ClientPlacement;
+  /** Where the engines run: beside their models in engine threads (default, when the runner set has them) or on the entry's thread. */
+  placement?: EnginePlacement;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -78,6 +80,14 @@ export interface ServingResult {
   steps: RecordedStep[];
   /** CPU over the measured requests: this process (server, model workers), the client's process, and wall time. */
   cpu: { serverMs: number; clientMs: number | null; wallMs: number };
+}
+
+export type EnginePlacement = 'thread' | 'in-process';
+
+/** `--placement thread|in-process`, checked. */
+export function enginePlacement(p: string | undefined): EnginePlacement {
+  if (p === undefined || p === 'thread' || p === 'in-process') return p ?? 'thread';
+  throw new Error(`--placement must be thread or in-process, got "${p}"`);
 }
 
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
@@ -144,7 +154,11 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,
   });
-  const service = await TokenRouterService.start(config, { runners: new Map(laneRunners), tokenizer: set.tokenizer });
+  const inThreads = (c.placement ?? 'thread') === 'thread' && set.threads !== undefined && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
+  const service = await TokenRouterService.start(
+    config,
+    inThreads ? { threads: new Map(Object.keys(c.lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer } : { runners: new Map(laneRunners), tokenizer: set.tokenizer },
+  );
   const traceFile = traceDir?.open(`${c.algorithm}-${c.mode.label}`);
   let stopTrace = () => {};
   if (traceFile) {
@@ -162,17 +176,9 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     if (c.warmup > 0) await drive(0, c.warmup);
     const before = service.cluster.laneStats();
     const batches: BatchTiming[] = [];
-    const timingsByLane = new Map<string, StepTiming[]>();
     const steps: RecordedStep[] = [];
     let unsubscribe = () => {};
     if (c.recordSteps || c.recordRouting) {
-      if (c.recordSteps) {
-        for (const [lane, r] of laneRunners) {
-          r.timings = [];
-          r.recording = true;
-          timingsByLane.set(lane, r.timings);
-        }
-      }
       // Handoffs are traced while a batch's rows are routed, before the batch event itself.
       const handoffs = new Map<string, { to: string; kept: boolean }>();
       unsubscribe = service.trace.subscribe((e) => {
@@ -180,7 +186,10 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
         if (e.type !== 'batch') return;
         // The event is emitted on the clock at e.end, right now: that pins clock ms to performance.now().
         const offset = performance.now() - e.end;
-        batches.push({ lane: e.model, startMs: e.start + offset, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase });
+        const startMs = e.start + offset;
+        // The engine times its own steps (wherever it runs): launch → results back, and the model's share.
+        const step = c.recordSteps && e.runMs !== undefined ? { callMs: startMs, resolveMs: startMs + e.runMs, modelMs: e.modelMs ?? 0, rows: e.requestIds.length, tokens: e.tokens } : undefined;
+        batches.push({ lane: e.model, startMs, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase, ...(step ? { step } : {}) });
         if (!c.recordRouting) return;
         for (const id of e.requestIds) {
           const key = `${e.batchId}:${id}`;
@@ -196,23 +205,9 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     const cpuUsed = process.cpuUsage(cpu0);
     const cpu = { serverMs: (cpuUsed.user + cpuUsed.system) / 1000, clientMs: inChild ? (run.clientCpuMs ?? null) : null, wallMs: performance.now() - wall0 };
     unsubscribe();
-    if (c.recordSteps) {
-      // One batch at a time per lane, so the k-th step a runner saw is the lane's k-th batch.
-      for (const [lane, r] of laneRunners) {
-        r.recording = false;
-        const steps = timingsByLane.get(lane)!;
-        const mine = batches.filter((b) => b.lane === lane);
-        // Recording and the subscription both start with the server idle, so the lists start together.
-        if (steps.length !== mine.length) {
-          console.error(`[bench] ${lane}: ${steps.length} runner steps but ${mine.length} traced batches; breakdown pairs the first ${Math.min(steps.length, mine.length)}`);
-        }
-        mine.forEach((b, k) => (b.step = steps[k]));
-      }
-    }
     if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
     return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps, cpu };
   } finally {
-    for (const r of laneRunners.values()) r.recording = false;
     await server.close();
     await service.close();
     stopTrace();

@@ -23,6 +23,9 @@ export interface Batch {
   yielded: boolean;
   /** performance.now() at launch. */
   wall0: number;
+  /** Clock ms when the runner's (first) results came back; model ms the runner reported for it. */
+  resultAt: number;
+  modelMs: number;
   /** Lookahead in use: rows (indices) that took every lookahead result so far, and their last result. */
   live: number[];
   last: TokenSignals[];
@@ -57,5 +60,7 @@ export function batchEvent(batch: Batch, model: string, end: number): TraceEvent
     start: batch.start,
     end,
     ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
+    runMs: Math.max(0, batch.resultAt - batch.start),
+    modelMs: batch.modelMs,
   };
 }

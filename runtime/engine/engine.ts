@@ -156,7 +156,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       return { cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants, ahead: plan.ahead[k] };
     });
     const ahead = Math.max(0, ...plan.ahead);
-    const batch: Batch = { id: this.host.nextBatchId(), lane: this.index, locals, rows, start: this.host.clock.now(), phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), live: [], last: [], streaming: false };
+    const batch: Batch = { id: this.host.nextBatchId(), lane: this.index, locals, rows, start: this.host.clock.now(), phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), resultAt: 0, modelMs: 0, live: [], last: [], streaming: false };
     this.inFlight.push(batch);
     this.host.policy.launched(this);
     return batch;
@@ -167,6 +167,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.host.waveStart();
     const stream = out.aheadStream;
     const st = this.stats;
+    batch.resultAt = this.host.clock.now();
+    batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
     st.batches++;
     st.rows += batch.rows.length;
     st.tokensFed += batch.tokens;
@@ -198,6 +200,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.host.waveEnd(false);
     stream.listen(
       (part) => {
+        batch.modelMs += part.modelMs;
         this.host.waveStart();
         this.aheadPart(batch, part.rows);
         this.host.waveEnd(false);

@@ -158,6 +158,12 @@ class ThreadHost implements EngineHost, EngineLink {
     this.returned = 0;
   }
 
+  dispose(): void {
+    for (const p of this.peers.values()) p.close();
+    this.peers.clear();
+    this.engine.actor.stop();
+  }
+
   post(m: FromEngine): void {
     this.port.postMessage(m);
   }
@@ -189,6 +195,8 @@ async function main(): Promise<void> {
   });
   const handle = async (m: ToEngine): Promise<void> => {
     if (m.type === 'begin') {
+      // a new deployment (a bench's next server) takes the engine over: the old one held nothing any more
+      host?.dispose();
       host = new ThreadHost(port, m.settings, runner);
       for (const [name, p] of Object.entries(m.peers)) host.addPeer(name, p);
       return;

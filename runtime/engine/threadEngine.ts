@@ -82,13 +82,18 @@ export class ThreadEngine implements EngineClient {
     });
   }
 
-  /** Gives the engine its place in the deployment and ports to its peers; from here it takes requests. */
+  /**
+   * Gives the engine its place in a deployment and ports to its peers; from here it takes requests.
+   * Called again, it joins a new deployment (benches reuse loaded models across servers).
+   */
   begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: ThreadEntry): void {
     this.index = settings.index;
     this.maxBatch = settings.maxBatch;
     this.threshold = settings.threshold;
     this.kvCapacityTokens = settings.kvCapacityTokens;
     this.entry = entry;
+    this.lane = null;
+    this.deployed.clear();
     this.post({ type: 'begin', settings, peers }, Object.values(peers));
   }
 

@@ -93,6 +93,8 @@ export interface GenerateHandle {
 export interface ServiceOptions {
   /** Runners by model name, instead of loading ONNX workers (tests, simulations). */
   runners?: Map<string, ModelRunner>;
+  /** Engine threads already started (benches reuse them across servers): the service neither closes nor restarts them. */
+  threads?: Map<string, ThreadEngine>;
   tokenizer?: TextTokenizer;
   clock?: Clock;
   /**
@@ -127,6 +129,7 @@ export class TokenRouterService {
     readonly memoryPlan: ModelMemoryPlan[],
     readonly adminToken: string,
     clock: Clock,
+    private readonly borrowedThreads: boolean,
     private readonly restartRunner: ((name: string) => Promise<ModelRunner>) | undefined,
     checkInvariants: boolean,
   ) {
@@ -148,7 +151,7 @@ export class TokenRouterService {
       }),
     });
     for (const [name, r] of runners) this.watch(name, r);
-    for (const [name, t] of threads) this.watch(name, t);
+    if (!this.borrowedThreads) for (const [name, t] of threads) this.watch(name, t);
     if (config.scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
       this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: THRESHOLD_HYSTERESIS });
@@ -164,8 +167,9 @@ export class TokenRouterService {
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
     const folders = new Map<string, ModelFolder>();
     let runners = opts.runners;
-    const threads = new Map<string, ThreadEngine>();
-    if (!runners) {
+    const threads = new Map<string, ThreadEngine>(opts.threads);
+    if (opts.threads) runners = new Map([...(runners ?? []), ...(await connectRemoteModels(config.models.filter((m) => !threads.has(m.name)), runners))]);
+    else if (!runners) {
       for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
       checkSharedTokenizer(folders);
       const local = config.models.filter((m) => !m.remote);
@@ -211,6 +215,7 @@ export class TokenRouterService {
       plan,
       adminTokenFor(config),
       opts.clock ?? createRealClock(),
+      opts.threads !== undefined,
       opts.restartRunner,
       opts.checkInvariants ?? process.env.TOKENROUTER_CHECK_INVARIANTS === '1',
     );
@@ -265,7 +270,7 @@ export class TokenRouterService {
     this.auto?.stop();
     await this.optimiser?.close();
     this.registry.close();
-    await Promise.all([...[...this.runners.values()].map((r) => r.close?.()), ...[...this.threads.values()].map((t) => t.close())]);
+    await Promise.all([...[...this.runners.values()].map((r) => r.close?.()), ...(this.borrowedThreads ? [] : [...this.threads.values()].map((t) => t.close()))]);
   }
 
   /** What a served model is: from its runner here or its engine thread. */
