@@ -28,6 +28,10 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     steps: z.number().int().min(1).optional(),
     /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). */
     aheadRows: z.number().int().min(0).optional(),
+    /** Launch → the runner's results back in the engine, ms (the rest, to `end`, is routing them). */
+    runMs: z.number().min(0).optional(),
+    /** Of that, time inside the model itself (session.run and router heads), as the runner measures it. */
+    modelMs: z.number().min(0).optional(),
   }),
   z.object({
     type: z.literal('handoff'),

@@ -3,6 +3,7 @@ import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
+import type { BatchPlan } from '../scheduler/planBatch.ts';
 
 export interface Batch {
   id: number;
@@ -46,6 +47,13 @@ export class EngineStats {
   aheadRows = 0;
   /** Times new work cut a running batch's lookahead short. */
   aheadYields = 0;
+}
+
+/** A batch of the planned rows, launched at `start` (clock ms): each row feeds what its cache has not seen. */
+export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
+  const rows = locals.map((local, k) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants, ahead: plan.ahead[k] }));
+  const ahead = Math.max(0, ...plan.ahead);
+  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), resultAt: 0, modelMs: 0, live: [], last: [], streaming: false };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */

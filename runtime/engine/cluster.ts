@@ -1,21 +1,20 @@
 // The entry and its engines in one process: admits requests, streams what the engines commit, ends requests everywhere.
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Algorithm, Handoff } from '../../shared/algorithm.ts';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
-import { checkFeasible, type SchedulingMode } from '../scheduler/schedulingMode.ts';
+import { validateThresholds, type SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { Engine } from './engine.ts';
 import type { EngineHost } from './engineHost.ts';
 import type { LaneStats } from './laneStats.ts';
 import { checkInvariants } from './invariants.ts';
 import { newCounters } from './localRequest.ts';
 import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
-import { ThreadEngine, type ThreadEntry } from './threadEngine.ts';
+import { beginThreads, rejoinThread, ThreadEngine, type ThreadEntry } from './threadEngine.ts';
 import { fromWireArrival } from './wire.ts';
-import { RequestState, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
+import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
 export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: ThreadEngine; runner?: never });
@@ -111,7 +110,8 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     this.threads = this.engines.filter((e): e is ThreadEngine => e instanceof ThreadEngine);
     for (const e of this.engines) this.byName.set(e.name, e);
     for (const lane of this.lanes) this.watchRunner(lane, lane.runner);
-    opts.models.forEach((m, i) => m.thread && this.beginThread(m.thread, i, m.maxBatch ?? 64, m.threshold ?? 1, m.kvCapacityTokens ?? Infinity));
+    const starts = opts.models.flatMap((m, i) => (m.thread ? [{ engine: m.thread, settings: this.settingsFor(i, { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity }) }] : []));
+    beginThreads(starts, this);
     this.validateThresholds(this.engines.map((l) => l.threshold));
     this.emitConfig();
   }
@@ -271,7 +271,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     this.engines[i] = fresh;
     this.threads[this.threads.indexOf(old)] = fresh;
     this.byName.set(name, fresh);
-    this.beginThread(fresh, i, old.maxBatch, old.threshold, old.kvCapacityTokens);
+    rejoinThread(fresh, this.settingsFor(i, old), this.threads, this);
     this.flush();
   }
 
@@ -380,20 +380,13 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     this.flush();
   }
 
-  private beginThread(t: ThreadEngine, index: number, maxBatch: number, threshold: number, kvCapacityTokens: number): void {
-    const peers: Record<string, MessagePort> = {};
-    for (const other of this.threads) {
-      if (other === t || other.index < 0) continue;
-      const ch = new MessageChannel();
-      peers[other.name] = ch.port1;
-      other.addPeer(t.name, ch.port2);
-    }
-    const settings: EngineSettings = {
+  private settingsFor(index: number, t: ThreadEngine | { maxBatch: number; threshold: number; kvCapacityTokens: number }): EngineSettings {
+    return {
       index,
       models: this.engines.map((e) => e.name),
-      maxBatch,
-      threshold,
-      kvCapacityTokens,
+      maxBatch: t.maxBatch,
+      threshold: t.threshold,
+      kvCapacityTokens: t.kvCapacityTokens,
       mode: this.mode,
       retainState: this.retainState,
       maxWaitMs: this.maxWaitMs,
@@ -401,7 +394,6 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
       origin: this.clock.origin!,
       trace: this.trace !== undefined,
     };
-    t.begin(settings, peers, this);
   }
 
   // --- request lifecycle ---
@@ -436,15 +428,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     const wasActive = this.active.delete(req.id);
     this.completed++;
     const result = req.result();
-    if (this.trace) {
-      const runs: { model: string; count: number }[] = [];
-      for (const name of result.producedBy) {
-        const last = runs[runs.length - 1];
-        if (last && last.model === name) last.count++;
-        else runs.push({ model: name, count: 1 });
-      }
-      this.trace.emit({ type: 'request-end', t: req.endedAt, requestId: req.id, status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: req.submittedAt, firstTokenAt: req.firstTokenAt });
-    }
+    this.trace?.emit(requestEndEvent(result));
     if (wasActive) this.startWaiting();
     try {
       req.onEnd?.(result);
@@ -506,16 +490,6 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   }
 
   private validateThresholds(thresholds: number[]): void {
-    if (this.mode !== 'async-delayed') return;
-    this.engines.forEach((l, i) => {
-      if (thresholds[i] > l.maxBatch) {
-        throw new TokenRouterError('infeasible_thresholds', `threshold ${thresholds[i]} of ${l.name} exceeds its max batch ${l.maxBatch}`, 'thresholds');
-      }
-    });
-    if (Number.isFinite(this.maxConcurrency)) checkFeasible(thresholds, this.maxConcurrency, this.engines.map((l) => l.name));
-    // Fewer than N requests are in flight whenever traffic thins out; only a deadline keeps that live.
-    if (thresholds.some((t) => t > 1) && !Number.isFinite(this.maxWaitMs)) {
-      throw new TokenRouterError('infeasible_thresholds', 'thresholds above 1 need a finite max-wait deadline (maxWaitMs)', 'maxWaitMs');
-    }
+    validateThresholds(this.mode, this.engines, thresholds, this.maxConcurrency, this.maxWaitMs);
   }
 }

@@ -8,13 +8,13 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { LaneView } from '../scheduler/launchPolicy.ts';
 import { aheadCap, planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
-import { batchEvent, EngineStats, type Batch } from './batch.ts';
+import { batchEvent, EngineStats, newBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
 import { awaitingAhead, takeAheadPart, yieldAhead } from './lookahead.ts';
 import { LocalRequest, type RequestSpec } from './localRequest.ts';
 import type { EngineHost, EngineOptions } from './engineHost.ts';
 import type { Arrival, EngineClient } from './messages.ts';
-import type { LaneStats } from './laneStats.ts';
+import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
 
 /** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
@@ -62,23 +62,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   }
   /** This engine's figures for /admin/status, /metrics and the benches. */
   laneStats(): LaneStats {
-    return {
-      name: this.name,
-      threshold: this.threshold,
-      ready: this.readyCount,
-      running: this.readyCount + this.inFlightRows,
-      waitingAdmission: this.queues.waitingAdmission,
-      pendingReturn: this.queues.pendingReturnCount,
-      executing: this.executing,
-      kvBytes: this.pool.usedBytes,
-      kvReservedBytes: this.pool.reservedBytes,
-      batches: this.stats.batches,
-      rows: this.stats.rows,
-      admissions: this.stats.admissions,
-      evictions: this.stats.evictions,
-      busyMs: this.stats.busyMs,
-      aheadRows: this.stats.aheadRows,
-    };
+    return laneStats(this);
   }
   setThreshold(t: number): void {
     this.threshold = t;
@@ -149,14 +133,11 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
 
   /** Takes the planned rows off the ready queue and records the batch as in flight. */
   private start(plan: BatchPlan, candidates: readonly LocalRequest[]): Batch {
-    const locals = plan.rows.map((i) => candidates[i]);
-    const rows = locals.map((local, k) => {
+    const batch = newBatch(this.host.nextBatchId(), this.index, plan, plan.rows.map((i) => candidates[i]), this.host.clock.now());
+    for (const local of batch.locals) {
       this.queues.unready(local);
       local.inBatch = true;
-      return { cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants, ahead: plan.ahead[k] };
-    });
-    const ahead = Math.max(0, ...plan.ahead);
-    const batch: Batch = { id: this.host.nextBatchId(), lane: this.index, locals, rows, start: this.host.clock.now(), phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), resultAt: 0, modelMs: 0, live: [], last: [], streaming: false };
+    }
     this.inFlight.push(batch);
     this.host.policy.launched(this);
     return batch;
@@ -214,7 +195,6 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       },
     );
   }
-
 
   /** One row's result: route it (pure), then commit, hand off or finish. */
   private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {

@@ -18,3 +18,35 @@ export interface LaneStats {
   /** Row results taken from lookahead (included in rows). */
   aheadRows: number;
 }
+
+/** What the figures are read from (an Engine; structural, so this module needs nothing of it). */
+interface LaneSource {
+  readonly name: string;
+  readonly threshold: number;
+  readonly readyCount: number;
+  readonly inFlightRows: number;
+  readonly executing: boolean;
+  readonly queues: { readonly waitingAdmission: number; readonly pendingReturnCount: number };
+  readonly pool: { readonly usedBytes: number; readonly reservedBytes: number };
+  readonly stats: { readonly batches: number; readonly rows: number; readonly admissions: number; readonly evictions: number; readonly busyMs: number; readonly aheadRows: number };
+}
+
+export function laneStats(l: LaneSource): LaneStats {
+  return {
+    name: l.name,
+    threshold: l.threshold,
+    ready: l.readyCount,
+    running: l.readyCount + l.inFlightRows,
+    waitingAdmission: l.queues.waitingAdmission,
+    pendingReturn: l.queues.pendingReturnCount,
+    executing: l.executing,
+    kvBytes: l.pool.usedBytes,
+    kvReservedBytes: l.pool.reservedBytes,
+    batches: l.stats.batches,
+    rows: l.stats.rows,
+    admissions: l.stats.admissions,
+    evictions: l.stats.evictions,
+    busyMs: l.stats.busyMs,
+    aheadRows: l.stats.aheadRows,
+  };
+}

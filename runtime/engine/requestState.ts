@@ -1,7 +1,7 @@
 // One request at the entry: its lifecycle actor, the committed output it streams, and its result.
 import { createActor, type Actor } from 'xstate';
 import type { Algorithm, ModelId, TokenSignals } from '../../shared/algorithm.ts';
-import type { RequestStatus } from '../../shared/trace.ts';
+import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
 import { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
@@ -133,4 +133,15 @@ export function requestSpec(id: string, serial: number, algorithm: Algorithm<unk
     samplingBelowMin: Object.freeze({ ...sampling, suppressEos: true }),
     drawSeed: sampling.seed >>> 0,
   };
+}
+
+/** The trace event of a request that ended: its output as runs of one model each. */
+export function requestEndEvent(result: RequestResult): TraceEvent {
+  const runs: { model: string; count: number }[] = [];
+  for (const name of result.producedBy) {
+    const last = runs[runs.length - 1];
+    if (last && last.model === name) last.count++;
+    else runs.push({ model: name, count: 1 });
+  }
+  return { type: 'request-end', t: result.endedAt, requestId: result.id, status: result.status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: result.submittedAt, firstTokenAt: result.firstTokenAt };
 }

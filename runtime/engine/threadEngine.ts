@@ -1,7 +1,7 @@
 // Entry side of an engine in its own worker thread: a thin client that posts the protocol and mirrors what the engine reports.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { MessagePort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
@@ -33,7 +33,7 @@ export class ThreadEngine implements EngineClient {
   maxBatch = 1;
   threshold = 1;
   kvCapacityTokens = Infinity;
-  down = false;
+  private takenDown = false;
   private lane: (LaneStats & { newWork: number }) | null = null;
   private entry: ThreadEntry | null = null;
   private readonly deployed = new Set<string>();
@@ -133,8 +133,13 @@ export class ThreadEngine implements EngineClient {
     this.post({ type: 'threshold', threshold: t });
   }
 
+  /** Taken down by the operator, or the thread died (until a fresh one takes its place). */
+  get down(): boolean {
+    return this.takenDown || this.dead !== null;
+  }
+
   setDown(down: boolean): void {
-    this.down = down;
+    this.takenDown = down;
     this.post({ type: 'down', down });
   }
 
@@ -193,4 +198,29 @@ export class ThreadEngine implements EngineClient {
     this.lane = null;
     if (!this.closing) for (const l of this.failureListeners) l(e);
   }
+}
+
+/** Starts a deployment of engine threads: a channel between every pair, then each begins with its ports. */
+export function beginThreads(starts: readonly { engine: ThreadEngine; settings: EngineSettings }[], entry: ThreadEntry): void {
+  const peers = starts.map(() => ({}) as Record<string, MessagePort>);
+  for (let a = 0; a < starts.length; a++) {
+    for (let b = a + 1; b < starts.length; b++) {
+      const ch = new MessageChannel();
+      peers[a][starts[b].engine.name] = ch.port1;
+      peers[b][starts[a].engine.name] = ch.port2;
+    }
+  }
+  starts.forEach((s, k) => s.engine.begin(s.settings, peers[k], entry));
+}
+
+/** A restarted engine thread takes the place of a dead one: fresh channels to every other engine thread. */
+export function rejoinThread(fresh: ThreadEngine, settings: EngineSettings, threads: readonly ThreadEngine[], entry: ThreadEntry): void {
+  const peers: Record<string, MessagePort> = {};
+  for (const other of threads) {
+    if (other === fresh) continue;
+    const ch = new MessageChannel();
+    peers[other.name] = ch.port1;
+    other.addPeer(fresh.name, ch.port2);
+  }
+  fresh.begin(settings, peers, entry);
 }

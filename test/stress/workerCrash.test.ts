@@ -85,9 +85,9 @@ describe('a sub-server worker killed mid-load', () => {
       // Those that held state on it failed with a clear error (a JSON 503 when no token had been sent yet,
       // else the stream's last event); new ones were refused while it was down.
       expect(tally('large', 'failed')).toBeGreaterThan(0);
-      for (const o of after.filter((x) => x.result === 'failed')) expect(o.detail).toMatch(/^model large failed: worker for model "large" (crashed|exited)|^model large failed: killed by the stress test|^large step failed: /);
+      for (const o of after.filter((x) => x.result === 'failed')) expect(o.detail).toMatch(/^model large failed: (worker|engine thread) of model "large" (crashed|exited)|^model large failed: worker for model "large" (crashed|exited)|^model large failed: killed by the stress test|^large step failed: /);
       for (const o of after.filter((x) => x.result === 'refused')) expect(o.detail).toBe('model large is down; retry shortly');
-      expect(s.cluster.lane('large')!.down).toBe(false);
+      expect(s.cluster.engine('large')!.down).toBe(false);
     } finally {
       await t.close();
     }
