@@ -13,7 +13,6 @@ import { checkInvariants } from './invariants.ts';
 import { newCounters } from './localRequest.ts';
 import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { beginThreads, rejoinThread, ThreadEngine, type ThreadEntry } from './threadEngine.ts';
-import { fromWireArrival } from './wire.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
@@ -66,8 +65,6 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   readonly maxQueue: number;
   readonly trace: TraceSink | undefined;
   private readonly byName = new Map<string, EngineClient>();
-  /** Algorithms by reference key, for handoffs from an engine thread to one here. */
-  private readonly algorithms = new Map<string, Algorithm<unknown>>();
   private readonly lookahead: number;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
@@ -182,7 +179,6 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     let resolve!: (r: RequestResult) => void;
     const done = new Promise<RequestResult>((r) => (resolve = r));
     const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
-    if (ref && !this.algorithms.has(ref.key)) this.algorithms.set(ref.key, alg as Algorithm<unknown>);
     const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext);
     const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
     if (this.active.size < this.maxConcurrency) this.start(req);
@@ -358,15 +354,13 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
 
   // --- ThreadEntry: what engine threads report ---
 
-  deliverWire(to: string, w: WireArrival): void {
-    const a = fromWireArrival(w, (key) => {
-      const alg = this.algorithms.get(key);
-      return alg && { alg, ref: { key, source: { kind: 'single', model: '' } } };
-    });
-    if (!a) throw new Error(`an engine thread handed off a request of algorithm ${w.spec.algorithm}, which the entry never submitted`);
-    const req = this.active.get(a.spec.id);
-    if (!req || req.spec.serial !== a.spec.serial) return;
-    this.deliver(to, { ...a, spec: req.spec });
+  deliverWire(to: string, arrivals: readonly WireArrival[]): void {
+    for (const w of arrivals) {
+      const req = this.active.get(w.spec.id);
+      if (!req || req.spec.serial !== w.spec.serial) continue;
+      // the request's own spec: the algorithm the entry built for it
+      this.deliver(to, { ...w, spec: req.spec });
+    }
     this.flush();
   }
 

@@ -29,6 +29,7 @@ class ThreadHost implements EngineHost, EngineLink {
   private readonly parked = new Map<string, WireArrival[]>();
   private readonly tombstones = new Set<number>();
   private events: WireEvent[] = [];
+  private readonly outbox = new Map<string, WireArrival[]>();
   private traced: TraceEvent[] = [];
   private returned = 0;
   private inWave = false;
@@ -80,11 +81,21 @@ class ThreadHost implements EngineHost, EngineLink {
     if (local) this.engine.release(local.spec, f.status);
   }
 
+  /** Handoffs leave when the wave ends, one message per peer: the peer admits them together and batches them. */
   deliver(name: string, a: Arrival): void {
-    const arrival = toWireArrival(a);
-    const peer = this.peers.get(name);
-    if (peer) peer.postMessage({ type: 'arrive', arrival } satisfies ToPeer);
-    else this.post({ type: 'deliver', to: name, arrival });
+    const list = this.outbox.get(name);
+    if (list) list.push(toWireArrival(a));
+    else this.outbox.set(name, [toWireArrival(a)]);
+    if (!this.inWave) this.sendHandoffs();
+  }
+
+  private sendHandoffs(): void {
+    for (const [name, arrivals] of this.outbox) {
+      const peer = this.peers.get(name);
+      if (peer) peer.postMessage({ type: 'arrive', arrivals } satisfies ToPeer);
+      else this.post({ type: 'deliver', to: name, arrivals });
+    }
+    this.outbox.clear();
   }
 
   // --- messages in ---
@@ -92,26 +103,27 @@ class ThreadHost implements EngineHost, EngineLink {
   addPeer(name: string, port: MessagePort): void {
     this.peers.get(name)?.close();
     this.peers.set(name, port);
-    port.on('message', (m: ToPeer) => this.arrive(m.arrival));
+    port.on('message', (m: ToPeer) => this.arrive(m.arrivals));
   }
 
   async deploy(ref: AlgorithmRef): Promise<void> {
     if (!this.algorithms.has(ref.key)) this.algorithms.set(ref.key, { alg: await loadAlgorithm(ref), ref });
     const waiting = this.parked.get(ref.key);
     this.parked.delete(ref.key);
-    for (const w of waiting ?? []) this.arrive(w);
+    if (waiting) this.arrive(waiting);
   }
 
-  arrive(w: WireArrival): void {
-    if (this.tombstones.has(w.spec.serial)) return;
-    const a = fromWireArrival(w, (key) => this.algorithms.get(key));
-    if (!a) {
-      const list = this.parked.get(w.spec.algorithm) ?? [];
-      list.push(w);
-      this.parked.set(w.spec.algorithm, list);
-      return;
+  arrive(arrivals: readonly WireArrival[]): void {
+    for (const w of arrivals) {
+      if (this.tombstones.has(w.spec.serial)) continue;
+      const a = fromWireArrival(w, (key) => this.algorithms.get(key));
+      if (a) this.engine.arrive(a);
+      else {
+        const list = this.parked.get(w.spec.algorithm) ?? [];
+        list.push(w);
+        this.parked.set(w.spec.algorithm, list);
+      }
     }
-    this.engine.arrive(a);
     this.flush();
   }
 
@@ -140,6 +152,7 @@ class ThreadHost implements EngineHost, EngineLink {
   /** One WORK if ready work arrived, then one message to the entry with everything the wave produced. */
   flush(): void {
     if (this.inWave) return;
+    if (this.outbox.size > 0) this.sendHandoffs();
     const e = this.engine;
     if (e.dirty) {
       e.dirty = false;
@@ -214,7 +227,7 @@ async function main(): Promise<void> {
       case 'deploy':
         return host.deploy(m.ref);
       case 'arrive':
-        return host.arrive(m.arrival);
+        return host.arrive([m.arrival]);
       case 'release':
         return host.release(m.id, m.serial, m.status);
       case 'threshold':

@@ -126,7 +126,7 @@ export type ToEngine =
   | { type: 'crash'; message: string };
 
 /** Engine thread → engine thread. */
-export type ToPeer = { type: 'arrive'; arrival: WireArrival };
+export type ToPeer = { type: 'arrive'; arrivals: WireArrival[] };
 
 /** Engine thread → entry. One `step` message per wave: every row's commits and finishes, in order. */
 export type FromEngine =
@@ -134,5 +134,5 @@ export type FromEngine =
   | { type: 'load-error'; message: string }
   | { type: 'step'; events: WireEvent[]; trace: TraceEvent[]; lane: LaneStats & { newWork: number }; returned: number }
   /** A handoff to a model whose engine runs at the entry. */
-  | { type: 'deliver'; to: string; arrival: WireArrival }
+  | { type: 'deliver'; to: string; arrivals: WireArrival[] }
   | { type: 'closed' };

@@ -22,7 +22,7 @@ export interface ThreadEntry {
   commit(c: Commit): void;
   finish(f: Finish): void;
   /** A handoff from the thread to an engine at the entry. */
-  deliverWire(to: string, a: WireArrival): void;
+  deliverWire(to: string, arrivals: readonly WireArrival[]): void;
   traced(events: readonly TraceEvent[]): void;
   /** A report was applied; `returned`: batches the engine finished since it last said (a sync barrier counts them). */
   reported(returned: number): void;
@@ -181,7 +181,7 @@ export class ThreadEngine implements EngineClient {
   private onMessage(m: FromEngine): void {
     const entry = this.entry;
     if (!entry) return;
-    if (m.type === 'deliver') return entry.deliverWire(m.to, m.arrival);
+    if (m.type === 'deliver') return entry.deliverWire(m.to, m.arrivals);
     if (m.type !== 'step') return;
     this.lane = m.lane;
     if (m.trace.length > 0) entry.traced(m.trace);
