@@ -387,6 +387,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
       lookahead: this.lookahead,
       origin: this.clock.origin!,
       trace: this.trace !== undefined,
+      checkInvariants: this.invariantState !== null,
     };
   }
 

@@ -9,6 +9,7 @@ import { loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { Engine } from './engine.ts';
 import type { EngineHost } from './engineHost.ts';
+import { checkEngine } from './invariants.ts';
 import type { Arrival, Commit, EngineLink, EngineSettings, Finish, FromEngine, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
 import { commitEvent, finishEvent, fromWireArrival, toWireArrival } from './wire.ts';
 
@@ -66,6 +67,8 @@ class ThreadHost implements EngineHost, EngineLink {
     if (returned) this.returned++;
     this.inWave = false;
     this.flush();
+    // an invariant broken here is a bug: it kills the thread, which the entry reports and restarts
+    if (this.settings.checkInvariants) checkEngine(this.engine);
   }
 
   // --- EngineLink ---

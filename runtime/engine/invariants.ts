@@ -5,6 +5,8 @@ import type { RequestState } from './requestState.ts';
 /** What the checker reads: every engine, and the requests the entry holds. */
 export interface CheckedCluster {
   readonly lanes: readonly Engine[];
+  /** Engines in threads of their own: they check themselves (checkEngine), and ownership across threads is not visible here. */
+  readonly threads: readonly unknown[];
   activeRequests(): Iterable<RequestState>;
 }
 
@@ -18,44 +20,48 @@ export class InvariantError extends Error {
  */
 export function checkInvariants(cluster: CheckedCluster, lastLength: Map<string, number>): void {
   const owners = new Map<string, string[]>();
-  for (const lane of cluster.lanes) {
-    let cached = 0;
-    let reserved = 0;
-    for (const [id, local] of lane.locals) {
-      const s = local.status;
-      if (local.id !== id) throw new InvariantError(`${lane.name}: request ${local.id} filed under ${id}`);
-      if (s === 'running' || s === 'queued') {
-        owners.set(id, [...(owners.get(id) ?? []), lane.name]);
-        if (s === 'running' && !(local.inReady || local.inBatch)) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
-        if (s === 'queued' && (local.inReady || local.inBatch || local.hasCache)) throw new InvariantError(`${id}: queued on ${lane.name} yet ready, batched or holding a cache`);
-      } else if (s === 'pending-return') {
-        if (local.inReady || local.inBatch) throw new InvariantError(`${id}: pending-return on ${lane.name} yet scheduled there`);
-      } else throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
-      if (local.hasCache) {
-        cached += local.fed;
-        reserved += local.reserved;
-      }
-    }
-    // Caches of requests that ended during a running batch are freed when the batch returns.
-    for (const b of lane.inFlight) {
-      for (const l of b.locals) {
-        if (!l.ended || !l.hasCache) continue;
-        cached += l.fed;
-        reserved += l.reserved;
-      }
-    }
-    if (lane.pool.cachedTokenCount !== cached) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.cachedTokenCount} cached tokens, live caches hold ${cached}`);
-    if (lane.pool.reservedTokenCount !== reserved) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.reservedTokenCount} reserved tokens, live requests reserve ${reserved}`);
-  }
+  for (const lane of cluster.lanes) checkEngine(lane, owners);
+  const whole = cluster.threads.length === 0;
   const seen = new Set<string>();
   for (const req of cluster.activeRequests()) {
     seen.add(req.id);
     const on = owners.get(req.id) ?? [];
-    if (on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
+    if (whole && on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
     const prev = lastLength.get(req.id) ?? 0;
     if (req.output.length < prev) throw new InvariantError(`${req.id}: committed sequence shrank from ${prev} to ${req.output.length}`);
     lastLength.set(req.id, req.output.length);
   }
-  for (const id of owners.keys()) if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
+  if (whole) for (const id of owners.keys()) if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
   for (const id of lastLength.keys()) if (!seen.has(id)) lastLength.delete(id);
+}
+
+/** One engine alone: every local's state is one it may hold, and its KV pool counts exactly what its caches hold. */
+export function checkEngine(lane: Engine, owners = new Map<string, string[]>()): void {
+  let cached = 0;
+  let reserved = 0;
+  for (const [id, local] of lane.locals) {
+    const s = local.status;
+    if (local.id !== id) throw new InvariantError(`${lane.name}: request ${local.id} filed under ${id}`);
+    if (s === 'running' || s === 'queued') {
+      owners.set(id, [...(owners.get(id) ?? []), lane.name]);
+      if (s === 'running' && !(local.inReady || local.inBatch)) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
+      if (s === 'queued' && (local.inReady || local.inBatch || local.hasCache)) throw new InvariantError(`${id}: queued on ${lane.name} yet ready, batched or holding a cache`);
+    } else if (s === 'pending-return') {
+      if (local.inReady || local.inBatch) throw new InvariantError(`${id}: pending-return on ${lane.name} yet scheduled there`);
+    } else throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
+    if (local.hasCache) {
+      cached += local.fed;
+      reserved += local.reserved;
+    }
+  }
+  // Caches of requests that ended during a running batch are freed when the batch returns.
+  for (const b of lane.inFlight) {
+    for (const l of b.locals) {
+      if (!l.ended || !l.hasCache) continue;
+      cached += l.fed;
+      reserved += l.reserved;
+    }
+  }
+  if (lane.pool.cachedTokenCount !== cached) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.cachedTokenCount} cached tokens, live caches hold ${cached}`);
+  if (lane.pool.reservedTokenCount !== reserved) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.reservedTokenCount} reserved tokens, live requests reserve ${reserved}`);
 }

@@ -109,6 +109,8 @@ export interface EngineSettings {
   /** Clock origin of the entry (Clock.origin). */
   origin: number;
   trace: boolean;
+  /** Debug mode: the engine checks its own invariants after every wave (checkEngine). */
+  checkInvariants: boolean;
 }
 
 /** Entry → engine thread. */

@@ -121,6 +121,7 @@ describe('thread placement', () => {
         mode: 'async-delayed',
         retainState: true,
         maxConcurrency: 8,
+        checkInvariants: true,
         models: algorithm.models.map((m, i) => ({ name: m, thread: threads[i] })),
       });
       const sampling = (i: number) => (lookahead > 0 ? { temperature: 0.7, seed: 3000 + i } : { temperature: 0 });

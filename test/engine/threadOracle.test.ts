@@ -46,6 +46,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         mode,
         retainState: retain,
         maxConcurrency: concurrency,
+        checkInvariants: true,
         lookahead: maxAhead > 0 ? pick(seed, 7, 1, 8) : 0,
         maxWaitMs: pick(seed, 6, 1, 10),
         models: names.map((name, i) => ({ name, thread: threads[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: tightMemory ? maxLen + pick(seed, 30 + i, 0, maxLen) : Infinity })),
