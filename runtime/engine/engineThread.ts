@@ -10,7 +10,8 @@ import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { Engine } from './engine.ts';
 import type { EngineHost } from './engineHost.ts';
 import { checkEngine } from './invariants.ts';
-import type { Arrival, Commit, EngineLink, EngineSettings, Finish, FromEngine, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
+import { toEngineSchema, toPeerSchema } from '../../shared/protocol/engineProtocol.ts';
+import type { Arrival, Commit, EngineLink, EngineSettings, Finish, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
 import { commitEvent, finishEvent, fromWireArrival, toWireArrival } from './wire.ts';
 
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
@@ -24,7 +25,7 @@ class ThreadHost implements EngineHost, EngineLink {
   readonly retainState: boolean;
   readonly trace: { emit(e: TraceEvent): void } | undefined;
   readonly engine: Engine;
-  private readonly peers = new Map<string, MessagePort>();
+  private readonly peers = new Map<string, PortLike>();
   private readonly algorithms = new Map<string, { alg: Algorithm<unknown>; ref: AlgorithmRef }>();
   /** Arrivals whose algorithm's deploy has not come yet (it travels on the entry's port, they on a peer's). */
   private readonly parked = new Map<string, WireArrival[]>();
@@ -103,10 +104,10 @@ class ThreadHost implements EngineHost, EngineLink {
 
   // --- messages in ---
 
-  addPeer(name: string, port: MessagePort): void {
+  addPeer(name: string, port: PortLike): void {
     this.peers.get(name)?.close();
     this.peers.set(name, port);
-    port.on('message', (m: ToPeer) => this.arrive(m.arrivals));
+    port.on('message', (m) => this.arrive(toPeerSchema.parse(m).arrivals));
   }
 
   async deploy(ref: AlgorithmRef): Promise<void> {
@@ -200,7 +201,8 @@ async function main(): Promise<void> {
   let host: ThreadHost | null = null;
   // deploys are asynchronous (a module algorithm is imported): later messages wait behind them, in order
   let chain: Promise<void> = Promise.resolve();
-  port.on('message', (m: ToEngine) => {
+  port.on('message', (raw: unknown) => {
+    const m = toEngineSchema.parse(raw);
     if (m.type === 'crash') throw new Error(m.message);
     chain = chain.then(() => handle(m)).catch((e: Error) => {
       // a bug here: die as a crash would, so the entry fails this engine's requests and restarts it

@@ -1,11 +1,6 @@
 // What crosses between the entry and the engines, and from engine to engine: one module for every message.
-import type { MessagePort } from 'node:worker_threads';
 import type { Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
-import type { TraceEvent } from '../../shared/trace.ts';
-import type { ErrorCode } from '../errors.ts';
-import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
-import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 
@@ -79,62 +74,6 @@ export interface EngineClient {
   laneStats(): LaneStats;
 }
 
-// --- across a thread boundary: the algorithm goes by key, errors as data ---
+// --- across a thread boundary (shared/protocol/engineProtocol.ts): the algorithm goes by key, errors as data ---
 
-export type WireSpec = Omit<RequestSpec, 'algorithm' | 'ref'> & { readonly algorithm: string };
-export interface WireArrival extends Omit<Arrival, 'spec'> {
-  readonly spec: WireSpec;
-}
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-  param: string | null;
-}
-export type WireEvent =
-  | ({ type: 'commit' } & Commit)
-  | ({ type: 'finish' } & Omit<Finish, 'error'> & { error?: WireError });
-
-/** Fixed for an engine thread's life: what an in-process engine reads from the cluster it is in. */
-export interface EngineSettings {
-  index: number;
-  /** Every model of the deployment, by index (batch ids are unique across them). */
-  models: readonly string[];
-  maxBatch: number;
-  threshold: number;
-  kvCapacityTokens: number;
-  mode: SchedulingMode;
-  retainState: boolean;
-  maxWaitMs: number;
-  lookahead: number;
-  /** Clock origin of the entry (Clock.origin). */
-  origin: number;
-  trace: boolean;
-  /** Debug mode: the engine checks its own invariants after every wave (checkEngine). */
-  checkInvariants: boolean;
-}
-
-/** Entry → engine thread. */
-export type ToEngine =
-  | { type: 'begin'; settings: EngineSettings; peers: Record<string, MessagePort> }
-  | { type: 'peer'; name: string; port: MessagePort }
-  | { type: 'deploy'; ref: AlgorithmRef }
-  | { type: 'arrive'; arrival: WireArrival }
-  | { type: 'release'; id: string; serial: number; status: 'done' | 'failed' | 'cancelled' }
-  | { type: 'threshold'; threshold: number }
-  | { type: 'gate' }
-  | { type: 'down'; down: boolean }
-  | { type: 'close' }
-  /** Test hook: the thread dies with an uncaught error, as a native crash would kill it. */
-  | { type: 'crash'; message: string };
-
-/** Engine thread → engine thread. */
-export type ToPeer = { type: 'arrive'; arrivals: WireArrival[] };
-
-/** Engine thread → entry. One `step` message per wave: every row's commits and finishes, in order. */
-export type FromEngine =
-  | { type: 'ready'; info: ModelInfo }
-  | { type: 'load-error'; message: string }
-  | { type: 'step'; events: WireEvent[]; trace: TraceEvent[]; lane: LaneStats & { newWork: number }; returned: number }
-  /** A handoff to a model whose engine runs at the entry. */
-  | { type: 'deliver'; to: string; arrivals: WireArrival[] }
-  | { type: 'closed' };
+export type { EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireError, WireEvent, WireSpec } from '../../shared/protocol/engineProtocol.ts';

@@ -11,6 +11,7 @@ import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 import type { Arrival, Commit, EngineClient, EngineSettings, Finish, FromEngine, ToEngine, WireArrival } from './messages.ts';
 import { fromWireError, toWireArrival } from './wire.ts';
+import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
 
 /** The worker died or failed to load. */
 export class EngineThreadError extends Error {
@@ -46,7 +47,7 @@ export class ThreadEngine implements EngineClient {
     private readonly worker: Worker,
     readonly info: ModelInfo,
   ) {
-    worker.on('message', (m: FromEngine) => this.onMessage(m));
+    worker.on('message', (m: unknown) => this.onMessage(m));
     worker.on('error', (e) => this.fail(new EngineThreadError(`engine thread of model "${name}" crashed: ${e.message}`)));
     worker.on('exit', (code) => {
       if (!this.closing) this.fail(new EngineThreadError(`engine thread of model "${name}" exited (code ${code})`));
@@ -178,9 +179,16 @@ export class ThreadEngine implements EngineClient {
     if (!this.dead) this.worker.postMessage(m, transfer);
   }
 
-  private onMessage(m: FromEngine): void {
+  private onMessage(raw: unknown): void {
     const entry = this.entry;
     if (!entry) return;
+    const parsed = fromEngineSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.fail(new EngineThreadError(`engine thread of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`));
+      void this.worker.terminate();
+      return;
+    }
+    const m = parsed.data;
     if (m.type === 'deliver') return entry.deliverWire(m.to, m.arrivals);
     if (m.type !== 'step') return;
     this.lane = m.lane;

@@ -1,6 +1,6 @@
 // Messages to and from their thread-boundary form: an algorithm becomes its key, an error its code and text.
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
-import { TokenRouterError } from '../errors.ts';
+import { ERROR_CODES, TokenRouterError, type ErrorCode } from '../errors.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { Arrival, Commit, Finish, WireArrival, WireError, WireEvent } from './messages.ts';
 
@@ -22,7 +22,8 @@ export function toWireError(e: Error): WireError {
 }
 
 export function fromWireError(w: WireError): TokenRouterError {
-  return new TokenRouterError(w.code, w.message, w.param);
+  const code = (ERROR_CODES as readonly string[]).includes(w.code) ? (w.code as ErrorCode) : 'internal';
+  return new TokenRouterError(code, w.message, w.param);
 }
 
 /** The entry reads no hidden state: it stays in the engine's thread. */

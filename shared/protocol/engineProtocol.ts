@@ -1,0 +1,181 @@
+// The engine protocol, defined once: what crosses between the entry and engine threads, and from engine to engine.
+import { z } from 'zod';
+import { traceEventSchema } from '../trace.ts';
+
+const int = z.number().int();
+/** Arrays as the runtime holds them: read-only once built. */
+const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
+const tokens = list(int);
+
+export const samplingSchema = z.object({
+  temperature: z.number(),
+  topP: z.number(),
+  topK: int,
+  seed: z.number(),
+  suppressEos: z.boolean().optional(),
+  topLogprobs: int.optional(),
+  penalties: z.object({ frequency: z.number(), presence: z.number(), logitBias: list(z.tuple([int, z.number()]).readonly()), outputFrom: int }).optional(),
+});
+
+/** A request's fixed facts, with its algorithm by key (the engine built it from a `deploy`). */
+export const wireSpecSchema = z.object({
+  id: z.string(),
+  serial: int,
+  algorithm: z.string(),
+  models: list(z.string()),
+  promptLength: int,
+  maxLength: int,
+  minTokens: int,
+  sampling: samplingSchema,
+  samplingBelowMin: samplingSchema,
+  drawSeed: z.number(),
+});
+
+export const handoffSchema = z.object({
+  type: z.literal('handoff'),
+  requestId: z.string(),
+  from: int,
+  to: int,
+  anchor: int,
+  tokens,
+  keep: z.boolean(),
+  done: z.boolean(),
+  meta: z.unknown(),
+});
+
+/** Mutable: the engine that owns a request counts into them. */
+export const countersSchema = z.object({ handoffs: int, discarded: int, admissions: z.array(int), tokensFed: z.array(int) });
+
+/** A request arriving at an engine: the unseen suffix and its anchor, what each model has seen, the owner's tallies; never KV. */
+export const wireArrivalSchema = z.object({
+  spec: wireSpecSchema,
+  handoff: handoffSchema,
+  known: z.array(int),
+  counters: countersSchema,
+  /** The whole committed sequence, when the receiver may hold no state (standard serving). */
+  context: tokens.optional(),
+});
+
+export const signalsSchema = z.object({
+  token: int,
+  entropy: z.number(),
+  maxProb: z.number(),
+  margin: z.number(),
+  tokenProb: z.number(),
+  topIds: list(int),
+  topProbs: list(z.number()),
+  hidden: z.custom<Float32Array>((v) => v instanceof Float32Array, 'a Float32Array').optional(),
+  heads: z.record(z.string(), z.number()),
+});
+
+export const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
+
+export const wireEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('commit'), requestId: z.string(), index: int, token: int, model: int, signals: signalsSchema, atHandoff: z.boolean(), counters: countersSchema }),
+  z.object({
+    type: z.literal('finish'),
+    requestId: z.string(),
+    status: z.enum(['done', 'failed']),
+    reason: z.enum(['stop', 'length', 'cancelled', 'error']),
+    error: wireErrorSchema.optional(),
+    counters: countersSchema.optional(),
+    committed: int.optional(),
+  }),
+]);
+
+export const laneReportSchema = z.object({
+  name: z.string(),
+  threshold: int,
+  ready: int,
+  running: int,
+  waitingAdmission: int,
+  pendingReturn: int,
+  executing: z.boolean(),
+  kvBytes: z.number(),
+  kvReservedBytes: z.number(),
+  batches: int,
+  rows: int,
+  admissions: int,
+  evictions: int,
+  busyMs: z.number(),
+  aheadRows: int,
+  newWork: int,
+});
+
+export const modelInfoSchema = z.object({ name: z.string(), vocabSize: int, eosTokenId: int, maxContext: int, hiddenSize: int, kvBytesPerToken: z.number() });
+
+export const algorithmSourceSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('builtin'), factory: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
+  z.object({ kind: z.literal('ir'), ir: z.unknown() }),
+  z.object({ kind: z.literal('single'), model: z.string() }),
+  z.object({ kind: z.literal('module'), module: z.string(), export: z.string(), args: list(z.unknown()).optional() }),
+]);
+
+export const algorithmRefSchema = z.object({
+  key: z.string(),
+  source: algorithmSourceSchema,
+  catalog: list(z.object({ name: z.string(), heads: list(z.string()), vocabSize: int.optional() })).optional(),
+});
+
+export const engineSettingsSchema = z.object({
+  index: int,
+  models: list(z.string()),
+  maxBatch: int,
+  threshold: int,
+  kvCapacityTokens: z.number(),
+  mode: z.enum(['step-sync', 'model-sync', 'async-immediate', 'async-delayed']),
+  retainState: z.boolean(),
+  maxWaitMs: z.number(),
+  lookahead: int,
+  origin: z.number(),
+  trace: z.boolean(),
+  checkInvariants: z.boolean(),
+});
+
+/** What the protocol uses of a MessagePort (one moves with the message that names it). */
+export interface PortLike {
+  postMessage(message: unknown, transfer?: readonly unknown[]): void;
+  on(event: 'message', listener: (message: unknown) => void): unknown;
+  close(): void;
+}
+const portSchema = z.custom<PortLike>((p) => typeof p === 'object' && p !== null && 'postMessage' in p && 'close' in p, 'a MessagePort');
+
+const status = z.enum(['done', 'failed', 'cancelled']);
+
+/** Entry → engine thread. */
+export const toEngineSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('begin'), settings: engineSettingsSchema, peers: z.record(z.string(), portSchema) }),
+  z.object({ type: z.literal('peer'), name: z.string(), port: portSchema }),
+  z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
+  z.object({ type: z.literal('arrive'), arrival: wireArrivalSchema }),
+  z.object({ type: z.literal('release'), id: z.string(), serial: int, status }),
+  z.object({ type: z.literal('threshold'), threshold: int }),
+  z.object({ type: z.literal('gate') }),
+  z.object({ type: z.literal('down'), down: z.boolean() }),
+  z.object({ type: z.literal('close') }),
+  /** Test hook: the thread dies with an uncaught error, as a native crash would kill it. */
+  z.object({ type: z.literal('crash'), message: z.string() }),
+]);
+
+/** Engine thread → engine thread: a wave's handoffs to this peer, together. */
+export const toPeerSchema = z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) });
+
+/** Engine thread → entry. One `step` message per wave: every row's commits and finishes in order, the trace, the lane. */
+export const fromEngineSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready'), info: modelInfoSchema }),
+  z.object({ type: z.literal('load-error'), message: z.string() }),
+  z.object({ type: z.literal('step'), events: list(wireEventSchema), trace: list(traceEventSchema), lane: laneReportSchema, returned: int }),
+  /** A wave's handoffs to a model whose engine runs at the entry. */
+  z.object({ type: z.literal('deliver'), to: z.string(), arrivals: list(wireArrivalSchema) }),
+  z.object({ type: z.literal('closed') }),
+]);
+
+export type WireSpec = z.infer<typeof wireSpecSchema>;
+export type WireArrival = z.infer<typeof wireArrivalSchema>;
+export type WireError = z.infer<typeof wireErrorSchema>;
+export type WireEvent = z.infer<typeof wireEventSchema>;
+export type EngineSettings = z.infer<typeof engineSettingsSchema>;
+export type AlgorithmSourceData = z.infer<typeof algorithmSourceSchema>;
+export type ToEngine = z.infer<typeof toEngineSchema>;
+export type ToPeer = z.infer<typeof toPeerSchema>;
+export type FromEngine = z.infer<typeof fromEngineSchema>;
