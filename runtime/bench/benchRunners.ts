@@ -48,7 +48,7 @@ export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readon
     tokenizer: TextTokenizer.fromFolder(folders[0]),
     maxContext: Math.min(...workers.map((w) => w.info.maxContext)),
     description: {
-      runners: 'bundled ONNX models, one worker thread each (with its engine, placement thread), intraOpNumThreads 1',
+      runners: 'bundled ONNX models, one worker thread each (the model alone, or with its engine under --placement thread), intraOpNumThreads 1',
       models_dir: path.relative(process.cwd(), dir),
       models: Object.fromEntries(folders.map((f, i) => [names[i], { layers: f.config.numLayers, hidden: f.config.hiddenSize, max_context: f.config.maxContext, heads: Object.keys(f.routers) }])),
     },

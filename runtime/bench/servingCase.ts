@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_LOOKAHEAD, parseServerConfig } from '../config/serverConfig.ts';
-import type { LaneStats } from '../engine/cluster.ts';
+import type { LaneStats } from '../engine/laneStats.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { benchmarkServingInChild } from '../loadgen/remoteBenchmark.ts';
@@ -46,7 +46,7 @@ export interface ServingCase {
   /** Keep every batch (lane, size, wall ms) and every request step (for the throughput model). */
   recordRouting?: boolean;
   client?: ClientPlacement;
-  /** Where the engines run: beside their models in engine threads (default, when the runner set has them) or on the entry's thread. */
+  /** Where the engines run: on the entry's thread (default, as `npm start`) or beside their models in engine threads (when the runner set has them). */
   placement?: EnginePlacement;
   onProgress?: (done: number, total: number) => void;
 }
@@ -86,7 +86,7 @@ export type EnginePlacement = 'thread' | 'in-process';
 
 /** `--placement thread|in-process`, checked. */
 export function enginePlacement(p: string | undefined): EnginePlacement {
-  if (p === undefined || p === 'thread' || p === 'in-process') return p ?? 'thread';
+  if (p === undefined || p === 'thread' || p === 'in-process') return p ?? 'in-process';
   throw new Error(`--placement must be thread or in-process, got "${p}"`);
 }
 
@@ -154,7 +154,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,
   });
-  const inThreads = (c.placement ?? 'thread') === 'thread' && set.threads !== undefined && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
+  const inThreads = c.placement === 'thread' && set.threads !== undefined && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
   const service = await TokenRouterService.start(
     config,
     inThreads ? { threads: new Map(Object.keys(c.lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer } : { runners: new Map(laneRunners), tokenizer: set.tokenizer },

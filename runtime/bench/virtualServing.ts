@@ -1,7 +1,8 @@
 // Serving metrics in virtual time: a closed loop over the real cluster and simulated runners, timed per token.
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
-import { Cluster, type LaneStats } from '../engine/cluster.ts';
+import { Cluster } from '../engine/cluster.ts';
+import type { LaneStats } from '../engine/laneStats.ts';
 import { servingMetrics, type RequestRecord, type ServingMetrics } from '../loadgen/requestMetrics.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';

@@ -54,13 +54,14 @@ export const serverConfigSchema = z
         /** Most lookahead steps per row (async modes): a model decodes on without a round trip while its rows mostly stay. 0 = off. */
         lookahead: z.number().int().min(0).max(64).default(DEFAULT_LOOKAHEAD),
         /**
-         * Where a local model's engine runs: "thread" (its scheduler, KV pool and routing beside the
-         * model in the model's worker thread) or "in-process" (on the entry's thread, the model alone in a worker).
+         * Where a local model's engine runs: "in-process" (on the entry's thread, the model alone in a
+         * worker) or "thread" (its scheduler, KV pool and routing beside the model in the model's
+         * worker thread). In-process stays the default while it is the faster one here (docs/benchmarks.md).
          */
-        placement: z.enum(['thread', 'in-process']).default('thread'),
+        placement: z.enum(['thread', 'in-process']).default('in-process'),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD, placement: 'thread' }),
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD, placement: 'in-process' }),
     limits: z
       .object({
         /** N: requests decoding at once. */

@@ -41,14 +41,11 @@ export interface ClusterOptions {
   lookahead?: number;
 }
 
-export type { LaneStats } from './laneStats.ts';
-
 export interface RequestHandle {
   readonly id: string;
   readonly done: Promise<RequestResult>;
   cancel(): void;
 }
-
 
 export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   readonly clock: Clock;
@@ -107,6 +104,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     this.threads = this.engines.filter((e): e is ThreadEngine => e instanceof ThreadEngine);
     for (const e of this.engines) this.byName.set(e.name, e);
     for (const lane of this.lanes) this.watchRunner(lane, lane.runner);
+    for (const t of this.threads) this.watchThread(t);
     const starts = opts.models.flatMap((m, i) => (m.thread ? [{ engine: m.thread, settings: this.settingsFor(i, { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity }) }] : []));
     beginThreads(starts, this);
     this.validateThresholds(this.engines.map((l) => l.threshold));
@@ -158,6 +156,9 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
       if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
       return lane;
     });
+    // a dead engine thread would never answer (an in-process engine that is down fails its steps fast)
+    const down = lanes.find((l) => l instanceof ThreadEngine && l.down);
+    if (down) throw new TokenRouterError('unavailable', `model ${down.name} is down; retry shortly`, 'model');
     if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
       throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
     }
@@ -267,8 +268,16 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     this.engines[i] = fresh;
     this.threads[this.threads.indexOf(old)] = fresh;
     this.byName.set(name, fresh);
+    this.watchThread(fresh);
     rejoinThread(fresh, this.settingsFor(i, old), this.threads, this);
     this.flush();
+  }
+
+  /** A dead engine thread's requests fail at once, whoever restarts it. */
+  private watchThread(t: ThreadEngine): void {
+    t.onFailure((e) => {
+      if (this.byName.get(t.name) === t) this.failLane(t.name, e);
+    });
   }
 
   private engineNamed(name: string): EngineClient {

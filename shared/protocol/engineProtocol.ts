@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { traceEventSchema } from '../trace.ts';
 
 const int = z.number().int();
+/** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
+const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
 /** Arrays as the runtime holds them: read-only once built. */
 const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
@@ -122,10 +124,10 @@ export const engineSettingsSchema = z.object({
   models: list(z.string()),
   maxBatch: int,
   threshold: int,
-  kvCapacityTokens: z.number(),
+  kvCapacityTokens: amount,
   mode: z.enum(['step-sync', 'model-sync', 'async-immediate', 'async-delayed']),
   retainState: z.boolean(),
-  maxWaitMs: z.number(),
+  maxWaitMs: amount,
   lookahead: int,
   origin: z.number(),
   trace: z.boolean(),

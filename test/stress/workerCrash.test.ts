@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer } from '../../runtime/server/createServer.ts';
 import { sampleQuestion } from '../../runtime/serve/loadGenerator.ts';
@@ -14,24 +15,24 @@ const MODELS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '.
 const HAVE_ONNX = ['small', 'large'].every((m) => fs.existsSync(path.join(MODELS_DIR, m, 'onnx', 'model.onnx')));
 
 interface Target {
-  kind: 'onnx-thread' | 'simulated';
+  kind: string;
   service: TokenRouterService;
   url: string;
   crash(): void;
   close(): Promise<void>;
 }
 
-async function start(): Promise<Target> {
+async function start(placement: 'in-process' | 'thread'): Promise<Target> {
   if (HAVE_ONNX) {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-onnx-crash-'));
-    const config = parseServerConfig({ port: 0, dataDir, modelsDir: MODELS_DIR, models: [{ name: 'small', maxBatch: 16 }, { name: 'large', maxBatch: 16 }], limits: { maxConcurrency: 16, maxQueue: 64, maxTokens: 256, maxBodyBytes: 2 ** 20 } });
+    const config = parseServerConfig({ port: 0, dataDir, modelsDir: MODELS_DIR, models: [{ name: 'small', maxBatch: 16 }, { name: 'large', maxBatch: 16 }], scheduling: { placement }, limits: { maxConcurrency: 16, maxQueue: 64, maxTokens: 256, maxBodyBytes: 2 ** 20 } });
     const service = await TokenRouterService.start(config);
     const server = await startServer(service, 0, '127.0.0.1');
     return {
-      kind: 'onnx-thread',
+      kind: `onnx-${config.scheduling.placement}`,
       service,
       url: server.url,
-      crash: () => service.threads.get('large')!.crashForTest('killed by the stress test'),
+      crash: () => (service.threads.get('large') ?? (service.runners.get('large') as WorkerRunner)).crashForTest('killed by the stress test'),
       close: async () => {
         await server.close();
         await service.close();
@@ -42,9 +43,10 @@ async function start(): Promise<Target> {
   return { kind: 'simulated', service: rig.service, url: rig.url, crash: () => (rig.service.runners.get('large') as CrashableRunner).crash('killed by the stress test'), close: () => rig.close() };
 }
 
-describe('a sub-server worker killed mid-load', () => {
+// Both placements: the model alone in a worker (in-process engines), and the model with its engine in an engine thread.
+describe.each(HAVE_ONNX ? (['in-process', 'thread'] as const) : (['in-process'] as const))('a sub-server worker killed mid-load (%s placement)', (placement) => {
   it('fails only requests holding state on it (clear error), refuses new ones while down (503), restarts by itself, releases every KV byte', async () => {
-    const t = await start();
+    const t = await start(placement);
     try {
       const s = t.service;
       const outcomes: { model: string; result: 'ok' | 'failed' | 'refused'; detail: string }[] = [];
