@@ -5,15 +5,12 @@ import { Cluster } from '../../runtime/engine/cluster.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
-import { runWorkload, type WorkloadRequest } from './runWorkload.ts';
-import { draw3 } from '../../runtime/util/hash.ts';
+import { runWorkload } from './runWorkload.ts';
+import { pick, randomCase } from './randomCase.ts';
 import { randomAlgorithm } from './randomAlgorithm.ts';
 
 const CASES_PER_SETTING = 64; // × 8 settings = 512 cases
 
-function pick(seed: number, salt: number, lo: number, hi: number): number {
-  return lo + Math.floor(draw3(seed, salt, 99) * (hi - lo + 1));
-}
 
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
@@ -24,46 +21,22 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
     let yields = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
-      const k = pick(seed, 1, 1, 3);
-      const names = ['small', 'medium', 'large'].slice(0, k);
-      const eos = pick(seed, 2, 0, 1) === 1 ? 3 : -1;
-      // Half the cases let runners look ahead (and roll back what the engine does not use).
-      const maxAhead = pick(seed, 8, 0, 1) === 1 ? pick(seed, 9, 1, 6) : 0;
-      // …streamed step by step in virtual time (as a worker runner does) or all at once.
+      const { k, names, eos, maxAhead, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, lookahead, maxWaitMs } = randomCase(seed, mode);
+      // Lookahead, when a case has it, is streamed step by step in virtual time (as a worker runner does) or all at once.
       const clock = new VirtualClock();
       const streamOn = pick(seed, 10, 0, 1) === 1 ? clock : undefined;
       const mkRunners = (stream?: VirtualClock) =>
         names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, maxAhead, streamOn: stream, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
       const runners = mkRunners(streamOn);
-      const concurrency = pick(seed, 3, 1, 32);
-      const nRequests = pick(seed, 4, 1, 40);
-      const requests: WorkloadRequest[] = Array.from({ length: nRequests }, (_, r) => ({
-        id: `r${r}`,
-        prompt: Array.from({ length: pick(seed, 100 + r, 1, 12) }, (_, j) => pick(seed, 1000 * r + j, 4, 40)),
-        maxTokens: pick(seed, 200 + r, 1, 30),
-        sampling: { seed: pick(seed, 300 + r, 0, 1 << 20) },
-      }));
-      const maxLen = Math.max(...requests.map((r) => r.prompt.length + r.maxTokens));
-      const tightMemory = pick(seed, 5, 0, 2) === 0;
-      const maxBatch = names.map((_, i) => pick(seed, 20 + i, 1, 8));
-      const thresholds = names.map((_, i) => (mode === 'async-delayed' ? Math.min(maxBatch[i], pick(seed, 10 + i, 1, 4)) : 1));
-      // Clamp to feasibility: Σ(T−1) < N.
-      while (thresholds.reduce((s, t) => s + t - 1, 0) >= concurrency) thresholds[thresholds.indexOf(Math.max(...thresholds))]--;
       const cluster = new Cluster({
         clock,
         mode,
         retainState: retain,
         maxConcurrency: concurrency,
         checkInvariants: true,
-        lookahead: maxAhead > 0 ? pick(seed, 7, 1, 8) : 0,
-        maxWaitMs: pick(seed, 6, 1, 40),
-        models: names.map((name, i) => ({
-          name,
-          runner: runners[i],
-          maxBatch: maxBatch[i],
-          threshold: thresholds[i],
-          kvCapacityTokens: tightMemory ? maxLen + pick(seed, 30 + i, 0, maxLen) : Infinity,
-        })),
+        lookahead,
+        maxWaitMs,
+        models: names.map((name, i) => ({ name, runner: runners[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
       });
       const alg = randomAlgorithm(seed, names);
       const results = runWorkload(cluster, clock, alg, requests);

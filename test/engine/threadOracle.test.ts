@@ -7,39 +7,24 @@ import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
 import type { RequestResult } from '../../runtime/engine/requestState.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
-import { draw3 } from '../../runtime/util/hash.ts';
 import { randomAlgorithm } from '../core/randomAlgorithm.ts';
+import { randomCase } from '../core/randomCase.ts';
 import { caseRunner } from './threadSim.ts';
 
 const CASES_PER_SETTING = 8; // × 8 settings = 64 cases
 const SIM = fileURLToPath(new URL('./threadSim.ts', import.meta.url));
 const RANDOM = fileURLToPath(new URL('../core/randomAlgorithm.ts', import.meta.url));
 
-function pick(seed: number, salt: number, lo: number, hi: number): number {
-  return lo + Math.floor(draw3(seed, salt, 99) * (hi - lo + 1));
-}
+/** Smaller than the in-process test's: every case starts its engine threads in real time. */
+const BOUNDS = { concurrency: 24, requests: 24, maxTokens: 24, maxAhead: 4, maxWaitMs: 10 };
 
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('thread placement, mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
     let checked = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 6007 + (retain ? 3 : 5) * 104729 + SCHEDULING_MODES.indexOf(mode) * 7919) >>> 0;
-      const k = pick(seed, 1, 1, 3);
-      const names = ['small', 'medium', 'large'].slice(0, k);
-      const eos = pick(seed, 2, 0, 1) === 1 ? 3 : -1;
-      const maxAhead = mode.startsWith('async') && pick(seed, 8, 0, 1) === 1 ? pick(seed, 9, 1, 4) : 0;
-      const concurrency = pick(seed, 3, 1, 24);
-      const requests = Array.from({ length: pick(seed, 4, 1, 24) }, (_, r) => ({
-        id: `r${r}`,
-        prompt: Array.from({ length: pick(seed, 100 + r, 1, 12) }, (_, j) => pick(seed, 1000 * r + j, 4, 40)),
-        maxTokens: pick(seed, 200 + r, 1, 24),
-        sampling: { seed: pick(seed, 300 + r, 0, 1 << 20) },
-      }));
-      const maxLen = Math.max(...requests.map((r) => r.prompt.length + r.maxTokens));
-      const tightMemory = pick(seed, 5, 0, 2) === 0;
-      const maxBatch = names.map((_, i) => pick(seed, 20 + i, 1, 8));
-      const thresholds = names.map((_, i) => (mode === 'async-delayed' ? Math.min(maxBatch[i], pick(seed, 10 + i, 1, 4)) : 1));
-      while (thresholds.reduce((s, t) => s + t - 1, 0) >= concurrency) thresholds[thresholds.indexOf(Math.max(...thresholds))]--;
+      const { k, names, eos, maxAhead: drawnAhead, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, lookahead, maxWaitMs } = randomCase(seed, mode, BOUNDS);
+      const maxAhead = mode.startsWith('async') ? drawnAhead : 0;
       const threads = await Promise.all(names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, eos, maxAhead] })));
       const cluster = new Cluster({
         clock: createRealClock(),
@@ -47,9 +32,9 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         retainState: retain,
         maxConcurrency: concurrency,
         checkInvariants: true,
-        lookahead: maxAhead > 0 ? pick(seed, 7, 1, 8) : 0,
-        maxWaitMs: pick(seed, 6, 1, 10),
-        models: names.map((name, i) => ({ name, thread: threads[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: tightMemory ? maxLen + pick(seed, 30 + i, 0, maxLen) : Infinity })),
+        lookahead: maxAhead > 0 ? lookahead : 0,
+        maxWaitMs,
+        models: names.map((name, i) => ({ name, thread: threads[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
       });
       try {
         const alg = randomAlgorithm(seed, names);
