@@ -220,7 +220,12 @@ export class TokenRouterService {
       opts.checkInvariants ?? process.env.TOKENROUTER_CHECK_INVARIANTS === '1',
     );
     // Every stored algorithm is loaded now, so one that no longer loads is reported at start.
-    for (const e of registry.list()) if (e.activeVersion !== null) service.serving(e.name);
+    for (const e of registry.list()) {
+      if (e.activeVersion === null) continue;
+      // stored by an older build, which let an algorithm take a model's name: the model keeps it
+      if (service.info(e.name)) console.error(`[tokenrouter] algorithm ${e.name} is named like a served model; requests for "${e.name}" get the model, and the algorithm is not served (deploy it under another name)`);
+      else service.serving(e.name);
+    }
     return service;
   }
 
@@ -296,7 +301,7 @@ export class TokenRouterService {
   modelIds(): string[] {
     const algs = this.registry
       .list()
-      .filter((e) => e.activeVersion !== null && this.serving(e.name) !== null)
+      .filter((e) => e.activeVersion !== null && !this.info(e.name) && this.serving(e.name) !== null)
       .map((e) => e.name);
     return [...algs, ...this.config.models.map((m) => m.name)];
   }
@@ -382,7 +387,7 @@ export class TokenRouterService {
       const served = this.drafts.get(draftIr, (ir, hash) => ({ algorithm: this.instantiate({ kind: 'ir', ir }), ref: { key: `draft:${hash}`, source: { kind: 'ir', ir }, catalog: this.catalog() } }));
       return { ...served, name: 'draft', version: null };
     }
-    if (this.registry.active(model)) {
+    if (this.registry.active(model) && !this.info(model)) {
       const s = this.serving(model);
       if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
       return { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };

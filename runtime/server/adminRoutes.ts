@@ -49,10 +49,13 @@ export function adminRoutes(service: TokenRouterService): Router {
     '/admin/algorithms/:name/versions',
     wrap((req, res) => {
       const body = parseBody(versionBody, req.body);
+      const name = String(req.params.name);
+      // A model's name is its own: an algorithm named so would shadow it in /v1/models and in requests.
+      if (service.info(name)) throw new TokenRouterError('conflict', `"${name}" is the name of a model this server serves; an algorithm cannot take it (choose another name)`, 'name');
       const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
       // Proven before storing (compiled, and its models served here): a stored version always loads.
       service.deployable(spec);
-      const v = service.registry.createVersion(String(req.params.name), spec, { activate: body.activate === true });
+      const v = service.registry.createVersion(name, spec, { activate: body.activate === true });
       res.status(201).json({ name: v.name, version: v.version });
     }),
   );

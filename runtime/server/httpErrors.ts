@@ -11,6 +11,7 @@ const STATUS: Record<ErrorCode, number> = {
   forbidden_host: 403,
   infeasible_thresholds: 400,
   not_found: 404,
+  conflict: 409,
   too_large: 413,
   overloaded: 429,
   unavailable: 503,
