@@ -1,18 +1,6 @@
 // A ModelRunner wrapper for benchmarks: one runner outlives every server a suite starts (close is a no-op, shutdown ends it).
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 
-/** One step as the breakdown reads it, in performance.now() ms (engines report it on their batch events). */
-export interface StepTiming {
-  /** runner.step was called (rows already packed by the engine). */
-  callMs: number;
-  /** The result was back in the engine. */
-  resolveMs: number;
-  /** Time inside the model itself (session.run + router heads), as the runner reports it. */
-  modelMs: number;
-  rows: number;
-  tokens: number;
-}
-
 export class MeteredRunner implements ModelRunner {
   readonly info: ModelInfo;
   readonly label: string;

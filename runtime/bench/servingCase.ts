@@ -12,7 +12,7 @@ import { startServer } from '../server/createServer.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { TraceDir } from '../trace/traceDir.ts';
 import type { RunnerSet } from './benchRunners.ts';
-import type { MeteredRunner, StepTiming } from './meteredRunner.ts';
+import type { MeteredRunner } from './meteredRunner.ts';
 
 export interface ServingMode {
   /** Short name for tables, e.g. "tokenrouter" or "baseline". */
@@ -49,6 +49,18 @@ export interface ServingCase {
   /** Where the engines run: on the entry's thread (default, as `npm start`) or beside their models in engine threads (when the runner set has them). */
   placement?: EnginePlacement;
   onProgress?: (done: number, total: number) => void;
+}
+
+/** One step as the breakdown reads it, in performance.now() ms (engines report it on their batch events). */
+export interface StepTiming {
+  /** runner.step was called (rows already packed by the engine). */
+  callMs: number;
+  /** The result was back in the engine. */
+  resolveMs: number;
+  /** Time inside the model itself (session.run + router heads), as the runner reports it. */
+  modelMs: number;
+  rows: number;
+  tokens: number;
 }
 
 /** One batch with wall times (performance.now() ms) from launch to "results routed". */

@@ -1,5 +1,5 @@
 // The entry and its engines in one process: admits requests, streams what the engines commit, ends requests everywhere.
-import type { Algorithm, Handoff } from '../../shared/algorithm.ts';
+import type { Handoff } from '../../shared/algorithm.ts';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';

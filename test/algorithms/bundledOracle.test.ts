@@ -111,7 +111,7 @@ describe('worker runners with streamed lookahead', () => {
 // Thread placement, the default for ONNX models: each model's engine (scheduler, KV pool, routing) and
 // its runner together in one worker thread; handoffs go thread to thread.
 describe('thread placement', () => {
-  it.each(['r-stitch', 'citer', 'r2r', 'co-llm', 'me'].flatMap((name) => [0, 8].map((lookahead) => ({ name, lookahead }))))('$name, lookahead $lookahead, commits what the sequential oracle commits', async ({ name, lookahead }) => {
+  it.each(SETTINGS)('$name, lookahead $lookahead, commits what the sequential oracle commits', async ({ name, lookahead }) => {
     const algorithm = builtinFactory(name)();
     const threads = await Promise.all(algorithm.models.map((m) => ThreadEngine.start(m, { kind: 'onnx', folder: modelDir(m), opts: { intraOpNumThreads: 1 } })));
     try {
