@@ -269,7 +269,9 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     try {
       if (!this.queues.admit(local)) return;
     } catch (e) {
-      return this.finish(local, 'failed', 'error', new TokenRouterError('too_large', (e as Error).message, 'max_tokens'));
+      // only a request that can never fit is refused here; anything else is a bug and stays loud
+      if (!(e instanceof TokenRouterError)) throw e;
+      return this.finish(local, 'failed', 'error', new TokenRouterError(e.code, `${this.name}: ${e.message}`, e.param));
     }
     this.move(local, { type: 'ADMIT' });
     this.enqueue(local);

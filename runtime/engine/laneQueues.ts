@@ -1,4 +1,5 @@
 // One engine's queues and KV pool: ready FIFO, admission queue, pending-return caches; planners decide, this applies.
+import { TokenRouterError } from '../errors.ts';
 import { planAdmission } from '../scheduler/planAdmission.ts';
 import type { ReadyRow } from '../scheduler/planBatch.ts';
 import { CachePool } from './cachePool.ts';
@@ -100,7 +101,9 @@ export class LaneQueues {
    */
   admit(local: LocalRequest): boolean {
     const need = local.spec.maxLength;
-    if (need > this.pool.capacityTokens) throw new RangeError(`request ${local.id} needs ${need} KV tokens, the pool holds ${this.pool.capacityTokens}`);
+    if (need > this.pool.capacityTokens) {
+      throw new TokenRouterError('too_large', `request ${local.id} needs ${need} KV tokens (prompt + max_tokens), more than the whole KV pool holds (${this.pool.capacityTokens})`, 'max_tokens');
+    }
     this.admissionQueue.push(local);
     return this.admitWaiting().includes(local);
   }

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
+import type { TokenAttribution } from '../../shared/api/openai.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemote, connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteRunners.ts';
@@ -39,13 +40,8 @@ function startThread(m: ServerConfig['models'][number], folder: ModelFolder): Pr
 /** Built-ins stored as version 1 on first start. */
 const SEEDED = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me', 'query-router'];
 
-export interface StreamToken {
-  id: number;
-  text: string;
-  model: string;
-  signals: { entropy: number; maxProb: number; margin: number; heads: Readonly<Record<string, number>> };
-  decision: 'stay' | 'handoff';
-  kept: true;
+/** A committed token as the service streams it: the wire's attribution, plus logprobs for the HTTP layer to shape. */
+export interface StreamToken extends TokenAttribution {
   /** Only when the request asked for logprobs (sampling.topLogprobs): the writing model's distribution here. */
   logprobs?: TokenLogprobs;
 }
@@ -200,10 +196,8 @@ export class TokenRouterService {
     const registry = new AlgorithmRegistry(config.dataDir);
     const modelNames = new Set(config.models.map((m) => m.name));
     for (const name of SEEDED) {
-      if (registry.get(name)) continue;
       const alg = builtinFactory(name)?.();
-      if (!alg || !alg.models.every((m) => modelNames.has(m))) continue;
-      registry.createVersion(name, { kind: 'builtin', factory: name }, { activate: true });
+      if (alg && alg.models.every((m) => modelNames.has(m))) registry.seed(name, { kind: 'builtin', factory: name });
     }
     const service = new TokenRouterService(
       config,
@@ -304,6 +298,19 @@ export class TokenRouterService {
       .filter((e) => e.activeVersion !== null && !this.info(e.name) && this.serving(e.name) !== null)
       .map((e) => e.name);
     return [...algs, ...this.config.models.map((m) => m.name)];
+  }
+
+  /**
+   * Removes an algorithm and every version of it. Requests already running keep the algorithm they
+   * resolved and finish; new ones get 404. The default algorithm stays: load runs and clients
+   * without a model rely on it.
+   */
+  deleteAlgorithm(name: string): number {
+    if (name === this.config.defaultAlgorithm) throw new TokenRouterError('conflict', `${name} is the default algorithm of this server and cannot be deleted (point defaultAlgorithm in the server config at another algorithm and restart first)`, 'name');
+    const removed = this.registry.delete(name);
+    if (removed === null) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
+    for (const cache of [this.compiled, this.unloadable, this.reported]) for (const key of [...cache.keys()]) if (key.startsWith(`${name}@`)) cache.delete(key);
+    return removed;
   }
 
   /** Builds an algorithm from a stored spec; IR is compiled against the deployed models. */

@@ -4,10 +4,16 @@ import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import type { OpenAIErrorBody } from '../../shared/api/openai.ts';
 import { IrCompileError } from '../algorithms/compileIr.ts';
+import { RemoteRunnerError } from '../distributed/remoteRunnerError.ts';
+import { EngineThreadError } from '../engine/threadEngine.ts';
 import { TokenRouterError, type ErrorCode } from '../errors.ts';
+import { StepError } from '../runner/onnxRunner.ts';
+import { WorkerRunnerError } from '../runner/workerRunner.ts';
+import { ThroughputError, type ThroughputErrorCode } from '../throughput/ThroughputError.ts';
 
 const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
+  invalid_ir: 400,
   forbidden_host: 403,
   infeasible_thresholds: 400,
   not_found: 404,
@@ -33,34 +39,55 @@ function typeFor(status: number): string {
   return status >= 500 ? 'server_error' : 'invalid_request_error';
 }
 
+const THROUGHPUT: Record<ThroughputErrorCode, ErrorCode> = {
+  INFEASIBLE_THRESHOLDS: 'infeasible_thresholds',
+  NO_FEASIBLE_THRESHOLDS: 'infeasible_thresholds',
+  INVALID_INPUT: 'invalid_request',
+  NO_DATA: 'invalid_request',
+  STATE_SPACE_TOO_LARGE: 'invalid_request',
+};
+
+/**
+ * Every typed error of the runtime, as the one error type the server answers with. The modules keep
+ * their own classes (callers branch on them); only here do they meet HTTP. Bugs and server-side
+ * problems (a broken model folder, a lifecycle or invariant violation) are internal: the client gets
+ * a plain 500 and the log gets the error.
+ */
+export function asTokenRouterError(e: unknown): TokenRouterError {
+  if (e instanceof TokenRouterError) return e;
+  if (e instanceof IrCompileError) return new TokenRouterError('invalid_ir', e.message, 'ir', e.details);
+  if (e instanceof ThroughputError) return new TokenRouterError(THROUGHPUT[e.code], e.message, 'thresholds', Object.keys(e.details).length > 0 ? e.details : undefined);
+  if (e instanceof StepError || e instanceof WorkerRunnerError || e instanceof EngineThreadError || e instanceof RemoteRunnerError) return new TokenRouterError('runner_error', e.message, 'model');
+  // ModelFolderError, LifecycleError, InvariantError and anything untyped: the server's own fault
+  return new TokenRouterError('internal', 'internal error');
+}
+
 /** Maps anything thrown to a status and an OpenAI-shaped body; unknown errors become a plain 500. */
 export function toHttpError(e: unknown): HttpError {
-  if (e instanceof TokenRouterError) {
-    const status = STATUS[e.code];
-    return {
-      status,
-      // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
-      body: { error: { message: e.message, type: typeFor(status), param: e.param, code: e.code === 'not_found' && e.param === 'model' ? 'model_not_found' : e.code } },
-      headers: status === 429 ? { 'Retry-After': '1' } : {},
-    };
-  }
-  if (e instanceof IrCompileError) {
-    return { status: 400, body: { error: { message: e.message, type: 'invalid_request_error', param: 'ir', code: 'invalid_ir', details: e.details } }, headers: {} };
-  }
-  // body-parser errors carry a status and a type string.
   const be = e as { status?: number; type?: string; message?: string };
-  if (typeof be?.status === 'number' && be.status >= 400 && be.status < 500) {
-    const msg =
-      be.type === 'entity.too.large'
-        ? 'request body is too large'
-        : be.type === 'entity.parse.failed'
-          ? `request body is not valid JSON: ${be.message}`
-          : be.type === 'charset.unsupported' || be.type === 'encoding.unsupported'
-            ? `unsupported body encoding: ${be.message}`
-            : (be.message ?? 'bad request');
-    return { status: be.status, body: { error: { message: msg, type: typeFor(be.status), param: null, code: be.type ?? null } }, headers: {} };
-  }
-  return { status: 500, body: { error: { message: 'internal error', type: 'server_error', param: null, code: 'internal' } }, headers: {} };
+  if (typeof be?.status === 'number' && be.status >= 400 && be.status < 500) return bodyParserError(be);
+  const t = asTokenRouterError(e);
+  const status = STATUS[t.code];
+  return {
+    status,
+    // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
+    body: { error: { message: t.message, type: typeFor(status), param: t.param, code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code, ...(t.details === undefined ? {} : { details: t.details }) } },
+    headers: status === 429 ? { 'Retry-After': '1' } : {},
+  };
+}
+
+/** body-parser's errors carry a status and a type string. */
+function bodyParserError(be: { status?: number; type?: string; message?: string }): HttpError {
+  const status = be.status!;
+  const msg =
+    be.type === 'entity.too.large'
+      ? 'request body is too large'
+      : be.type === 'entity.parse.failed'
+        ? `request body is not valid JSON: ${be.message}`
+        : be.type === 'charset.unsupported' || be.type === 'encoding.unsupported'
+          ? `unsupported body encoding: ${be.message}`
+          : (be.message ?? 'bad request');
+  return { status, body: { error: { message: msg, type: typeFor(status), param: null, code: be.type ?? null } }, headers: {} };
 }
 
 export function sendError(res: Response, e: unknown): void {

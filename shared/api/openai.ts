@@ -138,24 +138,26 @@ export interface CompletionLogprobs {
   tokenrouter_models: string[];
 }
 
-/** Per committed token: who produced it, what route() saw, and what it decided. */
-export interface TokenAttribution {
-  id: number;
-  text: string;
-  model: string;
-  signals: { entropy: number; maxProb: number; margin: number; heads: Readonly<Record<string, number>> };
-  decision: 'stay' | 'handoff';
-  kept: boolean;
-}
+/** Per committed token: who produced it, what route() saw, and what it decided (`tokenrouter.tokens[]`, opt-in). */
+export const tokenAttributionSchema = z.object({
+  id: z.number().int(),
+  text: z.string(),
+  model: z.string(),
+  signals: z.object({ entropy: z.number(), maxProb: z.number(), margin: z.number(), heads: z.record(z.string(), z.number()) }),
+  decision: z.enum(['stay', 'handoff']),
+  kept: z.boolean(),
+});
+export type TokenAttribution = z.infer<typeof tokenAttributionSchema>;
 
-/** Per request: committed tokens by model and how often the request switched. */
-export interface RequestAttribution {
-  algorithm: string;
-  version: number | null;
-  tokens_by_model: Record<string, number>;
-  handoffs: number;
-  discarded_tokens: number;
-}
+/** Per request: committed tokens by model and how often the request switched (`tokenrouter` on every response). */
+export const requestAttributionSchema = z.object({
+  algorithm: z.string(),
+  version: z.number().int().nullable(),
+  tokens_by_model: z.record(z.string(), z.number()),
+  handoffs: z.number().int(),
+  discarded_tokens: z.number().int(),
+});
+export type RequestAttribution = z.infer<typeof requestAttributionSchema>;
 
 export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null; details?: unknown };

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
+import { TokenRouterError } from '../../runtime/errors.ts';
 import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { everyN } from './everyN.ts';
@@ -66,5 +67,26 @@ describe('KV capacity that changes under the engine', () => {
     for (const f of failed) expect(f.error?.message).toMatch(/model large now holds 20 KV tokens; this request needs 23/);
     expect(results.filter((r) => r.status === 'done')).toHaveLength(6 - waiting);
     for (const l of s.cluster.laneStats()) expect([l.name, l.kvReservedBytes, l.running]).toEqual([l.name, 0, 0]);
+  });
+});
+
+describe('a request larger than the whole pool', () => {
+  it('fails as too_large naming the model and the pool (not as a generic admission error)', async () => {
+    const clock = new VirtualClock();
+    const cluster = new Cluster({
+      clock,
+      checkInvariants: true,
+      models: [
+        { name: 'small', runner: new SimRunner({ name: 'small', latency: () => 1 }) },
+        { name: 'large', runner: new SimRunner({ name: 'large', latency: () => 5 }), kvCapacityTokens: 10 },
+      ],
+    });
+    const h = cluster.submit({ id: 'big', prompt: [4, 5, 6], maxTokens: 20, algorithm: everyN(2) });
+    clock.run();
+    const r = await h.done;
+    expect(r.status).toBe('failed');
+    expect(r.error).toBeInstanceOf(TokenRouterError);
+    expect([(r.error as TokenRouterError).code, (r.error as TokenRouterError).param]).toEqual(['too_large', 'max_tokens']);
+    expect(r.error?.message).toBe('large: request big needs 23 KV tokens (prompt + max_tokens), more than the whole KV pool holds (10)');
   });
 });

@@ -3,6 +3,7 @@ import net from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { liveMessageSchema } from '../../shared/api/live.ts';
 import { LIMITS } from '../../shared/ir/nodeTypes.ts';
 import { chainIr, rStitchIr } from './irFixtures.ts';
 import { call, expectNothingLeft, expectStillServing, startRig, type Rig } from './harness.ts';
@@ -275,6 +276,17 @@ describe('live feed: bad frames', () => {
     await expect.poll(() => messages.some((m) => m.type === 'events'), { timeout: 3000 }).toBe(true);
     expect(ws.readyState).toBe(WebSocket.OPEN);
     ws.close();
+  });
+
+  it('sends only messages the shared live schema accepts (the timeline checks the same schema)', async () => {
+    const { ws, messages } = await open();
+    await expectStillServing(rig.url);
+    await expect.poll(() => ['snapshot', 'events', 'stats'].every((t) => messages.some((m) => m.type === t)), { timeout: 5000 }).toBe(true);
+    ws.close();
+    for (const m of messages) {
+      const r = liveMessageSchema.safeParse(m);
+      expect(r.success ? 'ok' : `${m.type}: ${r.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`).toBe('ok');
+    }
   });
 
   it('closes an oversized frame with 1009 and a flood with 1008, then serves new clients', async () => {

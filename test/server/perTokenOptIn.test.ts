@@ -1,5 +1,6 @@
 // The per-token array of non-streamed answers is opt-in (tokenrouter_tokens: true); attribution totals stay (real HTTP).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestAttributionSchema, tokenAttributionSchema } from '../../shared/api/openai.ts';
 import { startTestServer, type TestServer } from './testService.ts';
 
 let t: TestServer;
@@ -26,6 +27,9 @@ describe('tokenrouter.tokens in non-streamed answers', () => {
     expect(typeof plain.tokenrouter.handoffs).toBe('number');
     const asked = await post({ tokenrouter_tokens: true });
     expect(asked.tokenrouter.tokens).toHaveLength(asked.usage.completion_tokens);
+    // the wire matches the shared schemas that the designer parses with
+    expect(requestAttributionSchema.safeParse(asked.tokenrouter).error).toBeUndefined();
+    for (const tok of asked.tokenrouter.tokens!) expect(tokenAttributionSchema.strict().safeParse(tok).error).toBeUndefined();
     expect(asked.tokenrouter.tokens!.filter((x) => x.model === 'small').length).toBe(asked.tokenrouter.tokens_by_model.small);
   });
 

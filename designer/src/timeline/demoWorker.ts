@@ -1,4 +1,5 @@
 // Demo "server" in a worker: an endless simulated runtime sending /live-shaped JSON messages at a target event rate.
+import type { LiveMessage } from '../../../shared/api/live.ts';
 import type { TraceEvent } from '../../../shared/trace.ts';
 import { createTraceStream } from '../../../shared/timeline/generateTrace.ts';
 
@@ -40,14 +41,16 @@ self.onmessage = (msg: MessageEvent<{ rate: number; tickMs: number; algorithm: '
     if (out.length) self.postMessage(JSON.stringify({ type: 'events', events: out.map(restamp) }));
     if (performance.now() - lastStats > 500) {
       lastStats = performance.now();
-      self.postMessage(JSON.stringify({
+      const stats: LiveMessage = {
         type: 'stats', now: at(tNow),
         models: [...lastBatch.keys()].map((name) => ({
           name, running: lastBatch.get(name) ?? 0, waiting: lastQueue.get(name) ?? 0, pendingReturn: 0,
           // Illustrative only: ~96 KiB of KV per token of a 64-token context per running row.
           kvBytes: (lastBatch.get(name) ?? 0) * 96 * 1024 * 64,
+          threshold: 1,
         })),
-      }));
+      };
+      self.postMessage(JSON.stringify(stats));
     }
   }, tickMs);
 };

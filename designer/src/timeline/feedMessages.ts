@@ -1,22 +1,8 @@
 // Live feed messages, no browser API: the /live protocol (snapshot, events, stats, dropped) validated at the edge, and its URL.
-import { z } from 'zod';
+import { liveEnvelopeSchema, type LaneLiveStats } from '../../../shared/api/live.ts';
 import { traceEventSchema, type TraceEvent } from '../../../shared/trace.ts';
 
-export interface ModelGauge { name: string; running: number; waiting: number; pendingReturn: number; kvBytes: number; }
-export interface LiveStats { now: number; models: ModelGauge[]; }
-
-const gaugeSchema = z.object({
-  name: z.string(), running: z.number(), waiting: z.number(), pendingReturn: z.number(), kvBytes: z.number(),
-});
-
-/** Envelopes only: events are validated one by one so that one bad event does not cost the whole batch. */
-const messageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('snapshot'), events: z.array(z.unknown()), now: z.number() }),
-  z.object({ type: z.literal('events'), events: z.array(z.unknown()) }),
-  z.object({ type: z.literal('stats'), now: z.number(), models: z.array(gaugeSchema) }),
-  z.object({ type: z.literal('dropped'), count: z.number() }),
-  z.object({ type: z.literal('error'), message: z.string() }),
-]);
+export interface LiveStats { now: number; models: LaneLiveStats[]; }
 
 export type FeedStatus = 'connecting' | 'open' | 'closed' | 'error';
 
@@ -56,7 +42,7 @@ export function createMessageHandler(handlers: FeedHandlers): (text: string) => 
   return (text) => {
     let data: unknown;
     try { data = JSON.parse(text); } catch { handlers.onInvalid?.(1, 'message is not JSON'); return; }
-    const msg = messageSchema.safeParse(data);
+    const msg = liveEnvelopeSchema.safeParse(data);
     if (!msg.success) { handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`); return; }
     const m = msg.data;
     switch (m.type) {
