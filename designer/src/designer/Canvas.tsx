@@ -1,4 +1,4 @@
-// The graph canvas: React Flow driven by the store (controlled nodes and edges), drop target of the palette.
+// The graph canvas: React Flow driven by the store (controlled nodes and edges), drop target of the palette; says why a connection is refused.
 import {
   Background,
   BackgroundVariant,
@@ -11,12 +11,13 @@ import {
   type EdgeChange,
   type NodeChange,
   type OnConnect,
+  type OnConnectEnd,
 } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, type DragEvent } from 'react';
+import { useCallback, useEffect, useMemo, useState, type DragEvent } from 'react';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import { nodeSpec, type NodeSpec, type NodeType } from '../../../shared/ir/nodeTypes.ts';
 import { AlgoNode, type AlgoFlowNode } from './AlgoNode.tsx';
-import { connectionProblem, portType } from './graphEdits.ts';
+import { connectionProblem, dragProblem, portType } from './graphEdits.ts';
 import { modelColor } from './modelColors.ts';
 import { CATEGORY_COLORS, PORT_COLORS } from './theme.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
@@ -24,6 +25,8 @@ import { useDesigner, useStore } from './useDesigner.ts';
 export const DRAG_MIME = 'application/x-tokenrouter-node';
 
 const nodeTypes = { algo: AlgoNode };
+/** Long enough to read a sentence naming two ports and their types. */
+const REFUSAL_MS = 8000;
 
 function unknownSpec(type: string): NodeSpec {
   return { type, category: 'logic', label: `Unknown “${type}”`, description: 'Not a node type of this designer.', inputs: [], outputs: [], params: [] };
@@ -38,6 +41,14 @@ export function Canvas() {
   const catalog = useDesigner((s) => s.catalog);
   const viewEpoch = useDesigner((s) => s.viewEpoch);
   const rf = useReactFlow();
+  // An object, so the same sentence twice restarts its timer.
+  const [refusal, setRefusal] = useState<{ text: string } | null>(null);
+
+  useEffect(() => {
+    if (!refusal) return;
+    const t = setTimeout(() => setRefusal(null), REFUSAL_MS);
+    return () => clearTimeout(t);
+  }, [refusal]);
 
   useEffect(() => {
     // An empty document starts at the origin; otherwise wait a frame so its nodes are measured, then fit.
@@ -144,6 +155,17 @@ export function Canvas() {
     [store],
   );
 
+  // React Flow only greys an incompatible handle out; a released drag onto one gets the reason in words.
+  const onConnectEnd = useCallback<OnConnectEnd>(
+    (_, c) => {
+      const { fromHandle: a, toHandle: b } = c;
+      if (c.isValid !== false || !a?.id || !b?.id) return;
+      const text = dragProblem(store.getState().graph, { node: a.nodeId, port: a.id, side: a.type }, { node: b.nodeId, port: b.id, side: b.type });
+      if (text) setRefusal({ text });
+    },
+    [store],
+  );
+
   const onDelete = useCallback(({ nodes: ns, edges: es }: { nodes: AlgoFlowNode[]; edges: Edge[] }) => store.remove(ns.map((n) => n.id), es.map((e) => e.id)), [store]);
 
   const onDragOver = useCallback((e: DragEvent) => {
@@ -172,6 +194,8 @@ export function Canvas() {
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         onConnect={onConnect}
+        onConnectStart={() => setRefusal(null)}
+        onConnectEnd={onConnectEnd}
         onDelete={onDelete}
         isValidConnection={isValidConnection}
         deleteKeyCode={['Backspace', 'Delete']}
@@ -198,6 +222,10 @@ export function Canvas() {
           style={{ width: 180, height: 120 }}
         />
       </ReactFlow>
+      {/* Always mounted, so screen readers announce each new refusal. */}
+      <div className="canvas-refusal" role="status" aria-live="polite" data-testid="connect-refusal">
+        {refusal?.text}
+      </div>
       {graph.nodes.length === 0 && (
         <div className="canvas-empty">
           <div className="canvas-empty-title">Empty canvas</div>

@@ -1,8 +1,9 @@
-// Node palette: every node type by category, searchable; drag onto the canvas or click to add at the centre.
+// Node palette: every node type by category, searchable; drag onto the canvas, or click (Enter, Space) to add at a free spot near the view's centre.
 import { useReactFlow } from '@xyflow/react';
-import { useMemo, useState } from 'react';
+import { useMemo, useState, type KeyboardEvent } from 'react';
 import { NODE_TYPES, type NodeCategory, type NodeSpec, type NodeType } from '../../../shared/ir/nodeTypes.ts';
 import { DRAG_MIME } from './Canvas.tsx';
+import { freeSpot, nodeBoxes } from './placement.ts';
 import { CATEGORY_COLORS, CATEGORY_TITLES, PORT_COLORS } from './theme.ts';
 import { useStore } from './useDesigner.ts';
 
@@ -20,26 +21,27 @@ export function Palette() {
 
   const addAtCentre = (type: NodeType) => {
     const el = document.querySelector('.canvas')?.getBoundingClientRect();
-    const centre = el ? { x: el.left + el.width / 2, y: el.top + el.height / 2 } : { x: 400, y: 300 };
-    const p = rf.screenToFlowPosition(centre);
-    store.addNode(type, { x: p.x - 90 + Math.random() * 40, y: p.y - 30 + Math.random() * 40 });
+    const centre = rf.screenToFlowPosition(el ? { x: el.left + el.width / 2, y: el.top + el.height / 2 } : { x: 400, y: 300 });
+    const { graph, measured } = store.getState();
+    store.addNode(type, freeSpot(centre, nodeBoxes(graph, measured)));
   };
 
   return (
     <aside className="palette" data-testid="palette">
       <div className="panel-title">Nodes</div>
-      <input className="palette-search" placeholder="Search nodes…" value={query} onChange={(e) => setQuery(e.target.value)} data-testid="palette-search" />
-      <div className="palette-groups">
+      <input className="palette-search" aria-label="Search nodes" placeholder="Search nodes…" value={query} onChange={(e) => setQuery(e.target.value)} data-testid="palette-search" />
+      <div className="palette-groups" onKeyDown={moveFocus}>
         {groups.map((g) => (
           <section key={g.category}>
             <h4 style={{ color: CATEGORY_COLORS[g.category] }}>{CATEGORY_TITLES[g.category]}</h4>
             {g.specs.map((s) => (
-              <div
+              <button
+                type="button"
                 key={s.type}
                 className="palette-item"
                 draggable
                 data-testid={`palette-${s.type}`}
-                title={`${s.description}\nDrag onto the canvas, or click to add.`}
+                title={`${s.description}\nDrag onto the canvas, or click (Enter) to add.`}
                 onDragStart={(e) => {
                   e.dataTransfer.setData(DRAG_MIME, s.type);
                   e.dataTransfer.effectAllowed = 'copy';
@@ -53,7 +55,7 @@ export function Palette() {
                     <i key={i} style={{ background: PORT_COLORS[p.type] }} title={`${p.label}: ${p.type}`} />
                   ))}
                 </span>
-              </div>
+              </button>
             ))}
           </section>
         ))}
@@ -69,4 +71,14 @@ export function Palette() {
       </div>
     </aside>
   );
+}
+
+/** Up and down arrows step through the palette items, so a keyboard user need not Tab past every one. */
+function moveFocus(e: KeyboardEvent<HTMLDivElement>) {
+  if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
+  const items = [...e.currentTarget.querySelectorAll<HTMLButtonElement>('.palette-item')];
+  const at = items.indexOf(document.activeElement as HTMLButtonElement);
+  if (at < 0) return;
+  e.preventDefault();
+  items[Math.min(items.length - 1, Math.max(0, at + (e.key === 'ArrowDown' ? 1 : -1)))].focus();
 }

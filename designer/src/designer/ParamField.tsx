@@ -29,6 +29,7 @@ function NumberBox({ value, onCommit, testId, step }: { value: number; onCommit(
   const parsed = text.trim() === '' ? Number.NaN : Number(text);
   return (
     <input
+      id={testId}
       className={Number.isFinite(parsed) ? '' : 'invalid'}
       type="number"
       step={step}
@@ -45,17 +46,25 @@ function NumberBox({ value, onCommit, testId, step }: { value: number; onCommit(
 
 export function ParamField({ nodeId, spec, value, catalog, graph, model, overridden, onChange }: Props) {
   const testId = `param-${nodeId}-${spec.name}`;
-  const label = (
-    <label className="pf-label" htmlFor={testId} title={spec.help}>
-      {spec.label}
-      {(spec.kind === 'number' || spec.kind === 'int') && (
-        <span className="pf-range">
-          {spec.kind === 'number' && spec.minExclusive ? '(' : '['}
-          {compact(spec.min)}, {compact(spec.max)}]
-        </span>
-      )}
-    </label>
+  const labelId = `${testId}-label`;
+  const range = (spec.kind === 'number' || spec.kind === 'int') && (
+    <span className="pf-range">
+      {spec.kind === 'number' && spec.minExclusive ? '(' : '['}
+      {compact(spec.min)}, {compact(spec.max)}]
+    </span>
   );
+  // Weights and memory references are several controls: their caption names the group, each control has its own label.
+  const label =
+    spec.kind === 'weights' || spec.kind === 'memoryRefs' ? (
+      <div className="pf-label" id={labelId} title={spec.help}>
+        {spec.label}
+      </div>
+    ) : (
+      <label className="pf-label" htmlFor={testId} title={spec.help}>
+        {spec.label}
+        {range}
+      </label>
+    );
   let editor: ReactElement;
   switch (spec.kind) {
     case 'number':
@@ -117,11 +126,11 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
     case 'weights': {
       const w = (value && typeof value === 'object' && !Array.isArray(value) ? value : {}) as Record<string, number>;
       editor = (
-        <div className="pf-weights">
+        <div className="pf-weights" role="group" aria-labelledby={labelId}>
           {catalog.map((m) => (
             <div key={m.name} className="pf-weight">
               <i style={{ background: modelColor(m.name, catalog) }} />
-              <span>{m.name}</span>
+              <label htmlFor={`${testId}-${m.name}`}>{m.name}</label>
               <NumberBox value={w[m.name] ?? 0} step="0.05" testId={`${testId}-${m.name}`} onCommit={(x) => onChange({ ...w, [m.name]: x })} />
             </div>
           ))}
@@ -133,7 +142,7 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
       const chosen = new Set(Array.isArray(value) ? (value as string[]) : []);
       const memories = graph.nodes.filter((n) => nodeSpec(n.type)?.category === 'memory');
       editor = memories.length ? (
-        <div className="pf-refs">
+        <div className="pf-refs" role="group" aria-labelledby={labelId}>
           {memories.map((m) => (
             <label key={m.id}>
               <input
@@ -171,6 +180,7 @@ function IdsBox({ value, onCommit, testId }: { value: number[]; onCommit(v: numb
   useEffect(() => setText(value.join(', ')), [value.join(',')]); // eslint-disable-line react-hooks/exhaustive-deps
   return (
     <input
+      id={testId}
       data-testid={testId}
       placeholder="e.g. 12, 40"
       value={text}

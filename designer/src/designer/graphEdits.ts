@@ -1,7 +1,7 @@
 // Pure edits of a graph document: add, connect, remove, move, set parameters, copy and paste. No React, no store.
 import type { GraphDocument, GraphEdge, GraphNode } from '../../../shared/ir/graph.ts';
 import { edgeId } from '../../../shared/ir/irToGraph.ts';
-import { defaultParams, nodeSpec, type NodeType, type ParamValue, type PortType } from '../../../shared/ir/nodeTypes.ts';
+import { defaultParams, nodeSpec, type NodeType, type ParamValue, type PortSpec, type PortType } from '../../../shared/ir/nodeTypes.ts';
 
 export interface Fragment {
   nodes: GraphNode[];
@@ -27,20 +27,35 @@ export function addNode(g: GraphDocument, type: NodeType, position: { x: number;
   return { graph: { ...g, nodes: [...g.nodes, node] }, id };
 }
 
-export function portType(g: GraphDocument, end: PortEnd, side: 'in' | 'out'): PortType | undefined {
+function portSpec(g: GraphDocument, end: PortEnd, side: 'in' | 'out'): PortSpec | undefined {
   const n = g.nodes.find((x) => x.id === end.node);
   const spec = n && nodeSpec(n.type);
-  return (side === 'in' ? spec?.inputs : spec?.outputs)?.find((p) => p.name === end.port)?.type;
+  return (side === 'in' ? spec?.inputs : spec?.outputs)?.find((p) => p.name === end.port);
 }
 
-/** Why a connection is refused, or null when it is fine (an occupied input is replaced, not refused). */
+export function portType(g: GraphDocument, end: PortEnd, side: 'in' | 'out'): PortType | undefined {
+  return portSpec(g, end, side)?.type;
+}
+
+/** Why a connection is refused, in words naming both ports, or null when it is fine (an occupied input is replaced, not refused). */
 export function connectionProblem(g: GraphDocument, from: PortEnd, to: PortEnd): string | null {
-  if (from.node === to.node) return 'A node cannot feed itself.';
-  const out = portType(g, from, 'out');
-  const inp = portType(g, to, 'in');
-  if (!out || !inp) return 'Unknown port.';
-  if (out !== inp) return `Types differ: ${out} → ${inp}.`;
+  if (from.node === to.node) return `Can't connect ${from.node} to itself: a node cannot feed its own input.`;
+  const out = portSpec(g, from, 'out');
+  const inp = portSpec(g, to, 'in');
+  if (!out || !inp) return `Can't connect ${from.node}.${from.port} → ${to.node}.${to.port}: no such port.`;
+  if (out.type !== inp.type) return `Can't connect ${from.node} → ${to.node}: output “${out.label}” is a ${out.type}, input “${inp.label}” expects a ${inp.type}.`;
   return null;
+}
+
+/** A handle at either end of a drag, as React Flow reports it: outputs are sources, inputs targets. */
+export interface HandleEnd extends PortEnd {
+  side: 'source' | 'target';
+}
+
+/** Why a drag between two handles, started at either end, makes no edge. */
+export function dragProblem(g: GraphDocument, a: HandleEnd, b: HandleEnd): string | null {
+  if (a.side === b.side) return `Can't connect two ${a.side === 'source' ? 'outputs' : 'inputs'}: drag from an output (right side) to an input (left side).`;
+  return a.side === 'source' ? connectionProblem(g, a, b) : connectionProblem(g, b, a);
 }
 
 /** Connects from → to; an edge already on the input is replaced (one edge per input). */

@@ -23,7 +23,8 @@ export function RequestList({ c }: { c: TimelineController }) {
         <button key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
           <code>{r.id}</code>
           <span className={`badge ${r.status}`}>{r.status}</span>
-          <span className="muted">{r.end ? `${r.end.tokens.length || r.tokensDropped || 0} tokens · ${r.end.handoffs} handoffs` : ''}</span>
+          {/* The muted grey is too faint on the selected row's blue. */}
+          <span className="muted" style={c.selected?.req === r.idx ? { color: 'inherit' } : undefined}>{r.end ? `${r.end.tokens.length || r.tokensDropped || 0} tokens · ${r.end.handoffs} handoffs` : ''}</span>
         </button>
       ))}
       {!rows.length ? <p className="muted small">No requests yet.</p> : null}
