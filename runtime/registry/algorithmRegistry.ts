@@ -1,12 +1,11 @@
-// Versioned algorithm store in SQLite: create versions, activate, roll back; survives restarts and crashes.
+// Versioned algorithm store in SQLite: create versions, activate, roll back, delete; survives restarts and crashes.
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ALGORITHM_NAME, type AlgorithmSpec } from '../../shared/api/admin.ts';
 import { TokenRouterError } from '../errors.ts';
 
-export type AlgorithmSpec =
-  | { kind: 'builtin'; factory: string; params?: Record<string, unknown> }
-  | { kind: 'ir'; ir: unknown };
+export type { AlgorithmSpec };
 
 export interface AlgorithmVersion {
   name: string;
@@ -20,8 +19,6 @@ export interface AlgorithmEntry {
   activeVersion: number | null;
   versions: AlgorithmVersion[];
 }
-
-const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 /**
  * Every change is one SQLite transaction (WAL journal), so a crash mid-deploy leaves each version
@@ -41,6 +38,7 @@ export class AlgorithmRegistry {
         name TEXT NOT NULL, version INTEGER NOT NULL, created_at TEXT NOT NULL, spec TEXT NOT NULL,
         PRIMARY KEY (name, version));
       CREATE TABLE IF NOT EXISTS activations (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, version INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS deleted (name TEXT PRIMARY KEY, last_version INTEGER NOT NULL);
     `);
   }
 
@@ -79,18 +77,50 @@ export class AlgorithmRegistry {
     return [...new Set(rows.map((r) => r.version))];
   }
 
-  /** Stores a new version (next number); activates it when `activate` is true. One transaction. */
+  /** The version `rollback` would re-activate now, or null when it would refuse. */
+  rollbackTarget(name: string): number | null {
+    const rows = this.db.prepare('SELECT version FROM activations WHERE name = ? ORDER BY id DESC LIMIT 2').all(name) as { version: number }[];
+    return rows[1]?.version ?? null;
+  }
+
+  /**
+   * Stores a new version (next number); activates it when `activate` is true. One transaction.
+   * Numbers continue past a deleted algorithm's: a built `name@version` cached anywhere (engine
+   * threads keep theirs) can never stand for a different spec.
+   */
   createVersion(name: string, spec: AlgorithmSpec, opts: { activate?: boolean } = {}): AlgorithmVersion {
-    if (!NAME.test(name)) throw new TokenRouterError('invalid_request', `algorithm name "${name}" must match ${NAME}`, 'name');
+    if (!ALGORITHM_NAME.test(name)) throw new TokenRouterError('invalid_request', `algorithm name "${name}" must match ${ALGORITHM_NAME}`, 'name');
     const tx = this.db.transaction(() => {
       this.db.prepare('INSERT OR IGNORE INTO algorithms (name, active_version) VALUES (?, NULL)').run(name);
-      const { v } = this.db.prepare('SELECT COALESCE(MAX(version), 0) + 1 AS v FROM versions WHERE name = ?').get(name) as { v: number };
+      const { v } = this.db
+        .prepare('SELECT MAX(COALESCE((SELECT MAX(version) FROM versions WHERE name = @name), 0), COALESCE((SELECT last_version FROM deleted WHERE name = @name), 0)) + 1 AS v')
+        .get({ name }) as { v: number };
       const createdAt = new Date().toISOString();
       this.db.prepare('INSERT INTO versions (name, version, created_at, spec) VALUES (?, ?, ?, ?)').run(name, v, createdAt, JSON.stringify(spec));
       if (opts.activate) this.setActive(name, v);
       return { name, version: v, createdAt, spec };
     });
     return tx();
+  }
+
+  /** Stores a built-in as v1, active, unless the name exists or was ever deleted (a deleted built-in stays deleted). */
+  seed(name: string, spec: AlgorithmSpec): void {
+    this.db.transaction(() => {
+      if (this.get(name) || this.db.prepare('SELECT 1 FROM deleted WHERE name = ?').get(name)) return;
+      this.createVersion(name, spec, { activate: true });
+    })();
+  }
+
+  /** Removes the algorithm, its versions and activation history in one transaction; the number of versions removed, or null when there was none. */
+  delete(name: string): number | null {
+    return this.db.transaction(() => {
+      const versions = this.versions(name);
+      if (!this.get(name)) return null;
+      const last = Math.max(0, ...versions.map((v) => v.version));
+      this.db.prepare('INSERT INTO deleted (name, last_version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_version = MAX(last_version, excluded.last_version)').run(name, last);
+      for (const table of ['versions', 'activations', 'algorithms']) this.db.prepare(`DELETE FROM ${table} WHERE name = ?`).run(name);
+      return versions.length;
+    })();
   }
 
   activate(name: string, version: number): void {

@@ -1,23 +1,27 @@
-// Admin API: algorithm versions (deploy, activate, roll back), models, thresholds, load generation, trace export.
+// Admin API: algorithm versions (deploy, activate, roll back, delete), models, thresholds, load generation, trace export; bodies as shared/api/admin.ts defines them.
 import { Router } from 'express';
-import { z } from 'zod';
+import {
+  activateRequestSchema,
+  deployRequestSchema,
+  loadRequestSchema,
+  thresholdsRequestSchema,
+  type ActiveVersion,
+  type AlgorithmList,
+  type DeleteResponse,
+  type DeployResponse,
+  type LoadResponse,
+  type ModelList,
+  type StatusResponse,
+  type ThresholdsResponse,
+  type VersionView,
+} from '../../shared/api/admin.ts';
 import { toChromeTrace } from '../../shared/perfetto.ts';
 import { TokenRouterError } from '../errors.ts';
-import type { AlgorithmSpec } from '../registry/algorithmRegistry.ts';
+import type { AlgorithmSpec, AlgorithmVersion } from '../registry/algorithmRegistry.ts';
 import { LoadGenerator } from '../serve/loadGenerator.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { sendError } from './httpErrors.ts';
 import { parseBody } from './zodToError.ts';
-
-const versionBody = z.union([
-  z.object({ ir: z.unknown().refine((v) => v !== undefined, 'ir is required'), activate: z.boolean().optional() }).strict(),
-  z.object({ builtin: z.string(), params: z.record(z.string(), z.unknown()).optional(), activate: z.boolean().optional() }).strict(),
-]);
-const activateBody = z.object({ version: z.number().int().min(1) }).strict();
-const loadBody = z
-  .object({ concurrency: z.number().int().min(1).max(256), requests: z.number().int().min(1).max(10_000), maxTokens: z.number().int().min(1).max(1024), model: z.string().optional() })
-  .strict();
-const thresholdsBody = z.record(z.string(), z.number().int().min(1).max(1024));
 
 export function adminRoutes(service: TokenRouterService): Router {
   const r = Router();
@@ -39,37 +43,52 @@ export function adminRoutes(service: TokenRouterService): Router {
         algorithms: service.registry.list().map((e) => ({
           name: e.name,
           activeVersion: e.activeVersion,
-          versions: e.versions.map((v) => ({ version: v.version, createdAt: v.createdAt, ...specView(v.spec) })),
+          rollbackTo: service.registry.rollbackTarget(e.name),
+          isDefault: e.name === service.config.defaultAlgorithm,
+          versions: e.versions.map(versionView),
         })),
-      });
+      } satisfies AlgorithmList);
     }),
   );
 
   r.post(
     '/admin/algorithms/:name/versions',
     wrap((req, res) => {
-      const body = parseBody(versionBody, req.body);
+      const body = parseBody(deployRequestSchema, req.body);
       const name = String(req.params.name);
       // A model's name is its own: an algorithm named so would shadow it in /v1/models and in requests.
       if (service.info(name)) throw new TokenRouterError('conflict', `"${name}" is the name of a model this server serves; an algorithm cannot take it (choose another name)`, 'name');
       const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
       // Proven before storing (compiled, and its models served here): a stored version always loads.
       service.deployable(spec);
+      const existing = service.registry.get(name);
+      if (existing && body.replace !== true) {
+        const active = existing.activeVersion === null ? 'none active' : `v${existing.activeVersion} active`;
+        throw new TokenRouterError('conflict', `algorithm "${name}" already exists (${active}, ${existing.versions.length} version${existing.versions.length === 1 ? '' : 's'}); pass replace: true to store this as its next version, or choose another name`, 'name');
+      }
       const v = service.registry.createVersion(name, spec, { activate: body.activate === true });
-      res.status(201).json({ name: v.name, version: v.version });
+      res.status(201).json({ name: v.name, version: v.version, activeVersion: service.registry.get(name)!.activeVersion } satisfies DeployResponse);
+    }),
+  );
+
+  r.delete(
+    '/admin/algorithms/:name',
+    wrap((req, res) => {
+      const name = String(req.params.name);
+      res.json({ name, deletedVersions: service.deleteAlgorithm(name) } satisfies DeleteResponse);
     }),
   );
 
   r.post(
     '/admin/algorithms/:name/activate',
     wrap((req, res) => {
-      const { version } = parseBody(activateBody, req.body);
+      const { version } = parseBody(activateRequestSchema, req.body);
       const name = String(req.params.name);
       if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
       const stored = service.registry.version(name, version);
       if (stored) service.deployable(stored.spec);
       service.registry.activate(name, version);
-      res.json({ name, activeVersion: version });
+      res.json({ name, activeVersion: version } satisfies ActiveVersion);
     }),
   );
 
@@ -78,7 +97,7 @@ export function adminRoutes(service: TokenRouterService): Router {
     wrap((req, res) => {
       const name = String(req.params.name);
       if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
-      res.json({ name, activeVersion: service.registry.rollback(name) });
+      res.json({ name, activeVersion: service.registry.rollback(name) } satisfies ActiveVersion);
     }),
   );
 
@@ -89,9 +108,9 @@ export function adminRoutes(service: TokenRouterService): Router {
         models: service.catalog().map((c) => {
           const info = service.info(c.name)!;
           const plan = service.memoryPlan.find((p) => p.name === c.name);
-          return { name: c.name, vocabSize: info.vocabSize, heads: c.heads, maxContext: info.maxContext, kvBytesPerToken: info.kvBytesPerToken, memory: plan };
+          return { name: c.name, vocabSize: info.vocabSize, heads: [...c.heads], maxContext: info.maxContext, kvBytesPerToken: info.kvBytesPerToken, memory: plan };
         }),
-      });
+      } satisfies ModelList);
     }),
   );
 
@@ -99,27 +118,27 @@ export function adminRoutes(service: TokenRouterService): Router {
     '/admin/status',
     wrap((_req, res) => {
       const c = service.cluster;
-      res.json({ mode: c.mode, retainState: c.retainState, maxWaitMs: c.maxWaitMs, active: c.activeCount, queued: c.queuedCount, committed: c.committed, lanes: c.laneStats(), load: load.progress });
+      res.json({ mode: c.mode, retainState: c.retainState, maxWaitMs: c.maxWaitMs, active: c.activeCount, queued: c.queuedCount, committed: c.committed, lanes: c.laneStats(), load: load.progress } satisfies StatusResponse);
     }),
   );
 
   r.put(
     '/admin/thresholds',
     wrap((req, res) => {
-      const body = parseBody(thresholdsBody, req.body);
+      const body = parseBody(thresholdsRequestSchema, req.body);
       for (const k of Object.keys(body)) if (!service.cluster.engine(k)) throw new TokenRouterError('not_found', `no model named ${k}`, k);
       service.cluster.setThresholds(body);
-      res.json({ thresholds: Object.fromEntries(service.cluster.laneStats().map((l) => [l.name, l.threshold])) });
+      res.json({ thresholds: Object.fromEntries(service.cluster.laneStats().map((l) => [l.name, l.threshold])) } satisfies ThresholdsResponse);
     }),
   );
 
   r.post(
     '/admin/load',
     wrap((req, res) => {
-      const body = parseBody(loadBody, req.body);
+      const body = parseBody(loadRequestSchema, req.body);
       service.resolve(body.model ?? service.config.defaultAlgorithm);
       if (!load.start(body)) throw new TokenRouterError('overloaded', 'a load run is already going; wait for it to finish', null);
-      res.status(202).json({ started: true, ...load.progress });
+      res.status(202).json({ started: true, ...load.progress } satisfies LoadResponse);
     }),
   );
 
@@ -138,6 +157,7 @@ export function adminRoutes(service: TokenRouterService): Router {
   return r;
 }
 
-function specView(spec: AlgorithmSpec) {
-  return spec.kind === 'ir' ? { kind: 'ir' as const, ir: spec.ir } : { kind: 'builtin' as const, factory: spec.factory, params: spec.params ?? {} };
+function versionView(v: AlgorithmVersion): VersionView {
+  const at = { version: v.version, createdAt: v.createdAt };
+  return v.spec.kind === 'ir' ? { ...at, kind: 'ir', ir: v.spec.ir } : { ...at, kind: 'builtin', factory: v.spec.factory, params: v.spec.params ?? {} };
 }

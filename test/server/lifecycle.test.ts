@@ -57,8 +57,8 @@ describe('hot deploy', () => {
       );
     const inflight = [chat(60), chat(60)];
     await until(() => s.service.cluster.activeCount === 2);
-    // v2: τ = 1 means R-Stitch never leaves the small model.
-    const created = await admin('/admin/algorithms/r-stitch/versions', { builtin: 'r-stitch', params: { tau: 1 } });
+    // v2: τ = 1 means R-Stitch never leaves the small model (r-stitch exists: replacing it is explicit).
+    const created = await admin('/admin/algorithms/r-stitch/versions', { builtin: 'r-stitch', params: { tau: 1 }, replace: true });
     expect(created.status).toBe(201);
     expect(((await created.json()) as { version: number }).version).toBe(2);
     expect((await admin('/admin/algorithms/r-stitch/activate', { version: 2 })).status).toBe(200);

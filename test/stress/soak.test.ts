@@ -68,7 +68,7 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
     const points: { round: number; heapMiB: number; heapNoTraceMiB: number; handles: number; kvBytes: number; peakKvBytes: number; rssMiB: number }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // One hot deploy a round: compiled versions are cached, and must stay a bounded cost.
-      const dep = await call(`${s.url}/admin/algorithms/soak/versions`, 'POST', { builtin: 'r-stitch', params: { tau: 0.01 + (round % 5) / 100 }, activate: true });
+      const dep = await call(`${s.url}/admin/algorithms/soak/versions`, 'POST', { builtin: 'r-stitch', params: { tau: 0.01 + (round % 5) / 100 }, activate: true, replace: true });
       expect(dep.status, dep.text).toBe(201);
       t.deploys++;
       let peakKv = 0;
