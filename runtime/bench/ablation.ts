@@ -1,11 +1,11 @@
 // Suite ablation: R2R at concurrency 8, baseline → + state retention → + async → + delayed batching, each step's gain.
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
-import { lookaheadSetting, poolResults, runServingCase, type ServingMode, type ServingResult, setClientPlacement } from './servingCase.ts';
+import { poolResults, runServingCase, servingDefaults, servingSettings, type ServingMode, type ServingResult } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 import { PAPER_SETTING, runVirtual, sweepVirtual } from './virtualServing.ts';
 
 /** The paper's four steps (no lookahead), then ours: lookahead decoding on top of the full TokenRouter mode. */
@@ -25,9 +25,9 @@ export function withRatios(rows: { step: string; tok_s: number }[]): Row[] {
   return rows.map((r, i) => ({ ...r, vs_previous: i === 0 ? 1 : r.tok_s / rows[i - 1].tok_s, vs_baseline: r.tok_s / rows[0].tok_s }));
 }
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   const concurrency = f.num('concurrency', 8);
   const skipBundled = f.str('runners') === 'none';
   const repeats = f.sized('repeats', 2, 1);
@@ -59,7 +59,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const set = await loadRunnerSet(f.str('runners'));
     runnerDesc = set.description;
     kind = set.kind;
-    const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos };
+    const c = { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos };
     try {
       const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`ablation ${set.kind} ${what}`, ++done, total) });
       sweep = choiceJson(s);
@@ -101,13 +101,13 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       l.mode === 'delayed'
         ? `${l.step}: async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep'}, no lookahead`
         : l.mode === 'lookahead'
-          ? `${l.step}: the same with scheduling.lookahead ${lookaheadSetting()} (bundled models only)`
+          ? `${l.step}: the same with scheduling.lookahead ${servingSettings(serving).tokenrouter_lookahead} (bundled models only)`
           : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}${l.mode.mode.startsWith('async') ? ', no lookahead' : ''}`,
     ),
     bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
     paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },
     not_reproduced: "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
-    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    ...servingSettings(serving),
     quick: f.quick,
   };
   const primary = ladder.length ? ladder : paperLadder;
@@ -119,6 +119,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const chart = (title: string, rows: Row[]) => barChart({ title, yLabel: 'tok/s', categories: rows.map((r) => String(r.step).replace(/ \(.*\)/, '')), series: [{ name: 'committed tok/s', values: rows.map((r) => r.tok_s as number) }] });
   const charts: Record<string, string> = { paper_profile: chart(`Ablation ladder, paper R2R profile, N=${concurrency} (virtual time)`, paperLadder) };
   if (ladder.length) charts.bundled = chart(`Ablation ladder, ${kind} models over HTTP, R2R, N=${concurrency}`, ladder);
-  writeSuiteOutput(report, { tables: { 'Bundled models (HTTP)': ladder, 'Paper profile (virtual time)': paperLadder }, charts }, f.str('tag'));
-  return report;
+  return { ...report, output: { tables: { 'Bundled models (HTTP)': ladder, 'Paper profile (virtual time)': paperLadder }, charts } };
 }

@@ -1,5 +1,6 @@
-// The shape every benchmark suite returns, and small helpers for printing and progress.
+// The shape every benchmark suite returns, and its progress line.
 import { progressLine } from '../util/progressLine.ts';
+import type { Row } from './table.ts';
 
 export interface BenchOptions {
   json?: string;
@@ -13,19 +14,21 @@ export interface BenchReport {
   results: Record<string, unknown>;
 }
 
-export type BenchSuite = (opts: BenchOptions) => Promise<BenchReport>;
-
-/** Prints rows as an aligned text table. */
-export function printTable(rows: Record<string, unknown>[]): void {
-  if (rows.length === 0) return;
-  const cols = Object.keys(rows[0]);
-  const cell = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(v < 10 ? 3 : 1)) : String(v));
-  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padStart(widths[i])).join('  ');
-  console.log(line(cols));
-  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-  for (const r of rows) console.log(line(cols.map((c) => cell(r[c]))));
+export interface SuiteOutput {
+  /** Named tables, written in order to results.md. */
+  tables: Record<string, readonly Row[]>;
+  /** SVG documents by file stem. */
+  charts?: Record<string, string>;
+  /** Free text put above the tables (settings, notes). */
+  notes?: string[];
 }
+
+/** What a suite returns: its report, and the tables and charts main.ts writes beside it (results/<suite>/). */
+export interface SuiteRun extends BenchReport {
+  output?: SuiteOutput;
+}
+
+export type BenchSuite = (opts: BenchOptions) => Promise<SuiteRun>;
 
 /** Progress on stderr: a redrawn bar on a terminal, whole lines "done/total label" in a log. */
 export function progress(label: string, done: number, total: number): void {

@@ -1,13 +1,13 @@
 // Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
 import os from 'node:os';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
-import { BASELINE, enginePlacement, runServingCase, type BatchTiming, type ServingMode, setClientPlacement } from './servingCase.ts';
+import { BASELINE, runServingCase, servingDefaults, servingSettings, type BatchTiming, type ServingMode } from './servingCase.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 
 export interface LaneBreakdown {
   lane: string;
@@ -51,11 +51,10 @@ export function overallModelFraction(lanes: readonly LaneBreakdown[]): number {
   return busy > 0 ? lanes.reduce((s, l) => s + l.model_ms, 0) / busy : 0;
 }
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   const concurrency = f.num('concurrency', 16);
-  const placement = enginePlacement(f.str('placement'));
   const algorithms = f.list('algorithms', ['r2r']);
   const requests = f.sized('requests', 128, 24);
   const maxTokens = f.num('max-tokens', 128);
@@ -71,7 +70,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     for (const algorithm of algorithms) {
       const lanes = ALGORITHM_LANES[algorithm];
       if (!lanes) throw new Error(`unknown algorithm "${algorithm}"`);
-      const c = { algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos, recordSteps: true, placement };
+      const c = { ...serving, algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos, recordSteps: true };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
       else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
@@ -132,7 +131,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   console.log(`model execution share of busy time (TokenRouter mode, ${algorithms[0]}, N=${concurrency}): ${(100 * first.tokenrouter.model_fraction).toFixed(1)}% (target ≥ 90%); baseline ${(100 * first.baseline.model_fraction).toFixed(1)}%`);
   const settings = {
     concurrency,
-    placement,
     algorithms,
     requests,
     max_tokens: maxTokens,
@@ -148,12 +146,12 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     },
     transport: 'HTTP/SSE, in-process server; the load generator shares the process',
     ...set.description,
-    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    ...servingSettings(serving),
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'breakdown', settings, results: { model_fraction: first.tokenrouter.model_fraction, baseline_model_fraction: first.baseline.model_fraction, algorithms: perAlg } };
   const cats = rows.map((r) => `${r.algorithm} ${r.mode === 'tokenrouter' ? 'TR' : 'base'} ${r.lane}`);
-  writeSuiteOutput(report, {
+  return { ...report, output: {
     tables: { 'Busy time by part (% of each lane busy time)': rows },
     charts: {
       breakdown: barChart({
@@ -168,6 +166,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  }, f.str('tag'));
-  return report;
+  } };
 }

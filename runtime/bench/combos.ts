@@ -1,11 +1,11 @@
 // Suite combos: one algorithm on each pair of bundled models, TokenRouter mode vs the standard-serving baseline.
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';
-import { runFigures, setClientPlacement } from './servingCase.ts';
+import { runFigures, servingDefaults, servingSettings } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 
 export const PAIRS: readonly [string, string][] = [
   ['small', 'medium'],
@@ -13,9 +13,9 @@ export const PAIRS: readonly [string, string][] = [
   ['medium', 'large'],
 ];
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   // R-Stitch reads only the entropy, which every model has; the router heads exist only on small (labelled by large).
   const algorithm = f.str('algorithm', 'r-stitch');
   const concurrency = f.num('concurrency', 4);
@@ -36,7 +36,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       // The algorithm's lanes are called small and large; here they run whichever pair is measured.
       const cmp = await tokenRouterVsBaseline(
         set,
-        { algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos },
+        { ...serving, algorithm, lanes: { small: a, large: b }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos },
         { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`combos ${name} ${what}`, ++done, total) },
       );
       const tr = runFigures(cmp.tokenrouter);
@@ -77,11 +77,11 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     baseline_mode: 'step-sync, retainState false',
     transport: 'HTTP/SSE, in-process server',
     ...set.description,
-    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    ...servingSettings(serving),
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'combos', settings, results: { combos } };
-  writeSuiteOutput(report, {
+  return { ...report, output: {
     tables: { 'Model combinations': table },
     charts: {
       throughput: barChart({
@@ -94,6 +94,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  }, f.str('tag'));
-  return report;
+  } };
 }

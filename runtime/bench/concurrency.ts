@@ -1,12 +1,12 @@
 // Suite concurrency: 1 → 16 concurrent requests, total throughput growth and the per-request speed each keeps.
 import type { ServingMetrics } from '../loadgen/requestMetrics.ts';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
-import { BASELINE, poolResults, runServingCase, type ServingResult, setClientPlacement } from './servingCase.ts';
+import { BASELINE, poolResults, runServingCase, servingDefaults, servingSettings, type ServingResult } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 import { PAPER_SETTING, runVirtual, sweepVirtual } from './virtualServing.ts';
 
 export interface ScalingFigures {
@@ -37,9 +37,9 @@ function row(n: number, label: string, thresholds: string, m: ServingMetrics): R
   };
 }
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   const levels = f.nums('levels', [1, 2, 4, 8, 16]);
   const lo = levels[0];
   const hi = levels[levels.length - 1];
@@ -90,7 +90,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     try {
       for (const n of levels) {
         const requests = Math.max(8, n * f.sized('bundled-requests-per-client', 12, 2));
-        const c = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, ignoreEos };
+        const c = { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens, ignoreEos };
         const label = `concurrency ${set.kind} N=${n}`;
         const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: Math.max(8, n * f.sized('calibration-requests-per-client', 6, 1)), onStep: (what) => progress(`${label} ${what}`, ++done, total) });
         choices[n] = choiceJson(s);
@@ -155,7 +155,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     bundled: skipBundled
       ? 'skipped (--runners none)'
       : { ...runnerDesc, repeats: `${repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', tokenrouter_mode: `async-delayed, retainState true, thresholds per N from ${method === 'model' ? 'the throughput model (calibrated per N)' : 'a sweep of the large lane'}`, baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
-    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    ...servingSettings(serving),
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'concurrency', settings, results: { paper_profile: paper, bundled, paper_rows: paperRows } };
@@ -168,6 +168,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     charts.bundled_throughput = lineChart({ title: 'Throughput vs concurrency, bundled models, R2R', xLabel: 'concurrency', yLabel: 'tok/s', logX: true, series: [{ name: 'TokenRouter', points: series(bundledRows, 'tokenrouter', 'tok_s') }, { name: 'baseline', points: series(bundledRows, 'baseline', 'tok_s') }] });
     charts.bundled_per_request = lineChart({ title: 'Per-request decode speed vs concurrency, bundled models', xLabel: 'concurrency', yLabel: 'tok/s per request', logX: true, series: [{ name: 'TokenRouter', points: series(bundledRows, 'tokenrouter', 'per_request_tok_s') }, { name: 'baseline', points: series(bundledRows, 'baseline', 'per_request_tok_s') }] });
   }
-  writeSuiteOutput(report, { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts }, f.str('tag'));
-  return report;
+  return { ...report, output: { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts } };
 }

@@ -17,7 +17,8 @@ import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { RemoteSim } from '../sim/remoteSim.ts';
 import { PAPER_R2R_PROFILE } from '../sim/paperProfile.ts';
-import { printTable, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { printTable } from './table.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 
 interface Workload {

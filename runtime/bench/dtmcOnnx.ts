@@ -28,11 +28,11 @@ import {
 } from '../throughput/index.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { bundledModelsPresent, loadBundledRunners, simulatedRunners, type RunnerSet } from './benchRunners.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 import { mulberry32 } from '../../shared/rng.ts';
 
 const LANES = ['small', 'large'] as const;
@@ -67,7 +67,7 @@ async function runnerSet(choice: string): Promise<RunnerSet> {
   return loadBundledRunners(BUNDLED_MODELS_DIR, LANES);
 }
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
   const N = f.num('concurrency', 8);
   const thresholds = f.nums('thresholds', Array.from({ length: N }, (_, i) => i + 1)).filter((t) => t >= 1 && t <= N);
@@ -377,6 +377,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       { name: 'measured (median)', points: thresholds.map((t) => [t, median(measured.get(t)!)] as [number, number]) },
     ],
   });
-  writeSuiteOutput(report, { tables: { Summary: [summary], 'Predicted vs measured': rows, 'Fitted step latency (all windows; t1 columns: T = 1 windows only)': latencyRows }, charts: { predicted_vs_measured: chart } }, f.str('tag'));
-  return report;
+  return { ...report, output: { tables: { Summary: [summary], 'Predicted vs measured': rows, 'Fitted step latency (all windows; t1 columns: T = 1 windows only)': latencyRows }, charts: { predicted_vs_measured: chart } } };
 }

@@ -5,7 +5,8 @@ import { SimRunner } from '../runner/simRunner.ts';
 import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgorithm.ts';
 import { measureSteady } from '../sim/steadyState.ts';
 import { feasibleThresholds, solveThroughput } from '../throughput/index.ts';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { printTable } from './table.ts';
 
 export interface ValidationSetting {
   name: string;

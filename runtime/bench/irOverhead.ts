@@ -14,7 +14,8 @@ import { SimRunner } from '../runner/simRunner.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { mix } from '../util/hash.ts';
 import { percentile } from '../util/stats.ts';
-import { printTable, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { printTable } from './table.ts';
 
 const GRAPHS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/graphs');
 const CATALOG = ['small', 'medium', 'large'].map((name) => ({ name, heads: ['citer', 'r2r', 'colm'], vocabSize: 64 }));

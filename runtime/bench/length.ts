@@ -1,11 +1,11 @@
 // Suite length: throughput as max output grows, TokenRouter mode vs the standard-serving baseline.
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';
-import { runFigures, setClientPlacement } from './servingCase.ts';
+import { runFigures, servingDefaults, servingSettings } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 import { PAPER_SETTING, runVirtual, sweepVirtual } from './virtualServing.ts';
 
 /** Fractional throughput loss from the first length to the last (0.2 = lost 20%; negative = gained). */
@@ -13,9 +13,9 @@ export function drop(first: number, last: number): number {
   return 1 - last / first;
 }
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   const concurrency = f.num('concurrency', 4);
 
   // 1. The paper's R2R profile in virtual time, 128 → 1024 tokens (the issue's range).
@@ -61,7 +61,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       for (const maxTokens of bundledLengths) {
         const cmp = await tokenRouterVsBaseline(
           set,
-          { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos: true },
+          { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos: true },
           { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`length ${set.kind} ${maxTokens} ${what}`, ++done, total) },
         );
         const tr = runFigures(cmp.tokenrouter);
@@ -129,7 +129,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           baseline_mode: 'step-sync, retainState false',
           transport: 'HTTP/SSE, in-process server',
         },
-    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    ...servingSettings(serving),
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'length', settings, results: { tokenrouter_drop: tokenrouterDrop, baseline_drop: baselineDrop, paper_profile: { rows: paperRows }, bundled } };
@@ -157,6 +157,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       ],
     });
   }
-  writeSuiteOutput(report, { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts }, f.str('tag'));
-  return report;
+  return { ...report, output: { tables: { 'Paper profile (virtual time)': paperRows, 'Bundled models (HTTP)': bundledRows }, charts } };
 }

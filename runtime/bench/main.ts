@@ -1,10 +1,10 @@
 // `npm run bench -- <suite> [--json FILE]`: runs one benchmark suite and writes {suite, settings, results}.
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import type { BenchSuite } from './benchSuite.ts';
-import { lookaheadSetting, setLookahead, setTraceDir } from './servingCase.ts';
 import { TokenRouterError } from '../errors.ts';
 import { SuiteFlags } from './suiteFlags.ts';
+import { checkTag, writeSuiteOutput } from './suiteOutput.ts';
 import { parseFlags } from '../util/cliFlags.ts';
 
 interface Suite {
@@ -75,26 +75,23 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   let flags: Record<string, string>;
-  let lookahead: number | undefined;
   try {
     // Every suite flag takes a value (`--quick 1`), as before.
     const options = Object.fromEntries(SUITE_FLAGS.map((f) => [f, { type: 'string' as const }]));
     const { values } = parseFlags({ args: rest, options });
     flags = Object.fromEntries(Object.entries(values).filter((kv): kv is [string, string] => typeof kv[1] === 'string'));
-    // --lookahead K: TokenRouter mode's scheduling.lookahead in every serving run (default: the server's)
-    lookahead = new SuiteFlags(flags).lookahead;
+    // checked before any suite runs
+    void new SuiteFlags(flags).lookahead;
+    checkTag(flags.tag);
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);
     return 2;
   }
   const { run } = await entry.load();
-  setLookahead(lookahead);
-  if (flags.trace) {
-    if (!SERVING_SUITES.has(suite)) console.error(`note: --trace is written by the suites that start servers (${[...SERVING_SUITES].join(', ')}); ${suite} writes none`);
-    setTraceDir(resolve(flags.trace));
-  }
-  const report = await run({ json: flags.json, flags });
-  if (SERVING_SUITES.has(suite)) report.settings.tokenrouter_lookahead = lookaheadSetting();
+  if (flags.trace && !SERVING_SUITES.has(suite)) console.error(`note: --trace is written by the suites that start servers (${[...SERVING_SUITES].join(', ')}); ${suite} writes none`);
+  // Every suite's {suite, settings, results} and its tables leave through this one writer.
+  const { output, ...report } = await run({ json: flags.json, flags });
+  writeSuiteOutput(report, output ?? { tables: {} }, flags.tag);
   if (flags.trace && SERVING_SUITES.has(suite)) console.log(`traces (open them in the timeline): ${flags.trace}`);
   if (flags.json) {
     mkdirSync(dirname(flags.json), { recursive: true });

@@ -4,12 +4,12 @@ import { percentile } from '../util/stats.ts';
 import type { ModelRunner, SamplingParams, StepRow } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
-import { enginePlacement, lookaheadSetting, runServingCase, setClientPlacement, type ServingMode } from './servingCase.ts';
+import { runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 
 /** static: prefill `batch` prompts, decode until all end, then the next `batch`; continuous: a finished row's slot takes the next prompt at the next step. */
 export type Batching = 'static' | 'continuous';
@@ -113,12 +113,11 @@ const SERVED: ServingMode = { label: 'served', mode: 'async-delayed', retainStat
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   const models = f.list('models', MODEL_NAMES);
   const concurrency = f.num('concurrency', 8);
-  const placement = enginePlacement(f.str('placement'));
   const requests = f.sized('requests', 128, 16);
   const maxTokens = f.num('max-tokens', 128);
   const warmup = f.num('warmup', concurrency * 2);
@@ -150,7 +149,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
           if (side === 'offline') {
             offline.push(await runOffline({ ...base, prompts: measured }));
           } else {
-            const s = await runServingCase(set, { algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, placement });
+            const s = await runServingCase(set, { ...serving, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
             served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, meanE2eMs: m.e2eMs.mean });
@@ -185,7 +184,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   console.log(`served / offline (medians of ${rounds} rounds), target ≥ 0.90 for every model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`);
   const settings = {
     models,
-    placement,
     requests_per_run: requests,
     rounds: `${rounds} (offline and served alternate, first side swapped every round; figures are medians over rounds)`,
     warmup_requests: warmup,
@@ -202,9 +200,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     served: {
       server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
       mode: 'async-delayed, retainState true, thresholds 1, maxWaitMs 20, maxBatch 32 (the server’s defaults; nothing tuned)',
-      lookahead: lookaheadSetting(),
       concurrency,
-      client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+      ...servingSettings(serving),
       tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
     },
     target: 'served_tok_s ≥ 0.90 × offline_tok_s for every bundled model (issue 17)',
@@ -212,7 +209,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     ...set.description,
   };
   const report: BenchReport = { suite: 'offline', settings, results: { models: perModel } };
-  writeSuiteOutput(report, {
+  return { ...report, output: {
     tables: { 'Served vs offline (medians)': rows, 'Every round': roundRows },
     charts: {
       offline: barChart({
@@ -225,6 +222,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  }, f.str('tag'));
-  return report;
+  } };
 }

@@ -6,10 +6,10 @@ import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { profileRunners } from '../sim/paperProfile.ts';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable } from './table.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
-import { writeSuiteOutput } from './suiteOutput.ts';
 import { PAPER_SETTING } from './virtualServing.ts';
 
 const MB = 2 ** 20;
@@ -30,7 +30,7 @@ interface MemorySample {
   rss_mb: number;
 }
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
   const concurrency = f.num('concurrency', 1000);
   const requests = f.sized('requests', 100_000, 10_000);
@@ -147,7 +147,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'scale', settings, results };
-  writeSuiteOutput(report, {
+  return { ...report, output: {
     tables: { Scale: [{ requests, concurrency, completed: status.done, lost, wall_s: results.wall_s, virtual_s: results.virtual_s, peak_rss_mb: maxRssMb }] },
     charts: {
       memory: lineChart({
@@ -160,6 +160,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  }, f.str('tag'));
-  return report;
+  } };
 }

@@ -1,11 +1,11 @@
 // Suite serving: each algorithm at concurrency 4 over HTTP, TokenRouter mode against the standard-serving baseline.
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline, type Comparison } from './compareModes.ts';
-import { enginePlacement, runFigures, setClientPlacement } from './servingCase.ts';
+import { runFigures, servingDefaults, servingSettings } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
-import { writeSuiteOutput, type Row } from './suiteOutput.ts';
 
 /** Each algorithm's lanes: lane name (what the algorithm calls the model) → bundled model. */
 export const ALGORITHM_LANES: Record<string, Record<string, string>> = {
@@ -16,12 +16,11 @@ export const ALGORITHM_LANES: Record<string, Record<string, string>> = {
   me: { small: 'small', medium: 'medium', large: 'large' },
 };
 
-export async function run(opts: BenchOptions): Promise<BenchReport> {
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
-  const client = setClientPlacement(f.str('client'));
+  const serving = servingDefaults(f);
   const algorithms = f.list('algorithms', Object.keys(ALGORITHM_LANES));
   const concurrency = f.num('concurrency', 4);
-  const placement = enginePlacement(f.str('placement'));
   const requests = f.sized('requests', 96, 12);
   const method = thresholdMethod(f.str('thresholds'));
   const calibrationRequests = f.sized('calibration-requests', 48, 8);
@@ -44,7 +43,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       try {
         cmp = await tokenRouterVsBaseline(
           set,
-          { algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos, placement },
+          { ...serving, algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos },
           { method, slowLane: 'large', calibrationRequests, repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
         );
       } catch (e) {
@@ -99,7 +98,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   printTable(rows);
   const settings = {
     concurrency,
-    placement,
     requests_per_run: requests,
     repeats: `${repeats} (baseline and TokenRouter alternate; figures pool every repeat)`,
     warmup_requests: warmup,
@@ -113,13 +111,13 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     max_wait_ms: 20,
     max_batch: 32,
     transport: 'HTTP/SSE, /v1/chat/completions stream, server in the bench process on 127.0.0.1 (port 0)',
-    client: client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    ...servingSettings(serving),
     order: 'per algorithm: threshold choice, then (baseline, TokenRouter) × repeats',
     quick: f.quick,
     ...set.description,
   };
   const report: BenchReport = { suite: 'serving', settings, results: { algorithms: algs } };
-  writeSuiteOutput(report, {
+  return { ...report, output: {
     tables: { 'Throughput and latency': rows, 'All metrics': details },
     charts: {
       throughput: barChart({
@@ -141,6 +139,5 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
         ],
       }),
     },
-  }, f.str('tag'));
-  return report;
+  } };
 }

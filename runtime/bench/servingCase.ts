@@ -13,6 +13,7 @@ import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { TraceDir } from '../trace/traceDir.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import type { MeteredRunner } from './meteredRunner.ts';
+import type { SuiteFlags } from './suiteFlags.ts';
 
 export interface ServingMode {
   /** Short name for tables, e.g. "tokenrouter" or "baseline". */
@@ -46,6 +47,9 @@ export interface ServingCase {
   /** Keep every batch (lane, size, wall ms) and every request step (for the throughput model). */
   recordRouting?: boolean;
   client?: ClientPlacement;
+  /** scheduling.lookahead for async runs whose mode does not set it (see ServingDefaults). */
+  lookahead?: number;
+  traceDir?: TraceDir;
   /** Where the engines run: on the entry's thread (default, as `npm start`) or beside their models in engine threads (when the runner set has them). */
   placement?: EnginePlacement;
   onProgress?: (done: number, total: number) => void;
@@ -105,33 +109,31 @@ export function enginePlacement(p: string | undefined): EnginePlacement {
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
 export type ClientPlacement = 'process' | 'inline';
 
-let defaultClient: ClientPlacement = 'process';
-let traceDir: TraceDir | undefined;
-
-let lookaheadFlag: number | undefined;
-
-/** `--lookahead K` for every async (TokenRouter) run whose mode does not set it. */
-export function setLookahead(k: number | undefined): void {
-  lookaheadFlag = k;
+/** What every serving run of one `npm run bench` invocation shares, read once from its flags (no module state). */
+export interface ServingDefaults {
+  client: ClientPlacement;
+  placement: EnginePlacement;
+  /** `--lookahead K` for every async (TokenRouter) run whose mode does not set it; absent: the server's default. */
+  lookahead?: number;
+  /** `--trace DIR`: every server a suite starts writes its trace there, one file per run. */
+  traceDir?: TraceDir;
 }
 
-/** The lookahead TokenRouter runs get, for reports. */
-export function lookaheadSetting(): number {
-  return lookaheadFlag ?? DEFAULT_LOOKAHEAD;
+/** `--client process|inline`, `--placement thread|in-process`, `--lookahead K`, `--trace DIR`, checked. */
+export function servingDefaults(f: SuiteFlags): ServingDefaults {
+  const client = f.str('client') ?? 'process';
+  if (client !== 'process' && client !== 'inline') throw new Error(`--client must be process or inline, got "${client}"`);
+  const trace = f.str('trace');
+  return { client, placement: enginePlacement(f.str('placement')), lookahead: f.lookahead, traceDir: trace === undefined ? undefined : new TraceDir(path.resolve(trace)) };
 }
 
-/** `--trace DIR`: every server a suite starts writes its trace there, one file per run. */
-export function setTraceDir(dir: string | undefined): void {
-  traceDir = dir === undefined ? undefined : new TraceDir(dir);
-}
-
-/** `--client process|inline` for every case a suite runs. */
-export function setClientPlacement(p: string | undefined): ClientPlacement {
-  if (p !== undefined) {
-    if (p !== 'process' && p !== 'inline') throw new Error(`--client must be process or inline, got "${p}"`);
-    defaultClient = p;
-  }
-  return defaultClient;
+/** The shared settings as a report states them. */
+export function servingSettings(d: ServingDefaults): { client: string; placement: EnginePlacement; tokenrouter_lookahead: number } {
+  return {
+    client: d.client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
+    placement: d.placement,
+    tokenrouter_lookahead: d.lookahead ?? DEFAULT_LOOKAHEAD,
+  };
 }
 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
@@ -150,7 +152,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     laneRunners.set(lane, r);
   }
   // A recorded step must be one forward pass (the throughput model's unit): no lookahead then.
-  const lookahead = c.recordRouting ? 0 : (c.mode.lookahead ?? lookaheadFlag);
+  const lookahead = c.recordRouting ? 0 : (c.mode.lookahead ?? c.lookahead);
   const config = parseServerConfig({
     port: 0,
     dataDir,
@@ -171,7 +173,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     config,
     inThreads ? { threads: new Map(Object.keys(c.lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer } : { runners: new Map(laneRunners), tokenizer: set.tokenizer },
   );
-  const traceFile = traceDir?.open(`${c.algorithm}-${c.mode.label}`);
+  const traceFile = c.traceDir?.open(`${c.algorithm}-${c.mode.label}`);
   let stopTrace = () => {};
   if (traceFile) {
     // What the service traced while starting (its config event) first, then everything as it happens.
@@ -181,7 +183,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
   const server = await startServer(service, 0, '127.0.0.1');
   try {
     const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, ignoreEos: c.ignoreEos === true, prompt: benchPrompt, warmup: 0 };
-    const inChild = (c.client ?? defaultClient) === 'process';
+    const inChild = (c.client ?? 'process') === 'process';
     const drive = (requests: number, warmup: number, onProgress?: (d: number, t: number) => void) =>
       inChild ? benchmarkServingInChild({ ...load, requests, warmup }) : benchmarkServing({ ...load, requests, warmup, onProgress });
     // A separate warm-up pass (it throws if every warm-up request fails), so lane counters start after it.

@@ -5,7 +5,8 @@ import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { runClosedLoop, type ClosedLoopReport } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../sim/paperProfile.ts';
-import { printTable, progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { printTable } from './table.ts';
 
 export interface SimCase {
   mode: SchedulingMode;

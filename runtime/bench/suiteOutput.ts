@@ -2,46 +2,27 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { BenchReport } from './benchSuite.ts';
-
-export type Row = Record<string, unknown>;
+import type { BenchReport, SuiteOutput } from './benchSuite.ts';
+import { markdownTable } from './table.ts';
 
 /** 1-minute load average when the suite module loaded: on a shared machine, part of every figure's context. */
 const LOAD_AT_START = os.loadavg()[0];
 const STARTED_AT = new Date().toISOString();
 
-const cell = (v: unknown): string => {
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : Math.abs(v) < 10 ? v.toFixed(3) : v.toFixed(1);
-  if (v === null || v === undefined) return '';
-  return String(v);
-};
-
-/** A GitHub-flavoured markdown table of `rows` (columns from the first row). */
-export function markdownTable(rows: readonly Row[]): string {
-  if (rows.length === 0) return '_(no rows)_\n';
-  const cols = Object.keys(rows[0]);
-  const lines = [`| ${cols.join(' | ')} |`, `|${cols.map((c) => (typeof rows[0][c] === 'number' ? '---:' : '---')).join('|')}|`];
-  for (const r of rows) lines.push(`| ${cols.map((c) => cell(r[c])).join(' | ')} |`);
-  return lines.join('\n') + '\n';
-}
-
-export interface SuiteOutput {
-  /** Named tables, written in order to results.md. */
-  tables: Record<string, readonly Row[]>;
-  /** SVG documents by file stem. */
-  charts?: Record<string, string>;
-  /** Free text put above the tables (settings, notes). */
-  notes?: string[];
-}
 
 /** Where a suite's outputs go; `TR_RESULTS_DIR` moves the root (tests). */
 export function resultsDir(suite: string): string {
   return path.resolve(process.env.TR_RESULTS_DIR ?? 'results', suite);
 }
 
+/** `--tag` names a folder: refused before a suite runs, not after. */
+export function checkTag(tag: string | undefined): void {
+  if (tag !== undefined && !/^[A-Za-z0-9._-]+$/.test(tag)) throw new Error(`--tag must be letters, digits, dot, dash or underscore, got "${tag}"`);
+}
+
 /** `tag` (a suite's --tag flag) keeps a variant's outputs apart: results/<suite>-<tag>/. */
 export function writeSuiteOutput(report: BenchReport, out: SuiteOutput, tag?: string): string {
-  if (tag !== undefined && !/^[A-Za-z0-9._-]+$/.test(tag)) throw new Error(`--tag must be letters, digits, dot, dash or underscore, got "${tag}"`);
+  checkTag(tag);
   report.settings.machine = { cpus: os.cpus().length, node: process.version, started_at: STARTED_AT, load_avg_1m_at_start: LOAD_AT_START, load_avg_1m_at_end: os.loadavg()[0] };
   const dir = resultsDir(tag ? `${report.suite}-${tag}` : report.suite);
   mkdirSync(dir, { recursive: true });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { simulatedRunners } from '../../runtime/bench/benchRunners.ts';
-import { runServingCase, setTraceDir } from '../../runtime/bench/servingCase.ts';
+import { runServingCase } from '../../runtime/bench/servingCase.ts';
 import { defaultPlan, evaluate } from '../../runtime/eval/evaluate.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { TraceDir } from '../../runtime/trace/traceDir.ts';
@@ -53,17 +53,16 @@ describe('tokenrouter eval --trace', () => {
 describe('npm run bench -- <serving suite> --trace', () => {
   it('writes each server run with its config and every request', async () => {
     const dir = path.join(tmp, 'bench');
-    setTraceDir(dir);
+    const traceDir = new TraceDir(dir);
     const set = simulatedRunners(['small', 'large']);
     try {
       for (const mode of [
         { label: 'baseline', mode: 'step-sync', retainState: false },
         { label: 'tokenrouter', mode: 'async-delayed', retainState: true },
       ] as const) {
-        await runServingCase(set, { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, mode, concurrency: 2, requests: 4, warmup: 1, maxTokens: 16, client: 'inline' });
+        await runServingCase(set, { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, mode, concurrency: 2, requests: 4, warmup: 1, maxTokens: 16, client: 'inline', traceDir });
       }
     } finally {
-      setTraceDir(undefined);
       await set.close();
     }
     const files = fs.readdirSync(dir).sort();

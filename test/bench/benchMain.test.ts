@@ -1,0 +1,43 @@
+// `npm run bench` writes every suite's {suite, settings, results} through one writer, tables included.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../runtime/bench/main.ts';
+import { markdownTable, textTable } from '../../runtime/bench/table.ts';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-main-'));
+const before = process.env.TR_RESULTS_DIR;
+process.env.TR_RESULTS_DIR = dir;
+afterAll(() => {
+  if (before === undefined) delete process.env.TR_RESULTS_DIR;
+  else process.env.TR_RESULTS_DIR = before;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('bench main', () => {
+  it('writes report.json, results.md and --json for a suite that returns no tables of its own', async () => {
+    const json = path.join(dir, 'out', 'overhead.json');
+    expect(await main(['overhead', '--quick', '1', '--json', json, '--tag', 't1'])).toBe(0);
+    const report = JSON.parse(fs.readFileSync(path.join(dir, 'overhead-t1', 'report.json'), 'utf8')) as { suite: string; settings: Record<string, unknown>; results: Record<string, unknown>; output?: unknown };
+    expect(report.suite).toBe('overhead');
+    expect(Object.keys(report).sort()).toEqual(['results', 'settings', 'suite']);
+    expect(report.settings.machine).toMatchObject({ cpus: os.cpus().length });
+    expect(Object.keys(report.results).length).toBeGreaterThan(0);
+    expect(JSON.parse(fs.readFileSync(json, 'utf8'))).toEqual(report);
+    expect(fs.readFileSync(path.join(dir, 'overhead-t1', 'results.md'), 'utf8')).toMatch(/^# overhead\n/);
+  }, 60_000);
+
+  it('refuses a bad --tag before running the suite', async () => {
+    expect(await main(['overhead', '--quick', '1', '--tag', '../x'])).toBe(2);
+    expect(fs.existsSync(path.join(dir, 'x'))).toBe(false);
+  });
+});
+
+describe('the one table formatter', () => {
+  const rows = [{ model: 'small', tok_s: 1234.5678, share: 0.25 }, { model: 'large', tok_s: 12, share: 0.5, note: 'late column' }];
+  it('aligns text and markdown alike, with columns from every row', () => {
+    expect(textTable(rows)).toBe(['model   tok_s  share         note', '-----  ------  -----  -----------', 'small  1234.6  0.250             ', 'large      12  0.500  late column', ''].join('\n'));
+    expect(markdownTable(rows)).toBe('| model | tok_s | share | note |\n|---|---:|---:|---|\n| small | 1234.6 | 0.250 |  |\n| large | 12 | 0.500 | late column |\n');
+  });
+});
