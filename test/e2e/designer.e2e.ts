@@ -191,6 +191,8 @@ async function main(): Promise<void> {
     await setParam(page, unsure, 'op', '>=');
     assert.equal(await page.locator('[data-testid="save-state"]').innerText(), '● Unsaved changes');
     await page.click('[data-testid="deploy"]');
+    // The name exists now: the page asks before storing a second version.
+    await page.locator('[data-testid="confirm-dialog"][data-kind="replace"] [data-testid="confirm-ok"]').click();
     await page.waitForFunction((v) => window.__designer!.deploy().version === v + 1, deploy.version!);
     await page.click('[data-testid="tab-versions"]');
     await page.click(`[data-testid="version-${deploy.version}"]`);
@@ -198,6 +200,7 @@ async function main(): Promise<void> {
     await diff.waitFor();
     assert.match(await diff.innerText(), new RegExp(`${unsure}\\.op`));
     await page.click('[data-testid="rollback"]');
+    await page.locator('[data-testid="confirm-dialog"][data-kind="rollback"] [data-testid="confirm-ok"]').click();
     await page.waitForFunction(
       async ([name, v]) => ((await (await fetch('/admin/algorithms')).json()) as { algorithms: { name: string; activeVersion: number }[] }).algorithms.find((a) => a.name === name)?.activeVersion === v,
       [NAME, deploy.version!] as const,

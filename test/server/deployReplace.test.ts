@@ -71,6 +71,13 @@ describe('deleting an algorithm', () => {
     expect((await remove(t, 'ghost')).status).toBe(404);
   });
 
+  it('a page on another site cannot delete (the origin guard covers DELETE)', async () => {
+    t = await startTestServer();
+    const res = await fetch(`${t.url}/admin/algorithms/r2r`, { method: 'DELETE', headers: { Origin: 'http://evil.example' } });
+    expect(res.status).toBe(403);
+    expect(t.service.registry.get('r2r')).toBeDefined();
+  });
+
   it('refuses the default algorithm with 409 saying why, and keeps it', async () => {
     t = await startTestServer();
     const r = await remove(t, 'r-stitch');

@@ -1,7 +1,8 @@
-// Designer page layout: toolbar, palette, canvas with problems bar, and the inspector / versions / playground side panel.
+// Designer page layout: toolbar, palette, canvas with problems bar, the inspector / versions / playground side panel, and the confirm dialog.
 import { ReactFlowProvider } from '@xyflow/react';
 import { useEffect } from 'react';
 import { Canvas } from './Canvas.tsx';
+import { ConfirmDialog } from './ConfirmDialog.tsx';
 import type { DesignerStore, RightTab } from './designerStore.ts';
 import { Inspector } from './Inspector.tsx';
 import { Palette } from './Palette.tsx';
@@ -27,7 +28,8 @@ function useShortcuts(store: DesignerStore): void {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const mod = e.ctrlKey || e.metaKey;
-      if (!mod || isTyping(e.target)) return;
+      // An open confirm dialog is modal: the graph behind it does not change under the question.
+      if (!mod || isTyping(e.target) || store.getState().confirm) return;
       const k = e.key.toLowerCase();
       if (k === 'z' && !e.shiftKey) store.undo();
       else if ((k === 'z' && e.shiftKey) || k === 'y') store.redo();
@@ -108,6 +110,7 @@ function Layout() {
         <SidePanel />
       </div>
       <Toasts />
+      <ConfirmDialog />
     </div>
   );
 }

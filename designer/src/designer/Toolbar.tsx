@@ -1,7 +1,9 @@
-// Top bar: document (open, new, import, export), edit history, save state, and the one-click deploy.
-import { useEffect, useRef, useState } from 'react';
+// Top bar: document (open, new, import, export), edit history, save state, the one-click deploy, and whether the draft is what runs.
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { versionIr } from './api.ts';
 import { EXAMPLES } from './examples.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
+import { versionDiff } from './versionDiff.ts';
 
 function download(name: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
@@ -93,9 +95,16 @@ export function Toolbar() {
   const deploy = useDesigner((s) => s.deploy);
   const errorCount = useDesigner((s) => s.errorCount);
   const catalogSource = useDesigner((s) => s.catalogSource);
-  const live = useDesigner((s) => s.registry.algorithms.find((a) => a.name === s.graph.name)?.activeVersion ?? null);
-  useDesigner((s) => s.graph); // the deploy blocker depends on the whole graph
+  const entry = useDesigner((s) => s.registry.algorithms.find((a) => a.name === s.graph.name));
+  const graph = useDesigner((s) => s.graph); // the deploy blocker and the live comparison depend on the whole graph
   const blocker = store.deployBlocker();
+  const live = entry?.versions.find((v) => v.version === entry.activeVersion);
+  // A draft with errors differs from anything deployable; otherwise compare parameters and wiring, not layout.
+  const changes = useMemo(() => {
+    if (!live) return 0;
+    const ir = store.compiledIr();
+    return ir ? versionDiff(versionIr(live), ir).length : Infinity;
+  }, [live, store, graph]);
   return (
     <header className="toolbar">
       <div className="brand">
@@ -145,7 +154,16 @@ export function Toolbar() {
       <div className="tb-deploy">
         {live && (
           <span className="deploy-note ok" data-testid="deploy-status" title="The version the server runs for this name (from the registry)">
-            Live: {name} v{live}
+            Live: {name} v{live.version}
+          </span>
+        )}
+        {live && changes > 0 && (
+          <span
+            className="deploy-note warn"
+            data-testid="draft-differs"
+            title={Number.isFinite(changes) ? `The draft differs from live v${live.version} in ${changes} place${changes === 1 ? '' : 's'} (Versions tab: compare with draft)` : 'The draft has errors, so it is not what runs'}
+          >
+            Draft ≠ v{live.version}
           </span>
         )}
         {deploy.status === 'failed' && (

@@ -1,6 +1,7 @@
-// Versions of an algorithm from the registry: which is active, a parameter diff against the draft or the previous version, activate and roll back.
+// Versions of an algorithm from the registry: which is active, a parameter diff against the draft or the previous version, activate, roll back and delete.
 import { useEffect, useMemo, useState } from 'react';
-import type { ApiVersion } from './api.ts';
+import { versionIr, type ApiVersion } from './api.ts';
+import { DiffTable } from './DiffTable.tsx';
 import { useDesigner, useStore } from './useDesigner.ts';
 import { versionDiff, type DiffRow } from './versionDiff.ts';
 
@@ -37,9 +38,9 @@ export function VersionsPanel() {
 
   const diff: DiffRow[] | null = useMemo(() => {
     if (!selected) return null;
-    if (baseline === 'draft') return versionDiff(selected.ir, store.compiledIr());
+    if (baseline === 'draft') return versionDiff(versionIr(selected), store.compiledIr());
     const other = baseline === 'previous' ? versions.find((v) => v.version < selected.version) : versions.find((v) => v.version === entry?.activeVersion);
-    return other ? versionDiff(other.ir, selected.ir) : null;
+    return other ? versionDiff(versionIr(other), versionIr(selected)) : null;
     // store.compiledIr reads the live graph, which the hook above subscribes to.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [selected, baseline, versions, entry, store, store.getState().graph]);
@@ -55,8 +56,22 @@ export function VersionsPanel() {
         <button onClick={() => void store.refreshRegistry()} title="Reload from the server">
           ⟳
         </button>
-        <button disabled={!entry?.activeVersion} onClick={() => void store.rollback(name)} data-testid="rollback" title="Re-activate the version that was active before the current one">
+        <button
+          disabled={!entry?.rollbackTo}
+          onClick={() => store.rollback(name)}
+          data-testid="rollback"
+          title={entry?.rollbackTo ? `Re-activate v${entry.rollbackTo}, the version that was active before v${entry.activeVersion}` : 'No earlier active version to roll back to'}
+        >
           Roll back
+        </button>
+        <button
+          className="danger"
+          disabled={!entry || entry.isDefault}
+          onClick={() => store.deleteAlgorithm(name)}
+          data-testid="delete-algorithm"
+          title={entry?.isDefault ? `${name} is the server's default algorithm and cannot be deleted` : `Delete ${name} and all its versions from the server`}
+        >
+          Delete
         </button>
       </div>
       {registry.status === 'error' && <div className="banner bad">Registry unavailable: {registry.message}</div>}
@@ -80,7 +95,7 @@ export function VersionsPanel() {
             <button disabled={selected.version === entry?.activeVersion} onClick={() => void store.activate(name, selected.version)} data-testid="activate">
               Activate v{selected.version}
             </button>
-            <button disabled={!selected.ir} onClick={() => selected.ir && store.openVersion(selected.ir, selected.version)} data-testid="open-version">
+            <button disabled={selected.kind !== 'ir'} onClick={() => store.openVersion(name, selected)} data-testid="open-version">
               Open in editor
             </button>
           </div>
@@ -95,51 +110,7 @@ export function VersionsPanel() {
           {selected.kind === 'builtin' && <div className="muted pad">A built-in algorithm: its parameters live in code, not in a graph.</div>}
           {diff === null && <div className="muted pad">{baseline === 'draft' ? 'The draft has errors, so there is nothing to compare yet.' : `No ${baseline} version to compare with.`}</div>}
           {diff && diff.length === 0 && <div className="muted pad">Identical.</div>}
-          {diff && diff.length > 0 && (
-            <table className="diff" data-testid="version-diff">
-              <tbody>
-                {diff.map((r, i) => (
-                  <tr key={i} className={r.type}>
-                    {r.type === 'algorithm' && (
-                      <>
-                        <td>{r.field}</td>
-                        <td className="from">{r.from}</td>
-                        <td className="to">{r.to}</td>
-                      </>
-                    )}
-                    {(r.type === 'added' || r.type === 'removed') && (
-                      <>
-                        <td>
-                          {r.type === 'added' ? '+' : '−'} {r.nodeId}
-                        </td>
-                        <td colSpan={2} className="muted">
-                          {r.nodeType} {r.type}
-                        </td>
-                      </>
-                    )}
-                    {r.type === 'param' && (
-                      <>
-                        <td>
-                          {r.nodeId}.<b>{r.param}</b>
-                        </td>
-                        <td className="from">{r.from}</td>
-                        <td className="to">{r.to}</td>
-                      </>
-                    )}
-                    {r.type === 'wiring' && (
-                      <>
-                        <td>
-                          {r.nodeId}.{r.port} ⇠
-                        </td>
-                        <td className="from">{r.from}</td>
-                        <td className="to">{r.to}</td>
-                      </>
-                    )}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )}
+          {diff && diff.length > 0 && <DiffTable rows={diff} testId="version-diff" />}
           {diff && diff.length > 0 && (
             <div className="muted small pad">
               {baseline === 'draft' ? `Red: v${selected.version}; green: the draft.` : baseline === 'previous' ? `Red: the previous version; green: v${selected.version}.` : `Red: the active version; green: v${selected.version}.`}

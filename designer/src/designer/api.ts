@@ -1,25 +1,19 @@
 // The designer's only door to the server: admin registry and models, deploys, and the streaming playground.
 import { createParser } from 'eventsource-parser';
+import type { z } from 'zod';
+import { activeVersionSchema, algorithmListSchema, deleteResponseSchema, deployResponseSchema, modelListSchema, type AlgorithmView, type ModelList, type VersionView } from '../../../shared/api/admin.ts';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
-import type { IrDocument } from '../../../shared/ir/irSchema.ts';
+import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 
-export interface ApiModel {
-  name: string;
-  vocabSize: number;
-  heads: string[];
-}
+export type ApiModel = ModelList['models'][number];
+export type ApiVersion = VersionView;
+export type ApiAlgorithm = AlgorithmView;
 
-export interface ApiVersion {
-  version: number;
-  createdAt: string;
-  kind: 'builtin' | 'ir';
-  ir?: IrDocument;
-}
-
-export interface ApiAlgorithm {
-  name: string;
-  activeVersion: number | null;
-  versions: ApiVersion[];
+/** A stored version's graph when it has a readable IR (a built-in has none; an older build may have stored one this page cannot read). */
+export function versionIr(v: ApiVersion): IrDocument | null {
+  if (v.kind !== 'ir') return null;
+  const r = irSchema.safeParse(v.ir);
+  return r.success ? (r.data as IrDocument) : null;
 }
 
 /** Per-token extension of a streamed chunk (`tokenrouter.tokens[]`). */
@@ -81,18 +75,28 @@ async function failure(res: Response): Promise<ApiError> {
   return new ApiError(err?.message ?? `${res.status} ${res.statusText}`, res.status, err?.code ?? null, err?.param ?? null, details);
 }
 
-async function admin<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+/** One admin call; the answer is checked against its schema, so a mismatched server fails here with a message, not later as undefined. */
+async function admin<S extends z.ZodType>(method: 'GET' | 'POST' | 'DELETE', path: string, schema: S, body?: unknown): Promise<z.infer<S>> {
   const res = await fetch(path, { method, headers: adminHeaders(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
   if (!res.ok) throw await failure(res);
-  return (await res.json()) as T;
+  const parsed = schema.safeParse(await res.json());
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new ApiError(`unexpected answer from ${method} ${path}: ${first ? `${first.path.join('.')} ${first.message}` : 'schema mismatch'}`, res.status);
+  }
+  return parsed.data;
 }
 
+const at = (name: string) => `/admin/algorithms/${encodeURIComponent(name)}`;
+
 export const api = {
-  listModels: () => admin<{ models: ApiModel[] }>('GET', '/admin/models').then((r) => r.models),
-  listAlgorithms: () => admin<{ algorithms: ApiAlgorithm[] }>('GET', '/admin/algorithms').then((r) => r.algorithms),
-  createVersion: (name: string, ir: IrDocument) => admin<{ name: string; version: number }>('POST', `/admin/algorithms/${encodeURIComponent(name)}/versions`, { ir }),
-  activate: (name: string, version: number) => admin<unknown>('POST', `/admin/algorithms/${encodeURIComponent(name)}/activate`, { version }),
-  rollback: (name: string) => admin<{ name: string; activeVersion: number | null }>('POST', `/admin/algorithms/${encodeURIComponent(name)}/rollback`, {}),
+  listModels: () => admin('GET', '/admin/models', modelListSchema).then((r) => r.models),
+  listAlgorithms: () => admin('GET', '/admin/algorithms', algorithmListSchema).then((r) => r.algorithms),
+  /** Stores the IR as the next version and makes it active; over an existing name only with `replace`. */
+  deploy: (name: string, ir: IrDocument, replace: boolean) => admin('POST', `${at(name)}/versions`, deployResponseSchema, { ir, activate: true, replace }),
+  activate: (name: string, version: number) => admin('POST', `${at(name)}/activate`, activeVersionSchema, { version }),
+  rollback: (name: string) => admin('POST', `${at(name)}/rollback`, activeVersionSchema, {}),
+  remove: (name: string) => admin('DELETE', at(name), deleteResponseSchema),
 };
 
 export interface ChatRun {

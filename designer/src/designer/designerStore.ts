@@ -1,4 +1,4 @@
-// The designer's state and every action on it, apart from rendering: graph + history, validation, drafts, deploys, playground.
+// The designer's state and every action on it, apart from rendering: graph + history, validation, drafts, playground, and the registry through registryFlow.ts.
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
 import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
 import { emptyGraph, graphSchema, type GraphDocument } from '../../../shared/ir/graph.ts';
@@ -6,23 +6,14 @@ import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { irToGraph } from '../../../shared/ir/irToGraph.ts';
 import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
-import { api, ApiError, streamChat, type ApiAlgorithm, type StreamToken } from './api.ts';
+import { api, streamChat, versionIr, type ApiVersion, type StreamToken } from './api.ts';
 import * as edits from './graphEdits.ts';
+import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
+
+export { ALGORITHM_NAME } from '../../../shared/api/admin.ts';
+export type { Confirm, DeployState, RegistryState };
 
 export type RightTab = 'inspect' | 'versions' | 'playground';
-
-export interface DeployState {
-  status: 'idle' | 'deploying' | 'deployed' | 'failed';
-  name?: string;
-  version?: number;
-  message?: string;
-}
-
-export interface RegistryState {
-  status: 'idle' | 'loading' | 'ok' | 'error';
-  algorithms: ApiAlgorithm[];
-  message?: string;
-}
 
 export interface PlaygroundState {
   status: 'idle' | 'running' | 'done' | 'error';
@@ -60,15 +51,14 @@ export interface DesignerState {
   measured: Record<string, { width: number; height: number }>;
   deploy: DeployState;
   registry: RegistryState;
+  /** A replace, rollback or delete waiting for the user's yes (the page shows it as a dialog). */
+  confirm: Confirm | null;
   playground: PlaygroundState;
   tab: RightTab;
   toast: Toast | null;
   /** Bumped when a new document is opened, so the canvas fits it into view. */
   viewEpoch: number;
 }
-
-/** Names the registry accepts (and "draft", which the playground reserves). */
-export const ALGORITHM_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 /** Used until GET /admin/models answers (or when it cannot): the bundled family. */
 export const FALLBACK_CATALOG: ModelCatalogEntry[] = [
@@ -108,6 +98,7 @@ export class DesignerStore {
   private persistTimer: ReturnType<typeof setTimeout> | null = null;
   private abort: AbortController | null = null;
   private toastId = 0;
+  private readonly flow: RegistryFlow;
 
   constructor(
     initial: GraphDocument,
@@ -129,12 +120,25 @@ export class DesignerStore {
       measured: {},
       deploy: { status: 'idle' },
       registry: { status: 'idle', algorithms: [] },
+      confirm: null,
       playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null },
       tab: 'inspect',
       toast: null,
       viewEpoch: 0,
     };
     this.revalidate();
+    this.flow = new RegistryFlow({
+      slice: () => ({ ...this.state, graphName: this.state.graph.name }),
+      set: (patch) => this.set(patch),
+      compiledIr: this.compiledIr,
+      markSaved: this.markSaved,
+      rejected: (issues) => {
+        this.serverIssues = issues;
+        this.revalidate();
+      },
+      show: (ir) => this.open(irToGraph(ir)),
+      notify: this.notify,
+    });
   }
 
   // ---- subscription -------------------------------------------------------------------------
@@ -378,76 +382,20 @@ export class DesignerStore {
     this.set({});
   };
 
-  refreshRegistry = async (): Promise<void> => {
-    this.set({ registry: { ...this.state.registry, status: 'loading' } });
-    try {
-      const algorithms = await api.listAlgorithms();
-      this.set({ registry: { status: 'ok', algorithms } });
-    } catch (e) {
-      this.set({ registry: { status: 'error', algorithms: this.state.registry.algorithms, message: errorText(e) } });
-    }
-  };
+  // Registry actions live in registryFlow.ts; replace, rollback and delete open `confirm` first.
+  refreshRegistry = (): Promise<void> => this.flow.refresh();
+  deployBlocker = (): string | null => this.flow.blocker();
+  deploy = (): Promise<void> => this.flow.deploy();
+  activate = (name: string, version: number): Promise<void> => this.flow.activate(name, version);
+  rollback = (name: string): void => this.flow.askRollback(name);
+  deleteAlgorithm = (name: string): void => this.flow.askDelete(name);
+  confirm = (): Promise<void> => this.flow.confirm();
+  cancelConfirm = (): void => this.flow.cancel();
 
-  /** Why Deploy is disabled right now, or null when it is enabled. */
-  deployBlocker = (): string | null => {
-    const s = this.state;
-    if (s.deploy.status === 'deploying') return 'Deploying…';
-    if (s.errorCount > 0) return `Fix ${s.errorCount} error${s.errorCount > 1 ? 's' : ''} first`;
-    if (!ALGORITHM_NAME.test(s.graph.name) || s.graph.name === 'draft') return 'Name: lowercase letters, digits, “.”, “_”, “-” (not “draft”)';
-    return null;
-  };
-
-  /** One click: store a new version of the compiled graph and make it active. */
-  deploy = async (): Promise<void> => {
-    if (this.deployBlocker()) return;
-    const ir = this.compiledIr();
-    if (!ir) return;
-    const name = this.state.graph.name;
-    this.set({ deploy: { status: 'deploying', name } });
-    try {
-      const { version } = await api.createVersion(name, ir);
-      await api.activate(name, version);
-      this.markSaved();
-      this.set({ deploy: { status: 'deployed', name, version } });
-      this.notify('ok', `Deployed ${name} v${version}`);
-    } catch (e) {
-      if (e instanceof ApiError && e.details.length) {
-        this.serverIssues = e.details;
-        this.revalidate();
-      }
-      this.set({ deploy: { status: 'failed', name, message: errorText(e) } });
-      this.notify('error', `Deploy failed: ${errorText(e)}`);
-    }
-    await this.refreshRegistry();
-  };
-
-  activate = async (name: string, version: number): Promise<void> => {
-    try {
-      await api.activate(name, version);
-      this.notify('ok', `${name} v${version} is active`);
-    } catch (e) {
-      this.notify('error', `Activate failed: ${errorText(e)}`);
-    }
-    await this.refreshRegistry();
-  };
-
-  rollback = async (name: string): Promise<void> => {
-    try {
-      const r = await api.rollback(name);
-      this.notify('ok', r.activeVersion === null ? `${name} has no active version` : `Rolled back: ${name} v${r.activeVersion} is active`);
-    } catch (e) {
-      this.notify('error', `Rollback failed: ${errorText(e)}`);
-    }
-    await this.refreshRegistry();
-  };
-
-  openVersion = (ir: IrDocument, version: number): void => {
-    const checked = irSchema.safeParse(ir);
-    if (!checked.success) {
-      this.notify('error', `v${version} has no readable graph`);
-      return;
-    }
-    this.open(irToGraph(checked.data as IrDocument), `${ir.name} v${version}`);
+  openVersion = (name: string, v: ApiVersion): void => {
+    const ir = versionIr(v);
+    if (!ir) return this.notify('error', `v${v.version} has no readable graph`);
+    this.open(irToGraph(ir), `${name} v${v.version}`);
   };
 
   // ---- playground -----------------------------------------------------------------------------
@@ -508,10 +456,4 @@ export class DesignerStore {
 
 function same(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-function errorText(e: unknown): string {
-  if (e instanceof ApiError) return e.status ? `${e.message} (${e.status})` : e.message;
-  if (e instanceof Error) return e.message;
-  return String(e);
 }
