@@ -48,7 +48,7 @@ export function VersionsPanel() {
   return (
     <div className="versions" data-testid="versions">
       <div className="v-top">
-        <select value={name} onChange={(e) => (setName(e.target.value), setPicked(null))} data-testid="versions-algorithm">
+        <select value={name} onChange={(e) => (setName(e.target.value), setPicked(null))} aria-label="Algorithm" data-testid="versions-algorithm">
           {names.map((n) => (
             <option key={n}>{n}</option>
           ))}
