@@ -1,0 +1,53 @@
+// The non-streamed OpenAI answer.
+import type { Request, Response } from 'express';
+import type { GenerateHandle, GenerateOutcome, StreamToken } from '../../serve/tokenRouterService.ts';
+import { sendError } from '../httpErrors.ts';
+import { onClientGone, startAll, type AnswerContext } from './choices.ts';
+import type { Plan } from './requestPlan.ts';
+import { attribution, chatLogprob, completionLogprobs, plainTokens, sumAttribution, usageOf } from './responseShapes.ts';
+
+/** A non-streamed answer: one JSON body when every choice has ended (one failed choice fails the request). */
+export function answerUnary({ service, metrics }: AnswerContext, plan: Plan, res: Response, req: Request): void {
+  const { kind, jobs } = plan;
+  const tokens: StreamToken[][] = jobs.map(() => []);
+  const outs: GenerateOutcome[] = new Array(jobs.length);
+  const started = performance.now();
+  let done = 0;
+  let over = false;
+  let handles: GenerateHandle[] = [];
+  const cancelAll = () => handles.forEach((h) => h.cancel());
+  const perTokenOf = (ts: StreamToken[]) => (plan.perToken ? { tokens: plainTokens(ts) } : {});
+  handles = startAll(service, plan, (k) => ({
+    onDelta: (ts) => tokens[k].push(...ts),
+    onEnd: (o) => {
+      metrics.observeRequest(o, started);
+      if (over) return;
+      if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
+        // One choice lost fails the request: the others are cancelled, not left running unanswered.
+        over = true;
+        cancelAll();
+        if (o.finishReason === 'error') sendError(res, o.result.error ?? new Error('failed'));
+        return;
+      }
+      outs[k] = o;
+      if (++done < jobs.length) return;
+      const choices = jobs.map((job, i) => {
+        const o = outs[i];
+        const lp = plan.logprobs === undefined ? null : kind === 'chat' ? { content: tokens[i].map((t) => chatLogprob(service, t)) } : completionLogprobs(service, tokens[i], { offset: job.echo.length });
+        const choice = kind === 'chat' ? { index: job.index, message: { role: 'assistant', content: o.text }, finish_reason: o.finishReason, logprobs: lp } : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
+        return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), ...perTokenOf(tokens[i]) } };
+      });
+      res.json({
+        id: plan.id,
+        object: kind === 'chat' ? 'chat.completion' : 'text_completion',
+        created: Math.floor(Date.now() / 1000),
+        model: plan.model,
+        choices,
+        usage: usageOf(plan.promptTokens, outs),
+        tokenrouter: jobs.length === 1 ? { ...attribution(outs[0]), ...perTokenOf(tokens[0]) } : sumAttribution(outs),
+      });
+    },
+  }));
+  onClientGone(req, res, cancelAll);
+}
+

@@ -1,0 +1,33 @@
+// Running a plan's choices together: start them all or none, and cancel them when the client hangs up.
+import type { Response, Request } from 'express';
+import type { GenerateHandle, GenerateSink, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import type { ServerMetrics } from '../metrics.ts';
+import type { Plan } from './requestPlan.ts';
+
+/** What answering needs from the server: the service that generates and the metrics it reports to. */
+export interface AnswerContext {
+  service: TokenRouterService;
+  metrics: ServerMetrics;
+}
+
+/** Starts every choice; if one is refused (429, 503, 404) the ones started are cancelled and the refusal thrown. */
+export function startAll(service: TokenRouterService, plan: Plan, sinkFor: (k: number) => GenerateSink): GenerateHandle[] {
+  const handles: GenerateHandle[] = [];
+  try {
+    plan.jobs.forEach((job, k) => handles.push(service.generate(job.params, sinkFor(k))));
+  } catch (e) {
+    for (const h of handles) h.cancel();
+    throw e;
+  }
+  return handles;
+}
+
+
+/** Cancels the request everywhere (pending-return state included) when the client hangs up first. */
+export function onClientGone(req: Request, res: Response, cancel: () => void): void {
+  res.on('close', () => {
+    if (!res.writableFinished) cancel();
+  });
+  req.on('aborted', cancel);
+}
+

@@ -1,0 +1,138 @@
+// One OpenAI request, checked and planned: its prompts as ids, the token budget, sampling, and one job per choice.
+import crypto from 'node:crypto';
+import { MAX_CHOICES, type ChatMessage, type ChatRequest, type CompletionRequest } from '../../../shared/api/openai.ts';
+import { TokenRouterError } from '../../errors.ts';
+import type { SamplingParams } from '../../runner/modelRunner.ts';
+import type { GenerateParams, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import { mix } from '../../util/hash.ts';
+
+export type Kind = 'completion' | 'chat';
+
+/** One choice to generate: `index` as OpenAI numbers them (prompt i, choice j of n: i * n + j). */
+export interface Job {
+  index: number;
+  params: GenerateParams;
+  /** completions with echo: the prompt's text, shown before the choice's own. */
+  echo: string;
+}
+
+export interface Plan {
+  kind: Kind;
+  id: string;
+  model: string;
+  jobs: Job[];
+  /** Each distinct prompt counted once, as OpenAI counts usage for n > 1. */
+  promptTokens: number;
+  /** Top logprobs per token the client asked for; undefined: no logprobs. */
+  logprobs: number | undefined;
+  /** Non-streamed: include the per-token array (`tokenrouter_tokens: true`). */
+  perToken: boolean;
+}
+
+/** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
+export function planRequest(service: TokenRouterService, kind: Kind, body: ChatRequest | CompletionRequest, requestId: string | undefined): Plan {
+  const maxContext = Math.min(...service.infos().map((x) => x.maxContext));
+  const vocab = Math.min(...service.infos().map((x) => x.vocabSize));
+  const promptParam = kind === 'chat' ? 'messages' : 'prompt';
+  let prompts: { ids: number[]; text: string }[];
+  if (kind === 'chat') {
+    refuseTextBeyondWindow(chatChars(body as ChatRequest), maxContext, 'messages');
+    prompts = [{ ids: chatPrompt(service, body as ChatRequest), text: '' }];
+  } else prompts = completionPrompts(service, body as CompletionRequest, maxContext, vocab);
+  for (const p of prompts) {
+    if (p.ids.length >= maxContext) throw new TokenRouterError('too_large', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
+  }
+  const explicit = kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens;
+  if (explicit != null && explicit > service.config.limits.maxTokens) {
+    throw new TokenRouterError('invalid_request', `max_tokens is ${explicit}; this server allows at most ${service.config.limits.maxTokens}`, 'max_tokens');
+  }
+  // Without max_tokens, as vLLM does: the rest of the context window, capped by the server's limit.
+  const budgetFor = (promptTokens: number) => explicit ?? Math.min(service.config.limits.maxTokens, maxContext - promptTokens);
+  const requested = Math.min(...prompts.map((p) => budgetFor(p.ids.length)));
+  if (body.min_tokens != null && body.min_tokens > requested) {
+    throw new TokenRouterError('invalid_request', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`, 'min_tokens');
+  }
+  const n = body.n ?? 1;
+  if (prompts.length * n > MAX_CHOICES) throw new TokenRouterError('invalid_request', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`, 'n');
+  const logprobs = kind === 'chat' ? ((body as ChatRequest).logprobs === true ? ((body as ChatRequest).top_logprobs ?? 0) : undefined) : ((body as CompletionRequest).logprobs ?? undefined);
+  const echo = kind === 'completion' && (body as CompletionRequest).echo === true;
+  if (echo && logprobs !== undefined) throw new TokenRouterError('invalid_request', 'echo with logprobs would need the prompt tokens\' logprobs, which this server does not compute', 'echo');
+  const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
+  const outside = logitBias.find(([t]) => t >= vocab);
+  if (outside) throw new TokenRouterError('invalid_request', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`, 'logit_bias');
+  const frequency = body.frequency_penalty ?? 0;
+  const presence = body.presence_penalty ?? 0;
+  const penalised = frequency !== 0 || presence !== 0 || logitBias.length > 0;
+  const seed = (body.seed ?? crypto.randomInt(2 ** 31)) >>> 0;
+  const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
+  const jobs: Job[] = [];
+  prompts.forEach((p, i) => {
+    for (let j = 0; j < n; j++) {
+      const sampling: SamplingParams = { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, topK: 0, seed: choiceSeed(seed, j) };
+      if (logprobs !== undefined) sampling.topLogprobs = logprobs;
+      if (penalised) sampling.penalties = { frequency, presence, logitBias, outputFrom: p.ids.length };
+      jobs.push({
+        index: i * n + j,
+        echo: echo ? p.text : '',
+        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir },
+      });
+    }
+  });
+  const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
+  // One id from the response through the trace and the timeline; choice k of several is id-k there.
+  jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
+  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true };
+}
+
+/** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
+export function choiceSeed(seed: number, j: number): number {
+  return j === 0 ? seed >>> 0 : mix(seed >>> 0, j) >>> 0;
+}
+
+/**
+ * Encoding runs on the event loop every client shares and costs time linear in the text (about 5 µs
+ * a character with the bundled tokenizer: a 1 MB prompt stalled all streams for seconds). No
+ * tokenizer averages anywhere near MAX_CHARS_PER_TOKEN characters a token, so longer text cannot fit
+ * the context window and is refused before it is encoded.
+ */
+const MAX_CHARS_PER_TOKEN = 32;
+
+function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
+  if (chars > maxContext * MAX_CHARS_PER_TOKEN) {
+    throw new TokenRouterError('too_large', `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`, param);
+  }
+}
+
+function chatChars(body: ChatRequest): number {
+  let n = 0;
+  for (const m of body.messages) n += messageText(m).length;
+  return n;
+}
+
+/** Every prompt of a completions request as ids (and its text, for echo); each is checked as a single prompt was. */
+function completionPrompts(service: TokenRouterService, body: CompletionRequest, maxContext: number, vocab: number): { ids: number[]; text: string }[] {
+  const p = body.prompt;
+  const list: (string | number[])[] = typeof p === 'string' ? [p] : p.length > 0 && typeof p[0] === 'number' ? [p as number[]] : (p as (string | number[])[]);
+  return list.map((x, i) => {
+    const param = list.length > 1 ? `prompt.${i}` : 'prompt';
+    if (typeof x === 'string') {
+      if (x.length === 0) throw new TokenRouterError('invalid_request', 'prompt is empty', param);
+      refuseTextBeyondWindow(x.length, maxContext, param);
+      return { ids: service.tokenizer.encode(x, true), text: x };
+    }
+    const bad = x.find((t) => t >= vocab);
+    if (bad !== undefined) throw new TokenRouterError('invalid_request', `prompt token id ${bad} is outside the vocabulary (size ${vocab})`, param);
+    return { ids: x, text: body.echo ? service.tokenizer.decode(x) : '' };
+  });
+}
+
+function messageText(m: ChatMessage): string {
+  // An assistant message may have no content (OpenAI allows null there): it renders as an empty turn.
+  return m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((c) => c.text).join('');
+}
+
+function chatPrompt(service: TokenRouterService, body: ChatRequest): number[] {
+  const messages = body.messages.map((m) => ({ role: m.role, content: messageText(m) }));
+  if (messages.every((m) => m.content.trim() === '')) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
+  return service.tokenizer.encodeChat(messages, true);
+}
