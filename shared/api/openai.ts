@@ -159,6 +159,15 @@ export const requestAttributionSchema = z.object({
 });
 export type RequestAttribution = z.infer<typeof requestAttributionSchema>;
 
-export interface OpenAIErrorBody {
-  error: { message: string; type: string; param: string | null; code: string | null; details?: unknown };
-}
+/** Every error answer, HTTP or a stream's last event; `details` carries structured issues (e.g. one per IR node). */
+export const openAIErrorBodySchema = z.object({
+  error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string().nullable(), details: z.unknown().optional() }),
+});
+export type OpenAIErrorBody = z.infer<typeof openAIErrorBodySchema>;
+
+/** One streamed chat chunk as a client reads it: content deltas, the finish reason, and the tokens' attribution. */
+export const chatChunkSchema = z.object({
+  choices: z.array(z.object({ delta: z.object({ content: z.string().optional() }).optional(), finish_reason: z.string().nullable().optional() })).optional(),
+  tokenrouter: z.object({ tokens: z.array(tokenAttributionSchema).optional() }).optional(),
+  error: openAIErrorBodySchema.shape.error.optional(),
+});

@@ -1,4 +1,5 @@
 // The one error shape of graph and IR validation: which node, which rule, what is wrong, how to fix it.
+import { z } from 'zod';
 
 export const ISSUE_CODES = [
   // document shape
@@ -39,16 +40,17 @@ export const ISSUE_CODES = [
 
 export type IssueCode = (typeof ISSUE_CODES)[number];
 
-export interface IrIssue {
+export const irIssueSchema = z.object({
   /** The offending node, or null when the problem belongs to the whole graph. */
-  nodeId: string | null;
-  code: IssueCode;
-  message: string;
+  nodeId: z.string().nullable(),
+  code: z.enum(ISSUE_CODES),
+  message: z.string(),
   /** One line telling the author what to change. */
-  fix: string;
+  fix: z.string(),
   /** Errors block compile and deploy; warnings are shown and nothing more. */
-  severity: 'error' | 'warning';
-}
+  severity: z.enum(['error', 'warning']),
+});
+export type IrIssue = z.infer<typeof irIssueSchema>;
 
 export function issue(nodeId: string | null, code: IssueCode, message: string, fix: string, severity: IrIssue['severity'] = 'error'): IrIssue {
   return { nodeId, code, message, fix, severity };

@@ -1,8 +1,9 @@
 // The designer's only door to the server: admin registry and models, deploys, and the streaming playground.
 import { createParser } from 'eventsource-parser';
-import type { z } from 'zod';
+import { z } from 'zod';
+import { chatChunkSchema, openAIErrorBodySchema, type TokenAttribution } from '../../../shared/api/openai.ts';
 import { activeVersionSchema, algorithmListSchema, deleteResponseSchema, deployResponseSchema, modelListSchema, type AlgorithmView, type ModelList, type VersionView } from '../../../shared/api/admin.ts';
-import type { IrIssue } from '../../../shared/ir/irIssue.ts';
+import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 
 export type ApiModel = ModelList['models'][number];
@@ -17,14 +18,7 @@ export function versionIr(v: ApiVersion): IrDocument | null {
 }
 
 /** Per-token extension of a streamed chunk (`tokenrouter.tokens[]`). */
-export interface StreamToken {
-  id: number;
-  text: string;
-  model: string;
-  signals: { entropy: number; maxProb: number; margin: number; heads: Record<string, number> };
-  decision: 'stay' | 'handoff' | 'end';
-  kept: boolean;
-}
+export type StreamToken = TokenAttribution;
 
 /** A failed call, with the server's OpenAI-style error fields when it sent them. */
 export class ApiError extends Error {
@@ -42,12 +36,13 @@ export class ApiError extends Error {
 
 const TOKEN_KEY = 'tokenrouterAdminToken';
 
-function adminHeaders(json: boolean): HeadersInit {
+function adminHeaders(json: boolean): Record<string, string> {
   const h: Record<string, string> = {};
   if (json) h['Content-Type'] = 'application/json';
   let token: string | null = null;
   try {
-    token = localStorage.getItem(TOKEN_KEY);
+    // read through globalThis: this module also runs in Node (its unit tests), where there is no storage
+    token = (globalThis as { localStorage?: { getItem(key: string): string | null } }).localStorage?.getItem(TOKEN_KEY) ?? null;
   } catch {
     token = null; // storage blocked: loopback dev mode needs no token
   }
@@ -62,17 +57,12 @@ async function failure(res: Response): Promise<ApiError> {
   } catch {
     body = null;
   }
-  const err = (body as { error?: { message?: string; code?: string; param?: string; details?: unknown } } | null)?.error;
-  const details = Array.isArray(err?.details)
-    ? (err.details as Partial<IrIssue>[]).map((d) => ({
-        nodeId: typeof d.nodeId === 'string' ? d.nodeId : null,
-        code: (d.code ?? 'invalid_document') as IrIssue['code'],
-        message: String(d.message ?? ''),
-        fix: String(d.fix ?? ''),
-        severity: d.severity === 'warning' ? ('warning' as const) : ('error' as const),
-      }))
-    : [];
-  return new ApiError(err?.message ?? `${res.status} ${res.statusText}`, res.status, err?.code ?? null, err?.param ?? null, details);
+  const parsed = openAIErrorBodySchema.safeParse(body);
+  if (!parsed.success) return new ApiError(`${res.status} ${res.statusText}`, res.status);
+  const err = parsed.data.error;
+  // issues a client cannot read are dropped, the message still says what went wrong
+  const details = z.array(irIssueSchema).safeParse(err.details);
+  return new ApiError(err.message, res.status, err.code, err.param, details.success ? details.data : []);
 }
 
 /** One admin call; the answer is checked against its schema, so a mismatched server fails here with a message, not later as undefined. */
@@ -133,12 +123,10 @@ export async function streamChat(run: ChatRun): Promise<string | null> {
     for (const data of events.splice(0)) {
       if (!data) continue;
       if (data === '[DONE]') return finish;
-      const chunk = JSON.parse(data) as {
-        error?: { message?: string };
-        choices?: { delta?: { content?: string }; finish_reason?: string | null }[];
-        tokenrouter?: { tokens?: StreamToken[] };
-      };
-      if (chunk.error) throw new ApiError(chunk.error.message ?? 'stream error', 500);
+      const parsed = chatChunkSchema.safeParse(JSON.parse(data));
+      if (!parsed.success) throw new ApiError(`unexpected stream chunk: ${parsed.error.issues[0]?.message ?? 'schema mismatch'}`, res.status);
+      const chunk = parsed.data;
+      if (chunk.error) throw new ApiError(chunk.error.message, 500, chunk.error.code, chunk.error.param);
       const choice = chunk.choices?.[0];
       if (choice?.finish_reason) finish = choice.finish_reason;
       if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens);

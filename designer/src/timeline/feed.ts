@@ -1,5 +1,5 @@
 // Live feed client: the /live WebSocket (messages parsed by feedMessages.ts) and POST /admin/load.
-import { z } from 'zod';
+import { loadResponseSchema } from '../../../shared/api/admin.ts';
 import { createMessageHandler, liveUrl, type FeedConnection, type FeedHandlers } from './feedMessages.ts';
 
 /** Token for the admin endpoints and the feed, set by the operator in localStorage. */
@@ -50,8 +50,8 @@ export async function generateLoad(body = { concurrency: 8, requests: 32, maxTok
   try {
     const res = await fetch('/admin/load', { method: 'POST', headers, body: JSON.stringify(body) });
     const text = await res.text();
-    const parsed = z.object({ started: z.boolean() }).safeParse(safeJson(text));
-    if (res.status === 202 && parsed.success && parsed.data.started) return { ok: true, status: res.status, message: 'load started' };
+    const parsed = loadResponseSchema.safeParse(safeJson(text));
+    if (res.status === 202 && parsed.success) return { ok: true, status: res.status, message: 'load started' };
     return { ok: false, status: res.status, message: text.slice(0, 200) || res.statusText };
   } catch (err) {
     return { ok: false, status: 0, message: String(err) };

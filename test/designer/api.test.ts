@@ -1,0 +1,45 @@
+// The designer's server door validates what comes back: error bodies, IR issues and stream chunks through the shared schemas.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { api, ApiError, streamChat } from '../../designer/src/designer/api.ts';
+
+afterEach(() => vi.unstubAllGlobals());
+
+const reply = (status: number, body: unknown, headers: Record<string, string> = { 'Content-Type': 'application/json' }) =>
+  vi.stubGlobal('fetch', vi.fn(async () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers })));
+
+const issue = { nodeId: 'n1', code: 'unknown_node_type', message: 'no such node type "x"', fix: 'pick a type from the palette', severity: 'error' };
+
+describe('designer api', () => {
+  it('turns an OpenAI-shaped error into an ApiError with its code, param and IR issues', async () => {
+    reply(400, { error: { message: 'invalid IR: n1: unknown_node_type', type: 'invalid_request_error', param: 'ir', code: 'invalid_ir', details: [issue] } });
+    const e = (await api.listAlgorithms().catch((x: unknown) => x)) as ApiError;
+    expect(e).toBeInstanceOf(ApiError);
+    expect([e.status, e.code, e.param, e.message]).toEqual([400, 'invalid_ir', 'ir', 'invalid IR: n1: unknown_node_type']);
+    expect(e.details).toEqual([issue]);
+  });
+
+  it('keeps the message when the issues are not ones it can read, and names the status when the body is not an error', async () => {
+    reply(400, { error: { message: 'bad', type: 'invalid_request_error', param: null, code: 'invalid_ir', details: [{ nodeId: 3 }] } });
+    const e = (await api.listAlgorithms().catch((x: unknown) => x)) as ApiError;
+    expect([e.message, e.details]).toEqual(['bad', []]);
+    reply(502, '<html>bad gateway</html>', { 'Content-Type': 'text/html' });
+    const g = (await api.listAlgorithms().catch((x: unknown) => x)) as ApiError;
+    expect([g.status, g.message]).toEqual([502, '502 ']);
+  });
+
+  it('refuses an answer that does not match its schema, naming the field', async () => {
+    reply(200, { algorithms: [{ name: 7 }] });
+    await expect(api.listAlgorithms()).rejects.toThrow(/unexpected answer from GET \/admin\/algorithms: algorithms\.0\.name/);
+  });
+
+  it('streams tokens checked against the shared attribution schema, and fails on a malformed chunk', async () => {
+    const tok = { id: 5, text: '4', model: 'small', signals: { entropy: 0.1, maxProb: 0.9, margin: 0.8, heads: {} }, decision: 'stay', kept: true };
+    const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === 'string' ? c : JSON.stringify(c)}\n\n`).join('');
+    reply(200, sse([{ choices: [{ delta: { content: '4' }, finish_reason: null }], tokenrouter: { tokens: [tok] } }, { choices: [{ delta: {}, finish_reason: 'stop' }] }, '[DONE]']), { 'Content-Type': 'text/event-stream' });
+    const got: unknown[] = [];
+    const finish = await streamChat({ model: 'r2r', prompt: '2*2', maxTokens: 4, signal: new AbortController().signal, onTokens: (ts) => got.push(...ts) });
+    expect([finish, got]).toEqual(['stop', [tok]]);
+    reply(200, sse([{ tokenrouter: { tokens: [{ ...tok, decision: 'maybe' }] } }]), { 'Content-Type': 'text/event-stream' });
+    await expect(streamChat({ model: 'r2r', prompt: '2*2', maxTokens: 4, signal: new AbortController().signal, onTokens: () => {} })).rejects.toThrow(/unexpected stream chunk/);
+  });
+});
