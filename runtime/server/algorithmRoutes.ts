@@ -1,0 +1,67 @@
+// Admin API for the algorithm registry: list, deploy (replace only when asked), activate, roll back, delete.
+import { Router } from 'express';
+import { activateRequestSchema, deployRequestSchema, type ActiveVersion, type AlgorithmList, type DeleteResponse, type DeployResponse, type VersionView } from '../../shared/api/admin.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { AlgorithmSpec, AlgorithmVersion } from '../registry/algorithmRegistry.ts';
+import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { parseBody } from './zodToError.ts';
+
+export function algorithmRoutes(service: TokenRouterService): Router {
+  const r = Router();
+  r.get('/admin/algorithms', (_req, res) => {
+    res.json({
+      algorithms: service.registry.list().map((e) => ({
+        name: e.name,
+        activeVersion: e.activeVersion,
+        rollbackTo: service.registry.rollbackTarget(e.name),
+        isDefault: e.name === service.config.defaultAlgorithm,
+        versions: e.versions.map(versionView),
+      })),
+    } satisfies AlgorithmList);
+  });
+
+  r.post('/admin/algorithms/:name/versions', (req, res) => {
+    const body = parseBody(deployRequestSchema, req.body);
+    const name = String(req.params.name);
+    // A model's name is its own: an algorithm named so would shadow it in /v1/models and in requests.
+    if (service.info(name)) throw new TokenRouterError('conflict', `"${name}" is the name of a model this server serves; an algorithm cannot take it (choose another name)`, 'name');
+    const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
+    // Proven before storing (compiled, and its models served here): a stored version always loads.
+    service.deployable(spec);
+    const existing = service.registry.get(name);
+    if (existing && body.replace !== true) {
+      const active = existing.activeVersion === null ? 'none active' : `v${existing.activeVersion} active`;
+      throw new TokenRouterError('conflict', `algorithm "${name}" already exists (${active}, ${existing.versions.length} version${existing.versions.length === 1 ? '' : 's'}); pass replace: true to store this as its next version, or choose another name`, 'name');
+    }
+    const v = service.registry.createVersion(name, spec, { activate: body.activate === true });
+    res.status(201).json({ name: v.name, version: v.version, activeVersion: service.registry.get(name)!.activeVersion } satisfies DeployResponse);
+  });
+
+  r.delete('/admin/algorithms/:name', (req, res) => {
+    const name = String(req.params.name);
+    res.json({ name, deletedVersions: service.deleteAlgorithm(name) } satisfies DeleteResponse);
+  });
+
+  r.post('/admin/algorithms/:name/activate', (req, res) => {
+    const { version } = parseBody(activateRequestSchema, req.body);
+    const name = String(req.params.name);
+    if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
+    const stored = service.registry.version(name, version);
+    if (stored) service.deployable(stored.spec);
+    service.registry.activate(name, version);
+    res.json({ name, activeVersion: version } satisfies ActiveVersion);
+  });
+
+  r.post('/admin/algorithms/:name/rollback', (req, res) => {
+    const name = String(req.params.name);
+    if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
+    res.json({ name, activeVersion: service.registry.rollback(name) } satisfies ActiveVersion);
+  });
+
+  return r;
+}
+
+function versionView(v: AlgorithmVersion): VersionView {
+  const at = { version: v.version, createdAt: v.createdAt };
+  return v.spec.kind === 'ir' ? { ...at, kind: 'ir', ir: v.spec.ir } : { ...at, kind: 'builtin', factory: v.spec.factory, params: v.spec.params ?? {} };
+}
