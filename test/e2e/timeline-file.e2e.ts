@@ -6,7 +6,7 @@ import { basename } from 'node:path';
 import type { Page } from 'playwright-core';
 import { generateTrace, toJsonLines } from '../../shared/timeline/generateTrace.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import type { TimelineSnapshot } from '../../designer/src/timeline/timelineController.ts';
+import type { TimelineSnapshot } from '../../designer/src/timeline/timelineSnapshot.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { Checks, newPage, artifactPath, buildTimeline, launch, serveStatic } from './timelineHarness.ts';
 

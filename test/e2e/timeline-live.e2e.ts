@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { pairHandoffs } from '../../shared/timeline/pairHandoffs.ts';
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
-import type { TimelineSnapshot } from '../../designer/src/timeline/timelineController.ts';
+import type { TimelineSnapshot } from '../../designer/src/timeline/timelineSnapshot.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { startTestServer } from '../server/testService.ts';
 import { checkChromeTrace } from '../timeline/checkChromeTrace.ts';

@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 import { generateTrace, toJsonLines } from '../../shared/timeline/generateTrace.ts';
 import { pairHandoffs } from '../../shared/timeline/pairHandoffs.ts';
 import type { TraceEventOf } from '../../shared/trace.ts';
-import type { TimelineSnapshot } from '../../designer/src/timeline/timelineController.ts';
+import type { TimelineSnapshot } from '../../designer/src/timeline/timelineSnapshot.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { checkChromeTrace } from '../timeline/checkChromeTrace.ts';
 import { Checks, NAME_SHIM, artifactPath, buildTimeline, launch, median, pct, serveStatic, writeArtifact } from './timelineHarness.ts';

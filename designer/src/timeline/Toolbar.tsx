@@ -9,7 +9,7 @@ export function Toolbar({ c }: { c: TimelineController }) {
   const file = useRef<HTMLInputElement>(null);
   const [load, setLoad] = useState<string>('');
   const live = c.source.kind === 'live' || c.source.kind === 'demo';
-  const deltas = c.frameLog().deltas.slice(-60).sort((a, b) => a - b);
+  const deltas = c.frames.recent().deltas.slice(-60).sort((a, b) => a - b);
   const med = deltas.length ? deltas[deltas.length >> 1] : 0;
   const fps = med > 0 ? Math.min(999, Math.round(1000 / med)) : 0;
   const status = c.source.kind === 'file'

@@ -2,7 +2,8 @@
 import type { ChromeTrace } from '../../../shared/perfetto.ts';
 import type { TraceEvent } from '../../../shared/trace.ts';
 import type { RangeStats } from './rangeStats.ts';
-import type { TimelineController, TimelineSnapshot } from './timelineController.ts';
+import type { TimelineController } from './timelineController.ts';
+import { describeTimeline, type TimelineSnapshot } from './timelineSnapshot.ts';
 
 export interface TimelineHook {
   /** Plain snapshot of lanes, drawn counts, store and feed counts, view and selected path. */
@@ -32,10 +33,10 @@ declare global {
 
 export function installTestHook(c: TimelineController): void {
   window.__timeline = {
-    snapshot: () => c.describe(),
-    frameLog: () => c.frameLog(),
-    startRecording: () => c.startRecording(),
-    stopRecording: () => c.stopRecording(),
+    snapshot: () => describeTimeline(c),
+    frameLog: () => c.frames.recent(),
+    startRecording: () => c.frames.startRecording(),
+    stopRecording: () => c.frames.stopRecording(),
     setView: (a, b) => c.setView(a, b),
     fitAll: () => c.fitAll(),
     zoom: (f, x) => c.zoom(f, x),

@@ -5,13 +5,15 @@ import { startDemoFeed } from './demoFeed.ts';
 import { exportTraceFile, openTraceFile, type FileSource } from './traceFile.ts';
 import { drawTimeline, type DrawStats, type LaneGauge } from './drawTimeline.ts';
 import { EventStore } from './eventStore.ts';
+import { FrameLog } from './frameLog.ts';
 import { adminToken, connectFeed } from './feed.ts';
 import type { FeedConnection, FeedHandlers, FeedStatus, LiveStats } from './feedMessages.ts';
+import { bindCanvasInput } from './canvasInput.ts';
 import { hitBatch } from './hitTest.ts';
 import { computeLayout, type Layout } from './layout.ts';
 import { rangeStats, type RangeStats } from './rangeStats.ts';
 import { requestPath, type RequestPath } from './requestPath.ts';
-import { endAt, fit, panBy, timeToX, xToTime, zoomAt, type Viewport } from './viewport.ts';
+import { endAt, fit, panBy, timeToX, zoomAt, type Viewport } from './viewport.ts';
 
 export type Source =
   | { kind: 'none' }
@@ -19,10 +21,8 @@ export type Source =
   | { kind: 'demo'; rate: number }
   | FileSource;
 
-type Counts = Record<TraceEvent['type'], number>;
+export type Counts = Record<TraceEvent['type'], number>;
 const zero = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, queue: 0, 'request-end': 0, config: 0 });
-
-const FRAME_LOG = 600;
 
 export class TimelineController {
   store: EventStore;
@@ -49,11 +49,8 @@ export class TimelineController {
   range: [number, number] | null = null;
   private hover: { x: number; y: number; batch: number } | null = null;
   lastDraw: DrawStats | null = null;
-  private frameDeltas = new Float64Array(FRAME_LOG);
-  private drawTimes = new Float64Array(FRAME_LOG);
-  private frameCount = 0;
-  private drawCount = 0;
-  private recording: { deltas: number[]; draws: number[] } | null = null;
+  /** Frame intervals and draw times, for the toolbar's fps and the perf e2e. */
+  readonly frames = new FrameLog();
   private lastTs = 0;
   private dirty = true;
   private drawnVersion = -1;
@@ -414,11 +411,7 @@ export class TimelineController {
   }
 
   private frame(ts: number): void {
-    if (this.lastTs) {
-      const d = ts - this.lastTs;
-      this.frameDeltas[this.frameCount++ % FRAME_LOG] = d;
-      this.recording?.deltas.push(d);
-    }
+    if (this.lastTs) this.frames.frame(ts - this.lastTs);
     this.lastTs = ts;
     const now = this.liveNow();
     if (this.follow && now !== null) {
@@ -439,80 +432,41 @@ export class TimelineController {
       path: this.selected?.path ?? null, selectedBatch: this.selectedBatch, range: this.range, hover: this.hover,
       liveNow: this.source.kind === 'file' ? null : now, origin: this.origin ?? 0, gauges: this.gauges,
     });
-    const dt = performance.now() - t0;
-    this.drawTimes[this.drawCount++ % FRAME_LOG] = dt;
-    this.recording?.draws.push(dt);
+    this.frames.draw(performance.now() - t0);
     this.dirty = false;
     this.drawnVersion = this.store.version;
   }
 
   private bindInput(canvas: HTMLCanvasElement): () => void {
-    let down: { x: number; y: number; view: Viewport; mode: 'pan' | 'range'; moved: boolean } | null = null;
-    const pos = (e: MouseEvent): { x: number; y: number } => {
-      const r = canvas.getBoundingClientRect();
-      return { x: e.clientX - r.left, y: e.clientY - r.top };
-    };
-    const onDown = (e: PointerEvent): void => {
-      if (e.button !== 0) return;
-      const p = pos(e);
-      const inAxis = this.layout ? p.y < this.layout.axisH : false;
-      down = { ...p, view: this.viewport(), mode: e.shiftKey || inAxis ? 'range' : 'pan', moved: false };
-      // Synthetic pointers (tests, some pens) may not be capturable; dragging still works without capture.
-      try { canvas.setPointerCapture(e.pointerId); } catch { /* no capture */ }
-    };
-    const onMove = (e: PointerEvent): void => {
-      const p = pos(e);
-      if (down) {
-        if (Math.abs(p.x - down.x) + Math.abs(p.y - down.y) > 3) down.moved = true;
-        if (!down.moved) return;
+    return bindCanvasInput(canvas, {
+      layout: () => this.layout,
+      viewport: () => this.viewport(),
+      drag: (from, dx) => {
         this.lastGesture = performance.now();
-        if (down.mode === 'pan') { this.follow = false; this.setViewport(panBy(down.view, p.x - down.x)); }
-        else this.setRange(xToTime(down.view, down.x), xToTime(down.view, p.x));
-        this.hover = null;
-        return;
-      }
-      if (!this.layout) return;
-      const batch = hitBatch(this.store, this.layout, this.viewport(), p.x, p.y);
-      const prev = this.hover?.batch ?? -1;
-      this.hover = batch >= 0 ? { ...p, batch } : null;
-      if (batch >= 0 || prev >= 0) this.dirty = true;
-    };
-    const onUp = (e: PointerEvent): void => {
-      if (!down) return;
-      const p = pos(e);
-      if (!down.moved) {
-        if (down.mode === 'range') this.setRange(null);
-        else this.selectAt(p.x, p.y);
-      }
-      down = null;
-    };
-    const onLeave = (): void => { if (this.hover) { this.hover = null; this.dirty = true; } };
-    const onWheel = (e: WheelEvent): void => {
-      e.preventDefault();
-      const p = pos(e);
-      if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) this.pan(-e.deltaX);
-      else this.zoom(Math.exp(e.deltaY * 0.0015), p.x);
-    };
-    const onDbl = (e: MouseEvent): void => this.zoom(0.5, pos(e).x);
-    const onKey = (e: KeyboardEvent): void => {
-      if (e.key === 'Escape') { this.setRange(null); this.selected = null; this.selectedBatch = -1; this.changed(); }
-    };
-    canvas.addEventListener('pointerdown', onDown);
-    canvas.addEventListener('pointermove', onMove);
-    canvas.addEventListener('pointerup', onUp);
-    canvas.addEventListener('pointerleave', onLeave);
-    canvas.addEventListener('wheel', onWheel, { passive: false });
-    canvas.addEventListener('dblclick', onDbl);
-    window.addEventListener('keydown', onKey);
-    return () => {
-      canvas.removeEventListener('pointerdown', onDown);
-      canvas.removeEventListener('pointermove', onMove);
-      canvas.removeEventListener('pointerup', onUp);
-      canvas.removeEventListener('pointerleave', onLeave);
-      canvas.removeEventListener('wheel', onWheel);
-      canvas.removeEventListener('dblclick', onDbl);
-      window.removeEventListener('keydown', onKey);
-    };
+        this.follow = false;
+        this.setViewport(panBy(from, dx));
+      },
+      dragRange: (a, b) => {
+        this.lastGesture = performance.now();
+        this.setRange(a, b);
+      },
+      hover: (h) => {
+        const had = this.hover !== null;
+        this.hover = h && this.layout ? { ...h, batch: hitBatch(this.store, this.layout, this.viewport(), h.x, h.y) } : null;
+        if (this.hover && this.hover.batch < 0) this.hover = null;
+        if (had || this.hover) this.dirty = true;
+      },
+      click: (x, y) => this.selectAt(x, y),
+      clearRange: () => this.setRange(null),
+      pan: (dx) => this.pan(dx),
+      zoom: (f, x) => this.zoom(f, x),
+      escape: () => {
+        this.setRange(null);
+        this.selected = null;
+        this.selectedBatch = -1;
+        this.changed();
+      },
+    });
   }
 
   // ---- test hook ----
@@ -531,89 +485,4 @@ export class TimelineController {
     return null;
   }
 
-  frameLog(): { deltas: number[]; draws: number[] } {
-    const take = (a: Float64Array, n: number): number[] => {
-      const k = Math.min(n, FRAME_LOG);
-      const out: number[] = [];
-      for (let i = n - k; i < n; i++) out.push(a[i % FRAME_LOG]);
-      return out;
-    };
-    return { deltas: take(this.frameDeltas, this.frameCount), draws: take(this.drawTimes, this.drawCount) };
-  }
-
-  startRecording(): void { this.recording = { deltas: [], draws: [] }; }
-  stopRecording(): { deltas: number[]; draws: number[] } {
-    const r = this.recording ?? { deltas: [], draws: [] };
-    this.recording = null;
-    return r;
-  }
-
-  /** The plain-data view of what is drawn, for window.__timeline. */
-  describe(): TimelineSnapshot {
-    const s = this.store;
-    const path = this.selected?.path;
-    return {
-      source: this.source.kind,
-      connection: this.connection,
-      ingestRate: this.ingestRate,
-      lanes: s.lanes.slice(),
-      drawn: this.lastDraw ? { ...this.lastDraw, lanes: this.lastDraw.lanes.slice() } : null,
-      store: {
-        batches: s.batches.length, handoffs: s.handoffs.length, queues: s.queues.length, states: s.states.length,
-        requests: s.requests.size, configs: s.configs.length, received: { ...s.received }, evicted: { ...s.evicted },
-        pairedHandoffs: countPaired(s), bytes: s.footprint().bytes,
-      },
-      feed: { received: { ...this.feedReceived }, serverDropped: this.serverDropped, invalid: this.invalid, snapshots: this.snapshots, held: this.held.length },
-      view: { t0: this.view.t0, t1: this.view.t1, follow: this.follow, paused: this.paused, range: this.range },
-      selected: path ? {
-        requestId: path.requestId,
-        batches: path.batches.map((a) => {
-          const p = s.batches.physOfAbs(a);
-          return { model: s.lanes[s.batches.cols.lane[p]], batchId: s.batches.cols.batchId[p] };
-        }),
-        handoffs: path.handoffs.map((a) => {
-          const p = s.handoffs.physOfAbs(a);
-          const c = s.handoffs.cols;
-          const fp = s.batches.physOfAbs(c.fromAbs[p]);
-          const tp = s.batches.physOfAbs(c.toAbs[p]);
-          return {
-            from: s.lanes[c.from[p]], to: s.lanes[c.to[p]], kept: c.kept[p] === 1, t: c.t[p],
-            fromBatch: fp < 0 ? null : s.batches.cols.batchId[fp], toBatch: tp < 0 ? null : s.batches.cols.batchId[tp],
-          };
-        }),
-        states: path.states.length,
-      } : null,
-    };
-  }
-}
-
-function countPaired(s: EventStore): number {
-  let n = 0;
-  const h = s.handoffs;
-  for (let i = 0; i < h.length; i++) {
-    const p = h.phys(i);
-    if (s.batches.physOfAbs(h.cols.fromAbs[p]) >= 0 && s.batches.physOfAbs(h.cols.toAbs[p]) >= 0) n++;
-  }
-  return n;
-}
-
-export interface TimelineSnapshot {
-  source: Source['kind'];
-  connection: FeedStatus | 'idle';
-  /** Events applied per second over the last 2 s. */
-  ingestRate: number;
-  lanes: string[];
-  drawn: DrawStats | null;
-  store: {
-    batches: number; handoffs: number; queues: number; states: number; requests: number; configs: number;
-    received: Counts; evicted: Counts; pairedHandoffs: number; bytes: number;
-  };
-  feed: { received: Counts; serverDropped: number; invalid: number; snapshots: number; held: number };
-  view: { t0: number; t1: number; follow: boolean; paused: boolean; range: [number, number] | null };
-  selected: {
-    requestId: string;
-    batches: { model: string; batchId: number }[];
-    handoffs: { from: string; to: string; kept: boolean; t: number; fromBatch: number | null; toBatch: number | null }[];
-    states: number;
-  } | null;
 }
