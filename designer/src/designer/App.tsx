@@ -95,8 +95,7 @@ function Layout() {
   const store = useStore();
   useShortcuts(store);
   useEffect(() => {
-    void store.loadCatalog();
-    void store.refreshRegistry();
+    void store.start();
   }, [store]);
   return (
     <div className="app">

@@ -1,4 +1,4 @@
-// The designer's state and every action on it, apart from rendering: graph + history, validation, drafts, playground, and the registry through registryFlow.ts.
+// The designer's state and every action on it, apart from rendering and I/O: graph + history, validation, drafts, playground, and the registry through registryFlow.ts; the server, storage, clock and clipboard come in as ports (designerPorts.ts).
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
 import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
 import { emptyGraph, graphSchema, type GraphDocument } from '../../../shared/ir/graph.ts';
@@ -6,7 +6,8 @@ import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { irToGraph } from '../../../shared/ir/irToGraph.ts';
 import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
-import { api, streamChat, versionIr, type ApiVersion, type StreamToken } from './api.ts';
+import { versionIr, type ApiVersion, type StreamToken } from './api.ts';
+import type { DesignerPorts } from './designerPorts.ts';
 import * as edits from './graphEdits.ts';
 import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
 
@@ -70,16 +71,12 @@ export const FALLBACK_CATALOG: ModelCatalogEntry[] = [
 const STORAGE_KEY = 'tokenrouter.designer.draft.v1';
 const HISTORY_LIMIT = 200;
 const COALESCE_MS = 1200;
+/** Typing bursts become one storage write. */
+const PERSIST_MS = 200;
 
 interface Persisted {
   graph: GraphDocument;
   savedKey: string;
-}
-
-/** The storage the store persists drafts to; localStorage in the page, a map in tests. */
-export interface DraftStorage {
-  getItem(key: string): string | null;
-  setItem(key: string, value: string): void;
 }
 
 export class DesignerStore {
@@ -95,14 +92,14 @@ export class DesignerStore {
   private validatedKey = '';
   private localIssues: IrIssue[] = [];
   private serverIssues: IrIssue[] = [];
-  private persistTimer: ReturnType<typeof setTimeout> | null = null;
+  private cancelPersist: (() => void) | null = null;
   private abort: AbortController | null = null;
   private toastId = 0;
   private readonly flow: RegistryFlow;
 
   constructor(
     initial: GraphDocument,
-    private readonly storage: DraftStorage | null,
+    private readonly ports: DesignerPorts,
   ) {
     const draft = this.readDraft();
     const graph = draft?.graph ?? initial;
@@ -127,7 +124,7 @@ export class DesignerStore {
       viewEpoch: 0,
     };
     this.revalidate();
-    this.flow = new RegistryFlow({
+    this.flow = new RegistryFlow(ports.server, {
       slice: () => ({ ...this.state, graphName: this.state.graph.name }),
       set: (patch) => this.set(patch),
       compiledIr: this.compiledIr,
@@ -160,7 +157,7 @@ export class DesignerStore {
   /** Replaces the graph as one undoable step; `coalesce` merges quick repeated edits (typing). */
   private commit(next: GraphDocument, coalesce?: string): void {
     if (next === this.state.graph) return;
-    const now = Date.now();
+    const now = this.ports.clock.now();
     const merge = coalesce !== undefined && this.lastCoalesce?.key === coalesce && now - this.lastCoalesce.at < COALESCE_MS;
     if (!merge) {
       this.past.push(this.state.graph);
@@ -263,11 +260,8 @@ export class DesignerStore {
     if (!this.state.selection.nodes.length) return 0;
     this.clipboard = edits.copy(this.state.graph, this.state.selection.nodes);
     this.pasteCount = 0;
-    try {
-      void navigator.clipboard?.writeText(JSON.stringify(this.clipboard)).catch(() => undefined);
-    } catch {
-      // The system clipboard is a convenience; the in-page clipboard is what paste uses.
-    }
+    // The system clipboard is a convenience (it may refuse); the in-page clipboard is what paste uses.
+    void this.ports.clipboard?.writeText(JSON.stringify(this.clipboard)).catch(() => undefined);
     return this.clipboard.nodes.length;
   };
 
@@ -342,7 +336,7 @@ export class DesignerStore {
 
   private readDraft(): Persisted | null {
     try {
-      const raw = this.storage?.getItem(STORAGE_KEY);
+      const raw = this.ports.storage?.getItem(STORAGE_KEY);
       if (!raw) return null;
       const parsed = JSON.parse(raw) as Partial<Persisted>;
       const g = graphSchema.safeParse(parsed.graph);
@@ -354,16 +348,16 @@ export class DesignerStore {
   }
 
   private schedulePersist(): void {
-    if (!this.storage || this.persistTimer) return;
-    this.persistTimer = setTimeout(() => this.persistNow(), 200);
+    if (!this.ports.storage || this.cancelPersist) return;
+    this.cancelPersist = this.ports.clock.after(PERSIST_MS, this.persistNow);
   }
 
   /** Writes the draft now (also on page hide, so a reload never loses the last edit). */
   persistNow = (): void => {
-    if (this.persistTimer) clearTimeout(this.persistTimer);
-    this.persistTimer = null;
+    this.cancelPersist?.();
+    this.cancelPersist = null;
     try {
-      this.storage?.setItem(STORAGE_KEY, JSON.stringify({ graph: this.state.graph, savedKey: this.savedKey } satisfies Persisted));
+      this.ports.storage?.setItem(STORAGE_KEY, JSON.stringify({ graph: this.state.graph, savedKey: this.savedKey } satisfies Persisted));
     } catch {
       // Quota or privacy mode: the draft lives on in memory, and the status bar says "not saved".
     }
@@ -371,16 +365,21 @@ export class DesignerStore {
 
   // ---- server ---------------------------------------------------------------------------------
 
-  loadCatalog = async (): Promise<void> => {
+  /** What the page does once mounted: the model catalog and the registry list, side by side. */
+  start = async (): Promise<void> => {
+    await Promise.all([this.loadCatalog(), this.refreshRegistry()]);
+  };
+
+  private async loadCatalog(): Promise<void> {
     try {
-      const models = await api.listModels();
+      const models = await this.ports.server.listModels();
       this.set({ catalog: models.map((m) => ({ name: m.name, heads: m.heads, vocabSize: m.vocabSize })), catalogSource: 'server' });
     } catch {
       this.set({ catalogSource: 'offline' });
     }
     this.revalidate();
     this.set({});
-  };
+  }
 
   // Registry actions live in registryFlow.ts; replace, rollback and delete open `confirm` first.
   refreshRegistry = (): Promise<void> => this.flow.refresh();
@@ -420,7 +419,7 @@ export class DesignerStore {
       if (this.abort === abort) this.set({ playground: { ...this.state.playground, ...patch } });
     };
     try {
-      const finish = await streamChat({
+      const finish = await this.ports.server.streamChat({
         model: p.target,
         ir,
         prompt: p.prompt,

@@ -1,8 +1,10 @@
-// Designer page entry: creates the store (draft from localStorage, else the R-Stitch example), installs the test hook, mounts the editor.
+// Designer page entry: wires the store to the browser (fetch-based api, localStorage, window timers, clipboard), seeds it with the R-Stitch example unless a draft is stored, installs the test hook, mounts the editor.
 import '@xyflow/react/dist/style.css';
 import { createRoot } from 'react-dom/client';
+import { api, streamChat } from './api.ts';
 import { App } from './App.tsx';
-import { DesignerStore, type DraftStorage } from './designerStore.ts';
+import type { DesignerPorts, DraftStorage } from './designerPorts.ts';
+import { DesignerStore } from './designerStore.ts';
 import './designer.css';
 import { EXAMPLES } from './examples.ts';
 import { installTestHook } from './testHook.ts';
@@ -11,10 +13,26 @@ function browserStorage(): DraftStorage | null {
   try {
     return window.localStorage;
   } catch {
-    return null;
+    return null; // storage blocked (privacy settings): drafts stay in memory
   }
 }
 
-const store = new DesignerStore(EXAMPLES[0].graph, browserStorage());
+function browserPorts(): DesignerPorts {
+  return {
+    server: { ...api, streamChat },
+    storage: browserStorage(),
+    clock: {
+      now: () => Date.now(),
+      after: (ms, fn) => {
+        const t = window.setTimeout(fn, ms);
+        return () => window.clearTimeout(t);
+      },
+    },
+    // Absent outside secure contexts (plain http on a non-loopback host).
+    clipboard: (navigator.clipboard as Clipboard | undefined) ?? null,
+  };
+}
+
+const store = new DesignerStore(EXAMPLES[0].graph, browserPorts());
 installTestHook(store);
 createRoot(document.getElementById('root')!).render(<App store={store} />);

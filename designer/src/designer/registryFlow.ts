@@ -1,8 +1,9 @@
-// The designer's side of the algorithm registry: deploy, activate, roll back and delete, where replacing, rolling back and deleting wait for the user's yes.
+// The designer's side of the algorithm registry: deploy, activate, roll back and delete, where replacing, rolling back and deleting wait for the user's yes; the server comes in as a port.
 import { ALGORITHM_NAME } from '../../../shared/api/admin.ts';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import type { IrDocument } from '../../../shared/ir/irSchema.ts';
-import { api, ApiError, versionIr, type ApiAlgorithm } from './api.ts';
+import { ApiError, versionIr, type ApiAlgorithm } from './api.ts';
+import type { DesignerServer } from './designerPorts.ts';
 import { versionDiff, type DiffRow } from './versionDiff.ts';
 
 export interface DeployState {
@@ -47,7 +48,10 @@ export interface RegistryHost {
 }
 
 export class RegistryFlow {
-  constructor(private readonly host: RegistryHost) {}
+  constructor(
+    private readonly server: DesignerServer,
+    private readonly host: RegistryHost,
+  ) {}
 
   private entry(name: string): ApiAlgorithm | undefined {
     return this.host.slice().registry.algorithms.find((a) => a.name === name);
@@ -57,7 +61,7 @@ export class RegistryFlow {
     const { registry } = this.host.slice();
     this.host.set({ registry: { ...registry, status: 'loading' } });
     try {
-      this.host.set({ registry: { status: 'ok', algorithms: await api.listAlgorithms() } });
+      this.host.set({ registry: { status: 'ok', algorithms: await this.server.listAlgorithms() } });
     } catch (e) {
       this.host.set({ registry: { status: 'error', algorithms: registry.algorithms, message: errorText(e) } });
     }
@@ -81,7 +85,7 @@ export class RegistryFlow {
     if (!replace && this.entry(name)) return this.askReplace(name, ir);
     this.host.set({ deploy: { status: 'deploying', name }, confirm: null });
     try {
-      const { version } = await api.deploy(name, ir, replace);
+      const { version } = await this.server.deploy(name, ir, replace);
       this.host.markSaved();
       this.host.set({ deploy: { status: 'deployed', name, version } });
       this.host.notify('ok', `Deployed ${name} v${version}`);
@@ -110,7 +114,7 @@ export class RegistryFlow {
 
   activate = async (name: string, version: number): Promise<void> => {
     try {
-      await api.activate(name, version);
+      await this.server.activate(name, version);
       this.host.notify('ok', `${name} v${version} is active`);
     } catch (e) {
       this.host.notify('error', `Activate failed: ${errorText(e)}`);
@@ -128,6 +132,8 @@ export class RegistryFlow {
 
   askDelete = (name: string): void => {
     const entry = this.entry(name);
+    // The server refuses too; asking first would put a question whose yes can only fail.
+    if (entry?.isDefault) return this.host.notify('error', `${name} is the server's default algorithm and cannot be deleted`);
     if (entry) this.host.set({ confirm: { kind: 'delete', name, live: entry.activeVersion, versions: entry.versions.length } });
   };
 
@@ -141,7 +147,7 @@ export class RegistryFlow {
     if (c.kind === 'replace') return this.deploy(true);
     if (c.kind === 'rollback') return this.rollback(c.name);
     try {
-      const r = await api.remove(c.name);
+      const r = await this.server.remove(c.name);
       this.host.notify('ok', `Deleted ${c.name} (${r.deletedVersions} version${r.deletedVersions === 1 ? '' : 's'})`);
     } catch (e) {
       this.host.notify('error', `Delete failed: ${errorText(e)}`);
@@ -152,7 +158,7 @@ export class RegistryFlow {
   private async rollback(name: string): Promise<void> {
     let version: number;
     try {
-      version = (await api.rollback(name)).activeVersion;
+      version = (await this.server.rollback(name)).activeVersion;
     } catch (e) {
       this.host.notify('error', `Rollback failed: ${errorText(e)}`);
       return this.refresh();
