@@ -83,34 +83,36 @@ function pruned(d: ArrivalDistribution, K: number, below: number): { dist: Arriv
   return { dist: { arrivals, probs, count: keep.length }, lost: 1 - kept };
 }
 
-export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions = {}): Chain {
-  const { K, N, P, maxBatch, thresholds, commitPerStep } = m;
-  const { lo, hiProb } = ts;
-  const maxStates = opts.maxStates ?? DEFAULT_MAX_STATES;
-  const initialModel = opts.initialModel ?? 0;
-  const pruneBelow = opts.pruneBelow ?? 0;
-  if (!Number.isInteger(initialModel) || initialModel < 0 || initialModel >= K) {
-    throw new ThroughputError('INVALID_INPUT', `initialModel must be a model index in [0, ${K})`);
+/** Rows of ts for a model running contended (offset from its alone row; 0 when ts has only K rows). */
+function contendedRowOffset(K: number, ts: TimeStep): number {
+  const rows = ts.lo.length;
+  if (rows !== K && rows !== 2 * K) {
+    throw new ThroughputError('INVALID_INPUT', `time step has ${rows} latency rows; expected ${K} or ${2 * K}`);
   }
+  return rows === 2 * K ? K : 0;
+}
 
-  // Rows of ts for a model running alone and contended (the same row when ts has only K rows).
-  const busyRow = lo.length === 2 * K ? K : 0;
-  if (lo.length !== K && lo.length !== 2 * K) {
-    throw new ThroughputError('INVALID_INPUT', `time step has ${lo.length} latency rows; expected ${K} or ${2 * K}`);
-  }
-  // Mixed-radix packing of (q, b, r) per model into one exact integer key.
+/** Mixed-radix multipliers that pack (q, b, r) of every model into one exact integer key. */
+interface StateKeyRadix {
+  q: number[];
+  b: number[];
+  r: number[];
+}
+
+function stateKeyRadix(m: NormalisedModel, ts: TimeStep, busyRow: number): StateKeyRadix {
+  const { K, N, maxBatch } = m;
+  const { lo, hiProb } = ts;
+  // The longest remaining time a launch can set, alone or contended (+1 when 'split' may round up).
   const rowMax = lo.map((row, i) => Math.max(...row.slice(1).map((d, k) => d + (hiProb[i][k + 1] > 0 ? 1 : 0))));
   const rMax = Array.from({ length: K }, (_, i) => Math.max(rowMax[i], rowMax[i + busyRow]));
-  const mulQ: number[] = [];
-  const mulB: number[] = [];
-  const mulR: number[] = [];
+  const radix: StateKeyRadix = { q: [], b: [], r: [] };
   let mult = 1;
   for (let i = 0; i < K; i++) {
-    mulR.push(mult);
+    radix.r.push(mult);
     mult *= rMax[i] + 1;
-    mulB.push(mult);
+    radix.b.push(mult);
     mult *= maxBatch[i] + 1;
-    mulQ.push(mult);
+    radix.q.push(mult);
     mult *= N + 1;
   }
   if (mult > Number.MAX_SAFE_INTEGER) {
@@ -118,54 +120,137 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
       keySpace: mult,
     });
   }
+  return radix;
+}
 
-  const table = new StateTable(1 << 14);
-  let fields: Int32Array = new Int32Array(1 << 14);
-  let tau: Int32Array = new Int32Array(1 << 12);
-  let reward: Float64Array = new Float64Array(1 << 12);
-  let rowPtr: Int32Array = new Int32Array(1 << 12);
-  let col: Int32Array = new Int32Array(1 << 14);
-  let val: Float64Array = new Float64Array(1 << 14);
-  let nnz = 0;
-  let prunedMass = 0;
+/**
+ * The chain as it is discovered: states numbered in the order first reached, with their fields, and
+ * the CSR rows of their edges. (q, b, r) is the state being built; emit() adds an edge from the open
+ * row to it, numbering it if new.
+ */
+class ChainStore {
+  readonly q: Int32Array;
+  readonly b: Int32Array;
+  readonly r: Int32Array;
+  private readonly table = new StateTable(1 << 14);
+  private fields: Int32Array = new Int32Array(1 << 14);
+  private tau: Int32Array = new Int32Array(1 << 12);
+  private reward: Float64Array = new Float64Array(1 << 12);
+  private rowPtr: Int32Array = new Int32Array(1 << 12);
+  private col: Int32Array = new Int32Array(1 << 14);
+  private val: Float64Array = new Float64Array(1 << 14);
+  private nnz = 0;
+  private readonly mulQ: number[];
+  private readonly mulB: number[];
+  private readonly mulR: number[];
 
-  const q = new Int32Array(K);
-  const b = new Int32Array(K);
-  const r = new Int32Array(K);
+  constructor(
+    private readonly K: number,
+    radix: StateKeyRadix,
+    private readonly maxStates: number,
+  ) {
+    this.q = new Int32Array(K);
+    this.b = new Int32Array(K);
+    this.r = new Int32Array(K);
+    this.mulQ = radix.q;
+    this.mulB = radix.b;
+    this.mulR = radix.r;
+  }
 
-  const intern = (key: number): number => {
-    const before = table.size;
-    const index = table.getOrInsert(key);
-    if (table.size > before) {
-      if (index >= maxStates) {
-        throw new ThroughputError('STATE_SPACE_TOO_LARGE', `chain exceeds maxStates = ${maxStates}`, { maxStates });
+  get size(): number {
+    return this.table.size;
+  }
+
+  /** Sets (q, b, r) to state s. */
+  load(s: number): void {
+    const { K, fields, q, b, r } = this;
+    for (let i = 0; i < K; i++) {
+      const o = (s * K + i) * 3;
+      q[i] = fields[o];
+      b[i] = fields[o + 1];
+      r[i] = fields[o + 2];
+    }
+  }
+
+  /** Opens state s's row of edges, with its holding time and the tokens committed when it ends. */
+  openRow(s: number, tau: number, reward: number): void {
+    if (s + 2 > this.tau.length) {
+      this.tau = growI32(this.tau, s + 2);
+      this.reward = growF64(this.reward, s + 2);
+      this.rowPtr = growI32(this.rowPtr, s + 2);
+    }
+    this.tau[s] = tau;
+    this.reward[s] = reward;
+    this.rowPtr[s] = this.nnz;
+  }
+
+  emit(prob: number): void {
+    const { K, q, b, r, mulQ, mulB, mulR } = this;
+    let key = 0;
+    for (let i = 0; i < K; i++) key += q[i] * mulQ[i] + b[i] * mulB[i] + r[i] * mulR[i];
+    if (this.nnz + 1 > this.col.length) {
+      this.col = growI32(this.col, this.nnz + 1);
+      this.val = growF64(this.val, this.nnz + 1);
+    }
+    this.col[this.nnz] = this.intern(key);
+    this.val[this.nnz++] = prob;
+  }
+
+  /** Forgets the edges emitted so far (the states they reached stay). */
+  discardEdges(): void {
+    this.nnz = 0;
+  }
+
+  private intern(key: number): number {
+    const before = this.table.size;
+    const index = this.table.getOrInsert(key);
+    if (this.table.size > before) {
+      if (index >= this.maxStates) {
+        throw new ThroughputError('STATE_SPACE_TOO_LARGE', `chain exceeds maxStates = ${this.maxStates}`, { maxStates: this.maxStates });
       }
-      fields = growI32(fields, (index + 1) * K * 3);
+      const { K, q, b, r } = this;
+      this.fields = growI32(this.fields, (index + 1) * K * 3);
       for (let i = 0; i < K; i++) {
         const o = (index * K + i) * 3;
-        fields[o] = q[i];
-        fields[o + 1] = b[i];
-        fields[o + 2] = r[i];
+        this.fields[o] = q[i];
+        this.fields[o + 1] = b[i];
+        this.fields[o + 2] = r[i];
       }
     }
     return index;
-  };
+  }
 
-  const emit = (prob: number): void => {
-    let key = 0;
-    for (let i = 0; i < K; i++) key += q[i] * mulQ[i] + b[i] * mulB[i] + r[i] * mulR[i];
-    if (nnz + 1 > col.length) {
-      col = growI32(col, nnz + 1);
-      val = growF64(val, nnz + 1);
-    }
-    col[nnz] = intern(key);
-    val[nnz++] = prob;
-  };
+  /** The finished chain, trimmed to size. */
+  toChain(prunedMass: number): Chain {
+    const { K, nnz } = this;
+    const size = this.table.size;
+    this.rowPtr = growI32(this.rowPtr, size + 1);
+    this.rowPtr[size] = nnz;
+    return {
+      K,
+      size,
+      fields: this.fields.slice(0, size * K * 3),
+      tau: this.tau.slice(0, size),
+      reward: this.reward.slice(0, size),
+      rowPtr: this.rowPtr.slice(0, size + 1),
+      col: this.col.slice(0, nnz),
+      val: this.val.slice(0, nnz),
+      prunedMass,
+    };
+  }
+}
 
-  // Launch rule on (q, b, r) in place, then one edge per rounding outcome.
+/**
+ * The launch rule on the store's (q, b, r), in place: every idle model whose queue reached its
+ * threshold launches; then one edge per rounding outcome of the launched batches' durations.
+ */
+function launchRule(m: NormalisedModel, ts: TimeStep, busyRow: number, store: ChainStore): (prob: number) => void {
+  const { K, maxBatch, thresholds } = m;
+  const { lo, hiProb } = ts;
+  const { q, b, r } = store;
   const launching = new Int32Array(K);
   const launchRow = new Int32Array(K);
-  const launchAndEmit = (prob: number): void => {
+  return (prob) => {
     let nl = 0;
     let nLaunched = 0;
     for (let i = 0; i < K; i++) {
@@ -178,7 +263,7 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
       }
     }
     if (nLaunched === 0) {
-      emit(prob);
+      store.emit(prob);
       return;
     }
     let running = 0;
@@ -193,7 +278,7 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
       }
     }
     if (nl === 0) {
-      emit(prob);
+      store.emit(prob);
       return;
     }
     // 'split' rounding: each launch independently takes one extra step with probability hiProb.
@@ -211,43 +296,52 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
           r[i] = lo[row][b[i]];
         }
       }
-      emit(p);
+      store.emit(p);
     }
   };
+}
 
-  q[initialModel] = N;
-  // The initial state goes through the same launch rule; its edges are only a vehicle for
-  // interning (under 'split' it may make two roots) and are discarded.
-  launchAndEmit(1);
-  nnz = 0;
+/** Where the requests of finishing batches go, by the finishing batch sizes; memoised, since few size vectors recur often. */
+class ArrivalCache {
+  private readonly memo = new Map<number, ArrivalDistribution>();
+  /** Probability mass dropped by pruning, worst single event. */
+  prunedMass = 0;
 
-  const memo = new Map<number, ArrivalDistribution>();
-  const distFor = (fin: readonly number[]): ArrivalDistribution => {
+  constructor(
+    private readonly m: NormalisedModel,
+    private readonly pruneBelow: number,
+  ) {}
+
+  after(finishing: readonly number[]): ArrivalDistribution {
+    const { K, N, P } = this.m;
     let memoKey = 0;
-    for (let i = 0; i < K; i++) memoKey = memoKey * (N + 1) + fin[i];
-    let dist = memo.get(memoKey);
+    for (let i = 0; i < K; i++) memoKey = memoKey * (N + 1) + finishing[i];
+    let dist = this.memo.get(memoKey);
     if (!dist) {
-      const pr = pruned(arrivalDistribution(P, fin), K, pruneBelow);
-      prunedMass = Math.max(prunedMass, pr.lost);
+      const pr = pruned(arrivalDistribution(P, finishing), K, this.pruneBelow);
+      this.prunedMass = Math.max(this.prunedMass, pr.lost);
       dist = pr.dist;
-      memo.set(memoKey, dist);
+      this.memo.set(memoKey, dist);
     }
     return dist;
-  };
+  }
+}
+
+/**
+ * The event that ends state s's sojourn: its row of edges. Every running r_i drops by τ, the batches
+ * reaching 0 finish and commit, their requests arrive by P, and the launch rule runs per outcome.
+ */
+function eventRule(m: NormalisedModel, store: ChainStore, arrivals: ArrivalCache, launch: (prob: number) => void): (s: number) => void {
+  const { K, commitPerStep } = m;
+  const { q, b, r } = store;
   const finishing = new Array<number>(K).fill(0);
   const q0 = new Int32Array(K);
   const b0 = new Int32Array(K);
   const r0 = new Int32Array(K);
-
-  for (let s = 0; s < table.size; s++) {
+  return (s) => {
+    store.load(s);
     let t = Infinity;
-    for (let i = 0; i < K; i++) {
-      const o = (s * K + i) * 3;
-      q[i] = fields[o];
-      b[i] = fields[o + 1];
-      r[i] = fields[o + 2];
-      if (b[i] > 0 && r[i] < t) t = r[i];
-    }
+    for (let i = 0; i < K; i++) if (b[i] > 0 && r[i] < t) t = r[i];
     if (t === Infinity) {
       // Only reachable if Σ(T_i − 1) ≥ N, which normaliseInput rejects.
       throw new ThroughputError('INFEASIBLE_THRESHOLDS', 'reached a state with every model idle (deadlock)');
@@ -258,19 +352,12 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
       rew += finishing[i] * commitPerStep[i];
       if (b[i] > 0) r[i] -= t;
     }
-    if (s + 2 > tau.length) {
-      tau = growI32(tau, s + 2);
-      reward = growF64(reward, s + 2);
-      rowPtr = growI32(rowPtr, s + 2);
-    }
-    tau[s] = t;
-    reward[s] = rew;
-    rowPtr[s] = nnz;
+    store.openRow(s, t, rew);
     // Batches ending in the same slot are routed together before any launch: on a lattice such
     // ties are real, and whatever arrives at an instant is queued before that instant's launches.
     // (Routing them one by one in random order was tried for coarse off-lattice Δ: stable in Δ but
     // ≈2% low on lattice cases, so it was dropped.)
-    const dist = distFor(finishing);
+    const dist = arrivals.after(finishing);
     q0.set(q);
     b0.set(b);
     r0.set(r);
@@ -286,21 +373,27 @@ export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions 
         }
       }
       // Distinct arrival vectors (and rounding outcomes) give distinct successors: no merging needed.
-      launchAndEmit(dist.probs[o]);
+      launch(dist.probs[o]);
     }
-  }
-  const size = table.size;
-  rowPtr = growI32(rowPtr, size + 1);
-  rowPtr[size] = nnz;
-  return {
-    K,
-    size,
-    fields: fields.slice(0, size * K * 3),
-    tau: tau.slice(0, size),
-    reward: reward.slice(0, size),
-    rowPtr: rowPtr.slice(0, size + 1),
-    col: col.slice(0, nnz),
-    val: val.slice(0, nnz),
-    prunedMass,
   };
+}
+
+export function buildChain(m: NormalisedModel, ts: TimeStep, opts: BuildOptions = {}): Chain {
+  const initialModel = opts.initialModel ?? 0;
+  if (!Number.isInteger(initialModel) || initialModel < 0 || initialModel >= m.K) {
+    throw new ThroughputError('INVALID_INPUT', `initialModel must be a model index in [0, ${m.K})`);
+  }
+  const busyRow = contendedRowOffset(m.K, ts);
+  const store = new ChainStore(m.K, stateKeyRadix(m, ts, busyRow), opts.maxStates ?? DEFAULT_MAX_STATES);
+  const launch = launchRule(m, ts, busyRow, store);
+  store.q[initialModel] = m.N;
+  // The initial state goes through the same launch rule; its edges are only a vehicle for
+  // interning (under 'split' it may make two roots) and are discarded.
+  launch(1);
+  store.discardEdges();
+  const arrivals = new ArrivalCache(m, opts.pruneBelow ?? 0);
+  const expand = eventRule(m, store, arrivals, launch);
+  // States are numbered as first reached, so this visits each reachable state once, growing as it goes.
+  for (let s = 0; s < store.size; s++) expand(s);
+  return store.toChain(arrivals.prunedMass);
 }
