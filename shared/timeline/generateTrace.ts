@@ -93,185 +93,238 @@ export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
 
 /** The simulation as a stream (demo feeds pull from it a little at a time instead of blocking on a whole trace). */
 export function createTraceStream(opts: GenerateOptions & { endless?: boolean } = {}): TraceStream {
-  const algorithm = opts.algorithm ?? 'r2r';
-  const models = (opts.models ?? (algorithm === 'me' ? ME_MODELS : R2R_MODELS)).map((m) => ({ ...m }));
-  const rnd = mulberry32(opts.seed ?? 1);
-  const p = opts.p ?? 0.2;
-  const lambda = opts.lambda ?? [0.5, 0.3, 0.2].slice(0, models.length);
-  const concurrency = opts.concurrency ?? 16;
-  const maxRequests = opts.requests ?? Infinity;
-  const targetEvents = opts.targetEvents ?? Infinity;
-  if (!opts.endless && !Number.isFinite(maxRequests) && !Number.isFinite(targetEvents)) throw new Error('generateTrace: set requests, targetEvents or endless');
-  let produced = 0;
-  const maxTokens = opts.maxTokens ?? 64;
-  const promptTokens = opts.promptTokens ?? 48;
-  const maxWaitMs = opts.maxWaitMs ?? 40;
-  const mode = opts.mode ?? 'async-delayed';
-  const out: TraceEvent[] = [];
-  let now = opts.t0 ?? 0;
+  return new TraceSimulation(opts);
+}
 
-  const config = (t: number): void => {
-    out.push({
-      type: 'config', t, mode, retainState: true, maxWaitMs,
-      thresholds: Object.fromEntries(models.map((m) => [m.name, m.threshold])),
+type Phase = 'prefill' | 'extend' | 'decode';
+
+interface RunningBatch {
+  id: number;
+  rows: SimRequest[];
+  start: number;
+  end: number;
+  phase: Phase;
+  fed: number;
+}
+
+/** Most rows one simulated batch takes from a queue. */
+const MAX_ROWS = 256;
+
+class TraceSimulation implements TraceStream {
+  readonly buffer: TraceEvent[] = [];
+  private readonly algorithm: 'r2r' | 'me';
+  /** Copies: a mid-trace config change lowers their thresholds. */
+  private readonly models: SimModel[];
+  private readonly rnd: () => number;
+  private readonly p: number;
+  private readonly lambda: number[];
+  private readonly concurrency: number;
+  private readonly maxRequests: number;
+  private readonly targetEvents: number;
+  private readonly endless: boolean;
+  private readonly maxTokens: number;
+  private readonly promptTokens: number;
+  private readonly maxWaitMs: number;
+  private readonly mode: string;
+  private readonly changeConfigAt: number | undefined;
+  private now: number;
+  private readonly ready: SimRequest[][];
+  private readonly running: (RunningBatch | null)[];
+  private readonly batchSeq: number[];
+  private admitted = 0;
+  private active = 0;
+  private configChanged: boolean;
+  /** Events callers spliced off the buffer, and the buffer length after the last step: targetEvents bounds the whole stream. */
+  private produced = 0;
+  private taken = 0;
+
+  constructor(opts: GenerateOptions & { endless?: boolean }) {
+    this.algorithm = opts.algorithm ?? 'r2r';
+    this.models = (opts.models ?? (this.algorithm === 'me' ? ME_MODELS : R2R_MODELS)).map((m) => ({ ...m }));
+    this.rnd = mulberry32(opts.seed ?? 1);
+    this.p = opts.p ?? 0.2;
+    this.lambda = opts.lambda ?? [0.5, 0.3, 0.2].slice(0, this.models.length);
+    this.concurrency = opts.concurrency ?? 16;
+    this.maxRequests = opts.requests ?? Infinity;
+    this.targetEvents = opts.targetEvents ?? Infinity;
+    this.endless = opts.endless === true;
+    if (!this.endless && !Number.isFinite(this.maxRequests) && !Number.isFinite(this.targetEvents)) throw new Error('generateTrace: set requests, targetEvents or endless');
+    this.maxTokens = opts.maxTokens ?? 64;
+    this.promptTokens = opts.promptTokens ?? 48;
+    this.maxWaitMs = opts.maxWaitMs ?? 40;
+    this.mode = opts.mode ?? 'async-delayed';
+    this.changeConfigAt = opts.changeConfigAt;
+    this.configChanged = opts.changeConfigAt === undefined;
+    this.now = opts.t0 ?? 0;
+    this.config(this.now);
+    this.ready = this.models.map(() => []);
+    this.running = this.models.map(() => null);
+    this.batchSeq = this.models.map((_, i) => (i + 1) * 1_000_000);
+    this.admitWhileRoom(this.now);
+  }
+
+  step(): boolean {
+    if (this.buffer.length < this.taken) this.produced += this.taken - this.buffer.length;
+    const more = this.advance();
+    this.taken = this.buffer.length;
+    return more;
+  }
+
+  /** Launches what is due, then moves to the next moment anything happens and completes the batches ending there. */
+  private advance(): boolean {
+    const { models, ready, running } = this;
+    // Launch every idle model whose queue reached its threshold (or whose oldest entry waited max-wait).
+    for (let m = 0; m < models.length; m++) {
+      if (running[m] || ready[m].length === 0) continue;
+      if (ready[m].length >= models[m].threshold || this.now - this.oldestReady(m) >= this.maxWaitMs - 1e-9) this.launch(m, this.now);
+    }
+    if (!this.configChanged && this.now >= this.changeConfigAt!) {
+      this.configChanged = true;
+      for (const m of models) if (m.threshold > 1) m.threshold = Math.max(1, m.threshold - 2);
+      this.config(this.now);
+    }
+    // Next moment anything happens: a batch end or a max-wait deadline.
+    let next = Infinity;
+    for (let m = 0; m < models.length; m++) {
+      if (running[m]) next = Math.min(next, running[m]!.end);
+      else if (ready[m].length) next = Math.min(next, this.oldestReady(m) + this.maxWaitMs);
+    }
+    if (next === Infinity) return false;
+    this.now = next;
+    for (let m = 0; m < models.length; m++) if (running[m] && running[m]!.end <= this.now + 1e-9) this.complete(m);
+    return true;
+  }
+
+  private oldestReady(m: number): number {
+    return Math.min(...this.ready[m].map((r) => r.readySince));
+  }
+
+  private config(t: number): void {
+    this.buffer.push({
+      type: 'config', t, mode: this.mode, retainState: true, maxWaitMs: this.maxWaitMs,
+      thresholds: Object.fromEntries(this.models.map((m) => [m.name, m.threshold])),
     });
-  };
-  config(now);
+  }
 
-  const ready: SimRequest[][] = models.map(() => []);
-  const busyUntil: number[] = models.map(() => -Infinity);
-  const running: (null | { id: number; rows: SimRequest[]; start: number; end: number; phase: 'prefill' | 'extend' | 'decode'; fed: number })[] = models.map(() => null);
-  const batchSeq: number[] = models.map((_, i) => (i + 1) * 1_000_000);
-  let admitted = 0;
-  let active = 0;
-  let configChanged = opts.changeConfigAt === undefined;
+  private admitWhileRoom(t: number): void {
+    const canAdmit = () => this.endless || (this.admitted < this.maxRequests && this.produced + this.buffer.length < this.targetEvents);
+    while (this.active < this.concurrency && canAdmit()) this.admit(t);
+  }
 
-  const pickOther = (from: number): number => {
-    if (algorithm === 'r2r') return from === 0 ? 1 : 0;
-    let r = rnd() * lambda.reduce((a, b) => a + b, 0);
-    for (let i = 0; i < models.length; i++) { r -= lambda[i]; if (r <= 0) return i; }
-    return models.length - 1;
-  };
+  private admit(t: number): void {
+    const req: SimRequest = {
+      id: `req-${(this.admitted++).toString().padStart(5, '0')}`, admittedAt: t, firstTokenAt: null, tokens: [], producers: [],
+      at: 0, seen: this.models.map(() => 0), visited: new Set([0]), handoffs: 0, pendingFeed: this.promptTokens, readySince: t, queued: true,
+    };
+    this.active++;
+    this.buffer.push({ type: 'request-state', t, requestId: req.id, model: null, state: 'admitted' });
+    this.enqueue(req, 0, t);
+  }
 
-  const enqueue = (req: SimRequest, m: number, t: number): void => {
+  private enqueue(req: SimRequest, m: number, t: number): void {
     req.at = m;
     req.readySince = t;
     req.queued = true;
-    ready[m].push(req);
-    out.push({ type: 'request-state', t, requestId: req.id, model: models[m].name, state: 'queued' });
-    out.push({ type: 'queue', t, model: models[m].name, length: ready[m].length });
-  };
+    this.ready[m].push(req);
+    this.buffer.push({ type: 'request-state', t, requestId: req.id, model: this.models[m].name, state: 'queued' });
+    this.buffer.push({ type: 'queue', t, model: this.models[m].name, length: this.ready[m].length });
+  }
 
-  const admit = (t: number): void => {
-    const req: SimRequest = {
-      id: `req-${(admitted++).toString().padStart(5, '0')}`, admittedAt: t, firstTokenAt: null, tokens: [], producers: [],
-      at: 0, seen: models.map(() => 0), visited: new Set([0]), handoffs: 0, pendingFeed: promptTokens, readySince: t, queued: true,
-    };
-    active++;
-    out.push({ type: 'request-state', t, requestId: req.id, model: null, state: 'admitted' });
-    enqueue(req, 0, t);
-  };
-
-  const finish = (req: SimRequest, t: number): void => {
-    for (const m of req.visited) out.push({ type: 'request-state', t, requestId: req.id, model: models[m].name, state: 'done' });
-    out.push({ type: 'request-state', t, requestId: req.id, model: null, state: 'done' });
+  private finish(req: SimRequest, t: number): void {
+    const { buffer, models } = this;
+    for (const m of req.visited) buffer.push({ type: 'request-state', t, requestId: req.id, model: models[m].name, state: 'done' });
+    buffer.push({ type: 'request-state', t, requestId: req.id, model: null, state: 'done' });
     const runs: { model: string; count: number }[] = [];
     for (const m of req.producers) {
       const last = runs[runs.length - 1];
       if (last && last.model === models[m].name) last.count++;
       else runs.push({ model: models[m].name, count: 1 });
     }
-    out.push({
+    buffer.push({
       type: 'request-end', t, requestId: req.id, status: 'done', tokens: req.tokens, runs, handoffs: req.handoffs,
       admittedAt: req.admittedAt, firstTokenAt: req.firstTokenAt,
     });
-    active--;
-  };
+    this.active--;
+  }
 
-  const canAdmit = (): boolean => opts.endless === true || (admitted < maxRequests && produced + out.length < targetEvents);
-  while (active < concurrency && canAdmit()) admit(now);
-
-  const launch = (m: number, t: number): void => {
-    const rows = ready[m].splice(0, 256);
+  private launch(m: number, t: number): void {
+    const rows = this.ready[m].splice(0, MAX_ROWS);
     let fed = 0;
-    let phase: 'prefill' | 'extend' | 'decode' = 'decode';
+    let phase: Phase = 'decode';
     for (const r of rows) {
       fed += Math.max(1, r.pendingFeed);
       if (r.seen[m] === 0) phase = 'prefill';
       else if (r.pendingFeed > 1 && phase !== 'prefill') phase = 'extend';
     }
-    const model = models[m];
+    const model = this.models[m];
     // Jitter: real step times vary a few percent with kernels and host scheduling.
-    const dur = (model.baseMs + model.perRowMs * rows.length + model.perTokenMs * (fed - rows.length)) * (0.95 + 0.1 * rnd());
-    const id = batchSeq[m]++;
-    running[m] = { id, rows, start: t, end: t + dur, phase, fed };
-    busyUntil[m] = t + dur;
-    out.push({ type: 'queue', t, model: model.name, length: ready[m].length });
+    const dur = (model.baseMs + model.perRowMs * rows.length + model.perTokenMs * (fed - rows.length)) * (0.95 + 0.1 * this.rnd());
+    this.running[m] = { id: this.batchSeq[m]++, rows, start: t, end: t + dur, phase, fed };
+    this.buffer.push({ type: 'queue', t, model: model.name, length: this.ready[m].length });
     // Only transitions are traced: rows that were already running stay silent.
     for (const r of rows) {
       if (!r.queued) continue;
       r.queued = false;
-      out.push({ type: 'request-state', t, requestId: r.id, model: model.name, state: 'running' });
+      this.buffer.push({ type: 'request-state', t, requestId: r.id, model: model.name, state: 'running' });
     }
-  };
+  }
 
-  const complete = (m: number): void => {
-    const b = running[m]!;
-    running[m] = null;
+  /** Where a request goes after its step on model m (-1: it stays) and whether that step's token is kept. */
+  private route(m: number): { to: number; kept: boolean } {
+    if (this.algorithm === 'r2r') {
+      if (m !== 0) return { to: 0, kept: true };
+      return this.rnd() < this.p ? { to: 1, kept: false } : { to: -1, kept: true };
+    }
+    // me: the next model is drawn by lambda; a switch keeps the token.
+    let r = this.rnd() * this.lambda.reduce((a, b) => a + b, 0);
+    let next = this.models.length - 1;
+    for (let i = 0; i < this.models.length; i++) {
+      r -= this.lambda[i];
+      if (r <= 0) {
+        next = i;
+        break;
+      }
+    }
+    return { to: next !== m ? next : -1, kept: true };
+  }
+
+  private complete(m: number): void {
+    const { buffer, models, promptTokens } = this;
+    const b = this.running[m]!;
+    this.running[m] = null;
     const t = b.end;
     const model = models[m];
-    out.push({ type: 'batch', model: model.name, batchId: b.id, requestIds: b.rows.map((r) => r.id), phase: b.phase, tokens: b.fed, start: b.start, end: b.end });
+    buffer.push({ type: 'batch', model: model.name, batchId: b.id, requestIds: b.rows.map((r) => r.id), phase: b.phase, tokens: b.fed, start: b.start, end: b.end });
     const stay: SimRequest[] = [];
     for (const r of b.rows) {
       r.pendingFeed = 1;
-      const token = Math.floor(rnd() * 32000);
-      let to = -1;
-      let kept = true;
-      if (algorithm === 'r2r') {
-        if (m === 0 && rnd() < p) { to = 1; kept = false; }
-        else if (m !== 0) to = 0;
-      } else {
-        const next = pickOther(m);
-        if (next !== m) to = next;
-      }
+      const token = Math.floor(this.rnd() * 32000);
+      const { to, kept } = this.route(m);
       if (kept) {
         r.tokens.push(token);
         r.producers.push(m);
         if (r.firstTokenAt === null) {
           r.firstTokenAt = t;
-          out.push({ type: 'request-state', t, requestId: r.id, model: null, state: 'streaming' });
+          buffer.push({ type: 'request-state', t, requestId: r.id, model: null, state: 'streaming' });
         }
       }
       r.seen[m] = promptTokens + r.tokens.length;
-      if (r.tokens.length >= maxTokens) { finish(r, t); continue; }
+      if (r.tokens.length >= this.maxTokens) { this.finish(r, t); continue; }
       if (to < 0) { stay.push(r); continue; }
       const unseen = promptTokens + r.tokens.length - r.seen[to];
       r.handoffs++;
       r.visited.add(to);
-      out.push({ type: 'handoff', t, requestId: r.id, from: model.name, to: models[to].name, batchId: b.id, tokens: unseen, kept });
-      out.push({ type: 'request-state', t, requestId: r.id, model: model.name, state: 'pending-return' });
+      buffer.push({ type: 'handoff', t, requestId: r.id, from: model.name, to: models[to].name, batchId: b.id, tokens: unseen, kept });
+      buffer.push({ type: 'request-state', t, requestId: r.id, model: model.name, state: 'pending-return' });
       r.pendingFeed = Math.max(1, unseen);
-      enqueue(r, to, t);
+      this.enqueue(r, to, t);
     }
     // Requests that stay keep decoding here: straight back into the next batch (continuous batching),
     // not counted as waiting in the queue.
     for (const r of stay) { r.at = m; r.readySince = t; }
-    ready[m].unshift(...stay);
-    while (active < concurrency && canAdmit()) admit(t);
-  };
-
-  let taken = 0;
-  const step = (): boolean => {
-    // Count what callers spliced away so that targetEvents still bounds the whole stream.
-    if (out.length < taken) produced += taken - out.length;
-    const r = stepOnce();
-    taken = out.length;
-    return r;
-  };
-  const stepOnce = (): boolean => {
-    // Launch every idle model whose queue reached its threshold (or whose oldest entry waited max-wait).
-    for (let m = 0; m < models.length; m++) {
-      if (running[m] || ready[m].length === 0) continue;
-      const oldest = Math.min(...ready[m].map((r) => r.readySince));
-      if (ready[m].length >= models[m].threshold || now - oldest >= maxWaitMs - 1e-9) launch(m, now);
-    }
-    if (!configChanged && now >= opts.changeConfigAt!) {
-      configChanged = true;
-      for (const m of models) if (m.threshold > 1) m.threshold = Math.max(1, m.threshold - 2);
-      config(now);
-    }
-    // Next moment anything happens: a batch end or a max-wait deadline.
-    let next = Infinity;
-    for (let m = 0; m < models.length; m++) {
-      if (running[m]) next = Math.min(next, running[m]!.end);
-      else if (ready[m].length) next = Math.min(next, Math.min(...ready[m].map((r) => r.readySince)) + maxWaitMs);
-    }
-    if (next === Infinity) return false;
-    now = next;
-    for (let m = 0; m < models.length; m++) if (running[m] && running[m]!.end <= now + 1e-9) complete(m);
-    return true;
-  };
-  return { buffer: out, step };
+    this.ready[m].unshift(...stay);
+    this.admitWhileRoom(t);
+  }
 }
 
 /** Serialises events as JSON lines (the recorded trace file format). */
