@@ -7,13 +7,13 @@ import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
 import type { RequestResult } from '../../runtime/engine/requestState.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
-import { randomAlgorithm } from '../core/randomAlgorithm.ts';
-import { randomCase } from '../core/randomCase.ts';
+import { randomAlgorithm } from './randomAlgorithm.ts';
+import { randomCase } from './randomCase.ts';
 import { caseRunner } from './threadSim.ts';
 
 const CASES_PER_SETTING = 8; // × 8 settings = 64 cases
 const SIM = fileURLToPath(new URL('./threadSim.ts', import.meta.url));
-const RANDOM = fileURLToPath(new URL('../core/randomAlgorithm.ts', import.meta.url));
+const RANDOM = fileURLToPath(new URL('./randomAlgorithm.ts', import.meta.url));
 
 /** Smaller than the in-process test's: every case starts its engine threads in real time. */
 const BOUNDS = { concurrency: 24, requests: 24, maxTokens: 24, maxAhead: 4, maxWaitMs: 10 };

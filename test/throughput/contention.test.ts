@@ -1,7 +1,7 @@
 // Contention-aware latency: a batch launched beside another model's batch takes the contended time.
 import { describe, expect, it } from 'vitest';
 import { RoutingEstimator } from '../../runtime/scheduler/routingEstimator.ts';
-import { batchEvent } from '../core/batchEvent.ts';
+import { batchEvent } from '../engine/batchEvent.ts';
 import {
   fitContendedLatency,
   markContended,

@@ -10,7 +10,7 @@ import { profileStepLatency } from '../../runtime/runner/profileStepLatency.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { thresholdsFromTrace } from '../../runtime/scheduler/thresholdsFromTrace.ts';
 import { PAPER_R2R_PROFILE } from '../../runtime/sim/paperProfile.ts';
-import { recordR2r } from '../core/recordR2r.ts';
+import { recordR2r } from '../sim/recordR2r.ts';
 import { optimiseThresholds } from '../../runtime/throughput/index.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-optimize-'));
