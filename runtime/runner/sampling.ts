@@ -1,29 +1,10 @@
 // Per-row distribution signals and seeded sampling from one row of logits (computed once per row).
 import type { SamplingParams, SamplingPenalties } from './modelRunner.ts';
-import { hashString } from '../util/hash.ts';
+import { fmix32, hashString, murmurBlock } from '../util/hash.ts';
 
 /** Draw streams: sampling and routing use different streams so they never share a draw. */
 export const SAMPLE_STREAM = 0x53414d50; // "SAMP"
 export const ROUTE_STREAM = 0x524f5554; // "ROUT"
-
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
-function mix(h: number, k: number): number {
-  k = Math.imul(k, 0xcc9e2d51);
-  k = (k << 15) | (k >>> 17);
-  k = Math.imul(k, 0x1b873593);
-  h ^= k;
-  h = (h << 13) | (h >>> 19);
-  return (Math.imul(h, 5) + 0xe6546b64) >>> 0;
-}
-
 
 /**
  * A uniform draw in [0, 1) that is a pure function of (seed, position, model, stream): a
@@ -34,9 +15,9 @@ export function drawUniform(seed: number, position: number, model: string | numb
   const lo = seed >>> 0;
   const hi = Math.floor(seed / 4294967296) >>> 0;
   const m = typeof model === 'number' ? model >>> 0 : hashString(model);
-  let a = mix(mix(mix(mix(0x9e3779b9, lo), hi), position >>> 0), m);
-  a = fmix32(mix(a, stream));
-  const b = fmix32(mix(a, 0x7f4a7c15));
+  let a = murmurBlock(murmurBlock(murmurBlock(murmurBlock(0x9e3779b9, lo), hi), position >>> 0), m);
+  a = fmix32(murmurBlock(a, stream));
+  const b = fmix32(murmurBlock(a, 0x7f4a7c15));
   // 53 random bits -> a double in [0, 1)
   return ((a >>> 5) * 67108864 + (b >>> 6)) / 9007199254740992;
 }
