@@ -5,6 +5,7 @@ import { api, streamChat } from './api.ts';
 import { App } from './App.tsx';
 import type { DesignerPorts, DraftStorage } from './designerPorts.ts';
 import { DesignerStore } from './designerStore.ts';
+import '../base.css';
 import './designer.css';
 import { EXAMPLES } from './examples.ts';
 import { installTestHook } from './testHook.ts';

@@ -3,6 +3,7 @@ import { createRoot } from 'react-dom/client';
 import { App } from './App.tsx';
 import { installTestHook } from './testHook.ts';
 import { TimelineController } from './timelineController.ts';
+import '../base.css';
 import './timeline.css';
 
 const params = new URLSearchParams(location.search);
