@@ -4,15 +4,16 @@ import type { ModelCatalogEntry } from './checkParams.ts';
 import { graphSchema, type GraphDocument } from './graph.ts';
 import { errorsOf, issue, type IrIssue } from './irIssue.ts';
 import { IR_SCHEMA_VERSION, type IrDocument } from './irSchema.ts';
+import { NODE_REGISTRY, type NodeRegistry } from './nodeRegistry.ts';
 
 export type CompileResult = { ok: true; ir: IrDocument; issues: IrIssue[] } | { ok: false; issues: IrIssue[] };
 
-/** Compiles `graph` (any JSON) for the models in `catalog`. Never throws. */
-export function compileGraph(graph: unknown, catalog: readonly ModelCatalogEntry[]): CompileResult {
+/** Compiles `graph` (any JSON) for the models in `catalog`, with the node types of `registry`. Never throws. */
+export function compileGraph(graph: unknown, catalog: readonly ModelCatalogEntry[], registry: NodeRegistry = NODE_REGISTRY): CompileResult {
   const parsed = graphSchema.safeParse(graph);
   if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error.issues, graph, 'nodes') };
   const doc = parsed.data as GraphDocument;
-  const { issues, program } = analyzeGraph(doc, catalog);
+  const { issues, program } = analyzeGraph(doc, catalog, [], registry);
   if (!program || errorsOf(issues).length) return { ok: false, issues };
   const layout: Record<string, { x: number; y: number }> = {};
   for (const n of doc.nodes) layout[n.id] = { x: Math.round(n.position.x), y: Math.round(n.position.y) };

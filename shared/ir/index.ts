@@ -1,4 +1,4 @@
-// The algorithm graph and its IR: node palette, documents, validation and the graph → IR compiler.
+// The algorithm graph and its IR: node types and their registry, documents, validation and the graph → IR compiler.
 export * from './analyzeGraph.ts';
 export * from './checkParams.ts';
 export * from './compileGraph.ts';
@@ -6,5 +6,7 @@ export * from './graph.ts';
 export * from './irIssue.ts';
 export * from './irSchema.ts';
 export * from './irToGraph.ts';
+export * from './nodeRegistry.ts';
+export * from './nodeTypeDef.ts';
 export * from './nodeTypes.ts';
 export * from './validateIr.ts';

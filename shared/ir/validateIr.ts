@@ -5,7 +5,8 @@ import { zodIssues } from './compileGraph.ts';
 import { errorsOf, issue, type IrIssue } from './irIssue.ts';
 import { irSchema, type IrDocument } from './irSchema.ts';
 import { irToGraph } from './irToGraph.ts';
-import { isCycleBreaking } from './nodeTypes.ts';
+import { NODE_REGISTRY, type NodeRegistry } from './nodeRegistry.ts';
+import { isCycleBreaking } from './nodeTypeDef.ts';
 
 export type IrCheck = { ok: true; ir: IrDocument; program: Program; issues: IrIssue[] } | { ok: false; issues: IrIssue[] };
 
@@ -25,20 +26,20 @@ const RECOMPILE = 'Recompile the graph in the designer instead of editing the IR
 
 /**
  * Checks an IR document from anywhere (the network included). `catalog` null accepts any model
- * names; the runtime passes its deployed models. Never throws.
+ * names; the runtime passes its deployed models. `registry` holds the node types. Never throws.
  */
-export function validateIr(raw: unknown, catalog: readonly ModelCatalogEntry[] | null): IrCheck {
+export function validateIr(raw: unknown, catalog: readonly ModelCatalogEntry[] | null, registry: NodeRegistry = NODE_REGISTRY): IrCheck {
   const parsed = irSchema.safeParse(raw);
   if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error.issues, raw, 'nodes') };
   const ir = parsed.data as IrDocument;
-  const { issues, program } = analyzeGraph(irToGraph(ir), catalog, ir.models);
+  const { issues, program } = analyzeGraph(irToGraph(ir), catalog, ir.models, registry);
   if (!program || errorsOf(issues).length) return { ok: false, issues };
 
   const at = new Map(ir.nodes.map((n, i) => [n.id, i]));
   ir.nodes.forEach((n, i) => {
     for (const [port, ref] of Object.entries(n.inputs)) {
-      const type = ir.nodes[at.get(ref.node)!].type;
-      if (!isCycleBreaking(type, ref.port) && at.get(ref.node)! >= i) {
+      const def = registry.get(ir.nodes[at.get(ref.node)!].type);
+      if (!isCycleBreaking(def, ref.port) && at.get(ref.node)! >= i) {
         issues.push(issue(n.id, 'ir_inconsistent', `Input "${port}" reads ${ref.node}, which is evaluated later.`, RECOMPILE));
       }
     }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AxeResults, ElementContext } from 'axe-core';
 import { chromium, type Page } from 'playwright-core';
-import { NODE_TYPES } from '../../shared/ir/nodeTypes.ts';
+import { NODE_REGISTRY } from '../../shared/ir/nodeRegistry.ts';
 import { startTestServer } from '../server/testService.ts';
 import { Checks, NAME_SHIM } from './timelineHarness.ts';
 
@@ -51,7 +51,7 @@ async function inspectorStates(page: Page): Promise<void> {
   await axe(page, 'designer, empty canvas');
   await page.locator('.react-flow__pane').click({ position: { x: 20, y: 20 } });
   await axe(page, 'inspector: algorithm settings', '[data-testid="inspector"]');
-  for (const type of Object.keys(NODE_TYPES)) {
+  for (const { type } of NODE_REGISTRY.defs) {
     await newGraph(page);
     // A memory node first, so the reset list of a memory node has a choice to label.
     await page.evaluate((t) => (window.__designer!.store.addNode('counter', { x: 0, y: 300 }), window.__designer!.store.addNode(t as 'counter', { x: 0, y: 0 })), type);

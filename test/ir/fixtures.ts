@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { GraphDocument } from '../../shared/ir/graph.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
-import { defaultParams, type NodeType, type ParamValue } from '../../shared/ir/nodeTypes.ts';
+import { defaultParams } from '../../shared/ir/nodeRegistry.ts';
+import type { NodeType, ParamValue } from '../../shared/ir/nodeTypes.ts';
 
 export const CATALOG: ModelCatalogEntry[] = [
   { name: 'small', heads: ['citer', 'r2r', 'colm'], vocabSize: 64 },

@@ -1,9 +1,10 @@
 // Random graph and IR documents for the fuzz test: fully random, mutated examples, and malformed JSON.
 import type { GraphDocument, GraphNode } from '../../shared/ir/graph.ts';
-import { defaultParams, NODE_TYPES, type NodeType, type ParamSpec, type ParamValue } from '../../shared/ir/nodeTypes.ts';
+import { defaultParams, NODE_REGISTRY } from '../../shared/ir/nodeRegistry.ts';
+import type { ParamSpec, ParamValue } from '../../shared/ir/nodeTypes.ts';
 import { int, pick, type Rng } from './rng.ts';
 
-const TYPES = Object.keys(NODE_TYPES) as NodeType[];
+const TYPES = NODE_REGISTRY.defs.map((d) => d.type);
 const MODELS = ['small', 'medium', 'large', 'huge', ''];
 const JUNK: unknown[] = [null, undefined, -1, 0, 1, 1e308, -0.5, Number.NaN, 'x', '', '__proto__', true, [], {}, [1, 'a'], { small: 'heavy' }, { __proto__: 1 }];
 
@@ -46,18 +47,18 @@ export function randomGraph(r: Rng): GraphDocument {
   for (let i = 0; i < n; i++) {
     const type = i === 0 && r() < 0.8 ? 'start' : pick(r, TYPES);
     const params: Record<string, ParamValue> = {};
-    for (const p of NODE_TYPES[type].params) if (r() < 0.95) params[p.name] = paramValue(r, p) as ParamValue;
+    for (const p of NODE_REGISTRY.get(type)!.params) if (r() < 0.95) params[p.name] = paramValue(r, p) as ParamValue;
     nodes.push({ id: r() < 0.03 && i > 0 ? nodes[0].id : `n${i}`, type: r() < 0.02 ? 'bogus' : type, params, position: { x: i * 50, y: 0 } });
   }
-  const memories = nodes.filter((x) => Object.hasOwn(NODE_TYPES, x.type) && NODE_TYPES[x.type as NodeType].category === 'memory');
+  const memories = nodes.filter((x) => NODE_REGISTRY.get(x.type)?.category === 'memory');
   for (const x of nodes) if (x.type === 'receiveCommit' && memories.length && r() < 0.7) x.params.reset = [pick(r, memories).id];
   const edges: GraphDocument['edges'] = [];
   const m = n ? int(r, 0, n * 2) : 0;
   for (let i = 0; i < m; i++) {
     const s = pick(r, nodes);
     const t = pick(r, nodes);
-    const sSpec = Object.hasOwn(NODE_TYPES, s.type) ? NODE_TYPES[s.type as NodeType] : undefined;
-    const tSpec = Object.hasOwn(NODE_TYPES, t.type) ? NODE_TYPES[t.type as NodeType] : undefined;
+    const sSpec = NODE_REGISTRY.get(s.type);
+    const tSpec = NODE_REGISTRY.get(t.type);
     const out = sSpec?.outputs.length ? pick(r, sSpec.outputs) : undefined;
     const compatible = tSpec?.inputs.filter((p) => !out || p.type === out.type) ?? [];
     const inp = compatible.length && r() < 0.85 ? pick(r, compatible) : tSpec?.inputs.length ? pick(r, tSpec.inputs) : undefined;
@@ -80,7 +81,7 @@ export function mutateGraph(r: Rng, base: GraphDocument): GraphDocument {
     const k = r();
     if (k < 0.3 && g.nodes.length) {
       const node = pick(r, g.nodes);
-      const spec = Object.hasOwn(NODE_TYPES, node.type) ? NODE_TYPES[node.type as NodeType] : undefined;
+      const spec = NODE_REGISTRY.get(node.type);
       if (spec?.params.length) {
         const p = pick(r, spec.params);
         node.params[p.name] = paramValue(r, p) as ParamValue;
@@ -92,8 +93,8 @@ export function mutateGraph(r: Rng, base: GraphDocument): GraphDocument {
     } else if (k < 0.75 && g.nodes.length) {
       const s = pick(r, g.nodes);
       const t = pick(r, g.nodes);
-      const sSpec = Object.hasOwn(NODE_TYPES, s.type) ? NODE_TYPES[s.type as NodeType] : undefined;
-      const tSpec = Object.hasOwn(NODE_TYPES, t.type) ? NODE_TYPES[t.type as NodeType] : undefined;
+      const sSpec = NODE_REGISTRY.get(s.type);
+      const tSpec = NODE_REGISTRY.get(t.type);
       if (sSpec?.outputs.length && tSpec?.inputs.length) {
         g.edges.push({ id: `m${i}`, source: s.id, sourceHandle: pick(r, sSpec.outputs).name, target: t.id, targetHandle: pick(r, tSpec.inputs).name });
       }

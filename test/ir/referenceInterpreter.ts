@@ -45,7 +45,7 @@ export function referenceAlgorithm(ir: unknown, catalog: readonly ModelCatalogEn
   const { models } = program;
   const idOf = (m: string): ModelId => models.indexOf(m) + 1;
   const byId = new Map(program.nodes.map((n) => [n.id, n]));
-  const memNodes = program.nodes.filter((n) => n.spec.category === 'memory');
+  const memNodes = program.nodes.filter((n) => n.def.category === 'memory');
   const memIndex = new Map(memNodes.map((n, i) => [n.id, i]));
   const initialMem = memNodes.map((n) => n.params.value as number);
   const initMeta = (): IrMeta => ({ mem: initialMem.slice(), keep: true, at: 0, run: 0 });
@@ -71,7 +71,7 @@ export function referenceAlgorithm(ir: unknown, catalog: readonly ModelCatalogEn
       const mem = Float64Array.from(meta.mem);
       for (const n of memNodes) num.set(`${n.id}.prev`, mem[memIndex.get(n.id)!]);
       for (const n of program.nodes) {
-        const memory = n.spec.category === 'memory';
+        const memory = n.def.category === 'memory';
         if (!memory && n.scope !== null && n.scope !== m) continue;
         const has = (port: string): boolean => Object.hasOwn(n.inputs, port);
         const read = (port: string): number => num.get(`${n.inputs[port].node}.${n.inputs[port].port}`)!;

@@ -5,7 +5,8 @@ import { compileGraph } from '../../shared/ir/compileGraph.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import type { GraphDocument } from '../../shared/ir/graph.ts';
 import type { IrDocument } from '../../shared/ir/irSchema.ts';
-import { defaultParams, LIMITS, type NodeType } from '../../shared/ir/nodeTypes.ts';
+import { defaultParams } from '../../shared/ir/nodeRegistry.ts';
+import { LIMITS, type NodeType } from '../../shared/ir/nodeTypes.ts';
 
 /** What the reliability rig serves: the char vocabulary and the heads its simulated runners emit. */
 export const RIG_CATALOG: ModelCatalogEntry[] = [

@@ -2,11 +2,12 @@
 import { Handle, Position, type Node, type NodeProps } from '@xyflow/react';
 import { memo } from 'react';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
+import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
 import type { NodeSpec, ParamValue } from '../../../shared/ir/nodeTypes.ts';
-import { nodeSummary } from './nodeSummary.ts';
 import { CATEGORY_COLORS, CATEGORY_SHORT, PORT_COLORS } from './theme.ts';
 
 export interface AlgoNodeData extends Record<string, unknown> {
+  /** The node type's spec, or a stand-in for a type the registry does not hold. */
   spec: NodeSpec;
   params: Record<string, ParamValue>;
   issues: IrIssue[];
@@ -41,7 +42,7 @@ function AlgoNodeView({ id, data, selected }: NodeProps<AlgoFlowNode>) {
         )}
       </div>
       <div className="an-sub" title={spec.description}>
-        <span className="an-id">{id}</span> {nodeSummary(spec.type, params, connected)}
+        <span className="an-id">{id}</span> {nodeSpec(spec.type)?.summary(params, connected)}
       </div>
       {rows > 0 && (
         <div className="an-ports">

@@ -15,7 +15,8 @@ import {
 } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useState, type DragEvent } from 'react';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
-import { nodeSpec, type NodeSpec, type NodeType } from '../../../shared/ir/nodeTypes.ts';
+import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
+import type { NodeSpec, NodeType } from '../../../shared/ir/nodeTypes.ts';
 import { AlgoNode, type AlgoFlowNode } from './AlgoNode.tsx';
 import { connectionProblem, dragProblem, portType } from './graphEdits.ts';
 import { modelColor } from './modelColors.ts';

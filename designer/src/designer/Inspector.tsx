@@ -1,15 +1,12 @@
 // Inspector: the selected node's parameters and issues, or the algorithm's own settings when nothing is selected.
 import { useMemo } from 'react';
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
-import { nodeSpec } from '../../../shared/ir/nodeTypes.ts';
+import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
 import { ALGORITHM_NAME } from './designerStore.ts';
 import { modelColor } from './modelColors.ts';
 import { ParamField } from './ParamField.tsx';
 import { CATEGORY_COLORS, CATEGORY_SHORT } from './theme.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
-
-/** Parameters an input edge replaces when connected. */
-const OVERRIDES: Record<string, Record<string, string>> = { compare: { value: 'b' }, arith: { value: 'b' } };
 
 export function Inspector() {
   const store = useStore();
@@ -67,7 +64,7 @@ export function Inspector() {
       {spec && spec.params.length > 0 && (
         <div className="insp-params">
           {spec.params.map((p) => {
-            const port = OVERRIDES[node.type]?.[p.name];
+            const port = p.kind === 'number' ? p.replacedBy : undefined;
             return (
               <ParamField
                 key={p.name}

@@ -1,23 +1,18 @@
 // Node palette: every node type by category, searchable; drag onto the canvas, or click (Enter, Space) to add at a free spot near the view's centre.
 import { useReactFlow } from '@xyflow/react';
 import { useMemo, useState, type KeyboardEvent } from 'react';
-import { NODE_TYPES, type NodeCategory, type NodeSpec, type NodeType } from '../../../shared/ir/nodeTypes.ts';
+import type { NodeType } from '../../../shared/ir/nodeTypes.ts';
 import { DRAG_MIME } from './Canvas.tsx';
+import { paletteGroups } from './paletteGroups.ts';
 import { freeSpot, nodeBoxes } from './placement.ts';
 import { CATEGORY_COLORS, CATEGORY_TITLES, PORT_COLORS } from './theme.ts';
 import { useStore } from './useDesigner.ts';
-
-const ORDER: NodeCategory[] = ['start', 'signal', 'constant', 'logic', 'memory', 'decision', 'receive'];
 
 export function Palette() {
   const store = useStore();
   const rf = useReactFlow();
   const [query, setQuery] = useState('');
-  const groups = useMemo(() => {
-    const q = query.trim().toLowerCase();
-    const specs = (Object.values(NODE_TYPES) as NodeSpec[]).filter((s) => !q || `${s.label} ${s.type} ${s.description} ${s.category}`.toLowerCase().includes(q));
-    return ORDER.map((c) => ({ category: c, specs: specs.filter((s) => s.category === c) })).filter((g) => g.specs.length);
-  }, [query]);
+  const groups = useMemo(() => paletteGroups(query), [query]);
 
   const addAtCentre = (type: NodeType) => {
     const el = document.querySelector('.canvas')?.getBoundingClientRect();
@@ -34,7 +29,7 @@ export function Palette() {
         {groups.map((g) => (
           <section key={g.category}>
             <h4 style={{ color: CATEGORY_COLORS[g.category] }}>{CATEGORY_TITLES[g.category]}</h4>
-            {g.specs.map((s) => (
+            {g.defs.map((s) => (
               <button
                 type="button"
                 key={s.type}
@@ -46,7 +41,7 @@ export function Palette() {
                   e.dataTransfer.setData(DRAG_MIME, s.type);
                   e.dataTransfer.effectAllowed = 'copy';
                 }}
-                onClick={() => addAtCentre(s.type as NodeType)}
+                onClick={() => addAtCentre(s.type)}
               >
                 <span className="palette-dot" style={{ background: CATEGORY_COLORS[s.category] }} />
                 <span className="palette-label">{s.label}</span>

@@ -2,7 +2,8 @@
 import { useEffect, useState, type ReactElement } from 'react';
 import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
 import type { GraphDocument } from '../../../shared/ir/graph.ts';
-import { nodeSpec, type ParamSpec, type ParamValue } from '../../../shared/ir/nodeTypes.ts';
+import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
+import type { ParamSpec, ParamValue } from '../../../shared/ir/nodeTypes.ts';
 import { modelColor } from './modelColors.ts';
 
 interface Props {
@@ -13,7 +14,7 @@ interface Props {
   graph: GraphDocument;
   /** The node's own model, for head choices. */
   model: string | undefined;
-  /** Set when an input edge overrides this parameter (Compare/Arithmetic "b"). */
+  /** The connected input that overrides this parameter (its spec's `replacedBy`), if any. */
   overridden?: string;
   onChange(value: ParamValue): void;
 }
@@ -65,33 +66,41 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
         {range}
       </label>
     );
-  let editor: ReactElement;
+  return (
+    <div className={`pf${overridden ? ' pf-overridden' : ''}`}>
+      {label}
+      <Editor spec={spec} value={value} catalog={catalog} graph={graph} model={model} onChange={onChange} testId={testId} labelId={labelId} />
+      {overridden && <div className="pf-note">Input “{overridden}” is connected and overrides this value.</div>}
+      {spec.help && !overridden && <div className="pf-help">{spec.help}</div>}
+    </div>
+  );
+}
+
+/** The control of one parameter kind; `labelId` captions the kinds made of several controls. */
+function Editor({ spec, value, catalog, graph, model, onChange, testId, labelId }: Omit<Props, 'nodeId' | 'overridden'> & { testId: string; labelId: string }): ReactElement {
   switch (spec.kind) {
     case 'number':
     case 'int':
-      editor = <NumberBox value={typeof value === 'number' ? value : Number.NaN} onCommit={onChange} testId={testId} step={spec.kind === 'int' ? '1' : 'any'} />;
-      break;
+      return <NumberBox value={typeof value === 'number' ? value : Number.NaN} onCommit={onChange} testId={testId} step={spec.kind === 'int' ? '1' : 'any'} />;
     case 'boolean':
-      editor = (
+      return (
         <label className="switch">
           <input id={testId} data-testid={testId} type="checkbox" checked={value === true} onChange={(e) => onChange(e.target.checked)} />
           <span>{value ? 'on' : 'off'}</span>
         </label>
       );
-      break;
     case 'enum':
-      editor = (
+      return (
         <select id={testId} data-testid={testId} value={String(value)} onChange={(e) => onChange(e.target.value)}>
           {spec.options.map((o) => (
             <option key={o}>{o}</option>
           ))}
         </select>
       );
-      break;
     case 'model': {
       const names = catalog.map((m) => m.name);
       const v = String(value ?? '');
-      editor = (
+      return (
         <div className="pf-model">
           <i style={{ background: modelColor(v, catalog) }} />
           <select id={testId} data-testid={testId} value={v} onChange={(e) => onChange(e.target.value)}>
@@ -102,12 +111,11 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
           </select>
         </div>
       );
-      break;
     }
     case 'head': {
       const heads = catalog.find((m) => m.name === model)?.heads ?? [];
       const v = String(value ?? '');
-      editor = (
+      return (
         <select id={testId} data-testid={testId} value={v} onChange={(e) => onChange(e.target.value)}>
           {!heads.includes(v) && <option value={v}>{v} (not on {model})</option>}
           {heads.map((h) => (
@@ -115,17 +123,14 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
           ))}
         </select>
       );
-      break;
     }
     case 'text':
-      editor = <input id={testId} data-testid={testId} value={String(value ?? '')} maxLength={spec.maxLength} onChange={(e) => onChange(e.target.value)} />;
-      break;
+      return <input id={testId} data-testid={testId} value={String(value ?? '')} maxLength={spec.maxLength} onChange={(e) => onChange(e.target.value)} />;
     case 'ids':
-      editor = <IdsBox value={Array.isArray(value) ? (value as number[]) : []} onCommit={onChange} testId={testId} />;
-      break;
+      return <IdsBox value={Array.isArray(value) ? (value as number[]) : []} onCommit={onChange} testId={testId} />;
     case 'weights': {
       const w = (value && typeof value === 'object' && !Array.isArray(value) ? value : {}) as Record<string, number>;
-      editor = (
+      return (
         <div className="pf-weights" role="group" aria-labelledby={labelId}>
           {catalog.map((m) => (
             <div key={m.name} className="pf-weight">
@@ -136,12 +141,11 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
           ))}
         </div>
       );
-      break;
     }
     case 'memoryRefs': {
       const chosen = new Set(Array.isArray(value) ? (value as string[]) : []);
       const memories = graph.nodes.filter((n) => nodeSpec(n.type)?.category === 'memory');
-      editor = memories.length ? (
+      return memories.length ? (
         <div className="pf-refs" role="group" aria-labelledby={labelId}>
           {memories.map((m) => (
             <label key={m.id}>
@@ -162,17 +166,8 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
       ) : (
         <div className="muted small">No memory nodes in this graph.</div>
       );
-      break;
     }
   }
-  return (
-    <div className={`pf${overridden ? ' pf-overridden' : ''}`}>
-      {label}
-      {editor}
-      {overridden && <div className="pf-note">Input “{overridden}” is connected and overrides this value.</div>}
-      {spec.help && !overridden && <div className="pf-help">{spec.help}</div>}
-    </div>
-  );
 }
 
 function IdsBox({ value, onCommit, testId }: { value: number[]; onCommit(v: number[]): void; testId: string }) {

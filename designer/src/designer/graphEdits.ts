@@ -1,7 +1,8 @@
 // Pure edits of a graph document: add, connect, remove, move, set parameters, copy and paste. No React, no store.
 import type { GraphDocument, GraphEdge, GraphNode } from '../../../shared/ir/graph.ts';
 import { edgeId } from '../../../shared/ir/irToGraph.ts';
-import { defaultParams, nodeSpec, type NodeType, type ParamValue, type PortSpec, type PortType } from '../../../shared/ir/nodeTypes.ts';
+import { defaultParams, nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
+import type { NodeType, ParamValue, PortSpec, PortType } from '../../../shared/ir/nodeTypes.ts';
 
 export interface Fragment {
   nodes: GraphNode[];
