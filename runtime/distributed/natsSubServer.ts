@@ -5,7 +5,7 @@ import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { AheadStream, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
 import { watchLink } from './natsConnection.ts';
-import { WIRE_PROTOCOL, type ReplicaAnnouncement } from './natsRunner.ts';
+import { WIRE_PROTOCOL, type ReplicaAnnouncement } from './replicaAnnouncement.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
 import { decodeControl, decodeRelease, decodeStep, encodeControl, encodeResult, wireKind, WireKind, type DecodedStep } from './stepCodec.ts';
 import { AheadChannel } from '../runner/aheadChannel.ts';
