@@ -3,6 +3,7 @@ import * as ort from 'onnxruntime-node';
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { AheadPart, ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
+import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeRow } from './sampling.ts';
 
 export interface OnnxRunnerOptions {
@@ -44,11 +45,6 @@ interface BatchState {
   /** The same mask as bytes: read on every re-pack, where BigInt reads would cost more than the copy. */
   valid: Uint8Array;
   T: number;
-}
-
-interface RouterHead {
-  spec: RouterHeadSpec;
-  session: ort.InferenceSession;
 }
 
 /** Takes a step's results as they are made: the first step's, then each lookahead step's (a worker streams them on). */
@@ -335,7 +331,7 @@ export class OnnxRunner implements ModelRunner {
         heads: {},
       };
     }
-    modelMs += await this.runHeads(rows, feeds, results, hiddenRows, topLogits);
+    modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
     return { signals: results, modelMs };
   }
 
@@ -354,44 +350,6 @@ export class OnnxRunner implements ModelRunner {
         drop--;
       }
     }
-  }
-
-  /** Runs each requested router head once, batched over the rows that asked for it. */
-  private async runHeads(rows: readonly StepRow[], fed: readonly (readonly number[] | null)[], results: (TokenSignals | undefined)[], hidden: (Float32Array | undefined)[], topLogits: number[][]): Promise<number> {
-    let ms = 0;
-    const names = new Set<string>();
-    rows.forEach((r, i) => {
-      if (fed[i] !== null) for (const h of r.wants.heads) names.add(h);
-    });
-    const H = this.info.hiddenSize;
-    for (const name of names) {
-      const head = this.heads.get(name)!;
-      const idx = rows.flatMap((r, i) => (fed[i] !== null && r.wants.heads.includes(name) ? [i] : []));
-      const n = idx.length;
-      const feeds: Record<string, ort.Tensor> = {};
-      for (const inp of head.spec.inputs) {
-        if (inp.source === 'hidden') {
-          const x = new Float32Array(n * H);
-          idx.forEach((i, j) => x.set(hidden[i]!, j * H));
-          feeds[inp.name] = new ort.Tensor('float32', x, [n, H]);
-        } else if (inp.source === 'token') {
-          feeds[inp.name] = new ort.Tensor('int64', BigInt64Array.from(idx, (i) => BigInt(results[i]!.token)), [n, 1]);
-        } else {
-          const K = this.folder.routerTopK;
-          const x = new Float32Array(n * K);
-          idx.forEach((i, j) => x.set(topLogits[i].slice(0, K), j * K));
-          feeds[inp.name] = new ort.Tensor('float32', x, [n, K]);
-        }
-      }
-      const t0 = performance.now();
-      const out = await head.session.run(feeds);
-      ms += performance.now() - t0;
-      const score = (out.score ?? out[head.session.outputNames[0]]).data as Float32Array;
-      idx.forEach((i, j) => {
-        (results[i]!.heads as Record<string, number>)[name] = score[j];
-      });
-    }
-    return ms;
   }
 
   /**
