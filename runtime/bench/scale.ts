@@ -30,14 +30,43 @@ interface MemorySample {
   rss_mb: number;
 }
 
-export async function run(opts: BenchOptions): Promise<SuiteRun> {
-  const f = new SuiteFlags(opts.flags);
-  const concurrency = f.num('concurrency', 1000);
-  const requests = f.sized('requests', 100_000, 10_000);
-  const maxTokens = f.num('max-tokens', 64);
-  const promptLength = f.num('prompt', 32);
-  const maxBatch = f.num('max-batch', 256);
-  const largeThreshold = f.num('large-threshold', 8);
+interface ScaleSettings {
+  concurrency: number;
+  requests: number;
+  maxTokens: number;
+  promptLength: number;
+  maxBatch: number;
+  largeThreshold: number;
+}
+
+function readSettings(f: SuiteFlags): ScaleSettings {
+  return {
+    concurrency: f.num('concurrency', 1000),
+    requests: f.sized('requests', 100_000, 10_000),
+    maxTokens: f.num('max-tokens', 64),
+    promptLength: f.num('prompt', 32),
+    maxBatch: f.num('max-batch', 256),
+    largeThreshold: f.num('large-threshold', 8),
+  };
+}
+
+/** What one run through the scheduler left: request outcomes, memory over time, the lanes' final state. */
+interface ScaleRun {
+  status: { done: number; failed: number; cancelled: number; short: number };
+  committed: number;
+  maxActive: number;
+  samples: MemorySample[];
+  /** Whether heap samples follow a forced full GC. */
+  gcForced: boolean;
+  wallMs: number;
+  virtualMs: number;
+  /** What each lane still holds after the last request ended (all zero unless something leaked). */
+  leftover: { name: string; kv_bytes: number; kv_reserved_bytes: number; pending_return: number; ready: number }[];
+}
+
+/** A closed loop of `concurrency` clients through one virtual-time cluster until every request ended. */
+function runScale(s: ScaleSettings): ScaleRun {
+  const { concurrency, requests, maxTokens, promptLength, maxBatch, largeThreshold } = s;
   const clock = new VirtualClock();
   const runners = profileRunners(PAPER_SETTING.profile);
   const cluster = new Cluster({
@@ -93,70 +122,87 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   clock.run({ stop: () => ended === requests });
   const wallMs = performance.now() - t0;
   if (ended !== requests) throw new Error(`scale run stalled: ${ended}/${requests} ended at t=${clock.now()}`);
-  const lanes = cluster.laneStats();
-  const leftover = lanes.map((l) => ({ name: l.name, kv_bytes: l.kvBytes, kv_reserved_bytes: l.kvReservedBytes, pending_return: l.pendingReturn, ready: l.ready }));
-  const leaks = leftover.some((l) => l.kv_bytes || l.kv_reserved_bytes || l.pending_return || l.ready);
-  const lost = requests - status.done;
-  const maxRssMb = process.resourceUsage().maxRSS / 1024;
+  const leftover = cluster.laneStats().map((l) => ({ name: l.name, kv_bytes: l.kvBytes, kv_reserved_bytes: l.kvReservedBytes, pending_return: l.pendingReturn, ready: l.ready }));
+  return { status, committed, maxActive, samples, gcForced: gc !== null, wallMs, virtualMs: clock.now(), leftover };
+}
+
+const leaked = (run: ScaleRun) => run.leftover.some((l) => l.kv_bytes || l.kv_reserved_bytes || l.pending_return || l.ready);
+
+function scaleResults(s: ScaleSettings, run: ScaleRun) {
+  const { requests, concurrency, maxTokens } = s;
+  const { status, committed, samples, wallMs, virtualMs } = run;
   // "Bounded": memory in the second half of the run is no higher than a small margin over the first half.
-  const half = samples.filter((s) => s.done >= requests / 2);
-  const firstHalf = samples.filter((s) => s.done > 0 && s.done < requests / 2);
-  const heapFirstHalfPeak = Math.max(...firstHalf.map((s) => s.heap_mb));
-  const heapSecondHalfPeak = Math.max(...half.map((s) => s.heap_mb));
-  const results = {
+  const half = samples.filter((x) => x.done >= requests / 2);
+  const firstHalf = samples.filter((x) => x.done > 0 && x.done < requests / 2);
+  const heapFirstHalfPeak = Math.max(...firstHalf.map((x) => x.heap_mb));
+  const heapSecondHalfPeak = Math.max(...half.map((x) => x.heap_mb));
+  return {
     requests,
     concurrency,
-    max_active: maxActive,
+    max_active: run.maxActive,
     completed: status.done,
     failed: status.failed,
     cancelled: status.cancelled,
-    lost,
+    lost: requests - status.done,
     short_outputs: status.short,
     committed_tokens: committed,
     expected_tokens: requests * maxTokens,
     wall_s: wallMs / 1000,
-    virtual_s: clock.now() / 1000,
-    sim_speedup: clock.now() / wallMs,
-    committed_tok_per_virtual_s: committed / (clock.now() / 1000),
+    virtual_s: virtualMs / 1000,
+    sim_speedup: virtualMs / wallMs,
+    committed_tok_per_virtual_s: committed / (virtualMs / 1000),
     requests_per_wall_s: requests / (wallMs / 1000),
-    peak_rss_mb: maxRssMb,
+    peak_rss_mb: process.resourceUsage().maxRSS / 1024,
     heap_first_half_peak_mb: heapFirstHalfPeak,
     heap_second_half_peak_mb: heapSecondHalfPeak,
     memory_bounded: heapSecondHalfPeak <= heapFirstHalfPeak * 1.25 + 16,
-    leftover_state: leaks ? leftover : 'none (every KV byte, reservation and pending-return freed)',
+    leftover_state: leaked(run) ? run.leftover : 'none (every KV byte, reservation and pending-return freed)',
     memory_samples: samples,
   };
-  printTable([{ requests, concurrency, completed: status.done, lost, wall_s: results.wall_s, virtual_s: results.virtual_s, peak_rss_mb: maxRssMb, heap_1st_half_mb: heapFirstHalfPeak, heap_2nd_half_mb: heapSecondHalfPeak }]);
-  console.log(`${lost === 0 && status.short === 0 && !leaks ? 'no request lost, every output full length, no state left behind' : 'LOSSES OR LEAKS: see results'}; memory ${results.memory_bounded ? 'bounded' : 'GREW'} (heap peak ${heapFirstHalfPeak.toFixed(0)} MB in the first half, ${heapSecondHalfPeak.toFixed(0)} MB in the second)`);
-  const settings = {
+}
+
+function describeSettings(s: ScaleSettings, gcForced: boolean, quick: boolean): Record<string, unknown> {
+  return {
     clock: 'virtual',
     runner: 'simulated, paper R2R profile',
     step_ms: PAPER_SETTING.profile.stepMs,
     routing: `Markov p=${PAPER_SETTING.p}, large back after 1 kept token`,
-    concurrency,
-    requests,
-    prompt_tokens: promptLength,
-    max_tokens: maxTokens,
+    concurrency: s.concurrency,
+    requests: s.requests,
+    prompt_tokens: s.promptLength,
+    max_tokens: s.maxTokens,
     mode: 'async-delayed, retainState true',
-    thresholds: { small: 1, large: largeThreshold },
-    max_batch: maxBatch,
+    thresholds: { small: 1, large: s.largeThreshold },
+    max_batch: s.maxBatch,
     max_wait_ms: PAPER_SETTING.maxWaitMs,
-    heap_samples: gc ? 'live heap after a full GC, 50 samples' : 'heap used without forced GC (gc unavailable)',
-    kv_capacity_tokens_per_model: concurrency * (promptLength + maxTokens),
+    heap_samples: gcForced ? 'live heap after a full GC, 50 samples' : 'heap used without forced GC (gc unavailable)',
+    kv_capacity_tokens_per_model: s.concurrency * (s.promptLength + s.maxTokens),
     node: process.version,
-    quick: f.quick,
+    quick,
   };
-  const report: BenchReport = { suite: 'scale', settings, results };
+}
+
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
+  const f = new SuiteFlags(opts.flags);
+  const s = readSettings(f);
+  const measured = runScale(s);
+  const results = scaleResults(s, measured);
+  const { requests, concurrency, completed, lost, wall_s, virtual_s, peak_rss_mb } = results;
+  const heap = { first: results.heap_first_half_peak_mb, second: results.heap_second_half_peak_mb };
+  printTable([{ requests, concurrency, completed, lost, wall_s, virtual_s, peak_rss_mb, heap_1st_half_mb: heap.first, heap_2nd_half_mb: heap.second }]);
+  const clean = lost === 0 && results.short_outputs === 0 && !leaked(measured);
+  console.log(`${clean ? 'no request lost, every output full length, no state left behind' : 'LOSSES OR LEAKS: see results'}; memory ${results.memory_bounded ? 'bounded' : 'GREW'} (heap peak ${heap.first.toFixed(0)} MB in the first half, ${heap.second.toFixed(0)} MB in the second)`);
+  const report: BenchReport = { suite: 'scale', settings: describeSettings(s, measured.gcForced, f.quick), results };
   return { ...report, output: {
-    tables: { Scale: [{ requests, concurrency, completed: status.done, lost, wall_s: results.wall_s, virtual_s: results.virtual_s, peak_rss_mb: maxRssMb }] },
+    tables: { Scale: [{ requests, concurrency, completed, lost, wall_s, virtual_s, peak_rss_mb }] },
     charts: {
       memory: lineChart({
         title: `Memory while ${requests.toLocaleString('en')} requests run at concurrency ${concurrency} (virtual time)`,
         xLabel: 'requests finished',
         yLabel: 'MB',
         series: [
-          { name: 'heap used', points: samples.map((s) => [s.done, s.heap_mb]) },
-          { name: 'RSS', points: samples.map((s) => [s.done, s.rss_mb]) },
+          { name: 'heap used', points: measured.samples.map((x) => [x.done, x.heap_mb]) },
+          { name: 'RSS', points: measured.samples.map((x) => [x.done, x.rss_mb]) },
         ],
       }),
     },
