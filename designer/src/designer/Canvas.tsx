@@ -14,13 +14,12 @@ import {
   type OnConnectEnd,
 } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useState, type DragEvent } from 'react';
-import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
-import type { NodeSpec, NodeType } from '../../../shared/ir/nodeTypes.ts';
+import type { NodeType } from '../../../shared/ir/nodeTypes.ts';
 import { AlgoNode, type AlgoFlowNode } from './AlgoNode.tsx';
-import { connectionProblem, dragProblem, portType } from './graphEdits.ts';
-import { modelColor } from './modelColors.ts';
-import { CATEGORY_COLORS, PORT_COLORS } from './theme.ts';
+import { edgeSelection, flowEdges, flowNodes, nodeEdits } from './flowElements.ts';
+import { connectionProblem, dragProblem } from './graphEdits.ts';
+import { CATEGORY_COLORS } from './theme.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
 
 export const DRAG_MIME = 'application/x-tokenrouter-node';
@@ -28,10 +27,6 @@ export const DRAG_MIME = 'application/x-tokenrouter-node';
 const nodeTypes = { algo: AlgoNode };
 /** Long enough to read a sentence naming two ports and their types. */
 const REFUSAL_MS = 8000;
-
-function unknownSpec(type: string): NodeSpec {
-  return { type, category: 'logic', label: `Unknown “${type}”`, description: 'Not a node type of this designer.', inputs: [], outputs: [], params: [] };
-}
 
 export function Canvas() {
   const store = useStore();
@@ -61,85 +56,24 @@ export function Canvas() {
     return () => clearTimeout(t);
   }, [viewEpoch, rf, store]);
 
-  const issuesByNode = useMemo(() => {
-    const m = new Map<string, IrIssue[]>();
-    for (const i of issues) if (i.nodeId) m.set(i.nodeId, [...(m.get(i.nodeId) ?? []), i]);
-    return m;
-  }, [issues]);
-
-  const nodes = useMemo<AlgoFlowNode[]>(() => {
-    const selected = new Set(selection.nodes);
-    const connected = new Map<string, Set<string>>();
-    for (const e of graph.edges) connected.set(e.target, (connected.get(e.target) ?? new Set()).add(e.targetHandle));
-    return graph.nodes.map((n) => {
-      const spec = nodeSpec(n.type) ?? unknownSpec(n.type);
-      const hasModel = spec.params.some((p) => p.name === 'model') && typeof n.params.model === 'string';
-      return {
-        id: n.id,
-        type: 'algo',
-        position: n.position,
-        selected: selected.has(n.id),
-        measured: measured[n.id],
-        data: { spec, params: n.params, issues: issuesByNode.get(n.id) ?? [], connected: connected.get(n.id) ?? new Set(), modelColor: hasModel ? modelColor(n.params.model as string, catalog) : null },
-      };
-    });
-  }, [graph, selection.nodes, measured, issuesByNode, catalog]);
-
-  const edges = useMemo<Edge[]>(() => {
-    const selected = new Set(selection.edges);
-    return graph.edges.map((e) => {
-      const out = portType(graph, { node: e.source, port: e.sourceHandle }, 'out');
-      const inp = portType(graph, { node: e.target, port: e.targetHandle }, 'in');
-      const bad = !out || !inp || out !== inp;
-      return {
-        id: e.id,
-        source: e.source,
-        sourceHandle: e.sourceHandle,
-        target: e.target,
-        targetHandle: e.targetHandle,
-        selected: selected.has(e.id),
-        className: bad ? 'edge-bad' : undefined,
-        style: { stroke: bad ? '#f4645d' : out ? PORT_COLORS[out] : '#7d8896', strokeWidth: selected.has(e.id) ? 3 : 1.8 },
-      };
-    });
-  }, [graph, selection.edges]);
+  const nodes = useMemo(() => flowNodes(graph, selection.nodes, measured, issues, catalog), [graph, selection.nodes, measured, issues, catalog]);
+  const edges = useMemo(() => flowEdges(graph, selection.edges), [graph, selection.edges]);
 
   const onNodesChange = useCallback(
     (changes: NodeChange<AlgoFlowNode>[]) => {
-      const positions = new Map<string, { x: number; y: number }>();
-      let dragging = false;
-      let sel: Set<string> | null = null;
-      for (const c of changes) {
-        if (c.type === 'position' && c.position) {
-          positions.set(c.id, { x: Math.round(c.position.x), y: Math.round(c.position.y) });
-          dragging ||= c.dragging === true;
-        } else if (c.type === 'position' && c.dragging === false) {
-          positions.set(c.id, store.getState().graph.nodes.find((n) => n.id === c.id)?.position ?? { x: 0, y: 0 });
-        } else if (c.type === 'select') {
-          sel ??= new Set(store.getState().selection.nodes);
-          if (c.selected) sel.add(c.id);
-          else sel.delete(c.id);
-        } else if (c.type === 'dimensions' && c.dimensions) {
-          store.setMeasured(c.id, c.dimensions);
-        }
-        // 'remove' changes are applied once, through onDelete, so a deletion is one undo step.
-      }
-      if (positions.size) store.moveNodes(positions, dragging);
-      if (sel) store.select([...sel], store.getState().selection.edges);
+      const s = store.getState();
+      const edits = nodeEdits(changes, s.graph, s.selection);
+      for (const [id, size] of edits.measured) store.setMeasured(id, size);
+      if (edits.positions.size) store.moveNodes(edits.positions, edits.dragging);
+      if (edits.selected) store.select(edits.selected, store.getState().selection.edges);
     },
     [store],
   );
 
   const onEdgesChange = useCallback(
     (changes: EdgeChange[]) => {
-      let sel: Set<string> | null = null;
-      for (const c of changes) {
-        if (c.type !== 'select') continue;
-        sel ??= new Set(store.getState().selection.edges);
-        if (c.selected) sel.add(c.id);
-        else sel.delete(c.id);
-      }
-      if (sel) store.select(store.getState().selection.nodes, [...sel]);
+      const sel = edgeSelection(changes, store.getState().selection);
+      if (sel) store.select(store.getState().selection.nodes, sel);
     },
     [store],
   );
