@@ -9,7 +9,7 @@ import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { heldoutQuestions, modelDir } from '../models/helpers.ts';
+import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
 
 const NAMES = ['small', 'medium', 'large'] as const;
 const PROMPTS = 12;

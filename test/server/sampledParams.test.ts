@@ -10,7 +10,7 @@ import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
 import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
 import type { ChatTokenLogprob, CompletionLogprobs } from '../../shared/api/openai.ts';
-import { MODELS_DIR, modelDir } from '../models/helpers.ts';
+import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 
 let service: TokenRouterService;
 let server: RunningServer;
