@@ -5,7 +5,6 @@ import {
   Controls,
   MiniMap,
   ReactFlow,
-  useReactFlow,
   type Connection,
   type Edge,
   type EdgeChange,
@@ -13,21 +12,15 @@ import {
   type OnConnect,
   type OnConnectEnd,
 } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, useState, type DragEvent } from 'react';
-import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
-import type { NodeType } from '../../../shared/ir/nodeTypes.ts';
+import { useCallback, useMemo } from 'react';
 import { AlgoNode, type AlgoFlowNode } from './AlgoNode.tsx';
+import { useFitOnOpen, usePaletteDrop, useRefusal } from './canvasHooks.ts';
 import { edgeSelection, flowEdges, flowNodes, nodeEdits } from './flowElements.ts';
 import { connectionProblem, dragProblem } from './graphEdits.ts';
 import { CATEGORY_COLORS } from './theme.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
 
-export const DRAG_MIME = 'application/x-tokenrouter-node';
-
 const nodeTypes = { algo: AlgoNode };
-/** Long enough to read a sentence naming two ports and their types. */
-const REFUSAL_MS = 8000;
-
 export function Canvas() {
   const store = useStore();
   const graph = useDesigner((s) => s.graph);
@@ -36,25 +29,9 @@ export function Canvas() {
   const measured = useDesigner((s) => s.measured);
   const catalog = useDesigner((s) => s.catalog);
   const viewEpoch = useDesigner((s) => s.viewEpoch);
-  const rf = useReactFlow();
-  // An object, so the same sentence twice restarts its timer.
-  const [refusal, setRefusal] = useState<{ text: string } | null>(null);
-
-  useEffect(() => {
-    if (!refusal) return;
-    const t = setTimeout(() => setRefusal(null), REFUSAL_MS);
-    return () => clearTimeout(t);
-  }, [refusal]);
-
-  useEffect(() => {
-    // An empty document starts at the origin; otherwise wait a frame so its nodes are measured, then fit.
-    if (store.getState().graph.nodes.length === 0) {
-      void rf.setViewport({ x: 0, y: 0, zoom: 1 });
-      return;
-    }
-    const t = setTimeout(() => void rf.fitView({ padding: 0.2, duration: 250, maxZoom: 1.1 }), 60);
-    return () => clearTimeout(t);
-  }, [viewEpoch, rf, store]);
+  const [refusal, setRefusal] = useRefusal();
+  useFitOnOpen(viewEpoch);
+  const drop = usePaletteDrop();
 
   const nodes = useMemo(() => flowNodes(graph, selection.nodes, measured, issues, catalog), [graph, selection.nodes, measured, issues, catalog]);
   const edges = useMemo(() => flowEdges(graph, selection.edges), [graph, selection.edges]);
@@ -103,25 +80,8 @@ export function Canvas() {
 
   const onDelete = useCallback(({ nodes: ns, edges: es }: { nodes: AlgoFlowNode[]; edges: Edge[] }) => store.remove(ns.map((n) => n.id), es.map((e) => e.id)), [store]);
 
-  const onDragOver = useCallback((e: DragEvent) => {
-    if (!e.dataTransfer.types.includes(DRAG_MIME)) return;
-    e.preventDefault();
-    e.dataTransfer.dropEffect = 'copy';
-  }, []);
-
-  const onDrop = useCallback(
-    (e: DragEvent) => {
-      const type = e.dataTransfer.getData(DRAG_MIME);
-      if (!type || !nodeSpec(type)) return;
-      e.preventDefault();
-      const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-      store.addNode(type as NodeType, { x: p.x - 90, y: p.y - 20 });
-    },
-    [rf, store],
-  );
-
   return (
-    <div className="canvas" data-testid="canvas" onDragOver={onDragOver} onDrop={onDrop}>
+    <div className="canvas" data-testid="canvas" onDragOver={drop.onDragOver} onDrop={drop.onDrop}>
       <ReactFlow<AlgoFlowNode, Edge>
         nodes={nodes}
         edges={edges}

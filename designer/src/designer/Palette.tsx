@@ -2,7 +2,7 @@
 import { useReactFlow } from '@xyflow/react';
 import { useMemo, useState, type KeyboardEvent } from 'react';
 import type { NodeType } from '../../../shared/ir/nodeTypes.ts';
-import { DRAG_MIME } from './Canvas.tsx';
+import { DRAG_MIME } from './canvasHooks.ts';
 import { paletteGroups } from './paletteGroups.ts';
 import { freeSpot, nodeBoxes } from './placement.ts';
 import { CATEGORY_COLORS, CATEGORY_TITLES, PORT_COLORS } from './theme.ts';
