@@ -3,7 +3,7 @@ import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './
 import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';
-import { runFigures, servingDefaults, servingSettings } from './servingCase.ts';
+import { runFigures, servingDefaults, servingSettings, versusColumns } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 
@@ -49,11 +49,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       rows.push({
         combo: name,
         thresholds: `1/${cmp.choice.mode.thresholds?.large ?? 1}`,
-        tokenrouter_tok_s: tr.tok_s,
-        baseline_tok_s: bl.tok_s,
-        speedup: tr.tok_s / bl.tok_s,
-        tr_mean_e2e_ms: tr.mean_e2e_ms,
-        base_mean_e2e_ms: bl.mean_e2e_ms,
+        ...versusColumns(tr, bl),
         second_model_token_share: share(cmp.tokenrouter.run.tokensByModel),
         handoffs_per_req: tr.handoffs_per_request,
         out_tokens: tr.mean_output_tokens,

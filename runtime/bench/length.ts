@@ -3,7 +3,7 @@ import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './
 import { printTable, type Row } from './table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, thresholdMethod, tokenRouterVsBaseline, type ThresholdMethod } from './compareModes.ts';
-import { runFigures, servingDefaults, servingSettings, type ServingDefaults } from './servingCase.ts';
+import { runFigures, type ServingDefaults, servingDefaults, servingSettings, versusColumns } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { PAPER_SETTING, runVirtual, sweepVirtual } from './virtualServing.ts';
@@ -90,11 +90,7 @@ async function bundledModels(s: LengthSettings, serving: ServingDefaults, tick: 
       rows.push({
         max_tokens: maxTokens,
         thresholds: `1/${cmp.choice.mode.thresholds?.large ?? 1}`,
-        tokenrouter_tok_s: tr.tok_s,
-        baseline_tok_s: bl.tok_s,
-        speedup: tr.tok_s / bl.tok_s,
-        tr_mean_e2e_ms: tr.mean_e2e_ms,
-        base_mean_e2e_ms: bl.mean_e2e_ms,
+        ...versusColumns(tr, bl),
         out_tokens: tr.mean_output_tokens,
         handoffs_per_req: tr.handoffs_per_request,
       });

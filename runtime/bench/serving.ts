@@ -3,7 +3,7 @@ import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './
 import { printTable, type Row } from './table.ts';
 import { loadRunnerSet, type RunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline, type Comparison, type ThresholdMethod } from './compareModes.ts';
-import { runFigures, servingDefaults, servingSettings, type ServingDefaults } from './servingCase.ts';
+import { runFigures, type ServingDefaults, servingDefaults, servingSettings, versusColumns } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 
@@ -73,11 +73,7 @@ function comparedAlgorithm(algorithm: string, lanes: Record<string, string>, cmp
     row: {
       algorithm,
       thresholds,
-      tokenrouter_tok_s: tr.tok_s,
-      baseline_tok_s: base.tok_s,
-      speedup: tr.tok_s / base.tok_s,
-      tr_mean_e2e_ms: tr.mean_e2e_ms,
-      base_mean_e2e_ms: base.mean_e2e_ms,
+      ...versusColumns(tr, base),
       tr_p99_e2e_ms: tr.p99_e2e_ms,
       base_p99_e2e_ms: base.p99_e2e_ms,
       out_tokens: tr.mean_output_tokens,

@@ -300,3 +300,8 @@ export function runFigures(r: ServingResult): Record<string, number> {
     failed: m.failed,
   };
 }
+
+/** The columns every TokenRouter-vs-baseline row shares, from the two runs' figures (runFigures). */
+export function versusColumns(tr: Record<string, number>, bl: Record<string, number>): Record<string, number> {
+  return { tokenrouter_tok_s: tr.tok_s, baseline_tok_s: bl.tok_s, speedup: tr.tok_s / bl.tok_s, tr_mean_e2e_ms: tr.mean_e2e_ms, base_mean_e2e_ms: bl.mean_e2e_ms };
+}
