@@ -163,11 +163,7 @@ export class EventStore {
       case 'queue': {
         this.makeRoom();
         const q = this.queues;
-        const p = q.push();
-        const prevMax = q.length > 1 ? q.cols.maxT[q.phys(q.length - 2)] : -Infinity;
-        q.cols.t[p] = e.t;
-        q.cols.maxT[p] = Math.max(prevMax, e.t);
-        this.pointDisorderMs = Math.max(this.pointDisorderMs, prevMax - e.t);
+        const p = this.pushPoint(q, e.t);
         q.cols.lane[p] = this.lane(e.model);
         q.cols.length[p] = e.length;
         return;
@@ -177,11 +173,7 @@ export class EventStore {
         const info = this.touch(e.requestId, e.t);
         if (e.model === null) info.status = e.state;
         const s = this.states;
-        const p = s.push();
-        const prevMax = s.length > 1 ? s.cols.maxT[s.phys(s.length - 2)] : -Infinity;
-        s.cols.t[p] = e.t;
-        s.cols.maxT[p] = Math.max(prevMax, e.t);
-        this.pointDisorderMs = Math.max(this.pointDisorderMs, prevMax - e.t);
+        const p = this.pushPoint(s, e.t);
         s.cols.lane[p] = e.model === null ? -1 : this.lane(e.model);
         s.cols.req[p] = info.idx;
         s.cols.state[p] = Math.max(0, STATE_NAMES.indexOf(e.state));
@@ -206,6 +198,16 @@ export class EventStore {
         return;
       }
     }
+  }
+
+  /** Appends a point event at time t; the running max time keeps the ring searchable when events arrive out of order. */
+  private pushPoint(ring: ColumnRing<typeof QUEUE> | ColumnRing<typeof STATE>, t: number): number {
+    const p = ring.push();
+    const prevMax = ring.length > 1 ? ring.cols.maxT[ring.phys(ring.length - 2)] : -Infinity;
+    ring.cols.t[p] = t;
+    ring.cols.maxT[p] = Math.max(prevMax, t);
+    this.pointDisorderMs = Math.max(this.pointDisorderMs, prevMax - t);
+    return p;
   }
 
   private addBatch(e: TraceEventOf<'batch'>): void {
