@@ -3,7 +3,7 @@ import { Handle, Position, type Node, type NodeProps } from '@xyflow/react';
 import { memo } from 'react';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
-import type { NodeSpec, ParamValue } from '../../../shared/ir/nodeTypes.ts';
+import type { NodeSpec, ParamValue, PortSpec } from '../../../shared/ir/nodeTypes.ts';
 import { CATEGORY_COLORS, CATEGORY_SHORT, PORT_COLORS } from './theme.ts';
 
 export interface AlgoNodeData extends Record<string, unknown> {
@@ -17,6 +17,21 @@ export interface AlgoNodeData extends Record<string, unknown> {
 }
 
 export type AlgoFlowNode = Node<AlgoNodeData, 'algo'>;
+
+/** One port's handle, coloured by its type; inputs on the left, outputs on the right. */
+function PortHandle({ node, port, side }: { node: string; port: PortSpec; side: 'in' | 'out' }) {
+  return (
+    <Handle
+      type={side === 'in' ? 'target' : 'source'}
+      position={side === 'in' ? Position.Left : Position.Right}
+      id={port.name}
+      className={`an-handle t-${port.type}`}
+      style={{ background: PORT_COLORS[port.type] }}
+      data-testid={`${side}-${node}-${port.name}`}
+      title={`${port.label}: ${port.type}${port.optional ? ' (optional)' : ''}`}
+    />
+  );
+}
 
 function AlgoNodeView({ id, data, selected }: NodeProps<AlgoFlowNode>) {
   const { spec, params, issues, connected, modelColor } = data;
@@ -54,15 +69,7 @@ function AlgoNodeView({ id, data, selected }: NodeProps<AlgoFlowNode>) {
                 <div className="an-in">
                   {inp && (
                     <>
-                      <Handle
-                        type="target"
-                        position={Position.Left}
-                        id={inp.name}
-                        className={`an-handle t-${inp.type}`}
-                        style={{ background: PORT_COLORS[inp.type] }}
-                        data-testid={`in-${id}-${inp.name}`}
-                        title={`${inp.label}: ${inp.type}${inp.optional ? ' (optional)' : ''}`}
-                      />
+                      <PortHandle node={id} port={inp} side="in" />
                       <span className={inp.optional ? 'an-opt' : ''}>{inp.label}</span>
                     </>
                   )}
@@ -71,15 +78,7 @@ function AlgoNodeView({ id, data, selected }: NodeProps<AlgoFlowNode>) {
                   {out && (
                     <>
                       <span>{out.label}</span>
-                      <Handle
-                        type="source"
-                        position={Position.Right}
-                        id={out.name}
-                        className={`an-handle t-${out.type}`}
-                        style={{ background: PORT_COLORS[out.type] }}
-                        data-testid={`out-${id}-${out.name}`}
-                        title={`${out.label}: ${out.type}`}
-                      />
+                      <PortHandle node={id} port={out} side="out" />
                     </>
                   )}
                 </div>
