@@ -1,5 +1,8 @@
-// The HTTP load generator: vLLM benchmark_serving's loop (warm-up, semaphore-bounded concurrency, streamed requests).
+// The HTTP load generator: vLLM benchmark_serving's loop (warm-up, open- or closed-loop arrivals under a concurrency cap, streamed requests).
 import http from 'node:http';
+import { mulberry32 } from '../../shared/rng.ts';
+import { arrivalTimesMs } from './arrivals.ts';
+import type { Slo } from './goodput.ts';
 import { servingMetrics, type RequestRecord, type ServingMetrics } from './requestMetrics.ts';
 import { Semaphore } from './semaphore.ts';
 import { streamCompletion, type CompletionBody } from './streamCompletion.ts';
@@ -9,8 +12,16 @@ export interface ServingLoad {
   baseUrl: string;
   /** Algorithm (or single model) to request. */
   model: string;
-  /** Requests in flight at once (the semaphore's permits). */
+  /** At most this many requests in flight (the semaphore's permits; vLLM's `--max-concurrency`). */
   concurrency: number;
+  /** Mean arrivals per second of the measured requests; Infinity (the default): all at once, a closed loop of `concurrency`. */
+  requestRate?: number;
+  /** Gamma shape of the inter-arrival gaps: 1 (default) Poisson, < 1 burstier, > 1 steadier. */
+  burstiness?: number;
+  /** Seed of the arrival schedule (default 0), so an open-loop run is reproducible. */
+  seed?: number;
+  /** Latency bounds for goodput. */
+  slo?: Slo;
   /** Measured requests. */
   requests: number;
   /** Untimed requests run first at the same concurrency (JIT, worker and cache warm-up). */
@@ -36,6 +47,8 @@ export interface ServingRun {
   firstError?: string;
   /** CPU ms the load generator's process used over the run (a child-process client reports it). */
   clientCpuMs?: number;
+  /** Open loop only: each measured request's scheduled arrival, on the records' clock (it is sent at or after it, once a permit is free). */
+  scheduledMs?: number[];
 }
 
 function body(load: ServingLoad, i: number): CompletionBody {
@@ -44,18 +57,24 @@ function body(load: ServingLoad, i: number): CompletionBody {
   return b;
 }
 
-async function runBatch(load: ServingLoad, agent: http.Agent, ids: number[], onDone?: (n: number) => void): Promise<RequestRecord[]> {
+/** Resolves at `atMs` on performance.now()'s clock, never before (a timer may fire up to a ms early). */
+async function sleepUntil(atMs: number): Promise<void> {
+  for (let left = atMs - performance.now(); left > 0; left = atMs - performance.now()) await new Promise((r) => setTimeout(r, Math.ceil(left)));
+}
+
+/** Request `ids[k]` waits for `atMs[k]` (when given), then for a permit, as vLLM's asyncio tasks do. */
+async function runBatch(load: ServingLoad, agent: http.Agent, ids: number[], atMs?: number[], onDone?: (n: number) => void): Promise<RequestRecord[]> {
   const sem = new Semaphore(load.concurrency);
   let done = 0;
-  // Every request is created up front and waits on the semaphore, exactly like vLLM's asyncio tasks.
   return Promise.all(
-    ids.map((i) =>
-      sem.with(async () => {
+    ids.map(async (i, k) => {
+      if (atMs) await sleepUntil(atMs[k]);
+      return sem.with(async () => {
         const r = await streamCompletion(load.baseUrl, body(load, i), agent);
         onDone?.(++done);
         return r;
-      }),
-    ),
+      });
+    }),
   );
 }
 
@@ -67,10 +86,14 @@ export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
       const bad = warm.find((r) => !r.ok);
       if (bad && warm.every((r) => !r.ok)) throw new Error(`every warm-up request failed: ${bad.error}`);
     }
+    const rate = load.requestRate ?? Infinity;
+    const t0 = performance.now();
+    const scheduledMs = rate === Infinity ? undefined : arrivalTimesMs(load.requests, rate, load.burstiness ?? 1, mulberry32(load.seed ?? 0)).map((t) => t0 + t);
     const records = await runBatch(
       load,
       agent,
       Array.from({ length: load.requests }, (_, i) => i),
+      scheduledMs,
       (n) => load.onProgress?.(n, load.requests),
     );
     const tokensByModel: Record<string, number> = {};
@@ -82,7 +105,7 @@ export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
       handoffs += r.handoffs ?? 0;
       discardedTokens += r.discardedTokens ?? 0;
     }
-    return { metrics: servingMetrics(records), records, tokensByModel, handoffs, discardedTokens, firstError: records.find((r) => !r.ok)?.error };
+    return { metrics: servingMetrics(records, undefined, load.slo), records, tokensByModel, handoffs, discardedTokens, firstError: records.find((r) => !r.ok)?.error, scheduledMs };
   } finally {
     agent.destroy();
   }
@@ -90,7 +113,8 @@ export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
 
 /**
  * Pools repeated runs of one configuration: throughput is Σ tokens / Σ run spans (the gaps between
- * runs never count), latency figures are over every request of every run.
+ * runs never count), latency figures are over every request of every run, goodput against the
+ * first run's SLO.
  */
 export function poolRuns(runs: readonly ServingRun[]): ServingRun {
   if (runs.length === 1) return runs[0];
@@ -99,7 +123,7 @@ export function poolRuns(runs: readonly ServingRun[]): ServingRun {
   const tokensByModel: Record<string, number> = {};
   for (const r of runs) for (const [m, n] of Object.entries(r.tokensByModel)) tokensByModel[m] = (tokensByModel[m] ?? 0) + n;
   return {
-    metrics: servingMetrics(records, duration),
+    metrics: servingMetrics(records, duration, runs[0].metrics.slo),
     records,
     tokensByModel,
     handoffs: runs.reduce((s, r) => s + r.handoffs, 0),

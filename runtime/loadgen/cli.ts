@@ -2,19 +2,29 @@
 import { writeFileSync } from 'node:fs';
 import { benchmarkServing, type ServingRun } from './benchmarkServing.ts';
 import { benchPrompt } from './benchPrompt.ts';
+import { parseGoodput } from './goodput.ts';
 import { TokenRouterError } from '../errors.ts';
 import { boolFlag, intFlag, parseFlags } from '../util/cliFlags.ts';
 import { ProgressLine } from '../util/progressLine.ts';
 
-const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--concurrency 4] [--requests 64]
+const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--max-concurrency 4] [--requests 64]
+       [--request-rate inf] [--burstiness 1] [--seed 0] [--goodput "ttft:MS tpot:MS e2el:MS"]
        [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--json FILE] [--records true] [--quiet true]
-Streams chat completions at a fixed concurrency (vLLM benchmark_serving style) and prints TTFT, TPOT,
-ITL, E2E (mean, median, p99) and committed output throughput.`;
+Streams chat completions (vLLM benchmark_serving style): --request-rate R sends the measured requests
+as Poisson arrivals at R req/s (gamma gaps with --burstiness k; inf, the default: all at once), never
+more than --max-concurrency (alias --concurrency) in flight. Prints TTFT, TPOT, ITL, E2E (mean,
+median, p99), output and request throughput, and with --goodput the requests per second that met
+every given bound (pairs separated by spaces or commas, ms).`;
 
 const OPTIONS = {
   url: { type: 'string' },
   model: { type: 'string' },
   concurrency: { type: 'string' },
+  'max-concurrency': { type: 'string' },
+  'request-rate': { type: 'string' },
+  burstiness: { type: 'string' },
+  seed: { type: 'string' },
+  goodput: { type: 'string' },
   requests: { type: 'string' },
   warmup: { type: 'string' },
   'max-tokens': { type: 'string' },
@@ -24,9 +34,36 @@ const OPTIONS = {
   quiet: { type: 'string' },
 } as const;
 
-/** The run as JSON; per-request records only when asked (they are large). */
-export function runToJson(run: ServingRun, withRecords: boolean): Record<string, unknown> {
-  return { metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined };
+/** The arrival process as JSON, which has no Infinity. */
+export interface LoadSettings {
+  request_rate: number | 'inf';
+  burstiness: number;
+  max_concurrency: number;
+  seed: number;
+}
+
+/** The run as JSON; per-request records (and the schedule) only when asked (they are large). */
+export function runToJson(run: ServingRun, withRecords: boolean, load: LoadSettings): Record<string, unknown> {
+  return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined };
+}
+
+/** A finite number > 0 (numFlag's closed ranges cannot say "above 0"). */
+function positiveFlag(name: string, v: string | undefined, fallback: number, what = 'a number > 0'): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new TokenRouterError('invalid_request', `--${name} must be ${what}, got "${v}"`, name);
+  return n;
+}
+
+/** `inf` or a number of requests per second > 0. */
+function rateFlag(v: string | undefined): number {
+  return v === 'inf' ? Infinity : positiveFlag('request-rate', v, Infinity, 'a number of requests per second > 0, or inf');
+}
+
+/** --max-concurrency, or its older name --concurrency; both at once would be ambiguous. */
+function capFlag(f: { concurrency?: string; 'max-concurrency'?: string }): number {
+  if (f.concurrency !== undefined && f['max-concurrency'] !== undefined) throw new TokenRouterError('invalid_request', '--max-concurrency and --concurrency are one setting: give only one', 'max-concurrency');
+  return f['max-concurrency'] !== undefined ? intFlag('max-concurrency', f['max-concurrency'], 1, 100_000, 4) : intFlag('concurrency', f.concurrency, 1, 100_000, 4);
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -36,7 +73,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { values: f } = parseFlags({ args: argv, options: OPTIONS });
   if (!f.url || !f.model) throw new TokenRouterError('invalid_request', '--url and --model are required (--help for the flags)', f.url ? 'model' : 'url');
-  const concurrency = intFlag('concurrency', f.concurrency, 1, 100_000, 4);
+  const concurrency = capFlag(f);
+  const requestRate = rateFlag(f['request-rate']);
+  const burstiness = positiveFlag('burstiness', f.burstiness, 1);
+  const seed = intFlag('seed', f.seed, 0, 2 ** 32 - 1, 0);
+  const slo = f.goodput === undefined ? undefined : parseGoodput(f.goodput);
   const quiet = boolFlag('quiet', f.quiet, false);
   const records = boolFlag('records', f.records, false);
   const progress = new ProgressLine();
@@ -45,6 +86,10 @@ export async function main(argv: string[]): Promise<number> {
     baseUrl: f.url,
     model: f.model,
     concurrency,
+    requestRate,
+    burstiness,
+    seed,
+    slo,
     // 0: a warm-up pass only (the bench harness runs one before it measures)
     requests: intFlag('requests', f.requests, 0, 10_000_000, 64),
     warmup: intFlag('warmup', f.warmup, 0, 10_000_000, concurrency * 2),
@@ -56,14 +101,16 @@ export async function main(argv: string[]): Promise<number> {
   progress.end();
   const cpu = process.cpuUsage(cpu0);
   run.clientCpuMs = (cpu.user + cpu.system) / 1000;
-  const out = runToJson(run, records);
-  if (f.json) writeFileSync(f.json, JSON.stringify(out));
+  const out = runToJson(run, records, { request_rate: requestRate === Infinity ? 'inf' : requestRate, burstiness, max_concurrency: concurrency, seed });
+  // `--json -` is stdout, not a file named `-`
+  if (f.json && f.json !== '-') writeFileSync(f.json, JSON.stringify(out));
   if (f.json === '-' || records) process.stdout.write(JSON.stringify(out) + '\n');
   else {
     const m = run.metrics;
     const line = (name: string, s: { mean: number; median: number; p99: number }) => console.log(`${name.padEnd(6)} mean ${s.mean.toFixed(2)}  median ${s.median.toFixed(2)}  p99 ${s.p99.toFixed(2)} ms`);
     console.log(`completed ${m.completed}, failed ${m.failed}, duration ${(m.durationMs / 1000).toFixed(2)} s`);
-    console.log(`output throughput ${m.outputThroughputTokS.toFixed(1)} tok/s (${m.totalOutputTokens} committed tokens), ${m.requestThroughputRps.toFixed(2)} req/s`);
+    console.log(`output throughput ${m.outputThroughputTokS.toFixed(1)} tok/s (${m.totalOutputTokens} committed tokens), request throughput ${m.requestThroughputRps.toFixed(2)} req/s`);
+    if (m.goodputReqS !== undefined) console.log(`goodput ${m.goodputReqS.toFixed(2)} req/s (${m.sloMet} of ${m.completed} completed met ${f.goodput})`);
     line('TTFT', m.ttftMs);
     line('TPOT', m.tpotMs);
     line('ITL', m.itlMs);

@@ -4,17 +4,34 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ServingLoad, ServingRun } from './benchmarkServing.ts';
+import type { Slo } from './goodput.ts';
 import { servingMetrics, type RequestRecord } from './requestMetrics.ts';
 
 /** The load as a child process can take it: no prompt closure or progress callback. */
-export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos'>;
+export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos' | 'requestRate' | 'burstiness' | 'seed' | 'slo'>;
 
 const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
+
+/** The SLO as cli.ts's --goodput value. */
+function goodputArg(slo: Slo): string {
+  const pairs: [string, number | undefined][] = [['ttft', slo.ttftMs], ['tpot', slo.tpotMs], ['e2el', slo.e2elMs]];
+  return pairs.flatMap(([name, ms]) => (ms === undefined ? [] : [`${name}:${ms}`])).join(' ');
+}
+
+/** The optional arrival and SLO flags, only those set, so a plain load's command line is what it always was. */
+function openLoopArgs(load: RemoteLoad): string[] {
+  const args: string[] = [];
+  if (load.requestRate !== undefined) args.push('--request-rate', load.requestRate === Infinity ? 'inf' : String(load.requestRate));
+  if (load.burstiness !== undefined) args.push('--burstiness', String(load.burstiness));
+  if (load.seed !== undefined) args.push('--seed', String(load.seed));
+  if (load.slo !== undefined) args.push('--goodput', goodputArg(load.slo));
+  return args;
+}
 
 /** Prompts are the bundled task's (benchPrompt): a child process cannot take a closure. */
 export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
-  const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true'];
+  const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true', ...openLoopArgs(load)];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -24,7 +41,7 @@ export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
     child.on('error', reject);
     child.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
-      let parsed: { records: RequestRecord[]; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null };
+      let parsed: { records: RequestRecord[]; scheduled_ms?: number[]; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null };
       try {
         parsed = JSON.parse(line);
       } catch {
@@ -33,7 +50,7 @@ export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
       }
       const records = parsed.records;
       // Recomputed here from the raw records, so both client placements share one metric code path.
-      resolve({ metrics: servingMetrics(records), records, tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined });
+      resolve({ metrics: servingMetrics(records, undefined, load.slo), records, scheduledMs: parsed.scheduled_ms, tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined });
     });
   });
 }

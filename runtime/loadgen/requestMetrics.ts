@@ -1,5 +1,6 @@
 // Per-request and aggregate serving metrics with DESIGN §5's definitions (vLLM / SGLang benchmark_serving).
 import { summarize, type Summary } from '../util/stats.ts';
+import { meetsSlo, type Slo } from './goodput.ts';
 
 /** What the client observed for one request; times are ms on one monotonic clock. */
 export interface RequestRecord {
@@ -49,7 +50,14 @@ export interface ServingMetrics {
   totalOutputTokens: number;
   /** Σ committed output tokens / duration. */
   outputThroughputTokS: number;
+  /** Completed requests / duration. */
   requestThroughputRps: number;
+  /** The SLO goodput was measured against; absent (with the two fields below) when none was given. */
+  slo?: Slo;
+  /** Completed requests that met every bound of `slo`. */
+  sloMet?: number;
+  /** sloMet / duration: always ≤ requestThroughputRps. */
+  goodputReqS?: number;
   ttftMs: Summary;
   tpotMs: Summary;
   itlMs: Summary;
@@ -61,8 +69,9 @@ export interface ServingMetrics {
 /**
  * Aggregates a measured run (`durationOverrideMs`: the summed spans of several runs pooled together). Failed requests count in `failed` and nowhere else, as in vLLM; the
  * duration still spans every request dispatched, failed or not, so failures cannot flatter throughput.
+ * With an `slo`, goodput counts the completed requests that met all of its bounds.
  */
-export function servingMetrics(records: readonly RequestRecord[], durationOverrideMs?: number): ServingMetrics {
+export function servingMetrics(records: readonly RequestRecord[], durationOverrideMs?: number, slo?: Slo): ServingMetrics {
   const ok = records.filter((r) => r.ok);
   let start = Infinity;
   let end = -Infinity;
@@ -75,13 +84,16 @@ export function servingMetrics(records: readonly RequestRecord[], durationOverri
   const totalOutputTokens = ok.reduce((s, r) => s + r.outputTokens, 0);
   const itl: number[] = [];
   for (const m of per) for (const g of m.itlMs) itl.push(g);
+  const perSecond = (n: number) => (durationMs > 0 ? (n / durationMs) * 1000 : 0);
+  const sloMet = slo === undefined ? undefined : per.filter((m) => meetsSlo(m, slo)).length;
   return {
     completed: ok.length,
     failed: records.length - ok.length,
     durationMs,
     totalOutputTokens,
-    outputThroughputTokS: durationMs > 0 ? (totalOutputTokens / durationMs) * 1000 : 0,
-    requestThroughputRps: durationMs > 0 ? (ok.length / durationMs) * 1000 : 0,
+    outputThroughputTokS: perSecond(totalOutputTokens),
+    requestThroughputRps: perSecond(ok.length),
+    ...(sloMet === undefined ? {} : { slo, sloMet, goodputReqS: perSecond(sloMet) }),
     ttftMs: summarize(per.map((m) => m.ttftMs)),
     tpotMs: summarize(per.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs]))),
     itlMs: summarize(itl),
