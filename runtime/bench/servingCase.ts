@@ -6,11 +6,13 @@ import { DEFAULT_LOOKAHEAD, parseServerConfig } from '../config/serverConfig.ts'
 import type { LaneStats } from '../engine/laneStats.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
+import { parseGoodput, type Slo } from '../loadgen/goodput.ts';
 import { benchmarkServingInChild } from '../loadgen/remoteBenchmark.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { startServer } from '../server/createServer.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { TraceDir } from '../trace/traceDir.ts';
+import { positiveFlag, requestRateFlag } from '../util/cliFlags.ts';
 import type { RunnerSet } from './benchRunners.ts';
 import type { MeteredRunner } from './meteredRunner.ts';
 import type { SuiteFlags } from './suiteFlags.ts';
@@ -50,6 +52,10 @@ export interface ServingCase {
   /** scheduling.lookahead for async runs whose mode does not set it (see ServingDefaults). */
   lookahead?: number;
   traceDir?: TraceDir;
+  /** Open-loop arrivals (req/s) and their burstiness; absent: the closed loop. */
+  requestRate?: number;
+  burstiness?: number;
+  slo?: Slo;
   /** Where the engines run: on the entry's thread (default, as `npm start`) or beside their models in engine threads (when the runner set has them). */
   placement?: EnginePlacement;
   onProgress?: (done: number, total: number) => void;
@@ -117,6 +123,12 @@ export interface ServingDefaults {
   lookahead?: number;
   /** `--trace DIR`: every server a suite starts writes its trace there, one file per run. */
   traceDir?: TraceDir;
+  /** `--request-rate R` (req/s; Infinity, the default: the closed loop of `concurrency` clients). */
+  requestRate: number;
+  /** `--burstiness k`: gamma inter-arrival gaps, 1 = Poisson. */
+  burstiness: number;
+  /** `--goodput "ttft:MS tpot:MS e2el:MS"`: runs report goodput against it. */
+  slo?: Slo;
 }
 
 /** `--client process|inline`, `--placement thread|in-process`, `--lookahead K`, `--trace DIR`, checked. */
@@ -124,15 +136,34 @@ export function servingDefaults(f: SuiteFlags): ServingDefaults {
   const client = f.str('client') ?? 'process';
   if (client !== 'process' && client !== 'inline') throw new Error(`--client must be process or inline, got "${client}"`);
   const trace = f.str('trace');
-  return { client, placement: enginePlacement(f.str('placement')), lookahead: f.lookahead, traceDir: trace === undefined ? undefined : new TraceDir(path.resolve(trace)) };
+  const goodput = f.str('goodput');
+  return {
+    client,
+    placement: enginePlacement(f.str('placement')),
+    lookahead: f.lookahead,
+    traceDir: trace === undefined ? undefined : new TraceDir(path.resolve(trace)),
+    requestRate: requestRateFlag(f.str('request-rate')),
+    burstiness: positiveFlag('burstiness', f.str('burstiness'), 1),
+    ...(goodput === undefined ? {} : { slo: parseGoodput(goodput) }),
+  };
 }
 
 /** The shared settings as a report states them. */
-export function servingSettings(d: ServingDefaults): { client: string; placement: EnginePlacement; tokenrouter_lookahead: number } {
+export function servingSettings(d: ServingDefaults): Record<string, unknown> & { tokenrouter_lookahead: number } {
   return {
     client: d.client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     placement: d.placement,
     tokenrouter_lookahead: d.lookahead ?? DEFAULT_LOOKAHEAD,
+    arrivals: d.requestRate === Infinity ? 'closed loop: every measured request queued at once behind the concurrency cap' : `open loop: ${d.requestRate} req/s, gamma gaps with burstiness ${d.burstiness} (1 = Poisson), capped at the concurrency`,
+    ...(d.slo ? { goodput_slo_ms: d.slo } : {}),
+  };
+}
+
+/** The load generator's open-loop options, passed only when set so a closed-loop run's load is as before. */
+function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; slo?: Slo } {
+  return {
+    ...(c.requestRate !== undefined && c.requestRate !== Infinity ? { requestRate: c.requestRate, burstiness: c.burstiness ?? 1 } : {}),
+    ...(c.slo ? { slo: c.slo } : {}),
   };
 }
 
@@ -182,7 +213,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
   }
   const server = await startServer(service, 0, '127.0.0.1');
   try {
-    const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, ignoreEos: c.ignoreEos === true, prompt: benchPrompt, warmup: 0 };
+    const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, ignoreEos: c.ignoreEos === true, prompt: benchPrompt, warmup: 0, ...openLoop(c) };
     const inChild = (c.client ?? 'process') === 'process';
     const drive = (requests: number, warmup: number, onProgress?: (d: number, t: number) => void) =>
       inChild ? benchmarkServingInChild({ ...load, requests, warmup }) : benchmarkServing({ ...load, requests, warmup, onProgress });
@@ -298,6 +329,7 @@ export function runFigures(r: ServingResult): Record<string, number> {
     handoffs_per_request: m.completed > 0 ? r.run.handoffs / m.completed : 0,
     completed: m.completed,
     failed: m.failed,
+    ...(m.goodputReqS !== undefined ? { request_throughput_req_s: m.requestThroughputRps, goodput_req_s: m.goodputReqS } : {}),
   };
 }
 

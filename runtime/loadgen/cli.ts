@@ -4,7 +4,7 @@ import { benchmarkServing, type ServingRun } from './benchmarkServing.ts';
 import { benchPrompt } from './benchPrompt.ts';
 import { parseGoodput } from './goodput.ts';
 import { TokenRouterError } from '../errors.ts';
-import { boolFlag, intFlag, parseFlags } from '../util/cliFlags.ts';
+import { boolFlag, intFlag, parseFlags, positiveFlag, requestRateFlag } from '../util/cliFlags.ts';
 import { ProgressLine } from '../util/progressLine.ts';
 
 const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--max-concurrency 4] [--requests 64]
@@ -47,19 +47,6 @@ export function runToJson(run: ServingRun, withRecords: boolean, load: LoadSetti
   return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined };
 }
 
-/** A finite number > 0 (numFlag's closed ranges cannot say "above 0"). */
-function positiveFlag(name: string, v: string | undefined, fallback: number, what = 'a number > 0'): number {
-  if (v === undefined) return fallback;
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new TokenRouterError('invalid_request', `--${name} must be ${what}, got "${v}"`, name);
-  return n;
-}
-
-/** `inf` or a number of requests per second > 0. */
-function rateFlag(v: string | undefined): number {
-  return v === 'inf' ? Infinity : positiveFlag('request-rate', v, Infinity, 'a number of requests per second > 0, or inf');
-}
-
 /** --max-concurrency, or its older name --concurrency; both at once would be ambiguous. */
 function capFlag(f: { concurrency?: string; 'max-concurrency'?: string }): number {
   if (f.concurrency !== undefined && f['max-concurrency'] !== undefined) throw new TokenRouterError('invalid_request', '--max-concurrency and --concurrency are one setting: give only one', 'max-concurrency');
@@ -74,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
   const { values: f } = parseFlags({ args: argv, options: OPTIONS });
   if (!f.url || !f.model) throw new TokenRouterError('invalid_request', '--url and --model are required (--help for the flags)', f.url ? 'model' : 'url');
   const concurrency = capFlag(f);
-  const requestRate = rateFlag(f['request-rate']);
+  const requestRate = requestRateFlag(f['request-rate']);
   const burstiness = positiveFlag('burstiness', f.burstiness, 1);
   const seed = intFlag('seed', f.seed, 0, 2 ** 32 - 1, 0);
   const slo = f.goodput === undefined ? undefined : parseGoodput(f.goodput);

@@ -75,3 +75,16 @@ export function boolFlag(name: string, v: string | undefined, fallback: boolean)
   if (['0', 'false', 'no', 'off'].includes(v)) return false;
   throw new TokenRouterError('invalid_request', `--${name} must be true or false, got "${v}"`, name);
 }
+
+/** A finite number > 0 (numFlag's closed ranges cannot say "above 0"). */
+export function positiveFlag(name: string, v: string | undefined, fallback: number, what = 'a number > 0'): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || n <= 0) throw new TokenRouterError('invalid_request', `--${name} must be ${what}, got "${v}"`, name);
+  return n;
+}
+
+/** `--request-rate`: `inf` (all at once) or a number of requests per second > 0. */
+export function requestRateFlag(v: string | undefined): number {
+  return v === 'inf' ? Infinity : positiveFlag('request-rate', v, Infinity, 'a number of requests per second > 0, or inf');
+}
