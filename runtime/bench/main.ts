@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { BenchSuite } from './benchSuite.ts';
 import { TokenRouterError } from '../errors.ts';
+import { servingFlags } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { checkTag, writeSuiteOutput } from './suiteOutput.ts';
 import { parseFlags } from '../util/cliFlags.ts';
@@ -80,8 +81,8 @@ export async function main(argv: string[]): Promise<number> {
     const options = Object.fromEntries(SUITE_FLAGS.map((f) => [f, { type: 'string' as const }]));
     const { values } = parseFlags({ args: rest, options });
     flags = Object.fromEntries(Object.entries(values).filter((kv): kv is [string, string] => typeof kv[1] === 'string'));
-    // checked before any suite runs
-    void new SuiteFlags(flags).lookahead;
+    // checked before any suite runs: a mistyped value is one line, not a failure minutes in
+    servingFlags(new SuiteFlags(flags));
     checkTag(flags.tag);
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);

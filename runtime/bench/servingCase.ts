@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_LOOKAHEAD, parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
+import { TokenRouterError } from '../errors.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { parseGoodput, type Slo } from '../loadgen/goodput.ts';
@@ -109,7 +110,7 @@ export type EnginePlacement = 'thread' | 'in-process';
 /** `--placement thread|in-process`, checked. */
 export function enginePlacement(p: string | undefined): EnginePlacement {
   if (p === undefined || p === 'thread' || p === 'in-process') return p ?? 'in-process';
-  throw new Error(`--placement must be thread or in-process, got "${p}"`);
+  throw new TokenRouterError('invalid_request', `--placement must be thread or in-process, got "${p}"`, 'placement');
 }
 
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
@@ -131,21 +132,25 @@ export interface ServingDefaults {
   slo?: Slo;
 }
 
-/** `--client process|inline`, `--placement thread|in-process`, `--lookahead K`, `--trace DIR`, checked. */
-export function servingDefaults(f: SuiteFlags): ServingDefaults {
+/** `--client`, `--placement`, `--lookahead`, `--request-rate`, `--burstiness`, `--goodput`, checked (main.ts calls it before a suite runs). */
+export function servingFlags(f: SuiteFlags): Omit<ServingDefaults, 'traceDir'> {
   const client = f.str('client') ?? 'process';
-  if (client !== 'process' && client !== 'inline') throw new Error(`--client must be process or inline, got "${client}"`);
-  const trace = f.str('trace');
+  if (client !== 'process' && client !== 'inline') throw new TokenRouterError('invalid_request', `--client must be process or inline, got "${client}"`, 'client');
   const goodput = f.str('goodput');
   return {
     client,
     placement: enginePlacement(f.str('placement')),
     lookahead: f.lookahead,
-    traceDir: trace === undefined ? undefined : new TraceDir(path.resolve(trace)),
     requestRate: requestRateFlag(f.str('request-rate')),
     burstiness: positiveFlag('burstiness', f.str('burstiness'), 1),
     ...(goodput === undefined ? {} : { slo: parseGoodput(goodput) }),
   };
+}
+
+/** The checked flags plus `--trace DIR`, opened once per run of a suite. */
+export function servingDefaults(f: SuiteFlags): ServingDefaults {
+  const trace = f.str('trace');
+  return { ...servingFlags(f), traceDir: trace === undefined ? undefined : new TraceDir(path.resolve(trace)) };
 }
 
 /** The shared settings as a report states them. */

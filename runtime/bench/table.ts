@@ -3,7 +3,7 @@
 export type Row = Record<string, unknown>;
 
 /** A number at a precision that reads (3 decimals below 10, 1 above), anything else as text. */
-export function formatCell(v: unknown): string {
+function formatCell(v: unknown): string {
   if (typeof v === 'number') return Number.isInteger(v) ? String(v) : Math.abs(v) < 10 ? v.toFixed(3) : v.toFixed(1);
   if (v === null || v === undefined) return '';
   return String(v);

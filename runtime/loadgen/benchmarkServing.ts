@@ -62,20 +62,28 @@ async function sleepUntil(atMs: number): Promise<void> {
   for (let left = atMs - performance.now(); left > 0; left = atMs - performance.now()) await new Promise((r) => setTimeout(r, Math.ceil(left)));
 }
 
-/** Request `ids[k]` waits for `atMs[k]` (when given), then for a permit, as vLLM's asyncio tasks do. */
+/**
+ * Request `ids[k]` waits for `atMs[k]` (when given), then for a permit, as vLLM's asyncio tasks do.
+ * One dispatcher sleeps from arrival to arrival, so a long open-loop run holds one timer, not one per request.
+ */
 async function runBatch(load: ServingLoad, agent: http.Agent, ids: number[], atMs?: number[], onDone?: (n: number) => void): Promise<RequestRecord[]> {
   const sem = new Semaphore(load.concurrency);
   let done = 0;
-  return Promise.all(
-    ids.map(async (i, k) => {
-      if (atMs) await sleepUntil(atMs[k]);
-      return sem.with(async () => {
-        const r = await streamCompletion(load.baseUrl, body(load, i), agent);
-        onDone?.(++done);
-        return r;
-      });
-    }),
-  );
+  const send = (i: number) =>
+    sem.with(async () => {
+      const r = await streamCompletion(load.baseUrl, body(load, i), agent);
+      onDone?.(++done);
+      return r;
+    });
+  if (!atMs) return Promise.all(ids.map(send));
+  const started: Promise<RequestRecord>[] = [];
+  for (let k = 0; k < ids.length; k++) {
+    await sleepUntil(atMs[k]);
+    const r = send(ids[k]);
+    r.catch(() => {}); // seen by Promise.all below; not an unhandled rejection while later arrivals wait
+    started.push(r);
+  }
+  return Promise.all(started);
 }
 
 export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {

@@ -43,7 +43,7 @@ export interface LoadSettings {
 }
 
 /** The run as JSON; per-request records (and the schedule) only when asked (they are large). */
-export function runToJson(run: ServingRun, withRecords: boolean, load: LoadSettings): Record<string, unknown> {
+function runToJson(run: ServingRun, withRecords: boolean, load: LoadSettings): Record<string, unknown> {
   return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined };
 }
 

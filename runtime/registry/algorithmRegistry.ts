@@ -5,8 +5,6 @@ import path from 'node:path';
 import { ALGORITHM_NAME, type AlgorithmSpec } from '../../shared/api/admin.ts';
 import { TokenRouterError } from '../errors.ts';
 
-export type { AlgorithmSpec };
-
 export interface AlgorithmVersion {
   name: string;
   version: number;

@@ -4,7 +4,7 @@ import type { Algorithm } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { compileIr, IrCompileError } from '../algorithms/compileIr.ts';
 import { TokenRouterError } from '../errors.ts';
-import type { AlgorithmSpec } from './algorithmRegistry.ts';
+import type { AlgorithmSpec } from '../../shared/api/admin.ts';
 import { builtinFactory, builtinNames, singleModelAlgorithm } from './builtins.ts';
 
 export type AlgorithmSource =

@@ -1,8 +1,8 @@
 // Admin API for the algorithm registry: list, deploy (replace only when asked), activate, roll back, delete.
 import { Router } from 'express';
-import { activateRequestSchema, deployRequestSchema, type ActiveVersion, type AlgorithmList, type DeleteResponse, type DeployResponse, type VersionView } from '../../shared/api/admin.ts';
+import { activateRequestSchema, deployRequestSchema, type ActiveVersion, type AlgorithmList, type DeleteResponse, type AlgorithmSpec, type DeployResponse, type VersionView } from '../../shared/api/admin.ts';
 import { TokenRouterError } from '../errors.ts';
-import type { AlgorithmSpec, AlgorithmVersion } from '../registry/algorithmRegistry.ts';
+import type { AlgorithmVersion } from '../registry/algorithmRegistry.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseBody } from './zodToError.ts';
 

@@ -53,7 +53,7 @@ const THROUGHPUT: Record<ThroughputErrorCode, ErrorCode> = {
  * problems (a broken model folder, a lifecycle or invariant violation) are internal: the client gets
  * a plain 500 and the log gets the error.
  */
-export function asTokenRouterError(e: unknown): TokenRouterError {
+function asTokenRouterError(e: unknown): TokenRouterError {
   if (e instanceof TokenRouterError) return e;
   if (e instanceof IrCompileError) return new TokenRouterError('invalid_ir', e.message, 'ir', e.details);
   if (e instanceof ThroughputError) return new TokenRouterError(THROUGHPUT[e.code], e.message, 'thresholds', Object.keys(e.details).length > 0 ? e.details : undefined);

@@ -4,6 +4,11 @@ import { z } from 'zod';
 /** Names the registry accepts for an algorithm. */
 export const ALGORITHM_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
+/** A name an algorithm can be deployed under: the pattern, and not `draft` (the playground's name for an unsaved graph). */
+export function isDeployableName(name: string): boolean {
+  return ALGORITHM_NAME.test(name) && name !== 'draft';
+}
+
 const version = z.number().int().min(1);
 const params = z.record(z.string(), z.unknown());
 

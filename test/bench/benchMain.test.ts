@@ -28,6 +28,12 @@ describe('bench main', () => {
     expect(fs.readFileSync(path.join(dir, 'overhead-t1', 'results.md'), 'utf8')).toMatch(/^# overhead\n/);
   }, 60_000);
 
+  it('refuses a bad serving flag before loading a suite, in one line', async () => {
+    for (const args of [['--client', 'remote'], ['--request-rate', '0'], ['--goodput', 'ttft'], ['--placement', 'gpu']]) {
+      expect(await main(['serving', ...args]), args.join(' ')).toBe(2);
+    }
+  });
+
   it('refuses a bad --tag before running the suite', async () => {
     expect(await main(['overhead', '--quick', '1', '--tag', '../x'])).toBe(2);
     expect(fs.existsSync(path.join(dir, 'x'))).toBe(false);

@@ -1,5 +1,6 @@
 // Child process for the registry crash test: deploys, activates and rolls back in a tight loop until it is killed -9.
-import { AlgorithmRegistry, type AlgorithmSpec } from '../../runtime/registry/algorithmRegistry.ts';
+import type { AlgorithmSpec } from '../../shared/api/admin.ts';
+import { AlgorithmRegistry } from '../../runtime/registry/algorithmRegistry.ts';
 import { expectedSpec, NAMES } from './registrySpecs.ts';
 
 const [dataDir, seedText] = process.argv.slice(2);

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { compileIr } from '../../runtime/algorithms/compileIr.ts';
-import { AlgorithmRegistry, type AlgorithmSpec } from '../../runtime/registry/algorithmRegistry.ts';
+import type { AlgorithmSpec } from '../../shared/api/admin.ts';
+import { AlgorithmRegistry } from '../../runtime/registry/algorithmRegistry.ts';
 import { RIG_CATALOG } from './irFixtures.ts';
 import { expectedSpec, NAMES } from './registrySpecs.ts';
 

@@ -1,5 +1,5 @@
 // The exact spec the registry crash child stores for (name, version), so the parent can check each survivor byte for byte.
-import type { AlgorithmSpec } from '../../runtime/registry/algorithmRegistry.ts';
+import type { AlgorithmSpec } from '../../shared/api/admin.ts';
 import { chainIr } from './irFixtures.ts';
 
 export const NAMES = ['crash-a', 'crash-b', 'crash-c'];

@@ -1,7 +1,7 @@
 // The page's yes/no for registry changes that replace, roll back or delete: a modal <dialog> saying what changes, with the diff.
 import { useEffect, useRef } from 'react';
 import './confirmDialog.css';
-import type { Confirm } from './designerStore.ts';
+import type { Confirm } from './registryFlow.ts';
 import { DiffTable } from './DiffTable.tsx';
 import { useDesigner, useStore } from './useDesigner.ts';
 

@@ -2,7 +2,7 @@
 import { useMemo } from 'react';
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
 import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
-import { ALGORITHM_NAME } from './designerStore.ts';
+import { isDeployableName } from '../../../shared/api/admin.ts';
 import { modelColor } from './modelColors.ts';
 import { ParamField } from './ParamField.tsx';
 import { CATEGORY_COLORS, CATEGORY_SHORT } from './theme.ts';
@@ -123,7 +123,7 @@ function AlgorithmSettings() {
   const catalogSource = useDesigner((s) => s.catalogSource);
   const errorCount = useDesigner((s) => s.errorCount);
   const compiled = useMemo(() => compileGraph(graph, catalog), [graph, catalog]);
-  const nameOk = ALGORITHM_NAME.test(graph.name) && graph.name !== 'draft';
+  const nameOk = isDeployableName(graph.name);
   return (
     <div className="inspector" data-testid="inspector">
       <div className="insp-head">

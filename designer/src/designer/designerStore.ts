@@ -11,9 +11,6 @@ import type { DesignerPorts } from './designerPorts.ts';
 import * as edits from './graphEdits.ts';
 import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
 
-export { ALGORITHM_NAME } from '../../../shared/api/admin.ts';
-export type { Confirm, DeployState, RegistryState };
-
 export type RightTab = 'inspect' | 'versions' | 'playground';
 
 export interface PlaygroundState {
@@ -261,7 +258,11 @@ export class DesignerStore {
     this.clipboard = edits.copy(this.state.graph, this.state.selection.nodes);
     this.pasteCount = 0;
     // The system clipboard is a convenience (it may refuse); the in-page clipboard is what paste uses.
-    void this.ports.clipboard?.writeText(JSON.stringify(this.clipboard)).catch(() => undefined);
+    try {
+      void this.ports.clipboard?.writeText(JSON.stringify(this.clipboard)).catch(() => undefined);
+    } catch {
+      // a clipboard that refuses at once (no permission) is the same as one that refuses later
+    }
     return this.clipboard.nodes.length;
   };
 

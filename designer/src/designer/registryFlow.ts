@@ -1,5 +1,5 @@
 // The designer's side of the algorithm registry: deploy, activate, roll back and delete, where replacing, rolling back and deleting wait for the user's yes; the server comes in as a port.
-import { ALGORITHM_NAME } from '../../../shared/api/admin.ts';
+import { isDeployableName } from '../../../shared/api/admin.ts';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import type { IrDocument } from '../../../shared/ir/irSchema.ts';
 import { ApiError, versionIr, type ApiAlgorithm } from './api.ts';
@@ -72,7 +72,7 @@ export class RegistryFlow {
     const s = this.host.slice();
     if (s.deploy.status === 'deploying') return 'Deploying…';
     if (s.errorCount > 0) return `Fix ${s.errorCount} error${s.errorCount > 1 ? 's' : ''} first`;
-    if (!ALGORITHM_NAME.test(s.graphName) || s.graphName === 'draft') return 'Name: lowercase letters, digits, “.”, “_”, “-” (not “draft”)';
+    if (!isDeployableName(s.graphName)) return 'Name: lowercase letters, digits, “.”, “_”, “-” (not “draft”)';
     return null;
   };
 
@@ -91,7 +91,8 @@ export class RegistryFlow {
       this.host.notify('ok', `Deployed ${name} v${version}`);
     } catch (e) {
       // Deployed meanwhile from elsewhere: the list was stale, so ask now with the real live version.
-      if (e instanceof ApiError && e.status === 409 && !replace) {
+      const refreshed = e instanceof ApiError && e.status === 409 && !replace;
+      if (refreshed) {
         await this.refresh();
         if (this.entry(name)) {
           this.host.set({ deploy: { status: 'idle' } });
@@ -101,6 +102,7 @@ export class RegistryFlow {
       if (e instanceof ApiError && e.details.length) this.host.rejected(e.details);
       this.host.set({ deploy: { status: 'failed', name, message: errorText(e) } });
       this.host.notify('error', `Deploy failed: ${errorText(e)}`);
+      if (refreshed) return;
     }
     await this.refresh();
   };

@@ -1,5 +1,5 @@
 // Legend of the canvas encodings: phases, handoff arrows, queue strip, marks; and the mouse controls.
-import { THEME } from './drawTimeline.ts';
+import { THEME } from './paint/theme.ts';
 
 export function Legend() {
   return (

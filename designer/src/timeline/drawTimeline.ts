@@ -15,9 +15,6 @@ import { drawQueues } from './paint/queues.ts';
 import { drawSelection } from './paint/selection.ts';
 import { drawTooltip } from './paint/tooltip.ts';
 
-export type { DrawOptions, DrawStats, LaneGauge } from './paint/frame.ts';
-export { THEME } from './paint/theme.ts';
-export { formatBytes } from './paint/text.ts';
 
 /**
  * The order is the picture: the selection goes over the dimmed boxes and arrows, the marks and the range

@@ -1,6 +1,6 @@
 // The plain-data view of what the timeline holds and draws, for window.__timeline (e2e tests read it).
 import type { FeedStatus } from './feedMessages.ts';
-import type { DrawStats } from './drawTimeline.ts';
+import type { DrawStats } from './paint/frame.ts';
 import type { EventStore } from './eventStore.ts';
 import type { Counts, Source, TimelineController } from './timelineController.ts';
 

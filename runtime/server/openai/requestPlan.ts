@@ -85,7 +85,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
 }
 
 /** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
-export function choiceSeed(seed: number, j: number): number {
+function choiceSeed(seed: number, j: number): number {
   return j === 0 ? seed >>> 0 : mix(seed >>> 0, j) >>> 0;
 }
 
