@@ -7,10 +7,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AxeResults, ElementContext } from 'axe-core';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { NODE_REGISTRY } from '../../shared/ir/nodeRegistry.ts';
 import { startTestServer } from '../server/testService.ts';
-import { Checks, NAME_SHIM } from './timelineHarness.ts';
+import { Checks, launch, openDesigner } from './timelineHarness.ts';
 
 declare global {
   interface Window {
@@ -155,17 +155,9 @@ async function main(): Promise<void> {
   fs.mkdirSync(artifacts, { recursive: true });
   execSync('npm run build:web', { cwd: root, stdio: 'ignore' });
   const srv = await startTestServer();
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const browser = await launch();
   try {
-    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-    await page.addInitScript(NAME_SHIM);
-    const pageErrors: string[] = [];
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
-    page.setDefaultTimeout(60_000);
-    page.setDefaultNavigationTimeout(120_000);
-    await page.goto(`${srv.url}/`);
-    await page.waitForFunction(() => window.__designer !== undefined);
-    await page.locator('.conn-server').waitFor();
+    const { page, errors: pageErrors } = await openDesigner(browser, srv.url);
     await inspectorStates(page);
     await keyboardAdds(page);
     await refusedConnection(page, await clickAddsApart(page));

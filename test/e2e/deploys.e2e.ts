@@ -5,7 +5,7 @@ import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
+import { launch, openDesigner } from './timelineHarness.ts';
 import { startTestServer } from '../server/testService.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -19,16 +19,9 @@ async function main(): Promise<void> {
   const srv = await startTestServer();
   const registry = async () => ((await (await fetch(`${srv.url}/admin/algorithms`)).json()) as { algorithms: Listed[] }).algorithms;
   const citer = async () => (await registry()).find((a) => a.name === 'citer');
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-  const pageErrors: string[] = [];
+  const browser = await launch();
   try {
-    const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
-    page.setDefaultTimeout(60_000);
-    page.setDefaultNavigationTimeout(120_000);
-    await page.goto(`${srv.url}/`);
-    await page.waitForFunction(() => window.__designer !== undefined);
-    await page.locator('.conn-server').waitFor();
+    const { page, errors: pageErrors } = await openDesigner(browser, srv.url);
     const dialog = page.locator('[data-testid="confirm-dialog"]');
     const shot = (name: string) => page.screenshot({ path: path.join(artifacts, `deploys-${name}.png`) });
     const op = () => page.evaluate(() => window.__designer!.graph().nodes.find((n) => n.id === 'unsure')!.params.op);

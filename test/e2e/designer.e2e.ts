@@ -5,7 +5,8 @@ import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { launch, openDesigner } from './timelineHarness.ts';
 import { startTestServer } from '../server/testService.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -54,18 +55,9 @@ async function main(): Promise<void> {
   fs.mkdirSync(artifacts, { recursive: true });
   execSync('npm run build:web', { cwd: root, stdio: 'ignore' });
   const srv = await startTestServer();
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-  const pageErrors: string[] = [];
+  const browser = await launch();
   try {
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    const page = await context.newPage();
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
-    // Shared CI cores can be busy (model training, other suites): be patient rather than flaky.
-    page.setDefaultTimeout(60_000);
-    page.setDefaultNavigationTimeout(120_000);
-    await page.goto(`${srv.url}/`);
-    await page.waitForFunction(() => window.__designer !== undefined);
-    await page.locator('.conn-server').waitFor();
+    const { page, errors: pageErrors } = await openDesigner(browser, srv.url);
 
     // An empty canvas.
     await page.click('[data-testid="open-menu"]');

@@ -1,4 +1,4 @@
-// Shared pieces of the timeline e2e scripts: a tiny static server for the built page, chromium, checks and artifacts.
+// Shared pieces of the e2e scripts: a tiny static server for the built timeline, chromium, the designer page, checks and artifacts.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { extname, join, normalize, resolve } from 'node:path';
@@ -66,6 +66,23 @@ export async function newPage(browser: Browser): Promise<{ page: Page; errors: s
   await page.addInitScript(NAME_SHIM);
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
+  return { page, errors };
+}
+
+/**
+ * A 1440×900 page on the designer at `url`, once its store exists and the server has answered, with
+ * the name shim, collecting page errors. Shared CI cores can be busy: patient rather than flaky.
+ */
+export async function openDesigner(browser: Browser, url: string): Promise<{ page: Page; errors: string[] }> {
+  const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+  await page.addInitScript(NAME_SHIM);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.setDefaultTimeout(60_000);
+  page.setDefaultNavigationTimeout(120_000);
+  await page.goto(`${url}/`);
+  await page.waitForFunction(() => window.__designer !== undefined);
+  await page.locator('.conn-server').waitFor();
   return { page, errors };
 }
 
