@@ -12,11 +12,12 @@ import type { LaneStats } from './laneStats.ts';
 import { checkInvariants } from './invariants.ts';
 import { newCounters } from './localRequest.ts';
 import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
-import { beginThreads, rejoinThread, ThreadEngine, type ThreadEntry } from './threadEngine.ts';
+import { EngineProxy, type ProxyEntry } from './engineProxy.ts';
+import { beginThreads, rejoinThread } from './threadEngine.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
-export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: ThreadEngine; runner?: never });
+export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: EngineProxy; runner?: never });
 
 export interface ClusterOptions {
   clock: Clock;
@@ -47,7 +48,7 @@ export interface RequestHandle {
   cancel(): void;
 }
 
-export class Cluster implements EngineHost, EngineLink, ThreadEntry {
+export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   readonly clock: Clock;
   readonly policy: LaunchPolicy;
   /** Every model's engine as the entry drives it, in model order. */
@@ -55,7 +56,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   /** The engines that run on this thread. */
   readonly lanes: Engine[];
   /** The engines in their own threads. */
-  readonly threads: ThreadEngine[];
+  readonly threads: EngineProxy[];
   readonly retainState: boolean;
   maxWaitMs: number;
   readonly maxConcurrency: number;
@@ -101,7 +102,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
       return m.thread;
     });
     this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
-    this.threads = this.engines.filter((e): e is ThreadEngine => e instanceof ThreadEngine);
+    this.threads = this.engines.filter((e): e is EngineProxy => e instanceof EngineProxy);
     for (const e of this.engines) this.byName.set(e.name, e);
     for (const lane of this.lanes) this.watchRunner(lane, lane.runner);
     for (const t of this.threads) this.watchThread(t);
@@ -157,7 +158,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
       return lane;
     });
     // a dead engine thread would never answer (an in-process engine that is down fails its steps fast)
-    const down = lanes.find((l) => l instanceof ThreadEngine && l.down);
+    const down = lanes.find((l) => l instanceof EngineProxy && l.down);
     if (down) throw new TokenRouterError('unavailable', `model ${down.name} is down; retry shortly`, 'model');
     if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
       throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
@@ -168,7 +169,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     }
     const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
     const ref = opts.algorithmRef;
-    if (!ref && lanes.some((l) => l instanceof ThreadEngine)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
+    if (!ref && lanes.some((l) => l instanceof EngineProxy)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
     if (opts.prompt.length >= maxContext) {
       throw new TokenRouterError('too_large', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
     }
@@ -223,7 +224,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   /** Takes a sub-server down (its batches fail) or brings it back. */
   setDown(name: string, down: boolean): void {
     const e = this.engineNamed(name);
-    if (e instanceof ThreadEngine) e.setDown(down);
+    if (e instanceof EngineProxy) e.setDown(down);
     else if (e instanceof Engine) e.down = down;
   }
 
@@ -261,9 +262,9 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   }
 
   /** Puts a restarted engine thread in place of one that died. */
-  replaceThread(name: string, fresh: ThreadEngine): void {
+  replaceThread(name: string, fresh: EngineProxy): void {
     const old = this.engineNamed(name);
-    if (!(old instanceof ThreadEngine)) throw new TokenRouterError('invalid_request', `model ${name} does not run on an engine thread`, 'model');
+    if (!(old instanceof EngineProxy)) throw new TokenRouterError('invalid_request', `model ${name} does not run on an engine thread`, 'model');
     const i = this.engines.indexOf(old);
     this.engines[i] = fresh;
     this.threads[this.threads.indexOf(old)] = fresh;
@@ -274,7 +275,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
   }
 
   /** A dead engine thread's requests fail at once, whoever restarts it. */
-  private watchThread(t: ThreadEngine): void {
+  private watchThread(t: EngineProxy): void {
     t.onFailure((e) => {
       if (this.byName.get(t.name) === t) this.failLane(t.name, e);
     });
@@ -383,7 +384,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     this.flush();
   }
 
-  private settingsFor(index: number, t: ThreadEngine | { maxBatch: number; threshold: number; kvCapacityTokens: number }): EngineSettings {
+  private settingsFor(index: number, t: EngineProxy | { maxBatch: number; threshold: number; kvCapacityTokens: number }): EngineSettings {
     return {
       index,
       models: this.engines.map((e) => e.name),
@@ -410,7 +411,7 @@ export class Cluster implements EngineHost, EngineLink, ThreadEntry {
     // every engine the request may visit can build its algorithm before a handoff reaches it
     if (spec.ref) for (const name of spec.models) {
       const e = this.byName.get(name);
-      if (e instanceof ThreadEngine) e.deploy(spec.ref);
+      if (e instanceof EngineProxy) e.deploy(spec.ref);
     }
     const handoff: Handoff<unknown> = { type: 'handoff', requestId: req.id, from: 0, to: entry, anchor: 0, tokens: req.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
     this.deliver(spec.models[entry - 1], { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length) });

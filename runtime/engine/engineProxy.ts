@@ -1,0 +1,177 @@
+// Entry side of an engine in another thread or process: posts the protocol on a link and mirrors what the engine reports.
+import type { MessagePort } from 'node:worker_threads';
+import type { TraceEvent } from '../../shared/trace.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { ModelInfo } from '../runner/modelRunner.ts';
+import type { LaneStats } from './laneStats.ts';
+import type { RequestCounters, RequestSpec } from './localRequest.ts';
+import type { Arrival, Commit, EngineClient, EngineSettings, Finish, ToEngine, WireArrival } from './messages.ts';
+import { fromWireError, toWireArrival } from './wire.ts';
+import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
+
+/** What the entry hears from an engine in another thread or process. */
+export interface ProxyEntry {
+  commit(c: Commit): void;
+  finish(f: Finish): void;
+  /** A handoff from the engine to an engine it has no link to (one at the entry, or a remote one): the entry passes it on. */
+  deliverWire(to: string, arrivals: readonly WireArrival[]): void;
+  traced(events: readonly TraceEvent[]): void;
+  /** A report was applied; `returned`: batches the engine finished since it last said (a sync barrier counts them). */
+  reported(returned: number): void;
+}
+
+/** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
+export interface ProxyLink {
+  postMessage(m: ToEngine, transfer?: readonly MessagePort[]): void;
+}
+
+export type MirroredLane = LaneStats & { newWork: number };
+
+export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, admissions: 0, evictions: 0, busyMs: 0, aheadRows: 0, newWork: 0 };
+
+/**
+ * An engine the entry drives through messages: the same client whatever carries them. Subclasses
+ * own the link's lifecycle (a worker thread, a NATS connection) and call `receive` and `fail`.
+ */
+export class EngineProxy implements EngineClient {
+  index = -1;
+  maxBatch = 1;
+  threshold = 1;
+  kvCapacityTokens = Infinity;
+  private takenDown = false;
+  protected lane: MirroredLane | null = null;
+  protected entry: ProxyEntry | null = null;
+  protected readonly deployed = new Set<string>();
+  private readonly failureListeners: ((e: Error) => void)[] = [];
+  protected dead: Error | null = null;
+  protected closing = false;
+
+  constructor(
+    readonly name: string,
+    readonly info: ModelInfo,
+    private readonly link: ProxyLink,
+    /** MessagePorts can travel to it (a worker thread): peers get direct channels. */
+    readonly acceptsPorts: boolean,
+  ) {}
+
+  /**
+   * Gives the engine its place in a deployment and ports to its peers; from here it takes requests.
+   * Called again, it joins a new deployment (benches reuse loaded models across servers).
+   */
+  begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: ProxyEntry): void {
+    this.index = settings.index;
+    this.maxBatch = settings.maxBatch;
+    this.threshold = settings.threshold;
+    this.kvCapacityTokens = settings.kvCapacityTokens;
+    this.entry = entry;
+    this.lane = null;
+    this.deployed.clear();
+    this.send({ type: 'begin', settings, peers }, Object.values(peers));
+  }
+
+  /** A peer engine thread was (re)started: its new port. */
+  addPeer(name: string, port: MessagePort): void {
+    this.send({ type: 'peer', name, port }, [port]);
+  }
+
+  /** Makes sure the engine can build the algorithm before a request of it arrives. */
+  deploy(ref: AlgorithmRef): void {
+    if (this.deployed.has(ref.key)) return;
+    this.deployed.add(ref.key);
+    this.send({ type: 'deploy', ref });
+  }
+
+  get readyCount(): number {
+    return this.lane?.ready ?? 0;
+  }
+  get newWork(): number {
+    return this.lane?.newWork ?? 0;
+  }
+  get executing(): boolean {
+    return this.lane?.executing ?? false;
+  }
+
+  arrive(a: Arrival): void {
+    this.send({ type: 'arrive', arrival: toWireArrival(a) });
+  }
+
+  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
+    this.send({ type: 'release', id: spec.id, serial: spec.serial, status });
+    return null;
+  }
+
+  setThreshold(t: number): void {
+    this.threshold = t;
+    this.send({ type: 'threshold', threshold: t });
+  }
+
+  /** Taken down by the operator, or the engine died (until a fresh one takes its place). */
+  get down(): boolean {
+    return this.takenDown || this.dead !== null;
+  }
+
+  setDown(down: boolean): void {
+    this.takenDown = down;
+    this.send({ type: 'down', down });
+  }
+
+  gate(): void {
+    this.send({ type: 'gate' });
+  }
+
+  laneStats(): LaneStats {
+    const { newWork: _n, ...lane } = this.lane ?? { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
+    return { ...lane, threshold: this.threshold };
+  }
+
+  onFailure(listener: (error: Error) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+  }
+
+  protected send(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+    if (!this.dead) this.link.postMessage(m, transfer);
+  }
+
+  /** The engine's lane as it last reported it (`from`: which of several links said so). */
+  protected mirror(lane: MirroredLane, _from: unknown): void {
+    this.lane = lane;
+  }
+
+  /** A message from the engine, validated here; false: it was malformed (the link is no longer trusted). */
+  protected receive(raw: unknown, from?: unknown): boolean {
+    const entry = this.entry;
+    if (!entry) return true;
+    const parsed = fromEngineSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.fail(this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`));
+      return false;
+    }
+    const m = parsed.data;
+    if (m.type === 'deliver') entry.deliverWire(m.to, m.arrivals);
+    if (m.type !== 'step') return true;
+    this.mirror(m.lane, from);
+    if (m.trace.length > 0) entry.traced(m.trace);
+    for (const e of m.events) {
+      if (e.type === 'commit') entry.commit(e);
+      else entry.finish({ ...e, error: e.error && fromWireError(e.error) });
+    }
+    entry.reported(m.returned);
+    return true;
+  }
+
+  /** The error a broken link fails requests with (the transport's own type, so HTTP maps it). */
+  protected linkError(message: string): Error {
+    return new Error(message);
+  }
+
+  protected fail(e: Error): void {
+    if (this.dead) return;
+    this.dead = e;
+    this.lane = null;
+    if (!this.closing) for (const l of this.failureListeners) l(e);
+  }
+}
