@@ -20,6 +20,21 @@ const modelSchema = z
   })
   .strict();
 
+/**
+ * scheduling.slo: p99 bounds "auto" keeps (it picks thresholds and maxWaitMs for goodput at the
+ * arrival rate it measures), and the queueing-delay bound past which the entry answers 429.
+ */
+const sloSchema = z
+  .object({
+    /** p99 time per output token, ms. */
+    tpotMs: z.number().positive().optional(),
+    /** p99 time to first token, ms. */
+    ttftMs: z.number().positive().optional(),
+    /** A request whose predicted wait for a concurrency slot exceeds this is refused with 429 and Retry-After. */
+    maxQueueDelayMs: z.number().positive().optional(),
+  })
+  .strict();
+
 /** scheduling.lookahead by default: enough to cover a typical stay on a small model, few wasted passes when it leaves. */
 export const DEFAULT_LOOKAHEAD = 8;
 
@@ -59,6 +74,8 @@ export const serverConfigSchema = z
          * worker thread). In-process stays the default while it is the faster one here (docs/benchmarks.md).
          */
         placement: z.enum(['thread', 'in-process']).default('in-process'),
+        /** Latency targets (issue 19): what thresholds "auto" keeps, and when the entry sheds load. */
+        slo: sloSchema.optional(),
       })
       .strict()
       .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD, placement: 'in-process' }),

@@ -12,6 +12,7 @@ import { adminRoutes } from './adminRoutes.ts';
 import { errorMiddleware } from './httpErrors.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
+import { LoadShedder } from './loadShedder.ts';
 import { openaiRoutes } from './openaiRoutes.ts';
 import { answerHalfClosed, applyConnectionLimits, serverOptions } from './connectionLimits.ts';
 import { hostPolicy, refuseForeignHost, refuseForeignOrigin } from './originGuard.ts';
@@ -50,7 +51,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
       next(e);
     }
   });
-  app.use(openaiRoutes(service, metrics));
+  app.use(openaiRoutes(service, metrics, shedderFor(service, metrics)));
   app.use('/admin', requireAdmin(service.config, service.adminToken));
   app.use(adminRoutes(service));
   const page = (file: string) => (_req: express.Request, res: express.Response) => {
@@ -69,6 +70,15 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   });
   app.use(errorMiddleware);
   return { app, metrics };
+}
+
+/** The entry's load shedder when scheduling.slo sets a queueing-delay bound; its refusals count in /metrics. */
+function shedderFor(service: TokenRouterService, metrics: ServerMetrics): LoadShedder | null {
+  const bound = service.config.scheduling.slo?.maxQueueDelayMs;
+  if (bound === undefined) return null;
+  const shedder = new LoadShedder(service.cluster, bound, 10_000, () => metrics.shed.inc());
+  service.trace.subscribe(shedder.onEvent);
+  return shedder;
 }
 
 /**

@@ -4,13 +4,14 @@ import { chatRequestSchema, completionRequestSchema } from '../../shared/api/ope
 import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { sendError } from './httpErrors.ts';
+import type { LoadShedder } from './loadShedder.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { answerStream } from './openai/answerStream.ts';
 import { answerUnary } from './openai/answerUnary.ts';
 import { planRequest, type Kind } from './openai/requestPlan.ts';
 import { parseBody } from './zodToError.ts';
 
-export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics): Router {
+export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, shedder: LoadShedder | null = null): Router {
   const r = Router();
   const created = Math.floor(Date.now() / 1000);
   const modelObject = (id: string) => ({ id, object: 'model', created, owned_by: 'tokenrouter' });
@@ -30,6 +31,8 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
 
   function handle(kind: Kind, req: Request, res: Response): void {
     try {
+      // Shed before parsing: a refused request costs the entry as little as possible.
+      shedder?.check();
       const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
       const plan = planRequest(service, kind, body, requestIdOf(req));
       res.set('X-Request-Id', plan.id);
