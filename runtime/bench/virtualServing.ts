@@ -20,6 +20,8 @@ export interface VirtualCase {
   algorithm?: Algorithm<unknown>;
   maxWaitMs?: number;
   maxBatch?: number;
+  /** Open loop: request i is sent at arrivalsMs[i] (virtual ms) whatever is in flight; `concurrency` caps admission. */
+  arrivalsMs?: readonly number[];
 }
 
 /** The paper's R2R setting (DESIGN §4): p = 0.35 small → large, one large token, L = 6.0 / 27.9 ms. */
@@ -40,7 +42,8 @@ export interface VirtualRun {
 }
 
 /**
- * Each client sends its next request when the last one ends (vLLM's fixed concurrency); every
+ * Closed loop: each client sends its next request when the last one ends (vLLM's fixed concurrency);
+ * open loop (`arrivalsMs`): requests arrive on schedule and wait at the entry beyond `concurrency`. Every
  * committed token is one "content chunk" at the virtual time it was committed, so TTFT, ITL, TPOT
  * and E2E follow the same definitions as over HTTP.
  */
@@ -80,11 +83,12 @@ export function runVirtual(c: VirtualCase): VirtualRun {
         rec.outputTokens = r.tokens.length;
         rec.handoffs = r.handoffs;
         rec.tokensByModel = r.tokensByModel;
-        if (sent < c.requests) send();
+        if (!c.arrivalsMs && sent < c.requests) send();
       },
     });
   };
-  for (let k = 0; k < Math.min(c.concurrency, c.requests); k++) send();
+  if (c.arrivalsMs) for (let k = 0; k < c.requests; k++) clock.setTimeout(send, c.arrivalsMs[k]);
+  else for (let k = 0; k < Math.min(c.concurrency, c.requests); k++) send();
   clock.run({ stop: () => finished === c.requests });
   if (finished !== c.requests) throw new Error(`virtual run stalled: ${finished}/${c.requests} done at t=${clock.now()}`);
   const metrics = servingMetrics(records);

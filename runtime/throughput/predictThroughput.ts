@@ -83,7 +83,7 @@ export function estimateChainStates(input: ThroughputInput): number {
 }
 
 /** Two-sided 95 % Student t quantile for df degrees of freedom. */
-function t975(df: number): number {
+export function t975(df: number): number {
   const table = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131];
   if (df <= table.length) return table[Math.max(1, df) - 1];
   if (df <= 30) return 2.042 + (2.131 - 2.042) * ((30 - df) / 15);
