@@ -5,6 +5,8 @@ import type { AheadPart, ModelInfo, ModelRunner, StepOutput, StepRow } from './m
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeRow } from './sampling.ts';
+import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
+import { splitFeeds } from './splitFeeds.ts';
 
 export interface OnnxRunnerOptions {
   /** Threads ORT may use inside one session.run (default 1: the machine is shared). */
@@ -67,7 +69,7 @@ export class OnnxRunner implements ModelRunner {
   private readonly presentNames: string[];
   private readonly hasHidden: boolean;
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
-  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, aheadSteps: 0, rollbacks: 0, staleMoves: 0 };
+  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, aheadSteps: 0, rollbacks: 0, staleMoves: 0, forks: 0, splits: 0 };
   readonly maxAhead = MAX_AHEAD;
   /** Set by yieldAhead() while a step runs: take no further lookahead step. */
   private yieldRequested = false;
@@ -187,22 +189,19 @@ export class OnnxRunner implements ModelRunner {
       if (e.len > rows[i].position) this.rollBack(e, rows[i].position);
       e.ahead = 0;
     });
-    const B = rows.length;
-    // reuse the batch KV as is when the very same requests step again (any order)
-    let reuse = this.batch !== null && this.batch.ids.length === B && entries.every((e) => e.loc?.kind === 'batch' && e.loc.batch === this.batch);
-    if (reuse) {
-      // compaction: holes from mixed-length steps must not grow the attention span without bound
-      const maxLen = Math.max(...entries.map((e) => e.len));
-      if (this.batch!.T > 2 * maxLen + 64) reuse = false;
+    const split = splitFeeds(rows);
+    if (split) {
+      // the decode rows first: their batch is usually the last step's, reused as is
+      const d = await this.passOver(split.decode.map((i) => rows[i]), split.decode.map((i) => entries[i]));
+      const m = await this.passOver(split.multi.map((i) => rows[i]), split.multi.map((i) => entries[i]));
+      const signals = new Array<TokenSignals>(rows.length);
+      split.decode.forEach((i, k) => (signals[i] = d.out.signals[k]!));
+      split.multi.forEach((i, k) => (signals[i] = m.out.signals[k]!));
+      this.stats.steps++;
+      this.stats.splits++;
+      return { rows: signals, modelMs: d.out.modelMs + m.out.modelMs };
     }
-    if (reuse) this.stats.reused++;
-    else this.repack(rows, entries);
-    // order[b] = index of the step row living in batch row b
-    const order = new Array<number>(B);
-    entries.forEach((e, i) => {
-      order[(e.loc as { row: number }).row] = i;
-    });
-    const first = await this.forward(rows, entries, order, rows.map((r) => r.tokens));
+    const { out: first, order } = await this.passOver(rows, entries);
     let modelMs = first.modelMs;
     this.stats.steps++;
     const budget = rows.map((r) => Math.min(r.ahead ?? 0, MAX_AHEAD));
@@ -232,6 +231,25 @@ export class OnnxRunner implements ModelRunner {
       });
     }
     return { rows: first.signals as TokenSignals[], modelMs, ahead };
+  }
+
+  /** One pass of `rows`: their batch reused as is when the very same requests stepped last, else re-packed. */
+  private async passOver(rows: readonly StepRow[], entries: CacheEntry[]): Promise<{ out: { signals: (TokenSignals | undefined)[]; modelMs: number }; order: number[] }> {
+    const B = rows.length;
+    let reuse = this.batch !== null && this.batch.ids.length === B && entries.every((e) => e.loc?.kind === 'batch' && e.loc.batch === this.batch);
+    if (reuse) {
+      // compaction: holes from mixed-length steps must not grow the attention span without bound
+      const maxLen = Math.max(...entries.map((e) => e.len));
+      if (this.batch!.T > 2 * maxLen + 64) reuse = false;
+    }
+    if (reuse) this.stats.reused++;
+    else this.repack(rows, entries);
+    // order[b] = index of the step row living in batch row b
+    const order = new Array<number>(B);
+    entries.forEach((e, i) => {
+      order[(e.loc as { row: number }).row] = i;
+    });
+    return { out: await this.forward(rows, entries, order, rows.map((r) => r.tokens)), order };
   }
 
   /**
@@ -429,6 +447,39 @@ export class OnnxRunner implements ModelRunner {
     this.dropCache(cacheId);
   }
 
+  /**
+   * Prefix caching: the target gets its own compact copy of the source's first `tokens` KV slots
+   * (wherever they live: a batch row or own storage), so it leaves the source untouched and joins
+   * the next batch like any request that left one. Costs a copy of `tokens × kvBytesPerToken`.
+   */
+  fork(source: number, target: number, tokens: number): boolean {
+    const src = this.caches.get(source);
+    if (!src || src.loc === null || tokens < 1 || tokens > src.len) return false;
+    const { numKvHeads: kv, headDim: hd } = this.folder.config;
+    let data: Float32Array[];
+    if (src.loc.kind === 'batch') {
+      const { batch, row } = src.loc;
+      const runs = firstSlots(validRuns(batch.valid, row, batch.T), tokens);
+      data = batch.past.map((t) => {
+        const dst = new Float32Array(kv * tokens * hd);
+        copyKv(t.data as Float32Array, row, batch.T, runs, dst, 0, tokens, 0, kv, hd);
+        return dst;
+      });
+    } else {
+      const own = src.loc;
+      data = own.data.map((d) => {
+        const dst = new Float32Array(kv * tokens * hd);
+        copyKv(d, 0, own.stride, [[0, tokens]], dst, 0, tokens, 0, kv, hd);
+        return dst;
+      });
+    }
+    this.dropCache(target);
+    this.caches.set(target, { len: tokens, loc: { kind: 'own', data, stride: tokens }, ahead: 0 });
+    this.stats.forks++;
+    this.stats.copiedBytes += tokens * this.folder.kvBytesPerToken;
+    return true;
+  }
+
   /** KV tokens held over all caches (for memory accounting checks). */
   get cachedTokens(): number {
     let n = 0;
@@ -441,33 +492,5 @@ export class OnnxRunner implements ModelRunner {
     this.batch = null;
     await this.session.release();
     for (const h of this.heads.values()) await h.session.release();
-  }
-}
-
-/** [start, end) runs of valid slots in row `row` of a [B, T] mask. */
-function validRuns(mask: Uint8Array, row: number, T: number): [number, number][] {
-  const runs: [number, number][] = [];
-  let s = -1;
-  for (let t = 0; t < T; t++) {
-    const on = mask[row * T + t] !== 0;
-    if (on && s < 0) s = t;
-    else if (!on && s >= 0) {
-      runs.push([s, t]);
-      s = -1;
-    }
-  }
-  if (s >= 0) runs.push([s, T]);
-  return runs;
-}
-
-/** Copies the valid slots (runs) of one row of a [B, kv, srcT, hd] tensor into slots dstStart.. of a row of [B, kv, dstT, hd]. */
-function copyKv(src: Float32Array, srcRow: number, srcT: number, runs: readonly [number, number][], dst: Float32Array, dstRow: number, dstT: number, dstStart: number, kv: number, hd: number): void {
-  for (let h = 0; h < kv; h++) {
-    const sb = (srcRow * kv + h) * srcT * hd;
-    let d = ((dstRow * kv + h) * dstT + dstStart) * hd;
-    for (const [s, e] of runs) {
-      dst.set(src.subarray(sb + s * hd, sb + e * hd), d);
-      d += (e - s) * hd;
-    }
   }
 }
