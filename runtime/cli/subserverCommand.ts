@@ -1,16 +1,15 @@
-// `tokenrouter subserver`: runs one model's runner as its own process, serving an entry over NATS.
+// `tokenrouter subserver`: runs one model's engine and runner as their own process, serving an entry over NATS.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRealClock } from '../clock/clock.ts';
 import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
 import { openNats, watchLink } from '../distributed/natsConnection.ts';
-import { NatsSubServer } from '../distributed/natsSubServer.ts';
+import { RemoteEngineServer } from '../distributed/remoteEngineServer.ts';
 import { parseSimLatency, simModel } from '../distributed/simModel.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
-import { WorkerRunner } from '../runner/workerRunner.ts';
+import { OnnxRunner } from '../runner/onnxRunner.ts';
 import { planMemory } from '../serve/memoryPlan.ts';
 import { numFlag, parseFlags } from '../util/cliFlags.ts';
 
@@ -28,8 +27,7 @@ export const SUBSERVER_USAGE = `tokenrouter subserver --model NAME --nats nats:/
   --drain-timeout-ms N  on SIGTERM, serve the requests held here for up to N ms while entries place new
                         ones elsewhere, then exit (default 30000; 0 = leave at once; a second signal too)
   --sim                 simulated model instead of ONNX (tests, benches): --sim-latency BASE,PER_ROW,PER_TOKEN ms
-                        (default 5,0,0), --sim-vocab chars|hash (default chars), --sim-eos-rate R (default 0),
-                        --sim-max-ahead N lookahead passes per step (default 0; ONNX models announce their own)`;
+                        (default 5,0,0), --sim-vocab chars|hash (default chars), --sim-eos-rate R (default 0)`;
 
 function positiveInt(name: string, v: string | undefined, fallback: number): number {
   if (v === undefined) return fallback;
@@ -58,7 +56,6 @@ export async function subserverCommand(args: string[]): Promise<number> {
       'sim-latency': { type: 'string' },
       'sim-vocab': { type: 'string' },
       'sim-eos-rate': { type: 'string' },
-      'sim-max-ahead': { type: 'string' },
     },
   });
   const model = values.model;
@@ -80,23 +77,15 @@ export async function subserverCommand(args: string[]): Promise<number> {
     } catch (e) {
       throw new TokenRouterError('invalid_request', (e as Error).message, 'sim-latency');
     }
-    const maxAhead = values['sim-max-ahead'] === undefined || values['sim-max-ahead'] === '0' ? 0 : positiveInt('sim-max-ahead', values['sim-max-ahead'], 0);
-    // lookahead passes stream in real time, one after another, as a worker's do
-    runner = simModel({ name: model, latency, vocab, eosRate: numFlag('sim-eos-rate', values['sim-eos-rate'], 0, 1, 0), maxAhead, streamOn: createRealClock() });
+    runner = simModel({ name: model, latency, vocab, eosRate: numFlag('sim-eos-rate', values['sim-eos-rate'], 0, 1, 0) });
     log(`simulated model (${vocab} vocabulary, ${latency.baseMs} ms + ${latency.perRowMs} ms/row + ${latency.perTokenMs} ms/token)`);
   } else {
     const dir = path.resolve(values.path ?? path.join(values['models-dir'] ?? 'examples/models', model));
     const folder = loadModelFolder(dir);
     weightBytes = fs.statSync(folder.onnxPath).size;
     log(`loading ${dir} …`);
-    // in a worker thread: the main thread must stay free to answer heartbeats during long steps
-    const worker = await WorkerRunner.start(folder.dir, { intraOpNumThreads: positiveInt('threads', values.threads, 1), name: model });
-    worker.onFailure((e) => {
-      // Without its runner this process holds nothing useful: exit, so entries see it gone now and a supervisor restarts it.
-      log(`runner failed: ${e.message}; exiting`);
-      process.exit(1);
-    });
-    runner = worker;
+    // the engine and its runner in this one process: a step never leaves it (onnxruntime runs it off the event loop)
+    runner = await OnnxRunner.load(folder.dir, { intraOpNumThreads: positiveInt('threads', values.threads, 1), name: model });
   }
   const [plan] = planMemory(budgetBytes, [{ name: model, weightBytes, kvBytesPerToken: runner.info.kvBytesPerToken, maxContext: runner.info.maxContext, maxBatch: 1 }]);
 
@@ -108,13 +97,18 @@ export async function subserverCommand(args: string[]): Promise<number> {
     throw new TokenRouterError('unavailable', (e as Error).message, 'nats');
   }
   watchLink(nc, { down: () => log('NATS disconnect'), up: () => log('NATS reconnect') });
-  const server = await NatsSubServer.start(nc, runner, {
+  const server = await RemoteEngineServer.start(nc, runner, {
     model,
     replica,
     subjectPrefix: values.prefix,
     heartbeatMs: positiveInt('heartbeat-ms', values['heartbeat-ms'], 250),
     kvCapacityTokens: plan.kvTokens,
     log,
+    // a bug in the engine: leave, so entries see this replica gone now and a supervisor restarts it
+    onError: (e) => {
+      log(`engine failed: ${e.message}; exiting`);
+      process.exit(1);
+    },
   });
   // tests and scripts wait for this line on stdout
   console.log(`subserver ready: model ${model} replica ${replica} on ${values.nats} (subject ${server.subject}, KV ${plan.kvTokens} tokens)`);
@@ -129,7 +123,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
       await server.close();
     } else {
       const left = await server.drain(drainMs);
-      log(left ? `drain timed out with ${left} caches held; shutting down` : 'drained; shutting down');
+      log(left ? `drain timed out with ${left} requests held; shutting down` : 'drained; shutting down');
     }
     await nc.close().catch(() => {});
     await runner.close?.();

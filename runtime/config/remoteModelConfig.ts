@@ -1,5 +1,12 @@
-// Config schema of a remote model (its runner is a sub-server reached over NATS), merged into serverConfig's model entry.
+// Config schema of a remote model (its engine runs in `tokenrouter subserver` processes, reached over NATS), merged into serverConfig's model entry.
 import { z } from 'zod';
+
+/** Keys of the per-step remote runner, which is gone: refused by name, so an old config says what to drop. */
+const REMOVED = {
+  stepTimeoutMs: 'the remote engine runs its own steps; a replica is judged by its heartbeats (heartbeatTimeoutMs)',
+  pipelineDepth: 'steps no longer cross the network',
+  lookahead: 'lookahead was removed (it only hid the per-step round trip)',
+} as const;
 
 export const remoteModelSchema = z
   .object({
@@ -12,23 +19,15 @@ export const remoteModelSchema = z
     subjectPrefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).default('tokenrouter'),
     /** A replica silent this long is declared dead. Must exceed the sub-servers' heartbeat interval several times. */
     heartbeatTimeoutMs: z.number().int().min(50).default(1500),
-    /** Longest one remote step may take before its replica is declared dead. */
-    stepTimeoutMs: z.number().int().min(100).default(30_000),
-    /** How long startup (and a restart after a failure) waits for a first replica to answer. */
+    /** How long startup waits for a first replica to announce itself. */
     connectTimeoutMs: z.number().int().min(100).default(30_000),
     /**
-     * When a replica holding caches dies: "fail" fails every request holding state on this model,
-     * as for a crashed local worker (the lane restarts on the surviving replicas); "recompute"
-     * re-prefills the lost caches on a surviving replica from the tokens the entry kept.
+     * When a replica dies: the requests whose state (KV) was there fail; every other request goes on,
+     * and new ones go to the surviving replicas. ("recompute", re-prefilling them elsewhere, is not
+     * implemented for the remote engine.)
      */
-    onReplicaLoss: z.enum(['fail', 'recompute']).default('fail'),
-    /** Batches in flight to this model: 2 hides the network round trip between steps; 1 sends one at a time. */
-    pipelineDepth: z.number().int().min(1).max(4).default(2),
-    /**
-     * Lookahead passes a step may ask of the replicas, streamed back as they finish (0: none). Off by
-     * default: on the workload measured (docs/deploy.md) it cost more than the round trips it saved.
-     */
-    lookahead: z.number().int().min(0).max(64).default(0),
+    onReplicaLoss: z.literal('fail', { error: 'only "fail" is supported: a lost replica fails the requests it held ("recompute" is not implemented for the remote engine)' }).default('fail'),
+    ...Object.fromEntries(Object.entries(REMOVED).map(([k, why]) => [k, z.never({ error: `remote.${k} was removed: ${why}` }).optional()])),
   })
   .strict();
 

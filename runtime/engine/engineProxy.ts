@@ -141,18 +141,15 @@ export class EngineProxy implements EngineClient {
     this.lane = lane;
   }
 
-  /** A message from the engine, validated here; false: it was malformed (the link is no longer trusted). */
-  protected receive(raw: unknown, from?: unknown): boolean {
+  /** A message from the engine, validated here; an error: it was malformed (the link is no longer trusted). */
+  protected receive(raw: unknown, from?: unknown): Error | null {
     const entry = this.entry;
-    if (!entry) return true;
+    if (!entry) return null;
     const parsed = fromEngineSchema.safeParse(raw);
-    if (!parsed.success) {
-      this.fail(this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`));
-      return false;
-    }
+    if (!parsed.success) return this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
     const m = parsed.data;
     if (m.type === 'deliver') entry.deliverWire(m.to, m.arrivals);
-    if (m.type !== 'step') return true;
+    if (m.type !== 'step') return null;
     this.mirror(m.lane, from);
     if (m.trace.length > 0) entry.traced(m.trace);
     for (const e of m.events) {
@@ -160,7 +157,7 @@ export class EngineProxy implements EngineClient {
       else entry.finish({ ...e, error: e.error && fromWireError(e.error) });
     }
     entry.reported(m.returned);
-    return true;
+    return null;
   }
 
   /** The error a broken link fails requests with (the transport's own type, so HTTP maps it). */

@@ -24,7 +24,10 @@ export class ThreadEngine extends EngineProxy {
   ) {
     super(name, info, worker, true);
     worker.on('message', (m: unknown) => {
-      if (!this.receive(m)) void this.worker.terminate();
+      const malformed = this.receive(m);
+      if (!malformed) return;
+      this.fail(malformed);
+      void this.worker.terminate();
     });
     worker.on('error', (e) => this.fail(new EngineThreadError(`engine thread of model "${name}" crashed: ${e.message}`)));
     worker.on('exit', (code) => {

@@ -6,7 +6,9 @@ import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
 import type { TokenAttribution } from '../../shared/api/openai.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
-import { connectRemote, connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteRunners.ts';
+import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
+import { RemoteEngine } from '../distributed/remoteEngine.ts';
+import type { EngineProxy } from '../engine/engineProxy.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
@@ -118,8 +120,8 @@ export class TokenRouterService {
     readonly config: ServerConfig,
     /** Runners of the models whose engines run on this thread (remote models, injected runners, in-process placement). */
     readonly runners: Map<string, ModelRunner>,
-    /** Models whose engine and runner run together in their own worker thread. */
-    readonly threads: Map<string, ThreadEngine>,
+    /** Models whose engine and runner run together elsewhere: in their own worker thread, or remote (sub-servers over NATS). */
+    readonly threads: Map<string, EngineProxy>,
     readonly folders: Map<string, ModelFolder>,
     readonly tokenizer: TextTokenizer,
     readonly registry: AlgorithmRegistry,
@@ -148,7 +150,8 @@ export class TokenRouterService {
       }),
     });
     for (const [name, r] of runners) this.watch(name, r);
-    if (!this.borrowedThreads) for (const [name, t] of threads) this.watch(name, t);
+    // a remote model never fails as a whole: a lost replica fails its own requests, a new one joins by itself
+    if (!this.borrowedThreads) for (const [name, t] of threads) if (!(t instanceof RemoteEngine)) this.watch(name, t);
     if (config.scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
       this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: THRESHOLD_HYSTERESIS });
@@ -164,23 +167,27 @@ export class TokenRouterService {
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
     const folders = new Map<string, ModelFolder>();
     let runners = opts.runners;
-    const threads = new Map<string, ThreadEngine>(opts.threads);
-    if (opts.threads) runners = new Map([...(runners ?? []), ...(await connectRemoteModels(config.models.filter((m) => !threads.has(m.name)), runners))]);
-    else if (!runners) {
+    const threads = new Map<string, EngineProxy>(opts.threads);
+    const remotes = (have?: ReadonlySet<string>) => connectRemoteModels(config.models, have);
+    if (opts.threads || runners) {
+      for (const [name, e] of await remotes(new Set([...threads.keys(), ...(runners?.keys() ?? [])]))) threads.set(name, e);
+      runners = new Map(runners);
+    } else {
       for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
       checkSharedTokenizer(folders);
       const local = config.models.filter((m) => !m.remote);
       const inThread = config.scheduling.placement === 'thread';
       const [started, remote] = await Promise.all([
         Promise.all(local.map(async (m) => [m.name, inThread ? await startThread(m, folders.get(m.name)!) : await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const)),
-        connectRemoteModels(config.models),
+        remotes(),
       ]);
-      runners = new Map(remote);
+      runners = new Map();
+      for (const [name, e] of remote) threads.set(name, e);
       for (const [name, r] of started) {
         if (r instanceof ThreadEngine) threads.set(name, r);
         else runners.set(name, r);
       }
-    } else runners = new Map([...runners, ...(await connectRemoteModels(config.models, runners))]);
+    }
     const info = (name: string) => threads.get(name)?.info ?? runners!.get(name)?.info;
     if (!opts.tokenizer && folders.size === 0) throw new TokenRouterError('invalid_request', 'no model folder on this host to read the tokenizer from: keep at least one model folder here', 'models');
     const tokenizer = opts.tokenizer ?? TextTokenizer.fromFolder(folders.values().next().value!);
@@ -192,7 +199,7 @@ export class TokenRouterService {
         const f = folders.get(m.name);
         return { name: m.name, weightBytes: f ? fs.statSync(f.onnxPath).size : 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
       }),
-    ).concat(remoteMemoryPlan(config.models, runners));
+    ).concat(remoteMemoryPlan(config.models, threads));
     fs.mkdirSync(config.dataDir, { recursive: true });
     const registry = new AlgorithmRegistry(config.dataDir);
     const modelNames = new Set(config.models.map((m) => m.name));
@@ -239,7 +246,7 @@ export class TokenRouterService {
       const inThread = this.threads.has(name);
       const startFresh: ((name: string) => Promise<ModelRunner | ThreadEngine>) | undefined = inThread
         ? () => startThread(m, folder!)
-        : (this.restartRunner ?? (m.remote ? () => connectRemote(name, m.remote!) : folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined));
+        : (this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined));
       if (!startFresh) return;
       const attempt = (n: number): void => {
         startFresh(name).then(

@@ -1,7 +1,7 @@
 // Prometheus metrics in vLLM's naming habits, read from the cluster on scrape and from trace events as they happen.
 import client from 'prom-client';
 import type { TraceEvent } from '../../shared/trace.ts';
-import { NatsRunner } from '../distributed/natsRunner.ts';
+import { RemoteEngine } from '../distributed/remoteEngine.ts';
 import type { GenerateOutcome, TokenRouterService } from '../serve/tokenRouterService.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -51,48 +51,35 @@ export class ServerMetrics {
     service.trace.subscribe((e) => this.onTrace(e));
   }
 
-  /**
-   * Models served by remote sub-servers: live replicas, and where a step's round trip goes
-   * (network and wake-ups, waiting at the replica, the model), read from the runner on scrape. A
-   * restarted runner starts its counts afresh; the exported counters keep rising across it.
-   */
+  /** Models served by remote engines (sub-servers over NATS): live replicas, placements, losses, reconnects, read on scrape. */
   private remoteMetrics(service: TokenRouterService): void {
     const r = [this.registry];
-    const remotes = () => [...service.runners].filter((e): e is [string, NatsRunner] => e[1] instanceof NatsRunner);
+    const remotes = () => [...service.threads].filter((e): e is [string, RemoteEngine] => e[1] instanceof RemoteEngine);
     new client.Gauge({
       name: 'tokenrouter_remote_replicas',
       help: 'Live replicas of a model served over NATS',
       labelNames: ['model'],
       registers: r,
       collect() {
-        for (const [m, runner] of remotes()) this.set({ model: m }, runner.failed ? 0 : runner.replicaViews().length);
+        for (const [m, engine] of remotes()) this.set({ model: m }, engine.replicaViews().length);
       },
     });
-    type Stats = NatsRunner['stats'];
-    const counter = (name: string, help: string, pick: (s: Stats) => number) => {
-      const seen = new Map<string, { runner: NatsRunner; value: number }>();
-      return new client.Counter({
+    const counter = (name: string, help: string, pick: (e: RemoteEngine) => number) =>
+      new client.Counter({
         name,
         help,
         labelNames: ['model'],
         registers: r,
         collect() {
-          for (const [m, runner] of remotes()) {
-            const last = seen.get(m);
-            const now = pick(runner.stats);
-            const before = last?.runner === runner ? last.value : 0;
-            if (now > before) this.inc({ model: m }, now - before);
-            seen.set(m, { runner, value: now });
-          }
+          // the engine's own counts, as they stand (a counter that only rises: the engine lives as long as the service)
+          this.reset();
+          for (const [m, engine] of remotes()) this.inc({ model: m }, pick(engine));
         },
       });
-    };
-    counter('tokenrouter_remote_step_parts_total', 'Step parts answered by remote replicas', (s) => s.answered);
-    counter('tokenrouter_remote_network_seconds_total', 'Round trip of answered step parts minus their wait and model time: network, NATS and process wake-ups', (s) => s.networkMs / 1000);
-    counter('tokenrouter_remote_queue_seconds_total', 'Time answered step parts waited at their replica behind a batch in flight', (s) => s.queuedMs / 1000);
-    counter('tokenrouter_remote_model_seconds_total', 'Model time of answered step parts, as the replicas measured it', (s) => s.modelMs / 1000);
-    counter('tokenrouter_remote_replicas_lost_total', 'Replicas declared lost (heartbeat timeout, no responders, step timeout, goodbye)', (s) => s.replicasLost);
-    counter('tokenrouter_remote_reconnects_total', 'Reconnects of the entry to NATS', (s) => s.reconnects);
+    counter('tokenrouter_remote_placements_total', 'Requests placed on a replica of a remote model (their first visit)', (e) => e.stats.placed);
+    counter('tokenrouter_remote_replicas_lost_total', 'Replicas declared lost (heartbeat timeout, goodbye, a malformed message)', (e) => e.stats.replicasLost);
+    counter('tokenrouter_remote_reconnects_total', 'Reconnects of the entry to NATS', (e) => e.stats.reconnects);
+    counter('tokenrouter_remote_resent_messages_total', 'Engine messages sent again because a NATS outage may have lost them', (e) => e.resent);
   }
 
   private onTrace(e: TraceEvent): void {

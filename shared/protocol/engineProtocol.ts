@@ -181,3 +181,39 @@ export type AlgorithmSourceData = z.infer<typeof algorithmSourceSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;
 export type ToPeer = z.infer<typeof toPeerSchema>;
 export type FromEngine = z.infer<typeof fromEngineSchema>;
+
+// --- over NATS: a remote engine's announcements and the frames of its ordered link ---
+
+/** What a remote engine (`tokenrouter subserver`) publishes on its model's heartbeat subject, every heartbeat period. */
+export const replicaAnnouncementSchema = z.object({
+  protocol: int,
+  /** Human name (`--replica`). */
+  replica: z.string(),
+  /** Subject of this replica instance (a restarted process gets a new one): entries link to `${subject}.in`. */
+  subject: z.string(),
+  info: modelInfoSchema,
+  kvCapacityTokens: amount,
+  heartbeatMs: z.number(),
+  /** Its load, for placing new requests: requests it holds, KV tokens they use. */
+  requests: int,
+  kvTokens: z.number(),
+  /** Leaving gracefully: serves the requests it holds, takes no new ones. */
+  draining: z.boolean(),
+  /** The last heartbeat of a replica shutting down. */
+  bye: z.boolean(),
+});
+
+/**
+ * One frame of a link over NATS, either way: a message numbered within its sender's session, or an
+ * ack of every message up to `ack`. `reply`: the entry's inbox (entry → engine frames only).
+ */
+export const linkFrameSchema = z.object({
+  session: z.string(),
+  reply: z.string().optional(),
+  seq: int.optional(),
+  message: z.unknown().optional(),
+  ack: int.optional(),
+});
+
+export type ReplicaAnnouncement = z.infer<typeof replicaAnnouncementSchema>;
+export type LinkFrame = z.infer<typeof linkFrameSchema>;

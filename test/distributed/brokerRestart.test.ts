@@ -1,6 +1,6 @@
 // nats-server dies and comes back mid-workload: entry and sub-server reconnect, and every request finishes as if nothing happened.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
+import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
@@ -36,20 +36,20 @@ describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
   });
 
   it('an outage longer than the heartbeat timeout loses no request and changes no token', async () => {
-    const runner = remote.service.runners.get('large') as NatsRunner;
+    const engine = remote.service.threads.get('large') as RemoteEngine;
     const want = await Promise.all(WORKLOAD.map((w) => complete(local.server.url, w.model, w.prompt, w.seed, 150)));
     const inflight = WORKLOAD.map((w) => complete(remote.server.url, w.model, w.prompt, w.seed, 150));
-    await until(() => runner.replicaViews()[0]?.caches >= 6, 30_000, 'requests holding caches on the remote model');
+    await until(() => engine.replicaViews()[0]?.requests >= 6, 30_000, 'requests holding state on the remote model');
     const { port } = nats;
     nats.child.kill('SIGKILL');
     await sleep(HEARTBEAT_TIMEOUT_MS * 2);
     nats = await startNatsServer({ port });
     const got = await Promise.all(inflight);
     for (let i = 0; i < got.length; i++) expect(got[i], got[i].error).toEqual(want[i]);
-    expect(runner.stats.reconnects).toBeGreaterThanOrEqual(1);
-    // steps in flight at the cut were sent again; the replica answered any it had run from its cache
-    expect(runner.stats.resent).toBeGreaterThanOrEqual(1);
-    expect(runner.stats.replicasLost).toBe(0);
+    expect(engine.stats.reconnects).toBeGreaterThanOrEqual(1);
+    // engine messages unacked at the cut were sent again; the receiving side took each exactly once
+    expect(engine.resent).toBeGreaterThanOrEqual(1);
+    expect(engine.stats.replicasLost).toBe(0);
     expect(remote.service.restarts.get('large') ?? 0).toBe(0);
     // and the model serves new requests right away
     const again = await complete(remote.server.url, 'r2r', '2+2', 5, 30);

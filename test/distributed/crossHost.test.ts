@@ -1,7 +1,7 @@
 // Cross-host serving on one machine: sub-server in its own network namespace, 1 ms added each way by a delaying relay.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDelayRelay, type DelayRelay } from '../../runtime/bench/rigs/delayRelay.ts';
-import { NatsRunner } from '../../runtime/distributed/natsRunner.ts';
+import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../../runtime/bench/rigs/netnsPair.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
@@ -55,7 +55,7 @@ function crossHostSuite(variant: 'netns' | 'loopback') {
   });
 
   it('serves through the delayed path with output identical to the in-process run', async () => {
-    expect(remote.service.runners.get('large')).toBeInstanceOf(NatsRunner);
+    expect(remote.service.threads.get('large')).toBeInstanceOf(RemoteEngine);
     const [want, got] = await Promise.all([local, remote].map((s) => Promise.all(WORKLOAD.map((w) => complete(s.server.url, w.model, w.prompt, w.seed, 48)))));
     for (let i = 0; i < WORKLOAD.length; i++) expect(got[i].status, got[i].error).toBe(200);
     expect(got).toEqual(want);

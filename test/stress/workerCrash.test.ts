@@ -1,4 +1,5 @@
 // A real ONNX worker killed mid-load (the bundled models; a simulated runner when they are absent): only its requests fail, it restarts, nothing leaks.
+import type { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,7 +33,7 @@ async function start(placement: 'in-process' | 'thread'): Promise<Target> {
       kind: `onnx-${config.scheduling.placement}`,
       service,
       url: server.url,
-      crash: () => (service.threads.get('large') ?? (service.runners.get('large') as WorkerRunner)).crashForTest('killed by the stress test'),
+      crash: () => ((service.threads.get('large') as ThreadEngine | undefined) ?? (service.runners.get('large') as WorkerRunner)).crashForTest('killed by the stress test'),
       close: async () => {
         await server.close();
         await service.close();

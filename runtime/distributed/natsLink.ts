@@ -1,0 +1,140 @@
+// One ordered, loss-free link between an entry and a remote engine over NATS: numbered frames, cumulative acks, resends.
+import v8 from 'node:v8';
+import { linkFrameSchema, type LinkFrame, type PortLike } from '../../shared/protocol/engineProtocol.ts';
+
+/**
+ * Structured clone, as a MessagePort carries messages: Infinity, typed arrays and undefined survive,
+ * which JSON would lose (a KV capacity of Infinity, a signal's Float32Array).
+ */
+export function encodeFrame(f: LinkFrame): Uint8Array {
+  return v8.serialize(f);
+}
+
+export function decodeFrame(bytes: Uint8Array): LinkFrame | null {
+  try {
+    const parsed = linkFrameSchema.safeParse(v8.deserialize(bytes));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface NatsLinkOptions {
+  /** This side's session id: a peer that sees a new one knows this side started over. */
+  session: string;
+  /** Sends one frame's bytes to the other side (a NATS publish). */
+  publish(bytes: Uint8Array): void;
+  /** Sent with every frame (the entry's inbox, so the engine knows where to answer). */
+  reply?: string;
+  /** An ack goes this long after new frames arrived, and at least every keepaliveMs (it doubles as a keepalive). */
+  ackMs?: number;
+  keepaliveMs?: number;
+  /** Frames unacked this long are sent again (a NATS restart loses what was in flight). */
+  resendMs?: number;
+}
+
+/**
+ * NATS core delivers in order but may lose what was in flight when a server restarts. So every
+ * message is numbered; the receiver takes only the next number (a gap means a loss: what follows
+ * is dropped and comes again) and acks cumulatively; the sender keeps messages until acked and
+ * sends the unacked again after `resendMs`, or at once when its connection is back.
+ */
+export class NatsLink implements PortLike {
+  private seq = 0;
+  private readonly unacked: { seq: number; bytes: Uint8Array; at: number }[] = [];
+  private expected = 1;
+  private peerSession: string | null = null;
+  private ackDue = false;
+  private readonly listeners: ((m: unknown) => void)[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private closed = false;
+  /** When the other side was last heard (any frame). */
+  lastHeard = performance.now();
+  readonly stats = { sent: 0, received: 0, resent: 0, dropped: 0 };
+
+  constructor(private readonly opts: NatsLinkOptions) {
+    const ackMs = opts.ackMs ?? 20;
+    const keepaliveMs = opts.keepaliveMs ?? 250;
+    const resendMs = opts.resendMs ?? 500;
+    let lastAck = 0;
+    this.timers.push(
+      setInterval(() => {
+        const now = performance.now();
+        if (this.ackDue || now - lastAck >= keepaliveMs) {
+          this.ackDue = false;
+          lastAck = now;
+          this.frame({ ack: this.expected - 1 });
+        }
+        if (this.unacked.length > 0 && now - this.unacked[0].at >= resendMs) this.resend();
+      }, ackMs),
+    );
+    for (const t of this.timers) t.unref();
+  }
+
+  postMessage(message: unknown): void {
+    if (this.closed) return;
+    const seq = ++this.seq;
+    const bytes = encodeFrame({ session: this.opts.session, reply: this.opts.reply, seq, message });
+    this.unacked.push({ seq, bytes, at: performance.now() });
+    this.stats.sent++;
+    this.send(bytes);
+  }
+
+  on(_event: 'message', listener: (message: unknown) => void): this {
+    this.listeners.push(listener);
+    return this;
+  }
+
+  /** Every unacked message again, in order (the connection is back: what was in flight may be lost). */
+  resend(): void {
+    const now = performance.now();
+    for (const u of this.unacked) {
+      u.at = now;
+      this.stats.resent++;
+      this.send(u.bytes);
+    }
+  }
+
+  /** A frame from the other side (the owner subscribes and routes frames here by session). */
+  receive(f: LinkFrame): void {
+    if (this.closed) return;
+    this.lastHeard = performance.now();
+    if (f.session !== this.peerSession) {
+      // the other side started over: its numbering too
+      this.peerSession = f.session;
+      this.expected = 1;
+    }
+    if (f.ack !== undefined) {
+      let n = 0;
+      while (n < this.unacked.length && this.unacked[n].seq <= f.ack) n++;
+      if (n > 0) this.unacked.splice(0, n);
+    }
+    if (f.seq === undefined) return;
+    this.ackDue = true;
+    if (f.seq !== this.expected) {
+      this.stats.dropped++;
+      return;
+    }
+    this.expected++;
+    this.stats.received++;
+    for (const l of this.listeners) l(f.message);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.unacked.length = 0;
+  }
+
+  private frame(f: Omit<LinkFrame, 'session'>): void {
+    this.send(encodeFrame({ session: this.opts.session, reply: this.opts.reply, ...f }));
+  }
+
+  private send(bytes: Uint8Array): void {
+    try {
+      this.opts.publish(bytes);
+    } catch {
+      // reconnecting or closing: the resend timer covers it
+    }
+  }
+}

@@ -1,0 +1,287 @@
+// A remote model as the entry drives it: one engine proxy over the model's replicas, each an engine server reached by its own NATS link.
+import crypto from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engine/engineProxy.ts';
+import type { EngineSettings, ToEngine } from '../engine/messages.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelInfo } from '../runner/modelRunner.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
+import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
+import { openNats, watchLink, type NatsAuthOptions } from './natsConnection.ts';
+import { decodeFrame, NatsLink } from './natsLink.ts';
+import { RemoteReplicas } from './remoteReplicas.ts';
+import { RemoteRunnerError } from './remoteRunnerError.ts';
+
+export interface RemoteEngineOptions extends NatsAuthOptions {
+  model: string;
+  subjectPrefix?: string;
+  /** A replica silent this long is declared dead: the requests it holds fail. */
+  heartbeatTimeoutMs?: number;
+  /** How long connect() waits for a first replica to announce itself. */
+  connectTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+/** One replica's engine as this entry links to it. */
+interface Replica {
+  subject: string;
+  name: string;
+  link: NatsLink;
+  lane: MirroredLane | null;
+  /** Requests placed here that have not ended: their KV is here, so their later handoffs come back here. */
+  homes: Set<string>;
+  placed: number;
+}
+
+export interface ReplicaView {
+  name: string;
+  subject: string;
+  /** Requests this entry has there now, and has placed there in all. */
+  requests: number;
+  placed: number;
+  draining: boolean;
+  kvCapacityTokens: number;
+  msSinceHeard: number;
+}
+
+const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs', 'aheadRows', 'newWork'] as const;
+
+/**
+ * The remote model's replicas behind one EngineProxy. A request is placed on a replica the first
+ * time it comes to this model (by load: requests held per KV token of capacity; never on one
+ * draining) and that replica stays its home, where its later handoffs go, until it ends. Controls
+ * go to every replica; the lane the entry reads is their sum. A replica lost fails only the
+ * requests homed there. Sync modes place every request on one replica: their barrier counts one
+ * engine per model.
+ */
+export class RemoteEngine extends EngineProxy {
+  private readonly session = crypto.randomBytes(6).toString('hex');
+  private readonly inbox: string;
+  private readonly records = new Map<string, Replica>();
+  private readonly homes = new Map<string, Replica>();
+  private settings: EngineSettings | null = null;
+  private readonly refs = new Map<string, AlgorithmRef>();
+  private wentDown = false;
+  readonly stats = { placed: 0, replicasLost: 0, reconnects: 0, resent: 0 };
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly replicas: RemoteReplicas,
+    info: ModelInfo,
+    private readonly opts: RemoteEngineOptions,
+  ) {
+    // every message is routed to replicas by send() below
+    super(opts.model, info, { postMessage: () => {} }, false);
+    this.inbox = `${modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model).entries}.${this.session}`;
+    nc.subscribe(this.inbox, {
+      callback: (err, msg) => {
+        const f = err ? null : decodeFrame(msg.data);
+        const r = f?.reply ? this.records.get(f.reply) : undefined;
+        if (!f || !r) return;
+        this.replicas.heard(r.subject);
+        r.link.receive(f);
+      },
+    });
+    watchLink(nc, {
+      down: () => replicas.linkDown(),
+      up: () => {
+        replicas.linkUp();
+        this.stats.reconnects++;
+        for (const r of this.records.values()) r.link.resend();
+      },
+    });
+  }
+
+  /** Connects to NATS, waits for a first replica to announce itself, then for the others (one heartbeat period). */
+  static async connect(opts: RemoteEngineOptions): Promise<RemoteEngine> {
+    const nc = await openNats({ ...opts, name: `tokenrouter-entry:${opts.model}` });
+    const log = opts.log ?? ((l: string) => console.error(`[tokenrouter] remote ${opts.model}: ${l}`));
+    let engine: RemoteEngine | null = null;
+    const subjects = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
+    const replicas = new RemoteReplicas(nc, subjects.heartbeat, opts.model, opts.heartbeatTimeoutMs ?? 1500, {
+      joined: (a) => engine?.join(a),
+      lost: (subject, reason) => engine?.lose(subject, reason),
+      log,
+    });
+    const timeout = opts.connectTimeoutMs ?? 30_000;
+    const deadline = performance.now() + timeout;
+    while (!replicas.info && performance.now() < deadline) await sleep(20);
+    if (!replicas.info) {
+      replicas.stop();
+      await nc.close();
+      throw new RemoteRunnerError('no_replicas', `no sub-server for model "${opts.model}" announced itself on ${opts.servers} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${opts.model} --nats ${opts.servers}`);
+    }
+    engine = new RemoteEngine(nc, replicas, replicas.info, { ...opts, log });
+    for (const a of replicas.live.values()) engine.join(a);
+    // the others announce themselves within one heartbeat period
+    const period = Math.max(...[...replicas.live.values()].map((a) => a.heartbeatMs));
+    await sleep(Math.min(1000, period * 1.5));
+    return engine;
+  }
+
+  /** KV tokens over the live replicas. */
+  get liveCapacityTokens(): number {
+    let sum = 0;
+    for (const a of this.replicas.live.values()) sum += a.kvCapacityTokens;
+    return sum;
+  }
+
+  /** No replica to place a request on: new requests are refused at once rather than left waiting. */
+  override get down(): boolean {
+    return super.down || this.placeable().length === 0;
+  }
+
+  replicaViews(): ReplicaView[] {
+    const now = performance.now();
+    return [...this.records.values()].map((r) => {
+      const a = this.replicas.live.get(r.subject);
+      return { name: r.name, subject: r.subject, requests: r.homes.size, placed: r.placed, draining: a?.draining ?? false, kvCapacityTokens: a?.kvCapacityTokens ?? 0, msSinceHeard: now - (a?.lastHeard ?? now) };
+    });
+  }
+
+  private join(a: ReplicaAnnouncement): void {
+    if (this.records.has(a.subject)) return;
+    const link = new NatsLink({ session: this.session, reply: this.inbox, publish: (b) => this.nc.publish(`${a.subject}.in`, b) });
+    const r: Replica = { subject: a.subject, name: a.replica, link, lane: null, homes: new Set(), placed: 0 };
+    link.on('message', (m) => {
+      const malformed = this.receive(m, r);
+      if (malformed) this.replicas.lose(r.subject, malformed.message);
+    });
+    this.records.set(a.subject, r);
+    // a replica that joins a running deployment begins with it
+    if (this.settings) this.beginOn(r, this.settings);
+    this.opts.log?.(`replica ${a.replica} joined (${this.records.size} live)`);
+  }
+
+  private lose(subject: string, reason: string): void {
+    const r = this.records.get(subject);
+    if (!r) return;
+    this.records.delete(subject);
+    r.link.close();
+    this.stats.replicasLost++;
+    this.stats.resent += r.link.stats.resent;
+    this.sumLanes();
+    const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');
+    if (r.homes.size > 0 || !reason.includes('shut down')) this.opts.log?.(`replica ${r.name} lost (${reason}); ${r.homes.size} requests held there fail`);
+    for (const id of r.homes) {
+      this.homes.delete(id);
+      this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error });
+    }
+    this.entry?.reported(0);
+  }
+
+  private placeable(): Replica[] {
+    return [...this.records.values()].filter((r) => this.replicas.live.get(r.subject)?.draining === false);
+  }
+
+  /** Fewest requests per KV token of capacity; sync modes keep to one replica. */
+  private place(): Replica | undefined {
+    const open = this.placeable();
+    if (this.settings && !this.settings.mode.startsWith('async')) return open.sort((a, b) => a.subject.localeCompare(b.subject))[0];
+    const load = (r: Replica) => (r.homes.size + 1) / Math.max(1, this.replicas.live.get(r.subject)!.kvCapacityTokens);
+    let best: Replica | undefined;
+    for (const r of open) if (!best || load(r) < load(best)) best = r;
+    return best;
+  }
+
+  private beginOn(r: Replica, settings: EngineSettings): void {
+    const capacity = this.replicas.live.get(r.subject)?.kvCapacityTokens ?? settings.kvCapacityTokens;
+    r.link.postMessage({ type: 'begin', settings: { ...settings, kvCapacityTokens: capacity }, peers: {} } satisfies ToEngine);
+    for (const ref of this.refs.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
+    if (this.wentDown) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
+  }
+
+  protected override send(m: ToEngine): void {
+    switch (m.type) {
+      case 'begin':
+        this.settings = m.settings;
+        this.homes.clear();
+        for (const r of this.records.values()) {
+          r.homes.clear();
+          r.lane = null;
+          this.beginOn(r, m.settings);
+        }
+        return;
+      case 'deploy':
+        this.refs.set(m.ref.key, m.ref);
+        return this.toAll(m);
+      case 'arrive':
+        return this.arriveOn(m);
+      case 'release': {
+        const r = this.homes.get(m.id);
+        if (!r) return;
+        this.homes.delete(m.id);
+        r.homes.delete(m.id);
+        return r.link.postMessage(m);
+      }
+      case 'down':
+        this.wentDown = m.down;
+        return this.toAll(m);
+      case 'threshold':
+      case 'gate':
+      case 'close':
+        return this.toAll(m);
+      default:
+      // 'peer', 'crash': threads only
+    }
+  }
+
+  private arriveOn(m: Extract<ToEngine, { type: 'arrive' }>): void {
+    const id = m.arrival.spec.id;
+    let r = this.homes.get(id);
+    if (!r) {
+      r = this.place();
+      if (!r) {
+        const error = new TokenRouterError('unavailable', `model ${this.name} has no live replica to take this request; retry shortly`, 'model');
+        return void queueMicrotask(() => this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error }));
+      }
+      this.homes.set(id, r);
+      r.homes.add(id);
+      r.placed++;
+      this.stats.placed++;
+    }
+    r.link.postMessage(m);
+  }
+
+  private toAll(m: ToEngine): void {
+    for (const r of this.records.values()) r.link.postMessage(m);
+  }
+
+  protected override mirror(lane: MirroredLane, from: unknown): void {
+    (from as Replica).lane = lane;
+    this.sumLanes();
+  }
+
+  private sumLanes(): void {
+    const sum: MirroredLane = { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
+    for (const r of this.records.values()) {
+      if (!r.lane) continue;
+      for (const k of LANE_SUMS) sum[k] += r.lane[k];
+      sum.executing ||= r.lane.executing;
+    }
+    this.lane = sum;
+  }
+
+  override async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    // the replicas forget this entry and free what it held; they outlive it
+    this.toAll({ type: 'close' });
+    await sleep(30);
+    for (const r of this.records.values()) {
+      this.stats.resent += r.link.stats.resent;
+      r.link.close();
+    }
+    this.replicas.stop();
+    await this.nc.close().catch(() => {});
+  }
+
+  /** Resends over all live links so far (a NATS restart makes the links send what was in flight again). */
+  get resent(): number {
+    let n = this.stats.resent;
+    for (const r of this.records.values()) n += r.link.stats.resent;
+    return n;
+  }
+}

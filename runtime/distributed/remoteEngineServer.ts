@@ -1,0 +1,202 @@
+// `tokenrouter subserver`'s core: one model's engine server on NATS - heartbeats with its load, one ordered link per entry, drain.
+import crypto from 'node:crypto';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import { serveEngine, type EngineServer } from '../engine/engineServer.ts';
+import type { ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
+import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
+import { decodeFrame, NatsLink } from './natsLink.ts';
+import { watchLink } from './natsConnection.ts';
+
+export const WIRE_PROTOCOL = 4;
+
+export interface RemoteEngineServerOptions {
+  /** Model name entries ask for (their config's model name). */
+  model: string;
+  /** Replica name, for logs and the entry's replica list; several processes may serve one model. */
+  replica: string;
+  subjectPrefix?: string;
+  /** Heartbeat period; entries declare a replica dead after their heartbeatTimeoutMs of silence. Default 250 ms. */
+  heartbeatMs?: number;
+  /** KV tokens this replica holds: its engine's pool, announced so entries can weigh placements. */
+  kvCapacityTokens: number;
+  /** An entry silent this long (its link's keepalives stopped) is forgotten and what it held freed. Default 15 s. */
+  entryTimeoutMs?: number;
+  log?: (line: string) => void;
+  /** The engine could not handle a message (a bug): default logs and forgets that entry; the CLI exits, as a crashed worker does. */
+  onError?: (e: Error) => void;
+}
+
+interface Session {
+  link: NatsLink;
+  serving: { readonly server: EngineServer | null };
+}
+
+/**
+ * Serves one model's engine to entries over NATS. An entry links to `${subject}.in` (frames carry
+ * its session and inbox); the engine server answers on the entry's inbox. One entry at a time: a
+ * new entry's `begin` takes the engine over, as a bench's next server does with a thread engine,
+ * and what the one before held is freed.
+ */
+export class RemoteEngineServer {
+  readonly incarnation = crypto.randomBytes(5).toString('hex');
+  readonly subject: string;
+  private readonly session = crypto.randomBytes(6).toString('hex');
+  private readonly heartbeatSubject: string;
+  private readonly sessions = new Map<string, Session>();
+  private readonly subs: Subscription[] = [];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private disconnected = false;
+  private draining = false;
+  private closed = false;
+  private readonly log: (line: string) => void;
+  private readonly heartbeatMs: number;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly runner: ModelRunner,
+    private readonly opts: RemoteEngineServerOptions,
+  ) {
+    const s = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
+    this.subject = s.replica(opts.replica, this.incarnation);
+    this.heartbeatSubject = s.heartbeat;
+    this.heartbeatMs = opts.heartbeatMs ?? 250;
+    this.log = opts.log ?? ((l) => console.error(`[subserver ${opts.model}/${opts.replica}] ${l}`));
+    this.subs.push(nc.subscribe(`${this.subject}.in`, { callback: (err, msg) => void (err || this.onFrame(msg.data)) }));
+    this.timers.push(setInterval(() => this.heartbeat(), this.heartbeatMs));
+    const entryTimeout = opts.entryTimeoutMs ?? 15_000;
+    this.timers.push(setInterval(() => this.expireEntries(entryTimeout), Math.max(100, entryTimeout / 3)));
+  }
+
+  /** Subscribes and announces itself; resolves once the NATS server has the subscription. */
+  static async start(nc: NatsConnection, runner: ModelRunner, opts: RemoteEngineServerOptions): Promise<RemoteEngineServer> {
+    const s = new RemoteEngineServer(nc, runner, opts);
+    watchLink(nc, { down: () => (s.disconnected = true), up: () => s.reconnected() });
+    await nc.flush();
+    s.heartbeat();
+    return s;
+  }
+
+  /** Requests held for all entries. */
+  get held(): number {
+    let n = 0;
+    for (const s of this.sessions.values()) n += s.serving.server?.held ?? 0;
+    return n;
+  }
+
+  private announcement(bye: boolean): ReplicaAnnouncement {
+    let kvBytes = 0;
+    for (const s of this.sessions.values()) kvBytes += s.serving.server?.engine.laneStats().kvBytes ?? 0;
+    return {
+      protocol: WIRE_PROTOCOL,
+      replica: this.opts.replica,
+      subject: this.subject,
+      info: this.runner.info,
+      kvCapacityTokens: this.opts.kvCapacityTokens,
+      heartbeatMs: this.heartbeatMs,
+      requests: this.held,
+      kvTokens: kvBytes / Math.max(1, this.runner.info.kvBytesPerToken),
+      draining: this.draining,
+      bye,
+    };
+  }
+
+  private heartbeat(bye = false): void {
+    if (this.nc.isClosed()) return;
+    try {
+      this.nc.publish(this.heartbeatSubject, JSON.stringify(this.announcement(bye)));
+    } catch {
+      // reconnecting (the client buffers) or closing
+    }
+  }
+
+  private onFrame(bytes: Uint8Array): void {
+    if (this.closed) return;
+    const f = decodeFrame(bytes);
+    if (!f) return this.log('dropped a malformed frame');
+    let s = this.sessions.get(f.session);
+    if (!s) {
+      // only an entry's first message opens a session: a stray ack or a late frame of a forgotten entry does not
+      if (f.seq !== 1 || !f.reply) return;
+      s = this.open(f.session, f.reply);
+    }
+    s.link.receive(f);
+  }
+
+  private open(entry: string, reply: string): Session {
+    const link = new NatsLink({ session: this.session, reply: this.subject, publish: (b) => this.nc.publish(reply, b) });
+    const session: Session = {
+      link,
+      serving: serveEngine(link, this.runner, {
+        // the entry is done with this engine: free what it held (a takeover by a later entry would too)
+        onClose: async () => this.forget(entry, 'it closed'),
+        onError: (e) => (this.opts.onError ? this.opts.onError(e) : (this.log(`entry ${entry}: ${e.message}`), this.forget(entry, 'its engine failed'))),
+        // one entry at a time: a new deployment takes the model over from the ones before
+        onBegin: () => {
+          for (const other of [...this.sessions.keys()]) if (other !== entry) this.forget(other, 'another entry took the model over');
+        },
+      }),
+    };
+    this.sessions.set(entry, session);
+    return session;
+  }
+
+  private forget(entry: string, why: string): void {
+    const s = this.sessions.get(entry);
+    if (!s) return;
+    this.sessions.delete(entry);
+    const server = s.serving.server;
+    if (server && server.held > 0) this.log(`freeing ${server.held} requests of entry ${entry}: ${why}`);
+    server?.engine.failAll(new Error(why));
+    server?.dispose();
+    s.link.close();
+  }
+
+  private expireEntries(timeoutMs: number): void {
+    // cut off ourselves, we hear no keepalive: that says nothing about the entries
+    if (this.disconnected) return;
+    const now = performance.now();
+    for (const [entry, s] of [...this.sessions]) if (now - s.link.lastHeard > timeoutMs) this.forget(entry, `no keepalive for ${Math.round(now - s.link.lastHeard)} ms`);
+  }
+
+  /** Back on NATS: keepalives missed meanwhile are not held against the entries; what was in flight goes again. */
+  private reconnected(): void {
+    this.disconnected = false;
+    const now = performance.now();
+    for (const s of this.sessions.values()) {
+      s.link.lastHeard = now;
+      s.link.resend();
+    }
+    this.heartbeat();
+  }
+
+  /**
+   * Graceful leave: announces itself draining, so entries place no new request here, and goes on
+   * serving the requests it holds until they have all ended or `timeoutMs` passed. Then it closes.
+   * Resolves with the requests still held at the end.
+   */
+  async drain(timeoutMs: number): Promise<number> {
+    if (this.closed) return this.held;
+    if (!this.draining) {
+      this.draining = true;
+      this.heartbeat();
+      this.log(`draining: ${this.held} requests to finish (up to ${timeoutMs} ms)`);
+    }
+    const deadline = performance.now() + timeoutMs;
+    while (this.held > 0 && performance.now() < deadline && !this.closed) await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - performance.now()))));
+    const left = this.held;
+    await this.close();
+    return left;
+  }
+
+  /** Stops taking work, tells entries this replica is leaving (so they react at once), unsubscribes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.heartbeat(true);
+    for (const entry of [...this.sessions.keys()]) this.forget(entry, 'this replica is shutting down');
+    for (const s of this.subs) s.unsubscribe();
+    if (!this.nc.isClosed()) await this.nc.flush().catch(() => {});
+  }
+}

@@ -1,0 +1,85 @@
+// The bundled ONNX models with the large model remote: its engine server behind a real nats-server commits what the sequential oracle commits.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { builtinFactory } from '../../examples/algorithms/index.ts';
+import { createRealClock } from '../../runtime/clock/clock.ts';
+import { Cluster } from '../../runtime/engine/cluster.ts';
+import { openNats } from '../../runtime/distributed/natsConnection.ts';
+import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
+import { RemoteEngineServer } from '../../runtime/distributed/remoteEngineServer.ts';
+import { natsServerBinary, startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
+import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
+import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
+import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
+import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
+import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
+
+const PROMPTS = 12;
+const MAX_TOKENS = 48;
+
+describe.skipIf(natsServerBinary() === null)('large model remote: engine server over a real nats-server', () => {
+  const runners: Record<string, OnnxRunner> = {};
+  let prompts: number[][];
+  let nats: NatsServerProcess;
+  let nc: NatsConnection;
+  let server: RemoteEngineServer;
+  let remoteRunner: OnnxRunner;
+
+  beforeAll(async () => {
+    for (const n of ['small', 'large']) runners[n] = await OnnxRunner.load(modelDir(n));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
+    prompts = heldoutQuestions(PROMPTS).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+    nats = await startNatsServer();
+    nc = await openNats({ servers: nats.url, name: 'test-remote-large' });
+    // its own runner: the oracle's must not share caches with the engine under test
+    remoteRunner = await OnnxRunner.load(modelDir('large'));
+    server = await RemoteEngineServer.start(nc, remoteRunner, { model: 'large', replica: 'large-a', kvCapacityTokens: 1e6, heartbeatMs: 50, log: () => {} });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.close();
+    await nc?.close();
+    await nats?.stop();
+    for (const r of [...Object.values(runners), remoteRunner]) await r?.close();
+  });
+
+  it.each(['r-stitch', 'r2r'])('%s commits what the sequential oracle commits, token for token and model for model', async (name) => {
+    const algorithm = builtinFactory(name)();
+    expect(algorithm.models).toEqual(['small', 'large']);
+    const large = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, log: () => {} });
+    try {
+      const cluster = new Cluster({
+        clock: createRealClock(),
+        mode: 'async-delayed',
+        retainState: true,
+        maxConcurrency: 8,
+        checkInvariants: true,
+        models: [
+          { name: 'small', runner: runners.small },
+          { name: 'large', thread: large },
+        ],
+      });
+      const sampling = (i: number) => ({ temperature: 0.7, seed: 4000 + i });
+      const algorithmRef = { key: `${name}@1`, source: { kind: 'builtin' as const, factory: name } };
+      const served = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `r-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, algorithmRef, sampling: sampling(i) }).done));
+      let handoffs = 0;
+      let byLarge = 0;
+      for (const [i, prompt] of prompts.entries()) {
+        const oracle = await runOracle(algorithm, runners, { id: `r-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
+        expect(served[i].status, served[i].error?.message).toBe('done');
+        expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
+        expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
+        expect(served[i].handoffs).toBe(oracle.handoffs);
+        handoffs += oracle.handoffs;
+        byLarge += served[i].producedBy.filter((m) => m === 'large').length;
+      }
+      // the comparison means something only if requests crossed to the remote engine and back
+      expect(handoffs).toBeGreaterThan(PROMPTS);
+      expect(byLarge).toBeGreaterThan(0);
+      expect(large.replicaViews()[0].placed).toBeGreaterThan(0);
+      await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual([0, 0]);
+      await expect.poll(() => server.held, { timeout: 2000 }).toBe(0);
+    } finally {
+      await large.close();
+    }
+  }, 90_000);
+});

@@ -1,0 +1,112 @@
+// The remote engine's parts on their own: the ordered link under loss, connect errors, placement by capacity, an entry's state freed when it leaves.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRealClock } from '../../runtime/clock/clock.ts';
+import { Cluster } from '../../runtime/engine/cluster.ts';
+import { decodeFrame, NatsLink } from '../../runtime/distributed/natsLink.ts';
+import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
+import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
+import { HAVE_NATS, sleep, startReplica, until, type TestReplica } from './helpers.ts';
+
+describe('NatsLink', () => {
+  /** Two links wired back to back through `wire`, which may drop frames. */
+  function pair(wire: (bytes: Uint8Array, deliver: () => void) => void) {
+    let a!: NatsLink;
+    let b!: NatsLink;
+    a = new NatsLink({ session: 'a', resendMs: 30, ackMs: 5, publish: (bytes) => wire(bytes, () => b.receive(decodeFrame(bytes)!)) });
+    b = new NatsLink({ session: 'b', resendMs: 30, ackMs: 5, publish: (bytes) => wire(bytes, () => a.receive(decodeFrame(bytes)!)) });
+    return { a, b };
+  }
+
+  it('delivers every message once and in order when frames are lost, by resending what was not acked', async () => {
+    let n = 0;
+    // an outage: frames 60 to 120 either way vanish, acks included, and then every 13th
+    const { a, b } = pair((_bytes, deliver) => {
+      n++;
+      if ((n < 60 || n > 120) && n % 13 !== 0) setImmediate(deliver);
+    });
+    const got: unknown[] = [];
+    b.on('message', (m) => got.push(m));
+    for (let i = 0; i < 200; i++) a.postMessage({ i, big: Infinity });
+    await until(() => got.length >= 200, 5000, 'all messages');
+    await sleep(100);
+    expect(got).toEqual(Array.from({ length: 200 }, (_, i) => ({ i, big: Infinity })));
+    expect(a.stats.resent).toBeGreaterThan(0);
+    expect(b.stats.dropped).toBeGreaterThan(0);
+    a.close();
+    b.close();
+  });
+
+  it('a peer that starts a new session is numbered afresh', () => {
+    const got: unknown[] = [];
+    const b = new NatsLink({ session: 'b', publish: () => {} });
+    b.on('message', (m) => got.push(m));
+    b.receive({ session: 'x', seq: 1, message: 'one' });
+    b.receive({ session: 'x', seq: 2, message: 'two' });
+    b.receive({ session: 'y', seq: 1, message: 'again' });
+    b.receive({ session: 'y', seq: 1, message: 'duplicate' });
+    expect(got).toEqual(['one', 'two', 'again']);
+    b.close();
+  });
+});
+
+/** The large model alone, by reference: the remote engine builds it from data. */
+const REF = { key: 'large@1', source: { kind: 'single' as const, model: 'large' } };
+const ALG = buildAlgorithm(REF.source);
+const LATENCY = { baseMs: 2, perRowMs: 0, perTokenMs: 0 };
+
+describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
+  let nats: NatsServerProcess;
+  const replicas: TestReplica[] = [];
+  beforeAll(async () => {
+    nats = await startNatsServer();
+  }, 30_000);
+  afterAll(async () => {
+    for (const r of replicas) await r.close().catch(() => {});
+    await nats?.stop();
+  });
+
+  it('connect() names the missing sub-server when none announces itself', async () => {
+    await expect(RemoteEngine.connect({ model: 'nobody', servers: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(/no sub-server for model "nobody".*tokenrouter subserver --model nobody/);
+  });
+
+  it('places new requests by capacity (three times the KV, three times the requests), and a replica frees what an entry held when it closes', async () => {
+    const big = await startReplica(nats.url, 'large', 'big', { kvCapacityTokens: 30_000, latency: LATENCY });
+    const small = await startReplica(nats.url, 'large', 'small', { kvCapacityTokens: 10_000, latency: LATENCY });
+    replicas.push(big, small);
+    const engine = await RemoteEngine.connect({ model: 'large', servers: nats.url, log: () => {} });
+    await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
+    const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', models: [{ name: 'large', thread: engine }] });
+    const handles = Array.from({ length: 40 }, (_, i) => cluster.submit({ id: `p-${i}`, prompt: [1, 5, 6], maxTokens: 400, algorithm: ALG, algorithmRef: REF }));
+    await until(() => big.server.held + small.server.held === 40, 5000, 'all placed');
+    expect(big.server.held).toBe(30);
+    expect(small.server.held).toBe(10);
+    const views = Object.fromEntries(engine.replicaViews().map((v) => [v.name, v.requests]));
+    expect(views).toEqual({ big: 30, small: 10 });
+    // the entry leaves mid-generation: the replicas free everything it held
+    await engine.close();
+    await until(() => big.server.held + small.server.held === 0, 3000, 'state freed');
+    for (const h of handles) h.cancel();
+  }, 30_000);
+
+  it('a replica that crashes holding requests fails exactly those; the other replica\'s finish', async () => {
+    for (const r of replicas.splice(0)) await r.close();
+    const a = await startReplica(nats.url, 'large', 'a', { latency: LATENCY });
+    const b = await startReplica(nats.url, 'large', 'b', { latency: LATENCY });
+    replicas.push(a, b);
+    const engine = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 300, log: () => {} });
+    await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
+    const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', models: [{ name: 'large', thread: engine }] });
+    const handles = Array.from({ length: 8 }, (_, i) => cluster.submit({ id: `c-${i}`, prompt: [1, 5, 6], maxTokens: 150, algorithm: ALG, algorithmRef: REF }));
+    await until(() => a.server.held === 4 && b.server.held === 4, 5000, 'spread over both');
+    await a.crash();
+    const results = await Promise.all(handles.map((h) => h.done));
+    const failed = results.filter((r) => r.status === 'failed');
+    expect(failed).toHaveLength(4);
+    for (const f of failed) expect(f.error?.message).toMatch(/replica a of model large is gone \(no heartbeat/);
+    expect(results.filter((r) => r.status === 'done').every((r) => r.tokens.length === 150)).toBe(true);
+    expect(engine.replicaViews().map((v) => v.name)).toEqual(['b']);
+    expect(engine.down).toBe(false);
+    await engine.close();
+  }, 30_000);
+});
