@@ -1,7 +1,10 @@
-// thresholds: "auto": re-estimates routing from live traffic, re-solves the throughput model, applies with hysteresis.
+// thresholds: "auto": re-estimates routing (and, under an SLO, the arrival rate) from live traffic, re-solves, applies with hysteresis.
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { Cluster } from '../engine/cluster.ts';
+import type { LatencySlo } from '../throughput/index.ts';
 import { RoutingEstimator, type RoutingEstimate } from './routingEstimator.ts';
+import type { OpenLoopTarget } from './sloOptimiser.ts';
+import { TrafficEstimator, type TrafficEstimate } from './trafficEstimator.ts';
 
 /**
  * Thresholds change only when the model predicts more than this gain over those in force: below it
@@ -20,6 +23,8 @@ export interface OptimiserInput {
   maxBatch: number[];
   /** Thresholds held fixed, by index into the models above. */
   fixed?: Record<number, number>;
+  /** Under an SLO: the offered load and bounds; the answer then also picks the deadline. */
+  open?: OpenLoopTarget;
 }
 
 /**
@@ -58,8 +63,12 @@ export function optimiserInputFor(
 
 export interface OptimiserAnswer {
   best: number[];
+  /** Under an SLO: predicted goodput (req/s); else committed tokens/s. */
   predictedBest: number;
   predictedCurrent: number;
+  /** Under an SLO: the deadline chosen with the thresholds, and whether any setting meets the SLO. */
+  maxWaitMs?: number;
+  meetsSlo?: boolean;
 }
 
 /** Picks thresholds for an estimate; may answer later (a worker thread) so that solving stays off the hot path. */
@@ -79,6 +88,15 @@ export interface AutoThresholdOptions {
   fixed?: Readonly<Record<string, number>>;
   /** Skip a re-solve while no routing probability moved by more than this since the last one (default 0.02). */
   minChange?: number;
+  /**
+   * scheduling.slo: choose thresholds and the deadline for goodput at the measured arrival rate,
+   * subject to these p99 bounds (the latency model), instead of closed-loop throughput.
+   */
+  slo?: LatencySlo;
+  /** Deadlines the SLO optimiser may choose from, ms (default DEFAULT_MAX_WAIT_CHOICES). */
+  maxWaitChoices?: number[];
+  /** Re-solve when the arrival rate moved by more than this fraction (default 0.1). */
+  minRateChange?: number;
 }
 
 export interface ThresholdChange {
@@ -87,16 +105,21 @@ export interface ThresholdChange {
   to: number[];
   predictedGain: number;
   estimate: RoutingEstimate;
+  /** Under an SLO: the deadline before and after, the load it was chosen for, and whether the SLO can be met. */
+  maxWaitMs?: { from: number; to: number };
+  traffic?: TrafficEstimate;
+  meetsSlo?: boolean;
 }
 
 export class AutoThresholds {
   readonly estimator: RoutingEstimator;
+  readonly traffic: TrafficEstimator;
   readonly changes: ThresholdChange[] = [];
   /** Ticks that solved (for tests and the status endpoint). */
   solves = 0;
   private timer: unknown;
   private solving = false;
-  private lastSolved: { P: number[][]; N: number } | null = null;
+  private lastSolved: { P: number[][]; N: number; rateRps: number } | null = null;
   private stopped = false;
 
   constructor(
@@ -109,10 +132,14 @@ export class AutoThresholds {
       opts.windowMs,
       Math.min(cap, Math.max(...cluster.engines.map((l) => l.maxBatch))),
     );
+    this.traffic = new TrafficEstimator(opts.windowMs);
   }
 
   /** Feed every trace event here (subscribe it to the cluster's trace sink). */
-  readonly onEvent = (e: TraceEvent): void => this.estimator.onEvent(e);
+  readonly onEvent = (e: TraceEvent): void => {
+    this.estimator.onEvent(e);
+    if (this.opts.slo) this.traffic.onEvent(e);
+  };
 
   start(): void {
     const clock = this.cluster.clock;
@@ -133,37 +160,54 @@ export class AutoThresholds {
     const clock = this.cluster.clock;
     const now = clock.now();
     this.estimator.sampleActive(now, this.cluster.activeCount);
+    this.traffic.sampleQueue(now, this.cluster.queuedCount);
     if (this.solving) return;
     const est = this.estimator.estimate(now);
     if (!est) return;
+    const slo = this.opts.slo;
+    const traffic = slo ? this.traffic.estimate(now) : null;
+    if (slo && !traffic) return;
     const limit = Number.isFinite(this.cluster.maxConcurrency) ? this.cluster.maxConcurrency : 64;
-    const N = Math.max(1, Math.min(limit, Math.round(est.meanActive)));
+    // Closed loop: the N in flight; open loop: the cap on admission, with arrivals at the measured rate.
+    const N = slo ? limit : Math.max(1, Math.min(limit, Math.round(est.meanActive)));
     const { input, used } = optimiserInputFor(est, this.cluster.engines, N, this.estimator.maxBatch, this.opts.fixed);
+    const rateRps = traffic?.arrivalRps ?? 0;
+    if (traffic && slo) input.open = { rateRps, outputTokens: traffic.meanOutputTokens, slo, maxWaitMs: this.cluster.maxWaitMs, maxWaitChoices: this.opts.maxWaitChoices };
     const lanes = used.map((i) => this.cluster.engines[i]);
-    // Steady traffic gives the same answer again: re-solve only when the routing or N moved.
+    // Steady traffic gives the same answer again: re-solve only when the routing, N or the arrival rate moved.
     const last = this.lastSolved;
     const minChange = this.opts.minChange ?? 0.02;
-    if (last && last.N === N && last.P.length === est.P.length && last.P.every((row, i) => row.every((x, j) => Math.abs(x - est.P[i][j]) <= minChange))) return;
-    this.lastSolved = { P: est.P, N };
+    const rateSteady = !slo || (last !== null && Math.abs(rateRps - last.rateRps) <= (this.opts.minRateChange ?? 0.1) * last.rateRps);
+    if (last && rateSteady && last.N === N && last.P.length === est.P.length && last.P.every((row, i) => row.every((x, j) => Math.abs(x - est.P[i][j]) <= minChange))) return;
+    this.lastSolved = { P: est.P, N, rateRps };
     const answer = this.opts.optimise(input, lanes.map((l, k) => Math.min(l.threshold, input.maxBatch[k])));
-    const apply = (a: OptimiserAnswer) => {
-      this.solves++;
-      const gain = a.predictedCurrent > 0 ? a.predictedBest / a.predictedCurrent - 1 : Infinity;
-      const now2 = clock.now();
-      const live = this.cluster.engines.map((l) => l.threshold);
-      const next = live.slice();
-      used.forEach((i, k) => (next[i] = a.best[k]));
-      if (gain <= this.opts.hysteresis || next.every((t, i) => t === live[i])) return;
-      try {
-        this.cluster.setThresholds(Object.fromEntries(this.cluster.engines.map((l, i) => [l.name, next[i]])));
-        this.changes.push({ t: now2, from: live, to: next, predictedGain: gain, estimate: est });
-      } catch {
-        // Infeasible for the configured N (traffic shrank the estimate): keep what is in force.
-      }
-    };
+    const apply = (a: OptimiserAnswer) => this.apply(a, used, est, traffic);
     if (answer instanceof Promise) {
       this.solving = true;
       answer.then(apply, () => {}).finally(() => (this.solving = false));
     } else apply(answer);
+  }
+
+  private apply(a: OptimiserAnswer, used: number[], est: RoutingEstimate, traffic: TrafficEstimate | null): void {
+    this.solves++;
+    const c = this.cluster;
+    const gain = a.predictedCurrent > 0 ? a.predictedBest / a.predictedCurrent - 1 : Infinity;
+    const live = c.engines.map((l) => l.threshold);
+    const next = live.slice();
+    used.forEach((i, k) => (next[i] = a.best[k]));
+    // An engine in its own thread took the deadline at start; only in-process engines read it live.
+    const wait = a.maxWaitMs !== undefined && c.threads.length === 0 ? a.maxWaitMs : c.maxWaitMs;
+    if (gain <= this.opts.hysteresis || (next.every((t, i) => t === live[i]) && wait === c.maxWaitMs)) return;
+    const waitBefore = c.maxWaitMs;
+    try {
+      c.maxWaitMs = wait;
+      // Emits the config trace event the timeline marks the change with (thresholds and deadline).
+      c.setThresholds(Object.fromEntries(c.engines.map((l, i) => [l.name, next[i]])));
+      const sloPart = a.maxWaitMs === undefined ? {} : { maxWaitMs: { from: waitBefore, to: wait }, traffic: traffic ?? undefined, meetsSlo: a.meetsSlo };
+      this.changes.push({ t: c.clock.now(), from: live, to: next, predictedGain: gain, estimate: est, ...sloPart });
+    } catch {
+      // Infeasible for the configured N (traffic shrank the estimate): keep what is in force.
+      c.maxWaitMs = waitBefore;
+    }
   }
 }

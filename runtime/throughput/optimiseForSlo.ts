@@ -36,13 +36,13 @@ export interface SloOptimiseOptions extends LatencyOptions {
 }
 
 /** The p99 bounds the SLO names: the optimiser's constraint (goodput itself counts per request). */
-function meets(c: { p99TpotMs: number; p99TtftMs: number }, slo: LatencySlo): boolean {
+export function meetsP99Slo(c: { p99TpotMs: number; p99TtftMs: number }, slo: LatencySlo): boolean {
   return !(slo.tpotMs !== undefined && c.p99TpotMs > slo.tpotMs) && !(slo.ttftMs !== undefined && c.p99TtftMs > slo.ttftMs);
 }
 
 /** Chooses among candidates already priced (the optimiser's table, or a measured sweep). */
 export function chooseForSlo<T extends { goodputReqS: number; p99TpotMs: number; p99TtftMs: number }>(rows: readonly T[], slo: LatencySlo): { best: T; meetsSlo: boolean } {
-  const ok = rows.filter((r) => meets(r, slo));
+  const ok = rows.filter((r) => meetsP99Slo(r, slo));
   const pool = ok.length > 0 ? ok : rows;
   const top = Math.max(...pool.map((r) => r.goodputReqS));
   const near = pool.filter((r) => r.goodputReqS >= top * (1 - GOODPUT_TIE));
@@ -58,7 +58,7 @@ export function optimiseForSlo(input: Omit<LatencyInput, 'thresholds' | 'maxWait
     for (const maxWaitMs of thresholds.every((t) => t === 1) ? [waits[0]] : waits) {
       const p = predictLatency({ ...input, thresholds, maxWaitMs }, load, slo, opts);
       const row = { thresholds, maxWaitMs, goodputReqS: p.goodputReqS, throughputTokS: p.throughputTokS, p99TpotMs: p.p99TpotMs, p99TtftMs: p.p99TtftMs, meanQueueMs: p.meanQueueMs };
-      table.push({ ...row, meetsSlo: meets(row, slo) });
+      table.push({ ...row, meetsSlo: meetsP99Slo(row, slo) });
     }
   }
   table.sort((a, b) => b.goodputReqS - a.goodputReqS);
