@@ -154,7 +154,9 @@ export class TokenRouterService {
     if (!this.borrowedThreads) for (const [name, t] of threads) if (!(t instanceof RemoteEngine)) this.watch(name, t);
     if (config.scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
-      this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: THRESHOLD_HYSTERESIS });
+      const { tpotMs, ttftMs } = config.scheduling.slo ?? {};
+      const slo = tpotMs === undefined && ttftMs === undefined ? undefined : { tpotMs, ttftMs };
+      this.auto = new AutoThresholds(this.cluster, { optimise: this.optimiser.optimise, everyMs: 5000, windowMs: 30_000, hysteresis: THRESHOLD_HYSTERESIS, slo });
       this.trace.subscribe(this.auto.onEvent);
       this.auto.start();
     }
