@@ -53,6 +53,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   readonly policy: LaunchPolicy;
   /** Every model's engine as the entry drives it, in model order. */
   readonly engines: EngineClient[];
+  /** Handoffs to an engine that died, until its replacement joins. */
+  private readonly held = new Map<string, Arrival[]>();
   /** The engines that run on this thread. */
   readonly lanes: Engine[];
   /** The engines in their own threads. */
@@ -239,12 +241,14 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       e.down = true;
       failed = e.failAll(error);
     } else {
-      // What the thread held is not visible from here: every request that runs on the model fails.
+      // Only the requests decoding there fail; the others lost a cache there at most, and re-send
+      // that engine their whole sequence when they next go there (it re-prefills).
       for (const req of [...this.active.values()]) {
-        if (!req.spec.models.includes(name)) continue;
+        if (req.holder !== name) continue;
         this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${name} failed: ${error.message}`, 'model'));
         failed++;
       }
+      for (const other of this.engines) if (other !== e) other.peerLost(name);
     }
     this.flush();
     return failed;
@@ -271,6 +275,11 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.byName.set(name, fresh);
     this.watchThread(fresh);
     rejoinThread(fresh, this.settingsFor(i, old), this.threads, this);
+    // the fresh engine builds the algorithms of the requests still going, then takes the handoffs held for it
+    for (const req of this.active.values()) if (req.spec.ref && req.spec.models.includes(name)) fresh.deploy(req.spec.ref);
+    const held = this.held.get(name) ?? [];
+    this.held.delete(name);
+    for (const a of held) if (this.active.get(a.spec.id)?.spec === a.spec) fresh.arrive(a);
     this.flush();
   }
 
@@ -359,7 +368,29 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   }
 
   deliver(name: string, a: Arrival): void {
-    this.byName.get(name)!.arrive(a);
+    const e = this.byName.get(name)!;
+    const req = this.active.get(a.spec.id);
+    if (e instanceof EngineProxy && e.failed && req?.spec === a.spec) {
+      // its engine died: the handoff waits here for the fresh one
+      const list = this.held.get(name) ?? [];
+      list.push(a);
+      this.held.set(name, list);
+    }
+    if (req?.spec === a.spec) this.moved(a.spec.id, name, a.counters.handoffs);
+    if (!(e instanceof EngineProxy && e.failed)) e.arrive(a);
+  }
+
+  /** Where a request decodes now: its handoffs are counted, so a report that comes late changes nothing. */
+  moved(requestId: string, to: string, hops: number): void {
+    const req = this.active.get(requestId);
+    if (!req || req.finished || hops <= req.hops) return;
+    req.holder = to;
+    req.hops = hops;
+    // sent straight to an engine that had died (before its peer heard): lost with it
+    const e = this.byName.get(to);
+    if (e instanceof EngineProxy && e.failed && !this.held.get(to)?.some((a) => a.spec.id === requestId)) {
+      this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${to} failed before this request reached it`, 'model'));
+    }
   }
 
   // --- ThreadEntry: what engine threads report ---

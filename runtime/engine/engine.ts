@@ -261,7 +261,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       }
       this.move(local, { type: 'REQUEUE' });
     } else {
-      if (!a.context && handoff.anchor !== 0) throw new Error(`${spec.id} arrived at ${this.name} at anchor ${handoff.anchor} without the context before it`);
+      // Only after this engine restarted: the sender still counted on the KV that died with it.
+      if (!a.context && handoff.anchor !== 0) return this.host.link.finish({ requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
@@ -288,6 +289,17 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     if (!local.ended) this.move(local, endEvent(status));
     this.forget(local);
     return counters;
+  }
+
+  /**
+   * The engine of model `name` restarted with nothing: the requests decoding here forget what it had
+   * seen, so their next handoff there carries the whole sequence and it re-prefills (recompute).
+   */
+  peerLost(name: string): void {
+    for (const local of this.locals.values()) {
+      const m = local.spec.models.indexOf(name) + 1;
+      if (m > 0 && local.owned) local.known[m] = 0;
+    }
   }
 
   /** Fails every request that holds state here (the runner died with their caches). */

@@ -13,6 +13,8 @@ import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
 export interface ProxyEntry {
   commit(c: Commit): void;
   finish(f: Finish): void;
+  /** The engine handed a request to model `to` (its `hops`-th handoff). */
+  moved(requestId: string, to: string, hops: number): void;
   /** A handoff from the engine to an engine it has no link to (one at the entry, or a remote one): the entry passes it on. */
   deliverWire(to: string, arrivals: readonly WireArrival[]): void;
   traced(events: readonly TraceEvent[]): void;
@@ -105,6 +107,11 @@ export class EngineProxy implements EngineClient {
     this.send({ type: 'threshold', threshold: t });
   }
 
+  /** The engine died (its link is gone for good). */
+  get failed(): boolean {
+    return this.dead !== null;
+  }
+
   /** Taken down by the operator, or the engine died (until a fresh one takes its place). */
   get down(): boolean {
     return this.takenDown || this.dead !== null;
@@ -117,6 +124,11 @@ export class EngineProxy implements EngineClient {
 
   gate(): void {
     this.send({ type: 'gate' });
+  }
+
+  /** The engine of model `name` restarted empty. */
+  peerLost(name: string): void {
+    this.send({ type: 'peer-lost', model: name });
   }
 
   laneStats(): LaneStats {
@@ -154,6 +166,7 @@ export class EngineProxy implements EngineClient {
     if (m.trace.length > 0) entry.traced(m.trace);
     for (const e of m.events) {
       if (e.type === 'commit') entry.commit(e);
+      else if (e.type === 'moved') entry.moved(e.requestId, e.to, e.hops);
       else entry.finish({ ...e, error: e.error && fromWireError(e.error) });
     }
     entry.reported(m.returned);

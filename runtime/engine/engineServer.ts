@@ -90,6 +90,7 @@ export class EngineServer implements EngineHost, EngineLink {
 
   /** Handoffs leave when the wave ends, one message per peer: the peer admits them together and batches them. */
   deliver(name: string, a: Arrival): void {
+    this.events.push({ type: 'moved', requestId: a.spec.id, to: name, hops: a.counters.handoffs });
     const list = this.outbox.get(name);
     if (list) list.push(toWireArrival(a));
     else this.outbox.set(name, [toWireArrival(a)]);
@@ -106,6 +107,13 @@ export class EngineServer implements EngineHost, EngineLink {
   }
 
   // --- messages in ---
+
+  /** The peer died: its port is dead, so handoffs there go by the entry, which holds them until it is back. */
+  peerLost(name: string): void {
+    this.peers.get(name)?.close();
+    this.peers.delete(name);
+    this.engine.peerLost(name);
+  }
 
   addPeer(name: string, port: PortLike): void {
     this.peers.get(name)?.close();
@@ -236,6 +244,8 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
       case 'down':
         server.engine.down = m.down;
         return;
+      case 'peer-lost':
+        return server.peerLost(m.model);
     }
   };
   port.on('message', (raw: unknown): void => {

@@ -71,6 +71,8 @@ export interface EngineClient {
   setThreshold(t: number): void;
   /** A sync barrier granted this engine a launch. */
   gate(): void;
+  /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */
+  peerLost(name: string): void;
   laneStats(): LaneStats;
 }
 

@@ -64,6 +64,9 @@ export class RequestState {
   readonly early = new Map<number, Commit>();
   /** A finish that arrived before the commits it follows. */
   lateFinish: Finish | null = null;
+  /** The model whose engine decodes it, as far as the entry has heard, and after how many handoffs. */
+  holder = '';
+  hops = -1;
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
 

@@ -83,6 +83,8 @@ export const wireEventSchema = z.discriminatedUnion('type', [
     counters: countersSchema.optional(),
     committed: int.optional(),
   }),
+  /** The request left for model `to` (its `hops`-th handoff): the entry knows which engine holds it without asking. */
+  z.object({ type: z.literal('moved'), requestId: z.string(), to: z.string(), hops: int }),
 ]);
 
 export const laneReportSchema = z.object({
@@ -129,6 +131,8 @@ export const engineSettingsSchema = z.object({
   retainState: z.boolean(),
   maxWaitMs: amount,
   lookahead: int,
+  /** Prefix caching in the engine (EngineOptions.prefixCache). */
+  prefixCache: z.boolean(),
   origin: z.number(),
   trace: z.boolean(),
   checkInvariants: z.boolean(),
@@ -154,6 +158,8 @@ export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('threshold'), threshold: int }),
   z.object({ type: z.literal('gate') }),
   z.object({ type: z.literal('down'), down: z.boolean() }),
+  /** The engine of model `model` restarted empty: handoffs there carry the whole sequence again. */
+  z.object({ type: z.literal('peer-lost'), model: z.string() }),
   z.object({ type: z.literal('close') }),
   /** Test hook: the thread dies with an uncaught error, as a native crash would kill it. */
   z.object({ type: z.literal('crash'), message: z.string() }),
