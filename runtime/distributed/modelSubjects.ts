@@ -1,14 +1,11 @@
-// NATS subject names for one model: admission (queue group), one subject per replica instance, heartbeats, entry keepalives.
+// NATS subject names for one model: its replicas' heartbeats, each replica instance's link, each entry's inbox.
 
 export interface ModelSubjects {
-  /** Admission of an entry (hello request/reply); every replica subscribes in queue group `queue`, so any one answers. */
-  admit: string;
-  queue: string;
-  /** Replicas publish liveness and load here. */
+  /** Replicas announce themselves, their load and their leave here. */
   heartbeat: string;
-  /** Entries publish keepalives and goodbyes here, so replicas can free caches of an entry that vanished. */
+  /** Prefix of the entries' inboxes (`${entries}.${session}`): replicas answer an entry there. */
   entries: string;
-  /** Subject of one replica instance: steps (new caches placed there by load, and the caches it holds) and releases. */
+  /** Subject of one replica instance: entries link to `${replica}.in`. */
   replica(name: string, incarnation: string): string;
 }
 
@@ -20,8 +17,6 @@ function token(s: string): string {
 export function modelSubjects(prefix: string, model: string): ModelSubjects {
   const base = `${prefix}.${token(model)}`;
   return {
-    admit: `${base}.admit`,
-    queue: `${base}.replicas`,
     heartbeat: `${base}.heartbeat`,
     entries: `${base}.entries`,
     replica: (name, incarnation) => `${base}.r.${token(name)}.${incarnation}`,

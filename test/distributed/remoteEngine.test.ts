@@ -89,7 +89,7 @@ describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
     for (const h of handles) h.cancel();
   }, 30_000);
 
-  it('a replica that crashes holding requests fails exactly those; the other replica\'s finish', async () => {
+  it('a replica that crashes holding requests fails exactly those, and the other replica\'s requests finish', async () => {
     for (const r of replicas.splice(0)) await r.close();
     const a = await startReplica(nats.url, 'large', 'a', { latency: LATENCY });
     const b = await startReplica(nats.url, 'large', 'b', { latency: LATENCY });

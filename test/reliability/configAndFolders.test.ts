@@ -48,7 +48,8 @@ describe('config files', () => {
     ['a model listed twice', () => write('dup.json', '{"models": [{"name": "a"}, {"name": "a"}]}'), /"a" is listed twice/, 'models'],
     ['a threshold for an unknown model', () => write('thr.json', '{"models": [{"name": "a"}], "scheduling": {"thresholds": {"b": 2}}}'), /scheduling\.thresholds\.b: no model named "b"/, 'scheduling.thresholds.b'],
     ['an admin token too short to be safe', () => write('tok.json', '{"adminToken": "abc"}'), /adminToken: /, 'adminToken'],
-    ['a remote model with no pipeline', () => write('pipe.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "pipelineDepth": 0}}]}'), /models\.0\.remote\.pipelineDepth: /, 'models.0.remote.pipelineDepth'],
+    ['a remote model with a key of the removed per-step runner', () => write('pipe.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "pipelineDepth": 2}}]}'), /models\.0\.remote\.pipelineDepth: remote\.pipelineDepth was removed: steps no longer cross the network/, 'models.0.remote.pipelineDepth'],
+    ['a remote model asking to recompute lost requests', () => write('recompute.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "onReplicaLoss": "recompute"}}]}'), /models\.0\.remote\.onReplicaLoss: only "fail" is supported/, 'models.0.remote.onReplicaLoss'],
   ])('refuses %s with the key named', (_what, file, message, param) => {
     const e = thrown(() => loadServerConfig(file()));
     expect(e).toBeInstanceOf(TokenRouterError);
