@@ -3,6 +3,7 @@ import type { Algorithm } from '../../shared/algorithm.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
+import type { Slo } from '../loadgen/goodput.ts';
 import { servingMetrics, type RequestRecord, type ServingMetrics } from '../loadgen/requestMetrics.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
@@ -22,6 +23,8 @@ export interface VirtualCase {
   maxBatch?: number;
   /** Open loop: request i is sent at arrivalsMs[i] (virtual ms) whatever is in flight; `concurrency` caps admission. */
   arrivalsMs?: readonly number[];
+  /** Latency bounds goodput is counted against. */
+  slo?: Slo;
 }
 
 /** The paper's R2R setting (DESIGN §4): p = 0.35 small → large, one large token, L = 6.0 / 27.9 ms. */
@@ -91,7 +94,7 @@ export function runVirtual(c: VirtualCase): VirtualRun {
   else for (let k = 0; k < Math.min(c.concurrency, c.requests); k++) send();
   clock.run({ stop: () => finished === c.requests });
   if (finished !== c.requests) throw new Error(`virtual run stalled: ${finished}/${c.requests} done at t=${clock.now()}`);
-  const metrics = servingMetrics(records);
+  const metrics = servingMetrics(records, undefined, c.slo);
   return { metrics, lanes: cluster.laneStats(), spanMs: metrics.durationMs };
 }
 
