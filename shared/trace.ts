@@ -28,6 +28,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     steps: z.number().int().min(1).optional(),
     /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). */
     aheadRows: z.number().int().min(0).optional(),
+    /** Prompt tokens the rows took from the prefix cache instead of feeding them (absent: 0). */
+    cachedTokens: z.number().int().min(0).optional(),
     /** Launch → the runner's results back in the engine, ms (the rest, to `end`, is routing them). */
     runMs: z.number().min(0).optional(),
     /** Of that, time inside the model itself (session.run and router heads), as the runner measures it. */

@@ -21,6 +21,10 @@ export class MeteredRunner implements ModelRunner {
     this.inner.release(cacheId);
   }
 
+  fork(source: number, target: number, tokens: number): boolean {
+    return this.inner.fork(source, target, tokens);
+  }
+
   onFailure(listener: (error: Error) => void): void {
     this.inner.onFailure?.(listener);
   }

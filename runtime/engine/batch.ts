@@ -32,6 +32,8 @@ export interface Batch {
   last: TokenSignals[];
   /** Its lookahead results are still arriving (the batch runs until they end). */
   streaming: boolean;
+  /** Prompt tokens its rows did not feed because their caches started from the prefix cache. */
+  cachedTokens: number;
 }
 
 export class EngineStats {
@@ -40,6 +42,10 @@ export class EngineStats {
   tokensFed = 0;
   admissions = 0;
   evictions = 0;
+  /** Prefix cache, in tokens: context looked up at admission, and found cached. */
+  prefixQueries = 0;
+  prefixHits = 0;
+  prefixEvictions = 0;
   busyMs = 0;
   /** Wall ms spent inside runner.step (the model itself for real runners). */
   runnerWallMs = 0;
@@ -53,7 +59,7 @@ export class EngineStats {
 export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
   const rows = locals.map((local, k) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants, ahead: plan.ahead[k] }));
   const ahead = Math.max(0, ...plan.ahead);
-  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), resultAt: 0, modelMs: 0, live: [], last: [], streaming: false };
+  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), resultAt: 0, modelMs: 0, live: [], last: [], streaming: false, cachedTokens: 0 };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */
@@ -68,6 +74,7 @@ export function batchEvent(batch: Batch, model: string, end: number): TraceEvent
     start: batch.start,
     end,
     ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
+    ...(batch.cachedTokens > 0 ? { cachedTokens: batch.cachedTokens } : {}),
     runMs: Math.max(0, batch.resultAt - batch.start),
     modelMs: batch.modelMs,
   };

@@ -1,8 +1,10 @@
-// KV accounting for one sub-server: reservations gate admission, live bytes follow every cached token.
+// KV accounting for one sub-server: reservations and cached prefixes gate admission, live bytes follow every cached token.
 
 export class CachePool {
   private reservedTokens = 0;
   private cachedTokens = 0;
+  /** What the prefix cache holds (its tokens are cached too, and take room as a reservation does). */
+  prefix: { readonly heldTokens: number } | null = null;
 
   constructor(
     /** Token capacity of this pool (weights already taken out by the memory plan). */
@@ -17,7 +19,7 @@ export class CachePool {
 
   /** Reserves room for a request's whole context, so a running request never runs out mid-decode. */
   tryReserve(tokens: number): boolean {
-    if (this.reservedTokens + tokens > this.capacityTokens) return false;
+    if (this.reservedTokens + this.prefixTokenCount + tokens > this.capacityTokens) return false;
     this.reservedTokens += tokens;
     return true;
   }
@@ -45,5 +47,9 @@ export class CachePool {
 
   get reservedTokenCount(): number {
     return this.reservedTokens;
+  }
+
+  get prefixTokenCount(): number {
+    return this.prefix?.heldTokens ?? 0;
   }
 }

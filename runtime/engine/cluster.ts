@@ -40,6 +40,8 @@ export interface ClusterOptions {
    * only: a sync mode's barrier is one step. Default 0 (off).
    */
   lookahead?: number;
+  /** Engines keep the caches requests let go of and start new caches from their longest cached prefix (default off). */
+  prefixCache?: boolean;
 }
 
 export interface RequestHandle {
@@ -66,6 +68,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   readonly trace: TraceSink | undefined;
   private readonly byName = new Map<string, EngineClient>();
   private readonly lookahead: number;
+  private readonly prefixCache: boolean;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
   private batchSeq = 0;
@@ -90,6 +93,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     if (!(Number.isInteger(lookahead) && lookahead >= 0)) throw new TokenRouterError('invalid_request', `lookahead must be an integer ≥ 0, got ${opts.lookahead}`, 'lookahead');
     if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
     this.lookahead = lookahead;
+    this.prefixCache = opts.prefixCache ?? false;
     if (opts.models.some((m) => m.thread) && this.clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
     for (const m of opts.models) {
       if (this.byName.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
@@ -100,7 +104,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       const maxBatch = m.maxBatch ?? 64;
       const threshold = m.threshold ?? 1;
       const kvCapacityTokens = m.kvCapacityTokens ?? Infinity;
-      if (m.runner) return new Engine(i, { name: m.name, runner: m.runner, maxBatch, threshold, kvCapacityTokens, lookahead }, this);
+      if (m.runner) return new Engine(i, { name: m.name, runner: m.runner, maxBatch, threshold, kvCapacityTokens, lookahead, prefixCache: this.prefixCache }, this);
       return m.thread;
     });
     this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
@@ -426,6 +430,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       retainState: this.retainState,
       maxWaitMs: this.maxWaitMs,
       lookahead: this.lookahead,
+      prefixCache: this.prefixCache,
       origin: this.clock.origin!,
       trace: this.trace !== undefined,
       checkInvariants: this.invariantState !== null,

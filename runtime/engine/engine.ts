@@ -52,7 +52,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.maxBatch = opts.maxBatch;
     this.threshold = opts.threshold;
     this.lookahead = opts.lookahead ?? 0;
-    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, (id) => this.runner.release(id));
+    const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
+    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false);
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
     this.actor.start();
   }
@@ -137,6 +138,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     for (const local of batch.locals) {
       this.queues.unready(local);
       local.inBatch = true;
+      batch.cachedTokens += local.cachedPrefix;
+      local.cachedPrefix = 0;
     }
     this.inFlight.push(batch);
     this.host.policy.launched(this);
@@ -306,6 +309,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   failAll(error: Error): number {
     const held = [...this.locals.values()].filter((l) => !l.ended);
     for (const l of held) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model'));
+    this.queues.forgetPrefixes();
     return held.length;
   }
 
@@ -332,7 +336,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   /** A row came back for a request that ended while its step ran: its cache can go now. */
   private endedMeanwhile(local: LocalRequest): boolean {
     if (!local.ended) return false;
-    this.queues.dropCache(local);
+    this.queues.retire(local);
     this.admitWaiting();
     return true;
   }
@@ -341,7 +345,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.queues.dequeue(local);
     if (this.locals.get(local.id) === local) this.locals.delete(local.id);
     if (local.inBatch) return;
-    this.queues.dropCache(local);
+    this.queues.retire(local);
     this.admitWaiting();
   }
 

@@ -15,6 +15,8 @@ export interface EngineOptions {
   kvCapacityTokens: number;
   /** Most lookahead steps a row may ask of a runner that has them (0: none). */
   lookahead?: number;
+  /** Keep caches requests let go of, and start new caches from their longest prefix (default off). */
+  prefixCache?: boolean;
 }
 
 /** What an engine shares with the engines beside it in one process. */

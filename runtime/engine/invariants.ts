@@ -39,6 +39,8 @@ export function checkInvariants(cluster: CheckedCluster, lastLength: Map<string,
 export function checkEngine(lane: Engine, owners = new Map<string, string[]>()): void {
   let cached = 0;
   let reserved = 0;
+  /** Cache ids requests hold: a prefix entry must hold none of them. */
+  const ids = new Set<number>();
   for (const [id, local] of lane.locals) {
     const s = local.status;
     if (local.id !== id) throw new InvariantError(`${lane.name}: request ${local.id} filed under ${id}`);
@@ -52,6 +54,7 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
     if (local.hasCache) {
       cached += local.fed;
       reserved += local.reserved;
+      ids.add(local.cacheId);
     }
   }
   // Caches of requests that ended during a running batch are freed when the batch returns.
@@ -60,8 +63,29 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
       if (!l.ended || !l.hasCache) continue;
       cached += l.fed;
       reserved += l.reserved;
+      ids.add(l.cacheId);
     }
   }
+  cached += checkPrefixes(lane, ids);
   if (lane.pool.cachedTokenCount !== cached) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.cachedTokenCount} cached tokens, live caches hold ${cached}`);
   if (lane.pool.reservedTokenCount !== reserved) throw new InvariantError(`${lane.name}: KV pool counts ${lane.pool.reservedTokenCount} reserved tokens, live requests reserve ${reserved}`);
+}
+
+/** The prefix cache's entries: caches no request holds, each counted once; returns the tokens they hold. */
+function checkPrefixes(lane: Engine, requestCaches: ReadonlySet<number>): number {
+  const prefix = lane.queues.prefix;
+  if (!prefix) return 0;
+  let held = 0;
+  let n = 0;
+  for (const e of prefix.entries()) {
+    if (requestCaches.has(e.cacheId)) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is also a request's cache`);
+    if (e.node.entry !== e) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is not on its leaf`);
+    held += e.length;
+    n++;
+  }
+  if (n !== prefix.size) throw new InvariantError(`${lane.name}: prefix cache lists ${n} entries, counts ${prefix.size}`);
+  if (held !== prefix.heldTokens) throw new InvariantError(`${lane.name}: prefix entries hold ${held} tokens, the prefix cache counts ${prefix.heldTokens}`);
+  const { reservedTokenCount: reserved, capacityTokens: capacity } = lane.pool;
+  if (held > 0 && reserved + held > capacity) throw new InvariantError(`${lane.name}: cached prefixes (${held} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
+  return held;
 }

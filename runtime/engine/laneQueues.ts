@@ -1,9 +1,30 @@
-// One engine's queues and KV pool: ready FIFO, admission queue, pending-return caches; planners decide, this applies.
+// One engine's queues and KV pool: ready FIFO, admission queue, pending-return caches, prefix cache; planners decide, this applies.
 import { TokenRouterError } from '../errors.ts';
 import { planAdmission } from '../scheduler/planAdmission.ts';
 import type { ReadyRow } from '../scheduler/planBatch.ts';
 import { CachePool } from './cachePool.ts';
 import { LocalRequest } from './localRequest.ts';
+import { PrefixCache } from './prefixCache.ts';
+
+/** Entries kept at most when the pool is unbounded (a bounded pool's room bounds them). */
+const MAX_PREFIX_ENTRIES = 256;
+
+/** What the queues count in the engine's stats. */
+export interface QueueStats {
+  admissions: number;
+  evictions: number;
+  /** Prefix cache, in tokens as vLLM counts them: context tokens looked up, and those found cached. */
+  prefixQueries: number;
+  prefixHits: number;
+  /** Prefix entries dropped to make room. */
+  prefixEvictions: number;
+}
+
+/** The runner calls the queues make. */
+export interface QueueRunner {
+  release(cacheId: number): void;
+  fork(source: number, target: number, tokens: number): boolean;
+}
 
 export class LaneQueues {
   readonly pool: CachePool;
@@ -16,14 +37,23 @@ export class LaneQueues {
   private admissionQueue: LocalRequest[] = [];
   /** Pending-return locals holding a cache, oldest first: eviction candidates under memory pressure. */
   private readonly pendingReturn = new Set<LocalRequest>();
+  /** Caches of requests that let go of them, by token ids (null: prefix caching off). */
+  readonly prefix: PrefixCache | null;
   constructor(
     kvCapacityTokens: number,
     kvBytesPerToken: number,
-    private readonly stats: { admissions: number; evictions: number },
-    /** Frees a cache in the runner. */
-    private readonly release: (cacheId: number) => void,
+    private readonly stats: QueueStats,
+    private readonly runner: QueueRunner,
+    prefixCache: boolean,
   ) {
     this.pool = new CachePool(kvCapacityTokens, kvBytesPerToken);
+    this.prefix = prefixCache
+      ? new PrefixCache((cacheId, tokens) => {
+          this.runner.release(cacheId);
+          this.pool.cached(-tokens);
+        })
+      : null;
+    this.pool.prefix = this.prefix;
   }
 
   get waitingAdmission(): number {
@@ -108,31 +138,72 @@ export class LaneQueues {
     return this.admitWaiting().includes(local);
   }
 
-  /** Admits the waiting locals that now fit (planAdmission decides), evicting pending-return caches for them. */
+  /**
+   * Admits the waiting locals that now fit (planAdmission decides), evicting for them cached
+   * prefixes first (least recently used), then pending-return caches. Each starts from its longest
+   * cached prefix.
+   */
   admitWaiting(): LocalRequest[] {
-    if (this.admissionQueue.length === 0) return [];
-    const victims = [...this.pendingReturn];
-    const plan = planAdmission({
-      capacity: this.pool.capacityTokens,
-      reserved: this.pool.reservedTokenCount,
-      waiting: this.admissionQueue.map((l) => l.spec.maxLength),
-      evictable: victims.map((l) => l.reserved),
-    });
-    for (const victim of victims.slice(0, plan.evict)) {
-      this.dropCache(victim);
-      this.pendingReturn.delete(victim);
-      this.stats.evictions++;
-    }
-    const admitted = this.admissionQueue.splice(0, plan.admit);
-    for (const local of admitted) {
-      this.pool.tryReserve(local.spec.maxLength);
-      local.reserved = local.spec.maxLength;
-      local.cacheId = LocalRequest.newCacheId();
-      local.fed = 0;
-      this.stats.admissions++;
-      local.counters.admissions[local.model]++;
+    const admitted: LocalRequest[] = [];
+    while (this.admissionQueue.length > 0) {
+      this.evictPrefixesFor(this.admissionQueue[0]);
+      const victims = [...this.pendingReturn];
+      const plan = planAdmission({
+        capacity: this.pool.capacityTokens - this.pool.prefixTokenCount,
+        reserved: this.pool.reservedTokenCount,
+        waiting: this.admissionQueue.map((l) => l.spec.maxLength),
+        evictable: victims.map((l) => l.reserved),
+      });
+      if (plan.admit === 0) break;
+      for (const victim of victims.slice(0, plan.evict)) {
+        this.dropCache(victim);
+        this.pendingReturn.delete(victim);
+        this.stats.evictions++;
+      }
+      for (const local of this.admissionQueue.splice(0, plan.admit)) {
+        this.pool.tryReserve(local.spec.maxLength);
+        local.reserved = local.spec.maxLength;
+        local.cacheId = LocalRequest.newCacheId();
+        local.fed = 0;
+        this.stats.admissions++;
+        local.counters.admissions[local.model]++;
+        this.startFromPrefix(local);
+        admitted.push(local);
+      }
     }
     return admitted;
+  }
+
+  /** Drops cached prefixes, oldest use first, until `head` fits beside the reservations, if evicting can make it fit at all. */
+  private evictPrefixesFor(head: LocalRequest): void {
+    const prefix = this.prefix;
+    if (!prefix || prefix.size === 0) return;
+    const need = head.spec.maxLength;
+    const pool = this.pool;
+    let evictable = 0;
+    for (const l of this.pendingReturn) evictable += l.reserved;
+    if (pool.reservedTokenCount - evictable + need > pool.capacityTokens) return;
+    while (prefix.size > 0 && pool.reservedTokenCount + pool.prefixTokenCount + need > pool.capacityTokens) {
+      prefix.evictOne();
+      this.stats.prefixEvictions++;
+    }
+  }
+
+  /** A fresh cache starts as a copy of the longest cached prefix of the context (the step still feeds at least one token). */
+  private startFromPrefix(local: LocalRequest): void {
+    // penalties count the token ids a cache holds, which a copied prefix does not bring along
+    if (!this.prefix || local.spec.sampling.penalties) return;
+    this.stats.prefixQueries += local.tokens.length;
+    const hit = this.prefix.match(local.tokens, local.tokens.length - 1);
+    if (!hit) return;
+    if (!this.runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) {
+      this.prefix.discard(hit.entry);
+      return;
+    }
+    local.fed = hit.length;
+    local.cachedPrefix = hit.length;
+    this.pool.cached(hit.length);
+    this.stats.prefixHits += hit.length;
   }
 
   /** A step appended `n` tokens to the local's cache. */
@@ -145,17 +216,45 @@ export class LaneQueues {
   /** Frees a local's cache and reservation. Never while it is in a batch. */
   dropCache(local: LocalRequest): void {
     if (!local.hasCache) return;
-    this.release(local.cacheId);
+    this.runner.release(local.cacheId);
     this.pool.cached(-local.fed);
+    this.clearCache(local);
+  }
+
+  /** The local is done with its cache (it ended, or left for good): the prefix cache keeps it, or it is freed. */
+  retire(local: LocalRequest): void {
+    if (!local.hasCache) return;
+    if (!this.prefix) return this.dropCache(local);
+    const { cacheId, fed } = local;
+    this.clearCache(local);
+    this.prefix.insert(cacheId, local.tokens.slice(0, fed));
+    // an unbounded pool bounds its prefixes by count
+    while (this.pool.capacityTokens === Infinity && this.prefix.size > MAX_PREFIX_ENTRIES) this.prefix.evictOne();
+  }
+
+  /** The runner died with every cache: the prefix cache's entries are gone with it. */
+  forgetPrefixes(): void {
+    if (!this.prefix) return;
+    this.pool.cached(-this.prefix.heldTokens);
+    this.prefix.forget();
+  }
+
+  private clearCache(local: LocalRequest): void {
     this.pool.unreserve(local.reserved);
     local.cacheId = -1;
     local.reserved = 0;
     local.fed = 0;
+    local.cachedPrefix = 0;
   }
 
   /** New pool size; returns the waiting requests that can never fit now (taken off the queue). */
   resize(tokens: number): LocalRequest[] {
     this.pool.resize(tokens);
+    // cached prefixes never take room reservations need
+    while (this.prefix && this.prefix.size > 0 && this.pool.reservedTokenCount + this.pool.prefixTokenCount > tokens) {
+      this.prefix.evictOne();
+      this.stats.prefixEvictions++;
+    }
     const unfit = this.admissionQueue.filter((l) => l.spec.maxLength > tokens);
     this.admissionQueue = this.admissionQueue.filter((l) => l.spec.maxLength <= tokens);
     return unfit;

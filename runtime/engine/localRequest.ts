@@ -50,6 +50,8 @@ export class LocalRequest {
   fed = 0;
   /** Tokens reserved in the pool for this request while it holds a cache. */
   reserved = 0;
+  /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
+  cachedPrefix = 0;
   stepsHere = 0;
   inReady = false;
   inBatch = false;

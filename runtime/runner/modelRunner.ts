@@ -126,6 +126,13 @@ export interface ModelRunner {
   step(rows: readonly StepRow[]): StepOutput | Promise<StepOutput>;
   /** Frees a request's cache. Never called while a step holding that cache is in flight. */
   release(cacheId: number): void;
+  /**
+   * Starts cache `target` (new, or replacing one the engine dropped) as a copy of the first `tokens`
+   * tokens of cache `source`, which stays as it was: the target's first step then feeds at position
+   * `tokens` (prefix caching). Neither cache is in a step in flight. False: this runner cannot (it
+   * does not hold `source`, or cannot copy between its caches); the engine prefills instead.
+   */
+  fork(source: number, target: number, tokens: number): boolean;
   /** Stops workers and frees everything. */
   close?(): Promise<void>;
   /** Registers a callback for when the runner dies (a worker crash): every cache it held is gone. */

@@ -6,6 +6,7 @@ import type { AheadPart, StepOutput, StepRow } from './modelRunner.ts';
 export type WorkerRequest =
   | { type: 'step'; id: number; rows: StepRow[] }
   | { type: 'release'; cacheId: number }
+  | { type: 'fork'; source: number; target: number; tokens: number }
   | { type: 'close'; id: number }
   /** New work waits on the main thread: the step in flight takes no further lookahead step. */
   | { type: 'yield' }
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
     if (msg.type === 'yield') return runner.yieldAhead();
     chain = chain.then(async () => {
       if (msg.type === 'release') runner.release(msg.cacheId);
+      // the entry said yes already: a fork the runner cannot make fails the target's first step loudly (its cache is unknown)
+      else if (msg.type === 'fork') runner.fork(msg.source, msg.target, msg.tokens);
       else if (msg.type === 'step') {
         const id = msg.id;
         let streamed = false;

@@ -49,6 +49,8 @@ interface Cache {
   /** Hashes at lengths rollbackFrom..length, kept after a step with lookahead so it can be undone. */
   rollback: number[] | null;
   rollbackFrom: number;
+  /** trail[i]: the hash after i tokens, for every i up to length, so a fork can start at any of them. */
+  trail: number[];
 }
 
 /**
@@ -64,7 +66,7 @@ export class SimRunner implements ModelRunner {
   private readonly latency: LatencyModel;
   private readonly modelSalt: number;
   /** Steps taken and rows by phase, for tests. */
-  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0, yields: 0 };
+  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0, yields: 0, forks: 0, forkedTokens: 0 };
   readonly maxAhead: number;
   private readonly streamOn: Clock | undefined;
   /** The streamed lookahead under way, which yieldAhead() cuts short. */
@@ -109,7 +111,7 @@ export class SimRunner implements ModelRunner {
       const row = rows[i];
       let cache = this.caches.get(row.cacheId);
       if (row.position === 0) {
-        cache = { length: 0, hash: 0x12345, rollback: null, rollbackFrom: 0 };
+        cache = { length: 0, hash: 0x12345, rollback: null, rollbackFrom: 0, trail: [0x12345] };
         this.caches.set(row.cacheId, cache);
         c.prefillRows++;
       } else if (!cache) {
@@ -119,7 +121,7 @@ export class SimRunner implements ModelRunner {
       if (cache.length !== row.position) this.rollBack(cache, row);
       cache.rollback = null;
       if (row.tokens.length === 0) throw new Error(`${this.info.name}: row for ${row.requestId} feeds no token`);
-      for (const t of row.tokens) cache.hash = mix(cache.hash, t + 1);
+      for (const t of row.tokens) cache.trail.push((cache.hash = mix(cache.hash, t + 1)));
       cache.length += row.tokens.length;
       tokensFed += row.tokens.length;
       out[i] = this.sample(cache, row);
@@ -148,6 +150,7 @@ export class SimRunner implements ModelRunner {
         cache.hash = mix(cache.hash, prev.token + 1);
         cache.length++;
         cache.rollback.push(cache.hash);
+        cache.trail.push(cache.hash);
         ahead[i].push(this.sample(cache, row));
         live++;
       }
@@ -191,6 +194,7 @@ export class SimRunner implements ModelRunner {
     }
     cache.hash = cache.rollback[k];
     cache.length = row.position;
+    cache.trail.length = row.position + 1;
     this.counts.rollbacks++;
   }
 
@@ -214,5 +218,14 @@ export class SimRunner implements ModelRunner {
 
   release(cacheId: number): void {
     if (this.caches.delete(cacheId)) this.counts.releases++;
+  }
+
+  fork(source: number, target: number, tokens: number): boolean {
+    const src = this.caches.get(source);
+    if (!src || tokens < 1 || tokens > src.length) return false;
+    this.caches.set(target, { length: tokens, hash: src.trail[tokens], rollback: null, rollbackFrom: 0, trail: src.trail.slice(0, tokens + 1) });
+    this.counts.forks++;
+    this.counts.forkedTokens += tokens;
+    return true;
   }
 }

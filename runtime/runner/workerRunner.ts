@@ -125,6 +125,13 @@ export class WorkerRunner implements ModelRunner {
     if (!this.dead) this.send({ type: 'release', cacheId });
   }
 
+  /** Queued behind the steps before it, as release is; the worker's runner holds every cache this one named. */
+  fork(source: number, target: number, tokens: number): boolean {
+    if (this.dead) return false;
+    this.send({ type: 'fork', source, target, tokens });
+    return true;
+  }
+
   yieldAhead(): void {
     if (!this.dead) this.send({ type: 'yield' });
   }

@@ -47,4 +47,8 @@ export class RemoteSim implements ModelRunner {
   release(cacheId: number): void {
     this.inner.release(cacheId);
   }
+
+  fork(source: number, target: number, tokens: number): boolean {
+    return this.inner.fork(source, target, tokens);
+  }
 }

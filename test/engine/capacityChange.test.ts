@@ -25,6 +25,9 @@ class ResizableRunner implements ModelRunner {
   release(id: number): void {
     this.inner.release(id);
   }
+  fork(source: number, target: number, tokens: number): boolean {
+    return this.inner.fork(source, target, tokens);
+  }
 }
 
 /** Six requests of 3 + 20 = 23 tokens each; the large model's pool starts with room for two. */

@@ -35,6 +35,9 @@ class Spy implements ModelRunner {
   release(id: number): void {
     this.inner.release(id);
   }
+  fork(source: number, target: number, tokens: number): boolean {
+    return this.inner.fork(source, target, tokens);
+  }
   yieldAhead(): void {
     this.inner.yieldAhead();
   }

@@ -59,6 +59,9 @@ class DyingReplicaRunner implements ModelRunner {
   release(cacheId: number): void {
     if (!this.lostIds.delete(cacheId)) this.inner.release(cacheId);
   }
+  fork(source: number, target: number, tokens: number): boolean {
+    return this.inner.fork(source, target, tokens);
+  }
 }
 
 async function run(doomed: Set<string>, dieAt: number) {

@@ -84,6 +84,9 @@ export class CrashableRunner implements ModelRunner {
   release(cacheId: number): void {
     if (!this.dead) this.inner.release(cacheId);
   }
+  fork(source: number, target: number, tokens: number): boolean {
+    return !this.dead && this.inner.fork(source, target, tokens);
+  }
 
   onFailure(listener: (error: Error) => void): void {
     this.listeners.push(listener);

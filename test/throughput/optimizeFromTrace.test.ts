@@ -131,6 +131,7 @@ describe('profileStepLatency', () => {
         open.delete(id);
         sim.release(id);
       },
+      fork: () => false,
     };
     const ms = await profileStepLatency(runner, 5, { now: () => t, promptLength: 8, steps: 4 });
     expect(ms).toEqual([2.5, 3, 3.5, 4, 4.5]);
