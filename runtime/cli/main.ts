@@ -51,7 +51,7 @@ const COMMANDS: Record<string, Command> = {
   optimize: {
     summary: 'delayed-batching thresholds for a recorded trace, with the predicted gain over thresholds of 1',
     usage:
-      'tokenrouter optimize --trace FILE.jsonl [--concurrency N] [--max-batch B] [--fixed small=1] [--profile examples/models] [--json FILE]\n' +
+      'tokenrouter optimize --trace FILE.jsonl [--concurrency N] [--max-batch B] [--fixed small=1] [--profile examples/models] [--slo tpot:MS[,ttft:MS]] [--request-rate R] [--json FILE]\n' +
       '  P and C come from the trace; step latency from its batches, or with --profile from timing each model\'s real runner.',
     run: async (args) => (await import('./optimizeCommand.ts')).optimizeCommand(args),
   },

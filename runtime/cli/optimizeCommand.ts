@@ -5,9 +5,11 @@ import { parseTrace } from '../../shared/timeline/parseTrace.ts';
 import { TokenRouterError } from '../errors.ts';
 import { profileStepLatency } from '../runner/profileStepLatency.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
+import { parseGoodput } from '../loadgen/goodput.ts';
+import { sloChoiceFromTrace } from '../scheduler/sloFromTrace.ts';
 import { thresholdsFromTrace, type TraceThresholds } from '../scheduler/thresholdsFromTrace.ts';
 import { fitLatencyProfile } from '../throughput/index.ts';
-import { parseFlags } from '../util/cliFlags.ts';
+import { parseFlags, requestRateFlag } from '../util/cliFlags.ts';
 import { endProgressLine, progressLine } from '../util/progressLine.ts';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -68,6 +70,8 @@ export async function optimizeCommand(args: string[]): Promise<number> {
       fixed: { type: 'string' },
       profile: { type: 'string' },
       json: { type: 'string' },
+      slo: { type: 'string' },
+      'request-rate': { type: 'string' },
     },
   });
   if (!values.trace) throw new TokenRouterError('invalid_request', '--trace FILE is required (a JSON-lines trace, e.g. from `tokenrouter simulate --trace` or the timeline export)', 'trace');
@@ -104,8 +108,14 @@ export async function optimizeCommand(args: string[]): Promise<number> {
   }
   endProgressLine();
   print(result, latencySource);
+  // --slo: also the SLO-aware choice (thresholds and deadline for goodput) at the trace's or the given arrival rate.
+  const slo = values.slo === undefined ? null : sloChoiceFromTrace(parsed.events, result, parseGoodput(values.slo), { rateRps: values['request-rate'] === undefined ? undefined : requestRateFlag(values['request-rate']), fixed });
+  if (slo) {
+    console.log(`\nunder --slo ${values.slo} at ${slo.rateRps.toFixed(2)} req/s (${slo.rateSource === 'given' ? '--request-rate' : 'admissions in the trace'}), ${slo.outputTokens} output tokens:`);
+    console.log(`  thresholds ${fmtT(slo.best)}, maxWaitMs ${slo.maxWaitMs}: predicted goodput ${slo.goodputReqS.toFixed(2)} req/s, p99 TPOT ${slo.p99TpotMs.toFixed(1)} ms, p99 TTFT ${slo.p99TtftMs.toFixed(0)} ms${slo.meetsSlo ? '' : ' - no setting meets the SLO at this rate'}`);
+  }
   if (values.json) {
-    fs.writeFileSync(values.json, JSON.stringify({ trace: values.trace, latency_source: latencySource, ...result }, null, 2));
+    fs.writeFileSync(values.json, JSON.stringify({ trace: values.trace, latency_source: latencySource, ...result, ...(slo ? { slo_choice: slo } : {}) }, null, 2));
     console.log(`wrote ${values.json}`);
   }
   return 0;
