@@ -221,6 +221,7 @@ export class RemoteEngine extends EngineProxy {
         return this.toAll(m);
       case 'threshold':
       case 'gate':
+      case 'peer-lost':
       case 'close':
         return this.toAll(m);
       default:

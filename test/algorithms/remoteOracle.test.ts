@@ -11,6 +11,7 @@ import { natsServerBinary, startNatsServer, type NatsServerProcess } from '../..
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
+import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
 
@@ -42,15 +43,18 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
     for (const r of [...Object.values(runners), remoteRunner]) await r?.close();
   });
 
-  it.each(['r-stitch', 'r2r'])('%s commits what the sequential oracle commits, token for token and model for model', async (name) => {
+  // every mode, and standard serving (retainState false: each return re-prefills on the remote engine)
+  const SETTINGS = ['r-stitch', 'r2r'].flatMap((name) => SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ name, mode, retain }))));
+
+  it.each(SETTINGS)('$name, $mode, retainState $retain: commits what the sequential oracle commits, token for token and model for model', async ({ name, mode, retain }) => {
     const algorithm = builtinFactory(name)();
     expect(algorithm.models).toEqual(['small', 'large']);
     const large = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, log: () => {} });
     try {
       const cluster = new Cluster({
         clock: createRealClock(),
-        mode: 'async-delayed',
-        retainState: true,
+        mode,
+        retainState: retain,
         maxConcurrency: 8,
         checkInvariants: true,
         models: [
