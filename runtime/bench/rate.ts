@@ -10,6 +10,8 @@ import { progress, type BenchOptions, type SuiteRun } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { printTable, type Row } from './table.ts';
+import { bundledRates, type BundledRateSettings } from './rateBundled.ts';
+import { servingDefaults } from './servingCase.ts';
 import { runVirtual, type VirtualCase } from './virtualServing.ts';
 
 const PROFILE = 'paper-virtual';
@@ -26,6 +28,9 @@ interface Settings {
   /** The deadline a throughput-only deployment keeps (the paper setting's). */
   defaultWaitMs: number;
   seed: number;
+  skipPaper: boolean;
+  /** null: --runners none. */
+  bundled: BundledRateSettings | null;
 }
 
 function readSettings(opts: BenchOptions): Settings {
@@ -41,6 +46,18 @@ function readSettings(opts: BenchOptions): Settings {
     waits: f.nums('max-wait-choices', f.quick ? [5, 100] : [2, 5, 10, 20, 50, 100]),
     defaultWaitMs: 100,
     seed: f.num('seed', 1),
+    skipPaper: f.bool('skip-paper', false),
+    bundled:
+      f.str('runners') === 'none'
+        ? null
+        : {
+            runners: f.str('runners'),
+            rates: f.nums('bundled-rates', f.quick ? [2, 8] : [2, 4, 8, 12, 16, 24]),
+            slo: { tpotMs: f.num('bundled-slo-tpot-ms', 20), ttftMs: f.num('bundled-slo-ttft-ms', 2000) },
+            concurrency: f.sized('concurrency', 8, 4),
+            requests: f.sized('bundled-requests', 48, 16),
+            maxTokens: f.sized('bundled-max-tokens', 64, 32),
+          },
   };
 }
 
@@ -99,7 +116,7 @@ function row(runtime: string, rate: number, m: Measured | ServingMetrics): Row {
   return { runtime, profile: PROFILE, rate, throughput_tok_s: x.outputThroughputTokS, goodput_req_s: x.goodputReqS ?? 0, p99_tpot_ms: x.tpotMs.p99, p99_ttft_ms: x.ttftMs.p99 };
 }
 
-async function runRates(s: Settings): Promise<{ rows: Row[]; sloChoice: Row[] }> {
+function runRates(s: Settings): { rows: Row[]; sloChoice: Row[] } {
   const input = modelInput(s);
   // Throughput-only: the closed-loop optimum at N (the chain), with the deployment's default deadline.
   const tOnly = optimiseThresholds({ N: s.concurrency, P: input.P, C: input.C, latency: input.latency, maxBatch: [s.concurrency, s.concurrency] }, { fixed: { 0: 1 } }).best;
@@ -137,10 +154,10 @@ async function runRates(s: Settings): Promise<{ rows: Row[]; sloChoice: Row[] }>
   return { rows, sloChoice };
 }
 
-function charts(rows: Row[], s: Settings): Record<string, string> {
-  const series = (metric: string) =>
-    ['tokenrouter', 'throughput-only', 'standard'].map((r) => ({ name: r, points: rows.filter((x) => x.runtime === r).map((x) => [x.rate as number, x[metric] as number] as [number, number]) }));
-  const what = `paper R2R profile, virtual time, N=${s.concurrency}, ${s.maxTokens} tokens, p99 TPOT SLO ${s.slo.tpotMs} ms`;
+const prefixed = (p: string, o: Record<string, string>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [p + k, v]));
+
+function charts(rows: Row[], runtimes: string[], what: string): Record<string, string> {
+  const series = (metric: string) => runtimes.map((r) => ({ name: r, points: rows.filter((x) => x.runtime === r).map((x) => [x.rate as number, x[metric] as number] as [number, number]) }));
   return {
     p99_tpot: lineChart({ title: `p99 TPOT vs request rate (${what})`, yLabel: 'p99 TPOT (ms)', xLabel: 'request rate (req/s, Poisson)', series: series('p99_tpot_ms') }),
     goodput: lineChart({ title: `Goodput vs request rate (${what})`, yLabel: 'goodput (req/s)', xLabel: 'request rate (req/s, Poisson)', series: series('goodput_req_s') }),
@@ -149,9 +166,14 @@ function charts(rows: Row[], s: Settings): Record<string, string> {
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const s = readSettings(opts);
-  const { rows, sloChoice } = await runRates(s);
+  const { rows, sloChoice } = s.skipPaper ? { rows: [], sloChoice: [] } : runRates(s);
+  const bundled = s.bundled && (await bundledRates(s.bundled, servingDefaults(new SuiteFlags(opts.flags))));
   printTable(rows);
   printTable(sloChoice);
+  if (bundled) {
+    printTable(bundled.rows);
+    console.log(bundled.firstMiss ? `bundled: standard serving first misses the SLO at ${bundled.firstMiss.rate} req/s; TokenRouter goodput ${bundled.firstMiss.ratio.toFixed(2)}x standard's there` : 'bundled: standard serving met the SLO at every rate');
+  }
   const settings = {
     profile: 'paper R2R (small 6.0 ms, large 27.9 ms per step; prefill/extend 0.01 / 0.1 ms per token), virtual time',
     p: s.p,
@@ -164,11 +186,17 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     thresholds_x_deadlines: `large threshold 1..${s.concurrency} (small 1) x max-wait ${s.waits.join('/')} ms`,
     standard_serving: 'step-sync, retainState false (every return re-prefills)',
     throughput_only: `closed-loop chain optimum at N, max-wait ${s.defaultWaitMs} ms`,
+    ...(bundled ? { bundled: { runners: bundled.kind, algorithm: 'r2r', mode: 'tokenrouter: async-delayed, thresholds 1/1, retainState; standard: step-sync, no retention', ignore_eos: true, ...s.bundled } } : {}),
   };
+  const allRows = [...rows, ...(bundled?.rows ?? [])];
   return {
     suite: 'rate',
     settings,
-    results: { rows, slo_choice: sloChoice },
-    output: { tables: { 'Rate sweep (paper profile, virtual time)': rows, 'SLO-aware choice vs exhaustive sweep': sloChoice }, charts: charts(rows, s), notes: [JSON.stringify(settings)] },
+    results: { rows: allRows, slo_choice: sloChoice, ...(bundled ? { bundled_first_miss: bundled.firstMiss } : {}) },
+    output: {
+      tables: { 'Rate sweep (paper profile, virtual time)': rows, 'SLO-aware choice vs exhaustive sweep': sloChoice, 'Bundled models over HTTP': bundled?.rows ?? [] },
+      charts: { ...(rows.length ? charts(rows, ['tokenrouter', 'throughput-only', 'standard'], `paper R2R profile, virtual time, N=${s.concurrency}, ${s.maxTokens} tokens, p99 TPOT SLO ${s.slo.tpotMs} ms`) : {}), ...(bundled ? prefixed('bundled_', charts(bundled.rows, ['tokenrouter', 'standard'], `bundled models over HTTP, R2R, N=${s.bundled!.concurrency}, ${s.bundled!.maxTokens} tokens, SLO TPOT ${s.bundled!.slo.tpotMs} / TTFT ${s.bundled!.slo.ttftMs} ms`)) : {}) },
+      notes: [JSON.stringify(settings)],
+    },
   };
 }

@@ -3,7 +3,6 @@ import type { TraceEvent } from '../../shared/trace.ts';
 import type { Cluster } from '../engine/cluster.ts';
 import type { LatencySlo } from '../throughput/index.ts';
 import { RoutingEstimator, type RoutingEstimate } from './routingEstimator.ts';
-import type { OpenLoopTarget } from './sloOptimiser.ts';
 import { TrafficEstimator, type TrafficEstimate } from './trafficEstimator.ts';
 
 /**
@@ -11,6 +10,16 @@ import { TrafficEstimator, type TrafficEstimate } from './trafficEstimator.ts';
  * the prediction is within the model's own error on real runners (docs/benchmarks.md, dtmc-onnx).
  */
 export const THRESHOLD_HYSTERESIS = 0.05;
+
+/** The open-loop target the SLO optimiser (sloOptimiser.ts) prices settings against. */
+export interface OpenLoopTarget {
+  rateRps: number;
+  outputTokens: number;
+  slo: LatencySlo;
+  /** The deadline in force, ms. */
+  maxWaitMs: number;
+  maxWaitChoices?: number[];
+}
 
 export interface OptimiserInput {
   N: number;

@@ -1,19 +1,10 @@
 // The live optimiser under scheduling.slo: thresholds and max-wait deadline for goodput at the measured arrival rate (the latency model), plus how the settings in force fare.
-import { meetsP99Slo, optimiseForSlo, predictLatency, type LatencySlo, type SloCandidate } from '../throughput/index.ts';
-import type { OptimiserAnswer, OptimiserInput } from './autoThresholds.ts';
+import { meetsP99Slo, optimiseForSlo, predictLatency, type SloCandidate } from '../throughput/index.ts';
+import type { OpenLoopTarget, OptimiserAnswer, OptimiserInput } from './autoThresholds.ts';
 
 /** Requests per simulated run and runs per candidate: ≈ 1 s for 40 candidates of R2R here, off the hot path (a worker). */
 const REQUESTS = 400;
 const REPLICATIONS = 3;
-
-export interface OpenLoopTarget {
-  rateRps: number;
-  outputTokens: number;
-  slo: LatencySlo;
-  /** The deadline in force, ms. */
-  maxWaitMs: number;
-  maxWaitChoices?: number[];
-}
 
 export function sloOptimiser(input: OptimiserInput, open: OpenLoopTarget, current: readonly number[]): OptimiserAnswer {
   const { fixed, open: _, ...model } = input;

@@ -4,7 +4,7 @@ import { run } from '../../runtime/bench/rate.ts';
 
 describe('bench rate', () => {
   it('reports every runtime at every rate and the SLO-aware choice against the measured sweep', async () => {
-    const r = await run({ flags: { quick: '1', rates: '0.5,6', 'max-wait-choices': '5,100', requests: '60', 'slo-tpot-ms': '35' } });
+    const r = await run({ flags: { quick: '1', rates: '0.5,6', 'max-wait-choices': '5,100', requests: '60', 'slo-tpot-ms': '35', runners: 'none' } });
     const rows = r.results.rows as Record<string, unknown>[];
     const choice = r.results.slo_choice as Record<string, unknown>[];
     expect(rows).toHaveLength(6);
