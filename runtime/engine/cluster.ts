@@ -14,6 +14,7 @@ import { newCounters } from './localRequest.ts';
 import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { EngineProxy, type ProxyEntry } from './engineProxy.ts';
 import { beginThreads, rejoinThread } from './threadEngine.ts';
+import { checkSubmission } from './submission.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
@@ -158,27 +159,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
 
   submit<M>(opts: SubmitOptions<M>): RequestHandle {
     const alg = opts.algorithm;
-    const lanes = alg.models.map((name) => {
-      const lane = this.byName.get(name);
-      if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
-      return lane;
-    });
-    // a dead engine thread would never answer (an in-process engine that is down fails its steps fast)
-    const down = lanes.find((l) => l instanceof EngineProxy && l.down);
-    if (down) throw new TokenRouterError('unavailable', `model ${down.name} is down; retry shortly`, 'model');
-    if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
-      throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
-    }
-    if (opts.prompt.length === 0) throw new TokenRouterError('invalid_request', 'the prompt is empty', 'prompt');
-    if (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1) {
-      throw new TokenRouterError('invalid_request', `max_tokens must be an integer ≥ 1, got ${opts.maxTokens}`, 'max_tokens');
-    }
-    const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
+    const { maxContext } = checkSubmission(opts as SubmitOptions<unknown>, this.byName);
     const ref = opts.algorithmRef;
-    if (!ref && lanes.some((l) => l instanceof EngineProxy)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
-    if (opts.prompt.length >= maxContext) {
-      throw new TokenRouterError('too_large', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
-    }
     if (this.active.size >= this.maxConcurrency && this.entryQueue.length >= this.maxQueue) {
       throw new TokenRouterError('overloaded', `admission queue is full (${this.maxQueue} waiting)`, null);
     }
