@@ -33,7 +33,16 @@ export interface SloChoice {
 export interface SloOptimiseOptions extends LatencyOptions {
   fixed?: FixedThresholds;
   maxWaitChoices?: readonly number[];
+  /**
+   * Past this many threshold × deadline candidates (default 300), thresholds are tried on the ladder
+   * 1, 2, 3, 4, 6, 8, 12, 16, … only: each candidate is a few simulated runs, so a large N or many
+   * models would otherwise cost minutes.
+   */
+  maxCandidates?: number;
 }
+
+/** 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, …: every value up to 4, then two per doubling. */
+const onLadder = (t: number) => t <= 4 || [2, 3].some((m) => Number.isInteger(Math.log2(t / m)));
 
 /** The p99 bounds the SLO names: the optimiser's constraint (goodput itself counts per request). */
 export function meetsP99Slo(c: { p99TpotMs: number; p99TtftMs: number }, slo: LatencySlo): boolean {
@@ -53,7 +62,9 @@ export function chooseForSlo<T extends { goodputReqS: number; p99TpotMs: number;
 export function optimiseForSlo(input: Omit<LatencyInput, 'thresholds' | 'maxWaitMs'>, load: LatencyLoad, slo: LatencySlo, opts: SloOptimiseOptions = {}): SloChoice {
   const table: SloCandidate[] = [];
   const waits = opts.maxWaitChoices ?? DEFAULT_MAX_WAIT_CHOICES;
-  for (const thresholds of feasibleThresholds(input.maxBatch.map((b) => Math.min(b, input.N)), input.N, opts.fixed ?? {})) {
+  let vectors = feasibleThresholds(input.maxBatch.map((b) => Math.min(b, input.N)), input.N, opts.fixed ?? {});
+  if (vectors.length * waits.length > (opts.maxCandidates ?? 300)) vectors = vectors.filter((t) => t.every(onLadder));
+  for (const thresholds of vectors) {
     // All thresholds 1 never wait, so the deadline cannot matter: price it once.
     for (const maxWaitMs of thresholds.every((t) => t === 1) ? [waits[0]] : waits) {
       const p = predictLatency({ ...input, thresholds, maxWaitMs }, load, slo, opts);

@@ -57,6 +57,15 @@ describe('SLO-aware optimiser', () => {
     expect(choice.best.goodputReqS).toBeGreaterThan(slow.goodputReqS);
   });
 
+  it('keeps a large search affordable by trying thresholds on a ladder', () => {
+    const wide = { ...paper, N: 16, maxBatch: [16, 16], outputTokens: 8 };
+    const choice = optimiseForSlo(wide, { rateRps: 2, requests: 20 }, { tpotMs: 40 }, { replications: 1 });
+    const ladder = new Set([1, 2, 3, 4, 6, 8, 12, 16]);
+    expect(choice.table.every((c) => c.thresholds.every((t) => ladder.has(t)))).toBe(true);
+    expect(choice.table.some((c) => c.thresholds[0] === 12)).toBe(true);
+    expect(choice.table.length).toBeLessThan(300);
+  });
+
   it('says when no setting can meet the SLO', () => {
     const choice = optimiseForSlo(paper, load(5), { tpotMs: 5 }, opts);
     expect(choice.meetsSlo).toBe(false);
