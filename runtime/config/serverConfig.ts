@@ -74,11 +74,13 @@ export const serverConfigSchema = z
          * worker thread). In-process stays the default while it is the faster one here (docs/benchmarks.md).
          */
         placement: z.enum(['thread', 'in-process']).default('in-process'),
+        /** Engines keep finished requests' KV by token ids and start new requests from their longest cached prefix (vLLM's APC, SGLang's radix cache). */
+        prefixCache: z.boolean().default(true),
         /** Latency targets (issue 19): what thresholds "auto" keeps, and when the entry sheds load. */
         slo: sloSchema.optional(),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD, placement: 'in-process' }),
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD, placement: 'in-process', prefixCache: true }),
     limits: z
       .object({
         /** N: requests decoding at once. */

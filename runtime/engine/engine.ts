@@ -336,7 +336,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   /** A row came back for a request that ended while its step ran: its cache can go now. */
   private endedMeanwhile(local: LocalRequest): boolean {
     if (!local.ended) return false;
-    this.queues.retire(local);
+    this.queues.retire(local, !this.down);
     this.admitWaiting();
     return true;
   }
@@ -345,7 +345,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.queues.dequeue(local);
     if (this.locals.get(local.id) === local) this.locals.delete(local.id);
     if (local.inBatch) return;
-    this.queues.retire(local);
+    this.queues.retire(local, !this.down);
     this.admitWaiting();
   }
 

@@ -221,10 +221,13 @@ export class LaneQueues {
     this.clearCache(local);
   }
 
-  /** The local is done with its cache (it ended, or left for good): the prefix cache keeps it, or it is freed. */
-  retire(local: LocalRequest): void {
+  /**
+   * The local is done with its cache (it ended, or left for good): the prefix cache keeps it, or it
+   * is freed (`keep` false: the runner is down, and the cache died with it).
+   */
+  retire(local: LocalRequest, keep: boolean): void {
     if (!local.hasCache) return;
-    if (!this.prefix) return this.dropCache(local);
+    if (!this.prefix || !keep) return this.dropCache(local);
     const { cacheId, fed } = local;
     this.clearCache(local);
     this.prefix.insert(cacheId, local.tokens.slice(0, fed));

@@ -17,6 +17,12 @@ export interface LaneStats {
   busyMs: number;
   /** Row results taken from lookahead (included in rows). */
   aheadRows: number;
+  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
+  prefixQueries: number;
+  prefixHits: number;
+  /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
+  prefixEntries: number;
+  kvPrefixBytes: number;
 }
 
 /** What the figures are read from (an Engine; structural, so this module needs nothing of it). */
@@ -26,9 +32,9 @@ interface LaneSource {
   readonly readyCount: number;
   readonly inFlightRows: number;
   readonly executing: boolean;
-  readonly queues: { readonly waitingAdmission: number; readonly pendingReturnCount: number };
-  readonly pool: { readonly usedBytes: number; readonly reservedBytes: number };
-  readonly stats: { readonly batches: number; readonly rows: number; readonly admissions: number; readonly evictions: number; readonly busyMs: number; readonly aheadRows: number };
+  readonly queues: { readonly waitingAdmission: number; readonly pendingReturnCount: number; readonly prefix: { readonly size: number } | null };
+  readonly pool: { readonly usedBytes: number; readonly reservedBytes: number; readonly prefixTokenCount: number; readonly kvBytesPerToken: number };
+  readonly stats: { readonly batches: number; readonly rows: number; readonly admissions: number; readonly evictions: number; readonly busyMs: number; readonly aheadRows: number; readonly prefixQueries: number; readonly prefixHits: number };
 }
 
 export function laneStats(l: LaneSource): LaneStats {
@@ -48,5 +54,9 @@ export function laneStats(l: LaneSource): LaneStats {
     evictions: l.stats.evictions,
     busyMs: l.stats.busyMs,
     aheadRows: l.stats.aheadRows,
+    prefixQueries: l.stats.prefixQueries,
+    prefixHits: l.stats.prefixHits,
+    prefixEntries: l.queues.prefix?.size ?? 0,
+    kvPrefixBytes: l.pool.prefixTokenCount * l.pool.kvBytesPerToken,
   };
 }

@@ -139,6 +139,7 @@ export class TokenRouterService {
       retainState: config.scheduling.retainState,
       maxWaitMs: config.scheduling.maxWaitMs,
       lookahead: config.scheduling.lookahead,
+      prefixCache: config.scheduling.prefixCache,
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
       trace: this.trace,

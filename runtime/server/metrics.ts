@@ -39,6 +39,20 @@ export class ServerMetrics {
     gauge('tokenrouter_kv_cache_used_bytes', 'KV bytes held by live caches', (s) => s.kvBytes);
     gauge('tokenrouter_kv_cache_reserved_bytes', 'KV bytes reserved for admitted requests', (s) => s.kvReservedBytes);
     gauge('tokenrouter_batch_threshold', 'Delayed-batching threshold in force', (s) => s.threshold);
+    // vLLM's prefix_cache_queries / prefix_cache_hits: tokens, counted by the engines and read as they stand
+    const engineCounter = (name: string, help: string, pick: (s: ReturnType<typeof stats>[number]) => number) =>
+      new client.Counter({
+        name,
+        help,
+        labelNames: ['model'],
+        registers: r,
+        collect() {
+          this.reset();
+          for (const s of stats()) this.inc({ model: s.name }, pick(s));
+        },
+      });
+    engineCounter('tokenrouter_prefix_cache_queries_total', 'Context tokens looked up in the prefix cache at admission', (s) => s.prefixQueries);
+    engineCounter('tokenrouter_prefix_cache_hits_total', 'Context tokens found in the prefix cache (not prefilled)', (s) => s.prefixHits);
     new client.Gauge({
       name: 'tokenrouter_requests_queued',
       help: 'Requests waiting at the entry for a concurrency slot',

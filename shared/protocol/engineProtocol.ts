@@ -103,6 +103,10 @@ export const laneReportSchema = z.object({
   evictions: int,
   busyMs: z.number(),
   aheadRows: int,
+  prefixQueries: int,
+  prefixHits: int,
+  prefixEntries: int,
+  kvPrefixBytes: z.number(),
   newWork: int,
 });
 

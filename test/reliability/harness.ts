@@ -167,21 +167,22 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
   };
 }
 
-/** Nothing in flight anywhere: entry, lanes, KV pools and runner caches all empty. */
+/** Nothing in flight anywhere: entry, lanes, KV pools and runner caches all empty but for what the prefix caches keep. */
 export function leftovers(service: TokenRouterService): string[] {
   const out: string[] = [];
   const c = service.cluster;
   if (c.activeCount) out.push(`${c.activeCount} requests active`);
   if (c.queuedCount) out.push(`${c.queuedCount} requests queued at the entry`);
   for (const l of c.laneStats()) {
-    if (l.kvBytes) out.push(`${l.name}: ${l.kvBytes} KV bytes cached`);
+    if (l.kvBytes !== l.kvPrefixBytes) out.push(`${l.name}: ${l.kvBytes} KV bytes cached, ${l.kvPrefixBytes} of them in the prefix cache`);
     if (l.kvReservedBytes) out.push(`${l.name}: ${l.kvReservedBytes} KV bytes reserved`);
     if (l.running + l.pendingReturn + l.waitingAdmission) out.push(`${l.name}: ${l.running} running, ${l.pendingReturn} pending-return, ${l.waitingAdmission} waiting`);
     if (l.executing) out.push(`${l.name}: still executing a batch`);
   }
+  const kept = new Map(c.laneStats().map((l) => [l.name, l.prefixEntries]));
   for (const [name, r] of service.runners) {
     const live = (r as Partial<CrashableRunner>).liveCaches;
-    if (live) out.push(`${name}: runner holds ${live} caches`);
+    if (live && live !== kept.get(name)) out.push(`${name}: runner holds ${live} caches, ${kept.get(name) ?? 0} of them in the prefix cache`);
   }
   return out;
 }
