@@ -164,7 +164,7 @@ export class RemoteEngine extends EngineProxy {
     this.stats.resent += r.link.stats.resent;
     this.sumLanes();
     const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');
-    if (r.homes.size > 0 || !reason.includes('shut down')) this.opts.log?.(`replica ${r.name} lost (${reason}); ${r.homes.size} requests held there fail`);
+    this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size} requests held there fail`);
     for (const id of r.homes) {
       this.homes.delete(id);
       this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error });
@@ -270,11 +270,8 @@ export class RemoteEngine extends EngineProxy {
     this.closing = true;
     // the replicas forget this entry and free what it held; they outlive it
     this.toAll({ type: 'close' });
-    await sleep(30);
-    for (const r of this.records.values()) {
-      this.stats.resent += r.link.stats.resent;
-      r.link.close();
-    }
+    await this.nc.flush().catch(() => {});
+    for (const r of this.records.values()) r.link.close();
     this.replicas.stop();
     await this.nc.close().catch(() => {});
   }
