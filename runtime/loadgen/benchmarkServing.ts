@@ -29,6 +29,8 @@ export interface ServingLoad {
   maxTokens: number;
   /** The user message of request i (warm-up requests use negative i). */
   prompt: (i: number) => string;
+  /** The whole conversation of request i instead (few-shot turns, a chat's history); `prompt` is then unused. */
+  messages?: (i: number) => CompletionBody['messages'];
   temperature?: number;
   /** Send `ignore_eos: true` (vLLM's `--ignore-eos`): every request runs to max_tokens. */
   ignoreEos?: boolean;
@@ -52,7 +54,7 @@ export interface ServingRun {
 }
 
 function body(load: ServingLoad, i: number): CompletionBody {
-  const b: CompletionBody = { model: load.model, messages: [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
+  const b: CompletionBody = { model: load.model, messages: load.messages ? load.messages(i) : [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
   if (load.ignoreEos) b.ignore_eos = true;
   return b;
 }

@@ -280,6 +280,8 @@ export class TokenRouterService {
     this.auto?.stop();
     await this.optimiser?.close();
     this.registry.close();
+    // the caches kept for later prompts go with the service (a bench's runner outlives it)
+    for (const lane of this.cluster.lanes) lane.queues.prefix?.clear();
     await Promise.all([...[...this.runners.values()].map((r) => r.close?.()), ...(this.borrowedThreads ? [] : [...this.threads.values()].map((t) => t.close()))]);
   }
 
