@@ -15,6 +15,8 @@ const BATCH = {
   start: Float64Array, end: Float64Array,
   /** Forward passes (1 + lookahead steps) and row results taken from lookahead. */
   steps: Uint16Array, aheadRows: Uint32Array,
+  /** Prompt tokens its rows took from the prefix cache instead of feeding them. */
+  cached: Uint32Array,
   /** Running max of `end` over the ring: non-decreasing, so binary search works on slightly unordered input. */
   maxEnd: Float64Array,
   /** Absolute position of the first request index in the member ring. */
@@ -228,6 +230,7 @@ export class EventStore {
     b.cols.end[p] = e.end;
     b.cols.steps[p] = e.steps ?? 1;
     b.cols.aheadRows[p] = e.aheadRows ?? 0;
+    b.cols.cached[p] = e.cachedTokens ?? 0;
     b.cols.maxEnd[p] = Math.max(prevMax, e.end);
     b.cols.members[p] = this.members.head;
     this.batchDisorderMs = Math.max(this.batchDisorderMs, prevMax - e.end);
@@ -425,6 +428,7 @@ export class EventStore {
       type: 'batch', model: this.lanes[c.lane[p]], batchId: c.batchId[p], requestIds: this.batchMembers(p).map((i) => this.requestName(i)),
       phase: PHASES[c.phase[p]], tokens: c.tokens[p], start: c.start[p], end: c.end[p],
       ...(c.steps[p] > 1 ? { steps: c.steps[p], aheadRows: c.aheadRows[p] } : {}),
+      ...(c.cached[p] > 0 ? { cachedTokens: c.cached[p] } : {}),
     };
   }
 
