@@ -47,7 +47,7 @@ export class EngineServer implements EngineHost, EngineLink {
     this.retainState = settings.retainState;
     this.trace = settings.trace ? { emit: (e) => this.traced.push(e) } : undefined;
     const name = settings.models[settings.index];
-    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, kvCapacityTokens: settings.kvCapacityTokens, lookahead: settings.lookahead }, this);
+    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, kvCapacityTokens: settings.kvCapacityTokens, lookahead: settings.lookahead, prefixCache: settings.prefixCache }, this);
   }
 
   get link(): EngineLink {

@@ -5,23 +5,12 @@ import { Cluster } from '../../runtime/engine/cluster.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { SCHEDULING_MODES } from '../../runtime/scheduler/schedulingMode.ts';
-import { runWorkload, type WorkloadRequest } from './runWorkload.ts';
+import { runWorkload } from './runWorkload.ts';
 import { pick, randomCase } from './randomCase.ts';
+import { sharingRequests } from './sharingRequests.ts';
 import { randomAlgorithm } from './randomAlgorithm.ts';
 
 const CASES_PER_SETTING = 24; // × 8 settings
-
-/** Prompts that share: a few preambles, each request one of them plus its own turn, and some resending an earlier request's prompt plus more (a chat's next turn). */
-function sharingRequests(seed: number, base: readonly WorkloadRequest[]): WorkloadRequest[] {
-  const preambles = Array.from({ length: pick(seed, 400, 1, 3) }, (_, p) => Array.from({ length: pick(seed, 410 + p, 4, 20) }, (_, j) => pick(seed, 420 + 50 * p + j, 4, 40)));
-  const out: WorkloadRequest[] = [];
-  for (const [r, req] of base.entries()) {
-    const earlier = r > 0 && pick(seed, 500 + r, 0, 2) === 0 ? out[pick(seed, 600 + r, 0, r - 1)] : null;
-    const head = earlier ? earlier.prompt : preambles[pick(seed, 700 + r, 0, preambles.length - 1)];
-    out.push({ ...req, prompt: [...head, ...req.prompt.slice(0, pick(seed, 800 + r, 1, 6))] });
-  }
-  return out;
-}
 
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('prefix cache on: mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} sharing cases, evicting prefixes under KV pressure`, async () => {
