@@ -20,13 +20,13 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     requestIds: z.array(z.string()),
     /** Dominant phase: prefill if any row prefills, else extend if any extends, else decode. */
     phase: z.enum(PHASES),
-    /** Tokens fed in this batch (prefill and extend rows feed more than one; lookahead steps included). */
+    /** Tokens fed in this batch (prefill and extend rows feed more than one; in older traces, lookahead steps included). */
     tokens: z.number().int(),
     start: time,
     end: time,
-    /** Forward passes the runner made for it: 1 + its lookahead steps (absent: 1). Step cost = (end − start) / steps. */
+    /** Forward passes the runner made for it (absent: 1). Only traces from before lookahead was removed have more: 1 + its lookahead steps; step cost = (end − start) / steps. */
     steps: z.number().int().min(1).optional(),
-    /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). */
+    /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). Not emitted since lookahead was removed; kept so older traces load. */
     aheadRows: z.number().int().min(0).optional(),
     /** Prompt tokens the rows took from the prefix cache instead of feeding them (absent: 0). */
     cachedTokens: z.number().int().min(0).optional(),
@@ -83,7 +83,7 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     retainState: z.boolean(),
     thresholds: z.record(z.string(), z.number().int()),
     maxWaitMs: z.number(),
-    /** Most lookahead steps a row may take (0: none); absent in traces from before it was recorded. */
+    /** Most lookahead steps a row may take (0: none). Not emitted since lookahead was removed; kept so older traces load. */
     lookahead: z.number().int().min(0).optional(),
   }),
 ]);

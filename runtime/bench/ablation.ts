@@ -8,17 +8,13 @@ import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 import { PAPER_SETTING, runVirtual, sweepVirtual } from './virtualServing.ts';
 
-/** The paper's four steps (no lookahead), then ours: lookahead decoding on top of the full TokenRouter mode. */
-export const LADDER: readonly { step: string; mode: ServingMode | 'delayed' | 'lookahead' }[] = [
+/** The paper's four steps. (A fifth, lookahead, went with lookahead itself: routing now runs beside the model.) */
+export const LADDER: readonly { step: string; mode: ServingMode | 'delayed' }[] = [
   { step: 'baseline (step-sync, re-admission)', mode: { label: 'baseline', mode: 'step-sync', retainState: false } },
   { step: '+ state retention', mode: { label: 'retain', mode: 'step-sync', retainState: true } },
-  { step: '+ async', mode: { label: 'async', mode: 'async-immediate', retainState: true, lookahead: 0 } },
+  { step: '+ async', mode: { label: 'async', mode: 'async-immediate', retainState: true } },
   { step: '+ delayed batching', mode: 'delayed' },
-  { step: '+ lookahead', mode: 'lookahead' },
 ];
-
-/** Lookahead saves worker round trips; virtual time charges none, so that step is left out there. */
-const VIRTUAL_LADDER = LADDER.filter((l) => l.mode !== 'lookahead');
 
 /** Adds each step's ratio to the one before and to the baseline. */
 export function withRatios(rows: { step: string; tok_s: number }[]): Row[] {
@@ -37,8 +33,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
 
   // Paper profile in virtual time: the same ladder, 512-token outputs.
   const vbase = { concurrency, requests: concurrency * PAPER_SETTING.requestsPerClient, promptLength: PAPER_SETTING.promptLength, maxTokens: f.num('paper-max-tokens', 512) };
-  const paperRaw = VIRTUAL_LADDER.map(({ step, mode }) => {
-    if (mode === 'delayed' || mode === 'lookahead') {
+  const paperRaw = LADDER.map(({ step, mode }) => {
+    if (mode === 'delayed') {
       const s = sweepVirtual(vbase);
       return { step, tok_s: s.run.metrics.outputThroughputTokS, mean_e2e_ms: s.run.metrics.e2eMs.mean, thresholds: `1/${s.threshold}` };
     }
@@ -64,8 +60,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`ablation ${set.kind} ${what}`, ++done, total) });
       sweep = choiceJson(s);
       // Repeats walk the whole ladder again, so drifting background load hits every step alike.
-      const modeOf = (mode: (typeof LADDER)[number]['mode']): ServingMode =>
-        mode === 'delayed' ? { ...s.mode, label: 'delayed', lookahead: 0 } : mode === 'lookahead' ? { ...s.mode, label: 'lookahead' } : mode;
+      const modeOf = (mode: (typeof LADDER)[number]['mode']): ServingMode => (mode === 'delayed' ? { ...s.mode, label: 'delayed' } : mode);
       const results: ServingResult[][] = LADDER.map(() => []);
       for (let k = 0; k < repeats; k++) {
         for (const [i, { step, mode }] of LADDER.entries()) {
@@ -99,10 +94,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     concurrency,
     steps: LADDER.map((l) =>
       l.mode === 'delayed'
-        ? `${l.step}: async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep'}, no lookahead`
-        : l.mode === 'lookahead'
-          ? `${l.step}: the same with scheduling.lookahead ${servingSettings(serving).tokenrouter_lookahead} (bundled models only)`
-          : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}${l.mode.mode.startsWith('async') ? ', no lookahead' : ''}`,
+        ? `${l.step}: async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep'}`
+        : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}`,
     ),
     bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
     paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },

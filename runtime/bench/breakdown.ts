@@ -95,7 +95,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             cpu_busy_share: (r.cpu.serverMs + (r.cpu.clientMs ?? 0)) / (r.cpu.wallMs * cores),
             model_share_of_cpu: modelMs / (r.cpu.serverMs + (r.cpu.clientMs ?? 0)),
           },
-          lookahead_share: Object.fromEntries(r.lanes.map((l) => [l.name, l.rows > 0 ? l.aheadRows / l.rows : 0])),
           lanes: lanesBd.map((l) => ({ ...l, model_busy_share_of_run: l.model_ms / duration })),
         };
         for (const l of lanesBd) {

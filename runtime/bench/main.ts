@@ -42,7 +42,7 @@ const SUITES: Record<string, Suite> = {
  * error naming it instead of a silently ignored setting. A suite reading a new flag adds it here.
  */
 const SUITE_FLAGS = [
-  'json', 'trace', 'lookahead', 'quick', 'algorithm', 'algorithms', 'bundled-lengths', 'bundled-requests-per-client', 'calibration-requests',
+  'json', 'trace', 'quick', 'algorithm', 'algorithms', 'bundled-lengths', 'bundled-requests-per-client', 'calibration-requests',
   'calibration-requests-per-client', 'client', 'compare-depth', 'concurrency', 'delay-ms', 'ignore-eos', 'large-stay', 'large-threshold', 'lengths',
   'levels', 'max-batch', 'max-tokens', 'max-wait-ms', 'p', 'paper-max-tokens', 'pipeline-depth', 'prompt', 'relay', 'repeats', 'requests',
   'placement', 'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',

@@ -29,24 +29,8 @@ export class MeteredRunner implements ModelRunner {
     this.inner.onFailure?.(listener);
   }
 
-  onCachesLost(listener: (cacheIds: readonly number[], error: Error) => void): void {
-    this.inner.onCachesLost?.(listener);
-  }
-
-  onCapacityChange(listener: (kvTokens: number) => void): void {
-    this.inner.onCapacityChange?.(listener);
-  }
-
-  get maxAhead(): number | undefined {
-    return this.inner.maxAhead;
-  }
-
   get pipelineDepth(): number | undefined {
     return this.inner.pipelineDepth;
-  }
-
-  yieldAhead(): void {
-    this.inner.yieldAhead?.();
   }
 
   /** A server closing must not stop a runner the next server reuses: `shutdown` does that. */

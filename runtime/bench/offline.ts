@@ -53,7 +53,7 @@ interface LiveRow {
 const CACHE_BASE = 1 << 30;
 
 /**
- * The offline side: no HTTP, no scheduler, no routing, no lookahead — rows fed straight to
+ * The offline side: no HTTP, no scheduler, no routing — rows fed straight to
  * `runner.step`, with the engine's stopping rule (EOS ends a row uncommitted; the token reaching
  * the length limit is committed and ends it) so both sides generate the same tokens.
  */
@@ -194,7 +194,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     offline: {
       loop: `${batching} batching, batch ${concurrency}: ${batching === 'static' ? `prefill ${concurrency} prompts in one step, decode until every row ended (EOS or max tokens), then the next ${concurrency}; no refill` : 'every step feeds all live rows; a slot freed by a finished row takes the next prompt (its prefill) in the next step'}`,
       runner: `the very runner objects the server uses (${set.kind === 'bundled' ? 'WorkerRunner: OnnxRunner in a worker thread, intraOpNumThreads 1' : 'simulated SimRunner'}, behind the bench MeteredRunner), called from the bench’s main thread`,
-      excludes: 'HTTP, tokenizer decode, scheduler, engine, routing, lookahead (one runner.step per decode step)',
+      excludes: 'HTTP, tokenizer decode, scheduler, engine, routing (one runner.step per decode step)',
       tok_s: 'generated output tokens / wall time from the first step call to the last result',
     },
     served: {

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_LOOKAHEAD, parseServerConfig } from '../config/serverConfig.ts';
+import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
 import { TokenRouterError } from '../errors.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
@@ -25,8 +25,6 @@ export interface ServingMode {
   retainState: boolean;
   /** Delayed-batching thresholds by lane name (async-delayed); missing lanes use 1. */
   thresholds?: Record<string, number>;
-  /** scheduling.lookahead (async modes); absent: the server's default. */
-  lookahead?: number;
 }
 
 /** The standard-serving baseline: a global step barrier and re-admission (full re-prefill) on every return. */
@@ -50,8 +48,6 @@ export interface ServingCase {
   /** Keep every batch (lane, size, wall ms) and every request step (for the throughput model). */
   recordRouting?: boolean;
   client?: ClientPlacement;
-  /** scheduling.lookahead for async runs whose mode does not set it (see ServingDefaults). */
-  lookahead?: number;
   traceDir?: TraceDir;
   /** Open-loop arrivals (req/s) and their burstiness; absent: the closed loop. */
   requestRate?: number;
@@ -120,8 +116,6 @@ export type ClientPlacement = 'process' | 'inline';
 export interface ServingDefaults {
   client: ClientPlacement;
   placement: EnginePlacement;
-  /** `--lookahead K` for every async (TokenRouter) run whose mode does not set it; absent: the server's default. */
-  lookahead?: number;
   /** `--trace DIR`: every server a suite starts writes its trace there, one file per run. */
   traceDir?: TraceDir;
   /** `--request-rate R` (req/s; Infinity, the default: the closed loop of `concurrency` clients). */
@@ -132,7 +126,7 @@ export interface ServingDefaults {
   slo?: Slo;
 }
 
-/** `--client`, `--placement`, `--lookahead`, `--request-rate`, `--burstiness`, `--goodput`, checked (main.ts calls it before a suite runs). */
+/** `--client`, `--placement`, `--request-rate`, `--burstiness`, `--goodput`, checked (main.ts calls it before a suite runs). */
 export function servingFlags(f: SuiteFlags): Omit<ServingDefaults, 'traceDir'> {
   const client = f.str('client') ?? 'process';
   if (client !== 'process' && client !== 'inline') throw new TokenRouterError('invalid_request', `--client must be process or inline, got "${client}"`, 'client');
@@ -140,7 +134,6 @@ export function servingFlags(f: SuiteFlags): Omit<ServingDefaults, 'traceDir'> {
   return {
     client,
     placement: enginePlacement(f.str('placement')),
-    lookahead: f.lookahead,
     requestRate: requestRateFlag(f.str('request-rate')),
     burstiness: positiveFlag('burstiness', f.str('burstiness'), 1),
     ...(goodput === undefined ? {} : { slo: parseGoodput(goodput) }),
@@ -154,11 +147,10 @@ export function servingDefaults(f: SuiteFlags): ServingDefaults {
 }
 
 /** The shared settings as a report states them. */
-export function servingSettings(d: ServingDefaults): Record<string, unknown> & { tokenrouter_lookahead: number } {
+export function servingSettings(d: ServingDefaults): Record<string, unknown> {
   return {
     client: d.client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     placement: d.placement,
-    tokenrouter_lookahead: d.lookahead ?? DEFAULT_LOOKAHEAD,
     arrivals: d.requestRate === Infinity ? 'closed loop: every measured request queued at once behind the concurrency cap' : `open loop: ${d.requestRate} req/s, gamma gaps with burstiness ${d.burstiness} (1 = Poisson), capped at the concurrency`,
     ...(d.slo ? { goodput_slo_ms: d.slo } : {}),
   };
@@ -175,7 +167,7 @@ function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
   return after.map((a, i) => {
     const b = before[i];
-    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, aheadRows: a.aheadRows - b.aheadRows };
+    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs };
   });
 }
 
@@ -187,8 +179,6 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     if (!r) throw new Error(`no runner "${runnerName}" in this runner set (${[...set.runners.keys()].join(', ')})`);
     laneRunners.set(lane, r);
   }
-  // A recorded step must be one forward pass (the throughput model's unit): no lookahead then.
-  const lookahead = c.recordRouting ? 0 : (c.mode.lookahead ?? c.lookahead);
   const config = parseServerConfig({
     port: 0,
     dataDir,
@@ -199,7 +189,6 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       retainState: c.mode.retainState,
       thresholds: c.mode.thresholds ?? {},
       maxWaitMs: c.maxWaitMs ?? 20,
-      ...(lookahead !== undefined ? { lookahead } : {}),
     },
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,
@@ -306,8 +295,8 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
   if (results.length === 1) return results[0];
   const lanes = results[0].lanes.map((l, i) => {
     const all = results.map((r) => r.lanes[i]);
-    const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs' | 'aheadRows') => all.reduce((s, x) => s + x[k], 0);
-    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs'), aheadRows: sum('aheadRows') };
+    const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs') => all.reduce((s, x) => s + x[k], 0);
+    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs') };
   });
   const clients = results.map((r) => r.cpu.clientMs);
   const cpu = {

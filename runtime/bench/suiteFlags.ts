@@ -20,14 +20,6 @@ export class SuiteFlags {
     return n;
   }
 
-  /** `--lookahead K` for TokenRouter mode (scheduling.lookahead); absent: the server's default. */
-  get lookahead(): number | undefined {
-    if (this.flags.lookahead === undefined) return undefined;
-    const n = this.num('lookahead', 0);
-    if (!Number.isInteger(n) || n < 0) throw flagError('lookahead', `--lookahead must be an integer ≥ 0, got "${this.flags.lookahead}"`);
-    return n;
-  }
-
   /** A number with a separate default for --quick runs. */
   sized(key: string, full: number, quick: number): number {
     return this.num(key, this.quick ? quick : full);

@@ -35,9 +35,6 @@ const sloSchema = z
   })
   .strict();
 
-/** scheduling.lookahead by default: enough to cover a typical stay on a small model, few wasted passes when it leaves. */
-export const DEFAULT_LOOKAHEAD = 8;
-
 export const serverConfigSchema = z
   .object({
     port: z.number().int().min(0).max(65535).default(8080),
@@ -66,8 +63,8 @@ export const serverConfigSchema = z
         /** Per-model delayed-batching thresholds, or "auto" (the throughput model picks and re-picks them). */
         thresholds: z.union([z.literal('auto'), z.record(z.string(), z.number().int().min(1))]).default({}),
         maxWaitMs: z.number().positive().default(20),
-        /** Most lookahead steps per row (async modes): a model decodes on without a round trip while its rows mostly stay. 0 = off. */
-        lookahead: z.number().int().min(0).max(64).default(DEFAULT_LOOKAHEAD),
+        /** Refused by name, so an old config says what to drop (docs/benchmarks.md: lookahead 0 was as fast in both placements). */
+        lookahead: z.never({ error: 'scheduling.lookahead was removed: routing runs beside the model, so there is no round trip to hide' }).optional(),
         /**
          * Where a local model's engine runs: "in-process" (on the entry's thread, the model alone in a
          * worker) or "thread" (its scheduler, KV pool and routing beside the model in the model's
@@ -80,7 +77,7 @@ export const serverConfigSchema = z
         slo: sloSchema.optional(),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, lookahead: DEFAULT_LOOKAHEAD, placement: 'in-process', prefixCache: true }),
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, placement: 'in-process', prefixCache: true }),
     limits: z
       .object({
         /** N: requests decoding at once. */

@@ -46,7 +46,7 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs', 'aheadRows', 'newWork'] as const;
+const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs'] as const;
 
 /**
  * The remote model's replicas behind one EngineProxy. A request is placed on a replica the first

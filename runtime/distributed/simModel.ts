@@ -22,10 +22,6 @@ export interface SimModelOptions {
   eosRate?: number;
   maxContext?: number;
   kvBytesPerToken?: number;
-  /** Lookahead passes one step may take (SimRunner maxAhead); default 0. */
-  maxAhead?: number;
-  /** Stream the lookahead passes in time on this clock, as a worker does (SimRunner streamOn); default: all with the step. */
-  streamOn?: Clock;
 }
 
 /** Size of the bundled character vocabulary: 4 specials and 26 characters. */
@@ -48,7 +44,7 @@ export function simModel(opts: SimModelOptions): SimRunner {
   const { baseMs, perRowMs, perTokenMs } = opts.latency;
   const latency = (b: number, fed: number) => baseMs + perRowMs * b + perTokenMs * Math.max(0, fed - b);
   if ((opts.vocab ?? 'chars') === 'hash') {
-    return new SimRunner({ name: opts.name, latency, maxContext: opts.maxContext, kvBytesPerToken: opts.kvBytesPerToken, maxAhead: opts.maxAhead, streamOn: opts.streamOn });
+    return new SimRunner({ name: opts.name, latency, maxContext: opts.maxContext, kvBytesPerToken: opts.kvBytesPerToken });
   }
   const salt = opts.name.length * 7919;
   const eosRate = opts.eosRate ?? 0;
@@ -59,8 +55,6 @@ export function simModel(opts: SimModelOptions): SimRunner {
     maxContext: opts.maxContext ?? 256,
     kvBytesPerToken: opts.kvBytesPerToken ?? 4096,
     latency,
-    maxAhead: opts.maxAhead,
-    streamOn: opts.streamOn,
     next: (ctx) => {
       const h = mix(ctx.contextHash, salt);
       const u = (h >>> 8) / 16777216;

@@ -1,5 +1,4 @@
 // A batch in flight on one engine, and the engine's running tallies.
-import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
@@ -14,24 +13,11 @@ export interface Batch {
   start: number;
   phase: StepPhase;
   tokens: number;
-  /** Most lookahead steps any row asked for. */
-  ahead: number;
-  /** Forward passes the runner made: 1 + the lookahead steps it returned. */
-  steps: number;
-  /** Row results taken from lookahead. */
-  aheadRows: number;
-  /** The runner was told to stop its lookahead early. */
-  yielded: boolean;
   /** performance.now() at launch. */
   wall0: number;
   /** Clock ms when the runner's (first) results came back; model ms the runner reported for it. */
   resultAt: number;
   modelMs: number;
-  /** Lookahead in use: rows (indices) that took every lookahead result so far, and their last result. */
-  live: number[];
-  last: TokenSignals[];
-  /** Its lookahead results are still arriving (the batch runs until they end). */
-  streaming: boolean;
   /** Prompt tokens its rows did not feed because their caches started from the prefix cache. */
   cachedTokens: number;
 }
@@ -49,17 +35,12 @@ export class EngineStats {
   busyMs = 0;
   /** Wall ms spent inside runner.step (the model itself for real runners). */
   runnerWallMs = 0;
-  /** Row results taken from lookahead instead of a new batch. */
-  aheadRows = 0;
-  /** Times new work cut a running batch's lookahead short. */
-  aheadYields = 0;
 }
 
 /** A batch of the planned rows, launched at `start` (clock ms): each row feeds what its cache has not seen. */
 export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
-  const rows = locals.map((local, k) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants, ahead: plan.ahead[k] }));
-  const ahead = Math.max(0, ...plan.ahead);
-  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, ahead, steps: 1, aheadRows: 0, yielded: false, wall0: performance.now(), resultAt: 0, modelMs: 0, live: [], last: [], streaming: false, cachedTokens: 0 };
+  const rows = locals.map((local) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants }));
+  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), resultAt: 0, modelMs: 0, cachedTokens: 0 };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */
@@ -73,7 +54,6 @@ export function batchEvent(batch: Batch, model: string, end: number): TraceEvent
     tokens: batch.tokens,
     start: batch.start,
     end,
-    ...(batch.steps > 1 ? { steps: batch.steps, aheadRows: batch.aheadRows } : {}),
     ...(batch.cachedTokens > 0 ? { cachedTokens: batch.cachedTokens } : {}),
     runMs: Math.max(0, batch.resultAt - batch.start),
     modelMs: batch.modelMs,

@@ -12,11 +12,6 @@ export class CachePool {
     readonly kvBytesPerToken: number,
   ) {}
 
-  /** The model's memory changed (a remote replica joined or left): admissions use the new size; what is reserved stays. */
-  resize(tokens: number): void {
-    this.capacityTokens = tokens;
-  }
-
   /** Reserves room for a request's whole context, so a running request never runs out mid-decode. */
   tryReserve(tokens: number): boolean {
     if (this.reservedTokens + this.prefixTokenCount + tokens > this.capacityTokens) return false;

@@ -35,12 +35,6 @@ export interface ClusterOptions {
   trace?: TraceSink;
   /** Debug mode: check every invariant after every batch (tests and the stress suite). */
   checkInvariants?: boolean;
-  /**
-   * Most lookahead steps a row may ask of a runner that can take them (ModelRunner.maxAhead): the
-   * runner decodes a row on without a round trip while the lane's rows mostly stay. Async modes
-   * only: a sync mode's barrier is one step. Default 0 (off).
-   */
-  lookahead?: number;
   /** Engines keep the caches requests let go of and start new caches from their longest cached prefix (default off). */
   prefixCache?: boolean;
 }
@@ -68,7 +62,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   readonly maxQueue: number;
   readonly trace: TraceSink | undefined;
   private readonly byName = new Map<string, EngineClient>();
-  private readonly lookahead: number;
   private readonly prefixCache: boolean;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
@@ -90,10 +83,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.maxQueue = opts.maxQueue ?? Infinity;
     this.trace = opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
-    const lookahead = this.policy.mode.startsWith('async') ? (opts.lookahead ?? 0) : 0;
-    if (!(Number.isInteger(lookahead) && lookahead >= 0)) throw new TokenRouterError('invalid_request', `lookahead must be an integer ≥ 0, got ${opts.lookahead}`, 'lookahead');
     if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
-    this.lookahead = lookahead;
     this.prefixCache = opts.prefixCache ?? false;
     if (opts.models.some((m) => m.thread) && this.clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
     for (const m of opts.models) {
@@ -105,13 +95,12 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       const maxBatch = m.maxBatch ?? 64;
       const threshold = m.threshold ?? 1;
       const kvCapacityTokens = m.kvCapacityTokens ?? Infinity;
-      if (m.runner) return new Engine(i, { name: m.name, runner: m.runner, maxBatch, threshold, kvCapacityTokens, lookahead, prefixCache: this.prefixCache }, this);
+      if (m.runner) return new Engine(i, { name: m.name, runner: m.runner, maxBatch, threshold, kvCapacityTokens, prefixCache: this.prefixCache }, this);
       return m.thread;
     });
     this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
     this.threads = this.engines.filter((e): e is EngineProxy => e instanceof EngineProxy);
     for (const e of this.engines) this.byName.set(e.name, e);
-    for (const lane of this.lanes) this.watchRunner(lane, lane.runner);
     for (const t of this.threads) this.watchThread(t);
     const starts = opts.models.flatMap((m, i) => (m.thread ? [{ engine: m.thread, settings: this.settingsFor(i, { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity }) }] : []));
     beginThreads(starts, this);
@@ -247,7 +236,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     lane.runner = runner;
     lane.down = false;
     lane.dirty = true;
-    this.watchRunner(lane, runner);
     this.flush();
   }
 
@@ -282,22 +270,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     return e;
   }
 
-  /**
-   * What a runner reports while it goes on: caches it lost (a remote replica died), whose requests
-   * fail and nothing else; and a new KV size (replicas joined or left), which admission follows.
-   */
-  private watchRunner(lane: Engine, runner: ModelRunner): void {
-    runner.onCapacityChange?.((tokens) => {
-      if (lane.runner !== runner) return;
-      lane.resize(tokens);
-      this.flush();
-    });
-    runner.onCachesLost?.((cacheIds, error) => {
-      if (lane.runner !== runner) return;
-      lane.cachesLost(new Set(cacheIds), error);
-      this.flush();
-    });
-  }
 
   laneStats(): LaneStats[] {
     return this.engines.map((e) => e.laneStats());
@@ -411,7 +383,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       mode: this.mode,
       retainState: this.retainState,
       maxWaitMs: this.maxWaitMs,
-      lookahead: this.lookahead,
       prefixCache: this.prefixCache,
       origin: this.clock.origin!,
       trace: this.trace !== undefined,
@@ -472,8 +443,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.inWave = true;
   }
 
-  waveEnd(returned: boolean): void {
-    if (returned) this.policy.finished();
+  waveEnd(): void {
+    this.policy.finished();
     this.inWave = false;
     this.flush();
     if (this.invariantState) checkInvariants(this, this.invariantState);
@@ -487,11 +458,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       lane.dirty = false;
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
       // An executing lane looks at its queue when its batch returns, unless it may pipeline another.
-      // Either way, new work asks a batch still looking ahead to hand back what it has: a pipelined
-      // batch would otherwise wait behind its remaining passes at the model.
-      const fresh = lane.executing && lane.newWork > 0;
       if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
-      if (fresh) lane.yieldAhead();
     }
     for (const i of this.policy.openRound(this.engines)) this.engines[i].gate();
   }
@@ -508,7 +475,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       retainState: this.retainState,
       thresholds: Object.fromEntries(this.lanes.map((l) => [l.name, l.threshold])),
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
-      lookahead: this.lookahead,
     });
   }
 

@@ -7,18 +7,14 @@ import { endEvent, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { LaneView } from '../scheduler/launchPolicy.ts';
-import { aheadCap, planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
+import { planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
 import { batchEvent, EngineStats, newBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
-import { awaitingAhead, takeAheadPart, yieldAhead } from './lookahead.ts';
 import { LocalRequest, type RequestSpec } from './localRequest.ts';
 import type { EngineHost, EngineOptions } from './engineHost.ts';
 import type { Arrival, EngineClient } from './messages.ts';
 import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
-
-/** Weight of one row's outcome in the lane's stay rate (an exponential moving average). */
-const STAY_ALPHA = 1 / 16;
 
 export class Engine implements SubServerHost, LaneView, EngineClient {
   readonly name: string;
@@ -37,10 +33,6 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   dirty = false;
   /** Down: steps fail fast until the runner is replaced. */
   down = false;
-  /** Cap on lookahead steps per row (0: none; sync modes keep it 0: their barrier is per step). */
-  lookahead: number;
-  /** How often a row that stepped here stayed for another step, recently (drives lookahead). */
-  stayRate = 0.5;
 
   constructor(
     readonly index: number,
@@ -51,7 +43,6 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.runner = opts.runner;
     this.maxBatch = opts.maxBatch;
     this.threshold = opts.threshold;
-    this.lookahead = opts.lookahead ?? 0;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
     this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false);
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
@@ -112,8 +103,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   // --- the step: plan → execute → apply ---
 
   step(): void {
-    const ready = this.queues.readyView(awaitingAhead(this.inFlight), this.maxBatch);
-    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, aheadCap: aheadCap(this.lookahead, this.runner.maxAhead ?? 0, this.stayRate) });
+    const ready = this.queues.readyView(this.maxBatch);
+    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch });
     const batch = this.start(plan, ready.locals);
     let out: StepOutput | Promise<StepOutput>;
     try {
@@ -149,54 +140,21 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   /** The only place a step's results change state: per row, routeRow's decision is applied. */
   private apply(batch: Batch, out: StepOutput, wallMs: number): void {
     this.host.waveStart();
-    const stream = out.aheadStream;
     const st = this.stats;
     batch.resultAt = this.host.clock.now();
     batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
     st.batches++;
     st.rows += batch.rows.length;
     st.tokensFed += batch.tokens;
-    if (!stream) this.settle(batch, wallMs);
+    this.settle(batch, wallMs);
     const { locals, rows } = batch;
-    const lost = out.lost ? new Set(out.lost.rows) : null;
     for (let i = 0; i < locals.length; i++) {
       const local = locals[i];
       local.inBatch = false;
-      if (lost?.has(i)) {
-        this.rowGone(local, out.lost!.error);
-        continue;
-      }
       this.queues.fed(local, rows[i].tokens.length);
       this.applyRow(local, out.rows[i], batch);
-      if (this.lookahead > 0) this.noteStay(local.inReady);
     }
-    if (out.ahead || stream) {
-      batch.last = out.rows.slice();
-      for (let i = 0; i < locals.length; i++) if (locals[i].inReady && (rows[i].ahead ?? 0) > 0) batch.live.push(i);
-    }
-    if (out.ahead) {
-      const parts = Math.max(0, ...out.ahead.map((a) => a?.length ?? 0));
-      for (let s = 0; s < parts; s++) this.aheadPart(batch, out.ahead.map((a) => a?.[s]));
-    }
-    if (!stream) return this.returned(batch);
-    // The model runs on: route this wave now, then each lookahead step as it arrives.
-    batch.streaming = true;
-    this.host.waveEnd(false);
-    stream.listen(
-      (part) => {
-        batch.modelMs += part.modelMs;
-        this.host.waveStart();
-        this.aheadPart(batch, part.rows);
-        this.host.waveEnd(false);
-      },
-      // An error ending the stream is the runner dying: its failure handling fails the requests it
-      // held; the results streamed before it stand, as any step that finished does.
-      () => {
-        batch.streaming = false;
-        this.settle(batch, performance.now() - batch.wall0);
-        this.returned(batch);
-      },
-    );
+    this.returned(batch);
   }
 
   /** One row's result: route it (pure), then commit, hand off or finish. */
@@ -313,24 +271,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     return held.length;
   }
 
-  /** Some caches are gone but the runner goes on (a remote replica died): their requests fail. */
-  cachesLost(cacheIds: ReadonlySet<number>, error: Error): void {
-    // a row inside a running step is reported by that step's output instead
-    for (const local of [...this.locals.values()]) if (!local.ended && local.hasCache && !local.inBatch && cacheIds.has(local.cacheId)) this.rowGone(local, error);
-  }
-
-  /** The pool's size changed (remote replicas joined or left). */
-  resize(tokens: number): void {
-    for (const l of this.queues.resize(tokens)) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} now holds ${tokens} KV tokens; this request needs ${l.spec.maxLength}`, 'model'));
-    this.admitWaiting();
-  }
-
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
     this.host.link.finish({ requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
-  }
-  private rowGone(local: LocalRequest, error: Error): void {
-    if (this.endedMeanwhile(local)) return;
-    this.finish(local, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: ${error.message}`, 'model'));
   }
 
   /** A row came back for a request that ended while its step ran: its cache can go now. */
@@ -382,7 +324,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   private returned(batch: Batch): void {
     this.host.trace?.emit(batchEvent(batch, this.name, this.host.clock.now()));
     this.actor.send({ type: 'BATCH_DONE' });
-    this.host.waveEnd(true);
+    this.host.waveEnd();
   }
 
   private fail(batch: Batch, error: Error): void {
@@ -393,35 +335,5 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       if (!this.endedMeanwhile(local)) this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
     }
     this.returned(batch);
-  }
-
-  // --- lookahead (lookahead.ts): decode a row on without a round trip while the lane's rows mostly stay ---
-
-  /** Ready requests other than those waiting for a running batch's streamed lookahead. */
-  get newWork(): number {
-    return this.readyCount - (awaitingAhead(this.inFlight)?.size ?? 0);
-  }
-
-  /** New work arrived while a batch runs: a runner still looking ahead should hand back what it has. */
-  yieldAhead(): void {
-    this.stats.aheadYields += yieldAhead(this.inFlight, this.runner);
-  }
-
-  private noteStay(stayed: boolean): void {
-    this.stayRate += STAY_ALPHA * ((stayed ? 1 : 0) - this.stayRate);
-  }
-
-  /** One lookahead step's results: the rows that stayed are applied as if a new batch had run them. */
-  private aheadPart(batch: Batch, part: readonly (TokenSignals | undefined)[]): void {
-    takeAheadPart(batch, part, (i, sig) => {
-      const local = batch.locals[i];
-      this.queues.unready(local);
-      this.queues.fed(local, 1);
-      this.stats.tokensFed++;
-      this.stats.rows++;
-      this.stats.aheadRows++;
-      this.applyRow(local, sig, batch);
-      this.noteStay(local.inReady);
-    });
   }
 }

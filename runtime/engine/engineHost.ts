@@ -13,8 +13,6 @@ export interface EngineOptions {
   threshold: number;
   /** KV capacity in tokens; Infinity = unbounded. */
   kvCapacityTokens: number;
-  /** Most lookahead steps a row may ask of a runner that has them (0: none). */
-  lookahead?: number;
   /** Keep caches requests let go of, and start new caches from their longest prefix (default off). */
   prefixCache?: boolean;
 }
@@ -31,7 +29,7 @@ export interface EngineHost {
   nextBatchId(): number;
   /** Results are being applied: hold wake-ups until the wave ends. */
   waveStart(): void;
-  /** Results applied; `returned`: the batch is over (a streamed one may go on). */
-  waveEnd(returned: boolean): void;
+  /** Results applied and the batch is over. */
+  waveEnd(): void;
 }
 

@@ -27,9 +27,9 @@ export interface ProxyLink {
   postMessage(m: ToEngine, transfer?: readonly MessagePort[]): void;
 }
 
-export type MirroredLane = LaneStats & { newWork: number };
+export type MirroredLane = LaneStats;
 
-export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, admissions: 0, evictions: 0, busyMs: 0, aheadRows: 0, prefixQueries: 0, prefixHits: 0, prefixEntries: 0, kvPrefixBytes: 0, newWork: 0 };
+export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, admissions: 0, evictions: 0, busyMs: 0, prefixQueries: 0, prefixHits: 0, prefixEntries: 0, kvPrefixBytes: 0 };
 
 /**
  * An engine the entry drives through messages: the same client whatever carries them. Subclasses
@@ -86,9 +86,6 @@ export class EngineProxy implements EngineClient {
   get readyCount(): number {
     return this.lane?.ready ?? 0;
   }
-  get newWork(): number {
-    return this.lane?.newWork ?? 0;
-  }
   get executing(): boolean {
     return this.lane?.executing ?? false;
   }
@@ -132,7 +129,7 @@ export class EngineProxy implements EngineClient {
   }
 
   laneStats(): LaneStats {
-    const { newWork: _n, ...lane } = this.lane ?? { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
+    const lane = this.lane ?? { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
     return { ...lane, threshold: this.threshold };
   }
 

@@ -47,7 +47,7 @@ export class EngineServer implements EngineHost, EngineLink {
     this.retainState = settings.retainState;
     this.trace = settings.trace ? { emit: (e) => this.traced.push(e) } : undefined;
     const name = settings.models[settings.index];
-    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, kvCapacityTokens: settings.kvCapacityTokens, lookahead: settings.lookahead, prefixCache: settings.prefixCache }, this);
+    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
   }
 
   get link(): EngineLink {
@@ -67,8 +67,8 @@ export class EngineServer implements EngineHost, EngineLink {
     this.inWave = true;
   }
 
-  waveEnd(returned: boolean): void {
-    if (returned) this.returned++;
+  waveEnd(): void {
+    this.returned++;
     this.inWave = false;
     this.flush();
     // an invariant broken here is a bug: it kills the thread (or process), which the entry reports
@@ -172,12 +172,10 @@ export class EngineServer implements EngineHost, EngineLink {
     if (e.dirty) {
       e.dirty = false;
       this.trace?.emit({ type: 'queue', t: this.clock.now(), model: e.name, length: e.readyCount });
-      const fresh = e.executing && e.newWork > 0;
       if (!e.executing || e.canPipeline) e.actor.send({ type: 'WORK' });
-      if (fresh) e.yieldAhead();
     }
-    const lane = { ...e.laneStats(), newWork: e.newWork };
-    const key = `${lane.ready}/${lane.newWork}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;
+    const lane = e.laneStats();
+    const key = `${lane.ready}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;
     if (this.events.length === 0 && this.traced.length === 0 && this.returned === 0 && key === this.lastLane) return;
     this.lastLane = key;
     this.post({ type: 'step', events: this.events, trace: this.traced, lane, returned: this.returned });

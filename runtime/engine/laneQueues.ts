@@ -70,7 +70,7 @@ export class LaneQueues {
     this.readyCount++;
   }
 
-  /** Takes a local off every queue (it ended, or a lookahead result served it). */
+  /** Takes a local off every queue (it ended). */
   dequeue(local: LocalRequest): void {
     this.unready(local);
     const i = this.admissionQueue.indexOf(local);
@@ -97,7 +97,7 @@ export class LaneQueues {
    * The ready requests in FIFO order, as the planner reads them: enough of them to fill a batch of
    * `limit` (rows a running batch still serves do not count toward it). Stale slots go.
    */
-  readyView(awaitingAhead: ReadonlySet<LocalRequest> | null, limit: number): { rows: ReadyRow[]; locals: LocalRequest[] } {
+  readyView(limit: number): { rows: ReadyRow[]; locals: LocalRequest[] } {
     const locals: LocalRequest[] = [];
     const rows: ReadyRow[] = [];
     const stamp = ++this.viewSeq;
@@ -108,18 +108,9 @@ export class LaneQueues {
       // a local enqueued again after its slot went stale sits here twice: the first slot counts
       if (!local.inReady || local.viewStamp === stamp) continue;
       local.viewStamp = stamp;
-      const { spec, tokens } = local;
-      const generated = tokens.length - spec.promptLength;
-      const waiting = awaitingAhead?.has(local) ?? false;
-      if (!waiting) taken++;
+      taken++;
       locals.push(local);
-      rows.push({
-        fed: local.fed,
-        unfed: tokens.length - local.fed,
-        room: spec.maxLength - tokens.length - 1,
-        belowMin: generated < spec.minTokens ? spec.minTokens - generated - 1 : Infinity,
-        awaitingAhead: waiting,
-      });
+      rows.push({ fed: local.fed, unfed: local.tokens.length - local.fed });
     }
     this.ready = i === this.ready.length ? locals : locals.concat(this.ready.slice(i));
     return { rows, locals };
@@ -248,18 +239,5 @@ export class LaneQueues {
     local.reserved = 0;
     local.fed = 0;
     local.cachedPrefix = 0;
-  }
-
-  /** New pool size; returns the waiting requests that can never fit now (taken off the queue). */
-  resize(tokens: number): LocalRequest[] {
-    this.pool.resize(tokens);
-    // cached prefixes never take room reservations need
-    while (this.prefix && this.prefix.size > 0 && this.pool.reservedTokenCount + this.pool.prefixTokenCount > tokens) {
-      this.prefix.evictOne();
-      this.stats.prefixEvictions++;
-    }
-    const unfit = this.admissionQueue.filter((l) => l.spec.maxLength > tokens);
-    this.admissionQueue = this.admissionQueue.filter((l) => l.spec.maxLength <= tokens);
-    return unfit;
   }
 }

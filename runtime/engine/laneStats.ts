@@ -15,8 +15,6 @@ export interface LaneStats {
   admissions: number;
   evictions: number;
   busyMs: number;
-  /** Row results taken from lookahead (included in rows). */
-  aheadRows: number;
   /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
   prefixQueries: number;
   prefixHits: number;
@@ -34,7 +32,7 @@ interface LaneSource {
   readonly executing: boolean;
   readonly queues: { readonly waitingAdmission: number; readonly pendingReturnCount: number; readonly prefix: { readonly size: number } | null };
   readonly pool: { readonly usedBytes: number; readonly reservedBytes: number; readonly prefixTokenCount: number; readonly kvBytesPerToken: number };
-  readonly stats: { readonly batches: number; readonly rows: number; readonly admissions: number; readonly evictions: number; readonly busyMs: number; readonly aheadRows: number; readonly prefixQueries: number; readonly prefixHits: number };
+  readonly stats: { readonly batches: number; readonly rows: number; readonly admissions: number; readonly evictions: number; readonly busyMs: number; readonly prefixQueries: number; readonly prefixHits: number };
 }
 
 export function laneStats(l: LaneSource): LaneStats {
@@ -53,7 +51,6 @@ export function laneStats(l: LaneSource): LaneStats {
     admissions: l.stats.admissions,
     evictions: l.stats.evictions,
     busyMs: l.stats.busyMs,
-    aheadRows: l.stats.aheadRows,
     prefixQueries: l.stats.prefixQueries,
     prefixHits: l.stats.prefixHits,
     prefixEntries: l.queues.prefix?.size ?? 0,

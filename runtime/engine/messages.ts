@@ -63,7 +63,6 @@ export interface EngineClient {
   readonly down: boolean;
   /** The lane view a sync barrier reads (a thread engine's, as it last reported). */
   readonly readyCount: number;
-  readonly newWork: number;
   readonly executing: boolean;
   arrive(a: Arrival): void;
   /** Drops what the engine holds of a request; its tallies when the engine can say them now (in-process). */

@@ -56,13 +56,6 @@ export interface StepRow {
   position: number;
   sampling: SamplingParams;
   wants: StepWants;
-  /**
-   * Lookahead: the runner may go on decoding this row for up to this many further steps, each
-   * feeding the token it just sampled, and return those results in `StepOutput.ahead`. The engine
-   * uses them only while the row stays on this model; the rest are dropped when the row next steps
-   * here at an earlier position (see ModelRunner.maxAhead).
-   */
-  ahead?: number;
 }
 
 export type StepPhase = 'prefill' | 'extend' | 'decode';
@@ -83,30 +76,6 @@ export interface StepOutput {
   durationMs?: number;
   /** Wall milliseconds spent inside the model itself (session.run or equivalent), for breakdowns. */
   modelMs?: number;
-  /** Lookahead results: ahead[i][s] is row i's result of lookahead step s + 1, in order (absent: none computed). */
-  ahead?: (readonly TokenSignals[])[];
-  /**
-   * Lookahead results still being computed, one part per lookahead step, so the engine routes
-   * what it has while the model runs on. The step counts as running until the stream ends; a
-   * cache released meanwhile is freed after it.
-   */
-  aheadStream?: AheadStream;
-  /**
-   * Rows whose cache the runner lost during the step (a remote replica died) while the rest of the
-   * batch went on: those requests fail, the others carry on. Their entries in `rows` are not results.
-   */
-  lost?: { rows: readonly number[]; error: Error };
-}
-
-/** One lookahead step's results: rows[i] for row i of the step, undefined where that row did not step. */
-export interface AheadPart {
-  rows: readonly (TokenSignals | undefined)[];
-  modelMs: number;
-}
-
-export interface AheadStream {
-  /** Call once: parts already received come first, in order, then the rest as they arrive, then the end. */
-  listen(onPart: (part: AheadPart) => void, onEnd: (error: Error | null) => void): void;
 }
 
 export interface ModelInfo {
@@ -138,25 +107,9 @@ export interface ModelRunner {
   /** Registers a callback for when the runner dies (a worker crash): every cache it held is gone. */
   onFailure?(listener: (error: Error) => void): void;
   /**
-   * Registers a callback for when some caches are gone but the runner goes on (one of a remote
-   * model's replicas died): the requests holding them fail. Caches of rows in a step in flight are
-   * reported by that step's `StepOutput.lost` instead.
-   */
-  onCachesLost?(listener: (cacheIds: readonly number[], error: Error) => void): void;
-  /** Registers a callback for when the KV tokens the runner can hold change (remote replicas joining or leaving). */
-  onCapacityChange?(listener: (kvTokens: number) => void): void;
-  /**
    * Steps the runner accepts in flight at once (default 1). A runner across a network sets 2: the
    * next batch waits at the far end while the current one runs, so the model does not idle for a
    * round trip between steps. Batches in flight never share a request.
    */
   readonly pipelineDepth?: number;
-  /**
-   * Lookahead steps the runner can take in one call (absent or 0: none). A runner that has it
-   * accepts a row starting anywhere between the end of its cache and the end minus the lookahead
-   * tokens its last step appended, and rolls the cache back to that position first.
-   */
-  readonly maxAhead?: number;
-  /** New work is waiting for this model: finish the step in flight without further lookahead. */
-  yieldAhead?(): void;
 }

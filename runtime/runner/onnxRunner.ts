@@ -1,7 +1,7 @@
 // ModelRunner over an Optimum-style decoder ONNX export: batched mixed prefill/extend/decode with a persistent batch KV.
 import * as ort from 'onnxruntime-node';
 import type { TokenSignals } from '../../shared/algorithm.ts';
-import type { AheadPart, ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeRow } from './sampling.ts';
@@ -19,20 +19,15 @@ export interface OnnxRunnerOptions {
 type KvLocation = { kind: 'batch'; batch: BatchState; row: number } | { kind: 'own'; data: Float32Array[]; stride: number } | null;
 
 interface CacheEntry {
-  /** Tokens held (the next row position must equal this, or lie within the last lookahead). */
+  /** Tokens held: the next row position must equal this. */
   len: number;
   loc: KvLocation;
-  /** Tokens the last step appended by lookahead: a next step may start up to this many earlier. */
-  ahead: number;
   /** The token ids held (first `len` valid), kept only for requests with penalties, which count them. */
   ids?: number[];
 }
 
 /** An earlier batch's tensors are kept for the requests left in them until they hold this many times the tokens those use. */
 const STALE_FACTOR = 2;
-
-/** Lookahead steps one call may take (ModelRunner.maxAhead). */
-const MAX_AHEAD = 16;
 
 /**
  * The KV of the rows of the last step, exactly as the model returned it: `present` of one step is fed
@@ -49,12 +44,6 @@ interface BatchState {
   T: number;
 }
 
-/** Takes a step's results as they are made: the first step's, then each lookahead step's (a worker streams them on). */
-export interface AheadSink {
-  first(out: StepOutput): void;
-  part(part: AheadPart): void;
-}
-
 /** Thrown for a step the runner cannot execute as asked (bad position, unknown head, context overflow). */
 export class StepError extends Error {
   override readonly name = 'StepError';
@@ -69,10 +58,7 @@ export class OnnxRunner implements ModelRunner {
   private readonly presentNames: string[];
   private readonly hasHidden: boolean;
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
-  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, aheadSteps: 0, rollbacks: 0, staleMoves: 0, forks: 0, splits: 0 };
-  readonly maxAhead = MAX_AHEAD;
-  /** Set by yieldAhead() while a step runs: take no further lookahead step. */
-  private yieldRequested = false;
+  readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, staleMoves: 0, forks: 0, splits: 0 };
 
   private constructor(
     readonly folder: ModelFolder,
@@ -132,12 +118,11 @@ export class OnnxRunner implements ModelRunner {
     return this.caches.get(cacheId)?.len ?? 0;
   }
 
-  /** With a sink, lookahead results go to it step by step (and `first` gets the step's own) instead of into the output. */
-  async step(rows: readonly StepRow[], sink?: AheadSink): Promise<StepOutput> {
+  async step(rows: readonly StepRow[]): Promise<StepOutput> {
     if (this.busy) throw new StepError(`${this.info.name}: step() called while a step is in flight`);
     this.busy = true;
     try {
-      return await this.runStep(rows, sink);
+      return await this.runStep(rows);
     } finally {
       this.busy = false;
     }
@@ -154,9 +139,8 @@ export class OnnxRunner implements ModelRunner {
         if (!Number.isInteger(t) || t < 0 || t >= V) throw new StepError(`${this.info.name}: request ${r.requestId}: token ${t} outside vocabulary [0, ${V})`);
       }
       if (r.position !== 0) {
-        const e = this.caches.get(r.cacheId);
-        const held = e?.len ?? 0;
-        if (r.position > held || r.position < held - (e?.ahead ?? 0)) {
+        const held = this.caches.get(r.cacheId)?.len ?? 0;
+        if (r.position !== held) {
           throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`);
         }
       }
@@ -170,25 +154,16 @@ export class OnnxRunner implements ModelRunner {
     }
   }
 
-  yieldAhead(): void {
-    this.yieldRequested = true;
-  }
-
-  private async runStep(rows: readonly StepRow[], sink: AheadSink | undefined): Promise<StepOutput> {
-    this.yieldRequested = false;
+  private async runStep(rows: readonly StepRow[]): Promise<StepOutput> {
     if (rows.length === 0) return { rows: [], modelMs: 0 };
     this.validate(rows);
     for (const r of rows) {
       if (r.position === 0) {
         this.dropCache(r.cacheId);
-        this.caches.set(r.cacheId, r.sampling.penalties ? { len: 0, loc: null, ahead: 0, ids: [] } : { len: 0, loc: null, ahead: 0 });
+        this.caches.set(r.cacheId, r.sampling.penalties ? { len: 0, loc: null, ids: [] } : { len: 0, loc: null });
       }
     }
     const entries = rows.map((r) => this.caches.get(r.cacheId)!);
-    entries.forEach((e, i) => {
-      if (e.len > rows[i].position) this.rollBack(e, rows[i].position);
-      e.ahead = 0;
-    });
     const split = splitFeeds(rows);
     if (split) {
       // the decode rows first: their batch is usually the last step's, reused as is
@@ -201,36 +176,9 @@ export class OnnxRunner implements ModelRunner {
       this.stats.splits++;
       return { rows: signals, modelMs: d.out.modelMs + m.out.modelMs };
     }
-    const { out: first, order } = await this.passOver(rows, entries);
-    let modelMs = first.modelMs;
+    const { out } = await this.passOver(rows, entries);
     this.stats.steps++;
-    const budget = rows.map((r) => Math.min(r.ahead ?? 0, MAX_AHEAD));
-    const most = Math.max(...budget);
-    if (most === 0) return { rows: first.signals as TokenSignals[], modelMs };
-    // Lookahead: rows go on feeding what they sampled. A row that stops (budget, EOS, context end)
-    // stays in the batch tensors fed nothing, so the others keep their KV without a re-pack.
-    const ahead: TokenSignals[][] = rows.map(() => []);
-    const eos = this.info.eosTokenId;
-    sink?.first({ rows: first.signals as TokenSignals[], modelMs });
-    for (let s = 1; s <= most && !this.yieldRequested; s++) {
-      const feeds = rows.map((_, i) => {
-        const prev = s === 1 ? first.signals[i] : ahead[i][s - 2];
-        // prev is undefined once a row has stopped: it never gets a later result
-        const go = prev !== undefined && budget[i] >= s && prev.token !== eos && entries[i].len < this.info.maxContext;
-        return go ? [prev.token] : null;
-      });
-      if (feeds.every((f) => f === null)) break;
-      const next = await this.forward(rows, entries, order, feeds);
-      modelMs += next.modelMs;
-      this.stats.aheadSteps++;
-      sink?.part({ rows: feeds.map((f, i) => (f === null ? undefined : next.signals[i])), modelMs: next.modelMs });
-      feeds.forEach((f, i) => {
-        if (f === null) return;
-        ahead[i].push(next.signals[i]!);
-        entries[i].ahead++;
-      });
-    }
-    return { rows: first.signals as TokenSignals[], modelMs, ahead };
+    return { rows: out.signals as TokenSignals[], modelMs: out.modelMs };
   }
 
   /** One pass of `rows`: their batch reused as is when the very same requests stepped last, else re-packed. */
@@ -303,11 +251,7 @@ export class OnnxRunner implements ModelRunner {
     for (let b = 0; b < B; b++) {
       const e = entries[order[b]];
       const f = feeds[order[b]];
-      if (e.ids && f) {
-        // a rollback only lowered len: drop the ids past it before appending
-        e.ids.length = e.len;
-        for (const t of f) e.ids.push(t);
-      }
+      if (e.ids && f) for (const t of f) e.ids.push(t);
       e.len += f?.length ?? 0;
     }
 
@@ -351,23 +295,6 @@ export class OnnxRunner implements ModelRunner {
     }
     modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
     return { signals: results, modelMs };
-  }
-
-  /** Drops the cache's last tokens (lookahead the engine did not use), so the next step starts at `len`. */
-  private rollBack(e: CacheEntry, len: number): void {
-    let drop = e.len - len;
-    this.stats.rollbacks++;
-    e.len = len;
-    if (e.loc?.kind !== 'batch') return; // own storage: slots past len are simply not copied
-    // the row's valid slots hold its positions in order: unmask the last `drop` of them
-    const { batch, row } = e.loc;
-    for (let t = batch.T - 1; t >= 0 && drop > 0; t--) {
-      if (batch.valid[row * batch.T + t] !== 0) {
-        batch.valid[row * batch.T + t] = 0;
-        batch.mask[row * batch.T + t] = 0n;
-        drop--;
-      }
-    }
   }
 
   /**
@@ -474,7 +401,7 @@ export class OnnxRunner implements ModelRunner {
       });
     }
     this.dropCache(target);
-    this.caches.set(target, { len: tokens, loc: { kind: 'own', data, stride: tokens }, ahead: 0 });
+    this.caches.set(target, { len: tokens, loc: { kind: 'own', data, stride: tokens } });
     this.stats.forks++;
     this.stats.copiedBytes += tokens * this.folder.kvBytesPerToken;
     return true;

@@ -1,8 +1,6 @@
 // Fake and simulated runners: deterministic tokens from the exact context fed, latency from a model of batch cost.
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import { hashString, mix } from '../util/hash.ts';
-import type { Clock } from '../clock/clock.ts';
-import { AheadChannel } from './aheadChannel.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 
 /** What the next token depends on: a rolling hash of every token this model was fed for the request. */
@@ -31,13 +29,6 @@ export interface SimRunnerOptions {
   next?: (ctx: SimContext) => SimOutput;
   /** Clock ms a step takes; default 0 (a zero-latency runner). */
   latency?: LatencyModel;
-  /** Lookahead steps one call may take (ModelRunner.maxAhead); default 0. */
-  maxAhead?: number;
-  /**
-   * Deliver lookahead as a stream (as a worker runner does): each step's results on this clock once
-   * its latency has passed after the one before. Absent: all at once with the step.
-   */
-  streamOn?: Clock;
 }
 
 const NONE: readonly number[] = Object.freeze([]);
@@ -46,9 +37,6 @@ const NO_HEADS: Readonly<Record<string, number>> = Object.freeze({});
 interface Cache {
   length: number;
   hash: number;
-  /** Hashes at lengths rollbackFrom..length, kept after a step with lookahead so it can be undone. */
-  rollback: number[] | null;
-  rollbackFrom: number;
   /** trail[i]: the hash after i tokens, for every i up to length, so a fork can start at any of them. */
   trail: number[];
 }
@@ -66,11 +54,7 @@ export class SimRunner implements ModelRunner {
   private readonly latency: LatencyModel;
   private readonly modelSalt: number;
   /** Steps taken and rows by phase, for tests. */
-  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, aheadSteps: 0, rollbacks: 0, yields: 0, forks: 0, forkedTokens: 0 };
-  readonly maxAhead: number;
-  private readonly streamOn: Clock | undefined;
-  /** The streamed lookahead under way, which yieldAhead() cuts short. */
-  private streaming: { stream: AheadChannel; yielded: boolean } | null = null;
+  readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, forks: 0, forkedTokens: 0 };
 
   constructor(opts: SimRunnerOptions) {
     this.info = {
@@ -83,8 +67,6 @@ export class SimRunner implements ModelRunner {
     };
     this.modelSalt = hashString(opts.name);
     this.latency = opts.latency ?? (() => 0);
-    this.maxAhead = opts.maxAhead ?? 0;
-    this.streamOn = opts.streamOn;
     const vocab = this.info.vocabSize;
     const salt = this.modelSalt;
     this.next =
@@ -103,99 +85,28 @@ export class SimRunner implements ModelRunner {
     const c = this.counts;
     c.steps++;
     const out: TokenSignals[] = new Array(rows.length);
-    const caches: Cache[] = new Array(rows.length);
-    const budget = rows.map((r) => Math.min(r.ahead ?? 0, this.maxAhead));
-    const maxAhead = Math.max(0, ...budget);
     let tokensFed = 0;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i];
       let cache = this.caches.get(row.cacheId);
       if (row.position === 0) {
-        cache = { length: 0, hash: 0x12345, rollback: null, rollbackFrom: 0, trail: [0x12345] };
+        cache = { length: 0, hash: 0x12345, trail: [0x12345] };
         this.caches.set(row.cacheId, cache);
         c.prefillRows++;
       } else if (!cache) {
         throw new Error(`${this.info.name}: cache ${row.cacheId} of ${row.requestId} is unknown (released or never prefilled)`);
       } else if (row.tokens.length > 1) c.extendRows++;
       else c.decodeRows++;
-      if (cache.length !== row.position) this.rollBack(cache, row);
-      cache.rollback = null;
+      if (cache.length !== row.position) throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
       if (row.tokens.length === 0) throw new Error(`${this.info.name}: row for ${row.requestId} feeds no token`);
       for (const t of row.tokens) cache.trail.push((cache.hash = mix(cache.hash, t + 1)));
       cache.length += row.tokens.length;
       tokensFed += row.tokens.length;
       out[i] = this.sample(cache, row);
-      caches[i] = cache;
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
-    const mainMs = this.latency(rows.length, tokensFed);
-    let durationMs = mainMs;
-    if (maxAhead === 0) return { rows: out, durationMs };
-    const ahead: TokenSignals[][] = rows.map(() => []);
-    const partMs: number[] = [];
-    const eos = this.info.eosTokenId;
-    for (let s = 1; s <= maxAhead; s++) {
-      let live = 0;
-      for (let i = 0; i < rows.length; i++) {
-        const row = rows[i];
-        const cache = caches[i];
-        const prev = s === 1 ? out[i] : ahead[i][s - 2];
-        // A row stops at its budget, at EOS (the request ends there) and at the context's end.
-        if (!prev || budget[i] < s || prev.token === eos || cache.length + 1 >= this.info.maxContext) continue;
-        if (cache.rollback === null) {
-          cache.rollback = [cache.hash];
-          cache.rollbackFrom = cache.length;
-        }
-        cache.hash = mix(cache.hash, prev.token + 1);
-        cache.length++;
-        cache.rollback.push(cache.hash);
-        cache.trail.push(cache.hash);
-        ahead[i].push(this.sample(cache, row));
-        live++;
-      }
-      if (live === 0) break;
-      c.aheadSteps++;
-      partMs.push(this.latency(live, live));
-      durationMs += partMs[partMs.length - 1];
-    }
-    const clock = this.streamOn;
-    if (!clock) return { rows: out, durationMs, ahead };
-    const stream = new AheadChannel();
-    // yieldAhead() ends the stream once the pass under way is done; the passes after it are dropped
-    // (their tokens stay in the caches, to be rolled back like any unused lookahead).
-    const run = { stream, yielded: false };
-    this.streaming = run;
-    let at = mainMs;
-    partMs.forEach((ms, s) => {
-      at += ms;
-      clock.setTimeout(() => {
-        if (stream.done) return;
-        stream.push({ rows: ahead.map((a) => a[s]), modelMs: ms });
-        if (run.yielded) stream.end();
-      }, at);
-    });
-    clock.setTimeout(() => stream.end(), at);
-    return { rows: out, durationMs: mainMs, aheadStream: stream };
-  }
-
-  yieldAhead(): void {
-    if (this.streaming && !this.streaming.stream.done) {
-      this.streaming.yielded = true;
-      this.counts.yields++;
-    }
-  }
-
-  /** The row starts inside the lookahead tokens of the cache's last step: drop the tokens past it. */
-  private rollBack(cache: Cache, row: StepRow): void {
-    const k = row.position - cache.rollbackFrom;
-    if (cache.rollback === null || row.position > cache.length || k < 0) {
-      throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
-    }
-    cache.hash = cache.rollback[k];
-    cache.length = row.position;
-    cache.trail.length = row.position + 1;
-    this.counts.rollbacks++;
+    return { rows: out, durationMs: this.latency(rows.length, tokensFed) };
   }
 
   private sample(cache: Cache, row: StepRow): TokenSignals {
@@ -223,7 +134,7 @@ export class SimRunner implements ModelRunner {
   fork(source: number, target: number, tokens: number): boolean {
     const src = this.caches.get(source);
     if (!src || tokens < 1 || tokens > src.length) return false;
-    this.caches.set(target, { length: tokens, hash: src.trail[tokens], rollback: null, rollbackFrom: 0, trail: src.trail.slice(0, tokens + 1) });
+    this.caches.set(target, { length: tokens, hash: src.trail[tokens], trail: src.trail.slice(0, tokens + 1) });
     this.counts.forks++;
     this.counts.forkedTokens += tokens;
     return true;

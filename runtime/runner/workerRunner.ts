@@ -3,7 +3,6 @@ import type { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { startTsWorker } from '../util/tsWorker.ts';
 import path from 'node:path';
-import { AheadChannel } from './aheadChannel.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 import type { OnnxRunnerOptions } from './onnxRunner.ts';
 import type { WorkerInit, WorkerReply, WorkerRequest } from './onnxWorker.ts';
@@ -20,9 +19,6 @@ interface Pending {
 
 export class WorkerRunner implements ModelRunner {
   private readonly pending = new Map<number, Pending>();
-  /** Steps whose lookahead is still streaming in, by message id. */
-  private readonly streams = new Map<number, AheadChannel>();
-  readonly maxAhead: number;
   private nextId = 0;
   private dead: Error | null = null;
   private closing = false;
@@ -30,9 +26,7 @@ export class WorkerRunner implements ModelRunner {
   private constructor(
     private readonly worker: Worker,
     readonly info: ModelInfo,
-    maxAhead: number,
   ) {
-    this.maxAhead = maxAhead;
     worker.on('message', (m: WorkerReply) => this.onMessage(m));
     worker.on('error', (e) => this.fail(new WorkerRunnerError(`worker for model "${info.name}" crashed: ${e.message}`)));
     worker.on('exit', (code) => {
@@ -47,7 +41,7 @@ export class WorkerRunner implements ModelRunner {
     return new Promise<WorkerRunner>((resolve, reject) => {
       const onMsg = (m: WorkerReply) => {
         cleanup();
-        if (m.type === 'ready') resolve(new WorkerRunner(worker, m.info, m.maxAhead));
+        if (m.type === 'ready') resolve(new WorkerRunner(worker, m.info));
         else {
           void worker.terminate();
           reject(new WorkerRunnerError(`worker failed to load ${folder}: ${m.type === 'error' ? m.message : m.type}`));
@@ -74,20 +68,10 @@ export class WorkerRunner implements ModelRunner {
 
   private onMessage(m: WorkerReply): void {
     if (m.type === 'ready') return;
-    if (m.type === 'ahead') return this.streams.get(m.id)?.push(m.part);
-    if (m.type === 'ahead-end') {
-      this.streams.get(m.id)?.end(m.message === undefined ? null : new WorkerRunnerError(m.message));
-      this.streams.delete(m.id);
-      return;
-    }
     const p = this.pending.get(m.id);
     if (!p) return;
     this.pending.delete(m.id);
-    if (m.type === 'result' && m.streaming) {
-      const stream = new AheadChannel();
-      this.streams.set(m.id, stream);
-      p.resolve({ ...m.output, aheadStream: stream });
-    } else if (m.type === 'result') p.resolve(m.output);
+    if (m.type === 'result') p.resolve(m.output);
     else if (m.type === 'error') p.reject(new WorkerRunnerError(m.message));
     else p.resolve({ rows: [] });
   }
@@ -104,8 +88,6 @@ export class WorkerRunner implements ModelRunner {
     if (first && !this.closing) for (const l of this.failureListeners) l(e);
     for (const p of this.pending.values()) p.reject(e);
     this.pending.clear();
-    for (const s of this.streams.values()) s.end(e);
-    this.streams.clear();
   }
 
   private send(msg: WorkerRequest): void {
@@ -130,10 +112,6 @@ export class WorkerRunner implements ModelRunner {
     if (this.dead) return false;
     this.send({ type: 'fork', source, target, tokens });
     return true;
-  }
-
-  yieldAhead(): void {
-    if (!this.dead) this.send({ type: 'yield' });
   }
 
   /** Test hook: makes the worker die with an uncaught error before it handles anything sent after. */

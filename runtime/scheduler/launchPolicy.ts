@@ -5,8 +5,6 @@ import type { SchedulingMode } from './schedulingMode.ts';
 export interface LaneView {
   readonly index: number;
   readonly readyCount: number;
-  /** Ready requests a new batch may take: not those a batch still running will serve by lookahead. */
-  readonly newWork: number;
   readonly threshold: number;
   readonly executing: boolean;
 }
@@ -27,16 +25,16 @@ export class LaunchPolicy {
   mayLaunch(lane: LaneView): boolean {
     switch (this.mode) {
       case 'async-immediate':
-        return lane.newWork > 0;
+        return lane.readyCount > 0;
       case 'async-delayed':
-        return lane.newWork >= lane.threshold;
+        return lane.readyCount >= lane.threshold;
       default:
         return this.granted[lane.index] === true && lane.readyCount > 0;
     }
   }
 
   mayLaunchAtDeadline(lane: LaneView): boolean {
-    return this.mode === 'async-delayed' ? lane.newWork > 0 : this.mayLaunch(lane);
+    return this.mode === 'async-delayed' ? lane.readyCount > 0 : this.mayLaunch(lane);
   }
 
   /** A barrier kept elsewhere (the entry's, for an engine in its own thread) granted this lane a launch. */

@@ -7,7 +7,7 @@ interface BatchSample {
   start: number;
   model: number;
   size: number;
-  /** Request-steps it made: one per row plus those taken from lookahead. */
+  /** Request-steps it made: one per row (plus those taken from lookahead, in older traces). */
   rowSteps: number;
   ms: number;
   timed: boolean;
@@ -63,7 +63,7 @@ export class RoutingEstimator {
       if (m === undefined) return;
       // A pipelined (remote) model's batch may have waited behind the one ahead: its step cost
       // starts when that one ended, not at launch.
-      // …and a batch with lookahead made several forward passes of its size.
+      // …and a batch with lookahead (older traces) made several forward passes of its size.
       const ms = (e.end - Math.max(e.start, this.lastEnd[m])) / (e.steps ?? 1);
       this.lastEnd[m] = Math.max(this.lastEnd[m], e.end);
       this.batches.push({ t: e.end, start: e.start, model: m, size: e.requestIds.length, rowSteps: e.requestIds.length + (e.aheadRows ?? 0), ms, timed: e.phase !== 'prefill' });

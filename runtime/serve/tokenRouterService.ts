@@ -138,7 +138,6 @@ export class TokenRouterService {
       mode: config.scheduling.mode,
       retainState: config.scheduling.retainState,
       maxWaitMs: config.scheduling.maxWaitMs,
-      lookahead: config.scheduling.lookahead,
       prefixCache: config.scheduling.prefixCache,
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,

@@ -15,10 +15,9 @@ export class ServerMetrics {
   readonly committed = new client.Counter({ name: 'tokenrouter_committed_tokens_total', help: 'Committed output tokens by the model that produced them', labelNames: ['model'], registers: [this.registry] });
   readonly handoffs = new client.Counter({ name: 'tokenrouter_handoffs_total', help: 'Handoffs between models', labelNames: ['from', 'to', 'kept'], registers: [this.registry] });
   readonly batchSize = new client.Histogram({ name: 'tokenrouter_batch_size', help: 'Rows per executed batch', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
-  readonly batchSeconds = new client.Histogram({ name: 'tokenrouter_batch_duration_seconds', help: 'Clock time of one batch, launch to results routed (a lookahead batch spans several passes)', labelNames: ['model', 'phase'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers: [this.registry] });
-  readonly passes = new client.Counter({ name: 'tokenrouter_forward_passes_total', help: 'Forward passes run by each model (one per batch, plus its lookahead passes)', labelNames: ['model'], registers: [this.registry] });
+  readonly batchSeconds = new client.Histogram({ name: 'tokenrouter_batch_duration_seconds', help: 'Clock time of one batch, launch to results routed', labelNames: ['model', 'phase'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers: [this.registry] });
+  readonly passes = new client.Counter({ name: 'tokenrouter_forward_passes_total', help: 'Forward passes run by each model (one per batch; older traces: plus lookahead passes)', labelNames: ['model'], registers: [this.registry] });
   readonly shed = new client.Counter({ name: 'tokenrouter_requests_shed_total', help: 'Requests refused with 429 because their predicted queueing delay exceeded scheduling.slo.maxQueueDelayMs', registers: [this.registry] });
-  readonly aheadRows = new client.Counter({ name: 'tokenrouter_lookahead_rows_total', help: 'Row results taken from lookahead instead of a new batch', labelNames: ['model'], registers: [this.registry] });
 
   constructor(service: TokenRouterService) {
     const r = [this.registry];
@@ -101,7 +100,6 @@ export class ServerMetrics {
       this.batchSize.observe({ model: e.model }, e.requestIds.length);
       this.batchSeconds.observe({ model: e.model, phase: e.phase }, (e.end - e.start) / 1000);
       this.passes.inc({ model: e.model }, e.steps ?? 1);
-      if (e.aheadRows) this.aheadRows.inc({ model: e.model }, e.aheadRows);
     } else if (e.type === 'handoff') this.handoffs.inc({ from: e.from, to: e.to, kept: String(e.kept) });
   }
 

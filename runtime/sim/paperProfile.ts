@@ -15,12 +15,12 @@ export const PAPER_R2R_PROFILE: LatencyProfile = {
   prefillMsPerToken: { small: 0.01, large: 0.1 },
 };
 
-export function profileRunners(profile: LatencyProfile, opts: Pick<SimRunnerOptions, 'maxContext' | 'maxAhead' | 'streamOn'> = {}): Map<string, SimRunner> {
+export function profileRunners(profile: LatencyProfile, opts: Pick<SimRunnerOptions, 'maxContext'> = {}): Map<string, SimRunner> {
   const runners = new Map<string, SimRunner>();
   for (const [name, step] of Object.entries(profile.stepMs)) {
     const perRow = profile.perRowMs?.[name] ?? 0;
     const perToken = profile.prefillMsPerToken[name] ?? 0;
-    runners.set(name, new SimRunner({ name, maxContext: opts.maxContext, maxAhead: opts.maxAhead, streamOn: opts.streamOn, latency: (b, fed) => step + perRow * b + perToken * Math.max(0, fed - b) }));
+    runners.set(name, new SimRunner({ name, maxContext: opts.maxContext, latency: (b, fed) => step + perRow * b + perToken * Math.max(0, fed - b) }));
   }
   return runners;
 }

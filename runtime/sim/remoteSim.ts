@@ -27,11 +27,6 @@ export class RemoteSim implements ModelRunner {
     return this.inner.info;
   }
 
-  /** Lookahead passes come back with the step's answer, as a remote sub-server sends them. */
-  get maxAhead(): number {
-    return this.inner.maxAhead;
-  }
-
   step(rows: readonly StepRow[]): StepOutput {
     const now = this.clock.now();
     const out = this.inner.step(rows) as StepOutput;
@@ -41,7 +36,7 @@ export class RemoteSim implements ModelRunner {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     this.clock.setTimeout(() => this.inFlight--, answerIn);
-    return { rows: out.rows, durationMs: answerIn, ...(out.ahead ? { ahead: out.ahead } : {}) };
+    return { rows: out.rows, durationMs: answerIn };
   }
 
   release(cacheId: number): void {

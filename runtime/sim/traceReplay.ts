@@ -43,7 +43,7 @@ export function recordedWorkload(events: readonly TraceEvent[]): RecordedWorkloa
   let hi = -Infinity;
   for (const e of events) {
     if (e.type === 'batch') {
-      // A batch with lookahead made `steps` passes; its extra tokens (prefill, extend) all went into the first.
+      // A batch recorded with lookahead (removed; older traces) made `steps` passes; its extra tokens (prefill, extend) all went into the first.
       const steps = e.steps ?? 1;
       const extra = Math.max(0, e.tokens - e.requestIds.length - (e.aheadRows ?? 0));
       if (e.end > e.start) samples.push({ model: models.indexOf(e.model), batch: e.requestIds.length, ms: (e.end - e.start) / steps, extra: extra / steps });

@@ -109,7 +109,6 @@ const laneStatsSchema = z.object({
   admissions: z.number(),
   evictions: z.number(),
   busyMs: z.number(),
-  aheadRows: z.number(),
 });
 export const statusResponseSchema = z.object({
   mode: z.string(),

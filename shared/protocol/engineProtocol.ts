@@ -102,12 +102,10 @@ export const laneReportSchema = z.object({
   admissions: int,
   evictions: int,
   busyMs: z.number(),
-  aheadRows: int,
   prefixQueries: int,
   prefixHits: int,
   prefixEntries: int,
   kvPrefixBytes: z.number(),
-  newWork: int,
 });
 
 export const modelInfoSchema = z.object({ name: z.string(), vocabSize: int, eosTokenId: int, maxContext: int, hiddenSize: int, kvBytesPerToken: z.number() });
@@ -134,7 +132,6 @@ export const engineSettingsSchema = z.object({
   mode: z.enum(['step-sync', 'model-sync', 'async-immediate', 'async-delayed']),
   retainState: z.boolean(),
   maxWaitMs: amount,
-  lookahead: int,
   /** Prefix caching in the engine (EngineOptions.prefixCache). */
   prefixCache: z.boolean(),
   origin: z.number(),

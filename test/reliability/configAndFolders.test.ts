@@ -49,6 +49,7 @@ describe('config files', () => {
     ['a threshold for an unknown model', () => write('thr.json', '{"models": [{"name": "a"}], "scheduling": {"thresholds": {"b": 2}}}'), /scheduling\.thresholds\.b: no model named "b"/, 'scheduling.thresholds.b'],
     ['an admin token too short to be safe', () => write('tok.json', '{"adminToken": "abc"}'), /adminToken: /, 'adminToken'],
     ['a remote model with a key of the removed per-step runner', () => write('pipe.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "pipelineDepth": 2}}]}'), /models\.0\.remote\.pipelineDepth: remote\.pipelineDepth was removed: steps no longer cross the network/, 'models.0.remote.pipelineDepth'],
+    ['the removed scheduling.lookahead', () => write('look.json', '{"scheduling": {"lookahead": 8}}'), /scheduling\.lookahead: scheduling\.lookahead was removed: routing runs beside the model, so there is no round trip to hide/, 'scheduling.lookahead'],
     ['a remote model asking to recompute lost requests', () => write('recompute.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "onReplicaLoss": "recompute"}}]}'), /models\.0\.remote\.onReplicaLoss: only "fail" is supported/, 'models.0.remote.onReplicaLoss'],
   ])('refuses %s with the key named', (_what, file, message, param) => {
     const e = thrown(() => loadServerConfig(file()));
