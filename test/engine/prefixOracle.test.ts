@@ -23,7 +23,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
       // two cases in three: room for one to a few requests, so cached prefixes must make way
       const tight = pick(seed, 900, 0, 2) > 0;
       const clock = new VirtualClock();
-      const mk = () => rc.names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: rc.eos, maxAhead: rc.maxAhead, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      const mk = () => rc.names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: rc.eos, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
       const runners = mk();
       const cluster = new Cluster({
         clock,
@@ -32,7 +32,6 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         prefixCache: true,
         maxConcurrency: rc.concurrency,
         checkInvariants: true,
-        lookahead: rc.lookahead,
         maxWaitMs: rc.maxWaitMs,
         models: rc.names.map((name, i) => ({ name, runner: runners[i], maxBatch: rc.maxBatch[i], threshold: rc.thresholds[i], kvCapacityTokens: tight ? maxLen + pick(seed, 910 + i, 0, maxLen) : Infinity })),
       });

@@ -12,18 +12,15 @@ export interface CaseBounds {
   concurrency: number;
   requests: number;
   maxTokens: number;
-  maxAhead: number;
   maxWaitMs: number;
 }
 
-const IN_PROCESS: CaseBounds = { concurrency: 32, requests: 40, maxTokens: 30, maxAhead: 6, maxWaitMs: 40 };
+const IN_PROCESS: CaseBounds = { concurrency: 32, requests: 40, maxTokens: 30, maxWaitMs: 40 };
 
 export function randomCase(seed: number, mode: SchedulingMode, bounds: CaseBounds = IN_PROCESS) {
   const k = pick(seed, 1, 1, 3);
   const names = ['small', 'medium', 'large'].slice(0, k);
   const eos = pick(seed, 2, 0, 1) === 1 ? 3 : -1;
-  // Half the cases let runners look ahead (and roll back what the engine does not use).
-  const maxAhead = pick(seed, 8, 0, 1) === 1 ? pick(seed, 9, 1, bounds.maxAhead) : 0;
   const concurrency = pick(seed, 3, 1, bounds.concurrency);
   const requests: WorkloadRequest[] = Array.from({ length: pick(seed, 4, 1, bounds.requests) }, (_, r) => ({
     id: `r${r}`,
@@ -41,13 +38,11 @@ export function randomCase(seed: number, mode: SchedulingMode, bounds: CaseBound
     k,
     names,
     eos,
-    maxAhead,
     concurrency,
     requests,
     maxBatch,
     thresholds,
     kvCapacityTokens: (i: number) => (tightMemory ? maxLen + pick(seed, 30 + i, 0, maxLen) : Infinity),
-    lookahead: maxAhead > 0 ? pick(seed, 7, 1, 8) : 0,
     maxWaitMs: pick(seed, 6, 1, bounds.maxWaitMs),
   };
 }

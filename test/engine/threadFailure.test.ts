@@ -12,7 +12,7 @@ import { caseRunner } from './threadSim.ts';
 const SIM = fileURLToPath(new URL('./threadSim.ts', import.meta.url));
 const EVERY = fileURLToPath(new URL('./everyN.ts', import.meta.url));
 const NAMES = ['small', 'large'];
-const source = (name: string) => ({ kind: 'module' as const, module: SIM, export: 'caseRunner', args: [name, NAMES.indexOf(name), -1, 0] });
+const source = (name: string) => ({ kind: 'module' as const, module: SIM, export: 'caseRunner', args: [name, NAMES.indexOf(name), -1] });
 
 describe('a dead engine thread (thread placement, simulated runners)', () => {
   it('fails only the requests it held; requests that left state there finish as the oracle says', async () => {
@@ -56,7 +56,7 @@ describe('a dead engine thread (thread placement, simulated runners)', () => {
       const survivors = done.filter((r) => onSmall.has(r.id));
       expect(survivors.length).toBeGreaterThan(0);
       expect(done.length + failed.length).toBe(requests.length);
-      const oracleRunners = Object.fromEntries(NAMES.map((n, i) => [n, caseRunner(n, i, -1, 0)]));
+      const oracleRunners = Object.fromEntries(NAMES.map((n, i) => [n, caseRunner(n, i, -1)]));
       for (const r of done) {
         const want = await runOracle(alg, oracleRunners, requests.find((q) => q.id === r.id)!);
         expect(r.tokens, r.id).toEqual(want.tokens);

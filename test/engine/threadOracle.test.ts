@@ -16,23 +16,21 @@ const SIM = fileURLToPath(new URL('./threadSim.ts', import.meta.url));
 const RANDOM = fileURLToPath(new URL('./randomAlgorithm.ts', import.meta.url));
 
 /** Smaller than the in-process test's: every case starts its engine threads in real time. */
-const BOUNDS = { concurrency: 24, requests: 24, maxTokens: 24, maxAhead: 4, maxWaitMs: 10 };
+const BOUNDS = { concurrency: 24, requests: 24, maxTokens: 24, maxWaitMs: 10 };
 
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('thread placement, mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
     let checked = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 6007 + (retain ? 3 : 5) * 104729 + SCHEDULING_MODES.indexOf(mode) * 7919) >>> 0;
-      const { k, names, eos, maxAhead: drawnAhead, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, lookahead, maxWaitMs } = randomCase(seed, mode, BOUNDS);
-      const maxAhead = mode.startsWith('async') ? drawnAhead : 0;
-      const threads = await Promise.all(names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, eos, maxAhead] })));
+      const { k, names, eos, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode, BOUNDS);
+      const threads = await Promise.all(names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, eos] })));
       const cluster = new Cluster({
         clock: createRealClock(),
         mode,
         retainState: retain,
         maxConcurrency: concurrency,
         checkInvariants: true,
-        lookahead: maxAhead > 0 ? lookahead : 0,
         maxWaitMs,
         models: names.map((name, i) => ({ name, thread: threads[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
       });
@@ -40,7 +38,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         const alg = randomAlgorithm(seed, names);
         const algorithmRef = { key: alg.name, source: { kind: 'module' as const, module: RANDOM, export: 'randomAlgorithm', args: [seed, names] } };
         const results: RequestResult[] = await Promise.all(requests.map((r) => cluster.submit({ ...r, algorithm: alg, algorithmRef }).done));
-        const oracleRunners = Object.fromEntries(names.map((n, i) => [n, caseRunner(n, i, eos, 0)]));
+        const oracleRunners = Object.fromEntries(names.map((n, i) => [n, caseRunner(n, i, eos)]));
         for (const [i, req] of requests.entries()) {
           const got = results[i];
           const want = await runOracle(alg, oracleRunners, req);

@@ -1,39 +1,20 @@
-// The pure planners, table-driven: batch composition, lookahead budget and admission with eviction, from data alone.
+// The pure planners, table-driven: batch composition and admission with eviction, from data alone.
 import { describe, expect, it } from 'vitest';
 import { planAdmission, type AdmissionPlan, type AdmissionView } from '../../runtime/scheduler/planAdmission.ts';
-import { aheadCap, planBatch, type BatchPlan, type ReadyRow } from '../../runtime/scheduler/planBatch.ts';
+import { planBatch, type BatchPlan, type ReadyRow } from '../../runtime/scheduler/planBatch.ts';
 
-const decode = (over: Partial<ReadyRow> = {}): ReadyRow => ({ fed: 10, unfed: 1, room: 100, belowMin: Infinity, awaitingAhead: false, ...over });
+const decode = (over: Partial<ReadyRow> = {}): ReadyRow => ({ fed: 10, unfed: 1, ...over });
 
 describe('planBatch', () => {
-  const cases: [name: string, ready: ReadyRow[], maxBatch: number, cap: number, expected: BatchPlan][] = [
-    ['nothing ready plans an empty decode', [], 4, 0, { rows: [], ahead: [], phase: 'decode', tokens: 0 }],
-    ['FIFO up to maxBatch', [decode(), decode(), decode()], 2, 0, { rows: [0, 1], ahead: [0, 0], phase: 'decode', tokens: 2 }],
-    ['a fresh cache makes it a prefill', [decode(), decode({ fed: 0, unfed: 12 })], 4, 0, { rows: [0, 1], ahead: [0, 0], phase: 'prefill', tokens: 13 }],
-    ['a returning row with unseen tokens makes it an extend', [decode({ unfed: 3 }), decode()], 4, 0, { rows: [0, 1], ahead: [0, 0], phase: 'extend', tokens: 4 }],
-    ['prefill wins over extend', [decode({ unfed: 3 }), decode({ fed: 0, unfed: 5 })], 4, 0, { rows: [0, 1], ahead: [0, 0], phase: 'prefill', tokens: 8 }],
-    ['rows a running batch serves by lookahead wait for it', [decode({ awaitingAhead: true }), decode(), decode()], 2, 0, { rows: [1, 2], ahead: [0, 0], phase: 'decode', tokens: 2 }],
-    ['lookahead up to the cap', [decode(), decode()], 4, 3, { rows: [0, 1], ahead: [3, 3], phase: 'decode', tokens: 2 }],
-    ['lookahead stops at the length limit', [decode({ room: 1 }), decode({ room: 0 })], 4, 3, { rows: [0, 1], ahead: [1, 0], phase: 'decode', tokens: 2 }],
-    ['lookahead stops short of min_tokens', [decode({ belowMin: 2 })], 4, 8, { rows: [0], ahead: [2], phase: 'decode', tokens: 1 }],
+  const cases: [name: string, ready: ReadyRow[], maxBatch: number, expected: BatchPlan][] = [
+    ['nothing ready plans an empty decode', [], 4, { rows: [], phase: 'decode', tokens: 0 }],
+    ['FIFO up to maxBatch', [decode(), decode(), decode()], 2, { rows: [0, 1], phase: 'decode', tokens: 2 }],
+    ['a fresh cache makes it a prefill', [decode(), decode({ fed: 0, unfed: 12 })], 4, { rows: [0, 1], phase: 'prefill', tokens: 13 }],
+    ['a returning row with unseen tokens makes it an extend', [decode({ unfed: 3 }), decode()], 4, { rows: [0, 1], phase: 'extend', tokens: 4 }],
+    ['prefill wins over extend', [decode({ unfed: 3 }), decode({ fed: 0, unfed: 5 })], 4, { rows: [0, 1], phase: 'prefill', tokens: 8 }],
   ];
-  it.each(cases)('%s', (_name, ready, maxBatch, cap, expected) => {
-    expect(planBatch(ready, { maxBatch, aheadCap: cap })).toEqual(expected);
-  });
-});
-
-describe('aheadCap', () => {
-  const cases: [lookahead: number, runnerMax: number, stay: number, expected: number][] = [
-    [8, 0, 0.99, 0], // the runner cannot look ahead
-    [0, 8, 0.99, 0], // configured off
-    [8, 8, 0.5, 0], // rows leave too often
-    [8, 8, 1, 8],
-    [8, 4, 1, 4], // the runner's own cap
-    [8, 8, 0.9, 6], // 0.9^6 ≥ 0.5 > 0.9^7
-    [8, 8, 0.8, 3], // 0.8^3 ≥ 0.5 > 0.8^4
-  ];
-  it.each(cases)('lookahead %d, runner max %d, stay rate %d -> %d', (lookahead, runnerMax, stay, expected) => {
-    expect(aheadCap(lookahead, runnerMax, stay)).toBe(expected);
+  it.each(cases)('%s', (_name, ready, maxBatch, expected) => {
+    expect(planBatch(ready, { maxBatch })).toEqual(expected);
   });
 });
 

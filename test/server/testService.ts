@@ -35,16 +35,11 @@ export interface TestServer {
 }
 
 /**
- * Digits-and-symbols tokens with entropy from the context hash, so R-Stitch really switches. They
- * look ahead as the ONNX worker runners do (streamed on the real clock), so server tests run the
- * server's default lookahead.
- */
+ * Digits-and-symbols tokens with entropy from the context hash, so R-Stitch really switches. */
 function runner(name: string, stepMs: number, eosRate: number): SimRunner {
   const salt = name.length * 7919;
   return new SimRunner({
     name,
-    maxAhead: 16,
-    streamOn: createRealClock(),
     vocabSize: VOCAB.length,
     eosTokenId: 2,
     maxContext: 256,

@@ -7,7 +7,7 @@ import { PAPER_R2R_PROFILE, profileRunners } from '../../runtime/sim/paperProfil
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 
-export function recordR2r(opts: { concurrency: number; requests: number; promptLength: number; maxTokens: number; maxWaitMs: number; p?: number; lookahead?: number }): {
+export function recordR2r(opts: { concurrency: number; requests: number; promptLength: number; maxTokens: number; maxWaitMs: number; p?: number }): {
   events: readonly TraceEvent[];
   report: ClosedLoopReport;
 } {
@@ -20,8 +20,7 @@ export function recordR2r(opts: { concurrency: number; requests: number; promptL
     maxConcurrency: opts.concurrency,
     maxWaitMs: opts.maxWaitMs,
     trace,
-    lookahead: opts.lookahead ?? 0,
-    models: [...profileRunners(PAPER_R2R_PROFILE, { maxAhead: opts.lookahead, streamOn: clock })].map(([name, runner]) => ({ name, runner, maxBatch: 64, threshold: 1 })),
+    models: [...profileRunners(PAPER_R2R_PROFILE)].map(([name, runner]) => ({ name, runner, maxBatch: 64, threshold: 1 })),
   });
   const report = runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(opts.p ?? 0.35)), opts);
   return { events: trace.events, report };

@@ -41,19 +41,6 @@ describe('thresholdsFromTrace', () => {
     expect(r.inForce?.predicted).toBeCloseTo(r.predictedOnes, 9);
   });
 
-  it('reads a trace recorded with lookahead (batches of several passes) as one without', () => {
-    const rec = (lookahead: number) => recordR2r({ concurrency: 8, requests: 48, promptLength: 32, maxTokens: 256, maxWaitMs: 100, p: 0.1, lookahead }).events;
-    const withLa = rec(8);
-    const multi = withLa.filter((e) => e.type === 'batch' && (e.steps ?? 1) > 1);
-    expect(multi.length).toBeGreaterThan(10);
-    const a = thresholdsFromTrace(rec(0), { concurrency: 8, fixed: { small: 1 } });
-    const b = thresholdsFromTrace(withLa, { concurrency: 8, fixed: { small: 1 } });
-    expect(b.estimate.P[0][1]).toBeCloseTo(0.1, 1);
-    expect(Math.abs(b.estimate.P[0][1] - a.estimate.P[0][1])).toBeLessThan(0.02);
-    // a lookahead pass costs what a step costs: the per-pass latency is the profile's
-    expect(b.estimate.latency[0][0]).toBeCloseTo(PAPER_R2R_PROFILE.stepMs.small, 6);
-  });
-
   it('estimates N from the finished requests when not given', () => {
     const r = thresholdsFromTrace(events, {});
     expect(r.nSource).toBe('trace');
