@@ -203,7 +203,7 @@ describe('round trip and request paths', () => {
     expect(norm(back)).toEqual(norm(trace));
   });
 
-  it('keeps lookahead passes and rows of a batch', () => {
+  it('keeps the lookahead passes and rows of a batch (traces from before lookahead was removed)', () => {
     const withAhead = trace.map((e, i) => (e.type === 'batch' && i % 3 === 0 ? { ...e, steps: 1 + (i % 5) + 1, aheadRows: i % 7 } : e));
     const store = new EventStore();
     store.addMany(withAhead);
