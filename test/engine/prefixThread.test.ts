@@ -12,7 +12,7 @@ import { caseRunner } from './threadSim.ts';
 
 const SIM = fileURLToPath(new URL('./threadSim.ts', import.meta.url));
 const RANDOM = fileURLToPath(new URL('./randomAlgorithm.ts', import.meta.url));
-const BOUNDS = { concurrency: 16, requests: 20, maxTokens: 16, maxAhead: 1, maxWaitMs: 10 };
+const BOUNDS = { concurrency: 16, requests: 20, maxTokens: 16, maxWaitMs: 10 };
 
 describe.each([true, false])('thread placement with the prefix cache, retainState %s', (retain) => {
   it('matches the oracle on 4 sharing cases, some under KV pressure', async () => {
@@ -23,7 +23,7 @@ describe.each([true, false])('thread placement with the prefix cache, retainStat
       const requests = sharingRequests(seed, rc.requests);
       const maxLen = Math.max(...requests.map((r) => r.prompt.length + r.maxTokens));
       const tight = c % 2 === 1;
-      const threads = await Promise.all(rc.names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, rc.eos, 0] })));
+      const threads = await Promise.all(rc.names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, rc.eos] })));
       const cluster = new Cluster({
         clock: createRealClock(),
         mode: 'async-immediate',
@@ -38,7 +38,7 @@ describe.each([true, false])('thread placement with the prefix cache, retainStat
         const alg = randomAlgorithm(seed, rc.names);
         const algorithmRef = { key: alg.name, source: { kind: 'module' as const, module: RANDOM, export: 'randomAlgorithm', args: [seed, rc.names] } };
         const results = await Promise.all(requests.map((r) => cluster.submit({ ...r, algorithm: alg, algorithmRef }).done));
-        const oracle = Object.fromEntries(rc.names.map((n, i) => [n, caseRunner(n, i, rc.eos, 0)]));
+        const oracle = Object.fromEntries(rc.names.map((n, i) => [n, caseRunner(n, i, rc.eos)]));
         for (const [i, req] of requests.entries()) {
           const want = await runOracle(alg, oracle, req);
           const ctx = `case ${c} seed ${seed} ${req.id}`;
