@@ -1,4 +1,5 @@
 // The serving process minus HTTP: model runners, the cluster, the registry, the tokenizer and text generation.
+import { adminTokenFor } from './adminToken.ts';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -487,15 +488,4 @@ function checkSharedTokenizer(folders: Map<string, ModelFolder>): void {
     if (!first) first = [name, h];
     else if (first[1] !== h) throw new TokenRouterError('invalid_request', `models ${first[0]} and ${name} use different tokenizers; token-level routing needs one shared vocabulary`, 'models');
   }
-}
-
-/** The configured token, or one generated on first start and kept in the data dir. */
-function adminTokenFor(config: ServerConfig): string {
-  if (config.adminToken) return config.adminToken;
-  const file = path.join(config.dataDir, 'admin-token');
-  if (fs.existsSync(file)) return fs.readFileSync(file, 'utf8').trim();
-  const token = crypto.randomBytes(24).toString('base64url');
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  fs.writeFileSync(file, token + '\n', { mode: 0o600 });
-  return token;
 }
