@@ -39,17 +39,7 @@ export class ServerMetrics {
     gauge('tokenrouter_kv_cache_reserved_bytes', 'KV bytes reserved for admitted requests', (s) => s.kvReservedBytes);
     gauge('tokenrouter_batch_threshold', 'Delayed-batching threshold in force', (s) => s.threshold);
     // vLLM's prefix_cache_queries / prefix_cache_hits: tokens, counted by the engines and read as they stand
-    const engineCounter = (name: string, help: string, pick: (s: ReturnType<typeof stats>[number]) => number) =>
-      new client.Counter({
-        name,
-        help,
-        labelNames: ['model'],
-        registers: r,
-        collect() {
-          this.reset();
-          for (const s of stats()) this.inc({ model: s.name }, pick(s));
-        },
-      });
+    const engineCounter = (name: string, help: string, pick: (s: ReturnType<typeof stats>[number]) => number) => standingCounter(r, name, help, () => stats().map((s) => [s.name, pick(s)]));
     engineCounter('tokenrouter_prefix_cache_queries_total', 'Context tokens looked up in the prefix cache at admission', (s) => s.prefixQueries);
     engineCounter('tokenrouter_prefix_cache_hits_total', 'Context tokens found in the prefix cache (not prefilled)', (s) => s.prefixHits);
     new client.Gauge({
@@ -77,18 +67,7 @@ export class ServerMetrics {
         for (const [m, engine] of remotes()) this.set({ model: m }, engine.replicaViews().length);
       },
     });
-    const counter = (name: string, help: string, pick: (e: RemoteEngine) => number) =>
-      new client.Counter({
-        name,
-        help,
-        labelNames: ['model'],
-        registers: r,
-        collect() {
-          // the engine's own counts, as they stand (a counter that only rises: the engine lives as long as the service)
-          this.reset();
-          for (const [m, engine] of remotes()) this.inc({ model: m }, pick(engine));
-        },
-      });
+    const counter = (name: string, help: string, pick: (e: RemoteEngine) => number) => standingCounter(r, name, help, () => remotes().map(([m, e]) => [m, pick(e)]));
     counter('tokenrouter_remote_placements_total', 'Requests placed on a replica of a remote model (their first visit)', (e) => e.stats.placed);
     counter('tokenrouter_remote_replicas_lost_total', 'Replicas declared lost (heartbeat timeout, goodbye, a malformed message)', (e) => e.stats.replicasLost);
     counter('tokenrouter_remote_reconnects_total', 'Reconnects of the entry to NATS', (e) => e.stats.reconnects);
@@ -111,4 +90,21 @@ export class ServerMetrics {
     if (unary) this.ttft.observe(s);
     for (const [m, n] of Object.entries(o.result.tokensByModel)) if (n > 0) this.committed.inc({ model: m }, n);
   }
+}
+
+/**
+ * A per-model counter read on scrape from counts the engines keep themselves (they only rise: an
+ * engine lives as long as the service), so it is set to where they stand rather than incremented here.
+ */
+function standingCounter(registers: client.Registry[], name: string, help: string, read: () => [string, number][]): void {
+  new client.Counter({
+    name,
+    help,
+    labelNames: ['model'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [model, n] of read()) this.inc({ model }, n);
+    },
+  });
 }
