@@ -347,7 +347,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     // sent straight to an engine that had died (before its peer heard): lost with it
     const e = this.byName.get(to);
     if (e instanceof EngineProxy && e.failed && !this.held.get(to)?.some((a) => a.spec.id === requestId)) {
-      this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${to} failed before this request reached it`, 'model'));
+      this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${to} failed: ${e.failure?.message} (before this request reached it)`, 'model'));
     }
   }
 

@@ -109,6 +109,11 @@ export class EngineProxy implements EngineClient {
     return this.dead !== null;
   }
 
+  /** Why it died, when it did. */
+  get failure(): Error | null {
+    return this.dead;
+  }
+
   /** Taken down by the operator, or the engine died (until a fresh one takes its place). */
   get down(): boolean {
     return this.takenDown || this.dead !== null;
