@@ -22,11 +22,12 @@ export const remoteModelSchema = z
     /** How long startup waits for a first replica to announce itself. */
     connectTimeoutMs: z.number().int().min(100).default(30_000),
     /**
-     * When a replica dies: the requests whose state (KV) was there fail; every other request goes on,
-     * and new ones go to the surviving replicas. ("recompute", re-prefilling them elsewhere, is not
-     * implemented for the remote engine.)
+     * When a replica dies, the requests decoding there fail (their routing state was there) and new
+     * ones go to the surviving replicas. "recompute": the requests homed there but away at another
+     * model go on, re-prefilled on a live replica from the sequence the entry kept when they come
+     * back (as in thread placement); "fail": they fail too.
      */
-    onReplicaLoss: z.literal('fail', { error: 'only "fail" is supported: a lost replica fails the requests it held ("recompute" is not implemented for the remote engine)' }).default('fail'),
+    onReplicaLoss: z.enum(['fail', 'recompute']).default('recompute'),
     ...Object.fromEntries(Object.entries(REMOVED).map(([k, why]) => [k, z.never({ error: `remote.${k} was removed: ${why}` }).optional()])),
   })
   .strict();

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engine/engineProxy.ts';
-import type { EngineSettings, ToEngine } from '../engine/messages.ts';
+import type { EngineSettings, FromEngine, ToEngine } from '../engine/messages.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
@@ -21,6 +21,11 @@ export interface RemoteEngineOptions extends NatsAuthOptions {
   heartbeatTimeoutMs?: number;
   /** How long connect() waits for a first replica to announce itself. */
   connectTimeoutMs?: number;
+  /**
+   * A replica lost: "fail" its requests, or "recompute" those away at another model when it died
+   * (they re-prefill on a live replica when they come back; the ones decoding there still fail).
+   */
+  onReplicaLoss?: 'fail' | 'recompute';
   log?: (line: string) => void;
 }
 
@@ -64,7 +69,16 @@ export class RemoteEngine extends EngineProxy {
   private settings: EngineSettings | null = null;
   private readonly refs = new Map<string, AlgorithmRef>();
   private wentDown = false;
-  readonly stats = { placed: 0, replicasLost: 0, reconnects: 0, resent: 0 };
+  /**
+   * For recompute: per request homed here, the sequence its home replica holds (what arrived plus
+   * what it committed there), and whether it is away at another model now.
+   */
+  private readonly seen = new Map<string, number[]>();
+  private readonly away = new Set<string>();
+  /** Away when their home died: their next visit re-prefills on a live replica. */
+  private readonly orphans = new Set<string>();
+  /** `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them; `recomputed`: of those, re-prefilled on a live replica. */
+  readonly stats = { placed: 0, replicasLost: 0, reconnects: 0, resent: 0, failedOnLoss: 0, spared: 0, recomputed: 0 };
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -148,6 +162,7 @@ export class RemoteEngine extends EngineProxy {
     link.on('message', (m) => {
       const malformed = this.receive(m, r);
       if (malformed) this.replicas.lose(r.subject, malformed.message);
+      else if (this.opts.onReplicaLoss === 'recompute') this.track(m as FromEngine);
     });
     this.records.set(a.subject, r);
     // a replica that joins a running deployment begins with it
@@ -164,9 +179,19 @@ export class RemoteEngine extends EngineProxy {
     this.stats.resent += r.link.stats.resent;
     this.sumLanes();
     const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');
-    this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size} requests held there fail`);
+    // Recompute spares the requests away at another model: the entry's copy of what the replica held re-prefills them elsewhere.
+    // Those decoding there fail: their routing state died with the replica.
+    const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.away.has(id)) : [];
+    this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`);
     for (const id of r.homes) {
       this.homes.delete(id);
+      if (spared.includes(id)) {
+        this.orphans.add(id);
+        this.stats.spared++;
+        continue;
+      }
+      this.stats.failedOnLoss++;
+      this.forgetRequest(id);
       this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error });
     }
     this.entry?.reported(0);
@@ -198,6 +223,9 @@ export class RemoteEngine extends EngineProxy {
       case 'begin':
         this.settings = m.settings;
         this.homes.clear();
+        this.seen.clear();
+        this.away.clear();
+        this.orphans.clear();
         for (const r of this.records.values()) {
           r.homes.clear();
           r.lane = null;
@@ -210,6 +238,7 @@ export class RemoteEngine extends EngineProxy {
       case 'arrive':
         return this.arriveOn(m);
       case 'release': {
+        this.forgetRequest(m.id);
         const r = this.homes.get(m.id);
         if (!r) return;
         this.homes.delete(m.id);
@@ -231,6 +260,11 @@ export class RemoteEngine extends EngineProxy {
 
   private arriveOn(m: Extract<ToEngine, { type: 'arrive' }>): void {
     const id = m.arrival.spec.id;
+    if (this.opts.onReplicaLoss === 'recompute') {
+      const rebuilt = this.rehome(m);
+      if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
+      m = rebuilt;
+    }
     let r = this.homes.get(id);
     if (!r) {
       r = this.place();
@@ -244,6 +278,42 @@ export class RemoteEngine extends EngineProxy {
       this.stats.placed++;
     }
     r.link.postMessage(m);
+  }
+
+  /**
+   * Keeps the recompute copy current for an arrival, and gives an orphan's arrival the whole
+   * sequence, so the replica it lands on (holding nothing of it) prefills it all.
+   */
+  private rehome(m: Extract<ToEngine, { type: 'arrive' }>): Extract<ToEngine, { type: 'arrive' }> | Error {
+    const a = m.arrival;
+    const id = a.spec.id;
+    this.away.delete(id);
+    const prior = this.seen.get(id) ?? [];
+    const { anchor, tokens } = a.handoff;
+    if (!a.context && anchor > prior.length) {
+      this.forgetRequest(id);
+      return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and ${anchor} tokens of it were there, of which this entry kept ${prior.length}`, 'model');
+    }
+    const whole = a.context ? a.context.slice() : prior.slice(0, anchor).concat(tokens);
+    this.seen.set(id, whole);
+    if (!this.orphans.delete(id) || a.context || anchor === 0) return m;
+    this.stats.recomputed++;
+    return { ...m, arrival: { ...a, context: whole.slice() } };
+  }
+
+  /** A replica's report (validated), read in order for the recompute copy: what it commits, and the requests it hands away. */
+  private track(m: FromEngine): void {
+    if (m.type !== 'step') return;
+    for (const e of m.events) {
+      if (e.type === 'commit') this.seen.get(e.requestId)?.push(e.token);
+      else if (e.type === 'moved') this.away.add(e.requestId);
+    }
+  }
+
+  private forgetRequest(id: string): void {
+    this.seen.delete(id);
+    this.away.delete(id);
+    this.orphans.delete(id);
   }
 
   private toAll(m: ToEngine): void {

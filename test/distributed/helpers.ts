@@ -4,6 +4,7 @@ import { openNats } from '../../runtime/distributed/natsConnection.ts';
 import { RemoteEngineServer } from '../../runtime/distributed/remoteEngineServer.ts';
 import { simModel, type SimLatency } from '../../runtime/distributed/simModel.ts';
 import { natsServerBinary } from '../../runtime/bench/rigs/natsServerProcess.ts';
+import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 
 export const HAVE_NATS = natsServerBinary() !== null;
 
@@ -18,9 +19,9 @@ export interface TestReplica {
 }
 
 /** A simulated model's engine server in this process, on its own NATS connection. */
-export async function startReplica(url: string, model: string, replica: string, opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number } = {}): Promise<TestReplica> {
+export async function startReplica(url: string, model: string, replica: string, opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number; runner?: ModelRunner } = {}): Promise<TestReplica> {
   const nc = await openNats({ servers: url, name: `test-replica-${replica}` });
-  const runner = simModel({ name: model, latency: opts.latency ?? ZERO });
+  const runner = opts.runner ?? simModel({ name: model, latency: opts.latency ?? ZERO });
   const server = await RemoteEngineServer.start(nc, runner, { model, replica, kvCapacityTokens: opts.kvCapacityTokens ?? 10_000, heartbeatMs: opts.heartbeatMs ?? 50, entryTimeoutMs: opts.entryTimeoutMs, log: () => {} });
   return {
     server,

@@ -28,9 +28,9 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
   };
   // Detection time is not measured here; a generous timeout keeps a busy machine from declaring a
   // starved replica lost, which would fail requests this test expects to finish.
-  const entry = async () => {
+  const entry = async (onReplicaLoss: 'fail' | 'recompute' = 'recompute') => {
     await ensureTwo();
-    const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }], sim(['small']));
+    const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000, onReplicaLoss } }], sim(['small']));
     const runner = served.service.threads.get('large') as RemoteEngine;
     await until(() => runner.replicaViews().length === 2, 5000, 'both replicas known');
     // the model's capacity counts both replicas' memory, whichever the entry heard first
@@ -74,7 +74,7 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
   }
 
   it('fail policy: only the requests whose state was on the dead replica fail; the entry keeps serving on the other', async () => {
-    const remote = await entry();
+    const remote = await entry('fail');
     try {
       const { want, got, killed } = await killOneMidway(remote);
       const failed = got.filter((g) => g.status !== 200);

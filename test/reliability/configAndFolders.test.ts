@@ -50,7 +50,7 @@ describe('config files', () => {
     ['an admin token too short to be safe', () => write('tok.json', '{"adminToken": "abc"}'), /adminToken: /, 'adminToken'],
     ['a remote model with a key of the removed per-step runner', () => write('pipe.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "pipelineDepth": 2}}]}'), /models\.0\.remote\.pipelineDepth: remote\.pipelineDepth was removed: steps no longer cross the network/, 'models.0.remote.pipelineDepth'],
     ['the removed scheduling.lookahead', () => write('look.json', '{"scheduling": {"lookahead": 8}}'), /scheduling\.lookahead: scheduling\.lookahead was removed: routing runs beside the model, so there is no round trip to hide/, 'scheduling.lookahead'],
-    ['a remote model asking to recompute lost requests', () => write('recompute.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "onReplicaLoss": "recompute"}}]}'), /models\.0\.remote\.onReplicaLoss: only "fail" is supported/, 'models.0.remote.onReplicaLoss'],
+    ['an unknown replica-loss policy', () => write('recompute.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "onReplicaLoss": "retry"}}]}'), /models\.0\.remote\.onReplicaLoss: .*"fail"\|"recompute"/, 'models.0.remote.onReplicaLoss'],
   ])('refuses %s with the key named', (_what, file, message, param) => {
     const e = thrown(() => loadServerConfig(file()));
     expect(e).toBeInstanceOf(TokenRouterError);
