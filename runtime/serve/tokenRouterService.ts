@@ -407,18 +407,27 @@ export class TokenRouterService {
       const served = this.drafts.get(draftIr, (ir, hash) => ({ algorithm: this.instantiate({ kind: 'ir', ir }), ref: { key: `draft:${hash}`, source: { kind: 'ir', ir }, catalog: this.catalog() } }));
       return { ...served, name: 'draft', version: null };
     }
-    if (this.registry.active(model) && !this.info(model)) {
-      const s = this.serving(model);
-      if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
-      return { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
-    }
+    // A model keeps its name over an algorithm stored under it, so a model name never needs the registry (a database read per request).
     if (this.info(model)) {
       const key = `single:${model}`;
       let served = this.compiled.get(key);
       if (!served) this.compiled.set(key, (served = { algorithm: buildAlgorithm({ kind: 'single', model }), ref: { key, source: { kind: 'single', model } } }));
       return { ...served, name: model, version: null };
     }
+    if (this.registry.active(model)) {
+      const s = this.serving(model);
+      if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
+      return { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
+    }
     throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
+  }
+
+  /** Each token id's own text, decoded once: every streamed token names its text. */
+  private readonly texts = new Map<number, string>();
+  private tokenText(id: number): string {
+    let t = this.texts.get(id);
+    if (t === undefined) this.texts.set(id, (t = this.tokenizer.decode([id])));
+    return t;
   }
 
   /** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
@@ -458,7 +467,7 @@ export class TokenRouterService {
         if (delta) emitted = limit;
         const st: StreamToken = {
           id: token,
-          text: tok.decode([token]),
+          text: this.tokenText(token),
           model,
           signals: { entropy: sig.entropy, maxProb: sig.maxProb, margin: sig.margin, heads: sig.heads },
           decision: atHandoff ? 'handoff' : 'stay',

@@ -74,9 +74,8 @@ export function answerStream({ service, metrics }: AnswerContext, plan: Plan, re
   onClientGone(req, res, cancelAll);
 }
 
-
+/** Headers leave with the first chunk, written right after: one write to the socket, not two. */
 function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
-  res.flushHeaders();
 }
 
