@@ -29,6 +29,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   readonly locals = new Map<string, LocalRequest>();
   /** Batches launched and not yet returned, oldest first (more than one only for a pipelined runner). */
   readonly inFlight: Batch[] = [];
+  /** The locals of those batches until their row is applied: a cache a step still reads is freed only after it. */
+  private readonly stepping = new Set<LocalRequest>();
   /** Ready work arrived during a wave; the host sends one WORK per engine when it ends. */
   dirty = false;
   /** Down: steps fail fast until the runner is replaced. */
@@ -82,6 +84,10 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   get canPipeline(): boolean {
     return this.inFlight.length > 0 && this.inFlight.length < this.pipelineDepth;
   }
+  /** In a batch now running (a lifecycle state, running or ended, does not say it). */
+  isStepping(local: LocalRequest): boolean {
+    return this.stepping.has(local);
+  }
   get inFlightRows(): number {
     return this.inFlight.reduce((n, b) => n + b.locals.length, 0);
   }
@@ -128,7 +134,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     const batch = newBatch(this.host.nextBatchId(), this.index, plan, plan.rows.map((i) => candidates[i]), this.host.clock.now());
     for (const local of batch.locals) {
       this.queues.unready(local);
-      local.inBatch = true;
+      this.stepping.add(local);
       batch.cachedTokens += local.cachedPrefix;
       local.cachedPrefix = 0;
     }
@@ -150,7 +156,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     const { locals, rows } = batch;
     for (let i = 0; i < locals.length; i++) {
       const local = locals[i];
-      local.inBatch = false;
+      this.stepping.delete(local);
       this.queues.fed(local, rows[i].tokens.length);
       this.applyRow(local, out.rows[i], batch);
     }
@@ -286,7 +292,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   private forget(local: LocalRequest): void {
     this.queues.dequeue(local);
     if (this.locals.get(local.id) === local) this.locals.delete(local.id);
-    if (local.inBatch) return;
+    if (this.stepping.has(local)) return;
     this.queues.retire(local, !this.down);
     this.admitWaiting();
   }
@@ -331,7 +337,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.host.waveStart();
     this.settle(batch, performance.now() - batch.wall0);
     for (const local of batch.locals) {
-      local.inBatch = false;
+      this.stepping.delete(local);
       if (!this.endedMeanwhile(local)) this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
     }
     this.returned(batch);

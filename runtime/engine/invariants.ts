@@ -44,12 +44,13 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
   for (const [id, local] of lane.locals) {
     const s = local.status;
     if (local.id !== id) throw new InvariantError(`${lane.name}: request ${local.id} filed under ${id}`);
+    const scheduled = lane.queues.isReady(local) || lane.isStepping(local);
     if (s === 'running' || s === 'queued') {
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
-      if (s === 'running' && !(local.inReady || local.inBatch)) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
-      if (s === 'queued' && (local.inReady || local.inBatch || local.hasCache)) throw new InvariantError(`${id}: queued on ${lane.name} yet ready, batched or holding a cache`);
+      if (s === 'running' && !scheduled) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
+      if (s === 'queued' && (scheduled || local.hasCache)) throw new InvariantError(`${id}: queued on ${lane.name} yet ready, batched or holding a cache`);
     } else if (s === 'pending-return') {
-      if (local.inReady || local.inBatch) throw new InvariantError(`${id}: pending-return on ${lane.name} yet scheduled there`);
+      if (scheduled) throw new InvariantError(`${id}: pending-return on ${lane.name} yet scheduled there`);
     } else throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
     if (local.hasCache) {
       cached += local.fed;

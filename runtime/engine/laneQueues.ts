@@ -28,9 +28,10 @@ export interface QueueRunner {
 
 export class LaneQueues {
   readonly pool: CachePool;
-  /** FIFO; may hold stale slots (a local no longer inReady, or enqueued again later): each step's view skips them. */
+  /** FIFO; may hold stale slots (a local no longer ready, or enqueued again later): each step's view skips them. */
   private ready: LocalRequest[] = [];
-  readyCount = 0;
+  /** Which locals are ready: the FIFO's order, this set's membership. */
+  private readonly readySet = new Set<LocalRequest>();
   /** Numbers each step's view, so a local sitting in the FIFO twice is read once. */
   private viewSeq = 0;
   /** Locals waiting for a cache reservation, FIFO. */
@@ -64,10 +65,17 @@ export class LaneQueues {
     return this.pendingReturn.size;
   }
 
+  get readyCount(): number {
+    return this.readySet.size;
+  }
+
+  isReady(local: LocalRequest): boolean {
+    return this.readySet.has(local);
+  }
+
   enqueue(local: LocalRequest): void {
-    local.inReady = true;
+    this.readySet.add(local);
     this.ready.push(local);
-    this.readyCount++;
   }
 
   /** Takes a local off every queue (it ended). */
@@ -80,9 +88,7 @@ export class LaneQueues {
 
   /** Its FIFO slot goes stale; the next view skips it. */
   unready(local: LocalRequest): void {
-    if (!local.inReady) return;
-    local.inReady = false;
-    this.readyCount--;
+    this.readySet.delete(local);
   }
 
   markPendingReturn(local: LocalRequest): void {
@@ -106,7 +112,7 @@ export class LaneQueues {
     for (; i < this.ready.length && taken < limit; i++) {
       const local = this.ready[i];
       // a local enqueued again after its slot went stale sits here twice: the first slot counts
-      if (!local.inReady || local.viewStamp === stamp) continue;
+      if (!this.readySet.has(local) || local.viewStamp === stamp) continue;
       local.viewStamp = stamp;
       taken++;
       locals.push(local);

@@ -53,8 +53,6 @@ export class LocalRequest {
   /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
   cachedPrefix = 0;
   stepsHere = 0;
-  inReady = false;
-  inBatch = false;
   /** The last ready-queue view that read it (LaneQueues.readyView). */
   viewStamp = 0;
   readonly wants: StepWants;
