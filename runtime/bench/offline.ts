@@ -127,6 +127,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const batching: Batching = 'static';
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be an integer ≥ 1, got ${rounds}`);
   const set = await loadRunnerSet(f.str('runners'));
+  // As the server's "auto" placement: engines beside their ONNX models in threads, simulated runners in-process.
+  const placement = f.str('placement') === undefined ? (set.threads ? 'thread' : 'in-process') : serving.placement;
   const total = models.length * rounds * 2;
   let done = 0;
   const rows: Row[] = [];
@@ -149,7 +151,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           if (side === 'offline') {
             offline.push(await runOffline({ ...base, prompts: measured }));
           } else {
-            const s = await runServingCase(set, { ...serving, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
+            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
             served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, meanE2eMs: m.e2eMs.mean });
@@ -201,7 +203,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
       mode: 'async-delayed, retainState true, thresholds 1, maxWaitMs 20, maxBatch 32 (the server’s defaults; nothing tuned)',
       concurrency,
-      ...servingSettings(serving),
+      ...servingSettings({ ...serving, placement }),
       tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
     },
     target: 'served_tok_s ≥ 0.90 × offline_tok_s for every bundled model (issue 17)',

@@ -66,18 +66,19 @@ export const serverConfigSchema = z
         /** Refused by name, so an old config says what to drop (docs/benchmarks.md: lookahead 0 was as fast in both placements). */
         lookahead: z.never({ error: 'scheduling.lookahead was removed: routing runs beside the model, so there is no round trip to hide' }).optional(),
         /**
-         * Where a local model's engine runs: "in-process" (on the entry's thread, the model alone in a
-         * worker) or "thread" (its scheduler, KV pool and routing beside the model in the model's
-         * worker thread). In-process stays the default while it is the faster one here (docs/benchmarks.md).
+         * Where a local model's engine runs: "thread" (its scheduler, KV pool and routing beside the
+         * model in the model's worker thread), "in-process" (on the entry's thread, the model alone in
+         * a worker), or "auto" (the default): thread for ONNX model folders, in-process for runners
+         * handed to the service (simulated runners, virtual clocks, tests), which have no thread to go to.
          */
-        placement: z.enum(['thread', 'in-process']).default('in-process'),
+        placement: z.enum(['auto', 'thread', 'in-process']).default('auto'),
         /** Engines keep finished requests' KV by token ids and start new requests from their longest cached prefix (vLLM's APC, SGLang's radix cache). */
         prefixCache: z.boolean().default(true),
         /** Latency targets (issue 19): what thresholds "auto" keeps, and when the entry sheds load. */
         slo: sloSchema.optional(),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, placement: 'in-process', prefixCache: true }),
+      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, placement: 'auto', prefixCache: true }),
     limits: z
       .object({
         /** N: requests decoding at once. */

@@ -179,7 +179,8 @@ export class TokenRouterService {
       for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
       checkSharedTokenizer(folders);
       const local = config.models.filter((m) => !m.remote);
-      const inThread = config.scheduling.placement === 'thread';
+      // ONNX model folders: "auto" puts each model's engine in its thread, beside the model.
+      const inThread = config.scheduling.placement !== 'in-process';
       const [started, remote] = await Promise.all([
         Promise.all(local.map(async (m) => [m.name, inThread ? await startThread(m, folders.get(m.name)!) : await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const)),
         remotes(),
