@@ -1,5 +1,4 @@
 // The entry and its engines in one process: admits requests, streams what the engines commit, ends requests everywhere.
-import type { Handoff } from '../../shared/algorithm.ts';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -10,15 +9,15 @@ import { Engine } from './engine.ts';
 import type { EngineHost } from './engineHost.ts';
 import type { LaneStats } from './laneStats.ts';
 import { checkInvariants } from './invariants.ts';
-import { newCounters } from './localRequest.ts';
 import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { EngineProxy, type ProxyEntry } from './engineProxy.ts';
-import { beginThreads, rejoinThread } from './threadEngine.ts';
+import { EngineFailover } from './engineFailover.ts';
+import { beginThreads } from './threadEngine.ts';
+import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
-/** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
-export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: EngineProxy; runner?: never });
+export type { ClusterModel };
 
 export interface ClusterOptions {
   clock: Clock;
@@ -50,8 +49,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   readonly policy: LaunchPolicy;
   /** Every model's engine as the entry drives it, in model order. */
   readonly engines: EngineClient[];
-  /** Handoffs to an engine that died, until its replacement joins. */
-  private readonly held = new Map<string, Arrival[]>();
   /** The engines that run on this thread. */
   readonly lanes: Engine[];
   /** The engines in their own threads. */
@@ -70,6 +67,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   private serialSeq = 0;
   private inWave = false;
   private readonly invariantState: Map<string, number> | null;
+  private readonly failover: EngineFailover;
   /** Committed output tokens over the cluster's life. */
   committed = 0;
   completed = 0;
@@ -83,27 +81,24 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.maxQueue = opts.maxQueue ?? Infinity;
     this.trace = opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
-    if (opts.models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
     this.prefixCache = opts.prefixCache ?? false;
-    if (opts.models.some((m) => m.thread) && this.clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
-    for (const m of opts.models) {
-      if (this.byName.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
-      if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
-      this.byName.set(m.name, null as unknown as EngineClient);
-    }
-    this.engines = opts.models.map((m, i) => {
-      const maxBatch = m.maxBatch ?? 64;
-      const threshold = m.threshold ?? 1;
-      const kvCapacityTokens = m.kvCapacityTokens ?? Infinity;
-      if (m.runner) return new Engine(i, { name: m.name, runner: m.runner, maxBatch, threshold, kvCapacityTokens, prefixCache: this.prefixCache }, this);
-      return m.thread;
-    });
+    this.engines = buildEngines(opts.models, this.clock, this.prefixCache, this);
     this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
     this.threads = this.engines.filter((e): e is EngineProxy => e instanceof EngineProxy);
     for (const e of this.engines) this.byName.set(e.name, e);
-    for (const t of this.threads) this.watchThread(t);
-    const starts = opts.models.flatMap((m, i) => (m.thread ? [{ engine: m.thread, settings: this.settingsFor(i, { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity }) }] : []));
-    beginThreads(starts, this);
+    this.failover = new EngineFailover({
+      engines: this.engines,
+      threads: this.threads,
+      engine: (name) => this.byName.get(name),
+      rename: (name, e) => this.byName.set(name, e),
+      request: (id) => this.active.get(id),
+      activeRequests: () => this.active.values(),
+      end: (req, status, reason, error) => this.end(req, status, reason, error),
+      flush: () => this.flush(),
+      settingsFor: (i, t) => this.settingsFor(i, t),
+    });
+    for (const t of this.threads) this.failover.watch(t);
+    beginThreads(this.threads.map((t) => ({ engine: t, settings: this.settingsFor(this.engines.indexOf(t), modelLimits(opts.models[this.engines.indexOf(t)])) })), this);
     this.validateThresholds(this.engines.map((l) => l.threshold));
     this.emitConfig();
   }
@@ -200,76 +195,23 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
 
   /** Takes a sub-server down (its batches fail) or brings it back. */
   setDown(name: string, down: boolean): void {
-    const e = this.engineNamed(name);
-    if (e instanceof EngineProxy) e.setDown(down);
-    else if (e instanceof Engine) e.down = down;
+    this.failover.setDown(name, down);
   }
 
-  /**
-   * A model's runner died and took every cache with it: requests that hold state there fail with a
-   * clear error (the rest keep going), and the lane refuses work until `replaceRunner`.
-   */
+  /** A model's runner (or engine thread) died: the requests it held fail, the rest keep going; the lane refuses work until replaced. */
   failLane(name: string, error: Error): number {
-    const e = this.engineNamed(name);
-    let failed = 0;
-    if (e instanceof Engine) {
-      e.down = true;
-      failed = e.failAll(error);
-    } else {
-      // Only the requests decoding there fail; the others lost a cache there at most, and re-send
-      // that engine their whole sequence when they next go there (it re-prefills).
-      for (const req of [...this.active.values()]) {
-        if (req.holder !== name) continue;
-        this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${name} failed: ${error.message}`, 'model'));
-        failed++;
-      }
-      for (const other of this.engines) if (other !== e) other.peerLost(name);
-    }
-    this.flush();
-    return failed;
+    return this.failover.failLane(name, error);
   }
 
   /** Puts a restarted runner in place and lets the lane take work again. */
   replaceRunner(name: string, runner: ModelRunner): void {
-    const lane = this.engineNamed(name);
-    if (!(lane instanceof Engine)) throw new TokenRouterError('invalid_request', `model ${name} runs on an engine thread: replace the thread (replaceThread)`, 'model');
-    lane.runner = runner;
-    lane.down = false;
-    lane.dirty = true;
-    this.flush();
+    this.failover.replaceRunner(name, runner);
   }
 
   /** Puts a restarted engine thread in place of one that died. */
   replaceThread(name: string, fresh: EngineProxy): void {
-    const old = this.engineNamed(name);
-    if (!(old instanceof EngineProxy)) throw new TokenRouterError('invalid_request', `model ${name} does not run on an engine thread`, 'model');
-    const i = this.engines.indexOf(old);
-    this.engines[i] = fresh;
-    this.threads[this.threads.indexOf(old)] = fresh;
-    this.byName.set(name, fresh);
-    this.watchThread(fresh);
-    rejoinThread(fresh, this.settingsFor(i, old), this.threads, this);
-    // the fresh engine builds the algorithms of the requests still going, then takes the handoffs held for it
-    for (const req of this.active.values()) if (req.spec.ref && req.spec.models.includes(name)) fresh.deploy(req.spec.ref);
-    const held = this.held.get(name) ?? [];
-    this.held.delete(name);
-    for (const a of held) if (this.active.get(a.spec.id)?.spec === a.spec) fresh.arrive(a);
-    this.flush();
+    this.failover.replaceThread(name, fresh, this);
   }
-
-  /** A dead engine thread's requests fail at once, whoever restarts it. */
-  private watchThread(t: EngineProxy): void {
-    t.onFailure((e) => {
-      if (this.byName.get(t.name) === t) this.failLane(t.name, e);
-    });
-  }
-
-  private engineNamed(name: string): EngineClient {
-    const e = this.byName.get(name);
-    if (!e) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
-    return e;
-  }
-
 
   laneStats(): LaneStats[] {
     return this.engines.map((e) => e.laneStats());
@@ -285,18 +227,12 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   commit(c: Commit): void {
     const req = this.active.get(c.requestId);
     if (!req || req.finished) return;
-    // Engines in other threads report on their own ports: a request's commits may arrive out of order.
-    if (c.index !== req.output.length) {
-      if (c.index > req.output.length) req.early.set(c.index, c);
-      return;
-    }
-    this.apply(req, c);
-    for (let next = req.early.get(req.output.length); next && !req.finished; next = req.early.get(req.output.length)) {
-      req.early.delete(next.index);
+    for (const next of req.inOrder(c)) {
       this.apply(req, next);
+      if (req.finished) return;
     }
-    const f = req.lateFinish;
-    if (f && !req.finished && req.output.length >= (f.committed ?? 0)) this.finish(f);
+    const f = req.dueFinish();
+    if (f) this.finish(f);
   }
 
   private apply(req: RequestState, c: Commit): void {
@@ -319,23 +255,18 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   finish(f: Finish): void {
     const req = this.active.get(f.requestId);
     if (!req || req.finished) return;
-    // a finish that overtook commits before it waits for them
-    if (f.committed !== undefined && req.output.length < f.committed) return void (req.lateFinish = f);
+    if (req.waitsFor(f)) return;
     if (f.counters) req.counters = f.counters;
     this.end(req, f.status, f.reason, f.error);
   }
 
   deliver(name: string, a: Arrival): void {
     const e = this.byName.get(name)!;
-    const req = this.active.get(a.spec.id);
-    if (e instanceof EngineProxy && e.failed && req?.spec === a.spec) {
-      // its engine died: the handoff waits here for the fresh one
-      const list = this.held.get(name) ?? [];
-      list.push(a);
-      this.held.set(name, list);
-    }
-    if (req?.spec === a.spec) this.moved(a.spec.id, name, a.counters.handoffs);
-    if (!(e instanceof EngineProxy && e.failed)) e.arrive(a);
+    const live = this.active.get(a.spec.id)?.spec === a.spec;
+    // its engine died: the handoff waits for the fresh one
+    const dead = this.failover.hold(e, a, live);
+    if (live) this.moved(a.spec.id, name, a.counters.handoffs);
+    if (!dead) e.arrive(a);
   }
 
   /** Where a request decodes now: its handoffs are counted, so a report that comes late changes nothing. */
@@ -344,11 +275,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     if (!req || req.finished || hops <= req.hops) return;
     req.holder = to;
     req.hops = hops;
-    // sent straight to an engine that had died (before its peer heard): lost with it
     const e = this.byName.get(to);
-    if (e instanceof EngineProxy && e.failed && !this.held.get(to)?.some((a) => a.spec.id === requestId)) {
-      this.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${to} failed: ${e.failure?.message} (before this request reached it)`, 'model'));
-    }
+    if (e) this.failover.lostOnTheWay(req, e);
   }
 
   // --- ThreadEntry: what engine threads report ---
@@ -373,21 +301,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.flush();
   }
 
-  private settingsFor(index: number, t: EngineProxy | { maxBatch: number; threshold: number; kvCapacityTokens: number }): EngineSettings {
-    return {
-      index,
-      models: this.engines.map((e) => e.name),
-      maxBatch: t.maxBatch,
-      threshold: t.threshold,
-      kvCapacityTokens: t.kvCapacityTokens,
-      mode: this.mode,
-      retainState: this.retainState,
-      maxWaitMs: this.maxWaitMs,
-      prefixCache: this.prefixCache,
-      origin: this.clock.origin!,
-      trace: this.trace !== undefined,
-      checkInvariants: this.invariantState !== null,
-    };
+  private settingsFor(index: number, limits: EngineLimits): EngineSettings {
+    return engineSettings(index, this.engines, limits, this.policy.mode, { retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.invariantState !== null });
   }
 
   // --- request lifecycle ---
@@ -396,14 +311,12 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.active.set(req.id, req);
     this.emitState(req.id, 'admitted');
     const { spec } = req;
-    const entry = spec.algorithm.entry;
     // every engine the request may visit can build its algorithm before a handoff reaches it
     if (spec.ref) for (const name of spec.models) {
       const e = this.byName.get(name);
       if (e instanceof EngineProxy) e.deploy(spec.ref);
     }
-    const handoff: Handoff<unknown> = { type: 'handoff', requestId: req.id, from: 0, to: entry, anchor: 0, tokens: req.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
-    this.deliver(spec.models[entry - 1], { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length) });
+    this.deliver(spec.models[spec.algorithm.entry - 1], req.firstArrival());
   }
 
   private end(req: RequestState, status: 'done' | 'failed' | 'cancelled', reason: FinishReason, error?: Error): void {

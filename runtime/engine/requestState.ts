@@ -1,12 +1,12 @@
 // One request at the entry: its lifecycle actor, the committed output it streams, and its result.
 import { createActor, type Actor } from 'xstate';
-import type { Algorithm, ModelId, TokenSignals } from '../../shared/algorithm.ts';
+import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
 import { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
-import type { Commit, Finish, FinishReason } from './messages.ts';
+import type { Arrival, Commit, Finish, FinishReason } from './messages.ts';
 
 export type { FinishReason } from './messages.ts';
 
@@ -85,6 +85,42 @@ export class RequestState {
 
   get id(): string {
     return this.spec.id;
+  }
+
+  /** Its first arrival, at the algorithm's entry model: the prompt as a handoff from the entry (model 0). */
+  firstArrival(): Arrival {
+    const { spec } = this;
+    const handoff: Handoff<unknown> = { type: 'handoff', requestId: spec.id, from: 0, to: spec.algorithm.entry, anchor: 0, tokens: this.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
+    return { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length) };
+  }
+
+  /**
+   * The commits to apply now, in output order: `c` and those that waited for it; none while `c` is
+   * early (engines in other threads report on their own ports, so commits may arrive out of order).
+   */
+  *inOrder(c: Commit): Generator<Commit> {
+    if (c.index !== this.output.length) {
+      if (c.index > this.output.length) this.early.set(c.index, c);
+      return;
+    }
+    yield c;
+    for (let next = this.early.get(this.output.length); next; next = this.early.get(this.output.length)) {
+      this.early.delete(next.index);
+      yield next;
+    }
+  }
+
+  /** A finish that overtook commits it follows waits for them (true: it was kept for later). */
+  waitsFor(f: Finish): boolean {
+    if (f.committed === undefined || this.output.length >= f.committed) return false;
+    this.lateFinish = f;
+    return true;
+  }
+
+  /** The finish that waited, once every commit before it was applied. */
+  dueFinish(): Finish | null {
+    const f = this.lateFinish;
+    return f && !this.finished && this.output.length >= (f.committed ?? 0) ? f : null;
   }
 
   get status(): RequestStatus {

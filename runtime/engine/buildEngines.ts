@@ -1,0 +1,64 @@
+// A cluster's engines from its model list: engines built here around their runners, engine proxies already running elsewhere, and the settings each proxy begins with.
+import type { Clock } from '../clock/clock.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
+import { Engine } from './engine.ts';
+import type { EngineHost } from './engineHost.ts';
+import type { EngineProxy } from './engineProxy.ts';
+import type { EngineClient, EngineSettings } from './messages.ts';
+
+/** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
+export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: EngineProxy; runner?: never });
+
+/** What bounds one engine's batches and pool. */
+export interface EngineLimits {
+  maxBatch: number;
+  threshold: number;
+  kvCapacityTokens: number;
+}
+
+export function modelLimits(m: ClusterModel): EngineLimits {
+  return { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity };
+}
+
+/** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
+export function buildEngines(models: readonly ClusterModel[], clock: Clock, prefixCache: boolean, host: EngineHost): EngineClient[] {
+  if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
+  if (models.some((m) => m.thread) && clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
+  const names = new Set<string>();
+  for (const m of models) {
+    if (names.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
+    if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
+    names.add(m.name);
+  }
+  return models.map((m, i) => (m.runner ? new Engine(i, { name: m.name, runner: m.runner, ...modelLimits(m), prefixCache }, host) : m.thread));
+}
+
+/** What the whole deployment shares, as a proxy's settings carry it. */
+export interface DeploymentSettings {
+  retainState: boolean;
+  maxWaitMs: number;
+  prefixCache: boolean;
+  clock: Clock;
+  trace: boolean;
+  checkInvariants: boolean;
+}
+
+/** The settings engine `index` of `engines` begins with (again after a restart). */
+export function engineSettings(index: number, engines: readonly EngineClient[], limits: EngineLimits, mode: SchedulingMode, d: DeploymentSettings): EngineSettings {
+  return {
+    index,
+    models: engines.map((e) => e.name),
+    maxBatch: limits.maxBatch,
+    threshold: limits.threshold,
+    kvCapacityTokens: limits.kvCapacityTokens,
+    mode,
+    retainState: d.retainState,
+    maxWaitMs: d.maxWaitMs,
+    prefixCache: d.prefixCache,
+    origin: d.clock.origin!,
+    trace: d.trace,
+    checkInvariants: d.checkInvariants,
+  };
+}
