@@ -76,6 +76,16 @@ export interface StepOutput {
   durationMs?: number;
   /** Wall milliseconds spent inside the model itself (session.run or equivalent), for breakdowns. */
   modelMs?: number;
+  /** The forward passes the step took (a mixed step may take two), for breakdowns of prefill against decode. */
+  passes?: StepPass[];
+}
+
+/** One forward pass of a step: its rows, the tokens they fed, the longest feed, and its model ms. */
+export interface StepPass {
+  rows: number;
+  tokens: number;
+  longest: number;
+  modelMs: number;
 }
 
 export interface ModelInfo {

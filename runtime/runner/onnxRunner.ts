@@ -1,7 +1,7 @@
 // ModelRunner over an Optimum-style decoder ONNX export: batched mixed prefill/extend/decode with a persistent batch KV.
 import * as ort from 'onnxruntime-node';
 import type { TokenSignals } from '../../shared/algorithm.ts';
-import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+import type { ModelInfo, ModelRunner, StepOutput, StepPass, StepRow } from './modelRunner.ts';
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeRow } from './sampling.ts';
@@ -42,6 +42,16 @@ interface BatchState {
   /** The same mask as bytes: read on every re-pack, where BigInt reads would cost more than the copy. */
   valid: Uint8Array;
   T: number;
+}
+
+function pass(rows: readonly StepRow[], modelMs: number): StepPass {
+  let tokens = 0;
+  let longest = 0;
+  for (const r of rows) {
+    tokens += r.tokens.length;
+    longest = Math.max(longest, r.tokens.length);
+  }
+  return { rows: rows.length, tokens, longest, modelMs };
 }
 
 /** Thrown for a step the runner cannot execute as asked (bad position, unknown head, context overflow). */
@@ -174,11 +184,11 @@ export class OnnxRunner implements ModelRunner {
       split.multi.forEach((i, k) => (signals[i] = m.out.signals[k]!));
       this.stats.steps++;
       this.stats.splits++;
-      return { rows: signals, modelMs: d.out.modelMs + m.out.modelMs };
+      return { rows: signals, modelMs: d.out.modelMs + m.out.modelMs, passes: [pass(split.decode.map((i) => rows[i]), d.out.modelMs), pass(split.multi.map((i) => rows[i]), m.out.modelMs)] };
     }
     const { out } = await this.passOver(rows, entries);
     this.stats.steps++;
-    return { rows: out.signals as TokenSignals[], modelMs: out.modelMs };
+    return { rows: out.signals as TokenSignals[], modelMs: out.modelMs, passes: [pass(rows, out.modelMs)] };
   }
 
   /** One pass of `rows`: their batch reused as is when the very same requests stepped last, else re-packed. */

@@ -46,7 +46,14 @@ describe('a prefill beside decoding peers (bundled small model)', () => {
     // the decode group kept its batch as is: only the prefill group was packed
     expect(runner.stats.reused - before.reused).toBe(1);
     expect(mixed.rows.map((r) => r.token)).toEqual([...solo.slice(0, 7).map((s) => s[1]), solo[7][0]]);
+    // the breakdowns (bench prefix) read each pass: the decode group first, then the prefill
+    expect(mixed.passes?.map(({ rows, tokens, longest }) => ({ rows, tokens, longest }))).toEqual([
+      { rows: 7, tokens: 7, longest: 1 },
+      { rows: 1, tokens: prompts[7].length, longest: prompts[7].length },
+    ]);
+    expect(mixed.passes!.reduce((a, p) => a + p.modelMs, 0)).toBeCloseTo(mixed.modelMs!, 6);
     const next = await runner.step(prompts.map((p, i) => row(i + 1, [i < 7 ? solo[i][1] : solo[7][0]], p.length + (i < 7 ? 1 : 0))));
+    expect(next.passes?.map((p) => p.rows)).toEqual([8]);
     expect(next.rows.map((r) => r.token)).toEqual([...solo.slice(0, 7).map((s) => s[2]), solo[7][1]]);
     for (let i = 1; i <= 8; i++) runner.release(i);
     expect(runner.cachedTokens).toBe(0);
