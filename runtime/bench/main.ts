@@ -32,7 +32,7 @@ const SUITES: Record<string, Suite> = {
   ablation: { about: 'R2R at concurrency 8: baseline → + state retention → + async → + delayed batching', duration: '~1.2 min', load: () => import('./ablation.ts') },
   breakdown: { about: 'where each sub-server\'s busy time goes at concurrency 16', duration: '~0.7 min', load: () => import('./breakdown.ts') },
   combos: { about: 'one algorithm on each pair of bundled models, TokenRouter mode vs standard serving', duration: '~1.5 min', load: () => import('./combos.ts') },
-  rate: { about: 'open-loop request-rate sweep: paper profile in virtual time (the SLO-aware choice against an exhaustive sweep), bundled models over HTTP; goodput and p99 TPOT', duration: '~15 min', load: () => import('./rate.ts') },
+  rate: { about: 'open-loop request-rate sweep: paper profile in virtual time (the SLO-aware choice against an exhaustive sweep), bundled models over HTTP; goodput and p99 TPOT/TTFT (bundled: latency from arrival, a capacity probe sets the grid)', duration: '~20 min', load: () => import('./rate.ts') },
   prefix: { about: 'few-shot chats at concurrency 8 over HTTP, prefix cache on vs off; KV copy vs prefill per token', duration: '~2 min', load: () => import('./prefix.ts') },
   offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
 };
@@ -47,7 +47,8 @@ const SUITE_FLAGS = [
   'levels', 'max-batch', 'max-tokens', 'max-wait-ms', 'p', 'paper-max-tokens', 'pipeline-depth', 'prompt', 'relay', 'repeats', 'requests',
   'placement', 'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s', 'request-rate', 'burstiness', 'goodput',
-  'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-requests', 'bundled-max-tokens', 'cost-reps',
+  'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
+  'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
 ] as const;
 
 function usage(): string {

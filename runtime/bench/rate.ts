@@ -10,7 +10,7 @@ import { progress, type BenchOptions, type SuiteRun } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { printTable, type Row } from './table.ts';
-import { bundledRates, type BundledRateSettings } from './rateBundled.ts';
+import { bundledRates, type BundledRateResult, type BundledRateSettings } from './rateBundled.ts';
 import { servingDefaults } from './servingCase.ts';
 import { runVirtual, type VirtualCase } from './virtualServing.ts';
 
@@ -52,11 +52,18 @@ function readSettings(opts: BenchOptions): Settings {
         ? null
         : {
             runners: f.str('runners'),
-            rates: f.nums('bundled-rates', f.quick ? [2, 8] : [2, 4, 8, 12, 16, 24]),
+            algorithm: f.str('bundled-algorithm', 'r2r'),
+            // empty: the grid comes from a closed-loop capacity probe of each runtime
+            rates: f.nums('bundled-rates', []),
+            rateFractions: f.nums('bundled-rate-fractions', f.quick ? [0.5, 1.3] : [0.3, 0.6, 0.9, 1.1, 1.3, 1.5, 1.75, 2.1]),
             slo: { tpotMs: f.num('bundled-slo-tpot-ms', 20), ttftMs: f.num('bundled-slo-ttft-ms', 2000) },
             concurrency: f.sized('concurrency', 8, 4),
-            requests: f.sized('bundled-requests', 48, 16),
-            maxTokens: f.sized('bundled-max-tokens', 64, 32),
+            durationS: f.sized('bundled-duration-s', 30, 3),
+            minRequests: f.sized('bundled-min-requests', 120, 8),
+            warmup: f.sized('bundled-warmup', 16, 4),
+            probeRequests: f.sized('bundled-probe-requests', 96, 16),
+            maxTokens: f.sized('bundled-max-tokens', 128, 32),
+            ignoreEos: f.bool('bundled-ignore-eos', false),
           },
   };
 }
@@ -156,23 +163,52 @@ function runRates(s: Settings): { rows: Row[]; sloChoice: Row[] } {
 
 const prefixed = (p: string, o: Record<string, string>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [p + k, v]));
 
-function charts(rows: Row[], runtimes: string[], what: string): Record<string, string> {
+/** p99 TPOT and goodput against rate; with `bounds`, p99 TTFT too, each latency chart with its SLO bound drawn flat across. */
+function charts(rows: Row[], runtimes: string[], what: string, bounds?: { tpotMs?: number; ttftMs?: number }): Record<string, string> {
   const series = (metric: string) => runtimes.map((r) => ({ name: r, points: rows.filter((x) => x.runtime === r).map((x) => [x.rate as number, x[metric] as number] as [number, number]) }));
+  const rates = rows.map((r) => r.rate as number);
+  const bound = (ms: number | undefined) => (ms === undefined || rates.length === 0 ? [] : [{ name: `SLO ${ms} ms`, points: [[Math.min(...rates), ms], [Math.max(...rates), ms]] as [number, number][] }]);
   return {
-    p99_tpot: lineChart({ title: `p99 TPOT vs request rate (${what})`, yLabel: 'p99 TPOT (ms)', xLabel: 'request rate (req/s, Poisson)', series: series('p99_tpot_ms') }),
+    p99_tpot: lineChart({ title: `p99 TPOT vs request rate (${what})`, yLabel: 'p99 TPOT (ms)', xLabel: 'request rate (req/s, Poisson)', series: [...series('p99_tpot_ms'), ...bound(bounds?.tpotMs)] }),
     goodput: lineChart({ title: `Goodput vs request rate (${what})`, yLabel: 'goodput (req/s)', xLabel: 'request rate (req/s, Poisson)', series: series('goodput_req_s') }),
+    ...(bounds ? { p99_ttft: lineChart({ title: `p99 TTFT (from arrival) vs request rate (${what})`, yLabel: 'p99 TTFT (ms)', xLabel: 'request rate (req/s, Poisson)', series: [...series('p99_ttft_ms'), ...bound(bounds.ttftMs)] }) } : {}),
+  };
+}
+
+/** The bundled part's settings as the report states them. */
+function bundledSettings(b: BundledRateSettings, r: BundledRateResult): Record<string, unknown> {
+  return {
+    runners: r.kind,
+    algorithm: b.algorithm,
+    mode: 'tokenrouter: async-delayed, thresholds 1 on every lane, retainState; standard: step-sync, no retention (every return re-prefills)',
+    concurrency_cap: `${b.concurrency} in flight (client permits = server maxConcurrency); the rest wait for a permit`,
+    latency_from: 'each request\'s scheduled arrival: the wait for a permit counts in TTFT and E2E (TPOT is unchanged by where latency starts)',
+    output: b.ignoreEos ? `ignore_eos, ${b.maxTokens} tokens` : `natural EOS, max_tokens ${b.maxTokens}`,
+    arrivals: `Poisson, ${b.durationS} s of arrivals per rate (at least ${b.minRequests} requests), one seed per rate shared by both runtimes, run order alternating by rate`,
+    warmup: `${b.warmup} untimed closed-loop requests before each measured run`,
+    rates: r.derivedRates ? `from the capacity probe (${b.probeRequests} closed-loop requests per runtime): ${b.rateFractions.join('/')} x standard serving's req/s, plus 1.2 x TokenRouter's` : 'given (--bundled-rates)',
+    swept_rates: r.rates,
+    slo_ms: b.slo,
+    first_miss: 'the first swept rate where standard serving\'s p99 TPOT or p99 TTFT exceeds its bound',
   };
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const s = readSettings(opts);
   const { rows, sloChoice } = s.skipPaper ? { rows: [], sloChoice: [] } : runRates(s);
-  const bundled = s.bundled && (await bundledRates(s.bundled, servingDefaults(new SuiteFlags(opts.flags))));
+  const serving = servingDefaults(new SuiteFlags(opts.flags));
+  const bundled = s.bundled && (await bundledRates(s.bundled, serving));
   printTable(rows);
   printTable(sloChoice);
   if (bundled) {
+    printTable(bundled.capacity as unknown as Row[]);
     printTable(bundled.rows);
-    console.log(bundled.firstMiss ? `bundled: standard serving first misses the SLO at ${bundled.firstMiss.rate} req/s; TokenRouter goodput ${bundled.firstMiss.ratio.toFixed(2)}x standard's there` : 'bundled: standard serving met the SLO at every rate');
+    printTable(bundled.runs);
+    const fm = bundled.firstMiss;
+    console.log(fm ? `bundled: standard serving first misses the SLO at ${fm.rate} req/s (p99 ${fm.missed.join(' and ')}); TokenRouter goodput ${fm.ratio.toFixed(2)}x standard's there` : 'bundled: standard serving met the SLO at every rate');
+    const cap = bundled.sloCapacity;
+    console.log(`bundled: highest rate within the SLO: ${cap.runtimes.map((c) => `${c.runtime} ${c.rate === null ? 'none' : `${c.at_least ? '≥ ' : ''}${c.rate} req/s`}`).join(', ')}${cap.ratio === null ? '' : ` (${cap.ratio.toFixed(2)}x)`}`);
+    if (!bundled.standardMeetsAtLightest) console.log('bundled: standard serving misses the SLO even at the lightest rate: the SLO is too tight for this comparison');
   }
   const settings = {
     profile: 'paper R2R (small 6.0 ms, large 27.9 ms per step; prefill/extend 0.01 / 0.1 ms per token), virtual time',
@@ -186,16 +222,20 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     thresholds_x_deadlines: `large threshold 1..${s.concurrency} (small 1) x max-wait ${s.waits.join('/')} ms`,
     standard_serving: 'step-sync, retainState false (every return re-prefills)',
     throughput_only: `closed-loop chain optimum at N, max-wait ${s.defaultWaitMs} ms`,
-    ...(bundled ? { bundled: { runners: bundled.kind, algorithm: 'r2r', mode: 'tokenrouter: async-delayed, thresholds 1/1, retainState; standard: step-sync, no retention', ignore_eos: true, ...s.bundled } } : {}),
+    ...(bundled ? { bundled: { ...bundledSettings(s.bundled!, bundled), placement: serving.placement, client: serving.client } } : {}),
   };
   const allRows = [...rows, ...(bundled?.rows ?? [])];
   return {
     suite: 'rate',
     settings,
-    results: { rows: allRows, slo_choice: sloChoice, ...(bundled ? { bundled_first_miss: bundled.firstMiss } : {}) },
+    results: {
+      rows: allRows,
+      slo_choice: sloChoice,
+      ...(bundled ? { bundled_first_miss: bundled.firstMiss, bundled_capacity: bundled.capacity, bundled_runs: bundled.runs, bundled_slo_capacity: bundled.sloCapacity, bundled_standard_meets_slo_at_lightest: bundled.standardMeetsAtLightest } : {}),
+    },
     output: {
-      tables: { 'Rate sweep (paper profile, virtual time)': rows, 'SLO-aware choice vs exhaustive sweep': sloChoice, 'Bundled models over HTTP': bundled?.rows ?? [] },
-      charts: { ...(rows.length ? charts(rows, ['tokenrouter', 'throughput-only', 'standard'], `paper R2R profile, virtual time, N=${s.concurrency}, ${s.maxTokens} tokens, p99 TPOT SLO ${s.slo.tpotMs} ms`) : {}), ...(bundled ? prefixed('bundled_', charts(bundled.rows, ['tokenrouter', 'standard'], `bundled models over HTTP, R2R, N=${s.bundled!.concurrency}, ${s.bundled!.maxTokens} tokens, SLO TPOT ${s.bundled!.slo.tpotMs} / TTFT ${s.bundled!.slo.ttftMs} ms`)) : {}) },
+      tables: { 'Rate sweep (paper profile, virtual time)': rows, 'SLO-aware choice vs exhaustive sweep': sloChoice, 'Bundled models over HTTP': bundled?.rows ?? [], 'Bundled models: capacity probe (closed loop)': (bundled?.capacity ?? []) as unknown as Row[], 'Bundled models: every run': bundled?.runs ?? [] },
+      charts: { ...(rows.length ? charts(rows, ['tokenrouter', 'throughput-only', 'standard'], `paper R2R profile, virtual time, N=${s.concurrency}, ${s.maxTokens} tokens, p99 TPOT SLO ${s.slo.tpotMs} ms`) : {}), ...(bundled ? prefixed('bundled_', charts(bundled.rows, ['tokenrouter', 'standard'], `bundled models over HTTP, ${s.bundled!.algorithm}, N=${s.bundled!.concurrency}, ${s.bundled!.ignoreEos ? `${s.bundled!.maxTokens} tokens (ignore_eos)` : `natural EOS (max ${s.bundled!.maxTokens})`}, SLO p99 TPOT ${s.bundled!.slo.tpotMs} / TTFT ${s.bundled!.slo.ttftMs} ms`, s.bundled!.slo)) : {}) },
       notes: [JSON.stringify(settings)],
     },
   };

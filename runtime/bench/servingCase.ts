@@ -52,6 +52,8 @@ export interface ServingCase {
   /** Open-loop arrivals (req/s) and their burstiness; absent: the closed loop. */
   requestRate?: number;
   burstiness?: number;
+  /** Seed of the arrival schedule: runs given one seed take the same arrivals. */
+  seed?: number;
   slo?: Slo;
   /** Where the engines run: on the entry's thread (default, as `npm start`) or beside their models in engine threads (when the runner set has them). */
   placement?: EnginePlacement;
@@ -157,9 +159,9 @@ export function servingSettings(d: ServingDefaults): Record<string, unknown> {
 }
 
 /** The load generator's open-loop options, passed only when set so a closed-loop run's load is as before. */
-function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; slo?: Slo } {
+function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; seed?: number; slo?: Slo } {
   return {
-    ...(c.requestRate !== undefined && c.requestRate !== Infinity ? { requestRate: c.requestRate, burstiness: c.burstiness ?? 1 } : {}),
+    ...(c.requestRate !== undefined && c.requestRate !== Infinity ? { requestRate: c.requestRate, burstiness: c.burstiness ?? 1, ...(c.seed !== undefined ? { seed: c.seed } : {}) } : {}),
     ...(c.slo ? { slo: c.slo } : {}),
   };
 }

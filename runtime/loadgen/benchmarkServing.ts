@@ -32,11 +32,19 @@ export interface ServingLoad {
   /** The whole conversation of request i instead (few-shot turns, a chat's history); `prompt` is then unused. */
   messages?: (i: number) => CompletionBody['messages'];
   temperature?: number;
+  /**
+   * Open loop: where latency starts. 'arrival' (default): at the scheduled arrival, so a request that
+   * waits for a permit counts that wait in TTFT and E2E, as an operator's users would see it; 'send': at the
+   * send, as vLLM's benchmark_serving, which hides the queue the cap builds past saturation.
+   */
+  latencyFrom?: LatencyStart;
   /** Send `ignore_eos: true` (vLLM's `--ignore-eos`): every request runs to max_tokens. */
   ignoreEos?: boolean;
   /** Called after each measured request ends. */
   onProgress?: (done: number, total: number) => void;
 }
+
+export type LatencyStart = 'arrival' | 'send';
 
 export interface ServingRun {
   metrics: ServingMetrics;
@@ -71,17 +79,20 @@ async function sleepUntil(atMs: number): Promise<void> {
 async function runBatch(load: ServingLoad, agent: http.Agent, ids: number[], atMs?: number[], onDone?: (n: number) => void): Promise<RequestRecord[]> {
   const sem = new Semaphore(load.concurrency);
   let done = 0;
-  const send = (i: number) =>
+  const fromArrival = (load.latencyFrom ?? 'arrival') === 'arrival';
+  const send = (i: number, arrivalMs?: number) =>
     sem.with(async () => {
       const r = await streamCompletion(load.baseUrl, body(load, i), agent);
+      if (arrivalMs !== undefined && fromArrival) r.arrivalMs = arrivalMs;
       onDone?.(++done);
       return r;
     });
-  if (!atMs) return Promise.all(ids.map(send));
+  if (!atMs) return Promise.all(ids.map((i) => send(i)));
   const started: Promise<RequestRecord>[] = [];
   for (let k = 0; k < ids.length; k++) {
     await sleepUntil(atMs[k]);
-    const r = send(ids[k]);
+    // The scheduled time, not the wake-up: a dispatcher that wakes late (a busy client) is queueing too.
+    const r = send(ids[k], atMs[k]);
     r.catch(() => {}); // seen by Promise.all below; not an unhandled rejection while later arrivals wait
     started.push(r);
   }

@@ -8,11 +8,13 @@ import { boolFlag, intFlag, parseFlags, positiveFlag, requestRateFlag } from '..
 import { ProgressLine } from '../util/progressLine.ts';
 
 const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--max-concurrency 4] [--requests 64]
-       [--request-rate inf] [--burstiness 1] [--seed 0] [--goodput "ttft:MS tpot:MS e2el:MS"]
+       [--request-rate inf] [--burstiness 1] [--seed 0] [--goodput "ttft:MS tpot:MS e2el:MS"] [--latency-from arrival]
        [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--json FILE] [--records true] [--quiet true]
 Streams chat completions (vLLM benchmark_serving style): --request-rate R sends the measured requests
 as Poisson arrivals at R req/s (gamma gaps with --burstiness k; inf, the default: all at once), never
-more than --max-concurrency (alias --concurrency) in flight. Prints TTFT, TPOT, ITL, E2E (mean,
+more than --max-concurrency (alias --concurrency) in flight. In the open loop TTFT and E2E count from
+each request's scheduled arrival (--latency-from arrival, the default), so the wait for a permit the
+offered rate causes is in them; --latency-from send counts from the send, as vLLM does. Prints TTFT, TPOT, ITL, E2E (mean,
 median, p99), output and request throughput, and with --goodput the requests per second that met
 every given bound (pairs separated by spaces or commas, ms).`;
 
@@ -25,6 +27,7 @@ const OPTIONS = {
   burstiness: { type: 'string' },
   seed: { type: 'string' },
   goodput: { type: 'string' },
+  'latency-from': { type: 'string' },
   requests: { type: 'string' },
   warmup: { type: 'string' },
   'max-tokens': { type: 'string' },
@@ -37,6 +40,7 @@ const OPTIONS = {
 /** The arrival process as JSON, which has no Infinity. */
 export interface LoadSettings {
   request_rate: number | 'inf';
+  latency_from: 'arrival' | 'send';
   burstiness: number;
   max_concurrency: number;
   seed: number;
@@ -65,6 +69,8 @@ export async function main(argv: string[]): Promise<number> {
   const burstiness = positiveFlag('burstiness', f.burstiness, 1);
   const seed = intFlag('seed', f.seed, 0, 2 ** 32 - 1, 0);
   const slo = f.goodput === undefined ? undefined : parseGoodput(f.goodput);
+  const latencyFrom = f['latency-from'] ?? 'arrival';
+  if (latencyFrom !== 'arrival' && latencyFrom !== 'send') throw new TokenRouterError('invalid_request', `--latency-from must be arrival or send, got "${latencyFrom}"`, 'latency-from');
   const quiet = boolFlag('quiet', f.quiet, false);
   const records = boolFlag('records', f.records, false);
   const progress = new ProgressLine();
@@ -77,6 +83,7 @@ export async function main(argv: string[]): Promise<number> {
     burstiness,
     seed,
     slo,
+    latencyFrom,
     // 0: a warm-up pass only (the bench harness runs one before it measures)
     requests: intFlag('requests', f.requests, 0, 10_000_000, 64),
     warmup: intFlag('warmup', f.warmup, 0, 10_000_000, concurrency * 2),
@@ -88,16 +95,18 @@ export async function main(argv: string[]): Promise<number> {
   progress.end();
   const cpu = process.cpuUsage(cpu0);
   run.clientCpuMs = (cpu.user + cpu.system) / 1000;
-  const out = runToJson(run, records, { request_rate: requestRate === Infinity ? 'inf' : requestRate, burstiness, max_concurrency: concurrency, seed });
+  const out = runToJson(run, records, { request_rate: requestRate === Infinity ? 'inf' : requestRate, latency_from: latencyFrom, burstiness, max_concurrency: concurrency, seed });
   // `--json -` is stdout, not a file named `-`
   if (f.json && f.json !== '-') writeFileSync(f.json, JSON.stringify(out));
-  if (f.json === '-' || records) process.stdout.write(JSON.stringify(out) + '\n');
+  // Waits for the write: a pipe is asynchronous, and process.exit would cut a large run's records short.
+  if (f.json === '-' || records) await new Promise<void>((resolve, reject) => process.stdout.write(JSON.stringify(out) + '\n', (e) => (e ? reject(e) : resolve())));
   else {
     const m = run.metrics;
     const line = (name: string, s: { mean: number; median: number; p99: number }) => console.log(`${name.padEnd(6)} mean ${s.mean.toFixed(2)}  median ${s.median.toFixed(2)}  p99 ${s.p99.toFixed(2)} ms`);
     console.log(`completed ${m.completed}, failed ${m.failed}, duration ${(m.durationMs / 1000).toFixed(2)} s`);
     console.log(`output throughput ${m.outputThroughputTokS.toFixed(1)} tok/s (${m.totalOutputTokens} committed tokens), request throughput ${m.requestThroughputRps.toFixed(2)} req/s`);
     if (m.goodputReqS !== undefined) console.log(`goodput ${m.goodputReqS.toFixed(2)} req/s (${m.sloMet} of ${m.completed} completed met ${f.goodput})`);
+    if (requestRate !== Infinity) line('QUEUE', m.queueMs);
     line('TTFT', m.ttftMs);
     line('TPOT', m.tpotMs);
     line('ITL', m.itlMs);

@@ -8,7 +8,7 @@ import type { Slo } from './goodput.ts';
 import { servingMetrics, type RequestRecord } from './requestMetrics.ts';
 
 /** The load as a child process can take it: no prompt closure or progress callback. */
-export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos' | 'requestRate' | 'burstiness' | 'seed' | 'slo'>;
+export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos' | 'requestRate' | 'burstiness' | 'seed' | 'slo' | 'latencyFrom'>;
 
 const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 
@@ -25,6 +25,7 @@ function openLoopArgs(load: RemoteLoad): string[] {
   if (load.burstiness !== undefined) args.push('--burstiness', String(load.burstiness));
   if (load.seed !== undefined) args.push('--seed', String(load.seed));
   if (load.slo !== undefined) args.push('--goodput', goodputArg(load.slo));
+  if (load.latencyFrom !== undefined) args.push('--latency-from', load.latencyFrom);
   return args;
 }
 

@@ -8,6 +8,12 @@ export interface RequestRecord {
   error?: string;
   /** When the request was sent. */
   sendMs: number;
+  /**
+   * Open loop: when the request arrived (its scheduled time), if it waited for a permit before being
+   * sent. Latency then counts from here, so the queueing the offered rate causes shows in TTFT and E2E
+   * whichever side of the cap it happens on (absent: from the send, as vLLM's benchmark_serving).
+   */
+  arrivalMs?: number;
   /** Arrival time of every chunk that carried content (non-empty text), in order. */
   contentChunkMs: number[];
   /** Arrival of the last chunk: the end of the stream. */
@@ -22,10 +28,12 @@ export interface RequestRecord {
 }
 
 export interface RequestMetrics {
-  /** send → first chunk with content. */
+  /** start (arrival if recorded, else send) → first chunk with content. */
   ttftMs: number;
-  /** send → last chunk. */
+  /** start → last chunk. */
   e2eMs: number;
+  /** arrival → send: the wait for a permit at the client (0 without an arrival). */
+  queueMs: number;
   /** (latency − TTFT) / (output_len − 1); undefined for outputs of one token or less. */
   tpotMs: number | undefined;
   /** Gaps between consecutive content chunks. */
@@ -34,18 +42,24 @@ export interface RequestMetrics {
 
 export function requestMetrics(r: RequestRecord): RequestMetrics {
   const first = r.contentChunkMs.length > 0 ? r.contentChunkMs[0] : r.endMs;
-  const ttftMs = first - r.sendMs;
-  const e2eMs = r.endMs - r.sendMs;
+  const start = requestStartMs(r);
+  const ttftMs = first - start;
+  const e2eMs = r.endMs - start;
   const itlMs: number[] = [];
   for (let i = 1; i < r.contentChunkMs.length; i++) itlMs.push(r.contentChunkMs[i] - r.contentChunkMs[i - 1]);
   const tpotMs = r.outputTokens > 1 ? (e2eMs - ttftMs) / (r.outputTokens - 1) : undefined;
-  return { ttftMs, e2eMs, tpotMs, itlMs };
+  return { ttftMs, e2eMs, queueMs: r.sendMs - start, tpotMs, itlMs };
+}
+
+/** Where a request's latency starts: its arrival when the open loop recorded one (never after the send), else the send. */
+export function requestStartMs(r: Pick<RequestRecord, 'sendMs' | 'arrivalMs'>): number {
+  return r.arrivalMs === undefined ? r.sendMs : Math.min(r.arrivalMs, r.sendMs);
 }
 
 export interface ServingMetrics {
   completed: number;
   failed: number;
-  /** First dispatch to last completion, ms. */
+  /** First arrival (or dispatch) to last completion, ms. */
   durationMs: number;
   totalOutputTokens: number;
   /** Σ committed output tokens / duration. */
@@ -59,6 +73,8 @@ export interface ServingMetrics {
   /** sloMet / duration: always ≤ requestThroughputRps. */
   goodputReqS?: number;
   ttftMs: Summary;
+  /** arrival → send over completed requests (all 0 unless arrivals were recorded). */
+  queueMs: Summary;
   tpotMs: Summary;
   itlMs: Summary;
   e2eMs: Summary;
@@ -76,7 +92,8 @@ export function servingMetrics(records: readonly RequestRecord[], durationOverri
   let start = Infinity;
   let end = -Infinity;
   for (const r of records) {
-    if (r.sendMs < start) start = r.sendMs;
+    const s = requestStartMs(r);
+    if (s < start) start = s;
     if (r.endMs > end) end = r.endMs;
   }
   const durationMs = durationOverrideMs ?? (records.length > 0 ? end - start : 0);
@@ -95,6 +112,7 @@ export function servingMetrics(records: readonly RequestRecord[], durationOverri
     requestThroughputRps: perSecond(ok.length),
     ...(sloMet === undefined ? {} : { slo, sloMet, goodputReqS: perSecond(sloMet) }),
     ttftMs: summarize(per.map((m) => m.ttftMs)),
+    queueMs: summarize(per.map((m) => m.queueMs)),
     tpotMs: summarize(per.flatMap((m) => (m.tpotMs === undefined ? [] : [m.tpotMs]))),
     itlMs: summarize(itl),
     e2eMs: summarize(per.map((m) => m.e2eMs)),

@@ -98,12 +98,31 @@ describe('benchmarkServing over HTTP', () => {
     expect(none.metrics.goodputReqS).toBe(0);
   });
 
+  it('open loop behind the cap: each request records its arrival, and TTFT includes the wait for a permit (unless latencyFrom send)', async () => {
+    const base = { baseUrl: srv.url, model: 'r-stitch', concurrency: 1, requests: 6, warmup: 0, maxTokens: 8, requestRate: 1000, seed: 3, prompt: (i: number) => `${100 + Math.abs(i)}*3=` };
+    const run = await benchmarkServing(base);
+    const waits = run.records.map((r, k) => {
+      expect(r.arrivalMs).toBe(run.scheduledMs![k]);
+      return r.sendMs - r.arrivalMs!;
+    });
+    // one permit and arrivals 1 ms apart: the last request waited for the five before it
+    expect(waits[5]).toBeGreaterThan(5);
+    const fromSend = run.records[5].contentChunkMs[0] - run.records[5].sendMs;
+    expect(run.metrics.ttftMs.max).toBeGreaterThanOrEqual(fromSend + waits[5] - 1e-9);
+    expect(run.metrics.queueMs.max).toBeCloseTo(Math.max(...waits), 9);
+    const vllm = await benchmarkServing({ ...base, latencyFrom: 'send' });
+    expect(vllm.records.every((r) => r.arrivalMs === undefined)).toBe(true);
+    expect(vllm.metrics.queueMs.max).toBe(0);
+  });
+
   it('a child process takes the rate, seed and SLO and returns the schedule with its records', async () => {
     const run = await benchmarkServingInChild({ baseUrl: srv.url, model: 'r2r', concurrency: 4, requests: 6, warmup: 1, maxTokens: 4, requestRate: 50, burstiness: 2, seed: 9, slo: { ttftMs: 0.001, e2elMs: 60_000 } });
     expect(run.metrics.completed).toBe(6);
     const expected = arrivalTimesMs(6, 50, 2, mulberry32(9));
     run.scheduledMs!.forEach((t, k) => expect(t - run.scheduledMs![0]).toBeCloseTo(expected[k], 6));
     run.records.forEach((r, k) => expect(r.sendMs).toBeGreaterThanOrEqual(run.scheduledMs![k]));
+    // the arrivals cross the process boundary, so the parent's metrics count from them too
+    run.records.forEach((r, k) => expect(r.arrivalMs).toBeCloseTo(run.scheduledMs![k], 6));
     expect(run.metrics.slo).toEqual({ ttftMs: 0.001, e2elMs: 60_000 });
     expect(run.metrics.goodputReqS).toBe(0);
   });

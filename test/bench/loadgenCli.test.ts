@@ -50,7 +50,7 @@ describe('loadgen cli flags', () => {
       const [json, text] = await Promise.all([loadgen([...flags, '--json', '-'], srv.url), loadgen([...flags, '--quiet', 'true'], srv.url)]);
       expect(json.code, json.stderr).toBe(0);
       const out = JSON.parse(json.stdout.trim().split('\n').pop()!);
-      expect(out.load).toEqual({ request_rate: 100, burstiness: 2, max_concurrency: 2, seed: 3 });
+      expect(out.load).toEqual({ request_rate: 100, latency_from: 'arrival', burstiness: 2, max_concurrency: 2, seed: 3 });
       expect(out.metrics.completed).toBe(4);
       expect(out.metrics.sloMet).toBe(4);
       expect(out.metrics.goodputReqS).toBeCloseTo(out.metrics.requestThroughputRps, 9);

@@ -67,6 +67,41 @@ describe('requestMetrics', () => {
   });
 });
 
+describe('open-loop latency from the arrival', () => {
+  // Arrived at 0, waited 100 ms for a permit, first content 10 ms after the send, 10 tokens by 200.
+  const queued = rec({ arrivalMs: 0, sendMs: 100, contentChunkMs: [110, 150, 200], endMs: 200, outputTokens: 10 });
+
+  it('TTFT and E2E count from the scheduled arrival, so the wait for a permit is in them; TPOT is unchanged', () => {
+    const m = requestMetrics(queued);
+    expect(m.queueMs).toBe(100);
+    expect(m.ttftMs).toBe(110); // counted from the send it would be 10
+    expect(m.e2eMs).toBe(200);
+    expect(m.tpotMs).toBeCloseTo(90 / 9, 12);
+    // without an arrival (closed loop, or --latency-from send) it is vLLM's send-based figure
+    const fromSend = requestMetrics({ ...queued, arrivalMs: undefined });
+    expect([fromSend.ttftMs, fromSend.e2eMs, fromSend.queueMs]).toEqual([10, 100, 0]);
+    expect(fromSend.tpotMs).toBeCloseTo(m.tpotMs!, 12);
+  });
+
+  it('a TTFT bound the server meets is missed once the queue the rate built is counted; the run spans from the first arrival', () => {
+    const early = rec({ arrivalMs: 0, sendMs: 0, contentChunkMs: [10, 20], endMs: 20, outputTokens: 2 });
+    const late = rec({ arrivalMs: 5, sendMs: 2_505, contentChunkMs: [2_515, 2_525], endMs: 2_525, outputTokens: 2 });
+    const m = servingMetrics([early, late], undefined, { ttftMs: 2_000 });
+    expect(m.sloMet).toBe(1);
+    expect(m.queueMs.max).toBe(2_500);
+    expect(m.durationMs).toBe(2_525);
+    // the old accounting (from the send) would have let both through
+    const sendOnly = servingMetrics([early, late].map((r) => ({ ...r, arrivalMs: undefined })), undefined, { ttftMs: 2_000 });
+    expect(sendOnly.sloMet).toBe(2);
+  });
+
+  it('an arrival after the send (a clock mismatch) never makes latency negative: it starts at the send', () => {
+    const m = requestMetrics(rec({ arrivalMs: 50, sendMs: 40, contentChunkMs: [45], endMs: 45, outputTokens: 1 }));
+    expect(m.ttftMs).toBe(5);
+    expect(m.queueMs).toBe(0);
+  });
+});
+
 describe('servingMetrics', () => {
   const records = [
     rec({ sendMs: 0, contentChunkMs: [10, 20, 30], endMs: 30, outputTokens: 3 }),
