@@ -13,8 +13,6 @@ export interface SubServerHost {
   step(): void;
   /** Max wait in clock ms; Infinity = none. */
   maxWaitMs(): number;
-  /** A batch is still in flight (a pipelined runner holds more than one). */
-  readonly executing: boolean;
 }
 
 export type SubServerEvent =
@@ -29,7 +27,6 @@ export const subServerMachine = setup({
     noWork: ({ context }) => !context.host.hasWork(),
     mayLaunch: ({ context }) => context.host.mayLaunch(),
     deadline: ({ context }) => context.host.hasWork() && context.host.mayLaunchAtDeadline(),
-    stillExecuting: ({ context }) => context.host.executing,
   },
   actions: {
     launch: ({ context }) => context.host.step(),
@@ -59,15 +56,12 @@ export const subServerMachine = setup({
       // Targetless: the event only makes the eventless transitions above look again.
       on: { WORK: {}, GATE: {} },
     },
-    // One batch or more in flight. A pipelined runner takes the next batch while one runs (WORK
-    // launches beside it); otherwise the queue is looked at when a batch returns.
+    // One batch in flight: the queue is looked at again when it returns.
     executing: {
       entry: 'launch',
       on: {
-        WORK: { guard: 'mayLaunch', actions: 'launch' },
         BATCH_DONE: [
           { target: 'executing', reenter: true, guard: 'mayLaunch' },
-          { guard: 'stillExecuting' },
           { target: 'collecting', guard: 'hasWork' },
           { target: 'idle' },
         ],

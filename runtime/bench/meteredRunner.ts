@@ -29,10 +29,6 @@ export class MeteredRunner implements ModelRunner {
     this.inner.onFailure?.(listener);
   }
 
-  get pipelineDepth(): number | undefined {
-    return this.inner.pipelineDepth;
-  }
-
   /** A server closing must not stop a runner the next server reuses: `shutdown` does that. */
   async close(): Promise<void> {}
 

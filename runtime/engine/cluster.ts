@@ -370,8 +370,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       if (!lane.dirty) continue;
       lane.dirty = false;
       if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
-      // An executing lane looks at its queue when its batch returns, unless it may pipeline another.
-      if (!lane.executing || lane.canPipeline) lane.actor.send({ type: 'WORK' });
+      // An executing lane looks at its queue when its batch returns.
+      if (!lane.executing) lane.actor.send({ type: 'WORK' });
     }
     for (const i of this.policy.openRound(this.engines)) this.engines[i].gate();
   }

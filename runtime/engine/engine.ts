@@ -27,8 +27,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   readonly stats = new EngineStats();
   /** The requests this engine holds, in any local state. */
   readonly locals = new Map<string, LocalRequest>();
-  /** Batches launched and not yet returned, oldest first (more than one only for a pipelined runner). */
-  readonly inFlight: Batch[] = [];
+  /** The batch launched and not yet returned. */
+  inFlight: Batch | null = null;
   /** The locals of those batches until their row is applied: a cache a step still reads is freed only after it. */
   private readonly stepping = new Set<LocalRequest>();
   /** Ready work arrived during a wave; the host sends one WORK per engine when it ends. */
@@ -74,22 +74,14 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     return this.queues.readyCount;
   }
   get executing(): boolean {
-    return this.inFlight.length > 0;
-  }
-  /** How many batches may be in flight (a sync barrier still grants one launch per round). */
-  get pipelineDepth(): number {
-    return Math.max(1, this.runner.pipelineDepth ?? 1);
-  }
-  /** Another batch may start now, beside those in flight. */
-  get canPipeline(): boolean {
-    return this.inFlight.length > 0 && this.inFlight.length < this.pipelineDepth;
+    return this.inFlight !== null;
   }
   /** In a batch now running (a lifecycle state, running or ended, does not say it). */
   isStepping(local: LocalRequest): boolean {
     return this.stepping.has(local);
   }
   get inFlightRows(): number {
-    return this.inFlight.reduce((n, b) => n + b.locals.length, 0);
+    return this.inFlight?.locals.length ?? 0;
   }
 
   // --- SubServerHost: the lane actor decides when step() runs ---
@@ -97,10 +89,10 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     return this.readyCount > 0;
   }
   mayLaunch(): boolean {
-    return this.inFlight.length < this.pipelineDepth && this.host.policy.mayLaunch(this);
+    return this.inFlight === null && this.host.policy.mayLaunch(this);
   }
   mayLaunchAtDeadline(): boolean {
-    return this.inFlight.length < this.pipelineDepth && this.host.policy.mayLaunchAtDeadline(this);
+    return this.inFlight === null && this.host.policy.mayLaunchAtDeadline(this);
   }
   maxWaitMs(): number {
     return this.host.maxWaitMs;
@@ -138,7 +130,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       batch.cachedTokens += local.cachedPrefix;
       local.cachedPrefix = 0;
     }
-    this.inFlight.push(batch);
+    this.inFlight = batch;
     this.host.policy.launched(this);
     return batch;
   }
@@ -321,8 +313,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   // --- batches ending ---
 
   private settle(batch: Batch, wallMs: number): void {
-    const i = this.inFlight.indexOf(batch);
-    if (i >= 0) this.inFlight.splice(i, 1);
+    if (this.inFlight === batch) this.inFlight = null;
     this.stats.busyMs += this.host.clock.now() - batch.start;
     this.stats.runnerWallMs += wallMs;
   }

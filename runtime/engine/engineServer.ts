@@ -172,7 +172,7 @@ export class EngineServer implements EngineHost, EngineLink {
     if (e.dirty) {
       e.dirty = false;
       this.trace?.emit({ type: 'queue', t: this.clock.now(), model: e.name, length: e.readyCount });
-      if (!e.executing || e.canPipeline) e.actor.send({ type: 'WORK' });
+      if (!e.executing) e.actor.send({ type: 'WORK' });
     }
     const lane = e.laneStats();
     const key = `${lane.ready}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;

@@ -59,8 +59,8 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
     }
   }
   // Caches of requests that ended during a running batch are freed when the batch returns.
-  for (const b of lane.inFlight) {
-    for (const l of b.locals) {
+  if (lane.inFlight) {
+    for (const l of lane.inFlight.locals) {
       if (!l.ended || !l.hasCache) continue;
       cached += l.fed;
       reserved += l.reserved;

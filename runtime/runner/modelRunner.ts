@@ -116,10 +116,4 @@ export interface ModelRunner {
   close?(): Promise<void>;
   /** Registers a callback for when the runner dies (a worker crash): every cache it held is gone. */
   onFailure?(listener: (error: Error) => void): void;
-  /**
-   * Steps the runner accepts in flight at once (default 1). A runner across a network sets 2: the
-   * next batch waits at the far end while the current one runs, so the model does not idle for a
-   * round trip between steps. Batches in flight never share a request.
-   */
-  readonly pipelineDepth?: number;
 }

@@ -61,8 +61,8 @@ export class RoutingEstimator {
     if (e.type === 'batch') {
       const m = this.index.get(e.model);
       if (m === undefined) return;
-      // A pipelined (remote) model's batch may have waited behind the one ahead: its step cost
-      // starts when that one ended, not at launch.
+      // In older traces a pipelined (remote) model's batch may have waited behind the one ahead:
+      // its step cost starts when that one ended, not at launch.
       // …and a batch with lookahead (older traces) made several forward passes of its size.
       const ms = (e.end - Math.max(e.start, this.lastEnd[m])) / (e.steps ?? 1);
       this.lastEnd[m] = Math.max(this.lastEnd[m], e.end);
