@@ -18,6 +18,7 @@ export interface SubServerHost {
 export type SubServerEvent =
   | { type: 'WORK' } // new ready requests (sent once per wave, not per request)
   | { type: 'GATE' } // a sync barrier opened
+  | { type: 'SCHEDULE' } // the threshold or the max-wait deadline changed
   | { type: 'BATCH_DONE' };
 
 export const subServerMachine = setup({
@@ -53,8 +54,9 @@ export const subServerMachine = setup({
         { target: 'executing', guard: 'mayLaunch' },
       ],
       after: { maxWait: { target: 'executing', guard: 'deadline' } },
-      // Targetless: the event only makes the eventless transitions above look again.
-      on: { WORK: {}, GATE: {} },
+      // Targetless: the event only makes the eventless transitions above look again. A new
+      // schedule re-enters, so the deadline timer runs again with the deadline now in force.
+      on: { WORK: {}, GATE: {}, SCHEDULE: { target: 'collecting', reenter: true } },
     },
     // One batch in flight: the queue is looked at again when it returns.
     executing: {

@@ -104,9 +104,6 @@ class PassTap implements ModelRunner {
   get info() {
     return this.inner.info;
   }
-  get pipelineDepth() {
-    return this.inner.pipelineDepth;
-  }
   reset(): void {
     this.prefillMs = this.prefillPasses = this.prefillTokens = this.decodeMs = this.decodePasses = this.decodeRows = 0;
   }

@@ -23,7 +23,7 @@ export function modelLimits(m: ClusterModel): EngineLimits {
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
-export function buildEngines(models: readonly ClusterModel[], clock: Clock, prefixCache: boolean, host: EngineHost): EngineClient[] {
+export function buildEngines(models: readonly ClusterModel[], clock: Clock, shared: { prefixCache: boolean; maxWaitMs: number }, host: EngineHost): EngineClient[] {
   if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
   if (models.some((m) => m.thread) && clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
   const names = new Set<string>();
@@ -32,7 +32,7 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, pref
     if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
     names.add(m.name);
   }
-  return models.map((m, i) => (m.runner ? new Engine(i, { name: m.name, runner: m.runner, ...modelLimits(m), prefixCache }, host) : m.thread));
+  return models.map((m, i) => (m.runner ? new Engine(i, { name: m.name, runner: m.runner, ...modelLimits(m), ...shared }, host) : m.thread));
 }
 
 /** What the whole deployment shares, as a proxy's settings carry it. */

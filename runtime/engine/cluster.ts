@@ -82,7 +82,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.trace = opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
     this.prefixCache = opts.prefixCache ?? false;
-    this.engines = buildEngines(opts.models, this.clock, this.prefixCache, this);
+    this.engines = buildEngines(opts.models, this.clock, { prefixCache: this.prefixCache, maxWaitMs: this.maxWaitMs }, this);
     this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
     this.threads = this.engines.filter((e): e is EngineProxy => e instanceof EngineProxy);
     for (const e of this.engines) this.byName.set(e.name, e);
@@ -185,10 +185,12 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     return true;
   }
 
-  setThresholds(thresholds: Readonly<Record<string, number>>): void {
+  /** New thresholds (missing models keep theirs) and, optionally, a new max-wait deadline, for every engine wherever it runs. */
+  setThresholds(thresholds: Readonly<Record<string, number>>, maxWaitMs = this.maxWaitMs): void {
     const next = this.engines.map((l) => thresholds[l.name] ?? l.threshold);
-    this.validateThresholds(next);
-    this.engines.forEach((l, i) => l.setThreshold(next[i]));
+    this.validateThresholds(next, maxWaitMs);
+    this.maxWaitMs = maxWaitMs;
+    this.engines.forEach((l, i) => l.setSchedule(next[i], maxWaitMs));
     this.emitConfig();
     this.flush();
   }
@@ -391,7 +393,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     });
   }
 
-  private validateThresholds(thresholds: number[]): void {
-    validateThresholds(this.mode, this.engines, thresholds, this.maxConcurrency, this.maxWaitMs);
+  private validateThresholds(thresholds: number[], maxWaitMs = this.maxWaitMs): void {
+    validateThresholds(this.mode, this.engines, thresholds, this.maxConcurrency, maxWaitMs);
   }
 }

@@ -22,6 +22,8 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   runner: ModelRunner;
   maxBatch: number;
   threshold: number;
+  /** The max-wait deadline; changes with the threshold (the SLO controller moves both). */
+  maxWait: number;
   readonly queues: LaneQueues;
   readonly actor: Actor<typeof subServerMachine>;
   readonly stats = new EngineStats();
@@ -45,6 +47,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     this.runner = opts.runner;
     this.maxBatch = opts.maxBatch;
     this.threshold = opts.threshold;
+    this.maxWait = opts.maxWaitMs;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
     this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false);
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
@@ -58,9 +61,11 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   laneStats(): LaneStats {
     return laneStats(this);
   }
-  setThreshold(t: number): void {
-    this.threshold = t;
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.threshold = threshold;
+    this.maxWait = maxWaitMs;
     this.dirty = true;
+    this.actor.send({ type: 'SCHEDULE' });
   }
   /** A sync barrier granted this engine a launch (the cluster's policy holds the grant). */
   gate(): void {
@@ -95,7 +100,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
     return this.inFlight === null && this.host.policy.mayLaunchAtDeadline(this);
   }
   maxWaitMs(): number {
-    return this.host.maxWaitMs;
+    return this.maxWait;
   }
 
   // --- the step: plan → execute → apply ---

@@ -11,6 +11,8 @@ export interface EngineOptions {
   maxBatch: number;
   /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
   threshold: number;
+  /** Longest a ready request waits for the threshold, in clock ms; Infinity = none. */
+  maxWaitMs: number;
   /** KV capacity in tokens; Infinity = unbounded. */
   kvCapacityTokens: number;
   /** Keep caches requests let go of, and start new caches from their longest prefix (default off). */
@@ -21,7 +23,6 @@ export interface EngineOptions {
 export interface EngineHost {
   readonly clock: Clock;
   readonly policy: LaunchPolicy;
-  readonly maxWaitMs: number;
   /** false: a request that leaves drops its state here (standard serving). */
   readonly retainState: boolean;
   readonly trace: TraceSink | undefined;

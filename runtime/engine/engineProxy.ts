@@ -99,9 +99,9 @@ export class EngineProxy implements EngineClient {
     return null;
   }
 
-  setThreshold(t: number): void {
-    this.threshold = t;
-    this.send({ type: 'threshold', threshold: t });
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.threshold = threshold;
+    this.send({ type: 'threshold', threshold, maxWaitMs });
   }
 
   /** The engine died (its link is gone for good). */

@@ -19,7 +19,6 @@ const TOMBSTONES = 4096;
 export class EngineServer implements EngineHost, EngineLink {
   readonly clock: Clock;
   readonly policy: LaunchPolicy;
-  readonly maxWaitMs: number;
   readonly retainState: boolean;
   readonly trace: { emit(e: TraceEvent): void } | undefined;
   readonly engine: Engine;
@@ -43,11 +42,10 @@ export class EngineServer implements EngineHost, EngineLink {
   ) {
     this.clock = createRealClock(settings.origin);
     this.policy = new LaunchPolicy(settings.mode);
-    this.maxWaitMs = settings.maxWaitMs;
     this.retainState = settings.retainState;
     this.trace = settings.trace ? { emit: (e) => this.traced.push(e) } : undefined;
     const name = settings.models[settings.index];
-    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
+    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, maxWaitMs: settings.maxWaitMs, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
   }
 
   get link(): EngineLink {
@@ -152,9 +150,8 @@ export class EngineServer implements EngineHost, EngineLink {
     this.flush();
   }
 
-  setThreshold(t: number): void {
-    this.engine.threshold = t;
-    this.engine.dirty = true;
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.engine.setSchedule(threshold, maxWaitMs);
     this.flush();
   }
 
@@ -236,7 +233,7 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
       case 'release':
         return server.release(m.id, m.serial, m.status);
       case 'threshold':
-        return server.setThreshold(m.threshold);
+        return server.setSchedule(m.threshold, m.maxWaitMs);
       case 'gate':
         return server.gate();
       case 'down':

@@ -67,7 +67,8 @@ export interface EngineClient {
   arrive(a: Arrival): void;
   /** Drops what the engine holds of a request; its tallies when the engine can say them now (in-process). */
   release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null;
-  setThreshold(t: number): void;
+  /** The delayed-batching threshold and max-wait deadline in force from now on. */
+  setSchedule(threshold: number, maxWaitMs: number): void;
   /** A sync barrier granted this engine a launch. */
   gate(): void;
   /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */

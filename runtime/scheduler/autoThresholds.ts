@@ -204,19 +204,16 @@ export class AutoThresholds {
     const live = c.engines.map((l) => l.threshold);
     const next = live.slice();
     used.forEach((i, k) => (next[i] = a.best[k]));
-    // An engine in its own thread took the deadline at start; only in-process engines read it live.
-    const wait = a.maxWaitMs !== undefined && c.threads.length === 0 ? a.maxWaitMs : c.maxWaitMs;
+    const wait = a.maxWaitMs ?? c.maxWaitMs;
     if (gain <= this.opts.hysteresis || (next.every((t, i) => t === live[i]) && wait === c.maxWaitMs)) return;
     const waitBefore = c.maxWaitMs;
     try {
-      c.maxWaitMs = wait;
       // Emits the config trace event the timeline marks the change with (thresholds and deadline).
-      c.setThresholds(Object.fromEntries(c.engines.map((l, i) => [l.name, next[i]])));
+      c.setThresholds(Object.fromEntries(c.engines.map((l, i) => [l.name, next[i]])), wait);
       const sloPart = a.maxWaitMs === undefined ? {} : { maxWaitMs: { from: waitBefore, to: wait }, traffic: traffic ?? undefined, meetsSlo: a.meetsSlo };
       this.changes.push({ t: c.clock.now(), from: live, to: next, predictedGain: gain, estimate: est, ...sloPart });
     } catch {
-      // Infeasible for the configured N (traffic shrank the estimate): keep what is in force.
-      c.maxWaitMs = waitBefore;
+      // Infeasible for the configured N (traffic shrank the estimate): what is in force stays.
     }
   }
 }

@@ -156,7 +156,7 @@ export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
   z.object({ type: z.literal('arrive'), arrival: wireArrivalSchema }),
   z.object({ type: z.literal('release'), id: z.string(), serial: int, status }),
-  z.object({ type: z.literal('threshold'), threshold: int }),
+  z.object({ type: z.literal('threshold'), threshold: int, maxWaitMs: amount }),
   z.object({ type: z.literal('gate') }),
   z.object({ type: z.literal('down'), down: z.boolean() }),
   /** The engine of model `model` restarted empty: handoffs there carry the whole sequence again. */
