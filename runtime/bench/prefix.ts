@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
 import { benchmarkServing, type ServingRun } from '../loadgen/benchmarkServing.ts';
+import { benchmarkServingInChild } from '../loadgen/remoteBenchmark.ts';
 import { benchPrompt, FEW_SHOT, fewShotChat } from '../loadgen/benchPrompt.ts';
 import { GREEDY } from '../runner/modelRunner.ts';
 import { OnnxRunner } from '../runner/onnxRunner.ts';
@@ -31,6 +32,8 @@ interface Settings {
   repeats: number;
   ignoreEos: boolean;
   placement: 'in-process' | 'thread';
+  /** The load generator in its own process (default, as every serving suite), or in the bench's, sharing the entry's event loop. */
+  client: 'process' | 'inline';
   trace?: TraceDir;
 }
 
@@ -65,9 +68,11 @@ async function runOnce(set: RunnerSet, s: Settings, on: boolean): Promise<Figure
   const server = await startServer(service, 0, '127.0.0.1');
   const traceFile = s.trace?.open(`prefix-${on ? 'on' : 'off'}`);
   try {
-    const load = { baseUrl: server.url, model: s.algorithm, concurrency: s.concurrency, maxTokens: s.maxTokens, ignoreEos: s.ignoreEos, prompt: benchPrompt, messages: fewShotChat };
+    const base = { baseUrl: server.url, model: s.algorithm, concurrency: s.concurrency, maxTokens: s.maxTokens, ignoreEos: s.ignoreEos };
+    const drive = (requests: number, warmup: number): Promise<ServingRun> =>
+      s.client === 'process' ? benchmarkServingInChild({ ...base, requests, warmup, workload: 'few-shot-chat' }) : benchmarkServing({ ...base, requests, warmup, prompt: benchPrompt, messages: fewShotChat });
     // the warm-up's chats are their own: the measured run starts with an empty cache of its questions, not of the preamble
-    if (s.warmup > 0) await benchmarkServing({ ...load, requests: 0, warmup: s.warmup });
+    if (s.warmup > 0) await drive(0, s.warmup);
     const before = service.cluster.laneStats();
     for (const t of taps.values()) t.reset();
     const events: TraceEvent[] = [];
@@ -77,7 +82,7 @@ async function runOnce(set: RunnerSet, s: Settings, on: boolean): Promise<Figure
       traceFile?.emit(e);
     });
     const probe = startProbe();
-    const run: ServingRun = await benchmarkServing({ ...load, requests: s.requests, warmup: 0 });
+    const run = await drive(s.requests, 0);
     const host = probe.stop();
     stop();
     if (run.metrics.failed > 0) throw new Error(`prefix ${on ? 'on' : 'off'}: ${run.metrics.failed} of ${s.requests} requests failed: ${run.firstError}`);
@@ -281,6 +286,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     repeats: f.sized('repeats', 2, 1),
     ignoreEos: f.bool('ignore-eos', true),
     placement: f.str('placement', 'in-process') === 'thread' ? 'thread' : 'in-process',
+    client: f.str('client', 'process') === 'inline' ? 'inline' : 'process',
     trace: f.str('trace') === undefined ? undefined : new TraceDir(path.resolve(f.str('trace')!)),
   };
   const set = await loadRunnerSet(f.str('runners'));
@@ -347,7 +353,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     warmup_requests: s.warmup,
     repeats: `${s.repeats} (off and on alternate; figures are means over repeats)`,
     max_tokens: s.ignoreEos ? `${s.maxTokens}, ignore_eos (every request runs to max_tokens)` : `${s.maxTokens}, natural EOS`,
-    placement: s.placement === 'thread' ? 'thread (each engine in its own thread with its runner)' : 'in-process (engines on the entry thread, each ONNX runner in a worker thread; the client in the bench process)',
+    placement: s.placement === 'thread' ? 'thread (each engine in its own thread with its runner)' : 'in-process (engines on the entry thread, each ONNX runner in a worker thread)',
+    client: s.client === 'process' ? 'load generator in a child process (as every serving suite)' : 'load generator in the bench process, on the entry thread\'s event loop',
     workload: `few-shot chats: ${preamble.length}-token preamble of 3 worked examples, then two turns per chat (the second resends the first question and its answer); prompts ${set.tokenizer.encodeChat(fewShotChat(0)).length}-${set.tokenizer.encodeChat(fewShotChat(1)).length} tokens`,
     scheduling: 'async-delayed, retainState true, thresholds 1 (the config defaults); prefix cache off vs on',
     hit_rate: 'prefix cache hits / queries in tokens over every model of the on runs (vLLM: context tokens at admission)',

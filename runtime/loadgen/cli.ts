@@ -1,7 +1,7 @@
 // `npx tsx runtime/loadgen/cli.ts --url URL --model NAME ...`: the load generator as its own process, against any server.
 import { writeFileSync } from 'node:fs';
 import { benchmarkServing, type ServingRun } from './benchmarkServing.ts';
-import { benchPrompt } from './benchPrompt.ts';
+import { benchPrompt, fewShotChat } from './benchPrompt.ts';
 import { parseGoodput } from './goodput.ts';
 import { TokenRouterError } from '../errors.ts';
 import { boolFlag, intFlag, parseFlags, positiveFlag, requestRateFlag } from '../util/cliFlags.ts';
@@ -9,14 +9,15 @@ import { ProgressLine } from '../util/progressLine.ts';
 
 const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--max-concurrency 4] [--requests 64]
        [--request-rate inf] [--burstiness 1] [--seed 0] [--goodput "ttft:MS tpot:MS e2el:MS"] [--latency-from arrival]
-       [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--json FILE] [--records true] [--quiet true]
+       [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--workload task|few-shot-chat] [--json FILE] [--records true] [--quiet true]
 Streams chat completions (vLLM benchmark_serving style): --request-rate R sends the measured requests
 as Poisson arrivals at R req/s (gamma gaps with --burstiness k; inf, the default: all at once), never
 more than --max-concurrency (alias --concurrency) in flight. In the open loop TTFT and E2E count from
 each request's scheduled arrival (--latency-from arrival, the default), so the wait for a permit the
 offered rate causes is in them; --latency-from send counts from the send, as vLLM does. Prints TTFT, TPOT, ITL, E2E (mean,
 median, p99), output and request throughput, and with --goodput the requests per second that met
-every given bound (pairs separated by spaces or commas, ms).`;
+every given bound (pairs separated by spaces or commas, ms). --workload few-shot-chat sends the bundled
+task behind a three-example preamble as two-turn chats (the prefix cache's workload); task (default): one question each.`;
 
 const OPTIONS = {
   url: { type: 'string' },
@@ -32,6 +33,7 @@ const OPTIONS = {
   warmup: { type: 'string' },
   'max-tokens': { type: 'string' },
   'ignore-eos': { type: 'string' },
+  workload: { type: 'string' },
   json: { type: 'string' },
   records: { type: 'string' },
   quiet: { type: 'string' },
@@ -48,7 +50,7 @@ export interface LoadSettings {
 
 /** The run as JSON; per-request records (and the schedule) only when asked (they are large). */
 function runToJson(run: ServingRun, withRecords: boolean, load: LoadSettings): Record<string, unknown> {
-  return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined };
+  return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined, time_origin: performance.timeOrigin };
 }
 
 /** --max-concurrency, or its older name --concurrency; both at once would be ambiguous. */
@@ -71,6 +73,8 @@ export async function main(argv: string[]): Promise<number> {
   const slo = f.goodput === undefined ? undefined : parseGoodput(f.goodput);
   const latencyFrom = f['latency-from'] ?? 'arrival';
   if (latencyFrom !== 'arrival' && latencyFrom !== 'send') throw new TokenRouterError('invalid_request', `--latency-from must be arrival or send, got "${latencyFrom}"`, 'latency-from');
+  const workload = f.workload ?? 'task';
+  if (workload !== 'task' && workload !== 'few-shot-chat') throw new TokenRouterError('invalid_request', `--workload must be task or few-shot-chat, got "${workload}"`, 'workload');
   const quiet = boolFlag('quiet', f.quiet, false);
   const records = boolFlag('records', f.records, false);
   const progress = new ProgressLine();
@@ -90,6 +94,7 @@ export async function main(argv: string[]): Promise<number> {
     maxTokens: intFlag('max-tokens', f['max-tokens'], 1, 1_000_000, 128),
     ignoreEos: boolFlag('ignore-eos', f['ignore-eos'], false),
     prompt: benchPrompt,
+    ...(workload === 'few-shot-chat' ? { messages: fewShotChat } : {}),
     onProgress: quiet ? undefined : (d, t) => progress.update(`${d}/${t} requests`, d, t),
   });
   progress.end();

@@ -7,8 +7,11 @@ import type { ServingLoad, ServingRun } from './benchmarkServing.ts';
 import type { Slo } from './goodput.ts';
 import { servingMetrics, type RequestRecord } from './requestMetrics.ts';
 
-/** The load as a child process can take it: no prompt closure or progress callback. */
-export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos' | 'requestRate' | 'burstiness' | 'seed' | 'slo' | 'latencyFrom'>;
+/** The load as a child process can take it: no prompt closure or progress callback; the prompts by workload name. */
+export type RemoteLoad = Pick<ServingLoad, 'baseUrl' | 'model' | 'concurrency' | 'requests' | 'warmup' | 'maxTokens' | 'ignoreEos' | 'requestRate' | 'burstiness' | 'seed' | 'slo' | 'latencyFrom'> & {
+  /** The bundled task (default), or its few-shot two-turn chats (fewShotChat). */
+  workload?: 'task' | 'few-shot-chat';
+};
 
 const CLI = path.join(path.dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 
@@ -26,10 +29,11 @@ function openLoopArgs(load: RemoteLoad): string[] {
   if (load.seed !== undefined) args.push('--seed', String(load.seed));
   if (load.slo !== undefined) args.push('--goodput', goodputArg(load.slo));
   if (load.latencyFrom !== undefined) args.push('--latency-from', load.latencyFrom);
+  if (load.workload !== undefined) args.push('--workload', load.workload);
   return args;
 }
 
-/** Prompts are the bundled task's (benchPrompt): a child process cannot take a closure. */
+/** Prompts are the bundled task's (benchPrompt, or fewShotChat by workload): a child process cannot take a closure. */
 export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
   const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true', ...openLoopArgs(load)];
@@ -42,16 +46,18 @@ export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
     child.on('error', reject);
     child.on('close', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
-      let parsed: { records: RequestRecord[]; scheduled_ms?: number[]; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null };
+      let parsed: { records: RequestRecord[]; scheduled_ms?: number[]; time_origin: number; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null };
       try {
         parsed = JSON.parse(line);
       } catch {
         reject(new Error(`load generator exited with ${code}: ${err.trim().slice(0, 500) || out.slice(0, 500)}`));
         return;
       }
-      const records = parsed.records;
+      // The child's clock starts at its own time origin: its times move onto this process's, so a record joins the server's events.
+      const shift = parsed.time_origin - performance.timeOrigin;
+      const records = parsed.records.map((r) => ({ ...r, sendMs: r.sendMs + shift, ...(r.arrivalMs === undefined ? {} : { arrivalMs: r.arrivalMs + shift }), contentChunkMs: r.contentChunkMs.map((t) => t + shift), endMs: r.endMs + shift }));
       // Recomputed here from the raw records, so both client placements share one metric code path.
-      resolve({ metrics: servingMetrics(records, undefined, load.slo), records, scheduledMs: parsed.scheduled_ms, tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined });
+      resolve({ metrics: servingMetrics(records, undefined, load.slo), records, scheduledMs: parsed.scheduled_ms?.map((t) => t + shift), tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined });
     });
   });
 }

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
 import { startTestServer } from '../server/testService.ts';
 
 const LOADGEN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../runtime/loadgen/cli.ts');
@@ -61,4 +62,25 @@ describe('loadgen cli flags', () => {
       await srv.close();
     }
   }, 30_000);
+
+  it('a child process sends the few-shot chats when asked, and its times land on this process\'s clock', async () => {
+    const srv = await startTestServer({ latency: { small: 1, large: 2 } });
+    try {
+      const load = { baseUrl: srv.url, model: 'small', concurrency: 2, requests: 4, warmup: 0, maxTokens: 2 };
+      const t0 = performance.now();
+      const [task, chat] = [await benchmarkServingInChild(load), await benchmarkServingInChild({ ...load, workload: 'few-shot-chat' })];
+      const t1 = performance.now();
+      // the preamble of three worked examples makes every chat prompt several times a bare question's
+      const minChat = Math.min(...chat.records.map((r) => r.promptTokens!));
+      const maxTask = Math.max(...task.records.map((r) => r.promptTokens!));
+      expect(minChat).toBeGreaterThan(3 * maxTask);
+      for (const r of [...task.records, ...chat.records]) {
+        expect(r.sendMs).toBeGreaterThanOrEqual(t0);
+        expect(r.endMs).toBeLessThanOrEqual(t1);
+        expect(r.contentChunkMs.every((t) => t >= r.sendMs && t <= r.endMs)).toBe(true);
+      }
+    } finally {
+      await srv.close();
+    }
+  }, 60_000);
 });
