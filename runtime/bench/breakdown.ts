@@ -143,7 +143,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       runner_other: 'runner.step → result on the main thread, minus model time (tensors, sampling, worker messages, event-loop wait)',
       route_stream: 'result → batch closed (route(), commits, handoffs, request lifecycle, SSE writes)',
     },
-    transport: 'HTTP/SSE, in-process server; the load generator shares the process',
+    transport: 'HTTP/SSE to a server in the bench process (the client: see below)',
     ...set.description,
     ...servingSettings(serving),
     quick: f.quick,
