@@ -70,11 +70,11 @@ export class RemoteEngine extends EngineProxy {
   private readonly refs = new Map<string, AlgorithmRef>();
   private wentDown = false;
   /**
-   * For recompute: per request homed here, the sequence its home replica holds (what arrived plus
-   * what it committed there), and whether it is away at another model now.
+   * For recompute, per request homed here: the sequence its home replica holds (what arrived plus
+   * what it committed there, each token at its position: a handoff's deliver can overtake the report
+   * with the commit before it), and the handoff counts it last arrived and left with (away: left later).
    */
-  private readonly seen = new Map<string, number[]>();
-  private readonly away = new Set<string>();
+  private readonly seen = new Map<string, { promptLength: number; tokens: number[]; arrivedHop: number; leftHop: number }>();
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
   /** `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them; `recomputed`: of those, re-prefilled on a live replica. */
@@ -181,7 +181,7 @@ export class RemoteEngine extends EngineProxy {
     const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');
     // Recompute spares the requests away at another model: the entry's copy of what the replica held re-prefills them elsewhere.
     // Those decoding there fail: their routing state died with the replica.
-    const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.away.has(id)) : [];
+    const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.isAway(id)) : [];
     this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`);
     for (const id of r.homes) {
       this.homes.delete(id);
@@ -224,7 +224,6 @@ export class RemoteEngine extends EngineProxy {
         this.settings = m.settings;
         this.homes.clear();
         this.seen.clear();
-        this.away.clear();
         this.orphans.clear();
         for (const r of this.records.values()) {
           r.homes.clear();
@@ -287,32 +286,45 @@ export class RemoteEngine extends EngineProxy {
   private rehome(m: Extract<ToEngine, { type: 'arrive' }>): Extract<ToEngine, { type: 'arrive' }> | Error {
     const a = m.arrival;
     const id = a.spec.id;
-    this.away.delete(id);
-    const prior = this.seen.get(id) ?? [];
     const { anchor, tokens } = a.handoff;
-    if (!a.context && anchor > prior.length) {
-      this.forgetRequest(id);
-      return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and ${anchor} tokens of it were there, of which this entry kept ${prior.length}`, 'model');
+    const rec = this.seen.get(id) ?? { promptLength: a.spec.promptLength, tokens: [], arrivedHop: 0, leftHop: -1 };
+    rec.arrivedHop = Math.max(rec.arrivedHop, a.counters.handoffs);
+    if (a.context) rec.tokens = a.context.slice();
+    else {
+      rec.tokens.length = Math.max(rec.tokens.length, anchor);
+      for (let i = 0; i < tokens.length; i++) rec.tokens[anchor + i] = tokens[i];
     }
-    const whole = a.context ? a.context.slice() : prior.slice(0, anchor).concat(tokens);
-    this.seen.set(id, whole);
+    this.seen.set(id, rec);
     if (!this.orphans.delete(id) || a.context || anchor === 0) return m;
+    // Its home died with its KV: the replica it lands on gets the whole sequence, which the copy must hold without a gap.
+    const whole = rec.tokens.slice(0, anchor + tokens.length);
+    const missing = whole.findIndex((t) => t === undefined);
+    if (missing >= 0) {
+      this.forgetRequest(id);
+      return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and this entry's copy of the ${anchor} tokens there lacks position ${missing}`, 'model');
+    }
     this.stats.recomputed++;
-    return { ...m, arrival: { ...a, context: whole.slice() } };
+    return { ...m, arrival: { ...a, context: whole } };
+  }
+
+  private isAway(id: string): boolean {
+    const rec = this.seen.get(id);
+    return rec !== undefined && rec.leftHop > rec.arrivedHop;
   }
 
   /** A replica's report (validated), read in order for the recompute copy: what it commits, and the requests it hands away. */
   private track(m: FromEngine): void {
     if (m.type !== 'step') return;
     for (const e of m.events) {
-      if (e.type === 'commit') this.seen.get(e.requestId)?.push(e.token);
-      else if (e.type === 'moved') this.away.add(e.requestId);
+      const rec = this.seen.get(e.requestId);
+      if (!rec) continue;
+      if (e.type === 'commit') rec.tokens[rec.promptLength + e.index] = e.token;
+      else if (e.type === 'moved') rec.leftHop = Math.max(rec.leftHop, e.hops);
     }
   }
 
   private forgetRequest(id: string): void {
     this.seen.delete(id);
-    this.away.delete(id);
     this.orphans.delete(id);
   }
 
