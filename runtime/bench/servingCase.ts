@@ -55,6 +55,8 @@ export interface ServingCase {
   /** Seed of the arrival schedule: runs given one seed take the same arrivals. */
   seed?: number;
   slo?: Slo;
+  /** false: a run without state retention gets no prefix cache (see ServingDefaults.baselinePrefixCache). */
+  baselinePrefixCache?: boolean;
   /** Where the engines run: on the entry's thread (default, as `npm start`) or beside their models in engine threads (when the runner set has them). */
   placement?: EnginePlacement;
   onProgress?: (done: number, total: number) => void;
@@ -126,6 +128,12 @@ export interface ServingDefaults {
   burstiness: number;
   /** `--goodput "ttft:MS tpot:MS e2el:MS"`: runs report goodput against it. */
   slo?: Slo;
+  /**
+   * `--baseline-prefix-cache 0`: runs without state retention (standard serving) get no prefix cache,
+   * so every return re-prefills the whole context (the paper's baseline). Default 1: the re-prefill
+   * copies the request's own cached KV, as SGLang's radix cache does.
+   */
+  baselinePrefixCache: boolean;
 }
 
 /** `--client`, `--placement`, `--request-rate`, `--burstiness`, `--goodput`, checked (main.ts calls it before a suite runs). */
@@ -138,6 +146,7 @@ export function servingFlags(f: SuiteFlags): Omit<ServingDefaults, 'traceDir'> {
     placement: enginePlacement(f.str('placement')),
     requestRate: requestRateFlag(f.str('request-rate')),
     burstiness: positiveFlag('burstiness', f.str('burstiness'), 1),
+    baselinePrefixCache: f.bool('baseline-prefix-cache', true),
     ...(goodput === undefined ? {} : { slo: parseGoodput(goodput) }),
   };
 }
@@ -155,6 +164,7 @@ export function servingSettings(d: ServingDefaults): Record<string, unknown> {
     placement: d.placement,
     arrivals: d.requestRate === Infinity ? 'closed loop: every measured request queued at once behind the concurrency cap' : `open loop: ${d.requestRate} req/s, gamma gaps with burstiness ${d.burstiness} (1 = Poisson), capped at the concurrency`,
     ...(d.slo ? { goodput_slo_ms: d.slo } : {}),
+    baseline_prefix_cache: d.baselinePrefixCache ? 'on: a re-admission copies the request’s own cached KV (SGLang’s radix cache)' : 'off: every return re-prefills the whole context (the paper’s standard serving)',
   };
 }
 
@@ -191,6 +201,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       retainState: c.mode.retainState,
       thresholds: c.mode.thresholds ?? {},
       maxWaitMs: c.maxWaitMs ?? 20,
+      prefixCache: c.mode.retainState || c.baselinePrefixCache !== false,
     },
     limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
     defaultAlgorithm: c.algorithm,
