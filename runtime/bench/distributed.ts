@@ -9,7 +9,7 @@ import { startNatsServer, stopChild, type NatsServerProcess } from './rigs/natsS
 import { startDelayRelay } from './rigs/delayRelay.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from './rigs/netnsPair.ts';
 import { percentile } from '../util/stats.ts';
-import { simModel, type SimLatency } from '../distributed/simModel.ts';
+import { simModel, type SimLatency } from './rigs/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from './rigs/subServerProcess.ts';
 import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgorithm.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
