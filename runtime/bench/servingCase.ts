@@ -136,7 +136,7 @@ export interface ServingDefaults {
   baselinePrefixCache: boolean;
 }
 
-/** `--client`, `--placement`, `--request-rate`, `--burstiness`, `--goodput`, checked (main.ts calls it before a suite runs). */
+/** `--client`, `--placement`, `--request-rate`, `--burstiness`, `--goodput`, `--baseline-prefix-cache`, checked (main.ts calls it before a suite runs). */
 export function servingFlags(f: SuiteFlags): Omit<ServingDefaults, 'traceDir'> {
   const client = f.str('client') ?? 'process';
   if (client !== 'process' && client !== 'inline') throw new TokenRouterError('invalid_request', `--client must be process or inline, got "${client}"`, 'client');

@@ -10,6 +10,7 @@ describe('the standard-serving baseline with and without a prefix cache', () => 
     const off = servingDefaults(new SuiteFlags({ 'baseline-prefix-cache': '0' }));
     expect(off.baselinePrefixCache).toBe(false);
     expect(servingSettings(off).baseline_prefix_cache).toMatch(/^off: every return re-prefills/);
+    expect(() => servingDefaults(new SuiteFlags({ 'baseline-prefix-cache': 'maybe' }))).toThrow('--baseline-prefix-cache must be true or false, got "maybe"');
   });
 
   it('off: a return finds nothing cached; on: it re-admits from its own cached KV; TokenRouter mode keeps its cache either way', async () => {
