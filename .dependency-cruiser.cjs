@@ -3,11 +3,20 @@
 //   designer/  imports only shared/ (plus npm packages), no Node built-ins
 //   server     (runtime/server, runtime/serve) does not import examples/: bundled algorithms come through runtime/registry/builtins.ts
 //   runtime/runner does not import the load generator; runtime/config does not import runtime/distributed
+//   product code does not import runtime/bench/ (but `tokenrouter bench`, which loads the tool)
 //   no import cycles anywhere (type-only imports count)
 //   product code (runtime/ but its benches, shared/, examples/) uses no devDependency: `npm install --omit=dev` must serve
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    {
+      name: 'product-no-bench',
+      severity: 'error',
+      // The one exception: runtime/cli/main.ts loads the bench tool lazily for `tokenrouter bench` (same as npm run bench).
+      comment: 'Product code does not import runtime/bench/ (rigs and suites are tools): move what both need to runtime/util, runner or sim.',
+      from: { path: '^(runtime|shared|examples)/', pathNot: '^(runtime/bench/|runtime/cli/main[.]ts$)' },
+      to: { path: '^runtime/bench/' },
+    },
     {
       name: 'product-no-dev-deps',
       severity: 'error',

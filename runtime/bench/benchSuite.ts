@@ -1,6 +1,5 @@
-// The shape every benchmark suite returns, and its progress line.
-import { progressLine } from '../util/progressLine.ts';
-import type { Row } from './table.ts';
+// The shape every benchmark suite returns.
+import type { Row } from '../util/table.ts';
 
 export interface BenchOptions {
   json?: string;
@@ -29,11 +28,3 @@ export interface SuiteRun extends BenchReport {
 }
 
 export type BenchSuite = (opts: BenchOptions) => Promise<SuiteRun>;
-
-/** Progress on stderr: a redrawn bar on a terminal, whole lines "done/total label" in a log. */
-export function progress(label: string, done: number, total: number): void {
-  const width = 24;
-  const fill = Math.max(0, Math.min(width, Math.round((done / total) * width)));
-  const bar = process.stderr.isTTY ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ` : '';
-  progressLine(`${bar}${done}/${total} ${label}`, done, total);
-}

@@ -1,7 +1,8 @@
 // Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
 import os from 'node:os';
-import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
-import { printTable, type Row } from './table.ts';
+import { progress } from '../util/progressLine.ts';
+import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
 import { BASELINE, runServingCase, servingDefaults, servingSettings, type BatchTiming, type ServingMode } from './servingCase.ts';

@@ -1,6 +1,7 @@
 // Suite combos: one algorithm on each pair of bundled models, TokenRouter mode vs the standard-serving baseline.
-import { progress, type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
-import { printTable, type Row } from './table.ts';
+import { progress } from '../util/progressLine.ts';
+import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';
 import { runFigures, servingDefaults, servingSettings, versusColumns } from './servingCase.ts';

@@ -9,13 +9,13 @@ import { startNatsServer, stopChild, type NatsServerProcess } from './rigs/natsS
 import { startDelayRelay } from './rigs/delayRelay.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from './rigs/netnsPair.ts';
 import { percentile } from '../util/stats.ts';
-import { simModel, type SimLatency } from './rigs/simModel.ts';
+import { simModel, type SimLatency } from '../runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from './rigs/subServerProcess.ts';
 import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgorithm.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { PAPER_R2R_PROFILE } from '../sim/paperProfile.ts';
 import { type BenchOptions, type BenchReport } from './benchSuite.ts';
-import { printTable } from './table.ts';
+import { printTable } from '../util/table.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 
 interface Workload {

@@ -17,7 +17,7 @@ import {
 } from '../throughput/index.ts';
 import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { LANES, measureThresholdSweep, type Measurement, type SweepSettings } from './measureThresholdSweep.ts';
-import { printTable, type Row } from './table.ts';
+import { printTable, type Row } from '../util/table.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 

@@ -5,8 +5,9 @@ import { SimRunner } from '../runner/simRunner.ts';
 import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgorithm.ts';
 import { measureSteady } from '../sim/steadyState.ts';
 import { feasibleThresholds, solveThroughput } from '../throughput/index.ts';
-import { progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
-import { printTable } from './table.ts';
+import { progress } from '../util/progressLine.ts';
+import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { printTable } from '../util/table.ts';
 
 export interface ValidationSetting {
   name: string;

@@ -15,7 +15,7 @@ import { runClosedLoop } from '../sim/closedLoop.ts';
 import { mix } from '../util/hash.ts';
 import { percentile } from '../util/stats.ts';
 import { type BenchOptions, type BenchReport } from './benchSuite.ts';
-import { printTable } from './table.ts';
+import { printTable } from '../util/table.ts';
 
 const GRAPHS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/graphs');
 const CATALOG = ['small', 'medium', 'large'].map((name) => ({ name, heads: ['citer', 'r2r', 'colm'], vocabSize: 64 }));

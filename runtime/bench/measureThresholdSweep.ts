@@ -15,7 +15,7 @@ import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
 import type { RoutingStep, TimedBatch } from '../throughput/index.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
-import { progress } from './benchSuite.ts';
+import { progress } from '../util/progressLine.ts';
 import { bundledModelsPresent, loadBundledRunners, simulatedRunners, type RunnerSet } from './benchRunners.ts';
 
 export const LANES = ['small', 'large'] as const;

@@ -5,7 +5,7 @@ import { SimRunner } from '../runner/simRunner.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { type BenchOptions, type BenchReport } from './benchSuite.ts';
-import { printTable } from './table.ts';
+import { printTable } from '../util/table.ts';
 import { simulate, SIM_SETTINGS } from './simModes.ts';
 
 export function measureOverhead(concurrency: number, requests: number, maxTokens: number) {

@@ -16,12 +16,13 @@ import { NO_WANTS } from '../../shared/algorithm.ts';
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 import type { ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { TraceDir } from '../trace/traceDir.ts';
-import { progress, type BenchOptions, type SuiteRun } from './benchSuite.ts';
+import { progress } from '../util/progressLine.ts';
+import { type BenchOptions, type SuiteRun } from './benchSuite.ts';
 import type { MeteredRunner } from './meteredRunner.ts';
 import { loadRunnerSet, type RunnerSet } from './benchRunners.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
-import { printTable, type Row } from './table.ts';
+import { printTable, type Row } from '../util/table.ts';
 
 interface Settings {
   algorithm: string;

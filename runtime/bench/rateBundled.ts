@@ -3,10 +3,10 @@
 import os from 'node:os';
 import type { Slo } from '../loadgen/goodput.ts';
 import { loadRunnerSet, type RunnerSet } from './benchRunners.ts';
-import { progress } from './benchSuite.ts';
+import { progress } from '../util/progressLine.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { BASELINE, runServingCase, type ServingCase, type ServingDefaults, type ServingMode } from './servingCase.ts';
-import type { Row } from './table.ts';
+import type { Row } from '../util/table.ts';
 
 export interface BundledRateSettings {
   runners: string | undefined;

@@ -5,8 +5,9 @@ import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import { runClosedLoop, type ClosedLoopReport } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../sim/paperProfile.ts';
-import { progress, type BenchOptions, type BenchReport } from './benchSuite.ts';
-import { printTable } from './table.ts';
+import { progress } from '../util/progressLine.ts';
+import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import { printTable } from '../util/table.ts';
 
 export interface SimCase {
   mode: SchedulingMode;

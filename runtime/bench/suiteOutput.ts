@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BenchReport, SuiteOutput } from './benchSuite.ts';
-import { markdownTable } from './table.ts';
+import { markdownTable } from '../util/table.ts';
 
 /** 1-minute load average when the suite module loaded: on a shared machine, part of every figure's context. */
 const LOAD_AT_START = os.loadavg()[0];

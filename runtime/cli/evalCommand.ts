@@ -1,8 +1,8 @@
 // `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the held-out problems.
 import fs from 'node:fs';
 import path from 'node:path';
-import { progress } from '../bench/benchSuite.ts';
-import { printTable } from '../bench/table.ts';
+import { progress } from '../util/progressLine.ts';
+import { printTable } from '../util/table.ts';
 import { TokenRouterError } from '../errors.ts';
 import { defaultPlan, evaluate, frontierSvg, loadHeldout } from '../eval/evaluate.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
 import { openNats, watchLink } from '../distributed/natsConnection.ts';
 import { RemoteEngineServer } from '../distributed/remoteEngineServer.ts';
-import { parseSimLatency, simModel } from '../bench/rigs/simModel.ts';
+import { parseSimLatency, simModel } from '../runner/simModel.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';

@@ -192,7 +192,7 @@ export class RemoteEngine extends EngineProxy {
       }
       this.stats.failedOnLoss++;
       this.forgetRequest(id);
-      this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error });
+      this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error });
     }
     this.entry?.reported(0);
   }
@@ -261,7 +261,7 @@ export class RemoteEngine extends EngineProxy {
     const id = m.arrival.spec.id;
     if (this.opts.onReplicaLoss === 'recompute') {
       const rebuilt = this.rehome(m);
-      if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
+      if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
       m = rebuilt;
     }
     let r = this.homes.get(id);
@@ -269,7 +269,7 @@ export class RemoteEngine extends EngineProxy {
       r = this.place();
       if (!r) {
         const error = new TokenRouterError('unavailable', `model ${this.name} has no live replica to take this request; retry shortly`, 'model');
-        return void queueMicrotask(() => this.entry?.finish({ requestId: id, status: 'failed', reason: 'error', error }));
+        return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
       }
       this.homes.set(id, r);
       r.homes.add(id);

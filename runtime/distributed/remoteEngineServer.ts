@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { serveEngine, type EngineServer } from '../engine/engineServer.ts';
+import { serveEngine, type PortedEngine } from '../engine/serveEngine.ts';
 import type { ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
 import { decodeFrame, NatsLink } from './natsLink.ts';
@@ -29,7 +29,7 @@ export interface RemoteEngineServerOptions {
 
 interface Session {
   link: NatsLink;
-  serving: { readonly server: EngineServer | null };
+  serving: { readonly server: PortedEngine | null };
 }
 
 /**

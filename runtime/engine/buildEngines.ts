@@ -1,15 +1,16 @@
-// A cluster's engines from its model list: engines built here around their runners, engine proxies already running elsewhere, and the settings each proxy begins with.
+// A cluster's engines from its model list: engines built here around their runners, engines already running elsewhere, and the settings each begins with.
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
-import { Engine } from './engine.ts';
-import type { EngineHost } from './engineHost.ts';
-import type { EngineProxy } from './engineProxy.ts';
-import type { EngineClient, EngineSettings } from './messages.ts';
+import type { TraceSink } from '../../shared/trace.ts';
+import { WakeGate } from './engineHost.ts';
+import { InprocEngine } from './inprocEngine.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { EngineSettings } from './messages.ts';
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
-export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: EngineProxy; runner?: never });
+export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: EngineHandle; runner?: never });
 
 /** What bounds one engine's batches and pool. */
 export interface EngineLimits {
@@ -23,7 +24,7 @@ export function modelLimits(m: ClusterModel): EngineLimits {
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
-export function buildEngines(models: readonly ClusterModel[], clock: Clock, shared: { prefixCache: boolean; maxWaitMs: number }, host: EngineHost): EngineClient[] {
+export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined): EngineHandle[] {
   if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
   if (models.some((m) => m.thread) && clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
   const names = new Set<string>();
@@ -32,10 +33,11 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, shar
     if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
     names.add(m.name);
   }
-  return models.map((m, i) => (m.runner ? new Engine(i, { name: m.name, runner: m.runner, ...modelLimits(m), ...shared }, host) : m.thread));
+  const wakes = new WakeGate();
+  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes) : m.thread));
 }
 
-/** What the whole deployment shares, as a proxy's settings carry it. */
+/** What the whole deployment shares, as every engine's settings carry it. */
 export interface DeploymentSettings {
   retainState: boolean;
   maxWaitMs: number;
@@ -46,7 +48,7 @@ export interface DeploymentSettings {
 }
 
 /** The settings engine `index` of `engines` begins with (again after a restart). */
-export function engineSettings(index: number, engines: readonly EngineClient[], limits: EngineLimits, mode: SchedulingMode, d: DeploymentSettings): EngineSettings {
+export function engineSettings(index: number, engines: readonly EngineHandle[], limits: EngineLimits, mode: SchedulingMode, d: DeploymentSettings): EngineSettings {
   return {
     index,
     models: engines.map((e) => e.name),
@@ -57,7 +59,8 @@ export function engineSettings(index: number, engines: readonly EngineClient[], 
     retainState: d.retainState,
     maxWaitMs: d.maxWaitMs,
     prefixCache: d.prefixCache,
-    origin: d.clock.origin!,
+    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
+    origin: d.clock.origin ?? 0,
     trace: d.trace,
     checkInvariants: d.checkInvariants,
   };

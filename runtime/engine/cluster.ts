@@ -1,18 +1,17 @@
-// The entry and its engines in one process: admits requests, streams what the engines commit, ends requests everywhere.
+// The entry: admits requests, streams what the engines commit, ends requests everywhere; its engines run wherever they are placed.
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { validateThresholds, type SchedulingMode } from '../scheduler/schedulingMode.ts';
-import { Engine } from './engine.ts';
-import type { EngineHost } from './engineHost.ts';
+import type { Engine } from './engine.ts';
 import type { LaneStats } from './laneStats.ts';
 import { checkInvariants } from './invariants.ts';
-import type { Arrival, Commit, EngineClient, EngineLink, EngineSettings, Finish, WireArrival } from './messages.ts';
-import { EngineProxy, type ProxyEntry } from './engineProxy.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { EngineFailover } from './engineFailover.ts';
-import { beginThreads } from './threadEngine.ts';
+import { beginEngines } from './threadEngine.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
@@ -44,28 +43,23 @@ export interface RequestHandle {
   cancel(): void;
 }
 
-export class Cluster implements EngineHost, EngineLink, ProxyEntry {
+export class Cluster implements EngineEntry {
   readonly clock: Clock;
+  /** The sync barrier's rounds (step-sync, model-sync): each engine launches when granted. */
   readonly policy: LaunchPolicy;
   /** Every model's engine as the entry drives it, in model order. */
-  readonly engines: EngineClient[];
-  /** The engines that run on this thread. */
-  readonly lanes: Engine[];
-  /** The engines in their own threads. */
-  readonly threads: EngineProxy[];
+  readonly engines: EngineHandle[];
   readonly retainState: boolean;
   maxWaitMs: number;
   readonly maxConcurrency: number;
   readonly maxQueue: number;
   readonly trace: TraceSink | undefined;
-  private readonly byName = new Map<string, EngineClient>();
+  private readonly byName = new Map<string, EngineHandle>();
   private readonly prefixCache: boolean;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
-  private batchSeq = 0;
   private requestSeq = 0;
   private serialSeq = 0;
-  private inWave = false;
   private readonly invariantState: Map<string, number> | null;
   private readonly failover: EngineFailover;
   /** Committed output tokens over the cluster's life. */
@@ -82,13 +76,10 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.trace = opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
     this.prefixCache = opts.prefixCache ?? false;
-    this.engines = buildEngines(opts.models, this.clock, { prefixCache: this.prefixCache, maxWaitMs: this.maxWaitMs }, this);
-    this.lanes = this.engines.filter((e): e is Engine => e instanceof Engine);
-    this.threads = this.engines.filter((e): e is EngineProxy => e instanceof EngineProxy);
+    this.engines = buildEngines(opts.models, this.clock, this.trace);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
       engines: this.engines,
-      threads: this.threads,
       engine: (name) => this.byName.get(name),
       rename: (name, e) => this.byName.set(name, e),
       request: (id) => this.active.get(id),
@@ -97,14 +88,10 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       flush: () => this.flush(),
       settingsFor: (i, t) => this.settingsFor(i, t),
     });
-    for (const t of this.threads) this.failover.watch(t);
-    beginThreads(this.threads.map((t) => ({ engine: t, settings: this.settingsFor(this.engines.indexOf(t), modelLimits(opts.models[this.engines.indexOf(t)])) })), this);
+    for (const e of this.engines) this.failover.watch(e);
+    beginEngines(this.engines.map((e, i) => ({ engine: e, settings: this.settingsFor(i, modelLimits(opts.models[i])) })), this);
     this.validateThresholds(this.engines.map((l) => l.threshold));
     this.emitConfig();
-  }
-
-  get link(): EngineLink {
-    return this;
   }
 
   get mode(): SchedulingMode {
@@ -112,18 +99,18 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
   }
 
   /** The engine of a model, wherever it runs. */
-  engine(name: string): EngineClient | undefined {
+  engine(name: string): EngineHandle | undefined {
     return this.byName.get(name);
   }
 
-  /** The engine of a model that runs on this thread. */
-  lane(name: string): Engine | undefined {
-    const e = this.byName.get(name);
-    return e instanceof Engine ? e : undefined;
+  /** The engines that run in this process, themselves (benches and tests read their figures). */
+  get lanes(): Engine[] {
+    return this.engines.flatMap((e) => (e.core ? [e.core] : []));
   }
 
-  nextBatchId(): number {
-    return ++this.batchSeq;
+  /** The engine of a model, itself, when it runs in this process. */
+  lane(name: string): Engine | undefined {
+    return this.byName.get(name)?.core;
   }
 
   get activeCount(): number {
@@ -210,8 +197,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.failover.replaceRunner(name, runner);
   }
 
-  /** Puts a restarted engine thread in place of one that died. */
-  replaceThread(name: string, fresh: EngineProxy): void {
+  /** Puts a restarted engine (thread) in place of one that died. */
+  replaceThread(name: string, fresh: EngineHandle): void {
     this.failover.replaceThread(name, fresh, this);
   }
 
@@ -224,7 +211,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     yield* this.active.values();
   }
 
-  // --- EngineLink: what engines tell the entry, and engine-to-engine delivery ---
+  // --- EngineEntry: what engines tell the entry, and handoffs between engines with no link of their own ---
 
   commit(c: Commit): void {
     const req = this.active.get(c.requestId);
@@ -281,8 +268,6 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     if (e) this.failover.lostOnTheWay(req, e);
   }
 
-  // --- ThreadEntry: what engine threads report ---
-
   deliverWire(to: string, arrivals: readonly WireArrival[]): void {
     for (const w of arrivals) {
       const req = this.active.get(w.spec.id);
@@ -303,6 +288,10 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.flush();
   }
 
+  settled(): void {
+    if (this.invariantState) checkInvariants(this, this.invariantState);
+  }
+
   private settingsFor(index: number, limits: EngineLimits): EngineSettings {
     return engineSettings(index, this.engines, limits, this.policy.mode, { retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.invariantState !== null });
   }
@@ -314,10 +303,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     this.emitState(req.id, 'admitted');
     const { spec } = req;
     // every engine the request may visit can build its algorithm before a handoff reaches it
-    if (spec.ref) for (const name of spec.models) {
-      const e = this.byName.get(name);
-      if (e instanceof EngineProxy) e.deploy(spec.ref);
-    }
+    if (spec.ref) for (const name of spec.models) this.byName.get(name)!.deploy(spec.ref);
     this.deliver(spec.models[spec.algorithm.entry - 1], req.firstArrival());
   }
 
@@ -352,29 +338,8 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
     }
   }
 
-  // --- waves: wake lanes once per batch, not once per request ---
-
-  waveStart(): void {
-    this.inWave = true;
-  }
-
-  waveEnd(): void {
-    this.policy.finished();
-    this.inWave = false;
-    this.flush();
-    if (this.invariantState) checkInvariants(this, this.invariantState);
-  }
-
-  /** Sends one WORK per lane that got ready requests, then lets a sync barrier open its next round. */
+  /** Lets a sync barrier open its next round (engines wake themselves for their own work). */
   private flush(): void {
-    if (this.inWave) return;
-    for (const lane of this.lanes) {
-      if (!lane.dirty) continue;
-      lane.dirty = false;
-      if (this.trace) this.trace.emit({ type: 'queue', t: this.clock.now(), model: lane.name, length: lane.readyCount });
-      // An executing lane looks at its queue when its batch returns.
-      if (!lane.executing) lane.actor.send({ type: 'WORK' });
-    }
     for (const i of this.policy.openRound(this.engines)) this.engines[i].gate();
   }
 
@@ -388,7 +353,7 @@ export class Cluster implements EngineHost, EngineLink, ProxyEntry {
       t: this.clock.now(),
       mode: this.mode,
       retainState: this.retainState,
-      thresholds: Object.fromEntries(this.lanes.map((l) => [l.name, l.threshold])),
+      thresholds: Object.fromEntries(this.engines.map((l) => [l.name, l.threshold])),
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
     });
   }

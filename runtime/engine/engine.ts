@@ -11,12 +11,12 @@ import { planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
 import { batchEvent, EngineStats, newBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
 import { LocalRequest, type RequestSpec } from './localRequest.ts';
-import type { EngineHost, EngineOptions } from './engineHost.ts';
-import type { Arrival, EngineClient } from './messages.ts';
+import type { EngineEnv, EngineOptions } from './engineEnv.ts';
+import type { Arrival } from './messages.ts';
 import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
 
-export class Engine implements SubServerHost, LaneView, EngineClient {
+export class Engine implements SubServerHost, LaneView {
   readonly name: string;
   /** Replaced when a crashed runner is restarted. */
   runner: ModelRunner;
@@ -41,7 +41,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   constructor(
     readonly index: number,
     opts: EngineOptions,
-    private readonly host: EngineHost,
+    private readonly host: EngineEnv,
   ) {
     this.name = opts.name;
     this.runner = opts.runner;
@@ -176,7 +176,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   /** Appends a committed token and tells the entry; false when that ended the request (a stop string, a cancel). */
   private commit(local: LocalRequest, sig: TokenSignals, atHandoff: boolean): boolean {
     local.tokens.push(sig.token);
-    this.host.link.commit({ requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: sig, atHandoff, counters: local.counters });
+    this.host.commit({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: sig, atHandoff, counters: local.counters });
     return !local.ended;
   }
 
@@ -199,14 +199,14 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       this.forget(local);
     }
     // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
-    this.host.link.deliver(to, { spec, handoff, known, counters: local.counters, ...(this.host.retainState ? {} : { context: local.tokens }) });
+    this.host.deliver(to, { spec, handoff, known, counters: local.counters, ...(this.host.retainState ? {} : { context: local.tokens }) });
   }
 
   /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
     const got = receiveRow(spec.algorithm, handoff);
-    if ('fail' in got) return this.host.link.finish({ requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
+    if ('fail' in got) return this.host.finish({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
     const meta = got.meta;
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
@@ -226,7 +226,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
       this.move(local, { type: 'REQUEUE' });
     } else {
       // Only after this engine restarted: the sender still counted on the KV that died with it.
-      if (!a.context && handoff.anchor !== 0) return this.host.link.finish({ requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
+      if (!a.context && handoff.anchor !== 0) return this.host.finish({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
@@ -275,7 +275,7 @@ export class Engine implements SubServerHost, LaneView, EngineClient {
   }
 
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
-    this.host.link.finish({ requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
+    this.host.finish({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
   }
 
   /** A row came back for a request that ended while its step ran: its cache can go now. */

@@ -1,24 +1,22 @@
 // When an engine dies and when it comes back: the entry fails the requests decoding there, holds the handoffs sent to it, and puts the fresh engine (or runner) in place.
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { Engine } from './engine.ts';
-import { EngineProxy, type ProxyEntry } from './engineProxy.ts';
-import type { Arrival, EngineClient, EngineSettings } from './messages.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { Arrival, EngineEntry, EngineSettings } from './messages.ts';
 import type { FinishReason, RequestState } from './requestState.ts';
-import { rejoinThread } from './threadEngine.ts';
+import { rejoinEngine } from './threadEngine.ts';
 
 /** What failover reads and does at the entry (the cluster). */
 export interface FailoverHost {
-  readonly engines: EngineClient[];
-  readonly threads: EngineProxy[];
-  engine(name: string): EngineClient | undefined;
+  readonly engines: EngineHandle[];
+  engine(name: string): EngineHandle | undefined;
   /** The fresh engine takes the old one's name in the entry's lookup. */
-  rename(name: string, engine: EngineClient): void;
+  rename(name: string, engine: EngineHandle): void;
   request(id: string): RequestState | undefined;
   activeRequests(): IterableIterator<RequestState>;
   end(req: RequestState, status: 'done' | 'failed' | 'cancelled', reason: FinishReason, error?: Error): void;
   flush(): void;
-  settingsFor(index: number, t: EngineProxy): EngineSettings;
+  settingsFor(index: number, t: EngineHandle): EngineSettings;
 }
 
 export class EngineFailover {
@@ -27,14 +25,14 @@ export class EngineFailover {
 
   constructor(private readonly host: FailoverHost) {}
 
-  private engineNamed(name: string): EngineClient {
+  private engineNamed(name: string): EngineHandle {
     const e = this.host.engine(name);
     if (!e) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
     return e;
   }
 
-  /** A dead engine thread's requests fail at once, whoever restarts it. */
-  watch(t: EngineProxy): void {
+  /** A dead engine's requests fail at once, whoever restarts it. */
+  watch(t: EngineHandle): void {
     t.onFailure((e) => {
       if (this.engineNamed(t.name) === t) this.failLane(t.name, e);
     });
@@ -47,11 +45,9 @@ export class EngineFailover {
   failLane(name: string, error: Error): number {
     const { host } = this;
     const e = this.engineNamed(name);
-    let failed = 0;
-    if (e instanceof Engine) {
-      e.down = true;
-      failed = e.failAll(error);
-    } else {
+    let failed = e.runnerLost(error);
+    if (failed === null) {
+      failed = 0;
       // Only the requests decoding there fail; the others lost a cache there at most, and re-send
       // that engine their whole sequence when they next go there (it re-prefills).
       for (const req of [...host.activeRequests()]) {
@@ -67,31 +63,23 @@ export class EngineFailover {
 
   /** Takes an engine down (its batches fail) or brings it back. */
   setDown(name: string, down: boolean): void {
-    const e = this.engineNamed(name);
-    if (e instanceof EngineProxy) e.setDown(down);
-    else if (e instanceof Engine) e.down = down;
+    this.engineNamed(name).setDown(down);
   }
 
   replaceRunner(name: string, runner: ModelRunner): void {
-    const lane = this.engineNamed(name);
-    if (!(lane instanceof Engine)) throw new TokenRouterError('invalid_request', `model ${name} runs on an engine thread: replace the thread (replaceThread)`, 'model');
-    lane.runner = runner;
-    lane.down = false;
-    lane.dirty = true;
+    this.engineNamed(name).replaceRunner(runner);
     this.host.flush();
   }
 
   /** `entry`: what the fresh engine reports to. */
-  replaceThread(name: string, fresh: EngineProxy, entry: ProxyEntry): void {
+  replaceThread(name: string, fresh: EngineHandle, entry: EngineEntry): void {
     const { host } = this;
     const old = this.engineNamed(name);
-    if (!(old instanceof EngineProxy)) throw new TokenRouterError('invalid_request', `model ${name} does not run on an engine thread`, 'model');
     const i = host.engines.indexOf(old);
     host.engines[i] = fresh;
-    host.threads[host.threads.indexOf(old)] = fresh;
     host.rename(name, fresh);
     this.watch(fresh);
-    rejoinThread(fresh, host.settingsFor(i, old), host.threads, entry);
+    rejoinEngine(fresh, host.settingsFor(i, old), host.engines, entry);
     // the fresh engine builds the algorithms of the requests still going, then takes the handoffs held for it
     for (const req of host.activeRequests()) if (req.spec.ref && req.spec.models.includes(name)) fresh.deploy(req.spec.ref);
     const held = this.held.get(name) ?? [];
@@ -101,8 +89,8 @@ export class EngineFailover {
   }
 
   /** A handoff to a dead engine thread waits here for the fresh one; false: the engine is up, deliver it. */
-  hold(e: EngineClient, a: Arrival, live: boolean): boolean {
-    if (!(e instanceof EngineProxy && e.failed)) return false;
+  hold(e: EngineHandle, a: Arrival, live: boolean): boolean {
+    if (!e.failed) return false;
     if (live) {
       const list = this.held.get(e.name) ?? [];
       list.push(a);
@@ -112,8 +100,8 @@ export class EngineFailover {
   }
 
   /** A request just sent to an engine that had died before its peer heard is lost with it. */
-  lostOnTheWay(req: RequestState, to: EngineClient): boolean {
-    if (!(to instanceof EngineProxy && to.failed) || this.held.get(to.name)?.some((a) => a.spec.id === req.id)) return false;
+  lostOnTheWay(req: RequestState, to: EngineHandle): boolean {
+    if (!to.failed || this.held.get(to.name)?.some((a) => a.spec.id === req.id)) return false;
     this.host.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${to.name} failed: ${to.failure?.message} (before this request reached it)`, 'model'));
     return true;
   }

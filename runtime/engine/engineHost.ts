@@ -1,36 +1,271 @@
-// What an engine is built from and what it shares with the engines beside it in one process.
-import type { TraceSink } from '../../shared/trace.ts';
+// The one engine host: serves one model's engine, whatever its placement; only the outlet it reports through differs.
+import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import type { LaunchPolicy } from '../scheduler/launchPolicy.ts';
-import type { EngineLink } from './messages.ts';
+import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
+import { Engine } from './engine.ts';
+import { checkEngine } from './invariants.ts';
+import type { Arrival, Commit, EngineEvent, EngineOutlet, EngineSettings, Finish, PeerLink } from './messages.ts';
+import type { RequestCounters } from './localRequest.ts';
+import type { EngineEnv } from './engineEnv.ts';
+import type { LaneStats } from './laneStats.ts';
 
-export interface EngineOptions {
-  name: string;
-  runner: ModelRunner;
-  maxBatch: number;
-  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
-  threshold: number;
-  /** Longest a ready request waits for the threshold, in clock ms; Infinity = none. */
-  maxWaitMs: number;
-  /** KV capacity in tokens; Infinity = unbounded. */
-  kvCapacityTokens: number;
-  /** Keep caches requests let go of, and start new caches from their longest prefix (default off). */
-  prefixCache?: boolean;
+/** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
+const TOMBSTONES = 4096;
+
+/**
+ * Wake-ups held while a cascade of calls is still running among the engines of one thread (a
+ * batch's results, the entry's answers to them, the handoffs they send): every engine launches
+ * only when all of it is in, so a request the cascade readies joins the next batch, not the one after.
+ */
+export class WakeGate {
+  private depth = 0;
+  private readonly held = new Set<EngineHost>();
+
+  enter(): void {
+    this.depth++;
+  }
+
+  leave(): void {
+    if (--this.depth > 0) return;
+    for (const h of this.held) {
+      this.held.delete(h);
+      h.wake();
+    }
+  }
+
+  /** No cascade running: the engines of this thread are all at rest. */
+  get idle(): boolean {
+    return this.depth === 0;
+  }
+
+  wake(h: EngineHost): void {
+    if (this.depth > 0) this.held.add(h);
+    else h.wake();
+  }
 }
 
-/** What an engine shares with the engines beside it in one process. */
-export interface EngineHost {
-  readonly clock: Clock;
+/**
+ * One engine with its clock, its share of the launch policy (a sync barrier is the entry's: it
+ * grants launches with `gate`), and links to its peers. A wave (a batch's results, an arrival, a
+ * release) ends in `flush`: one WORK if ready work arrived, the handoffs one message per peer, and
+ * one report to the entry with everything the wave produced.
+ */
+export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
-  /** false: a request that leaves drops its state here (standard serving). */
   readonly retainState: boolean;
   readonly trace: TraceSink | undefined;
-  readonly link: EngineLink;
-  nextBatchId(): number;
-  /** Results are being applied: hold wake-ups until the wave ends. */
-  waveStart(): void;
-  /** Results applied and the batch is over. */
-  waveEnd(): void;
-}
+  readonly engine: Engine;
+  private readonly peers = new Map<string, PeerLink>();
+  private readonly tombstones = new Set<number>();
+  private events: EngineEvent[] = [];
+  private outbox = new Map<string, Arrival[]>();
+  private traced: TraceEvent[] = [];
+  private returned = 0;
+  private inWave = false;
+  private batchSeq = 0;
+  private lastLane = '';
 
+  constructor(
+    private readonly outlet: EngineOutlet,
+    readonly settings: EngineSettings,
+    runner: ModelRunner,
+    readonly clock: Clock,
+    /** Where trace events go at once (an engine in the entry's process); absent: they travel in the report, when `settings.trace`. */
+    traceSink?: TraceSink,
+    /** Shared by the engines of one thread (the entry's); an engine alone in its thread has its own. */
+    private readonly wakes = new WakeGate(),
+    /** A batch's wave and everything it set off are over, and nothing else runs (the entry's debug checks). */
+    private readonly settled?: () => void,
+  ) {
+    this.policy = new LaunchPolicy(settings.mode);
+    this.retainState = settings.retainState;
+    this.trace = traceSink ?? (settings.trace ? { emit: (e) => this.traced.push(e) } : undefined);
+    const name = settings.models[settings.index];
+    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, maxWaitMs: settings.maxWaitMs, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
+  }
+
+  /** Requests this engine holds state for. */
+  get held(): number {
+    return this.engine.locals.size;
+  }
+
+  nextBatchId(): number {
+    return ++this.batchSeq * this.settings.models.length + this.settings.index;
+  }
+
+  /** A batch's results are being applied: the report waits for all of them. */
+  waveStart(): void {
+    this.inWave = true;
+    this.wakes.enter();
+  }
+
+  waveEnd(): void {
+    this.returned++;
+    this.inWave = false;
+    try {
+      this.flush();
+    } finally {
+      this.wakes.leave();
+    }
+    if (this.wakes.idle) this.settled?.();
+    // an invariant broken here is a bug: it kills the thread (or process), which the entry reports
+    if (this.settings.checkInvariants) checkEngine(this.engine);
+  }
+
+  /** Runs one request of the entry or a peer, then ends its wave. */
+  private call<T>(fn: () => T): T {
+    this.wakes.enter();
+    try {
+      const out = fn();
+      this.flush();
+      return out;
+    } finally {
+      this.wakes.leave();
+    }
+  }
+
+  // --- what the engine produces ---
+
+  commit(c: Commit): void {
+    this.events.push(c);
+  }
+
+  finish(f: Finish): void {
+    this.events.push(f);
+    // the entry's release would come straight back here, so free the cache now
+    const local = this.engine.locals.get(f.requestId);
+    if (local) this.engine.release(local.spec, f.status);
+  }
+
+  /** Handoffs leave when the wave ends, one message per peer: the peer admits them together and batches them. */
+  deliver(name: string, a: Arrival): void {
+    this.events.push({ type: 'moved', requestId: a.spec.id, to: name, hops: a.counters.handoffs });
+    const list = this.outbox.get(name);
+    if (list) list.push(a);
+    else this.outbox.set(name, [a]);
+    if (!this.inWave) this.sendHandoffs();
+  }
+
+  private sendHandoffs(): void {
+    const out = this.outbox;
+    this.outbox = new Map();
+    for (const [name, arrivals] of out) {
+      const peer = this.peers.get(name);
+      if (peer) peer.arrive(arrivals);
+      else this.outlet.viaEntry(name, arrivals);
+    }
+  }
+
+  // --- what the entry and the peers ask ---
+
+  /** The peer died: its link is dead, so handoffs there go by the entry, which holds them until it is back. */
+  peerLost(name: string): void {
+    this.peers.get(name)?.close();
+    this.peers.delete(name);
+    this.call(() => this.engine.peerLost(name));
+  }
+
+  addPeer(name: string, link: PeerLink): void {
+    this.peers.get(name)?.close();
+    this.peers.set(name, link);
+  }
+
+  arrive(arrivals: readonly Arrival[]): void {
+    this.call(() => {
+      for (const a of arrivals) if (!this.tombstones.has(a.spec.serial)) this.engine.arrive(a);
+    });
+  }
+
+  /** The entry ended the request; its tallies when this engine owned it. */
+  release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
+    return this.call(() => {
+      const local = this.engine.locals.get(id);
+      if (local && local.spec.serial === serial) return this.engine.release(local.spec, status);
+      this.tombstones.add(serial);
+      if (this.tombstones.size > TOMBSTONES) this.tombstones.delete(this.tombstones.values().next().value!);
+      return null;
+    });
+  }
+
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.call(() => this.engine.setSchedule(threshold, maxWaitMs));
+  }
+
+  gate(): void {
+    this.call(() => {
+      this.policy.grant(this.engine.index);
+      if (!this.engine.executing) this.engine.actor.send({ type: 'GATE' });
+    });
+  }
+
+  setDown(down: boolean): void {
+    this.call(() => (this.engine.down = down));
+  }
+
+  /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */
+  runnerLost(error: Error): number {
+    return this.call(() => {
+      this.engine.down = true;
+      return this.engine.failAll(error);
+    });
+  }
+
+  replaceRunner(runner: ModelRunner): void {
+    this.call(() => {
+      this.engine.runner = runner;
+      this.engine.down = false;
+      this.engine.dirty = true;
+    });
+  }
+
+  /**
+   * Ends a wave: the handoffs one message per peer, one WORK if ready work arrived, and one report
+   * to the entry with everything the wave produced (nothing if nothing changed). An entry in this
+   * process hears the report before the WORK, so what it admits in answer joins the batch.
+   */
+  flush(): void {
+    if (this.inWave) return;
+    if (this.outbox.size > 0) this.sendHandoffs();
+    if (this.outlet.inProcess) {
+      this.report();
+      this.wakes.wake(this);
+    } else {
+      // the entry mirrors the lane from the report: it must say whether a batch started
+      this.wake();
+      this.report();
+    }
+  }
+
+  /** One WORK if ready work arrived since the last. */
+  wake(): void {
+    const e = this.engine;
+    if (!e.dirty) return;
+    e.dirty = false;
+    this.trace?.emit({ type: 'queue', t: this.clock.now(), model: e.name, length: e.readyCount });
+    if (!e.executing) e.actor.send({ type: 'WORK' });
+  }
+
+  private report(): void {
+    let lane: LaneStats | undefined;
+    if (!this.outlet.inProcess) {
+      lane = this.engine.laneStats();
+      const key = `${lane.ready}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;
+      const same = key === this.lastLane;
+      this.lastLane = key;
+      if (same && this.events.length === 0 && this.traced.length === 0 && this.returned === 0) return;
+    } else if (this.events.length === 0 && this.traced.length === 0 && this.returned === 0) return;
+    // taken before the report goes: the entry may answer at once (a release), which flushes again
+    const report = { events: this.events, trace: this.traced, lane, returned: this.returned };
+    this.events = [];
+    this.traced = [];
+    this.returned = 0;
+    this.outlet.report(report);
+  }
+
+  dispose(): void {
+    for (const p of this.peers.values()) p.close();
+    this.peers.clear();
+    this.engine.actor.stop();
+  }
+}

@@ -1,26 +1,15 @@
 // Entry side of an engine in another thread or process: posts the protocol on a link and mirrors what the engine reports.
 import type { MessagePort } from 'node:worker_threads';
-import type { TraceEvent } from '../../shared/trace.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import type { ModelInfo } from '../runner/modelRunner.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
 import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
-import type { Arrival, Commit, EngineClient, EngineSettings, Finish, ToEngine, WireArrival } from './messages.ts';
-import { fromWireError, toWireArrival } from './wire.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { Arrival, EngineEntry, EngineSettings, ToEngine } from './messages.ts';
+import { reportToEntry } from './reportToEntry.ts';
+import { fromWireEvent, toWireArrival } from './wire.ts';
 import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
-
-/** What the entry hears from an engine in another thread or process. */
-export interface ProxyEntry {
-  commit(c: Commit): void;
-  finish(f: Finish): void;
-  /** The engine handed a request to model `to` (its `hops`-th handoff). */
-  moved(requestId: string, to: string, hops: number): void;
-  /** A handoff from the engine to an engine it has no link to (one at the entry, or a remote one): the entry passes it on. */
-  deliverWire(to: string, arrivals: readonly WireArrival[]): void;
-  traced(events: readonly TraceEvent[]): void;
-  /** A report was applied; `returned`: batches the engine finished since it last said (a sync barrier counts them). */
-  reported(returned: number): void;
-}
 
 /** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
 export interface ProxyLink {
@@ -35,14 +24,14 @@ export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, 
  * An engine the entry drives through messages: the same client whatever carries them. Subclasses
  * own the link's lifecycle (a worker thread, a NATS connection) and call `receive` and `fail`.
  */
-export class EngineProxy implements EngineClient {
+export class EngineProxy implements EngineHandle {
   index = -1;
   maxBatch = 1;
   threshold = 1;
   kvCapacityTokens = Infinity;
   private takenDown = false;
   protected lane: MirroredLane | null = null;
-  protected entry: ProxyEntry | null = null;
+  protected entry: EngineEntry | null = null;
   protected readonly deployed = new Set<string>();
   private readonly failureListeners: ((e: Error) => void)[] = [];
   protected dead: Error | null = null;
@@ -60,7 +49,7 @@ export class EngineProxy implements EngineClient {
    * Gives the engine its place in a deployment and ports to its peers; from here it takes requests.
    * Called again, it joins a new deployment (benches reuse loaded models across servers).
    */
-  begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: ProxyEntry): void {
+  begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
     this.index = settings.index;
     this.maxBatch = settings.maxBatch;
     this.threshold = settings.threshold;
@@ -138,6 +127,15 @@ export class EngineProxy implements EngineClient {
     return { ...lane, threshold: this.threshold };
   }
 
+  /** The engine died with its runner: the entry fails what decodes there. */
+  runnerLost(): null {
+    return null;
+  }
+
+  replaceRunner(_runner: ModelRunner): void {
+    throw new TokenRouterError('invalid_request', `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`, 'model');
+  }
+
   onFailure(listener: (error: Error) => void): void {
     this.failureListeners.push(listener);
   }
@@ -165,13 +163,7 @@ export class EngineProxy implements EngineClient {
     if (m.type === 'deliver') entry.deliverWire(m.to, m.arrivals);
     if (m.type !== 'step') return null;
     this.mirror(m.lane, from);
-    if (m.trace.length > 0) entry.traced(m.trace);
-    for (const e of m.events) {
-      if (e.type === 'commit') entry.commit(e);
-      else if (e.type === 'moved') entry.moved(e.requestId, e.to, e.hops);
-      else entry.finish({ ...e, error: e.error && fromWireError(e.error) });
-    }
-    entry.reported(m.returned);
+    reportToEntry(entry, { events: m.events.map(fromWireEvent), trace: m.trace, lane: m.lane, returned: m.returned });
     return null;
   }
 

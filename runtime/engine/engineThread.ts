@@ -2,7 +2,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
-import { serveEngine } from './engineServer.ts';
+import { serveEngine } from './serveEngine.ts';
 import type { FromEngine } from './messages.ts';
 
 async function main(): Promise<void> {

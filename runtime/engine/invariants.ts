@@ -4,9 +4,10 @@ import type { RequestState } from './requestState.ts';
 
 /** What the checker reads: every engine, and the requests the entry holds. */
 export interface CheckedCluster {
+  /** The engines in this process, themselves. */
   readonly lanes: readonly Engine[];
-  /** Engines in threads of their own: they check themselves (checkEngine), and ownership across threads is not visible here. */
-  readonly threads: readonly unknown[];
+  /** Every engine: those elsewhere check themselves (checkEngine), and ownership across them is not visible here. */
+  readonly engines: readonly unknown[];
   activeRequests(): Iterable<RequestState>;
 }
 
@@ -20,8 +21,9 @@ export class InvariantError extends Error {
  */
 export function checkInvariants(cluster: CheckedCluster, lastLength: Map<string, number>): void {
   const owners = new Map<string, string[]>();
-  for (const lane of cluster.lanes) checkEngine(lane, owners);
-  const whole = cluster.threads.length === 0;
+  const lanes = cluster.lanes;
+  for (const lane of lanes) checkEngine(lane, owners);
+  const whole = lanes.length === cluster.engines.length;
   const seen = new Set<string>();
   for (const req of cluster.activeRequests()) {
     seen.add(req.id);

@@ -1,8 +1,9 @@
 // What crosses between the entry and the engines, and from engine to engine: one module for every message.
 import type { Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
-import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
+import type { TraceEvent } from '../../shared/trace.ts';
+import type { EngineSettings, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /**
  * A request arriving at an engine: from the entry (first placement: `handoff.from` is 0 and its
@@ -22,6 +23,7 @@ export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
 
 /** One committed token, engine to entry. */
 export interface Commit {
+  readonly type: 'commit';
   readonly requestId: string;
   /** Its place in the output (0 = the first token after the prompt): the entry applies commits in this order. */
   readonly index: number;
@@ -36,6 +38,7 @@ export interface Commit {
 
 /** The request ended on an engine (EOS, length, a failure); the entry releases it everywhere. */
 export interface Finish {
+  readonly type: 'finish';
   readonly requestId: string;
   readonly status: 'done' | 'failed';
   readonly reason: FinishReason;
@@ -45,35 +48,59 @@ export interface Finish {
   readonly committed?: number;
 }
 
-/** What an engine sends out: to the entry (commits, finishes) and to its peers (handoffs). */
-export interface EngineLink {
-  commit(c: Commit): void;
-  finish(f: Finish): void;
-  /** Engine to engine: delivers a handoff to the engine of model `name`. */
-  deliver(name: string, a: Arrival): void;
+/** The request left for model `to` (its `hops`-th handoff): the entry knows which engine holds it without asking. */
+export interface Moved {
+  readonly type: 'moved';
+  readonly requestId: string;
+  readonly to: string;
+  readonly hops: number;
 }
 
-/** An engine as the entry drives it, wherever it runs (this thread or its own). */
-export interface EngineClient {
-  readonly index: number;
-  readonly name: string;
-  readonly info: ModelInfo;
-  readonly maxBatch: number;
-  readonly threshold: number;
-  readonly down: boolean;
-  /** The lane view a sync barrier reads (a thread engine's, as it last reported). */
-  readonly readyCount: number;
-  readonly executing: boolean;
-  arrive(a: Arrival): void;
-  /** Drops what the engine holds of a request; its tallies when the engine can say them now (in-process). */
-  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null;
-  /** The delayed-batching threshold and max-wait deadline in force from now on. */
-  setSchedule(threshold: number, maxWaitMs: number): void;
-  /** A sync barrier granted this engine a launch. */
-  gate(): void;
-  /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */
-  peerLost(name: string): void;
-  laneStats(): LaneStats;
+/** What an engine tells the entry about its requests, in order. */
+export type EngineEvent = Commit | Finish | Moved;
+
+/** Everything one wave of an engine produced, for the entry: its events in order, trace events, its lane, batches it finished. */
+export interface EngineReport {
+  readonly events: readonly EngineEvent[];
+  readonly trace: readonly TraceEvent[];
+  /** Absent when the entry shares the engine's thread and reads the lane itself. */
+  readonly lane?: LaneStats;
+  readonly returned: number;
+}
+
+/** Where an engine host's outputs go: the entry (reports, handoffs to engines it has no link to), whatever carries them. */
+export interface EngineOutlet {
+  /**
+   * The entry shares this thread: it answers within `report` (admits the next request, releases
+   * one), so it is heard before the engine decides to launch, and it reads the lane itself.
+   */
+  readonly inProcess: boolean;
+  report(r: EngineReport): void;
+  /** Handoffs to model `to`'s engine, to which this one has no link of its own: the entry passes them on. */
+  viaEntry(to: string, arrivals: readonly Arrival[]): void;
+}
+
+/** A link from one engine host straight to a peer's. */
+export interface PeerLink {
+  arrive(arrivals: readonly Arrival[]): void;
+  close(): void;
+}
+
+/** What the entry hears from its engines, whatever carries it. */
+export interface EngineEntry {
+  commit(c: Commit): void;
+  finish(f: Finish): void;
+  /** The engine handed a request to model `to` (its `hops`-th handoff). */
+  moved(requestId: string, to: string, hops: number): void;
+  /** A handoff from an engine to one it has no link to: the entry passes it on. */
+  deliver(to: string, a: Arrival): void;
+  /** The same from an engine across a port: the entry puts its own spec (with the algorithm it built) back on each. */
+  deliverWire(to: string, arrivals: readonly WireArrival[]): void;
+  traced(events: readonly TraceEvent[]): void;
+  /** A report was applied; `returned`: batches the engine finished since it last said (a sync barrier counts them). */
+  reported(returned: number): void;
+  /** A batch and all it set off in the entry's thread are over (engines in this process): the debug checks run here. */
+  settled?(): void;
 }
 
 // --- across a thread boundary (shared/protocol/engineProtocol.ts): the algorithm goes by key, errors as data ---

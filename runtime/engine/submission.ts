@@ -1,19 +1,17 @@
 // What a submission must satisfy before the entry takes it: its models are here and up, its prompt and limits fit.
 import { TokenRouterError } from '../errors.ts';
-import type { EngineClient } from './messages.ts';
-import { EngineProxy } from './engineProxy.ts';
+import type { EngineHandle } from './engineHandle.ts';
 import type { SubmitOptions } from './requestState.ts';
 
 /** The engines the algorithm runs on, in its model order, and the context they all fit; throws the client's error otherwise. */
-export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMap<string, EngineClient>): { lanes: EngineClient[]; maxContext: number } {
+export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMap<string, EngineHandle>): { lanes: EngineHandle[]; maxContext: number } {
   const alg = opts.algorithm;
   const lanes = alg.models.map((name) => {
     const lane = byName.get(name);
     if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
     return lane;
   });
-  // a dead engine thread would never answer (an in-process engine that is down fails its steps fast)
-  const down = lanes.find((l) => l instanceof EngineProxy && l.down);
+  const down = lanes.find((l) => l.down);
   if (down) throw new TokenRouterError('unavailable', `model ${down.name} is down; retry shortly`, 'model');
   if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
     throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
@@ -23,7 +21,7 @@ export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMa
     throw new TokenRouterError('invalid_request', `max_tokens must be an integer ≥ 1, got ${opts.maxTokens}`, 'max_tokens');
   }
   const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
-  if (!opts.algorithmRef && lanes.some((l) => l instanceof EngineProxy)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
+  if (!opts.algorithmRef && lanes.some((l) => !l.core)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
   if (opts.prompt.length >= maxContext) {
     throw new TokenRouterError('too_large', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
   }

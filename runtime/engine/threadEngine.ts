@@ -5,16 +5,14 @@ import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threa
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { RunnerSource } from '../runner/runnerSource.ts';
 import { startTsWorker } from '../util/tsWorker.ts';
-import { EngineProxy, type ProxyEntry } from './engineProxy.ts';
-import type { EngineSettings, FromEngine } from './messages.ts';
+import { EngineProxy } from './engineProxy.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { EngineEntry, EngineSettings, FromEngine } from './messages.ts';
 
 /** The worker died or failed to load. */
 export class EngineThreadError extends Error {
   override readonly name = 'EngineThreadError';
 }
-
-/** @deprecated name: what the entry hears from any engine proxy. */
-export type ThreadEntry = ProxyEntry;
 
 export class ThreadEngine extends EngineProxy {
   private constructor(
@@ -87,8 +85,8 @@ export class ThreadEngine extends EngineProxy {
   }
 }
 
-/** Starts a deployment of engine proxies: a channel between every pair that takes ports (threads), then each begins with its ports. */
-export function beginThreads(starts: readonly { engine: EngineProxy; settings: EngineSettings }[], entry: ProxyEntry): void {
+/** Starts a deployment: a channel between every pair of engines that take ports (threads), then each begins with its ports. */
+export function beginEngines(starts: readonly { engine: EngineHandle; settings: EngineSettings }[], entry: EngineEntry): void {
   const peers = starts.map(() => ({}) as Record<string, MessagePort>);
   for (let a = 0; a < starts.length; a++) {
     for (let b = a + 1; b < starts.length; b++) {
@@ -102,10 +100,10 @@ export function beginThreads(starts: readonly { engine: EngineProxy; settings: E
 }
 
 /** A restarted engine takes the place of a dead one: fresh channels to every other engine that takes ports. */
-export function rejoinThread(fresh: EngineProxy, settings: EngineSettings, threads: readonly EngineProxy[], entry: ProxyEntry): void {
+export function rejoinEngine(fresh: EngineHandle, settings: EngineSettings, engines: readonly EngineHandle[], entry: EngineEntry): void {
   const peers: Record<string, MessagePort> = {};
   if (fresh.acceptsPorts) {
-    for (const other of threads) {
+    for (const other of engines) {
       if (other === fresh || !other.acceptsPorts) continue;
       const ch = new MessageChannel();
       peers[other.name] = ch.port1;

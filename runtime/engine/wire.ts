@@ -2,7 +2,7 @@
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
 import { ERROR_CODES, TokenRouterError, type ErrorCode } from '../errors.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import type { Arrival, Commit, Finish, WireArrival, WireError, WireEvent } from './messages.ts';
+import type { Arrival, EngineEvent, WireArrival, WireError, WireEvent } from './messages.ts';
 
 export function toWireArrival(a: Arrival): WireArrival {
   const { algorithm, ref, ...rest } = a.spec;
@@ -33,11 +33,15 @@ function entrySignals(s: TokenSignals): TokenSignals {
   return rest;
 }
 
-export function commitEvent(c: Commit): WireEvent {
-  return { type: 'commit', ...c, signals: entrySignals(c.signals) };
+/** An engine event as it crosses a port: errors as data, no hidden state. */
+export function toWireEvent(e: EngineEvent): WireEvent {
+  if (e.type === 'commit') return e.signals.hidden ? { ...e, signals: entrySignals(e.signals) } : e;
+  if (e.type === 'finish' && e.error) return { ...e, error: toWireError(e.error) };
+  return e as WireEvent;
 }
 
-export function finishEvent(f: Finish): WireEvent {
-  const { error, ...rest } = f;
-  return { type: 'finish', ...rest, ...(error ? { error: toWireError(error) } : {}) };
+/** The entry's form of an event that crossed a port. */
+export function fromWireEvent(e: WireEvent): EngineEvent {
+  if (e.type === 'finish' && e.error) return { ...e, error: fromWireError(e.error) };
+  return e as EngineEvent;
 }

@@ -8,14 +8,12 @@ import type { TokenAttribution } from '../../shared/api/openai.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
-import { RemoteEngine } from '../distributed/remoteEngine.ts';
 import type { EngineProxy } from '../engine/engineProxy.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
 import { Cluster } from '../engine/cluster.ts';
 import type { RequestResult } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo, ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
-import { IncrementalDetokenizer } from '../runner/incrementalDetokenizer.ts';
 import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
@@ -28,6 +26,7 @@ import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThreshold
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { DraftCache } from './draftCache.ts';
+import { TextStream } from './textStream.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
 /** An algorithm built here, and the same by reference for engines in other threads. */
@@ -151,8 +150,8 @@ export class TokenRouterService {
       }),
     });
     for (const [name, r] of runners) this.watch(name, r);
-    // a remote model never fails as a whole: a lost replica fails its own requests, a new one joins by itself
-    if (!this.borrowedThreads) for (const [name, t] of threads) if (!(t instanceof RemoteEngine)) this.watch(name, t);
+    // a remote model never fails as a whole (a lost replica fails its own requests, a new one joins by itself): its handle never reports a failure
+    if (!this.borrowedThreads) for (const [name, t] of threads) this.watch(name, t);
     if (config.scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
       const { tpotMs, ttftMs } = config.scheduling.slo ?? {};
@@ -182,14 +181,14 @@ export class TokenRouterService {
       // ONNX model folders: "auto" puts each model's engine in its thread, beside the model.
       const inThread = config.scheduling.placement !== 'in-process';
       const [started, remote] = await Promise.all([
-        Promise.all(local.map(async (m) => [m.name, inThread ? await startThread(m, folders.get(m.name)!) : await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name })] as const)),
+        Promise.all(local.map(async (m) => [m.name, inThread ? { thread: await startThread(m, folders.get(m.name)!) } : { runner: await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name }) }] as const)),
         remotes(),
       ]);
       runners = new Map();
       for (const [name, e] of remote) threads.set(name, e);
       for (const [name, r] of started) {
-        if (r instanceof ThreadEngine) threads.set(name, r);
-        else runners.set(name, r);
+        if (r.thread) threads.set(name, r.thread);
+        else runners.set(name, r.runner);
       }
     }
     const info = (name: string) => threads.get(name)?.info ?? runners!.get(name)?.info;
@@ -248,23 +247,24 @@ export class TokenRouterService {
       const folder = this.folders.get(name);
       const m = this.config.models.find((x) => x.name === name)!;
       const inThread = this.threads.has(name);
-      const startFresh: ((name: string) => Promise<ModelRunner | ThreadEngine>) | undefined = inThread
-        ? () => startThread(m, folder!)
-        : (this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined));
+      const startRunner = this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined);
+      const startFresh: (() => Promise<{ thread: ThreadEngine; runner?: never } | { runner: ModelRunner; thread?: never }>) | undefined = inThread
+        ? async () => ({ thread: await startThread(m, folder!) })
+        : startRunner && (async () => ({ runner: await startRunner(name) }));
       if (!startFresh) return;
       const attempt = (n: number): void => {
-        startFresh(name).then(
-          (fresh) => {
-            if (this.closed) return void fresh.close?.();
-            if (fresh instanceof ThreadEngine) {
-              this.threads.set(name, fresh);
-              this.cluster.replaceThread(name, fresh);
+        startFresh().then(
+          ({ thread, runner }) => {
+            if (this.closed) return void (thread ?? runner).close?.();
+            if (thread) {
+              this.threads.set(name, thread);
+              this.cluster.replaceThread(name, thread);
             } else {
-              this.runners.set(name, fresh);
-              this.cluster.replaceRunner(name, fresh);
+              this.runners.set(name, runner);
+              this.cluster.replaceRunner(name, runner);
             }
             this.restarts.set(name, (this.restarts.get(name) ?? 0) + 1);
-            this.watch(name, fresh);
+            this.watch(name, thread ?? runner);
           },
           (e: Error) => {
             console.error(`[tokenrouter] restart of ${name} failed: ${e.message}`);
@@ -440,13 +440,7 @@ export class TokenRouterService {
     }
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
-    const tok = this.tokenizer;
-    const detok = new IncrementalDetokenizer(tok);
-    let text = '';
-    let emitted = 0;
-    let stopAt = -1;
-    const hold = Math.max(0, ...params.stop.map((s) => s.length - 1));
-    const minTokens = params.minTokens ?? 0;
+    const out = new TextStream(this.tokenizer, params.stop, params.minTokens ?? 0);
     const topLogprobs = params.sampling.topLogprobs;
     const handle = this.cluster.submit({
       id,
@@ -457,15 +451,8 @@ export class TokenRouterService {
       algorithm,
       algorithmRef: ref,
       onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
-        if (stopAt >= 0) return;
-        text += detok.push(token);
-        if (detok.length >= minTokens) for (const s of params.stop) {
-          const k = text.indexOf(s, Math.max(0, emitted - s.length));
-          if (k >= 0 && (stopAt < 0 || k < stopAt)) stopAt = k;
-        }
-        const limit = stopAt >= 0 ? stopAt : text.length - hold;
-        const delta = limit > emitted ? text.slice(emitted, limit) : '';
-        if (delta) emitted = limit;
+        if (out.stopped) return;
+        const delta = out.push(token);
         const st: StreamToken = {
           id: token,
           text: this.tokenText(token),
@@ -476,14 +463,13 @@ export class TokenRouterService {
         };
         if (topLogprobs !== undefined) st.logprobs = { prob: sig.tokenProb, topIds: sig.topIds.slice(0, topLogprobs), topProbs: sig.topProbs.slice(0, topLogprobs) };
         sink.onDelta([st], delta);
-        if (stopAt >= 0) this.cluster.stop(id);
+        if (out.stopped) this.cluster.stop(id);
       },
       onEnd: (result) => {
-        if (stopAt < 0) text += detok.flush();
-        const finalText = stopAt >= 0 ? text.slice(0, stopAt) : text;
-        if (finalText.length > emitted) sink.onDelta([], finalText.slice(emitted));
-        const finishReason = stopAt >= 0 ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
-        sink.onEnd({ result, text: finalText, finishReason, algorithm: name, version });
+        const { text, rest } = out.finish();
+        if (rest) sink.onDelta([], rest);
+        const finishReason = out.stopped ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
+        sink.onEnd({ result, text, finishReason, algorithm: name, version });
       },
     });
     return { id: handle.id, cancel: handle.cancel };

@@ -61,3 +61,11 @@ export function progressLine(text: string, done: number, total: number): void {
 export function endProgressLine(): void {
   shared.end();
 }
+
+/** Progress on stderr: a redrawn bar on a terminal, whole lines "done/total label" in a log. */
+export function progress(label: string, done: number, total: number): void {
+  const width = 24;
+  const fill = Math.max(0, Math.min(width, Math.round((done / total) * width)));
+  const bar = process.stderr.isTTY ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ` : '';
+  progressLine(`${bar}${done}/${total} ${label}`, done, total);
+}

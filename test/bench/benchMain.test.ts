@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../runtime/bench/main.ts';
-import { markdownTable, textTable } from '../../runtime/bench/table.ts';
+import { markdownTable, textTable } from '../../runtime/util/table.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-main-'));
 const before = process.env.TR_RESULTS_DIR;

@@ -7,7 +7,7 @@ import { breakdownOf, overallModelFraction } from '../../runtime/bench/breakdown
 import { scaling } from '../../runtime/bench/concurrency.ts';
 import { drop } from '../../runtime/bench/length.ts';
 import { thresholdCandidates } from '../../runtime/bench/servingCase.ts';
-import { markdownTable } from '../../runtime/bench/table.ts';
+import { markdownTable } from '../../runtime/util/table.ts';
 import { barChart, lineChart } from '../../runtime/bench/svgChart.ts';
 
 const rec = (sendMs: number, chunks: number[], tokens: number): RequestRecord => ({ ok: true, sendMs, contentChunkMs: chunks, endMs: chunks[chunks.length - 1], outputTokens: tokens });

@@ -4,7 +4,7 @@ import { startDelayRelay, type DelayRelay } from '../../runtime/bench/rigs/delay
 import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from '../../runtime/bench/rigs/netnsPair.ts';
-import { simModel, type SimLatency } from '../../runtime/bench/rigs/simModel.ts';
+import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { HAVE_NATS } from './helpers.ts';

@@ -2,7 +2,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openNats } from '../../runtime/distributed/natsConnection.ts';
 import { RemoteEngineServer } from '../../runtime/distributed/remoteEngineServer.ts';
-import { simModel, type SimLatency } from '../../runtime/bench/rigs/simModel.ts';
+import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { natsServerBinary } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 

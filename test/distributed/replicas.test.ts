@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
-import { simModel, type SimLatency } from '../../runtime/bench/rigs/simModel.ts';
+import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { HAVE_NATS, until } from './helpers.ts';

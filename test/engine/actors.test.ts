@@ -241,8 +241,10 @@ describe('failures stay local', () => {
 
   it('a failing runner step fails its batch and the cluster keeps serving', async () => {
     const { clock, cluster, small, large } = setup();
-    cluster.setDown('large', true);
+    // admitted while up, so its first handoff meets the engine taken down (a new request would be refused)
     const h = cluster.submit({ prompt: [1, 2], maxTokens: 8, algorithm: everyN(2) });
+    cluster.setDown('large', true);
+    expect(() => cluster.submit({ prompt: [1, 2], maxTokens: 8, algorithm: everyN(2) })).toThrow(/model large is down; retry shortly/);
     clock.run();
     expect((await h.done).error?.message).toMatch(/large step failed/);
     cluster.setDown('large', false);

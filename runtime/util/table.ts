@@ -1,4 +1,4 @@
-// The one table formatter of the benches: a row list as aligned text (console) or GitHub markdown (results.md).
+// The one table formatter: a row list as aligned text (console) or GitHub markdown (results.md).
 
 export type Row = Record<string, unknown>;
 

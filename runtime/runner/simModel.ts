@@ -1,7 +1,7 @@
 // Simulated models for sub-servers started with --sim (tests and benches without ONNX exports), and their in-process twins.
-import type { Clock } from '../../clock/clock.ts';
-import { SimRunner } from '../../runner/simRunner.ts';
-import { mix } from '../../util/hash.ts';
+import type { Clock } from '../clock/clock.ts';
+import { SimRunner } from './simRunner.ts';
+import { mix } from '../util/hash.ts';
 
 /** Real-time step cost: base ms per step, plus ms per row, plus ms per token fed beyond one per row (prefill/extend). */
 export interface SimLatency {

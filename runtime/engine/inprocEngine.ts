@@ -1,0 +1,122 @@
+// An engine in the entry's own process: the one engine host, reached by direct calls instead of messages.
+import type { MessagePort } from 'node:worker_threads';
+import type { TraceSink } from '../../shared/trace.ts';
+import type { Clock } from '../clock/clock.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import { EngineHost, type WakeGate } from './engineHost.ts';
+import type { Engine } from './engine.ts';
+import type { LaneStats } from './laneStats.ts';
+import type { RequestCounters, RequestSpec } from './localRequest.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { Arrival, EngineEntry, EngineSettings } from './messages.ts';
+import { reportToEntry } from './reportToEntry.ts';
+
+export class InprocEngine implements EngineHandle {
+  readonly acceptsPorts = false;
+  readonly failed = false;
+  readonly failure = null;
+  private host: EngineHost | null = null;
+
+  constructor(
+    readonly name: string,
+    private runner: ModelRunner,
+    private readonly clock: Clock,
+    private readonly trace: TraceSink | undefined,
+    /** What bounds it until it begins (a deployment's settings then say). */
+    private readonly limits: { maxBatch: number; threshold: number; kvCapacityTokens: number },
+    /** Shared by the engines of this process: none launches before a cascade among them is over. */
+    private readonly wakes: WakeGate,
+  ) {}
+
+  get info() {
+    return this.runner.info;
+  }
+
+  private get h(): EngineHost {
+    if (!this.host) throw new TokenRouterError('internal', `engine of model ${this.name} has not begun`, 'model');
+    return this.host;
+  }
+
+  get core(): Engine | undefined {
+    return this.host?.engine;
+  }
+  get index(): number {
+    return this.host?.engine.index ?? -1;
+  }
+  get maxBatch(): number {
+    return this.host?.engine.maxBatch ?? this.limits.maxBatch;
+  }
+  get threshold(): number {
+    return this.host?.engine.threshold ?? this.limits.threshold;
+  }
+  get kvCapacityTokens(): number {
+    return this.limits.kvCapacityTokens;
+  }
+  get down(): boolean {
+    return this.host?.engine.down ?? false;
+  }
+  get readyCount(): number {
+    return this.host?.engine.readyCount ?? 0;
+  }
+  get executing(): boolean {
+    return this.host?.engine.executing ?? false;
+  }
+
+  begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
+    this.host?.dispose();
+    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.clock, this.trace, this.wakes, () => entry.settled?.());
+  }
+
+  addPeer(): void {
+    // ports are for engines in threads
+  }
+
+  deploy(): void {
+    // the request's spec carries its algorithm itself
+  }
+
+  arrive(a: Arrival): void {
+    this.h.arrive([a]);
+  }
+
+  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
+    return this.h.release(spec.id, spec.serial, status);
+  }
+
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.h.setSchedule(threshold, maxWaitMs);
+  }
+
+  gate(): void {
+    this.h.gate();
+  }
+
+  setDown(down: boolean): void {
+    this.h.setDown(down);
+  }
+
+  peerLost(name: string): void {
+    this.h.peerLost(name);
+  }
+
+  runnerLost(error: Error): number {
+    return this.h.runnerLost(error);
+  }
+
+  replaceRunner(runner: ModelRunner): void {
+    this.runner = runner;
+    this.h.replaceRunner(runner);
+  }
+
+  /** Its engine never dies as a whole here: its runner does, and whoever started the runner watches it (lose, replaceRunner). */
+  onFailure(): void {}
+
+  laneStats(): LaneStats {
+    return this.h.engine.laneStats();
+  }
+
+  async close(): Promise<void> {
+    this.host?.dispose();
+  }
+}

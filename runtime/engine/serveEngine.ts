@@ -1,0 +1,139 @@
+// The engine protocol's server side: one engine host served over a port (a worker's MessagePort, a NATS link), messages as data.
+import type { Algorithm } from '../../shared/algorithm.ts';
+import { createRealClock } from '../clock/clock.ts';
+import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import { toEngineSchema, toPeerSchema } from '../../shared/protocol/engineProtocol.ts';
+import { EngineHost } from './engineHost.ts';
+import type { Arrival, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival } from './messages.ts';
+import { fromWireArrival, toWireArrival, toWireEvent } from './wire.ts';
+
+/** An engine host with what a port adds: algorithms built from their references, arrivals parked until their deploy comes. */
+export class PortedEngine {
+  readonly host: EngineHost;
+  private readonly algorithms = new Map<string, { alg: Algorithm<unknown>; ref: AlgorithmRef }>();
+  /** Arrivals whose algorithm's deploy has not come yet (it travels on the entry's link, they on a peer's). */
+  private readonly parked = new Map<string, WireArrival[]>();
+
+  constructor(
+    private readonly port: PortLike,
+    settings: EngineSettings,
+    runner: ModelRunner,
+  ) {
+    const post = (m: FromEngine) => port.postMessage(m);
+    const outlet: EngineOutlet = {
+      inProcess: false,
+      report: (r) => post({ type: 'step', events: r.events.map(toWireEvent), trace: r.trace, lane: r.lane!, returned: r.returned }),
+      viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
+    };
+    this.host = new EngineHost(outlet, settings, runner, createRealClock(settings.origin));
+  }
+
+  /** Requests this engine holds state for. */
+  get held(): number {
+    return this.host.held;
+  }
+
+  get engine() {
+    return this.host.engine;
+  }
+
+  addPeer(name: string, port: PortLike): void {
+    port.on('message', (m) => this.arrive(toPeerSchema.parse(m).arrivals));
+    this.host.addPeer(name, { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() });
+  }
+
+  async deploy(ref: AlgorithmRef): Promise<void> {
+    if (!this.algorithms.has(ref.key)) this.algorithms.set(ref.key, { alg: await loadAlgorithm(ref), ref });
+    const waiting = this.parked.get(ref.key);
+    this.parked.delete(ref.key);
+    if (waiting) this.arrive(waiting);
+  }
+
+  arrive(arrivals: readonly WireArrival[]): void {
+    const ready: Arrival[] = [];
+    for (const w of arrivals) {
+      const a = fromWireArrival(w, (key) => this.algorithms.get(key));
+      if (a) ready.push(a);
+      else {
+        const list = this.parked.get(w.spec.algorithm) ?? [];
+        list.push(w);
+        this.parked.set(w.spec.algorithm, list);
+      }
+    }
+    this.host.arrive(ready);
+  }
+
+  dispose(): void {
+    this.host.dispose();
+  }
+
+  post(m: FromEngine): void {
+    this.port.postMessage(m);
+  }
+}
+
+export interface ServeOptions {
+  /** The entry said `close`: a worker closes its runner and leaves; a sub-server outlives its entries and only forgets this one. */
+  onClose(): Promise<void>;
+  /** A message that cannot be handled (a bug, a malformed message): a worker dies as a crash would. */
+  onError(e: Error): void;
+  /** A new engine (a `begin`) replaced the one before. */
+  onBegin?(server: PortedEngine): void;
+}
+
+/**
+ * Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host (a new
+ * deployment, such as a bench's next server, takes the engine over: the old one held nothing any
+ * more). Messages are validated and handled in order; deploys are asynchronous, later messages wait.
+ */
+export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
+  let server: PortedEngine | null = null;
+  let chain: Promise<void> = Promise.resolve();
+  const handle = async (m: ToEngine): Promise<void> => {
+    if (m.type === 'begin') {
+      server?.dispose();
+      server = new PortedEngine(port, m.settings, runner);
+      for (const [name, p] of Object.entries(m.peers)) server.addPeer(name, p);
+      opts.onBegin?.(server);
+      return;
+    }
+    if (m.type === 'close') {
+      server?.dispose();
+      server = null;
+      return opts.onClose();
+    }
+    if (!server) throw new Error(`engine got "${m.type}" before "begin"`);
+    const { host } = server;
+    switch (m.type) {
+      case 'peer':
+        return server.addPeer(m.name, m.port);
+      case 'deploy':
+        return server.deploy(m.ref);
+      case 'arrive':
+        return server.arrive([m.arrival]);
+      case 'release':
+        return void host.release(m.id, m.serial, m.status);
+      case 'threshold':
+        return host.setSchedule(m.threshold, m.maxWaitMs);
+      case 'gate':
+        return host.gate();
+      case 'down':
+        return host.setDown(m.down);
+      case 'peer-lost':
+        return host.peerLost(m.model);
+    }
+  };
+  port.on('message', (raw: unknown): void => {
+    const parsed = toEngineSchema.safeParse(raw);
+    if (!parsed.success) return opts.onError(new Error(`malformed engine message: ${parsed.error.issues[0]?.message}`));
+    const m = parsed.data;
+    if (m.type === 'crash') return opts.onError(new Error(m.message));
+    chain = chain.then(() => handle(m)).catch((e: Error) => opts.onError(e));
+  });
+  return {
+    get server() {
+      return server;
+    },
+  };
+}
