@@ -219,6 +219,8 @@ export class RemoteEngine extends EngineProxy {
   }
 
   protected override send(m: ToEngine): void {
+    // Closed: the replicas have forgotten this entry; what its shutdown still ends (the cancellations of its cut clients) is moot there.
+    if (this.closing) return;
     switch (m.type) {
       case 'begin':
         this.settings = m.settings;
