@@ -77,8 +77,12 @@ export class RemoteEngine extends EngineProxy {
   private readonly seen = new Map<string, { promptLength: number; tokens: number[]; arrivedHop: number; leftHop: number }>();
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
-  /** `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them; `recomputed`: of those, re-prefilled on a live replica. */
-  readonly stats = { placed: 0, replicasLost: 0, reconnects: 0, resent: 0, failedOnLoss: 0, spared: 0, recomputed: 0 };
+  /**
+   * `replicasLost`: declared dead (silent, malformed); `replicasDrained`: left on purpose, with a goodbye.
+   * `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them;
+   * `recomputed`: of those, re-prefilled on a live replica.
+   */
+  readonly stats = { placed: 0, replicasLost: 0, replicasDrained: 0, reconnects: 0, resent: 0, failedOnLoss: 0, spared: 0, recomputed: 0 };
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -116,7 +120,7 @@ export class RemoteEngine extends EngineProxy {
     const subjects = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
     const replicas = new RemoteReplicas(nc, subjects.heartbeat, opts.model, opts.heartbeatTimeoutMs ?? 1500, {
       joined: (a) => engine?.join(a),
-      lost: (subject, reason) => engine?.lose(subject, reason),
+      lost: (subject, reason, drained) => engine?.lose(subject, reason, drained),
       log,
     });
     const timeout = opts.connectTimeoutMs ?? 30_000;
@@ -161,7 +165,7 @@ export class RemoteEngine extends EngineProxy {
     const r: Replica = { subject: a.subject, name: a.replica, link, lane: null, homes: new Set(), placed: 0 };
     link.on('message', (m) => {
       const malformed = this.receive(m, r);
-      if (malformed) this.replicas.lose(r.subject, malformed.message);
+      if (malformed) this.replicas.lose(r.subject, malformed.message, false);
       else if (this.opts.onReplicaLoss === 'recompute') this.track(m as FromEngine);
     });
     this.records.set(a.subject, r);
@@ -170,12 +174,14 @@ export class RemoteEngine extends EngineProxy {
     this.opts.log?.(`replica ${a.replica} joined (${this.records.size} live)`);
   }
 
-  private lose(subject: string, reason: string): void {
+  private lose(subject: string, reason: string, drained: boolean): void {
     const r = this.records.get(subject);
     if (!r) return;
     this.records.delete(subject);
     r.link.close();
-    this.stats.replicasLost++;
+    // a drain is a planned leave (a rolling restart), not the failure an alert on losses is for
+    if (drained) this.stats.replicasDrained++;
+    else this.stats.replicasLost++;
     this.stats.resent += r.link.stats.resent;
     this.sumLanes();
     const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');

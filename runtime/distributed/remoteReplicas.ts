@@ -7,8 +7,8 @@ import { WIRE_PROTOCOL } from './remoteEngineServer.ts';
 export interface ReplicaHooks {
   /** A replica unknown until now announced itself (a new process, or one declared lost that is alive after all). */
   joined(a: ReplicaAnnouncement): void;
-  /** A replica was declared lost (silent past the timeout, or it said goodbye); `reason` says why. */
-  lost(subject: string, reason: string): void;
+  /** A replica is gone: declared lost (silent past the timeout, a malformed message) or, `drained`, it said goodbye; `reason` says why. */
+  lost(subject: string, reason: string, drained: boolean): void;
   log(line: string): void;
 }
 
@@ -44,7 +44,7 @@ export class RemoteReplicas {
     } catch {
       return this.hooks.log(`ignored a malformed heartbeat on model ${this.model}`);
     }
-    if (a.bye) return this.lose(a.subject, 'it shut down');
+    if (a.bye) return this.lose(a.subject, a.draining ? 'it drained and shut down' : 'it shut down', true);
     const known = this.live.get(a.subject);
     if (!known) {
       if (a.protocol !== WIRE_PROTOCOL) return this.hooks.log(`replica ${a.replica} of ${this.model} speaks wire protocol ${a.protocol}, this entry ${WIRE_PROTOCOL}: ignored`);
@@ -86,9 +86,9 @@ export class RemoteReplicas {
     for (const r of this.live.values()) r.lastHeard = now;
   }
 
-  lose(subject: string, reason: string): void {
+  lose(subject: string, reason: string, drained = false): void {
     if (!this.live.delete(subject)) return;
-    this.hooks.lost(subject, reason);
+    this.hooks.lost(subject, reason, drained);
   }
 
   stop(): void {
