@@ -4,6 +4,11 @@ import type { EngineClient } from './messages.ts';
 import { EngineProxy } from './engineProxy.ts';
 import type { SubmitOptions } from './requestState.ts';
 
+/** An engine that may refuse new requests for a while (RemoteEngine). */
+interface RefusesAdmission {
+  admissionError(): Error | null;
+}
+
 /** The engines the algorithm runs on, in its model order, and the context they all fit; throws the client's error otherwise. */
 export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMap<string, EngineClient>): { lanes: EngineClient[]; maxContext: number } {
   const alg = opts.algorithm;
@@ -12,9 +17,14 @@ export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMa
     if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
     return lane;
   });
+  // a model that can only make a request wait (a remote one cut off from NATS) refuses it rather than let it hold a slot
+  for (const l of lanes) {
+    const refusal = (l as Partial<RefusesAdmission>).admissionError?.();
+    if (refusal) throw refusal;
+  }
   // a dead engine thread would never answer (an in-process engine that is down fails its steps fast)
   const down = lanes.find((l) => l instanceof EngineProxy && l.down);
-  if (down) throw new TokenRouterError('unavailable', `model ${down.name} is down; retry shortly`, 'model');
+  if (down) throw new TokenRouterError('model_unavailable', `model ${down.name} is down; retry shortly`, 'model', { retry_after_s: 1 });
   if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
     throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
   }
