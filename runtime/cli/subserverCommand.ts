@@ -103,12 +103,9 @@ export async function subserverCommand(args: string[]): Promise<number> {
     subjectPrefix: values.prefix,
     heartbeatMs: positiveInt('heartbeat-ms', values['heartbeat-ms'], 250),
     kvCapacityTokens: plan.kvTokens,
+    // An entry's message the engine cannot handle fails that entry's requests here and is logged by the server; the
+    // process stays: exiting would take the model from every later entry (issue 34: an entry's SIGTERM killed it).
     log,
-    // a bug in the engine: leave, so entries see this replica gone now and a supervisor restarts it
-    onError: (e) => {
-      log(`engine failed: ${e.message}; exiting`);
-      process.exit(1);
-    },
   });
   // tests and scripts wait for this line on stdout
   console.log(`subserver ready: model ${model} replica ${replica} on ${values.nats} (subject ${server.subject}, KV ${plan.kvTokens} tokens)`);

@@ -22,6 +22,12 @@ export const remoteModelSchema = z
     /** How long startup waits for a first replica to announce itself. */
     connectTimeoutMs: z.number().int().min(100).default(30_000),
     /**
+     * Cut off from NATS longer than this, the model is down (503 model_unavailable, /health) and the
+     * requests held there fail; new requests are refused from the first moment of the cut, so none
+     * waits holding an admission slot. The entry reconnects by itself and serves the model again.
+     */
+    unreachableAfterMs: z.number().int().min(100).default(5000),
+    /**
      * When a replica dies, the requests decoding there fail (their routing state was there) and new
      * ones go to the surviving replicas. "recompute": the requests homed there but away at another
      * model go on, re-prefilled on a live replica from the sequence the entry kept when they come

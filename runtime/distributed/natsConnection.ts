@@ -27,7 +27,8 @@ export async function openNats(opts: NatsAuthOptions & { name: string; connectTi
       name: opts.name,
       token: opts.token,
       authenticator,
-      // a sub-server or entry outlives NATS restarts: the client resubscribes by itself
+      // a sub-server or entry outlives NATS restarts: the client resubscribes by itself (what may wait for it is
+      // bounded by the entry: RemoteEngine refuses new requests while cut off, and fails held ones past unreachableAfterMs)
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       timeout: opts.connectTimeoutMs ?? 10_000,

@@ -22,6 +22,11 @@ export interface RemoteEngineOptions extends NatsAuthOptions {
   /** How long connect() waits for a first replica to announce itself. */
   connectTimeoutMs?: number;
   /**
+   * Cut off from NATS this long, the model is down: the requests held there fail, new ones are
+   * refused with 503 until the connection is back (it reconnects by itself). Default 5000 ms.
+   */
+  unreachableAfterMs?: number;
+  /**
    * A replica lost: "fail" its requests, or "recompute" those away at another model when it died
    * (they re-prefill on a live replica when they come back; the ones decoding there still fail).
    */
@@ -51,6 +56,8 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
+const DEFAULT_UNREACHABLE_AFTER_MS = 5000;
+
 const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs'] as const;
 
 /**
@@ -77,8 +84,13 @@ export class RemoteEngine extends EngineProxy {
   private readonly seen = new Map<string, { promptLength: number; tokens: number[]; arrivedHop: number; leftHop: number }>();
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
-  /** `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them; `recomputed`: of those, re-prefilled on a live replica. */
-  readonly stats = { placed: 0, replicasLost: 0, reconnects: 0, resent: 0, failedOnLoss: 0, spared: 0, recomputed: 0 };
+  /**
+   * `replicasLost`: declared dead (silent, malformed); `replicasDrained`: left on purpose, with a goodbye.
+   * `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them;
+   * `recomputed`: of those, re-prefilled on a live replica. `outages`: times NATS stayed unreachable past the
+   * bound; `failedUnreachable`: requests failed by it (held there, or arriving while it lasted).
+   */
+  readonly stats = { placed: 0, replicasLost: 0, replicasDrained: 0, reconnects: 0, resent: 0, failedOnLoss: 0, spared: 0, recomputed: 0, outages: 0, failedUnreachable: 0 };
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -114,11 +126,20 @@ export class RemoteEngine extends EngineProxy {
     const log = opts.log ?? ((l: string) => console.error(`[tokenrouter] remote ${opts.model}: ${l}`));
     let engine: RemoteEngine | null = null;
     const subjects = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
-    const replicas = new RemoteReplicas(nc, subjects.heartbeat, opts.model, opts.heartbeatTimeoutMs ?? 1500, {
-      joined: (a) => engine?.join(a),
-      lost: (subject, reason) => engine?.lose(subject, reason),
-      log,
-    });
+    const replicas = new RemoteReplicas(
+      nc,
+      subjects.heartbeat,
+      opts.model,
+      opts.heartbeatTimeoutMs ?? 1500,
+      {
+        joined: (a) => engine?.join(a),
+        lost: (subject, reason, drained) => engine?.lose(subject, reason, drained),
+        unreachable: (ms) => engine?.cutOff(ms),
+        reachable: () => log(`NATS is back: model ${opts.model} takes requests again`),
+        log,
+      },
+      opts.unreachableAfterMs ?? DEFAULT_UNREACHABLE_AFTER_MS,
+    );
     const timeout = opts.connectTimeoutMs ?? 30_000;
     const deadline = performance.now() + timeout;
     while (!replicas.info && performance.now() < deadline) await sleep(20);
@@ -142,9 +163,38 @@ export class RemoteEngine extends EngineProxy {
     return sum;
   }
 
-  /** No replica to place a request on: new requests are refused at once rather than left waiting. */
+  /** No replica to place a request on, or NATS unreachable past the bound: new requests are refused at once rather than left waiting. */
   override get down(): boolean {
-    return super.down || this.placeable().length === 0;
+    return super.down || this.replicas.unreachable || this.placeable().length === 0;
+  }
+
+  /**
+   * Why a new request cannot start here now, if it cannot. Cut off from NATS even briefly, a new
+   * request could only wait, holding an admission slot that local models need: it is refused
+   * (the ones already here wait up to the bound, then fail).
+   */
+  admissionError(): TokenRouterError | null {
+    const cut = this.replicas.cutOffMs();
+    if (cut === 0) return null;
+    const how = this.replicas.unreachable ? 'is down' : 'cannot take requests';
+    return new TokenRouterError('model_unavailable', `model ${this.name} ${how}: its NATS server has been unreachable for ${Math.round(cut)} ms; retry shortly`, 'model', { retry_after_s: 1 });
+  }
+
+  /**
+   * NATS unreachable past the bound: the requests held on the replicas fail now, with a clear error,
+   * and free their admission slots; the replicas free them too once the link is back (the releases
+   * wait in it). Requests that hand off here while it lasts fail on arrival (arriveOn).
+   */
+  private cutOff(ms: number): void {
+    this.stats.outages++;
+    const error = new TokenRouterError('model_unavailable', `model ${this.name} cannot go on with this request: its NATS server has been unreachable for ${Math.round(ms)} ms`, 'model', { retry_after_s: 1 });
+    const ids = [...this.homes.keys()];
+    this.opts.log?.(`NATS unreachable for ${Math.round(ms)} ms: model ${this.name} is down; failing the ${ids.length} requests held there`);
+    for (const id of ids) {
+      this.stats.failedUnreachable++;
+      this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error });
+    }
+    this.entry?.reported(0);
   }
 
   replicaViews(): ReplicaView[] {
@@ -161,7 +211,7 @@ export class RemoteEngine extends EngineProxy {
     const r: Replica = { subject: a.subject, name: a.replica, link, lane: null, homes: new Set(), placed: 0 };
     link.on('message', (m) => {
       const malformed = this.receive(m, r);
-      if (malformed) this.replicas.lose(r.subject, malformed.message);
+      if (malformed) this.replicas.lose(r.subject, malformed.message, false);
       else if (this.opts.onReplicaLoss === 'recompute') this.track(m as FromEngine);
     });
     this.records.set(a.subject, r);
@@ -170,12 +220,14 @@ export class RemoteEngine extends EngineProxy {
     this.opts.log?.(`replica ${a.replica} joined (${this.records.size} live)`);
   }
 
-  private lose(subject: string, reason: string): void {
+  private lose(subject: string, reason: string, drained: boolean): void {
     const r = this.records.get(subject);
     if (!r) return;
     this.records.delete(subject);
     r.link.close();
-    this.stats.replicasLost++;
+    // a drain is a planned leave (a rolling restart), not the failure an alert on losses is for
+    if (drained) this.stats.replicasDrained++;
+    else this.stats.replicasLost++;
     this.stats.resent += r.link.stats.resent;
     this.sumLanes();
     const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');
@@ -219,6 +271,8 @@ export class RemoteEngine extends EngineProxy {
   }
 
   protected override send(m: ToEngine): void {
+    // Closed: the replicas have forgotten this entry; what its shutdown still ends (the cancellations of its cut clients) is moot there.
+    if (this.closing) return;
     switch (m.type) {
       case 'begin':
         this.settings = m.settings;
@@ -259,6 +313,11 @@ export class RemoteEngine extends EngineProxy {
 
   private arriveOn(m: Extract<ToEngine, { type: 'arrive' }>): void {
     const id = m.arrival.spec.id;
+    if (this.replicas.unreachable) {
+      this.stats.failedUnreachable++;
+      const error = this.admissionError()!;
+      return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
+    }
     if (this.opts.onReplicaLoss === 'recompute') {
       const rebuilt = this.rehome(m);
       if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { serveEngine, type PortedEngine } from '../engine/serveEngine.ts';
-import type { ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
+import type { PortLike, ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
 import { decodeFrame, NatsLink } from './natsLink.ts';
 import { watchLink } from './natsConnection.ts';
@@ -23,13 +23,61 @@ export interface RemoteEngineServerOptions {
   /** An entry silent this long (its link's keepalives stopped) is forgotten and what it held freed. Default 15 s. */
   entryTimeoutMs?: number;
   log?: (line: string) => void;
-  /** The engine could not handle a message (a bug): default logs and forgets that entry; the CLI exits, as a crashed worker does. */
+  /** Told of each message the engine could not handle; the entry's requests here have failed by then and the process serves on. */
   onError?: (e: Error) => void;
 }
 
 interface Session {
   link: NatsLink;
+  gate: SessionGate;
   serving: { readonly server: PortedEngine | null };
+}
+
+/** Messages of an engine thread's protocol that an entry across NATS never sends (ports cannot travel). */
+const ENTRY_MESSAGES = new Set(['begin', 'deploy', 'arrive', 'release', 'threshold', 'gate', 'down', 'peer-lost', 'close']);
+
+/**
+ * Stands between an entry's link and its engine server: only messages between the entry's `begin`
+ * and its `close` reach the engine. An entry's messages can come late (the cancellations of a
+ * shutting-down entry follow its `close`) or be of a kind this build does not know; the engine
+ * would take either for a broken protocol, and one entry must never bring down a replica that
+ * outlives it. So they are dropped and counted here.
+ */
+class SessionGate implements PortLike {
+  private listener: ((m: unknown) => void) | null = null;
+  private begun = false;
+  private closed = false;
+
+  constructor(
+    private readonly link: NatsLink,
+    private readonly ignored: (type: string, why: string) => void,
+  ) {
+    link.on('message', (m) => this.pass(m));
+  }
+
+  private pass(m: unknown): void {
+    const type = typeof (m as { type?: unknown })?.type === 'string' ? (m as { type: string }).type : '?';
+    if (!ENTRY_MESSAGES.has(type)) return this.ignored(type, 'not a message an entry sends');
+    if (this.closed) return this.ignored(type, 'after the entry closed');
+    if (type === 'begin') this.begun = true;
+    else if (!this.begun) return this.ignored(type, 'before the entry began');
+    if (type === 'close') this.closed = true;
+    this.listener?.(m);
+  }
+
+  postMessage(m: unknown): void {
+    this.link.postMessage(m);
+  }
+
+  on(_event: 'message', listener: (m: unknown) => void): this {
+    this.listener = listener;
+    return this;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.link.close();
+  }
 }
 
 /**
@@ -51,6 +99,13 @@ export class RemoteEngineServer {
   private closed = false;
   private readonly log: (line: string) => void;
   private readonly heartbeatMs: number;
+  /**
+   * Entries' messages dropped rather than handled (`ignored`: late, stray or of an unknown kind;
+   * `failed`: the engine threw on one, which failed that entry's requests here): never fatal.
+   */
+  readonly stats = { ignored: 0, failed: 0 };
+  private lastIgnoredLog = -Infinity;
+  private ignoredSinceLog = 0;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -98,6 +153,7 @@ export class RemoteEngineServer {
       kvTokens: kvBytes / Math.max(1, this.runner.info.kvBytesPerToken),
       draining: this.draining,
       bye,
+      ignoredMessages: this.stats.ignored + this.stats.failed,
     };
   }
 
@@ -117,7 +173,8 @@ export class RemoteEngineServer {
     let s = this.sessions.get(f.session);
     if (!s) {
       // only an entry's first message opens a session: a stray ack or a late frame of a forgotten entry does not
-      if (f.seq !== 1 || !f.reply) return;
+      if (f.seq === undefined) return;
+      if (f.seq !== 1 || !f.reply) return this.ignore(f.session, `frame ${f.seq}`, 'from an entry this replica does not serve (forgotten, or never began)');
       s = this.open(f.session, f.reply);
     }
     s.link.receive(f);
@@ -125,12 +182,14 @@ export class RemoteEngineServer {
 
   private open(entry: string, reply: string): Session {
     const link = new NatsLink({ session: this.session, reply: this.subject, publish: (b) => this.nc.publish(reply, b) });
+    const gate = new SessionGate(link, (type, why) => this.ignore(entry, `"${type}"`, why));
     const session: Session = {
       link,
-      serving: serveEngine(link, this.runner, {
+      gate,
+      serving: serveEngine(gate, this.runner, {
         // the entry is done with this engine: free what it held (a takeover by a later entry would too)
         onClose: async () => this.forget(entry, 'it closed'),
-        onError: (e) => (this.opts.onError ? this.opts.onError(e) : (this.log(`entry ${entry}: ${e.message}`), this.forget(entry, 'its engine failed'))),
+        onError: (e) => this.engineFailed(entry, e),
         // one entry at a time: a new deployment takes the model over from the ones before
         onBegin: () => {
           for (const other of [...this.sessions.keys()]) if (other !== entry) this.forget(other, 'another entry took the model over');
@@ -141,6 +200,30 @@ export class RemoteEngineServer {
     return session;
   }
 
+  /** One line a second at most: a shutting-down entry's cancellations come in bursts. */
+  private ignore(entry: string, what: string, why: string): void {
+    this.stats.ignored++;
+    this.ignoredSinceLog++;
+    const now = performance.now();
+    if (now - this.lastIgnoredLog < 1000) return;
+    this.log(`ignored ${this.ignoredSinceLog === 1 ? '' : `${this.ignoredSinceLog} messages, last `}${what} of entry ${entry} (${why}); ${this.stats.ignored} ignored in all`);
+    this.lastIgnoredLog = now;
+    this.ignoredSinceLog = 0;
+  }
+
+  /**
+   * The engine threw on an entry's message (malformed, or a bug). The replica outlives it: that
+   * entry's requests here fail, and the entry hears so (their state may be off), the others' are
+   * untouched, and the engine serves on.
+   */
+  private engineFailed(entry: string, e: Error): void {
+    this.stats.failed++;
+    this.log(`entry ${entry}: the engine could not handle a message: ${e.message}; failing that entry's requests here (${this.stats.failed} such messages in all)`);
+    const server = this.sessions.get(entry)?.serving.server;
+    server?.host.failHeld(e);
+    this.opts.onError?.(e);
+  }
+
   private forget(entry: string, why: string): void {
     const s = this.sessions.get(entry);
     if (!s) return;
@@ -149,7 +232,7 @@ export class RemoteEngineServer {
     if (server && server.held > 0) this.log(`freeing ${server.held} requests of entry ${entry}: ${why}`);
     server?.engine.failAll(new Error(why));
     server?.dispose();
-    s.link.close();
+    s.gate.close();
   }
 
   private expireEntries(timeoutMs: number): void {
@@ -193,6 +276,7 @@ export class RemoteEngineServer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.stats.ignored + this.stats.failed > 0) this.log(`entries' messages ignored: ${this.stats.ignored}, failed in the engine: ${this.stats.failed}`);
     for (const t of this.timers) clearInterval(t);
     this.heartbeat(true);
     for (const entry of [...this.sessions.keys()]) this.forget(entry, 'this replica is shutting down');

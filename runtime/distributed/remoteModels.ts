@@ -21,6 +21,7 @@ export function connectRemote(name: string, remote: RemoteModelConfig): Promise<
     subjectPrefix: remote.subjectPrefix,
     heartbeatTimeoutMs: remote.heartbeatTimeoutMs,
     connectTimeoutMs: remote.connectTimeoutMs,
+    unreachableAfterMs: remote.unreachableAfterMs,
     onReplicaLoss: remote.onReplicaLoss,
   });
 }

@@ -7,14 +7,22 @@ import { WIRE_PROTOCOL } from './remoteEngineServer.ts';
 export interface ReplicaHooks {
   /** A replica unknown until now announced itself (a new process, or one declared lost that is alive after all). */
   joined(a: ReplicaAnnouncement): void;
-  /** A replica was declared lost (silent past the timeout, or it said goodbye); `reason` says why. */
-  lost(subject: string, reason: string): void;
+  /** A replica is gone: declared lost (silent past the timeout, a malformed message) or, `drained`, it said goodbye; `reason` says why. */
+  lost(subject: string, reason: string, drained: boolean): void;
+  /** This entry has been cut off from NATS for longer than the bound: no replica can be reached. */
+  unreachable?(cutOffMs: number): void;
+  /** Back on NATS after being unreachable. */
+  reachable?(): void;
   log(line: string): void;
 }
 
 const DECODER = new TextDecoder();
 
-/** Heartbeats in, liveness out. The entry's own outages (cut off from NATS, a stalled event loop) are not held against the replicas. */
+/**
+ * Heartbeats in, liveness out. The entry's own outages (cut off from NATS, a stalled event loop) are
+ * not held against the replicas; but cut off longer than `unreachableAfterMs`, the model as a whole
+ * cannot be reached, which the `unreachable` hook reports.
+ */
 export class RemoteReplicas {
   /** What each live replica last announced, by subject. */
   readonly live = new Map<string, ReplicaAnnouncement & { lastHeard: number }>();
@@ -22,6 +30,9 @@ export class RemoteReplicas {
   info: ModelInfo | null = null;
   private timer: NodeJS.Timeout | null = null;
   private disconnected = false;
+  /** When this entry lost NATS, while it has not got it back. */
+  private cutOffAt: number | null = null;
+  private reportedUnreachable = false;
   private lastTick = performance.now();
 
   constructor(
@@ -30,6 +41,7 @@ export class RemoteReplicas {
     private readonly model: string,
     private readonly timeoutMs: number,
     private readonly hooks: ReplicaHooks,
+    private readonly unreachableAfterMs = Infinity,
   ) {
     nc.subscribe(heartbeatSubject, { callback: (err, msg) => void (err || this.onHeartbeat(msg.data)) });
     const period = Math.max(10, Math.min(250, timeoutMs / 4));
@@ -44,7 +56,7 @@ export class RemoteReplicas {
     } catch {
       return this.hooks.log(`ignored a malformed heartbeat on model ${this.model}`);
     }
-    if (a.bye) return this.lose(a.subject, 'it shut down');
+    if (a.bye) return this.lose(a.subject, a.draining ? 'it drained and shut down' : 'it shut down', true);
     const known = this.live.get(a.subject);
     if (!known) {
       if (a.protocol !== WIRE_PROTOCOL) return this.hooks.log(`replica ${a.replica} of ${this.model} speaks wire protocol ${a.protocol}, this entry ${WIRE_PROTOCOL}: ignored`);
@@ -65,8 +77,16 @@ export class RemoteReplicas {
     const now = performance.now();
     const late = now - this.lastTick - period;
     this.lastTick = now;
-    // Cut off from NATS ourselves: no heartbeat can reach us, which says nothing about the replicas.
-    if (this.disconnected) return;
+    // Cut off from NATS ourselves: no heartbeat can reach us, which says nothing about the replicas;
+    // but past the bound nothing of the model can be reached, and the requests waiting for it must not wait on.
+    if (this.disconnected) {
+      const cut = now - (this.cutOffAt ?? now);
+      if (!this.reportedUnreachable && cut > this.unreachableAfterMs) {
+        this.reportedUnreachable = true;
+        this.hooks.unreachable?.(cut);
+      }
+      return;
+    }
     if (late > this.timeoutMs / 2) {
       // Our own event loop stalled: the heartbeats are sitting unread in the socket. Not their fault.
       for (const r of this.live.values()) r.lastHeard = now;
@@ -76,19 +96,35 @@ export class RemoteReplicas {
   }
 
   linkDown(): void {
+    if (!this.disconnected) this.cutOffAt = performance.now();
     this.disconnected = true;
   }
 
   /** Back on NATS: heartbeats missed while we were away are not held against the replicas. */
   linkUp(): void {
     this.disconnected = false;
+    this.cutOffAt = null;
     const now = performance.now();
     for (const r of this.live.values()) r.lastHeard = now;
+    if (this.reportedUnreachable) {
+      this.reportedUnreachable = false;
+      this.hooks.reachable?.();
+    }
   }
 
-  lose(subject: string, reason: string): void {
+  /** How long this entry has been cut off from NATS (0 while connected). */
+  cutOffMs(now = performance.now()): number {
+    return this.cutOffAt === null ? 0 : now - this.cutOffAt;
+  }
+
+  /** Cut off from NATS longer than the bound (reported through `unreachable`). */
+  get unreachable(): boolean {
+    return this.reportedUnreachable;
+  }
+
+  lose(subject: string, reason: string, drained = false): void {
     if (!this.live.delete(subject)) return;
-    this.hooks.lost(subject, reason);
+    this.hooks.lost(subject, reason, drained);
   }
 
   stop(): void {

@@ -34,6 +34,8 @@ export interface EngineHandle {
   begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void;
   /** A peer engine thread was (re)started: its new port. */
   addPeer(name: string, port: MessagePort): void;
+  /** Why a new request must be refused now although the engine is not down (a remote model cut off from its broker). */
+  admissionError?(): Error | null;
   /** Makes sure the engine can build the algorithm before a request of it arrives. */
   deploy(ref: AlgorithmRef): void;
   arrive(a: Arrival): void;

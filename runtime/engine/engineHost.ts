@@ -203,6 +203,11 @@ export class EngineHost implements EngineEnv {
     this.call(() => (this.engine.down = down));
   }
 
+  /** Fails every request this engine holds (their state here may be off); the engine serves on. */
+  failHeld(error: Error): number {
+    return this.call(() => this.engine.failAll(error));
+  }
+
   /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */
   runnerLost(error: Error): number {
     return this.call(() => {

@@ -11,8 +11,13 @@ export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMa
     if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
     return lane;
   });
+  // a model that can only make a request wait (a remote one cut off from NATS) refuses it rather than let it hold a slot
+  for (const l of lanes) {
+    const refusal = l.admissionError?.();
+    if (refusal) throw refusal;
+  }
   const down = lanes.find((l) => l.down);
-  if (down) throw new TokenRouterError('unavailable', `model ${down.name} is down; retry shortly`, 'model');
+  if (down) throw new TokenRouterError('model_unavailable', `model ${down.name} is down; retry shortly`, 'model', { retry_after_s: 1 });
   if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
     throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
   }

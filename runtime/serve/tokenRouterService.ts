@@ -436,7 +436,7 @@ export class TokenRouterService {
     const { algorithm, ref, name, version } = this.resolve(params.model, params.draftIr);
     for (const m of algorithm.models) {
       const lane = this.cluster.engine(m);
-      if (lane?.down) throw new TokenRouterError('unavailable', `model ${m} is down; retry shortly`, 'model');
+      if (lane?.down) throw new TokenRouterError('model_unavailable', `model ${m} is down; retry shortly`, 'model', { retry_after_s: 1 });
     }
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;

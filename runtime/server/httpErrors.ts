@@ -21,6 +21,8 @@ const STATUS: Record<ErrorCode, number> = {
   too_large: 413,
   overloaded: 429,
   unavailable: 503,
+  /** A model that cannot take requests for now (down, or cut off from its sub-servers): worth a retry, so it says when. */
+  model_unavailable: 503,
   runner_error: 503,
   cancelled: 499,
   algorithm_error: 500,
@@ -72,11 +74,11 @@ export function toHttpError(e: unknown): HttpError {
     status,
     // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
     body: { error: { message: t.message, type: typeFor(status), param: t.param, code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code, ...(t.details === undefined ? {} : { details: t.details }) } },
-    headers: status === 429 ? { 'Retry-After': String(retryAfterOf(t.details)) } : {},
+    headers: status === 429 || t.code === 'model_unavailable' ? { 'Retry-After': String(retryAfterOf(t.details)) } : {},
   };
 }
 
-/** Seconds a 429 asks the client to wait: the shedder's estimate when it gave one, else 1. */
+/** Seconds a 429 or a model_unavailable asks the client to wait: the estimate when one was given, else 1. */
 function retryAfterOf(details: unknown): number {
   const s = (details as { retry_after_s?: unknown } | undefined)?.retry_after_s;
   return typeof s === 'number' && Number.isInteger(s) && s >= 1 ? s : 1;

@@ -69,7 +69,8 @@ export class ServerMetrics {
     });
     const counter = (name: string, help: string, pick: (e: RemoteEngine) => number) => standingCounter(r, name, help, () => remotes().map(([m, e]) => [m, pick(e)]));
     counter('tokenrouter_remote_placements_total', 'Requests placed on a replica of a remote model (their first visit)', (e) => e.stats.placed);
-    counter('tokenrouter_remote_replicas_lost_total', 'Replicas declared lost (heartbeat timeout, goodbye, a malformed message)', (e) => e.stats.replicasLost);
+    counter('tokenrouter_remote_replicas_lost_total', 'Replicas declared lost (heartbeat timeout, a malformed message); drains are not losses', (e) => e.stats.replicasLost);
+    counter('tokenrouter_remote_replicas_drained_total', 'Replicas that left on purpose: drained (or shut down) and said goodbye', (e) => e.stats.replicasDrained);
     counter('tokenrouter_remote_reconnects_total', 'Reconnects of the entry to NATS', (e) => e.stats.reconnects);
     counter('tokenrouter_remote_resent_messages_total', 'Engine messages sent again because a NATS outage may have lost them', (e) => e.resent);
   }

@@ -208,6 +208,8 @@ export const replicaAnnouncementSchema = z.object({
   draining: z.boolean(),
   /** The last heartbeat of a replica shutting down. */
   bye: z.boolean(),
+  /** Entries' messages it dropped (late, stray, of an unknown kind) or whose handling failed, since it started; optional for older replicas. */
+  ignoredMessages: int.optional(),
 });
 
 /**

@@ -11,7 +11,7 @@ import { complete, serve, type Served } from './serving.ts';
 const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
 const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
 const WORKLOAD = ['r2r', 'r-stitch', 'large'].flatMap((model, m) => [0, 1, 2].map((k) => ({ model, prompt: `${13 * (k + 3) + m}/${k}`, seed: 700 + 10 * m + k })));
-/** Generous, so that a starved process on a busy machine is not declared lost; the outage is twice as long. */
+/** Generous, so that a starved process on a busy machine is not declared lost; the outage is twice as long (and well inside unreachableAfterMs, which would fail what waits). */
 const HEARTBEAT_TIMEOUT_MS = 1500;
 
 describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
@@ -25,7 +25,7 @@ describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
     nats = await startNatsServer();
     sub = await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`], timeoutMs: 90_000 });
     local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
-    remote = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS } }], sim(['small']));
+    remote = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, unreachableAfterMs: 60_000 } }], sim(['small']));
   }, 120_000);
 
   afterAll(async () => {

@@ -15,9 +15,9 @@ export interface Served {
 }
 
 /** `runners` undefined: the bundled ONNX folders (remote models excepted); else these runners and the character tokenizer. */
-export async function serve(models: unknown[], runners: Map<string, ModelRunner> | undefined): Promise<Served> {
+export async function serve(models: unknown[], runners: Map<string, ModelRunner> | undefined, limits: Record<string, number> = {}): Promise<Served> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-dist-'));
-  const config = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: runners ? 64 : 1024 }, models, limits: { maxConcurrency: 32 } });
+  const config = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: runners ? 64 : 1024 }, models, limits: { maxConcurrency: 32, ...limits } });
   const service = await TokenRouterService.start(config, runners ? { runners, tokenizer: charTokenizer() } : {});
   const server = await startServer(service, 0, '127.0.0.1');
   return {

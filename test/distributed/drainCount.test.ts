@@ -1,0 +1,54 @@
+// Issue 34 finding 7: a replica that drains and says goodbye is counted apart from one that is lost, so a rolling restart fires no "replica lost" alert.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
+import { simModel } from '../../runtime/runner/simModel.ts';
+import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
+import type { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
+import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
+import { HAVE_NATS, until } from './helpers.ts';
+import { complete, serve, type Served } from './serving.ts';
+
+describe.skipIf(!HAVE_NATS)('drained and lost replicas in /metrics', () => {
+  let nats: NatsServerProcess;
+  const subs: SubServerProcess[] = [];
+  let entry: Served;
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    for (const name of ['large-a', 'large-b']) subs.push(await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'], timeoutMs: 90_000 }));
+    const runners = new Map<string, ModelRunner>([['small', simModel({ name: 'small', latency: { baseMs: 1, perRowMs: 0, perTokenMs: 0 } })]]);
+    entry = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }], runners);
+  }, 120_000);
+
+  afterAll(async () => {
+    await entry?.close();
+    for (const s of subs) await s.kill();
+    await nats?.stop();
+  });
+
+  const metric = async (name: string) => {
+    const text = await (await fetch(`${entry.server.url}/metrics`)).text();
+    return Number(new RegExp(`^${name}\\{model="large"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+  };
+
+  it('SIGTERM (a drain, with requests running) counts as drained, not lost; SIGKILL of the other counts as lost', async () => {
+    const engine = entry.service.threads.get('large') as RemoteEngine;
+    await until(() => engine.replicaViews().length === 2, 5000, 'both replicas known');
+    const running = [0, 1, 2, 3, 4, 5].map((k) => complete(entry.server.url, 'large', `${k + 11}*3`, k, 120));
+    await until(() => engine.replicaViews().every((v) => v.requests >= 1), 20_000, 'requests on both replicas');
+    const [drained, killed] = subs;
+    const exited = new Promise<number | null>((r) => drained.child.once('exit', (code) => r(code)));
+    drained.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect((await Promise.all(running)).map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    await until(() => engine.replicaViews().length === 1, 5000, 'the drained replica gone');
+    expect(await metric('tokenrouter_remote_replicas_lost_total')).toBe(0);
+    expect(await metric('tokenrouter_remote_replicas_drained_total')).toBe(1);
+    expect(await metric('tokenrouter_remote_replicas')).toBe(1);
+
+    await killed.kill();
+    await until(() => engine.replicaViews().length === 0, 10_000, 'the killed replica declared lost');
+    expect(await metric('tokenrouter_remote_replicas_lost_total')).toBe(1);
+    expect(await metric('tokenrouter_remote_replicas_drained_total')).toBe(1);
+  }, 120_000);
+});
