@@ -1,4 +1,5 @@
 // The routing-algorithm contract: route / send / receive over one request, as DESIGN §2 defines it.
+import type { TokenSignals } from './protocol/engineProtocol.ts';
 
 /** 1-based model id inside an algorithm's model list; 0 in a route decision means "stay here". */
 export type ModelId = number;
@@ -13,26 +14,8 @@ export interface StepWants {
   heads: readonly string[];
 }
 
-/** Distribution summary of one sampled position, computed once by the runner. */
-export interface TokenSignals {
-  /** The sampled token id. */
-  token: number;
-  /** Normalised entropy: -Σ p log p / log |V|, in [0, 1]. */
-  entropy: number;
-  /** Largest probability. */
-  maxProb: number;
-  /** Difference between the two largest probabilities. */
-  margin: number;
-  /** Probability of the sampled token. */
-  tokenProb: number;
-  /** Top-k ids and probabilities, best first (length = wants.topK). */
-  topIds: readonly number[];
-  topProbs: readonly number[];
-  /** Last-layer hidden state, when asked for. */
-  hidden?: Float32Array;
-  /** Outputs of auxiliary router networks, by head name. */
-  heads: Readonly<Record<string, number>>;
-}
+/** Distribution summary of one sampled position, computed once by the runner (its schema: shared/protocol). */
+export type { TokenSignals } from './protocol/engineProtocol.ts';
 
 /** What route() sees after every forward pass of the current model for one request. */
 export interface RouteInput<M> extends TokenSignals {

@@ -1,27 +1,7 @@
 // One engine's figures for /admin/status, /metrics and the benches.
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 
-export interface LaneStats {
-  name: string;
-  threshold: number;
-  ready: number;
-  running: number;
-  waitingAdmission: number;
-  pendingReturn: number;
-  executing: boolean;
-  kvBytes: number;
-  kvReservedBytes: number;
-  batches: number;
-  rows: number;
-  admissions: number;
-  evictions: number;
-  busyMs: number;
-  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
-  prefixQueries: number;
-  prefixHits: number;
-  /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
-  prefixEntries: number;
-  kvPrefixBytes: number;
-}
+export type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 
 /** What the figures are read from (an Engine; structural, so this module needs nothing of it). */
 interface LaneSource {

@@ -4,36 +4,17 @@ import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
 import { isFinalLocal, localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
-import type { SamplingParams } from '../runner/modelRunner.ts';
+import type { RequestCounters, SamplingParams, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 
-/** What never changes about a request once submitted: every engine it visits reads the same. */
-export interface RequestSpec {
-  readonly id: string;
-  /** Unique per submission, where ids may repeat (a client's X-Request-Id): what engine threads key releases by. */
-  readonly serial: number;
+/** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
+export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
   readonly algorithm: Algorithm<unknown>;
   /** The algorithm by reference, for engines in other threads (absent: in-process engines only). */
   readonly ref?: AlgorithmRef;
-  /** Model names in the algorithm's id order. */
-  readonly models: readonly string[];
-  readonly promptLength: number;
-  /** Sequence length at which decoding stops: prompt + max tokens, capped by the smallest context. */
-  readonly maxLength: number;
-  readonly minTokens: number;
-  readonly sampling: SamplingParams;
-  /** `sampling` with EOS left out of the draw, while fewer than `minTokens` are committed. */
-  readonly samplingBelowMin: SamplingParams;
-  readonly drawSeed: number;
-}
+};
 
-/** Per-request tallies, indexed by model id; the engine that owns the request has them whole. */
-export interface RequestCounters {
-  handoffs: number;
-  discarded: number;
-  admissions: number[];
-  tokensFed: number[];
-}
+export type { RequestCounters } from '../../shared/protocol/engineProtocol.ts';
 
 export function newCounters(models: number): RequestCounters {
   return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0) };

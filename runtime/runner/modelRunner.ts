@@ -1,44 +1,8 @@
 // The model-runner contract: batched "feed these tokens, sample the next" steps over per-request KV caches.
 import type { StepWants, TokenSignals } from '../../shared/algorithm.ts';
+import type { ModelInfo, SamplingParams } from '../../shared/protocol/engineProtocol.ts';
 
-export interface SamplingParams {
-  /** 0 = greedy. */
-  temperature: number;
-  topP: number;
-  /** 0 = no top-k cut. */
-  topK: number;
-  /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
-  seed: number;
-  /**
-   * The model's EOS token is left out of the draw (the request has not reached its `min_tokens`).
-   * Signals still describe the model's whole distribution.
-   */
-  suppressEos?: boolean;
-  /**
-   * The client asked for this many top logprobs: the runner reports at least this many top
-   * (id, prob) pairs, more than `wants.topK` if need be (routers read only the first topK).
-   */
-  topLogprobs?: number;
-  /** OpenAI penalties and logit bias; absent on the hot path (no history kept, no logits copied). */
-  penalties?: SamplingPenalties;
-}
-
-/**
- * Applied to the logits of the draw only, as OpenAI and vLLM define them:
- * logit[t] += bias[t] - frequency * count[t] - presence * (count[t] > 0), count over the output tokens.
- * Signals (entropy, top-k, logprobs) still describe the model's own distribution.
- */
-export interface SamplingPenalties {
-  frequency: number;
-  presence: number;
-  /** [token id, bias] pairs, bias in [-100, 100]. */
-  logitBias: readonly (readonly [number, number])[];
-  /**
-   * Where the request's output starts in its sequence (the prompt length): the runner counts the
-   * tokens its cache holds from here on, which after any handoff are the committed output.
-   */
-  outputFrom: number;
-}
+export type { SamplingParams, SamplingPenalties, ModelInfo } from '../../shared/protocol/engineProtocol.ts';
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });
 
@@ -86,17 +50,6 @@ export interface StepPass {
   tokens: number;
   longest: number;
   modelMs: number;
-}
-
-export interface ModelInfo {
-  /** Model folder name, e.g. "small". */
-  name: string;
-  vocabSize: number;
-  eosTokenId: number;
-  maxContext: number;
-  hiddenSize: number;
-  /** KV bytes one cached token costs (all layers, keys and values). */
-  kvBytesPerToken: number;
 }
 
 export interface ModelRunner {

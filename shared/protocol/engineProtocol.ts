@@ -9,14 +9,34 @@ const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v)
 const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
 
+/**
+ * OpenAI penalties and logit bias, applied to the logits of the draw only, as OpenAI and vLLM define them:
+ * logit[t] += bias[t] - frequency * count[t] - presence * (count[t] > 0), count over the output tokens.
+ * Signals (entropy, top-k, logprobs) still describe the model's own distribution.
+ */
+export const penaltiesSchema = z.object({
+  frequency: z.number(),
+  presence: z.number(),
+  /** [token id, bias] pairs, bias in [-100, 100]. */
+  logitBias: list(z.tuple([int, z.number()]).readonly()),
+  /** Where the request's output starts in its sequence (the prompt length): the runner counts the tokens its cache holds from here on, which after any handoff are the committed output. */
+  outputFrom: int,
+});
+
 export const samplingSchema = z.object({
+  /** 0 = greedy. */
   temperature: z.number(),
   topP: z.number(),
+  /** 0 = no top-k cut. */
   topK: int,
+  /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
   seed: z.number(),
+  /** The model's EOS token is left out of the draw (the request has not reached its `min_tokens`); signals still describe the whole distribution. */
   suppressEos: z.boolean().optional(),
+  /** The client asked for this many top logprobs: the runner reports at least this many top (id, prob) pairs, more than `wants.topK` if need be. */
   topLogprobs: int.optional(),
-  penalties: z.object({ frequency: z.number(), presence: z.number(), logitBias: list(z.tuple([int, z.number()]).readonly()), outputFrom: int }).optional(),
+  /** Absent on the hot path (no history kept, no logits copied). */
+  penalties: penaltiesSchema.optional(),
 });
 
 /** A request's fixed facts, with its algorithm by key (the engine built it from a `deploy`). */
@@ -45,7 +65,7 @@ export const handoffSchema = z.object({
   meta: z.unknown(),
 });
 
-/** Mutable: the engine that owns a request counts into them. */
+/** Per-request tallies, indexed by model id; the engine that owns the request has them whole. Mutable: that engine counts into them. */
 export const countersSchema = z.object({ handoffs: int, discarded: int, admissions: z.array(int), tokensFed: z.array(int) });
 
 /** A request arriving at an engine: the unseen suffix and its anchor, what each model has seen, the owner's tallies; never KV. */
@@ -58,16 +78,25 @@ export const wireArrivalSchema = z.object({
   context: tokens.optional(),
 });
 
+/** What a model's step says about the token it sampled for one request. */
 export const signalsSchema = z.object({
+  /** The sampled token id. */
   token: int,
+  /** Normalised entropy: -Σ p log p / log |V|, in [0, 1]. */
   entropy: z.number(),
+  /** Largest probability. */
   maxProb: z.number(),
+  /** Difference between the two largest probabilities. */
   margin: z.number(),
+  /** Probability of the sampled token. */
   tokenProb: z.number(),
+  /** Top-k ids and probabilities, best first (length = wants.topK). */
   topIds: list(int),
   topProbs: list(z.number()),
+  /** Last-layer hidden state, when asked for. */
   hidden: z.custom<Float32Array>((v) => v instanceof Float32Array, 'a Float32Array').optional(),
-  heads: z.record(z.string(), z.number()),
+  /** Outputs of auxiliary router networks, by head name. */
+  heads: z.record(z.string(), z.number()).readonly(),
 });
 
 export const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
@@ -87,6 +116,7 @@ export const wireEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('moved'), requestId: z.string(), to: z.string(), hops: int }),
 ]);
 
+/** One engine's figures for /admin/status, /metrics and the benches. */
 export const laneReportSchema = z.object({
   name: z.string(),
   threshold: int,
@@ -102,13 +132,24 @@ export const laneReportSchema = z.object({
   admissions: int,
   evictions: int,
   busyMs: z.number(),
+  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
   prefixQueries: int,
   prefixHits: int,
+  /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
   prefixEntries: int,
   kvPrefixBytes: z.number(),
 });
 
-export const modelInfoSchema = z.object({ name: z.string(), vocabSize: int, eosTokenId: int, maxContext: int, hiddenSize: int, kvBytesPerToken: z.number() });
+export const modelInfoSchema = z.object({
+  /** Model folder name, e.g. "small". */
+  name: z.string(),
+  vocabSize: int,
+  eosTokenId: int,
+  maxContext: int,
+  hiddenSize: int,
+  /** KV bytes one cached token costs (all layers, keys and values). */
+  kvBytesPerToken: z.number(),
+});
 
 export const algorithmSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('builtin'), factory: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
@@ -180,6 +221,12 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
 ]);
 
 export type WireSpec = z.infer<typeof wireSpecSchema>;
+export type SamplingParams = z.infer<typeof samplingSchema>;
+export type SamplingPenalties = z.infer<typeof penaltiesSchema>;
+export type TokenSignals = z.infer<typeof signalsSchema>;
+export type RequestCounters = z.infer<typeof countersSchema>;
+export type LaneStats = z.infer<typeof laneReportSchema>;
+export type ModelInfo = z.infer<typeof modelInfoSchema>;
 export type WireArrival = z.infer<typeof wireArrivalSchema>;
 export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;
