@@ -1,6 +1,7 @@
 // The local request lifecycle on one sub-server, as a statechart, and the actor logic derived from it.
-import { fromTransition, setup } from 'xstate';
+import { setup } from 'xstate';
 import type { LocalStatus } from '../../shared/trace.ts';
+import { deriveTable, tableLogic, type TransitionTable } from './tableLogic.ts';
 
 export type LocalEvent =
   | { type: 'ADMIT' } // a cache slot was granted
@@ -31,20 +32,9 @@ export const localRequestMachine = setup({ types: { events: {} as LocalEvent } }
   },
 });
 
-type Table = Record<LocalStatus, Partial<Record<LocalEvent['type'], LocalStatus>>>;
-
 /** Flattens the chart's transitions into state × event → state. */
-export function deriveTransitionTable(): Table {
-  const table = {} as Table;
-  for (const [key, node] of Object.entries(localRequestMachine.root.states)) {
-    const row: Partial<Record<LocalEvent['type'], LocalStatus>> = {};
-    for (const [event, transitions] of node.transitions) {
-      const target = transitions[0]?.target?.[0];
-      if (target) row[event as LocalEvent['type']] = target.key as LocalStatus;
-    }
-    table[key as LocalStatus] = row;
-  }
-  return table;
+export function deriveTransitionTable(): TransitionTable<LocalStatus, LocalEvent['type']> {
+  return deriveTable(localRequestMachine);
 }
 
 const table = deriveTransitionTable();
@@ -65,14 +55,8 @@ export function nextLocalStatus(state: LocalStatus, event: LocalEvent): LocalSta
   return next;
 }
 
-/**
- * XState actor logic for one local request. It never throws (an error inside an actor surfaces
- * later, out of context); callers validate with `nextLocalStatus` first.
- */
-export const localRequestLogic = fromTransition(
-  (state: LocalStatus, event: LocalEvent): LocalStatus => table[state][event.type] ?? state,
-  'queued' as LocalStatus,
-);
+/** XState actor logic for one local request; callers validate with `nextLocalStatus` first. */
+export const localRequestLogic = tableLogic<LocalStatus, LocalEvent>(table, 'queued');
 
 /** The event that ends a local request the way its request ended. */
 export function endEvent(status: 'done' | 'failed' | 'cancelled'): LocalEvent {

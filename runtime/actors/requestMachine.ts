@@ -1,5 +1,7 @@
 // The request actor at the entry: admitted → streaming committed tokens → done | failed | cancelled.
 import { setup } from 'xstate';
+import type { RequestStatus } from '../../shared/trace.ts';
+import { deriveTable, tableLogic } from './tableLogic.ts';
 
 export type RequestEvent =
   | { type: 'FIRST_TOKEN' }
@@ -18,3 +20,6 @@ export const requestMachine = setup({ types: { events: {} as RequestEvent } }).c
     cancelled: { type: 'final' },
   },
 });
+
+/** The request actor's logic: the chart above as a table (one actor per request, so it must be cheap). */
+export const requestLogic = tableLogic<RequestStatus, RequestEvent>(deriveTable(requestMachine), 'admitted');

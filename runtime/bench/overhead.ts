@@ -1,4 +1,7 @@
 // Suite overhead: µs of non-model work per committed token (zero-latency runners), and simulation speed.
+import { createActor } from 'xstate';
+import { localRequestLogic } from '../actors/localRequestMachine.ts';
+import { requestLogic } from '../actors/requestMachine.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import { SimRunner } from '../runner/simRunner.ts';
@@ -32,6 +35,40 @@ export function measureOverhead(concurrency: number, requests: number, maxTokens
   };
 }
 
+/**
+ * µs for one request's actors over their whole life, best of `rounds`: the entry's request actor
+ * (created, started, first token, finish, stopped) and one engine's local-request actor (created,
+ * admitted, handed off, back, finished, stopped).
+ */
+export function measureActors(n = 20_000, rounds = 5): { requestActorUs: number; localActorUs: number } {
+  const time = (life: () => void): number => {
+    let best = Infinity;
+    for (let r = 0; r < rounds; r++) {
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) life();
+      best = Math.min(best, ((performance.now() - t0) * 1000) / n);
+    }
+    return best;
+  };
+  const requestActorUs = time(() => {
+    const a = createActor(requestLogic);
+    a.start();
+    a.send({ type: 'FIRST_TOKEN' });
+    a.send({ type: 'FINISH' });
+    a.stop();
+  });
+  const localActorUs = time(() => {
+    const a = createActor(localRequestLogic);
+    a.start();
+    a.send({ type: 'ADMIT' });
+    a.send({ type: 'HANDOFF' });
+    a.send({ type: 'RETURN' });
+    a.send({ type: 'FINISH' });
+    a.stop();
+  });
+  return { requestActorUs, localActorUs };
+}
+
 export async function run(opts: BenchOptions): Promise<BenchReport> {
   const concurrency = Number(opts.flags.concurrency ?? 64);
   const requests = Number(opts.flags.requests ?? concurrency * 8);
@@ -55,16 +92,20 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     simWall = Math.min(simWall, performance.now() - t0);
   }
   const simSpeedup = sim.spanMs / simWall;
+  measureActors(2000, 1); // warm-up
+  const actors = measureActors();
 
   printTable(runs.map((r, i) => ({ run: i + 1, committed: r.committed, wall_ms: r.wallMs, runner_ms: r.runnerMs, us_per_committed_token: r.usPerToken, batches: r.batches })));
   console.log(`µs of non-model work per committed token: best ${best.toFixed(2)}, median ${median.toFixed(2)} of ${nRuns} runs (target ≤ 5)`);
+  console.log(`request actor, whole life (create, start, first token, finish, stop): ${actors.requestActorUs.toFixed(2)} µs (target ≤ 20); an engine's local-request actor (admit, handoff, return, finish): ${actors.localActorUs.toFixed(2)} µs`);
   console.log(`simulation (best of 3 after warm-up): ${(sim.spanMs / 1000).toFixed(1)} simulated s in ${(simWall / 1000).toFixed(2)} wall s = ${simSpeedup.toFixed(0)}× real time (target ≥ 100×)`);
   return {
     suite: 'overhead',
     settings: {
       overhead: { concurrency, requests, maxTokens, models: 2, routing: 'R2R-like Markov p=0.35, back after 1 kept token', mode: 'async-delayed, thresholds 1/1', runner: 'zero-latency simulated' },
       sim: { ...SIM_SETTINGS, concurrency: 16, thresholds: '1/9', mode: 'async-delayed' },
+      actors: { lives: 20_000, rounds: 5, reported: 'best round, µs per life' },
     },
-    results: { us_per_committed_token: best, us_per_committed_token_median: median, runs, sim_speedup: simSpeedup, sim_seconds: sim.spanMs / 1000, sim_wall_seconds: simWall / 1000 },
+    results: { request_actor_us: actors.requestActorUs, local_actor_us: actors.localActorUs, us_per_committed_token: best, us_per_committed_token_median: median, runs, sim_speedup: simSpeedup, sim_seconds: sim.spanMs / 1000, sim_wall_seconds: simWall / 1000 },
   };
 }

@@ -2,7 +2,7 @@
 import { createActor, type Actor } from 'xstate';
 import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
-import { requestMachine } from '../actors/requestMachine.ts';
+import { requestLogic } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
@@ -52,7 +52,7 @@ export interface SubmitOptions<M = unknown> {
 
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
-  readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
+  readonly actor: Actor<typeof requestLogic> = createActor(requestLogic);
   /** Committed output tokens (prompt excluded), and the model id that produced each. */
   readonly output: number[] = [];
   readonly producedBy: ModelId[] = [];
@@ -124,7 +124,7 @@ export class RequestState {
   }
 
   get status(): RequestStatus {
-    return this.actor.getSnapshot().value as RequestStatus;
+    return this.actor.getSnapshot().context;
   }
 
   get finished(): boolean {
