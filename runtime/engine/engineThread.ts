@@ -18,6 +18,7 @@ async function main(): Promise<void> {
   }
   port.postMessage({ type: 'ready', info: runner.info } satisfies FromEngine);
   serveEngine(port, runner, {
+    trusted: true,
     onClose: async () => {
       await runner.close?.();
       port.postMessage({ type: 'closed' } satisfies FromEngine);

@@ -19,6 +19,7 @@ export class PortedEngine {
     private readonly port: PortLike,
     settings: EngineSettings,
     runner: ModelRunner,
+    private readonly trusted: boolean,
   ) {
     const post = (m: FromEngine) => port.postMessage(m);
     const outlet: EngineOutlet = {
@@ -39,7 +40,7 @@ export class PortedEngine {
   }
 
   addPeer(name: string, port: PortLike): void {
-    port.on('message', (m) => this.arrive(toPeerSchema.parse(m).arrivals));
+    port.on('message', (m) => this.arrive((this.trusted ? (m as ToPeer) : toPeerSchema.parse(m)).arrivals));
     this.host.addPeer(name, { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() });
   }
 
@@ -80,6 +81,8 @@ export interface ServeOptions {
   onError(e: Error): void;
   /** A new engine (a `begin`) replaced the one before. */
   onBegin?(server: PortedEngine): void;
+  /** The entry is this program in another thread (a worker's parent): its messages and its peers' are not checked. */
+  trusted?: boolean;
 }
 
 /**
@@ -93,7 +96,7 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
   const handle = async (m: ToEngine): Promise<void> => {
     if (m.type === 'begin') {
       server?.dispose();
-      server = new PortedEngine(port, m.settings, runner);
+      server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false);
       for (const [name, p] of Object.entries(m.peers)) server.addPeer(name, p);
       opts.onBegin?.(server);
       return;
@@ -125,9 +128,12 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
     }
   };
   port.on('message', (raw: unknown): void => {
-    const parsed = toEngineSchema.safeParse(raw);
-    if (!parsed.success) return opts.onError(new Error(`malformed engine message: ${parsed.error.issues[0]?.message}`));
-    const m = parsed.data;
+    let m = raw as ToEngine;
+    if (!opts.trusted) {
+      const parsed = toEngineSchema.safeParse(raw);
+      if (!parsed.success) return opts.onError(new Error(`malformed engine message: ${parsed.error.issues[0]?.message}`));
+      m = parsed.data;
+    }
     if (m.type === 'crash') return opts.onError(new Error(m.message));
     chain = chain.then(() => handle(m)).catch((e: Error) => opts.onError(e));
   });

@@ -20,7 +20,7 @@ export class ThreadEngine extends EngineProxy {
     private readonly worker: Worker,
     info: ModelInfo,
   ) {
-    super(name, info, worker, true);
+    super(name, info, worker, true, true);
     worker.on('message', (m: unknown) => {
       const malformed = this.receive(m);
       if (!malformed) return;
