@@ -216,9 +216,15 @@ export class Cluster implements EngineEntry {
   commit(c: Commit): void {
     const req = this.active.get(c.requestId);
     if (!req || req.finished) return;
-    for (const next of req.inOrder(c)) {
-      this.apply(req, next);
+    if (c.index === req.output.length && req.early.size === 0) {
+      // in order, nothing waiting: the common case needs no generator
+      this.apply(req, c);
       if (req.finished) return;
+    } else {
+      for (const next of req.inOrder(c)) {
+        this.apply(req, next);
+        if (req.finished) return;
+      }
     }
     const f = req.dueFinish();
     if (f) this.finish(f);
