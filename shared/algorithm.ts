@@ -1,18 +1,12 @@
 // The routing-algorithm contract: route / send / receive over one request, as DESIGN §2 defines it.
 import type { TokenSignals } from './protocol/engineProtocol.ts';
+import type { StepWants } from './protocol/runnerProtocol.ts';
 
 /** 1-based model id inside an algorithm's model list; 0 in a route decision means "stay here". */
 export type ModelId = number;
 
-/** Per-model extras a step must compute for the algorithm (once per row, batched in the runner). */
-export interface StepWants {
-  /** How many top-k (id, prob) pairs the route function sees; 0 = none. */
-  topK: number;
-  /** Hand the last-layer hidden state to route(). */
-  hidden: boolean;
-  /** Names of auxiliary router networks shipped with the model (e.g. "citer", "r2r", "colm"). */
-  heads: readonly string[];
-}
+/** Per-model extras a step must compute for the algorithm (its schema: shared/protocol/runnerProtocol.ts). */
+export type { StepWants } from './protocol/runnerProtocol.ts';
 
 /** Distribution summary of one sampled position, computed once by the runner (its schema: shared/protocol). */
 export type { TokenSignals } from './protocol/engineProtocol.ts';

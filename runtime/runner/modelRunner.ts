@@ -1,26 +1,11 @@
 // The model-runner contract: batched "feed these tokens, sample the next" steps over per-request KV caches.
-import type { StepWants, TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelInfo, SamplingParams } from '../../shared/protocol/engineProtocol.ts';
+import type { StepOutput, StepRow } from '../../shared/protocol/runnerProtocol.ts';
 
 export type { SamplingParams, SamplingPenalties, ModelInfo } from '../../shared/protocol/engineProtocol.ts';
+export type { StepOutput, StepPass, StepRow } from '../../shared/protocol/runnerProtocol.ts';
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });
-
-/**
- * One request's share of a batched step. The runner appends `tokens` to the request's cache
- * (which must hold exactly `position` tokens: 0 = a fresh cache, so a prefill) and samples the
- * token at `position + tokens.length`.
- */
-export interface StepRow {
-  /** Cache handle, unique per live local request on this runner. */
-  cacheId: number;
-  /** Request id, for traces and for seeded draws in simulated runners. */
-  requestId: string;
-  tokens: readonly number[];
-  position: number;
-  sampling: SamplingParams;
-  wants: StepWants;
-}
 
 export type StepPhase = 'prefill' | 'extend' | 'decode';
 
@@ -28,28 +13,6 @@ export type StepPhase = 'prefill' | 'extend' | 'decode';
 export function rowPhase(row: Pick<StepRow, 'position' | 'tokens'>): StepPhase {
   if (row.position === 0) return 'prefill';
   return row.tokens.length > 1 ? 'extend' : 'decode';
-}
-
-export interface StepOutput {
-  /** One result per input row, same order. */
-  rows: TokenSignals[];
-  /**
-   * For simulated runners: how long the step takes in clock time. The sub-server delivers the
-   * result after this delay on its clock. Real runners leave it out and resolve when done.
-   */
-  durationMs?: number;
-  /** Wall milliseconds spent inside the model itself (session.run or equivalent), for breakdowns. */
-  modelMs?: number;
-  /** The forward passes the step took (a mixed step may take two), for breakdowns of prefill against decode. */
-  passes?: StepPass[];
-}
-
-/** One forward pass of a step: its rows, the tokens they fed, the longest feed, and its model ms. */
-export interface StepPass {
-  rows: number;
-  tokens: number;
-  longest: number;
-  modelMs: number;
 }
 
 export interface ModelRunner {

@@ -1,21 +1,10 @@
 // Worker-thread side of WorkerRunner: owns one OnnxRunner and answers step/release messages on its port.
 import { parentPort, workerData } from 'node:worker_threads';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnxRunner.ts';
-import type { StepOutput, StepRow } from './modelRunner.ts';
+import type { FromRunner as WorkerReply, ToRunner as WorkerRequest } from '../../shared/protocol/runnerProtocol.ts';
 
-export type WorkerRequest =
-  | { type: 'step'; id: number; rows: StepRow[] }
-  | { type: 'release'; cacheId: number }
-  | { type: 'fork'; source: number; target: number; tokens: number }
-  | { type: 'close'; id: number }
-  /** Test hook: the worker throws an uncaught error, as a native crash or bug would kill it. */
-  | { type: 'crash'; message: string };
-
-export type WorkerReply =
-  | { type: 'ready'; info: OnnxRunner['info'] }
-  | { type: 'result'; id: number; output: StepOutput }
-  | { type: 'error'; id: number; message: string; stack?: string }
-  | { type: 'closed'; id: number };
+/** The messages, defined once in shared/protocol/runnerProtocol.ts. */
+export type { FromRunner as WorkerReply, ToRunner as WorkerRequest } from '../../shared/protocol/runnerProtocol.ts';
 
 export interface WorkerInit {
   folder: string;
