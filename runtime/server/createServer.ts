@@ -35,14 +35,19 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
-  const modelHealth = () => service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
+  // One verdict for both probes, so /healthz's `ok` and its status can never disagree with /health.
+  const health = () => {
+    const models = service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
+    return { ok: !models.some((m) => m.down), models };
+  };
   app.get('/healthz', (_req, res) => {
-    res.json({ ok: true, models: modelHealth() });
+    const h = health();
+    res.status(h.ok ? 200 : 503).json(h);
   });
   // vLLM's probe: 200 with an empty body while every model serves, 503 once one is down, so a load
   // balancer or Kubernetes can use it as is (/healthz keeps the per-model detail).
   app.get('/health', (_req, res) => {
-    res.status(modelHealth().some((m) => m.down) ? 503 : 200).end();
+    res.status(health().ok ? 200 : 503).end();
   });
   app.get('/metrics', async (_req, res, next) => {
     try {
