@@ -10,6 +10,7 @@ import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { requireAdmin } from './adminAuth.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { errorMiddleware } from './httpErrors.ts';
+import { boundJsonBody } from './jsonBodyBounds.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
 import { LoadShedder } from './loadShedder.ts';
@@ -35,6 +36,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
+  app.use(boundJsonBody);
   // One verdict for both probes, so /healthz's `ok` and its status can never disagree with /health.
   const health = () => {
     const models = service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
