@@ -1,0 +1,82 @@
+// Issue 34 finding 2: clients that stop reading a stream cost the server a bounded buffer each, then their request; measured on a real `tokenrouter serve` process.
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { streamChat } from './harness.ts';
+import { metric, spawnServe, type ServeProcess } from './serveProcess.ts';
+
+let srv: ServeProcess | undefined;
+afterEach(async () => {
+  await srv?.kill();
+  srv = undefined;
+});
+
+const MiB = 2 ** 20;
+const mib = (b: number) => (b / MiB).toFixed(1);
+
+/** The issue's heavy request: 64 choices × 192 tokens with 20 top logprobs each, ~20 MB of SSE. */
+const HEAVY = { model: 'small', messages: [{ role: 'user', content: '347*26' }], n: 64, max_tokens: 192, ignore_eos: true, logprobs: true, top_logprobs: 20, stream: true };
+
+/** Sends the request on a raw socket and never reads a byte of the answer. */
+function stalledReader(url: string, body: unknown): Promise<net.Socket> {
+  const { hostname, port } = new URL(url);
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), hostname, () => {
+      sock.pause();
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+      resolve(sock);
+    });
+    sock.on('error', reject);
+  });
+}
+
+async function status(url: string): Promise<{ active: number; queued: number }> {
+  return (await (await fetch(`${url}/admin/status`)).json()) as { active: number; queued: number };
+}
+
+describe('a client that stops reading (issue 34 finding 2)', () => {
+  it('six stalled readers asking for ~120 MB raise the server RSS by at most 48 MB, are aborted and counted, and ordinary streams beside them complete', async () => {
+    srv = await spawnServe({ limits: { maxConcurrency: 64, maxQueue: 512 } });
+    const s = srv;
+    // Warm-up at the same shape, two at once and read in full: model arenas, JIT and heap reach their working size first.
+    let warmPeak = 0;
+    const warmSampler = setInterval(() => (warmPeak = Math.max(warmPeak, s.rssBytes())), 20);
+    const warm = await Promise.all([streamChat(s.url, HEAVY), streamChat(s.url, HEAVY)]);
+    clearInterval(warmSampler);
+    for (const w of warm) expect(w.done, JSON.stringify(w.error)).toBe(true);
+    const heavyBytes = JSON.stringify(warm[0].chunks).length;
+    const rss0 = s.rssBytes();
+    let peak = rss0;
+    const sampler = setInterval(() => (peak = Math.max(peak, s.rssBytes())), 20);
+    const t0 = performance.now();
+    const stalled = await Promise.all(Array.from({ length: 6 }, () => stalledReader(s.url, HEAVY)));
+    const ordinary = await Promise.all(Array.from({ length: 8 }, (_, i) => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: `${12 + i}*${3 + i}` }], max_tokens: 48, ignore_eos: true })));
+    // every stalled request is cancelled and counted, and nothing of theirs is left running
+    let aborts = 0;
+    for (let t = Date.now(); Date.now() - t < 30_000 && (aborts = await metric(s.url, 'tokenrouter_slow_client_aborts_total')) < 6; ) await new Promise((r) => setTimeout(r, 100));
+    const abortedMs = performance.now() - t0;
+    let left = await status(s.url);
+    for (let t = Date.now(); Date.now() - t < 10_000 && left.active + left.queued > 0; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      left = await status(s.url);
+    }
+    clearInterval(sampler);
+    for (const sock of stalled) sock.destroy();
+    await new Promise((r) => setTimeout(r, 500));
+    const rss1 = s.rssBytes();
+    const cancelled = await metric(s.url, 'tokenrouter_requests_total{finish_reason="cancelled"}');
+    const reserved = await metric(s.url, 'tokenrouter_kv_cache_reserved_bytes');
+    console.log(
+      `[slow-readers] 6 stalled × ${mib(heavyBytes)} MiB asked (${mib(6 * heavyBytes)} MiB): aborted ${aborts} in ${(abortedMs / 1000).toFixed(1)} s; ` +
+        `server RSS peak in the warm-up (2 readers) ${mib(warmPeak)} MiB, before ${mib(rss0)} MiB, peak ${mib(peak)} MiB (+${mib(peak - rss0)}), after ${mib(rss1)} MiB; ` +
+        `ordinary streams ${ordinary.filter((o) => o.done).length}/8 done (statuses ${ordinary.map((o) => o.status).join(',')}); left active ${left.active}, queued ${left.queued}`,
+    );
+    expect(heavyBytes * 6).toBeGreaterThan(100 * 1e6);
+    expect(aborts).toBe(6);
+    expect(cancelled).toBeGreaterThanOrEqual(6);
+    expect(left).toMatchObject({ active: 0, queued: 0 });
+    expect(reserved).toBe(0);
+    for (const o of ordinary) expect([o.status, o.done, o.finishReason, o.error]).toEqual([200, true, 'length', null]);
+    expect(peak - rss0).toBeLessThanOrEqual(48 * MiB);
+  }, 90_000);
+});
