@@ -39,7 +39,8 @@ export async function spawnServe(config: Record<string, unknown> = {}): Promise<
   };
   const t0 = Date.now();
   while (!/OpenAI API (http:\/\/\S+)\/v1/.test(out)) {
-    if (child.exitCode !== null || Date.now() - t0 > 60_000) {
+    // a refused config prints `error: …`; the process may linger (its model worker keeps it alive), so it is killed
+    if (child.exitCode !== null || /^error: /m.test(out) || Date.now() - t0 > 60_000) {
       await kill();
       throw new Error(`tokenrouter serve did not start: ${out}`);
     }

@@ -11,7 +11,7 @@ import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } fr
 const CLOSE_GRACE_MS = 5000;
 
 /** A streamed answer as server-sent events; a request refused before its first token still gets a JSON error. */
-export function answerStream({ service, metrics }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+export function answerStream({ service, metrics, drain }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { kind, id, model, jobs } = plan;
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
@@ -98,6 +98,15 @@ export function answerStream({ service, metrics }: AnswerContext, plan: Plan, re
     },
   }));
   onClientGone(req, res, cancelAll);
+  // At a shutdown's deadline: an error event after what was sent (a JSON 503 if nothing was), never a bare TCP close.
+  drain?.track(res, (e) => {
+    if (over) return;
+    over = true;
+    cancelAll();
+    if (!res.headersSent) return sendError(res, e);
+    write(toHttpError(e).body);
+    res.end();
+  });
 }
 
 /** Headers leave with the first chunk, written right after: one write to the socket, not two. */
