@@ -1,13 +1,16 @@
 // Issue 34 finding 2: clients that stop reading a stream cost the server a bounded buffer each, then their request; measured on a real `tokenrouter serve` process.
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { streamChat } from './harness.ts';
+import { expectNothingLeft, startRig, streamChat, type Rig } from './harness.ts';
 import { metric, spawnServe, type ServeProcess } from './serveProcess.ts';
 
 let srv: ServeProcess | undefined;
+let rig: Rig | undefined;
 afterEach(async () => {
   await srv?.kill();
+  await rig?.close();
   srv = undefined;
+  rig = undefined;
 });
 
 const MiB = 2 ** 20;
@@ -79,4 +82,30 @@ describe('a client that stops reading (issue 34 finding 2)', () => {
     for (const o of ordinary) expect([o.status, o.done, o.finishReason, o.error]).toEqual([200, true, 'length', null]);
     expect(peak - rss0).toBeLessThanOrEqual(48 * MiB);
   }, 90_000);
+
+  it('a reader that stalls past the bound and then reads gets what was queued and, last, an error event saying why', async () => {
+    rig = await startRig({ latency: { small: 1 }, checkInvariants: false, config: { limits: { maxConcurrency: 64, maxQueue: 256, streamBufferBytes: 64 * 1024 } } });
+    const r = rig;
+    const sock = await stalledReader(r.url, { model: 'small', messages: [{ role: 'user', content: '12*3' }], n: 64, max_tokens: 250, ignore_eos: true, logprobs: true, stream: true });
+    let text = '';
+    // the response ends (the chunked body's last chunk) while the kept-alive connection stays open
+    const ended = new Promise<void>((resolve) => {
+      sock.on('data', () => text.endsWith('\r\n0\r\n\r\n') && resolve());
+      sock.once('close', () => resolve());
+    });
+    for (let t = Date.now(); Date.now() - t < 20_000 && (await metric(r.url, 'tokenrouter_slow_client_aborts_total')) < 1; ) await new Promise((res) => setTimeout(res, 50));
+    sock.prependListener('data', (d: Buffer) => (text += d.toString('latin1')));
+    sock.resume();
+    await ended;
+    sock.destroy();
+    const events = text.split('\n\n').filter((e) => e.includes('data: '));
+    const last = events.at(-1) ?? '';
+    console.log(`[slow-readers] a reader stalled past a 64 KiB bound, then reading: ${mib(text.length)} MiB, ${events.length} events, last: ${last.slice(last.indexOf('data: '), 200)}`);
+    expect(await metric(r.url, 'tokenrouter_slow_client_aborts_total')).toBe(1);
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+    expect(text).not.toContain('[DONE]');
+    expect(last).toMatch(/"code":"cancelled"/);
+    expect(last).toMatch(/client not reading/);
+    await expectNothingLeft(r.service);
+  }, 30_000);
 });
