@@ -5,7 +5,8 @@ export function withDefaults<T extends object>(name: string, defaults: T, params
   const out = { ...defaults };
   for (const [key, value] of Object.entries(params ?? {})) {
     if (value === undefined) continue;
-    if (!(key in defaults)) throw new TypeError(`${name}: unknown parameter "${key}"`);
+    // Own keys only: `in` also finds inherited names (constructor, toString, __proto__), which are no parameters.
+    if (!Object.hasOwn(defaults, key)) throw new TypeError(`${name}: unknown parameter "${key}"`);
     const expected = typeof (defaults as Record<string, unknown>)[key];
     // A default of `undefined` marks an optional parameter: any defined value is accepted.
     if (expected !== 'undefined' && typeof value !== expected) throw new TypeError(`${name}: parameter "${key}" must be a ${expected}`);

@@ -73,13 +73,22 @@ export async function serveCommand(args: string[]): Promise<number> {
   console.log(`  metrics    ${srv.url}/metrics`);
   if (authRequired(config)) console.log(`  admin token: ${service.adminToken}   (Authorization: Bearer …)`);
   else console.log('  admin API open on loopback (dev mode); set "dev": false or bind elsewhere to require the token');
+  // Drains as the sub-server does: running requests finish (or end with an error at the deadline),
+  // new ones get 503 meanwhile; a second signal ends the grace period at once.
+  let stopping = false;
   const stop = async () => {
-    console.log('\nshutting down …');
+    if (stopping) return srv.endDrainNow();
+    stopping = true;
+    const grace = config.limits.shutdownGraceMs;
+    console.log(`\ndraining: new requests get 503; running ones have up to ${grace} ms (limits.shutdownGraceMs; a second signal ends them now) …`);
+    const r = await srv.drain(grace);
+    console.log(r.ended > 0 ? `grace period over after ${Math.round(r.waitedMs)} ms: ${r.running - r.ended} of ${r.running} requests finished, ${r.ended} ended with an error` : `drained: ${r.running} running requests finished in ${Math.round(r.waitedMs)} ms`);
+    console.log('shutting down …');
     await srv.close();
     await service.close();
     process.exit(0);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
   return new Promise<number>(() => {});
 }

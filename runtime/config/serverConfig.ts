@@ -96,9 +96,20 @@ export const serverConfigSchema = z
         maxLiveClients: z.number().int().min(0).default(32),
         /** Unsent bytes a live-feed client may hold before it is disconnected (close 1008). */
         liveBufferBytes: z.number().int().min(16 * 1024).default(4 << 20),
+        /**
+         * Unsent bytes one streamed answer may hold (what its client has not read yet, beyond the
+         * kernel's socket buffer); past it the request is cancelled and the stream ended with an
+         * error event, so a client that stops reading holds neither memory nor a slot.
+         */
+        streamBufferBytes: z.number().int().min(64 * 1024).default(1 << 20),
+        /**
+         * On SIGTERM or SIGINT, how long running requests may take to finish while new ones get 503;
+         * then the rest end with an error. 20 s fits under Kubernetes' default 30 s before SIGKILL.
+         */
+        shutdownGraceMs: z.number().int().min(0).default(20_000),
       })
       .strict()
-      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20, bodyTimeoutMs: 30_000, maxConnections: 1024, maxLiveClients: 32, liveBufferBytes: 4 << 20 }),
+      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20, bodyTimeoutMs: 30_000, maxConnections: 1024, maxLiveClients: 32, liveBufferBytes: 4 << 20, streamBufferBytes: 1 << 20, shutdownGraceMs: 20_000 }),
     defaultAlgorithm: z.string().default('r-stitch'),
     /** Bearer token for admin endpoints and the live feed; generated on first start when absent. */
     adminToken: z.string().min(16).optional(),

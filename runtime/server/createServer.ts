@@ -9,7 +9,9 @@ import type { WebSocketServer } from 'ws';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { requireAdmin } from './adminAuth.ts';
 import { adminRoutes } from './adminRoutes.ts';
+import { Drain, type DrainReport } from './drain.ts';
 import { errorMiddleware } from './httpErrors.ts';
+import { boundJsonBody } from './jsonBodyBounds.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
 import { LoadShedder } from './loadShedder.ts';
@@ -23,26 +25,38 @@ export interface RunningServer {
   server: http.Server;
   wss: WebSocketServer;
   url: string;
+  /** Graceful stop, first half: refuse new requests, give running ones `graceMs`, end the rest; then call close(). */
+  drain(graceMs: number): Promise<DrainReport>;
+  /** Cuts a drain's grace period short (a second signal). */
+  endDrainNow(): void;
   close(): Promise<void>;
 }
 
 /** `boundHost`: the address the server listens on, when it differs from the configured host. */
-export function createApp(service: TokenRouterService, boundHost = service.config.host): { app: express.Express; metrics: ServerMetrics } {
+export function createApp(service: TokenRouterService, boundHost = service.config.host): { app: express.Express; metrics: ServerMetrics; drain: Drain } {
   const app = express();
   const metrics = new ServerMetrics(service);
+  const drain = new Drain();
   app.disable('x-powered-by');
   app.use(refuseForeignHost(hostPolicy(boundHost, [service.config.host, ...service.config.allowedHosts])));
   app.use(refuseForeignOrigin);
+  app.use(drain.gate);
   app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
-  const modelHealth = () => service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
+  app.use(boundJsonBody);
+  // One verdict for both probes, so /healthz's `ok` and its status can never disagree with /health.
+  const health = () => {
+    const models = service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
+    return { ok: !drain.active && !models.some((m) => m.down), ...(drain.active ? { draining: true } : {}), models };
+  };
   app.get('/healthz', (_req, res) => {
-    res.json({ ok: true, models: modelHealth() });
+    const h = health();
+    res.status(h.ok ? 200 : 503).json(h);
   });
   // vLLM's probe: 200 with an empty body while every model serves, 503 once one is down, so a load
   // balancer or Kubernetes can use it as is (/healthz keeps the per-model detail).
   app.get('/health', (_req, res) => {
-    res.status(modelHealth().some((m) => m.down) ? 503 : 200).end();
+    res.status(health().ok ? 200 : 503).end();
   });
   app.get('/metrics', async (_req, res, next) => {
     try {
@@ -51,7 +65,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
       next(e);
     }
   });
-  app.use(openaiRoutes(service, metrics, shedderFor(service, metrics)));
+  app.use(openaiRoutes(service, metrics, shedderFor(service, metrics), drain));
   app.use('/admin', requireAdmin(service.config, service.adminToken));
   app.use(adminRoutes(service));
   const page = (file: string) => (_req: express.Request, res: express.Response) => {
@@ -69,7 +83,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
     res.status(404).json({ error: { message: `no route ${req.method} ${req.path}`, type: 'invalid_request_error', param: null, code: 'not_found' } });
   });
   app.use(errorMiddleware);
-  return { app, metrics };
+  return { app, metrics, drain };
 }
 
 /** The entry's load shedder when scheduling.slo sets a queueing-delay bound; its refusals count in /metrics. */
@@ -92,7 +106,7 @@ function rejectInvalidUtf8(_req: http.IncomingMessage, _res: http.ServerResponse
 }
 
 export async function startServer(service: TokenRouterService, port = service.config.port, host = service.config.host): Promise<RunningServer> {
-  const { app } = createApp(service, host);
+  const { app, drain } = createApp(service, host);
   const server = http.createServer(serverOptions(service.config.limits), app);
   applyConnectionLimits(server, service.config.limits);
   const wss = attachLiveFeed(server, service, host);
@@ -106,6 +120,8 @@ export async function startServer(service: TokenRouterService, port = service.co
     server,
     wss,
     url: `http://${shownHost}:${addr.port}`,
+    drain: (graceMs) => drain.drain(graceMs),
+    endDrainNow: () => drain.endNow(),
     close: () =>
       new Promise<void>((resolve) => {
         for (const c of wss.clients) c.terminate();

@@ -74,11 +74,12 @@ export function toHttpError(e: unknown): HttpError {
     status,
     // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
     body: { error: { message: t.message, type: typeFor(status), param: t.param, code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code, ...(t.details === undefined ? {} : { details: t.details }) } },
-    headers: status === 429 || t.code === 'model_unavailable' ? { 'Retry-After': String(retryAfterOf(t.details)) } : {},
+    // 503 too: a draining or recovering server says when to come back, as RFC 9110 lets it.
+    headers: status === 429 || status === 503 ? { 'Retry-After': String(retryAfterOf(t.details)) } : {},
   };
 }
 
-/** Seconds a 429 or a model_unavailable asks the client to wait: the estimate when one was given, else 1. */
+/** Seconds a 429 or 503 asks the client to wait: the estimate the error carries when it has one, else 1. */
 function retryAfterOf(details: unknown): number {
   const s = (details as { retry_after_s?: unknown } | undefined)?.retry_after_s;
   return typeof s === 'number' && Number.isInteger(s) && s >= 1 ? s : 1;

@@ -12,7 +12,9 @@ import { hostPolicy, hostRefusal, isAllowedHost, isForeignOrigin } from './origi
 const FLUSH_MS = 50;
 const STATS_MS = 500;
 const SNAPSHOT_EVENTS = 5000;
+/** Messages a client may send in one second (a fixed window of INCOMING_WINDOW_MS) before it is closed 1008. */
 const MAX_INCOMING_PER_SEC = 50;
+const INCOMING_WINDOW_MS = 1000;
 /** A client kept above half its buffer bound this long is not keeping up and is disconnected. */
 const SLOW_GRACE_MS = 3000;
 /** A close frame cannot reach a client that does not read; past this the socket is destroyed. */
@@ -98,13 +100,13 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
   let pending: TraceEvent[] = [];
   let dropped = 0;
   let incoming = 0;
+  let incomingSince = 0;
   send({ type: 'snapshot', events: service.trace.recent(SNAPSHOT_EVENTS).slice(), now: service.cluster.clock.now() });
   const unsubscribe = service.trace.subscribe((e) => {
     if (ws.bufferedAmount > MAX_BUFFERED) dropped++;
     else pending.push(e);
   });
   const flush = setInterval(() => {
-    incoming = 0;
     if (ws.readyState !== ws.OPEN) return;
     if (!keepingUp()) {
       dropped += pending.length;
@@ -131,6 +133,12 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
   }, STATS_MS);
   ws.on('message', (data, isBinary) => {
     // The feed is one-way; anything a client sends gets a clear answer, and floods are cut off.
+    // Counted over its own second, not the flush tick: reset every FLUSH_MS the cap was ~1,000 a second.
+    const now = Date.now();
+    if (now - incomingSince >= INCOMING_WINDOW_MS) {
+      incomingSince = now;
+      incoming = 0;
+    }
     if (++incoming > MAX_INCOMING_PER_SEC) {
       ws.close(1008, 'too many messages');
       return;

@@ -3,6 +3,7 @@ import { Router, type Request, type Response } from 'express';
 import { chatRequestSchema, completionRequestSchema } from '../../shared/api/openai.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import type { Drain } from './drain.ts';
 import { sendError } from './httpErrors.ts';
 import type { LoadShedder } from './loadShedder.ts';
 import type { ServerMetrics } from './metrics.ts';
@@ -11,7 +12,7 @@ import { answerUnary } from './openai/answerUnary.ts';
 import { planRequest, type Kind } from './openai/requestPlan.ts';
 import { parseBody } from './zodToError.ts';
 
-export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, shedder: LoadShedder | null = null): Router {
+export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, shedder: LoadShedder | null = null, drain?: Drain): Router {
   const r = Router();
   const created = Math.floor(Date.now() / 1000);
   const modelObject = (id: string) => ({ id, object: 'model', created, owned_by: 'tokenrouter' });
@@ -36,8 +37,8 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
       const plan = planRequest(service, kind, body, requestIdOf(req));
       res.set('X-Request-Id', plan.id);
-      if (body.stream) answerStream({ service, metrics }, plan, res, req, body.stream_options?.include_usage === true);
-      else answerUnary({ service, metrics }, plan, res, req);
+      if (body.stream) answerStream({ service, metrics, drain }, plan, res, req, body.stream_options?.include_usage === true);
+      else answerUnary({ service, metrics, drain }, plan, res, req);
     } catch (e) {
       sendError(res, e);
     }

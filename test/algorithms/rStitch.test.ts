@@ -37,4 +37,9 @@ describe('rStitch', () => {
     expect(() => rStitch({ tau: Number.NaN })).toThrow(RangeError);
     expect(() => rStitch({ tua: 1 } as never)).toThrow(/unknown parameter/);
   });
+
+  it('knows only its own parameters: inherited names and an own __proto__ key (as JSON.parse makes it) are unknown', () => {
+    for (const key of ['constructor', 'toString', 'hasOwnProperty', 'valueOf'] as const) expect(() => rStitch({ [key]: 1 } as never)).toThrow(`unknown parameter "${key}"`);
+    expect(() => rStitch(JSON.parse('{"__proto__": {"tau": 0.5}}') as never)).toThrow('unknown parameter "__proto__"');
+  });
 });

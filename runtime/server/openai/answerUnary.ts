@@ -7,7 +7,7 @@ import type { Plan } from './requestPlan.ts';
 import { attribution, chatLogprob, completionLogprobs, plainTokens, sumAttribution, usageOf } from './responseShapes.ts';
 
 /** A non-streamed answer: one JSON body when every choice has ended (one failed choice fails the request). */
-export function answerUnary({ service, metrics }: AnswerContext, plan: Plan, res: Response, req: Request): void {
+export function answerUnary({ service, metrics, drain }: AnswerContext, plan: Plan, res: Response, req: Request): void {
   const { kind, jobs } = plan;
   const tokens: StreamToken[][] = jobs.map(() => []);
   const outs: GenerateOutcome[] = new Array(jobs.length);
@@ -49,5 +49,11 @@ export function answerUnary({ service, metrics }: AnswerContext, plan: Plan, res
     },
   }));
   onClientGone(req, res, cancelAll);
+  drain?.track(res, (e) => {
+    if (over) return;
+    over = true;
+    cancelAll();
+    sendError(res, e);
+  });
 }
 

@@ -1,6 +1,7 @@
 // Running a plan's choices together: start them all or none, and cancel them when the client hangs up.
 import type { Response, Request } from 'express';
 import type { GenerateHandle, GenerateSink, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import type { Drain } from '../drain.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { Plan } from './requestPlan.ts';
 
@@ -8,6 +9,8 @@ import type { Plan } from './requestPlan.ts';
 export interface AnswerContext {
   service: TokenRouterService;
   metrics: ServerMetrics;
+  /** The server's graceful stop, which ends a still-running answer at its deadline. */
+  drain?: Drain;
 }
 
 /** Starts every choice; if one is refused (429, 503, 404) the ones started are cancelled and the refusal thrown. */

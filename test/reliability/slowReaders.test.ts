@@ -1,0 +1,114 @@
+// Issue 34 finding 2: clients that stop reading a stream cost the server a bounded buffer each, then their request; measured on a real `tokenrouter serve` process.
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { expectNothingLeft, startRig, streamChat, type Rig } from './harness.ts';
+import { metric, spawnServe, type ServeProcess } from './serveProcess.ts';
+
+let srv: ServeProcess | undefined;
+let rig: Rig | undefined;
+afterEach(async () => {
+  await srv?.kill();
+  await rig?.close();
+  srv = undefined;
+  rig = undefined;
+});
+
+const MiB = 2 ** 20;
+const mib = (b: number) => (b / MiB).toFixed(1);
+
+/** The issue's heavy request: 64 choices × 192 tokens with 20 top logprobs each, ~20 MB of SSE. */
+const HEAVY = { model: 'small', messages: [{ role: 'user', content: '347*26' }], n: 64, max_tokens: 192, ignore_eos: true, logprobs: true, top_logprobs: 20, stream: true };
+
+/** Sends the request on a raw socket and never reads a byte of the answer. */
+function stalledReader(url: string, body: unknown): Promise<net.Socket> {
+  const { hostname, port } = new URL(url);
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(port), hostname, () => {
+      sock.pause();
+      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+      resolve(sock);
+    });
+    sock.on('error', reject);
+  });
+}
+
+async function status(url: string): Promise<{ active: number; queued: number }> {
+  return (await (await fetch(`${url}/admin/status`)).json()) as { active: number; queued: number };
+}
+
+describe('a client that stops reading (issue 34 finding 2)', () => {
+  it('six stalled readers asking for ~120 MB raise the server RSS by at most 48 MB, are aborted and counted, and ordinary streams beside them complete', async () => {
+    // The prefix cache keeps the KV of the choices that ended, by design (bounded by
+    // memory.budgetMiB): up to 30 MB here, which is not output buffering, so it is off for this measurement.
+    srv = await spawnServe({ limits: { maxConcurrency: 64, maxQueue: 512 }, scheduling: { prefixCache: false } });
+    const s = srv;
+    // Warm-up in the same shape, read in full: six at once (384 choices alive, as below), so model
+    // arenas, JIT and heap reach their working size first; one in full to size a whole answer.
+    let warmPeak = 0;
+    const warmSampler = setInterval(() => (warmPeak = Math.max(warmPeak, s.rssBytes())), 20);
+    const warm = await Promise.all([streamChat(s.url, HEAVY), ...Array.from({ length: 5 }, () => streamChat(s.url, { ...HEAVY, max_tokens: 48 }))]);
+    clearInterval(warmSampler);
+    for (const w of warm) expect(w.done, JSON.stringify(w.error)).toBe(true);
+    const heavyBytes = JSON.stringify(warm[0].chunks).length;
+    const rss0 = s.rssBytes();
+    let peak = rss0;
+    const sampler = setInterval(() => (peak = Math.max(peak, s.rssBytes())), 20);
+    const t0 = performance.now();
+    const stalled = await Promise.all(Array.from({ length: 6 }, () => stalledReader(s.url, HEAVY)));
+    const ordinary = await Promise.all(Array.from({ length: 8 }, (_, i) => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: `${12 + i}*${3 + i}` }], max_tokens: 48, ignore_eos: true })));
+    // every stalled request is cancelled and counted, and nothing of theirs is left running
+    let aborts = 0;
+    for (let t = Date.now(); Date.now() - t < 30_000 && (aborts = await metric(s.url, 'tokenrouter_slow_client_aborts_total')) < 6; ) await new Promise((r) => setTimeout(r, 100));
+    const abortedMs = performance.now() - t0;
+    let left = await status(s.url);
+    for (let t = Date.now(); Date.now() - t < 10_000 && left.active + left.queued > 0; ) {
+      await new Promise((r) => setTimeout(r, 50));
+      left = await status(s.url);
+    }
+    clearInterval(sampler);
+    for (const sock of stalled) sock.destroy();
+    await new Promise((r) => setTimeout(r, 500));
+    const rss1 = s.rssBytes();
+    const cancelled = await metric(s.url, 'tokenrouter_requests_total{finish_reason="cancelled"}');
+    const reserved = await metric(s.url, 'tokenrouter_kv_cache_reserved_bytes');
+    console.log(
+      `[slow-readers] 6 stalled × ${mib(heavyBytes)} MiB asked (${mib(6 * heavyBytes)} MiB): aborted ${aborts} in ${(abortedMs / 1000).toFixed(1)} s; ` +
+        `server RSS peak in the warm-up (6 readers) ${mib(warmPeak)} MiB, before ${mib(rss0)} MiB, peak ${mib(peak)} MiB (+${mib(peak - rss0)}), after ${mib(rss1)} MiB; ` +
+        `ordinary streams ${ordinary.filter((o) => o.done).length}/8 done (statuses ${ordinary.map((o) => o.status).join(',')}); left active ${left.active}, queued ${left.queued}`,
+    );
+    expect(heavyBytes * 6).toBeGreaterThan(100 * 1e6);
+    expect(aborts).toBe(6);
+    expect(cancelled).toBeGreaterThanOrEqual(6);
+    expect(left).toMatchObject({ active: 0, queued: 0 });
+    expect(reserved).toBe(0);
+    for (const o of ordinary) expect([o.status, o.done, o.finishReason, o.error]).toEqual([200, true, 'length', null]);
+    expect(peak - rss0).toBeLessThanOrEqual(48 * MiB);
+  }, 90_000);
+
+  it('a reader that stalls past the bound and then reads gets what was queued and, last, an error event saying why', async () => {
+    rig = await startRig({ latency: { small: 1 }, checkInvariants: false, config: { limits: { maxConcurrency: 64, maxQueue: 256, streamBufferBytes: 64 * 1024 } } });
+    const r = rig;
+    const sock = await stalledReader(r.url, { model: 'small', messages: [{ role: 'user', content: '12*3' }], n: 64, max_tokens: 250, ignore_eos: true, logprobs: true, stream: true });
+    let text = '';
+    // the response ends (the chunked body's last chunk) while the kept-alive connection stays open
+    const ended = new Promise<void>((resolve) => {
+      sock.on('data', () => text.endsWith('\r\n0\r\n\r\n') && resolve());
+      sock.once('close', () => resolve());
+    });
+    for (let t = Date.now(); Date.now() - t < 20_000 && (await metric(r.url, 'tokenrouter_slow_client_aborts_total')) < 1; ) await new Promise((res) => setTimeout(res, 50));
+    sock.prependListener('data', (d: Buffer) => (text += d.toString('latin1')));
+    sock.resume();
+    await ended;
+    sock.destroy();
+    const events = text.split('\n\n').filter((e) => e.includes('data: '));
+    const last = events.at(-1) ?? '';
+    console.log(`[slow-readers] a reader stalled past a 64 KiB bound, then reading: ${mib(text.length)} MiB, ${events.length} events, last: ${last.slice(last.indexOf('data: '), 200)}`);
+    expect(await metric(r.url, 'tokenrouter_slow_client_aborts_total')).toBe(1);
+    expect(text).toMatch(/^HTTP\/1\.1 200/);
+    expect(text).not.toContain('[DONE]');
+    expect(last).toMatch(/"code":"cancelled"/);
+    expect(last).toMatch(/client not reading/);
+    await expectNothingLeft(r.service);
+  }, 30_000);
+});
