@@ -44,19 +44,22 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(answerHalfClosed);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
   app.use(boundJsonBody);
-  // One verdict for both probes, so /healthz's `ok` and its status can never disagree with /health.
+  // One reading of the models for both probes: /healthz's `ok` is every model serving (its status
+  // with it), /health's 200 is the entry able to serve at all, so a load balancer keeps an entry
+  // whose remote model is cut off while its local ones serve.
   const health = () => {
     const models = service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
-    return { ok: !drain.active && !models.some((m) => m.down), ...(drain.active ? { draining: true } : {}), models };
+    const serving = !drain.active && models.some((m) => !m.down);
+    return { ok: serving && !models.some((m) => m.down), serving, ...(drain.active ? { draining: true } : {}), models };
   };
   app.get('/healthz', (_req, res) => {
     const h = health();
     res.status(h.ok ? 200 : 503).json(h);
   });
-  // vLLM's probe: 200 with an empty body while every model serves, 503 once one is down, so a load
-  // balancer or Kubernetes can use it as is (/healthz keeps the per-model detail).
+  // vLLM's probe, empty body: 503 while draining or when no model can serve (issue 34 finding 5),
+  // so a load balancer or Kubernetes can use it as is (/healthz keeps the per-model detail).
   app.get('/health', (_req, res) => {
-    res.status(health().ok ? 200 : 503).end();
+    res.status(health().serving ? 200 : 503).end();
   });
   app.get('/metrics', async (_req, res, next) => {
     try {

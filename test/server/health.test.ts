@@ -12,17 +12,21 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 describe('/health and /healthz', () => {
-  it('/health is 200 with an empty body while every model serves, 503 while one is down, 200 again after', async () => {
+  it('/health is 200 with an empty body while a model can serve, 503 only when none can; /healthz names the one down', async () => {
     const up = await fetch(`${t.url}/health`);
     expect([up.status, await up.text()]).toEqual([200, '']);
+    const names = t.service.cluster.engines.map((e) => e.name);
     t.service.cluster.setDown('large', true);
     try {
-      const down = await fetch(`${t.url}/health`);
-      expect(down.status).toBe(503);
-      const detail = (await (await fetch(`${t.url}/healthz`)).json()) as { models: { name: string; down: boolean }[] };
+      // the others still serve: the entry stays in the balancer
+      expect((await fetch(`${t.url}/health`)).status).toBe(200);
+      const detail = (await (await fetch(`${t.url}/healthz`)).json()) as { ok: boolean; models: { name: string; down: boolean }[] };
+      expect(detail.ok).toBe(false);
       expect(detail.models.find((m) => m.name === 'large')?.down).toBe(true);
+      for (const n of names) t.service.cluster.setDown(n, true);
+      expect((await fetch(`${t.url}/health`)).status).toBe(503);
     } finally {
-      t.service.cluster.setDown('large', false);
+      for (const n of names) t.service.cluster.setDown(n, false);
     }
     expect((await fetch(`${t.url}/health`)).status).toBe(200);
   });
