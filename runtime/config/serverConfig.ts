@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
 import { TokenRouterError } from '../errors.ts';
 import { remoteModelSchema } from './remoteModelConfig.ts';
+import { apiKeysSchema } from './apiKeyConfig.ts';
 
 const modelSchema = z
   .object({
@@ -104,6 +105,8 @@ export const serverConfigSchema = z
     adminToken: z.string().min(16).optional(),
     /** On a loopback address, dev mode lets admin calls through without a token. */
     dev: z.boolean().default(true),
+    /** Keys for /v1 (each named, with optional per-minute limits); with none, /v1 is open. `serve --api-key` and TOKENROUTER_API_KEY add to them. */
+    apiKeys: apiKeysSchema.default([]),
   })
   .strict();
 
