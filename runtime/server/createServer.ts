@@ -8,6 +8,7 @@ import express from 'express';
 import type { WebSocketServer } from 'ws';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { requireAdmin } from './adminAuth.ts';
+import { apiKeyGuardFor } from './apiKeyGuard.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { errorMiddleware } from './httpErrors.ts';
 import { attachLiveFeed } from './liveFeed.ts';
@@ -51,6 +52,8 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
       next(e);
     }
   });
+  const keyGuard = apiKeyGuardFor(service, metrics);
+  if (keyGuard) app.use('/v1', keyGuard.middleware);
   app.use(openaiRoutes(service, metrics, shedderFor(service, metrics)));
   app.use('/admin', requireAdmin(service.config, service.adminToken));
   app.use(adminRoutes(service));

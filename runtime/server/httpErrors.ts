@@ -15,11 +15,13 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
   invalid_ir: 400,
   forbidden_host: 403,
+  invalid_api_key: 401,
   infeasible_thresholds: 400,
   not_found: 404,
   conflict: 409,
   too_large: 413,
   overloaded: 429,
+  rate_limit_exceeded: 429,
   unavailable: 503,
   runner_error: 503,
   cancelled: 499,
@@ -72,7 +74,7 @@ export function toHttpError(e: unknown): HttpError {
     status,
     // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
     body: { error: { message: t.message, type: typeFor(status), param: t.param, code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code, ...(t.details === undefined ? {} : { details: t.details }) } },
-    headers: status === 429 ? { 'Retry-After': String(retryAfterOf(t.details)) } : {},
+    headers: status === 429 ? { 'Retry-After': String(retryAfterOf(t.details)) } : status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {},
   };
 }
 

@@ -17,6 +17,9 @@ export class ServerMetrics {
   readonly batchSize = new client.Histogram({ name: 'tokenrouter_batch_size', help: 'Rows per executed batch', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
   readonly batchSeconds = new client.Histogram({ name: 'tokenrouter_batch_duration_seconds', help: 'Clock time of one batch, launch to results routed', labelNames: ['model', 'phase'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers: [this.registry] });
   readonly passes = new client.Counter({ name: 'tokenrouter_forward_passes_total', help: 'Forward passes run by each model (one per batch; older traces: plus lookahead passes)', labelNames: ['model'], registers: [this.registry] });
+  /** Labelled by the key's configured name, never the key; "(none)" for a missing or unknown key. */
+  readonly keyRequests = new client.Counter({ name: 'tokenrouter_api_key_requests_total', help: 'Inference API requests by API key name and outcome (accepted, rate_limited, invalid_api_key)', labelNames: ['key', 'outcome'], registers: [this.registry] });
+  readonly keyTokens = new client.Counter({ name: 'tokenrouter_api_key_tokens_total', help: 'Prompt and completion tokens of requests made with each API key, by key name', labelNames: ['key', 'kind'], registers: [this.registry] });
   readonly shed = new client.Counter({ name: 'tokenrouter_requests_shed_total', help: 'Requests refused with 429 because their predicted queueing delay exceeded scheduling.slo.maxQueueDelayMs', registers: [this.registry] });
 
   constructor(service: TokenRouterService) {

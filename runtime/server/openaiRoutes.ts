@@ -4,6 +4,7 @@ import { chatRequestSchema, completionRequestSchema } from '../../shared/api/ope
 import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { sendError } from './httpErrors.ts';
+import { keyMeterOf } from './apiKeyGuard.ts';
 import type { LoadShedder } from './loadShedder.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { answerStream } from './openai/answerStream.ts';
@@ -36,8 +37,12 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
       const plan = planRequest(service, kind, body, requestIdOf(req));
       res.set('X-Request-Id', plan.id);
-      if (body.stream) answerStream({ service, metrics }, plan, res, req, body.stream_options?.include_usage === true);
-      else answerUnary({ service, metrics }, plan, res, req);
+      const meter = keyMeterOf(res);
+      const ctx = { service, metrics, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
+      if (body.stream) answerStream(ctx, plan, res, req, body.stream_options?.include_usage === true);
+      else answerUnary(ctx, plan, res, req);
+      // Charged once generation started: a request refused at the door (429, 503) used no tokens.
+      meter?.charge(plan.promptTokens, 'prompt');
     } catch (e) {
       sendError(res, e);
     }

@@ -7,7 +7,7 @@ import type { Plan } from './requestPlan.ts';
 import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } from './responseShapes.ts';
 
 /** A streamed answer as server-sent events; a request refused before its first token still gets a JSON error. */
-export function answerStream({ service, metrics }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+export function answerStream({ service, metrics, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { kind, id, model, jobs } = plan;
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
@@ -51,6 +51,7 @@ export function answerStream({ service, metrics }: AnswerContext, plan: Plan, re
     },
     onEnd: (o) => {
       metrics.observeRequest(o, started, false);
+      onCompletionTokens?.(o.result.tokens.length);
       if (over) return;
       if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
         over = true;

@@ -8,6 +8,8 @@ import type { Plan } from './requestPlan.ts';
 export interface AnswerContext {
   service: TokenRouterService;
   metrics: ServerMetrics;
+  /** Each choice's completion tokens as it ends (cancelled and failed ones too: they were generated). */
+  onCompletionTokens?: (n: number) => void;
 }
 
 /** Starts every choice; if one is refused (429, 503, 404) the ones started are cancelled and the refusal thrown. */
