@@ -27,6 +27,7 @@ import { ThreadEngine } from '../engine/threadEngine.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
+import { withTokenText } from '../trace/tokenTextSink.ts';
 import { DraftCache } from './draftCache.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
@@ -142,7 +143,7 @@ export class TokenRouterService {
       prefixCache: config.scheduling.prefixCache,
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
-      trace: this.trace,
+      trace: withTokenText(this.trace, tokenizer),
       checkInvariants,
       models: config.models.map((m) => {
         const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
