@@ -18,6 +18,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_api_key: 401,
   infeasible_thresholds: 400,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   too_large: 413,
   overloaded: 429,

@@ -29,6 +29,13 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
 
   r.post('/v1/completions', (req, res) => handle('completion', req, res));
   r.post('/v1/chat/completions', (req, res) => handle('chat', req, res));
+  // Another method on a known route is 405 naming the one that works (as vLLM answers), not a 404 that suggests a wrong path.
+  for (const [path, allow] of [['/v1/completions', 'POST'], ['/v1/chat/completions', 'POST'], ['/v1/models', 'GET'], ['/v1/models/:id', 'GET']] as const) {
+    r.all(path, (req, res) => {
+      res.set('Allow', allow);
+      sendError(res, new TokenRouterError('method_not_allowed', `${req.method} is not allowed on ${req.path}: use ${allow}`, null));
+    });
+  }
 
   function handle(kind: Kind, req: Request, res: Response): void {
     try {
