@@ -8,7 +8,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 export class ServerMetrics {
   readonly registry = new client.Registry();
-  readonly ttft = new client.Histogram({ name: 'tokenrouter_time_to_first_token_seconds', help: 'Time to first streamed content chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly ttft = new client.Histogram({ name: 'tokenrouter_time_to_first_token_seconds', help: 'Time to the first content: the first streamed chunk, or the whole answer of a non-streamed request', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly interToken = new client.Histogram({ name: 'tokenrouter_inter_token_latency_seconds', help: 'Gap between streamed content chunks', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
   readonly e2e = new client.Histogram({ name: 'tokenrouter_e2e_request_latency_seconds', help: 'Request send to last chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly requests = new client.Counter({ name: 'tokenrouter_requests_total', help: 'Finished requests by outcome', labelNames: ['finish_reason'], registers: [this.registry] });

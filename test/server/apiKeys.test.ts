@@ -129,6 +129,8 @@ describe('with API keys set, /v1 needs one', () => {
     expect(value(after, 'tokenrouter_api_key_requests_total', { key: 'carol', outcome: 'rate_limited' })).toBeGreaterThanOrEqual(1);
     expect(value(after, 'tokenrouter_api_key_requests_total', { key: '(none)', outcome: 'invalid_api_key' })).toBeGreaterThanOrEqual(1);
     for (const secret of [ALICE, BOB, CAROL, DAVE, hex(BOB), t.service.adminToken]) expect(text).not.toContain(secret);
+    // TTFT counts non-streamed answers too, and its help says so (issue 35 item 10)
+    expect(text).toMatch(/# HELP tokenrouter_time_to_first_token_seconds .*non-streamed/);
   });
 
   it('the official openai client: without the key an AuthenticationError, with it answers and streams', async () => {
