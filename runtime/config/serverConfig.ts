@@ -107,6 +107,8 @@ export const serverConfigSchema = z
     dev: z.boolean().default(true),
     /** Keys for /v1 (each named, with optional per-minute limits); with none, /v1 is open. `serve --api-key` and TOKENROUTER_API_KEY add to them. */
     apiKeys: apiKeysSchema.default([]),
+    /** One line per HTTP request on stdout (method, path, status, time, key name); off by default. */
+    accessLog: z.boolean().default(false),
   })
   .strict();
 

@@ -89,6 +89,7 @@ export class ApiKeyGuard {
       },
     };
     res.locals.keyMeter = meter;
+    res.locals.apiKeyName = who.name;
     next();
   };
 

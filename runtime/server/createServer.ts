@@ -8,6 +8,7 @@ import express from 'express';
 import type { WebSocketServer } from 'ws';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { requireAdmin } from './adminAuth.ts';
+import { accessLog } from './accessLog.ts';
 import { apiKeyGuardFor } from './apiKeyGuard.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { errorMiddleware } from './httpErrors.ts';
@@ -32,6 +33,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   const app = express();
   const metrics = new ServerMetrics(service);
   app.disable('x-powered-by');
+  if (service.config.accessLog) app.use(accessLog());
   app.use(refuseForeignHost(hostPolicy(boundHost, [service.config.host, ...service.config.allowedHosts])));
   app.use(refuseForeignOrigin);
   app.use(answerHalfClosed);
