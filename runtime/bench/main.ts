@@ -16,7 +16,7 @@ interface Suite {
   load: () => Promise<{ run: BenchSuite }>;
 }
 
-const SUITES: Record<string, Suite> = {
+export const SUITES: Record<string, Suite> = {
   'sim-modes': { about: 'the paper\'s R2R setting in virtual time: the four scheduling modes and the re-init baseline', duration: '~15 s', load: () => import('./simModes.ts') },
   overhead: { about: 'µs of non-model work per committed token (zero-latency runners), and simulation speed', duration: '~10 s', load: () => import('./overhead.ts') },
   models: { about: 'each bundled model\'s step latency by batch and context, time outside session.run, two-worker overlap', duration: '~2 min', load: () => import('./models.ts') as Promise<{ run: BenchSuite }> },
