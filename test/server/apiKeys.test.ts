@@ -66,6 +66,13 @@ describe('with API keys set, /v1 needs one', () => {
     }
   });
 
+  it('the admin token is compared the same way on /admin: digests, whatever length was sent', async () => {
+    const spy = vi.spyOn(crypto, 'timingSafeEqual');
+    expect((await fetch(`${t.url}/admin/status`, { headers: { Authorization: 'Bearer short' } })).status).toBe(401);
+    expect(spy.mock.calls.length).toBeGreaterThanOrEqual(1);
+    for (const [a, b] of spy.mock.calls) expect([(a as Buffer).length, (b as Buffer).length]).toEqual([32, 32]);
+  });
+
   it('the admin token passes /v1; a key never opens admin', async () => {
     expect((await post('/v1/chat/completions', chat, t.service.adminToken)).status).toBe(200);
     expect((await fetch(`${t.url}/admin/status`, { headers: { Authorization: `Bearer ${t.service.adminToken}` } })).status).toBe(200);
