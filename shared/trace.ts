@@ -72,6 +72,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     /** Committed output tokens and, run-length coded, which model produced them. */
     tokens: z.array(z.number().int()),
     runs: z.array(z.object({ model: z.string(), count: z.number().int() })),
+    /** The text of each output token (as streamed: '' for a token ending inside a character), added by a server that has the tokenizer; older traces lack it. */
+    text: z.array(z.string()).optional(),
     handoffs: z.number().int(),
     admittedAt: time,
     firstTokenAt: time.nullable(),

@@ -16,7 +16,7 @@ interface Suite {
   load: () => Promise<{ run: BenchSuite }>;
 }
 
-const SUITES: Record<string, Suite> = {
+export const SUITES: Record<string, Suite> = {
   'sim-modes': { about: 'the paper\'s R2R setting in virtual time: the four scheduling modes and the re-init baseline', duration: '~15 s', load: () => import('./simModes.ts') },
   overhead: { about: 'µs of non-model work per committed token (zero-latency runners), and simulation speed', duration: '~10 s', load: () => import('./overhead.ts') },
   models: { about: 'each bundled model\'s step latency by batch and context, time outside session.run, two-worker overlap', duration: '~2 min', load: () => import('./models.ts') as Promise<{ run: BenchSuite }> },
@@ -41,7 +41,7 @@ const SUITES: Record<string, Suite> = {
  * Every flag some suite reads (SuiteFlags keys and the suites' own reads), so a mistyped one is an
  * error naming it instead of a silently ignored setting. A suite reading a new flag adds it here.
  */
-const SUITE_FLAGS = [
+export const SUITE_FLAGS = [
   'json', 'trace', 'quick', 'algorithm', 'algorithms', 'bundled-lengths', 'bundled-requests-per-client', 'calibration-requests',
   'calibration-requests-per-client', 'client', 'concurrency', 'delay-ms', 'ignore-eos', 'large-stay', 'large-threshold', 'lengths',
   'levels', 'max-batch', 'max-tokens', 'max-wait-ms', 'p', 'paper-max-tokens', 'prompt', 'relay', 'repeats', 'requests',
@@ -52,7 +52,7 @@ const SUITE_FLAGS = [
   'baseline-prefix-cache',
 ] as const;
 
-function usage(): string {
+export function usage(): string {
   const width = Math.max(...Object.keys(SUITES).map((s) => s.length));
   const rows = Object.entries(SUITES).map(([name, s]) => `  ${name.padEnd(width)}  ${s.duration.padStart(8)}  ${s.about}`);
   return [
@@ -62,8 +62,24 @@ function usage(): string {
     ...rows,
     '',
     `--trace DIR: ${[...SERVING_SUITES].join(', ')} write one JSON-lines trace per server run`,
-    `flags the suites read: ${SUITE_FLAGS.map((f) => `--${f}`).join(' ')}`,
+    'flags the suites read:',
+    ...wrapped(SUITE_FLAGS.map((f) => `--${f}`), 96, '  '),
   ].join('\n');
+}
+
+/** Words in lines of at most `width` characters, each line led by `indent` (60 flags on one line read as none). */
+function wrapped(words: readonly string[], width: number, indent: string): string[] {
+  const lines: string[] = [];
+  let line = indent;
+  for (const w of words) {
+    if (line.length > indent.length && line.length + 1 + w.length > width) {
+      lines.push(line);
+      line = indent;
+    }
+    line += line.length > indent.length ? ` ${w}` : w;
+  }
+  if (line.length > indent.length) lines.push(line);
+  return lines;
 }
 
 /** Suites that serve through the real server (runServingCase), whose runs --trace records. */

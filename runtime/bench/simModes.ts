@@ -84,6 +84,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     progress(`sim-modes N=${n}`, ++done, steps);
   }
   rows.sort((a, b) => (a.concurrency as number) - (b.concurrency as number) || (b.throughput_tok_s as number) - (a.throughput_tok_s as number));
+  // The figures are simulated: a reader comparing them with the served suites' must not take them for this machine's.
+  console.log('virtual time: simulated runners with the paper\'s R2R step costs, not this machine\'s speed (tok/s and ms are simulated)');
   printTable(rows);
   return {
     suite: 'sim-modes',

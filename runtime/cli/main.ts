@@ -9,7 +9,7 @@ type Command = { summary: string; usage: string; run: (args: string[]) => Promis
 const COMMANDS: Record<string, Command> = {
   serve: {
     summary: 'run the server: OpenAI API, designer at /, timeline at /timeline',
-    usage: 'tokenrouter serve [--config FILE] [--port N] [--host ADDR]\n  PORT in the environment also sets the port; --port wins.',
+    usage: 'tokenrouter serve [--config FILE] [--port N] [--host ADDR] [--api-key KEY]...\n  PORT in the environment also sets the port; --port wins.\n  --api-key (repeatable), TOKENROUTER_API_KEY (comma-separated) and "apiKeys" in the config add keys; with any, /v1 needs Authorization: Bearer KEY.',
     run: async (args) => (await import('./serveCommand.ts')).serveCommand(args),
   },
   models: {

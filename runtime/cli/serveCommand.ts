@@ -2,10 +2,11 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { withCommandLineKeys } from '../config/apiKeyConfig.ts';
 import { loadServerConfig, type ServerConfig } from '../config/serverConfig.ts';
 import { TokenRouterError } from '../errors.ts';
 import { startServer } from '../server/createServer.ts';
-import { authRequired } from '../server/adminAuth.ts';
+import { authRequired, isLoopbackHost } from '../server/adminAuth.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseFlags } from '../util/cliFlags.ts';
 
@@ -42,9 +43,16 @@ function checkModelFolders(config: ServerConfig, file: string | undefined): void
   }
 }
 
+/** The one line a server reachable from other machines with an open /v1 prints at start. */
+export function openApiWarning(config: ServerConfig, url: string): string | null {
+  if (config.apiKeys.length > 0 || isLoopbackHost(config.host)) return null;
+  return `warning: ${url}/v1 needs no API key: anyone who can reach this address can use the models; set --api-key KEY, TOKENROUTER_API_KEY or "apiKeys" in the config`;
+}
+
 export async function serveCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags({ args, options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' } } });
+  const { values } = parseFlags({ args, options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, 'api-key': { type: 'string', multiple: true } } });
   const config = loadServerConfig(values.config);
+  config.apiKeys = withCommandLineKeys(config.apiKeys, values['api-key'], process.env.TOKENROUTER_API_KEY);
   const portText = values.port ?? process.env.PORT;
   if (portText !== undefined) {
     const port = Number(portText);
@@ -70,9 +78,13 @@ export async function serveCommand(args: string[]): Promise<number> {
   console.log(`  designer   ${srv.url}/`);
   console.log(`  timeline   ${srv.url}/timeline`);
   console.log(`  OpenAI API ${srv.url}/v1   models: ${service.modelIds().join(', ')}`);
+  if (config.apiKeys.length > 0) console.log(`  API keys   ${config.apiKeys.map((k) => k.name).join(', ')}   (Authorization: Bearer KEY; the admin token passes too)`);
   console.log(`  metrics    ${srv.url}/metrics`);
+  console.log(`  health     ${srv.url}/health   ${srv.url}/healthz`);
   if (authRequired(config)) console.log(`  admin token: ${service.adminToken}   (Authorization: Bearer …)`);
   else console.log('  admin API open on loopback (dev mode); set "dev": false or bind elsewhere to require the token');
+  const warning = openApiWarning(config, srv.url);
+  if (warning) console.warn(warning);
   // Drains as the sub-server does: running requests finish (or end with an error at the deadline),
   // new ones get 503 meanwhile; a second signal ends the grace period at once.
   let stopping = false;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
 import { TokenRouterError } from '../errors.ts';
 import { remoteModelSchema } from './remoteModelConfig.ts';
+import { apiKeysSchema, type ApiKeyConfig } from './apiKeyConfig.ts';
 
 const modelSchema = z
   .object({
@@ -115,6 +116,12 @@ export const serverConfigSchema = z
     adminToken: z.string().min(16).optional(),
     /** On a loopback address, dev mode lets admin calls through without a token. */
     dev: z.boolean().default(true),
+    /** Keys for /v1 (each named, with optional per-minute limits); with none, /v1 is open. `serve --api-key` and TOKENROUTER_API_KEY add to them. */
+    apiKeys: apiKeysSchema.default([]),
+    /** A JSON file holding more entries like apiKeys' (a list; it may hold only sha256 hashes), read relative to the config file. */
+    apiKeysFile: z.string().optional(),
+    /** One line per HTTP request on stdout (method, path, status, time, key name); off by default. */
+    accessLog: z.boolean().default(false),
   })
   .strict();
 
@@ -165,6 +172,7 @@ export function loadServerConfig(file: string | undefined): ServerConfig {
     throw new TokenRouterError('invalid_request', `config ${file} is not valid JSON: ${(e as Error).message}`, 'config');
   }
   const cfg = parseServerConfig(raw, path.basename(file));
+  const apiKeys = cfg.apiKeysFile === undefined ? cfg.apiKeys : [...cfg.apiKeys, ...readKeyFile(path.resolve(path.dirname(path.resolve(file)), cfg.apiKeysFile))];
   // Paths the file spells out are relative to the file, as a user reading it would expect; a
   // default it leaves alone still names the project's folder (a file setting only dataDir must
   // not move the bundled models next to itself).
@@ -174,6 +182,27 @@ export function loadServerConfig(file: string | undefined): ServerConfig {
     ...cfg,
     dataDir: from('dataDir'),
     modelsDir: from('modelsDir'),
+    apiKeys: checkedKeys(apiKeys, path.basename(file)),
     models: cfg.models.map((m) => (m.path === undefined ? m : { ...m, path: path.resolve(base, m.path) })),
   };
+}
+
+/** The entries of an apiKeysFile, checked by the same schema as the config's own. */
+function readKeyFile(file: string): ApiKeyConfig[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new TokenRouterError('invalid_request', `apiKeysFile ${file}: ${(e as Error).message}`, 'apiKeysFile');
+  }
+  const r = apiKeysSchema.safeParse(raw);
+  if (!r.success) throw new TokenRouterError('invalid_request', `apiKeysFile ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`, 'apiKeysFile');
+  return r.data;
+}
+
+/** The config's keys and the key file's together: a name or key in both is refused as within one. */
+function checkedKeys(keys: ApiKeyConfig[], source: string): ApiKeyConfig[] {
+  const r = apiKeysSchema.safeParse(keys);
+  if (!r.success) throw new TokenRouterError('invalid_request', `${source}: apiKeys with apiKeysFile: ${r.error.issues[0].message}`, 'apiKeys');
+  return r.data;
 }

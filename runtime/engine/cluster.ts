@@ -359,7 +359,8 @@ export class Cluster implements EngineEntry {
       t: this.clock.now(),
       mode: this.mode,
       retainState: this.retainState,
-      thresholds: Object.fromEntries(this.engines.map((l) => [l.name, l.threshold])),
+      // every engine, threads and remotes too, in the config's model order: the timeline lays its lanes out (and colours them) by it
+      thresholds: Object.fromEntries(this.engines.map((e) => [e.name, e.threshold])),
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
     });
   }

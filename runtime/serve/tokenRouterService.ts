@@ -25,6 +25,8 @@ import { ThreadEngine } from '../engine/threadEngine.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
+import { wantsFor } from '../../shared/algorithm.ts';
+import { withTokenText } from '../trace/tokenTextSink.ts';
 import { DraftCache } from './draftCache.ts';
 import { TextStream } from './textStream.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
@@ -141,7 +143,7 @@ export class TokenRouterService {
       prefixCache: config.scheduling.prefixCache,
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
-      trace: this.trace,
+      trace: withTokenText(this.trace, tokenizer),
       checkInvariants,
       models: config.models.map((m) => {
         const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
@@ -347,7 +349,30 @@ export class TokenRouterService {
     if (missing !== undefined) {
       throw new TokenRouterError('invalid_request', `the algorithm runs on model "${missing}", which this server does not serve (served: ${this.config.models.map((m) => m.name).join(', ')})`, field);
     }
+    this.refuseMissingHeads(alg, models as string[], field);
     return alg;
+  }
+
+  /**
+   * A router head the algorithm reads must ship in the model's folder (routers/routers.json), and it
+   * runs on the export's "hidden_states" output; a plain Hugging Face export has neither. Found here,
+   * at deploy, rather than as a failed step on the first request. Models without a folder on this
+   * host (injected runners, remote sub-servers) are not checked: their heads are not known here.
+   */
+  private refuseMissingHeads(alg: Algorithm<unknown>, models: readonly string[], field: string): void {
+    for (const [i, m] of models.entries()) {
+      const folder = this.folders.get(m);
+      if (!folder) continue;
+      const have = Object.keys(folder.routers);
+      // model ids are 1-based places in the algorithm's model list
+      const lacking = wantsFor(alg, i + 1).heads.find((h) => !have.includes(h));
+      if (lacking === undefined) continue;
+      throw new TokenRouterError(
+        'invalid_request',
+        `the algorithm reads router head "${lacking}" on model "${m}", whose folder ${folder.dir} ships ${have.length ? `only ${have.join(', ')}` : 'none'}: router-head algorithms need a trained head in routers/routers.json and a "hidden_states" output in the ONNX export`,
+        field,
+      );
+    }
   }
 
   /**

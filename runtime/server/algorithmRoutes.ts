@@ -34,12 +34,16 @@ export function algorithmRoutes(service: TokenRouterService): Router {
       throw new TokenRouterError('conflict', `algorithm "${name}" already exists (${active}, ${existing.versions.length} version${existing.versions.length === 1 ? '' : 's'}); pass replace: true to store this as its next version, or choose another name`, 'name');
     }
     const v = service.registry.createVersion(name, spec, { activate: body.activate === true });
+    // What runs changed (or may): operators read it in the server's log, not only in the designer.
+    log(`deployed ${name} v${v.version} (${spec.kind === 'ir' ? 'graph' : `built-in ${spec.factory}`})${body.activate === true ? ', now active' : ''}`);
     res.status(201).json({ name: v.name, version: v.version, activeVersion: service.registry.get(name)!.activeVersion } satisfies DeployResponse);
   });
 
   r.delete('/admin/algorithms/:name', (req, res) => {
     const name = String(req.params.name);
-    res.json({ name, deletedVersions: service.deleteAlgorithm(name) } satisfies DeleteResponse);
+    const deletedVersions = service.deleteAlgorithm(name);
+    log(`deleted ${name} (${deletedVersions} version${deletedVersions === 1 ? '' : 's'})`);
+    res.json({ name, deletedVersions } satisfies DeleteResponse);
   });
 
   r.post('/admin/algorithms/:name/activate', (req, res) => {
@@ -49,17 +53,22 @@ export function algorithmRoutes(service: TokenRouterService): Router {
     const stored = service.registry.version(name, version);
     if (stored) service.deployable(stored.spec);
     service.registry.activate(name, version);
+    log(`activated ${name} v${version}`);
     res.json({ name, activeVersion: version } satisfies ActiveVersion);
   });
 
   r.post('/admin/algorithms/:name/rollback', (req, res) => {
     const name = String(req.params.name);
     if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
-    res.json({ name, activeVersion: service.registry.rollback(name) } satisfies ActiveVersion);
+    const activeVersion = service.registry.rollback(name);
+    log(`rolled back ${name} to v${activeVersion}`);
+    res.json({ name, activeVersion } satisfies ActiveVersion);
   });
 
   return r;
 }
+
+const log = (line: string): void => console.log(`[tokenrouter] ${line}`);
 
 function versionView(v: AlgorithmVersion): VersionView {
   const at = { version: v.version, createdAt: v.createdAt };

@@ -8,6 +8,8 @@ import express from 'express';
 import type { WebSocketServer } from 'ws';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { requireAdmin } from './adminAuth.ts';
+import { accessLog } from './accessLog.ts';
+import { apiKeyGuardFor } from './apiKeyGuard.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { Drain, type DrainReport } from './drain.ts';
 import { errorMiddleware } from './httpErrors.ts';
@@ -38,6 +40,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   const metrics = new ServerMetrics(service);
   const drain = new Drain();
   app.disable('x-powered-by');
+  if (service.config.accessLog) app.use(accessLog());
   app.use(refuseForeignHost(hostPolicy(boundHost, [service.config.host, ...service.config.allowedHosts])));
   app.use(refuseForeignOrigin);
   app.use(drain.gate);
@@ -68,6 +71,8 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
       next(e);
     }
   });
+  const keyGuard = apiKeyGuardFor(service, metrics);
+  if (keyGuard) app.use('/v1', keyGuard.middleware);
   app.use(openaiRoutes(service, metrics, shedderFor(service, metrics), drain));
   app.use('/admin', requireAdmin(service.config, service.adminToken));
   app.use(adminRoutes(service));

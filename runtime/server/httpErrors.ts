@@ -15,11 +15,14 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
   invalid_ir: 400,
   forbidden_host: 403,
+  invalid_api_key: 401,
   infeasible_thresholds: 400,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   too_large: 413,
   overloaded: 429,
+  rate_limit_exceeded: 429,
   unavailable: 503,
   /** A model that cannot take requests for now (down, or cut off from its sub-servers): worth a retry, so it says when. */
   model_unavailable: 503,
@@ -75,7 +78,7 @@ export function toHttpError(e: unknown): HttpError {
     // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
     body: { error: { message: t.message, type: typeFor(status), param: t.param, code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code, ...(t.details === undefined ? {} : { details: t.details }) } },
     // 503 too: a draining or recovering server says when to come back, as RFC 9110 lets it.
-    headers: status === 429 || status === 503 ? { 'Retry-After': String(retryAfterOf(t.details)) } : {},
+    headers: status === 429 || status === 503 ? { 'Retry-After': String(retryAfterOf(t.details)) } : status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {},
   };
 }
 

@@ -8,7 +8,7 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 
 export class ServerMetrics {
   readonly registry = new client.Registry();
-  readonly ttft = new client.Histogram({ name: 'tokenrouter_time_to_first_token_seconds', help: 'Time to first streamed content chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  readonly ttft = new client.Histogram({ name: 'tokenrouter_time_to_first_token_seconds', help: 'Time to the first content: the first streamed chunk, or the whole answer of a non-streamed request', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly interToken = new client.Histogram({ name: 'tokenrouter_inter_token_latency_seconds', help: 'Gap between streamed content chunks', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
   readonly e2e = new client.Histogram({ name: 'tokenrouter_e2e_request_latency_seconds', help: 'Request send to last chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly requests = new client.Counter({ name: 'tokenrouter_requests_total', help: 'Finished requests by outcome', labelNames: ['finish_reason'], registers: [this.registry] });
@@ -18,6 +18,9 @@ export class ServerMetrics {
   readonly batchSeconds = new client.Histogram({ name: 'tokenrouter_batch_duration_seconds', help: 'Clock time of one batch, launch to results routed', labelNames: ['model', 'phase'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers: [this.registry] });
   readonly passes = new client.Counter({ name: 'tokenrouter_forward_passes_total', help: 'Forward passes run by each model (one per batch; older traces: plus lookahead passes)', labelNames: ['model'], registers: [this.registry] });
   readonly slowClientAborts = new client.Counter({ name: 'tokenrouter_slow_client_aborts_total', help: 'Streamed requests cancelled because their client left more than limits.streamBufferBytes unsent', registers: [this.registry] });
+  /** Labelled by the key's configured name, never the key; "(none)" for a missing or unknown key. */
+  readonly keyRequests = new client.Counter({ name: 'tokenrouter_api_key_requests_total', help: 'Inference API requests by API key name and outcome (accepted, rate_limited, invalid_api_key)', labelNames: ['key', 'outcome'], registers: [this.registry] });
+  readonly keyTokens = new client.Counter({ name: 'tokenrouter_api_key_tokens_total', help: 'Prompt and completion tokens of requests made with each API key, by key name', labelNames: ['key', 'kind'], registers: [this.registry] });
   readonly shed = new client.Counter({ name: 'tokenrouter_requests_shed_total', help: 'Requests refused with 429 because their predicted queueing delay exceeded scheduling.slo.maxQueueDelayMs', registers: [this.registry] });
 
   constructor(service: TokenRouterService) {

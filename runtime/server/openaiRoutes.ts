@@ -5,6 +5,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import type { Drain } from './drain.ts';
 import { sendError } from './httpErrors.ts';
+import { keyMeterOf } from './apiKeyGuard.ts';
 import type { LoadShedder } from './loadShedder.ts';
 import type { ServerMetrics } from './metrics.ts';
 import { answerStream } from './openai/answerStream.ts';
@@ -29,6 +30,13 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
 
   r.post('/v1/completions', (req, res) => handle('completion', req, res));
   r.post('/v1/chat/completions', (req, res) => handle('chat', req, res));
+  // Another method on a known route is 405 naming the one that works (as vLLM answers), not a 404 that suggests a wrong path.
+  for (const [path, allow] of [['/v1/completions', 'POST'], ['/v1/chat/completions', 'POST'], ['/v1/models', 'GET'], ['/v1/models/:id', 'GET']] as const) {
+    r.all(path, (req, res) => {
+      res.set('Allow', allow);
+      sendError(res, new TokenRouterError('method_not_allowed', `${req.method} is not allowed on ${req.path}: use ${allow}`, null));
+    });
+  }
 
   function handle(kind: Kind, req: Request, res: Response): void {
     try {
@@ -37,8 +45,12 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
       const plan = planRequest(service, kind, body, requestIdOf(req));
       res.set('X-Request-Id', plan.id);
-      if (body.stream) answerStream({ service, metrics, drain }, plan, res, req, body.stream_options?.include_usage === true);
-      else answerUnary({ service, metrics, drain }, plan, res, req);
+      const meter = keyMeterOf(res);
+      const ctx = { service, metrics, drain, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
+      if (body.stream) answerStream(ctx, plan, res, req, body.stream_options?.include_usage === true);
+      else answerUnary(ctx, plan, res, req);
+      // Charged once generation started: a request refused at the door (429, 503) used no tokens.
+      meter?.charge(plan.promptTokens, 'prompt');
     } catch (e) {
       sendError(res, e);
     }

@@ -1,7 +1,16 @@
 // OpenAI-compatible request bodies (validated at the edge) and the TokenRouter extension fields.
 import { z } from 'zod';
 
-const stop = z.union([z.string(), z.array(z.string()).max(4)]).nullish();
+/** Stop strings a request may give, as OpenAI allows. */
+export const MAX_STOP = 4;
+
+// The count is checked outside the union: inside it, a failed max(4) only made the union say "Invalid input".
+const stop = z
+  .union([z.string(), z.array(z.string())], { error: 'must be a string or a list of strings' })
+  .nullish()
+  .superRefine((v, ctx) => {
+    if (Array.isArray(v) && v.length > MAX_STOP) ctx.addIssue({ code: 'custom', message: `at most ${MAX_STOP} strings, got ${v.length}` });
+  });
 
 /** Most choices one request may ask for (n times the prompts), as OpenAI caps n. */
 export const MAX_CHOICES = 128;
@@ -14,7 +23,7 @@ const onlyIf = (ok: (v: unknown) => boolean, why: string) => z.unknown().refine(
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const NO_TOOLS = 'is not supported: this server generates text only and never calls tools';
+const NO_TOOLS = 'not supported: this server generates text only and never calls tools';
 
 const common = {
   model: z.string().min(1).max(200),
@@ -47,7 +56,7 @@ const common = {
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */
 function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown }, ctx: z.RefinementCtx): void {
-  if (b.stream_options != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'stream_options is only allowed with stream: true' });
+  if (b.stream_options != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'only allowed with stream: true' });
 }
 
 const tokenIds = z.array(z.number().int().min(0)).min(1);
@@ -61,8 +70,8 @@ export const completionRequestSchema = z
     logprobs: z.number().int().min(0).max(5).nullish(),
     /** The prompt's text is prepended to each choice's text. */
     echo: z.boolean().nullish(),
-    best_of: onlyIf((v) => v === 1, 'best_of > 1 is not supported: ask for n choices and rank them yourself'),
-    suffix: onlyIf((v) => v === '', 'suffix (fill-in-the-middle) is not supported by the served models'),
+    best_of: onlyIf((v) => v === 1, 'only 1 is supported: ask for n choices and rank them yourself'),
+    suffix: onlyIf((v) => v === '', 'only "" is supported: the served models do no fill-in-the-middle'),
   })
   .strict()
   .superRefine(streamOptionsNeedStream);
@@ -71,20 +80,21 @@ const textContent = z.union([z.string(), z.array(z.object({ type: z.literal('tex
 
 const chatMessage = z
   .object({
-    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool', 'function']),
+    // tool and function pass here only to be refused below with the reason; the error lists the roles that work
+    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool', 'function'], { error: 'must be one of system, developer, user, assistant' }),
     /** Null or absent only on an assistant message (OpenAI allows it there). */
     content: textContent.nullish(),
     name: z.string().optional(),
     refusal: z.null().optional(),
-    tool_calls: onlyIf((v) => Array.isArray(v) && v.length === 0, `tool_calls ${NO_TOOLS}`),
-    function_call: refused(`function_call ${NO_TOOLS}`),
+    tool_calls: onlyIf((v) => Array.isArray(v) && v.length === 0, NO_TOOLS),
+    function_call: refused(NO_TOOLS),
     // Accepted only so that a tool message is refused for its role, with the reason, not for this key.
     tool_call_id: z.string().optional(),
   })
   .strict()
   .superRefine((m, ctx) => {
     if (m.role === 'tool' || m.role === 'function') {
-      ctx.addIssue({ code: 'custom', path: ['role'], message: `role "${m.role}" carries a tool result, and tools are not supported by this server (it never calls one)` });
+      ctx.addIssue({ code: 'custom', path: ['role'], message: `"${m.role}" carries a tool result, and tools are not supported by this server (it never calls one)` });
     } else if (m.content == null && m.role !== 'assistant') {
       ctx.addIssue({ code: 'custom', path: ['content'], message: `a ${m.role} message needs content` });
     }
@@ -98,20 +108,20 @@ export const chatRequestSchema = z
     /** Logprobs of each output token, and the top_logprobs (0..20) most likely tokens at each position. */
     logprobs: z.boolean().nullish(),
     top_logprobs: z.number().int().min(0).max(20).nullish(),
-    tools: onlyIf((v) => Array.isArray(v) && v.length === 0, `tools ${NO_TOOLS}`),
-    tool_choice: onlyIf((v) => v === 'none', `tool_choice ${NO_TOOLS} (only "none" is accepted)`),
-    parallel_tool_calls: refused(`parallel_tool_calls ${NO_TOOLS}`),
-    functions: refused(`functions ${NO_TOOLS}`),
-    function_call: onlyIf((v) => v === 'none', `function_call ${NO_TOOLS} (only "none" is accepted)`),
+    tools: onlyIf((v) => Array.isArray(v) && v.length === 0, NO_TOOLS),
+    tool_choice: onlyIf((v) => v === 'none', `${NO_TOOLS} (only "none" is accepted)`),
+    parallel_tool_calls: refused(NO_TOOLS),
+    functions: refused(NO_TOOLS),
+    function_call: onlyIf((v) => v === 'none', `${NO_TOOLS} (only "none" is accepted)`),
     response_format: onlyIf(
       (v) => isPlainObject(v) && v.type === 'text' && Object.keys(v).length === 1,
-      'response_format: only {"type": "text"} is supported; this server does not constrain output to JSON or a schema',
+      'only {"type": "text"} is supported; this server does not constrain output to JSON or a schema',
     ),
   })
   .strict()
   .superRefine((b, ctx) => {
     streamOptionsNeedStream(b, ctx);
-    if (b.top_logprobs != null && b.logprobs !== true) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: 'top_logprobs needs logprobs: true' });
+    if (b.top_logprobs != null && b.logprobs !== true) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: 'needs logprobs: true' });
   });
 
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;

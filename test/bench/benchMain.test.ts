@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../../runtime/bench/main.ts';
+import { main, SUITE_FLAGS, SUITES, usage } from '../../runtime/bench/main.ts';
 import { markdownTable, textTable } from '../../runtime/util/table.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-main-'));
@@ -16,6 +16,18 @@ afterAll(() => {
 });
 
 describe('bench main', () => {
+  it('docs/benchmarks.md lists every suite in its table (it listed 8 of 18)', () => {
+    const doc = fs.readFileSync(path.join(import.meta.dirname, '../../docs/benchmarks.md'), 'utf8');
+    for (const name of Object.keys(SUITES)) expect(doc, name).toContain(`| \`${name}\` |`);
+  });
+
+  it('--help lists every suite flag in lines a terminal shows whole (it ended with 60 flags on one line)', () => {
+    const text = usage();
+    const long = text.split('\n').filter((l) => (l.match(/ --[a-z]/g) ?? []).length > 3 && l.length > 100);
+    expect(long).toEqual([]);
+    for (const f of SUITE_FLAGS) expect(text).toMatch(new RegExp(`(^| )--${f}( |$)`, 'm'));
+  });
+
   it('writes report.json, results.md and --json for a suite that returns no tables of its own', async () => {
     const json = path.join(dir, 'out', 'overhead.json');
     expect(await main(['overhead', '--quick', '1', '--json', json, '--tag', 't1'])).toBe(0);

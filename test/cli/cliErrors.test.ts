@@ -121,7 +121,7 @@ describe('flags', () => {
       cli(['bench', 'scale', '--concurrencies', '4']),
     ]);
     oneLineError(sim, /^error: unknown flag --request; known flags: .*--requests/);
-    oneLineError(serve, /^error: unknown flag --prot; known flags: --config, --port, --host$/);
+    oneLineError(serve, /^error: unknown flag --prot; known flags: --config, --port, --host, --api-key$/);
     oneLineError(models, /^error: unknown flag --folder; known flags: --dir$/);
     oneLineError(bench, /^error: unknown flag --concurrencies; known flags: .*--concurrency/);
     oneLineError(await loadgen(['--url', 'http://127.0.0.1:9', '--model', 'r2r', '--nope', '1']), /^unknown flag --nope; known flags: --url, --model/);

@@ -42,4 +42,13 @@ describe('designer api', () => {
     reply(200, sse([{ tokenrouter: { tokens: [{ ...tok, decision: 'maybe' }] } }]), { 'Content-Type': 'text/event-stream' });
     await expect(streamChat({ model: 'r2r', prompt: '2*2', maxTokens: 4, signal: new AbortController().signal, onTokens: () => {} })).rejects.toThrow(/unexpected stream chunk/);
   });
+
+  it('the playground sends the stored admin token to /v1, which passes a server started with API keys', async () => {
+    vi.stubGlobal('localStorage', { getItem: (k: string) => (k === 'tokenrouterAdminToken' ? 'admin-secret' : null) });
+    const fetchMock = vi.fn(async () => new Response('data: [DONE]\n\n', { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));
+    vi.stubGlobal('fetch', fetchMock);
+    await streamChat({ model: 'r2r', prompt: '2*2', maxTokens: 4, signal: new AbortController().signal, onTokens: () => {} });
+    const init = (fetchMock.mock.calls[0] as unknown as [string, RequestInit])[1];
+    expect(init.headers).toMatchObject({ Authorization: 'Bearer admin-secret', 'Content-Type': 'application/json' });
+  });
 });

@@ -26,6 +26,14 @@ async function main(): Promise<void> {
     const shot = (name: string) => page.screenshot({ path: path.join(artifacts, `deploys-${name}.png`) });
     const op = () => page.evaluate(() => window.__designer!.graph().nodes.find((n) => n.id === 'unsure')!.params.op);
 
+    // A fresh page: its draft is the R-Stitch example, which the seeded built-in r-stitch v1 runs (issue 35 item 3).
+    await page.locator('[data-testid="deploy-status"]').filter({ hasText: 'Live: r-stitch v1' }).waitFor();
+    await page.waitForTimeout(500);
+    assert.equal(await page.locator('[data-testid="draft-differs"]').count(), 0, 'a fresh load does not say Draft ≠ v1');
+    assert.ok(await page.locator('[data-testid="deploy"]').isDisabled(), 'Deploy is off while the draft is what runs');
+    assert.equal(await page.locator('[data-testid="deploy-blocker"]').innerText(), 'Live v1 already runs this draft');
+    await shot('0-fresh');
+
     // A graph named like the seeded built-in citer (the R-Stitch example, renamed): Deploy asks instead of making it v2 silently.
     await page.click('[data-testid="open-menu"]');
     await page.click('[data-testid="open-example-r-stitch"]');

@@ -96,6 +96,12 @@ async function main(): Promise<void> {
     checks.check('path highlighted on canvas', s.drawn!.highlightedBoxes === want.length && (target.handoffs === 0 || s.drawn!.highlightedArrows > 0), { boxes: s.drawn!.highlightedBoxes, arrows: s.drawn!.highlightedArrows });
     const ttft = await page.locator('[data-testid=ttft]').innerText();
     checks.check('TTFT and E2E shown', /ms|s/.test(ttft) && /s/.test(await page.locator('[data-testid=e2e]').innerText()), ttft);
+    // The drill-down shows the text the server decoded, not only ids (issue 35 item 4).
+    const pieces = await page.$$eval('[data-testid=tokens] span', (els) => els.map((e) => e.textContent ?? ''));
+    const mark = (p: string) => (p === '' ? '·' : p.replace(/\n/g, '↵').replace(/\t/g, '→').replace(/ /g, '␣'));
+    checks.check('the request-end event carries one text piece per token', (target.text?.length ?? -1) === target.tokens.length, { text: target.text?.length, tokens: target.tokens.length });
+    checks.check('the request panel shows those pieces as text', pieces.length > 0 && JSON.stringify(pieces) === JSON.stringify((target.text ?? []).slice(0, pieces.length).map(mark)), pieces.slice(0, 8));
+    await page.locator('[data-testid=tokens]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: artifactPath('timeline-live-request.png') });
 
     // Export everything retained and check the file.

@@ -136,10 +136,24 @@ describe('HTTP API: bad input', () => {
     expect((r.json.choices as { finish_reason: string }[])[0].finish_reason).toBe('length');
   });
 
-  it('unknown routes and wrong methods answer JSON 404', async () => {
+  it('a wrong method on an OpenAI route is a JSON 405 with Allow naming the right one', async () => {
+    for (const [method, p, allow] of [
+      ['GET', '/v1/completions', 'POST'],
+      ['GET', '/v1/chat/completions', 'POST'],
+      ['DELETE', '/v1/models', 'GET'],
+      ['POST', '/v1/models/small', 'GET'],
+    ]) {
+      const res = await fetch(rig.url + p, { method });
+      expect(res.status, `${method} ${p}`).toBe(405);
+      expect(res.headers.get('allow')).toBe(allow);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('method_not_allowed');
+      expect(body.error.message).toBe(`${method} is not allowed on ${p}: use ${allow}`);
+    }
+  });
+
+  it('unknown routes and wrong methods elsewhere answer JSON 404', async () => {
     for (const [method, p] of [
-      ['GET', '/v1/completions'],
-      ['DELETE', '/v1/models'],
       ['PATCH', '/admin/algorithms'],
       ['GET', '/v1/../../etc/passwd'],
     ]) {

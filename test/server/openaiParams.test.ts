@@ -65,6 +65,26 @@ const REFUSED: Refusal[] = [
   { name: 'n over the cap with prompt arrays', path: 'completion', body: cmpl({ prompt: ['a', 'b', 'c'], n: 50 }), param: 'n' },
 ];
 
+describe('refusals say what is wrong once, without repeating the parameter (issue 35)', () => {
+  it.each([
+    ['stop with 5 strings', 'chat', chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), 'stop: at most 4 strings, got 5'],
+    ['stop of the wrong type', 'completion', cmpl({ stop: 7 }), 'stop: must be a string or a list of strings'],
+    ['tools', 'chat', chat({ tools: [fn] }), 'tools: not supported: this server generates text only and never calls tools'],
+    ['response_format json', 'chat', chat({ response_format: { type: 'json_object' } }), 'response_format: only {"type": "text"} is supported; this server does not constrain output to JSON or a schema'],
+    ['top_logprobs alone', 'chat', chat({ top_logprobs: 2 }), 'top_logprobs: needs logprobs: true'],
+    ['stream_options unstreamed', 'completion', cmpl({ stream_options: { include_usage: true } }), 'stream_options: only allowed with stream: true'],
+    ['role bot', 'chat', chat({ messages: [{ role: 'bot', content: 'hi' }] }), 'messages.0.role: must be one of system, developer, user, assistant'],
+  ] as const)('%s', async (_name, path, body, message) => {
+    const r = await post(path === 'chat' ? '/v1/chat/completions' : '/v1/completions', body);
+    expect(r.status).toBe(400);
+    expect(r.json.error?.message).toBe(message);
+  });
+
+  it('4 stop strings are accepted', async () => {
+    expect((await post('/v1/chat/completions', chat({ stop: ['a', 'b', 'c', 'd'] }))).status).toBe(200);
+  });
+});
+
 describe('unsupported parameters: 400 naming the parameter', () => {
   it.each(REFUSED)('$name', async (c) => {
     const r = await post(c.path === 'chat' ? '/v1/chat/completions' : '/v1/completions', c.body);

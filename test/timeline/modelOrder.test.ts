@@ -1,5 +1,10 @@
 // Lane order and model colours come from the server's model list: the same at every load, the same in designer and timeline.
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { createRealClock } from '../../runtime/clock/clock.ts';
+import { Cluster } from '../../runtime/engine/cluster.ts';
+import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
+import { caseRunner } from '../engine/threadSim.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 import { modelColor as designerColor } from '../../designer/src/designer/modelColors.ts';
@@ -33,4 +38,23 @@ describe('lane order and colours', () => {
     const flipped = ['large', 'small'].map((name) => ({ name }));
     expect(designerColor('large', flipped)).toBe(laneColor(0));
   });
+
+  it('the config event names every model in the server order, engines in their own threads included', async () => {
+    // npm start runs each ONNX model's engine in a thread: the config must name those too, or lanes fall back to first appearance
+    const sim = fileURLToPath(new URL('../engine/threadSim.ts', import.meta.url));
+    const thread = await ThreadEngine.start('medium', { kind: 'module', module: sim, export: 'caseRunner', args: ['medium', 1, -1] });
+    const trace = new TraceRecorder(100);
+    try {
+      new Cluster({ clock: createRealClock(), mode: 'async-delayed', maxConcurrency: 4, trace, models: [
+        { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8 }, { name: 'medium', thread, maxBatch: 8 }, { name: 'large', runner: caseRunner('large', 2, -1), maxBatch: 8 },
+      ] });
+      const cfg = trace.recent(100).find((e) => e.type === 'config');
+      expect(Object.keys(cfg?.type === 'config' ? cfg.thresholds : {})).toEqual(MODELS);
+      const store = new EventStore();
+      store.addMany([...trace.recent(100), batch(1, 'large'), batch(2, 'medium')]);
+      expect(store.lanes).toEqual(MODELS);
+    } finally {
+      await thread.close();
+    }
+  }, 20_000);
 });

@@ -260,7 +260,7 @@ describe('lane labels layer', () => {
     // The view ends at 100 ms, after the change at 70 ms: A's threshold is 2 there.
     expect(texts.map((t) => t.text)).toEqual([
       'A', 'batches · threshold 2', 'queue (max 6)',
-      'B', 'batches · threshold 4', 'queue (max 1)', 'run 3 · wait 1 · away 2', 'KV 2.0 KiB',
+      'B', 'batches · threshold 4', 'queue (max 1)', 'run 3 · wait 1 · at peer 2', 'KV 2.0 KiB',
       'handoffs / 0.30 ms', '(max 17)',
     ]);
     // The gutter is repainted so that nothing from the plot shows under the labels.

@@ -1,6 +1,6 @@
 // Top bar: document (open, new, import, export), edit history, save state, the one-click deploy, and whether the draft is what runs.
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { versionIr } from './api.ts';
+import { comparableIr } from './comparableIr.ts';
 import { EXAMPLES } from './examples.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
 import { versionDiff } from './versionDiff.ts';
@@ -97,14 +97,15 @@ export function Toolbar() {
   const catalogSource = useDesigner((s) => s.catalogSource);
   const entry = useDesigner((s) => s.registry.algorithms.find((a) => a.name === s.graph.name));
   const graph = useDesigner((s) => s.graph); // the deploy blocker and the live comparison depend on the whole graph
+  const catalog = useDesigner((s) => s.catalog);
   const blocker = store.deployBlocker();
   const live = entry?.versions.find((v) => v.version === entry.activeVersion);
   // A draft with errors differs from anything deployable; otherwise compare parameters and wiring, not layout.
   const changes = useMemo(() => {
     if (!live) return 0;
     const ir = store.compiledIr();
-    return ir ? versionDiff(versionIr(live), ir).length : Infinity;
-  }, [live, store, graph]);
+    return ir ? versionDiff(comparableIr(live, catalog), ir).length : Infinity;
+  }, [live, store, graph, catalog]);
   return (
     <header className="toolbar">
       <div className="brand">

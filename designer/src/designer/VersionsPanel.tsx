@@ -1,6 +1,7 @@
 // Versions of an algorithm from the registry: which is active, a parameter diff against the draft or the previous version, activate, roll back and delete.
 import { useEffect, useMemo, useState } from 'react';
-import { versionIr, type ApiVersion } from './api.ts';
+import type { ApiVersion } from './api.ts';
+import { comparableIr } from './comparableIr.ts';
 import { DiffTable } from './DiffTable.tsx';
 import { useDesigner, useStore } from './useDesigner.ts';
 import { versionDiff, type DiffRow } from './versionDiff.ts';
@@ -22,6 +23,8 @@ export function VersionsPanel() {
   const registry = useDesigner((s) => s.registry);
   const graphName = useDesigner((s) => s.graph.name);
   useDesigner((s) => s.graph); // the draft diff follows edits
+  const catalog = useDesigner((s) => s.catalog);
+  const irOf = (v: ApiVersion) => comparableIr(v, catalog);
   const [name, setName] = useState(graphName);
   const [picked, setPicked] = useState<number | null>(null);
   const [baseline, setBaseline] = useState<Baseline>('draft');
@@ -38,12 +41,12 @@ export function VersionsPanel() {
 
   const diff: DiffRow[] | null = useMemo(() => {
     if (!selected) return null;
-    if (baseline === 'draft') return versionDiff(versionIr(selected), store.compiledIr());
+    if (baseline === 'draft') return versionDiff(irOf(selected), store.compiledIr());
     const other = baseline === 'previous' ? versions.find((v) => v.version < selected.version) : versions.find((v) => v.version === entry?.activeVersion);
-    return other ? versionDiff(versionIr(other), versionIr(selected)) : null;
+    return other ? versionDiff(irOf(other), irOf(selected)) : null;
     // store.compiledIr reads the live graph, which the hook above subscribes to.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [selected, baseline, versions, entry, store, store.getState().graph]);
+  }, [selected, baseline, versions, entry, store, store.getState().graph, catalog]);
 
   return (
     <div className="versions" data-testid="versions">

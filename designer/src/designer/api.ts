@@ -107,7 +107,8 @@ export interface ChatRun {
 export async function streamChat(run: ChatRun): Promise<string | null> {
   const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }] };
   if (run.ir) body.tokenrouter_ir = run.ir;
-  const res = await fetch('/v1/chat/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal: run.signal });
+  // The admin token also passes /v1 on a server started with API keys; a key never opens admin.
+  const res = await fetch('/v1/chat/completions', { method: 'POST', headers: adminHeaders(true), body: JSON.stringify(body), signal: run.signal });
   if (!res.ok || !res.body) throw await failure(res);
   const id = res.headers.get('x-request-id');
   if (id) run.onId?.(id);

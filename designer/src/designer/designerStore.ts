@@ -7,6 +7,7 @@ import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { irToGraph } from '../../../shared/ir/irToGraph.ts';
 import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
 import { versionIr, type ApiVersion, type StreamToken } from './api.ts';
+import { comparableIr } from './comparableIr.ts';
 import type { DesignerPorts } from './designerPorts.ts';
 import * as edits from './graphEdits.ts';
 import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
@@ -125,6 +126,7 @@ export class DesignerStore {
       slice: () => ({ ...this.state, graphName: this.state.graph.name }),
       set: (patch) => this.set(patch),
       compiledIr: this.compiledIr,
+      comparableIr: (v) => comparableIr(v, this.state.catalog),
       markSaved: this.markSaved,
       rejected: (issues) => {
         this.serverIssues = issues;

@@ -2,7 +2,7 @@
 import { isDeployableName } from '../../../shared/api/admin.ts';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import type { IrDocument } from '../../../shared/ir/irSchema.ts';
-import { ApiError, versionIr, type ApiAlgorithm } from './api.ts';
+import { ApiError, versionIr, type ApiAlgorithm, type ApiVersion } from './api.ts';
 import type { DesignerServer } from './designerPorts.ts';
 import { versionDiff, type DiffRow } from './versionDiff.ts';
 
@@ -38,6 +38,8 @@ export interface RegistryHost {
   slice(): RegistrySlice;
   set(patch: Partial<Pick<RegistrySlice, 'deploy' | 'registry' | 'confirm'>>): void;
   compiledIr(): IrDocument | null;
+  /** A stored version's IR for comparing with (a seeded built-in: its example graph's); null when none stands for it. */
+  comparableIr(v: ApiVersion): IrDocument | null;
   /** The deployed graph is the new save point. */
   markSaved(): void;
   /** The server refused the graph with per-node issues. */
@@ -73,6 +75,12 @@ export class RegistryFlow {
     if (s.deploy.status === 'deploying') return 'Deploying…';
     if (s.errorCount > 0) return `Fix ${s.errorCount} error${s.errorCount > 1 ? 's' : ''} first`;
     if (!isDeployableName(s.graphName)) return 'Name: lowercase letters, digits, “.”, “_”, “-” (not “draft”)';
+    const entry = this.entry(s.graphName);
+    const live = entry?.versions.find((v) => v.version === entry.activeVersion);
+    const liveIr = live ? this.host.comparableIr(live) : null;
+    const ir = liveIr ? this.host.compiledIr() : null;
+    // Storing the same algorithm again would only add a version to roll back through.
+    if (live && liveIr && ir && versionDiff(liveIr, ir).length === 0) return `Live v${live.version} already runs this draft`;
     return null;
   };
 
@@ -111,7 +119,7 @@ export class RegistryFlow {
     const entry = this.entry(name)!;
     const live = entry.versions.find((v) => v.version === entry.activeVersion);
     const next = Math.max(0, ...entry.versions.map((v) => v.version)) + 1;
-    this.host.set({ confirm: { kind: 'replace', name, live: entry.activeVersion, liveKind: live?.kind ?? null, versions: entry.versions.length, next, diff: versionDiff(live ? versionIr(live) : null, ir) } });
+    this.host.set({ confirm: { kind: 'replace', name, live: entry.activeVersion, liveKind: live?.kind ?? null, versions: entry.versions.length, next, diff: versionDiff(live ? this.host.comparableIr(live) : null, ir) } });
   }
 
   activate = async (name: string, version: number): Promise<void> => {
@@ -129,7 +137,7 @@ export class RegistryFlow {
     const from = entry?.versions.find((v) => v.version === entry.activeVersion);
     const to = entry?.versions.find((v) => v.version === entry.rollbackTo);
     if (!from || !to) return this.host.notify('error', `${name} has no earlier active version to roll back to`);
-    this.host.set({ confirm: { kind: 'rollback', name, from: from.version, to: to.version, toKind: to.kind, diff: versionDiff(versionIr(from), versionIr(to)) } });
+    this.host.set({ confirm: { kind: 'rollback', name, from: from.version, to: to.version, toKind: to.kind, diff: versionDiff(this.host.comparableIr(from), this.host.comparableIr(to)) } });
   };
 
   askDelete = (name: string): void => {

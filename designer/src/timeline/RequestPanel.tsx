@@ -1,4 +1,5 @@
 // Drill-down of the selected request: latency figures, tokens coloured by the model that wrote them, states over time.
+import { wholePercents } from './wholePercents.ts';
 import { useMemo } from 'react';
 import { modelColor, STATE_COLORS } from './modelColors.ts';
 import type { TimelineController } from './timelineController.ts';
@@ -32,6 +33,7 @@ function RequestDetail({ c }: { c: TimelineController }) {
   for (const r of end?.runs ?? []) for (let k = 0; k < r.count; k++) owners.push(r.model);
   const perModel = new Map<string, number>();
   for (const r of end?.runs ?? []) perModel.set(r.model, (perModel.get(r.model) ?? 0) + r.count);
+  const shares = wholePercents([...perModel.values()]);
   const laneOf = (m: string): number => c.store.laneOf(m);
   return (
     <section className="tl-card" data-testid="request-panel">
@@ -48,18 +50,18 @@ function RequestDetail({ c }: { c: TimelineController }) {
       {end ? (
         <>
           <div className="tl-share">
-            {[...perModel].map(([m, k]) => (
-              <span key={m} style={{ flex: k, background: modelColor(laneOf(m)) }} title={`${m}: ${k} tokens (${((100 * k) / Math.max(1, n)).toFixed(0)}%)`} />
+            {[...perModel].map(([m, k], i) => (
+              <span key={m} style={{ flex: k, background: modelColor(laneOf(m)) }} title={`${m}: ${k} tokens (${shares[i]}%)`} />
             ))}
           </div>
           <div className="tl-sharelegend">
-            {[...perModel].map(([m, k]) => <span key={m}><i style={{ background: modelColor(laneOf(m)) }} />{m} {k} ({((100 * k) / Math.max(1, n)).toFixed(0)}%)</span>)}
+            {[...perModel].map(([m, k], i) => <span key={m}><i style={{ background: modelColor(laneOf(m)) }} />{m} {k} ({shares[i]}%)</span>)}
           </div>
-          <h4>Output tokens <span className="muted">(ids; the trace carries no detokenised text)</span></h4>
-          {info?.tokensDropped ? <p className="muted small">Token ids of this older request were dropped to keep memory bounded.</p> : null}
-          <div className="tl-tokens" data-testid="tokens">
+          <h4>Output tokens <span className="muted">{end.text ? '(text; hover for the id)' : '(ids: this trace was recorded without the text)'}</span></h4>
+          {info?.tokensDropped ? <p className="muted small">Tokens of this older request were dropped to keep memory bounded.</p> : null}
+          <div className={`tl-tokens${end.text ? ' tl-text' : ''}`} data-testid="tokens">
             {end.tokens.slice(0, MAX_TOKENS_SHOWN).map((t, i) => (
-              <span key={i} style={{ borderColor: modelColor(laneOf(owners[i] ?? '')), color: modelColor(laneOf(owners[i] ?? '')) }} title={`#${i} by ${owners[i] ?? '?'}`}>{t}</span>
+              <span key={i} style={{ borderColor: modelColor(laneOf(owners[i] ?? '')), color: modelColor(laneOf(owners[i] ?? '')) }} title={`#${i} id ${t} by ${owners[i] ?? '?'}`}>{end.text ? visible(end.text[i] ?? '') : t}</span>
             ))}
             {n > MAX_TOKENS_SHOWN ? <span className="muted">… {n - MAX_TOKENS_SHOWN} more</span> : null}
           </div>
@@ -110,4 +112,10 @@ function StateGantt({ c, admitted }: { c: TimelineController; admitted: number }
       </details>
     </div>
   );
+}
+
+/** Whitespace and control characters drawn as visible marks, so a space or a newline token still shows. */
+function visible(piece: string): string {
+  if (piece === '') return '·';
+  return piece.replace(/\n/g, '↵').replace(/\t/g, '→').replace(/ /g, '␣');
 }

@@ -52,7 +52,7 @@ export function Toolbar({ c }: { c: TimelineController }) {
       </div>
       <div className="tl-metrics">
         {live ? <span title="Events applied per second (last 2 s)">{Math.round(c.ingestRate).toLocaleString()} ev/s</span> : null}
-        <span title="Events held in the bounded window">{c.store.size.toLocaleString()} / {c.store.capacity.toLocaleString()} kept</span>
+        <span title="Events held in the bounded window; the oldest go first beyond it">{c.store.size.toLocaleString()} of {c.store.capacity.toLocaleString()} events kept</span>
         <span title="Median frame interval over the last 60 frames">{fps} fps</span>
       </div>
     </header>

@@ -395,7 +395,7 @@ export class EventStore {
       if (!info.end || !info.end.tokens.length) continue;
       this.endTokens -= info.end.tokens.length;
       info.tokensDropped = info.end.tokens.length;
-      info.end = { ...info.end, tokens: [] };
+      info.end = { ...info.end, tokens: [], text: undefined };
     }
   }
 

@@ -45,6 +45,11 @@ export function computeLayout(models: readonly string[], width: number, height: 
   return { width, height, gutter: GUTTER, axisH: AXIS_H, lanes, plotX0, plotWidth: Math.max(1, width - plotX0 - 12) };
 }
 
+/** True while the layout's lanes are these models in this order (the lane names it draws are its own copy). */
+export function layoutFits(layout: Layout, models: readonly string[]): boolean {
+  return layout.lanes.length === models.length && layout.lanes.every((l, i) => l.model === models[i]);
+}
+
 /** The lane whose row (batches or queue) contains y, or -1. */
 export function laneAtY(layout: Layout, y: number): number {
   for (const l of layout.lanes) if (y >= l.top && y < l.bottom) return l.lane;

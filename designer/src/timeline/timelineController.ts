@@ -11,7 +11,7 @@ import { adminToken, connectFeed } from './feed.ts';
 import type { FeedConnection, FeedHandlers, FeedStatus, LiveStats } from './feedMessages.ts';
 import { bindCanvasInput } from './canvasInput.ts';
 import { hitBatch } from './hitTest.ts';
-import { computeLayout, type Layout } from './layout.ts';
+import { computeLayout, layoutFits, type Layout } from './layout.ts';
 import { rangeStats, type RangeStats } from './rangeStats.ts';
 import { requestPath, type RequestPath } from './requestPath.ts';
 import { endAt, fit, panBy, timeToX, zoomAt, type Viewport } from './viewport.ts';
@@ -423,7 +423,8 @@ export class TimelineController {
     if (!this.ctx) return;
     if (!this.dirty && this.drawnVersion === this.store.version) return;
     const t0 = performance.now();
-    if (!this.layout || this.layout.lanes.length !== this.store.lanes.length) {
+    // by name, not count: a file opened over the live feed may hold the same models in another order
+    if (!this.layout || !layoutFits(this.layout, this.store.lanes)) {
       this.layout = computeLayout(this.store.lanes, this.cssW, this.cssH);
     }
     if (this.selected && this.selected.path.nextBatch !== this.store.batches.nextAbs) {

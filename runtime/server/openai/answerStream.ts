@@ -11,7 +11,7 @@ import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } fr
 const CLOSE_GRACE_MS = 5000;
 
 /** A streamed answer as server-sent events; a request refused before its first token still gets a JSON error. */
-export function answerStream({ service, metrics, drain }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+export function answerStream({ service, metrics, drain, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { kind, id, model, jobs } = plan;
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
@@ -75,6 +75,7 @@ export function answerStream({ service, metrics, drain }: AnswerContext, plan: P
     },
     onEnd: (o) => {
       metrics.observeRequest(o, started, false);
+      onCompletionTokens?.(o.result.tokens.length);
       if (over) return;
       if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
         over = true;

@@ -7,7 +7,7 @@ import type { Plan } from './requestPlan.ts';
 import { attribution, chatLogprob, completionLogprobs, plainTokens, sumAttribution, usageOf } from './responseShapes.ts';
 
 /** A non-streamed answer: one JSON body when every choice has ended (one failed choice fails the request). */
-export function answerUnary({ service, metrics, drain }: AnswerContext, plan: Plan, res: Response, req: Request): void {
+export function answerUnary({ service, metrics, drain, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request): void {
   const { kind, jobs } = plan;
   const tokens: StreamToken[][] = jobs.map(() => []);
   const outs: GenerateOutcome[] = new Array(jobs.length);
@@ -21,6 +21,7 @@ export function answerUnary({ service, metrics, drain }: AnswerContext, plan: Pl
     onDelta: (ts) => tokens[k].push(...ts),
     onEnd: (o) => {
       metrics.observeRequest(o, started);
+      onCompletionTokens?.(o.result.tokens.length);
       if (over) return;
       if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
         // One choice lost fails the request: the others are cancelled, not left running unanswered.

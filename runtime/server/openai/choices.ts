@@ -11,6 +11,8 @@ export interface AnswerContext {
   metrics: ServerMetrics;
   /** The server's graceful stop, which ends a still-running answer at its deadline. */
   drain?: Drain;
+  /** Each choice's completion tokens as it ends (cancelled and failed ones too: they were generated). */
+  onCompletionTokens?: (n: number) => void;
 }
 
 /** Starts every choice; if one is refused (429, 503, 404) the ones started are cancelled and the refusal thrown. */

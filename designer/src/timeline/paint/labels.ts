@@ -36,7 +36,7 @@ export function drawLaneLabels(ctx: Paint2D, f: Frame, queueMax: readonly number
     const g = o.gauges.get(l.model);
     if (g) {
       ctx.fillStyle = THEME.text;
-      ctx.fillText(`run ${g.running} · wait ${g.waiting} · away ${g.pendingReturn}`, 12, l.queueTop + l.queueH + 10);
+      ctx.fillText(`run ${g.running} · wait ${g.waiting} · at peer ${g.pendingReturn}`, 12, l.queueTop + l.queueH + 10);
       ctx.fillStyle = THEME.muted;
       ctx.fillText(`KV ${formatBytes(g.kvBytes)}`, 12, l.queueTop + l.queueH + 24);
     }
