@@ -28,7 +28,8 @@ export async function sigtermRounds(rounds: number, log: (line: string) => void 
     nats = await startNatsServer();
     for (const name of ['large-a', 'large-b']) subs.push(await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'], timeoutMs: 90_000 }));
     beats = await watchHeartbeats(nats.url, 'large');
-    const config = { models: [{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }] };
+    // a short grace, so some streams finish and the rest end with the drain's SSE error event
+    const config = { models: [{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }], limits: { shutdownGraceMs: 1000 } };
     const up = () => subs.every((s) => s.child.exitCode === null && s.child.signalCode === null);
     /** Requests the replicas hold, by heartbeats sent after `since`. */
     const heldSince = (since: number) => {
