@@ -4,7 +4,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import type { TraceSink } from '../../shared/trace.ts';
-import { WakeGate } from './engineHost.ts';
+import type { WakeGate } from './engineHost.ts';
 import { InprocEngine } from './inprocEngine.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import type { EngineSettings } from './messages.ts';
@@ -24,7 +24,7 @@ export function modelLimits(m: ClusterModel): EngineLimits {
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
-export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined): EngineHandle[] {
+export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined, wakes: WakeGate): EngineHandle[] {
   if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
   if (models.some((m) => m.thread) && clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
   const names = new Set<string>();
@@ -33,7 +33,6 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, trac
     if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
     names.add(m.name);
   }
-  const wakes = new WakeGate();
   return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes) : m.thread));
 }
 

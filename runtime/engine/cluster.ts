@@ -12,6 +12,7 @@ import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { EngineFailover } from './engineFailover.ts';
 import { beginEngines } from './threadEngine.ts';
+import { WakeGate } from './engineHost.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
@@ -58,6 +59,8 @@ export class Cluster implements EngineEntry {
   private readonly prefixCache: boolean;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
+  /** Shared with the engines in this thread: none launches before a cascade the entry runs is over. */
+  private readonly wakes = new WakeGate();
   private requestSeq = 0;
   private serialSeq = 0;
   private readonly invariantState: Map<string, number> | null;
@@ -76,7 +79,7 @@ export class Cluster implements EngineEntry {
     this.trace = opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
     this.prefixCache = opts.prefixCache ?? false;
-    this.engines = buildEngines(opts.models, this.clock, this.trace);
+    this.engines = buildEngines(opts.models, this.clock, this.trace, this.wakes);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
       engines: this.engines,
@@ -341,6 +344,15 @@ export class Cluster implements EngineEntry {
   private startWaiting(): void {
     while (this.active.size < this.maxConcurrency && this.entryQueue.length > 0) {
       this.start(this.entryQueue.shift()!);
+    }
+  }
+
+  cascade<T>(fn: () => T): T {
+    this.wakes.enter();
+    try {
+      return fn();
+    } finally {
+      this.wakes.leave();
     }
   }
 

@@ -165,7 +165,7 @@ export class EngineProxy implements EngineHandle {
       if (!parsed.success) return this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
       m = parsed.data;
     }
-    if (m.type === 'deliver') entry.deliverWire(m.to, m.arrivals);
+    if (m.type === 'deliver') entry.cascade(() => entry.deliverWire(m.to, m.arrivals));
     if (m.type !== 'step') return null;
     this.mirror(m.lane, from);
     reportToEntry(entry, { events: m.events.map(fromWireEvent), trace: m.trace, lane: m.lane, returned: m.returned });

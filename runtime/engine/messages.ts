@@ -88,6 +88,8 @@ export interface PeerLink {
 
 /** What the entry hears from its engines, whatever carries it. */
 export interface EngineEntry {
+  /** Runs what one message from the engines sets off as one cascade: the engines in the entry's thread launch only once it is over. */
+  cascade<T>(fn: () => T): T;
   commit(c: Commit): void;
   finish(f: Finish): void;
   /** The engine handed a request to model `to` (its `hops`-th handoff). */

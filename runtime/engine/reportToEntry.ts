@@ -2,11 +2,14 @@
 import type { EngineEntry, EngineReport } from './messages.ts';
 
 export function reportToEntry(entry: EngineEntry, r: EngineReport): void {
-  if (r.trace.length > 0) entry.traced(r.trace);
-  for (const e of r.events) {
-    if (e.type === 'commit') entry.commit(e);
-    else if (e.type === 'moved') entry.moved(e.requestId, e.to, e.hops);
-    else entry.finish(e);
-  }
-  entry.reported(r.returned);
+  // one cascade: requests the entry starts as others finish join one batch of an engine beside it
+  entry.cascade(() => {
+    if (r.trace.length > 0) entry.traced(r.trace);
+    for (const e of r.events) {
+      if (e.type === 'commit') entry.commit(e);
+      else if (e.type === 'moved') entry.moved(e.requestId, e.to, e.hops);
+      else entry.finish(e);
+    }
+    entry.reported(r.returned);
+  });
 }
