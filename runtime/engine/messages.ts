@@ -3,7 +3,7 @@ import type { Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import type { EngineSettings, WireArrival } from '../../shared/protocol/engineProtocol.ts';
+import type { WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /**
  * A request arriving at an engine: from the entry (first placement: `handoff.from` is 0 and its

@@ -1,5 +1,4 @@
 // Simulated models for sub-servers started with --sim (tests and benches without ONNX exports), and their in-process twins.
-import type { Clock } from '../clock/clock.ts';
 import { SimRunner } from './simRunner.ts';
 import { mix } from '../util/hash.ts';
 
