@@ -95,8 +95,12 @@ export class RegistryFlow {
     try {
       const { version } = await this.server.deploy(name, ir, replace);
       this.host.markSaved();
+      // "deployed" shows only once the registry lists this version as live: the toolbar compares
+      // the draft with the live version, and must not say it differs from the one before
+      await this.refresh();
       this.host.set({ deploy: { status: 'deployed', name, version } });
       this.host.notify('ok', `Deployed ${name} v${version}`);
+      return;
     } catch (e) {
       // Deployed meanwhile from elsewhere: the list was stale, so ask now with the real live version.
       const refreshed = e instanceof ApiError && e.status === 409 && !replace;
