@@ -35,7 +35,7 @@ export interface OutageFigures {
   recoveryMs: number;
   after: { n: number; ok: number };
   queuedMax: number;
-  healthzDuring: { large: boolean; small: boolean };
+  healthzDuring: { large: boolean; small: boolean; ok: boolean; status: number; health: number };
 }
 
 const LOCAL_CLIENTS = 2;
@@ -98,8 +98,11 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
       log(`nats-server killed at ${Math.round(cut)} ms with ${inFlightAtCut} requests on the replica`);
       // /healthz once the bound has passed: the remote model is down, the local one is not
       await sleep(Math.min(opts.outageMs - 500, boundMs + 1000));
-      const hz = (await (await fetch(`${url}/healthz`)).json()) as { models: { name: string; down: boolean }[] };
-      const healthzDuring = { large: hz.models.find((m) => m.name === 'large')!.down, small: hz.models.find((m) => m.name === 'small')!.down };
+      const hzRes = await fetch(`${url}/healthz`);
+      const hz = (await hzRes.json()) as { ok: boolean; models: { name: string; down: boolean }[] };
+      const healthStatus = (await fetch(`${url}/health`)).status;
+      // /healthz: not everything serves (503, ok false); /health: the entry can still serve its local model (200)
+      const healthzDuring = { large: hz.models.find((m) => m.name === 'large')!.down, small: hz.models.find((m) => m.name === 'small')!.down, ok: hz.ok, status: hzRes.status, health: healthStatus };
       await sleep(Math.max(0, opts.outageMs - (now() - cut)));
       nats = await startNatsServer({ port });
       const back = now();
@@ -171,7 +174,7 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
       // those in flight at the cut ended by the bound (with a clear error), none waited for the broker
       for (const c of inFlightCalls) if (c.status !== 200) expect(c.error).toMatch(/model large (cannot go on with this request|is down|cannot take requests): its NATS server has been unreachable/);
       expect(figures.inFlight.endedByMs).toBeLessThan(boundMs + 2000);
-      expect(healthzDuring).toEqual({ large: true, small: false });
+      expect(healthzDuring).toEqual({ large: true, small: false, ok: false, status: 503, health: 200 });
       // recovery by itself within 5 s of the broker's return; every remote request after that served
       expect(figures.recoveryMs).toBeLessThan(5000);
       const late = afterCalls.filter((c) => c.start >= back + 5000);
