@@ -11,7 +11,7 @@ import { checkInvariants } from './invariants.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { EngineFailover } from './engineFailover.ts';
-import { beginEngines } from './threadEngine.ts';
+import { beginEngines } from './beginEngines.ts';
 import { WakeGate } from './engineHost.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';

@@ -4,7 +4,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from './messages.ts';
 import type { FinishReason, RequestState } from './requestState.ts';
-import { rejoinEngine } from './threadEngine.ts';
+import { rejoinEngine } from './beginEngines.ts';
 
 /** What failover reads and does at the entry (the cluster). */
 export interface FailoverHost {
