@@ -5,6 +5,7 @@ import { progress } from '../util/progressLine.ts';
 import { printTable } from '../util/table.ts';
 import { TokenRouterError } from '../errors.ts';
 import { defaultPlan, evaluate, frontierSvg, loadHeldout } from '../eval/evaluate.ts';
+import { pointsAgainst } from '../eval/pairedStats.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
@@ -77,7 +78,8 @@ export async function evalCommand(args: string[]): Promise<number> {
     const report = {
       suite: 'eval',
       settings: { problems: problems.length, heldout: 'examples/models/heldout.json (seed 7, never trained on)', concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
-      results: { entries: entries.map((e) => ({ ...e })) },
+      results: { entries: entries.map(({ correct: _, ...e }) => e) },
+      points: pointsAgainst(entries, 'large-only'),
     };
     const json = values.json ?? path.join(values.out!, 'eval.json');
     fs.mkdirSync(path.dirname(json), { recursive: true });

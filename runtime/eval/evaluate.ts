@@ -30,6 +30,8 @@ export interface EvalEntry {
   token_share: Record<string, number>;
   handoffs_per_request: number;
   problems: number;
+  /** Per problem, in the set's order: whether the final answer was right (for paired tests). */
+  correct: boolean[];
 }
 
 export interface Problem {
@@ -116,13 +118,16 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
     const wallMs = performance.now() - t0;
     await trace?.close();
     let correct = 0;
+    const perProblem: boolean[] = [];
     let committed = 0;
     let handoffs = 0;
     let latency = 0;
     const byModel: Record<string, number> = {};
     results.forEach((r, i) => {
       const text = opts.tokenizer.decode(r.tokens);
-      if (r.status === 'done' && finalAnswer(text) === opts.problems[i].answer) correct++;
+      const right = r.status === 'done' && finalAnswer(text) === opts.problems[i].answer;
+      perProblem.push(right);
+      if (right) correct++;
       committed += r.tokens.length;
       handoffs += r.handoffs;
       latency += r.endedAt - r.submittedAt;
@@ -139,6 +144,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
       token_share: share,
       handoffs_per_request: handoffs / prompts.length,
       problems: prompts.length,
+      correct: perProblem,
     });
   }
   return out;
