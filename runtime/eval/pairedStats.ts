@@ -1,4 +1,5 @@
 // Paired comparisons of two entries answered on the same problems: McNemar's exact test and a bootstrap interval.
+import { mulberry32 } from '../../shared/rng.ts';
 
 /** Two-sided exact McNemar p-value from the discordant counts: b = only A right, c = only B right. */
 export function mcnemarExact(b: number, c: number): number {
@@ -13,18 +14,6 @@ export function mcnemarExact(b: number, c: number): number {
     tail += Math.exp(logCoef - n * Math.LN2);
   }
   return Math.min(1, 2 * tail);
-}
-
-/** A small seeded generator (mulberry32), so an interval is the same on every run. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export interface PairedComparison {
