@@ -117,7 +117,6 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
     });
     const wallMs = performance.now() - t0;
     await trace?.close();
-    let correct = 0;
     const perProblem: boolean[] = [];
     let committed = 0;
     let handoffs = 0;
@@ -127,7 +126,6 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
       const text = opts.tokenizer.decode(r.tokens);
       const right = r.status === 'done' && finalAnswer(text) === opts.problems[i].answer;
       perProblem.push(right);
-      if (right) correct++;
       committed += r.tokens.length;
       handoffs += r.handoffs;
       latency += r.endedAt - r.submittedAt;
@@ -138,7 +136,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
       name: spec.name,
       kind: spec.kind,
       params: spec.params ?? {},
-      accuracy: correct / prompts.length,
+      accuracy: perProblem.filter(Boolean).length / prompts.length,
       throughput_tok_s: (committed / wallMs) * 1000,
       mean_latency_ms: latency / prompts.length,
       token_share: share,

@@ -61,16 +61,16 @@ export interface ComparedPoint {
   /** Bootstrap 95 % interval of accuracy(this) − accuracy(reference). */
   ci_low: number | null;
   ci_high: number | null;
-  /** 'above' / 'below' when p < 0.05, else 'same'. */
-  versus_reference: 'above' | 'same' | 'below' | 'reference';
+  /** 'above' / 'below' when p < 0.05, else 'same'; 'untested' when the run has no reference entry. */
+  versus_reference: 'above' | 'same' | 'below' | 'reference' | 'untested';
 }
 
-/** Every entry's accuracy compared with the reference entry's on the same problems (absent reference: no tests). */
+/** Every entry's accuracy compared with the reference entry's on the same problems. */
 export function pointsAgainst(entries: readonly { name: string; kind: string; accuracy: number; throughput_tok_s: number; correct: readonly boolean[] }[], reference: string): ComparedPoint[] {
   const ref = entries.find((e) => e.name === reference);
   return entries.map((e) => {
     const base = { name: e.name, kind: e.kind, accuracy: e.accuracy, tok_s: e.throughput_tok_s };
-    if (!ref || e === ref) return { ...base, p_value: null, ci_low: null, ci_high: null, versus_reference: ref ? 'reference' : 'same' };
+    if (!ref || e === ref) return { ...base, p_value: null, ci_low: null, ci_high: null, versus_reference: ref ? 'reference' : 'untested' };
     const c = comparePaired(e.correct, ref.correct);
     const versus = c.p_value < 0.05 ? (c.difference > 0 ? 'above' : 'below') : 'same';
     return { ...base, p_value: c.p_value, ci_low: c.ci_low, ci_high: c.ci_high, versus_reference: versus };

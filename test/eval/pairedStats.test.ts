@@ -64,3 +64,11 @@ describe('pointsAgainst', () => {
     expect(pts[3].p_value).toBe(1);
   });
 });
+
+describe('pointsAgainst without the reference', () => {
+  it('marks every entry untested rather than level', () => {
+    const pts = pointsAgainst([{ name: 'small-only', kind: 'single', accuracy: 1, throughput_tok_s: 1, correct: [true] }], 'large-only');
+    expect(pts[0].versus_reference).toBe('untested');
+    expect(pts[0].p_value).toBeNull();
+  });
+});
