@@ -17,11 +17,12 @@ Usage (Debian's python with torch 1.13 -- not the pyenv python3 on PATH):
     /usr/bin/python3 examples/training/train.py routers                     # needs small + large checkpoints
     /usr/bin/python3 examples/training/train.py all                         # all of the above, in order
     /usr/bin/python3 examples/training/train.py eval small                  # PyTorch held-out accuracy
+    python3 examples/training/splits.py                                     # heldout.json + validation.json (stdlib only)
 Node re-check of accuracy through ONNX Runtime: npx tsx runtime/runner/onnxAccuracy.ts
 Touching ckpt/<name>.stop during training anneals the lr over 150 more steps and finishes early;
 TR_STOP_AT=<step> replays such an early finish exactly (see examples/models/README.md for the values used).
 Checkpoints go to examples/training/ckpt/ (not committed); exports to examples/models/<name>/.
-Seeds are fixed: training data seed 1000+model index, held-out eval seed 7, router data seed 99.
+Seeds are fixed: training data seed 1000+model index, held-out eval seed 7, validation seed 8, router data seed 99.
 """
 import json
 import math
@@ -60,12 +61,6 @@ def decode(ids):
 
 
 # ---------------------------------------------------------------- task
-def make_problem(rng):
-    a = rng.randint(10, 999)
-    b = rng.randint(2, 99) if rng.random() < 0.9 else rng.randint(2, 9)
-    return a, b
-
-
 def prompt_text(a, b):
     return f'Q: {a}*{b}=\nA: '
 
@@ -85,18 +80,7 @@ def final_answer(text):
     return text.rsplit('=', 1)[-1] if '=' in text else None
 
 
-def eval_problems(n=500, seed=7):
-    rng = random.Random(seed)
-    seen, out = set(), []
-    while len(out) < n:
-        p = make_problem(rng)
-        if p not in seen:
-            seen.add(p)
-            out.append(p)
-    return out
-
-
-EVAL_SET = set(eval_problems())
+from splits import EVAL_SET, eval_problems, load_split, make_problem, write_splits  # noqa: E402  (stdlib only)
 
 
 def train_batch(rng, bs):
@@ -104,7 +88,7 @@ def train_batch(rng, bs):
     while len(seqs) < bs:
         a, b = make_problem(rng)
         if (a, b) in EVAL_SET:
-            continue  # held-out problems never appear in training
+            continue  # split problems never appear in training
         p = [BOS] + encode(prompt_text(a, b))
         seqs.append(p + encode(answer_text(a, b)) + [EOS])
         starts.append(len(p))
@@ -310,7 +294,7 @@ def train(name):
     steps = int(os.environ.get('TR_STEPS', c['steps']))
     opt = torch.optim.AdamW(m.parameters(), lr=c['lr'], betas=(0.9, 0.98), weight_decay=0.01)
     warm = 100
-    dev = eval_problems(200)  # a slice of the held-out set, only for progress lines
+    dev = load_split('validation')[:200] or eval_problems(200)  # only for progress lines
     print(f'[{name}] params={n_params(m)} steps={steps} threads={THREADS}', flush=True)
     t0 = time.time()
     stop_file = os.path.join(CKPT, f'{name}.stop')
@@ -465,16 +449,10 @@ def export(name):
     info['config'] = c
     with open(os.path.join(out, 'training.json'), 'w') as f:
         json.dump(info, f, indent=1)
-    write_heldout()
+    write_splits()
     print(f'[{name}] exported to {out}', flush=True)
 
 
-def write_heldout():
-    """The 500 held-out problems (seed 7, never trained on) for the Node accuracy command."""
-    rows = [{'question': f'{a}*{b}', 'answer': str(a * b)} for a, b in eval_problems()]
-    with open(os.path.join(MODELS, 'heldout.json'), 'w') as f:
-        json.dump({'task': 'worked multiplication, exact match of the number after the last "="', 'seed': 7,
-                   'n': len(rows), 'rows': rows}, f, indent=0)
 
 
 # ---------------------------------------------------------------- router heads for `small`, labelled by `large`
@@ -637,6 +615,8 @@ if __name__ == '__main__':
         export(sys.argv[2])
     elif cmd == 'routers':
         routers()
+    elif cmd == 'splits':
+        write_splits()
     elif cmd == 'eval':
         print(accuracy(load(sys.argv[2]), eval_problems()))
     else:

@@ -1,10 +1,11 @@
-// `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the held-out problems.
+// `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the validation or held-out problems.
 import fs from 'node:fs';
 import path from 'node:path';
 import { progress } from '../util/progressLine.ts';
 import { printTable } from '../util/table.ts';
 import { TokenRouterError } from '../errors.ts';
-import { defaultPlan, evaluate, frontierSvg, loadHeldout } from '../eval/evaluate.ts';
+import { defaultPlan, evaluate, frontierSvg } from '../eval/evaluate.ts';
+import { loadSplit } from '../eval/splits.ts';
 import { pointsAgainst } from '../eval/pairedStats.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
@@ -16,7 +17,8 @@ export async function evalCommand(args: string[]): Promise<number> {
   const { values } = parseFlags({
     args,
     options: {
-      problems: { type: 'string', default: '500' },
+      split: { type: 'string', default: 'heldout' },
+      problems: { type: 'string' },
       concurrency: { type: 'string', default: '8' },
       'max-tokens': { type: 'string', default: '64' },
       models: { type: 'string', default: 'examples/models' },
@@ -26,11 +28,14 @@ export async function evalCommand(args: string[]): Promise<number> {
       trace: { type: 'string' },
     },
   });
-  const n = intFlag('problems', values.problems, 1, 1_000_000, 500);
   const concurrency = intFlag('concurrency', values.concurrency, 1, 4096, 8);
   const maxTokens = intFlag('max-tokens', values['max-tokens'], 1, 100_000, 64);
   const modelsDir = path.resolve(values.models!);
-  const problems = loadHeldout(modelsDir).slice(0, n);
+  const split = loadSplit(modelsDir, values.split!);
+  const n = intFlag('problems', values.problems, 1, split.rows.length, split.rows.length);
+  const problems = split.rows.slice(0, n);
+  const splitLine = `split ${split.split}: ${problems.length} of ${split.n} problems of ${path.relative(process.cwd(), split.file)} (seed ${split.seed}; ${split.use})`;
+  console.error(splitLine);
   const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));
   if (!names.includes('small') || !names.includes('large')) throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
   console.error(`loading ${names.join(', ')} …`);
@@ -77,14 +82,14 @@ export async function evalCommand(args: string[]): Promise<number> {
     fs.writeFileSync(svg, frontierSvg(entries));
     const report = {
       suite: 'eval',
-      settings: { problems: problems.length, heldout: 'examples/models/heldout.json (seed 7, never trained on)', concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
+      settings: { split: split.split, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
       results: { entries: entries.map(({ correct: _, ...e }) => e) },
       points: pointsAgainst(entries, 'large-only'),
     };
     const json = values.json ?? path.join(values.out!, 'eval.json');
     fs.mkdirSync(path.dirname(json), { recursive: true });
     fs.writeFileSync(json, JSON.stringify(report, null, 2));
-    console.log(`\nwrote ${json} and ${svg}`);
+    console.log(`\n${splitLine}\nwrote ${json} and ${svg}`);
     if (traceDir) console.log(`traces (open them in the timeline): ${traceDir.files.length} files in ${traceDir.dir}`);
     return 0;
   } finally {

@@ -1,4 +1,4 @@
-// Quality vs speed: every algorithm and baseline on the held-out problems, with accuracy, token shares and throughput.
+// Quality vs speed: every algorithm and baseline on one split's problems, with accuracy, token shares and throughput.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm } from '../../shared/algorithm.ts';
@@ -10,6 +10,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import type { TraceDir } from '../trace/traceDir.ts';
 import { finalAnswer } from '../runner/onnxAccuracy.ts';
+import type { Problem } from './splits.ts';
 
 export type EntryKind = 'token-level' | 'single' | 'query-level';
 
@@ -32,18 +33,6 @@ export interface EvalEntry {
   problems: number;
   /** Per problem, in the set's order: whether the final answer was right (for paired tests). */
   correct: boolean[];
-}
-
-export interface Problem {
-  question: string;
-  answer: string;
-}
-
-/** The held-out set written at export time (seed 7, never trained on). */
-export function loadHeldout(modelsDir: string): Problem[] {
-  const file = path.join(modelsDir, 'heldout.json');
-  const j = JSON.parse(fs.readFileSync(file, 'utf8')) as { rows: Problem[] };
-  return j.rows;
 }
 
 /** The default plan: single models, the query-level router, and each token-level algorithm with a threshold sweep. */
