@@ -4,9 +4,10 @@ import path from 'node:path';
 import { progress } from '../util/progressLine.ts';
 import { printTable } from '../util/table.ts';
 import { TokenRouterError } from '../errors.ts';
-import { defaultPlan, evaluate, frontierSvg } from '../eval/evaluate.ts';
+import { defaultPlan, evaluate, frontierSvg, singlesPlan } from '../eval/evaluate.ts';
+import { MIX_GRID, chooseMixes, loadEnsembleChoice, mixEnsemble, mixPoint, type MixResult, type MixSpec } from '../eval/mixEnsemble.ts';
 import { loadSplit } from '../eval/splits.ts';
-import { pointsAgainst } from '../eval/pairedStats.ts';
+import { errorOverlap, pointsAgainst } from '../eval/pairedStats.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
@@ -18,6 +19,8 @@ export async function evalCommand(args: string[]): Promise<number> {
     args,
     options: {
       split: { type: 'string', default: 'heldout' },
+      plan: { type: 'string', default: 'default' },
+      choose: { type: 'string' },
       problems: { type: 'string' },
       concurrency: { type: 'string', default: '8' },
       'max-tokens': { type: 'string', default: '64' },
@@ -41,8 +44,16 @@ export async function evalCommand(args: string[]): Promise<number> {
   console.error(`loading ${names.join(', ')} …`);
   const runners = new Map(await Promise.all(names.map(async (m) => [m, await WorkerRunner.start(path.join(modelsDir, m), { name: m })] as const)));
   const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
-  let plan = defaultPlan(names);
-  if (values.only) plan = plan.filter((p) => p.name.startsWith(values.only!) || p.factory === values.only);
+  if (values.plan !== 'default' && values.plan !== 'ensemble') throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble`, 'plan');
+  if (values.choose && (values.plan !== 'ensemble' || split.split !== 'validation')) throw new TokenRouterError('invalid_request', '--choose writes the ensemble weights chosen on validation: it needs --plan ensemble --split validation', 'choose');
+  // The ensemble plan runs the members and the weight grid; the default plan every algorithm and the mixes chosen on validation.
+  const choiceFile = path.join(modelsDir, 'ensemble.json');
+  let plan = values.plan === 'ensemble' ? singlesPlan(names) : defaultPlan(names);
+  let mixes: MixSpec[] = names.includes('medium') ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
+  if (values.only) {
+    plan = plan.filter((p) => p.name.startsWith(values.only!) || p.factory === values.only);
+    mixes = mixes.filter((m) => m.name.startsWith(values.only!));
+  }
   const traceDir = values.trace ? new TraceDir(path.resolve(values.trace)) : undefined;
   const t0 = Date.now();
   let entryNo = 0;
@@ -64,6 +75,10 @@ export async function evalCommand(args: string[]): Promise<number> {
         if (done % 10 === 0 || done === total) progress(`[${entryNo}/${plan.length}] ${entry}`, done, total);
       },
     });
+    const mixResults: MixResult[] = [];
+    for (const [k, spec] of mixes.entries()) {
+      mixResults.push(await mixEnsemble(spec, { runners, tokenizer, problems, maxTokens, onProgress: (done, total) => progress(`[mix ${k + 1}/${mixes.length}] ${spec.name}`, done, total) }));
+    }
     printTable(
       entries.map((e) => ({
         name: e.name,
@@ -77,14 +92,24 @@ export async function evalCommand(args: string[]): Promise<number> {
           .join(' '),
       })),
     );
+    const mixPoints = mixResults.map((m) => mixPoint(m, entries.filter((e) => e.kind === 'single'), 'large-only'));
+    if (mixPoints.length) {
+      console.log('\nME-mix (reference loop; accuracy against large-only and against its best member, McNemar p):');
+      printTable(mixPoints.map((m) => ({ name: m.name, accuracy: `${(m.accuracy * 100).toFixed(1)}%`, p_large: m.p_value ?? '-', consult: `${(m.consult_share * 100).toFixed(2)}%`, changed: `${(m.changed_share * 100).toFixed(3)}%`, best_member: m.best_member ? `${m.best_member.name} ${(m.best_member.accuracy * 100).toFixed(1)}% p=${m.best_member.p_value.toPrecision(3)} ${m.best_member.versus}` : '-' })));
+    }
+    if (values.choose) {
+      fs.writeFileSync(values.choose, JSON.stringify(chooseMixes(mixResults), null, 1) + '\n');
+      console.log(`wrote the chosen ensemble weights to ${values.choose}`);
+    }
     fs.mkdirSync(values.out!, { recursive: true });
     const svg = path.join(values.out!, 'frontier.svg');
     fs.writeFileSync(svg, frontierSvg(entries));
     const report = {
       suite: 'eval',
-      settings: { split: split.split, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
+      settings: { split: split.split, plan: values.plan, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
       results: { entries: entries.map(({ correct: _, ...e }) => e) },
-      points: pointsAgainst(entries, 'large-only'),
+      points: [...pointsAgainst(entries, 'large-only'), ...mixPoints],
+      error_overlap: errorOverlap(entries.filter((e) => e.kind === 'single'), 'large-only'),
     };
     const json = values.json ?? path.join(values.out!, 'eval.json');
     fs.mkdirSync(path.dirname(json), { recursive: true });

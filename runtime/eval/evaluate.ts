@@ -35,11 +35,15 @@ export interface EvalEntry {
   correct: boolean[];
 }
 
+/** The single models alone: every comparison's members. */
+export function singlesPlan(models: readonly string[]): EvalEntrySpec[] {
+  return ['small', 'medium', 'large'].filter((m) => models.includes(m)).map((m) => ({ name: `${m}-only`, kind: 'single', factory: `single-${m}` }));
+}
+
 /** The default plan: single models, the query-level router, and each token-level algorithm with a threshold sweep. */
 export function defaultPlan(models: readonly string[]): EvalEntrySpec[] {
   const has = (m: string) => models.includes(m);
-  const plan: EvalEntrySpec[] = [];
-  for (const m of ['small', 'medium', 'large']) if (has(m)) plan.push({ name: `${m}-only`, kind: 'single', factory: `single-${m}` });
+  const plan = singlesPlan(models);
   for (const t of [0.3, 0.5, 0.7]) plan.push({ name: `query-router τ=${t}`, kind: 'query-level', factory: 'query-router', params: { threshold: t } });
   for (const tau of [0.01, 0.03, 0.1]) plan.push({ name: `r-stitch τ=${tau}`, kind: 'token-level', factory: 'r-stitch', params: { tau } });
   for (const tau of [0.85, 0.917, 0.97]) plan.push({ name: `citer τ=${tau}`, kind: 'token-level', factory: 'citer', params: { tau } });
@@ -111,8 +115,11 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
     let handoffs = 0;
     let latency = 0;
     const byModel: Record<string, number> = {};
+    const failed = results.filter((r) => r.status !== 'done');
+    // A failing algorithm is a bug to report, not a row of wrong answers.
+    if (failed.length) throw new Error(`eval: ${spec.name}: ${failed.length} of ${results.length} requests ${failed[0].status}: ${failed[0].error?.message ?? 'no error message'}`);
     results.forEach((r, i) => {
-      const text = opts.tokenizer.decode(r.tokens);
+      const text = r.tokens.length ? opts.tokenizer.decode(r.tokens) : '';
       const right = r.status === 'done' && finalAnswer(text) === opts.problems[i].answer;
       perProblem.push(right);
       committed += r.tokens.length;

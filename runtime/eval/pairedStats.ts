@@ -76,3 +76,27 @@ export function pointsAgainst(entries: readonly { name: string; kind: string; ac
     return { ...base, p_value: c.p_value, ci_low: c.ci_low, ci_high: c.ci_high, versus_reference: versus };
   });
 }
+
+export interface ErrorOverlap {
+  reference: string;
+  /** Problems the reference gets wrong. */
+  reference_wrong: number;
+  /** Of those, how many each other entry gets right. */
+  right_instead: Record<string, number>;
+  /** Of those, how many at least one other entry gets right: what any mix of these entries could win at most. */
+  any_right: number;
+}
+
+/** Where the reference's errors fall: the ceiling on what combining it with the other entries can gain. */
+export function errorOverlap(entries: readonly { name: string; correct: readonly boolean[] }[], reference: string): ErrorOverlap | null {
+  const ref = entries.find((e) => e.name === reference);
+  if (!ref) return null;
+  const wrong = ref.correct.flatMap((c, i) => (c ? [] : [i]));
+  const others = entries.filter((e) => e !== ref);
+  return {
+    reference,
+    reference_wrong: wrong.length,
+    right_instead: Object.fromEntries(others.map((e) => [e.name, wrong.filter((i) => e.correct[i]).length])),
+    any_right: wrong.filter((i) => others.some((e) => e.correct[i])).length,
+  };
+}
