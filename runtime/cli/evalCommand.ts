@@ -1,5 +1,6 @@
 // `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the validation or held-out problems.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { progress } from '../util/progressLine.ts';
 import { printTable } from '../util/table.ts';
@@ -56,6 +57,8 @@ export async function evalCommand(args: string[]): Promise<number> {
   }
   const traceDir = values.trace ? new TraceDir(path.resolve(values.trace)) : undefined;
   const t0 = Date.now();
+  // The machine is shared: throughputs mean little without the load they were measured under.
+  const loadAtStart = os.loadavg()[0];
   let entryNo = 0;
   let last = '';
   try {
@@ -103,12 +106,13 @@ export async function evalCommand(args: string[]): Promise<number> {
     }
     fs.mkdirSync(values.out!, { recursive: true });
     const svg = path.join(values.out!, 'frontier.svg');
-    fs.writeFileSync(svg, frontierSvg(entries));
+    const points = pointsAgainst(entries, 'large-only');
+    fs.writeFileSync(svg, frontierSvg(points));
     const report = {
       suite: 'eval',
-      settings: { split: split.split, plan: values.plan, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000 },
+      settings: { split: split.split, plan: values.plan, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000, load_average_1m: { start: loadAtStart, end: os.loadavg()[0] } },
       results: { entries: entries.map(({ correct: _, ...e }) => e) },
-      points: [...pointsAgainst(entries, 'large-only'), ...mixPoints],
+      points: [...points, ...mixPoints],
       error_overlap: errorOverlap(entries.filter((e) => e.kind === 'single'), 'large-only'),
     };
     const json = values.json ?? path.join(values.out!, 'eval.json');

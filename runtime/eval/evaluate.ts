@@ -11,6 +11,7 @@ import type { TextTokenizer } from '../runner/tokenizer.ts';
 import type { TraceDir } from '../trace/traceDir.ts';
 import { finalAnswer } from '../runner/onnxAccuracy.ts';
 import type { Problem } from './splits.ts';
+import type { ComparedPoint } from './pairedStats.ts';
 
 export type EntryKind = 'token-level' | 'single' | 'query-level';
 
@@ -144,17 +145,29 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
   return out;
 }
 
-/** Accuracy against throughput, one marker per entry, coloured by kind (the paper's Figure 6 idea). */
-export function frontierSvg(entries: readonly EvalEntry[]): string {
-  const W = 960;
-  const H = 480;
-  const m = { l: 70, r: 300, t: 30, b: 55 };
-  const xs = entries.map((e) => e.throughput_tok_s);
+/** Marker shape per paired-test outcome against large-only: up / down triangles for significantly above / below. */
+const MARKS: Record<ComparedPoint['versus_reference'], { label: string; path: (x: number, y: number) => string }> = {
+  above: { label: 'significantly above large-only (p < 0.05)', path: (x, y) => `M${x} ${y - 7}L${x + 7} ${y + 5}L${x - 7} ${y + 5}Z` },
+  same: { label: 'not different from large-only', path: (x, y) => `M${x - 6} ${y}a6 6 0 1 0 12 0a6 6 0 1 0 -12 0Z` },
+  below: { label: 'significantly below large-only (p < 0.05)', path: (x, y) => `M${x} ${y + 7}L${x + 7} ${y - 5}L${x - 7} ${y - 5}Z` },
+  reference: { label: 'large-only (the reference)', path: (x, y) => `M${x} ${y - 8}L${x + 8} ${y}L${x} ${y + 8}L${x - 8} ${y}Z` },
+  untested: { label: 'untested (no large-only in the run)', path: (x, y) => `M${x - 5} ${y - 5}h10v10h-10Z` },
+};
+
+/**
+ * Accuracy against throughput, one marker per point, coloured by kind (the paper's Figure 6 idea) and
+ * shaped by its paired test against large-only, so "above" means measured, not eyeballed.
+ */
+export function frontierSvg(points: readonly ComparedPoint[]): string {
+  const W = 1000;
+  const H = 560;
+  const m = { l: 70, r: 340, t: 30, b: 55 };
+  const xs = points.map((e) => e.tok_s);
   const xMax = Math.max(...xs) * 1.08;
-  const yMin = Math.max(0, Math.min(...entries.map((e) => e.accuracy)) - 0.05);
+  const yMin = Math.max(0, Math.min(...points.map((e) => e.accuracy)) - 0.05);
   const x = (v: number) => m.l + (v / xMax) * (W - m.l - m.r);
   const y = (v: number) => H - m.b - ((v - yMin) / (1 - yMin)) * (H - m.t - m.b);
-  const colour: Record<EntryKind, string> = { single: '#555', 'query-level': '#d9822b', 'token-level': '#2b6cd9' };
+  const colour: Record<string, string> = { single: '#555', 'query-level': '#d9822b', 'token-level': '#2b6cd9' };
   const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
   const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="white"/>`];
   for (let i = 0; i <= 5; i++) {
@@ -167,20 +180,27 @@ export function frontierSvg(entries: readonly EvalEntry[]): string {
   parts.push(`<text x="${(m.l + W - m.r) / 2}" y="${H - 15}" text-anchor="middle">committed throughput (tokens/s, concurrency 8)</text>`);
   parts.push(`<text transform="translate(18 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle">exact-match accuracy</text>`);
   // Dense clusters make inline labels collide: number the markers and list them beside the plot.
-  entries.forEach((e, k) => {
-    const cx = x(e.throughput_tok_s);
+  points.forEach((e, k) => {
+    const cx = x(e.tok_s);
     const cy = y(e.accuracy);
-    parts.push(`<circle cx="${cx}" cy="${cy}" r="6" fill="${colour[e.kind]}"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.throughput_tok_s.toFixed(0)} tok/s</title></circle>`);
-    parts.push(`<text x="${cx + 8}" y="${cy + 4}" font-size="10" fill="${colour[e.kind]}">${k + 1}</text>`);
+    const c = colour[e.kind] ?? '#000';
+    parts.push(`<path d="${MARKS[e.versus_reference].path(cx, cy)}" fill="${c}" fill-opacity="0.85"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.tok_s.toFixed(0)} tok/s, ${e.versus_reference}${e.p_value === null ? '' : ` (p = ${e.p_value.toPrecision(2)})`}</title></path>`);
+    parts.push(`<text x="${cx + 9}" y="${cy + 4}" font-size="10" fill="${c}">${k + 1}</text>`);
   });
   let ly = m.t;
   for (const [k, c] of Object.entries(colour)) {
     parts.push(`<circle cx="${W - m.r + 16}" cy="${ly}" r="5" fill="${c}"/><text x="${W - m.r + 26}" y="${ly + 4}">${k}</text>`);
     ly += 16;
   }
+  const used = new Set(points.map((p) => p.versus_reference));
+  for (const [k, mark] of Object.entries(MARKS)) {
+    if (!used.has(k as ComparedPoint['versus_reference'])) continue;
+    parts.push(`<path d="${mark.path(W - m.r + 16, ly)}" fill="#888"/><text x="${W - m.r + 26}" y="${ly + 4}">${esc(mark.label)}</text>`);
+    ly += 17;
+  }
   ly += 8;
-  entries.forEach((e, k) => {
-    parts.push(`<text x="${W - m.r + 10}" y="${ly}" fill="${colour[e.kind]}">${k + 1}. ${esc(e.name)} — ${(e.accuracy * 100).toFixed(1)}%, ${e.throughput_tok_s.toFixed(0)}</text>`);
+  points.forEach((e, k) => {
+    parts.push(`<text x="${W - m.r + 10}" y="${ly}" fill="${colour[e.kind] ?? '#000'}">${k + 1}. ${esc(e.name)} — ${(e.accuracy * 100).toFixed(1)}%, ${e.tok_s.toFixed(0)}</text>`);
     ly += 15;
   });
   parts.push('</svg>');

@@ -1,0 +1,76 @@
+// Markdown tables of one `tokenrouter eval --json` file, so docs/quality.md carries the run's numbers and no hand-copied ones.
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { frontierSvg, type EvalEntry } from './evaluate.ts';
+import type { ComparedPoint, ErrorOverlap } from './pairedStats.ts';
+import type { MixPoint } from './mixEnsemble.ts';
+
+interface EvalReport {
+  settings: Record<string, unknown>;
+  results: { entries: Omit<EvalEntry, 'correct'>[] };
+  points: (ComparedPoint | MixPoint)[];
+  error_overlap?: ErrorOverlap | null;
+}
+
+const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
+const pts = (v: number | null) => (v === null ? '–' : `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}`);
+const pval = (p: number | null) => (p === null ? '–' : p < 0.0001 ? '< 0.0001' : p.toPrecision(2));
+const MARK: Record<string, string> = { above: '▲ above', same: '● same', below: '▼ below', reference: '◆ reference', untested: 'untested' };
+
+/** The frontier table (serving entries), the ME-mix table and the error overlap, as markdown. */
+export function qualityTables(report: EvalReport): string {
+  const byName = new Map(report.results.entries.map((e) => [e.name, e]));
+  const st = report.settings as { split?: string; problems?: number; split_size?: number; split_file?: string; split_seed?: number; maxTokens?: number; concurrency?: number; wallSeconds?: number; load_average_1m?: { start: number; end: number } };
+  const load = st.load_average_1m ? `; load average (1 min) ${st.load_average_1m.start.toFixed(1)} at the start, ${st.load_average_1m.end.toFixed(1)} at the end` : '';
+  const lines = [
+    `Run: split ${st.split} (${st.problems} of ${st.split_size} problems, \`${st.split_file}\`, seed ${st.split_seed}), greedy, max ${st.maxTokens} tokens, concurrency ${st.concurrency}; wall time ${Math.round(st.wallSeconds ?? 0)} s${load}.`,
+    '',
+    '| # | entry | kind | accuracy | vs large-only (points, 95 % CI) | McNemar p | mark | committed tok/s | × large-only | mean latency (ms) | handoffs / request | token share |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  const large = byName.get('large-only');
+  let k = 0;
+  for (const p of report.points) {
+    const e = byName.get(p.name);
+    if (!e || p.tok_s === null) continue;
+    k++;
+    const share = Object.entries(e.token_share)
+      .map(([m, s]) => `${m} ${(s * 100).toFixed(0)}%`)
+      .join(' / ');
+    const diff = large ? e.accuracy - large.accuracy : null;
+    const ci = p.ci_low === null ? '' : ` (${pts(p.ci_low)} to ${pts(p.ci_high)})`;
+    lines.push(`| ${k} | ${p.name} | ${p.kind} | ${pct(p.accuracy)} | ${p.name === 'large-only' ? '–' : `${pts(diff)}${ci}`} | ${pval(p.p_value)} | ${MARK[p.versus_reference]} | ${p.tok_s.toFixed(0)} | ${large ? (p.tok_s / large.throughput_tok_s).toFixed(2) : '–'} | ${e.mean_latency_ms.toFixed(0)} | ${e.handoffs_per_request.toFixed(2)} | ${share} |`);
+  }
+  const mixes = report.points.filter((p): p is MixPoint => p.tok_s === null);
+  if (mixes.length) {
+    lines.push('', '| ME-mix (reference loop) | rule | accuracy | vs large-only (points, 95 % CI) | McNemar p | best member | vs best member (points, 95 % CI) | p | consulted positions | changed tokens |', '|---|---|---|---|---|---|---|---|---|---|');
+    for (const m of mixes) {
+      const b = m.best_member;
+      const d = large ? m.accuracy - large.accuracy : null;
+      lines.push(
+        `| ${m.name} | ${m.rule} | ${pct(m.accuracy)} | ${pts(d)} (${pts(m.ci_low)} to ${pts(m.ci_high)}) | ${pval(m.p_value)} | ${b ? `${b.name} ${pct(b.accuracy)}` : '–'} | ${b ? `${pts(m.accuracy - b.accuracy)} (${pts(b.ci_low)} to ${pts(b.ci_high)})` : '–'} | ${b ? pval(b.p_value) : '–'} | ${(m.consult_share * 100).toFixed(2)}% | ${(m.changed_share * 100).toFixed(3)}% |`,
+      );
+    }
+  }
+  const o = report.error_overlap;
+  if (o) {
+    const others = Object.entries(o.right_instead)
+      .map(([n, c]) => `${n} right on ${c}`)
+      .join(', ');
+    lines.push('', `Error overlap: ${o.reference} is wrong on ${o.reference_wrong} of ${report.settings.problems} problems; of those, ${others}; at least one of them right on ${o.any_right}.`);
+  }
+  return lines.join('\n');
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const [file, flag, svg] = process.argv.slice(2);
+  if (!file || (flag !== undefined && (flag !== '--svg' || !svg))) {
+    console.error('usage: npx tsx runtime/eval/qualityReport.ts EVAL.json [--svg FRONTIER.svg]');
+    process.exit(2);
+  }
+  const report = JSON.parse(fs.readFileSync(file, 'utf8')) as EvalReport;
+  console.log(qualityTables(report));
+  // The plot again from the file's points, so a fix to the drawing needs no new run.
+  if (svg) fs.writeFileSync(svg, frontierSvg(report.points.filter((p): p is ComparedPoint => p.tok_s !== null)));
+}
