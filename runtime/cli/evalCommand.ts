@@ -40,13 +40,13 @@ export async function evalCommand(args: string[]): Promise<number> {
   const problems = split.rows.slice(0, n);
   const splitLine = `split ${split.split}: ${problems.length} of ${split.n} problems of ${path.relative(process.cwd(), split.file)} (seed ${split.seed}; ${split.use})`;
   console.error(splitLine);
+  if (values.plan !== 'default' && values.plan !== 'ensemble') throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble`, 'plan');
+  if (values.choose && (values.plan !== 'ensemble' || split.split !== 'validation')) throw new TokenRouterError('invalid_request', '--choose writes the ensemble weights chosen on validation: it needs --plan ensemble --split validation', 'choose');
   const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));
   if (!names.includes('small') || !names.includes('large')) throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
   console.error(`loading ${names.join(', ')} …`);
   const runners = new Map(await Promise.all(names.map(async (m) => [m, await WorkerRunner.start(path.join(modelsDir, m), { name: m })] as const)));
   const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
-  if (values.plan !== 'default' && values.plan !== 'ensemble') throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble`, 'plan');
-  if (values.choose && (values.plan !== 'ensemble' || split.split !== 'validation')) throw new TokenRouterError('invalid_request', '--choose writes the ensemble weights chosen on validation: it needs --plan ensemble --split validation', 'choose');
   // The ensemble plan runs the members and the weight grid; the default plan every algorithm and the mixes chosen on validation.
   const choiceFile = path.join(modelsDir, 'ensemble.json');
   let plan = values.plan === 'ensemble' ? singlesPlan(names) : defaultPlan(names);
