@@ -23,8 +23,8 @@ class Watch {
   private readonly ids = new Set<string>();
   ended: Ended[] = [];
   batches: BatchTiming[] = [];
-  /** ∫ requests in flight dt over [since, last], for the mean concurrency. */
-  private area: { t: number; active: number; integral: number }[] = [];
+  /** ∫ requests in flight dt and ∫ [any in flight] dt from `since`, at each change: the mean concurrency and the busy time. */
+  private area: { t: number; active: number; integral: number; busy: number }[] = [];
   private active = 0;
   private last: number;
 
@@ -35,12 +35,12 @@ class Watch {
   ) {
     this.since = now;
     this.last = now;
-    this.area.push({ t: now, active: 0, integral: 0 });
+    this.area.push({ t: now, active: 0, integral: 0, busy: 0 });
   }
 
   private move(t: number, delta: number): void {
     const prev = this.area[this.area.length - 1];
-    this.area.push({ t, active: this.active + delta, integral: prev.integral + this.active * (t - this.last) });
+    this.area.push({ t, active: this.active + delta, integral: prev.integral + this.active * (t - this.last), busy: prev.busy + (this.active > 0 ? t - this.last : 0) });
     this.active += delta;
     this.last = t;
   }
@@ -67,15 +67,22 @@ class Watch {
     while (this.area.length > 2 && this.area[1].t < from) this.area.shift();
   }
 
-  /** Mean requests in flight over [from, now]. */
-  meanActive(from: number, now: number): number {
+  /**
+   * Over [from, now]: the time some request of the algorithm was in flight, and the mean in flight
+   * during it. Idle stretches are left out of both: the model predicts a server with N in flight,
+   * and a pause in traffic is not a slower algorithm.
+   */
+  busy(from: number, now: number): { ms: number; meanActive: number } {
     const at = (t: number) => {
       let k = 0;
       while (k + 1 < this.area.length && this.area[k + 1].t <= t) k++;
       const p = this.area[k];
-      return p.integral + p.active * (t - p.t);
+      return { integral: p.integral + p.active * (t - p.t), busy: p.busy + (p.active > 0 ? t - p.t : 0) };
     };
-    return now > from ? (at(now) - at(from)) / (now - from) : 0;
+    const a = at(from);
+    const b = at(now);
+    const ms = b.busy - a.busy;
+    return { ms, meanActive: ms > 0 ? (b.integral - a.integral) / ms : 0 };
   }
 }
 
@@ -104,10 +111,11 @@ export class PredictionChecks {
     w.watch.trim(Math.max(w.watch.since, now - MAX_WINDOW_MS));
     const ended = w.watch.ended.filter((x) => x.t >= from);
     const span = Math.max(1, now - from);
+    const busy = w.watch.busy(from, now);
     const tokens = ended.reduce((a, x) => a + x.tokens, 0);
     const handoffs = ended.reduce((a, x) => a + x.handoffs, 0);
-    const measured = { tokS: (tokens / span) * 1000, handoffsPerToken: tokens ? handoffs / tokens : 0 };
-    const meanActive = w.watch.meanActive(from, now);
+    const measured = { tokS: busy.ms > 0 ? (tokens / busy.ms) * 1000 : 0, handoffsPerToken: tokens ? handoffs / tokens : 0 };
+    const meanActive = busy.meanActive;
     const evaluated = this.runs.latestFor(specKey(active.spec));
     let predicted: PredictionCheck['predicted'] = null;
     if (evaluated && ended.length > 0) {
@@ -136,6 +144,7 @@ export class PredictionChecks {
       evaluated: evaluated !== undefined,
       windowMs: span,
       requests: ended.length,
+      busyMs: busy.ms,
       meanActive,
       measured,
       predicted,

@@ -117,9 +117,11 @@ export const predictionCheckSchema = z.object({
   version: z.number().int().nullable(),
   evaluated: z.boolean(),
   windowMs: z.number(),
-  /** Requests of the algorithm that ended in the window, and the mean in flight (the concurrency predicted at). */
+  /** Requests of the algorithm that ended in the window; the time some were in flight, and the mean in flight then (the concurrency predicted at). */
   requests: z.number().int(),
+  busyMs: z.number(),
   meanActive: z.number(),
+  /** tok/s over the busy time: a pause in traffic is not a slower algorithm. */
   measured: z.object({ tokS: z.number(), handoffsPerToken: z.number() }),
   predicted: z.object({ tokS: z.number(), handoffsPerToken: z.number() }).nullable(),
   /** |predicted − measured| / measured; flagged past 15 %. */
