@@ -36,9 +36,17 @@ const KEEP_RUNS = 32;
 /** A submission refused because the entry queue is full is retried after this long. */
 const RETRY_MS = 50;
 
-/** The same spec always gives the same key, whether it came from an evaluation or the registry. */
+/**
+ * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
+ * an IR's name, description and layout are left out, since a draft is evaluated, then named, then deployed.
+ */
 export function specKey(spec: AlgorithmSpec): string {
-  const canonical = spec.kind === 'ir' ? { kind: 'ir', ir: spec.ir } : { kind: 'builtin', factory: spec.factory, params: spec.params };
+  const behaviour = (ir: unknown) => {
+    if (ir === null || typeof ir !== 'object' || Array.isArray(ir)) return ir;
+    const { name: _n, description: _d, layout: _l, ...rest } = ir as Record<string, unknown>;
+    return rest;
+  };
+  const canonical = spec.kind === 'ir' ? { kind: 'ir', ir: behaviour(spec.ir) } : { kind: 'builtin', factory: spec.factory, params: spec.params };
   return crypto.createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 32);
 }
 

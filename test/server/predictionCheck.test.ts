@@ -40,7 +40,9 @@ describe('the live check of a prediction', () => {
     const text = await (await post(`${t.url}/admin/evaluate`, { ir, problems: 24, concurrency: 4, maxTokens: 32 })).text();
     const last = JSON.parse(text.trim().split('\n').at(-1)!) as EvaluateEvent;
     expect(last.type).toBe('result');
-    expect((await post(`${t.url}/admin/algorithms/mine/versions`, { ir, activate: true })).status).toBe(201);
+    // named (and moved) after the evaluation, as a designer user does before deploying: the same behaviour
+    const named = { ...ir, name: 'mine', description: 'renamed after evaluating' };
+    expect((await post(`${t.url}/admin/algorithms/mine/versions`, { ir: named, activate: true })).status).toBe(201);
     // watching starts with the first question, as the timeline asks
     const first = predictionCheckSchema.parse((await check(t, 'mine')).json);
     expect(first).toMatchObject({ algorithm: 'mine', version: 1, evaluated: true, requests: 0, predicted: null });

@@ -37,9 +37,12 @@ export function FrontierPlot({ points, concurrency }: { points: PlotPoint[]; con
             <circle cx={x(p.tokS)} cy={y(p.accuracy)} r={p.kind === 'draft' ? 6.5 : 4.5} fill={COLOUR[p.kind]} stroke={p.kind === 'draft' ? '#fff' : 'none'} strokeWidth={1.5}>
               <title>{`${p.label}: ${(p.accuracy * 100).toFixed(1)}%, ${p.tokS.toFixed(0)} tok/s`}</title>
             </circle>
-            <text x={x(p.tokS) + 8} y={y(p.accuracy) + 3} className={p.kind === 'draft' ? 'ev-label draft' : 'ev-label'}>
-              {p.label}
-            </text>
+            {/* only the draft is named on the plot: close points' names would collide; the table below names them all */}
+            {p.kind === 'draft' && (
+              <text x={x(p.tokS)} y={y(p.accuracy) - 10} textAnchor="middle" className="ev-label draft">
+                draft
+              </text>
+            )}
           </g>
         ))}
       </svg>
