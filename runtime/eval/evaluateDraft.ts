@@ -33,8 +33,10 @@ export interface StoredRun {
 
 /** Finished runs kept in memory (the newest). */
 const KEEP_RUNS = 32;
-/** A submission refused because the entry queue is full is retried after this long. */
+/** A run held back (the entry queue full, or its share of live traffic taken) looks again after this long. */
 const RETRY_MS = 50;
+/** Beside live traffic, a run holds at most this share of the requests in flight: its cost to live throughput. */
+export const LIVE_SHARE = 0.2;
 
 /**
  * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
@@ -178,13 +180,29 @@ export class EvaluationRuns {
     const end = (event: EvaluateEvent) => {
       if (over) return;
       over = true;
+      if (retry !== null) cluster.clock.clearTimeout(retry);
       unsubscribe();
       for (const id of inFlight) cluster.cancel(id);
       emit(event);
       settle();
     };
-    const send = (): void => {
-      if (over || next >= problems.length) return;
+    let retry: unknown = null;
+    /**
+     * Requests of the run in flight now: its concurrency while the server has no other traffic; with
+     * live traffic, at most LIVE_SHARE of all requests in flight (at least one), so live requests keep
+     * their slots and their share of the cores.
+     */
+    const allowed = (): number => {
+      const live = cluster.activeCount + cluster.queuedCount - inFlight.size;
+      return live <= 0 ? concurrency : Math.max(1, Math.min(concurrency, Math.floor((live * LIVE_SHARE) / (1 - LIVE_SHARE))));
+    };
+    const fill = (): void => {
+      retry = null;
+      while (!over && next < problems.length && inFlight.size < allowed()) if (!send()) break;
+      // held back for live traffic: look again shortly, since live requests end without telling this run
+      if (!over && next < problems.length && inFlight.size < concurrency && retry === null) retry = cluster.clock.setTimeout(fill, RETRY_MS);
+    };
+    const send = (): boolean => {
       const i = next++;
       const id = `${prefix}${i}`;
       try {
@@ -203,23 +221,27 @@ export class EvaluationRuns {
             if (r.status === 'done' && finalAnswer(tokenizer.decode(r.tokens)) === problems[i].answer) correct++;
             emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
             if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, concurrency, maxTokens, correct, cluster.clock.now() - t0) });
-            else send();
+            else fill();
           },
         });
         inFlight.add(id);
+        return true;
       } catch (e) {
-        if (e instanceof TokenRouterError && e.code === 'overloaded') {
-          // live traffic filled the entry queue: this run waits its turn rather than failing
-          next--;
-          cluster.clock.setTimeout(send, RETRY_MS);
-          return;
-        }
-        end({ type: 'error', message: (e as Error).message, code: e instanceof TokenRouterError ? e.code : 'internal' });
+        next--;
+        // live traffic filled the entry queue: this run waits its turn rather than failing
+        if (!(e instanceof TokenRouterError && e.code === 'overloaded')) end({ type: 'error', message: (e as Error).message, code: e instanceof TokenRouterError ? e.code : 'internal' });
+        return false;
       }
     };
     emit({ type: 'started', runId, problems: problems.length, concurrency, maxTokens, models: [...target.algorithm.models] });
-    for (let c = 0; c < Math.min(concurrency, problems.length); c++) send();
-    return { done: finished, cancel: () => end({ type: 'cancelled', done, total: problems.length }) };
+    fill();
+    return {
+      done: finished,
+      cancel: () => {
+        if (retry !== null) cluster.clock.clearTimeout(retry);
+        end({ type: 'cancelled', done, total: problems.length });
+      },
+    };
   }
 
   private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, concurrency: number, maxTokens: number, correct: number, durationMs: number): EvaluationResult {

@@ -109,6 +109,30 @@ describe('the bounds of a run', () => {
     expect(most).toBeLessThanOrEqual(3);
   });
 
+  it('beside live traffic a run holds at most a fifth of the requests in flight, and still finishes', async () => {
+    t = await startTestServer({ latency: { small: 2, large: 5 } });
+    const s = t;
+    let stop = false;
+    const client = async () => {
+      while (!stop) {
+        const res = await post(`${s.url}/v1/chat/completions`, { model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 48 });
+        await res.json();
+      }
+    };
+    const live = Array.from({ length: 8 }, client);
+    await until(() => s.service.cluster.activeCount >= 8);
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, [...s.service.cluster.activeRequests()].filter((r) => r.id.startsWith('ev')).length)), 1);
+    const ev = await all(await post(`${s.url}/admin/evaluate`, { ir: rStitchIr(), problems: 8, concurrency: 8, maxTokens: 16 }));
+    clearInterval(sampler);
+    stop = true;
+    await Promise.all(live);
+    expect(ev.at(-1)!.type).toBe('result');
+    // 8 live requests: 0.2 of all in flight is 2 of 10
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+  });
+
   it('runs one evaluation per client and at most two on the server', async () => {
     t = await startTestServer({ latency: { small: 20, large: 40 } });
     const abort = new AbortController();
