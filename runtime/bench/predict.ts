@@ -77,10 +77,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const live = await check();
       const diff = (predicted - measured.tokS) / measured.tokS;
       // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput
-      const evalTokS = (result.meanOutputTokens * result.problems) / (result.durationMs / 1000);
+      const evalTokS = result.tokS;
       results.push({
         algorithm,
         predicted_tok_s: predicted,
+        // the throughput model alone, and the factor the run's own throughput calibrated it by (at the run's concurrency the two meet)
+        chain_tok_s: (p.current ?? p.best).chainTokS,
+        calibration: p.calibration,
         measured_tok_s: measured.tokS,
         diff,
         eval_tok_s: evalTokS,
@@ -90,7 +93,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         handoffs_per_request: result.handoffsPerRequest,
         thresholds: (p.current ?? p.best).thresholds,
       });
-      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
+      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, chain_tok_s: (p.current ?? p.best).chainTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
       console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s, measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %)`);
     }
     // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an evaluation of r2r runs.
@@ -98,7 +101,10 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     const liveC = Math.max(1, Math.floor(concurrency / 2));
     const alone = await closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
     const t0 = performance.now();
-    const [beside, evaluated] = await Promise.all([closedLoop(server.url, live, questions, liveC, measureMs, maxTokens), evaluateOnce(server.url, 'r2r', problems, concurrency, maxTokens)]);
+    // the live loop first: an evaluation started into an idle server takes its full concurrency until those requests end
+    const besideRun = closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
+    await new Promise((r) => setTimeout(r, 500));
+    const [beside, evaluated] = await Promise.all([besideRun, evaluateOnce(server.url, 'r2r', problems, concurrency, maxTokens)]);
     const overlapMs = Math.min(measureMs, evaluated.wallMs);
     const cost = 1 - beside.tokS / alone.tokS;
     console.error(`live ${live} at c=${liveC}: ${alone.tokS.toFixed(0)} tok/s alone, ${beside.tokS.toFixed(0)} tok/s beside an evaluation of ${problems} (${(cost * 100).toFixed(1)} % less; evaluation ${(evaluated.wallMs / 1000).toFixed(1)} s, overlap ${(overlapMs / 1000).toFixed(1)} s of ${((performance.now() - t0) / 1000).toFixed(1)} s)`);

@@ -171,6 +171,15 @@ export class EvaluationRuns {
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
+    // ∫ requests in flight dt: the concurrency the run really had (held back beside live traffic, thinning at its end)
+    let area = 0;
+    let lastChange = t0;
+    const moved = (delta: number) => {
+      const now = cluster.clock.now();
+      area += inFlight.size * (now - lastChange);
+      lastChange = now;
+      return delta;
+    };
     let next = 0;
     let done = 0;
     let correct = 0;
@@ -214,16 +223,18 @@ export class EvaluationRuns {
           algorithmRef: target.ref,
           sampling: { temperature: 0, seed: i },
           onEnd: (r) => {
+            moved(-1);
             inFlight.delete(id);
             if (over) return;
             results[i] = r;
             done++;
             if (r.status === 'done' && finalAnswer(tokenizer.decode(r.tokens)) === problems[i].answer) correct++;
             emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
-            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, concurrency, maxTokens, correct, cluster.clock.now() - t0) });
+            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
             else fill();
           },
         });
+        moved(1);
         inFlight.add(id);
         return true;
       } catch (e) {
@@ -244,7 +255,7 @@ export class EvaluationRuns {
     };
   }
 
-  private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, concurrency: number, maxTokens: number, correct: number, durationMs: number): EvaluationResult {
+  private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
     const byModel: Record<string, number> = {};
     let committed = 0;
     let handoffs = 0;
@@ -270,6 +281,8 @@ export class EvaluationRuns {
       concurrency,
       maxTokens,
       durationMs,
+      meanInFlight: durationMs > 0 ? area / durationMs : 0,
+      tokS: durationMs > 0 ? (committed / durationMs) * 1000 : 0,
       failed,
     };
     this.finished.set(runId, { result, batches: counts.batches, specKey: target.specKey });

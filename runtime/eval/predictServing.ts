@@ -1,7 +1,7 @@
 // A routing's serving cost on this server: committed tok/s and p99 TPOT at a concurrency, from its P and C and the served models' measured step latency.
 import type { Prediction, RoutingStats } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
-import { optimiseThresholds, predictLatency, rowFor, type LatencySlo } from '../throughput/index.ts';
+import { evaluateThresholds, optimiseThresholds, predictLatency, rowFor, type LatencySlo, type ThroughputInput } from '../throughput/index.ts';
 import { fitStepLatency, type BatchTiming } from './routingCounts.ts';
 
 /** The live controller's cap on the batch sizes the chain considers (runtime/scheduler/autoThresholds.ts). */
@@ -19,6 +19,8 @@ export interface ServingInput {
   maxWaitMs: number;
   batches: readonly BatchTiming[];
   slo?: LatencySlo;
+  /** The run itself as a measurement (mean requests in flight, committed tok/s), to calibrate against. */
+  observed?: { meanInFlight: number; tokS: number };
 }
 
 export type ServingPrediction = Omit<Prediction, 'runId'>;
@@ -69,11 +71,31 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const now = lanes.map((l, k) => Math.min(l.threshold, maxBatch[k]));
   const feasibleNow = now.reduce((s, t) => s + t - 1, 0) < N;
   const bestRow = opt.table[0];
+  const calibration = calibrate(input, model, now);
+  const scaled = (x: ReturnType<typeof setting>, chainTokS: number) => ({ ...x, tokS: chainTokS * calibration, chainTokS, p99TpotMs: x.p99TpotMs / calibration, meanTpotMs: x.meanTpotMs / calibration });
   return {
     concurrency: N,
-    best: setting(opt.best, opt.predicted),
-    current: feasibleNow ? setting(now, rowFor(model, opt, now).tokensPerSec) : null,
+    best: scaled(setting(opt.best, opt.predicted), opt.predicted),
+    current: feasibleNow ? scaled(setting(now, 0), rowFor(model, opt, now).tokensPerSec) : null,
+    calibration,
     latencyBatches: fit.counts,
     method: bestRow?.method ?? 'chain',
   };
+}
+
+/**
+ * The run's measured tok/s over what the chain predicts for the run itself (its mean in flight, the
+ * thresholds in force). The chain counts step latency only: on a small machine the time between a
+ * model's batches (routing, the entry's turn, other processes) is a large share, which no batch
+ * wall time shows. 1 without a usable run figure.
+ */
+function calibrate(input: ServingInput, model: Omit<ThroughputInput, 'thresholds' | 'N'> & { maxBatch: number[] }, thresholds: number[]): number {
+  const o = input.observed;
+  if (!o || !(o.tokS > 0) || !(o.meanInFlight >= 0.5)) return 1;
+  const n = Math.max(1, Math.round(o.meanInFlight));
+  const maxBatch = model.maxBatch.map((b) => Math.max(1, Math.min(b, n)));
+  const t = thresholds.map((x, k) => Math.min(x, maxBatch[k]));
+  if (t.reduce((s, x) => s + x - 1, 0) >= n) return 1;
+  const chain = evaluateThresholds({ ...model, N: n, maxBatch }, t).tokensPerSec;
+  return chain > 0 ? o.tokS / chain : 1;
 }

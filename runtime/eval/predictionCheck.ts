@@ -129,6 +129,7 @@ export class PredictionChecks {
           lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
           maxWaitMs: c.maxWaitMs,
           batches: [...evaluated.batches, ...w.watch.batches.filter((b) => b.end >= from)],
+          observed: result,
         });
         predicted = { tokS: (p.current ?? p.best).tokS, handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0 };
       } catch {

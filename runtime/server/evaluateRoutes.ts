@@ -69,6 +69,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       // the run's own batches, and what the server ran since (larger batches under other traffic)
       batches: [...stored.batches, ...recent.filter((b) => !stored.batches.length || b.start > stored.batches[stored.batches.length - 1].start)],
       slo: body.slo,
+      observed: stored.result,
     });
     res.json({ runId, ...p } satisfies Prediction);
   });

@@ -56,6 +56,9 @@ export const evaluationResultSchema = z.object({
   concurrency: z.number().int(),
   maxTokens: z.number().int(),
   durationMs: z.number(),
+  /** The run as a measurement: requests it had in flight on average, and committed tokens per second it made. */
+  meanInFlight: z.number(),
+  tokS: z.number(),
   /** Requests that failed (a model down mid-run); counted as wrong. */
   failed: z.number().int(),
 });
@@ -88,7 +91,10 @@ export type PredictRequest = z.infer<typeof predictRequestSchema>;
 
 const settingSchema = z.object({
   thresholds: z.record(z.string(), z.number().int()),
+  /** Calibrated: the chain's figure times `calibration`. */
   tokS: z.number(),
+  /** The chain's own figure, from P, C and step latency alone. */
+  chainTokS: z.number(),
   p99TpotMs: z.number(),
   meanTpotMs: z.number(),
   /** With an SLO: requests/s meeting it, and whether the p99s do. */
@@ -103,6 +109,12 @@ export const predictionSchema = z.object({
   best: settingSchema,
   /** The thresholds in force on the server now (what a deploy runs with unless thresholds are "auto"); null where they are infeasible at this concurrency. */
   current: settingSchema.nullable(),
+  /**
+   * The run's measured tok/s over the chain's figure at the run's own concurrency and thresholds:
+   * what the chain leaves out (the time between a model's batches, request set-up, the run's
+   * thinning tail) as one factor, applied to every figure here. 1 when the run has no figure.
+   */
+  calibration: z.number(),
   /** Per model: the batches the step-latency profile was fitted from. */
   latencyBatches: z.record(z.string(), z.number().int()),
   method: z.enum(['chain', 'simulate']),

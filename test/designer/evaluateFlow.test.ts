@@ -8,7 +8,7 @@ import { EvaluateFlow, type EvaluateServer } from '../../designer/src/designer/e
 const IR = { version: 1 } as unknown as IrDocument;
 
 function result(runId: string, accuracy: number): EvaluationResult {
-  return { runId, label: 'x', irKey: null, problems: 4, correct: accuracy * 4, accuracy, meanOutputTokens: 10, handoffsPerRequest: 1, tokenShare: { small: 0.7, large: 0.3 }, routing: { models: ['small', 'large'], P: [[0.9, 0.1], [0.5, 0.5]], C: [[1, 0], [1, 1]], steps: [30, 10] }, concurrency: 4, maxTokens: 16, durationMs: 100, failed: 0 };
+  return { runId, label: 'x', irKey: null, problems: 4, correct: accuracy * 4, accuracy, meanOutputTokens: 10, handoffsPerRequest: 1, tokenShare: { small: 0.7, large: 0.3 }, routing: { models: ['small', 'large'], P: [[0.9, 0.1], [0.5, 0.5]], C: [[1, 0], [1, 1]], steps: [30, 10] }, concurrency: 4, maxTokens: 16, durationMs: 100, meanInFlight: 4, tokS: 400, failed: 0 };
 }
 
 /** A server whose runs the test drives: each evaluate() waits until the test ends it. */
@@ -30,8 +30,8 @@ class FakeServer implements EvaluateServer {
   }
   async predict(runId: string, concurrency: number): Promise<Prediction> {
     this.predicted.push([runId, concurrency]);
-    const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, p99TpotMs: 12, meanTpotMs: 8 };
-    return { runId, concurrency, best: setting, current: setting, latencyBatches: { small: 5, large: 5 }, method: 'chain' };
+    const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, chainTokS: 120 * concurrency, p99TpotMs: 12, meanTpotMs: 8 };
+    return { runId, concurrency, best: setting, current: setting, calibration: 100 / 120, latencyBatches: { small: 5, large: 5 }, method: 'chain' };
   }
 }
 

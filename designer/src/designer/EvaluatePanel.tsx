@@ -128,6 +128,12 @@ export function EvaluatePanel() {
               </td>
             </tr>
             <tr>
+              <th scope="row">calibration</th>
+              <td className="muted" title="The run's measured tok/s over the throughput model's figure for the run itself: what the model leaves out, as one factor">
+                ×{num(pred.calibration, 2)} from the run (the model alone: {num(pred.best.chainTokS, 0)} tok/s)
+              </td>
+            </tr>
+            <tr>
               <th scope="row">thresholds</th>
               <td data-testid="ev-thresholds">
                 {Object.entries(pred.best.thresholds)
