@@ -34,6 +34,7 @@ export const SUITES: Record<string, Suite> = {
   combos: { about: 'one algorithm on each pair of bundled models, TokenRouter mode vs standard serving', duration: '~1.5 min', load: () => import('./combos.ts') },
   rate: { about: 'open-loop request-rate sweep: paper profile in virtual time (the SLO-aware choice against an exhaustive sweep), bundled models over HTTP; goodput and p99 TPOT/TTFT (bundled: latency from arrival, a capacity probe sets the grid)', duration: '~20 min', load: () => import('./rate.ts') },
   prefix: { about: 'few-shot chats at concurrency 8 over HTTP, prefix cache on vs off; KV copy vs prefill per token', duration: '~2 min', load: () => import('./prefix.ts') },
+  predict: { about: 'each built-in evaluated on held-out problems, its tok/s at c = 8 predicted from that run and measured over HTTP; an evaluation\'s cost to live traffic', duration: '~3 min', load: () => import('./predict.ts') },
   offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
 };
 
@@ -49,7 +50,7 @@ export const SUITE_FLAGS = [
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s', 'request-rate', 'burstiness', 'goodput',
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
-  'baseline-prefix-cache',
+  'baseline-prefix-cache', 'problems', 'duration-s',
 ] as const;
 
 export function usage(): string {

@@ -6,6 +6,7 @@ import { TokenRouterError } from '../errors.ts';
 import { LoadGenerator } from '../serve/loadGenerator.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { algorithmRoutes } from './algorithmRoutes.ts';
+import { evaluateRoutes } from './evaluateRoutes.ts';
 import { parseBody } from './zodToError.ts';
 
 /** A handler's throw reaches errorMiddleware (Express 5 forwards it), so handlers just throw TokenRouterError. */
@@ -13,6 +14,7 @@ export function adminRoutes(service: TokenRouterService): Router {
   const r = Router();
   const load = new LoadGenerator(service);
   r.use(algorithmRoutes(service));
+  r.use(evaluateRoutes(service));
 
   r.get('/admin/models', (_req, res) => {
     res.json({

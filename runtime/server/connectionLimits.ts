@@ -35,7 +35,7 @@ const PROBE_MS = 20;
  * socket and a half-closed one both send FIN). Until the response ends, a harmless write every
  * PROBE_MS tells them apart: a gone peer answers it with RST, the next write fails, the socket
  * closes and the request is cancelled as before; a half-closed peer reads 102 Processing (or an
- * SSE comment once a stream has started) and then its answer.
+ * SSE comment, or an NDJSON empty line, once a stream has started) and then its answer.
  */
 export function answerHalfClosed(req: Request, res: Response, next: NextFunction): void {
   const socket = req.socket;
@@ -44,6 +44,8 @@ export function answerHalfClosed(req: Request, res: Response, next: NextFunction
     if (res.writableEnded || socket.destroyed) return stop();
     if (!res.headersSent) res.writeProcessing();
     else if (String(res.getHeader('content-type') ?? '').startsWith('text/event-stream')) res.write(': \n\n');
+    // NDJSON streams (/admin/evaluate) take an empty line, which their readers skip
+    else if (String(res.getHeader('content-type') ?? '').startsWith('application/x-ndjson')) res.write('\n');
   };
   const onEnd = () => {
     if (timer) return;

@@ -1,10 +1,12 @@
-// Designer page layout: toolbar, palette, canvas with problems bar, the inspector / versions / playground side panel, and the confirm dialog.
+// Designer page layout: toolbar, palette, canvas with problems bar, the inspector / versions / playground / evaluate side panel, and the confirm dialog.
 import { ReactFlowProvider } from '@xyflow/react';
 import { useEffect } from 'react';
 import { Canvas } from './Canvas.tsx';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import type { DesignerStore, RightTab } from './designerStore.ts';
 import { Inspector } from './Inspector.tsx';
+import { EvaluateContext, EvaluatePanel } from './EvaluatePanel.tsx';
+import type { EvaluateFlow } from './evaluateFlow.ts';
 import { Palette } from './Palette.tsx';
 import { Playground } from './Playground.tsx';
 import { ProblemsBar } from './ProblemsBar.tsx';
@@ -16,6 +18,7 @@ const TABS: { id: RightTab; label: string }[] = [
   { id: 'inspect', label: 'Inspector' },
   { id: 'versions', label: 'Versions' },
   { id: 'playground', label: 'Playground' },
+  { id: 'evaluate', label: 'Evaluate' },
 ];
 
 function isTyping(t: EventTarget | null): boolean {
@@ -86,6 +89,7 @@ function SidePanel() {
         {tab === 'inspect' && <Inspector />}
         {tab === 'versions' && <VersionsPanel />}
         {tab === 'playground' && <Playground />}
+        {tab === 'evaluate' && <EvaluatePanel />}
       </div>
     </aside>
   );
@@ -114,12 +118,14 @@ function Layout() {
   );
 }
 
-export function App({ store }: { store: DesignerStore }) {
+export function App({ store, evaluation }: { store: DesignerStore; evaluation: EvaluateFlow }) {
   return (
     <StoreContext.Provider value={store}>
-      <ReactFlowProvider>
-        <Layout />
-      </ReactFlowProvider>
+      <EvaluateContext.Provider value={evaluation}>
+        <ReactFlowProvider>
+          <Layout />
+        </ReactFlowProvider>
+      </EvaluateContext.Provider>
     </StoreContext.Provider>
   );
 }

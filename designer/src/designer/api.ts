@@ -1,8 +1,9 @@
-// The designer's only door to the server: admin registry and models, deploys, and the streaming playground.
+// The designer's only door to the server: admin registry and models, deploys, the streaming playground, and evaluate / predict.
 import { createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import { chatChunkSchema, openAIErrorBodySchema, type TokenAttribution } from '../../../shared/api/openai.ts';
 import { activeVersionSchema, algorithmListSchema, deleteResponseSchema, deployResponseSchema, modelListSchema, type AlgorithmView, type ModelList, type VersionView } from '../../../shared/api/admin.ts';
+import { cancelResponseSchema, evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluateRequest } from '../../../shared/api/evaluate.ts';
 import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 
@@ -135,3 +136,43 @@ export async function streamChat(run: ChatRun): Promise<string | null> {
     }
   }
 }
+
+// ---- evaluate / predict -----------------------------------------------------------------------
+
+export interface EvaluateRun {
+  body: EvaluateRequest;
+  signal: AbortSignal;
+  onEvent(e: EvaluateEvent): void;
+}
+
+/** Runs one evaluation (NDJSON lines, each checked); resolves when the server ends the stream. */
+export async function evaluate(run: EvaluateRun): Promise<void> {
+  const res = await fetch('/admin/evaluate', { method: 'POST', headers: adminHeaders(true), body: JSON.stringify(run.body), signal: run.signal });
+  if (!res.ok || !res.body) throw await failure(res);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      // empty lines are the server's probes for a client that went away
+      if (!line) continue;
+      const parsed = evaluateEventSchema.safeParse(JSON.parse(line));
+      if (!parsed.success) throw new ApiError(`unexpected evaluation line: ${parsed.error.issues[0]?.message ?? 'schema mismatch'}`, res.status);
+      run.onEvent(parsed.data);
+    }
+  }
+}
+
+const evalAt = (runId: string) => `/admin/evaluate/${encodeURIComponent(runId)}`;
+
+export const evaluateApi = {
+  evaluate,
+  cancel: (runId: string) => admin('DELETE', evalAt(runId), cancelResponseSchema),
+  predict: (runId: string, concurrency: number) => admin('POST', `${evalAt(runId)}/predict`, predictionSchema, { concurrency }),
+  check: (algorithm: string, windowMs: number) => admin('GET', `/admin/prediction-check?algorithm=${encodeURIComponent(algorithm)}&windowMs=${windowMs}`, predictionCheckSchema),
+};

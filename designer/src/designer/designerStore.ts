@@ -12,7 +12,7 @@ import type { DesignerPorts } from './designerPorts.ts';
 import * as edits from './graphEdits.ts';
 import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
 
-export type RightTab = 'inspect' | 'versions' | 'playground';
+export type RightTab = 'inspect' | 'versions' | 'playground' | 'evaluate';
 
 export interface PlaygroundState {
   status: 'idle' | 'running' | 'done' | 'error';

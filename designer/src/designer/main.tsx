@@ -1,10 +1,11 @@
 // Designer page entry: wires the store to the browser (fetch-based api, localStorage, window timers, clipboard), seeds it with the R-Stitch example unless a draft is stored, installs the test hook, mounts the editor.
 import '@xyflow/react/dist/style.css';
 import { createRoot } from 'react-dom/client';
-import { api, streamChat } from './api.ts';
+import { api, evaluateApi, streamChat } from './api.ts';
 import { App } from './App.tsx';
 import type { DesignerPorts, DraftStorage } from './designerPorts.ts';
 import { DesignerStore } from './designerStore.ts';
+import { EvaluateFlow } from './evaluateFlow.ts';
 import '../base.css';
 import './designer.css';
 import { EXAMPLES } from './examples.ts';
@@ -35,5 +36,6 @@ function browserPorts(): DesignerPorts {
 }
 
 const store = new DesignerStore(EXAMPLES[0].graph, browserPorts());
-installTestHook(store);
-createRoot(document.getElementById('root')!).render(<App store={store} />);
+const evaluation = new EvaluateFlow(evaluateApi);
+installTestHook(store, evaluation);
+createRoot(document.getElementById('root')!).render(<App store={store} evaluation={evaluation} />);

@@ -1,7 +1,8 @@
-// Test hook for end-to-end tests: window.__designer exposes the graph, issues and deploy/playground state read-only, plus the store.
+// Test hook for end-to-end tests: window.__designer exposes the graph, issues, deploy/playground/evaluation state read-only, plus the store.
 import type { GraphDocument } from '../../../shared/ir/graph.ts';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import type { DesignerStore, PlaygroundState } from './designerStore.ts';
+import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
 import type { DeployState } from './registryFlow.ts';
 
 export interface DesignerTestHook {
@@ -11,6 +12,7 @@ export interface DesignerTestHook {
   deploy(): DeployState;
   playground(): PlaygroundState;
   dirty(): boolean;
+  evaluation(): EvaluateState;
   store: DesignerStore;
 }
 
@@ -20,7 +22,7 @@ declare global {
   }
 }
 
-export function installTestHook(store: DesignerStore): void {
+export function installTestHook(store: DesignerStore, evaluation: EvaluateFlow): void {
   window.__designer = {
     graph: () => structuredClone(store.getState().graph),
     issues: () => structuredClone(store.getState().issues),
@@ -28,6 +30,7 @@ export function installTestHook(store: DesignerStore): void {
     deploy: () => ({ ...store.getState().deploy }),
     playground: () => structuredClone(store.getState().playground),
     dirty: () => store.getState().dirty,
+    evaluation: () => structuredClone(evaluation.getState()),
     store,
   };
 }

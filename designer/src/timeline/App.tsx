@@ -1,9 +1,10 @@
-// Timeline page layout: toolbar, banners, config bar, the canvas with its legend, and the side panels.
+// Timeline page layout: toolbar, banners, config bar, the prediction check, the canvas with its legend, and the side panels.
 import { useEffect, useRef } from 'react';
 import { Banner } from './Banner.tsx';
 import { BatchPanel } from './BatchPanel.tsx';
 import { ConfigBar } from './ConfigBar.tsx';
 import { Legend } from './Legend.tsx';
+import { PredictionBar } from './PredictionBar.tsx';
 import { RangeStatsPanel } from './RangeStatsPanel.tsx';
 import { RequestList } from './RequestList.tsx';
 import { RequestPanel } from './RequestPanel.tsx';
@@ -24,6 +25,7 @@ export function App({ c }: { c: TimelineController }) {
       <Toolbar c={c} />
       <Banner c={c} />
       <ConfigBar c={c} />
+      <PredictionBar c={c} />
       <main className="tl-main">
         <div className="tl-plot">
           <div className="tl-canvas-wrap"><canvas ref={canvas} data-testid="timeline-canvas" tabIndex={0} /></div>

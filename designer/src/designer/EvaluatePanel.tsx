@@ -1,0 +1,166 @@
+// Evaluate tab: run the draft on N validation problems with a progress bar and cancel, its accuracy and routing statistics, its predicted serving cost, and the accuracy × throughput plot beside the served models and algorithms.
+import { createContext, useContext, useSyncExternalStore } from 'react';
+import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
+import { FrontierPlot } from './FrontierPlot.tsx';
+import { modelColor } from './modelColors.ts';
+import { useDesigner, useStore } from './useDesigner.ts';
+
+export const EvaluateContext = createContext<EvaluateFlow | null>(null);
+
+function useEvaluate(): [EvaluateFlow, EvaluateState] {
+  const flow = useContext(EvaluateContext);
+  if (!flow) throw new Error('useEvaluate outside <EvaluateContext.Provider>');
+  return [flow, useSyncExternalStore(flow.subscribe, flow.getState)];
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const num = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+
+export function EvaluatePanel() {
+  const store = useStore();
+  const [flow, s] = useEvaluate();
+  const errorCount = useDesigner((d) => d.errorCount);
+  const catalog = useDesigner((d) => d.catalog);
+  const registry = useDesigner((d) => d.registry);
+  const running = s.status === 'running';
+  const p = s.progress;
+  const r = s.result;
+  const pred = s.prediction;
+  const references = [
+    ...catalog.map((m) => ({ name: m.name, kind: 'model' as const })),
+    ...registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => ({ name: a.name, kind: 'algorithm' as const })),
+  ];
+  const evaluate = () => {
+    const ir = store.compiledIr();
+    if (ir) void flow.evaluateDraft(ir);
+  };
+  return (
+    <div className="evaluate" data-testid="evaluate">
+      <div className="ev-controls">
+        <label className="muted small">
+          problems{' '}
+          <input type="number" min={1} max={500} value={s.problems} disabled={running} onChange={(e) => flow.setProblems(Number(e.target.value))} data-testid="ev-problems" />
+        </label>
+        <div className="tb-spacer" />
+        {running ? (
+          <button onClick={() => void flow.cancel()} data-testid="ev-cancel">
+            Cancel
+          </button>
+        ) : (
+          <button className="primary" onClick={evaluate} disabled={errorCount > 0} title={errorCount > 0 ? 'The draft has errors: fix them to evaluate it' : 'Run the draft on the validation problems'} data-testid="ev-run">
+            Evaluate draft
+          </button>
+        )}
+      </div>
+      {p && (
+        <div className="ev-progress-row">
+          <progress max={p.total} value={p.done} aria-label={`Evaluating ${s.label ?? ''}`} data-testid="ev-progress" />
+          <span className="muted small" data-testid="ev-progress-text">
+            {s.label} {p.done}/{p.total}
+            {p.done > 0 ? ` · ${pct(p.correct / p.done)} right so far` : ''}
+          </span>
+        </div>
+      )}
+      <div className="ev-status" role="status" data-testid="ev-status" data-status={s.status}>
+        {s.status === 'idle' && <span className="muted">Runs the graph on the canvas (not deployed) on the first N held-out problems through the live server, then predicts what serving it costs.</span>}
+        {s.message && <span className={s.status === 'error' ? 'bad' : 'muted'}>{s.message}</span>}
+        {s.queue.length > 0 && <span className="muted"> · {s.queue.length} more to compare</span>}
+      </div>
+      {r && (
+        <table className="ev-stats" data-testid="ev-result">
+          <tbody>
+            <tr>
+              <th scope="row">accuracy</th>
+              <td data-testid="ev-accuracy">
+                {pct(r.accuracy)} <span className="muted">({r.correct}/{r.problems})</span>
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">mean output</th>
+              <td>{num(r.meanOutputTokens)} tokens</td>
+            </tr>
+            <tr>
+              <th scope="row">handoffs / request</th>
+              <td data-testid="ev-handoffs">{num(r.handoffsPerRequest, 2)}</td>
+            </tr>
+            <tr>
+              <th scope="row">token share</th>
+              <td>
+                {Object.entries(r.tokenShare).map(([m, x]) => (
+                  <span key={m} className="ev-share">
+                    <i style={{ background: modelColor(m, catalog) }} />
+                    {m} {pct(x)}
+                  </span>
+                ))}
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">routing P</th>
+              <td className="ev-matrix">
+                {r.routing.models.map((from, i) =>
+                  r.routing.models.map((to, j) =>
+                    i === j ? null : (
+                      <span key={`${from}-${to}`}>
+                        {from}→{to} {num(r.routing.P[i][j], 3)}
+                      </span>
+                    ),
+                  ),
+                )}
+              </td>
+            </tr>
+          </tbody>
+        </table>
+      )}
+      <div className="ev-controls">
+        <label className="muted small">
+          predict at concurrency{' '}
+          <input type="number" min={1} max={32} value={s.concurrency} onChange={(e) => void flow.setConcurrency(Number(e.target.value))} data-testid="ev-concurrency" />
+        </label>
+      </div>
+      {s.predicting && <div className="muted small">Predicting…</div>}
+      {pred && (
+        <table className="ev-stats" data-testid="ev-prediction">
+          <tbody>
+            <tr>
+              <th scope="row">predicted</th>
+              <td data-testid="ev-predicted-toks">
+                {num(pred.best.tokS, 0)} tok/s · p99 TPOT {num(pred.best.p99TpotMs)} ms
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">calibration</th>
+              <td className="muted" title="The run's measured tok/s over the throughput model's figure for the run itself: what the model leaves out, as one factor">
+                ×{num(pred.calibration, 2)} from the run (the model alone: {num(pred.best.chainTokS, 0)} tok/s)
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">thresholds</th>
+              <td data-testid="ev-thresholds">
+                {Object.entries(pred.best.thresholds)
+                  .map(([m, t]) => `${m} ${t}`)
+                  .join(', ')}
+              </td>
+            </tr>
+            {pred.current && (
+              <tr>
+                <th scope="row">with today's</th>
+                <td>
+                  {Object.entries(pred.current.thresholds)
+                    .map(([m, t]) => `${m} ${t}`)
+                    .join(', ')}
+                  : {num(pred.current.tokS, 0)} tok/s · p99 TPOT {num(pred.current.p99TpotMs)} ms
+                </td>
+              </tr>
+            )}
+          </tbody>
+        </table>
+      )}
+      {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.concurrency} />}
+      <div className="ev-controls">
+        <button onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot" data-testid="ev-compare">
+          Compare with served ({references.length})
+        </button>
+      </div>
+    </div>
+  );
+}

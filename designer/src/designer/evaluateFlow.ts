@@ -1,0 +1,169 @@
+// The Evaluate panel's state and actions apart from rendering: run a draft (or a served name) on N problems, cancel, predict its serving cost, and keep the points of the accuracy × throughput plot.
+import type { CancelResponse, EvaluateEvent, EvaluateRequest, EvaluationResult, Prediction } from '../../../shared/api/evaluate.ts';
+import type { IrDocument } from '../../../shared/ir/irSchema.ts';
+import type { EvaluateRun } from './api.ts';
+import { errorText } from './registryFlow.ts';
+
+/** The server calls the panel makes: api.ts's evaluateApi in the page, a fake in tests. */
+export interface EvaluateServer {
+  evaluate(run: EvaluateRun): Promise<void>;
+  cancel(runId: string): Promise<CancelResponse>;
+  predict(runId: string, concurrency: number): Promise<Prediction>;
+}
+
+export type PointKind = 'draft' | 'model' | 'algorithm';
+
+/** One marker on the plot: an evaluation and its prediction at the chosen concurrency. */
+export interface PlotPoint {
+  label: string;
+  kind: PointKind;
+  runId: string;
+  accuracy: number;
+  /** Predicted committed tok/s at the chosen concurrency (the best thresholds); null until predicted. */
+  tokS: number | null;
+}
+
+export interface EvaluateState {
+  status: 'idle' | 'running' | 'done' | 'cancelled' | 'error';
+  /** What the run in progress (or the last one) evaluates. */
+  label: string | null;
+  problems: number;
+  concurrency: number;
+  runId: string | null;
+  progress: { done: number; total: number; correct: number } | null;
+  /** The draft's last result and prediction. */
+  result: EvaluationResult | null;
+  prediction: Prediction | null;
+  predicting: boolean;
+  message: string | null;
+  points: PlotPoint[];
+  /** References (single models, deployed algorithms) still to run, while a comparison runs. */
+  queue: { name: string; kind: PointKind }[];
+}
+
+export class EvaluateFlow {
+  private state: EvaluateState = {
+    status: 'idle',
+    label: null,
+    problems: 100,
+    concurrency: 8,
+    runId: null,
+    progress: null,
+    result: null,
+    prediction: null,
+    predicting: false,
+    message: null,
+    points: [],
+    queue: [],
+  };
+  private readonly listeners = new Set<() => void>();
+  private abort: AbortController | null = null;
+  /** One run at a time per client on the server: each page is its own client. */
+  private readonly client = `designer-${Math.random().toString(36).slice(2, 10)}`;
+
+  constructor(private readonly server: EvaluateServer) {}
+
+  getState = (): EvaluateState => this.state;
+
+  subscribe = (fn: () => void): (() => void) => {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  };
+
+  private set(patch: Partial<EvaluateState>): void {
+    this.state = { ...this.state, ...patch };
+    for (const l of this.listeners) l();
+  }
+
+  setProblems = (n: number): void => this.set({ problems: Math.max(1, Math.round(n) || 1) });
+
+  /** A new concurrency re-prices every point: accuracy does not change with it, throughput does. */
+  setConcurrency = async (c: number): Promise<void> => {
+    this.set({ concurrency: Math.max(1, Math.min(32, Math.round(c) || 1)) });
+    await this.repredict();
+  };
+
+  /** Runs the draft; its point replaces the previous draft's. */
+  evaluateDraft = (ir: IrDocument): Promise<void> => this.runOne({ ir }, 'draft', 'draft');
+
+  /** Evaluates each name in turn (single models, deployed algorithms) for the plot's reference points. */
+  compare = async (names: { name: string; kind: PointKind }[]): Promise<void> => {
+    this.set({ queue: [...names] });
+    while (this.state.queue.length > 0) {
+      const [next, ...rest] = this.state.queue;
+      this.set({ queue: rest });
+      await this.runOne({ model: next.name }, next.name, next.kind);
+      if (this.state.status !== 'done') {
+        this.set({ queue: [] });
+        return;
+      }
+    }
+  };
+
+  cancel = async (): Promise<void> => {
+    const runId = this.state.runId;
+    this.set({ queue: [] });
+    if (runId && this.state.status === 'running') {
+      try {
+        await this.server.cancel(runId);
+      } catch {
+        // the stream's end (or the abort below) still stops it
+      }
+    }
+    this.abort?.abort();
+  };
+
+  private async runOne(target: { ir: IrDocument } | { model: string }, label: string, kind: PointKind): Promise<void> {
+    if (this.state.status === 'running') return;
+    const abort = new AbortController();
+    this.abort = abort;
+    this.set({ status: 'running', label, runId: null, progress: { done: 0, total: this.state.problems, correct: 0 }, message: null });
+    let ended: EvaluateEvent | null = null;
+    try {
+      await this.server.evaluate({
+        body: { ...target, problems: this.state.problems, client: this.client } satisfies EvaluateRequest,
+        signal: abort.signal,
+        onEvent: (e) => {
+          if (e.type === 'started') this.set({ runId: e.runId, progress: { done: 0, total: e.problems, correct: 0 } });
+          else if (e.type === 'progress') this.set({ progress: { done: e.done, total: e.total, correct: e.correct } });
+          else ended = e;
+        },
+      });
+    } catch (e) {
+      if (!abort.signal.aborted) {
+        this.set({ status: 'error', message: errorText(e) });
+        return;
+      }
+      ended = { type: 'cancelled', done: this.state.progress?.done ?? 0, total: this.state.progress?.total ?? 0 };
+    } finally {
+      if (this.abort === abort) this.abort = null;
+    }
+    const end = ended as EvaluateEvent | null;
+    if (!end || end.type === 'cancelled') return this.set({ status: 'cancelled', message: 'Cancelled.' });
+    if (end.type === 'error') return this.set({ status: 'error', message: end.message });
+    if (end.type !== 'result') return;
+    const point: PlotPoint = { label, kind, runId: end.result.runId, accuracy: end.result.accuracy, tokS: null };
+    const points = [...this.state.points.filter((p) => (kind === 'draft' ? p.kind !== 'draft' : p.label !== label)), point];
+    this.set({ status: 'done', points, ...(kind === 'draft' ? { result: end.result, prediction: null } : {}) });
+    await this.predictPoint(point);
+  }
+
+  private async predictPoint(p: PlotPoint): Promise<void> {
+    if (p.kind === 'draft') this.set({ predicting: true });
+    try {
+      const prediction = await this.server.predict(p.runId, this.state.concurrency);
+      this.set({
+        points: this.state.points.map((q) => (q.runId === p.runId ? { ...q, tokS: prediction.best.tokS } : q)),
+        ...(p.kind === 'draft' ? { prediction } : {}),
+      });
+    } catch (e) {
+      this.set({ message: `Could not predict ${p.label}: ${errorText(e)}` });
+    } finally {
+      if (p.kind === 'draft') this.set({ predicting: false });
+    }
+  }
+
+  private async repredict(): Promise<void> {
+    for (const p of this.state.points) await this.predictPoint(p);
+  }
+}

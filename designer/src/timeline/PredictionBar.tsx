@@ -1,0 +1,95 @@
+// Header line of the live timeline: a deployed algorithm's predicted and measured tok/s and hand-off rate over a window, flagged when they differ by more than 15 %.
+import { useEffect, useState } from 'react';
+import { PREDICTION_TOLERANCE, type PredictionCheck } from '../../../shared/api/evaluate.ts';
+import { deployedAlgorithms, predictionCheck } from './predictionFeed.ts';
+import type { TimelineController } from './timelineController.ts';
+import { useTick } from './useTick.ts';
+
+const WINDOW_MS = 30_000;
+const POLL_MS = 2000;
+
+const signed = (x: number | null) => (x === null ? '' : ` (${(x * 100).toFixed(0)} % off)`);
+
+export function PredictionBar({ c: tl }: { c: TimelineController }) {
+  useTick(tl);
+  const live = tl.source.kind === 'live';
+  const [names, setNames] = useState<string[]>([]);
+  const [picked, setPicked] = useState<string | null>(() => new URLSearchParams(location.search).get('algorithm'));
+  const [check, setCheck] = useState<PredictionCheck | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const name = picked ?? names[0] ?? null;
+
+  useEffect(() => {
+    if (!live) return;
+    let stop = false;
+    const load = () => deployedAlgorithms().then((n) => !stop && setNames(n), (e: Error) => !stop && setError(e.message));
+    void load();
+    const t = setInterval(load, 10_000);
+    return () => {
+      stop = true;
+      clearInterval(t);
+    };
+  }, [live]);
+
+  useEffect(() => {
+    if (!live || !name) return;
+    let stop = false;
+    const poll = () =>
+      predictionCheck(name, WINDOW_MS).then(
+        (c) => {
+          if (stop) return;
+          setCheck(c);
+          setError(null);
+        },
+        (e: Error) => !stop && setError(e.message),
+      );
+    void poll();
+    const t = setInterval(poll, POLL_MS);
+    return () => {
+      stop = true;
+      clearInterval(t);
+    };
+  }, [live, name]);
+
+  if (!live) return null;
+  const c = check?.algorithm === name ? check : null;
+  return (
+    <div className={`tl-predict${c?.flagged ? ' flagged' : ''}`} data-testid="prediction-bar" data-flagged={c?.flagged ? 'true' : 'false'}>
+      <label className="k" htmlFor="tl-predict-alg">
+        prediction check
+      </label>
+      <select id="tl-predict-alg" value={name ?? ''} onChange={(e) => setPicked(e.target.value)} data-testid="prediction-algorithm">
+        {names.map((n) => (
+          <option key={n} value={n}>
+            {n}
+          </option>
+        ))}
+      </select>
+      {error && <span className="bad">{error}</span>}
+      {c && !c.evaluated && <span className="muted">v{c.version} was not evaluated in the designer: nothing predicted to compare with.</span>}
+      {c && c.evaluated && c.requests === 0 && <span className="muted">v{c.version}: no request of it ended in the last {Math.round(c.windowMs / 1000)} s.</span>}
+      {c && c.requests > 0 && (
+        <>
+          <span className="k">tok/s</span>
+          <span className="v" data-testid="prediction-toks">
+            predicted <b>{c.predicted ? c.predicted.tokS.toFixed(0) : '—'}</b> · measured <b>{c.measured.tokS.toFixed(0)}</b>
+            {signed(c.tokSDiff)}
+          </span>
+          <span className="k">handoffs / token</span>
+          <span className="v" data-testid="prediction-handoffs">
+            predicted <b>{c.predicted ? c.predicted.handoffsPerToken.toFixed(3) : '—'}</b> · measured <b>{c.measured.handoffsPerToken.toFixed(3)}</b>
+            {signed(c.handoffDiff)}
+          </span>
+          <span className="muted">
+            last {Math.round(c.windowMs / 1000)} s · {c.requests} requests · {c.meanActive.toFixed(1)} in flight
+          </span>
+          {c.flagged && (
+            <span className="flag" role="status" data-testid="prediction-flag">
+              ⚠ differs by more than {PREDICTION_TOLERANCE * 100} %
+            </span>
+          )}
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,125 @@
+// Suite predict: each built-in algorithm evaluated on held-out problems through the live server, its committed tok/s at concurrency c predicted from that run, then measured under a closed loop of c over HTTP; and what an evaluation costs live traffic running beside it.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluationResult } from '../../shared/api/evaluate.ts';
+import { parseServerConfig } from '../config/serverConfig.ts';
+import { loadHeldout } from '../eval/evaluate.ts';
+import { startServer } from '../server/createServer.ts';
+import { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { printTable, type Row } from '../util/table.ts';
+import type { BenchOptions, SuiteRun } from './benchSuite.ts';
+import { SuiteFlags } from './suiteFlags.ts';
+
+const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
+async function evaluateOnce(url: string, model: string, problems: number, concurrency: number, maxTokens: number): Promise<{ result: EvaluationResult; wallMs: number }> {
+  const t0 = performance.now();
+  const res = await post(`${url}/admin/evaluate`, { model, problems, concurrency, maxTokens, client: `bench-${model}` });
+  if (!res.ok) throw new Error(`evaluate ${model}: ${res.status} ${await res.text()}`);
+  const lines = (await res.text()).split('\n').filter(Boolean);
+  const last: EvaluateEvent = evaluateEventSchema.parse(JSON.parse(lines.at(-1)!));
+  if (last.type !== 'result') throw new Error(`evaluate ${model}: ended with ${JSON.stringify(last)}`);
+  return { result: last.result, wallMs: performance.now() - t0 };
+}
+
+/** A closed loop of `c` clients sending held-out questions to `model` for `ms`: committed tokens per second of wall time. */
+async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number }> {
+  const end = performance.now() + ms;
+  const t0 = performance.now();
+  let tokens = 0;
+  let requests = 0;
+  let k = 0;
+  await Promise.all(
+    Array.from({ length: c }, async () => {
+      while (performance.now() < end) {
+        const q = questions[k++ % questions.length];
+        const res = await post(`${url}/v1/chat/completions`, { model, messages: [{ role: 'user', content: q }], max_tokens: maxTokens, temperature: 0 });
+        const body = (await res.json()) as { usage?: { completion_tokens: number } };
+        if (!res.ok) throw new Error(`${model}: ${res.status} ${JSON.stringify(body)}`);
+        tokens += body.usage!.completion_tokens;
+        requests++;
+      }
+    }),
+  );
+  return { tokS: (tokens / (performance.now() - t0)) * 1000, requests };
+}
+
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
+  const f = new SuiteFlags(opts.flags);
+  const algorithms = f.list('algorithms', ['r-stitch', 'citer', 'r2r', 'co-llm', 'me']);
+  const concurrency = f.num('concurrency', 8);
+  const problems = f.sized('problems', 100, 20);
+  const maxTokens = f.num('max-tokens', 64);
+  const measureMs = f.sized('duration-s', 12, 3) * 1000;
+  const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-predict-')), limits: { maxConcurrency: 16, maxTokens: 256 } });
+  console.error('loading the bundled models …');
+  const service = await TokenRouterService.start(config);
+  const server = await startServer(service, 0, '127.0.0.1');
+  const questions = loadHeldout(config.modelsDir).map((p) => p.question);
+  const rows: Row[] = [];
+  const results: Record<string, unknown>[] = [];
+  try {
+    // warm every model (first steps pay for allocation)
+    await closedLoop(server.url, 'me', questions, concurrency, 1500, maxTokens);
+    let evalMs = 0;
+    for (const algorithm of algorithms) {
+      const { result, wallMs } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
+      evalMs = Math.max(evalMs, wallMs);
+      const pRes = await post(`${server.url}/admin/evaluate/${result.runId}/predict`, { concurrency });
+      const p = predictionSchema.parse(await pRes.json());
+      // the measurement runs with the thresholds in force, so the prediction for those is the one to check
+      const predicted = (p.current ?? p.best).tokS;
+      // the timeline's check watches from its first question: asked before and after the loop, it refits step latency from the serving window
+      const check = async () => predictionCheckSchema.parse(await (await fetch(`${server.url}/admin/prediction-check?algorithm=${algorithm}&windowMs=${measureMs + 5000}`)).json());
+      await check();
+      const measured = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
+      const live = await check();
+      const diff = (predicted - measured.tokS) / measured.tokS;
+      // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput
+      const evalTokS = result.tokS;
+      results.push({
+        algorithm,
+        predicted_tok_s: predicted,
+        // the throughput model alone, and the factor the run's own throughput calibrated it by (at the run's concurrency the two meet)
+        chain_tok_s: (p.current ?? p.best).chainTokS,
+        calibration: p.calibration,
+        measured_tok_s: measured.tokS,
+        diff,
+        eval_tok_s: evalTokS,
+        check_predicted_tok_s: live.predicted?.tokS ?? null,
+        check_measured_tok_s: live.measured.tokS,
+        accuracy: result.accuracy,
+        handoffs_per_request: result.handoffsPerRequest,
+        thresholds: (p.current ?? p.best).thresholds,
+      });
+      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, chain_tok_s: (p.current ?? p.best).chainTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
+      console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s, measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %)`);
+    }
+    // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an evaluation of r2r runs.
+    const live = 'r-stitch';
+    const liveC = Math.max(1, Math.floor(concurrency / 2));
+    const alone = await closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
+    const t0 = performance.now();
+    // the live loop first: an evaluation started into an idle server takes its full concurrency until those requests end
+    const besideRun = closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
+    await new Promise((r) => setTimeout(r, 500));
+    const [beside, evaluated] = await Promise.all([besideRun, evaluateOnce(server.url, 'r2r', problems, concurrency, maxTokens)]);
+    const overlapMs = Math.min(measureMs, evaluated.wallMs);
+    const cost = 1 - beside.tokS / alone.tokS;
+    console.error(`live ${live} at c=${liveC}: ${alone.tokS.toFixed(0)} tok/s alone, ${beside.tokS.toFixed(0)} tok/s beside an evaluation of ${problems} (${(cost * 100).toFixed(1)} % less; evaluation ${(evaluated.wallMs / 1000).toFixed(1)} s, overlap ${(overlapMs / 1000).toFixed(1)} s of ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    printTable(rows);
+    return {
+      suite: 'predict',
+      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', mode: config.scheduling.mode, load: os.loadavg() },
+      results: {
+        algorithms: results,
+        evaluation: { problems, concurrency, slowest_s: evalMs / 1000, live_algorithm: live, live_concurrency: liveC, live_alone_tok_s: alone.tokS, live_beside_tok_s: beside.tokS, live_cost: cost, eval_beside_s: evaluated.wallMs / 1000 },
+      },
+      output: { tables: { predict: rows } },
+    };
+  } finally {
+    await server.close();
+    await service.close();
+  }
+}

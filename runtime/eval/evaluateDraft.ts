@@ -1,0 +1,292 @@
+// Evaluation runs on the live server: a draft (or a built-in, or a served name) on the first N validation problems, bounded, cancellable, with progress and routing statistics.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Algorithm } from '../../shared/algorithm.ts';
+import type { AlgorithmSpec } from '../../shared/api/admin.ts';
+import { EVALUATE_BOUNDS, type EvaluateEvent, type EvaluateRequest, type EvaluationResult } from '../../shared/api/evaluate.ts';
+import { IrCompileError } from '../algorithms/compileIr.ts';
+import type { RequestResult } from '../engine/requestState.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import { finalAnswer } from '../runner/onnxAccuracy.ts';
+import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { loadHeldout, type Problem } from './evaluate.ts';
+import { RoutingCounts, type BatchTiming } from './routingCounts.ts';
+
+/** What a run evaluates: the algorithm, its reference for engine threads, and the spec a deploy of it stores. */
+export interface RunTarget {
+  label: string;
+  algorithm: Algorithm<unknown>;
+  ref: AlgorithmRef;
+  /** Hash of the stored spec: a deployed version with the same spec finds this run's statistics. */
+  specKey: string | null;
+  irKey: string | null;
+}
+
+/** A finished run, kept for predictions and for the live check of a deploy. */
+export interface StoredRun {
+  result: EvaluationResult;
+  batches: readonly BatchTiming[];
+  specKey: string | null;
+}
+
+/** Finished runs kept in memory (the newest). */
+const KEEP_RUNS = 32;
+/** A run held back (the entry queue full, or its share of live traffic taken) looks again after this long. */
+const RETRY_MS = 50;
+/** Beside live traffic, a run holds at most this share of the requests in flight: its cost to live throughput. */
+export const LIVE_SHARE = 0.2;
+
+/**
+ * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
+ * an IR's name, description and layout are left out, since a draft is evaluated, then named, then deployed.
+ */
+export function specKey(spec: AlgorithmSpec): string {
+  const behaviour = (ir: unknown) => {
+    if (ir === null || typeof ir !== 'object' || Array.isArray(ir)) return ir;
+    const { name: _n, description: _d, layout: _l, ...rest } = ir as Record<string, unknown>;
+    return rest;
+  };
+  const canonical = spec.kind === 'ir' ? { kind: 'ir', ir: behaviour(spec.ir) } : { kind: 'builtin', factory: spec.factory, params: spec.params };
+  return crypto.createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 32);
+}
+
+/**
+ * The draft built as a deploy would build it. A compile error keeps its issues (the designer marks
+ * the nodes) and says each one's message, so an unserved model is named, not only coded.
+ */
+function deployableDraft(s: TokenRouterService, spec: AlgorithmSpec): Algorithm<unknown> {
+  try {
+    return s.deployable(spec);
+  } catch (e) {
+    if (!(e instanceof IrCompileError)) throw e;
+    const errors = e.details.filter((d) => d.severity === 'error');
+    throw new TokenRouterError('invalid_ir', `the draft does not compile: ${errors.map((d) => `${d.nodeId ?? 'graph'}: ${d.message}`).join('; ')}`, 'ir', e.details);
+  }
+}
+
+interface Running {
+  runId: string;
+  client: string;
+  cancel(): void;
+}
+
+export class EvaluationRuns {
+  private readonly running = new Map<string, Running>();
+  private readonly finished = new Map<string, StoredRun>();
+  private problems: Problem[] | null = null;
+  private seq = 0;
+
+  constructor(private readonly service: TokenRouterService) {}
+
+  /** The validation set: the held-out problems beside the served models (examples/models/heldout.json). */
+  validationSet(): Problem[] {
+    if (this.problems) return this.problems;
+    const file = path.join(this.service.config.modelsDir, 'heldout.json');
+    if (!fs.existsSync(file)) throw new TokenRouterError('not_found', `no validation set on this server: ${file} does not exist (the bundled models ship one)`, 'problems');
+    return (this.problems = loadHeldout(this.service.config.modelsDir));
+  }
+
+  /** The most requests of one run in flight: the bound, and at most half the server's concurrency. */
+  maxConcurrency(): number {
+    const c = this.service.cluster.maxConcurrency;
+    return Math.max(1, Math.min(EVALUATE_BOUNDS.maxConcurrency, Number.isFinite(c) ? Math.floor(c / 2) : EVALUATE_BOUNDS.maxConcurrency));
+  }
+
+  /** Builds what the request names, proving it runs here (compile errors name their nodes; an unserved model is named). */
+  target(body: EvaluateRequest): RunTarget {
+    const s = this.service;
+    if ('ir' in body) {
+      const spec: AlgorithmSpec = { kind: 'ir', ir: body.ir };
+      const algorithm = deployableDraft(s, spec);
+      const key = specKey(spec);
+      return { label: 'draft', algorithm, ref: { key: `eval:${key}`, source: spec, catalog: s.catalog() }, specKey: key, irKey: key };
+    }
+    if ('builtin' in body) {
+      const spec: AlgorithmSpec = { kind: 'builtin', factory: body.builtin, params: body.params };
+      const algorithm = s.deployable(spec);
+      const key = specKey(spec);
+      return { label: body.builtin, algorithm, ref: { key: `eval:${key}`, source: spec, catalog: s.catalog() }, specKey: key, irKey: null };
+    }
+    const r = s.resolve(body.model);
+    const stored = r.version === null ? null : s.registry.version(body.model, r.version)?.spec;
+    return { label: body.model, algorithm: r.algorithm, ref: r.ref, specKey: stored ? specKey(stored) : null, irKey: null };
+  }
+
+  /**
+   * Starts a run, refusing past the bounds before anything is sent: the set's size, the concurrency,
+   * one run per client, EVALUATE_BOUNDS.maxRuns on the server. Events go to `emit` until the run ends.
+   */
+  start(target: RunTarget, body: EvaluateRequest, client: string, emit: (e: EvaluateEvent) => void): Running {
+    const set = this.validationSet();
+    const n = body.problems ?? Math.min(EVALUATE_BOUNDS.defaultProblems, set.length);
+    if (n > set.length) throw new TokenRouterError('invalid_request', `problems: the validation set has ${set.length} problems; ask for at most ${set.length}`, 'problems');
+    const cap = this.maxConcurrency();
+    const concurrency = body.concurrency ?? Math.min(EVALUATE_BOUNDS.defaultConcurrency, cap);
+    if (concurrency > cap) throw new TokenRouterError('invalid_request', `concurrency: an evaluation may run at most ${cap} requests at once here (half the server's maxConcurrency, at most ${EVALUATE_BOUNDS.maxConcurrency}), so live traffic keeps the rest`, 'concurrency');
+    const maxTokens = Math.min(body.maxTokens ?? EVALUATE_BOUNDS.defaultMaxTokens, this.service.config.limits.maxTokens);
+    for (const m of target.algorithm.models) {
+      if (this.service.cluster.engine(m)?.down) throw new TokenRouterError('model_unavailable', `model ${m} is down; evaluate again shortly`, 'model', { retry_after_s: 1 });
+    }
+    const mine = [...this.running.values()].find((r) => r.client === client);
+    if (mine) throw new TokenRouterError('conflict', `client "${client}" already has evaluation ${mine.runId} running: cancel it (DELETE /admin/evaluate/${mine.runId}) or wait for it to finish`, 'client');
+    if (this.running.size >= EVALUATE_BOUNDS.maxRuns) throw new TokenRouterError('overloaded', `${this.running.size} evaluations are running on this server, the most it runs at once; try again when one ends`, null, { retry_after_s: 5 });
+    const runId = `ev${Date.now().toString(36)}${(++this.seq).toString(36)}`;
+    const run = this.run(runId, target, set.slice(0, n), concurrency, maxTokens, emit);
+    const entry: Running = { runId, client, cancel: run.cancel };
+    this.running.set(runId, entry);
+    void run.done.finally(() => this.running.delete(runId));
+    return entry;
+  }
+
+  cancel(runId: string): boolean {
+    const r = this.running.get(runId);
+    if (!r) return false;
+    r.cancel();
+    return true;
+  }
+
+  isRunning(runId: string): boolean {
+    return this.running.has(runId);
+  }
+
+  stored(runId: string): StoredRun | undefined {
+    return this.finished.get(runId);
+  }
+
+  /** The newest finished run of a spec (what a deployed version was evaluated as). */
+  latestFor(key: string): StoredRun | undefined {
+    let found: StoredRun | undefined;
+    for (const r of this.finished.values()) if (r.specKey === key) found = r;
+    return found;
+  }
+
+  private run(runId: string, target: RunTarget, problems: Problem[], concurrency: number, maxTokens: number, emit: (e: EvaluateEvent) => void) {
+    const { cluster, tokenizer, trace } = this.service;
+    const prefix = `${runId}-`;
+    const counts = new RoutingCounts(target.algorithm.models, (id) => id.startsWith(prefix));
+    const unsubscribe = trace.subscribe(counts.onEvent);
+    const prompts = problems.map((p) => tokenizer.encodeChat([{ role: 'user', content: p.question }]));
+    const results: (RequestResult | undefined)[] = new Array(problems.length);
+    const inFlight = new Set<string>();
+    const t0 = cluster.clock.now();
+    // ∫ requests in flight dt: the concurrency the run really had (held back beside live traffic, thinning at its end)
+    let area = 0;
+    let lastChange = t0;
+    const moved = (delta: number) => {
+      const now = cluster.clock.now();
+      area += inFlight.size * (now - lastChange);
+      lastChange = now;
+      return delta;
+    };
+    let next = 0;
+    let done = 0;
+    let correct = 0;
+    let over = false;
+    let settle!: () => void;
+    const finished = new Promise<void>((r) => (settle = r));
+    const end = (event: EvaluateEvent) => {
+      if (over) return;
+      over = true;
+      if (retry !== null) cluster.clock.clearTimeout(retry);
+      unsubscribe();
+      for (const id of inFlight) cluster.cancel(id);
+      emit(event);
+      settle();
+    };
+    let retry: unknown = null;
+    /**
+     * Requests of the run in flight now: its concurrency while the server has no other traffic; with
+     * live traffic, at most LIVE_SHARE of all requests in flight (at least one), so live requests keep
+     * their slots and their share of the cores.
+     */
+    const allowed = (): number => {
+      const live = cluster.activeCount + cluster.queuedCount - inFlight.size;
+      return live <= 0 ? concurrency : Math.max(1, Math.min(concurrency, Math.floor((live * LIVE_SHARE) / (1 - LIVE_SHARE))));
+    };
+    const fill = (): void => {
+      retry = null;
+      while (!over && next < problems.length && inFlight.size < allowed()) if (!send()) break;
+      // held back for live traffic: look again shortly, since live requests end without telling this run
+      if (!over && next < problems.length && inFlight.size < concurrency && retry === null) retry = cluster.clock.setTimeout(fill, RETRY_MS);
+    };
+    const send = (): boolean => {
+      const i = next++;
+      const id = `${prefix}${i}`;
+      try {
+        cluster.submit({
+          id,
+          prompt: prompts[i],
+          maxTokens,
+          algorithm: target.algorithm,
+          algorithmRef: target.ref,
+          sampling: { temperature: 0, seed: i },
+          onEnd: (r) => {
+            moved(-1);
+            inFlight.delete(id);
+            if (over) return;
+            results[i] = r;
+            done++;
+            if (r.status === 'done' && finalAnswer(tokenizer.decode(r.tokens)) === problems[i].answer) correct++;
+            emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
+            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
+            else fill();
+          },
+        });
+        moved(1);
+        inFlight.add(id);
+        return true;
+      } catch (e) {
+        next--;
+        // live traffic filled the entry queue: this run waits its turn rather than failing
+        if (!(e instanceof TokenRouterError && e.code === 'overloaded')) end({ type: 'error', message: (e as Error).message, code: e instanceof TokenRouterError ? e.code : 'internal' });
+        return false;
+      }
+    };
+    emit({ type: 'started', runId, problems: problems.length, concurrency, maxTokens, models: [...target.algorithm.models] });
+    fill();
+    return {
+      done: finished,
+      cancel: () => {
+        if (retry !== null) cluster.clock.clearTimeout(retry);
+        end({ type: 'cancelled', done, total: problems.length });
+      },
+    };
+  }
+
+  private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
+    const byModel: Record<string, number> = {};
+    let committed = 0;
+    let handoffs = 0;
+    let failed = 0;
+    for (const r of results) {
+      committed += r.tokens.length;
+      handoffs += r.handoffs;
+      if (r.status !== 'done') failed++;
+      for (const [m, n] of Object.entries(r.tokensByModel)) byModel[m] = (byModel[m] ?? 0) + n;
+    }
+    const n = results.length;
+    const result: EvaluationResult = {
+      runId,
+      label: target.label,
+      irKey: target.irKey,
+      problems: n,
+      correct,
+      accuracy: correct / n,
+      meanOutputTokens: committed / n,
+      handoffsPerRequest: handoffs / n,
+      tokenShare: Object.fromEntries(target.algorithm.models.map((m) => [m, committed ? (byModel[m] ?? 0) / committed : 0])),
+      routing: counts.routing(),
+      concurrency,
+      maxTokens,
+      durationMs,
+      meanInFlight: durationMs > 0 ? area / durationMs : 0,
+      tokS: durationMs > 0 ? (committed / durationMs) * 1000 : 0,
+      failed,
+    };
+    this.finished.set(runId, { result, batches: counts.batches, specKey: target.specKey });
+    if (this.finished.size > KEEP_RUNS) this.finished.delete(this.finished.keys().next().value!);
+    return result;
+  }
+}

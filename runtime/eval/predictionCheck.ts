@@ -1,0 +1,171 @@
+// The live check of a prediction: a deployed algorithm's measured tok/s and hand-off rate over a window, beside what its evaluation predicts at the concurrency it runs at.
+import { PREDICTION_TOLERANCE, type PredictionCheck } from '../../shared/api/evaluate.ts';
+import type { TraceEvent } from '../../shared/trace.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { specKey, type EvaluationRuns } from './evaluateDraft.ts';
+import { predictServing } from './predictServing.ts';
+import type { BatchTiming } from './routingCounts.ts';
+
+/** Watching stops when nobody asked for this long: tracing runs only while something reads it. */
+const IDLE_STOP_MS = 120_000;
+export const MAX_WINDOW_MS = 300_000;
+
+interface Ended {
+  t: number;
+  tokens: number;
+  handoffs: number;
+}
+
+/** One algorithm's requests as the trace shows them, from the moment someone first asked. */
+class Watch {
+  readonly since: number;
+  private readonly ids = new Set<string>();
+  ended: Ended[] = [];
+  batches: BatchTiming[] = [];
+  /** ∫ requests in flight dt and ∫ [any in flight] dt from `since`, at each change: the mean concurrency and the busy time. */
+  private area: { t: number; active: number; integral: number; busy: number }[] = [];
+  private active = 0;
+  private last: number;
+
+  constructor(
+    private readonly service: TokenRouterService,
+    readonly name: string,
+    now: number,
+  ) {
+    this.since = now;
+    this.last = now;
+    this.area.push({ t: now, active: 0, integral: 0, busy: 0 });
+  }
+
+  private move(t: number, delta: number): void {
+    const prev = this.area[this.area.length - 1];
+    this.area.push({ t, active: this.active + delta, integral: prev.integral + this.active * (t - this.last), busy: prev.busy + (this.active > 0 ? t - this.last : 0) });
+    this.active += delta;
+    this.last = t;
+  }
+
+  readonly onEvent = (e: TraceEvent): void => {
+    if (e.type === 'batch') this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, timed: e.phase !== 'prefill' });
+    else if (e.type === 'request-state' && e.model === null && e.state === 'admitted') {
+      // the trace does not say which algorithm a request runs; the cluster's request does, while it is in flight
+      for (const r of this.service.cluster.activeRequests()) {
+        if (r.id === e.requestId && r.spec.ref?.key.startsWith(`${this.name}@`)) {
+          this.ids.add(e.requestId);
+          this.move(e.t, 1);
+        }
+      }
+    } else if (e.type === 'request-end' && this.ids.delete(e.requestId)) {
+      this.move(e.t, -1);
+      this.ended.push({ t: e.t, tokens: e.tokens.length, handoffs: e.handoffs });
+    }
+  };
+
+  trim(from: number): void {
+    this.ended = this.ended.filter((x) => x.t >= from);
+    this.batches = this.batches.filter((b) => b.end >= from);
+    while (this.area.length > 2 && this.area[1].t < from) this.area.shift();
+  }
+
+  /**
+   * Over [from, now]: the time some request of the algorithm was in flight, and the mean in flight
+   * during it. Idle stretches are left out of both: the model predicts a server with N in flight,
+   * and a pause in traffic is not a slower algorithm.
+   */
+  busy(from: number, now: number): { ms: number; meanActive: number } {
+    const at = (t: number) => {
+      let k = 0;
+      while (k + 1 < this.area.length && this.area[k + 1].t <= t) k++;
+      const p = this.area[k];
+      return { integral: p.integral + p.active * (t - p.t), busy: p.busy + (p.active > 0 ? t - p.t : 0) };
+    };
+    const a = at(from);
+    const b = at(now);
+    const ms = b.busy - a.busy;
+    return { ms, meanActive: ms > 0 ? (b.integral - a.integral) / ms : 0 };
+  }
+}
+
+export class PredictionChecks {
+  private readonly watches = new Map<string, { watch: Watch; stop: () => void; askedAt: number }>();
+
+  constructor(
+    private readonly service: TokenRouterService,
+    private readonly runs: EvaluationRuns,
+  ) {}
+
+  check(name: string, windowMs: number): PredictionCheck {
+    const s = this.service;
+    const active = s.registry.active(name);
+    if (!active) throw new TokenRouterError('not_found', `no deployed algorithm named ${name}`, 'algorithm');
+    const now = s.cluster.clock.now();
+    this.stopIdle(now);
+    let w = this.watches.get(name);
+    if (!w) {
+      const watch = new Watch(s, name, now);
+      w = { watch, stop: s.trace.subscribe(watch.onEvent), askedAt: now };
+      this.watches.set(name, w);
+    }
+    w.askedAt = now;
+    const from = Math.max(w.watch.since, now - windowMs);
+    w.watch.trim(Math.max(w.watch.since, now - MAX_WINDOW_MS));
+    const ended = w.watch.ended.filter((x) => x.t >= from);
+    const span = Math.max(1, now - from);
+    const busy = w.watch.busy(from, now);
+    const tokens = ended.reduce((a, x) => a + x.tokens, 0);
+    const handoffs = ended.reduce((a, x) => a + x.handoffs, 0);
+    const measured = { tokS: busy.ms > 0 ? (tokens / busy.ms) * 1000 : 0, handoffsPerToken: tokens ? handoffs / tokens : 0 };
+    const meanActive = busy.meanActive;
+    const evaluated = this.runs.latestFor(specKey(active.spec));
+    let predicted: PredictionCheck['predicted'] = null;
+    if (evaluated && ended.length > 0) {
+      const { result } = evaluated;
+      const c = s.cluster;
+      try {
+        const p = predictServing({
+          routing: result.routing,
+          meanOutputTokens: result.meanOutputTokens,
+          concurrency: Math.max(1, Math.round(meanActive)),
+          lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
+          maxWaitMs: c.maxWaitMs,
+          batches: [...evaluated.batches, ...w.watch.batches.filter((b) => b.end >= from)],
+          observed: result,
+        });
+        predicted = { tokS: (p.current ?? p.best).tokS, handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0 };
+      } catch {
+        predicted = null; // a model of the evaluation is gone: nothing to compare with
+      }
+    }
+    const diff = (p: number, m: number) => (m > 0 ? Math.abs(p - m) / m : p > 0 ? Infinity : 0);
+    const tokSDiff = predicted ? diff(predicted.tokS, measured.tokS) : null;
+    const handoffDiff = predicted ? diff(predicted.handoffsPerToken, measured.handoffsPerToken) : null;
+    return {
+      algorithm: name,
+      version: active.version,
+      evaluated: evaluated !== undefined,
+      windowMs: span,
+      requests: ended.length,
+      busyMs: busy.ms,
+      meanActive,
+      measured,
+      predicted,
+      tokSDiff: tokSDiff !== null && Number.isFinite(tokSDiff) ? tokSDiff : null,
+      handoffDiff: handoffDiff !== null && Number.isFinite(handoffDiff) ? handoffDiff : null,
+      flagged: (tokSDiff ?? 0) > PREDICTION_TOLERANCE || (handoffDiff ?? 0) > PREDICTION_TOLERANCE,
+    };
+  }
+
+  private stopIdle(now: number): void {
+    for (const [name, w] of this.watches) {
+      if (now - w.askedAt > IDLE_STOP_MS) {
+        w.stop();
+        this.watches.delete(name);
+      }
+    }
+  }
+
+  close(): void {
+    for (const w of this.watches.values()) w.stop();
+    this.watches.clear();
+  }
+}

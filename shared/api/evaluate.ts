@@ -1,0 +1,147 @@
+// Evaluate / predict wire messages (/admin/evaluate*, /admin/prediction-check): a draft's run on validation problems, its predicted serving cost, and the live check of a prediction.
+import { z } from 'zod';
+
+/** Bounds of one evaluation run; the server states them in its errors and the designer in its inputs. */
+export const EVALUATE_BOUNDS = {
+  defaultProblems: 100,
+  defaultConcurrency: 4,
+  /** Requests of one run in flight at once; also at most half the server's maxConcurrency, so live traffic keeps the other half. */
+  maxConcurrency: 8,
+  defaultMaxTokens: 64,
+  maxTokens: 256,
+  /** Runs at once on one server, whatever their clients. */
+  maxRuns: 2,
+  /** Concurrency a prediction may be asked for. */
+  maxPredictConcurrency: 32,
+} as const;
+
+const params = z.record(z.string(), z.unknown());
+const runOptions = {
+  /** Validation problems to run, the set's first N (default 100, at most the set's size). */
+  problems: z.number().int().min(1).optional(),
+  concurrency: z.number().int().min(1).max(EVALUATE_BOUNDS.maxConcurrency).optional(),
+  maxTokens: z.number().int().min(1).max(EVALUATE_BOUNDS.maxTokens).optional(),
+  /** Who runs it (a designer tab): one run at a time per client. Default: the caller's address. */
+  client: z.string().min(1).max(64).optional(),
+};
+
+/** POST /admin/evaluate: a compiled draft (`ir`), a built-in with parameters, or a served name (`model`: a deployed algorithm or a single model). */
+export const evaluateRequestSchema = z.union([
+  z.object({ ir: z.unknown().refine((v) => v !== undefined, 'ir is required'), ...runOptions }).strict(),
+  z.object({ builtin: z.string(), params: params.optional(), ...runOptions }).strict(),
+  z.object({ model: z.string(), ...runOptions }).strict(),
+]);
+export type EvaluateRequest = z.infer<typeof evaluateRequestSchema>;
+
+const matrix = z.array(z.array(z.number()));
+
+/** What the throughput model needs of a run: P[i][j] (a step on i followed by work on j), C[i][j] (tokens it commits), request-steps per model. */
+export const routingStatsSchema = z.object({ models: z.array(z.string()), P: matrix, C: matrix, steps: z.array(z.number()) });
+export type RoutingStats = z.infer<typeof routingStatsSchema>;
+
+export const evaluationResultSchema = z.object({
+  runId: z.string(),
+  /** What ran: "draft", a built-in's name, or the served name. */
+  label: z.string(),
+  /** Content hash of the draft IR (null for other runs): a deploy of the same IR finds its prediction by it. */
+  irKey: z.string().nullable(),
+  problems: z.number().int(),
+  correct: z.number().int(),
+  accuracy: z.number(),
+  meanOutputTokens: z.number(),
+  handoffsPerRequest: z.number(),
+  /** Committed tokens by model, as shares of all committed. */
+  tokenShare: z.record(z.string(), z.number()),
+  routing: routingStatsSchema,
+  concurrency: z.number().int(),
+  maxTokens: z.number().int(),
+  durationMs: z.number(),
+  /** The run as a measurement: requests it had in flight on average, and committed tokens per second it made. */
+  meanInFlight: z.number(),
+  tokS: z.number(),
+  /** Requests that failed (a model down mid-run); counted as wrong. */
+  failed: z.number().int(),
+});
+export type EvaluationResult = z.infer<typeof evaluationResultSchema>;
+
+/** One line of the NDJSON stream POST /admin/evaluate answers with. */
+export const evaluateEventSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('started'), runId: z.string(), problems: z.number().int(), concurrency: z.number().int(), maxTokens: z.number().int(), models: z.array(z.string()) }),
+  z.object({ type: z.literal('progress'), done: z.number().int(), total: z.number().int(), correct: z.number().int(), elapsedMs: z.number() }),
+  z.object({ type: z.literal('result'), result: evaluationResultSchema }),
+  z.object({ type: z.literal('cancelled'), done: z.number().int(), total: z.number().int() }),
+  z.object({ type: z.literal('error'), message: z.string(), code: z.string() }),
+]);
+export type EvaluateEvent = z.infer<typeof evaluateEventSchema>;
+
+/** DELETE /admin/evaluate/:runId */
+export const cancelResponseSchema = z.object({ runId: z.string(), cancelled: z.boolean() });
+export type CancelResponse = z.infer<typeof cancelResponseSchema>;
+
+// ---- POST /admin/evaluate/:runId/predict ---------------------------------------------------------
+
+export const predictRequestSchema = z
+  .object({
+    concurrency: z.number().int().min(1).max(EVALUATE_BOUNDS.maxPredictConcurrency),
+    /** p99 bounds, ms: with one, the answer adds goodput (requests/s meeting them) at that concurrency. */
+    slo: z.object({ tpotMs: z.number().positive().optional(), ttftMs: z.number().positive().optional() }).strict().optional(),
+  })
+  .strict();
+export type PredictRequest = z.infer<typeof predictRequestSchema>;
+
+const settingSchema = z.object({
+  thresholds: z.record(z.string(), z.number().int()),
+  /** Calibrated: the chain's figure times `calibration`. */
+  tokS: z.number(),
+  /** The chain's own figure, from P, C and step latency alone. */
+  chainTokS: z.number(),
+  p99TpotMs: z.number(),
+  meanTpotMs: z.number(),
+  /** With an SLO: requests/s meeting it, and whether the p99s do. */
+  goodputRps: z.number().optional(),
+  meetsSlo: z.boolean().optional(),
+});
+
+export const predictionSchema = z.object({
+  runId: z.string(),
+  concurrency: z.number().int(),
+  /** The thresholds the throughput model would choose, and what it predicts with them. */
+  best: settingSchema,
+  /** The thresholds in force on the server now (what a deploy runs with unless thresholds are "auto"); null where they are infeasible at this concurrency. */
+  current: settingSchema.nullable(),
+  /**
+   * The run's measured tok/s over the chain's figure at the run's own concurrency and thresholds:
+   * what the chain leaves out (the time between a model's batches, request set-up, the run's
+   * thinning tail) as one factor, applied to every figure here. 1 when the run has no figure.
+   */
+  calibration: z.number(),
+  /** Per model: the batches the step-latency profile was fitted from. */
+  latencyBatches: z.record(z.string(), z.number().int()),
+  method: z.enum(['chain', 'simulate']),
+});
+export type Prediction = z.infer<typeof predictionSchema>;
+
+// ---- GET /admin/prediction-check?algorithm=NAME&windowMs=MS ------------------------------------
+
+export const predictionCheckSchema = z.object({
+  algorithm: z.string(),
+  /** The version running and the evaluation its prediction comes from (null: never evaluated, so nothing to compare). */
+  version: z.number().int().nullable(),
+  evaluated: z.boolean(),
+  windowMs: z.number(),
+  /** Requests of the algorithm that ended in the window; the time some were in flight, and the mean in flight then (the concurrency predicted at). */
+  requests: z.number().int(),
+  busyMs: z.number(),
+  meanActive: z.number(),
+  /** tok/s over the busy time: a pause in traffic is not a slower algorithm. */
+  measured: z.object({ tokS: z.number(), handoffsPerToken: z.number() }),
+  predicted: z.object({ tokS: z.number(), handoffsPerToken: z.number() }).nullable(),
+  /** |predicted − measured| / measured; flagged past 15 %. */
+  tokSDiff: z.number().nullable(),
+  handoffDiff: z.number().nullable(),
+  flagged: z.boolean(),
+});
+export type PredictionCheck = z.infer<typeof predictionCheckSchema>;
+
+/** The share a prediction may be off by before the timeline flags it. */
+export const PREDICTION_TOLERANCE = 0.15;

@@ -1,0 +1,90 @@
+// The Evaluate panel's store against a scripted server: progress, result and prediction become a plot point; cancel reaches the server; a refusal is shown; a new concurrency re-prices every point.
+import { describe, expect, it } from 'vitest';
+import type { EvaluateEvent, EvaluationResult, Prediction } from '../../shared/api/evaluate.ts';
+import type { IrDocument } from '../../shared/ir/irSchema.ts';
+import { ApiError, type EvaluateRun } from '../../designer/src/designer/api.ts';
+import { EvaluateFlow, type EvaluateServer } from '../../designer/src/designer/evaluateFlow.ts';
+
+const IR = { version: 1 } as unknown as IrDocument;
+
+function result(runId: string, accuracy: number): EvaluationResult {
+  return { runId, label: 'x', irKey: null, problems: 4, correct: accuracy * 4, accuracy, meanOutputTokens: 10, handoffsPerRequest: 1, tokenShare: { small: 0.7, large: 0.3 }, routing: { models: ['small', 'large'], P: [[0.9, 0.1], [0.5, 0.5]], C: [[1, 0], [1, 1]], steps: [30, 10] }, concurrency: 4, maxTokens: 16, durationMs: 100, meanInFlight: 4, tokS: 400, failed: 0 };
+}
+
+/** A server whose runs the test drives: each evaluate() waits until the test ends it. */
+class FakeServer implements EvaluateServer {
+  runs: { run: EvaluateRun; end: (e: EvaluateEvent | Error) => void }[] = [];
+  cancelled: string[] = [];
+  predicted: [string, number][] = [];
+  evaluate(run: EvaluateRun): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const id = `run${this.runs.length + 1}`;
+      run.onEvent({ type: 'started', runId: id, problems: run.body.problems ?? 100, concurrency: 4, maxTokens: 16, models: ['small', 'large'] });
+      run.signal.addEventListener('abort', () => reject(new Error('aborted')));
+      this.runs.push({ run, end: (e) => (e instanceof Error ? reject(e) : (run.onEvent(e), resolve())) });
+    });
+  }
+  async cancel(runId: string) {
+    this.cancelled.push(runId);
+    return { runId, cancelled: true };
+  }
+  async predict(runId: string, concurrency: number): Promise<Prediction> {
+    this.predicted.push([runId, concurrency]);
+    const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, chainTokS: 120 * concurrency, p99TpotMs: 12, meanTpotMs: 8 };
+    return { runId, concurrency, best: setting, current: setting, calibration: 100 / 120, latencyBatches: { small: 5, large: 5 }, method: 'chain' };
+  }
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+describe('EvaluateFlow', () => {
+  it('progress, result and prediction make the draft\'s point; the next draft replaces it', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    flow.setProblems(4);
+    const done = flow.evaluateDraft(IR);
+    expect(flow.getState()).toMatchObject({ status: 'running', runId: 'run1', progress: { done: 0, total: 4 } });
+    expect(server.runs[0].run.body).toMatchObject({ ir: IR, problems: 4, client: expect.stringMatching(/^designer-/) });
+    server.runs[0].run.onEvent({ type: 'progress', done: 1, total: 4, correct: 1, elapsedMs: 5 });
+    expect(flow.getState().progress).toEqual({ done: 1, total: 4, correct: 1 });
+    server.runs[0].end({ type: 'result', result: result('run1', 0.75) });
+    await done;
+    expect(flow.getState()).toMatchObject({ status: 'done', result: { accuracy: 0.75 }, prediction: { best: { tokS: 800 } } });
+    expect(flow.getState().points).toEqual([{ label: 'draft', kind: 'draft', runId: 'run1', accuracy: 0.75, tokS: 800 }]);
+    const again = flow.evaluateDraft(IR);
+    server.runs[1].end({ type: 'result', result: result('run2', 0.5) });
+    await again;
+    expect(flow.getState().points.map((p) => p.runId)).toEqual(['run2']);
+  });
+
+  it('cancel tells the server and ends as cancelled; a refusal shows its message', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    const run = flow.evaluateDraft(IR);
+    await flow.cancel();
+    await run;
+    expect(server.cancelled).toEqual(['run1']);
+    expect(flow.getState().status).toBe('cancelled');
+    const refused = flow.evaluateDraft(IR);
+    server.runs[1].end(new ApiError('the draft does not compile: tau: must be a number', 400, 'invalid_ir'));
+    await refused;
+    expect(flow.getState()).toMatchObject({ status: 'error', message: 'the draft does not compile: tau: must be a number (400)' });
+  });
+
+  it('compares with served names one at a time, then a new concurrency re-prices every point', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    const all = flow.compare([{ name: 'small', kind: 'model' }, { name: 'r2r', kind: 'algorithm' }]);
+    expect(server.runs).toHaveLength(1);
+    expect(server.runs[0].run.body).toMatchObject({ model: 'small' });
+    server.runs[0].end({ type: 'result', result: result('run1', 0.25) });
+    while (server.runs.length < 2) await tick();
+    expect(server.runs[1].run.body).toMatchObject({ model: 'r2r' });
+    server.runs[1].end({ type: 'result', result: result('run2', 1) });
+    await all;
+    expect(flow.getState().points.map((p) => [p.label, p.kind, p.tokS])).toEqual([['small', 'model', 800], ['r2r', 'algorithm', 800]]);
+    await flow.setConcurrency(2);
+    expect(flow.getState().points.map((p) => p.tokS)).toEqual([200, 200]);
+    expect(server.predicted.slice(-2)).toEqual([['run1', 2], ['run2', 2]]);
+  });
+});

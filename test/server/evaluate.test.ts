@@ -1,0 +1,248 @@
+// POST /admin/evaluate against a real listening server: the NDJSON run and its statistics, every bound (size, concurrency, tokens, one run per client, runs per server), cancel (by DELETE and by hanging up), bad drafts, and the prediction made from a run.
+import { afterEach, describe, expect, it } from 'vitest';
+import { evaluateEventSchema, predictionSchema, type EvaluateEvent } from '../../shared/api/evaluate.ts';
+import { rStitchIr } from '../reliability/irFixtures.ts';
+import { startTestServer, until, type TestServer } from './testService.ts';
+
+let t: TestServer | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+type ErrorJson = { error: { message: string; code: string; param: string | null; details?: { nodeId?: string; code: string }[] } };
+
+const post = (url: string, body: unknown, signal?: AbortSignal) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal });
+
+/** Reads an NDJSON answer line by line, checking every line against the schema. */
+async function* events(res: Response): AsyncGenerator<EvaluateEvent> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line) yield evaluateEventSchema.parse(JSON.parse(line));
+    }
+  }
+  expect(buf).toBe('');
+}
+
+async function all(res: Response): Promise<EvaluateEvent[]> {
+  const out: EvaluateEvent[] = [];
+  for await (const e of events(res)) out.push(e);
+  return out;
+}
+
+async function refused(res: Response, status: number): Promise<ErrorJson['error']> {
+  expect(res.status).toBe(status);
+  return ((await res.json()) as ErrorJson).error;
+}
+
+describe('evaluating a draft', () => {
+  it('streams started, one progress line per problem and the result with the routing statistics', async () => {
+    t = await startTestServer();
+    const res = await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 12, concurrency: 3, maxTokens: 24 });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/application\/x-ndjson/);
+    const ev = await all(res);
+    expect(ev[0]).toMatchObject({ type: 'started', problems: 12, concurrency: 3, maxTokens: 24, models: ['small', 'large'] });
+    const progress = ev.filter((e) => e.type === 'progress');
+    expect(progress.map((p) => p.done)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    const last = ev[ev.length - 1];
+    if (last.type !== 'result') throw new Error(`ended with ${JSON.stringify(last)}`);
+    const r = last.result;
+    expect(r).toMatchObject({ label: 'draft', problems: 12, concurrency: 3, maxTokens: 24, failed: 0 });
+    expect(r.irKey).toMatch(/^[0-9a-f]{32}$/);
+    // the simulated runners never emit EOS: every answer runs to max tokens
+    expect(r.meanOutputTokens).toBe(24);
+    expect(Object.values(r.tokenShare).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
+    // R-Stitch on entropies around its τ switches: both models wrote, and the routing rows are distributions
+    expect(r.tokenShare.large).toBeGreaterThan(0);
+    expect(r.handoffsPerRequest).toBeGreaterThan(0);
+    expect(r.routing.models).toEqual(['small', 'large']);
+    for (const row of r.routing.P) expect(row.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 9);
+    expect(r.routing.P[0][1]).toBeGreaterThan(0);
+    expect(r.routing.steps.every((s) => s > 0)).toBe(true);
+    // nothing of the run is left in the cluster
+    expect(t.service.cluster.activeCount).toBe(0);
+  });
+
+  it('defaults to 100 problems, and a served name or a built-in runs the same way', async () => {
+    t = await startTestServer({ latency: { small: 0, large: 0 } });
+    const def = await all(await post(`${t.url}/admin/evaluate`, { model: 'r-stitch', maxTokens: 4 }));
+    expect(def[0]).toMatchObject({ type: 'started', problems: 100 });
+    expect(def.at(-1)).toMatchObject({ type: 'result', result: { label: 'r-stitch', problems: 100 } });
+    const built = await all(await post(`${t.url}/admin/evaluate`, { builtin: 'r-stitch', params: { tau: 0.05 }, problems: 3, maxTokens: 4 }));
+    expect(built.at(-1)).toMatchObject({ type: 'result', result: { label: 'r-stitch', problems: 3, irKey: null } });
+  });
+});
+
+describe('the bounds of a run', () => {
+  it('refuses more problems than the set holds, and zero, naming the field', async () => {
+    t = await startTestServer();
+    const big = await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 501 }), 400);
+    expect(big).toMatchObject({ code: 'invalid_request', param: 'problems' });
+    expect(big.message).toMatch(/has 500 problems; ask for at most 500/);
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 0 }), 400)).toMatchObject({ param: 'problems' });
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), maxTokens: 257 }), 400)).toMatchObject({ param: 'maxTokens' });
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), speed: 'fast' }), 400)).toMatchObject({ message: expect.stringMatching(/unsupported parameter|speed/) });
+  });
+
+  it('refuses a concurrency past the bound and past half the server\'s concurrency', async () => {
+    t = await startTestServer({ config: { limits: { maxConcurrency: 6 } } });
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), concurrency: 9 }), 400)).toMatchObject({ param: 'concurrency' });
+    const half = await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), concurrency: 4 }), 400);
+    expect(half).toMatchObject({ code: 'invalid_request', param: 'concurrency' });
+    expect(half.message).toMatch(/at most 3 requests at once/);
+    // and a run holds no more than its concurrency in flight
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, t!.service.cluster.activeCount)), 1);
+    const ev = await all(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), concurrency: 3, problems: 9, maxTokens: 16 }));
+    clearInterval(sampler);
+    expect(ev.at(-1)!.type).toBe('result');
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(3);
+  });
+
+  it('beside live traffic a run holds at most a fifth of the requests in flight, and still finishes', async () => {
+    t = await startTestServer({ latency: { small: 2, large: 5 } });
+    const s = t;
+    let stop = false;
+    const client = async () => {
+      while (!stop) {
+        const res = await post(`${s.url}/v1/chat/completions`, { model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 48 });
+        await res.json();
+      }
+    };
+    const live = Array.from({ length: 8 }, client);
+    await until(() => s.service.cluster.activeCount >= 8);
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, [...s.service.cluster.activeRequests()].filter((r) => r.id.startsWith('ev')).length)), 1);
+    const ev = await all(await post(`${s.url}/admin/evaluate`, { ir: rStitchIr(), problems: 8, concurrency: 8, maxTokens: 16 }));
+    clearInterval(sampler);
+    stop = true;
+    await Promise.all(live);
+    expect(ev.at(-1)!.type).toBe('result');
+    // 8 live requests: 0.2 of all in flight is 2 of 10
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(2);
+  });
+
+  it('runs one evaluation per client and at most two on the server', async () => {
+    t = await startTestServer({ latency: { small: 20, large: 40 } });
+    const abort = new AbortController();
+    const long = { ir: rStitchIr(), problems: 200, maxTokens: 64, concurrency: 1 };
+    const first = await post(`${t.url}/admin/evaluate`, { ...long, client: 'tab-a' }, abort.signal);
+    expect(first.status).toBe(200);
+    const same = await refused(await post(`${t.url}/admin/evaluate`, { ...long, client: 'tab-a' }), 409);
+    expect(same).toMatchObject({ code: 'conflict', param: 'client' });
+    expect(same.message).toMatch(/already has evaluation ev\w+ running/);
+    const second = await post(`${t.url}/admin/evaluate`, { ...long, client: 'tab-b' }, abort.signal);
+    expect(second.status).toBe(200);
+    const third = await post(`${t.url}/admin/evaluate`, { ...long, client: 'tab-c' });
+    expect(await refused(third, 429)).toMatchObject({ code: 'overloaded' });
+    expect(third.headers.get('retry-after')).toBe('5');
+    abort.abort();
+    // hanging up cancels both: their requests leave the cluster and a new run may start
+    await until(() => t!.service.cluster.activeCount === 0, 5000);
+    const again = await post(`${t.url}/admin/evaluate`, { ...long, problems: 1, maxTokens: 2, client: 'tab-a' });
+    expect((await all(again)).at(-1)!.type).toBe('result');
+  });
+
+  it('a caller without a client id is its address', async () => {
+    t = await startTestServer({ latency: { small: 20, large: 40 } });
+    const abort = new AbortController();
+    const long = { ir: rStitchIr(), problems: 200, maxTokens: 64, concurrency: 1 };
+    expect((await post(`${t.url}/admin/evaluate`, long, abort.signal)).status).toBe(200);
+    expect(await refused(await post(`${t.url}/admin/evaluate`, long), 409)).toMatchObject({ message: expect.stringMatching(/client "(::ffff:)?127\.0\.0\.1"/) });
+    abort.abort();
+  });
+});
+
+describe('cancelling a run', () => {
+  it('DELETE ends the stream with a cancelled line and frees every request of the run', async () => {
+    t = await startTestServer({ latency: { small: 10, large: 20 } });
+    const res = await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 100, concurrency: 4, maxTokens: 64 });
+    const seen: EvaluateEvent[] = [];
+    let runId = '';
+    for await (const e of events(res)) {
+      seen.push(e);
+      if (e.type === 'started') runId = e.runId;
+      if (e.type === 'progress' && e.done === 2) {
+        const del = await fetch(`${t.url}/admin/evaluate/${runId}`, { method: 'DELETE' });
+        expect(await del.json()).toEqual({ runId, cancelled: true });
+      }
+    }
+    const last = seen.at(-1)!;
+    expect(last).toMatchObject({ type: 'cancelled', total: 100 });
+    expect((last as { done: number }).done).toBeLessThan(100);
+    expect(seen.some((e) => e.type === 'result')).toBe(false);
+    await until(() => t!.service.cluster.activeCount === 0, 2000);
+    // a second cancel finds nothing running; an unknown run is 404
+    expect((await fetch(`${t.url}/admin/evaluate/${runId}`, { method: 'DELETE' })).status).toBe(404);
+    expect((await fetch(`${t.url}/admin/evaluate/nope`, { method: 'DELETE' })).status).toBe(404);
+  });
+});
+
+describe('drafts that cannot be evaluated', () => {
+  it('a compile error is 400 naming the node', async () => {
+    t = await startTestServer();
+    const ir = rStitchIr() as unknown as { nodes: { id: string; type: string; params: Record<string, unknown> }[] };
+    const tau = ir.nodes.find((n) => n.type === 'constant')!;
+    tau.params.value = 'high';
+    const e = await refused(await post(`${t.url}/admin/evaluate`, { ir }), 400);
+    expect(e.code).toBe('invalid_ir');
+    expect(e.message).toContain(tau.id);
+    expect(e.details!.some((d) => d.nodeId === tau.id)).toBe(true);
+    expect(t.service.cluster.activeCount).toBe(0);
+  });
+
+  it('a model the server does not serve is named', async () => {
+    t = await startTestServer({ config: { models: [{ name: 'small' }, { name: 'large' }] } });
+    const ir = rStitchIr() as unknown as { nodes: { id: string; params: Record<string, unknown> }[] };
+    const start = ir.nodes.find((n) => n.id === 'start')!;
+    start.params.model = 'medium';
+    const e = await refused(await post(`${t.url}/admin/evaluate`, { ir }), 400);
+    expect(e.message).toMatch(/medium/);
+    const me = await refused(await post(`${t.url}/admin/evaluate`, { builtin: 'me' }), 400);
+    expect(me.message).toMatch(/runs on model "medium", which this server does not serve/);
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { model: 'nope' }), 404)).toMatchObject({ code: 'model_not_found' });
+  });
+});
+
+describe('predicting the serving cost of a run', () => {
+  it('gives tok/s, p99 TPOT and thresholds at a concurrency, goodput with an SLO; refuses an unknown run and a bad concurrency', async () => {
+    t = await startTestServer({ latency: { small: 2, large: 6 } });
+    const ev = await all(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 16, concurrency: 4, maxTokens: 32 }));
+    const result = ev.at(-1)!;
+    if (result.type !== 'result') throw new Error('no result');
+    const { runId } = result.result;
+    const res = await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 8, slo: { tpotMs: 50 } });
+    expect(res.status).toBe(200);
+    const p = predictionSchema.parse(await res.json());
+    expect(p).toMatchObject({ runId, concurrency: 8 });
+    expect(Object.keys(p.best.thresholds)).toEqual(['small', 'large']);
+    expect(Object.values(p.best.thresholds).reduce((s, x) => s + x - 1, 0)).toBeLessThan(8);
+    // every token costs at least a small step (2 ms) shared by at most 8 rows: under 4000 tok/s
+    expect(p.best.tokS).toBeGreaterThan(0);
+    expect(p.best.tokS).toBeLessThan(4000);
+    expect(p.current!.tokS).toBeLessThanOrEqual(p.best.tokS * 1.0001);
+    expect(p.best.p99TpotMs).toBeGreaterThanOrEqual(2);
+    expect(p.best.goodputRps).toBeGreaterThan(0);
+    // calibrated by the run itself: every figure is the chain's times one factor
+    expect(p.calibration).toBeGreaterThan(0);
+    expect(p.best.tokS).toBeCloseTo(p.best.chainTokS * p.calibration, 6);
+    expect(result.result.tokS).toBeCloseTo((result.result.meanOutputTokens * 16) / (result.result.durationMs / 1000), 6);
+    expect(result.result.meanInFlight).toBeGreaterThan(1);
+    expect(result.result.meanInFlight).toBeLessThanOrEqual(4);
+    expect(p.latencyBatches.small).toBeGreaterThan(0);
+    expect(p.latencyBatches.large).toBeGreaterThan(0);
+    expect(await refused(await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 0 }), 400)).toMatchObject({ param: 'concurrency' });
+    expect(await refused(await post(`${t.url}/admin/evaluate/nope/predict`, { concurrency: 4 }), 404)).toMatchObject({ param: 'runId' });
+  });
+});
