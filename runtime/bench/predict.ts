@@ -1,10 +1,10 @@
-// Suite predict: each built-in algorithm evaluated on held-out problems through the live server, its committed tok/s at concurrency c predicted from that run, then measured under a closed loop of c over HTTP; and what an evaluation costs live traffic running beside it.
+// Suite predict: each built-in algorithm evaluated on validation problems through the live server, its committed tok/s at concurrency c predicted from that run, then measured under a closed loop of c over HTTP; and what an evaluation costs live traffic running beside it.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluationResult } from '../../shared/api/evaluate.ts';
 import { parseServerConfig } from '../config/serverConfig.ts';
-import { loadHeldout } from '../eval/evaluate.ts';
+import { loadSplit } from '../eval/splits.ts';
 import { startServer } from '../server/createServer.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { printTable, type Row } from '../util/table.ts';
@@ -23,7 +23,7 @@ async function evaluateOnce(url: string, model: string, problems: number, concur
   return { result: last.result, wallMs: performance.now() - t0 };
 }
 
-/** A closed loop of `c` clients sending held-out questions to `model` for `ms`: committed tokens per second of wall time. */
+/** A closed loop of `c` clients sending validation questions to `model` for `ms`: committed tokens per second of wall time. */
 async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number }> {
   const end = performance.now() + ms;
   const t0 = performance.now();
@@ -56,7 +56,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   console.error('loading the bundled models …');
   const service = await TokenRouterService.start(config);
   const server = await startServer(service, 0, '127.0.0.1');
-  const questions = loadHeldout(config.modelsDir).map((p) => p.question);
+  const questions = loadSplit(config.modelsDir, 'validation').rows.map((p) => p.question);
   const rows: Row[] = [];
   const results: Record<string, unknown>[] = [];
   try {

@@ -1,7 +1,5 @@
 // Evaluation runs on the live server: a draft (or a built-in, or a served name) on the first N validation problems, bounded, cancellable, with progress and routing statistics.
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
 import { EVALUATE_BOUNDS, type EvaluateEvent, type EvaluateRequest, type EvaluationResult } from '../../shared/api/evaluate.ts';
@@ -11,7 +9,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { finalAnswer } from '../runner/onnxAccuracy.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
-import { loadHeldout, type Problem } from './evaluate.ts';
+import { loadSplit, type Problem } from './splits.ts';
 import { RoutingCounts, type BatchTiming } from './routingCounts.ts';
 
 /** What a run evaluates: the algorithm, its reference for engine threads, and the spec a deploy of it stores. */
@@ -80,12 +78,9 @@ export class EvaluationRuns {
 
   constructor(private readonly service: TokenRouterService) {}
 
-  /** The validation set: the held-out problems beside the served models (examples/models/heldout.json). */
+  /** The validation split (examples/models/validation.json): a draft is a choice, so it never sees the held-out set. */
   validationSet(): Problem[] {
-    if (this.problems) return this.problems;
-    const file = path.join(this.service.config.modelsDir, 'heldout.json');
-    if (!fs.existsSync(file)) throw new TokenRouterError('not_found', `no validation set on this server: ${file} does not exist (the bundled models ship one)`, 'problems');
-    return (this.problems = loadHeldout(this.service.config.modelsDir));
+    return (this.problems ??= loadSplit(this.service.config.modelsDir, 'validation').rows);
   }
 
   /** The most requests of one run in flight: the bound, and at most half the server's concurrency. */

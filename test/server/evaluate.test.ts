@@ -85,9 +85,9 @@ describe('evaluating a draft', () => {
 describe('the bounds of a run', () => {
   it('refuses more problems than the set holds, and zero, naming the field', async () => {
     t = await startTestServer();
-    const big = await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 501 }), 400);
+    const big = await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 1001 }), 400);
     expect(big).toMatchObject({ code: 'invalid_request', param: 'problems' });
-    expect(big.message).toMatch(/has 500 problems; ask for at most 500/);
+    expect(big.message).toMatch(/has 1000 problems; ask for at most 1000/);
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 0 }), 400)).toMatchObject({ param: 'problems' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), maxTokens: 257 }), 400)).toMatchObject({ param: 'maxTokens' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), speed: 'fast' }), 400)).toMatchObject({ message: expect.stringMatching(/unsupported parameter|speed/) });

@@ -62,7 +62,7 @@ export function EvaluatePanel() {
         </div>
       )}
       <div className="ev-status" role="status" data-testid="ev-status" data-status={s.status}>
-        {s.status === 'idle' && <span className="muted">Runs the graph on the canvas (not deployed) on the first N held-out problems through the live server, then predicts what serving it costs.</span>}
+        {s.status === 'idle' && <span className="muted">Runs the graph on the canvas (not deployed) on the first N validation problems through the live server, then predicts what serving it costs.</span>}
         {s.message && <span className={s.status === 'error' ? 'bad' : 'muted'}>{s.message}</span>}
         {s.queue.length > 0 && <span className="muted"> · {s.queue.length} more to compare</span>}
       </div>
