@@ -140,7 +140,7 @@ export class NatsPeers implements PeerRouter {
   private place(model: string, replicas: Replicas): string | undefined {
     const open = replicas.filter((r) => !r.draining);
     if (open.length === 0) return undefined;
-    if (!this.server?.host.settings.mode.startsWith('async')) return open.map((r) => r.subject).sort()[0];
+    if (!this.server?.host.settings.mode.startsWith('async')) return open.map((r) => r.subject).sort((a, b) => a.localeCompare(b))[0];
     const held = new Map<string, number>();
     for (const h of this.homes.values()) if (h[model]) held.set(h[model], (held.get(h[model]) ?? 0) + 1);
     let best: string | undefined;

@@ -262,6 +262,10 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     this.opts.mesh?.changed();
   }
 
+  get deployment(): object | null {
+    return this.entry;
+  }
+
   peerReplicas(): RemotePeer['replicas'] {
     return [...this.records.values()].map((r) => {
       const a = this.replicas.live.get(r.subject);
@@ -269,13 +273,11 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     });
   }
 
+  /** At every member's `begin` and at every change of a member's replicas. */
   sendPeers(): void {
-    if (!this.settings || !this.opts.mesh || this.closing) return;
-    this.toAll(this.peersMessage(this.opts.mesh));
-  }
-
-  private peersMessage(mesh: RemoteMesh): ToEngine {
-    return { type: 'remote-peers', session: mesh.session, peers: mesh.peersOf(this.name) };
+    const mesh = this.opts.mesh;
+    if (!this.settings || !mesh || this.closing) return;
+    this.toAll({ type: 'remote-peers', session: mesh.session, peers: mesh.peersOf(this) });
   }
 
   /**
@@ -323,7 +325,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private beginOn(r: Replica, settings: EngineSettings): void {
     const capacity = this.replicas.live.get(r.subject)?.kvCapacityTokens ?? settings.kvCapacityTokens;
     r.link.postMessage({ type: 'begin', settings: { ...settings, kvCapacityTokens: capacity }, peers: {} } satisfies ToEngine);
-    if (this.opts.mesh) r.link.postMessage(this.peersMessage(this.opts.mesh));
     for (const ref of this.refs.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
     if (this.wentDown) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
   }
@@ -342,7 +343,8 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
           r.lane = null;
           this.beginOn(r, m.settings);
         }
-        return;
+        // the peers begun with the same entry before this one now list it
+        return this.opts.mesh?.changed();
       case 'deploy':
         this.refs.set(m.ref.key, m.ref);
         return this.toAll(m);

@@ -5,6 +5,8 @@ import type { RemotePeer } from '../../shared/protocol/engineProtocol.ts';
 /** A remote model in the mesh, as the others see it. */
 export interface MeshMember {
   readonly name: string;
+  /** The entry it was last begun with: only members of one deployment are peers. */
+  readonly deployment: object | null;
   /** Its live replicas, with what the placement rule reads. */
   peerReplicas(): RemotePeer['replicas'];
   /** Tells its replicas where the other members' replicas are now. */
@@ -32,9 +34,10 @@ export class RemoteMesh {
     this.changed();
   }
 
-  /** The other members, for `name`'s replicas. */
-  peersOf(name: string): RemotePeer[] {
-    return [...this.members.values()].filter((m) => m.name !== name).map((m) => ({ model: m.name, replicas: m.peerReplicas() }));
+  /** The other members begun with the same entry, for `m`'s replicas. */
+  peersOf(m: MeshMember): RemotePeer[] {
+    if (m.deployment === null) return [];
+    return [...this.members.values()].filter((o) => o !== m && o.deployment === m.deployment).map((o) => ({ model: o.name, replicas: o.peerReplicas() }));
   }
 
   /** A member's replicas changed (joined, lost, draining): every member tells its replicas. */
