@@ -127,7 +127,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 /** The remote engine of one of the sub-servers (same model names), reached through its own subject prefix. */
 function connectTo(url: string, replica: string, model = 'large', mesh?: RemoteMesh): Promise<RemoteEngine> {
-  return RemoteEngine.connect({ model, servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), mesh, log: () => {} });
+  return RemoteEngine.connect({ model, nats: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), mesh, log: () => {} });
 }
 
 interface RelayHandle {

@@ -8,37 +8,29 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { RemotePeer, ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
-import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
-import { openNats, watchLink, type NatsAuthOptions } from './natsConnection.ts';
+import { modelSubjects } from './modelSubjects.ts';
+import { openNats, watchLink } from './natsConnection.ts';
+import { parseRemoteModel, type RemoteModelConfig, type RemoteModelInput } from '../config/remoteModelConfig.ts';
 import { decodeFrame, NatsLink } from './natsLink.ts';
 import { RemoteReplicas } from './remoteReplicas.ts';
 import type { MeshMember, RemoteMesh } from './remoteMesh.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
 
-export interface RemoteEngineOptions extends NatsAuthOptions {
+/**
+ * The model's `remote` block of the config, in the config's one shape (its schema fills the
+ * defaults and refuses what is wrong), and what the entry adds.
+ */
+export type RemoteEngineOptions = RemoteModelInput & {
   model: string;
-  subjectPrefix?: string;
-  /** A replica silent this long is declared dead: the requests it holds fail. */
-  heartbeatTimeoutMs?: number;
-  /** How long connect() waits for a first replica to announce itself. */
-  connectTimeoutMs?: number;
-  /**
-   * Cut off from NATS this long, the model is down: the requests held there fail, new ones are
-   * refused with 503 until the connection is back (it reconnects by itself). Default 5000 ms.
-   */
-  unreachableAfterMs?: number;
-  /**
-   * A replica lost: "fail" its requests, or "recompute" those away at another model when it died
-   * (they re-prefill on a live replica when they come back; the ones decoding there still fail).
-   */
-  onReplicaLoss?: 'fail' | 'recompute';
   /**
    * The entry's other remote models: handoffs between them go straight from replica to replica.
    * Absent, this model's replicas know no peer and their handoffs pass through the entry.
    */
   mesh?: RemoteMesh;
   log?: (line: string) => void;
-}
+};
+
+type EngineOptions = RemoteModelConfig & { model: string; mesh?: RemoteMesh; log: (line: string) => void };
 
 /** One replica's engine as this entry links to it. */
 interface Replica {
@@ -61,8 +53,6 @@ export interface ReplicaView {
   kvCapacityTokens: number;
   msSinceHeard: number;
 }
-
-const DEFAULT_UNREACHABLE_AFTER_MS = 5000;
 
 /** Releases remembered, so that a placement the entry hears of late does not make a home again. */
 const RELEASED = 4096;
@@ -103,12 +93,12 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     private readonly nc: NatsConnection,
     private readonly replicas: RemoteReplicas,
     info: ModelInfo,
-    private readonly opts: RemoteEngineOptions,
+    private readonly opts: EngineOptions,
   ) {
     // every message is routed to replicas by send() below
     super(opts.model, info, { postMessage: () => {} }, false);
     this.session = opts.mesh?.session ?? crypto.randomBytes(6).toString('hex');
-    this.inbox = `${modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model).entries}.${this.session}`;
+    this.inbox = `${modelSubjects(opts.subjectPrefix, opts.model).entries}.${this.session}`;
     nc.subscribe(this.inbox, {
       callback: (err, msg) => {
         const f = err ? null : decodeFrame(msg.data);
@@ -129,37 +119,38 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   /** Connects to NATS, waits for a first replica to announce itself, then for the others (one heartbeat period). */
-  static async connect(opts: RemoteEngineOptions): Promise<RemoteEngine> {
-    const nc = await openNats({ ...opts, name: `tokenrouter-entry:${opts.model}` });
-    const log = opts.log ?? ((l: string) => console.error(`[tokenrouter] remote ${opts.model}: ${l}`));
+  static async connect({ model, mesh, log: given, ...block }: RemoteEngineOptions): Promise<RemoteEngine> {
+    const opts: EngineOptions = { ...parseRemoteModel(block, model), model, mesh, log: given ?? ((l: string) => console.error(`[tokenrouter] remote ${model}: ${l}`)) };
+    const { log } = opts;
+    const nc = await openNats({ servers: opts.nats, token: opts.token ?? process.env.NATS_TOKEN, credsFile: opts.credsFile, name: `tokenrouter-entry:${model}` });
     let engine: RemoteEngine | null = null;
-    const subjects = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
+    const subjects = modelSubjects(opts.subjectPrefix, model);
     const replicas = new RemoteReplicas(
       nc,
       subjects.heartbeat,
-      opts.model,
-      opts.heartbeatTimeoutMs ?? 1500,
+      model,
+      opts.heartbeatTimeoutMs,
       {
         joined: (a) => engine?.join(a),
         lost: (subject, reason, drained) => engine?.lose(subject, reason, drained),
         unreachable: (ms) => engine?.cutOff(ms),
-        draining: () => opts.mesh?.changed(),
-        reachable: () => log(`NATS is back: model ${opts.model} takes requests again`),
+        draining: () => mesh?.changed(),
+        reachable: () => log(`NATS is back: model ${model} takes requests again`),
         log,
       },
-      opts.unreachableAfterMs ?? DEFAULT_UNREACHABLE_AFTER_MS,
+      opts.unreachableAfterMs,
     );
-    const timeout = opts.connectTimeoutMs ?? 30_000;
+    const timeout = opts.connectTimeoutMs;
     const deadline = performance.now() + timeout;
     while (!replicas.info && performance.now() < deadline) await sleep(20);
     if (!replicas.info) {
       replicas.stop();
       await nc.close();
-      throw new RemoteRunnerError('no_replicas', `no sub-server for model "${opts.model}" announced itself on ${opts.servers} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${opts.model} --nats ${opts.servers}`);
+      throw new RemoteRunnerError('no_replicas', `no sub-server for model "${model}" announced itself on ${opts.nats} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${model} --nats ${opts.nats}`);
     }
-    engine = new RemoteEngine(nc, replicas, replicas.info, { ...opts, log });
+    engine = new RemoteEngine(nc, replicas, replicas.info, opts);
     for (const a of replicas.live.values()) engine.join(a);
-    opts.mesh?.add(engine);
+    mesh?.add(engine);
     // the others announce themselves within one heartbeat period
     const period = Math.max(...[...replicas.live.values()].map((a) => a.heartbeatMs));
     await sleep(Math.min(1000, period * 1.5));

@@ -14,18 +14,7 @@ interface ModelEntry {
 
 /** Links to a remote model's replicas (engine servers started by `tokenrouter subserver`); `mesh`: the entry's other remote models. */
 export function connectRemote(name: string, remote: RemoteModelConfig, mesh?: RemoteMesh): Promise<RemoteEngine> {
-  return RemoteEngine.connect({
-    model: name,
-    servers: remote.nats,
-    token: remote.token ?? process.env.NATS_TOKEN,
-    credsFile: remote.credsFile,
-    subjectPrefix: remote.subjectPrefix,
-    heartbeatTimeoutMs: remote.heartbeatTimeoutMs,
-    connectTimeoutMs: remote.connectTimeoutMs,
-    unreachableAfterMs: remote.unreachableAfterMs,
-    onReplicaLoss: remote.onReplicaLoss,
-    mesh,
-  });
+  return RemoteEngine.connect({ ...remote, model: name, mesh });
 }
 
 /**

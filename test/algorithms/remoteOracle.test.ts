@@ -49,7 +49,7 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
   it.each(SETTINGS)('$name, $mode, retainState $retain: commits what the sequential oracle commits, token for token and model for model', async ({ name, mode, retain }) => {
     const algorithm = builtinFactory(name)();
     expect(algorithm.models).toEqual(['small', 'large']);
-    const large = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, log: () => {} });
+    const large = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, log: () => {} });
     try {
       const cluster = new Cluster({
         clock: createRealClock(),

@@ -36,7 +36,7 @@ describe.skipIf(!HAVE_NATS)("peer replicas' frames", () => {
     const large = await startReplica(nats.url, 'large', 'l', { runner: caseRunner('large', 1, -1) });
     replicas.push(small, large);
     const mesh = new RemoteMesh();
-    const engines = await Promise.all(['small', 'large'].map((model) => RemoteEngine.connect({ model, servers: nats.url, mesh, log: () => {} })));
+    const engines = await Promise.all(['small', 'large'].map((model) => RemoteEngine.connect({ model, nats: nats.url, mesh, log: () => {} })));
     const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', models: engines.map((e) => ({ name: e.name, thread: e, maxBatch: 8 })) });
     const alg = everyN(3);
     const algorithmRef = { key: alg.name, source: { kind: 'module' as const, module: EVERY, export: 'everyN', args: [3] } };

@@ -38,8 +38,8 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
     replicas.push(a, b);
     const mesh = small === 'remote' ? new RemoteMesh() : undefined;
     if (mesh) replicas.push(await startReplica(nats.url, 'small', 's', { runner: caseRunner('small', 0, -1) }));
-    const engine = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 200, onReplicaLoss, mesh, log: () => {} });
-    const smallEngine = mesh ? await RemoteEngine.connect({ model: 'small', servers: nats.url, heartbeatTimeoutMs: 2000, mesh, log: () => {} }) : null;
+    const engine = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 200, onReplicaLoss, mesh, log: () => {} });
+    const smallEngine = mesh ? await RemoteEngine.connect({ model: 'small', nats: nats.url, heartbeatTimeoutMs: 2000, mesh, log: () => {} }) : null;
     await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
     const cluster = new Cluster({
       clock: createRealClock(),
