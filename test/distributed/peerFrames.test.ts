@@ -62,6 +62,14 @@ describe.skipIf(!HAVE_NATS)("peer replicas' frames", () => {
     expect(small.server.peerStats.direct + large.server.peerStats.direct).toBeGreaterThan(6 * 10);
     expect(small.server.peerStats.viaEntry + large.server.peerStats.viaEntry).toBe(0);
 
+    // cancelled while they bounce between the replicas: every release reaches wherever the request went
+    // (to every replica when the entry has not heard where yet), so neither keeps anything of them
+    const bouncing = Array.from({ length: 8 }, (_, i) => cluster.submit({ id: `c${i}`, prompt: [2 + i, 3], maxTokens: 200, algorithm: alg, algorithmRef }));
+    await sleep(30);
+    for (const h of bouncing) h.cancel();
+    expect((await Promise.all(bouncing.map((h) => h.done))).every((r) => r.status === 'cancelled')).toBe(true);
+    await until(() => small.server.held + large.server.held === 0, 3000, 'both replicas hold nothing of the cancelled requests');
+
     // from the listed peer's subject, for this entry, but not a handoff the schema allows (last: a
     // new session on that link numbers it afresh, as a restarted peer's would)
     nc.publish(to, encodeFrame({ session: 'z', reply: small.server.subject, entry: mesh.session, seq: 1, message: handoff }));
