@@ -1,10 +1,11 @@
-// Suite distributed: committed throughput with the large model in-process, in a separate process, and across namespaces with 1 ms each way.
+// Suite distributed: committed throughput with the large model in-process, in a separate process, across namespaces with 1 ms each way, and with both models remote.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRealClock } from '../clock/clock.ts';
 import { Cluster, type ClusterModel } from '../engine/cluster.ts';
 import { RemoteEngine } from '../distributed/remoteEngine.ts';
+import { RemoteMesh } from '../distributed/remoteMesh.ts';
 import { startNatsServer, stopChild, type NatsServerProcess } from './rigs/natsServerProcess.ts';
 import { startDelayRelay } from './rigs/delayRelay.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from './rigs/netnsPair.ts';
@@ -62,8 +63,8 @@ const latencyOf = (name: 'small' | 'large'): SimLatency => ({
 });
 
 /** N closed-loop clients on the real clock; throughput = committed tokens / (first dispatch → last completion). */
-async function closedLoop(label: string, large: RemoteEngine | null, w: Workload): Promise<CaseResult> {
-  const small = simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' });
+async function closedLoop(label: string, large: RemoteEngine | null, w: Workload, smallRemote: RemoteEngine | null = null): Promise<CaseResult> {
+  const smallAt: ClusterModel = smallRemote ? { name: 'small', thread: smallRemote } : { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }) };
   const largeAt: ClusterModel = large ? { name: 'large', thread: large } : { name: 'large', runner: simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' }) };
   const cluster = new Cluster({
     clock: createRealClock(),
@@ -71,7 +72,7 @@ async function closedLoop(label: string, large: RemoteEngine | null, w: Workload
     maxConcurrency: w.concurrency,
     maxWaitMs: w.maxWaitMs,
     models: [
-      { name: 'small', runner: small, maxBatch: 64, threshold: w.thresholds.small ?? 1 },
+      { ...smallAt, maxBatch: 64, threshold: w.thresholds.small ?? 1 },
       { ...largeAt, maxBatch: 64, threshold: w.thresholds.large ?? 1 },
     ],
   });
@@ -124,9 +125,9 @@ async function closedLoop(label: string, large: RemoteEngine | null, w: Workload
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-/** The remote engine of one of the two sub-servers (same model name), reached through its own subject prefix. */
-function connectTo(url: string, replica: string): Promise<RemoteEngine> {
-  return RemoteEngine.connect({ model: 'large', servers: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), log: () => {} });
+/** The remote engine of one of the sub-servers (same model names), reached through its own subject prefix. */
+function connectTo(url: string, replica: string, model = 'large', mesh?: RemoteMesh): Promise<RemoteEngine> {
+  return RemoteEngine.connect({ model, nats: url, subjectPrefix: `bench.${replica}`.replace(/-/g, '_'), mesh, log: () => {} });
 }
 
 interface RelayHandle {
@@ -187,7 +188,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   };
   const delayMs = f.num('delay-ms', 1);
   const subLatency = latencyOf('large');
-  const subArgs = (url: string, replica: string) => ['--model', 'large', '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${subLatency.baseMs},${subLatency.perRowMs},${subLatency.perTokenMs}`];
+  const subArgs = (url: string, replica: string, model: 'small' | 'large' = 'large') => {
+    const l = latencyOf(model);
+    return ['--model', model, '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${l.baseMs},${l.perRowMs},${l.perTokenMs}`];
+  };
   const rounds = f.sized('rounds', 3, 1);
   const rows: CaseResult[] = [];
   let nats: NatsServerProcess | null = null;
@@ -211,12 +215,19 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     engines.push(separate);
     const cross = await connectTo(nats.url, 'bench-remote');
     engines.push(cross);
+    // both models remote, each in its own process on loopback: one mesh, so their handoffs go sub-server to sub-server
+    subs.push(await spawnSubServer({ args: subArgs(nats.url, 'bench-both', 'small'), timeoutMs: 90_000 }));
+    subs.push(await spawnSubServer({ args: subArgs(nats.url, 'bench-both'), timeoutMs: 90_000 }));
+    const mesh = new RemoteMesh();
+    const both = { small: await connectTo(nats.url, 'bench-both', 'small', mesh), large: await connectTo(nats.url, 'bench-both', 'large', mesh) };
+    engines.push(both.small, both.large);
     console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`);
     for (let round = 1; round <= rounds; round++) {
       console.error(`[distributed] round ${round}/${rounds}`);
       rows.push({ ...(await closedLoop('in-process', null, w)), round });
       rows.push({ ...(await closedLoop('separate-process', separate, w)), round });
       rows.push({ ...(await closedLoop('cross-host', cross, w)), round });
+      rows.push({ ...(await closedLoop('both-remote', both.large, w, both.small)), round });
     }
   } finally {
     for (const e of engines) await e.close().catch(() => {});
@@ -228,13 +239,13 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const relayStats = relay?.stats() ?? '';
   printTable(rows as unknown as Record<string, unknown>[]);
   const median = (label: string) => percentile(rows.filter((r) => r.case === label).map((r) => r.tok_s), 50);
-  const [inProc, sep, cross] = ['in-process', 'separate-process', 'cross-host'].map(median);
-  console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 95% at concurrency 8)`);
+  const [inProc, sep, cross, bothRemote] = ['in-process', 'separate-process', 'cross-host', 'both-remote'].map(median);
+  console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 95% at concurrency 8), both remote ${bothRemote.toFixed(1)} (${((bothRemote / inProc) * 100).toFixed(1)}%)`);
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
     settings: {
-      models: 'small in the entry; large in-process / its engine in a sub-server process over NATS (loopback) / in a sub-server across network namespaces',
+      models: 'small in the entry; large in-process / its engine in a sub-server process over NATS (loopback) / in a sub-server across network namespaces; both-remote: small and large each in a sub-server process (loopback), handing off to each other over NATS',
       runners: `simulated, real clock: small ${PAPER_R2R_PROFILE.stepMs.small} ms/step, large ${PAPER_R2R_PROFILE.stepMs.large} ms/step (paper R2R profile, + prefill ms/token ${JSON.stringify(PAPER_R2R_PROFILE.prefillMsPerToken)})`,
       routing: w.largeStay > 0 ? `Markov: small→large with p=${w.p} (token discarded), large keeps the request with probability ${w.largeStay} per token (${(1 / (1 - w.largeStay)).toFixed(1)} tokens a visit)` : `R2R Markov p=${w.p}: small→large token discarded, large hands back after one kept token`,
       mode: 'async-delayed',
@@ -249,8 +260,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       in_process_tok_s: inProc,
       separate_process_tok_s: sep,
       cross_host_tok_s: cross,
+      both_remote_tok_s: bothRemote,
       separate_process_ratio: sep / inProc,
       cross_host_ratio: cross / inProc,
+      both_remote_ratio: bothRemote / inProc,
       cases: rows,
     },
   };

@@ -1,5 +1,6 @@
 // Config schema of a remote model (its engine runs in `tokenrouter subserver` processes, reached over NATS), merged into serverConfig's model entry.
 import { z } from 'zod';
+import { TokenRouterError } from '../errors.ts';
 
 /** Keys of the per-step remote runner, which is gone: refused by name, so an old config says what to drop. */
 const REMOVED = {
@@ -30,8 +31,8 @@ export const remoteModelSchema = z
     /**
      * When a replica dies, the requests decoding there fail (their routing state was there) and new
      * ones go to the surviving replicas. "recompute": the requests homed there but away at another
-     * model go on, re-prefilled on a live replica from the sequence the entry kept when they come
-     * back (as in thread placement); "fail": they fail too.
+     * model go on, re-prefilled on a live replica with their whole sequence when they come back (as
+     * in thread placement); "fail": they fail too.
      */
     onReplicaLoss: z.enum(['fail', 'recompute']).default('recompute'),
     ...Object.fromEntries(Object.entries(REMOVED).map(([k, why]) => [k, z.never({ error: `remote.${k} was removed: ${why}` }).optional()])),
@@ -39,3 +40,14 @@ export const remoteModelSchema = z
   .strict();
 
 export type RemoteModelConfig = z.infer<typeof remoteModelSchema>;
+
+/** A remote block as written in the config, or handed to the remote engine directly (tests, benches): the same shape, checked the same way. */
+export type RemoteModelInput = z.input<typeof remoteModelSchema>;
+
+/** Checks a remote block and fills its defaults; the error names the key (`remote.heartbeatTimeoutMs: …`). */
+export function parseRemoteModel(raw: unknown, model: string): RemoteModelConfig {
+  const r = remoteModelSchema.safeParse(raw);
+  if (r.success) return r.data;
+  const lines = r.error.issues.map((i) => `remote.${i.path.join('.')}: ${i.message}`);
+  throw new TokenRouterError('invalid_request', `model ${model}: ${lines.join('; ')}`, `remote.${r.error.issues[0]?.path.join('.') ?? ''}`);
+}

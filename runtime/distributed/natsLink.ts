@@ -1,4 +1,4 @@
-// One ordered, loss-free link between an entry and a remote engine over NATS: numbered frames, cumulative acks, resends.
+// One ordered, loss-free link over NATS, between an entry and a remote engine or between two remote engines: numbered frames, cumulative acks, resends.
 import v8 from 'node:v8';
 import { linkFrameSchema, type LinkFrame, type PortLike } from '../../shared/protocol/engineProtocol.ts';
 
@@ -24,8 +24,10 @@ export interface NatsLinkOptions {
   session: string;
   /** Sends one frame's bytes to the other side (a NATS publish). */
   publish(bytes: Uint8Array): void;
-  /** Sent with every frame (the entry's inbox, so the engine knows where to answer). */
+  /** Sent with every frame (the entry's inbox, so the engine knows where to answer; a replica's subject between engines). */
   reply?: string;
+  /** Sent with every frame of a link between two engines: the entry session whose deployment it serves. */
+  entry?: string;
   /** An ack goes this long after new frames arrived, and at least every keepaliveMs (it doubles as a keepalive). */
   ackMs?: number;
   keepaliveMs?: number;
@@ -74,7 +76,7 @@ export class NatsLink implements PortLike {
   postMessage(message: unknown): void {
     if (this.closed) return;
     const seq = ++this.seq;
-    const bytes = encodeFrame({ session: this.opts.session, reply: this.opts.reply, seq, message });
+    const bytes = encodeFrame({ session: this.opts.session, reply: this.opts.reply, entry: this.opts.entry, seq, message });
     this.unacked.push({ seq, bytes, at: performance.now() });
     this.stats.sent++;
     this.send(bytes);
@@ -127,7 +129,7 @@ export class NatsLink implements PortLike {
   }
 
   private frame(f: Omit<LinkFrame, 'session'>): void {
-    this.send(encodeFrame({ session: this.opts.session, reply: this.opts.reply, ...f }));
+    this.send(encodeFrame({ session: this.opts.session, reply: this.opts.reply, entry: this.opts.entry, ...f }));
   }
 
   private send(bytes: Uint8Array): void {

@@ -7,32 +7,30 @@ import type { EngineSettings, FromEngine, ToEngine } from '../engine/messages.ts
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import type { ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
-import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
-import { openNats, watchLink, type NatsAuthOptions } from './natsConnection.ts';
+import type { RemotePeer, ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
+import { modelSubjects } from './modelSubjects.ts';
+import { openNats, watchLink } from './natsConnection.ts';
+import { parseRemoteModel, type RemoteModelConfig, type RemoteModelInput } from '../config/remoteModelConfig.ts';
 import { decodeFrame, NatsLink } from './natsLink.ts';
 import { RemoteReplicas } from './remoteReplicas.ts';
+import type { MeshMember, RemoteMesh } from './remoteMesh.ts';
 import { RemoteRunnerError } from './remoteRunnerError.ts';
 
-export interface RemoteEngineOptions extends NatsAuthOptions {
+/**
+ * The model's `remote` block of the config, in the config's one shape (its schema fills the
+ * defaults and refuses what is wrong), and what the entry adds.
+ */
+export type RemoteEngineOptions = RemoteModelInput & {
   model: string;
-  subjectPrefix?: string;
-  /** A replica silent this long is declared dead: the requests it holds fail. */
-  heartbeatTimeoutMs?: number;
-  /** How long connect() waits for a first replica to announce itself. */
-  connectTimeoutMs?: number;
   /**
-   * Cut off from NATS this long, the model is down: the requests held there fail, new ones are
-   * refused with 503 until the connection is back (it reconnects by itself). Default 5000 ms.
+   * The entry's other remote models: handoffs between them go straight from replica to replica.
+   * Absent, this model's replicas know no peer and their handoffs pass through the entry.
    */
-  unreachableAfterMs?: number;
-  /**
-   * A replica lost: "fail" its requests, or "recompute" those away at another model when it died
-   * (they re-prefill on a live replica when they come back; the ones decoding there still fail).
-   */
-  onReplicaLoss?: 'fail' | 'recompute';
+  mesh?: RemoteMesh;
   log?: (line: string) => void;
-}
+};
+
+type EngineOptions = RemoteModelConfig & { model: string; mesh?: RemoteMesh; log: (line: string) => void };
 
 /** One replica's engine as this entry links to it. */
 interface Replica {
@@ -56,7 +54,8 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-const DEFAULT_UNREACHABLE_AFTER_MS = 5000;
+/** Releases remembered, so that a placement the entry hears of late does not make a home again. */
+const RELEASED = 4096;
 
 const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs'] as const;
 
@@ -68,20 +67,18 @@ const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvB
  * requests homed there. Sync modes place every request on one replica: their barrier counts one
  * engine per model.
  */
-export class RemoteEngine extends EngineProxy {
-  private readonly session = crypto.randomBytes(6).toString('hex');
+export class RemoteEngine extends EngineProxy implements MeshMember {
+  private readonly session: string;
   private readonly inbox: string;
   private readonly records = new Map<string, Replica>();
   private readonly homes = new Map<string, Replica>();
   private settings: EngineSettings | null = null;
   private readonly refs = new Map<string, AlgorithmRef>();
   private wentDown = false;
-  /**
-   * For recompute, per request homed here: the sequence its home replica holds (what arrived plus
-   * what it committed there, each token at its position: a handoff's deliver can overtake the report
-   * with the commit before it), and the handoff counts it last arrived and left with (away: left later).
-   */
-  private readonly seen = new Map<string, { promptLength: number; tokens: number[]; arrivedHop: number; leftHop: number }>();
+  /** For recompute, per request homed here: the handoff counts it last arrived and left with (away: left later). */
+  private readonly seen = new Map<string, { arrivedHop: number; leftHop: number }>();
+  /** With a mesh: requests released lately, oldest first. */
+  private readonly released = new Set<string>();
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
   /**
@@ -96,11 +93,12 @@ export class RemoteEngine extends EngineProxy {
     private readonly nc: NatsConnection,
     private readonly replicas: RemoteReplicas,
     info: ModelInfo,
-    private readonly opts: RemoteEngineOptions,
+    private readonly opts: EngineOptions,
   ) {
     // every message is routed to replicas by send() below
     super(opts.model, info, { postMessage: () => {} }, false);
-    this.inbox = `${modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model).entries}.${this.session}`;
+    this.session = opts.mesh?.session ?? crypto.randomBytes(6).toString('hex');
+    this.inbox = `${modelSubjects(opts.subjectPrefix, opts.model).entries}.${this.session}`;
     nc.subscribe(this.inbox, {
       callback: (err, msg) => {
         const f = err ? null : decodeFrame(msg.data);
@@ -121,35 +119,38 @@ export class RemoteEngine extends EngineProxy {
   }
 
   /** Connects to NATS, waits for a first replica to announce itself, then for the others (one heartbeat period). */
-  static async connect(opts: RemoteEngineOptions): Promise<RemoteEngine> {
-    const nc = await openNats({ ...opts, name: `tokenrouter-entry:${opts.model}` });
-    const log = opts.log ?? ((l: string) => console.error(`[tokenrouter] remote ${opts.model}: ${l}`));
+  static async connect({ model, mesh, log: given, ...block }: RemoteEngineOptions): Promise<RemoteEngine> {
+    const opts: EngineOptions = { ...parseRemoteModel(block, model), model, mesh, log: given ?? ((l: string) => console.error(`[tokenrouter] remote ${model}: ${l}`)) };
+    const { log } = opts;
+    const nc = await openNats({ servers: opts.nats, token: opts.token ?? process.env.NATS_TOKEN, credsFile: opts.credsFile, name: `tokenrouter-entry:${model}` });
     let engine: RemoteEngine | null = null;
-    const subjects = modelSubjects(opts.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX, opts.model);
+    const subjects = modelSubjects(opts.subjectPrefix, model);
     const replicas = new RemoteReplicas(
       nc,
       subjects.heartbeat,
-      opts.model,
-      opts.heartbeatTimeoutMs ?? 1500,
+      model,
+      opts.heartbeatTimeoutMs,
       {
         joined: (a) => engine?.join(a),
         lost: (subject, reason, drained) => engine?.lose(subject, reason, drained),
         unreachable: (ms) => engine?.cutOff(ms),
-        reachable: () => log(`NATS is back: model ${opts.model} takes requests again`),
+        draining: () => mesh?.changed(),
+        reachable: () => log(`NATS is back: model ${model} takes requests again`),
         log,
       },
-      opts.unreachableAfterMs ?? DEFAULT_UNREACHABLE_AFTER_MS,
+      opts.unreachableAfterMs,
     );
-    const timeout = opts.connectTimeoutMs ?? 30_000;
+    const timeout = opts.connectTimeoutMs;
     const deadline = performance.now() + timeout;
     while (!replicas.info && performance.now() < deadline) await sleep(20);
     if (!replicas.info) {
       replicas.stop();
       await nc.close();
-      throw new RemoteRunnerError('no_replicas', `no sub-server for model "${opts.model}" announced itself on ${opts.servers} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${opts.model} --nats ${opts.servers}`);
+      throw new RemoteRunnerError('no_replicas', `no sub-server for model "${model}" announced itself on ${opts.nats} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${model} --nats ${opts.nats}`);
     }
-    engine = new RemoteEngine(nc, replicas, replicas.info, { ...opts, log });
+    engine = new RemoteEngine(nc, replicas, replicas.info, opts);
     for (const a of replicas.live.values()) engine.join(a);
+    mesh?.add(engine);
     // the others announce themselves within one heartbeat period
     const period = Math.max(...[...replicas.live.values()].map((a) => a.heartbeatMs));
     await sleep(Math.min(1000, period * 1.5));
@@ -212,11 +213,12 @@ export class RemoteEngine extends EngineProxy {
     link.on('message', (m) => {
       const malformed = this.receive(m, r);
       if (malformed) this.replicas.lose(r.subject, malformed.message, false);
-      else if (this.opts.onReplicaLoss === 'recompute') this.track(m as FromEngine);
+      else this.track(m as FromEngine);
     });
     this.records.set(a.subject, r);
-    // a replica that joins a running deployment begins with it
+    // a replica that joins a running deployment begins with it, and the peers' replicas hear of it
     if (this.settings) this.beginOn(r, this.settings);
+    this.opts.mesh?.changed();
     this.opts.log?.(`replica ${a.replica} joined (${this.records.size} live)`);
   }
 
@@ -247,6 +249,54 @@ export class RemoteEngine extends EngineProxy {
       this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error });
     }
     this.entry?.reported(0);
+    // the peers' replicas place the spared requests anew, with their whole sequence
+    this.opts.mesh?.changed();
+  }
+
+  get deployment(): object | null {
+    return this.entry;
+  }
+
+  peerReplicas(): RemotePeer['replicas'] {
+    return [...this.records.values()].map((r) => {
+      const a = this.replicas.live.get(r.subject);
+      return { subject: r.subject, kvCapacityTokens: a?.kvCapacityTokens ?? 0, draining: a?.draining ?? true };
+    });
+  }
+
+  /** At every member's `begin` and at every change of a member's replicas. */
+  sendPeers(): void {
+    const mesh = this.opts.mesh;
+    if (!this.settings || !mesh || this.closing) return;
+    this.toAll({ type: 'remote-peers', session: mesh.session, peers: mesh.peersOf(this) });
+  }
+
+  /**
+   * A peer's replica sent a request straight to replica `subject` of this model: it is homed there
+   * now. If that replica is gone already, the request went down with it.
+   */
+  placedByPeer(id: string, subject: string, hops: number): void {
+    if (this.released.has(id) || this.closing) return;
+    const r = this.records.get(subject);
+    if (!r) {
+      const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: it was handed to a replica of model ${this.name} that is gone`, 'model');
+      this.stats.failedOnLoss++;
+      this.forgetRequest(id);
+      return this.entry?.cascade(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
+    }
+    const was = this.homes.get(id);
+    if (was !== r) {
+      was?.homes.delete(id);
+      this.homes.set(id, r);
+      r.homes.add(id);
+      r.placed++;
+      this.stats.placed++;
+    }
+    if (this.orphans.delete(id)) this.stats.recomputed++;
+    if (this.opts.onReplicaLoss !== 'recompute') return;
+    const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
+    rec.arrivedHop = Math.max(rec.arrivedHop, hops);
+    this.seen.set(id, rec);
   }
 
   private placeable(): Replica[] {
@@ -284,7 +334,8 @@ export class RemoteEngine extends EngineProxy {
           r.lane = null;
           this.beginOn(r, m.settings);
         }
-        return;
+        // the peers begun with the same entry before this one now list it
+        return this.opts.mesh?.changed();
       case 'deploy':
         this.refs.set(m.ref.key, m.ref);
         return this.toAll(m);
@@ -293,7 +344,9 @@ export class RemoteEngine extends EngineProxy {
       case 'release': {
         this.forgetRequest(m.id);
         const r = this.homes.get(m.id);
-        if (!r) return;
+        if (this.opts.mesh) this.remember(m.id);
+        // With a mesh a peer may have sent it here before the entry heard where: every replica lets it go (or drops it on arrival).
+        if (!r) return this.opts.mesh ? this.toAll(m) : undefined;
         this.homes.delete(m.id);
         r.homes.delete(m.id);
         return r.link.postMessage(m);
@@ -339,31 +392,25 @@ export class RemoteEngine extends EngineProxy {
   }
 
   /**
-   * Keeps the recompute copy current for an arrival, and gives an orphan's arrival the whole
-   * sequence, so the replica it lands on (holding nothing of it) prefills it all.
+   * Notes an arrival's handoff count, and gives an orphan's arrival the whole sequence, so the
+   * replica it lands on (holding nothing of it) prefills it all. The entry has every commit and the
+   * prompt: what was before the handoff's anchor comes from there, the rest with the handoff.
    */
   private rehome(m: Extract<ToEngine, { type: 'arrive' }>): Extract<ToEngine, { type: 'arrive' }> | Error {
     const a = m.arrival;
     const id = a.spec.id;
     const { anchor, tokens } = a.handoff;
-    const rec = this.seen.get(id) ?? { promptLength: a.spec.promptLength, tokens: [], arrivedHop: 0, leftHop: -1 };
+    const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
     rec.arrivedHop = Math.max(rec.arrivedHop, a.counters.handoffs);
-    if (a.context) rec.tokens = a.context.slice();
-    else {
-      rec.tokens.length = Math.max(rec.tokens.length, anchor);
-      for (let i = 0; i < tokens.length; i++) rec.tokens[anchor + i] = tokens[i];
-    }
     this.seen.set(id, rec);
     if (!this.orphans.delete(id) || a.context || anchor === 0) return m;
-    // Its home died with its KV: the replica it lands on gets the whole sequence, which the copy must hold without a gap.
-    const whole = rec.tokens.slice(0, anchor + tokens.length);
-    const missing = whole.findIndex((t) => t === undefined);
-    if (missing >= 0) {
+    const committed = this.entry?.sequence?.(id) ?? [];
+    if (committed.length < anchor) {
       this.forgetRequest(id);
-      return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and this entry's copy of the ${anchor} tokens there lacks position ${missing}`, 'model');
+      return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`, 'model');
     }
     this.stats.recomputed++;
-    return { ...m, arrival: { ...a, context: whole } };
+    return { ...m, arrival: { ...a, context: [...committed.slice(0, anchor), ...tokens] } };
   }
 
   private isAway(id: string): boolean {
@@ -371,15 +418,20 @@ export class RemoteEngine extends EngineProxy {
     return rec !== undefined && rec.leftHop > rec.arrivedHop;
   }
 
-  /** A replica's report (validated), read in order for the recompute copy: what it commits, and the requests it hands away. */
+  /** A replica's report (validated), read in order: the requests it hands away, and where a peer's replica took them. */
   private track(m: FromEngine): void {
     if (m.type !== 'step') return;
     for (const e of m.events) {
+      if (e.type !== 'moved') continue;
+      if (e.replica !== undefined) this.opts.mesh?.placed(e.to, e.requestId, e.replica, e.hops);
       const rec = this.seen.get(e.requestId);
-      if (!rec) continue;
-      if (e.type === 'commit') rec.tokens[rec.promptLength + e.index] = e.token;
-      else if (e.type === 'moved') rec.leftHop = Math.max(rec.leftHop, e.hops);
+      if (rec) rec.leftHop = Math.max(rec.leftHop, e.hops);
     }
+  }
+
+  private remember(id: string): void {
+    this.released.add(id);
+    if (this.released.size > RELEASED) this.released.delete(this.released.values().next().value!);
   }
 
   private forgetRequest(id: string): void {
@@ -409,6 +461,7 @@ export class RemoteEngine extends EngineProxy {
   override async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    this.opts.mesh?.remove(this);
     // the replicas forget this entry and free what it held; they outlive it
     this.toAll({ type: 'close' });
     await this.nc.flush().catch(() => {});

@@ -1,4 +1,4 @@
-// `tokenrouter subserver`'s core: one model's engine server on NATS - heartbeats with its load, one ordered link per entry, drain.
+// `tokenrouter subserver`'s core: one model's engine server on NATS - heartbeats with its load, one ordered link per entry and per peer replica, drain.
 import crypto from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../runner/modelRunner.ts';
@@ -7,8 +7,10 @@ import type { PortLike, ReplicaAnnouncement } from '../../shared/protocol/engine
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
 import { decodeFrame, NatsLink } from './natsLink.ts';
 import { watchLink } from './natsConnection.ts';
+import { NatsPeers, newPeerStats, peerSubject } from './natsPeers.ts';
 
-export const WIRE_PROTOCOL = 4;
+/** 5: engine-to-engine handoffs (`remote-peers`, `${subject}.peer` frames). */
+export const WIRE_PROTOCOL = 5;
 
 export interface RemoteEngineServerOptions {
   /** Model name entries ask for (their config's model name). */
@@ -31,10 +33,12 @@ interface Session {
   link: NatsLink;
   gate: SessionGate;
   serving: { readonly server: PortedEngine | null };
+  /** This deployment's remote peers, from its `begin` on. */
+  peers: NatsPeers | null;
 }
 
-/** Messages of an engine thread's protocol that an entry across NATS never sends (ports cannot travel). */
-const ENTRY_MESSAGES = new Set(['begin', 'deploy', 'arrive', 'release', 'threshold', 'gate', 'down', 'peer-lost', 'close']);
+/** Messages of an engine thread's protocol that an entry across NATS sends (ports cannot travel). */
+const ENTRY_MESSAGES = new Set(['begin', 'remote-peers', 'deploy', 'arrive', 'release', 'threshold', 'gate', 'down', 'peer-lost', 'close']);
 
 /**
  * Stands between an entry's link and its engine server: only messages between the entry's `begin`
@@ -53,6 +57,11 @@ class SessionGate implements PortLike {
     private readonly ignored: (type: string, why: string) => void,
   ) {
     link.on('message', (m) => this.pass(m));
+  }
+
+  /** Between the entry's `begin` and its `close`: its peers' handoffs are taken too. */
+  get open(): boolean {
+    return this.begun && !this.closed;
   }
 
   private pass(m: unknown): void {
@@ -104,6 +113,8 @@ export class RemoteEngineServer {
    * `failed`: the engine threw on one, which failed that entry's requests here): never fatal.
    */
   readonly stats = { ignored: 0, failed: 0 };
+  /** Handoffs to peer replicas of the entries' other remote models, over all entries. */
+  readonly peerStats = newPeerStats();
   private lastIgnoredLog = -Infinity;
   private ignoredSinceLog = 0;
 
@@ -118,6 +129,7 @@ export class RemoteEngineServer {
     this.heartbeatMs = opts.heartbeatMs ?? 250;
     this.log = opts.log ?? ((l) => console.error(`[subserver ${opts.model}/${opts.replica}] ${l}`));
     this.subs.push(nc.subscribe(`${this.subject}.in`, { callback: (err, msg) => void (err || this.onFrame(msg.data)) }));
+    this.subs.push(nc.subscribe(peerSubject(this.subject), { callback: (err, msg) => void (err || this.onPeerFrame(msg.data)) }));
     this.timers.push(setInterval(() => this.heartbeat(), this.heartbeatMs));
     const entryTimeout = opts.entryTimeoutMs ?? 15_000;
     this.timers.push(setInterval(() => this.expireEntries(entryTimeout), Math.max(100, entryTimeout / 3)));
@@ -180,19 +192,35 @@ export class RemoteEngineServer {
     s.link.receive(f);
   }
 
+  /** A peer replica's frame: taken only for an entry this replica serves (begun, not closed) and from a replica that entry listed. */
+  private onPeerFrame(bytes: Uint8Array): void {
+    if (this.closed) return;
+    const f = decodeFrame(bytes);
+    if (!f) return this.log('dropped a malformed peer frame');
+    const s = f.entry === undefined ? undefined : this.sessions.get(f.entry);
+    if (!s?.gate.open || !s.peers?.receiveFrame(f)) {
+      // a frame of a link this side never heard of (acks, keepalives) is no handoff: only numbered ones count
+      if (f.seq !== undefined) this.ignore(f.entry ?? '?', `peer frame ${f.seq} from ${f.reply ?? '?'}`, 'not from a peer of an entry this replica serves');
+    }
+  }
+
   private open(entry: string, reply: string): Session {
     const link = new NatsLink({ session: this.session, reply: this.subject, publish: (b) => this.nc.publish(reply, b) });
     const gate = new SessionGate(link, (type, why) => this.ignore(entry, `"${type}"`, why));
     const session: Session = {
       link,
       gate,
+      peers: null,
       serving: serveEngine(gate, this.runner, {
+        remotePeers: (server, m) => session.peers?.setPeers(server, m.session, m.peers),
         // the entry is done with this engine: free what it held (a takeover by a later entry would too)
         onClose: async () => this.forget(entry, 'it closed'),
         onError: (e) => this.engineFailed(entry, e),
         // one entry at a time: a new deployment takes the model over from the ones before
         onBegin: () => {
           for (const other of [...this.sessions.keys()]) if (other !== entry) this.forget(other, 'another entry took the model over');
+          session.peers?.close();
+          session.peers = new NatsPeers({ nc: this.nc, model: this.opts.model, subject: this.subject, stats: this.peerStats, log: (l) => this.log(`entry ${entry}: ${l}`) });
         },
       }),
     };
@@ -232,6 +260,7 @@ export class RemoteEngineServer {
     if (server && server.held > 0) this.log(`freeing ${server.held} requests of entry ${entry}: ${why}`);
     server?.engine.failAll(new Error(why));
     server?.dispose();
+    s.peers?.close();
     s.gate.close();
   }
 
@@ -249,6 +278,7 @@ export class RemoteEngineServer {
     for (const s of this.sessions.values()) {
       s.link.lastHeard = now;
       s.link.resend();
+      s.peers?.resend();
     }
     this.heartbeat();
   }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { ModelMemoryPlan } from '../serve/memoryPlan.ts';
 import type { RemoteModelConfig } from '../config/remoteModelConfig.ts';
 import { RemoteEngine } from './remoteEngine.ts';
+import { RemoteMesh } from './remoteMesh.ts';
 
 interface ModelEntry {
   name: string;
@@ -11,25 +12,19 @@ interface ModelEntry {
   remote?: RemoteModelConfig;
 }
 
-/** Links to a remote model's replicas (engine servers started by `tokenrouter subserver`). */
-export function connectRemote(name: string, remote: RemoteModelConfig): Promise<RemoteEngine> {
-  return RemoteEngine.connect({
-    model: name,
-    servers: remote.nats,
-    token: remote.token ?? process.env.NATS_TOKEN,
-    credsFile: remote.credsFile,
-    subjectPrefix: remote.subjectPrefix,
-    heartbeatTimeoutMs: remote.heartbeatTimeoutMs,
-    connectTimeoutMs: remote.connectTimeoutMs,
-    unreachableAfterMs: remote.unreachableAfterMs,
-    onReplicaLoss: remote.onReplicaLoss,
-  });
+/** Links to a remote model's replicas (engine servers started by `tokenrouter subserver`); `mesh`: the entry's other remote models. */
+export function connectRemote(name: string, remote: RemoteModelConfig, mesh?: RemoteMesh): Promise<RemoteEngine> {
+  return RemoteEngine.connect({ ...remote, model: name, mesh });
 }
 
-/** Remote engines for the models the config lists as remote and `have` does not already hold (tests inject some). */
+/**
+ * Remote engines for the models the config lists as remote and `have` does not already hold (tests
+ * inject some), in one mesh: their handoffs to one another go engine to engine.
+ */
 export async function connectRemoteModels(models: readonly ModelEntry[], have?: ReadonlySet<string>): Promise<[string, RemoteEngine][]> {
   const todo = models.filter((m) => m.remote && !have?.has(m.name));
-  return Promise.all(todo.map(async (m) => [m.name, await connectRemote(m.name, m.remote!)] as [string, RemoteEngine]));
+  const mesh = new RemoteMesh();
+  return Promise.all(todo.map(async (m) => [m.name, await connectRemote(m.name, m.remote!, mesh)] as [string, RemoteEngine]));
 }
 
 /** A remote model's folder is read on the entry only when it is there in full (tokenizer, router heads); its weights never load here. */

@@ -13,6 +13,8 @@ export interface ReplicaHooks {
   unreachable?(cutOffMs: number): void;
   /** Back on NATS after being unreachable. */
   reachable?(): void;
+  /** A live replica started (or stopped) draining. */
+  draining?(a: ReplicaAnnouncement): void;
   log(line: string): void;
 }
 
@@ -65,6 +67,7 @@ export class RemoteReplicas {
     }
     this.live.set(a.subject, { ...a, lastHeard: performance.now() });
     if (!known) this.hooks.joined(a);
+    else if (known.draining !== a.draining) this.hooks.draining?.(a);
   }
 
   /** Any frame from a replica is as good as a heartbeat. */

@@ -287,6 +287,11 @@ export class Cluster implements EngineEntry {
     this.flush();
   }
 
+  sequence(requestId: string): readonly number[] | undefined {
+    const req = this.active.get(requestId);
+    return req && [...req.prompt, ...req.output];
+  }
+
   traced(events: readonly TraceEvent[]): void {
     if (this.trace) for (const e of events) this.trace.emit(e);
   }

@@ -103,6 +103,8 @@ export interface EngineEntry {
   reported(returned: number): void;
   /** A batch and all it set off in the entry's thread are over (engines in this process): the debug checks run here. */
   settled?(): void;
+  /** The committed sequence the entry holds of a live request (prompt, then the output in order): a remote model's recompute reads it. */
+  sequence?(requestId: string): readonly number[] | undefined;
 }
 
 // --- across a thread boundary (shared/protocol/engineProtocol.ts): the algorithm goes by key, errors as data ---

@@ -5,8 +5,25 @@ import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { toEngineSchema, toPeerSchema } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from './engineHost.ts';
-import type { Arrival, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival } from './messages.ts';
+import type { Arrival, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
 import { fromWireArrival, toWireArrival, toWireEvent } from './wire.ts';
+
+/**
+ * Handoffs to peers reached by address rather than by a port each (remote engines over NATS, where
+ * a peer model may have several replicas): it sends each request to its home there, or places it.
+ */
+export interface PeerRouter {
+  /** Every arrival here, from the entry or a peer, before the engine takes it (a peer's says where the request's state is). */
+  arrived(arrivals: readonly WireArrival[]): void;
+  /** The request ended here: released by the entry, or finished here. */
+  ended(id: string): void;
+  /** Handoffs to model `to`, as they leave. */
+  send(to: string, arrivals: readonly WireArrival[]): void;
+  /** The replica a request was just sent to on model `to` (the entry's `moved` event names it). */
+  sentTo(id: string, to: string): string | undefined;
+}
+
+type RemotePeers = Extract<ToEngine, { type: 'remote-peers' }>;
 
 /** An engine host with what a port adds: algorithms built from their references, arrivals parked until their deploy comes. */
 export class PortedEngine {
@@ -14,6 +31,7 @@ export class PortedEngine {
   private readonly algorithms = new Map<string, { alg: Algorithm<unknown>; ref: AlgorithmRef }>();
   /** Arrivals whose algorithm's deploy has not come yet (it travels on the entry's link, they on a peer's). */
   private readonly parked = new Map<string, WireArrival[]>();
+  private router: PeerRouter | null = null;
 
   constructor(
     private readonly port: PortLike,
@@ -24,7 +42,7 @@ export class PortedEngine {
     const post = (m: FromEngine) => port.postMessage(m);
     const outlet: EngineOutlet = {
       inProcess: false,
-      report: (r) => post({ type: 'step', events: r.events.map(toWireEvent), trace: r.trace, lane: r.lane!, returned: r.returned }),
+      report: (r) => post({ type: 'step', events: r.events.map((e) => this.wireEvent(e)), trace: r.trace, lane: r.lane!, returned: r.returned }),
       viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
     };
     this.host = new EngineHost(outlet, settings, runner, createRealClock(settings.origin));
@@ -44,6 +62,27 @@ export class PortedEngine {
     this.host.addPeer(name, { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() });
   }
 
+  /** Handoffs to `models` go through `router` (models with a port of their own keep it). */
+  routeTo(router: PeerRouter, models: readonly string[]): void {
+    this.router = router;
+    for (const name of models) this.host.addPeer(name, { arrive: (arrivals) => router.send(name, arrivals.map(toWireArrival)), close: () => {} });
+  }
+
+  /** An event as it leaves for the entry: a handoff to a routed peer names the replica it went to. */
+  private wireEvent(e: Parameters<typeof toWireEvent>[0]): WireEvent {
+    const w = toWireEvent(e);
+    if (!this.router) return w;
+    if (w.type === 'finish') this.router.ended(w.requestId);
+    if (w.type !== 'moved') return w;
+    const replica = this.router.sentTo(w.requestId, w.to);
+    return replica === undefined ? w : { ...w, replica };
+  }
+
+  release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): void {
+    this.host.release(id, serial, status);
+    this.router?.ended(id);
+  }
+
   async deploy(ref: AlgorithmRef): Promise<void> {
     if (!this.algorithms.has(ref.key)) this.algorithms.set(ref.key, { alg: await loadAlgorithm(ref), ref });
     const waiting = this.parked.get(ref.key);
@@ -52,6 +91,7 @@ export class PortedEngine {
   }
 
   arrive(arrivals: readonly WireArrival[]): void {
+    this.router?.arrived(arrivals);
     const ready: Arrival[] = [];
     for (const w of arrivals) {
       const a = fromWireArrival(w, (key) => this.algorithms.get(key));
@@ -83,6 +123,8 @@ export interface ServeOptions {
   onBegin?(server: PortedEngine): void;
   /** The entry is this program in another thread (a worker's parent): its messages and its peers' are not checked. */
   trusted?: boolean;
+  /** Over NATS: the entry named its other remote models (`remote-peers`); absent, the message is refused. */
+  remotePeers?(server: PortedEngine, m: RemotePeers): void;
 }
 
 /**
@@ -115,8 +157,11 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
         return server.deploy(m.ref);
       case 'arrive':
         return server.arrive([m.arrival]);
+      case 'remote-peers':
+        if (!opts.remotePeers) throw new Error('engine got "remote-peers", which only an engine served over NATS takes');
+        return opts.remotePeers(server, m);
       case 'release':
-        return void host.release(m.id, m.serial, m.status);
+        return server.release(m.id, m.serial, m.status);
       case 'threshold':
         return host.setSchedule(m.threshold, m.maxWaitMs);
       case 'gate':

@@ -74,8 +74,10 @@ export const wireArrivalSchema = z.object({
   handoff: handoffSchema,
   known: z.array(int),
   counters: countersSchema,
-  /** The whole committed sequence, when the receiver may hold no state (standard serving). */
+  /** The whole committed sequence, when the receiver may hold no state (standard serving, or a replica re-placed after its home was lost). */
   context: tokens.optional(),
+  /** Engine to engine over NATS: per model, the replica (its subject) that holds the request's state, so a return goes home. */
+  homes: z.record(z.string(), z.string()).optional(),
 });
 
 /** What a model's step says about the token it sampled for one request. */
@@ -113,7 +115,14 @@ export const wireEventSchema = z.discriminatedUnion('type', [
     committed: int.optional(),
   }),
   /** The request left for model `to` (its `hops`-th handoff): the entry knows which engine holds it without asking. */
-  z.object({ type: z.literal('moved'), requestId: z.string(), to: z.string(), hops: int }),
+  z.object({
+    type: z.literal('moved'),
+    requestId: z.string(),
+    to: z.string(),
+    hops: int,
+    /** Sent straight to a replica of a remote peer (its subject): the entry learns where the request's state now is without seeing the handoff. */
+    replica: z.string().optional(),
+  }),
 ]);
 
 /** One engine's figures for /admin/status, /metrics and the benches. */
@@ -190,10 +199,23 @@ const portSchema = z.custom<PortLike>((p) => typeof p === 'object' && p !== null
 
 const status = z.enum(['done', 'failed', 'cancelled']);
 
+/** A remote model as a remote peer engine reaches it: its live replicas, with what the entry's placement rule reads. */
+export const remotePeerSchema = z.object({
+  model: z.string(),
+  replicas: list(z.object({ subject: z.string(), kvCapacityTokens: amount, draining: z.boolean() })),
+});
+
 /** Entry → engine thread. */
 export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('begin'), settings: engineSettingsSchema, peers: z.record(z.string(), portSchema) }),
   z.object({ type: z.literal('peer'), name: z.string(), port: portSchema }),
+  /**
+   * Over NATS: the other remote models of this entry and their live replicas, sent after `begin` and
+   * whenever a replica joins, leaves or starts draining. Handoffs to them go straight to a replica
+   * (a request's home there, or one placed by the entry's rule), on `${subject}.peer` frames
+   * tagged with `session`, the entry's session at every replica.
+   */
+  z.object({ type: z.literal('remote-peers'), session: z.string(), peers: list(remotePeerSchema) }),
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
   z.object({ type: z.literal('arrive'), arrival: wireArrivalSchema }),
   z.object({ type: z.literal('release'), id: z.string(), serial: int, status }),
@@ -235,6 +257,7 @@ export type AlgorithmSourceData = z.infer<typeof algorithmSourceSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;
 export type ToPeer = z.infer<typeof toPeerSchema>;
 export type FromEngine = z.infer<typeof fromEngineSchema>;
+export type RemotePeer = z.infer<typeof remotePeerSchema>;
 
 // --- over NATS: a remote engine's announcements and the frames of its ordered link ---
 
@@ -261,11 +284,14 @@ export const replicaAnnouncementSchema = z.object({
 
 /**
  * One frame of a link over NATS, either way: a message numbered within its sender's session, or an
- * ack of every message up to `ack`. `reply`: the entry's inbox (entry → engine frames only).
+ * ack of every message up to `ack`. `reply`: where the other side answers (the entry's inbox on
+ * entry → engine frames, the sending replica's subject on engine → engine frames). `entry`: on
+ * engine → engine frames, the session of the entry whose deployment they belong to.
  */
 export const linkFrameSchema = z.object({
   session: z.string(),
   reply: z.string().optional(),
+  entry: z.string().optional(),
   seq: int.optional(),
   message: z.unknown().optional(),
   ack: int.optional(),

@@ -1,4 +1,4 @@
-// The bundled ONNX models with the large model remote: its engine server behind a real nats-server commits what the sequential oracle commits.
+// The bundled ONNX models with the large model remote, or both remote (handing off engine to engine): engine servers behind a real nats-server commit what the sequential oracle commits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
@@ -7,6 +7,7 @@ import { Cluster } from '../../runtime/engine/cluster.ts';
 import { openNats } from '../../runtime/distributed/natsConnection.ts';
 import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { RemoteEngineServer } from '../../runtime/distributed/remoteEngineServer.ts';
+import { RemoteMesh } from '../../runtime/distributed/remoteMesh.ts';
 import { natsServerBinary, startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
@@ -25,6 +26,8 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
   let nc: NatsConnection;
   let server: RemoteEngineServer;
   let remoteRunner: OnnxRunner;
+  let smallServer: RemoteEngineServer;
+  let remoteSmall: OnnxRunner;
 
   beforeAll(async () => {
     for (const n of ['small', 'large']) runners[n] = await OnnxRunner.load(modelDir(n));
@@ -35,21 +38,28 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
     // its own runner: the oracle's must not share caches with the engine under test
     remoteRunner = await OnnxRunner.load(modelDir('large'));
     server = await RemoteEngineServer.start(nc, remoteRunner, { model: 'large', replica: 'large-a', kvCapacityTokens: 1e6, heartbeatMs: 50, log: () => {} });
+    remoteSmall = await OnnxRunner.load(modelDir('small'));
+    smallServer = await RemoteEngineServer.start(nc, remoteSmall, { model: 'small', replica: 'small-a', kvCapacityTokens: 1e6, heartbeatMs: 50, log: () => {} });
   }, 60_000);
   afterAll(async () => {
     await server?.close();
+    await smallServer?.close();
     await nc?.close();
     await nats?.stop();
-    for (const r of [...Object.values(runners), remoteRunner]) await r?.close();
+    for (const r of [...Object.values(runners), remoteRunner, remoteSmall]) await r?.close();
   });
 
-  // every mode, and standard serving (retainState false: each return re-prefills on the remote engine)
-  const SETTINGS = ['r-stitch', 'r2r'].flatMap((name) => SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ name, mode, retain }))));
+  // every mode, and standard serving (retainState false: each return re-prefills on the remote engine);
+  // small in the entry, or remote too (both engine servers in one mesh: handoffs go engine to engine)
+  const SETTINGS = (['large', 'both'] as const).flatMap((remote) => ['r-stitch', 'r2r'].flatMap((name) => SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ remote, name, mode, retain })))));
 
-  it.each(SETTINGS)('$name, $mode, retainState $retain: commits what the sequential oracle commits, token for token and model for model', async ({ name, mode, retain }) => {
+  it.each(SETTINGS)('$remote remote, $name, $mode, retainState $retain: commits what the sequential oracle commits, token for token and model for model', async ({ remote, name, mode, retain }) => {
     const algorithm = builtinFactory(name)();
     expect(algorithm.models).toEqual(['small', 'large']);
-    const large = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, log: () => {} });
+    const mesh = remote === 'both' ? new RemoteMesh() : undefined;
+    const large = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, mesh, log: () => {} });
+    const small = mesh ? await RemoteEngine.connect({ model: 'small', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, mesh, log: () => {} }) : null;
+    const direct = server.peerStats.direct + smallServer.peerStats.direct;
     try {
       const cluster = new Cluster({
         clock: createRealClock(),
@@ -58,7 +68,7 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
         maxConcurrency: 8,
         checkInvariants: true,
         models: [
-          { name: 'small', runner: runners.small },
+          small ? { name: 'small', thread: small } : { name: 'small', runner: runners.small },
           { name: 'large', thread: large },
         ],
       });
@@ -82,8 +92,12 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
       expect(large.replicaViews()[0].placed).toBeGreaterThan(0);
       await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual([0, 0]);
       await expect.poll(() => server.held, { timeout: 2000 }).toBe(0);
+      await expect.poll(() => smallServer.held, { timeout: 2000 }).toBe(0);
+      // both remote, every handoff went engine to engine; small in the entry, none could
+      expect(server.peerStats.direct + smallServer.peerStats.direct - direct).toBe(small ? handoffs : 0);
     } finally {
       await large.close();
+      await small?.close();
     }
   }, 90_000);
 });

@@ -95,6 +95,7 @@ export async function stream(url: string, model: string, prompt: string, maxToke
 }
 
 /** The latest heartbeat of every replica of `model` (and when it came, performance.now()), read on a connection of the test's own. */
+/** `model` '*': every model's replicas. */
 export async function watchHeartbeats(natsUrl: string, model: string): Promise<{ latest: Map<string, ReplicaAnnouncement & { at: number }>; close(): Promise<void> }> {
   const nc = await openNats({ servers: natsUrl, name: 'test-heartbeats' });
   const latest = new Map<string, ReplicaAnnouncement & { at: number }>();

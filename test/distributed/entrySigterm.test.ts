@@ -14,4 +14,11 @@ describe.skipIf(!HAVE_NATS)('SIGTERM of the entry while streams run', () => {
     expect(total.done + total['sse-error']).toBe(100);
     expect(total.cut).toBe(0);
   }, 300_000);
+
+  it('both models remote (handoffs engine to engine): 3 entries SIGTERMed, every sub-server stays up and holds nothing of them', async () => {
+    const rounds = await sigtermRounds(3, console.log, { smallRemote: true });
+    const ended = rounds.reduce((n, r) => n + r.ends.done + r.ends['sse-error'], 0);
+    expect(ended).toBe(30);
+    expect(rounds.every((r) => r.ends.cut === 0)).toBe(true);
+  }, 300_000);
 });

@@ -15,21 +15,24 @@ export interface SigtermRound {
 }
 
 /**
- * `rounds` times: a fresh entry (`tokenrouter serve`: the bundled small model local, `large` on two
- * sub-server processes), 10 streams (5 on `large`, 5 through R-Stitch), SIGTERM to the entry once
- * they all stream. After every round both sub-servers must be up and hold nothing of that entry;
- * after the last, a new entry serves `large`.
+ * `rounds` times: a fresh entry (`tokenrouter serve`: the bundled small model local, or with
+ * `smallRemote` on a sub-server process of its own, handing off to large engine to engine; `large`
+ * on two sub-server processes), 10 streams (5 on `large`, 5 through R-Stitch), SIGTERM to the entry
+ * once they all stream. After every round every sub-server must be up and hold nothing of that
+ * entry; after the last, a new entry serves `large`.
  */
-export async function sigtermRounds(rounds: number, log: (line: string) => void = console.log): Promise<SigtermRound[]> {
+export async function sigtermRounds(rounds: number, log: (line: string) => void = console.log, opts: { smallRemote?: boolean } = {}): Promise<SigtermRound[]> {
   let nats: NatsServerProcess | undefined;
   const subs: SubServerProcess[] = [];
   let beats: Awaited<ReturnType<typeof watchHeartbeats>> | undefined;
   try {
     nats = await startNatsServer();
-    for (const name of ['large-a', 'large-b']) subs.push(await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'], timeoutMs: 90_000 }));
-    beats = await watchHeartbeats(nats.url, 'large');
+    const replicas = [['large', 'large-a', '8'], ['large', 'large-b', '8'], ...(opts.smallRemote ? [['small', 'small-a', '2']] : [])];
+    for (const [model, name, ms] of replicas) subs.push(await spawnSubServer({ args: ['--model', model, '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${ms},0,0`], timeoutMs: 90_000 }));
+    beats = await watchHeartbeats(nats.url, opts.smallRemote ? '*' : 'large');
     // a short grace, so some streams finish and the rest end with the drain's SSE error event
-    const config = { models: [{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }], limits: { shutdownGraceMs: 1000 } };
+    const remote = { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 };
+    const config = { models: [{ name: 'small', ...(opts.smallRemote ? { remote } : {}) }, { name: 'large', remote }], limits: { shutdownGraceMs: 1000 } };
     const up = () => subs.every((s) => s.child.exitCode === null && s.child.signalCode === null);
     /** Requests the replicas hold, by heartbeats sent after `since`. */
     const heldSince = (since: number) => {

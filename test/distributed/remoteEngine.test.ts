@@ -5,6 +5,7 @@ import { Cluster } from '../../runtime/engine/cluster.ts';
 import { decodeFrame, NatsLink } from '../../runtime/distributed/natsLink.ts';
 import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
+import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { HAVE_NATS, sleep, startReplica, until, type TestReplica } from './helpers.ts';
 
@@ -50,6 +51,16 @@ describe('NatsLink', () => {
   });
 });
 
+describe("RemoteEngine's options are the config's remote block", () => {
+  it('what the config file refuses, connect() refuses with the same words, before reaching NATS', async () => {
+    const bad = { nats: 'localhost:4222', heartbeatTimeoutMs: 10 };
+    expect(() => parseServerConfig({ models: [{ name: 'large', remote: bad }] })).toThrow(/models\.0\.remote\.nats: a nats:\/\/ URL[^]*models\.0\.remote\.heartbeatTimeoutMs: Too small/);
+    await expect(RemoteEngine.connect({ model: 'large', ...bad })).rejects.toThrow(/model large: remote\.nats: a nats:\/\/ URL.*; remote\.heartbeatTimeoutMs: Too small/);
+    // a key of the removed per-step runner is refused by name, as in the file
+    await expect(RemoteEngine.connect({ model: 'large', nats: 'nats://127.0.0.1:1', pipelineDepth: 2 } as never)).rejects.toThrow(/remote\.pipelineDepth: remote\.pipelineDepth was removed/);
+  });
+});
+
 /** The large model alone, by reference: the remote engine builds it from data. */
 const REF = { key: 'large@1', source: { kind: 'single' as const, model: 'large' } };
 const ALG = buildAlgorithm(REF.source);
@@ -67,14 +78,14 @@ describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
   });
 
   it('connect() names the missing sub-server when none announces itself', async () => {
-    await expect(RemoteEngine.connect({ model: 'nobody', servers: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(/no sub-server for model "nobody".*tokenrouter subserver --model nobody/);
+    await expect(RemoteEngine.connect({ model: 'nobody', nats: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(/no sub-server for model "nobody".*tokenrouter subserver --model nobody/);
   });
 
   it('places new requests by capacity (three times the KV, three times the requests), and a replica frees what an entry held when it closes', async () => {
     const big = await startReplica(nats.url, 'large', 'big', { kvCapacityTokens: 30_000, latency: LATENCY });
     const small = await startReplica(nats.url, 'large', 'small', { kvCapacityTokens: 10_000, latency: LATENCY });
     replicas.push(big, small);
-    const engine = await RemoteEngine.connect({ model: 'large', servers: nats.url, log: () => {} });
+    const engine = await RemoteEngine.connect({ model: 'large', nats: nats.url, log: () => {} });
     await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
     const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', models: [{ name: 'large', thread: engine }] });
     const handles = Array.from({ length: 40 }, (_, i) => cluster.submit({ id: `p-${i}`, prompt: [1, 5, 6], maxTokens: 400, algorithm: ALG, algorithmRef: REF }));
@@ -94,7 +105,7 @@ describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
     const a = await startReplica(nats.url, 'large', 'a', { latency: LATENCY });
     const b = await startReplica(nats.url, 'large', 'b', { latency: LATENCY });
     replicas.push(a, b);
-    const engine = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 300, log: () => {} });
+    const engine = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 300, log: () => {} });
     await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
     const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', models: [{ name: 'large', thread: engine }] });
     const handles = Array.from({ length: 8 }, (_, i) => cluster.submit({ id: `c-${i}`, prompt: [1, 5, 6], maxTokens: 150, algorithm: ALG, algorithmRef: REF }));

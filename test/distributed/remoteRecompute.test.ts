@@ -1,10 +1,11 @@
-// A lost replica under onReplicaLoss "recompute": the requests away from it when it died go on, re-prefilled on the other replica, token for token as the oracle says.
+// A lost replica under onReplicaLoss "recompute": the requests away from it when it died go on, re-prefilled on the other replica, token for token as the oracle says (small local, or remote too).
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
 import type { RequestResult } from '../../runtime/engine/requestState.ts';
 import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
+import { RemoteMesh } from '../../runtime/distributed/remoteMesh.ts';
 import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { everyN } from '../engine/everyN.ts';
@@ -25,13 +26,20 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
     await nats?.stop();
   });
 
-  /** 24 staggered requests (small hands to large every 400th step); replica a dies once 8 that have been to large decode on small. */
-  async function crashMidway(onReplicaLoss: 'fail' | 'recompute') {
+  /**
+   * 24 staggered requests (small hands to large every 400th step); replica a dies once 8 that have
+   * been to large decode on small. `small`: in the entry's process, or a remote engine too (then
+   * the handoffs go sub-server to sub-server, and small's replica re-places the spared requests).
+   */
+  async function crashMidway(onReplicaLoss: 'fail' | 'recompute', small: 'local' | 'remote' = 'local') {
     for (const r of replicas.splice(0)) await r.close();
     const a = await startReplica(nats.url, 'large', 'a', { runner: caseRunner('large', 1, -1) });
     const b = await startReplica(nats.url, 'large', 'b', { runner: caseRunner('large', 1, -1) });
     replicas.push(a, b);
-    const engine = await RemoteEngine.connect({ model: 'large', servers: nats.url, heartbeatTimeoutMs: 200, onReplicaLoss, log: () => {} });
+    const mesh = small === 'remote' ? new RemoteMesh() : undefined;
+    if (mesh) replicas.push(await startReplica(nats.url, 'small', 's', { runner: caseRunner('small', 0, -1) }));
+    const engine = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 200, onReplicaLoss, mesh, log: () => {} });
+    const smallEngine = mesh ? await RemoteEngine.connect({ model: 'small', nats: nats.url, heartbeatTimeoutMs: 2000, mesh, log: () => {} }) : null;
     await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
     const cluster = new Cluster({
       clock: createRealClock(),
@@ -40,7 +48,7 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
       checkInvariants: true,
       maxWaitMs: 5,
       models: [
-        { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8, threshold: 1, kvCapacityTokens: Infinity },
+        smallEngine ? { name: 'small', thread: smallEngine, maxBatch: 8, threshold: 1 } : { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8, threshold: 1, kvCapacityTokens: Infinity },
         { name: 'large', thread: engine, maxBatch: 8, threshold: 1 },
       ],
     });
@@ -57,6 +65,7 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
     await a.crash();
     const results = await Promise.all(pending);
     await engine.close();
+    await smallEngine?.close();
     const oracleRunners = Object.fromEntries(NAMES.map((n, i) => [n, caseRunner(n, i, -1)]));
     for (const r of results.filter((q) => q.status === 'done')) {
       const want = await runOracle(alg, oracleRunners, requests.find((q) => q.id === r.id)!);
@@ -66,8 +75,8 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
     const failed = results.filter((r) => r.status === 'failed');
     for (const f of failed) expect(f.error?.message).toMatch(/replica a of model large is gone/);
     const { failedOnLoss, spared, recomputed } = engine.stats;
-    console.log(`[remote-recompute] ${onReplicaLoss}: at the loss ${failedOnLoss} failed, ${spared} spared (${recomputed} of them re-prefilled on b); ${failed.length} failed in all`);
-    return { failed: failed.length, failedOnLoss, spared, recomputed };
+    console.log(`[remote-recompute] ${onReplicaLoss}, small ${small}: at the loss ${failedOnLoss} failed, ${spared} spared (${recomputed} of them re-prefilled on b); ${failed.length} failed in all`);
+    return { failed: failed.length, failedOnLoss, spared, recomputed, smallReplica: mesh ? replicas[2].server.peerStats : null };
   }
 
   it('requests away at small when their home replica died re-prefill on the other; only those decoding there fail', async () => {
@@ -75,6 +84,17 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
     // requests homed on a that were decoding on small at the crash came back to large and re-prefilled on b (and equal the oracle, above)
     expect(spared).toBeGreaterThan(0);
     expect(recomputed).toBeGreaterThan(0);
+    expect(failed).toBe(failedOnLoss);
+  }, 60_000);
+
+  it('small remote too: the small sub-server re-places the requests away from the lost replica on the other, with their whole sequence', async () => {
+    const { failed, failedOnLoss, spared, recomputed, smallReplica } = await crashMidway('recompute', 'remote');
+    expect(spared).toBeGreaterThan(0);
+    expect(recomputed).toBeGreaterThan(0);
+    // re-placed on b by small's replica itself, which sent every other handoff straight to large too (the entry heard where from the moved events)
+    expect(smallReplica!.recomputed).toBe(recomputed);
+    expect(smallReplica!.viaEntry).toBe(0);
+    expect(smallReplica!.direct).toBeGreaterThanOrEqual(24);
     expect(failed).toBe(failedOnLoss);
   }, 60_000);
 
