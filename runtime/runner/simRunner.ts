@@ -1,5 +1,7 @@
 // Fake and simulated runners: deterministic tokens from the exact context fed, latency from a model of batch cost.
 import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { Clock } from '../clock/clock.ts';
+import { Later } from '../clock/later.ts';
 import { hashString, mix } from '../util/hash.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 
@@ -31,6 +33,18 @@ export interface SimRunnerOptions {
   latency?: LatencyModel;
 }
 
+/** A simulated step's result: readable at once (tests, the oracle), and a thenable settled after its duration on the runner's clock. */
+export class SimStep extends Later<StepOutput> implements StepOutput {
+  constructor(
+    readonly rows: TokenSignals[],
+    readonly durationMs: number,
+    clock: Clock | null,
+  ) {
+    super();
+    this.settleAfter(clock, durationMs, true, { rows, durationMs });
+  }
+}
+
 const NONE: readonly number[] = Object.freeze([]);
 const NO_HEADS: Readonly<Record<string, number>> = Object.freeze({});
 
@@ -53,6 +67,8 @@ export class SimRunner implements ModelRunner {
   private readonly next: (ctx: SimContext) => SimOutput;
   private readonly latency: LatencyModel;
   private readonly modelSalt: number;
+  /** Where a step's result waits out its simulated duration; none: it is there at once. */
+  private clock: Clock | null = null;
   /** Steps taken and rows by phase, for tests. */
   readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, forks: 0, forkedTokens: 0 };
 
@@ -81,7 +97,11 @@ export class SimRunner implements ModelRunner {
     return this.caches.size;
   }
 
-  step(rows: readonly StepRow[]): StepOutput {
+  useClock(clock: Clock): void {
+    this.clock = clock;
+  }
+
+  step(rows: readonly StepRow[]): SimStep {
     const c = this.counts;
     c.steps++;
     const out: TokenSignals[] = new Array(rows.length);
@@ -106,7 +126,7 @@ export class SimRunner implements ModelRunner {
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
-    return { rows: out, durationMs: this.latency(rows.length, tokensFed) };
+    return new SimStep(out, this.latency(rows.length, tokensFed), this.clock);
   }
 
   private sample(cache: Cache, row: StepRow): TokenSignals {
