@@ -1,4 +1,4 @@
-// The engine's lane actor: idle / collecting a delayed batch / executing (it holds the batch in flight), beside its runner up or down.
+// The engine's lane actor: idle / collecting a delayed batch / executing (it holds the batch in flight) / down, where batches fail.
 import { assign, setup } from 'xstate';
 import type { Batch } from '../engine/batch.ts';
 
@@ -41,50 +41,57 @@ export const subServerMachine = setup({
   },
 }).createMachine({
   id: 'engine',
-  type: 'parallel',
   context: ({ input }) => ({ host: input.host, batch: null }),
+  initial: 'idle',
+  // A batch starts and ends on transitions (launch, landed), never on entering or leaving a state:
+  // executing and failing both hold one, and DOWN / UP move it between them without touching it.
   states: {
-    lane: {
-      initial: 'idle',
-      states: {
-        idle: {
-          on: {
-            WORK: [{ target: 'executing', guard: 'mayLaunch' }, { target: 'collecting', guard: 'hasWork' }],
-            GATE: [{ target: 'executing', guard: 'mayLaunch' }, { target: 'collecting', guard: 'hasWork' }],
-          },
-        },
-        // Entered only when a batch must wait (below threshold, or a barrier closed): the deadline
-        // timer is armed just for those waits, not on every step.
-        collecting: {
-          always: [
-            { target: 'idle', guard: 'noWork' },
-            { target: 'executing', guard: 'mayLaunch' },
-          ],
-          after: { maxWait: { target: 'executing', guard: 'deadline' } },
-          // Targetless: the event only makes the eventless transitions above look again. A new
-          // schedule re-enters, so the deadline timer runs again with the deadline now in force.
-          on: { WORK: {}, GATE: {}, SCHEDULE: { target: 'collecting', reenter: true } },
-        },
-        // One batch in flight, held in the context: the queue is looked at again when it returns.
-        executing: {
-          entry: 'launch',
-          exit: 'landed',
-          on: {
-            BATCH_DONE: [
-              { target: 'executing', reenter: true, guard: 'mayLaunch' },
-              { target: 'collecting', guard: 'hasWork' },
-              { target: 'idle' },
-            ],
-          },
-        },
+    idle: {
+      on: {
+        WORK: [{ target: 'executing', guard: 'mayLaunch', actions: 'launch' }, { target: 'collecting', guard: 'hasWork' }],
+        GATE: [{ target: 'executing', guard: 'mayLaunch', actions: 'launch' }, { target: 'collecting', guard: 'hasWork' }],
+        DOWN: 'down',
       },
     },
-    // Down: batches still launch and fail at once (their requests fail), until a runner is in place.
-    runner: {
-      initial: 'up',
-      states: {
-        up: { on: { DOWN: 'down' } },
-        down: { on: { UP: 'up' } },
+    // Entered only when a batch must wait (below threshold, or a barrier closed): the deadline
+    // timer is armed just for those waits, not on every step.
+    collecting: {
+      always: [
+        { target: 'idle', guard: 'noWork' },
+        { target: 'executing', guard: 'mayLaunch', actions: 'launch' },
+      ],
+      after: { maxWait: { target: 'executing', guard: 'deadline', actions: 'launch' } },
+      // Targetless: the event only makes the eventless transitions above look again. A new
+      // schedule re-enters, so the deadline timer runs again with the deadline now in force.
+      on: { WORK: {}, GATE: {}, SCHEDULE: { target: 'collecting', reenter: true }, DOWN: 'down' },
+    },
+    // One batch in flight, held in the context: the queue is looked at again when it returns.
+    executing: {
+      on: {
+        BATCH_DONE: [
+          { target: 'executing', guard: 'mayLaunch', actions: 'launch' },
+          { target: 'collecting', guard: 'hasWork', actions: 'landed' },
+          { target: 'idle', actions: 'landed' },
+        ],
+        DOWN: 'failing',
+      },
+    },
+    // Down (the runner is gone or taken down) with a batch in flight: each batch launched from here
+    // fails at once, so its requests fail, as soon as one could launch at all (the deadline's rule).
+    failing: {
+      on: {
+        BATCH_DONE: [
+          { target: 'failing', guard: 'deadline', actions: 'launch' },
+          { target: 'down', actions: 'landed' },
+        ],
+        UP: 'executing',
+      },
+    },
+    down: {
+      on: {
+        WORK: { target: 'failing', guard: 'deadline', actions: 'launch' },
+        GATE: { target: 'failing', guard: 'deadline', actions: 'launch' },
+        UP: 'idle',
       },
     },
   },

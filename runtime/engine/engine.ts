@@ -45,7 +45,7 @@ export class Engine implements SubServerHost, LaneView {
     this.threshold = opts.threshold;
     this.maxWait = opts.maxWaitMs;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
-    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false);
+    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
     this.actor.start();
   }
@@ -78,7 +78,8 @@ export class Engine implements SubServerHost, LaneView {
   }
   /** Down (a state of the lane actor): steps fail at once until the runner is replaced. */
   get down(): boolean {
-    return this.actor.getSnapshot().value.runner === 'down';
+    const state = this.actor.getSnapshot().value;
+    return state === 'down' || state === 'failing';
   }
   /** In the batch now running, its row not yet applied: its cache is freed only after that. */
   isStepping(local: LocalRequest): boolean {
@@ -193,7 +194,7 @@ export class Engine implements SubServerHost, LaneView {
     this.host.trace?.emit({ type: 'handoff', t: this.host.clock.now(), requestId: local.id, from: this.name, to, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at });
     if (this.host.retainState) {
       this.move(local, { type: 'HANDOFF' });
-      this.queues.markPendingReturn(local);
+      this.queues.left(local);
       // Its cache just became evictable: a request waiting for memory here may now fit.
       if (this.queues.waitingAdmission > 0) this.admitWaiting();
     } else {
@@ -230,7 +231,6 @@ export class Engine implements SubServerHost, LaneView {
       local.meta = meta;
       local.counters = a.counters;
       local.stepsHere = 0;
-      this.queues.resumed(local);
       if (local.hasCache) {
         this.move(local, { type: 'RETURN' });
         return this.enqueue(local);

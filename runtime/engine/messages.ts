@@ -68,7 +68,7 @@ export interface EngineOutputs {
   readonly sent: { readonly to: string; readonly arrival: Arrival }[];
 }
 
-/** Everything one wave of an engine produced, for the entry: its events in order, trace events, its lane, batches it finished. */
+/** What one landed batch or handled call of an engine produced, for the entry: its events in order, trace events, its lane, batches it finished. */
 export interface EngineReport {
   readonly events: readonly EngineEvent[];
   readonly trace: readonly TraceEvent[];
