@@ -50,11 +50,15 @@ export class Later<T> implements PromiseLike<T> {
       const ok = this.state === 'ok';
       const cb = ok ? onOk : onFail;
       if (!cb) return next.settle(ok, this.value);
+      let out: unknown;
       try {
-        next.settle(true, (cb as (v: unknown) => unknown)(this.value));
+        out = (cb as (v: unknown) => unknown)(this.value);
       } catch (e) {
-        next.settle(false, e);
+        // nobody listens for it: it stays loud (out of the clock's run, or out of `then`) rather than vanish
+        if (next.waiting === null) throw e;
+        return next.settle(false, e);
       }
+      next.settle(true, out);
     };
     if (this.state === 'pending') (this.waiting ??= []).push(run);
     else run();
