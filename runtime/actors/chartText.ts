@@ -9,28 +9,52 @@ interface TransitionLike {
 
 const guardName = (g: unknown): string | undefined => (typeof g === 'string' ? g : ((g as { type?: string } | undefined)?.type ?? undefined));
 
-/** `stateDiagram-v2` of a flat machine: its states, each transition with its event, guard and delay. */
+/**
+ * `stateDiagram-v2` of a machine: its states, each transition with its event, guard and delay. A
+ * parallel machine is drawn as one state holding its regions side by side (Mermaid's `--`).
+ */
 export function chartText(machine: AnyStateMachine): string {
+  const lines = ['stateDiagram-v2'];
+  const root = machine.root;
+  if (root.type !== 'parallel') lines.push(...region(root, '  '));
+  else {
+    lines.push(`  state ${machine.id} {`);
+    Object.values(root.states).forEach((r, i) => lines.push(...(i > 0 ? ['    --'] : []), ...region(r, '    ')));
+    lines.push('  }');
+  }
+  return lines.join('\n');
+}
+
+interface NodeLike {
+  readonly states: Record<string, NodeLike>;
+  readonly initial?: { target: readonly { key: string }[] };
+  readonly transitions: Map<string, readonly unknown[]>;
+  readonly always?: readonly unknown[];
+  readonly type: string;
+}
+
+/** One flat level of states, each line indented by `ind`. */
+function region(node: NodeLike, ind: string): string[] {
   // Mermaid ids take no hyphen: pending-return is drawn under its own name, as pending_return
   const id = (key: string) => key.replace(/-/g, '_');
-  const lines = ['stateDiagram-v2'];
-  for (const key of Object.keys(machine.root.states)) if (id(key) !== key) lines.push(`  state "${key}" as ${id(key)}`);
-  lines.push(`  [*] --> ${id(machine.root.initial?.target[0]?.key ?? '')}`);
-  for (const [key, node] of Object.entries(machine.root.states)) {
+  const lines: string[] = [];
+  for (const key of Object.keys(node.states)) if (id(key) !== key) lines.push(`${ind}state "${key}" as ${id(key)}`);
+  lines.push(`${ind}[*] --> ${id(node.initial?.target[0]?.key ?? '')}`);
+  for (const [key, child] of Object.entries(node.states)) {
     const edge = (t: TransitionLike, label: string) => {
       const to = t.target?.[0]?.key;
       if (!to) return;
       const guard = guardName(t.guard);
-      lines.push(`  ${id(key)} --> ${id(to)}: ${label}${guard ? ` [${guard}]` : ''}`);
+      lines.push(`${ind}${id(key)} --> ${id(to)}: ${label}${guard ? ` [${guard}]` : ''}`);
     };
-    for (const [event, ts] of node.transitions) {
+    for (const [event, ts] of child.transitions) {
       const delay = event.match(/^xstate\.after\.([^.]+)\./)?.[1];
       for (const t of ts as readonly TransitionLike[]) edge(t, delay ? `after ${delay}` : event);
     }
-    for (const t of (node.always ?? []) as readonly TransitionLike[]) edge(t, 'always');
-    if (node.type === 'final') lines.push(`  ${id(key)} --> [*]`);
+    for (const t of (child.always ?? []) as readonly TransitionLike[]) edge(t, 'always');
+    if (child.type === 'final') lines.push(`${ind}${id(key)} --> [*]`);
   }
-  return lines.join('\n');
+  return lines;
 }
 
 /** The machines docs/runtime.md draws, by the name its markers use. */

@@ -1,4 +1,5 @@
 // A ModelRunner wrapper for benchmarks: one runner outlives every server a suite starts (close is a no-op, shutdown ends it).
+import type { Clock } from '../clock/clock.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 
 export class MeteredRunner implements ModelRunner {
@@ -13,8 +14,12 @@ export class MeteredRunner implements ModelRunner {
     this.info = inner.info;
   }
 
-  step(rows: readonly StepRow[]): StepOutput | Promise<StepOutput> {
+  step(rows: readonly StepRow[]): PromiseLike<StepOutput> {
     return this.inner.step(rows);
+  }
+
+  useClock(clock: Clock): void {
+    this.inner.useClock?.(clock);
   }
 
   release(cacheId: number): void {

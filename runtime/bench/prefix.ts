@@ -113,7 +113,7 @@ class PassTap implements ModelRunner {
   reset(): void {
     this.prefillMs = this.prefillPasses = this.prefillTokens = this.decodeMs = this.decodePasses = this.decodeRows = 0;
   }
-  step(rows: readonly StepRow[]): StepOutput | Promise<StepOutput> {
+  step(rows: readonly StepRow[]): PromiseLike<StepOutput> {
     const count = (o: StepOutput) => {
       for (const p of o.passes ?? []) {
         if (p.longest > 1) {
@@ -128,8 +128,7 @@ class PassTap implements ModelRunner {
       }
       return o;
     };
-    const out = this.inner.step(rows);
-    return out instanceof Promise ? out.then(count) : count(out);
+    return this.inner.step(rows).then(count);
   }
   release(cacheId: number): void {
     this.inner.release(cacheId);

@@ -13,8 +13,11 @@ export interface Batch {
   start: number;
   phase: StepPhase;
   tokens: number;
-  /** performance.now() at launch. */
+  /** performance.now() at launch, and the wall ms the runner's own call took. */
   wall0: number;
+  wallMs: number;
+  /** Rows whose results are applied so far: the locals past them are still in the step. */
+  applied: number;
   /** Clock ms when the runner's (first) results came back; model ms the runner reported for it. */
   resultAt: number;
   modelMs: number;
@@ -40,7 +43,7 @@ export class EngineStats {
 /** A batch of the planned rows, launched at `start` (clock ms): each row feeds what its cache has not seen. */
 export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
   const rows = locals.map((local) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants }));
-  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), resultAt: 0, modelMs: 0, cachedTokens: 0 };
+  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens: 0 };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */

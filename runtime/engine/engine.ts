@@ -5,6 +5,7 @@ import type { LocalStatus } from '../../shared/trace.ts';
 import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
 import { endEvent, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
+import { Later } from '../clock/later.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { LaneView } from '../scheduler/launchPolicy.ts';
 import { planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
@@ -12,7 +13,7 @@ import { batchEvent, EngineStats, newBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
 import { LocalRequest, type RequestSpec } from './localRequest.ts';
 import type { EngineEnv, EngineOptions } from './engineEnv.ts';
-import type { Arrival } from './messages.ts';
+import type { Arrival, EngineEvent, EngineOutputs } from './messages.ts';
 import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
 
@@ -29,14 +30,9 @@ export class Engine implements SubServerHost, LaneView {
   readonly stats = new EngineStats();
   /** The requests this engine holds, in any local state. */
   readonly locals = new Map<string, LocalRequest>();
-  /** The batch launched and not yet returned. */
-  inFlight: Batch | null = null;
-  /** The locals of those batches until their row is applied: a cache a step still reads is freed only after it. */
-  private readonly stepping = new Set<LocalRequest>();
-  /** Ready work arrived during a wave; the host sends one WORK per engine when it ends. */
-  dirty = false;
-  /** Down: steps fail fast until the runner is replaced. */
-  down = false;
+  /** What this engine produced since the host last took it: events for the entry in order, handoffs for peers. */
+  private events: EngineEvent[] = [];
+  private sent: EngineOutputs['sent'] = [];
 
   constructor(
     readonly index: number,
@@ -49,7 +45,7 @@ export class Engine implements SubServerHost, LaneView {
     this.threshold = opts.threshold;
     this.maxWait = opts.maxWaitMs;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
-    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false);
+    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
     this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
     this.actor.start();
   }
@@ -64,12 +60,7 @@ export class Engine implements SubServerHost, LaneView {
   setSchedule(threshold: number, maxWaitMs: number): void {
     this.threshold = threshold;
     this.maxWait = maxWaitMs;
-    this.dirty = true;
     this.actor.send({ type: 'SCHEDULE' });
-  }
-  /** A sync barrier granted this engine a launch (the cluster's policy holds the grant). */
-  gate(): void {
-    if (!this.executing) this.actor.send({ type: 'GATE' });
   }
 
   get pool() {
@@ -78,51 +69,66 @@ export class Engine implements SubServerHost, LaneView {
   get readyCount(): number {
     return this.queues.readyCount;
   }
+  /** The batch in flight: the lane actor's, held while it is executing. */
+  get inFlight(): Batch | null {
+    return this.actor.getSnapshot().context.batch;
+  }
   get executing(): boolean {
     return this.inFlight !== null;
   }
-  /** In a batch now running (a lifecycle state, running or ended, does not say it). */
+  /** Down (a state of the lane actor): steps fail at once until the runner is replaced. */
+  get down(): boolean {
+    const state = this.actor.getSnapshot().value;
+    return state === 'down' || state === 'failing';
+  }
+  /** In the batch now running, its row not yet applied: its cache is freed only after that. */
   isStepping(local: LocalRequest): boolean {
-    return this.stepping.has(local);
+    const b = this.inFlight;
+    return b !== null && b.locals.indexOf(local, b.applied) >= 0;
   }
   get inFlightRows(): number {
     return this.inFlight?.locals.length ?? 0;
   }
 
-  // --- SubServerHost: the lane actor decides when step() runs ---
+  // --- SubServerHost: the lane actor decides when a batch launches ---
   hasWork(): boolean {
     return this.readyCount > 0;
   }
   mayLaunch(): boolean {
-    return this.inFlight === null && this.host.policy.mayLaunch(this);
+    return this.host.policy.mayLaunch(this);
   }
   mayLaunchAtDeadline(): boolean {
-    return this.inFlight === null && this.host.policy.mayLaunchAtDeadline(this);
+    return this.host.policy.mayLaunchAtDeadline(this);
   }
   maxWaitMs(): number {
     return this.maxWait;
   }
+  /** The lane actor launches a batch: its outputs, as data, go to the host when the runner answers. */
+  launch(): Batch {
+    const { batch, result } = this.step();
+    result.then(
+      (o) => this.host.landed(this.apply(batch, o)),
+      (e: Error) => this.host.landed(this.fail(batch, e)),
+    );
+    return batch;
+  }
 
   // --- the step: plan → execute → apply ---
 
-  step(): void {
+  /** Plans a batch and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
+  step(): { batch: Batch; result: PromiseLike<StepOutput> } {
     const ready = this.queues.readyView(this.maxBatch);
     const plan = planBatch(ready.rows, { maxBatch: this.maxBatch });
     const batch = this.start(plan, ready.locals);
-    let out: StepOutput | Promise<StepOutput>;
     try {
       if (this.down) throw new Error(`sub-server ${this.name} is down`);
-      out = this.runner.step(batch.rows);
+      const result = this.runner.step(batch.rows);
+      // the runner's own call: all of a simulated runner's work, the launch of a real one's
+      batch.wallMs = performance.now() - batch.wall0;
+      return { batch, result };
     } catch (e) {
-      this.host.clock.setTimeout(() => this.fail(batch, e as Error), 0);
-      return;
-    }
-    if (out instanceof Promise) out.then((o) => this.apply(batch, o, performance.now() - batch.wall0), (e: Error) => this.fail(batch, e));
-    else {
-      // a simulated runner answers at once and says how long the step takes on the clock
-      const o = out;
-      const wall = performance.now() - batch.wall0;
-      this.host.clock.setTimeout(() => this.apply(batch, o, wall), o.durationMs ?? 0);
+      // a step that cannot start fails as one that ran would, after the launch, on the clock
+      return { batch, result: Later.failAfter(this.host.clock, 0, e as Error) };
     }
   }
 
@@ -131,33 +137,30 @@ export class Engine implements SubServerHost, LaneView {
     const batch = newBatch(this.host.nextBatchId(), this.index, plan, plan.rows.map((i) => candidates[i]), this.host.clock.now());
     for (const local of batch.locals) {
       this.queues.unready(local);
-      this.stepping.add(local);
       batch.cachedTokens += local.cachedPrefix;
       local.cachedPrefix = 0;
     }
-    this.inFlight = batch;
     this.host.policy.launched(this);
     return batch;
   }
 
-  /** The only place a step's results change state: per row, routeRow's decision is applied. */
-  private apply(batch: Batch, out: StepOutput, wallMs: number): void {
-    this.host.waveStart();
+  /** The only place a step's results change state: per row, routeRow's decision is applied. Returns what it produced. */
+  apply(batch: Batch, out: StepOutput): EngineOutputs {
     const st = this.stats;
     batch.resultAt = this.host.clock.now();
     batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
     st.batches++;
     st.rows += batch.rows.length;
     st.tokensFed += batch.tokens;
-    this.settle(batch, wallMs);
+    this.settle(batch);
     const { locals, rows } = batch;
     for (let i = 0; i < locals.length; i++) {
       const local = locals[i];
-      this.stepping.delete(local);
+      batch.applied = i + 1;
       this.queues.fed(local, rows[i].tokens.length);
       this.applyRow(local, out.rows[i], batch);
     }
-    this.returned(batch);
+    return this.returned(batch);
   }
 
   /** One row's result: route it (pure), then commit, hand off or finish. */
@@ -176,7 +179,7 @@ export class Engine implements SubServerHost, LaneView {
   /** Appends a committed token and tells the entry; false when that ended the request (a stop string, a cancel). */
   private commit(local: LocalRequest, sig: TokenSignals, atHandoff: boolean): boolean {
     local.tokens.push(sig.token);
-    this.host.commit({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: sig, atHandoff, counters: local.counters });
+    this.events.push({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: sig, atHandoff, counters: local.counters });
     return !local.ended;
   }
 
@@ -191,22 +194,32 @@ export class Engine implements SubServerHost, LaneView {
     this.host.trace?.emit({ type: 'handoff', t: this.host.clock.now(), requestId: local.id, from: this.name, to, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at });
     if (this.host.retainState) {
       this.move(local, { type: 'HANDOFF' });
-      this.queues.markPendingReturn(local);
+      this.queues.left(local);
       // Its cache just became evictable: a request waiting for memory here may now fit.
       if (this.queues.waitingAdmission > 0) this.admitWaiting();
     } else {
       this.move(local, { type: 'FINISH' });
       this.forget(local);
     }
+    const { counters } = local;
+    this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
     // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
-    this.host.deliver(to, { spec, handoff, known, counters: local.counters, ...(this.host.retainState ? {} : { context: local.tokens }) });
+    this.sent.push({ to, arrival: { spec, handoff, known, counters, ...(this.host.retainState ? {} : { context: local.tokens }) } });
+  }
+
+  /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */
+  take(): EngineOutputs {
+    const out = { events: this.events, sent: this.sent };
+    if (this.events.length > 0) this.events = [];
+    if (this.sent.length > 0) this.sent = [];
+    return out;
   }
 
   /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
     const got = receiveRow(spec.algorithm, handoff);
-    if ('fail' in got) return this.host.finish({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
+    if ('fail' in got) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
     const meta = got.meta;
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
@@ -218,7 +231,6 @@ export class Engine implements SubServerHost, LaneView {
       local.meta = meta;
       local.counters = a.counters;
       local.stepsHere = 0;
-      this.queues.resumed(local);
       if (local.hasCache) {
         this.move(local, { type: 'RETURN' });
         return this.enqueue(local);
@@ -226,7 +238,7 @@ export class Engine implements SubServerHost, LaneView {
       this.move(local, { type: 'REQUEUE' });
     } else {
       // Only after this engine restarted: the sender still counted on the KV that died with it.
-      if (!a.context && handoff.anchor !== 0) return this.host.finish({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
+      if (!a.context && handoff.anchor !== 0) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
@@ -274,8 +286,10 @@ export class Engine implements SubServerHost, LaneView {
     return held.length;
   }
 
+  /** The request ended here: the entry hears it, and the cache goes now (the entry's release would come straight back). */
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
-    this.host.finish({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
+    this.events.push({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
+    if (this.locals.get(local.id) === local) this.release(local.spec, status);
   }
 
   /** A row came back for a request that ended while its step ran: its cache can go now. */
@@ -289,14 +303,13 @@ export class Engine implements SubServerHost, LaneView {
   private forget(local: LocalRequest): void {
     this.queues.dequeue(local);
     if (this.locals.get(local.id) === local) this.locals.delete(local.id);
-    if (this.stepping.has(local)) return;
+    if (this.isStepping(local)) return;
     this.queues.retire(local, !this.down);
     this.admitWaiting();
   }
 
   private enqueue(local: LocalRequest): void {
     this.queues.enqueue(local);
-    this.dirty = true;
   }
 
   admitWaiting(): void {
@@ -317,25 +330,24 @@ export class Engine implements SubServerHost, LaneView {
 
   // --- batches ending ---
 
-  private settle(batch: Batch, wallMs: number): void {
-    if (this.inFlight === batch) this.inFlight = null;
+  private settle(batch: Batch): void {
     this.stats.busyMs += this.host.clock.now() - batch.start;
-    this.stats.runnerWallMs += wallMs;
+    this.stats.runnerWallMs += batch.wallMs;
   }
 
-  private returned(batch: Batch): void {
+  private returned(batch: Batch): EngineOutputs {
     this.host.trace?.emit(batchEvent(batch, this.name, this.host.clock.now()));
-    this.actor.send({ type: 'BATCH_DONE' });
-    this.host.waveEnd();
+    return this.take();
   }
 
-  private fail(batch: Batch, error: Error): void {
-    this.host.waveStart();
-    this.settle(batch, performance.now() - batch.wall0);
-    for (const local of batch.locals) {
-      this.stepping.delete(local);
-      if (!this.endedMeanwhile(local)) this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
+  /** The runner could not run the batch: its requests fail. Returns what that produced. */
+  fail(batch: Batch, error: Error): EngineOutputs {
+    this.settle(batch);
+    const { locals } = batch;
+    for (let i = 0; i < locals.length; i++) {
+      batch.applied = i + 1;
+      if (!this.endedMeanwhile(locals[i])) this.finish(locals[i], 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
     }
-    this.returned(batch);
+    return this.returned(batch);
   }
 }

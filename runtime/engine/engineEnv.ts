@@ -3,7 +3,7 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { LaunchPolicy } from '../scheduler/launchPolicy.ts';
-import type { Arrival, Commit, Finish } from './messages.ts';
+import type { EngineOutputs } from './messages.ts';
 
 export interface EngineOptions {
   name: string;
@@ -19,7 +19,7 @@ export interface EngineOptions {
   prefixCache?: boolean;
 }
 
-/** The host as its engine sees it: the clock, its share of the launch policy, and where its results go. */
+/** The host as its engine sees it: the clock, its share of the launch policy, and the loop that ships a batch's outputs. */
 export interface EngineEnv {
   readonly clock: Clock;
   readonly policy: LaunchPolicy;
@@ -27,11 +27,6 @@ export interface EngineEnv {
   readonly retainState: boolean;
   readonly trace: TraceSink | undefined;
   nextBatchId(): number;
-  /** A batch's results are being applied: hold the report until all of them are. */
-  waveStart(): void;
-  waveEnd(): void;
-  commit(c: Commit): void;
-  finish(f: Finish): void;
-  /** Engine to engine: a handoff to the engine of model `name`. */
-  deliver(name: string, a: Arrival): void;
+  /** A batch came back and its results are applied: these are its outputs, to ship. */
+  landed(out: EngineOutputs): void;
 }

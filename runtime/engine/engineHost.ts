@@ -5,7 +5,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { Engine } from './engine.ts';
 import { checkEngine } from './invariants.ts';
-import type { Arrival, Commit, EngineEvent, EngineOutlet, EngineSettings, Finish, PeerLink } from './messages.ts';
+import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
 import type { RequestCounters } from './localRequest.ts';
 import type { EngineEnv } from './engineEnv.ts';
 import type { LaneStats } from './laneStats.ts';
@@ -47,9 +47,9 @@ export class WakeGate {
 
 /**
  * One engine with its clock, its share of the launch policy (a sync barrier is the entry's: it
- * grants launches with `gate`), and links to its peers. A wave (a batch's results, an arrival, a
- * release) ends in `flush`: one WORK if ready work arrived, the handoffs one message per peer, and
- * one report to the entry with everything the wave produced.
+ * grants launches with `gate`), and links to its peers. Whatever the engine produced — by a batch
+ * landing, an arrival, a release — it hands over as data (`EngineOutputs`), and one loop here ships
+ * it: the handoffs one message per peer, one report to the entry, one WORK when requests are ready.
  */
 export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
@@ -58,11 +58,7 @@ export class EngineHost implements EngineEnv {
   readonly engine: Engine;
   private readonly peers = new Map<string, PeerLink>();
   private readonly tombstones = new Set<number>();
-  private events: EngineEvent[] = [];
-  private outbox = new Map<string, Arrival[]>();
   private traced: TraceEvent[] = [];
-  private returned = 0;
-  private inWave = false;
   private batchSeq = 0;
   private lastLane = '';
 
@@ -75,13 +71,14 @@ export class EngineHost implements EngineEnv {
     traceSink?: TraceSink,
     /** Shared by the engines of one thread (the entry's); an engine alone in its thread has its own. */
     private readonly wakes = new WakeGate(),
-    /** A batch's wave and everything it set off are over, and nothing else runs (the entry's debug checks). */
+    /** A batch's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
     private readonly settled?: () => void,
   ) {
     this.policy = new LaunchPolicy(settings.mode);
     this.retainState = settings.retainState;
     this.trace = traceSink ?? (settings.trace ? { emit: (e) => this.traced.push(e) } : undefined);
     const name = settings.models[settings.index];
+    runner.useClock?.(clock);
     this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, maxWaitMs: settings.maxWaitMs, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
   }
 
@@ -94,17 +91,12 @@ export class EngineHost implements EngineEnv {
     return ++this.batchSeq * this.settings.models.length + this.settings.index;
   }
 
-  /** A batch's results are being applied: the report waits for all of them. */
-  waveStart(): void {
-    this.inWave = true;
+  /** A batch landed: the lane actor looks at the queue again, then its outputs go out. */
+  landed(out: EngineOutputs): void {
     this.wakes.enter();
-  }
-
-  waveEnd(): void {
-    this.returned++;
-    this.inWave = false;
     try {
-      this.flush();
+      this.engine.actor.send({ type: 'BATCH_DONE' });
+      this.ship(out, 1);
     } finally {
       this.wakes.leave();
     }
@@ -113,44 +105,44 @@ export class EngineHost implements EngineEnv {
     if (this.settings.checkInvariants) checkEngine(this.engine);
   }
 
-  /** Runs one request of the entry or a peer, then ends its wave. */
+  /** Runs one request of the entry or a peer, then ships what it produced. */
   private call<T>(fn: () => T): T {
     this.wakes.enter();
     try {
       const out = fn();
-      this.flush();
+      this.ship(this.engine.take(), 0);
       return out;
     } finally {
       this.wakes.leave();
     }
   }
 
-  // --- what the engine produces ---
-
-  commit(c: Commit): void {
-    this.events.push(c);
+  /**
+   * The one output loop: the handoffs one message per peer (the peer admits them together and
+   * batches them), one report to the entry with the events in order (nothing if nothing changed),
+   * one WORK if requests are ready. An entry in this process hears the report before the WORK, so
+   * what it admits in answer joins the batch.
+   */
+  private ship(out: EngineOutputs, returned: number): void {
+    if (out.sent.length > 0) this.sendHandoffs(out.sent);
+    if (this.outlet.inProcess) {
+      this.report(out.events, returned);
+      this.wakes.wake(this);
+    } else {
+      // the entry mirrors the lane from the report: it must say whether a batch started
+      this.wake();
+      this.report(out.events, returned);
+    }
   }
 
-  finish(f: Finish): void {
-    this.events.push(f);
-    // the entry's release would come straight back here, so free the cache now
-    const local = this.engine.locals.get(f.requestId);
-    if (local) this.engine.release(local.spec, f.status);
-  }
-
-  /** Handoffs leave when the wave ends, one message per peer: the peer admits them together and batches them. */
-  deliver(name: string, a: Arrival): void {
-    this.events.push({ type: 'moved', requestId: a.spec.id, to: name, hops: a.counters.handoffs });
-    const list = this.outbox.get(name);
-    if (list) list.push(a);
-    else this.outbox.set(name, [a]);
-    if (!this.inWave) this.sendHandoffs();
-  }
-
-  private sendHandoffs(): void {
-    const out = this.outbox;
-    this.outbox = new Map();
-    for (const [name, arrivals] of out) {
+  private sendHandoffs(sent: EngineOutputs['sent']): void {
+    const byPeer = new Map<string, Arrival[]>();
+    for (const { to, arrival } of sent) {
+      const list = byPeer.get(to);
+      if (list) list.push(arrival);
+      else byPeer.set(to, [arrival]);
+    }
+    for (const [name, arrivals] of byPeer) {
       const peer = this.peers.get(name);
       if (peer) peer.arrive(arrivals);
       else this.outlet.viaEntry(name, arrivals);
@@ -195,12 +187,12 @@ export class EngineHost implements EngineEnv {
   gate(): void {
     this.call(() => {
       this.policy.grant(this.engine.index);
-      if (!this.engine.executing) this.engine.actor.send({ type: 'GATE' });
+      this.engine.actor.send({ type: 'GATE' });
     });
   }
 
   setDown(down: boolean): void {
-    this.call(() => (this.engine.down = down));
+    this.call(() => this.engine.actor.send({ type: down ? 'DOWN' : 'UP' }));
   }
 
   /** Fails every request this engine holds (their state here may be off); the engine serves on. */
@@ -211,60 +203,39 @@ export class EngineHost implements EngineEnv {
   /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */
   runnerLost(error: Error): number {
     return this.call(() => {
-      this.engine.down = true;
+      this.engine.actor.send({ type: 'DOWN' });
       return this.engine.failAll(error);
     });
   }
 
   replaceRunner(runner: ModelRunner): void {
     this.call(() => {
+      runner.useClock?.(this.clock);
       this.engine.runner = runner;
-      this.engine.down = false;
-      this.engine.dirty = true;
+      this.engine.actor.send({ type: 'UP' });
     });
   }
 
-  /**
-   * Ends a wave: the handoffs one message per peer, one WORK if ready work arrived, and one report
-   * to the entry with everything the wave produced (nothing if nothing changed). An entry in this
-   * process hears the report before the WORK, so what it admits in answer joins the batch.
-   */
-  flush(): void {
-    if (this.inWave) return;
-    if (this.outbox.size > 0) this.sendHandoffs();
-    if (this.outlet.inProcess) {
-      this.report();
-      this.wakes.wake(this);
-    } else {
-      // the entry mirrors the lane from the report: it must say whether a batch started
-      this.wake();
-      this.report();
-    }
-  }
-
-  /** One WORK if ready work arrived since the last. */
+  /** One WORK when requests are ready and no batch is in flight (a batch's return looks at the queue itself). */
   wake(): void {
     const e = this.engine;
-    if (!e.dirty) return;
-    e.dirty = false;
+    if (e.executing || e.readyCount === 0) return;
     this.trace?.emit({ type: 'queue', t: this.clock.now(), model: e.name, length: e.readyCount });
-    if (!e.executing) e.actor.send({ type: 'WORK' });
+    e.actor.send({ type: 'WORK' });
   }
 
-  private report(): void {
+  private report(events: EngineEvent[], returned: number): void {
     let lane: LaneStats | undefined;
     if (!this.outlet.inProcess) {
       lane = this.engine.laneStats();
       const key = `${lane.ready}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;
       const same = key === this.lastLane;
       this.lastLane = key;
-      if (same && this.events.length === 0 && this.traced.length === 0 && this.returned === 0) return;
-    } else if (this.events.length === 0 && this.traced.length === 0 && this.returned === 0) return;
-    // taken before the report goes: the entry may answer at once (a release), which flushes again
-    const report = { events: this.events, trace: this.traced, lane, returned: this.returned };
-    this.events = [];
-    this.traced = [];
-    this.returned = 0;
+      if (same && events.length === 0 && this.traced.length === 0 && returned === 0) return;
+    } else if (events.length === 0 && this.traced.length === 0 && returned === 0) return;
+    // taken before the report goes: the entry may answer at once (a release), which ships again
+    const report = { events, trace: this.traced, lane, returned };
+    if (this.traced.length > 0) this.traced = [];
     this.outlet.report(report);
   }
 

@@ -1,4 +1,4 @@
-// Debug-mode invariant checker: each request decoding on exactly one engine, KV accounting exact, commits only grow.
+// Debug-mode invariant checker for what is still kept twice: a local's ready flag beside its actor's state, the KV pool beside the caches, each request decoding on exactly one engine.
 import type { Engine } from './engine.ts';
 import type { RequestState } from './requestState.ts';
 

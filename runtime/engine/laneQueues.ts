@@ -1,4 +1,4 @@
-// One engine's queues and KV pool: ready FIFO, admission queue, pending-return caches, prefix cache; planners decide, this applies.
+// One engine's queues and KV pool: ready FIFO, admission queue, eviction of pending-return caches, prefix cache; planners decide, this applies.
 import { TokenRouterError } from '../errors.ts';
 import { planAdmission } from '../scheduler/planAdmission.ts';
 import type { ReadyRow } from '../scheduler/planBatch.ts';
@@ -30,14 +30,14 @@ export class LaneQueues {
   readonly pool: CachePool;
   /** FIFO; may hold stale slots (a local no longer ready, or enqueued again later): each step's view skips them. */
   private ready: LocalRequest[] = [];
-  /** Which locals are ready: the FIFO's order, this set's membership. */
-  private readonly readySet = new Set<LocalRequest>();
+  /** Locals whose `ready` is set: the FIFO gives the order, each local's flag its membership. */
+  private readyN = 0;
   /** Numbers each step's view, so a local sitting in the FIFO twice is read once. */
   private viewSeq = 0;
   /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
-  /** Pending-return locals holding a cache, oldest first: eviction candidates under memory pressure. */
-  private readonly pendingReturn = new Set<LocalRequest>();
+  /** Numbers handoffs, so pending-return caches are evicted oldest first. */
+  private leftSeq = 0;
   /** Caches of requests that let go of them, by token ids (null: prefix caching off). */
   readonly prefix: PrefixCache | null;
   constructor(
@@ -46,6 +46,8 @@ export class LaneQueues {
     private readonly stats: QueueStats,
     private readonly runner: QueueRunner,
     prefixCache: boolean,
+    /** The engine's requests: which of them wait pending-return is their actors' state, read here. */
+    private readonly locals: ReadonlyMap<string, LocalRequest>,
   ) {
     this.pool = new CachePool(kvCapacityTokens, kvBytesPerToken);
     this.prefix = prefixCache
@@ -62,19 +64,31 @@ export class LaneQueues {
   }
 
   get pendingReturnCount(): number {
-    return this.pendingReturn.size;
+    let n = 0;
+    for (const l of this.locals.values()) if (l.hasCache && l.status === 'pending-return') n++;
+    return n;
+  }
+
+  /** Pending-return locals still holding a cache, oldest first: the eviction candidates under memory pressure. */
+  private evictable(): LocalRequest[] {
+    const out: LocalRequest[] = [];
+    for (const l of this.locals.values()) if (l.hasCache && l.status === 'pending-return') out.push(l);
+    return out.sort((a, b) => a.leftAt - b.leftAt);
   }
 
   get readyCount(): number {
-    return this.readySet.size;
+    return this.readyN;
   }
 
   isReady(local: LocalRequest): boolean {
-    return this.readySet.has(local);
+    return local.ready;
   }
 
   enqueue(local: LocalRequest): void {
-    this.readySet.add(local);
+    if (!local.ready) {
+      local.ready = true;
+      this.readyN++;
+    }
     this.ready.push(local);
   }
 
@@ -83,20 +97,18 @@ export class LaneQueues {
     this.unready(local);
     const i = this.admissionQueue.indexOf(local);
     if (i >= 0) this.admissionQueue.splice(i, 1);
-    this.pendingReturn.delete(local);
   }
 
   /** Its FIFO slot goes stale; the next view skips it. */
   unready(local: LocalRequest): void {
-    this.readySet.delete(local);
+    if (!local.ready) return;
+    local.ready = false;
+    this.readyN--;
   }
 
-  markPendingReturn(local: LocalRequest): void {
-    this.pendingReturn.add(local);
-  }
-
-  resumed(local: LocalRequest): void {
-    this.pendingReturn.delete(local);
+  /** The local just left for a peer (its actor is pending-return): it is the newest eviction candidate. */
+  left(local: LocalRequest): void {
+    local.leftAt = ++this.leftSeq;
   }
 
   /**
@@ -112,7 +124,7 @@ export class LaneQueues {
     for (; i < this.ready.length && taken < limit; i++) {
       const local = this.ready[i];
       // a local enqueued again after its slot went stale sits here twice: the first slot counts
-      if (!this.readySet.has(local) || local.viewStamp === stamp) continue;
+      if (!local.ready || local.viewStamp === stamp) continue;
       local.viewStamp = stamp;
       taken++;
       locals.push(local);
@@ -144,17 +156,14 @@ export class LaneQueues {
     const admitted: LocalRequest[] = [];
     while (this.admissionQueue.length > 0) {
       this.evictPrefixesFor(this.admissionQueue[0]);
-      const victims = [...this.pendingReturn];
-      const plan = planAdmission({
-        capacity: this.pool.capacityTokens - this.pool.prefixTokenCount,
-        reserved: this.pool.reservedTokenCount,
-        waiting: this.admissionQueue.map((l) => l.spec.maxLength),
-        evictable: victims.map((l) => l.reserved),
-      });
+      const waiting = this.admissionQueue.map((l) => l.spec.maxLength);
+      const capacity = this.pool.capacityTokens - this.pool.prefixTokenCount;
+      // the pending-return caches are looked up only when what waits cannot all fit without them
+      const victims = this.pool.reservedTokenCount + waiting.reduce((s, n) => s + n, 0) <= capacity ? [] : this.evictable();
+      const plan = planAdmission({ capacity, reserved: this.pool.reservedTokenCount, waiting, evictable: victims.map((l) => l.reserved) });
       if (plan.admit === 0) break;
       for (const victim of victims.slice(0, plan.evict)) {
         this.dropCache(victim);
-        this.pendingReturn.delete(victim);
         this.stats.evictions++;
       }
       for (const local of this.admissionQueue.splice(0, plan.admit)) {
@@ -178,7 +187,7 @@ export class LaneQueues {
     const need = head.spec.maxLength;
     const pool = this.pool;
     let evictable = 0;
-    for (const l of this.pendingReturn) evictable += l.reserved;
+    for (const l of this.evictable()) evictable += l.reserved;
     if (pool.reservedTokenCount - evictable + need > pool.capacityTokens) return;
     while (prefix.size > 0 && pool.reservedTokenCount + pool.prefixTokenCount + need > pool.capacityTokens) {
       prefix.evictOne();

@@ -59,7 +59,16 @@ export interface Moved {
 /** What an engine tells the entry about its requests, in order. */
 export type EngineEvent = Commit | Finish | Moved;
 
-/** Everything one wave of an engine produced, for the entry: its events in order, trace events, its lane, batches it finished. */
+/**
+ * What an engine produced, as data (vLLM's EngineCoreOutputs): per request its committed tokens,
+ * finish and handoff as events for the entry, in order, and the handoffs themselves for the peers.
+ */
+export interface EngineOutputs {
+  readonly events: EngineEvent[];
+  readonly sent: { readonly to: string; readonly arrival: Arrival }[];
+}
+
+/** What one landed batch or handled call of an engine produced, for the entry: its events in order, trace events, its lane, batches it finished. */
 export interface EngineReport {
   readonly events: readonly EngineEvent[];
   readonly trace: readonly TraceEvent[];

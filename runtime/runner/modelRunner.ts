@@ -1,6 +1,7 @@
 // The model-runner contract: batched "feed these tokens, sample the next" steps over per-request KV caches.
 import type { ModelInfo, SamplingParams } from '../../shared/protocol/engineProtocol.ts';
 import type { StepOutput, StepRow } from '../../shared/protocol/runnerProtocol.ts';
+import type { Clock } from '../clock/clock.ts';
 
 export type { SamplingParams, SamplingPenalties, ModelInfo } from '../../shared/protocol/engineProtocol.ts';
 export type { StepOutput, StepPass, StepRow } from '../../shared/protocol/runnerProtocol.ts';
@@ -17,8 +18,13 @@ export function rowPhase(row: Pick<StepRow, 'position' | 'tokens'>): StepPhase {
 
 export interface ModelRunner {
   readonly info: ModelInfo;
-  /** Runs one batched step. May answer synchronously (fake and simulated runners) or by promise. */
-  step(rows: readonly StepRow[]): StepOutput | Promise<StepOutput>;
+  /**
+   * Runs one batched step; the answer comes by promise (a real model) or by a thenable the
+   * runner settles on its clock (a simulated one: see `useClock`). A throw is a failed step.
+   */
+  step(rows: readonly StepRow[]): PromiseLike<StepOutput>;
+  /** A simulated runner answers after the step's simulated duration on this clock (the engine's). */
+  useClock?(clock: Clock): void;
   /** Frees a request's cache. Never called while a step holding that cache is in flight. */
   release(cacheId: number): void;
   /**

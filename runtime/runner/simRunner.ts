@@ -1,5 +1,7 @@
 // Fake and simulated runners: deterministic tokens from the exact context fed, latency from a model of batch cost.
 import type { TokenSignals } from '../../shared/algorithm.ts';
+import type { Clock } from '../clock/clock.ts';
+import { Later } from '../clock/later.ts';
 import { hashString, mix } from '../util/hash.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
 
@@ -31,6 +33,18 @@ export interface SimRunnerOptions {
   latency?: LatencyModel;
 }
 
+/** A simulated step's result: readable at once (tests, the oracle), and a thenable settled after its duration on the runner's clock. */
+export class SimStep extends Later<StepOutput> implements StepOutput {
+  constructor(
+    readonly rows: TokenSignals[],
+    readonly durationMs: number,
+    clock: Clock | null,
+  ) {
+    super();
+    this.settleAfter(clock, durationMs, true, { rows, durationMs });
+  }
+}
+
 const NONE: readonly number[] = Object.freeze([]);
 const NO_HEADS: Readonly<Record<string, number>> = Object.freeze({});
 
@@ -50,9 +64,12 @@ interface Cache {
 export class SimRunner implements ModelRunner {
   readonly info: ModelInfo;
   private readonly caches = new Map<number, Cache>();
-  private readonly next: (ctx: SimContext) => SimOutput;
+  /** Next token and signals from the context; null: hash-derived tokens and uniform signals, built in place. */
+  private readonly next: ((ctx: SimContext) => SimOutput) | null;
   private readonly latency: LatencyModel;
   private readonly modelSalt: number;
+  /** Where a step's result waits out its simulated duration; none: it is there at once. */
+  private clock: Clock | null = null;
   /** Steps taken and rows by phase, for tests. */
   readonly counts = { steps: 0, rows: 0, prefillRows: 0, extendRows: 0, decodeRows: 0, tokensFed: 0, releases: 0, forks: 0, forkedTokens: 0 };
 
@@ -67,21 +84,18 @@ export class SimRunner implements ModelRunner {
     };
     this.modelSalt = hashString(opts.name);
     this.latency = opts.latency ?? (() => 0);
-    const vocab = this.info.vocabSize;
-    const salt = this.modelSalt;
-    this.next =
-      opts.next ??
-      ((ctx) => {
-        const h = mix(ctx.contextHash, salt);
-        return { token: h % vocab, entropy: (h >>> 8) / 16777216, maxProb: 1 - (h >>> 8) / 16777216 / 2 };
-      });
+    this.next = opts.next ?? null;
   }
 
   get liveCaches(): number {
     return this.caches.size;
   }
 
-  step(rows: readonly StepRow[]): StepOutput {
+  useClock(clock: Clock): void {
+    this.clock = clock;
+  }
+
+  step(rows: readonly StepRow[]): SimStep {
     const c = this.counts;
     c.steps++;
     const out: TokenSignals[] = new Array(rows.length);
@@ -106,16 +120,20 @@ export class SimRunner implements ModelRunner {
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
-    return { rows: out, durationMs: this.latency(rows.length, tokensFed) };
+    return new SimStep(out, this.latency(rows.length, tokensFed), this.clock);
   }
 
   private sample(cache: Cache, row: StepRow): TokenSignals {
+    if (!this.next) {
+      // the default model, without the context and output objects a scripted `next` needs (one object per row, not three)
+      const h = mix(cache.hash, this.modelSalt);
+      const entropy = (h >>> 8) / 16777216;
+      const maxProb = 1 - entropy / 2;
+      return { token: this.allowed(h % this.info.vocabSize, row), entropy, maxProb, margin: maxProb / 2, tokenProb: maxProb, topIds: NONE, topProbs: NONE, heads: NO_HEADS, hidden: undefined };
+    }
     const o = this.next({ model: this.info.name, requestId: row.requestId, contextHash: cache.hash, position: cache.length, seed: row.sampling.seed });
-    const eos = this.info.eosTokenId;
-    // min_tokens not reached: an EOS becomes the next token id (a simulated model has no distribution to redraw from).
-    const token = row.sampling.suppressEos && o.token === eos && eos >= 0 ? (eos + 1) % this.info.vocabSize : o.token;
     return {
-      token,
+      token: this.allowed(o.token, row),
       entropy: o.entropy,
       maxProb: o.maxProb,
       margin: o.margin ?? o.maxProb / 2,
@@ -125,6 +143,12 @@ export class SimRunner implements ModelRunner {
       heads: o.heads ?? NO_HEADS,
       hidden: o.hidden,
     };
+  }
+
+  /** min_tokens not reached: an EOS becomes the next token id (a simulated model has no distribution to redraw from). */
+  private allowed(token: number, row: StepRow): number {
+    const eos = this.info.eosTokenId;
+    return row.sampling.suppressEos && token === eos && eos >= 0 ? (eos + 1) % this.info.vocabSize : token;
   }
 
   release(cacheId: number): void {

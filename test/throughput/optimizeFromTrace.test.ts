@@ -105,13 +105,13 @@ describe('profileStepLatency', () => {
     // Advances a virtual clock by each step's simulated duration, as the sub-server would wait for it.
     const runner: ModelRunner = {
       info: sim.info,
-      step: (rows: readonly StepRow[]): StepOutput => {
+      step: (rows: readonly StepRow[]) => {
         for (const r of rows) {
           open.add(r.cacheId);
           positions.push(r.position);
         }
-        const out = sim.step(rows) as StepOutput;
-        t += out.durationMs ?? 0;
+        const out = sim.step(rows);
+        t += out.durationMs;
         return out;
       },
       release: (id) => {
