@@ -4,7 +4,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
-import type { TokenAttribution } from '../../shared/api/openai.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
@@ -28,6 +27,7 @@ import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import { withTokenText } from '../trace/tokenTextSink.ts';
 import { DraftCache } from './draftCache.ts';
+import { streamToken, type StreamToken } from './streamToken.ts';
 import { TextStream } from './textStream.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
@@ -45,18 +45,7 @@ function startThread(m: ServerConfig['models'][number], folder: ModelFolder): Pr
 /** Built-ins stored as version 1 on first start. */
 const SEEDED = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me', 'query-router'];
 
-/** A committed token as the service streams it: the wire's attribution, plus logprobs for the HTTP layer to shape. */
-export interface StreamToken extends TokenAttribution {
-  /** Only when the request asked for logprobs (sampling.topLogprobs): the writing model's distribution here. */
-  logprobs?: TokenLogprobs;
-}
-
-/** The probability the writing model gave the committed token, and its most likely tokens, best first. */
-export interface TokenLogprobs {
-  prob: number;
-  topIds: readonly number[];
-  topProbs: readonly number[];
-}
+export type { StreamToken, TokenLogprobs } from './streamToken.ts';
 
 export interface GenerateParams {
   model: string;
@@ -70,11 +59,17 @@ export interface GenerateParams {
   draftIr?: unknown;
   /** The id the client sees; the trace, the timeline and the metrics use the same. */
   requestId?: string;
+  /** Hand the sink each token's signals and decision (`tokenrouter_tokens`); logprobs imply it. Off: text and model only. */
+  perToken?: boolean;
 }
 
 export interface GenerateSink {
-  /** New committed tokens and the text they add (held back while it may still become a stop string). */
-  onDelta(tokens: StreamToken[], text: string): void;
+  /**
+   * One committed token: the text it lets the client see now (held back while it may still become a
+   * stop string), the model that wrote it, and its detail when the request asked for it (else null).
+   * At the end, text held back until then comes with model null.
+   */
+  onDelta(text: string, model: string | null, token: StreamToken | null): void;
   onEnd(outcome: GenerateOutcome): void;
 }
 
@@ -467,6 +462,7 @@ export class TokenRouterService {
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
     const out = new TextStream(this.tokenizer, params.stop, params.minTokens ?? 0);
     const topLogprobs = params.sampling.topLogprobs;
+    const detail = params.perToken === true || topLogprobs !== undefined;
     const handle = this.cluster.submit({
       id,
       prompt: params.promptIds,
@@ -478,21 +474,12 @@ export class TokenRouterService {
       onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
         if (out.stopped) return;
         const delta = out.push(token);
-        const st: StreamToken = {
-          id: token,
-          text: this.tokenText(token),
-          model,
-          signals: { entropy: sig.entropy, maxProb: sig.maxProb, margin: sig.margin, heads: sig.heads },
-          decision: atHandoff ? 'handoff' : 'stay',
-          kept: true,
-        };
-        if (topLogprobs !== undefined) st.logprobs = { prob: sig.tokenProb, topIds: sig.topIds.slice(0, topLogprobs), topProbs: sig.topProbs.slice(0, topLogprobs) };
-        sink.onDelta([st], delta);
+        sink.onDelta(delta, model, detail ? streamToken(token, this.tokenText(token), model, sig, atHandoff, topLogprobs) : null);
         if (out.stopped) this.cluster.stop(id);
       },
       onEnd: (result) => {
         const { text, rest } = out.finish();
-        if (rest) sink.onDelta([], rest);
+        if (rest) sink.onDelta(rest, null, null);
         const finishReason = out.stopped ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
         sink.onEnd({ result, text, finishReason, algorithm: name, version });
       },

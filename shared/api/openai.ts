@@ -50,7 +50,7 @@ const common = {
   ignore_eos: z.boolean().nullish(),
   /** With model "draft": an algorithm IR to run without deploying it (the designer's playground). */
   tokenrouter_ir: z.unknown().optional(),
-  /** Non-streamed answers: add `tokenrouter.tokens`, one entry per token with its model and signals (the playground's view; off by default: kilobytes no OpenAI client asked for). */
+  /** Add `tokenrouter.tokens`, one entry per token with its model and signals, to the answer or to each streamed chunk (the playground's view; off by default: kilobytes no OpenAI client asked for). */
   tokenrouter_tokens: z.boolean().nullish(),
 };
 
@@ -178,6 +178,7 @@ export type OpenAIErrorBody = z.infer<typeof openAIErrorBodySchema>;
 /** One streamed chat chunk as a client reads it: content deltas, the finish reason, and the tokens' attribution. */
 export const chatChunkSchema = z.object({
   choices: z.array(z.object({ delta: z.object({ content: z.string().optional() }).optional(), finish_reason: z.string().nullable().optional() })).optional(),
-  tokenrouter: z.object({ tokens: z.array(tokenAttributionSchema).optional() }).optional(),
+  /** Content chunks: `models`, this chunk's tokens by the model that wrote them; `tokens` with tokenrouter_tokens. */
+  tokenrouter: z.object({ models: z.record(z.string(), z.number()).optional(), tokens: z.array(tokenAttributionSchema).optional() }).optional(),
   error: openAIErrorBodySchema.shape.error.optional(),
 });

@@ -105,7 +105,7 @@ export interface ChatRun {
 
 /** Streams one chat completion (SSE); resolves with the finish reason when `[DONE]` arrives. */
 export async function streamChat(run: ChatRun): Promise<string | null> {
-  const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }] };
+  const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }], tokenrouter_tokens: true };
   if (run.ir) body.tokenrouter_ir = run.ir;
   // The admin token also passes /v1 on a server started with API keys; a key never opens admin.
   const res = await fetch('/v1/chat/completions', { method: 'POST', headers: adminHeaders(true), body: JSON.stringify(body), signal: run.signal });

@@ -1,11 +1,12 @@
 // The streamed OpenAI answer: SSE chunks per delta, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import type { GenerateHandle, GenerateOutcome, StreamToken } from '../../serve/tokenRouterService.ts';
+import type { GenerateHandle, GenerateOutcome } from '../../serve/tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Plan } from './requestPlan.ts';
-import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } from './responseShapes.ts';
+import { ChoiceChunks, chunkHead } from './choiceChunks.ts';
+import { attribution, usageOf } from './responseShapes.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
 const CLOSE_GRACE_MS = 5000;
@@ -16,30 +17,28 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   const started = performance.now();
-  const state = jobs.map((job) => ({ first: true, lastChunkAt: 0, echo: job.echo, offset: { offset: job.echo.length } }));
+  const head = chunkHead(kind, id, model, createdAt);
+  const choices = jobs.map((job) => new ChoiceChunks(service, kind, head, job.index, job.echo, plan.logprobs));
+  const lastChunkAt = jobs.map(() => 0);
   const outs: GenerateOutcome[] = new Array(jobs.length);
   let finished = 0;
   let over = false;
   const bound = service.config.limits.streamBufferBytes;
-  const write = (payload: unknown) => {
-    res.write(`data: ${JSON.stringify(payload)}\n\n`);
+  const writeRaw = (event: string) => {
+    res.write(event);
     if (!over && res.writableLength > bound) abortSlowClient();
   };
-  const chunk = (k: number, text: string, tokens: StreamToken[], finish: string | null, ext: unknown) => {
-    const st = state[k];
-    const index = jobs[k].index;
-    // completions with echo: the prompt's text leads the choice's first chunk
-    if (st.echo) {
-      text = st.echo + text;
-      st.echo = '';
+  const write = (payload: unknown) => writeRaw(`data: ${JSON.stringify(payload)}\n\n`);
+  /** Choice k's pending output as one chunk; content chunks feed the latency histograms. */
+  const send = (k: number) => {
+    if (!res.headersSent) startSse(res);
+    if (choices[k].hasText) {
+      const now = performance.now();
+      if (lastChunkAt[k]) metrics.interToken.observe((now - lastChunkAt[k]) / 1000);
+      else metrics.ttft.observe((now - started) / 1000);
+      lastChunkAt[k] = now;
     }
-    const lp = plan.logprobs === undefined || tokens.length === 0 ? null : kind === 'chat' ? { content: tokens.map((t) => chatLogprob(service, t)) } : completionLogprobs(service, tokens, st.offset);
-    const choice =
-      kind === 'chat'
-        ? { index, delta: st.first ? { role: 'assistant', content: text } : text ? { content: text } : {}, finish_reason: finish, logprobs: lp }
-        : { index, text, finish_reason: finish, logprobs: lp };
-    st.first = false;
-    write({ id, object, created: createdAt, model, choices: [choice], tokenrouter: ext });
+    writeRaw(choices[k].take());
   };
   let handles: GenerateHandle[] = [];
   const cancelAll = () => handles.forEach((h) => h.cancel());
@@ -61,17 +60,10 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
   handles = startAll(service, plan, (k) => ({
-    onDelta: (tokens, text) => {
+    onDelta: (text, from, token) => {
       if (over) return;
-      if (!res.headersSent) startSse(res);
-      const now = performance.now();
-      const st = state[k];
-      if (text) {
-        if (st.lastChunkAt) metrics.interToken.observe((now - st.lastChunkAt) / 1000);
-        else metrics.ttft.observe((now - started) / 1000);
-        st.lastChunkAt = now;
-      }
-      chunk(k, text, tokens, null, { tokens: plainTokens(tokens) });
+      choices[k].add(text, from, token);
+      if (choices[k].hasText) send(k);
     },
     onEnd: (o) => {
       metrics.observeRequest(o, started, false);
@@ -87,7 +79,7 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
       }
       if (!res.headersSent) startSse(res);
       outs[k] = o;
-      if (state[k].echo) chunk(k, '', [], null, { tokens: [] });
+      if (choices[k].pending) send(k);
       if (over) return;
       const done = { id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) };
       write(done);

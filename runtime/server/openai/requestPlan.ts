@@ -25,7 +25,7 @@ export interface Plan {
   promptTokens: number;
   /** Top logprobs per token the client asked for; undefined: no logprobs. */
   logprobs: number | undefined;
-  /** Non-streamed: include the per-token array (`tokenrouter_tokens: true`). */
+  /** Include the per-token array (`tokenrouter_tokens: true`): in the answer, or in each streamed chunk. */
   perToken: boolean;
 }
 
@@ -74,7 +74,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
       jobs.push({
         index: i * n + j,
         echo: echo ? p.text : '',
-        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir },
+        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir, perToken: body.tokenrouter_tokens === true },
       });
     }
   });
