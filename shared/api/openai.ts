@@ -34,6 +34,8 @@ const common = {
   stop,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullish(),
+  /** vLLM's --stream-interval per request: committed tokens per streamed chunk (the first chunk goes at once); default the server's limits.streamInterval. */
+  stream_interval: z.number().int().min(1).max(1024).nullish(),
   /** Independent choices, each drawn with its own seed derived from the request's. */
   n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
   user: z.string().max(256).nullish(),
@@ -55,8 +57,9 @@ const common = {
 };
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */
-function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown }, ctx: z.RefinementCtx): void {
+function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
   if (b.stream_options != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'only allowed with stream: true' });
+  if (b.stream_interval != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_interval'], message: 'only allowed with stream: true' });
 }
 
 const tokenIds = z.array(z.number().int().min(0)).min(1);

@@ -1,4 +1,4 @@
-// The streamed OpenAI answer: SSE chunks per delta, a finish chunk per choice, usage on request, then [DONE].
+// The streamed OpenAI answer: SSE chunks, one write per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
 import type { GenerateHandle, GenerateOutcome } from '../../serve/tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
@@ -10,9 +10,20 @@ import { attribution, usageOf } from './responseShapes.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
 const CLOSE_GRACE_MS = 5000;
+/**
+ * A turn's events past this size are written at once: one huge write would leave most of it in
+ * the stream's buffer (the kernel takes a socket buffer's worth) and trip streamBufferBytes for a
+ * client that reads; written in pieces, a reading client drains them as they go.
+ */
+const WRITE_BYTES = 64 * 1024;
 
-/** A streamed answer as server-sent events; a request refused before its first token still gets a JSON error. */
-export function answerStream({ service, metrics, drain, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+/**
+ * A streamed answer as server-sent events; a request refused before its first token still gets a
+ * JSON error. What the engines commit for it within one turn of the event loop goes out as one
+ * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
+ * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
+ */
+export function answerStream({ service, metrics, drain, turns, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { kind, id, model, jobs } = plan;
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
@@ -23,22 +34,45 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
   const outs: GenerateOutcome[] = new Array(jobs.length);
   let finished = 0;
   let over = false;
+  /** Events of this turn not yet written. */
+  let buf = '';
   const bound = service.config.limits.streamBufferBytes;
-  const writeRaw = (event: string) => {
-    res.write(event);
+  const append = (s: string) => {
+    if (over) return;
+    buf += s;
+    if (buf.length >= WRITE_BYTES) writeOut();
+  };
+  const event = (payload: unknown) => append(`data: ${JSON.stringify(payload)}\n\n`);
+  const writeOut = () => {
+    if (!res.headersSent) startSse(res);
+    res.write(buf);
+    buf = '';
     if (!over && res.writableLength > bound) abortSlowClient();
   };
-  const write = (payload: unknown) => writeRaw(`data: ${JSON.stringify(payload)}\n\n`);
   /** Choice k's pending output as one chunk; content chunks feed the latency histograms. */
-  const send = (k: number) => {
-    if (!res.headersSent) startSse(res);
+  const take = (k: number) => {
     if (choices[k].hasText) {
       const now = performance.now();
       if (lastChunkAt[k]) metrics.interToken.observe((now - lastChunkAt[k]) / 1000);
       else metrics.ttft.observe((now - started) / 1000);
       lastChunkAt[k] = now;
     }
-    writeRaw(choices[k].take());
+    append(choices[k].take());
+  };
+  /** The turn's end: the choices due a chunk add theirs, and the lot goes out in one write. */
+  const flush = () => {
+    if (over) return;
+    choices.forEach((c, k) => {
+      if (outs[k] === undefined && c.hasText && (lastChunkAt[k] === 0 || c.count >= plan.streamInterval)) take(k);
+    });
+    if (buf && !over) writeOut();
+  };
+  /** The last write: what the turn gathered, then `tail`, and the end of the response. */
+  const end = (tail = '') => {
+    if (res.writableEnded) return;
+    if (!res.headersSent) startSse(res);
+    res.end(buf + tail);
+    buf = '';
   };
   let handles: GenerateHandle[] = [];
   const cancelAll = () => handles.forEach((h) => h.cancel());
@@ -52,8 +86,7 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
     const unsent = res.writableLength;
     cancelAll();
     metrics.slowClientAborts.inc();
-    res.write(`data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`);
-    res.end();
+    res.end(`data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`);
     const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
     cut.unref();
     res.once('close', () => clearTimeout(cut));
@@ -63,7 +96,7 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
     onDelta: (text, from, token) => {
       if (over) return;
       choices[k].add(text, from, token);
-      if (choices[k].hasText) send(k);
+      turns.request(flush);
     },
     onEnd: (o) => {
       metrics.observeRequest(o, started, false);
@@ -72,22 +105,17 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
       if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
         over = true;
         cancelAll();
-        if (o.finishReason === 'cancelled') return void res.end();
+        if (o.finishReason === 'cancelled') return void end();
         if (!res.headersSent) return sendError(res, o.result.error ?? new Error('failed'));
-        write(toHttpError(o.result.error ?? new Error('failed')).body);
-        return void res.end();
+        return end(`data: ${JSON.stringify(toHttpError(o.result.error ?? new Error('failed')).body)}\n\n`);
       }
-      if (!res.headersSent) startSse(res);
       outs[k] = o;
-      if (choices[k].pending) send(k);
-      if (over) return;
-      const done = { id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) };
-      write(done);
-      if (++finished < jobs.length || over) return;
-      if (includeUsage) write({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
-      if (over) return;
-      res.write('data: [DONE]\n\n');
-      res.end();
+      if (choices[k].pending) take(k);
+      event({ id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) });
+      if (++finished < jobs.length) return turns.request(flush);
+      if (includeUsage) event({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
+      over = true;
+      end('data: [DONE]\n\n');
     },
   }));
   onClientGone(req, res, cancelAll);
@@ -96,9 +124,8 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
     if (over) return;
     over = true;
     cancelAll();
-    if (!res.headersSent) return sendError(res, e);
-    write(toHttpError(e).body);
-    res.end();
+    if (!res.headersSent && !buf) return sendError(res, e);
+    end(`data: ${JSON.stringify(toHttpError(e).body)}\n\n`);
   });
 }
 
@@ -106,4 +133,3 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
 function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
 }
-

@@ -27,6 +27,8 @@ export interface Plan {
   logprobs: number | undefined;
   /** Include the per-token array (`tokenrouter_tokens: true`): in the answer, or in each streamed chunk. */
   perToken: boolean;
+  /** Streamed: committed tokens per chunk after the first (the request's stream_interval, else the server's). */
+  streamInterval: number;
 }
 
 /** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
@@ -81,7 +83,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   // One id from the response through the trace and the timeline; choice k of several is id-k there.
   jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
-  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true };
+  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval };
 }
 
 /** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
