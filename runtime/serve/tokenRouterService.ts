@@ -139,6 +139,8 @@ export class TokenRouterService {
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
       trace: withTokenText(this.trace, tokenizer),
+      // only while something reads the trace: a live-feed client, a bench's --trace, "auto" thresholds, an SLO's shedder
+      tracing: false,
       checkInvariants,
       models: config.models.map((m) => {
         const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
@@ -146,6 +148,7 @@ export class TokenRouterService {
         return thread ? { ...at, thread } : { ...at, runner: runners.get(m.name)! };
       }),
     });
+    this.trace.whenRead((reading) => this.cluster.setTracing(reading));
     for (const [name, r] of runners) this.watch(name, r);
     // a remote model never fails as a whole (a lost replica fails its own requests, a new one joins by itself): its handle never reports a failure
     if (!this.borrowedThreads) for (const [name, t] of threads) this.watch(name, t);
