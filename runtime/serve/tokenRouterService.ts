@@ -24,9 +24,10 @@ import { ThreadEngine } from '../engine/threadEngine.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
-import { wantsFor } from '../../shared/algorithm.ts';
 import { withTokenText } from '../trace/tokenTextSink.ts';
+import { ChatPrompts } from './chatPrompts.ts';
 import { DraftCache } from './draftCache.ts';
+import { refuseMissingHeads } from './routerHeads.ts';
 import { streamToken, type StreamToken } from './streamToken.ts';
 import { TextStream } from './textStream.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
@@ -111,6 +112,7 @@ export class TokenRouterService {
   /** Algorithms already reported as served by an earlier version (or not at all), so the log says it once. */
   private readonly reported = new Set<string>();
   readonly drafts = new DraftCache<Served>();
+  readonly chatPrompts: ChatPrompts;
   private seq = 0;
 
   private constructor(
@@ -129,6 +131,7 @@ export class TokenRouterService {
     private readonly restartRunner: ((name: string) => Promise<ModelRunner>) | undefined,
     checkInvariants: boolean,
   ) {
+    this.chatPrompts = new ChatPrompts(tokenizer);
     const thresholds = config.scheduling.thresholds === 'auto' ? {} : config.scheduling.thresholds;
     this.cluster = new Cluster({
       clock,
@@ -347,30 +350,8 @@ export class TokenRouterService {
     if (missing !== undefined) {
       throw new TokenRouterError('invalid_request', `the algorithm runs on model "${missing}", which this server does not serve (served: ${this.config.models.map((m) => m.name).join(', ')})`, field);
     }
-    this.refuseMissingHeads(alg, models as string[], field);
+    refuseMissingHeads(alg, models as string[], this.folders, field);
     return alg;
-  }
-
-  /**
-   * A router head the algorithm reads must ship in the model's folder (routers/routers.json), and it
-   * runs on the export's "hidden_states" output; a plain Hugging Face export has neither. Found here,
-   * at deploy, rather than as a failed step on the first request. Models without a folder on this
-   * host (injected runners, remote sub-servers) are not checked: their heads are not known here.
-   */
-  private refuseMissingHeads(alg: Algorithm<unknown>, models: readonly string[], field: string): void {
-    for (const [i, m] of models.entries()) {
-      const folder = this.folders.get(m);
-      if (!folder) continue;
-      const have = Object.keys(folder.routers);
-      // model ids are 1-based places in the algorithm's model list
-      const lacking = wantsFor(alg, i + 1).heads.find((h) => !have.includes(h));
-      if (lacking === undefined) continue;
-      throw new TokenRouterError(
-        'invalid_request',
-        `the algorithm reads router head "${lacking}" on model "${m}", whose folder ${folder.dir} ships ${have.length ? `only ${have.join(', ')}` : 'none'}: router-head algorithms need a trained head in routers/routers.json and a "hidden_states" output in the ONNX export`,
-        field,
-      );
-    }
   }
 
   /**
@@ -422,6 +403,8 @@ export class TokenRouterService {
     if (c.activeCount >= c.maxConcurrency && c.queuedCount >= c.maxQueue) throw new TokenRouterError('overloaded', `admission queue is full (${c.maxQueue} waiting)`, null);
   }
 
+  private readonly resolved = new Map<string, { generation: number; served: Served & { name: string; version: number | null } }>();
+
   /** The algorithm a request names, at the version active now (in-flight requests keep theirs). */
   resolve(model: string, draftIr?: unknown): Served & { name: string; version: number | null } {
     if (model === 'draft') {
@@ -438,10 +421,16 @@ export class TokenRouterService {
       if (!served) this.compiled.set(key, (served = { algorithm: buildAlgorithm({ kind: 'single', model }), ref: { key, source: { kind: 'single', model } } }));
       return { ...served, name: model, version: null };
     }
+    // What a name serves, read from the registry once per change of it (a deploy, activate, rollback or delete here bumps its generation).
+    const known = this.resolved.get(model);
+    if (known && known.generation === this.registry.generation) return known.served;
     if (this.registry.active(model)) {
+      const generation = this.registry.generation;
       const s = this.serving(model);
       if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
-      return { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
+      const served = { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
+      this.resolved.set(model, { generation, served });
+      return served;
     }
     throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
   }

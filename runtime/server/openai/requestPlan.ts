@@ -136,5 +136,5 @@ function messageText(m: ChatMessage): string {
 function chatPrompt(service: TokenRouterService, body: ChatRequest): number[] {
   const messages = body.messages.map((m) => ({ role: m.role, content: messageText(m) }));
   if (messages.every((m) => m.content.trim() === '')) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
-  return service.tokenizer.encodeChat(messages, true);
+  return service.chatPrompts.ids(messages);
 }
