@@ -124,6 +124,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const warmup = f.num('warmup', concurrency * 2);
   const rounds = f.sized('rounds', 2, 1);
   const ignoreEos = f.bool('ignore-eos', false);
+  const streamInterval = f.num('stream-interval', 1);
+  if (!Number.isInteger(streamInterval) || streamInterval < 1) throw new Error(`--stream-interval must be an integer ≥ 1, got ${streamInterval}`);
   // The issue's offline side is static batching; runOffline also does continuous for callers that want vLLM's engine loop.
   const batching: Batching = 'static';
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be an integer ≥ 1, got ${rounds}`);
@@ -153,7 +155,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           if (side === 'offline') {
             offline.push(await runOffline({ ...base, prompts: measured }));
           } else {
-            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
+            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, streamInterval });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
             served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean });
@@ -219,6 +221,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
       mode: 'async-delayed, retainState true, thresholds 1, maxWaitMs 20, maxBatch 32 (the server’s defaults; nothing tuned)',
       concurrency,
+      stream_interval: streamInterval,
       ...servingSettings({ ...serving, placement }),
       placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
       entry_us_per_token: 'CPU time of this process\'s main thread (the entry: HTTP, admission, request actors, SSE) over the measured served run, from /proc/self/task/<pid>/stat utime+stime (10 ms ticks), ÷ committed output tokens; the load generator runs in a child process, engines and models in their own threads, so neither counts; median over rounds',

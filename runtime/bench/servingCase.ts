@@ -42,6 +42,8 @@ export interface ServingCase {
   /** Requests carry `ignore_eos: true` (vLLM's --ignore-eos): every one runs to max_tokens. */
   ignoreEos?: boolean;
   maxWaitMs?: number;
+  /** Tokens per streamed chunk after the first (limits.streamInterval); default the server's, 1. */
+  streamInterval?: number;
   maxBatch?: number;
   /** Keep per-batch timings for the overhead breakdown. */
   recordSteps?: boolean;
@@ -222,7 +224,7 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       maxWaitMs: c.maxWaitMs ?? 20,
       prefixCache: c.mode.retainState || c.baselinePrefixCache !== false,
     },
-    limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
+    limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1), ...(c.streamInterval === undefined ? {} : { streamInterval: c.streamInterval }) },
     defaultAlgorithm: c.algorithm,
   });
   const inThreads = resolvedPlacement(c.placement ?? 'auto', set) === 'thread' && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
