@@ -15,7 +15,9 @@ const CLOSE_GRACE_MS = 5000;
  * the stream's buffer (the kernel takes a socket buffer's worth) and trip streamBufferBytes for a
  * client that reads; written in pieces, a reading client drains them as they go.
  */
-const WRITE_BYTES = 64 * 1024;
+const WRITE_BYTES = 16 * 1024;
+/** What a stream that is being read may hold past a burst, in streamBufferBytes. */
+const BURST_BOUNDS = 4;
 
 /**
  * A streamed answer as server-sent events; a request refused before its first token still gets a
@@ -43,11 +45,22 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
     if (buf.length >= WRITE_BYTES) writeOut();
   };
   const event = (payload: unknown) => append(`data: ${JSON.stringify(payload)}\n\n`);
+  /**
+   * A turn's burst (the steps of a turn in which the entry fell behind land at once) may pass the
+   * bound with a client that reads. So past it, the stream goes on while the client took some of
+   * it since the last write (up to BURST_BOUNDS times the bound); a client that took nothing is
+   * not reading and is cut at that write, holding at most the bound and one turn's output.
+   */
+  let unsentWhenPast = -1;
   const writeOut = () => {
     if (!res.headersSent) startSse(res);
+    const before = res.writableLength;
     res.write(buf);
     buf = '';
-    if (!over && res.writableLength > bound) abortSlowClient();
+    const unsent = res.writableLength;
+    if (over || unsent <= bound) return void (unsentWhenPast = -1);
+    if ((unsentWhenPast >= 0 && before >= unsentWhenPast) || unsent > BURST_BOUNDS * bound) return abortSlowClient();
+    unsentWhenPast = unsent;
   };
   /** Choice k's pending output as one chunk; content chunks feed the latency histograms. */
   const take = (k: number) => {
