@@ -46,7 +46,7 @@ export const SUITE_FLAGS = [
   'json', 'trace', 'quick', 'algorithm', 'algorithms', 'bundled-lengths', 'bundled-requests-per-client', 'calibration-requests',
   'calibration-requests-per-client', 'client', 'concurrency', 'delay-ms', 'ignore-eos', 'large-stay', 'large-threshold', 'lengths',
   'levels', 'max-batch', 'max-tokens', 'max-wait-ms', 'p', 'paper-max-tokens', 'prompt', 'relay', 'repeats', 'requests',
-  'placement', 'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',
+  'placement', 'stream-interval', 'requests-per-client', 'rounds', 'runners', 'settle-ms', 'tag', 'threshold-large', 'threshold-small', 'thresholds', 'tokens', 'warmup',
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s', 'request-rate', 'burstiness', 'goodput',
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',

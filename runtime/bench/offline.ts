@@ -8,7 +8,7 @@ import { progress } from '../util/progressLine.ts';
 import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
-import { runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
+import { resolvedPlacement, runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 
@@ -124,12 +124,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const warmup = f.num('warmup', concurrency * 2);
   const rounds = f.sized('rounds', 2, 1);
   const ignoreEos = f.bool('ignore-eos', false);
+  const streamInterval = f.num('stream-interval', 1);
+  if (!Number.isInteger(streamInterval) || streamInterval < 1) throw new Error(`--stream-interval must be an integer ≥ 1, got ${streamInterval}`);
   // The issue's offline side is static batching; runOffline also does continuous for callers that want vLLM's engine loop.
   const batching: Batching = 'static';
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be an integer ≥ 1, got ${rounds}`);
   const set = await loadRunnerSet(f.str('runners'));
-  // As the server's "auto" placement: engines beside their ONNX models in threads, simulated runners in-process.
-  const placement = f.str('placement') === undefined ? (set.threads ? 'thread' : 'in-process') : serving.placement;
+  // --placement, default the server's "auto": engines beside their ONNX models in threads, simulated runners in-process
+  const placement = serving.placement;
+  const resolved = resolvedPlacement(placement, set);
   const total = models.length * rounds * 2;
   let done = 0;
   const rows: Row[] = [];
@@ -144,7 +147,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await runOffline({ ...base, prompts: Array.from({ length: warmup }, (_, k) => -(k + 1)) });
       const measured = Array.from({ length: requests }, (_, i) => i);
       const offline: OfflineRun[] = [];
-      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; meanE2eMs: number }[] = [];
+      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number }[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so a drift in the shared machine's load does not favour one.
         const order = r % 2 === 0 ? ['offline', 'served'] : ['served', 'offline'];
@@ -152,10 +155,10 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           if (side === 'offline') {
             offline.push(await runOffline({ ...base, prompts: measured }));
           } else {
-            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos });
+            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, streamInterval });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, meanE2eMs: m.e2eMs.mean });
+            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean });
           }
           progress(`offline ${model} round ${r + 1} ${side}`, ++done, total);
         }
@@ -166,17 +169,31 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const offTok = median(offline.map((o) => o.tokS));
       const srvTok = median(served.map((s) => s.tokS));
       const ratio = srvTok / offTok;
+      // the entry's main thread: its CPU over the measured run ÷ streamed (committed) tokens
+      const entryUs = served.every((s) => s.entryMainMs !== null) ? median(served.map((s) => (s.entryMainMs! * 1000) / s.outputTokens)) : null;
       perModel.push({
         model,
         offline_tok_s: offTok,
         served_tok_s: srvTok,
         ratio,
+        entry_us_per_token: entryUs,
+        served_server_cpu_cores: median(served.map((s) => s.cpuMs / s.wallMs)),
+        served_client_cpu_cores: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => s.clientCpuMs! / s.wallMs)) : null,
+        offline_cpu_cores: median(offline.map((o) => o.cpuMs / o.wallMs)),
         rounds: offline.map((o, r) => ({
           offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs },
-          served: { tok_s: served[r].tokS, output_tokens: served[r].outputTokens, wall_ms: served[r].wallMs, mean_e2e_ms: served[r].meanE2eMs, server_cpu_cores: served[r].cpuMs / served[r].wallMs },
+          served: {
+            tok_s: served[r].tokS,
+            output_tokens: served[r].outputTokens,
+            wall_ms: served[r].wallMs,
+            mean_e2e_ms: served[r].meanE2eMs,
+            server_cpu_cores: served[r].cpuMs / served[r].wallMs,
+            client_cpu_cores: served[r].clientCpuMs === null ? null : served[r].clientCpuMs / served[r].wallMs,
+            entry_main_cpu_ms: served[r].entryMainMs,
+          },
         })),
       });
-      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, target: ratio >= 0.9 ? 'met' : 'missed', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
     }
   } finally {
     await set.close();
@@ -204,7 +221,11 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
       mode: 'async-delayed, retainState true, thresholds 1, maxWaitMs 20, maxBatch 32 (the server’s defaults; nothing tuned)',
       concurrency,
+      stream_interval: streamInterval,
       ...servingSettings({ ...serving, placement }),
+      placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
+      entry_us_per_token: 'CPU time of this process\'s main thread (the entry: HTTP, admission, request actors, SSE) over the measured served run, from /proc/self/task/<pid>/stat utime+stime (10 ms ticks), ÷ committed output tokens; the load generator runs in a child process, engines and models in their own threads, so neither counts; median over rounds',
+      cpu_cores: 'served_server_cpu_cores: this process (entry, engine threads, model threads) CPU ÷ wall over the served run; served_client_cpu_cores: the load generator process\'s; offline_cpu_cores: this process over the offline loop',
       tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
     },
     target: 'served_tok_s ≥ 0.90 × offline_tok_s for every bundled model (issue 17)',

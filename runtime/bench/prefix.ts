@@ -21,6 +21,7 @@ import { type BenchOptions, type SuiteRun } from './benchSuite.ts';
 import type { MeteredRunner } from './meteredRunner.ts';
 import { loadRunnerSet, type RunnerSet } from './benchRunners.ts';
 import { ALGORITHM_LANES } from './serving.ts';
+import { enginePlacement, resolvedPlacement } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { printTable, type Row } from '../util/table.ts';
 
@@ -277,6 +278,7 @@ async function copyVersusPrefill(model: string, tokens: readonly number[], reps:
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
+  const set = await loadRunnerSet(f.str('runners'));
   const s: Settings = {
     algorithm: f.str('algorithm', 'r2r'),
     concurrency: f.num('concurrency', 8),
@@ -285,11 +287,11 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     maxTokens: f.num('max-tokens', 32),
     repeats: f.sized('repeats', 2, 1),
     ignoreEos: f.bool('ignore-eos', true),
-    placement: f.str('placement', 'in-process') === 'thread' ? 'thread' : 'in-process',
+    // the server's default, auto: engines beside ONNX models in threads, simulated runners in-process
+    placement: resolvedPlacement(enginePlacement(f.str('placement')), set),
     client: f.str('client', 'process') === 'inline' ? 'inline' : 'process',
     trace: f.str('trace') === undefined ? undefined : new TraceDir(path.resolve(f.str('trace')!)),
   };
-  const set = await loadRunnerSet(f.str('runners'));
   const on: Figures[] = [];
   const off: Figures[] = [];
   try {

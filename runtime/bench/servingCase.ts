@@ -42,6 +42,8 @@ export interface ServingCase {
   /** Requests carry `ignore_eos: true` (vLLM's --ignore-eos): every one runs to max_tokens. */
   ignoreEos?: boolean;
   maxWaitMs?: number;
+  /** Tokens per streamed chunk after the first (limits.streamInterval); default the server's, 1. */
+  streamInterval?: number;
   maxBatch?: number;
   /** Keep per-batch timings for the overhead breakdown. */
   recordSteps?: boolean;
@@ -102,15 +104,34 @@ export interface ServingResult {
   /** With recordRouting: every request step, in order. */
   steps: RecordedStep[];
   /** CPU over the measured requests: this process (server, model workers), the client's process, and wall time. */
-  cpu: { serverMs: number; clientMs: number | null; wallMs: number };
+  /** entryMainMs: the entry's main thread alone (this process's main thread, from /proc; null off Linux). */
+  cpu: { serverMs: number; clientMs: number | null; wallMs: number; entryMainMs: number | null };
 }
 
-export type EnginePlacement = 'thread' | 'in-process';
+/** As the server's scheduling.placement; "auto" (the default, what users run): engines beside ONNX models in threads, simulated runners in-process. */
+export type EnginePlacement = 'auto' | 'thread' | 'in-process';
 
-/** `--placement thread|in-process`, checked. */
+/** `--placement auto|thread|in-process`, checked; default auto, the server's default. */
 export function enginePlacement(p: string | undefined): EnginePlacement {
-  if (p === undefined || p === 'thread' || p === 'in-process') return p ?? 'in-process';
-  throw new TokenRouterError('invalid_request', `--placement must be thread or in-process, got "${p}"`, 'placement');
+  if (p === undefined || p === 'auto' || p === 'thread' || p === 'in-process') return p ?? 'auto';
+  throw new TokenRouterError('invalid_request', `--placement must be auto, thread or in-process, got "${p}"`, 'placement');
+}
+
+/** Where a placement puts the engines of a runner set: "auto" resolves as the server does. */
+export function resolvedPlacement(p: EnginePlacement, set: Pick<RunnerSet, 'threads'>): 'thread' | 'in-process' {
+  return p === 'in-process' || set.threads === undefined ? 'in-process' : 'thread';
+}
+
+/** CPU ms the main thread of this process has used (Linux /proc; null elsewhere): the entry's thread, apart from engine and model threads. */
+export function mainThreadCpuMs(): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    // fields after the command's closing parenthesis: utime and stime are the 12th and 13th there, in clock ticks (100 per second on Linux)
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return null;
+  }
 }
 
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
@@ -203,10 +224,10 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       maxWaitMs: c.maxWaitMs ?? 20,
       prefixCache: c.mode.retainState || c.baselinePrefixCache !== false,
     },
-    limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1) },
+    limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1), ...(c.streamInterval === undefined ? {} : { streamInterval: c.streamInterval }) },
     defaultAlgorithm: c.algorithm,
   });
-  const inThreads = c.placement === 'thread' && set.threads !== undefined && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
+  const inThreads = resolvedPlacement(c.placement ?? 'auto', set) === 'thread' && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
   const service = await TokenRouterService.start(
     config,
     inThreads ? { threads: new Map(Object.keys(c.lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer } : { runners: new Map(laneRunners), tokenizer: set.tokenizer },
@@ -252,10 +273,12 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       });
     }
     const cpu0 = process.cpuUsage();
+    const main0 = mainThreadCpuMs();
     const wall0 = performance.now();
     const run = await drive(c.requests, 0, c.onProgress);
     const cpuUsed = process.cpuUsage(cpu0);
-    const cpu = { serverMs: (cpuUsed.user + cpuUsed.system) / 1000, clientMs: inChild ? (run.clientCpuMs ?? null) : null, wallMs: performance.now() - wall0 };
+    const main1 = mainThreadCpuMs();
+    const cpu = { serverMs: (cpuUsed.user + cpuUsed.system) / 1000, clientMs: inChild ? (run.clientCpuMs ?? null) : null, wallMs: performance.now() - wall0, entryMainMs: main0 === null || main1 === null ? null : main1 - main0 };
     unsubscribe();
     if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
     return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps, cpu };
@@ -316,6 +339,7 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
     serverMs: results.reduce((s, r) => s + r.cpu.serverMs, 0),
     clientMs: clients.every((c) => c !== null) ? clients.reduce((s, c) => s + c!, 0) : null,
     wallMs: results.reduce((s, r) => s + r.cpu.wallMs, 0),
+    entryMainMs: results.every((r) => r.cpu.entryMainMs !== null) ? results.reduce((s, r) => s + r.cpu.entryMainMs!, 0) : null,
   };
   return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches), steps: results.flatMap((r) => r.steps), cpu };
 }

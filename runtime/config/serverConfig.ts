@@ -104,13 +104,20 @@ export const serverConfigSchema = z
          */
         streamBufferBytes: z.number().int().min(64 * 1024).default(1 << 20),
         /**
+         * Committed tokens per streamed chunk (vLLM's --stream-interval): the first chunk goes at once,
+         * later ones when this many tokens have gathered, and the rest at the end. A request's
+         * stream_interval overrides it. 1: a chunk per token (whatever arrives in one event-loop turn
+         * still goes out as one).
+         */
+        streamInterval: z.number().int().min(1).max(1024).default(1),
+        /**
          * On SIGTERM or SIGINT, how long running requests may take to finish while new ones get 503;
          * then the rest end with an error. 20 s fits under Kubernetes' default 30 s before SIGKILL.
          */
         shutdownGraceMs: z.number().int().min(0).default(20_000),
       })
       .strict()
-      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20, bodyTimeoutMs: 30_000, maxConnections: 1024, maxLiveClients: 32, liveBufferBytes: 4 << 20, streamBufferBytes: 1 << 20, shutdownGraceMs: 20_000 }),
+      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20, bodyTimeoutMs: 30_000, maxConnections: 1024, maxLiveClients: 32, liveBufferBytes: 4 << 20, streamBufferBytes: 1 << 20, streamInterval: 1, shutdownGraceMs: 20_000 }),
     defaultAlgorithm: z.string().default('r-stitch'),
     /** Bearer token for admin endpoints and the live feed; generated on first start when absent. */
     adminToken: z.string().min(16).optional(),

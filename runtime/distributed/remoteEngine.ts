@@ -354,6 +354,10 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       case 'down':
         this.wentDown = m.down;
         return this.toAll(m);
+      case 'trace':
+        // a replica that joins later begins with tracing as it stands now
+        if (this.settings) this.settings = { ...this.settings, trace: m.on };
+        return this.toAll(m);
       case 'threshold':
       case 'gate':
       case 'peer-lost':

@@ -32,6 +32,8 @@ export interface ClusterOptions {
   /** Requests allowed to wait at the entry before submit refuses with "overloaded". */
   maxQueue?: number;
   trace?: TraceSink;
+  /** false: nothing is traced until `setTracing(true)` (a server traces only while something reads it); default true when `trace` is given. */
+  tracing?: boolean;
   /** Debug mode: check every invariant after every batch (tests and the stress suite). */
   checkInvariants?: boolean;
   /** Engines keep the caches requests let go of and start new caches from their longest cached prefix (default off). */
@@ -54,7 +56,9 @@ export class Cluster implements EngineEntry {
   maxWaitMs: number;
   readonly maxConcurrency: number;
   readonly maxQueue: number;
-  readonly trace: TraceSink | undefined;
+  /** The trace sink while tracing is on; undefined: no trace events are made. */
+  trace: TraceSink | undefined;
+  private readonly sink: TraceSink | undefined;
   private readonly byName = new Map<string, EngineHandle>();
   private readonly prefixCache: boolean;
   private readonly active = new Map<string, RequestState>();
@@ -76,10 +80,11 @@ export class Cluster implements EngineEntry {
     this.maxWaitMs = opts.maxWaitMs ?? 100;
     this.maxConcurrency = opts.maxConcurrency ?? Infinity;
     this.maxQueue = opts.maxQueue ?? Infinity;
-    this.trace = opts.trace;
+    this.sink = opts.trace;
+    this.trace = opts.tracing === false ? undefined : opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
     this.prefixCache = opts.prefixCache ?? false;
-    this.engines = buildEngines(opts.models, this.clock, this.trace, this.wakes);
+    this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
       engines: this.engines,
@@ -183,6 +188,17 @@ export class Cluster implements EngineEntry {
     this.engines.forEach((l, i) => l.setSchedule(next[i], maxWaitMs));
     this.emitConfig();
     this.flush();
+  }
+
+  /**
+   * Tracing on for the entry and every engine, wherever it runs (the config in force is the first
+   * event a new reader sees), or off: then neither the entry nor any engine builds a trace event.
+   */
+  setTracing(on: boolean): void {
+    if (!this.sink || on === (this.trace !== undefined)) return;
+    this.trace = on ? this.sink : undefined;
+    if (on) this.emitConfig();
+    for (const e of this.engines) e.setTracing(on);
   }
 
   /** Takes a sub-server down (its batches fail) or brings it back. */

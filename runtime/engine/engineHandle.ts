@@ -43,6 +43,8 @@ export interface EngineHandle {
   release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null;
   /** The delayed-batching threshold and max-wait deadline in force from now on. */
   setSchedule(threshold: number, maxWaitMs: number): void;
+  /** Trace events on (something at the entry reads them) or off, from now on. */
+  setTracing(on: boolean): void;
   /** A sync barrier granted this engine a launch. */
   gate(): void;
   setDown(down: boolean): void;

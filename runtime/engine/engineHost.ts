@@ -54,7 +54,9 @@ export class WakeGate {
 export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
   readonly retainState: boolean;
-  readonly trace: TraceSink | undefined;
+  /** Where trace events go while something reads them (`settings.trace`, then the entry's `trace` messages); undefined: none are made. */
+  trace: TraceSink | undefined;
+  private readonly sink: TraceSink;
   readonly engine: Engine;
   private readonly peers = new Map<string, PeerLink>();
   private readonly tombstones = new Set<number>();
@@ -76,7 +78,8 @@ export class EngineHost implements EngineEnv {
   ) {
     this.policy = new LaunchPolicy(settings.mode);
     this.retainState = settings.retainState;
-    this.trace = traceSink ?? (settings.trace ? { emit: (e) => this.traced.push(e) } : undefined);
+    this.sink = traceSink ?? { emit: (e) => this.traced.push(e) };
+    this.trace = settings.trace ? this.sink : undefined;
     const name = settings.models[settings.index];
     runner.useClock?.(clock);
     this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, maxWaitMs: settings.maxWaitMs, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
@@ -189,6 +192,11 @@ export class EngineHost implements EngineEnv {
       this.policy.grant(this.engine.index);
       this.engine.actor.send({ type: 'GATE' });
     });
+  }
+
+  /** A trace reader came or left at the entry: trace events from now on, or none. */
+  setTracing(on: boolean): void {
+    this.trace = on ? this.sink : undefined;
   }
 
   setDown(down: boolean): void {

@@ -95,6 +95,10 @@ export class EngineProxy implements EngineHandle {
     this.send({ type: 'threshold', threshold, maxWaitMs });
   }
 
+  setTracing(on: boolean): void {
+    this.send({ type: 'trace', on });
+  }
+
   /** The engine died (its link is gone for good). */
   get failed(): boolean {
     return this.dead !== null;

@@ -88,6 +88,10 @@ export class InprocEngine implements EngineHandle {
     this.h.setSchedule(threshold, maxWaitMs);
   }
 
+  setTracing(on: boolean): void {
+    this.host?.setTracing(on);
+  }
+
   gate(): void {
     this.h.gate();
   }

@@ -168,6 +168,8 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
         return host.gate();
       case 'down':
         return host.setDown(m.down);
+      case 'trace':
+        return host.setTracing(m.on);
       case 'peer-lost':
         return host.peerLost(m.model);
     }

@@ -16,14 +16,14 @@ export interface CompletionBody {
 interface StreamChunk {
   choices?: { delta?: { content?: string }; text?: string; finish_reason?: string | null }[];
   usage?: { prompt_tokens: number; completion_tokens: number };
-  tokenrouter?: { tokens?: unknown[]; tokens_by_model?: Record<string, number>; handoffs?: number; discarded_tokens?: number };
+  tokenrouter?: { models?: Record<string, number>; tokens?: unknown[]; tokens_by_model?: Record<string, number>; handoffs?: number; discarded_tokens?: number };
   error?: { message?: string };
 }
 
 /**
  * Sends `body` with `stream: true` and usage reporting on, and records the arrival time of every
  * content chunk. Output tokens come from the usage block (the server's committed count); the
- * per-chunk `tokenrouter.tokens` tally is the fallback when a server omits usage.
+ * per-chunk `tokenrouter.models` tally is the fallback when a server omits usage.
  */
 export function streamCompletion(baseUrl: string, body: CompletionBody, agent: http.Agent, now: () => number = () => performance.now()): Promise<RequestRecord> {
   const url = new URL('/v1/chat/completions', baseUrl);
@@ -76,7 +76,7 @@ export function streamCompletion(baseUrl: string, body: CompletionBody, agent: h
           const text = choice?.delta?.content ?? choice?.text ?? '';
           if (text.length > 0) rec.contentChunkMs.push(t);
           const tr = chunk.tokenrouter;
-          if (tr?.tokens) counted += tr.tokens.length;
+          if (tr?.models) for (const n of Object.values(tr.models)) counted += n;
           if (tr?.tokens_by_model) rec.tokensByModel = tr.tokens_by_model;
           if (tr?.handoffs !== undefined) rec.handoffs = tr.handoffs;
           if (tr?.discarded_tokens !== undefined) rec.discardedTokens = tr.discarded_tokens;

@@ -24,6 +24,13 @@ export interface AlgorithmEntry {
  */
 export class AlgorithmRegistry {
   private readonly db: Database.Database;
+  /**
+   * Rises after every change this registry commits (or tries to: a failed transaction changed
+   * nothing, but counting it costs nothing). Readers cache what they read under it; one number
+   * read per request replaces the database reads. Set after the transaction, on the one thread
+   * that runs both, so no reader sees the new number with the old rows.
+   */
+  generation = 0;
 
   constructor(dataDir: string) {
     fs.mkdirSync(dataDir, { recursive: true });
@@ -88,7 +95,7 @@ export class AlgorithmRegistry {
    */
   createVersion(name: string, spec: AlgorithmSpec, opts: { activate?: boolean } = {}): AlgorithmVersion {
     if (!ALGORITHM_NAME.test(name)) throw new TokenRouterError('invalid_request', `algorithm name "${name}" must match ${ALGORITHM_NAME}`, 'name');
-    const tx = this.db.transaction(() => {
+    const tx = this.changes(() => {
       this.db.prepare('INSERT OR IGNORE INTO algorithms (name, active_version) VALUES (?, NULL)').run(name);
       const { v } = this.db
         .prepare('SELECT MAX(COALESCE((SELECT MAX(version) FROM versions WHERE name = @name), 0), COALESCE((SELECT last_version FROM deleted WHERE name = @name), 0)) + 1 AS v')
@@ -103,7 +110,7 @@ export class AlgorithmRegistry {
 
   /** Stores a built-in as v1, active, unless the name exists or was ever deleted (a deleted built-in stays deleted). */
   seed(name: string, spec: AlgorithmSpec): void {
-    this.db.transaction(() => {
+    this.changes(() => {
       if (this.get(name) || this.db.prepare('SELECT 1 FROM deleted WHERE name = ?').get(name)) return;
       this.createVersion(name, spec, { activate: true });
     })();
@@ -111,7 +118,7 @@ export class AlgorithmRegistry {
 
   /** Removes the algorithm, its versions and activation history in one transaction; the number of versions removed, or null when there was none. */
   delete(name: string): number | null {
-    return this.db.transaction(() => {
+    return this.changes(() => {
       const versions = this.versions(name);
       if (!this.get(name)) return null;
       const last = Math.max(0, ...versions.map((v) => v.version));
@@ -123,12 +130,12 @@ export class AlgorithmRegistry {
 
   activate(name: string, version: number): void {
     if (!this.version(name, version)) throw new TokenRouterError('not_found', `algorithm ${name} has no version ${version}`, 'version');
-    this.db.transaction(() => this.setActive(name, version))();
+    this.changes(() => this.setActive(name, version))();
   }
 
   /** Re-activates the version that was active before the current one. */
   rollback(name: string): number {
-    const tx = this.db.transaction(() => {
+    const tx = this.changes(() => {
       const hist = this.db.prepare('SELECT id, version FROM activations WHERE name = ? ORDER BY id DESC').all(name) as { id: number; version: number }[];
       if (hist.length < 2) throw new TokenRouterError('invalid_request', `algorithm ${name} has no earlier active version to roll back to`, 'name');
       // Drop the current activation so that repeated rollbacks walk further back.
@@ -138,6 +145,18 @@ export class AlgorithmRegistry {
       return prev;
     });
     return tx();
+  }
+
+  /** A write transaction whose end (committed or not) moves `generation` on. */
+  private changes<T>(fn: () => T): () => T {
+    const tx = this.db.transaction(fn);
+    return () => {
+      try {
+        return tx();
+      } finally {
+        this.generation++;
+      }
+    };
   }
 
   private setActive(name: string, version: number): void {

@@ -40,8 +40,13 @@ export class TextTokenizer {
     }
     this.specialTokens.bos_token = this.bosToken;
     this.specialTokens.eos_token = this.eosToken;
-    this.template = parseChatTemplate(chatTemplateSource(tokenizerConfig.chat_template));
+    const source = chatTemplateSource(tokenizerConfig.chat_template);
+    this.template = parseChatTemplate(source);
+    this.templateIsPure = !/strftime_now/.test(source ?? '');
   }
+
+  /** The chat template renders the same text for the same messages (it reads no clock), so its output may be kept. */
+  readonly templateIsPure: boolean;
 
   static fromFolder(folder: ModelFolder): TextTokenizer {
     return new TextTokenizer(folder.tokenizerJson, folder.tokenizerConfig, { bos: folder.config.bosTokenId, eos: folder.config.eosTokenId }, folder.name);

@@ -4,7 +4,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
-import type { TokenAttribution } from '../../shared/api/openai.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
@@ -25,9 +24,11 @@ import { ThreadEngine } from '../engine/threadEngine.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../scheduler/autoThresholds.ts';
 import { workerOptimiser } from '../scheduler/workerOptimiser.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
-import { wantsFor } from '../../shared/algorithm.ts';
 import { withTokenText } from '../trace/tokenTextSink.ts';
+import { ChatPrompts } from './chatPrompts.ts';
 import { DraftCache } from './draftCache.ts';
+import { refuseMissingHeads } from './routerHeads.ts';
+import { streamToken, type StreamToken } from './streamToken.ts';
 import { TextStream } from './textStream.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
@@ -45,18 +46,7 @@ function startThread(m: ServerConfig['models'][number], folder: ModelFolder): Pr
 /** Built-ins stored as version 1 on first start. */
 const SEEDED = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me', 'query-router'];
 
-/** A committed token as the service streams it: the wire's attribution, plus logprobs for the HTTP layer to shape. */
-export interface StreamToken extends TokenAttribution {
-  /** Only when the request asked for logprobs (sampling.topLogprobs): the writing model's distribution here. */
-  logprobs?: TokenLogprobs;
-}
-
-/** The probability the writing model gave the committed token, and its most likely tokens, best first. */
-export interface TokenLogprobs {
-  prob: number;
-  topIds: readonly number[];
-  topProbs: readonly number[];
-}
+export type { StreamToken, TokenLogprobs } from './streamToken.ts';
 
 export interface GenerateParams {
   model: string;
@@ -70,11 +60,17 @@ export interface GenerateParams {
   draftIr?: unknown;
   /** The id the client sees; the trace, the timeline and the metrics use the same. */
   requestId?: string;
+  /** Hand the sink each token's signals and decision (`tokenrouter_tokens`); logprobs imply it. Off: text and model only. */
+  perToken?: boolean;
 }
 
 export interface GenerateSink {
-  /** New committed tokens and the text they add (held back while it may still become a stop string). */
-  onDelta(tokens: StreamToken[], text: string): void;
+  /**
+   * One committed token: the text it lets the client see now (held back while it may still become a
+   * stop string), the model that wrote it, and its detail when the request asked for it (else null).
+   * At the end, text held back until then comes with model null.
+   */
+  onDelta(text: string, model: string | null, token: StreamToken | null): void;
   onEnd(outcome: GenerateOutcome): void;
 }
 
@@ -116,6 +112,7 @@ export class TokenRouterService {
   /** Algorithms already reported as served by an earlier version (or not at all), so the log says it once. */
   private readonly reported = new Set<string>();
   readonly drafts = new DraftCache<Served>();
+  readonly chatPrompts: ChatPrompts;
   private seq = 0;
 
   private constructor(
@@ -134,6 +131,7 @@ export class TokenRouterService {
     private readonly restartRunner: ((name: string) => Promise<ModelRunner>) | undefined,
     checkInvariants: boolean,
   ) {
+    this.chatPrompts = new ChatPrompts(tokenizer);
     const thresholds = config.scheduling.thresholds === 'auto' ? {} : config.scheduling.thresholds;
     this.cluster = new Cluster({
       clock,
@@ -144,6 +142,8 @@ export class TokenRouterService {
       maxConcurrency: config.limits.maxConcurrency,
       maxQueue: config.limits.maxQueue,
       trace: withTokenText(this.trace, tokenizer),
+      // only while something reads the trace: a live-feed client, a bench's --trace, "auto" thresholds, an SLO's shedder
+      tracing: false,
       checkInvariants,
       models: config.models.map((m) => {
         const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
@@ -151,6 +151,7 @@ export class TokenRouterService {
         return thread ? { ...at, thread } : { ...at, runner: runners.get(m.name)! };
       }),
     });
+    this.trace.whenRead((reading) => this.cluster.setTracing(reading));
     for (const [name, r] of runners) this.watch(name, r);
     // a remote model never fails as a whole (a lost replica fails its own requests, a new one joins by itself): its handle never reports a failure
     if (!this.borrowedThreads) for (const [name, t] of threads) this.watch(name, t);
@@ -349,30 +350,8 @@ export class TokenRouterService {
     if (missing !== undefined) {
       throw new TokenRouterError('invalid_request', `the algorithm runs on model "${missing}", which this server does not serve (served: ${this.config.models.map((m) => m.name).join(', ')})`, field);
     }
-    this.refuseMissingHeads(alg, models as string[], field);
+    refuseMissingHeads(alg, models as string[], this.folders, field);
     return alg;
-  }
-
-  /**
-   * A router head the algorithm reads must ship in the model's folder (routers/routers.json), and it
-   * runs on the export's "hidden_states" output; a plain Hugging Face export has neither. Found here,
-   * at deploy, rather than as a failed step on the first request. Models without a folder on this
-   * host (injected runners, remote sub-servers) are not checked: their heads are not known here.
-   */
-  private refuseMissingHeads(alg: Algorithm<unknown>, models: readonly string[], field: string): void {
-    for (const [i, m] of models.entries()) {
-      const folder = this.folders.get(m);
-      if (!folder) continue;
-      const have = Object.keys(folder.routers);
-      // model ids are 1-based places in the algorithm's model list
-      const lacking = wantsFor(alg, i + 1).heads.find((h) => !have.includes(h));
-      if (lacking === undefined) continue;
-      throw new TokenRouterError(
-        'invalid_request',
-        `the algorithm reads router head "${lacking}" on model "${m}", whose folder ${folder.dir} ships ${have.length ? `only ${have.join(', ')}` : 'none'}: router-head algorithms need a trained head in routers/routers.json and a "hidden_states" output in the ONNX export`,
-        field,
-      );
-    }
   }
 
   /**
@@ -424,6 +403,8 @@ export class TokenRouterService {
     if (c.activeCount >= c.maxConcurrency && c.queuedCount >= c.maxQueue) throw new TokenRouterError('overloaded', `admission queue is full (${c.maxQueue} waiting)`, null);
   }
 
+  private readonly resolved = new Map<string, { generation: number; served: Served & { name: string; version: number | null } }>();
+
   /** The algorithm a request names, at the version active now (in-flight requests keep theirs). */
   resolve(model: string, draftIr?: unknown): Served & { name: string; version: number | null } {
     if (model === 'draft') {
@@ -440,10 +421,16 @@ export class TokenRouterService {
       if (!served) this.compiled.set(key, (served = { algorithm: buildAlgorithm({ kind: 'single', model }), ref: { key, source: { kind: 'single', model } } }));
       return { ...served, name: model, version: null };
     }
+    // What a name serves, read from the registry once per change of it (a deploy, activate, rollback or delete here bumps its generation).
+    const known = this.resolved.get(model);
+    if (known && known.generation === this.registry.generation) return known.served;
     if (this.registry.active(model)) {
+      const generation = this.registry.generation;
       const s = this.serving(model);
       if (!s) throw new TokenRouterError('not_found', `The model \`${model}\` has no stored version that loads on this server (see the server log). Available: ${this.modelIds().join(', ')}`, 'model');
-      return { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
+      const served = { algorithm: s.algorithm, ref: s.ref, name: model, version: s.version };
+      this.resolved.set(model, { generation, served });
+      return served;
     }
     throw new TokenRouterError('not_found', `The model \`${model}\` does not exist. Available: ${this.modelIds().join(', ')}`, 'model');
   }
@@ -467,6 +454,7 @@ export class TokenRouterService {
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
     const out = new TextStream(this.tokenizer, params.stop, params.minTokens ?? 0);
     const topLogprobs = params.sampling.topLogprobs;
+    const detail = params.perToken === true || topLogprobs !== undefined;
     const handle = this.cluster.submit({
       id,
       prompt: params.promptIds,
@@ -478,21 +466,12 @@ export class TokenRouterService {
       onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
         if (out.stopped) return;
         const delta = out.push(token);
-        const st: StreamToken = {
-          id: token,
-          text: this.tokenText(token),
-          model,
-          signals: { entropy: sig.entropy, maxProb: sig.maxProb, margin: sig.margin, heads: sig.heads },
-          decision: atHandoff ? 'handoff' : 'stay',
-          kept: true,
-        };
-        if (topLogprobs !== undefined) st.logprobs = { prob: sig.tokenProb, topIds: sig.topIds.slice(0, topLogprobs), topProbs: sig.topProbs.slice(0, topLogprobs) };
-        sink.onDelta([st], delta);
+        sink.onDelta(delta, model, detail ? streamToken(token, this.tokenText(token), model, sig, atHandoff, topLogprobs) : null);
         if (out.stopped) this.cluster.stop(id);
       },
       onEnd: (result) => {
         const { text, rest } = out.finish();
-        if (rest) sink.onDelta([], rest);
+        if (rest) sink.onDelta(rest, null, null);
         const finishReason = out.stopped ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
         sink.onEnd({ result, text, finishReason, algorithm: name, version });
       },

@@ -101,11 +101,14 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
   let dropped = 0;
   let incoming = 0;
   let incomingSince = 0;
-  send({ type: 'snapshot', events: service.trace.recent(SNAPSHOT_EVENTS).slice(), now: service.cluster.clock.now() });
+  // Subscribing first switches tracing on when this is the only reader, which emits the config in
+  // force; the snapshot taken right after holds it (and whatever came before), so it is the first event.
   const unsubscribe = service.trace.subscribe((e) => {
     if (ws.bufferedAmount > MAX_BUFFERED) dropped++;
     else pending.push(e);
   });
+  send({ type: 'snapshot', events: service.trace.recent(SNAPSHOT_EVENTS).slice(), now: service.cluster.clock.now() });
+  pending = [];
   const flush = setInterval(() => {
     if (ws.readyState !== ws.OPEN) return;
     if (!keepingUp()) {

@@ -1,6 +1,5 @@
-// Prometheus metrics in vLLM's naming habits, read from the cluster on scrape and from trace events as they happen.
+// Prometheus metrics in vLLM's naming habits, read from the engines' lane counters on scrape and from requests as they end (never from trace events: tracing runs only while something reads it).
 import client from 'prom-client';
-import type { TraceEvent } from '../../shared/trace.ts';
 import { RemoteEngine } from '../distributed/remoteEngine.ts';
 import type { GenerateOutcome, TokenRouterService } from '../serve/tokenRouterService.ts';
 
@@ -13,10 +12,7 @@ export class ServerMetrics {
   readonly e2e = new client.Histogram({ name: 'tokenrouter_e2e_request_latency_seconds', help: 'Request send to last chunk', buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly requests = new client.Counter({ name: 'tokenrouter_requests_total', help: 'Finished requests by outcome', labelNames: ['finish_reason'], registers: [this.registry] });
   readonly committed = new client.Counter({ name: 'tokenrouter_committed_tokens_total', help: 'Committed output tokens by the model that produced them', labelNames: ['model'], registers: [this.registry] });
-  readonly handoffs = new client.Counter({ name: 'tokenrouter_handoffs_total', help: 'Handoffs between models', labelNames: ['from', 'to', 'kept'], registers: [this.registry] });
-  readonly batchSize = new client.Histogram({ name: 'tokenrouter_batch_size', help: 'Rows per executed batch', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers: [this.registry] });
-  readonly batchSeconds = new client.Histogram({ name: 'tokenrouter_batch_duration_seconds', help: 'Clock time of one batch, launch to results routed', labelNames: ['model', 'phase'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25], registers: [this.registry] });
-  readonly passes = new client.Counter({ name: 'tokenrouter_forward_passes_total', help: 'Forward passes run by each model (one per batch; older traces: plus lookahead passes)', labelNames: ['model'], registers: [this.registry] });
+  readonly handoffs = new client.Counter({ name: 'tokenrouter_handoffs_total', help: 'Handoffs between models, counted when their request ends', labelNames: ['algorithm'], registers: [this.registry] });
   readonly slowClientAborts = new client.Counter({ name: 'tokenrouter_slow_client_aborts_total', help: 'Streamed requests cancelled because their client left more than limits.streamBufferBytes unsent', registers: [this.registry] });
   /** Labelled by the key's configured name, never the key; "(none)" for a missing or unknown key. */
   readonly keyRequests = new client.Counter({ name: 'tokenrouter_api_key_requests_total', help: 'Inference API requests by API key name and outcome (accepted, rate_limited, invalid_api_key)', labelNames: ['key', 'outcome'], registers: [this.registry] });
@@ -46,6 +42,10 @@ export class ServerMetrics {
     const engineCounter = (name: string, help: string, pick: (s: ReturnType<typeof stats>[number]) => number) => standingCounter(r, name, help, () => stats().map((s) => [s.name, pick(s)]));
     engineCounter('tokenrouter_prefix_cache_queries_total', 'Context tokens looked up in the prefix cache at admission', (s) => s.prefixQueries);
     engineCounter('tokenrouter_prefix_cache_hits_total', 'Context tokens found in the prefix cache (not prefilled)', (s) => s.prefixHits);
+    // batches as the engines count them: rows ÷ passes is the mean batch, busy ÷ passes the mean step
+    engineCounter('tokenrouter_forward_passes_total', 'Forward passes (batches) run by each model', (s) => s.batches);
+    engineCounter('tokenrouter_batch_rows_total', 'Rows over all batches of each model (÷ forward passes: the mean batch)', (s) => s.rows);
+    engineCounter('tokenrouter_model_busy_seconds_total', 'Time each model spent executing batches', (s) => s.busyMs / 1000);
     new client.Gauge({
       name: 'tokenrouter_requests_queued',
       help: 'Requests waiting at the entry for a concurrency slot',
@@ -55,7 +55,6 @@ export class ServerMetrics {
       },
     });
     this.remoteMetrics(service);
-    service.trace.subscribe((e) => this.onTrace(e));
   }
 
   /** Models served by remote engines (sub-servers over NATS): live replicas, placements, losses, reconnects, read on scrape. */
@@ -79,17 +78,10 @@ export class ServerMetrics {
     counter('tokenrouter_remote_resent_messages_total', 'Engine messages sent again because a NATS outage may have lost them', (e) => e.resent);
   }
 
-  private onTrace(e: TraceEvent): void {
-    if (e.type === 'batch') {
-      this.batchSize.observe({ model: e.model }, e.requestIds.length);
-      this.batchSeconds.observe({ model: e.model, phase: e.phase }, (e.end - e.start) / 1000);
-      this.passes.inc({ model: e.model }, e.steps ?? 1);
-    } else if (e.type === 'handoff') this.handoffs.inc({ from: e.from, to: e.to, kept: String(e.kept) });
-  }
-
   observeRequest(o: GenerateOutcome, startedPerf: number, unary = true): void {
     const s = (performance.now() - startedPerf) / 1000;
     this.requests.inc({ finish_reason: o.finishReason });
+    if (o.result.handoffs > 0) this.handoffs.inc({ algorithm: o.algorithm }, o.result.handoffs);
     if (o.finishReason === 'cancelled' || o.finishReason === 'error') return;
     this.e2e.observe(s);
     if (unary) this.ttft.observe(s);

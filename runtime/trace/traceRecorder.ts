@@ -1,4 +1,4 @@
-// In-memory trace sink: keeps events (optionally only the newest `limit`) and fans them out to listeners.
+// In-memory trace sink: keeps events (optionally only the newest `limit`) and fans them out to listeners; says when the first reader comes and the last goes.
 import type { TraceEvent, TraceEventOf, TraceSink } from '../../shared/trace.ts';
 
 export class TraceRecorder implements TraceSink {
@@ -9,7 +9,21 @@ export class TraceRecorder implements TraceSink {
   /** The newest config event among those dropped: the one still in force where the kept window starts. */
   private droppedConfig: TraceEventOf<'config'> | null = null;
 
+  /** Told true when the first listener subscribes and false when the last leaves: tracing costs nothing without a reader. */
+  private onReaders: (reading: boolean) => void = () => {};
+
   constructor(private readonly limit = Infinity) {}
+
+  /** Something subscribed, so events are wanted. */
+  get reading(): boolean {
+    return this.listeners.size > 0;
+  }
+
+  /** Calls `f` with whether anything reads now, and again whenever that changes. */
+  whenRead(f: (reading: boolean) => void): void {
+    this.onReaders = f;
+    f(this.reading);
+  }
 
   emit(event: TraceEvent): void {
     this.buf.push(event);
@@ -44,9 +58,16 @@ export class TraceRecorder implements TraceSink {
     this.buf = [];
   }
 
+  /** A reader: events reach it as they are emitted, and tracing runs while any is subscribed. */
   subscribe(listener: (e: TraceEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    // a wrapper per call, so one function subscribed twice is two readers
+    const own = (e: TraceEvent) => listener(e);
+    this.listeners.add(own);
+    if (this.listeners.size === 1) this.onReaders(true);
+    return () => {
+      if (!this.listeners.delete(own)) return;
+      if (this.listeners.size === 0) this.onReaders(false);
+    };
   }
 }
 

@@ -34,6 +34,8 @@ const common = {
   stop,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullish(),
+  /** vLLM's --stream-interval per request: committed tokens per streamed chunk (the first chunk goes at once); default the server's limits.streamInterval. */
+  stream_interval: z.number().int().min(1).max(1024).nullish(),
   /** Independent choices, each drawn with its own seed derived from the request's. */
   n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
   user: z.string().max(256).nullish(),
@@ -50,13 +52,14 @@ const common = {
   ignore_eos: z.boolean().nullish(),
   /** With model "draft": an algorithm IR to run without deploying it (the designer's playground). */
   tokenrouter_ir: z.unknown().optional(),
-  /** Non-streamed answers: add `tokenrouter.tokens`, one entry per token with its model and signals (the playground's view; off by default: kilobytes no OpenAI client asked for). */
+  /** Add `tokenrouter.tokens`, one entry per token with its model and signals, to the answer or to each streamed chunk (the playground's view; off by default: kilobytes no OpenAI client asked for). */
   tokenrouter_tokens: z.boolean().nullish(),
 };
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */
-function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown }, ctx: z.RefinementCtx): void {
+function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
   if (b.stream_options != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'only allowed with stream: true' });
+  if (b.stream_interval != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_interval'], message: 'only allowed with stream: true' });
 }
 
 const tokenIds = z.array(z.number().int().min(0)).min(1);
@@ -178,6 +181,7 @@ export type OpenAIErrorBody = z.infer<typeof openAIErrorBodySchema>;
 /** One streamed chat chunk as a client reads it: content deltas, the finish reason, and the tokens' attribution. */
 export const chatChunkSchema = z.object({
   choices: z.array(z.object({ delta: z.object({ content: z.string().optional() }).optional(), finish_reason: z.string().nullable().optional() })).optional(),
-  tokenrouter: z.object({ tokens: z.array(tokenAttributionSchema).optional() }).optional(),
+  /** Content chunks: `models`, this chunk's tokens by the model that wrote them; `tokens` with tokenrouter_tokens. */
+  tokenrouter: z.object({ models: z.record(z.string(), z.number()).optional(), tokens: z.array(tokenAttributionSchema).optional() }).optional(),
   error: openAIErrorBodySchema.shape.error.optional(),
 });

@@ -222,6 +222,8 @@ export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('threshold'), threshold: int, maxWaitMs: amount }),
   z.object({ type: z.literal('gate') }),
   z.object({ type: z.literal('down'), down: z.boolean() }),
+  /** Trace events on (something at the entry reads them) or off. */
+  z.object({ type: z.literal('trace'), on: z.boolean() }),
   /** The engine of model `model` restarted empty: handoffs there carry the whole sequence again. */
   z.object({ type: z.literal('peer-lost'), model: z.string() }),
   z.object({ type: z.literal('close') }),

@@ -25,7 +25,7 @@ function calibration(largeMs: (rows: number) => number, period = 4): ServingResu
       t += 100;
     }
   }
-  return { run: { metrics: servingMetrics([]), records: [], tokensByModel: {}, handoffs: 0, discardedTokens: 0 }, lanes: [], batches, steps, cpu: { serverMs: 0, clientMs: null, wallMs: 0 } };
+  return { run: { metrics: servingMetrics([]), records: [], tokensByModel: {}, handoffs: 0, discardedTokens: 0 }, lanes: [], batches, steps, cpu: { serverMs: 0, clientMs: null, wallMs: 0 , entryMainMs: null } };
 }
 
 describe('chooseThresholds', () => {

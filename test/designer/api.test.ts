@@ -50,5 +50,7 @@ describe('designer api', () => {
     await streamChat({ model: 'r2r', prompt: '2*2', maxTokens: 4, signal: new AbortController().signal, onTokens: () => {} });
     const init = (fetchMock.mock.calls[0] as unknown as [string, RequestInit])[1];
     expect(init.headers).toMatchObject({ Authorization: 'Bearer admin-secret', 'Content-Type': 'application/json' });
+    // streamed chunks are lean unless asked: the playground asks for every token's model and signals
+    expect(JSON.parse(init.body as string)).toMatchObject({ stream: true, tokenrouter_tokens: true });
   });
 });

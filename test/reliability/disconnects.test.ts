@@ -23,7 +23,7 @@ function laneOf(s: Rig, name: string) {
 
 describe('disconnects', () => {
   it('a hang-up while the request is pending-return at a peer cancels it on both models', async () => {
-    rig = await startRig({ latency: { small: 3, large: 15 } });
+    rig = await startRig({ traced: true, latency: { small: 3, large: 15 } });
     const s = rig;
     for (const holder of ['small', 'large'] as const) {
       // holder = the model keeping pending-return state while the request runs on the other one.
@@ -44,7 +44,7 @@ describe('disconnects', () => {
 
   it('a hang-up while queued at the entry, or waiting for KV admission, removes the request before it ever runs', async () => {
     // One request decodes at a time; a 4 MiB budget holds ~341 KV tokens per model (three 110-token requests).
-    rig = await startRig({ latency: { small: 5, large: 5 }, config: { memory: { budgetMiB: 4 }, limits: { maxConcurrency: 6, maxQueue: 16, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+    rig = await startRig({ traced: true, latency: { small: 5, large: 5 }, config: { memory: { budgetMiB: 4 }, limits: { maxConcurrency: 6, maxQueue: 16, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
     const s = rig;
     const c = s.service.cluster;
     const long = () => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: '1*1' }], max_tokens: 100 });
@@ -69,7 +69,7 @@ describe('disconnects', () => {
   });
 
   it('a raw socket destroyed mid-stream and an aborted unary request are both cancelled', async () => {
-    rig = await startRig({ latency: { small: 4, large: 8 } });
+    rig = await startRig({ traced: true, latency: { small: 4, large: 8 } });
     const s = rig;
     const port = Number(new URL(s.url).port);
     const body = JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '9*9' }], max_tokens: 200, stream: true });
@@ -92,7 +92,7 @@ describe('disconnects', () => {
   });
 
   it('80 clients hanging up at seeded random points: every request ends, none fails, nothing is left', async () => {
-    rig = await startRig({ latency: { small: 2, large: 5 }, config: { limits: { maxConcurrency: 16, maxQueue: 200, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+    rig = await startRig({ traced: true, latency: { small: 2, large: 5 }, config: { limits: { maxConcurrency: 16, maxQueue: 200, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
     const s = rig;
     const r = rng(4242);
     const modes = { early: 0, mid: 0, pending: 0, complete: 0 };

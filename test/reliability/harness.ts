@@ -112,6 +112,8 @@ export class CrashableRunner implements ModelRunner {
 
 export interface RigOptions {
   config?: Record<string, unknown>;
+  /** A trace reader from the start (as a live-feed client or a bench's --trace): without one the server traces nothing. */
+  traced?: boolean;
   /** Real ms per step by model. */
   latency?: Partial<Record<string, number>>;
   dataDir?: string;
@@ -152,6 +154,7 @@ export async function startRig(opts: RigOptions = {}): Promise<Rig> {
       return make(name);
     },
   });
+  if (opts.traced) service.trace.subscribe(() => {});
   const server = await startServer(service, 0, '127.0.0.1');
   return {
     service,

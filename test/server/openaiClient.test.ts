@@ -12,6 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+/** A lean streamed chunk's extension: its tokens by the model that wrote them. */
+type Lean = { tokenrouter?: { models?: Record<string, number> } };
 type Ext = { tokenrouter: { tokens_by_model: Record<string, number>; handoffs: number; algorithm: string; tokens: { model: string; text: string }[] } };
 
 describe('OpenAI-compatible API', () => {
@@ -60,7 +62,7 @@ describe('OpenAI-compatible API', () => {
         const s = await client.chat.completions.create({ ...base, messages: [{ role: 'user', content: '77*8' }], stream: true, stream_options: { include_usage: true } });
         for await (const c of s) {
           streamed += c.choices[0]?.delta?.content ?? '';
-          for (const tk of (c as unknown as { tokenrouter?: { tokens?: { model: string }[] } }).tokenrouter?.tokens ?? []) models.push(tk.model);
+          for (const [m, n] of Object.entries((c as unknown as Lean).tokenrouter?.models ?? {})) for (let i = 0; i < n; i++) models.push(m);
           if (c.usage) usage = c.usage;
         }
       } else {
@@ -69,7 +71,7 @@ describe('OpenAI-compatible API', () => {
         const s = await client.completions.create({ ...base, prompt: 'Q: 77*8=\nA: ', stream: true, stream_options: { include_usage: true } });
         for await (const c of s) {
           streamed += c.choices[0]?.text ?? '';
-          for (const tk of (c as unknown as { tokenrouter?: { tokens?: { model: string }[] } }).tokenrouter?.tokens ?? []) models.push(tk.model);
+          for (const [m, n] of Object.entries((c as unknown as Lean).tokenrouter?.models ?? {})) for (let i = 0; i < n; i++) models.push(m);
           if (c.usage) usage = c.usage;
         }
       }

@@ -33,9 +33,34 @@ describe('tokenrouter.tokens in non-streamed answers', () => {
     expect(asked.tokenrouter.tokens!.filter((x) => x.model === 'small').length).toBe(asked.tokenrouter.tokens_by_model.small);
   });
 
-  it('streamed chunks still carry their tokens (the playground reads them)', async () => {
-    const r = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r2r', messages: [{ role: 'user', content: '347*26' }], max_tokens: 24, temperature: 0, stream: true }) });
-    const chunks = (await r.text()).split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { tokenrouter?: { tokens?: unknown[] } });
-    expect(chunks.reduce((n, c) => n + (c.tokenrouter?.tokens?.length ?? 0), 0)).toBe(24);
+  type Chunk = { id: string; object: string; created: number; model: string; choices: { delta: { content?: string }; finish_reason: string | null }[]; tokenrouter?: { models?: Record<string, number>; tokens?: { model: string; text: string }[]; tokens_by_model?: Record<string, number> } };
+  const stream = async (body: Record<string, unknown>): Promise<Chunk[]> => {
+    const r = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r2r', messages: [{ role: 'user', content: '347*26' }], max_tokens: 24, temperature: 0, stream: true, ...body }) });
+    return (await r.text()).split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as Chunk);
+  };
+
+  it('streamed chunks are lean by default: OpenAI fields plus which model wrote their tokens; the finish chunk has the totals', async () => {
+    const chunks = await stream({});
+    const content = chunks.filter((c) => c.choices[0].finish_reason === null);
+    const last = chunks.at(-1)!;
+    for (const c of content) {
+      expect(Object.keys(c).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'tokenrouter']);
+      expect(Object.keys(c.tokenrouter!)).toEqual(['models']);
+    }
+    // every token is attributed once, and the chunks' counts add up to the request's tallies
+    const summed: Record<string, number> = {};
+    for (const c of content) for (const [m, n] of Object.entries(c.tokenrouter!.models!)) summed[m] = (summed[m] ?? 0) + n;
+    expect(Object.values(summed).reduce((a, b) => a + b, 0)).toBe(24);
+    expect(summed).toEqual(Object.fromEntries(Object.entries(last.tokenrouter!.tokens_by_model!).filter(([, n]) => n > 0)));
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+  });
+
+  it('tokenrouter_tokens: true puts every token, with its model and signals, in the streamed chunks (the playground reads them)', async () => {
+    const plain = await stream({});
+    const chunks = await stream({ tokenrouter_tokens: true });
+    const tokens = chunks.flatMap((c) => c.tokenrouter?.tokens ?? []);
+    expect(tokens).toHaveLength(24);
+    for (const tok of tokens) expect(tokenAttributionSchema.strict().safeParse(tok).error).toBeUndefined();
+    expect(tokens.map((x) => x.text).join('')).toBe(plain.map((c) => c.choices[0].delta.content ?? '').join(''));
   });
 });

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from './testService.ts';
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer();
+  t = await startTestServer({ traced: true });
 });
 afterAll(async () => {
   await t.close();

@@ -23,6 +23,8 @@ export interface TestServerOptions {
   eosRate?: number;
   /** The service's tokenizer; default the bundled models' char vocabulary and chat template. */
   tokenizer?: TextTokenizer;
+  /** A trace reader from the start (as a live-feed client or a bench's --trace): without one the server traces nothing. */
+  traced?: boolean;
 }
 
 export interface TestServer {
@@ -61,6 +63,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const config: ServerConfig = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: 64 }, ...opts.config });
   const runners = new Map(config.models.map((m) => [m.name, runner(m.name, lat[m.name as 'small'] ?? 3, opts.eosRate ?? 0)]));
   const service = await TokenRouterService.start(config, { runners: new Map(runners), tokenizer: opts.tokenizer ?? charTokenizer() });
+  if (opts.traced) service.trace.subscribe(() => {});
   const server = await startServer(service, 0, '127.0.0.1');
   return {
     service,

@@ -22,7 +22,7 @@ describe('tokenPieces', () => {
 
 describe('the served trace', () => {
   let t: TestServer;
-  beforeAll(async () => (t = await startTestServer()));
+  beforeAll(async () => (t = await startTestServer({ traced: true })));
   afterAll(() => t.close());
 
   it('each request-end holds its text, piece by piece, equal to the answer', async () => {

@@ -6,6 +6,7 @@ import { activeVersionSchema, algorithmListSchema, deleteResponseSchema, deployR
 import { cancelResponseSchema, evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluateRequest } from '../../../shared/api/evaluate.ts';
 import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
+import { liveUrl } from '../timeline/feedMessages.ts';
 
 export type ApiModel = ModelList['models'][number];
 export type ApiVersion = VersionView;
@@ -106,7 +107,34 @@ export interface ChatRun {
 
 /** Streams one chat completion (SSE); resolves with the finish reason when `[DONE]` arrives. */
 export async function streamChat(run: ChatRun): Promise<string | null> {
-  const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }] };
+  // The server traces only while something reads the trace: a live-feed connection held during
+  // the run makes it record this request, so the timeline link opens it.
+  const reader = await traceReader();
+  try {
+    return await streamChatRun(run);
+  } finally {
+    reader?.close();
+  }
+}
+
+/** A live-feed connection, open (null where there is no WebSocket, or it does not open within a second). */
+async function traceReader(): Promise<{ close(): void } | null> {
+  const W = (globalThis as { WebSocket?: typeof WebSocket }).WebSocket;
+  const loc = (globalThis as { location?: { protocol: string; host: string } }).location;
+  if (!W || !loc) return null;
+  const token = adminHeaders(false).Authorization?.slice('Bearer '.length) ?? null;
+  const ws = new W(liveUrl(loc, token));
+  const open = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 1000);
+    ws.onopen = () => (clearTimeout(timer), resolve(true));
+    ws.onerror = () => (clearTimeout(timer), resolve(false));
+  });
+  if (!open) ws.close();
+  return open ? ws : null;
+}
+
+async function streamChatRun(run: ChatRun): Promise<string | null> {
+  const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }], tokenrouter_tokens: true };
   if (run.ir) body.tokenrouter_ir = run.ir;
   // The admin token also passes /v1 on a server started with API keys; a key never opens admin.
   const res = await fetch('/v1/chat/completions', { method: 'POST', headers: adminHeaders(true), body: JSON.stringify(body), signal: run.signal });

@@ -1,45 +1,91 @@
-// The streamed OpenAI answer: SSE chunks per delta, a finish chunk per choice, usage on request, then [DONE].
+// The streamed OpenAI answer: SSE chunks, one write per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import type { GenerateHandle, GenerateOutcome, StreamToken } from '../../serve/tokenRouterService.ts';
+import type { GenerateHandle, GenerateOutcome } from '../../serve/tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Plan } from './requestPlan.ts';
-import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } from './responseShapes.ts';
+import { ChoiceChunks, chunkHead } from './choiceChunks.ts';
+import { attribution, usageOf } from './responseShapes.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
 const CLOSE_GRACE_MS = 5000;
+/**
+ * A turn's events past this size are written at once: one huge write would leave most of it in
+ * the stream's buffer (the kernel takes a socket buffer's worth) and trip streamBufferBytes for a
+ * client that reads; written in pieces, a reading client drains them as they go.
+ */
+const WRITE_BYTES = 16 * 1024;
+/** What a stream that is being read may hold past a burst, in streamBufferBytes. */
+const BURST_BOUNDS = 4;
 
-/** A streamed answer as server-sent events; a request refused before its first token still gets a JSON error. */
-export function answerStream({ service, metrics, drain, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+/**
+ * A streamed answer as server-sent events; a request refused before its first token still gets a
+ * JSON error. What the engines commit for it within one turn of the event loop goes out as one
+ * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
+ * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
+ */
+export function answerStream({ service, metrics, drain, turns, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { kind, id, model, jobs } = plan;
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   const started = performance.now();
-  const state = jobs.map((job) => ({ first: true, lastChunkAt: 0, echo: job.echo, offset: { offset: job.echo.length } }));
+  const head = chunkHead(kind, id, model, createdAt);
+  const choices = jobs.map((job) => new ChoiceChunks(service, kind, head, job.index, job.echo, plan.logprobs));
+  const lastChunkAt = jobs.map(() => 0);
   const outs: GenerateOutcome[] = new Array(jobs.length);
   let finished = 0;
   let over = false;
+  /** Events of this turn not yet written. */
+  let buf = '';
   const bound = service.config.limits.streamBufferBytes;
-  const write = (payload: unknown) => {
-    res.write(`data: ${JSON.stringify(payload)}\n\n`);
-    if (!over && res.writableLength > bound) abortSlowClient();
+  const append = (s: string) => {
+    if (over) return;
+    buf += s;
+    if (buf.length >= WRITE_BYTES) writeOut();
   };
-  const chunk = (k: number, text: string, tokens: StreamToken[], finish: string | null, ext: unknown) => {
-    const st = state[k];
-    const index = jobs[k].index;
-    // completions with echo: the prompt's text leads the choice's first chunk
-    if (st.echo) {
-      text = st.echo + text;
-      st.echo = '';
+  const event = (payload: unknown) => append(`data: ${JSON.stringify(payload)}\n\n`);
+  /**
+   * A turn's burst (the steps of a turn in which the entry fell behind land at once) may pass the
+   * bound with a client that reads. So past it, the stream goes on while the client took some of
+   * it since the last write (up to BURST_BOUNDS times the bound); a client that took nothing is
+   * not reading and is cut at that write, holding at most the bound and one turn's output.
+   */
+  let unsentWhenPast = -1;
+  const writeOut = () => {
+    if (!res.headersSent) startSse(res);
+    const before = res.writableLength;
+    res.write(buf);
+    buf = '';
+    const unsent = res.writableLength;
+    if (over || unsent <= bound) return void (unsentWhenPast = -1);
+    if ((unsentWhenPast >= 0 && before >= unsentWhenPast) || unsent > BURST_BOUNDS * bound) return abortSlowClient();
+    unsentWhenPast = unsent;
+  };
+  /** Choice k's pending output as one chunk; content chunks feed the latency histograms. */
+  const take = (k: number) => {
+    if (choices[k].hasText) {
+      const now = performance.now();
+      if (lastChunkAt[k]) metrics.interToken.observe((now - lastChunkAt[k]) / 1000);
+      else metrics.ttft.observe((now - started) / 1000);
+      lastChunkAt[k] = now;
     }
-    const lp = plan.logprobs === undefined || tokens.length === 0 ? null : kind === 'chat' ? { content: tokens.map((t) => chatLogprob(service, t)) } : completionLogprobs(service, tokens, st.offset);
-    const choice =
-      kind === 'chat'
-        ? { index, delta: st.first ? { role: 'assistant', content: text } : text ? { content: text } : {}, finish_reason: finish, logprobs: lp }
-        : { index, text, finish_reason: finish, logprobs: lp };
-    st.first = false;
-    write({ id, object, created: createdAt, model, choices: [choice], tokenrouter: ext });
+    append(choices[k].take());
+  };
+  /** The turn's end: the choices due a chunk add theirs, and the lot goes out in one write. */
+  const flush = () => {
+    if (over) return;
+    choices.forEach((c, k) => {
+      if (outs[k] === undefined && c.hasText && (lastChunkAt[k] === 0 || c.count >= plan.streamInterval)) take(k);
+    });
+    if (buf && !over) writeOut();
+  };
+  /** The last write: what the turn gathered, then `tail`, and the end of the response. */
+  const end = (tail = '') => {
+    if (res.writableEnded) return;
+    if (!res.headersSent) startSse(res);
+    res.end(buf + tail);
+    buf = '';
   };
   let handles: GenerateHandle[] = [];
   const cancelAll = () => handles.forEach((h) => h.cancel());
@@ -53,25 +99,17 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
     const unsent = res.writableLength;
     cancelAll();
     metrics.slowClientAborts.inc();
-    res.write(`data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`);
-    res.end();
+    res.end(`data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`);
     const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
     cut.unref();
     res.once('close', () => clearTimeout(cut));
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
   handles = startAll(service, plan, (k) => ({
-    onDelta: (tokens, text) => {
+    onDelta: (text, from, token) => {
       if (over) return;
-      if (!res.headersSent) startSse(res);
-      const now = performance.now();
-      const st = state[k];
-      if (text) {
-        if (st.lastChunkAt) metrics.interToken.observe((now - st.lastChunkAt) / 1000);
-        else metrics.ttft.observe((now - started) / 1000);
-        st.lastChunkAt = now;
-      }
-      chunk(k, text, tokens, null, { tokens: plainTokens(tokens) });
+      choices[k].add(text, from, token);
+      turns.request(flush);
     },
     onEnd: (o) => {
       metrics.observeRequest(o, started, false);
@@ -80,22 +118,17 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
       if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
         over = true;
         cancelAll();
-        if (o.finishReason === 'cancelled') return void res.end();
+        if (o.finishReason === 'cancelled') return void end();
         if (!res.headersSent) return sendError(res, o.result.error ?? new Error('failed'));
-        write(toHttpError(o.result.error ?? new Error('failed')).body);
-        return void res.end();
+        return end(`data: ${JSON.stringify(toHttpError(o.result.error ?? new Error('failed')).body)}\n\n`);
       }
-      if (!res.headersSent) startSse(res);
       outs[k] = o;
-      if (state[k].echo) chunk(k, '', [], null, { tokens: [] });
-      if (over) return;
-      const done = { id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) };
-      write(done);
-      if (++finished < jobs.length || over) return;
-      if (includeUsage) write({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
-      if (over) return;
-      res.write('data: [DONE]\n\n');
-      res.end();
+      if (choices[k].pending) take(k);
+      event({ id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) });
+      if (++finished < jobs.length) return turns.request(flush);
+      if (includeUsage) event({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
+      over = true;
+      end('data: [DONE]\n\n');
     },
   }));
   onClientGone(req, res, cancelAll);
@@ -104,9 +137,8 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
     if (over) return;
     over = true;
     cancelAll();
-    if (!res.headersSent) return sendError(res, e);
-    write(toHttpError(e).body);
-    res.end();
+    if (!res.headersSent && !buf) return sendError(res, e);
+    end(`data: ${JSON.stringify(toHttpError(e).body)}\n\n`);
   });
 }
 
@@ -114,4 +146,3 @@ export function answerStream({ service, metrics, drain, onCompletionTokens }: An
 function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
 }
-

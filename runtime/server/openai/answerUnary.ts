@@ -18,7 +18,7 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
   const cancelAll = () => handles.forEach((h) => h.cancel());
   const perTokenOf = (ts: StreamToken[]) => (plan.perToken ? { tokens: plainTokens(ts) } : {});
   handles = startAll(service, plan, (k) => ({
-    onDelta: (ts) => tokens[k].push(...ts),
+    onDelta: (_text, _model, token) => void (token && tokens[k].push(token)),
     onEnd: (o) => {
       metrics.observeRequest(o, started);
       onCompletionTokens?.(o.result.tokens.length);

@@ -4,6 +4,7 @@ import type { GenerateHandle, GenerateSink, TokenRouterService } from '../../ser
 import type { Drain } from '../drain.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { Plan } from './requestPlan.ts';
+import type { TurnFlush } from './turnFlush.ts';
 
 /** What answering needs from the server: the service that generates and the metrics it reports to. */
 export interface AnswerContext {
@@ -13,6 +14,8 @@ export interface AnswerContext {
   drain?: Drain;
   /** Each choice's completion tokens as it ends (cancelled and failed ones too: they were generated). */
   onCompletionTokens?: (n: number) => void;
+  /** Streams' writes of one event-loop turn, flushed together at its end. */
+  turns: TurnFlush;
 }
 
 /** Starts every choice; if one is refused (429, 503, 404) the ones started are cancelled and the refusal thrown. */

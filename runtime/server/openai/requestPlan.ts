@@ -25,8 +25,10 @@ export interface Plan {
   promptTokens: number;
   /** Top logprobs per token the client asked for; undefined: no logprobs. */
   logprobs: number | undefined;
-  /** Non-streamed: include the per-token array (`tokenrouter_tokens: true`). */
+  /** Include the per-token array (`tokenrouter_tokens: true`): in the answer, or in each streamed chunk. */
   perToken: boolean;
+  /** Streamed: committed tokens per chunk after the first (the request's stream_interval, else the server's). */
+  streamInterval: number;
 }
 
 /** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
@@ -74,14 +76,14 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
       jobs.push({
         index: i * n + j,
         echo: echo ? p.text : '',
-        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir },
+        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir, perToken: body.tokenrouter_tokens === true },
       });
     }
   });
   const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   // One id from the response through the trace and the timeline; choice k of several is id-k there.
   jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
-  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true };
+  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval };
 }
 
 /** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
@@ -134,5 +136,5 @@ function messageText(m: ChatMessage): string {
 function chatPrompt(service: TokenRouterService, body: ChatRequest): number[] {
   const messages = body.messages.map((m) => ({ role: m.role, content: messageText(m) }));
   if (messages.every((m) => m.content.trim() === '')) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
-  return service.tokenizer.encodeChat(messages, true);
+  return service.chatPrompts.ids(messages);
 }
