@@ -48,19 +48,30 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
   /**
    * A turn's burst (the steps of a turn in which the entry fell behind land at once) may pass the
    * bound with a client that reads. So past it, the stream goes on while the client took some of
-   * it since the last write (up to BURST_BOUNDS times the bound); a client that took nothing is
-   * not reading and is cut at that write, holding at most the bound and one turn's output.
+   * it between two turns' ends (up to BURST_BOUNDS times the bound); a client that took nothing
+   * over a whole turn is not reading and is cut at that turn's end, holding at most the bound and
+   * two turns' output. Inside one turn the client cannot read at all (the loop is busy writing),
+   * so only the hard bound is checked there.
    */
-  let unsentWhenPast = -1;
-  const writeOut = () => {
+  let lastUnsent = 0;
+  let drained = 0;
+  let pastAtTurnEnd = false;
+  /** A piece of this turn already went out (its end still checks the bound). */
+  let wroteInTurn = false;
+  const writeOut = (turnEnd = false) => {
     if (!res.headersSent) startSse(res);
-    const before = res.writableLength;
+    drained += Math.max(0, lastUnsent - res.writableLength);
     res.write(buf);
     buf = '';
-    const unsent = res.writableLength;
-    if (over || unsent <= bound) return void (unsentWhenPast = -1);
-    if ((unsentWhenPast >= 0 && before >= unsentWhenPast) || unsent > BURST_BOUNDS * bound) return abortSlowClient();
-    unsentWhenPast = unsent;
+    const unsent = (lastUnsent = res.writableLength);
+    if (over) return;
+    if (unsent > BURST_BOUNDS * bound) return abortSlowClient();
+    if (!turnEnd) return void (wroteInTurn = true);
+    wroteInTurn = false;
+    const past = unsent > bound;
+    if (past && pastAtTurnEnd && drained === 0) return abortSlowClient();
+    pastAtTurnEnd = past;
+    drained = 0;
   };
   /** Choice k's pending output as one chunk; content chunks feed the latency histograms. */
   const take = (k: number) => {
@@ -78,7 +89,7 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
     choices.forEach((c, k) => {
       if (outs[k] === undefined && c.hasText && (lastChunkAt[k] === 0 || c.count >= plan.streamInterval)) take(k);
     });
-    if (buf && !over) writeOut();
+    if ((buf || wroteInTurn) && !over) writeOut(true);
   };
   /** The last write: what the turn gathered, then `tail`, and the end of the response. */
   const end = (tail = '') => {
