@@ -79,7 +79,7 @@ export class EngineHost implements EngineEnv {
     this.trace = traceSink ?? (settings.trace ? { emit: (e) => this.traced.push(e) } : undefined);
     const name = settings.models[settings.index];
     runner.useClock?.(clock);
-    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, maxWaitMs: settings.maxWaitMs, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
+    this.engine = new Engine(settings.index, { ...settings, name, runner }, this);
   }
 
   /** Requests this engine holds state for. */
