@@ -8,7 +8,8 @@ import { TokenRouterError } from '../errors.ts';
 import { remoteModelSchema } from './remoteModelConfig.ts';
 import { apiKeysSchema, type ApiKeyConfig } from './apiKeyConfig.ts';
 
-const modelSchema = z
+/** One entry of `models`. */
+export const modelSchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash or underscore only'),
     /** Model folder; default `<modelsDir>/<name>`. */
@@ -49,14 +50,15 @@ export const serverConfigSchema = z
     /** Where the algorithm registry (SQLite) and the admin token live. */
     dataDir: z.string().default('.tokenrouter'),
     modelsDir: z.string().default('examples/models'),
-    models: z.array(modelSchema).min(1).default([{ name: 'small' }, { name: 'medium' }, { name: 'large' }].map((m) => modelSchema.parse(m))),
+    // prefault: an absent block is parsed as if written out empty, so its defaults are the fields' own (one place)
+    models: z.array(modelSchema).min(1).prefault([{ name: 'small' }, { name: 'medium' }, { name: 'large' }]),
     memory: z
       .object({
         /** One budget for every model on this machine: weights plus KV caches. */
         budgetMiB: z.number().positive().default(1024),
       })
       .strict()
-      .default({ budgetMiB: 1024 }),
+      .prefault({}),
     scheduling: z
       .object({
         mode: z.enum(SCHEDULING_MODES).default('async-delayed'),
@@ -79,7 +81,7 @@ export const serverConfigSchema = z
         slo: sloSchema.optional(),
       })
       .strict()
-      .default({ mode: 'async-delayed', retainState: true, thresholds: {}, maxWaitMs: 20, placement: 'auto', prefixCache: true }),
+      .prefault({}),
     limits: z
       .object({
         /** N: requests decoding at once. */
@@ -117,7 +119,7 @@ export const serverConfigSchema = z
         shutdownGraceMs: z.number().int().min(0).default(20_000),
       })
       .strict()
-      .default({ maxConcurrency: 16, maxQueue: 256, maxTokens: 256, maxBodyBytes: 1 << 20, bodyTimeoutMs: 30_000, maxConnections: 1024, maxLiveClients: 32, liveBufferBytes: 4 << 20, streamBufferBytes: 1 << 20, streamInterval: 1, shutdownGraceMs: 20_000 }),
+      .prefault({}),
     defaultAlgorithm: z.string().default('r-stitch'),
     /** Bearer token for admin endpoints and the live feed; generated on first start when absent. */
     adminToken: z.string().min(16).optional(),
@@ -133,6 +135,10 @@ export const serverConfigSchema = z
   .strict();
 
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
+/** The config's blocks as parsed (defaults filled): the shapes the cluster and its engines take their settings from. */
+export type ModelConfig = z.infer<typeof modelSchema>;
+export type SchedulingConfig = ServerConfig['scheduling'];
+export type LimitsConfig = ServerConfig['limits'];
 
 /** Validates a config object; the error lists every problem as `key.path: what is wrong`. */
 export function parseServerConfig(raw: unknown, source = 'config'): ServerConfig {

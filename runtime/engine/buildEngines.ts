@@ -2,22 +2,18 @@
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
 import type { TraceSink } from '../../shared/trace.ts';
 import type { WakeGate } from './engineHost.ts';
 import { InprocEngine } from './inprocEngine.ts';
 import type { EngineHandle } from './engineHandle.ts';
+import type { ModelConfig } from '../config/serverConfig.ts';
 import type { EngineSettings } from './messages.ts';
 
-/** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
-export type ClusterModel = { name: string; maxBatch?: number; threshold?: number; kvCapacityTokens?: number } & ({ runner: ModelRunner; thread?: never } | { thread: EngineHandle; runner?: never });
+/** What bounds one engine's batches and pool: its fields of the settings it begins with. */
+export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'threshold' | 'kvCapacityTokens'>;
 
-/** What bounds one engine's batches and pool. */
-export interface EngineLimits {
-  maxBatch: number;
-  threshold: number;
-  kvCapacityTokens: number;
-}
+/** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
+export type ClusterModel = Pick<ModelConfig, 'name'> & Partial<EngineLimits> & ({ runner: ModelRunner; thread?: never } | { thread: EngineHandle; runner?: never });
 
 export function modelLimits(m: ClusterModel): EngineLimits {
   return { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity };
@@ -36,31 +32,12 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, trac
   return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes) : m.thread));
 }
 
-/** What the whole deployment shares, as every engine's settings carry it. */
-export interface DeploymentSettings {
-  retainState: boolean;
-  maxWaitMs: number;
-  prefixCache: boolean;
-  clock: Clock;
-  trace: boolean;
-  checkInvariants: boolean;
-}
+/** What the whole deployment shares, as every engine's settings carry it (the clock becomes its origin). */
+export type DeploymentSettings = Pick<EngineSettings, 'mode' | 'retainState' | 'maxWaitMs' | 'prefixCache' | 'trace' | 'checkInvariants'> & { clock: Clock };
 
 /** The settings engine `index` of `engines` begins with (again after a restart). */
-export function engineSettings(index: number, engines: readonly EngineHandle[], limits: EngineLimits, mode: SchedulingMode, d: DeploymentSettings): EngineSettings {
-  return {
-    index,
-    models: engines.map((e) => e.name),
-    maxBatch: limits.maxBatch,
-    threshold: limits.threshold,
-    kvCapacityTokens: limits.kvCapacityTokens,
-    mode,
-    retainState: d.retainState,
-    maxWaitMs: d.maxWaitMs,
-    prefixCache: d.prefixCache,
-    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
-    origin: d.clock.origin ?? 0,
-    trace: d.trace,
-    checkInvariants: d.checkInvariants,
-  };
+export function engineSettings(index: number, engines: readonly EngineHandle[], limits: EngineLimits, { clock, ...shared }: DeploymentSettings): EngineSettings {
+  const { maxBatch, threshold, kvCapacityTokens } = limits;
+  // an engine in this process reads the entry's clock itself (a virtual one has no origin)
+  return { index, models: engines.map((e) => e.name), maxBatch, threshold, kvCapacityTokens, ...shared, origin: clock.origin ?? 0 };
 }

@@ -15,30 +15,26 @@ import { beginEngines } from './beginEngines.ts';
 import { WakeGate } from './engineHost.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
+import type { LimitsConfig, SchedulingConfig } from '../config/serverConfig.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 export type { ClusterModel };
 
-export interface ClusterOptions {
-  clock: Clock;
-  models: readonly ClusterModel[];
-  mode?: SchedulingMode;
-  /** false: every return is a new request that re-prefills its whole context (standard serving). */
-  retainState?: boolean;
-  /** Longest a ready request waits for its threshold, in clock ms (async-delayed); default 100. */
-  maxWaitMs?: number;
-  /** N: requests decoding at once; the rest wait at the entry. */
-  maxConcurrency?: number;
-  /** Requests allowed to wait at the entry before submit refuses with "overloaded". */
-  maxQueue?: number;
-  trace?: TraceSink;
-  /** false: nothing is traced until `setTracing(true)` (a server traces only while something reads it); default true when `trace` is given. */
-  tracing?: boolean;
-  /** Debug mode: check every invariant after every batch (tests and the stress suite). */
-  checkInvariants?: boolean;
-  /** Engines keep the caches requests let go of and start new caches from their longest cached prefix (default off). */
-  prefixCache?: boolean;
-}
+/**
+ * The config's scheduling and limits fields under their config names (runtime/config/serverConfig.ts
+ * documents them), each optional here: a library user (bench, simulation, test) leaves out what the
+ * service always passes. Unset: maxWaitMs 100, prefixCache off, concurrency and queue unbounded.
+ */
+export type ClusterOptions = Partial<Pick<SchedulingConfig, 'mode' | 'retainState' | 'maxWaitMs' | 'prefixCache'>> &
+  Partial<Pick<LimitsConfig, 'maxConcurrency' | 'maxQueue'>> & {
+    clock: Clock;
+    models: readonly ClusterModel[];
+    trace?: TraceSink;
+    /** false: nothing is traced until `setTracing(true)` (a server traces only while something reads it); default true when `trace` is given. */
+    tracing?: boolean;
+    /** Debug mode: check every invariant after every batch (tests and the stress suite). */
+    checkInvariants?: boolean;
+  };
 
 export interface RequestHandle {
   readonly id: string;
@@ -323,7 +319,7 @@ export class Cluster implements EngineEntry {
   }
 
   private settingsFor(index: number, limits: EngineLimits): EngineSettings {
-    return engineSettings(index, this.engines, limits, this.policy.mode, { retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.invariantState !== null });
+    return engineSettings(index, this.engines, limits, { mode: this.policy.mode, retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.invariantState !== null });
   }
 
   // --- request lifecycle ---

@@ -82,7 +82,7 @@ export class EngineHost implements EngineEnv {
     this.trace = settings.trace ? this.sink : undefined;
     const name = settings.models[settings.index];
     runner.useClock?.(clock);
-    this.engine = new Engine(settings.index, { name, runner, maxBatch: settings.maxBatch, threshold: settings.threshold, maxWaitMs: settings.maxWaitMs, kvCapacityTokens: settings.kvCapacityTokens, prefixCache: settings.prefixCache }, this);
+    this.engine = new Engine(settings.index, { ...settings, name, runner }, this);
   }
 
   /** Requests this engine holds state for. */

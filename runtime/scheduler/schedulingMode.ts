@@ -1,7 +1,9 @@
 // Scheduling modes, their settings, and the delayed-batching feasibility rule Σ(T_i − 1) < N.
 import { TokenRouterError } from '../errors.ts';
 
-export const SCHEDULING_MODES = ['step-sync', 'model-sync', 'async-immediate', 'async-delayed'] as const;
+import { SCHEDULING_MODES } from '../../shared/protocol/engineProtocol.ts';
+
+export { SCHEDULING_MODES };
 export type SchedulingMode = (typeof SCHEDULING_MODES)[number];
 
 /**

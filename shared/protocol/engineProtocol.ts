@@ -173,16 +173,29 @@ export const algorithmRefSchema = z.object({
   catalog: list(z.object({ name: z.string(), heads: list(z.string()), vocabSize: int.optional() })).optional(),
 });
 
+/** The scheduling modes (runtime/scheduler/schedulingMode.ts explains them); the config schema and the engine wire share this one list. */
+export const SCHEDULING_MODES = ['step-sync', 'model-sync', 'async-immediate', 'async-delayed'] as const;
+
+/**
+ * What an engine begins with: the config file's settings under their config names (models[].maxBatch,
+ * scheduling.mode, .retainState, .maxWaitMs, .prefixCache), plus what the entry adds (index, models,
+ * threshold, kvCapacityTokens from the memory plan, origin, trace, checkInvariants). Runtime types
+ * (EngineOptions, EngineLimits, DeploymentSettings) are Picks of this; ClusterOptions picks the config's.
+ */
 export const engineSettingsSchema = z.object({
   index: int,
   models: list(z.string()),
   maxBatch: int,
+  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
   threshold: int,
+  /** KV capacity in tokens; Infinity = unbounded (hence `amount`, not the config's finite numbers: Infinity crosses the wire). */
   kvCapacityTokens: amount,
-  mode: z.enum(['step-sync', 'model-sync', 'async-immediate', 'async-delayed']),
+  mode: z.enum(SCHEDULING_MODES),
+  /** false: a request that leaves drops its state in the engine (standard serving). */
   retainState: z.boolean(),
+  /** Longest a ready request waits for its threshold, in clock ms; Infinity = none (benches and tests pass it, so `amount`). */
   maxWaitMs: amount,
-  /** Prefix caching in the engine (EngineOptions.prefixCache). */
+  /** Keep the caches requests let go of, and start new caches from their longest cached prefix. */
   prefixCache: z.boolean(),
   origin: z.number(),
   trace: z.boolean(),
