@@ -204,7 +204,7 @@ export class Engine implements SubServerHost, LaneView {
     const { counters } = local;
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
     // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
-    this.sent.push({ to, arrival: { spec, handoff, known, counters, ...(this.host.retainState ? {} : { context: local.tokens }) } });
+    this.sent.push({ to, arrival: this.host.retainState ? { spec, handoff, known, counters } : { spec, handoff, known, counters, context: local.tokens } });
   }
 
   /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */
