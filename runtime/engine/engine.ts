@@ -3,7 +3,7 @@ import { createActor, type Actor } from 'xstate';
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
 import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
-import { endEvent, type LocalEvent } from '../actors/localRequestMachine.ts';
+import { endEvent, LOCAL_EVENTS, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
@@ -193,18 +193,18 @@ export class Engine implements SubServerHost, LaneView {
     known[m] = local.tokens.length;
     this.host.trace?.emit({ type: 'handoff', t: this.host.clock.now(), requestId: local.id, from: this.name, to, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at });
     if (this.host.retainState) {
-      this.move(local, { type: 'HANDOFF' });
+      this.move(local, LOCAL_EVENTS.HANDOFF);
       this.queues.left(local);
       // Its cache just became evictable: a request waiting for memory here may now fit.
       if (this.queues.waitingAdmission > 0) this.admitWaiting();
     } else {
-      this.move(local, { type: 'FINISH' });
+      this.move(local, LOCAL_EVENTS.FINISH);
       this.forget(local);
     }
     const { counters } = local;
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
     // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
-    this.sent.push({ to, arrival: { spec, handoff, known, counters, ...(this.host.retainState ? {} : { context: local.tokens }) } });
+    this.sent.push({ to, arrival: this.host.retainState ? { spec, handoff, known, counters } : { spec, handoff, known, counters, context: local.tokens } });
   }
 
   /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */
@@ -232,10 +232,10 @@ export class Engine implements SubServerHost, LaneView {
       local.counters = a.counters;
       local.stepsHere = 0;
       if (local.hasCache) {
-        this.move(local, { type: 'RETURN' });
+        this.move(local, LOCAL_EVENTS.RETURN);
         return this.enqueue(local);
       }
-      this.move(local, { type: 'REQUEUE' });
+      this.move(local, LOCAL_EVENTS.REQUEUE);
     } else {
       // Only after this engine restarted: the sender still counted on the KV that died with it.
       if (!a.context && handoff.anchor !== 0) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
@@ -250,7 +250,7 @@ export class Engine implements SubServerHost, LaneView {
       if (!(e instanceof TokenRouterError)) throw e;
       return this.finish(local, 'failed', 'error', new TokenRouterError(e.code, `${this.name}: ${e.message}`, e.param));
     }
-    this.move(local, { type: 'ADMIT' });
+    this.move(local, LOCAL_EVENTS.ADMIT);
     this.enqueue(local);
   }
 
@@ -314,7 +314,7 @@ export class Engine implements SubServerHost, LaneView {
 
   admitWaiting(): void {
     for (const local of this.queues.admitWaiting()) {
-      this.move(local, { type: 'ADMIT' });
+      this.move(local, LOCAL_EVENTS.ADMIT);
       this.enqueue(local);
     }
   }

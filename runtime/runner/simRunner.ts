@@ -113,9 +113,13 @@ export class SimRunner implements ModelRunner {
       else c.decodeRows++;
       if (cache.length !== row.position) throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
       if (row.tokens.length === 0) throw new Error(`${this.info.name}: row for ${row.requestId} feeds no token`);
-      for (const t of row.tokens) cache.trail.push((cache.hash = mix(cache.hash, t + 1)));
-      cache.length += row.tokens.length;
-      tokensFed += row.tokens.length;
+      const { tokens } = row;
+      const { trail } = cache;
+      let hash = cache.hash;
+      for (let k = 0; k < tokens.length; k++) trail.push((hash = mix(hash, tokens[k] + 1)));
+      cache.hash = hash;
+      cache.length += tokens.length;
+      tokensFed += tokens.length;
       out[i] = this.sample(cache, row);
     }
     c.rows += rows.length;
