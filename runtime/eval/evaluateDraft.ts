@@ -35,6 +35,8 @@ const KEEP_RUNS = 32;
 const RETRY_MS = 50;
 /** Beside live traffic, a run holds at most this share of the requests in flight: its cost to live throughput. */
 export const LIVE_SHARE = 0.2;
+/** Live traffic seen this recently still counts: closed-loop clients leave the cluster for a moment between requests. */
+const LIVE_MEMORY_MS = 1000;
 
 /**
  * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
@@ -192,12 +194,17 @@ export class EvaluationRuns {
     };
     let retry: unknown = null;
     /**
-     * Requests of the run in flight now: its concurrency while the server has no other traffic; with
-     * live traffic, at most LIVE_SHARE of all requests in flight (at least one), so live requests keep
+     * Requests of the run in flight now: its concurrency while the server has had no other traffic
+     * for LIVE_MEMORY_MS; with live traffic, at most LIVE_SHARE of all requests in flight (at least one), so live requests keep
      * their slots and their share of the cores.
      */
+    let recentLive = 0;
+    let recentLiveAt = -Infinity;
     const allowed = (): number => {
-      const live = cluster.activeCount + cluster.queuedCount - inFlight.size;
+      const now = cluster.clock.now();
+      let live = cluster.activeCount + cluster.queuedCount - inFlight.size;
+      if (live > 0) [recentLive, recentLiveAt] = [live, now];
+      else if (now - recentLiveAt < LIVE_MEMORY_MS) live = recentLive;
       return live <= 0 ? concurrency : Math.max(1, Math.min(concurrency, Math.floor((live * LIVE_SHARE) / (1 - LIVE_SHARE))));
     };
     const fill = (): void => {
