@@ -71,6 +71,7 @@ async function closedLoop(label: string, large: RemoteEngine | null, w: Workload
     mode: 'async-delayed',
     maxConcurrency: w.concurrency,
     maxWaitMs: w.maxWaitMs,
+    prefixCache: false,
     models: [
       { ...smallAt, maxBatch: 64, threshold: w.thresholds.small ?? 1 },
       { ...largeAt, maxBatch: 64, threshold: w.thresholds.large ?? 1 },

@@ -32,6 +32,7 @@ export function measure(s: ValidationSetting, thresholds: number[], horizonMs: n
     maxConcurrency: s.N,
     // The model has no deadline; a long one keeps the runtime live without firing in steady state.
     maxWaitMs: 60_000,
+    prefixCache: false,
     models: s.spec.models.map((name, i) => ({ name, runner: new SimRunner({ name, latency: (b) => s.latency(i, b) }), maxBatch: s.N, threshold: thresholds[i] })),
   });
   // Requests long enough that start-up is rare; prompt prefill costs nothing here because the model has no prefill.

@@ -46,7 +46,7 @@ function measure(alg: Algorithm<unknown>, concurrency: number, requests: number,
   collect();
   const clock = new VirtualClock();
   const rs = runners();
-  const cluster = new Cluster({ clock, maxConcurrency: concurrency, models: rs.filter((r) => alg.models.includes(r.info.name)).map((runner) => ({ name: runner.info.name, runner, maxBatch: 64 })) });
+  const cluster = new Cluster({ clock, maxConcurrency: concurrency, prefixCache: false, models: rs.filter((r) => alg.models.includes(r.info.name)).map((runner) => ({ name: runner.info.name, runner, maxBatch: 64 })) });
   const t0 = performance.now();
   const rep = runClosedLoop(cluster, clock, alg, { concurrency, requests, promptLength: 16, maxTokens: tokens, keepResults: false });
   const wall = performance.now() - t0;

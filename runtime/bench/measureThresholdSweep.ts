@@ -145,6 +145,7 @@ export async function measureThresholdSweep(s: SweepSettings): Promise<Measureme
     retainState: true,
     // The model has no deadline; a long one keeps the runtime live without firing in steady state.
     maxWaitMs: 60_000,
+    prefixCache: false,
     maxConcurrency: N,
     trace,
     models: LANES.map((name) => ({ name, runner: set.runners.get(name)!, maxBatch: N, threshold: 1, kvCapacityTokens: Infinity })),

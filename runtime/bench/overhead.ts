@@ -20,6 +20,8 @@ export function measureOverhead(concurrency: number, requests: number, maxTokens
     clock,
     mode: 'async-delayed',
     maxConcurrency: concurrency,
+    // as published (prefix caching was off by default then): the closed loop's prompts repeat every 90 requests
+    prefixCache: false,
     models: runners.map((runner) => ({ name: runner.info.name, runner, maxBatch: 64, threshold: 1 })),
   });
   const t0 = performance.now();
@@ -120,7 +122,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   return {
     suite: 'overhead',
     settings: {
-      overhead: { concurrency, requests, maxTokens, models: 2, routing: 'R2R-like Markov p=0.35, back after 1 kept token', mode: 'async-delayed, thresholds 1/1', runner: 'zero-latency simulated' },
+      overhead: { concurrency, requests, maxTokens, models: 2, maxBatch: 64, prefixCache: false, routing: 'R2R-like Markov p=0.35, back after 1 kept token', mode: 'async-delayed, thresholds 1/1', runner: 'zero-latency simulated' },
       sim: { ...SIM_SETTINGS, concurrency: 16, thresholds: '1/9', mode: 'async-delayed' },
       actors: { lives: 20_000, rounds: 5, reported: 'best round, µs per life', measured: actorsGc ? 'before the runs, gc() before each round' : 'before the runs (no --expose-gc)' },
     },

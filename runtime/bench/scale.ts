@@ -76,6 +76,7 @@ function runScale(s: ScaleSettings): ScaleRun {
     retainState: true,
     maxConcurrency: concurrency,
     maxWaitMs: PAPER_SETTING.maxWaitMs,
+    prefixCache: false,
     // KV pools sized so that every in-flight request fits: memory is bounded by concurrency, not by requests.
     models: [...runners].map(([name, runner]) => ({ name, runner, maxBatch, threshold: name === 'large' ? largeThreshold : 1, kvCapacityTokens: concurrency * (promptLength + maxTokens) })),
   });

@@ -24,6 +24,7 @@ export const SIM_SETTINGS = {
   requestsPerClient: 4,
   maxWaitMs: 100,
   maxBatch: 64,
+  prefixCache: false,
 };
 
 export function simulate(c: SimCase, s = SIM_SETTINGS): ClosedLoopReport {
@@ -35,6 +36,7 @@ export function simulate(c: SimCase, s = SIM_SETTINGS): ClosedLoopReport {
     retainState: c.retainState,
     maxConcurrency: c.concurrency,
     maxWaitMs: s.maxWaitMs,
+    prefixCache: s.prefixCache,
     models: [...runners].map(([name, runner]) => ({ name, runner, maxBatch: s.maxBatch, threshold: c.thresholds?.[name] ?? 1 })),
   });
   return runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(s.p)), {

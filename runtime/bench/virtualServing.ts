@@ -59,6 +59,7 @@ export function runVirtual(c: VirtualCase): VirtualRun {
     retainState: c.retainState,
     maxConcurrency: c.concurrency,
     maxWaitMs: c.maxWaitMs ?? PAPER_SETTING.maxWaitMs,
+    prefixCache: false,
     models: [...runners].map(([name, runner]) => ({ name, runner, maxBatch: c.maxBatch ?? PAPER_SETTING.maxBatch, threshold: c.thresholds?.[name] ?? 1 })),
   });
   const algorithm = c.algorithm ?? (markovAlgorithm(r2rMarkov(PAPER_SETTING.p)) as Algorithm<unknown>);

@@ -6,7 +6,7 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { WakeGate } from './engineHost.ts';
 import { InprocEngine } from './inprocEngine.ts';
 import type { EngineHandle } from './engineHandle.ts';
-import type { ModelConfig } from '../config/serverConfig.ts';
+import { modelSchema, type ModelConfig } from '../config/serverConfig.ts';
 import type { EngineSettings } from './messages.ts';
 
 /** What bounds one engine's batches and pool: its fields of the settings it begins with. */
@@ -15,8 +15,11 @@ export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'threshold' | 'kvCa
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
 export type ClusterModel = Pick<ModelConfig, 'name'> & Partial<EngineLimits> & ({ runner: ModelRunner; thread?: never } | { thread: EngineHandle; runner?: never });
 
+/** A model's batch bound when none is given: the config schema's. */
+const MAX_BATCH = modelSchema.shape.maxBatch.parse(undefined);
+
 export function modelLimits(m: ClusterModel): EngineLimits {
-  return { maxBatch: m.maxBatch ?? 64, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity };
+  return { maxBatch: m.maxBatch ?? MAX_BATCH, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity };
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
@@ -26,7 +29,7 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, trac
   const names = new Set<string>();
   for (const m of models) {
     if (names.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
-    if (!((m.maxBatch ?? 64) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
+    if (!((m.maxBatch ?? MAX_BATCH) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
     names.add(m.name);
   }
   return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes) : m.thread));

@@ -15,26 +15,11 @@ import { beginEngines } from './beginEngines.ts';
 import { WakeGate } from './engineHost.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
-import type { LimitsConfig, SchedulingConfig } from '../config/serverConfig.ts';
+import { clusterSettings, type ClusterOptions } from './clusterOptions.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 export type { ClusterModel };
-
-/**
- * The config's scheduling and limits fields under their config names (runtime/config/serverConfig.ts
- * documents them), each optional here: a library user (bench, simulation, test) leaves out what the
- * service always passes. Unset: maxWaitMs 100, prefixCache off, concurrency and queue unbounded.
- */
-export type ClusterOptions = Partial<Pick<SchedulingConfig, 'mode' | 'retainState' | 'maxWaitMs' | 'prefixCache'>> &
-  Partial<Pick<LimitsConfig, 'maxConcurrency' | 'maxQueue'>> & {
-    clock: Clock;
-    models: readonly ClusterModel[];
-    trace?: TraceSink;
-    /** false: nothing is traced until `setTracing(true)` (a server traces only while something reads it); default true when `trace` is given. */
-    tracing?: boolean;
-    /** Debug mode: check every invariant after every batch (tests and the stress suite). */
-    checkInvariants?: boolean;
-  };
+export type { ClusterOptions };
 
 export interface RequestHandle {
   readonly id: string;
@@ -71,15 +56,12 @@ export class Cluster implements EngineEntry {
 
   constructor(opts: ClusterOptions) {
     this.clock = opts.clock;
-    this.policy = new LaunchPolicy(opts.mode ?? 'async-delayed');
-    this.retainState = opts.retainState ?? true;
-    this.maxWaitMs = opts.maxWaitMs ?? 100;
-    this.maxConcurrency = opts.maxConcurrency ?? Infinity;
-    this.maxQueue = opts.maxQueue ?? Infinity;
+    const settings = clusterSettings(opts);
+    this.policy = new LaunchPolicy(settings.mode);
+    ({ retainState: this.retainState, maxWaitMs: this.maxWaitMs, maxConcurrency: this.maxConcurrency, maxQueue: this.maxQueue, prefixCache: this.prefixCache } = settings);
     this.sink = opts.trace;
     this.trace = opts.tracing === false ? undefined : opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
-    this.prefixCache = opts.prefixCache ?? false;
     this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
