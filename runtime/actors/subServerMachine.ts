@@ -1,6 +1,7 @@
 // The engine's lane actor: idle / collecting a delayed batch / executing (it holds the batch in flight) / down, where batches fail.
 import { assign, setup } from 'xstate';
 import type { Batch } from '../engine/batch.ts';
+import { flatLogic } from './flatLogic.ts';
 
 /** What the lane actor asks of the engine it drives; the scheduler policy answers the guards. */
 export interface SubServerHost {
@@ -24,8 +25,11 @@ export type SubServerEvent =
   | { type: 'DOWN' } // the runner is gone or taken down: steps fail at once
   | { type: 'UP' }; // a runner is in place again
 
+export type SubServerState = 'idle' | 'collecting' | 'executing' | 'failing' | 'down';
+type SubServerContext = { host: SubServerHost; batch: Batch | null };
+
 export const subServerMachine = setup({
-  types: { context: {} as { host: SubServerHost; batch: Batch | null }, input: {} as { host: SubServerHost }, events: {} as SubServerEvent },
+  types: { context: {} as SubServerContext, input: {} as { host: SubServerHost }, events: {} as SubServerEvent },
   guards: {
     hasWork: ({ context }) => context.host.hasWork(),
     noWork: ({ context }) => !context.host.hasWork(),
@@ -96,3 +100,6 @@ export const subServerMachine = setup({
     },
   },
 });
+
+/** The lane actor's logic: the chart above, run by flatLogic (it steps once per batch, so it must be cheap). */
+export const subServerLogic = flatLogic<SubServerContext, SubServerEvent, { host: SubServerHost }, SubServerState>(subServerMachine);

@@ -2,7 +2,7 @@
 import { createActor, type Actor } from 'xstate';
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import { subServerMachine, type SubServerHost } from '../actors/subServerMachine.ts';
+import { subServerLogic, type SubServerHost } from '../actors/subServerMachine.ts';
 import { endEvent, LOCAL_EVENTS, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
@@ -26,7 +26,7 @@ export class Engine implements SubServerHost, LaneView {
   /** The max-wait deadline; changes with the threshold (the SLO controller moves both). */
   maxWait: number;
   readonly queues: LaneQueues;
-  readonly actor: Actor<typeof subServerMachine>;
+  readonly actor: Actor<typeof subServerLogic>;
   readonly stats = new EngineStats();
   /** The requests this engine holds, in any local state. */
   readonly locals = new Map<string, LocalRequest>();
@@ -46,7 +46,7 @@ export class Engine implements SubServerHost, LaneView {
     this.maxWait = opts.maxWaitMs;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
     this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
-    this.actor = createActor(subServerMachine, { input: { host: this }, clock: host.clock });
+    this.actor = createActor(subServerLogic, { input: { host: this }, clock: host.clock });
     this.actor.start();
   }
 
@@ -135,8 +135,8 @@ export class Engine implements SubServerHost, LaneView {
   /** Takes the planned rows off the ready queue and records the batch as in flight. */
   private start(plan: BatchPlan, candidates: readonly LocalRequest[]): Batch {
     const batch = newBatch(this.host.nextBatchId(), this.index, plan, plan.rows.map((i) => candidates[i]), this.host.clock.now());
+    this.queues.take(plan.rows);
     for (const local of batch.locals) {
-      this.queues.unready(local);
       batch.cachedTokens += local.cachedPrefix;
       local.cachedPrefix = 0;
     }

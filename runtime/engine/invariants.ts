@@ -1,4 +1,4 @@
-// Debug-mode invariant checker for what is still kept twice: a local's ready flag beside its actor's state, the KV pool beside the caches, each request decoding on exactly one engine.
+// Debug-mode invariant checker for what is still kept twice: the KV pool beside the caches, each request decoding on exactly one engine, and no running request lost between the ready queue and the batch.
 import type { Engine } from './engine.ts';
 import type { RequestState } from './requestState.ts';
 
@@ -46,14 +46,12 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
   for (const [id, local] of lane.locals) {
     const s = local.status;
     if (local.id !== id) throw new InvariantError(`${lane.name}: request ${local.id} filed under ${id}`);
-    const scheduled = lane.queues.isReady(local) || lane.isStepping(local);
+    // The ready queue admits only running requests (LaneQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
     if (s === 'running' || s === 'queued') {
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
-      if (s === 'running' && !scheduled) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
-      if (s === 'queued' && (scheduled || local.hasCache)) throw new InvariantError(`${id}: queued on ${lane.name} yet ready, batched or holding a cache`);
-    } else if (s === 'pending-return') {
-      if (scheduled) throw new InvariantError(`${id}: pending-return on ${lane.name} yet scheduled there`);
-    } else throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
+      if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local)) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
+      if (s === 'queued' && local.hasCache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
+    } else if (s !== 'pending-return') throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
     if (local.hasCache) {
       cached += local.fed;
       reserved += local.reserved;

@@ -28,12 +28,11 @@ export interface QueueRunner {
 
 export class LaneQueues {
   readonly pool: CachePool;
-  /** FIFO; may hold stale slots (a local no longer ready, or enqueued again later): each step's view skips them. */
+  /**
+   * The ready requests, FIFO: a step may take them. The only record of readiness (a local's actor
+   * says running; this queue, whether it waits for a step or is in the batch in flight).
+   */
   private ready: LocalRequest[] = [];
-  /** Locals whose `ready` is set: the FIFO gives the order, each local's flag its membership. */
-  private readyN = 0;
-  /** Numbers each step's view, so a local sitting in the FIFO twice is read once. */
-  private viewSeq = 0;
   /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
   /** Numbers handoffs, so pending-return caches are evicted oldest first. */
@@ -77,33 +76,23 @@ export class LaneQueues {
   }
 
   get readyCount(): number {
-    return this.readyN;
+    return this.ready.length;
   }
 
   isReady(local: LocalRequest): boolean {
-    return local.ready;
+    return this.ready.includes(local);
   }
 
+  /** Only a running local waits for a step: anything else here is a scheduler bug, refused at once. */
   enqueue(local: LocalRequest): void {
-    if (!local.ready) {
-      local.ready = true;
-      this.readyN++;
-    }
+    if (local.status !== 'running') throw new Error(`request ${local.id} is ${local.status}: only a running request waits for a step`);
     this.ready.push(local);
   }
 
   /** Takes a local off every queue (it ended). */
   dequeue(local: LocalRequest): void {
-    this.unready(local);
-    const i = this.admissionQueue.indexOf(local);
-    if (i >= 0) this.admissionQueue.splice(i, 1);
-  }
-
-  /** Its FIFO slot goes stale; the next view skips it. */
-  unready(local: LocalRequest): void {
-    if (!local.ready) return;
-    local.ready = false;
-    this.readyN--;
+    remove(this.ready, local);
+    remove(this.admissionQueue, local);
   }
 
   /** The local just left for a peer (its actor is pending-return): it is the newest eviction candidate. */
@@ -111,27 +100,19 @@ export class LaneQueues {
     local.leftAt = ++this.leftSeq;
   }
 
-  /**
-   * The ready requests in FIFO order, as the planner reads them: enough of them to fill a batch of
-   * `limit` (rows a running batch still serves do not count toward it). Stale slots go.
-   */
+  /** The ready requests in FIFO order, as the planner reads them: enough of them to fill a batch of `limit`. */
   readyView(limit: number): { rows: ReadyRow[]; locals: LocalRequest[] } {
-    const locals: LocalRequest[] = [];
-    const rows: ReadyRow[] = [];
-    const stamp = ++this.viewSeq;
-    let i = 0;
-    let taken = 0;
-    for (; i < this.ready.length && taken < limit; i++) {
-      const local = this.ready[i];
-      // a local enqueued again after its slot went stale sits here twice: the first slot counts
-      if (!local.ready || local.viewStamp === stamp) continue;
-      local.viewStamp = stamp;
-      taken++;
-      locals.push(local);
-      rows.push({ fed: local.fed, unfed: local.tokens.length - local.fed });
-    }
-    this.ready = i === this.ready.length ? locals : locals.concat(this.ready.slice(i));
+    const locals = this.ready.length <= limit ? this.ready.slice() : this.ready.slice(0, limit);
+    const rows: ReadyRow[] = new Array(locals.length);
+    for (let i = 0; i < locals.length; i++) rows[i] = { fed: locals[i].fed, unfed: locals[i].tokens.length - locals[i].fed };
     return { rows, locals };
+  }
+
+  /** A batch takes the planned rows of the last view (indices into it) off the queue. */
+  take(rows: readonly number[]): void {
+    // the planner takes a prefix of the FIFO: one splice
+    if (rows.every((r, i) => r === i)) return void this.ready.splice(0, rows.length);
+    for (let i = rows.length - 1; i >= 0; i--) this.ready.splice(rows[i], 1);
   }
 
   /**
@@ -255,4 +236,9 @@ export class LaneQueues {
     local.fed = 0;
     local.cachedPrefix = 0;
   }
+}
+
+function remove<T>(list: T[], item: T): void {
+  const i = list.indexOf(item);
+  if (i >= 0) list.splice(i, 1);
 }

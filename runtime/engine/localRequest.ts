@@ -34,10 +34,6 @@ export class LocalRequest {
   /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
   cachedPrefix = 0;
   stepsHere = 0;
-  /** In the engine's ready queue (LaneQueues): a step may take it. */
-  ready = false;
-  /** The last ready-queue view that read it (LaneQueues.readyView). */
-  viewStamp = 0;
   /** When it last left for a peer (LaneQueues numbers handoffs): pending-return caches are evicted oldest first. */
   leftAt = 0;
   readonly wants: StepWants;
