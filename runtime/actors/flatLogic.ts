@@ -43,7 +43,7 @@ function assignOf<C>(impl: Impl, a: unknown): Assigner<C> {
   const entries = Object.entries(assignment as Record<string, unknown>);
   return (context, args) => {
     const next = { ...context } as Record<string, unknown>;
-    for (const [key, value] of entries) next[key] = typeof value === 'function' ? (value as (a: Args<C>) => unknown)({ ...args, context }) : value;
+    for (const [key, value] of entries) next[key] = typeof value === 'function' ? (value as (a: Args<C>) => unknown)(args) : value;
     return next as C;
   };
 }
@@ -115,38 +115,35 @@ export function flatLogic<C extends object, E extends EventObject, I, S extends 
     const after = states.get(state)!.after;
     if (after) scope.system.scheduler.schedule(scope.self, scope.self, after.event, after.delay({ context, event, self: scope.self }), timerId(state));
   };
-  /** One microstep: exit, the transition's assigns, entry. */
-  const take = (from: S, t: FlatTransition<C>, context: C, event: EventObject, scope: Scope): { value: S; context: C } => {
+  /** One microstep: exit, the transition's assigns (each sees the context the last one left in `args`), entry; returns the state entered. */
+  const take = (from: S, t: FlatTransition<C>, args: Args<C>, scope: Scope): S => {
     const moves = t.target !== null && (t.target !== from || t.reenter);
     if (moves) exit(from, scope);
-    for (const assign of t.assigns) context = assign(context, { context, event, self: scope.self });
+    for (const assign of t.assigns) args.context = assign(args.context, args);
     const value = (t.target ?? from) as S;
-    if (moves) enter(value, context, event, scope);
-    return { value, context };
+    if (moves) enter(value, args.context, args.event, scope);
+    return value;
   };
-  const enabled = (ts: readonly FlatTransition<C>[] | undefined, context: C, event: EventObject, scope: Scope) => {
-    if (ts) for (const t of ts) if (!t.guard || t.guard({ context, event, self: scope.self })) return t;
+  const enabled = (ts: readonly FlatTransition<C>[] | undefined, args: Args<C>) => {
+    if (ts) for (const t of ts) if (!t.guard || t.guard(args)) return t;
     return undefined;
-  };
-  /** Eventless transitions until none is enabled (a chart that loops forever is refused after 100). */
-  const settle = (at: { value: S; context: C }, event: EventObject, scope: Scope) => {
-    for (let n = 0; ; n++) {
-      const t = enabled(states.get(at.value)!.always, at.context, event, scope);
-      if (!t) return at;
-      if (n === 100) throw new UnsupportedChartError(`eventless transitions loop in state ${at.value}`);
-      at = take(at.value, t, at.context, event, scope);
-    }
   };
   const snapshot = (value: S, context: C): FlatSnapshot<C, S> => ({ status: 'active', value, context, output: undefined, error: undefined });
 
   return {
     config: machine,
     transition: (snap, event, scope) => {
-      const state = states.get(snap.value)!;
-      const t = enabled(state.on.get(event.type), snap.context, event, scope);
-      let at = t ? take(snap.value, t, snap.context, event, scope) : { value: snap.value, context: snap.context };
-      if (states.get(at.value)!.always.length > 0) at = settle(at, event, scope);
-      return at.value === snap.value && at.context === snap.context ? snap : snapshot(at.value, at.context);
+      const args: Args<C> = { context: snap.context, event, self: scope.self };
+      const t = enabled(states.get(snap.value)!.on.get(event.type), args);
+      let value = t ? take(snap.value, t, args, scope) : snap.value;
+      // eventless transitions until none is enabled (a chart that loops forever is refused after 100)
+      for (let n = 0; ; n++) {
+        const next = enabled(states.get(value)!.always, args);
+        if (!next) break;
+        if (n === 100) throw new UnsupportedChartError(`eventless transitions loop in state ${value}`);
+        value = take(value, next, args, scope);
+      }
+      return value === snap.value && args.context === snap.context ? snap : snapshot(value, args.context);
     },
     getInitialSnapshot: (_scope, input) => snapshot(initial, typeof makeContext === 'function' ? (makeContext as (a: { input: I }) => C)({ input: input as I }) : makeContext),
     start: (snap, scope) => {
