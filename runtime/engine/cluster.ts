@@ -3,6 +3,7 @@ import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { validateThresholds, type SchedulingMode } from '../scheduler/schedulingMode.ts';
 import type { Engine } from './engine.ts';
@@ -34,6 +35,8 @@ export type ClusterOptions = Partial<Pick<SchedulingConfig, 'mode' | 'retainStat
     tracing?: boolean;
     /** Debug mode: check every invariant after every batch (tests and the stress suite). */
     checkInvariants?: boolean;
+    /** The models' tokenizer, for engines built here (engines elsewhere load theirs beside their model): requests that ask for text are detokenised by the engine. */
+    tokenizer?: Decoder;
   };
 
 export interface RequestHandle {
@@ -80,7 +83,7 @@ export class Cluster implements EngineEntry {
     this.trace = opts.tracing === false ? undefined : opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
     this.prefixCache = opts.prefixCache ?? false;
-    this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes);
+    this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes, opts.tokenizer);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
       engines: this.engines,
@@ -144,7 +147,7 @@ export class Cluster implements EngineEntry {
     let resolve!: (r: RequestResult) => void;
     const done = new Promise<RequestResult>((r) => (resolve = r));
     const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
-    const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext);
+    const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext, opts);
     const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
@@ -246,8 +249,8 @@ export class Cluster implements EngineEntry {
   }
 
   private apply(req: RequestState, c: Commit): void {
-    req.counters = c.counters;
     req.output.push(c.token);
+    if (c.text) req.text += c.text;
     req.producedBy.push(c.model);
     this.committed++;
     if (req.firstTokenAt === null) {
@@ -256,7 +259,7 @@ export class Cluster implements EngineEntry {
       this.emitState(req.id, 'streaming');
     }
     try {
-      req.onToken?.(c.token, req.spec.models[c.model - 1], req.producedBy.length - 1, c.signals, c.atHandoff);
+      req.onToken?.(c.token, req.spec.models[c.model - 1], req.producedBy.length - 1, c.signals, c.atHandoff, c.text);
     } catch (e) {
       this.end(req, 'failed', 'error', e as Error);
     }
@@ -267,6 +270,7 @@ export class Cluster implements EngineEntry {
     if (!req || req.finished) return;
     if (req.waitsFor(f)) return;
     if (f.counters) req.counters = f.counters;
+    if (f.text) req.text += f.text;
     this.end(req, f.status, f.reason, f.error);
   }
 
