@@ -4,7 +4,26 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import { serveEngine } from './serveEngine.ts';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { threadCpuMs } from '../util/threadCpu.ts';
 import type { FromEngine } from './messages.ts';
+
+let gcMs = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcMs += e.duration;
+}).observe({ entryTypes: ['gc'] });
+let stats = { cpuMs: 0, gcMs: 0 };
+let statsAt = -Infinity;
+
+/** This thread's CPU and GC time, read from /proc at most every 100 ms (the benches divide them by tokens). */
+function threadStats(): { cpuMs: number; gcMs: number } {
+  const now = performance.now();
+  if (now - statsAt >= 100) {
+    stats = { cpuMs: threadCpuMs() ?? 0, gcMs };
+    statsAt = now;
+  }
+  return stats;
+}
 
 async function main(): Promise<void> {
   const port = parentPort;
@@ -22,6 +41,7 @@ async function main(): Promise<void> {
   serveEngine(port, runner, {
     trusted: true,
     decoder,
+    threadStats,
     onClose: async () => {
       await runner.close?.();
       port.postMessage({ type: 'closed' } satisfies FromEngine);

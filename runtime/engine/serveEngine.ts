@@ -41,6 +41,7 @@ export class PortedEngine {
     runner: ModelRunner,
     trusted: boolean,
     decoder: Decoder | undefined,
+    threadStats?: () => { cpuMs: number; gcMs: number },
   ) {
     // under checkInvariants every message is checked, our own thread's too
     this.trusted = trusted && !settings.checkInvariants;
@@ -48,6 +49,7 @@ export class PortedEngine {
     const outlet: EngineOutlet = {
       inProcess: false,
       report: (r) => {
+        if (threadStats) r.lane!.thread = threadStats();
         const { message, transfer } = toWireStep(r, (e) => this.wireEvent(e));
         port.postMessage(message, transfer);
       },
@@ -133,6 +135,8 @@ export interface ServeOptions {
   trusted?: boolean;
   /** The model's tokenizer, loaded beside the runner: the engine detokenises requests that ask for text. */
   decoder?: Decoder;
+  /** An engine alone in its thread: the thread's CPU and GC time, sent with its lane. */
+  threadStats?: () => { cpuMs: number; gcMs: number };
   /** Over NATS: the entry named its other remote models (`remote-peers`); absent, the message is refused. */
   remotePeers?(server: PortedEngine, m: RemotePeers): void;
 }
@@ -148,7 +152,7 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
   const handle = async (m: ToEngine): Promise<void> => {
     if (m.type === 'begin') {
       server?.dispose();
-      server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder);
+      server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder, opts.threadStats);
       for (const [name, p] of Object.entries(m.peers)) server.addPeer(name, p);
       opts.onBegin?.(server);
       return;

@@ -185,6 +185,8 @@ export const laneReportSchema = z.object({
   /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
   prefixEntries: int,
   kvPrefixBytes: z.number(),
+  /** An engine in its own thread: that thread's CPU and garbage-collection pause time since it started, ms (read at most every 100 ms). */
+  thread: z.object({ cpuMs: z.number(), gcMs: z.number() }).optional(),
 });
 
 export const modelInfoSchema = z.object({
