@@ -349,6 +349,8 @@ export class Cluster implements EngineEntry {
       const counters = this.byName.get(name)!.release(req.spec, status);
       if (counters) req.counters = counters;
     }
+    // tallies ride on finishes: a request ended here, held across a port, has only its handoffs from the moves
+    if (req.hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: req.hops };
     this.emitState(req.id, status);
     const wasActive = this.active.delete(req.id);
     this.completed++;
