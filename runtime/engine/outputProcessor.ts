@@ -16,7 +16,11 @@ export function newTextState(): TextState {
  * that spans a handoff is found where one model would find it, since the tail travels in the state.
  */
 export class OutputProcessor {
-  constructor(private readonly tok: Decoder) {}
+  private readonly tok: Decoder;
+
+  constructor(tok: Decoder) {
+    this.tok = memoDecoder(tok);
+  }
 
   /** Appends a committed token; returns the text the client may see now. `s.stopAt >= 0` afterwards: a stop string matched. */
   push(s: TextState, spec: RequestSpec, token: number): string {
@@ -59,3 +63,28 @@ export class OutputProcessor {
 }
 
 const NONE: readonly string[] = [];
+
+/** Windows longer than this are decoded afresh (they are rare: a character in many pieces). */
+const MEMO_WINDOW = 4;
+const MEMO_ENTRIES = 1 << 16;
+
+/**
+ * Decoding is a pure function of the ids, and the windows the detokenizer decodes are a token or
+ * two, mostly the same few thousand pairs: each is decoded once (the tokenizer's decode costs
+ * microseconds per call, on the engine's thread beside the model). Bounded: cleared when full.
+ */
+function memoDecoder(tok: Decoder): Decoder {
+  const memo = new Map<string, string>();
+  return {
+    decode(ids: readonly number[]): string {
+      if (ids.length > MEMO_WINDOW) return tok.decode(ids);
+      const key = ids.length === 1 ? String(ids[0]) : ids.join(',');
+      let text = memo.get(key);
+      if (text === undefined) {
+        if (memo.size >= MEMO_ENTRIES) memo.clear();
+        memo.set(key, (text = tok.decode(ids)));
+      }
+      return text;
+    },
+  };
+}
