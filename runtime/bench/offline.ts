@@ -147,7 +147,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await runOffline({ ...base, prompts: Array.from({ length: warmup }, (_, k) => -(k + 1)) });
       const measured = Array.from({ length: requests }, (_, i) => i);
       const offline: OfflineRun[] = [];
-      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number }[] = [];
+      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number; engine: { cpuMs: number; gcMs: number } | undefined }[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so a drift in the shared machine's load does not favour one.
         const order = r % 2 === 0 ? ['offline', 'served'] : ['served', 'offline'];
@@ -158,7 +158,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, streamInterval });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean });
+            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean, engine: s.lanes.find((l) => l.name === model)?.thread });
           }
           progress(`offline ${model} round ${r + 1} ${side}`, ++done, total);
         }
@@ -171,8 +171,17 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const ratio = srvTok / offTok;
       // the entry's main thread: its CPU over the measured run ÷ streamed (committed) tokens
       const entryUs = served.every((s) => s.entryMainMs !== null) ? median(served.map((s) => (s.entryMainMs! * 1000) / s.outputTokens)) : null;
+      // the engine's own thread (thread placement): its CPU per token and its GC share, and every other thread of the server (ONNX Runtime's pool, libuv)
+      const threads = served.every((s) => s.engine && s.entryMainMs !== null)
+        ? {
+            engine_thread_us_per_token: median(served.map((s) => (s.engine!.cpuMs * 1000) / s.outputTokens)),
+            engine_gc_share: median(served.map((s) => s.engine!.gcMs / Math.max(1, s.engine!.cpuMs))),
+            other_threads_us_per_token: median(served.map((s) => ((s.cpuMs - s.entryMainMs! - s.engine!.cpuMs) * 1000) / s.outputTokens)),
+          }
+        : null;
       perModel.push({
         model,
+        ...threads,
         offline_tok_s: offTok,
         served_tok_s: srvTok,
         ratio,
@@ -193,7 +202,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           },
         })),
       });
-      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
     }
   } finally {
     await set.close();
@@ -225,6 +234,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       ...servingSettings({ ...serving, placement }),
       placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
       entry_us_per_token: 'CPU time of this process\'s main thread (the entry: HTTP, admission, request actors, SSE) over the measured served run, from /proc/self/task/<pid>/stat utime+stime (10 ms ticks), ÷ committed output tokens; the load generator runs in a child process, engines and models in their own threads, so neither counts; median over rounds',
+      threads: 'thread placement: engine_thread_us_per_token, the engine thread\'s CPU (its /proc/thread-self/stat, sent with its lane) ÷ committed tokens; engine_gc_share, its garbage-collection pauses (perf_hooks gc entries in that thread) ÷ its CPU time; other_threads_us_per_token, the server process\'s CPU less the entry\'s main thread and the engine thread (ONNX Runtime\'s pool, libuv) ÷ tokens; medians over rounds',
       cpu_cores: 'served_server_cpu_cores: this process (entry, engine threads, model threads) CPU ÷ wall over the served run; served_client_cpu_cores: the load generator process\'s; offline_cpu_cores: this process over the offline loop',
       tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
     },

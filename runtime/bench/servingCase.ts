@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
 import { TokenRouterError } from '../errors.ts';
+import { threadCpuMs } from '../util/threadCpu.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { parseGoodput, type Slo } from '../loadgen/goodput.ts';
@@ -124,14 +125,7 @@ export function resolvedPlacement(p: EnginePlacement, set: Pick<RunnerSet, 'thre
 
 /** CPU ms the main thread of this process has used (Linux /proc; null elsewhere): the entry's thread, apart from engine and model threads. */
 export function mainThreadCpuMs(): number | null {
-  try {
-    const stat = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    // fields after the command's closing parenthesis: utime and stime are the 12th and 13th there, in clock ticks (100 per second on Linux)
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
-  } catch {
-    return null;
-  }
+  return threadCpuMs(`/proc/self/task/${process.pid}/stat`);
 }
 
 /** Where the load generator runs: its own process (default, as vLLM's client) or this one. */
@@ -200,7 +194,7 @@ function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
   return after.map((a, i) => {
     const b = before[i];
-    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs };
+    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, ...(a.thread && b.thread ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs } } : {}) };
   });
 }
 

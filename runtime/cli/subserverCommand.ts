@@ -10,6 +10,9 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { OnnxRunner } from '../runner/onnxRunner.ts';
+import { charTokenizer } from '../runner/charTokenizer.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+import { TextTokenizer } from '../runner/tokenizer.ts';
 import { planMemory } from '../serve/memoryPlan.ts';
 import { numFlag, parseFlags } from '../util/cliFlags.ts';
 
@@ -67,6 +70,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
   const drainMs = values['drain-timeout-ms'] === '0' ? 0 : positiveInt('drain-timeout-ms', values['drain-timeout-ms'], 30_000);
 
   let runner: ModelRunner;
+  let decoder: Decoder;
   let weightBytes = 0;
   if (values.sim) {
     const vocab = values['sim-vocab'] ?? 'chars';
@@ -78,11 +82,13 @@ export async function subserverCommand(args: string[]): Promise<number> {
       throw new TokenRouterError('invalid_request', (e as Error).message, 'sim-latency');
     }
     runner = simModel({ name: model, latency, vocab, eosRate: numFlag('sim-eos-rate', values['sim-eos-rate'], 0, 1, 0) });
+    decoder = charTokenizer();
     log(`simulated model (${vocab} vocabulary, ${latency.baseMs} ms + ${latency.perRowMs} ms/row + ${latency.perTokenMs} ms/token)`);
   } else {
     const dir = path.resolve(values.path ?? path.join(values['models-dir'] ?? 'examples/models', model));
     const folder = loadModelFolder(dir);
     weightBytes = fs.statSync(folder.onnxPath).size;
+    decoder = TextTokenizer.fromFolder(folder);
     log(`loading ${dir} …`);
     // the engine and its runner in this one process: a step never leaves it (onnxruntime runs it off the event loop)
     runner = await OnnxRunner.load(folder.dir, { intraOpNumThreads: positiveInt('threads', values.threads, 1), name: model });
@@ -103,6 +109,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
     subjectPrefix: values.prefix,
     heartbeatMs: positiveInt('heartbeat-ms', values['heartbeat-ms'], 250),
     kvCapacityTokens: plan.kvTokens,
+    decoder,
     // An entry's message the engine cannot handle fails that entry's requests here and is logged by the server; the
     // process stays: exiting would take the model from every later entry (issue 34: an entry's SIGTERM killed it).
     log,

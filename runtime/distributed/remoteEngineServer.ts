@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import { serveEngine, type PortedEngine } from '../engine/serveEngine.ts';
 import type { PortLike, ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects } from './modelSubjects.ts';
@@ -25,6 +26,8 @@ export interface RemoteEngineServerOptions {
   /** An entry silent this long (its link's keepalives stopped) is forgotten and what it held freed. Default 15 s. */
   entryTimeoutMs?: number;
   log?: (line: string) => void;
+  /** The model's tokenizer, loaded beside its runner: the engine detokenises requests that ask for text. */
+  decoder?: Decoder;
   /** Told of each message the engine could not handle; the entry's requests here have failed by then and the process serves on. */
   onError?: (e: Error) => void;
 }
@@ -212,6 +215,7 @@ export class RemoteEngineServer {
       gate,
       peers: null,
       serving: serveEngine(gate, this.runner, {
+        decoder: this.opts.decoder,
         remotePeers: (server, m) => session.peers?.setPeers(server, m.session, m.peers),
         // the entry is done with this engine: free what it held (a takeover by a later entry would too)
         onClose: async () => this.forget(entry, 'it closed'),

@@ -8,6 +8,7 @@ import { InprocEngine } from './inprocEngine.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import { modelSchema, type ModelConfig } from '../config/serverConfig.ts';
 import type { EngineSettings } from './messages.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 
 /** What bounds one engine's batches and pool: its fields of the settings it begins with. */
 export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'threshold' | 'kvCapacityTokens'>;
@@ -23,7 +24,7 @@ export function modelLimits(m: ClusterModel): EngineLimits {
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
-export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined, wakes: WakeGate): EngineHandle[] {
+export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined, wakes: WakeGate, decoder: Decoder | undefined): EngineHandle[] {
   if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
   if (models.some((m) => m.thread) && clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
   const names = new Set<string>();
@@ -32,7 +33,7 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, trac
     if (!((m.maxBatch ?? MAX_BATCH) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
     names.add(m.name);
   }
-  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes) : m.thread));
+  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes, decoder) : m.thread));
 }
 
 /** What the whole deployment shares, as every engine's settings carry it (the clock becomes its origin). */

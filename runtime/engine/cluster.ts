@@ -62,7 +62,7 @@ export class Cluster implements EngineEntry {
     this.sink = opts.trace;
     this.trace = opts.tracing === false ? undefined : opts.trace;
     this.invariantState = opts.checkInvariants ? new Map() : null;
-    this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes);
+    this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes, opts.tokenizer);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
       engines: this.engines,
@@ -126,7 +126,7 @@ export class Cluster implements EngineEntry {
     let resolve!: (r: RequestResult) => void;
     const done = new Promise<RequestResult>((r) => (resolve = r));
     const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
-    const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext);
+    const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext, opts);
     const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
@@ -228,8 +228,8 @@ export class Cluster implements EngineEntry {
   }
 
   private apply(req: RequestState, c: Commit): void {
-    req.counters = c.counters;
     req.output.push(c.token);
+    if (c.text) req.text += c.text;
     req.producedBy.push(c.model);
     this.committed++;
     if (req.firstTokenAt === null) {
@@ -238,7 +238,7 @@ export class Cluster implements EngineEntry {
       this.emitState(req.id, 'streaming');
     }
     try {
-      req.onToken?.(c.token, req.spec.models[c.model - 1], req.producedBy.length - 1, c.signals, c.atHandoff);
+      req.onToken?.(c.token, req.spec.models[c.model - 1], req.producedBy.length - 1, c.signals, c.atHandoff, c.text);
     } catch (e) {
       this.end(req, 'failed', 'error', e as Error);
     }
@@ -249,6 +249,7 @@ export class Cluster implements EngineEntry {
     if (!req || req.finished) return;
     if (req.waitsFor(f)) return;
     if (f.counters) req.counters = f.counters;
+    if (f.text) req.text += f.text;
     this.end(req, f.status, f.reason, f.error);
   }
 
@@ -327,6 +328,8 @@ export class Cluster implements EngineEntry {
       const counters = this.byName.get(name)!.release(req.spec, status);
       if (counters) req.counters = counters;
     }
+    // tallies ride on finishes: a request ended here, held across a port, has only its handoffs from the moves
+    if (req.hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: req.hops };
     this.emitState(req.id, status);
     const wasActive = this.active.delete(req.id);
     this.completed++;

@@ -3,6 +3,7 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { serverConfigSchema, type LimitsConfig, type SchedulingConfig } from '../config/serverConfig.ts';
 import type { ClusterModel } from './buildEngines.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 
 /**
  * The config's scheduling and limits fields under their config names (runtime/config/serverConfig.ts
@@ -20,6 +21,8 @@ export type ClusterOptions = Partial<Pick<SchedulingConfig, 'mode' | 'retainStat
     tracing?: boolean;
     /** Debug mode: check every invariant after every batch (tests and the stress suite). */
     checkInvariants?: boolean;
+    /** The models' tokenizer, for engines built here (engines elsewhere load theirs beside their model): requests that ask for text are detokenised by the engine. */
+    tokenizer?: Decoder;
   };
 
 /** The schema's scheduling block as an empty one parses: one source for every default. */

@@ -176,10 +176,16 @@ export class Engine implements SubServerHost, LaneView {
     this.sendOut(local, d.handoff, batch, d.at);
   }
 
-  /** Appends a committed token and tells the entry; false when that ended the request (a stop string, a cancel). */
+  /** Appends a committed token and tells the entry, with the text it shows; false when that ended the request (a stop string, a cancel). */
   private commit(local: LocalRequest, sig: TokenSignals, atHandoff: boolean): boolean {
     local.tokens.push(sig.token);
-    this.events.push({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: sig, atHandoff, counters: local.counters });
+    const { text } = local;
+    const shown = text ? this.host.output!.push(text, local.spec, sig.token) : '';
+    this.events.push({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: local.spec.detail ? sig : undefined, atHandoff, text: shown });
+    if (text && text.stopAt >= 0) {
+      this.finish(local, 'done', 'stop');
+      return false;
+    }
     return !local.ended;
   }
 
@@ -204,7 +210,8 @@ export class Engine implements SubServerHost, LaneView {
     const { counters } = local;
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
     // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
-    this.sent.push({ to, arrival: this.host.retainState ? { spec, handoff, known, counters } : { spec, handoff, known, counters, context: local.tokens } });
+    const { text } = local;
+    this.sent.push({ to, arrival: this.host.retainState ? { spec, handoff, known, counters, text } : { spec, handoff, known, counters, context: local.tokens, text } });
   }
 
   /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */
@@ -220,6 +227,7 @@ export class Engine implements SubServerHost, LaneView {
     const { spec, handoff } = a;
     const got = receiveRow(spec.algorithm, handoff);
     if ('fail' in got) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
+    if (a.text && !this.host.output) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('internal', `model ${this.name}'s engine has no tokenizer beside it, so it cannot detokenise this request`, 'model') });
     const meta = got.meta;
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
@@ -230,6 +238,7 @@ export class Engine implements SubServerHost, LaneView {
       local.known = known;
       local.meta = meta;
       local.counters = a.counters;
+      local.text = a.text;
       local.stepsHere = 0;
       if (local.hasCache) {
         this.move(local, LOCAL_EVENTS.RETURN);
@@ -240,6 +249,7 @@ export class Engine implements SubServerHost, LaneView {
       // Only after this engine restarted: the sender still counted on the KV that died with it.
       if (!a.context && handoff.anchor !== 0) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
+      local.text = a.text;
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
     }
@@ -288,7 +298,9 @@ export class Engine implements SubServerHost, LaneView {
 
   /** The request ended here: the entry hears it, and the cache goes now (the entry's release would come straight back). */
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
-    this.events.push({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, ...(local.owned ? { counters: local.counters } : {}) });
+    // only the engine decoding it holds its text whole; what was held back goes with the finish
+    const text = local.owned && local.text ? this.host.output!.finish(local.text) : undefined;
+    this.events.push({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, text, ...(local.owned ? { counters: local.counters } : {}) });
     if (this.locals.get(local.id) === local) this.release(local.spec, status);
   }
 

@@ -4,6 +4,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import type { EngineOutputs, EngineSettings } from './messages.ts';
+import type { OutputProcessor } from './outputProcessor.ts';
 
 /** The engine's own settings, as its host received them (prefixCache may be left out by benches and tests: off). */
 export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'threshold' | 'maxWaitMs' | 'kvCapacityTokens'> & Partial<Pick<EngineSettings, 'prefixCache'>>;
@@ -14,6 +15,8 @@ export interface EngineEnv {
   readonly policy: LaunchPolicy;
   readonly retainState: EngineSettings['retainState'];
   readonly trace: TraceSink | undefined;
+  /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
+  readonly output: OutputProcessor | undefined;
   nextBatchId(): number;
   /** A batch came back and its results are applied: these are its outputs, to ship. */
   landed(out: EngineOutputs): void;

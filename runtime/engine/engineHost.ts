@@ -5,6 +5,8 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { Engine } from './engine.ts';
 import { checkEngine } from './invariants.ts';
+import { OutputProcessor } from './outputProcessor.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
 import type { RequestCounters } from './localRequest.ts';
 import type { EngineEnv } from './engineEnv.ts';
@@ -54,6 +56,7 @@ export class WakeGate {
 export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
   readonly retainState: boolean;
+  readonly output: OutputProcessor | undefined;
   /** Where trace events go while something reads them (`settings.trace`, then the entry's `trace` messages); undefined: none are made. */
   trace: TraceSink | undefined;
   private readonly sink: TraceSink;
@@ -68,6 +71,8 @@ export class EngineHost implements EngineEnv {
     private readonly outlet: EngineOutlet,
     readonly settings: EngineSettings,
     runner: ModelRunner,
+    /** The model's tokenizer, loaded beside it: requests that ask for text are detokenised here. */
+    decoder: Decoder | undefined,
     readonly clock: Clock,
     /** Where trace events go at once (an engine in the entry's process); absent: they travel in the report, when `settings.trace`. */
     traceSink?: TraceSink,
@@ -77,6 +82,7 @@ export class EngineHost implements EngineEnv {
     private readonly settled?: () => void,
   ) {
     this.policy = new LaunchPolicy(settings.mode);
+    this.output = decoder && new OutputProcessor(decoder);
     this.retainState = settings.retainState;
     this.sink = traceSink ?? { emit: (e) => this.traced.push(e) };
     this.trace = settings.trace ? this.sink : undefined;

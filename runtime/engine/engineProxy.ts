@@ -7,8 +7,7 @@ import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings, FromEngine, ToEngine } from './messages.ts';
-import { reportToEntry } from './reportToEntry.ts';
-import { fromWireEvent, toWireArrival } from './wire.ts';
+import { applyWireStep, toWireArrival } from './wire.ts';
 import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
 
 /** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
@@ -36,6 +35,8 @@ export class EngineProxy implements EngineHandle {
   private readonly failureListeners: ((e: Error) => void)[] = [];
   protected dead: Error | null = null;
   protected closing = false;
+  /** Debug mode (checkInvariants): every message is checked, a trusted thread's too. */
+  private checked = false;
 
   constructor(
     readonly name: string,
@@ -56,6 +57,7 @@ export class EngineProxy implements EngineHandle {
     this.maxBatch = settings.maxBatch;
     this.threshold = settings.threshold;
     this.kvCapacityTokens = settings.kvCapacityTokens;
+    this.checked = settings.checkInvariants;
     this.entry = entry;
     this.lane = null;
     this.deployed.clear();
@@ -164,7 +166,7 @@ export class EngineProxy implements EngineHandle {
     const entry = this.entry;
     if (!entry) return null;
     let m = raw as FromEngine;
-    if (!this.trusted) {
+    if (!this.trusted || this.checked) {
       const parsed = fromEngineSchema.safeParse(raw);
       if (!parsed.success) return this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
       m = parsed.data;
@@ -172,7 +174,7 @@ export class EngineProxy implements EngineHandle {
     if (m.type === 'deliver') entry.cascade(() => entry.deliverWire(m.to, m.arrivals));
     if (m.type !== 'step') return null;
     this.mirror(m.lane, from);
-    reportToEntry(entry, { events: m.events.map(fromWireEvent), trace: m.trace, lane: m.lane, returned: m.returned });
+    applyWireStep(entry, m);
     return null;
   }
 

@@ -1,17 +1,38 @@
 // Worker-thread side of a thread engine: the model's runner and its engine server together, on the parent's MessagePort.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
+import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import { serveEngine } from './serveEngine.ts';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { threadCpuMs } from '../util/threadCpu.ts';
 import type { FromEngine } from './messages.ts';
+
+let gcMs = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcMs += e.duration;
+}).observe({ entryTypes: ['gc'] });
+let stats = { cpuMs: 0, gcMs: 0 };
+let statsAt = -Infinity;
+
+/** This thread's CPU and GC time, read from /proc at most every 100 ms (the benches divide them by tokens). */
+function threadStats(): { cpuMs: number; gcMs: number } {
+  const now = performance.now();
+  if (now - statsAt >= 100) {
+    stats = { cpuMs: threadCpuMs() ?? 0, gcMs };
+    statsAt = now;
+  }
+  return stats;
+}
 
 async function main(): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('engineThread.ts must run inside a worker thread');
   const source = workerData as RunnerSource;
   let runner: ModelRunner;
+  let decoder: Decoder | undefined;
   try {
-    runner = await loadRunner(source);
+    [runner, decoder] = await Promise.all([loadRunner(source), loadDecoder(source)]);
   } catch (e) {
     port.postMessage({ type: 'load-error', message: (e as Error).message } satisfies FromEngine);
     return;
@@ -19,6 +40,8 @@ async function main(): Promise<void> {
   port.postMessage({ type: 'ready', info: runner.info } satisfies FromEngine);
   serveEngine(port, runner, {
     trusted: true,
+    decoder,
+    threadStats,
     onClose: async () => {
       await runner.close?.();
       port.postMessage({ type: 'closed' } satisfies FromEngine);

@@ -11,6 +11,7 @@ import type { RequestCounters, RequestSpec } from './localRequest.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from './messages.ts';
 import { reportToEntry } from './reportToEntry.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 
 export class InprocEngine implements EngineHandle {
   readonly acceptsPorts = false;
@@ -27,6 +28,8 @@ export class InprocEngine implements EngineHandle {
     private readonly limits: { maxBatch: number; threshold: number; kvCapacityTokens: number },
     /** Shared by the engines of this process: none launches before a cascade among them is over. */
     private readonly wakes: WakeGate,
+    /** The models' tokenizer in this process: requests that ask for text are detokenised by the engine. */
+    private readonly decoder: Decoder | undefined,
   ) {}
 
   get info() {
@@ -65,7 +68,7 @@ export class InprocEngine implements EngineHandle {
 
   begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
     this.host?.dispose();
-    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.clock, this.trace, this.wakes, () => entry.settled?.());
+    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.decoder, this.clock, this.trace, this.wakes, () => entry.settled?.());
   }
 
   addPeer(): void {

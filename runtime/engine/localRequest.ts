@@ -4,7 +4,7 @@ import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
 import { isFinalLocal, localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
-import type { RequestCounters, SamplingParams, WireSpec } from '../../shared/protocol/engineProtocol.ts';
+import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 
 /** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
@@ -37,6 +37,8 @@ export class LocalRequest {
   /** When it last left for a peer (LaneQueues numbers handoffs): pending-return caches are evicted oldest first. */
   leftAt = 0;
   readonly wants: StepWants;
+  /** Its text, while this engine decodes it and its output is detokenised (it travels with every handoff). */
+  text: TextState | undefined = undefined;
 
   constructor(
     readonly spec: RequestSpec,

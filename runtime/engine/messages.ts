@@ -3,7 +3,7 @@ import type { Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import type { WireArrival } from '../../shared/protocol/engineProtocol.ts';
+import type { TextState, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /**
  * A request arriving at an engine: from the entry (first placement: `handoff.from` is 0 and its
@@ -17,6 +17,8 @@ export interface Arrival {
   readonly counters: RequestCounters;
   /** The whole committed sequence, sent when the receiver may hold no state (standard serving drops it at every handoff). */
   readonly context?: readonly number[];
+  /** The request's text so far, when its output is detokenised: the receiver continues it. */
+  readonly text?: TextState;
 }
 
 export type FinishReason = 'stop' | 'length' | 'cancelled' | 'error';
@@ -29,11 +31,12 @@ export interface Commit {
   readonly index: number;
   readonly token: number;
   readonly model: ModelId;
-  readonly signals: TokenSignals;
+  /** Absent when it crossed a port for a request that does not read them (spec.detail). */
+  readonly signals: TokenSignals | undefined;
   /** Committed at a handoff (kept by `send`) rather than by staying. */
   readonly atHandoff: boolean;
-  /** The owner's tallies so far: what the entry reports if it ends the request itself. */
-  readonly counters: RequestCounters;
+  /** The text this token lets the client see now ('' while held back, or when the request is not detokenised). */
+  readonly text: string;
 }
 
 /** The request ended on an engine (EOS, length, a failure); the entry releases it everywhere. */
@@ -46,6 +49,8 @@ export interface Finish {
   readonly counters?: RequestCounters;
   /** Output tokens committed before it; the entry waits for them (absent: end at once). */
   readonly committed?: number;
+  /** Text held back until the end (a forming stop string, an incomplete character). */
+  readonly text?: string;
 }
 
 /** The request left for model `to` (its `hops`-th handoff): the entry knows which engine holds it without asking. */
@@ -118,4 +123,4 @@ export interface EngineEntry {
 
 // --- across a thread boundary (shared/protocol/engineProtocol.ts): the algorithm goes by key, errors as data ---
 
-export type { EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireError, WireEvent, WireSpec } from '../../shared/protocol/engineProtocol.ts';
+export type { CommitColumns, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireError, WireEvent, WireSpec } from '../../shared/protocol/engineProtocol.ts';

@@ -7,6 +7,7 @@ import type { SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from './messages.ts';
+import { newTextState } from './outputProcessor.ts';
 
 export type { FinishReason } from './messages.ts';
 
@@ -26,6 +27,8 @@ export interface RequestResult {
   admissions: Record<string, number>;
   /** Per model: tokens fed to it for this request (prefill + extend + decode). */
   tokensFed: Record<string, number>;
+  /** The output text as the engines detokenised it, up to a stop string ('' unless the request asked for text). */
+  text: string;
   submittedAt: number;
   firstTokenAt: number | null;
   endedAt: number;
@@ -42,11 +45,16 @@ export interface SubmitOptions<M = unknown> {
   /** The same algorithm by reference: needed when a model it uses runs in an engine thread. */
   algorithmRef?: AlgorithmRef;
   sampling?: Partial<SamplingParams>;
+  /** The engines detokenise the output (they need a tokenizer beside them) and end it at the first stop string. */
+  text?: { readonly stop: readonly string[] };
+  /** onToken gets each token's signals (else undefined). */
+  detail?: boolean;
   /**
-   * Called for each committed output token, in order, with the signals route() saw for it and
-   * whether it was committed at a hand-off (kept by `send`) rather than by staying.
+   * Called for each committed output token, in order, with the signals route() saw for it (when
+   * `detail`), whether it was committed at a hand-off (kept by `send`) rather than by staying, and the
+   * text it lets the client see now (when `text`).
    */
-  onToken?: (token: number, model: string, index: number, signals: TokenSignals, atHandoff: boolean) => void;
+  onToken?: (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
   onEnd?: (result: RequestResult) => void;
 }
 
@@ -69,6 +77,8 @@ export class RequestState {
   hops = -1;
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
+  /** The text the engines sent, in output order. */
+  text = '';
 
   constructor(
     readonly spec: RequestSpec,
@@ -91,7 +101,7 @@ export class RequestState {
   firstArrival(): Arrival {
     const { spec } = this;
     const handoff: Handoff<unknown> = { type: 'handoff', requestId: spec.id, from: 0, to: spec.algorithm.entry, anchor: 0, tokens: this.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
-    return { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length) };
+    return { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length), text: spec.text && newTextState() };
   }
 
   /**
@@ -149,6 +159,7 @@ export class RequestState {
       discarded: c.discarded,
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
+      text: this.text,
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
       endedAt: this.endedAt,
@@ -158,8 +169,10 @@ export class RequestState {
 }
 
 /** The fixed facts of a request, for every engine it visits. */
-export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number): RequestSpec {
+export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number, out: Pick<SubmitOptions, 'text' | 'detail'> = {}): RequestSpec {
   return {
+    ...(out.text ? { text: out.text } : {}),
+    ...(out.detail ? { detail: true } : {}),
     id,
     serial,
     algorithm,

@@ -5,8 +5,9 @@ import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { toEngineSchema, toPeerSchema } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from './engineHost.ts';
-import type { Arrival, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
-import { fromWireArrival, toWireArrival, toWireEvent } from './wire.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
+import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
 /**
  * Handoffs to peers reached by address rather than by a port each (remote engines over NATS, where
@@ -32,20 +33,29 @@ export class PortedEngine {
   /** Arrivals whose algorithm's deploy has not come yet (it travels on the entry's link, they on a peer's). */
   private readonly parked = new Map<string, WireArrival[]>();
   private router: PeerRouter | null = null;
+  private readonly trusted: boolean;
 
   constructor(
     private readonly port: PortLike,
     settings: EngineSettings,
     runner: ModelRunner,
-    private readonly trusted: boolean,
+    trusted: boolean,
+    decoder: Decoder | undefined,
+    threadStats?: () => { cpuMs: number; gcMs: number },
   ) {
+    // under checkInvariants every message is checked, our own thread's too
+    this.trusted = trusted && !settings.checkInvariants;
     const post = (m: FromEngine) => port.postMessage(m);
     const outlet: EngineOutlet = {
       inProcess: false,
-      report: (r) => post({ type: 'step', events: r.events.map((e) => this.wireEvent(e)), trace: r.trace, lane: r.lane!, returned: r.returned }),
+      report: (r) => {
+        if (threadStats) r.lane!.thread = threadStats();
+        const { message, transfer } = toWireStep(r, (e) => this.wireEvent(e));
+        port.postMessage(message, transfer);
+      },
       viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
     };
-    this.host = new EngineHost(outlet, settings, runner, createRealClock(settings.origin));
+    this.host = new EngineHost(outlet, settings, runner, decoder, createRealClock(settings.origin));
   }
 
   /** Requests this engine holds state for. */
@@ -69,7 +79,7 @@ export class PortedEngine {
   }
 
   /** An event as it leaves for the entry: a handoff to a routed peer names the replica it went to. */
-  private wireEvent(e: Parameters<typeof toWireEvent>[0]): WireEvent {
+  private wireEvent(e: Finish | Moved): WireEvent {
     const w = toWireEvent(e);
     if (!this.router) return w;
     if (w.type === 'finish') this.router.ended(w.requestId);
@@ -123,6 +133,10 @@ export interface ServeOptions {
   onBegin?(server: PortedEngine): void;
   /** The entry is this program in another thread (a worker's parent): its messages and its peers' are not checked. */
   trusted?: boolean;
+  /** The model's tokenizer, loaded beside the runner: the engine detokenises requests that ask for text. */
+  decoder?: Decoder;
+  /** An engine alone in its thread: the thread's CPU and GC time, sent with its lane. */
+  threadStats?: () => { cpuMs: number; gcMs: number };
   /** Over NATS: the entry named its other remote models (`remote-peers`); absent, the message is refused. */
   remotePeers?(server: PortedEngine, m: RemotePeers): void;
 }
@@ -138,7 +152,7 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
   const handle = async (m: ToEngine): Promise<void> => {
     if (m.type === 'begin') {
       server?.dispose();
-      server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false);
+      server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder, opts.threadStats);
       for (const [name, p] of Object.entries(m.peers)) server.addPeer(name, p);
       opts.onBegin?.(server);
       return;
@@ -176,7 +190,7 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
   };
   port.on('message', (raw: unknown): void => {
     let m = raw as ToEngine;
-    if (!opts.trusted) {
+    if (!opts.trusted || server?.host.settings.checkInvariants) {
       const parsed = toEngineSchema.safeParse(raw);
       if (!parsed.success) return opts.onError(new Error(`malformed engine message: ${parsed.error.issues[0]?.message}`));
       m = parsed.data;

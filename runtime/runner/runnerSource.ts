@@ -2,17 +2,38 @@
 import { pathToFileURL } from 'node:url';
 import type { ModelRunner } from './modelRunner.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnxRunner.ts';
+import type { Decoder } from './incrementalDetokenizer.ts';
+import { loadModelFolder } from './modelFolder.ts';
+import { TextTokenizer } from './tokenizer.ts';
+
+/** `export` of the module at `module` (a path or file URL), called with `args`. */
+export interface ModuleExport {
+  module: string;
+  export: string;
+  args?: readonly unknown[];
+}
 
 export type RunnerSource =
+  /** The model folder's tokenizer is loaded beside the runner. */
   | { kind: 'onnx'; folder: string; opts?: OnnxRunnerOptions }
-  /** `export` of the module at `module` (a path or file URL), called with `args`: simulated runners in tests and benches. */
-  | { kind: 'module'; module: string; export: string; args?: readonly unknown[] };
+  /** Simulated runners in tests and benches; `tokenizer`, a module export that builds the decoder their vocabulary reads with (none: requests that ask for text fail there). */
+  | ({ kind: 'module'; tokenizer?: ModuleExport } & ModuleExport);
 
-export async function loadRunner(source: RunnerSource): Promise<ModelRunner> {
-  if (source.kind === 'onnx') return OnnxRunner.load(source.folder, source.opts ?? {});
+async function callExport<T>(source: ModuleExport): Promise<T> {
   const url = source.module.startsWith('file:') ? source.module : pathToFileURL(source.module).href;
   const mod = (await import(url)) as Record<string, unknown>;
   const make = mod[source.export];
   if (typeof make !== 'function') throw new Error(`${source.module} exports no function "${source.export}"`);
-  return (await (make as (...a: unknown[]) => ModelRunner | Promise<ModelRunner>)(...(source.args ?? []))) as ModelRunner;
+  return (await (make as (...a: unknown[]) => T | Promise<T>)(...(source.args ?? []))) as T;
+}
+
+export async function loadRunner(source: RunnerSource): Promise<ModelRunner> {
+  if (source.kind === 'onnx') return OnnxRunner.load(source.folder, source.opts ?? {});
+  return callExport<ModelRunner>(source);
+}
+
+/** The tokenizer that goes beside the runner, so its engine detokenises. */
+export async function loadDecoder(source: RunnerSource): Promise<Decoder | undefined> {
+  if (source.kind === 'onnx') return TextTokenizer.fromFolder(loadModelFolder(source.folder));
+  return source.tokenizer && callExport<Decoder>(source.tokenizer);
 }

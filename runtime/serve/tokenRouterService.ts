@@ -3,7 +3,7 @@ import { adminTokenFor } from './adminToken.ts';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
+import type { Algorithm } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
@@ -29,7 +29,6 @@ import { ChatPrompts } from './chatPrompts.ts';
 import { DraftCache } from './draftCache.ts';
 import { refuseMissingHeads } from './routerHeads.ts';
 import { streamToken, type StreamToken } from './streamToken.ts';
-import { TextStream } from './textStream.ts';
 import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
 
 /** An algorithm built here, and the same by reference for engines in other threads. */
@@ -145,6 +144,7 @@ export class TokenRouterService {
       // only while something reads the trace: a live-feed client, a bench's --trace, "auto" thresholds, an SLO's shedder
       tracing: false,
       checkInvariants,
+      tokenizer,
       models: config.models.map((m) => {
         const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
         const thread = threads.get(m.name);
@@ -452,9 +452,10 @@ export class TokenRouterService {
     }
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
-    const out = new TextStream(this.tokenizer, params.stop, params.minTokens ?? 0);
     const topLogprobs = params.sampling.topLogprobs;
     const detail = params.perToken === true || topLogprobs !== undefined;
+    // the engines detokenise and match stop strings; here their deltas only pass to the sink
+    let shown = 0;
     const handle = this.cluster.submit({
       id,
       prompt: params.promptIds,
@@ -463,16 +464,16 @@ export class TokenRouterService {
       sampling: params.sampling,
       algorithm,
       algorithmRef: ref,
-      onToken: (token, model, _i, sig: TokenSignals, atHandoff) => {
-        if (out.stopped) return;
-        const delta = out.push(token);
-        sink.onDelta(delta, model, detail ? streamToken(token, this.tokenText(token), model, sig, atHandoff, topLogprobs) : null);
-        if (out.stopped) this.cluster.stop(id);
+      text: { stop: params.stop },
+      detail,
+      onToken: (token, model, _i, sig, atHandoff, text) => {
+        shown += text.length;
+        sink.onDelta(text, model, detail ? streamToken(token, this.tokenText(token), model, sig!, atHandoff, topLogprobs) : null);
       },
       onEnd: (result) => {
-        const { text, rest } = out.finish();
-        if (rest) sink.onDelta(rest, null, null);
-        const finishReason = out.stopped ? 'stop' : result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
+        const { text } = result;
+        if (text.length > shown) sink.onDelta(text.slice(shown), null, null);
+        const finishReason = result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
         sink.onEnd({ result, text, finishReason, algorithm: name, version });
       },
     });

@@ -51,6 +51,24 @@ export const wireSpecSchema = z.object({
   sampling: samplingSchema,
   samplingBelowMin: samplingSchema,
   drawSeed: z.number(),
+  /** Present: the engines detokenise its output (the stop strings end it where its text first holds one, from `minTokens` tokens on). */
+  text: z.object({ stop: list(z.string()) }).optional(),
+  /** The entry reads each committed token's signals (per-token detail, logprobs): engines across a port send them; otherwise they stay there. */
+  detail: z.boolean().optional(),
+});
+
+/** A request's detokenising as it stands (runtime/engine/outputProcessor.ts): owned by the engine decoding it, carried by every handoff. */
+export const textStateSchema = z.object({
+  detok: z.object({ ids: z.array(int), read: int, prefixText: z.string() }),
+  /** Tokens pushed. */
+  count: int,
+  /** The output text from character `tailAt` on: as far back as a stop string can reach, and what is held back. */
+  tail: z.string(),
+  tailAt: int,
+  /** Characters the client has been given. */
+  emitted: int,
+  /** Where the first stop string begins; -1: none yet. */
+  stopAt: int,
 });
 
 export const handoffSchema = z.object({
@@ -78,6 +96,8 @@ export const wireArrivalSchema = z.object({
   context: tokens.optional(),
   /** Engine to engine over NATS: per model, the replica (its subject) that holds the request's state, so a return goes home. */
   homes: z.record(z.string(), z.string()).optional(),
+  /** The request's text so far, when it is detokenised (spec.text). */
+  text: textStateSchema.optional(),
 });
 
 /** What a model's step says about the token it sampled for one request. */
@@ -103,8 +123,8 @@ export const signalsSchema = z.object({
 
 export const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
 
+/** What crosses a port besides commits (those travel as columns). */
 export const wireEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('commit'), requestId: z.string(), index: int, token: int, model: int, signals: signalsSchema, atHandoff: z.boolean(), counters: countersSchema }),
   z.object({
     type: z.literal('finish'),
     requestId: z.string(),
@@ -113,6 +133,8 @@ export const wireEventSchema = z.discriminatedUnion('type', [
     error: wireErrorSchema.optional(),
     counters: countersSchema.optional(),
     committed: int.optional(),
+    /** The text held back until the end (a forming stop string, an incomplete character). */
+    text: z.string().optional(),
   }),
   /** The request left for model `to` (its `hops`-th handoff): the entry knows which engine holds it without asking. */
   z.object({
@@ -124,6 +146,22 @@ export const wireEventSchema = z.discriminatedUnion('type', [
     replica: z.string().optional(),
   }),
 ]);
+
+const int32s = z.custom<Int32Array>((v) => v instanceof Int32Array, 'an Int32Array');
+
+/**
+ * A wave's commits in columns, row i the i-th commit: one Int32Array (transferred, not cloned) holding
+ * `index`, `token`, `model`, `atHandoff` (0/1) and `textEnd` one column after the other, the text deltas
+ * joined in one string (row i's is text[textEnd[i-1]..textEnd[i])), and signals only for the rows whose
+ * request reads them (spec.detail), as [row, signals] pairs.
+ */
+export const commitColumnsSchema = z.object({
+  ids: list(z.string()),
+  columns: int32s,
+  text: z.string(),
+  signals: list(z.tuple([int, signalsSchema])),
+});
+export const COMMIT_COLUMNS = 5;
 
 /** One engine's figures for /admin/status, /metrics and the benches. */
 export const laneReportSchema = z.object({
@@ -147,6 +185,8 @@ export const laneReportSchema = z.object({
   /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
   prefixEntries: int,
   kvPrefixBytes: z.number(),
+  /** An engine in its own thread: that thread's CPU and garbage-collection pause time since it started, ms (read at most every 100 ms). */
+  thread: z.object({ cpuMs: z.number(), gcMs: z.number() }).optional(),
 });
 
 export const modelInfoSchema = z.object({
@@ -251,7 +291,7 @@ export const toPeerSchema = z.object({ type: z.literal('arrive'), arrivals: list
 export const fromEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready'), info: modelInfoSchema }),
   z.object({ type: z.literal('load-error'), message: z.string() }),
-  z.object({ type: z.literal('step'), events: list(wireEventSchema), trace: list(traceEventSchema), lane: laneReportSchema, returned: int }),
+  z.object({ type: z.literal('step'), commits: commitColumnsSchema.optional(), events: list(wireEventSchema), trace: list(traceEventSchema), lane: laneReportSchema, returned: int }),
   /** A wave's handoffs to a model whose engine runs at the entry. */
   z.object({ type: z.literal('deliver'), to: z.string(), arrivals: list(wireArrivalSchema) }),
   z.object({ type: z.literal('closed') }),
@@ -267,6 +307,8 @@ export type ModelInfo = z.infer<typeof modelInfoSchema>;
 export type WireArrival = z.infer<typeof wireArrivalSchema>;
 export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;
+export type CommitColumns = z.infer<typeof commitColumnsSchema>;
+export type TextState = z.infer<typeof textStateSchema>;
 export type EngineSettings = z.infer<typeof engineSettingsSchema>;
 export type AlgorithmSourceData = z.infer<typeof algorithmSourceSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;

@@ -5,6 +5,7 @@ import { RemoteEngineServer } from '../../runtime/distributed/remoteEngineServer
 import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { natsServerBinary } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
+import { charTokenizer } from '../../runtime/runner/charTokenizer.ts';
 
 export const HAVE_NATS = natsServerBinary() !== null;
 
@@ -22,7 +23,7 @@ export interface TestReplica {
 export async function startReplica(url: string, model: string, replica: string, opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number; runner?: ModelRunner } = {}): Promise<TestReplica> {
   const nc = await openNats({ servers: url, name: `test-replica-${replica}` });
   const runner = opts.runner ?? simModel({ name: model, latency: opts.latency ?? ZERO });
-  const server = await RemoteEngineServer.start(nc, runner, { model, replica, kvCapacityTokens: opts.kvCapacityTokens ?? 10_000, heartbeatMs: opts.heartbeatMs ?? 50, entryTimeoutMs: opts.entryTimeoutMs, log: () => {} });
+  const server = await RemoteEngineServer.start(nc, runner, { model, replica, decoder: charTokenizer(), kvCapacityTokens: opts.kvCapacityTokens ?? 10_000, heartbeatMs: opts.heartbeatMs ?? 50, entryTimeoutMs: opts.entryTimeoutMs, log: () => {} });
   return {
     server,
     nc,

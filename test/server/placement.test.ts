@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { TokenRouterService, type GenerateOutcome, type StreamToken } from '../../runtime/serve/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from './testService.ts';
 
@@ -39,6 +39,34 @@ describe('engine placement', () => {
     expect(service.threads.size).toBe(0);
     expect(service.cluster.lane('small')).toBeDefined();
   }, 60_000);
+
+  it.runIf(HAVE_ONNX)('the engine thread streams the text and per-token signals the in-process engine streams (detokenised beside the model, signals only when asked)', async () => {
+    const run = async (placement: string, perToken: boolean) => {
+      const s = await TokenRouterService.start(config({ placement }));
+      try {
+        const promptIds = s.chatPrompts.ids([{ role: 'user', content: '12*34' }]);
+        const deltas: string[] = [];
+        const tokens: (StreamToken | null)[] = [];
+        const outcome = await new Promise<GenerateOutcome>((resolve) => s.generate({ model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken }, { onDelta: (d, _m, tok) => (deltas.push(d), tokens.push(tok)), onEnd: resolve }));
+        return { text: outcome.text, streamed: deltas.join(''), ids: outcome.result.tokens, tokens };
+      } finally {
+        await s.close();
+      }
+    };
+    const thread = await run('auto', true);
+    const inproc = await run('in-process', true);
+    expect(thread.text.length).toBeGreaterThan(0);
+    expect(thread.streamed).toBe(thread.text);
+    expect(thread.text).toBe(inproc.text);
+    expect(thread.ids).toEqual(inproc.ids);
+    const sig = (ts: (StreamToken | null)[]) => ts.filter((x) => x !== null).map((x) => ({ id: x.id, text: x.text, model: x.model, entropy: x.signals.entropy, maxProb: x.signals.maxProb }));
+    expect(sig(thread.tokens)).toHaveLength(thread.ids.length);
+    expect(sig(thread.tokens)).toEqual(sig(inproc.tokens));
+    // a lean request gets no per-token detail across the port
+    const lean = await run('auto', false);
+    expect(lean.text).toBe(thread.text);
+    expect(lean.tokens.every((x) => x === null)).toBe(true);
+  }, 120_000);
 
   it('auto keeps injected runners (simulated, virtual clock) in-process', async () => {
     t = await startTestServer();
