@@ -35,6 +35,7 @@ export const SUITES: Record<string, Suite> = {
   rate: { about: 'open-loop request-rate sweep: paper profile in virtual time (the SLO-aware choice against an exhaustive sweep), bundled models over HTTP; goodput and p99 TPOT/TTFT (bundled: latency from arrival, a capacity probe sets the grid)', duration: '~20 min', load: () => import('./rate.ts') },
   prefix: { about: 'few-shot chats at concurrency 8 over HTTP, prefix cache on vs off; KV copy vs prefill per token', duration: '~2 min', load: () => import('./prefix.ts') },
   predict: { about: 'each built-in evaluated on held-out problems, its tok/s at c = 8 predicted from that run and measured over HTTP; an evaluation\'s cost to live traffic', duration: '~3 min', load: () => import('./predict.ts') },
+  setup: { about: 'per-request set-up on the entry: body text to the request handed to its engine (JSON, validation, chat template, admission, actor)', duration: '~0.3 min', load: () => import('./setup.ts') },
   offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
 };
 
@@ -84,7 +85,7 @@ function wrapped(words: readonly string[], width: number, indent: string): strin
 }
 
 /** Suites that serve through the real server (runServingCase), whose runs --trace records. */
-const SERVING_SUITES = new Set(['serving', 'length', 'concurrency', 'ablation', 'breakdown', 'combos']);
+const SERVING_SUITES = new Set(['serving', 'length', 'concurrency', 'ablation', 'breakdown', 'combos', 'offline']);
 
 export async function main(argv: string[]): Promise<number> {
   const [suite, ...rest] = argv;

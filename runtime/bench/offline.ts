@@ -147,7 +147,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await runOffline({ ...base, prompts: Array.from({ length: warmup }, (_, k) => -(k + 1)) });
       const measured = Array.from({ length: requests }, (_, i) => i);
       const offline: OfflineRun[] = [];
-      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number; engine: { cpuMs: number; gcMs: number } | undefined }[] = [];
+      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number; meanTtftMs: number; p99TtftMs: number; engine: { cpuMs: number; gcMs: number } | undefined }[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so a drift in the shared machine's load does not favour one.
         const order = r % 2 === 0 ? ['offline', 'served'] : ['served', 'offline'];
@@ -158,7 +158,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, streamInterval });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean, engine: s.lanes.find((l) => l.name === model)?.thread });
+            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean, meanTtftMs: m.ttftMs.mean, p99TtftMs: m.ttftMs.p99, engine: s.lanes.find((l) => l.name === model)?.thread });
           }
           progress(`offline ${model} round ${r + 1} ${side}`, ++done, total);
         }
@@ -185,6 +185,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         offline_tok_s: offTok,
         served_tok_s: srvTok,
         ratio,
+        served_mean_ttft_ms: median(served.map((s) => s.meanTtftMs)),
         entry_us_per_token: entryUs,
         served_server_cpu_cores: median(served.map((s) => s.cpuMs / s.wallMs)),
         served_client_cpu_cores: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => s.clientCpuMs! / s.wallMs)) : null,
@@ -196,13 +197,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             output_tokens: served[r].outputTokens,
             wall_ms: served[r].wallMs,
             mean_e2e_ms: served[r].meanE2eMs,
+            mean_ttft_ms: served[r].meanTtftMs,
+            p99_ttft_ms: served[r].p99TtftMs,
             server_cpu_cores: served[r].cpuMs / served[r].wallMs,
             client_cpu_cores: served[r].clientCpuMs === null ? null : served[r].clientCpuMs / served[r].wallMs,
             entry_main_cpu_ms: served[r].entryMainMs,
           },
         })),
       });
-      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, served_ttft_ms: median(served.map((s) => s.meanTtftMs)), target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
     }
   } finally {
     await set.close();

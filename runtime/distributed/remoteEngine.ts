@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engine/engineProxy.ts';
-import type { EngineSettings, FromEngine, ToEngine } from '../engine/messages.ts';
+import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../engine/messages.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
@@ -320,7 +320,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     if (this.wentDown) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
   }
 
-  protected override send(m: ToEngine): void {
+  protected override post(m: ToEngine): void {
     // Closed: the replicas have forgotten this entry; what its shutdown still ends (the cancellations of its cut clients) is moot there.
     if (this.closing) return;
     switch (m.type) {
@@ -340,7 +340,9 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         this.refs.set(m.ref.key, m.ref);
         return this.toAll(m);
       case 'arrive':
-        return this.arriveOn(m);
+        // each to its replica: the request's home there, or one placed now
+        for (const a of m.arrivals) this.arriveOn(a);
+        return;
       case 'release': {
         this.forgetRequest(m.id);
         const r = this.homes.get(m.id);
@@ -368,17 +370,17 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     }
   }
 
-  private arriveOn(m: Extract<ToEngine, { type: 'arrive' }>): void {
-    const id = m.arrival.spec.id;
+  private arriveOn(arrival: WireArrival): void {
+    const id = arrival.spec.id;
     if (this.replicas.unreachable) {
       this.stats.failedUnreachable++;
       const error = this.admissionError()!;
       return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
     }
     if (this.opts.onReplicaLoss === 'recompute') {
-      const rebuilt = this.rehome(m);
+      const rebuilt = this.rehome(arrival);
       if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
-      m = rebuilt;
+      arrival = rebuilt;
     }
     let r = this.homes.get(id);
     if (!r) {
@@ -392,7 +394,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       r.placed++;
       this.stats.placed++;
     }
-    r.link.postMessage(m);
+    r.link.postMessage({ type: 'arrive', arrivals: [arrival] } satisfies ToEngine);
   }
 
   /**
@@ -400,21 +402,20 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
    * replica it lands on (holding nothing of it) prefills it all. The entry has every commit and the
    * prompt: what was before the handoff's anchor comes from there, the rest with the handoff.
    */
-  private rehome(m: Extract<ToEngine, { type: 'arrive' }>): Extract<ToEngine, { type: 'arrive' }> | Error {
-    const a = m.arrival;
+  private rehome(a: WireArrival): WireArrival | Error {
     const id = a.spec.id;
     const { anchor, tokens } = a.handoff;
     const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
     rec.arrivedHop = Math.max(rec.arrivedHop, a.counters.handoffs);
     this.seen.set(id, rec);
-    if (!this.orphans.delete(id) || a.context || anchor === 0) return m;
+    if (!this.orphans.delete(id) || a.context || anchor === 0) return a;
     const committed = this.entry?.sequence?.(id) ?? [];
     if (committed.length < anchor) {
       this.forgetRequest(id);
       return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`, 'model');
     }
     this.stats.recomputed++;
-    return { ...m, arrival: { ...a, context: [...committed.slice(0, anchor), ...tokens] } };
+    return { ...a, context: [...committed.slice(0, anchor), ...tokens] };
   }
 
   private isAway(id: string): boolean {

@@ -170,7 +170,7 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
       case 'deploy':
         return server.deploy(m.ref);
       case 'arrive':
-        return server.arrive([m.arrival]);
+        return server.arrive(m.arrivals);
       case 'remote-peers':
         if (!opts.remotePeers) throw new Error('engine got "remote-peers", which only an engine served over NATS takes');
         return opts.remotePeers(server, m);

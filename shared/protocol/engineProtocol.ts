@@ -270,7 +270,8 @@ export const toEngineSchema = z.discriminatedUnion('type', [
    */
   z.object({ type: z.literal('remote-peers'), session: z.string(), peers: list(remotePeerSchema) }),
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
-  z.object({ type: z.literal('arrive'), arrival: wireArrivalSchema }),
+  /** Requests arriving, those of one turn of the entry's event loop together (admitted, and prefilled, in one step). */
+  z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) }),
   z.object({ type: z.literal('release'), id: z.string(), serial: int, status }),
   z.object({ type: z.literal('threshold'), threshold: int, maxWaitMs: amount }),
   z.object({ type: z.literal('gate') }),
