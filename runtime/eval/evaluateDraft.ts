@@ -36,7 +36,7 @@ const RETRY_MS = 50;
 /** Beside live traffic, a run holds at most this share of the requests in flight: its cost to live throughput. */
 export const LIVE_SHARE = 0.2;
 /** Live traffic seen this recently still counts: closed-loop clients leave the cluster for a moment between requests. */
-const LIVE_MEMORY_MS = 1000;
+export const LIVE_MEMORY_MS = 1000;
 
 /**
  * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
