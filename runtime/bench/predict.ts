@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluationResult } from '../../shared/api/evaluate.ts';
 import { parseServerConfig } from '../config/serverConfig.ts';
+import { LIVE_MEMORY_MS } from '../eval/evaluateDraft.ts';
 import { loadSplit } from '../eval/splits.ts';
 import { startServer } from '../server/createServer.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -64,6 +65,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     await closedLoop(server.url, 'me', questions, concurrency, 1500, maxTokens);
     let evalMs = 0;
     for (const algorithm of algorithms) {
+      // the previous loop's traffic still counts as live for a moment (evaluateDraft.ts): an evaluation started at once would begin at one slot
+      await new Promise((r) => setTimeout(r, LIVE_MEMORY_MS + 200));
       const { result, wallMs } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
       evalMs = Math.max(evalMs, wallMs);
       const pRes = await post(`${server.url}/admin/evaluate/${result.runId}/predict`, { concurrency });
@@ -76,14 +79,11 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const measured = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
       const live = await check();
       const diff = (predicted - measured.tokS) / measured.tokS;
-      // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput
+      // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput, for comparison
       const evalTokS = result.tokS;
       results.push({
         algorithm,
         predicted_tok_s: predicted,
-        // the throughput model alone, and the factor the run's own throughput calibrated it by (at the run's concurrency the two meet)
-        chain_tok_s: (p.current ?? p.best).chainTokS,
-        calibration: p.calibration,
         measured_tok_s: measured.tokS,
         diff,
         eval_tok_s: evalTokS,
@@ -93,7 +93,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         handoffs_per_request: result.handoffsPerRequest,
         thresholds: (p.current ?? p.best).thresholds,
       });
-      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, chain_tok_s: (p.current ?? p.best).chainTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
+      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
       console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s, measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %)`);
     }
     // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an evaluation of r2r runs.

@@ -33,10 +33,10 @@ export interface StoredRun {
 const KEEP_RUNS = 32;
 /** A run held back (the entry queue full, or its share of live traffic taken) looks again after this long. */
 const RETRY_MS = 50;
-/** Beside live traffic, a run holds at most this share of the requests in flight: its cost to live throughput. */
-export const LIVE_SHARE = 0.2;
+/** Beside live traffic, a run holds this share of the request-time in flight: its cost to live throughput (docs/benchmarks.md, `predict`). */
+export const LIVE_SHARE = 0.15;
 /** Live traffic seen this recently still counts: closed-loop clients leave the cluster for a moment between requests. */
-const LIVE_MEMORY_MS = 1000;
+export const LIVE_MEMORY_MS = 1000;
 
 /**
  * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
@@ -194,28 +194,38 @@ export class EvaluationRuns {
     };
     let retry: unknown = null;
     /**
-     * Requests of the run in flight now: its concurrency while the server has had no other traffic
-     * for LIVE_MEMORY_MS; with live traffic, at most LIVE_SHARE of all requests in flight (at least one), so live requests keep
-     * their slots and their share of the cores.
+     * Beside live traffic the run takes LIVE_SHARE of the request-time in flight: live L in flight
+     * leaves it share = L·s/(1 − s) requests, as ⌈share⌉ slots each busy share/⌈share⌉ of the time
+     * (after a request of d ms, the next waits d·(slots/share − 1)), so a run beside a few live
+     * requests costs them its share, not a whole slot. Without live traffic for LIVE_MEMORY_MS it
+     * runs at its full concurrency.
      */
     let recentLive = 0;
     let recentLiveAt = -Infinity;
-    const allowed = (): number => {
+    let notBefore = -Infinity;
+    const share = (): number => {
       const now = cluster.clock.now();
       let live = cluster.activeCount + cluster.queuedCount - inFlight.size;
       if (live > 0) [recentLive, recentLiveAt] = [live, now];
       else if (now - recentLiveAt < LIVE_MEMORY_MS) live = recentLive;
-      return live <= 0 ? concurrency : Math.max(1, Math.min(concurrency, Math.floor((live * LIVE_SHARE) / (1 - LIVE_SHARE))));
+      return live <= 0 ? concurrency : Math.min(concurrency, (live * LIVE_SHARE) / (1 - LIVE_SHARE));
+    };
+    const paceAfter = (startedAt: number): void => {
+      const a = share();
+      const slots = Math.ceil(a);
+      if (a < slots) notBefore = Math.max(notBefore, cluster.clock.now() + (cluster.clock.now() - startedAt) * (slots / a - 1));
     };
     const fill = (): void => {
       retry = null;
-      while (!over && next < problems.length && inFlight.size < allowed()) if (!send()) break;
+      const now = cluster.clock.now();
+      if (now >= notBefore) while (!over && next < problems.length && inFlight.size < Math.ceil(share())) if (!send()) break;
       // held back for live traffic: look again shortly, since live requests end without telling this run
-      if (!over && next < problems.length && inFlight.size < concurrency && retry === null) retry = cluster.clock.setTimeout(fill, RETRY_MS);
+      if (!over && next < problems.length && inFlight.size < concurrency && retry === null) retry = cluster.clock.setTimeout(fill, now < notBefore ? notBefore - now : RETRY_MS);
     };
     const send = (): boolean => {
       const i = next++;
       const id = `${prefix}${i}`;
+      const startedAt = cluster.clock.now();
       try {
         cluster.submit({
           id,
@@ -232,6 +242,7 @@ export class EvaluationRuns {
             done++;
             if (r.status === 'done' && finalAnswer(tokenizer.decode(r.tokens)) === problems[i].answer) correct++;
             emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
+            paceAfter(startedAt);
             if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
             else fill();
           },

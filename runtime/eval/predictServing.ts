@@ -1,7 +1,7 @@
 // A routing's serving cost on this server: committed tok/s and p99 TPOT at a concurrency, from its P and C and the served models' measured step latency.
 import type { Prediction, RoutingStats } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
-import { evaluateThresholds, optimiseThresholds, predictLatency, rowFor, type LatencySlo, type ThroughputInput } from '../throughput/index.ts';
+import { optimiseThresholds, predictLatency, rowFor, type LatencySlo } from '../throughput/index.ts';
 import { fitStepLatency, type BatchTiming } from './routingCounts.ts';
 
 /** The live controller's cap on the batch sizes the chain considers (runtime/scheduler/autoThresholds.ts). */
@@ -19,8 +19,6 @@ export interface ServingInput {
   maxWaitMs: number;
   batches: readonly BatchTiming[];
   slo?: LatencySlo;
-  /** The run itself as a measurement (mean requests in flight, committed tok/s), to calibrate against. */
-  observed?: { meanInFlight: number; tokS: number };
 }
 
 export type ServingPrediction = Omit<Prediction, 'runId'>;
@@ -28,9 +26,9 @@ export type ServingPrediction = Omit<Prediction, 'runId'>;
 /**
  * The chain over the models the run used (a model it never stepped on adds nothing but states),
  * the thresholds the optimiser picks there, and the same at the thresholds in force; p99 TPOT from
- * the latency model at each. Latency comes from batch wall times on this server, launch to results
- * routed, as the live controller fits them: they carry the scheduling cost a profile of the model
- * alone misses (runtime/throughput/README.md).
+ * the latency model at each. Latency comes from this server's batches, each from its launch to its
+ * model's next launch (fitStepLatency): they carry the scheduling cost and the gaps between a
+ * model's batches that a profile of the model alone, or a batch's wall time, misses.
  */
 export function predictServing(input: ServingInput): ServingPrediction {
   const { routing, concurrency: N } = input;
@@ -53,7 +51,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return row.map((x) => x / s);
   });
   const C = used.map((i) => used.map((j) => routing.C[i][j]));
-  const model = { N, P, C, latency: fit.latency, contendedLatency: fit.contended, maxBatch };
+  const model = { N, P, C, latency: fit.latency, maxBatch };
   const opt = optimiseThresholds(model);
   const named = (t: readonly number[]) => Object.fromEntries(names.map((m, k) => [m, t[k]]));
   const outputTokens = Math.max(1, Math.round(input.meanOutputTokens));
@@ -71,31 +69,11 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const now = lanes.map((l, k) => Math.min(l.threshold, maxBatch[k]));
   const feasibleNow = now.reduce((s, t) => s + t - 1, 0) < N;
   const bestRow = opt.table[0];
-  const calibration = calibrate(input, model, now);
-  const scaled = (x: ReturnType<typeof setting>, chainTokS: number) => ({ ...x, tokS: chainTokS * calibration, chainTokS, p99TpotMs: x.p99TpotMs / calibration, meanTpotMs: x.meanTpotMs / calibration });
   return {
     concurrency: N,
-    best: scaled(setting(opt.best, opt.predicted), opt.predicted),
-    current: feasibleNow ? scaled(setting(now, 0), rowFor(model, opt, now).tokensPerSec) : null,
-    calibration,
+    best: setting(opt.best, opt.predicted),
+    current: feasibleNow ? setting(now, rowFor(model, opt, now).tokensPerSec) : null,
     latencyBatches: fit.counts,
     method: bestRow?.method ?? 'chain',
   };
-}
-
-/**
- * The run's measured tok/s over what the chain predicts for the run itself (its mean in flight, the
- * thresholds in force). The chain counts step latency only: on a small machine the time between a
- * model's batches (routing, the entry's turn, other processes) is a large share, which no batch
- * wall time shows. 1 without a usable run figure.
- */
-function calibrate(input: ServingInput, model: Omit<ThroughputInput, 'thresholds' | 'N'> & { maxBatch: number[] }, thresholds: number[]): number {
-  const o = input.observed;
-  if (!o || !(o.tokS > 0) || !(o.meanInFlight >= 0.5)) return 1;
-  const n = Math.max(1, Math.round(o.meanInFlight));
-  const maxBatch = model.maxBatch.map((b) => Math.max(1, Math.min(b, n)));
-  const t = thresholds.map((x, k) => Math.min(x, maxBatch[k]));
-  if (t.reduce((s, x) => s + x - 1, 0) >= n) return 1;
-  const chain = evaluateThresholds({ ...model, N: n, maxBatch }, t).tokensPerSec;
-  return chain > 0 ? o.tokS / chain : 1;
 }

@@ -46,7 +46,7 @@ class Watch {
   }
 
   readonly onEvent = (e: TraceEvent): void => {
-    if (e.type === 'batch') this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, timed: e.phase !== 'prefill' });
+    if (e.type === 'batch') this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });
     else if (e.type === 'request-state' && e.model === null && e.state === 'admitted') {
       // the trace does not say which algorithm a request runs; the cluster's request does, while it is in flight
       for (const r of this.service.cluster.activeRequests()) {
@@ -129,7 +129,6 @@ export class PredictionChecks {
           lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
           maxWaitMs: c.maxWaitMs,
           batches: [...evaluated.batches, ...w.watch.batches.filter((b) => b.end >= from)],
-          observed: result,
         });
         predicted = { tokS: (p.current ?? p.best).tokS, handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0 };
       } catch {

@@ -1,15 +1,13 @@
 // Counts what the throughput model needs from trace events: request-steps and hand-offs of chosen requests (P, C), and every batch's timing (L_i(b)).
 import type { RoutingStats } from '../../shared/api/evaluate.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import { fitContendedLatency, markContended } from '../throughput/index.ts';
+import { fitLatencyProfile, markCycles } from '../throughput/index.ts';
 
 export interface BatchTiming {
   model: string;
   size: number;
   start: number;
   end: number;
-  /** Prefill batches feed whole prompts: they occupy the cores but do not time a step. */
-  timed: boolean;
 }
 
 /** Most batches kept for the latency fit (≈ the last minute of a busy server). */
@@ -41,7 +39,7 @@ export class RoutingCounts {
   readonly onEvent = (e: TraceEvent): void => {
     if (e.type === 'batch') {
       if (this.batches.length >= MAX_BATCHES) this.batches.splice(0, MAX_BATCHES / 4);
-      this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, timed: e.phase !== 'prefill' });
+      this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });
       const m = this.index.get(e.model);
       if (m !== undefined) for (const id of e.requestIds) if (this.mine(id)) this.rows[m]++;
     } else if (e.type === 'handoff' && this.mine(e.requestId)) {
@@ -65,38 +63,43 @@ export class RoutingCounts {
 }
 
 export interface StepLatency {
-  /** ms[k][b − 1] per model of `models`, alone and launched beside another model's batch. */
+  /** ms[k][b − 1] per model of `models`: launch to the model's next launch. */
   latency: number[][];
-  contended: number[][];
-  /** Timed batches each model's fit rests on. */
+  /** Batches each model's fit rests on. */
   counts: Record<string, number>;
-  /** Models with no timed batch at all (nothing to fit). */
+  /** Models with no batch at all (nothing to fit). */
   missing: string[];
 }
 
-/** Each model's step latency by batch size from measured batch wall times, split by contention as the live controller fits it. */
+/** A model this long without a launch had no traffic at all: the gap is not part of a step. */
+const NO_TRAFFIC_MS = 1000;
+
+/**
+ * Each model's step latency by batch size, each batch timed from its launch to its model's next
+ * launch (markCycles): a batch's wall time alone leaves out the gaps between a model's batches
+ * (results routed, hand-offs and new requests arriving, the loop's turn), which on a small machine
+ * are a large share of the time (docs/benchmarks.md, "Predicted vs measured"). Prefill batches
+ * count too: a new request's prompt is part of what serving the traffic costs a model. One profile
+ * per model, not split by contention: a launch-to-launch time spans the other models' batches
+ * whether or not one ran at the launch.
+ */
 export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number): StepLatency {
   const names = [...new Set([...models, ...batches.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
-  // every batch counts for overlap (a prefill occupies the cores too); only timed ones are fitted
-  const marked = markContended(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })));
+  const samples = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
-  const contended: number[][] = [];
   const missing: string[] = [];
   for (const m of models) {
     const k = idx.get(m)!;
-    const own = marked.filter((s, i) => s.model === k && batches[i].timed && s.ms > 0).map((s) => ({ ...s, model: 0 }));
+    const own = samples.filter((s) => s.model === k).map((s) => ({ model: 0, batch: s.batch, ms: s.ms }));
     counts[m] = own.length;
     if (own.length === 0) {
       missing.push(m);
       latency.push([]);
-      contended.push([]);
       continue;
     }
-    const fit = fitContendedLatency(own, { maxBatch });
-    latency.push(fit.alone.table[0]);
-    contended.push(fit.contended.table[0]);
+    latency.push(fitLatencyProfile(own, { maxBatch }).table[0]);
   }
-  return { latency, contended, counts, missing };
+  return { latency, counts, missing };
 }

@@ -59,7 +59,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       throw new TokenRouterError('not_found', `no finished evaluation ${runId} (runs are kept in memory: a restart forgets them)`, 'runId');
     }
     const c = service.cluster;
-    const recent = service.trace.recent(20_000).flatMap((e) => (e.type === 'batch' ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, timed: e.phase !== 'prefill' }] : []));
+    const recent = service.trace.recent(20_000).flatMap((e) => (e.type === 'batch' ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
     const p = predictServing({
       routing: stored.result.routing,
       meanOutputTokens: stored.result.meanOutputTokens,
@@ -69,7 +69,6 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       // the run's own batches, and what the server ran since (larger batches under other traffic)
       batches: [...stored.batches, ...recent.filter((b) => !stored.batches.length || b.start > stored.batches[stored.batches.length - 1].start)],
       slo: body.slo,
-      observed: stored.result,
     });
     res.json({ runId, ...p } satisfies Prediction);
   });

@@ -124,6 +124,33 @@ export function markContended(batches: readonly TimedBatch[]): LatencySample[] {
   return out;
 }
 
+/**
+ * Samples tagged as markContended tags them, each timed from its launch to its model's next launch
+ * (its wall time plus the gap after it, up to `maxGapMs`): the gap is what a step costs beyond the
+ * batch itself (routing the results, waiting for handed-off rows and new requests to arrive, the
+ * loop's turn), which the chain otherwise never sees. A longer gap means the model had no work at
+ * all (the runtime launches by its max-wait deadline whatever the queue), so it is cut there.
+ */
+export function markCycles(batches: readonly TimedBatch[], maxGapMs: number): LatencySample[] {
+  const out = markContended(batches);
+  const byModel = new Map<number, number[]>();
+  batches.forEach((b, k) => {
+    const list = byModel.get(b.model);
+    if (list) list.push(k);
+    else byModel.set(b.model, [k]);
+  });
+  for (const list of byModel.values()) {
+    list.sort((a, b) => batches[a].startMs - batches[b].startMs);
+    list.forEach((k, n) => {
+      const b = batches[k];
+      const next = n + 1 < list.length ? batches[list[n + 1]] : undefined;
+      const gap = next ? Math.max(0, next.startMs - b.endMs) : 0;
+      out[k] = { ...out[k], ms: Math.max(1e-3, b.endMs - b.startMs + Math.min(gap, maxGapMs)) };
+    });
+  }
+  return out;
+}
+
 export interface ContendedProfiles {
   /** Batches launched with no other model running. */
   alone: LatencyProfile;

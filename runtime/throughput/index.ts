@@ -7,6 +7,7 @@ export {
   fitContendedLatency,
   fitLatencyProfile,
   markContended,
+  markCycles,
   type ContendedProfiles,
   type LatencyProfile,
   type LatencySample,

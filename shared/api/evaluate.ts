@@ -91,10 +91,8 @@ export type PredictRequest = z.infer<typeof predictRequestSchema>;
 
 const settingSchema = z.object({
   thresholds: z.record(z.string(), z.number().int()),
-  /** Calibrated: the chain's figure times `calibration`. */
+  /** Committed tok/s, the throughput model's figure from the run's P and C and the server's step latency (launch to next launch). */
   tokS: z.number(),
-  /** The chain's own figure, from P, C and step latency alone. */
-  chainTokS: z.number(),
   p99TpotMs: z.number(),
   meanTpotMs: z.number(),
   /** With an SLO: requests/s meeting it, and whether the p99s do. */
@@ -109,12 +107,6 @@ export const predictionSchema = z.object({
   best: settingSchema,
   /** The thresholds in force on the server now (what a deploy runs with unless thresholds are "auto"); null where they are infeasible at this concurrency. */
   current: settingSchema.nullable(),
-  /**
-   * The run's measured tok/s over the chain's figure at the run's own concurrency and thresholds:
-   * what the chain leaves out (the time between a model's batches, request set-up, the run's
-   * thinning tail) as one factor, applied to every figure here. 1 when the run has no figure.
-   */
-  calibration: z.number(),
   /** Per model: the batches the step-latency profile was fitted from. */
   latencyBatches: z.record(z.string(), z.number().int()),
   method: z.enum(['chain', 'simulate']),

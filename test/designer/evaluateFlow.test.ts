@@ -30,8 +30,8 @@ class FakeServer implements EvaluateServer {
   }
   async predict(runId: string, concurrency: number): Promise<Prediction> {
     this.predicted.push([runId, concurrency]);
-    const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, chainTokS: 120 * concurrency, p99TpotMs: 12, meanTpotMs: 8 };
-    return { runId, concurrency, best: setting, current: setting, calibration: 100 / 120, latencyBatches: { small: 5, large: 5 }, method: 'chain' };
+    const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, p99TpotMs: 12, meanTpotMs: 8 };
+    return { runId, concurrency, best: setting, current: setting, latencyBatches: { small: 5, large: 5 }, method: 'chain' };
   }
 }
 

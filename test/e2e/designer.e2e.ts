@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
+import { drop, wire } from './canvasActions.ts';
 import { launch, openDesigner } from './timelineHarness.ts';
 import { startTestServer } from '../server/testService.ts';
 
@@ -15,33 +16,6 @@ const NAME = 'e2e-rstitch';
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(artifacts, `designer-${name}.png`) });
-}
-
-/** Drags a palette entry onto the canvas at (x, y) relative to the canvas; returns the new node's id. */
-async function drop(page: Page, type: string, x: number, y: number): Promise<string> {
-  const before = await page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
-  await page.dragAndDrop(`[data-testid="palette-${type}"]`, '[data-testid="canvas"]', { targetPosition: { x, y } });
-  const after = await page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
-  const added = after.filter((id) => !before.includes(id));
-  assert.equal(added.length, 1, `dropping ${type} adds one node`);
-  return added[0];
-}
-
-/** Connects an output handle to an input handle with the mouse, as a user does. */
-async function wire(page: Page, from: string, fromPort: string, to: string, toPort: string): Promise<void> {
-  const a = await page.locator(`[data-testid="out-${from}-${fromPort}"]`).boundingBox();
-  const b = await page.locator(`[data-testid="in-${to}-${toPort}"]`).boundingBox();
-  assert.ok(a && b, `handles ${from}.${fromPort} and ${to}.${toPort} are on screen`);
-  await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
-  await page.mouse.down();
-  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 6 });
-  await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 6 });
-  await page.mouse.up();
-  const edges = await page.evaluate(() => window.__designer!.graph().edges);
-  assert.ok(
-    edges.some((e) => e.source === from && e.sourceHandle === fromPort && e.target === to && e.targetHandle === toPort),
-    `edge ${from}.${fromPort} → ${to}.${toPort} exists`,
-  );
 }
 
 async function setParam(page: Page, node: string, param: string, value: string | boolean): Promise<void> {

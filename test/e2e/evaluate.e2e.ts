@@ -5,32 +5,13 @@ import { execSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
+import { drop, wire } from './canvasActions.ts';
 import { ARTIFACTS, ROOT, launch, openDesigner } from './timelineHarness.ts';
 import { startTestServer, type TestServer } from '../server/testService.ts';
 
 const NAME = 'e2e-threshold';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `evaluate-${name}.png`) });
-
-async function drop(page: Page, type: string, x: number, y: number): Promise<string> {
-  const before = await page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
-  await page.dragAndDrop(`[data-testid="palette-${type}"]`, '[data-testid="canvas"]', { targetPosition: { x, y } });
-  const after = await page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
-  const added = after.filter((id) => !before.includes(id));
-  assert.equal(added.length, 1, `dropping ${type} adds one node`);
-  return added[0];
-}
-
-async function wire(page: Page, from: string, fromPort: string, to: string, toPort: string): Promise<void> {
-  const a = await page.locator(`[data-testid="out-${from}-${fromPort}"]`).boundingBox();
-  const b = await page.locator(`[data-testid="in-${to}-${toPort}"]`).boundingBox();
-  assert.ok(a && b, `handles ${from}.${fromPort} and ${to}.${toPort} are on screen`);
-  await page.mouse.move(a.x + a.width / 2, a.y + a.height / 2);
-  await page.mouse.down();
-  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 6 });
-  await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 6 });
-  await page.mouse.up();
-}
 
 /** A closed loop of `c` clients on `model` for `ms`: the traffic the timeline's check measures. */
 async function traffic(srv: TestServer, model: string, c: number, ms: number): Promise<number> {

@@ -1,5 +1,6 @@
 // Evaluate tab: run the draft on N validation problems with a progress bar and cancel, its accuracy and routing statistics, its predicted serving cost, and the accuracy × throughput plot beside the served models and algorithms.
 import { createContext, useContext, useSyncExternalStore } from 'react';
+import type { Prediction } from '../../../shared/api/evaluate.ts';
 import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
 import { FrontierPlot } from './FrontierPlot.tsx';
 import { modelColor } from './modelColors.ts';
@@ -13,8 +14,29 @@ function useEvaluate(): [EvaluateFlow, EvaluateState] {
   return [flow, useSyncExternalStore(flow.subscribe, flow.getState)];
 }
 
+type PredictionSetting = Prediction['best'];
+
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const num = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+
+/** One threshold setting and what the throughput model predicts for it: the best, and the one in force. */
+function SettingRow({ label, setting, testId }: { label: string; setting: PredictionSetting; testId: string }) {
+  return (
+    <tr>
+      <th scope="row">{label}</th>
+      <td data-testid={testId}>
+        <span data-testid={`${testId}-toks`}>{num(setting.tokS, 0)} tok/s</span> · p99 TPOT {num(setting.p99TpotMs)} ms{' '}
+        <span className="muted" data-testid={`${testId}-thresholds`}>
+          (thresholds{' '}
+          {Object.entries(setting.thresholds)
+            .map(([m, t]) => `${m} ${t}`)
+            .join(', ')}
+          )
+        </span>
+      </td>
+    </tr>
+  );
+}
 
 export function EvaluatePanel() {
   const store = useStore();
@@ -121,37 +143,8 @@ export function EvaluatePanel() {
       {pred && (
         <table className="ev-stats" data-testid="ev-prediction">
           <tbody>
-            <tr>
-              <th scope="row">predicted</th>
-              <td data-testid="ev-predicted-toks">
-                {num(pred.best.tokS, 0)} tok/s · p99 TPOT {num(pred.best.p99TpotMs)} ms
-              </td>
-            </tr>
-            <tr>
-              <th scope="row">calibration</th>
-              <td className="muted" title="The run's measured tok/s over the throughput model's figure for the run itself: what the model leaves out, as one factor">
-                ×{num(pred.calibration, 2)} from the run (the model alone: {num(pred.best.chainTokS, 0)} tok/s)
-              </td>
-            </tr>
-            <tr>
-              <th scope="row">thresholds</th>
-              <td data-testid="ev-thresholds">
-                {Object.entries(pred.best.thresholds)
-                  .map(([m, t]) => `${m} ${t}`)
-                  .join(', ')}
-              </td>
-            </tr>
-            {pred.current && (
-              <tr>
-                <th scope="row">with today's</th>
-                <td>
-                  {Object.entries(pred.current.thresholds)
-                    .map(([m, t]) => `${m} ${t}`)
-                    .join(', ')}
-                  : {num(pred.current.tokS, 0)} tok/s · p99 TPOT {num(pred.current.p99TpotMs)} ms
-                </td>
-              </tr>
-            )}
+            <SettingRow label="predicted" setting={pred.best} testId="ev-predicted" />
+            {pred.current && <SettingRow label="with today's" setting={pred.current} testId="ev-current" />}
           </tbody>
         </table>
       )}
