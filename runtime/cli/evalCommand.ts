@@ -55,8 +55,11 @@ export async function evalCommand(args: string[]): Promise<number> {
   let plan = values.plan === 'ensemble' ? singlesPlan(names) : values.plan === 'heads' ? headsPlan(names) : defaultPlan(names, calibration && calibratedPlan(calibration));
   let mixes: MixSpec[] = names.includes('medium') && values.plan !== 'heads' ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
   if (values.only) {
-    plan = plan.filter((p) => p.name.startsWith(values.only!) || p.factory === values.only);
-    mixes = mixes.filter((m) => m.name.startsWith(values.only!));
+    // Comma-separated name prefixes or factories; large-only stays in, as every paired test is against it.
+    const only = values.only.split(',').map((s) => s.trim()).filter(Boolean);
+    const keep = (name: string, factory?: string) => name === 'large-only' || only.some((o) => name.startsWith(o) || factory === o);
+    plan = plan.filter((p) => keep(p.name, p.factory));
+    mixes = mixes.filter((m) => keep(m.name));
   }
   const traceDir = values.trace ? new TraceDir(path.resolve(values.trace)) : undefined;
   const t0 = Date.now();
