@@ -118,7 +118,7 @@ export async function evalCommand(args: string[]): Promise<number> {
     const report = {
       suite: 'eval',
       settings: { split: split.split, plan: values.plan, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000, load_average_1m: { start: loadAtStart, end: os.loadavg()[0] } },
-      results: { entries: entries.map(({ correct: _, ...e }) => e) },
+      results: { entries: entries.map(({ correct, ...e }) => ({ ...e, correct_bits: correct.map((c) => (c ? '1' : '0')).join('') })) },
       points: [...points, ...mixPoints],
       error_overlap: errorOverlap(entries.filter((e) => e.kind === 'single'), 'large-only'),
     };
