@@ -9,11 +9,13 @@ export interface R2rParams {
    * trained router, so pass the one calibrated for the bundled head when it differs.
    */
   tau: number;
+  /** The router head it reads on small (routers.json); `r2r-tf` is the teacher-forced head kept for comparison. */
+  head: string;
 }
 
 // Adapted to the bundled `r2r` head, as R2R ships a tuned threshold with each router: routers.json
 // calibrates it at 0.088 (AUC 0.985, 6.0% of tokens routed); at the sigmoid's 0.5 it would almost never route.
-export const R2R_DEFAULTS: R2rParams = Object.freeze({ tau: 0.088 });
+export const R2R_DEFAULTS: R2rParams = Object.freeze({ tau: 0.088, head: 'r2r' });
 
 export type R2rMeta = Record<string, never>;
 
@@ -21,16 +23,16 @@ const SMALL = 1;
 const LARGE = 2;
 
 export function r2r(params?: Partial<R2rParams>): Algorithm<R2rMeta> {
-  const { tau } = withDefaults('r2r', R2R_DEFAULTS, params);
+  const { tau, head } = withDefaults('r2r', R2R_DEFAULTS, params);
   return {
     name: 'r2r',
     models: ['small', 'large'],
     entry: SMALL,
     // The runner evaluates the router network (hidden state, token embedding, top-k logits) as the `r2r` head.
-    wants: { [SMALL]: { heads: ['r2r'] } },
+    wants: { [SMALL]: { heads: [head] } },
     initMeta: () => ({}),
     route(step) {
-      if (step.model === SMALL) return (step.heads.r2r ?? 0) >= tau ? LARGE : 0;
+      if (step.model === SMALL) return (step.heads[head] ?? 0) >= tau ? LARGE : 0;
       return SMALL; // one large token, then back
     },
     // The divergent small token is discarded; large's replacement is kept.

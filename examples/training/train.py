@@ -513,6 +513,32 @@ def router_data(small, large, n_seq, seed):
     return torch.cat(H), torch.cat(T), torch.cat(K), torch.cat(Y)
 
 
+ROLLOUT_LISTS = {'train': (97, 6000), 'dev': (96, 1500)}  # name: (seed, problems); router data seeds 99/98 were the teacher-forced ones
+DATA = os.path.join(HERE, 'data')
+
+
+def rollout_problems():
+    """data/rollout-problems.json: distinct training-stream problems for on-policy rollouts, none in a split."""
+    os.makedirs(DATA, exist_ok=True)
+    lists, taken = {}, set()
+    for name, (seed, n) in ROLLOUT_LISTS.items():
+        rng, out = random.Random(seed), []
+        while len(out) < n:
+            p = make_problem(rng)
+            if p in EVAL_SET or p in taken:
+                continue  # never a validation or held-out problem, and train and dev share none
+            taken.add(p)
+            out.append(p)
+        lists[name] = {'seed': seed, 'problems': out}
+    splits = set(load_split('heldout')) | set(load_split('validation'))
+    assert splits and not (taken & splits), 'rollout problems overlap a split'
+    with open(os.path.join(DATA, 'rollout-problems.json'), 'w') as f:
+        json.dump({'rule': 'distinct problems of the seed stream of make_problem, skipping split problems and earlier lists',
+                   'lists': lists}, f)
+    sizes = ', '.join('%s %d (seed %d)' % (k, len(v['problems']), v['seed']) for k, v in lists.items())
+    print(f'[rollouts] problems: {sizes}; none of the {len(splits)} split problems', flush=True)
+
+
 def auc(score, label):
     """ROC AUC of `score` for positive `label` (rank statistic)."""
     s, l = score.numpy(), label.numpy().astype(bool)
@@ -524,24 +550,64 @@ def auc(score, label):
 
 
 def routers():
+    """Teacher-forced heads (the first shipped ones, kept as citer-tf, r2r-tf, colm-tf): needs the small and large checkpoints."""
     torch.manual_seed(99)
     small, large = load('small'), load('large')
-    d = small.c['d']
     n = int(os.environ.get('TR_ROUTER_SEQ', '3000'))  # smaller only for smoke tests
-    Htr, Ttr, Ktr, Ytr = router_data(small, large, n, 99)
-    Hva, Tva, Kva, Yva = router_data(small, large, n // 3, 98)
-    print(f'[routers] train positions {len(Ytr)} (agree {Ytr.mean():.3f}), val {len(Yva)} (agree {Yva.mean():.3f})')
+    fit_heads(router_data(small, large, n, 99), router_data(small, large, n // 3, 98), small.embed.weight.data,
+              'teacher-forced answer positions of correct sequences; agree = small greedy token == large greedy token',
+              suffix='-tf')
+
+
+def load_rollouts(name):
+    """data/onpolicy-<name>.f32 from rollouts.ts as (hidden, token, topk, agree) tensors."""
+    meta = json.load(open(os.path.join(DATA, f'onpolicy-{name}.json')))
+    lay = meta['layout']
+    a = torch.from_numpy(np.fromfile(os.path.join(DATA, f'onpolicy-{name}.f32'), dtype=np.float32).reshape(-1, meta['width']))
+    h0, h1 = lay['hidden_states']
+    k0, k1 = lay['topk_logits']
+    return (a[:, h0:h1].contiguous(), a[:, lay['token_id']].long(), a[:, k0:k1].contiguous(), 1 - a[:, lay['diverge']]), meta
+
+
+def small_embedding():
+    """small's token embedding table, read from its ONNX export (R2R embeds the sampled token with it)."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(os.path.join(MODELS, 'small', 'onnx', 'model.onnx'))
+    w = next(numpy_helper.to_array(i) for i in m.graph.initializer if i.name == 'm.embed.weight')
+    return torch.from_numpy(w.copy())
+
+
+def routers_onpolicy():
+    """On-policy heads (shipped as citer, r2r, colm): trained on small's own greedy rollouts labelled by large (rollouts.ts)."""
+    torch.manual_seed(99)
+    tr, mtr = load_rollouts('train')
+    va, mva = load_rollouts('dev')
+    fit_heads(tr, va, small_embedding(),
+              'on-policy: every answer position of small\'s greedy rollouts on training problems (seeds %d, %d); '
+              'agree = small greedy token == large greedy token at the same prefix (one teacher-forced pass of large '
+              'over the rollout)' % (mtr['seed'], mva['seed']), suffix='',
+              extra={'rollouts': {'train': mtr['problems'], 'dev': mva['problems'],
+                                  'small_exact_match_train': round(mtr['small_exact_match'], 4)}})
+
+
+def fit_heads(train, val, embed_weight, labels, suffix, extra=None):
+    """Fits CITER, R2R and Co-LLM on (hidden, token, topk, agree) positions, exports <name><suffix>.onnx and merges routers.json."""
+    Htr, Ttr, Ktr, Ytr = train
+    Hva, Tva, Kva, Yva = val
+    d = Htr.shape[1]
+    print(f'[routers] train positions {len(Ytr)} (agree {Ytr.mean():.4f}), val {len(Yva)} (agree {Yva.mean():.4f})', flush=True)
     heads = {
         # name: (module, target is "small right" (citer) or "diverge" (r2r, colm), inputs)
         'citer': (CiterHead(d), False, lambda H, T, K: (H,)),
-        'r2r': (R2RHead(d, small.embed.weight.data), True, lambda H, T, K: (H, T.unsqueeze(1), K)),
+        'r2r': (R2RHead(d, embed_weight), True, lambda H, T, K: (H, T.unsqueeze(1), K)),
         'colm': (ColmHead(d), True, lambda H, T, K: (H,)),
     }
     out_dir = os.path.join(MODELS, 'small', 'routers')
     os.makedirs(out_dir, exist_ok=True)
-    meta = {'model': 'small', 'labelled_by': 'large', 'topk': TOPK,
-            'labels': 'teacher-forced answer positions of correct sequences; agree = small greedy token == large greedy token',
-            'val_positions': len(Yva), 'val_agree_rate': round(float(Yva.mean()), 4), 'heads': {}}
+    meta_p = os.path.join(out_dir, 'routers.json')
+    meta = json.load(open(meta_p)) if os.path.exists(meta_p) else {'model': 'small', 'labelled_by': 'large', 'topk': TOPK, 'heads': {}}
+    meta['heads'] = {k: v for k, v in meta['heads'].items() if not (k.endswith('-tf') == (suffix == '-tf'))}
     # positive weight: divergences are rare, weight them so the heads do not collapse to "always agree"
     for name, (head, diverge, inputs) in heads.items():
         ytr = (1 - Ytr) if diverge else Ytr
@@ -574,7 +640,8 @@ def routers():
         dummy = inputs(Hva[:B], Tva[:B], Kva[:B])
         names = {'citer': ['hidden_states'], 'colm': ['hidden_states'],
                  'r2r': ['hidden_states', 'token_id', 'topk_logits']}[name]
-        torch.onnx.export(head, dummy, os.path.join(out_dir, f'{name}.onnx'), input_names=names,
+        key = name + suffix
+        torch.onnx.export(head, dummy, os.path.join(out_dir, f'{key}.onnx'), input_names=names,
                           output_names=['score'], dynamic_axes={**{k: {0: 'batch_size'} for k in names}, 'score': {0: 'batch_size'}},
                           opset_version=14)
         spec_in = {'hidden_states': {'shape': ['batch_size', d], 'dtype': 'float32', 'source': 'hidden',
@@ -583,8 +650,9 @@ def routers():
                                 'meaning': 'the token small just sampled (embedded inside the router with small\'s embedding table)'},
                    'topk_logits': {'shape': ['batch_size', TOPK], 'dtype': 'float32', 'source': 'topk_logits',
                                    'meaning': f"small's {TOPK} largest raw logits, descending"}}
-        meta['heads'][name] = {
-            'file': f'{name}.onnx', 'inputs': {k: spec_in[k] for k in names},
+        meta['heads'][key] = {
+            'file': f'{key}.onnx', 'labels': labels, 'val_positions': len(Yva), 'val_agree_rate': round(float(Yva.mean()), 4),
+            **(extra or {}), 'inputs': {k: spec_in[k] for k in names},
             'output': {'name': 'score', 'shape': ['batch_size', 1]},
             'score_meaning': 'probability small is right (route to large when score < threshold)' if not diverge
             else ('probability small diverges from large (route when score >= threshold)' if name == 'r2r'
@@ -593,7 +661,10 @@ def routers():
             'threshold': round(thr, 4), 'val_auc': round(a, 4), 'val_acc_at_0.5': round(acc, 4),
             'val_routed_fraction_at_threshold': round(routed, 4), 'val_divergence_recall_at_threshold': 0.9,
         }
-    with open(os.path.join(out_dir, 'routers.json'), 'w') as f:
+    for k in ('labels', 'val_positions', 'val_agree_rate'):
+        meta.pop(k, None)  # per head now: the teacher-forced and on-policy heads have different labels
+    meta['heads'] = dict(sorted(meta['heads'].items()))
+    with open(meta_p, 'w') as f:
         json.dump(meta, f, indent=1)
     print('[routers] written', out_dir, flush=True)
 
@@ -615,6 +686,10 @@ if __name__ == '__main__':
         export(sys.argv[2])
     elif cmd == 'routers':
         routers()
+    elif cmd == 'routers-onpolicy':
+        routers_onpolicy()
+    elif cmd == 'rollout-problems':
+        rollout_problems()
     elif cmd == 'splits':
         write_splits()
     elif cmd == 'eval':

@@ -5,9 +5,10 @@ import path from 'node:path';
 import { progress } from '../util/progressLine.ts';
 import { printTable } from '../util/table.ts';
 import { TokenRouterError } from '../errors.ts';
-import { defaultPlan, evaluate, frontierSvg, singlesPlan } from '../eval/evaluate.ts';
+import { defaultPlan, evaluate, frontierSvg, headsPlan, singlesPlan } from '../eval/evaluate.ts';
 import { MIX_GRID, chooseMixes, loadEnsembleChoice, mixEnsemble, mixPoint, type MixResult, type MixSpec } from '../eval/mixEnsemble.ts';
 import { loadSplit } from '../eval/splits.ts';
+import { calibratedPlan, chooseThresholds, loadCalibration } from '../eval/headCalibration.ts';
 import { errorOverlap, pointsAgainst } from '../eval/pairedStats.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
@@ -40,8 +41,9 @@ export async function evalCommand(args: string[]): Promise<number> {
   const problems = split.rows.slice(0, n);
   const splitLine = `split ${split.split}: ${problems.length} of ${split.n} problems of ${path.relative(process.cwd(), split.file)} (seed ${split.seed}; ${split.use})`;
   console.error(splitLine);
-  if (values.plan !== 'default' && values.plan !== 'ensemble') throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble`, 'plan');
-  if (values.choose && (values.plan !== 'ensemble' || split.split !== 'validation')) throw new TokenRouterError('invalid_request', '--choose writes the ensemble weights chosen on validation: it needs --plan ensemble --split validation', 'choose');
+  if (!['default', 'ensemble', 'heads'].includes(values.plan!)) throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble, heads`, 'plan');
+  if (values.plan === 'heads' && split.split !== 'validation') throw new TokenRouterError('invalid_request', 'the heads plan calibrates thresholds: run it on --split validation', 'plan');
+  if (values.choose && (values.plan === 'default' || split.split !== 'validation')) throw new TokenRouterError('invalid_request', '--choose writes the ensemble weights or head thresholds chosen on validation: it needs --plan ensemble or heads and --split validation', 'choose');
   const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));
   if (!names.includes('small') || !names.includes('large')) throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
   console.error(`loading ${names.join(', ')} …`);
@@ -49,11 +51,15 @@ export async function evalCommand(args: string[]): Promise<number> {
   const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
   // The ensemble plan runs the members and the weight grid; the default plan every algorithm and the mixes chosen on validation.
   const choiceFile = path.join(modelsDir, 'ensemble.json');
-  let plan = values.plan === 'ensemble' ? singlesPlan(names) : defaultPlan(names);
-  let mixes: MixSpec[] = names.includes('medium') ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
+  const calibration = loadCalibration(path.join(modelsDir, 'small', 'routers', 'calibration.json'));
+  let plan = values.plan === 'ensemble' ? singlesPlan(names) : values.plan === 'heads' ? headsPlan(names) : defaultPlan(names, calibration && calibratedPlan(calibration));
+  let mixes: MixSpec[] = names.includes('medium') && values.plan !== 'heads' ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
   if (values.only) {
-    plan = plan.filter((p) => p.name.startsWith(values.only!) || p.factory === values.only);
-    mixes = mixes.filter((m) => m.name.startsWith(values.only!));
+    // Comma-separated name prefixes or factories; large-only stays in, as every paired test is against it.
+    const only = values.only.split(',').map((s) => s.trim()).filter(Boolean);
+    const keep = (name: string, factory?: string) => name === 'large-only' || only.some((o) => name.startsWith(o) || factory === o);
+    plan = plan.filter((p) => keep(p.name, p.factory));
+    mixes = mixes.filter((m) => keep(m.name));
   }
   const traceDir = values.trace ? new TraceDir(path.resolve(values.trace)) : undefined;
   const t0 = Date.now();
@@ -101,8 +107,9 @@ export async function evalCommand(args: string[]): Promise<number> {
       printTable(mixPoints.map((m) => ({ name: m.name, accuracy: `${(m.accuracy * 100).toFixed(1)}%`, p_large: m.p_value ?? '-', consult: `${(m.consult_share * 100).toFixed(2)}%`, changed: `${(m.changed_share * 100).toFixed(3)}%`, best_member: m.best_member ? `${m.best_member.name} ${(m.best_member.accuracy * 100).toFixed(1)}% p=${m.best_member.p_value.toPrecision(3)} ${m.best_member.versus}` : '-' })));
     }
     if (values.choose) {
-      fs.writeFileSync(values.choose, JSON.stringify(chooseMixes(mixResults), null, 1) + '\n');
-      console.log(`wrote the chosen ensemble weights to ${values.choose}`);
+      const chosen = values.plan === 'heads' ? chooseThresholds(entries, split.split) : chooseMixes(mixResults);
+      fs.writeFileSync(values.choose, JSON.stringify(chosen, null, 1) + '\n');
+      console.log(`wrote the ${values.plan === 'heads' ? 'router-head thresholds' : 'ensemble weights'} chosen on validation to ${values.choose}`);
     }
     fs.mkdirSync(values.out!, { recursive: true });
     const svg = path.join(values.out!, 'frontier.svg');
@@ -111,7 +118,7 @@ export async function evalCommand(args: string[]): Promise<number> {
     const report = {
       suite: 'eval',
       settings: { split: split.split, plan: values.plan, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000, load_average_1m: { start: loadAtStart, end: os.loadavg()[0] } },
-      results: { entries: entries.map(({ correct: _, ...e }) => e) },
+      results: { entries: entries.map(({ correct, ...e }) => ({ ...e, correct_bits: correct.map((c) => (c ? '1' : '0')).join('') })) },
       points: [...points, ...mixPoints],
       error_overlap: errorOverlap(entries.filter((e) => e.kind === 'single'), 'large-only'),
     };

@@ -40,7 +40,7 @@ const COMMANDS: Record<string, Command> = {
   },
   eval: {
     summary: 'accuracy vs throughput of every algorithm and baseline on the validation or held-out problems',
-    usage: 'tokenrouter eval [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--only NAME] [--json FILE] [--out results/eval] [--trace DIR]',
+    usage: 'tokenrouter eval [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
   subserver: {

@@ -41,16 +41,38 @@ export function singlesPlan(models: readonly string[]): EvalEntrySpec[] {
   return ['small', 'medium', 'large'].filter((m) => models.includes(m)).map((m) => ({ name: `${m}-only`, kind: 'single', factory: `single-${m}` }));
 }
 
-/** The default plan: single models, the query-level router, and each token-level algorithm with a threshold sweep. */
-export function defaultPlan(models: readonly string[]): EvalEntrySpec[] {
+/**
+ * The default plan: single models, the query-level router, R-Stitch's sweep, the router-head
+ * algorithms at the points calibrated on validation (`headPoints`, from calibration.json; without it
+ * a fixed grid of the on-policy heads), and ME.
+ */
+export function defaultPlan(models: readonly string[], headPoints?: readonly EvalEntrySpec[]): EvalEntrySpec[] {
   const has = (m: string) => models.includes(m);
   const plan = singlesPlan(models);
   for (const t of [0.3, 0.5, 0.7]) plan.push({ name: `query-router τ=${t}`, kind: 'query-level', factory: 'query-router', params: { threshold: t } });
   for (const tau of [0.01, 0.03, 0.1]) plan.push({ name: `r-stitch τ=${tau}`, kind: 'token-level', factory: 'r-stitch', params: { tau } });
-  for (const tau of [0.85, 0.917, 0.97]) plan.push({ name: `citer τ=${tau}`, kind: 'token-level', factory: 'citer', params: { tau } });
-  for (const tau of [0.04, 0.088, 0.2]) plan.push({ name: `r2r τ=${tau}`, kind: 'token-level', factory: 'r2r', params: { tau } });
-  for (const eta of [0.02, 0.037, 0.1]) plan.push({ name: `co-llm η=${eta}`, kind: 'token-level', factory: 'co-llm', params: { eta } });
+  plan.push(...(headPoints ?? HEAD_ALGORITHMS.flatMap((alg) => [alg.grid[1], alg.grid[3]].map((v) => headEntry(alg, alg.head, v)))));
   if (has('medium')) plan.push({ name: 'me 0.5/0.3/0.2', kind: 'token-level', factory: 'me' });
+  return plan;
+}
+
+/** The router-head algorithms, their head on small, threshold parameter and the validation grid it is calibrated on. */
+export const HEAD_ALGORITHMS = [
+  { factory: 'citer', head: 'citer', param: 'tau', symbol: 'τ', grid: [0.8, 0.9, 0.95, 0.97, 0.98, 0.99] },
+  { factory: 'r2r', head: 'r2r', param: 'tau', symbol: 'τ', grid: [0.02, 0.04, 0.08, 0.12, 0.2, 0.3] },
+  { factory: 'co-llm', head: 'colm', param: 'eta', symbol: 'η', grid: [0.01, 0.02, 0.03, 0.05, 0.1, 0.2] },
+] as const;
+
+/** One entry of a router-head algorithm reading `head` (the on-policy head, or its teacher-forced `-tf` twin). */
+export function headEntry(alg: (typeof HEAD_ALGORITHMS)[number], head: string, value: number): EvalEntrySpec {
+  const tag = head === alg.head ? alg.factory : `${alg.factory} (${head})`;
+  return { name: `${tag} ${alg.symbol}=${value}`, kind: 'token-level', factory: alg.factory, params: { [alg.param]: value, head } };
+}
+
+/** The calibration plan (validation only): small and large alone, and every head-reading algorithm over its grid, on-policy and teacher-forced heads. */
+export function headsPlan(models: readonly string[]): EvalEntrySpec[] {
+  const plan = singlesPlan(models).filter((e) => e.name !== 'medium-only');
+  for (const alg of HEAD_ALGORITHMS) for (const head of [alg.head, `${alg.head}-tf`]) for (const v of alg.grid) plan.push(headEntry(alg, head, v));
   return plan;
 }
 

@@ -6,9 +6,10 @@ import { frontierSvg, type EvalEntry } from './evaluate.ts';
 import type { ComparedPoint, ErrorOverlap } from './pairedStats.ts';
 import type { MixPoint } from './mixEnsemble.ts';
 
-interface EvalReport {
+export interface EvalReport {
   settings: Record<string, unknown>;
-  results: { entries: Omit<EvalEntry, 'correct'>[] };
+  /** `reference_tok_s`: large-only's throughput in the entry's own run, when runs were merged. */
+  results: { entries: (Omit<EvalEntry, 'correct'> & { reference_tok_s?: number })[] };
   points: (ComparedPoint | MixPoint)[];
   error_overlap?: ErrorOverlap | null;
 }
@@ -40,7 +41,7 @@ export function qualityTables(report: EvalReport): string {
       .join(' / ');
     const diff = large ? e.accuracy - large.accuracy : null;
     const ci = p.ci_low === null ? '' : ` (${pts(p.ci_low)} to ${pts(p.ci_high)})`;
-    lines.push(`| ${k} | ${p.name} | ${p.kind} | ${pct(p.accuracy)} | ${p.name === 'large-only' ? '–' : `${pts(diff)}${ci}`} | ${pval(p.p_value)} | ${MARK[p.versus_reference]} | ${p.tok_s.toFixed(0)} | ${large ? (p.tok_s / large.throughput_tok_s).toFixed(2) : '–'} | ${e.mean_latency_ms.toFixed(0)} | ${e.handoffs_per_request.toFixed(2)} | ${share} |`);
+    lines.push(`| ${k} | ${p.name} | ${p.kind} | ${pct(p.accuracy)} | ${p.name === 'large-only' ? '–' : `${pts(diff)}${ci}`} | ${pval(p.p_value)} | ${MARK[p.versus_reference]} | ${p.tok_s.toFixed(0)} | ${large ? (p.tok_s / (e.reference_tok_s ?? large.throughput_tok_s)).toFixed(2) : '–'} | ${e.mean_latency_ms.toFixed(0)} | ${e.handoffs_per_request.toFixed(2)} | ${share} |`);
   }
   const mixes = report.points.filter((p): p is MixPoint => p.tok_s === null);
   if (mixes.length) {
@@ -63,13 +64,57 @@ export function qualityTables(report: EvalReport): string {
   return lines.join('\n');
 }
 
+/**
+ * One report from several runs on the same split (e.g. the algorithms run in turns, each beside its
+ * own large-only): entries and points by name, the first run's wins (greedy runs agree on accuracy;
+ * a differing large-only is refused), wall times summed, the first run's error overlap.
+ */
+export function mergeReports(reports: readonly EvalReport[]): EvalReport {
+  const [first, ...rest] = reports;
+  const key = (r: EvalReport) => JSON.stringify([r.settings.split, r.settings.problems, r.settings.maxTokens]);
+  // Throughput compares within a run: each entry keeps its own run's large-only figure.
+  const withRef = (r: EvalReport) => {
+    const ref = r.results.entries.find((e) => e.name === 'large-only')?.throughput_tok_s;
+    return r.results.entries.map((e) => ({ ...e, reference_tok_s: e.reference_tok_s ?? ref }));
+  };
+  const entries = new Map(withRef(first).map((e) => [e.name, e]));
+  const points = new Map(first.points.map((p) => [p.name, p]));
+  for (const r of rest) {
+    if (key(r) !== key(first)) throw new Error(`qualityReport: cannot merge runs on different splits or settings: ${key(r)} vs ${key(first)}`);
+    for (const e of withRef(r)) {
+      const had = entries.get(e.name);
+      if (had && had.accuracy !== e.accuracy) throw new Error(`qualityReport: ${e.name} differs between the runs (${had.accuracy} vs ${e.accuracy})`);
+      if (!had) entries.set(e.name, e);
+    }
+    for (const p of r.points) if (!points.has(p.name)) points.set(p.name, p);
+  }
+  const wall = reports.reduce((s, r) => s + Number(r.settings.wallSeconds ?? 0), 0);
+  const loads = reports.map((r) => r.settings.load_average_1m as { start: number; end: number } | undefined).filter((l) => l !== undefined);
+  return {
+    settings: { ...first.settings, wallSeconds: wall, runs: reports.length, load_average_1m: loads.length ? { start: Math.min(...loads.map((l) => l.start)), end: Math.max(...loads.map((l) => l.end)) } : undefined },
+    results: { entries: [...entries.values()] },
+    points: [...points.values()],
+    error_overlap: first.error_overlap,
+  };
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const [file, flag, svg] = process.argv.slice(2);
-  if (!file || (flag !== undefined && (flag !== '--svg' || !svg))) {
-    console.error('usage: npx tsx runtime/eval/qualityReport.ts EVAL.json [--svg FRONTIER.svg]');
+  const args = process.argv.slice(2);
+  const opt = (flag: string) => {
+    const i = args.indexOf(flag);
+    if (i < 0) return undefined;
+    const v = args[i + 1];
+    args.splice(i, 2);
+    return v ?? '';
+  };
+  const svg = opt('--svg');
+  const out = opt('--json');
+  if (!args.length || svg === '' || out === '') {
+    console.error('usage: npx tsx runtime/eval/qualityReport.ts EVAL.json [MORE.json ...] [--json MERGED.json] [--svg FRONTIER.svg]');
     process.exit(2);
   }
-  const report = JSON.parse(fs.readFileSync(file, 'utf8')) as EvalReport;
+  const report = mergeReports(args.map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as EvalReport));
+  if (out) fs.writeFileSync(out, JSON.stringify(report, null, 2));
   console.log(qualityTables(report));
   // The plot again from the file's points, so a fix to the drawing needs no new run.
   if (svg) fs.writeFileSync(svg, frontierSvg(report.points.filter((p): p is ComparedPoint => p.tok_s !== null)));

@@ -23,6 +23,10 @@ const cases: Case[] = [
   { name: 'r2r', make: () => r2r({ tau: 0.5 }), head: 'r2r', values: [0.1, 0.4999, 0.5, 0.9], expected: [0, 0, 2, 2] },
   // Co-LLM defers when σ(h·g) exceeds 0.15 (strictly).
   { name: 'co-llm', make: () => coLlm({ eta: 0.15 }), head: 'colm', values: [0.01, 0.15, 0.1501, 0.7], expected: [0, 0, 2, 2] },
+  // The teacher-forced heads kept for comparison are read by name, with the same rule.
+  { name: 'citer on citer-tf', make: () => citer({ tau: 0.9, head: 'citer-tf' }), head: 'citer-tf', values: [0.95, 0.8999], expected: [0, 2] },
+  { name: 'r2r on r2r-tf', make: () => r2r({ tau: 0.5, head: 'r2r-tf' }), head: 'r2r-tf', values: [0.4999, 0.5], expected: [0, 2] },
+  { name: 'co-llm on colm-tf', make: () => coLlm({ eta: 0.15, head: 'colm-tf' }), head: 'colm-tf', values: [0.15, 0.1501], expected: [0, 2] },
 ];
 
 describe.each(cases)('$name', ({ make, head, values, expected }) => {

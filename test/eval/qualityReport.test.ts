@@ -1,6 +1,6 @@
 // qualityTables renders an eval report's own numbers: accuracy, the interval against large-only, the mark and the throughput ratio.
 import { describe, expect, it } from 'vitest';
-import { qualityTables } from '../../runtime/eval/qualityReport.ts';
+import { mergeReports, qualityTables } from '../../runtime/eval/qualityReport.ts';
 
 const entry = (name: string, kind: string, accuracy: number, tok: number) => ({ name, kind: kind as 'single', params: {}, accuracy, throughput_tok_s: tok, mean_latency_ms: 50, token_share: { large: 1 }, handoffs_per_request: 0, problems: 100 });
 
@@ -22,5 +22,29 @@ describe('qualityTables', () => {
     expect(md).toContain('| mix | linear | 91.0% | +1.0 (-1.0 to +3.0) | 1.0 | large-only 90.0% |');
     expect(md).toContain('1.23% | 0.040% |');
     expect(md).toContain('large-only is wrong on 10 of 100 problems; of those, medium-only right on 2; at least one of them right on 2.');
+  });
+});
+
+describe('mergeReports', () => {
+  const run = (entries: { name: string; accuracy: number; tok_s: number }[], wall: number) => ({
+    settings: { split: 'heldout', problems: 10, maxTokens: 64, wallSeconds: wall, load_average_1m: { start: 1, end: 2 } },
+    results: { entries: entries.map((e) => ({ name: e.name, kind: 'single' as const, params: {}, accuracy: e.accuracy, throughput_tok_s: e.tok_s, mean_latency_ms: 1, token_share: { large: 1 }, handoffs_per_request: 0, problems: 10 })) },
+    points: entries.map((e) => ({ name: e.name, kind: 'single' as const, accuracy: e.accuracy, tok_s: e.tok_s, p_value: null, ci_low: null, ci_high: null, versus_reference: 'reference' as const })),
+    error_overlap: null,
+  });
+
+  it('joins runs by name, keeps each entry’s own large-only throughput and sums the wall times', () => {
+    const m = mergeReports([run([{ name: 'large-only', accuracy: 0.9, tok_s: 100 }, { name: 'a', accuracy: 0.5, tok_s: 300 }], 5), run([{ name: 'large-only', accuracy: 0.9, tok_s: 50 }, { name: 'b', accuracy: 0.8, tok_s: 200 }], 7)]);
+    expect(m.results.entries.map((e) => [e.name, e.reference_tok_s])).toEqual([['large-only', 100], ['a', 100], ['b', 50]]);
+    expect(m.settings.wallSeconds).toBe(12);
+    // b ran at 4x its own run's large-only, not 2x the first run's
+    expect(qualityTables(m)).toMatch(/\| b \| single \| 80\.0% .*\| 200 \| 4\.00 \|/);
+  });
+
+  it('refuses runs whose large-only disagree, or on another split', () => {
+    expect(() => mergeReports([run([{ name: 'large-only', accuracy: 0.9, tok_s: 1 }], 1), run([{ name: 'large-only', accuracy: 0.8, tok_s: 1 }], 1)])).toThrow(/large-only differs/);
+    const other = run([], 1);
+    other.settings.split = 'validation';
+    expect(() => mergeReports([run([], 1), other])).toThrow(/different splits/);
   });
 });

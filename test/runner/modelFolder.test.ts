@@ -40,7 +40,7 @@ describe('loadModelFolder', () => {
       expect(f.config.numLayers).toBeGreaterThan(0);
       expect(f.kvBytesPerToken).toBe(2 * f.config.numLayers * f.config.numKvHeads * f.config.headDim * 4);
     }
-    expect(Object.keys(loadModelFolder(modelDir('small')).routers).sort()).toEqual(['citer', 'colm', 'r2r']);
+    expect(Object.keys(loadModelFolder(modelDir('small')).routers).sort()).toEqual(['citer', 'citer-tf', 'colm', 'colm-tf', 'r2r', 'r2r-tf']);
   });
 
   it('names a missing config.json', () => {
