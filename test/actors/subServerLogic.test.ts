@@ -4,6 +4,7 @@ import { createActor, setup, assign, SimulatedClock } from 'xstate';
 import { subServerLogic, subServerMachine, type SubServerEvent, type SubServerHost } from '../../runtime/actors/subServerMachine.ts';
 import { flatLogic, UnsupportedChartError } from '../../runtime/actors/flatLogic.ts';
 import type { Batch } from '../../runtime/engine/batch.ts';
+import { mulberry32 as draws } from '../../shared/rng.ts';
 
 /** A host whose guards read plain flags the test sets, so both actors see the same answers however often they ask. */
 class FlagHost implements SubServerHost {
@@ -17,18 +18,6 @@ class FlagHost implements SubServerHost {
   mayLaunchAtDeadline = () => this.atDeadline;
   maxWaitMs = () => this.wait;
   launch = () => ({ id: ++this.launches }) as unknown as Batch;
-}
-
-/** Deterministic draws (mulberry32), so a failure replays. */
-function draws(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const EVENTS: SubServerEvent['type'][] = ['WORK', 'GATE', 'SCHEDULE', 'BATCH_DONE', 'DOWN', 'UP'];
