@@ -5,6 +5,7 @@ import type { ModelRunner, SamplingParams, StepRow } from '../runner/modelRunner
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { progress } from '../util/progressLine.ts';
+import { processThreadsCpuMs, threadSplit } from '../util/threadCpu.ts';
 import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
@@ -35,6 +36,8 @@ export interface OfflineRun {
   meanBatch: number;
   /** This process's CPU over the run (main thread and model worker), ms. */
   cpuMs: number;
+  /** The same per thread (null without /proc): the bench's main thread (the loop), the model's worker thread (its busiest other thread), the rest. */
+  threads: { mainMs: number; busiestMs: number; restMs: number } | null;
 }
 
 interface LiveRow {
@@ -75,6 +78,7 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   let outputTokens = 0;
   let steps = 0;
   let rowSteps = 0;
+  const threads0 = processThreadsCpuMs();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   while (nextPrompt < c.prompts.length || active.length > 0) {
@@ -106,7 +110,8 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   }
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  return { outputTokens, wallMs, tokS: (outputTokens / wallMs) * 1000, steps, meanBatch: rowSteps / Math.max(1, steps), cpuMs: (cpu.user + cpu.system) / 1000 };
+  const threads = threadSplit(threads0, processThreadsCpuMs());
+  return { outputTokens, wallMs, tokS: (outputTokens / wallMs) * 1000, steps, meanBatch: rowSteps / Math.max(1, steps), cpuMs: (cpu.user + cpu.system) / 1000, threads };
 }
 
 /** The server's default scheduling for a single model: TokenRouter mode; with one lane there is nothing to hand off. */
@@ -179,9 +184,18 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             other_threads_us_per_token: median(served.map((s) => ((s.cpuMs - s.entryMainMs! - s.engine!.cpuMs) * 1000) / s.outputTokens)),
           }
         : null;
+      // the offline loop's threads: what the same tokens cost with no server around them (the model's worker thread does what the served engine thread does less the engine)
+      const offThreads = offline.every((o) => o.threads !== null)
+        ? {
+            offline_model_thread_us_per_token: median(offline.map((o) => (o.threads!.busiestMs * 1000) / o.outputTokens)),
+            offline_main_us_per_token: median(offline.map((o) => (o.threads!.mainMs * 1000) / o.outputTokens)),
+            offline_other_threads_us_per_token: median(offline.map((o) => (o.threads!.restMs * 1000) / o.outputTokens)),
+          }
+        : null;
       perModel.push({
         model,
         ...threads,
+        ...offThreads,
         offline_tok_s: offTok,
         served_tok_s: srvTok,
         ratio,
@@ -191,7 +205,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         served_client_cpu_cores: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => s.clientCpuMs! / s.wallMs)) : null,
         offline_cpu_cores: median(offline.map((o) => o.cpuMs / o.wallMs)),
         rounds: offline.map((o, r) => ({
-          offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs },
+          offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs, thread_cpu_ms: o.threads },
           served: {
             tok_s: served[r].tokS,
             output_tokens: served[r].outputTokens,
@@ -205,7 +219,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           },
         })),
       });
-      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, served_ttft_ms: median(served.map((s) => s.meanTtftMs)), target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, served_ttft_ms: median(served.map((s) => s.meanTtftMs)), target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_model_us: offThreads?.offline_model_thread_us_per_token ?? '-', offline_main_us: offThreads?.offline_main_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
     }
   } finally {
     await set.close();
@@ -228,6 +242,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       runner: `the very runner objects the server uses (${set.kind === 'bundled' ? 'WorkerRunner: OnnxRunner in a worker thread, intraOpNumThreads 1' : 'simulated SimRunner'}, behind the bench MeteredRunner), called from the bench’s main thread`,
       excludes: 'HTTP, tokenizer decode, scheduler, engine, routing (one runner.step per decode step)',
       tok_s: 'generated output tokens / wall time from the first step call to the last result',
+      threads: 'offline_model_thread_us_per_token: the CPU of the busiest thread other than the main one over the offline run (the model\'s worker: ORT run, sampling, the KV) ÷ generated tokens, set beside the served engine thread\'s; offline_main_us_per_token: the bench\'s main thread (the loop, the step messages); offline_other_threads_us_per_token: the rest; each from /proc/self/task/*/stat (10 ms ticks); medians over rounds',
     },
     served: {
       server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
