@@ -67,6 +67,10 @@ export class OnnxRunner implements ModelRunner {
   private readonly pastNames: string[];
   private readonly presentNames: string[];
   private readonly hasHidden: boolean;
+  private readonly hasPositionIds: boolean;
+  /** What a step fetches, without and with the hidden state (built once, not per step). */
+  private readonly fetches: readonly string[];
+  private readonly fetchesHidden: readonly string[];
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
   readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, staleMoves: 0, forks: 0, splits: 0 };
 
@@ -100,6 +104,9 @@ export class OnnxRunner implements ModelRunner {
       if (!session.outputNames.includes(n)) throw new StepError(`${folder.onnxPath}: ONNX output "${n}" is missing (outputs: ${session.outputNames.join(', ')})`);
     }
     this.hasHidden = session.outputNames.includes('hidden_states');
+    this.hasPositionIds = session.inputNames.includes('position_ids');
+    this.fetches = ['logits', ...this.presentNames];
+    this.fetchesHidden = [...this.fetches, 'hidden_states'];
   }
 
   static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
@@ -243,15 +250,19 @@ export class OnnxRunner implements ModelRunner {
       input_ids: new ort.Tensor('int64', inputIds, [B, S]),
       attention_mask: new ort.Tensor('int64', mask, [B, T2]),
     };
-    if (this.session.inputNames.includes('position_ids')) inputs.position_ids = new ort.Tensor('int64', positionIds, [B, S]);
-    this.pastNames.forEach((n, i) => {
-      inputs[n] = batch.past[i];
-    });
-    const wantHidden = rows.some((r, i) => feeds[i] !== null && (r.wants.hidden || r.wants.heads.length > 0));
-    const fetches = ['logits', ...this.presentNames];
-    if (wantHidden) fetches.push('hidden_states');
+    if (this.hasPositionIds) inputs.position_ids = new ort.Tensor('int64', positionIds, [B, S]);
+    for (let i = 0; i < this.pastNames.length; i++) inputs[this.pastNames[i]] = batch.past[i];
+    let wantHeads = false;
+    let wantHidden = false;
+    for (let i = 0; i < B; i++) {
+      if (feeds[i] === null) continue;
+      const w = rows[i].wants;
+      if (w.heads.length > 0) wantHeads = true;
+      if (w.hidden) wantHidden = true;
+    }
+    wantHidden ||= wantHeads;
     const t0 = performance.now();
-    const out = await this.session.run(inputs, fetches);
+    const out = await this.session.run(inputs, (wantHidden ? this.fetchesHidden : this.fetches) as string[]);
     let modelMs = performance.now() - t0;
 
     batch.past = this.presentNames.map((n) => out[n]);
@@ -270,7 +281,8 @@ export class OnnxRunner implements ModelRunner {
     const L = logits.data as Float32Array;
     const H = this.info.hiddenSize;
     const hid = wantHidden ? (out.hidden_states.data as Float32Array) : undefined;
-    const needTopLogits = Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0)));
+    // only a row whose router heads read the top logits needs them (most steps run no head at all)
+    const needTopLogits = wantHeads ? Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0))) : 0;
     const results: (TokenSignals | undefined)[] = new Array(B);
     const topLogits: number[][] = new Array(B);
     const hiddenRows: (Float32Array | undefined)[] = new Array(B);
@@ -303,7 +315,7 @@ export class OnnxRunner implements ModelRunner {
         heads: {},
       };
     }
-    modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
+    if (wantHeads) modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
     return { signals: results, modelMs };
   }
 

@@ -70,6 +70,14 @@ export function topIndices(x: Float32Array | Float64Array, k: number): number[] 
   return ids;
 }
 
+let probs = new Float64Array(0);
+
+/** The row's probabilities, in one buffer reused by every call (read only before analyzeRow returns): no allocation per row and step. */
+function scratch(V: number): Float64Array {
+  if (probs.length !== V) probs = new Float64Array(V);
+  return probs;
+}
+
 /**
  * Softmax, normalised entropy, max-prob, margin, top-k and the sampled token for one row.
  * Signals describe the model's own distribution (temperature 1); temperature, top-k and top-p
@@ -95,7 +103,7 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
       drawArg = i;
     }
   }
-  const p = new Float64Array(V);
+  const p = scratch(V);
   let z = 0;
   for (let i = 0; i < V; i++) {
     const e = Math.exp(logits[i] - max);
