@@ -27,7 +27,7 @@ interface Phases {
   generate: number;
 }
 
-const SINK: GenerateSink = { onDelta: () => {}, onEnd: () => {} };
+const SINK: GenerateSink = { onToken: () => {}, onEnd: () => {} };
 
 /**
  * What the chat route does before the request runs, timed per request: JSON.parse of the body text

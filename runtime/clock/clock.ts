@@ -7,6 +7,11 @@ export interface Clock {
   clearTimeout(id: unknown): void;
   /** Wall time (performance.timeOrigin + performance.now()) at now() = 0: engine threads read the same time. */
   readonly origin?: number;
+  /**
+   * Runs `fn` once this turn of the event loop is over (what else reached the process in it has been
+   * handled). Wall time only: virtual time has no turns, its events are already ordered.
+   */
+  endOfTurn?(fn: () => void): void;
 }
 
 /**
@@ -23,5 +28,6 @@ export function createRealClock(origin?: number): Clock {
     clearTimeout: (id) => {
       if (id !== undefined) clearTimeout(id as NodeJS.Timeout);
     },
+    endOfTurn: (fn) => void setImmediate(fn),
   };
 }

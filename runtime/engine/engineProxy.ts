@@ -181,6 +181,17 @@ export class EngineProxy implements EngineHandle {
     this.lane = lane;
   }
 
+  /** The link's message listener: the engine's messages reach `receive` with no hop between; a malformed one breaks the link. */
+  protected readonly onMessage = (raw: unknown): void => {
+    const malformed = this.receive(raw);
+    if (malformed) this.broken(malformed);
+  };
+
+  /** The link carried a malformed message: the engine is failed (a subclass also tears its link down). */
+  protected broken(e: Error): void {
+    this.fail(e);
+  }
+
   /** A message from the engine, validated here unless the peer is trusted; an error: it was malformed (the link is no longer trusted). */
   protected receive(raw: unknown, from?: unknown): Error | null {
     const entry = this.entry;

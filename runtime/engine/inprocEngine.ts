@@ -80,7 +80,22 @@ export class InprocEngine implements EngineHandle {
   }
 
   arrive(a: Arrival): void {
+    this.holdTurn();
     this.h.arrive([a]);
+  }
+
+  /**
+   * In wall time an arrival from outside a cascade (a client's request) keeps the engines of this
+   * thread from launching until the end of this turn of the event loop: the requests that reach the
+   * entry in one turn are admitted together and prefilled in one step, as an engine thread's are
+   * (EngineProxy posts a turn's arrivals in one message), not the first alone and the rest a step later.
+   * Arrivals inside a cascade (handoffs, answers to a report) are held by the cascade already.
+   */
+  private holdTurn(): void {
+    const endOfTurn = this.clock.endOfTurn;
+    if (!endOfTurn || !this.wakes.idle) return;
+    this.wakes.enter();
+    endOfTurn(() => this.wakes.leave());
   }
 
   release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {

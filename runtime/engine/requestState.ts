@@ -54,9 +54,12 @@ export interface SubmitOptions<M = unknown> {
    * `detail`), whether it was committed at a hand-off (kept by `send`) rather than by staying, and the
    * text it lets the client see now (when `text`).
    */
-  onToken?: (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
+  onToken?: TokenListener;
   onEnd?: (result: RequestResult) => void;
 }
+
+/** What hears each committed token of a request (SubmitOptions.onToken). */
+export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */

@@ -21,16 +21,16 @@ export class ThreadEngine extends EngineProxy {
     info: ModelInfo,
   ) {
     super(name, info, worker, true, true);
-    worker.on('message', (m: unknown) => {
-      const malformed = this.receive(m);
-      if (!malformed) return;
-      this.fail(malformed);
-      void this.worker.terminate();
-    });
+    worker.on('message', this.onMessage);
     worker.on('error', (e) => this.fail(new EngineThreadError(`engine thread of model "${name}" crashed: ${e.message}`)));
     worker.on('exit', (code) => {
       if (!this.closing) this.fail(new EngineThreadError(`engine thread of model "${name}" exited (code ${code})`));
     });
+  }
+
+  protected override broken(e: Error): void {
+    this.fail(e);
+    void this.worker.terminate();
   }
 
   /** Starts the thread and loads the model's runner in it; resolves when it is ready. */

@@ -46,7 +46,7 @@ export class LoadGenerator {
             stop: [],
           },
           {
-            onDelta: () => {},
+            onToken: () => {},
             onEnd: (o) => {
               if (o.finishReason === 'error') this.progress.failed++;
               this.finishOne(next);

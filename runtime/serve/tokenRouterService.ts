@@ -3,14 +3,14 @@ import { adminTokenFor } from './adminToken.ts';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Algorithm } from '../../shared/algorithm.ts';
+import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
 import type { EngineProxy } from '../engine/engineProxy.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
 import { Cluster } from '../engine/cluster.ts';
-import type { RequestResult } from '../engine/requestState.ts';
+import type { RequestResult, TokenListener } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo, ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
 import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
@@ -63,13 +63,20 @@ export interface GenerateParams {
   perToken?: boolean;
 }
 
+/** Whether a generation's sink gets each token's signals: per-token detail (`tokenrouter_tokens`) or logprobs asked for. */
+export function wantsDetail(params: Pick<GenerateParams, 'perToken' | 'sampling'>): boolean {
+  return params.perToken === true || params.sampling.topLogprobs !== undefined;
+}
+
 export interface GenerateSink {
   /**
-   * One committed token: the text it lets the client see now (held back while it may still become a
-   * stop string), the model that wrote it, and its detail when the request asked for it (else null).
-   * At the end, text held back until then comes with model null.
+   * Each committed token, called by the cluster itself (nothing of the service runs per token; called
+   * unbound): its id, the model that wrote it, its output index, its signals when the request asked
+   * for per-token detail (`wantsDetail`; `streamToken` shapes them), whether it was committed at a
+   * handoff, and the text it lets the client see now. Text held back while a stop string might still
+   * form is not in any delta: it is what `onEnd`'s whole text has past them.
    */
-  onDelta(text: string, model: string | null, token: StreamToken | null): void;
+  onToken: TokenListener;
   onEnd(outcome: GenerateOutcome): void;
 }
 
@@ -443,6 +450,11 @@ export class TokenRouterService {
     return t;
   }
 
+  /** A committed token as the client's per-token detail (`tokenrouter_tokens`, logprobs), from what the sink got with it. */
+  streamToken(token: number, model: string, signals: TokenSignals, atHandoff: boolean, topLogprobs: number | undefined): StreamToken {
+    return streamToken(token, this.tokenText(token), model, signals, atHandoff, topLogprobs);
+  }
+
   /** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
   generate(params: GenerateParams, sink: GenerateSink): GenerateHandle {
     const { algorithm, ref, name, version } = this.resolve(params.model, params.draftIr);
@@ -452,10 +464,7 @@ export class TokenRouterService {
     }
     const maxTokens = Math.min(params.maxTokens, this.config.limits.maxTokens);
     const id = params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`;
-    const topLogprobs = params.sampling.topLogprobs;
-    const detail = params.perToken === true || topLogprobs !== undefined;
-    // the engines detokenise and match stop strings; here their deltas only pass to the sink
-    let shown = 0;
+    // the engines detokenise and match stop strings; their deltas go from the cluster to the sink
     const handle = this.cluster.submit({
       id,
       prompt: params.promptIds,
@@ -465,16 +474,11 @@ export class TokenRouterService {
       algorithm,
       algorithmRef: ref,
       text: { stop: params.stop },
-      detail,
-      onToken: (token, model, _i, sig, atHandoff, text) => {
-        shown += text.length;
-        sink.onDelta(text, model, detail ? streamToken(token, this.tokenText(token), model, sig!, atHandoff, topLogprobs) : null);
-      },
+      detail: wantsDetail(params),
+      onToken: sink.onToken,
       onEnd: (result) => {
-        const { text } = result;
-        if (text.length > shown) sink.onDelta(text.slice(shown), null, null);
         const finishReason = result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';
-        sink.onEnd({ result, text, finishReason, algorithm: name, version });
+        sink.onEnd({ result, text: result.text, finishReason, algorithm: name, version });
       },
     });
     return { id: handle.id, cancel: handle.cancel };

@@ -11,7 +11,7 @@ import type { ServerMetrics } from './metrics.ts';
 import { answerStream } from './openai/answerStream.ts';
 import { answerUnary } from './openai/answerUnary.ts';
 import { planRequest, type Kind } from './openai/requestPlan.ts';
-import { TurnFlush } from './openai/turnFlush.ts';
+import { TurnFlush } from './openai/answerStream.ts';
 import { parseBody } from './zodToError.ts';
 
 export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, shedder: LoadShedder | null = null, drain?: Drain): Router {

@@ -25,7 +25,7 @@ async function service(): Promise<{ s: TokenRouterService; clock: VirtualClock }
 }
 
 function generate(s: TokenRouterService): void {
-  s.generate({ model: 'r-stitch', promptIds: [1, 5, 6, 7], maxTokens: 20, sampling: { temperature: 0, topP: 1, topK: 0, seed: 1 }, stop: [] }, { onDelta: () => {}, onEnd: () => {} });
+  s.generate({ model: 'r-stitch', promptIds: [1, 5, 6, 7], maxTokens: 20, sampling: { temperature: 0, topP: 1, topK: 0, seed: 1 }, stop: [] }, { onToken: () => {}, onEnd: () => {} });
 }
 
 describe('invariant checker in the serving process', () => {

@@ -47,7 +47,7 @@ describe('engine placement', () => {
         const promptIds = s.chatPrompts.ids([{ role: 'user', content: '12*34' }]);
         const deltas: string[] = [];
         const tokens: (StreamToken | null)[] = [];
-        const outcome = await new Promise<GenerateOutcome>((resolve) => s.generate({ model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken }, { onDelta: (d, _m, tok) => (deltas.push(d), tokens.push(tok)), onEnd: resolve }));
+        const outcome = await new Promise<GenerateOutcome>((resolve) => s.generate({ model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken }, { onToken: (id, m, _i, sig, atHandoff, d) => (deltas.push(d), tokens.push(sig ? s.streamToken(id, m, sig, atHandoff, undefined) : null)), onEnd: resolve }));
         return { text: outcome.text, streamed: deltas.join(''), ids: outcome.result.tokens, tokens };
       } finally {
         await s.close();

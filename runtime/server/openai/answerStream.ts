@@ -1,12 +1,11 @@
-// The streamed OpenAI answer: SSE chunks, one write per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
+// The streamed OpenAI answer: SSE chunks built per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import type { GenerateHandle, GenerateOutcome } from '../../serve/tokenRouterService.ts';
+import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken, type TokenRouterService } from '../../serve/tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
-import type { Plan } from './requestPlan.ts';
-import { ChoiceChunks, chunkHead } from './choiceChunks.ts';
-import { attribution, usageOf } from './responseShapes.ts';
+import type { Kind, Plan } from './requestPlan.ts';
+import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } from './responseShapes.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
 const CLOSE_GRACE_MS = 5000;
@@ -116,32 +115,38 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
     res.once('close', () => clearTimeout(cut));
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
-  handles = startAll(service, plan, (k) => ({
-    onDelta: (text, from, token) => {
-      if (over) return;
-      choices[k].add(text, from, token);
-      turns.request(flush);
-    },
-    onEnd: (o) => {
-      metrics.observeRequest(o, started, false);
-      onCompletionTokens?.(o.result.tokens.length);
-      if (over) return;
-      if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
+  handles = startAll(service, plan, (k) => {
+    const detail = wantsDetail(jobs[k].params);
+    const topLogprobs = jobs[k].params.sampling.topLogprobs;
+    return {
+      onToken: (token, from, _i, signals, atHandoff, text) => {
+        if (over) return;
+        choices[k].add(text, from, detail ? service.streamToken(token, from, signals!, atHandoff, topLogprobs) : null);
+        turns.request(flush);
+      },
+      onEnd: (o) => {
+        metrics.observeRequest(o, started, false);
+        onCompletionTokens?.(o.result.tokens.length);
+        if (over) return;
+        if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
+          over = true;
+          cancelAll();
+          if (o.finishReason === 'cancelled') return void end();
+          if (!res.headersSent) return sendError(res, o.result.error ?? new Error('failed'));
+          return end(`data: ${JSON.stringify(toHttpError(o.result.error ?? new Error('failed')).body)}\n\n`);
+        }
+        outs[k] = o;
+        // what was held back to the end (a stop string that might have formed, half a character)
+        choices[k].add(o.text.slice(choices[k].shown), null, null);
+        if (choices[k].pending) take(k);
+        event({ id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) });
+        if (++finished < jobs.length) return turns.request(flush);
+        if (includeUsage) event({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
         over = true;
-        cancelAll();
-        if (o.finishReason === 'cancelled') return void end();
-        if (!res.headersSent) return sendError(res, o.result.error ?? new Error('failed'));
-        return end(`data: ${JSON.stringify(toHttpError(o.result.error ?? new Error('failed')).body)}\n\n`);
-      }
-      outs[k] = o;
-      if (choices[k].pending) take(k);
-      event({ id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) });
-      if (++finished < jobs.length) return turns.request(flush);
-      if (includeUsage) event({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
-      over = true;
-      end('data: [DONE]\n\n');
-    },
-  }));
+        end('data: [DONE]\n\n');
+      },
+    };
+  });
   onClientGone(req, res, cancelAll);
   // At a shutdown's deadline: an error event after what was sent (a JSON 503 if nothing was), never a bare TCP close.
   drain?.track(res, (e) => {
@@ -156,4 +161,119 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
 /** Headers leave with the first chunk, written right after: one write to the socket, not two. */
 function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+}
+
+/** The request-wide head of every chunk, up to the choice: `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`. */
+export function chunkHead(kind: Kind, id: string, model: string, createdAt: number): string {
+  const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+  return `data: {"id":${JSON.stringify(id)},"object":"${object}","created":${createdAt},"model":${JSON.stringify(model)},"choices":[`;
+}
+
+/**
+ * What one choice committed since its last chunk: text, a count per writing model, and (with
+ * `tokenrouter_tokens` or logprobs) the tokens themselves. A chunk goes out when there is text to
+ * show, so tokens whose text is held back (a stop string forming, half a UTF-8 character) ride on
+ * the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
+ */
+export class ChoiceChunks {
+  private text = '';
+  private readonly models = new Map<string, number>();
+  private tokens: StreamToken[] = [];
+  /** Tokens committed since the last chunk. */
+  count = 0;
+  private first = true;
+  private readonly head: string;
+  private readonly offset: { offset: number };
+
+  constructor(
+    private readonly service: TokenRouterService,
+    private readonly kind: Kind,
+    requestHead: string,
+    index: number,
+    /** Completions with echo: the prompt's text leads the choice's first chunk. */
+    private echo: string,
+    /** Top logprobs per token the client asked for; undefined: none. */
+    private readonly logprobs: number | undefined,
+  ) {
+    this.head = `${requestHead}{"index":${index},`;
+    this.offset = { offset: echo.length };
+  }
+
+  /** Text given to the choice so far (what the end's whole text has past it was held back). */
+  shown = 0;
+
+  add(text: string, model: string | null, token: StreamToken | null): void {
+    this.text += text;
+    this.shown += text.length;
+    if (model !== null) {
+      this.count++;
+      this.models.set(model, (this.models.get(model) ?? 0) + 1);
+    }
+    if (token) this.tokens.push(token);
+  }
+
+  /** Something the client has not seen: text, or tokens to attribute. */
+  get pending(): boolean {
+    return this.text.length > 0 || this.count > 0 || this.echo.length > 0;
+  }
+
+  get hasText(): boolean {
+    return this.text.length > 0 || this.echo.length > 0;
+  }
+
+  /** The pending output as one SSE event, and the choice emptied. */
+  take(): string {
+    const text = this.echo + this.text;
+    this.echo = '';
+    let body: string;
+    if (this.kind === 'chat') {
+      const delta = this.first ? `{"role":"assistant","content":${JSON.stringify(text)}}` : text ? `{"content":${JSON.stringify(text)}}` : '{}';
+      body = `"delta":${delta},"finish_reason":null,"logprobs":${this.logprobsJson()}}]`;
+    } else body = `"text":${JSON.stringify(text)},"finish_reason":null,"logprobs":${this.logprobsJson()}}]`;
+    this.first = false;
+    const ext = this.count === 0 ? '' : `,"tokenrouter":{"models":${this.modelsJson()}${this.tokens.length > 0 ? `,"tokens":${JSON.stringify(plainTokens(this.tokens))}` : ''}}`;
+    this.text = '';
+    this.count = 0;
+    this.models.clear();
+    this.tokens = [];
+    return `${this.head}${body}${ext}}\n\n`;
+  }
+
+  private logprobsJson(): string {
+    if (this.logprobs === undefined || this.tokens.length === 0) return 'null';
+    const lp = this.kind === 'chat' ? { content: this.tokens.map((t) => chatLogprob(this.service, t)) } : completionLogprobs(this.service, this.tokens, this.offset);
+    return JSON.stringify(lp);
+  }
+
+  /** One model (the common case) needs no object built. */
+  private modelsJson(): string {
+    if (this.models.size === 1) for (const [m, n] of this.models) return `{${JSON.stringify(m)}:${n}}`;
+    return JSON.stringify(Object.fromEntries(this.models));
+  }
+}
+
+/**
+ * One step message from an engine commits a token for many streams, and several such messages may
+ * be read in the same turn; each stream's share goes out as one SSE write after all of them (as
+ * vLLM's RequestOutputCollector merges deltas when the producer runs ahead of the consumer). One
+ * setImmediate serves every stream of the server.
+ */
+export class TurnFlush {
+  private readonly due = new Set<() => void>();
+  private scheduled = false;
+
+  /** Runs `flush` once at the end of this turn, however often it is asked for in it. */
+  request(flush: () => void): void {
+    this.due.add(flush);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.run);
+  }
+
+  private readonly run = (): void => {
+    this.scheduled = false;
+    const list = [...this.due];
+    this.due.clear();
+    for (const f of list) f();
+  };
 }

@@ -1,6 +1,6 @@
 // The non-streamed OpenAI answer.
 import type { Request, Response } from 'express';
-import type { GenerateHandle, GenerateOutcome, StreamToken } from '../../serve/tokenRouterService.ts';
+import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken } from '../../serve/tokenRouterService.ts';
 import { sendError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Plan } from './requestPlan.ts';
@@ -18,7 +18,8 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
   const cancelAll = () => handles.forEach((h) => h.cancel());
   const perTokenOf = (ts: StreamToken[]) => (plan.perToken ? { tokens: plainTokens(ts) } : {});
   handles = startAll(service, plan, (k) => ({
-    onDelta: (_text, _model, token) => void (token && tokens[k].push(token)),
+    // the answer's text is the whole text at the end; only per-token detail is gathered as it comes
+    onToken: wantsDetail(jobs[k].params) ? (token, model, _i, signals, atHandoff) => void tokens[k].push(service.streamToken(token, model, signals!, atHandoff, jobs[k].params.sampling.topLogprobs)) : () => {},
     onEnd: (o) => {
       metrics.observeRequest(o, started);
       onCompletionTokens?.(o.result.tokens.length);

@@ -4,7 +4,6 @@ import type { GenerateHandle, GenerateSink, TokenRouterService } from '../../ser
 import type { Drain } from '../drain.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { Plan } from './requestPlan.ts';
-import type { TurnFlush } from './turnFlush.ts';
 
 /** What answering needs from the server: the service that generates and the metrics it reports to. */
 export interface AnswerContext {
@@ -14,8 +13,8 @@ export interface AnswerContext {
   drain?: Drain;
   /** Each choice's completion tokens as it ends (cancelled and failed ones too: they were generated). */
   onCompletionTokens?: (n: number) => void;
-  /** Streams' writes of one event-loop turn, flushed together at its end. */
-  turns: TurnFlush;
+  /** Streams' writes of one event-loop turn, flushed together at its end (answerStream's TurnFlush, one per server). */
+  turns: { request(flush: () => void): void };
 }
 
 /** Starts every choice; if one is refused (429, 503, 404) the ones started are cancelled and the refusal thrown. */
