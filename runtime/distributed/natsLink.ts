@@ -28,7 +28,12 @@ export interface NatsLinkOptions {
   reply?: string;
   /** Sent with every frame of a link between two engines: the entry session whose deployment it serves. */
   entry?: string;
-  /** An ack goes this long after new frames arrived, and at least every keepaliveMs (it doubles as a keepalive). */
+  /**
+   * An ack alone goes this long after new frames arrived if none of this side's frames carried it,
+   * and at least every keepaliveMs (it doubles as a keepalive). Default 100 ms: an ack only frees the
+   * sender's copies, which wait resendMs (500) before going again, and one alone costs a NATS
+   * message, a socket write at each end and at nats-server.
+   */
   ackMs?: number;
   keepaliveMs?: number;
   /** Frames unacked this long are sent again (a NATS restart loses what was in flight). */
@@ -67,7 +72,7 @@ export class NatsLink implements PortLike {
   readonly stats = { sent: 0, received: 0, frames: 0, resent: 0, dropped: 0 };
 
   constructor(private readonly opts: NatsLinkOptions) {
-    const ackMs = opts.ackMs ?? 20;
+    const ackMs = opts.ackMs ?? 100;
     const keepaliveMs = opts.keepaliveMs ?? 250;
     const resendMs = opts.resendMs ?? 500;
     let lastAck = 0;
