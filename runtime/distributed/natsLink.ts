@@ -28,22 +28,38 @@ export interface NatsLinkOptions {
   reply?: string;
   /** Sent with every frame of a link between two engines: the entry session whose deployment it serves. */
   entry?: string;
-  /** An ack goes this long after new frames arrived, and at least every keepaliveMs (it doubles as a keepalive). */
+  /**
+   * An ack alone goes this long after new frames arrived if none of this side's frames carried it,
+   * and at least every keepaliveMs (it doubles as a keepalive). Default 100 ms: an ack only frees the
+   * sender's copies, which wait resendMs (500) before going again, and one alone costs a NATS
+   * message, a socket write at each end and at nats-server.
+   */
   ackMs?: number;
   keepaliveMs?: number;
   /** Frames unacked this long are sent again (a NATS restart loses what was in flight). */
   resendMs?: number;
 }
 
+/** A frame this big carries one message: several together could pass NATS's payload limit (1 MiB by default). */
+const MAX_SHARED_FRAME = 256 * 1024;
+
 /**
  * NATS core delivers in order but may lose what was in flight when a server restarts. So every
- * message is numbered; the receiver takes only the next number (a gap means a loss: what follows
- * is dropped and comes again) and acks cumulatively; the sender keeps messages until acked and
+ * frame is numbered; the receiver takes only the next number (a gap means a loss: what follows
+ * is dropped and comes again) and acks cumulatively; the sender keeps frames until acked and
  * sends the unacked again after `resendMs`, or at once when its connection is back.
+ *
+ * The messages posted in one turn of the event loop (a batch's handoffs and its report; the
+ * arrivals and releases the entry sends together) travel as one frame, and every frame carries
+ * the ack of what this side has received: a NATS message costs a socket write at both ends and at
+ * nats-server, which on a loaded machine cost more than the encoding (issue 31's profile); an
+ * ack goes alone only when this side has nothing else to send.
  */
 export class NatsLink implements PortLike {
   private seq = 0;
   private readonly unacked: { seq: number; bytes: Uint8Array; at: number }[] = [];
+  /** Posted this turn, sent together at its end. */
+  private pending: unknown[] = [];
   private expected = 1;
   private peerSession: string | null = null;
   private ackDue = false;
@@ -52,10 +68,11 @@ export class NatsLink implements PortLike {
   private closed = false;
   /** When the other side was last heard (any frame). */
   lastHeard = performance.now();
-  readonly stats = { sent: 0, received: 0, resent: 0, dropped: 0 };
+  /** Messages sent and received, numbered frames (each carrying one or more) sent, resent, dropped out of order. */
+  readonly stats = { sent: 0, received: 0, frames: 0, resent: 0, dropped: 0 };
 
   constructor(private readonly opts: NatsLinkOptions) {
-    const ackMs = opts.ackMs ?? 20;
+    const ackMs = opts.ackMs ?? 100;
     const keepaliveMs = opts.keepaliveMs ?? 250;
     const resendMs = opts.resendMs ?? 500;
     let lastAck = 0;
@@ -75,10 +92,28 @@ export class NatsLink implements PortLike {
 
   postMessage(message: unknown): void {
     if (this.closed) return;
-    const seq = ++this.seq;
-    const bytes = encodeFrame({ session: this.opts.session, reply: this.opts.reply, entry: this.opts.entry, seq, message });
-    this.unacked.push({ seq, bytes, at: performance.now() });
     this.stats.sent++;
+    if (this.pending.push(message) === 1) queueMicrotask(this.flush);
+  }
+
+  /** Sends what was posted and not sent yet, now (before this side closes or waits for NATS to flush). */
+  readonly flush = (): void => {
+    if (this.pending.length === 0 || this.closed) return;
+    const messages = this.pending;
+    this.pending = [];
+    const bytes = this.numbered(messages);
+    if (bytes.length > MAX_SHARED_FRAME && messages.length > 1) for (const m of messages) this.push(this.numbered([m]));
+    else this.push(bytes);
+  };
+
+  private numbered(messages: unknown[]): Uint8Array {
+    this.ackDue = false;
+    return encodeFrame({ session: this.opts.session, reply: this.opts.reply, entry: this.opts.entry, seq: this.seq + 1, messages, ack: this.expected - 1 });
+  }
+
+  private push(bytes: Uint8Array): void {
+    this.unacked.push({ seq: ++this.seq, bytes, at: performance.now() });
+    this.stats.frames++;
     this.send(bytes);
   }
 
@@ -118,11 +153,15 @@ export class NatsLink implements PortLike {
       return;
     }
     this.expected++;
-    this.stats.received++;
-    for (const l of this.listeners) l(f.message);
+    for (const m of f.messages ?? []) {
+      this.stats.received++;
+      for (const l of this.listeners) l(m);
+    }
   }
 
+  /** What was posted goes first. */
   close(): void {
+    this.flush();
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     this.unacked.length = 0;

@@ -339,10 +339,20 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       case 'deploy':
         this.refs.set(m.ref.key, m.ref);
         return this.toAll(m);
-      case 'arrive':
-        // each to its replica: the request's home there, or one placed now
-        for (const a of m.arrivals) this.arriveOn(a);
+      case 'arrive': {
+        // each to its replica (the request's home there, or one placed now), one message per replica:
+        // the replica admits them together, as a thread engine does, instead of launching on the first few
+        const byReplica = new Map<Replica, WireArrival[]>();
+        for (const a of m.arrivals) {
+          const placed = this.arriveOn(a);
+          if (!placed) continue;
+          const list = byReplica.get(placed.r);
+          if (list) list.push(placed.arrival);
+          else byReplica.set(placed.r, [placed.arrival]);
+        }
+        for (const [r, arrivals] of byReplica) r.link.postMessage({ type: 'arrive', arrivals } satisfies ToEngine);
         return;
+      }
       case 'release': {
         this.forgetRequest(m.id);
         const r = this.homes.get(m.id);
@@ -370,7 +380,8 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     }
   }
 
-  private arriveOn(arrival: WireArrival): void {
+  /** Where an arrival goes (its home, or a replica placed now), or nothing when it failed here. */
+  private arriveOn(arrival: WireArrival): { r: Replica; arrival: WireArrival } | undefined {
     const id = arrival.spec.id;
     if (this.replicas.unreachable) {
       this.stats.failedUnreachable++;
@@ -394,7 +405,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       r.placed++;
       this.stats.placed++;
     }
-    r.link.postMessage({ type: 'arrive', arrivals: [arrival] } satisfies ToEngine);
+    return { r, arrival };
   }
 
   /**
@@ -469,10 +480,17 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     this.opts.mesh?.remove(this);
     // the replicas forget this entry and free what it held; they outlive it
     this.toAll({ type: 'close' });
+    for (const r of this.records.values()) r.link.flush();
     await this.nc.flush().catch(() => {});
     for (const r of this.records.values()) r.link.close();
     this.replicas.stop();
     await this.nc.close().catch(() => {});
+  }
+
+  /** This entry's NATS traffic for the model so far (frames and bytes each way; heartbeats included): what a token costs on the wire. */
+  wireStats(): { framesOut: number; framesIn: number; bytesOut: number; bytesIn: number } {
+    const s = this.nc.stats();
+    return { framesOut: s.outMsgs, framesIn: s.inMsgs, bytesOut: s.outBytes, bytesIn: s.inBytes };
   }
 
   /** Resends over all live links so far (a NATS restart makes the links send what was in flight again). */

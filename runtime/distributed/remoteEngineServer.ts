@@ -10,8 +10,8 @@ import { decodeFrame, NatsLink } from './natsLink.ts';
 import { watchLink } from './natsConnection.ts';
 import { NatsPeers, newPeerStats, peerSubject } from './natsPeers.ts';
 
-/** 5: engine-to-engine handoffs (`remote-peers`, `${subject}.peer` frames). */
-export const WIRE_PROTOCOL = 5;
+/** 5: engine-to-engine handoffs (`remote-peers`, `${subject}.peer` frames). 6: a frame carries the messages of one turn and an ack. */
+export const WIRE_PROTOCOL = 6;
 
 export interface RemoteEngineServerOptions {
   /** Model name entries ask for (their config's model name). */

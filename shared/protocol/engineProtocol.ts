@@ -341,8 +341,9 @@ export const replicaAnnouncementSchema = z.object({
 });
 
 /**
- * One frame of a link over NATS, either way: a message numbered within its sender's session, or an
- * ack of every message up to `ack`. `reply`: where the other side answers (the entry's inbox on
+ * One frame of a link over NATS, either way: messages (those its sender posted in one turn)
+ * numbered as one within the sender's session, and an ack of every frame up to `ack`, or the ack
+ * alone. `reply`: where the other side answers (the entry's inbox on
  * entry → engine frames, the sending replica's subject on engine → engine frames). `entry`: on
  * engine → engine frames, the session of the entry whose deployment they belong to.
  */
@@ -351,7 +352,7 @@ export const linkFrameSchema = z.object({
   reply: z.string().optional(),
   entry: z.string().optional(),
   seq: int.optional(),
-  message: z.unknown().optional(),
+  messages: z.array(z.unknown()).optional(),
   ack: int.optional(),
 });
 

@@ -39,8 +39,7 @@ describe.skipIf(!HAVE_NATS)("an entry's late and unknown messages at a sub-serve
       let begin: unknown;
       const spy = nc.subscribe(`${subject}.in`, {
         callback: (_e, msg) => {
-          const m = decodeFrame(msg.data)?.message as { type?: string } | undefined;
-          if (m?.type === 'begin') begin ??= m;
+          for (const m of (decodeFrame(msg.data)?.messages ?? []) as { type?: string }[]) if (m?.type === 'begin') begin ??= m;
         },
       });
       await nc.flush();

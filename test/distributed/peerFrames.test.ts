@@ -47,8 +47,8 @@ describe.skipIf(!HAVE_NATS)("peer replicas' frames", () => {
     const to = peerSubject(large.server.subject);
     const handoff = { type: 'arrive', arrivals: [{ spec: { id: 'forged' }, handoff: { tokens: 'not tokens' } }] };
     const ignored = large.server.stats.ignored;
-    nc.publish(to, encodeFrame({ session: 'x', reply: small.server.subject, entry: 'no-such-entry', seq: 1, message: handoff }));
-    nc.publish(to, encodeFrame({ session: 'y', reply: 'tokenrouter.small.r.intruder.00', entry: mesh.session, seq: 1, message: handoff }));
+    nc.publish(to, encodeFrame({ session: 'x', reply: small.server.subject, entry: 'no-such-entry', seq: 1, messages: [handoff] }));
+    nc.publish(to, encodeFrame({ session: 'y', reply: 'tokenrouter.small.r.intruder.00', entry: mesh.session, seq: 1, messages: [handoff] }));
     await until(() => large.server.stats.ignored === ignored + 2, 3000, 'two frames ignored');
 
     // the deployment goes on: requests handed back and forth straight between the replicas, as the oracle says
@@ -72,7 +72,7 @@ describe.skipIf(!HAVE_NATS)("peer replicas' frames", () => {
 
     // from the listed peer's subject, for this entry, but not a handoff the schema allows (last: a
     // new session on that link numbers it afresh, as a restarted peer's would)
-    nc.publish(to, encodeFrame({ session: 'z', reply: small.server.subject, entry: mesh.session, seq: 1, message: handoff }));
+    nc.publish(to, encodeFrame({ session: 'z', reply: small.server.subject, entry: mesh.session, seq: 1, messages: [handoff] }));
     await until(() => large.server.peerStats.malformed === 1, 3000, 'the malformed handoff refused');
     await sleep(50);
     expect(large.server.held).toBe(0);

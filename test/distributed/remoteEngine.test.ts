@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
 import { decodeFrame, NatsLink } from '../../runtime/distributed/natsLink.ts';
+import type { LinkFrame } from '../../shared/protocol/engineProtocol.ts';
 import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
@@ -28,7 +29,11 @@ describe('NatsLink', () => {
     });
     const got: unknown[] = [];
     b.on('message', (m) => got.push(m));
-    for (let i = 0; i < 200; i++) a.postMessage({ i, big: Infinity });
+    // one to three messages a turn: frames carry several
+    for (let i = 0; i < 200; i++) {
+      a.postMessage({ i, big: Infinity });
+      if (i % 3 !== 1) await new Promise((r) => setImmediate(r));
+    }
     await until(() => got.length >= 200, 5000, 'all messages');
     await sleep(100);
     expect(got).toEqual(Array.from({ length: 200 }, (_, i) => ({ i, big: Infinity })));
@@ -38,14 +43,40 @@ describe('NatsLink', () => {
     b.close();
   });
 
+  it("a turn's messages travel as one frame carrying the ack; a frame too big for NATS splits into one per message", async () => {
+    const frames: LinkFrame[] = [];
+    const { a, b } = pair((bytes, deliver) => {
+      frames.push(decodeFrame(bytes)!);
+      deliver();
+    });
+    const got: unknown[] = [];
+    a.on('message', (m) => got.push(m));
+    b.postMessage('b1');
+    await until(() => got.length === 1, 1000, 'the first message');
+    a.postMessage('a1');
+    a.postMessage('a2');
+    b.postMessage({ big: 'x'.repeat(200_000) });
+    b.postMessage({ big: 'y'.repeat(200_000) });
+    await until(() => got.length === 3, 1000, 'both big messages');
+    const numbered = frames.filter((f) => f.seq !== undefined);
+    const fromA = numbered.filter((f) => f.session === 'a');
+    expect(fromA.map((f) => f.messages)).toEqual([['a1', 'a2']]);
+    // a has b's first frame: its frame acks it without a frame of its own
+    expect(fromA[0].ack).toBe(1);
+    expect(numbered.filter((f) => f.session === 'b').map((f) => [f.seq, f.messages?.length])).toEqual([[1, 1], [2, 1], [3, 1]]);
+    expect(got.map((m) => (typeof m === 'string' ? m : (m as { big: string }).big.length))).toEqual(['b1', 200_000, 200_000]);
+    a.close();
+    b.close();
+  });
+
   it('a peer that starts a new session is numbered afresh', () => {
     const got: unknown[] = [];
     const b = new NatsLink({ session: 'b', publish: () => {} });
     b.on('message', (m) => got.push(m));
-    b.receive({ session: 'x', seq: 1, message: 'one' });
-    b.receive({ session: 'x', seq: 2, message: 'two' });
-    b.receive({ session: 'y', seq: 1, message: 'again' });
-    b.receive({ session: 'y', seq: 1, message: 'duplicate' });
+    b.receive({ session: 'x', seq: 1, messages: ['one'] });
+    b.receive({ session: 'x', seq: 2, messages: ['two'] });
+    b.receive({ session: 'y', seq: 1, messages: ['again'] });
+    b.receive({ session: 'y', seq: 1, messages: ['duplicate'] });
     expect(got).toEqual(['one', 'two', 'again']);
     b.close();
   });
