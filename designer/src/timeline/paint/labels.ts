@@ -36,7 +36,9 @@ export function drawLaneLabels(ctx: Paint2D, f: Frame, queueMax: readonly number
     ctx.fillStyle = THEME.muted;
     const th = cf?.thresholds[l.model];
     ctx.fillText(th === undefined ? 'batches' : `batches · threshold ${th}`, 12, l.batchTop + 26);
-    ctx.fillText(`queue (max ${queueMax[l.lane] ?? 0})`, 12, l.queueTop + l.queueH / 2);
+    // the lane's KV sits on its queue line: under the strip the gauges then take one line beside the corridor caption
+    const kv = o.gauges.get(l.model);
+    ctx.fillText(`queue (max ${queueMax[l.lane] ?? 0})${kv ? ` · KV ${formatBytes(kv.kvBytes)}` : ''}`, 12, l.queueTop + l.queueH / 2);
   }
   // Under each lane's queue strip: its gauges, then the caption of the corridor down to the next lane,
   // stacked so that they never share a line however short the lanes are.
@@ -45,9 +47,9 @@ export function drawLaneLabels(ctx: Paint2D, f: Frame, queueMax: readonly number
     const next = layout.lanes[l.lane + 1];
     const g = o.gauges.get(l.model);
     const max = next ? corridorMax[next.lane] : 0;
-    const gauges = g ? [`run ${g.running} · wait ${g.waiting} · at peer ${g.pendingReturn}`, `KV ${formatBytes(g.kvBytes)}`] : [];
-    const bin = max ? `handoffs / ${formatMs(BIN * (v.t1 - v.t0) / v.width, 0.01)}` : '';
-    const caption = max ? [bin, `(max ${max})`] : [];
+    const gauges = g ? [`run ${g.running} · wait ${g.waiting} · at peer ${g.pendingReturn}`] : [];
+    const bin = max ? formatMs(BIN * (v.t1 - v.t0) / v.width, 0.01) : '';
+    const caption = max ? { lines: [`handoffs / ${bin}`, `(max ${max})`], short: `handoffs ≤ ${max} / ${bin}` } : null;
     const top = l.queueTop + l.queueH;
     const room = (next ? next.batchTop : l.bottom) - top;
     const lines = stackGutter(gauges, caption, room);
@@ -56,21 +58,20 @@ export function drawLaneLabels(ctx: Paint2D, f: Frame, queueMax: readonly number
     lines.forEach((line, k) => {
       ctx.fillStyle = line.gauge && k === 0 ? THEME.text : THEME.muted;
       const y = top + LINE_H / 2 + 3 + k * LINE_H + (line.gauge ? 0 : Math.max(0, free / 2 - 3));
-      ctx.fillText(ellipsize(ctx, line.text, plotL - 20), 12, y);
+      ctx.fillText(ellipsize(ctx, line.text, plotL - 14), 12, y);
     });
   }
 }
 
 /**
- * The gauge lines, then the caption lines, in `room` px: two lines each while they fit, else the
- * caption and then the gauges joined on one line each.
+ * The gauge lines, then the caption lines, in `room` px: every line while they fit, else the
+ * caption's short form and then the gauges joined on one line.
  */
-export function stackGutter(gauges: readonly string[], caption: readonly string[], room: number): { text: string; gauge: boolean }[] {
+export function stackGutter(gauges: readonly string[], caption: { lines: readonly string[]; short: string } | null, room: number): { text: string; gauge: boolean }[] {
   const fits = (n: number) => n * LINE_H + 4 <= room;
-  const one = (xs: readonly string[], sep: string) => (xs.length ? [xs.join(sep)] : []);
   let g = [...gauges];
-  let c = [...caption];
-  if (!fits(g.length + c.length)) c = one(c, ' ');
-  if (!fits(g.length + c.length)) g = one(g, ' · ');
+  let c = caption ? [...caption.lines] : [];
+  if (caption && !fits(g.length + c.length)) c = [caption.short];
+  if (g.length > 1 && !fits(g.length + c.length)) g = [g.join(' · ')];
   return [...g.map((text) => ({ text, gauge: true })), ...c.map((text) => ({ text, gauge: false }))];
 }
