@@ -37,12 +37,14 @@ export class EntryProfile {
   };
 
   /**
-   * Over the last `windowMs`: mean wall at the server less mean time in the cluster of the requests
-   * the trace saw end (those `live` picks: an evaluation's own are no HTTP requests). Null without
-   * both (no HTTP traffic, or nothing tracing).
+   * Over the last `windowMs`, or the part of it `events` (oldest first) cover: mean wall at the
+   * server less mean time in the cluster of the requests the trace saw end (those `live` picks: an
+   * evaluation's own are no HTTP requests). Null without both (no HTTP traffic, or nothing tracing).
    */
   cost(events: readonly TraceEvent[], live: (requestId: string) => boolean, windowMs: number): EntryCost | null {
-    const from = this.now() - windowMs;
+    // the same requests on both sides: a busy server's recent events may reach back less far than the window
+    const first = events.length ? events[0] : undefined;
+    const from = Math.max(this.now() - windowMs, first ? (first.type === 'batch' ? first.start : first.t) : Infinity);
     const walls = this.walls.filter((w) => w.end >= from);
     const inCluster = events.flatMap((e) => (e.type === 'request-end' && e.t >= from && e.status === 'done' && live(e.requestId) ? [e.t - e.admittedAt] : []));
     if (walls.length === 0 || inCluster.length === 0) return null;

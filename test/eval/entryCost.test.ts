@@ -36,8 +36,9 @@ describe('EntryProfile', () => {
     const profile = new EntryProfile(() => clock);
     const app = express();
     app.use('/v1', profile.middleware);
+    let n = 0;
     app.post('/v1/chat/completions', (_req, res) => {
-      clock += 30; // 30 ms of entry work and engine time together, as the clock sees it
+      clock += n++ === 3 ? 60 : 30; // entry work and engine time together, as the clock sees it: 30 ms, the fourth 60
       res.json({ ok: true });
     });
     app.post('/v1/fail', (_req, res) => {
@@ -55,10 +56,14 @@ describe('EntryProfile', () => {
     }
     const end = (id: string, t: number, admittedAt: number): TraceEvent => ({ type: 'request-end', t, requestId: id, status: 'done', tokens: [1], runs: [], handoffs: 0, admittedAt, firstTokenAt: null });
     // the cluster held each live request 22 ms; an evaluation's request (not HTTP) is left out
-    const events = [end('chatcmpl-a', clock, clock - 22), end('chatcmpl-b', clock, clock - 22), end('ev1-0', clock, clock - 400)];
+    // (the four answered requests ended at 30, 60, 90 and 150 ms on the clock, the refused one at 650)
+    const events = [end('chatcmpl-a', 30, 8), end('chatcmpl-b', 60, 38), end('ev1-0', 90, 0)];
     const cost = profile.cost(events, (id) => !id.startsWith('ev'), 60_000);
-    // only the four answered requests count (the refused one is not served traffic): 30 − 22 ms
-    expect(cost).toEqual({ perRequestMs: 8, requests: 2 });
+    // only the four answered requests count (the refused one is not served traffic): 37.5 − 22 ms
+    expect(cost).toEqual({ perRequestMs: 15.5, requests: 2 });
     expect(profile.cost([], () => true, 60_000)).toBeNull();
+    // events that reach back only to the last request: the walls before them are left out too (the last request's 60 ms alone)
+    const lastOnly = [end('chatcmpl-c', 150, 115)];
+    expect(profile.cost(lastOnly, () => true, 60_000)).toEqual({ perRequestMs: 25, requests: 1 });
   });
 });
