@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluationResult } from '../../shared/api/evaluate.ts';
 import { parseServerConfig } from '../config/serverConfig.ts';
-import { LIVE_MEMORY_MS } from '../eval/evaluateDraft.ts';
+import { LIVE_MEMORY_MS, LIVE_SHARE } from '../eval/evaluateDraft.ts';
 import { loadSplit } from '../eval/splits.ts';
 import { startServer } from '../server/createServer.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -12,22 +12,34 @@ import { printTable, type Row } from '../util/table.ts';
 import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 
+/** This process's main-thread CPU ms so far (Linux): what the entry, and the in-process client, spend there. */
+function mainThreadCpuMs(): number {
+  try {
+    const f = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
-async function evaluateOnce(url: string, model: string, problems: number, concurrency: number, maxTokens: number): Promise<{ result: EvaluationResult; wallMs: number }> {
+async function evaluateOnce(url: string, model: string, problems: number, concurrency: number, maxTokens: number): Promise<{ result: EvaluationResult; wallMs: number; mainCpuMs: number }> {
   const t0 = performance.now();
+  const cpu0 = mainThreadCpuMs();
   const res = await post(`${url}/admin/evaluate`, { model, problems, concurrency, maxTokens, client: `bench-${model}` });
   if (!res.ok) throw new Error(`evaluate ${model}: ${res.status} ${await res.text()}`);
   const lines = (await res.text()).split('\n').filter(Boolean);
   const last: EvaluateEvent = evaluateEventSchema.parse(JSON.parse(lines.at(-1)!));
   if (last.type !== 'result') throw new Error(`evaluate ${model}: ended with ${JSON.stringify(last)}`);
-  return { result: last.result, wallMs: performance.now() - t0 };
+  return { result: last.result, wallMs: performance.now() - t0, mainCpuMs: mainThreadCpuMs() - cpu0 };
 }
 
 /** A closed loop of `c` clients sending validation questions to `model` for `ms`: committed tokens per second of wall time. */
-async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number }> {
+async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number; tokens: number; mainCpuMs: number }> {
   const end = performance.now() + ms;
   const t0 = performance.now();
+  const cpu0 = mainThreadCpuMs();
   let tokens = 0;
   let requests = 0;
   let k = 0;
@@ -43,7 +55,7 @@ async function closedLoop(url: string, model: string, questions: readonly string
       }
     }),
   );
-  return { tokS: (tokens / (performance.now() - t0)) * 1000, requests };
+  return { tokS: (tokens / (performance.now() - t0)) * 1000, requests, tokens, mainCpuMs: mainThreadCpuMs() - cpu0 };
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
@@ -53,6 +65,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const problems = f.sized('problems', 100, 20);
   const maxTokens = f.num('max-tokens', 64);
   const measureMs = f.sized('duration-s', 12, 3) * 1000;
+  const liveRounds = f.sized('live-rounds', 3, 1);
+  const loadStart = os.loadavg();
   const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-predict-')), limits: { maxConcurrency: 16, maxTokens: 256 } });
   console.error('loading the bundled models …');
   const service = await TokenRouterService.start(config);
@@ -67,7 +81,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (const algorithm of algorithms) {
       // the previous loop's traffic still counts as live for a moment (evaluateDraft.ts): an evaluation started at once would begin at one slot
       await new Promise((r) => setTimeout(r, LIVE_MEMORY_MS + 200));
-      const { result, wallMs } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
+      const { result, wallMs, mainCpuMs: evalCpu } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
       evalMs = Math.max(evalMs, wallMs);
       const pRes = await post(`${server.url}/admin/evaluate/${result.runId}/predict`, { concurrency });
       const p = predictionSchema.parse(await pRes.json());
@@ -89,6 +103,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         eval_tok_s: evalTokS,
         check_predicted_tok_s: live.predicted?.tokS ?? null,
         check_measured_tok_s: live.measured.tokS,
+        check_mean_active: live.meanActive,
+        eval_mean_in_flight: result.meanInFlight,
+        eval_main_cpu_us_per_token: (evalCpu * 1000) / (result.meanOutputTokens * result.problems),
+        http_main_cpu_us_per_token: (measured.mainCpuMs * 1000) / measured.tokens,
+        http_main_cpu_share: measured.mainCpuMs / measureMs,
+        eval_main_cpu_share: evalCpu / wallMs,
+        http_requests: measured.requests,
+        entry_ms: p.entryMs,
+        in_engine: (p.current ?? p.best).inEngine,
         accuracy: result.accuracy,
         handoffs_per_request: result.handoffsPerRequest,
         thresholds: (p.current ?? p.best).thresholds,
@@ -96,25 +119,47 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
       console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s, measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %)`);
     }
-    // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an evaluation of r2r runs.
+    // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an
+    // evaluation of r2r runs, alternating for `live-rounds` rounds: one pair of windows moves by up to 2x on a shared machine, so the
+    // spread of the rounds (and of the alone windows among themselves) says how much of a figure is noise.
     const live = 'r-stitch';
     const liveC = Math.max(1, Math.floor(concurrency / 2));
-    const alone = await closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
-    const t0 = performance.now();
-    // the live loop first: an evaluation started into an idle server takes its full concurrency until those requests end
-    const besideRun = closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
-    await new Promise((r) => setTimeout(r, 500));
-    const [beside, evaluated] = await Promise.all([besideRun, evaluateOnce(server.url, 'r2r', problems, concurrency, maxTokens)]);
-    const overlapMs = Math.min(measureMs, evaluated.wallMs);
-    const cost = 1 - beside.tokS / alone.tokS;
-    console.error(`live ${live} at c=${liveC}: ${alone.tokS.toFixed(0)} tok/s alone, ${beside.tokS.toFixed(0)} tok/s beside an evaluation of ${problems} (${(cost * 100).toFixed(1)} % less; evaluation ${(evaluated.wallMs / 1000).toFixed(1)} s, overlap ${(overlapMs / 1000).toFixed(1)} s of ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    const rounds: { alone_tok_s: number; beside_tok_s: number; cost: number; eval_s: number }[] = [];
+    for (let k = 0; k < liveRounds; k++) {
+      const alone = await closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
+      // the live loop first: an evaluation started into an idle server takes its full concurrency until those requests end
+      const besideRun = closedLoop(server.url, live, questions, liveC, measureMs, maxTokens);
+      await new Promise((r) => setTimeout(r, 500));
+      const [beside, evaluated] = await Promise.all([besideRun, evaluateOnce(server.url, 'r2r', problems, concurrency, maxTokens)]);
+      const cost = 1 - beside.tokS / alone.tokS;
+      rounds.push({ alone_tok_s: alone.tokS, beside_tok_s: beside.tokS, cost, eval_s: evaluated.wallMs / 1000 });
+      console.error(`live ${live} at c=${liveC}, round ${k + 1}: ${alone.tokS.toFixed(0)} tok/s alone, ${beside.tokS.toFixed(0)} beside an evaluation of ${problems} (${(cost * 100).toFixed(1)} % less; evaluation ${(evaluated.wallMs / 1000).toFixed(1)} s)`);
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const sd = (xs: number[]) => Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / Math.max(1, xs.length - 1));
+    const alones = rounds.map((r) => r.alone_tok_s);
+    // pooled: all tokens beside over all tokens alone (equal windows), the figure the target is about
+    const pooledCost = 1 - mean(rounds.map((r) => r.beside_tok_s)) / mean(alones);
+    console.error(`live cost over ${liveRounds} rounds: pooled ${(pooledCost * 100).toFixed(1)} %, per round ${rounds.map((r) => (r.cost * 100).toFixed(1)).join(' / ')} %; alone windows vary by ${((sd(alones) / mean(alones)) * 100).toFixed(1)} % (sd/mean)`);
     printTable(rows);
     return {
       suite: 'predict',
-      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', mode: config.scheduling.mode, load: os.loadavg() },
+      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', mode: config.scheduling.mode, load_start: loadStart, load: os.loadavg() },
       results: {
         algorithms: results,
-        evaluation: { problems, concurrency, slowest_s: evalMs / 1000, live_algorithm: live, live_concurrency: liveC, live_alone_tok_s: alone.tokS, live_beside_tok_s: beside.tokS, live_cost: cost, eval_beside_s: evaluated.wallMs / 1000 },
+        evaluation: {
+          problems,
+          concurrency,
+          slowest_s: evalMs / 1000,
+          live_algorithm: live,
+          live_concurrency: liveC,
+          live_share: LIVE_SHARE,
+          live_cost: pooledCost,
+          live_cost_rounds: rounds,
+          live_cost_sd: sd(rounds.map((r) => r.cost)),
+          live_alone_cv: sd(alones) / mean(alones),
+          eval_beside_s: Math.max(...rounds.map((r) => r.eval_s)),
+        },
       },
       output: { tables: { predict: rows } },
     };

@@ -38,6 +38,9 @@ export const LIVE_SHARE = 0.15;
 /** Live traffic seen this recently still counts: closed-loop clients leave the cluster for a moment between requests. */
 export const LIVE_MEMORY_MS = 1000;
 
+/** An evaluation's request ids: `ev<run>-<problem>` (run ids are `ev` and base-36 digits). */
+export const isEvaluationRequest = (id: string): boolean => /^ev[0-9a-z]+-\d+$/.test(id);
+
 /**
  * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
  * an IR's name, description and layout are left out, since a draft is evaluated, then named, then deployed.
@@ -161,7 +164,7 @@ export class EvaluationRuns {
 
   private run(runId: string, target: RunTarget, problems: Problem[], concurrency: number, maxTokens: number, emit: (e: EvaluateEvent) => void) {
     const { cluster, tokenizer, trace } = this.service;
-    const prefix = `${runId}-`;
+    const prefix = `${runId}-`; // isEvaluationRequest
     const counts = new RoutingCounts(target.algorithm.models, (id) => id.startsWith(prefix));
     const unsubscribe = trace.subscribe(counts.onEvent);
     const prompts = problems.map((p) => tokenizer.encodeChat([{ role: 'user', content: p.question }]));

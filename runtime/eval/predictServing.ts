@@ -1,7 +1,7 @@
 // A routing's serving cost on this server: committed tok/s and p99 TPOT at a concurrency, from its P and C and the served models' measured step latency.
 import type { Prediction, RoutingStats } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
-import { optimiseThresholds, predictLatency, rowFor, type LatencySlo } from '../throughput/index.ts';
+import { evaluateThresholds, optimiseThresholds, predictLatency, type LatencySlo, type OptimiseInput } from '../throughput/index.ts';
 import { fitStepLatency, type BatchTiming } from './routingCounts.ts';
 
 /** The live controller's cap on the batch sizes the chain considers (runtime/scheduler/autoThresholds.ts). */
@@ -18,17 +18,44 @@ export interface ServingInput {
   lanes: readonly { name: string; maxBatch: number; threshold: number }[];
   maxWaitMs: number;
   batches: readonly BatchTiming[];
+  /** The entry's measured ms per request outside the cluster (entryProfile.ts); null or absent: none measured, the clients all count as in flight. */
+  entryMs?: number | null;
   slo?: LatencySlo;
 }
 
 export type ServingPrediction = Omit<Prediction, 'runId'>;
 
 /**
+ * A closed loop of `c` clients whose every request also spends `entryMs` outside the engine (the
+ * HTTP entry): by Little's law n + X(n)·entryMs/L = c, with X(n) the chain's committed tok/s at n
+ * in flight and L tokens per request. X grows with n, so the root lies between the whole n where
+ * the left side crosses c; X is interpolated there.
+ */
+export function closedLoopThroughput(c: number, entryMs: number, tokensPerRequest: number, X: (n: number) => number): { inEngine: number; tokS: number } {
+  if (!(entryMs > 0)) return { inEngine: c, tokS: X(c) };
+  const g = (n: number, x: number) => n + (x * entryMs) / 1000 / tokensPerRequest;
+  let hi = { n: c, x: X(c) };
+  for (let n = c - 1; n >= 0; n--) {
+    const lo = { n, x: n === 0 ? 0 : X(n) };
+    const gl = g(lo.n, lo.x);
+    if (gl <= c) {
+      const f = (c - gl) / (g(hi.n, hi.x) - gl);
+      return { inEngine: lo.n + f, tokS: lo.x + f * (hi.x - lo.x) };
+    }
+    hi = lo;
+  }
+  return { inEngine: 0, tokS: 0 };
+}
+
+/**
  * The chain over the models the run used (a model it never stepped on adds nothing but states),
  * the thresholds the optimiser picks there, and the same at the thresholds in force; p99 TPOT from
  * the latency model at each. Latency comes from this server's batches, each from its launch to its
  * model's next launch (fitStepLatency): they carry the scheduling cost and the gaps between a
- * model's batches that a profile of the model alone, or a batch's wall time, misses.
+ * model's batches that a profile of the model alone, or a batch's wall time, misses. The entry's
+ * measured time per request outside the cluster (`entryMs`) keeps some of the N clients out of the
+ * engine (closedLoopThroughput); its per-token work on the main thread is in the live traffic's
+ * batches the caller passes beside the run's own.
  */
 export function predictServing(input: ServingInput): ServingPrediction {
   const { routing, concurrency: N } = input;
@@ -51,28 +78,37 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return row.map((x) => x / s);
   });
   const C = used.map((i) => used.map((j) => routing.C[i][j]));
-  const model = { N, P, C, latency: fit.latency, maxBatch };
-  const opt = optimiseThresholds(model);
+  const model: OptimiseInput = { N, P, C, latency: fit.latency, maxBatch };
   const named = (t: readonly number[]) => Object.fromEntries(names.map((m, k) => [m, t[k]]));
   const outputTokens = Math.max(1, Math.round(input.meanOutputTokens));
-  const setting = (thresholds: number[], tokS: number) => {
-    const lat = predictLatency({ ...model, thresholds, maxWaitMs: input.maxWaitMs, outputTokens }, { requests: LATENCY_REQUESTS }, input.slo ?? {}, { replications: LATENCY_REPLICATIONS });
+  const entryMs = input.entryMs ?? 0;
+  const ones = lanes.map(() => 1);
+  const feasible = (t: readonly number[], n: number) => t.reduce((s, x) => s + x - 1, 0) < n;
+  // The engine's concurrency under N clients with the entry's time left out: thresholds chosen there.
+  const engineN = (thresholds: readonly number[]) =>
+    closedLoopThroughput(N, entryMs, input.meanOutputTokens || 1, (n) => evaluateThresholds({ ...model, N: n }, feasible(thresholds, n) ? [...thresholds] : ones).tokensPerSec);
+  const opt = optimiseThresholds({ ...model, N: Math.max(1, Math.round(engineN(ones).inEngine)) });
+  const setting = (thresholds: number[]) => {
+    const { inEngine, tokS } = engineN(thresholds);
+    const n = Math.max(1, Math.round(inEngine));
+    const lat = predictLatency({ ...model, N: feasible(thresholds, n) ? n : N, thresholds, maxWaitMs: input.maxWaitMs, outputTokens }, { requests: LATENCY_REQUESTS }, input.slo ?? {}, { replications: LATENCY_REPLICATIONS });
     const slo = input.slo && (input.slo.tpotMs !== undefined || input.slo.ttftMs !== undefined);
     return {
       thresholds: named(thresholds),
       tokS,
+      inEngine,
       p99TpotMs: lat.p99TpotMs,
       meanTpotMs: lat.meanTpotMs,
       ...(slo ? { goodputRps: lat.goodputReqS, meetsSlo: (input.slo!.tpotMs === undefined || lat.p99TpotMs <= input.slo!.tpotMs) && (input.slo!.ttftMs === undefined || lat.p99TtftMs <= input.slo!.ttftMs) } : {}),
     };
   };
   const now = lanes.map((l, k) => Math.min(l.threshold, maxBatch[k]));
-  const feasibleNow = now.reduce((s, t) => s + t - 1, 0) < N;
   const bestRow = opt.table[0];
   return {
     concurrency: N,
-    best: setting(opt.best, opt.predicted),
-    current: feasibleNow ? setting(now, rowFor(model, opt, now).tokensPerSec) : null,
+    best: setting(opt.best),
+    current: feasible(now, N) ? setting(now) : null,
+    entryMs: input.entryMs ?? null,
     latencyBatches: fit.counts,
     method: bestRow?.method ?? 'chain',
   };

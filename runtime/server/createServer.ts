@@ -10,6 +10,7 @@ import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { requireAdmin } from './adminAuth.ts';
 import { accessLog } from './accessLog.ts';
 import { apiKeyGuardFor } from './apiKeyGuard.ts';
+import { entryProfileOf } from '../eval/entryProfile.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { Drain, type DrainReport } from './drain.ts';
 import { errorMiddleware } from './httpErrors.ts';
@@ -45,6 +46,8 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(drain.gate);
   app.use(answerHalfClosed);
+  // the entry's own time per request, for predictions of serving cost (runtime/eval/entryProfile.ts)
+  app.use('/v1', entryProfileOf(service).middleware);
   app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
   app.use(boundJsonBody);
   // One reading of the models for both probes: /healthz's `ok` is every model serving (its status

@@ -2,11 +2,17 @@
 import { Router, type Request } from 'express';
 import { evaluateRequestSchema, predictRequestSchema, type CancelResponse, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
-import { EvaluationRuns } from '../eval/evaluateDraft.ts';
+import { entryProfileOf } from '../eval/entryProfile.ts';
+import { EvaluationRuns, isEvaluationRequest } from '../eval/evaluateDraft.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseBody } from './zodToError.ts';
+
+/** Live traffic this recent counts for a prediction's step latency and entry cost: the served models' live profile. */
+const LIVE_WINDOW_MS = 30_000;
+/** Trace events read for it (the recorder keeps more; a busy server makes ≈ 1,000 a second). */
+const LIVE_EVENTS = 40_000;
 
 /** Without a client id in the body, a caller is its address: one run at a time from there. */
 const clientOf = (req: Request, named: string | undefined) => named ?? req.socket.remoteAddress ?? 'unknown';
@@ -59,15 +65,20 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       throw new TokenRouterError('not_found', `no finished evaluation ${runId} (runs are kept in memory: a restart forgets them)`, 'runId');
     }
     const c = service.cluster;
-    const recent = service.trace.recent(20_000).flatMap((e) => (e.type === 'batch' ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
+    const events = service.trace.recent(LIVE_EVENTS);
+    const since = c.clock.now() - LIVE_WINDOW_MS;
+    const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
+    // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own
+    const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
+    const entry = entryProfileOf(service).cost(events, (id) => !isEvaluationRequest(id), LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,
       meanOutputTokens: stored.result.meanOutputTokens,
       concurrency: body.concurrency,
       lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
       maxWaitMs: c.maxWaitMs,
-      // the run's own batches, and what the server ran since (larger batches under other traffic)
-      batches: [...stored.batches, ...recent.filter((b) => !stored.batches.length || b.start > stored.batches[stored.batches.length - 1].start)],
+      batches: [...stored.batches, ...live],
+      entryMs: entry?.perRequestMs ?? null,
       slo: body.slo,
     });
     res.json({ runId, ...p } satisfies Prediction);

@@ -129,7 +129,9 @@ export function markContended(batches: readonly TimedBatch[]): LatencySample[] {
  * (its wall time plus the gap after it, up to `maxGapMs`): the gap is what a step costs beyond the
  * batch itself (routing the results, waiting for handed-off rows and new requests to arrive, the
  * loop's turn), which the chain otherwise never sees. A longer gap means the model had no work at
- * all (the runtime launches by its max-wait deadline whatever the queue), so it is cut there.
+ * all (the runtime launches by its max-wait deadline whatever the queue): a pause in traffic, not
+ * part of any step, so the batch counts its wall time alone (cut at `maxGapMs`, every pause added
+ * `maxGapMs` to one step and moved a size's mean by milliseconds).
  */
 export function markCycles(batches: readonly TimedBatch[], maxGapMs: number): LatencySample[] {
   const out = markContended(batches);
@@ -145,7 +147,7 @@ export function markCycles(batches: readonly TimedBatch[], maxGapMs: number): La
       const b = batches[k];
       const next = n + 1 < list.length ? batches[list[n + 1]] : undefined;
       const gap = next ? Math.max(0, next.startMs - b.endMs) : 0;
-      out[k] = { ...out[k], ms: Math.max(1e-3, b.endMs - b.startMs + Math.min(gap, maxGapMs)) };
+      out[k] = { ...out[k], ms: Math.max(1e-3, b.endMs - b.startMs + (gap < maxGapMs ? gap : 0)) };
     });
   }
   return out;

@@ -93,6 +93,8 @@ const settingSchema = z.object({
   thresholds: z.record(z.string(), z.number().int()),
   /** Committed tok/s, the throughput model's figure from the run's P and C and the server's step latency (launch to next launch). */
   tokS: z.number(),
+  /** Requests in the engine at once: the clients, less those the entry holds (Little's law with `entryMs`). */
+  inEngine: z.number(),
   p99TpotMs: z.number(),
   meanTpotMs: z.number(),
   /** With an SLO: requests/s meeting it, and whether the p99s do. */
@@ -107,6 +109,8 @@ export const predictionSchema = z.object({
   best: settingSchema,
   /** The thresholds in force on the server now (what a deploy runs with unless thresholds are "auto"); null where they are infeasible at this concurrency. */
   current: settingSchema.nullable(),
+  /** The HTTP entry's measured ms per request outside the cluster, which the prediction leaves out of the engine's concurrency; null: no live HTTP traffic to measure it on. */
+  entryMs: z.number().nullable(),
   /** Per model: the batches the step-latency profile was fitted from. */
   latencyBatches: z.record(z.string(), z.number().int()),
   method: z.enum(['chain', 'simulate']),

@@ -91,16 +91,16 @@ describe('markContended', () => {
 });
 
 describe('markCycles', () => {
-  it('times each batch from its launch to its model\'s next launch, the gap cut at maxGapMs, tagged as markContended tags it', () => {
+  it('times each batch from its launch to its model\'s next launch, a gap of maxGapMs or more left out, tagged as markContended tags it', () => {
     const batches = [
       { model: 1, batch: 1, startMs: 40, endMs: 60 }, // large's last batch: its wall time
       { model: 0, batch: 1, startMs: 0, endMs: 5 }, // small's next launch at 5: no gap
       { model: 1, batch: 2, startMs: 2, endMs: 30 }, // large's next launch at 40: a 10 ms gap
-      { model: 0, batch: 3, startMs: 5, endMs: 11 }, // small's next launch at 30: a 19 ms gap, cut at 15
+      { model: 0, batch: 3, startMs: 5, endMs: 11 }, // small's next launch at 30: a 19 ms gap, a pause: its wall time alone
       { model: 0, batch: 1, startMs: 30, endMs: 36 }, // small's last batch
     ];
     const s = markCycles(batches, 15);
-    expect(s.map((x) => x.ms)).toEqual([20, 5, 38, 21, 6]);
+    expect(s.map((x) => x.ms)).toEqual([20, 5, 38, 6, 6]);
     expect(s.map((x) => x.contended)).toEqual(markContended(batches).map((x) => x.contended));
     expect(s.map((x) => [x.model, x.batch])).toEqual(batches.map((b) => [b.model, b.batch]));
   });

@@ -9,7 +9,7 @@ import { drawBatches } from '../../designer/src/timeline/paint/batches.ts';
 import { drawConfigMarks } from '../../designer/src/timeline/paint/configMarks.ts';
 import { makeFrame, type DrawOptions, type Frame } from '../../designer/src/timeline/paint/frame.ts';
 import { BIN, drawHandoffs } from '../../designer/src/timeline/paint/handoffs.ts';
-import { drawLaneLabels } from '../../designer/src/timeline/paint/labels.ts';
+import { drawLaneLabels, LINE_H, stackGutter } from '../../designer/src/timeline/paint/labels.ts';
 import { drawLaneBands } from '../../designer/src/timeline/paint/lanes.ts';
 import { drawOverlays } from '../../designer/src/timeline/paint/overlays.ts';
 import { drawQueues } from '../../designer/src/timeline/paint/queues.ts';
@@ -260,11 +260,39 @@ describe('lane labels layer', () => {
     // The view ends at 100 ms, after the change at 70 ms: A's threshold is 2 there.
     expect(texts.map((t) => t.text)).toEqual([
       'A', 'batches · threshold 2', 'queue (max 6)',
-      'B', 'batches · threshold 4', 'queue (max 1)', 'run 3 · wait 1 · at peer 2', 'KV 2.0 KiB',
-      'handoffs / 0.30 ms', '(max 17)',
+      'B', 'batches · threshold 4', 'queue (max 1) · KV 2.0 KiB',
+      'handoffs / 0.30 ms', '(max 17)', 'run 3 · wait 1 · at peer 2',
     ]);
     // The gutter is repainted so that nothing from the plot shows under the labels.
     expect(ctx.rects()[0]).toEqual({ x: 0, y: A.top, w: X0 - 1, h: A.bottom - A.top, color: THEME.laneA, alpha: 1 });
+  });
+});
+
+describe('gutter under a lane: gauges and the corridor caption', () => {
+  const short = computeLayout(['A', 'B', 'C'], X0 + 1000 + 12, 3 * 150 + 38);
+  const lines = (h: number) => {
+    const l = computeLayout(['A', 'B', 'C'], X0 + 1000 + 12, h);
+    const ctx = new RecordingContext();
+    const gauges = new Map(['A', 'B', 'C'].map((m) => [m, { running: 3, waiting: 1, pendingReturn: 2, kvBytes: 2048 }]));
+    drawLaneLabels(ctx, makeFrame(store, l, { ...v, x0: l.plotX0, width: l.plotWidth }, { ...base, gauges }, () => new RecordingPath()), [1, 1, 1], [0, 5, 9]);
+    return { l, texts: ctx.texts().filter((t) => t.font.startsWith('11px')) };
+  };
+  it.each([150 * 3 + 38, 110 * 3 + 38, 240 * 3 + 38])('at %i px no two lines of the gutter overlap, and each stays above the next lane', (h) => {
+    const { l, texts } = lines(h);
+    const ys = texts.map((t) => t.y).sort((a, b) => a - b);
+    for (let k = 1; k < ys.length; k++) expect(ys[k] - ys[k - 1]).toBeGreaterThanOrEqual(LINE_H);
+    // the medium lane (B): its gauges, then the caption of the corridor to C, all between its queue and C's batches
+    const under = texts.filter((t) => t.y > l.lanes[1].queueTop + l.lanes[1].queueH && t.y < l.lanes[2].batchTop);
+    expect(under.some((t) => t.text.startsWith('run 3'))).toBe(true);
+    expect(under.some((t) => t.text.includes('(max 9)') || t.text.includes('≤ 9 /'))).toBe(true);
+  });
+  it('keeps two lines each while they fit, else joins the caption, then the gauges', () => {
+    expect(short.lanes[1].bottom - short.lanes[1].top).toBe(150);
+    const c = { lines: ['c1', 'c2'], short: 'c' };
+    expect(stackGutter(['g1', 'g2'], c, 4 * LINE_H + 4).map((x) => x.text)).toEqual(['g1', 'g2', 'c1', 'c2']);
+    expect(stackGutter(['g1', 'g2'], c, 4 * LINE_H + 3).map((x) => x.text)).toEqual(['g1', 'g2', 'c']);
+    expect(stackGutter(['g1', 'g2'], c, 3 * LINE_H + 3).map((x) => x.text)).toEqual(['g1 · g2', 'c']);
+    expect(stackGutter(['g1', 'g2'], null, 2 * LINE_H + 4).map((x) => x.text)).toEqual(['g1', 'g2']);
   });
 });
 
