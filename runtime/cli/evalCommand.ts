@@ -52,7 +52,7 @@ export async function evalCommand(args: string[]): Promise<number> {
   // The ensemble plan runs the members and the weight grid; the default plan every algorithm and the mixes chosen on validation.
   const choiceFile = path.join(modelsDir, 'ensemble.json');
   const calibration = loadCalibration(path.join(modelsDir, 'small', 'routers', 'calibration.json'));
-  let plan = values.plan === 'ensemble' ? singlesPlan(names) : values.plan === 'heads' ? headsPlan(names) : defaultPlan(names, calibration && calibratedPlan(calibration));
+  let plan = values.plan === 'ensemble' ? singlesPlan(names) : values.plan === 'heads' ? headsPlan(names) : defaultPlan(names, calibration && calibratedPlan(calibration, true));
   let mixes: MixSpec[] = names.includes('medium') && values.plan !== 'heads' ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
   if (values.only) {
     // Comma-separated name prefixes or factories; large-only stays in, as every paired test is against it.

@@ -50,18 +50,27 @@ export function defaultPlan(models: readonly string[], headPoints?: readonly Eva
   const has = (m: string) => models.includes(m);
   const plan = singlesPlan(models);
   for (const t of [0.3, 0.5, 0.7]) plan.push({ name: `query-router τ=${t}`, kind: 'query-level', factory: 'query-router', params: { threshold: t } });
-  for (const tau of [0.01, 0.03, 0.1]) plan.push({ name: `r-stitch τ=${tau}`, kind: 'token-level', factory: 'r-stitch', params: { tau } });
-  plan.push(...(headPoints ?? HEAD_ALGORITHMS.flatMap((alg) => [alg.grid[1], alg.grid[3]].map((v) => headEntry(alg, alg.head, v)))));
+  // R-Stitch's fixed sweep reaches past 3x large-only's throughput (τ 0.2, 0.3): the fallback target's region.
+  const fixed = [0.01, 0.03, 0.1, 0.2, 0.3].map(rStitchEntry);
+  const calibrated = headPoints ?? HEAD_ALGORITHMS.flatMap((alg) => [alg.grid[3], alg.grid[5]].map((v) => headEntry(alg, alg.head, v)));
+  plan.push(...fixed.filter((f) => !calibrated.some((c) => c.name === f.name)), ...calibrated);
   if (has('medium')) plan.push({ name: 'me 0.5/0.3/0.2', kind: 'token-level', factory: 'me' });
   return plan;
 }
 
 /** The router-head algorithms, their head on small, threshold parameter and the validation grid it is calibrated on. */
 export const HEAD_ALGORITHMS = [
-  { factory: 'citer', head: 'citer', param: 'tau', symbol: 'τ', grid: [0.8, 0.9, 0.95, 0.97, 0.98, 0.99] },
-  { factory: 'r2r', head: 'r2r', param: 'tau', symbol: 'τ', grid: [0.02, 0.04, 0.08, 0.12, 0.2, 0.3] },
-  { factory: 'co-llm', head: 'colm', param: 'eta', symbol: 'η', grid: [0.01, 0.02, 0.03, 0.05, 0.1, 0.2] },
+  { factory: 'citer', head: 'citer', param: 'tau', symbol: 'τ', grid: [0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999] },
+  { factory: 'r2r', head: 'r2r', param: 'tau', symbol: 'τ', grid: [0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.12, 0.2, 0.3] },
+  { factory: 'co-llm', head: 'colm', param: 'eta', symbol: 'η', grid: [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2] },
 ] as const;
+
+/** R-Stitch's entropy thresholds swept on validation (it reads no head, so it is calibrated beside the head algorithms). */
+export const R_STITCH_GRID = [0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3] as const;
+
+export function rStitchEntry(tau: number): EvalEntrySpec {
+  return { name: `r-stitch τ=${tau}`, kind: 'token-level', factory: 'r-stitch', params: { tau } };
+}
 
 /** One entry of a router-head algorithm reading `head` (the on-policy head, or its teacher-forced `-tf` twin). */
 export function headEntry(alg: (typeof HEAD_ALGORITHMS)[number], head: string, value: number): EvalEntrySpec {
@@ -72,6 +81,7 @@ export function headEntry(alg: (typeof HEAD_ALGORITHMS)[number], head: string, v
 /** The calibration plan (validation only): small and large alone, and every head-reading algorithm over its grid, on-policy and teacher-forced heads. */
 export function headsPlan(models: readonly string[]): EvalEntrySpec[] {
   const plan = singlesPlan(models).filter((e) => e.name !== 'medium-only');
+  for (const tau of R_STITCH_GRID) plan.push(rStitchEntry(tau));
   for (const alg of HEAD_ALGORITHMS) for (const head of [alg.head, `${alg.head}-tf`]) for (const v of alg.grid) plan.push(headEntry(alg, head, v));
   return plan;
 }

@@ -1,12 +1,13 @@
-// Router-head thresholds chosen on the validation split: per head, the cheapest grid point that keeps 99 % of large-only's accuracy.
+// Routing thresholds chosen on the validation split: per router head (and R-Stitch), the cheapest grid point that keeps 99 % of large-only's accuracy.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { TokenRouterError } from '../errors.ts';
-import { HEAD_ALGORITHMS, headEntry, type EvalEntry, type EvalEntrySpec } from './evaluate.ts';
+import { HEAD_ALGORITHMS, R_STITCH_GRID, headEntry, rStitchEntry, type EvalEntry, type EvalEntrySpec } from './evaluate.ts';
 
-const ChosenPoint = z.object({ factory: z.string(), head: z.string(), param: z.string(), value: z.number(), accuracy: z.number(), large_share: z.number(), why: z.string() });
+// R-Stitch reads no head: its points have none.
+const ChosenPoint = z.object({ factory: z.string(), head: z.string().optional(), param: z.string(), value: z.number(), accuracy: z.number(), large_share: z.number(), why: z.string() });
 export type ChosenPoint = z.infer<typeof ChosenPoint>;
 
 const Calibration = z.object({
@@ -31,6 +32,15 @@ export function chooseThresholds(entries: readonly EvalEntry[], split: string): 
   if (!large) throw new TokenRouterError('invalid_request', 'calibrating router heads needs the large-only entry in the same run');
   const target = KEEP_RATIO * large.accuracy;
   const chosen: ChosenPoint[] = [];
+  const cheapest = <P extends { e: EvalEntry; share: number }>(pts: P[]): [P, string] => {
+    const keep = pts.filter((p) => p.e.accuracy >= target).sort((a, b) => a.share - b.share);
+    return keep.length ? [keep[0], 'fewest large tokens at >= 99 % of large-only'] : [[...pts].sort((a, b) => b.e.accuracy - a.e.accuracy || a.share - b.share)[0], 'most accurate (none reaches 99 % of large-only)'];
+  };
+  const stitch = R_STITCH_GRID.flatMap((tau) => entries.filter((e) => e.name === rStitchEntry(tau).name).map((e) => ({ e, value: tau, share: e.token_share.large ?? 0 })));
+  if (stitch.length) {
+    const [p, why] = cheapest(stitch);
+    chosen.push({ factory: 'r-stitch', param: 'tau', value: p.value, accuracy: p.e.accuracy, large_share: p.share, why });
+  }
   for (const alg of HEAD_ALGORITHMS) {
     const pointsOf = (head: string) =>
       entries
@@ -41,9 +51,7 @@ export function chooseThresholds(entries: readonly EvalEntry[], split: string): 
     for (const head of [alg.head, `${alg.head}-tf`]) {
       const pts = pointsOf(head);
       if (!pts.length) continue;
-      const keep = pts.filter((p) => p.e.accuracy >= target).sort((a, b) => a.share - b.share);
-      const pick = keep[0] ?? [...pts].sort((a, b) => b.e.accuracy - a.e.accuracy || a.share - b.share)[0];
-      const c = mk(head, pick, keep.length ? 'fewest large tokens at >= 99 % of large-only' : 'most accurate (none reaches 99 % of large-only)');
+      const c = mk(head, ...cheapest(pts));
       chosen.push(c);
       if (head === alg.head) own = c;
       else if (own) {
@@ -52,7 +60,7 @@ export function chooseThresholds(entries: readonly EvalEntry[], split: string): 
       }
     }
   }
-  return { rule: `per head, the grid point with the fewest large tokens among those with accuracy >= ${KEEP_RATIO} x large-only on ${split}; else the most accurate`, split, large_only_accuracy: large.accuracy, chosen };
+  return { rule: `per router head and for R-Stitch, the grid point with the fewest large tokens among those with accuracy >= ${KEEP_RATIO} x large-only on ${split}; else the most accurate`, split, large_only_accuracy: large.accuracy, chosen };
 }
 
 /** The calibration file, checked (it is read from disk); undefined when absent. */
@@ -63,14 +71,23 @@ export function loadCalibration(file: string): Calibration | undefined {
   return parsed.data;
 }
 
-/** The held-out entries for the calibrated points (one per chosen head and value). */
-export function calibratedPlan(cal: Calibration): EvalEntrySpec[] {
-  const out: EvalEntrySpec[] = [];
+/**
+ * The held-out entries for the calibrated points (one per chosen head and value), each with its grid
+ * neighbours when `neighbours` is set, so the report shows the sweep around the choice and the two
+ * heads can be paired at equal measured throughput.
+ */
+export function calibratedPlan(cal: Calibration, neighbours = false): EvalEntrySpec[] {
+  const out = new Map<string, EvalEntrySpec>();
+  const around = (grid: readonly number[], v: number) => {
+    const i = grid.indexOf(v);
+    return neighbours && i >= 0 ? grid.slice(Math.max(0, i - 1), i + 2) : [v];
+  };
   for (const c of cal.chosen) {
     const alg = HEAD_ALGORITHMS.find((a) => a.factory === c.factory);
-    if (alg) out.push(headEntry(alg, c.head, c.value));
+    const specs = c.factory === 'r-stitch' ? around(R_STITCH_GRID, c.value).map(rStitchEntry) : alg && c.head ? around(alg.grid, c.value).map((v) => headEntry(alg, c.head!, v)) : [];
+    for (const s of specs) out.set(s.name, s);
   }
-  return out;
+  return [...out.values()];
 }
 
 // `npx tsx runtime/eval/headCalibration.ts EVAL_JSON OUT`: the same choice from a written heads-plan report.

@@ -9,7 +9,7 @@ import type { MixPoint } from './mixEnsemble.ts';
 export interface EvalReport {
   settings: Record<string, unknown>;
   /** `reference_tok_s`: large-only's throughput in the entry's own run, when runs were merged. */
-  results: { entries: (Omit<EvalEntry, 'correct'> & { reference_tok_s?: number })[] };
+  results: { entries: (Omit<EvalEntry, 'correct'> & { reference_tok_s?: number; correct_bits?: string })[] };
   points: (ComparedPoint | MixPoint)[];
   error_overlap?: ErrorOverlap | null;
 }
@@ -61,7 +61,42 @@ export function qualityTables(report: EvalReport): string {
       .join(', ');
     lines.push('', `Error overlap: ${o.reference} is wrong on ${o.reference_wrong} of ${report.settings.problems} problems; of those, ${others}; at least one of them right on ${o.any_right}.`);
   }
+  lines.push(...overlapLines(report));
   return lines.join('\n');
+}
+
+/**
+ * From the entries' per-problem bits: how many problems each pattern of right (✓) and wrong (✗) among
+ * the single models holds, and per routed entry the large-only errors it fixes and the large-only
+ * successes it breaks, so "how much could any mix win" is read off the same run.
+ */
+function overlapLines(report: EvalReport): string[] {
+  const entries = report.results.entries.filter((e) => e.correct_bits);
+  const large = entries.find((e) => e.name === 'large-only');
+  const singles = entries.filter((e) => e.kind === 'single');
+  if (!large || singles.length < 2) return [];
+  const n = large.correct_bits!.length;
+  const counts = new Map<string, number>();
+  for (let i = 0; i < n; i++) {
+    const key = singles.map((e) => (e.correct_bits![i] === '1' ? '✓' : '✗')).join(' | ');
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const out = ['', `Per-problem overlap of the single models (✓ right, ✗ wrong; ${n} problems):`, '', `| ${singles.map((e) => e.name).join(' | ')} | problems |`, `|${singles.map(() => '---|').join('')}---|`];
+  for (const [key, c] of [...counts].sort((a, b) => b[1] - a[1])) out.push(`| ${key} | ${c} |`);
+  const routed = entries.filter((e) => e.kind !== 'single');
+  if (routed.length) {
+    out.push('', `Routed entries against large-only, problem by problem (large-only wrong on ${[...large.correct_bits!].filter((b) => b === '0').length}):`, '', '| entry | fixes (right where large-only is wrong) | breaks (wrong where large-only is right) |', '|---|---|---|');
+    for (const e of routed) {
+      let fixes = 0;
+      let breaks = 0;
+      for (let i = 0; i < n; i++) {
+        if (e.correct_bits![i] === '1' && large.correct_bits![i] === '0') fixes++;
+        if (e.correct_bits![i] === '0' && large.correct_bits![i] === '1') breaks++;
+      }
+      out.push(`| ${e.name} | ${fixes} | ${breaks} |`);
+    }
+  }
+  return out;
 }
 
 /**

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { calibratedPlan, chooseThresholds, loadCalibration } from '../../runtime/eval/headCalibration.ts';
-import { headEntry, HEAD_ALGORITHMS, type EvalEntry } from '../../runtime/eval/evaluate.ts';
+import { headEntry, HEAD_ALGORITHMS, rStitchEntry, type EvalEntry } from '../../runtime/eval/evaluate.ts';
 
 const citerAlg = HEAD_ALGORITHMS[0];
 function entry(name: string, accuracy: number, large: number, params: Record<string, unknown> = {}): EvalEntry {
@@ -48,6 +48,19 @@ describe('chooseThresholds', () => {
     ]);
     fs.writeFileSync(f, JSON.stringify({ rule: 'x' }));
     expect(() => loadCalibration(f)).toThrow(/not a router-head calibration/);
+  });
+
+  it('calibrates R-Stitch by the same rule, and the held-out plan adds each choice\'s grid neighbours', () => {
+    const stitch = (tau: number, accuracy: number, large: number) => entry(rStitchEntry(tau).name, accuracy, large, { tau });
+    // 0.05 and 0.1 keep 99 % of 0.9; 0.1 writes fewer large tokens; 0.15 falls below
+    const c = chooseThresholds([...entries, stitch(0.03, 0.9, 0.12), stitch(0.05, 0.895, 0.1), stitch(0.1, 0.892, 0.08), stitch(0.15, 0.88, 0.06)], 'validation');
+    expect(c.chosen[0]).toMatchObject({ factory: 'r-stitch', param: 'tau', value: 0.1, large_share: 0.08 });
+    expect(c.chosen[0].head).toBeUndefined();
+    expect(calibratedPlan(c, true).map((e) => e.name)).toEqual([
+      ...[0.07, 0.1, 0.15].map((t) => `r-stitch τ=${t}`),
+      ...[0.9, 0.95, 0.97].map((t) => `citer τ=${t}`),
+      ...[0.95, 0.97, 0.98, 0.9].map((t) => `citer (citer-tf) τ=${t}`),
+    ]);
   });
 
   it('refuses a run without large-only', () => {

@@ -25,6 +25,24 @@ describe('qualityTables', () => {
   });
 });
 
+describe('the per-problem overlap', () => {
+  it('counts each pattern of right and wrong among the singles, and each routed entry\'s fixes and breaks against large-only', () => {
+    const bits = (name: string, kind: string, b: string) => ({ ...entry(name, kind, 0, 1), correct_bits: b });
+    const md = qualityTables({
+      settings: { split: 'heldout', problems: 5 },
+      results: { entries: [bits('small-only', 'single', '10010'), bits('large-only', 'single', '11100'), bits('route', 'token-level', '11011')] },
+      points: [],
+    });
+    expect(md).toContain('| small-only | large-only | problems |');
+    expect(md).toContain('| ✓ | ✓ | 1 |');
+    expect(md).toContain('| ✗ | ✓ | 2 |');
+    expect(md).toContain('| ✓ | ✗ | 1 |');
+    expect(md).toContain('| ✗ | ✗ | 1 |');
+    // route: right on problems 4 and 5 where large is wrong; wrong on problem 3 where large is right
+    expect(md).toContain('| route | 2 | 1 |');
+  });
+});
+
 describe('mergeReports', () => {
   const run = (entries: { name: string; accuracy: number; tok_s: number }[], wall: number) => ({
     settings: { split: 'heldout', problems: 10, maxTokens: 64, wallSeconds: wall, load_average_1m: { start: 1, end: 2 } },
