@@ -39,17 +39,30 @@ describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
     const engine = remote.service.threads.get('large') as RemoteEngine;
     const want = await Promise.all(WORKLOAD.map((w) => complete(local.server.url, w.model, w.prompt, w.seed, 150)));
     const inflight = WORKLOAD.map((w) => complete(remote.server.url, w.model, w.prompt, w.seed, 150));
+    // one more client, on the remote model, that leaves during the outage: its release can only reach the replica after the reconnect
+    const leaver = new AbortController();
+    const leaving = fetch(`${remote.server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'large', messages: [{ role: 'user', content: '9*9' }], max_tokens: 256, ignore_eos: true, stream: true }),
+      signal: leaver.signal,
+    }).then(async (res) => { for await (const _chunk of res.body!) { /* read until aborted */ } }).catch((e: Error) => e.name);
     // every request admitted before the cut (one that reaches the entry while it is cut off is refused at once, by design) and several holding state on the remote model
-    await until(() => remote.service.cluster.activeCount + remote.service.cluster.queuedCount + remote.service.cluster.completed >= WORKLOAD.length && engine.replicaViews()[0]?.requests >= 6, 30_000, 'requests admitted, several holding state on the remote model');
+    await until(() => remote.service.cluster.activeCount + remote.service.cluster.queuedCount + remote.service.cluster.completed >= WORKLOAD.length + 1 && engine.replicaViews()[0]?.requests >= 6, 30_000, 'requests admitted, several holding state on the remote model');
     const { port } = nats;
     nats.child.kill('SIGKILL');
-    await sleep(HEARTBEAT_TIMEOUT_MS * 2);
+    await sleep(HEARTBEAT_TIMEOUT_MS);
+    leaver.abort();
+    expect(await leaving).toBe('AbortError');
+    await sleep(HEARTBEAT_TIMEOUT_MS);
     nats = await startNatsServer({ port });
     const got = await Promise.all(inflight);
     for (let i = 0; i < got.length; i++) expect(got[i], got[i].error).toEqual(want[i]);
     expect(engine.stats.reconnects).toBeGreaterThanOrEqual(1);
-    // engine messages unacked at the cut were sent again; the receiving side took each exactly once
+    // engine messages unacked at the cut (at least the leaver's release) were sent again; the receiving side took each exactly once,
+    // and the replica let the leaver's state go
     expect(engine.resent).toBeGreaterThanOrEqual(1);
+    await until(() => engine.replicaViews()[0]?.requests === 0, 5000, 'the replica holds no request');
     expect(engine.stats.replicasLost).toBe(0);
     expect(remote.service.restarts.get('large') ?? 0).toBe(0);
     // and the model serves new requests right away
