@@ -11,11 +11,11 @@ interface Span {
 interface Crossing {
   to: string;
   t: number;
-  arrived?: number;
 }
 
 interface Open {
-  firstLocal?: number;
+  /** The request's state changes on engines, as they reached the trace. */
+  states: { model: string; t: number }[];
   lastBatchEnd: number;
   crossings: Crossing[];
 }
@@ -24,19 +24,22 @@ interface Open {
  * Counts, per request `mine` picks, the ms it spends in flight but on no model's queue or batch:
  * admitted at the entry to its first engine event, each hand-off from the source's event to the
  * target's (beyond the batch the target was running then, which the chain already has it wait
- * for), and its last batch to its end at the entry. On the bundled models (3 Dec, an HTTP loop
+ * for), and its last batch to its end at the entry. On the bundled models (4 Dec, an HTTP loop
  * at c = 8) this was 24–34 % of a request's time in the cluster, 1.6–1.9 ms per crossing; the
  * chain at the requests left on a model came within 9 % of the loop, at all of them 14–19 % above it.
+ * Each engine thread's events reach the trace in its own messages, so a target's arrival can be
+ * recorded before the hand-off that caused it: the pairing waits for the request's end and goes
+ * by time, not by arrival order.
  */
 export class TransitTimes {
   private readonly open = new Map<string, Open>();
-  private readonly ended: { outside: number; crossings: Crossing[] }[] = [];
+  private readonly ended: { outside: number; crossings: { to: string; t: number; arrived: number }[] }[] = [];
 
   constructor(private readonly mine: (requestId: string) => boolean) {}
 
   private of(id: string): Open {
     let o = this.open.get(id);
-    if (!o) this.open.set(id, (o = { lastBatchEnd: -Infinity, crossings: [] }));
+    if (!o) this.open.set(id, (o = { states: [], lastBatchEnd: -Infinity, crossings: [] }));
     return o;
   }
 
@@ -46,15 +49,17 @@ export class TransitTimes {
     } else if (e.type === 'handoff') {
       if (this.mine(e.requestId)) this.of(e.requestId).crossings.push({ to: e.to, t: e.t });
     } else if (e.type === 'request-state') {
-      if (e.model === null || !this.mine(e.requestId)) return;
-      const o = this.of(e.requestId);
-      o.firstLocal ??= e.t;
-      for (const c of o.crossings) if (c.arrived === undefined && c.to === e.model && e.t >= c.t) c.arrived = e.t;
+      if (e.model !== null && this.mine(e.requestId)) this.of(e.requestId).states.push({ model: e.model, t: e.t });
     } else if (e.type === 'request-end' && this.mine(e.requestId)) {
       const o = this.open.get(e.requestId);
       this.open.delete(e.requestId);
-      if (!o || e.status !== 'done' || o.firstLocal === undefined || !(o.lastBatchEnd > -Infinity)) return;
-      this.ended.push({ outside: Math.max(0, o.firstLocal - e.admittedAt) + Math.max(0, e.t - o.lastBatchEnd), crossings: o.crossings.filter((c) => c.arrived !== undefined) });
+      if (!o || e.status !== 'done' || o.states.length === 0 || !(o.lastBatchEnd > -Infinity)) return;
+      const states = o.states.sort((a, b) => a.t - b.t);
+      const crossings = o.crossings.flatMap((c) => {
+        const arrival = states.find((s) => s.model === c.to && s.t >= c.t);
+        return arrival ? [{ ...c, arrived: arrival.t }] : [];
+      });
+      this.ended.push({ outside: Math.max(0, states[0].t - e.admittedAt) + Math.max(0, e.t - o.lastBatchEnd), crossings });
     }
   };
 
@@ -84,7 +89,7 @@ export class TransitTimes {
     let sum = 0;
     for (const r of this.ended) {
       sum += r.outside;
-      for (const c of r.crossings) sum += Math.max(0, c.arrived! - free(c.to, c.t));
+      for (const c of r.crossings) sum += Math.max(0, c.arrived - free(c.to, c.t));
     }
     return sum / this.ended.length;
   }

@@ -15,8 +15,10 @@ describe('TransitTimes', () => {
       state('ev-0', null, 'admitted', 0),
       state('ev-0', 'small', 'queued', 2), // 2 ms to the first engine
       batch('small', ['ev-0'], 3, 4),
-      handoff('ev-0', 'small', 'large', 4),
+      // the target's thread reported the arrival before the source's hand-off reached the trace; and its own hand-back later
       state('ev-0', 'large', 'running', 9), // large ran a batch from 1 to 7: only 9 − 7 = 2 ms count
+      state('ev-0', 'large', 'pending-return', 12),
+      handoff('ev-0', 'small', 'large', 4),
       batch('large', ['x'], 1, 7),
       batch('large', ['ev-0'], 9, 12),
       handoff('ev-0', 'large', 'small', 12),
