@@ -74,9 +74,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const questions = loadSplit(config.modelsDir, 'validation').rows.map((p) => p.question);
   const rows: Row[] = [];
   const results: Record<string, unknown>[] = [];
+  let stopReading = () => {};
   try {
     // warm every model (first steps pay for allocation)
     await closedLoop(server.url, 'me', questions, concurrency, 1500, maxTokens);
+    // From here the trace is read, as an open timeline reads it: a prediction takes the entry's time per request and the live
+    // traffic's step latency from the trace of live requests, and the first prediction-check keeps it read from then on anyway.
+    // Live traffic before the first algorithm, as each later one has the loop before it: without it the first had no entry figure.
+    stopReading = service.trace.subscribe(() => {});
+    await closedLoop(server.url, 'me', questions, concurrency, measureMs / 2, maxTokens);
     let evalMs = 0;
     for (const algorithm of algorithms) {
       // the previous loop's traffic still counts as live for a moment (evaluateDraft.ts): an evaluation started at once would begin at one slot
@@ -111,6 +117,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         eval_main_cpu_share: evalCpu / wallMs,
         http_requests: measured.requests,
         entry_ms: p.entryMs,
+        transit_ms: p.transitMs,
         in_engine: (p.current ?? p.best).inEngine,
         accuracy: result.accuracy,
         handoffs_per_request: result.handoffsPerRequest,
@@ -164,6 +171,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       output: { tables: { predict: rows } },
     };
   } finally {
+    stopReading();
     await server.close();
     await service.close();
   }

@@ -1,4 +1,4 @@
-// The HTTP entry's cost per request outside the engine: a live request's time at the server (receipt to response sent) less its time in the cluster (admitted to ended).
+// The HTTP entry's cost per request outside the engine: a live request's time at the server (receipt to response sent) less its own time in the cluster (admitted to ended).
 import type { NextFunction, Request, Response } from 'express';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -9,7 +9,7 @@ const KEEP = 4000;
 export interface EntryCost {
   /** Mean ms a request spends at the server outside the cluster: body parse, template, admission, answer, send. */
   perRequestMs: number;
-  /** Requests the figure rests on (those answered in the window, and those the trace saw end there). */
+  /** Requests the figure rests on: those answered in the window whose end the trace saw. */
   requests: number;
 }
 
@@ -20,37 +20,62 @@ export interface EntryCost {
  * traffic's requests, never a constant: a slower entry or a longer answer moves it.
  */
 export class EntryProfile {
-  private readonly walls: { end: number; ms: number }[] = [];
+  private readonly walls: { id: string; end: number; ms: number }[] = [];
 
   constructor(private readonly now: () => number) {}
 
-  /** Times every inference request from the moment it reaches the server (before its body is read) to its answer's last byte. */
+  /** Times every inference request from the moment it reaches the server (before its body is read) to its answer's last byte, under the id it answered with. */
   readonly middleware = (_req: Request, res: Response, next: NextFunction): void => {
     const t0 = this.now();
     res.once('finish', () => {
-      if (res.statusCode !== 200) return;
+      const id = res.getHeader('X-Request-Id');
+      if (res.statusCode !== 200 || typeof id !== 'string') return;
       const t = this.now();
       if (this.walls.length >= KEEP) this.walls.splice(0, KEEP / 4);
-      this.walls.push({ end: t, ms: t - t0 });
+      this.walls.push({ id, end: t, ms: t - t0 });
     });
     next();
   };
 
   /**
-   * Over the last `windowMs`, or the part of it `events` (oldest first) cover: mean wall at the
-   * server less mean time in the cluster of the requests the trace saw end (those `live` picks: an
-   * evaluation's own are no HTTP requests). Null without both (no HTTP traffic, or nothing tracing).
+   * Over the last `windowMs`: each answered request's wall at the server less its own time in the
+   * cluster, as the trace's `request-end` events (`events`) record it (its choices', first
+   * admitted to last ended, when it asked for several), averaged over the requests found in both.
+   * Pairing by id keeps both sides on the same requests whatever stretch the trace still holds
+   * (unpaired means once set one algorithm's walls against another's time in the cluster, and
+   * read 0 ms). Null when no answered request's end is in the trace (no HTTP traffic, or nothing
+   * traced it).
    */
-  cost(events: readonly TraceEvent[], live: (requestId: string) => boolean, windowMs: number): EntryCost | null {
-    // the same requests on both sides: a busy server's recent events may reach back less far than the window
-    const first = events.length ? events[0] : undefined;
-    const from = Math.max(this.now() - windowMs, first ? (first.type === 'batch' ? first.start : first.t) : Infinity);
-    const walls = this.walls.filter((w) => w.end >= from);
-    const inCluster = events.flatMap((e) => (e.type === 'request-end' && e.t >= from && e.status === 'done' && live(e.requestId) ? [e.t - e.admittedAt] : []));
-    if (walls.length === 0 || inCluster.length === 0) return null;
-    const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-    return { perRequestMs: Math.max(0, mean(walls.map((w) => w.ms)) - mean(inCluster)), requests: Math.min(walls.length, inCluster.length) };
+  cost(events: readonly TraceEvent[], windowMs: number): EntryCost | null {
+    const from = this.now() - windowMs;
+    const ended = new Map<string, { admittedAt: number; t: number }>();
+    for (const e of events) if (e.type === 'request-end' && e.status === 'done') ended.set(e.requestId, { admittedAt: e.admittedAt, t: e.t });
+    let sum = 0;
+    let n = 0;
+    for (const w of this.walls) {
+      if (w.end < from) continue;
+      const inCluster = clusterSpan(ended, w.id);
+      if (inCluster === null) continue;
+      sum += w.ms - inCluster;
+      n++;
+    }
+    return n === 0 ? null : { perRequestMs: Math.max(0, sum / n), requests: n };
   }
+}
+
+/** A request's time in the cluster: its own, or (n > 1) from its first choice admitted to its last ended (choice k runs as `id-k`). */
+function clusterSpan(ended: ReadonlyMap<string, { admittedAt: number; t: number }>, id: string): number | null {
+  const one = ended.get(id);
+  if (one) return one.t - one.admittedAt;
+  let first = Infinity;
+  let last = -Infinity;
+  for (let k = 0; ; k++) {
+    const c = ended.get(`${id}-${k}`);
+    if (!c) break;
+    first = Math.min(first, c.admittedAt);
+    last = Math.max(last, c.t);
+  }
+  return last > first ? last - first : null;
 }
 
 const profiles = new WeakMap<TokenRouterService, EntryProfile>();

@@ -26,6 +26,8 @@ export interface RunTarget {
 export interface StoredRun {
   result: EvaluationResult;
   batches: readonly BatchTiming[];
+  /** Mean ms each request spent on no model (TransitTimes); null: none finished. */
+  transitMs: number | null;
   specKey: string | null;
 }
 
@@ -37,9 +39,6 @@ const RETRY_MS = 50;
 export const LIVE_SHARE = 0.15;
 /** Live traffic seen this recently still counts: closed-loop clients leave the cluster for a moment between requests. */
 export const LIVE_MEMORY_MS = 1000;
-
-/** An evaluation's request ids: `ev<run>-<problem>` (run ids are `ev` and base-36 digits). */
-export const isEvaluationRequest = (id: string): boolean => /^ev[0-9a-z]+-\d+$/.test(id);
 
 /**
  * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
@@ -164,7 +163,7 @@ export class EvaluationRuns {
 
   private run(runId: string, target: RunTarget, problems: Problem[], concurrency: number, maxTokens: number, emit: (e: EvaluateEvent) => void) {
     const { cluster, tokenizer, trace } = this.service;
-    const prefix = `${runId}-`; // isEvaluationRequest
+    const prefix = `${runId}-`; // request ids `ev<run>-<problem>` (run ids are `ev` and base-36 digits)
     const counts = new RoutingCounts(target.algorithm.models, (id) => id.startsWith(prefix));
     const unsubscribe = trace.subscribe(counts.onEvent);
     const prompts = problems.map((p) => tokenizer.encodeChat([{ role: 'user', content: p.question }]));
@@ -301,7 +300,7 @@ export class EvaluationRuns {
       tokS: durationMs > 0 ? (committed / durationMs) * 1000 : 0,
       failed,
     };
-    this.finished.set(runId, { result, batches: counts.batches, specKey: target.specKey });
+    this.finished.set(runId, { result, batches: counts.batches, transitMs: counts.transit.meanMs(counts.batches), specKey: target.specKey });
     if (this.finished.size > KEEP_RUNS) this.finished.delete(this.finished.keys().next().value!);
     return result;
   }

@@ -129,6 +129,8 @@ export class PredictionChecks {
           lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
           maxWaitMs: c.maxWaitMs,
           batches: [...evaluated.batches, ...w.watch.batches.filter((b) => b.end >= from)],
+          // the concurrency measured is in the cluster: the crossings between threads are part of it
+          transitMs: evaluated.transitMs,
         });
         predicted = { tokS: (p.current ?? p.best).tokS, handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0 };
       } catch {

@@ -2,6 +2,7 @@
 import type { RoutingStats } from '../../shared/api/evaluate.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { fitLatencyProfile, markCycles } from '../throughput/index.ts';
+import { TransitTimes } from './transitTimes.ts';
 
 export interface BatchTiming {
   model: string;
@@ -25,6 +26,8 @@ export class RoutingCounts {
   readonly moves: number[][];
   readonly kept: number[][];
   readonly batches: BatchTiming[] = [];
+  /** The same requests' time on no model (crossing threads), which the chain does not see. */
+  readonly transit: TransitTimes;
 
   constructor(
     readonly models: readonly string[],
@@ -34,9 +37,11 @@ export class RoutingCounts {
     this.rows = models.map(() => 0);
     this.moves = models.map(() => models.map(() => 0));
     this.kept = models.map(() => models.map(() => 0));
+    this.transit = new TransitTimes(mine);
   }
 
   readonly onEvent = (e: TraceEvent): void => {
+    this.transit.onEvent(e);
     if (e.type === 'batch') {
       if (this.batches.length >= MAX_BATCHES) this.batches.splice(0, MAX_BATCHES / 4);
       this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });

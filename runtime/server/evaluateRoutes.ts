@@ -3,7 +3,7 @@ import { Router, type Request } from 'express';
 import { evaluateRequestSchema, predictRequestSchema, type CancelResponse, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
-import { EvaluationRuns, isEvaluationRequest } from '../eval/evaluateDraft.ts';
+import { EvaluationRuns } from '../eval/evaluateDraft.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -70,7 +70,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
     // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own
     const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
-    const entry = entryProfileOf(service).cost(events, (id) => !isEvaluationRequest(id), LIVE_WINDOW_MS);
+    const entry = entryProfileOf(service).cost(events, LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,
       meanOutputTokens: stored.result.meanOutputTokens,
@@ -79,6 +79,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       maxWaitMs: c.maxWaitMs,
       batches: [...stored.batches, ...live],
       entryMs: entry?.perRequestMs ?? null,
+      transitMs: stored.transitMs,
       slo: body.slo,
     });
     res.json({ runId, ...p } satisfies Prediction);

@@ -31,39 +31,46 @@ describe('closedLoopThroughput', () => {
 });
 
 describe('EntryProfile', () => {
-  it('times real HTTP requests at the server and subtracts their time in the cluster', async () => {
+  it('times real HTTP requests at the server and subtracts each one\'s own time in the cluster', async () => {
     let clock = 0;
     const profile = new EntryProfile(() => clock);
     const app = express();
     app.use('/v1', profile.middleware);
     let n = 0;
+    const ids = ['chatcmpl-a', 'chatcmpl-b', 'chatcmpl-c', 'chatcmpl-d'];
     app.post('/v1/chat/completions', (_req, res) => {
-      clock += n++ === 3 ? 60 : 30; // entry work and engine time together, as the clock sees it: 30 ms, the fourth 60
-      res.json({ ok: true });
+      // entry work and engine time together, as the clock sees it: 30 ms, the fourth 60
+      clock += n === 3 ? 60 : 30;
+      res.set('X-Request-Id', ids[n++]).json({ ok: true });
     });
     app.post('/v1/fail', (_req, res) => {
       clock += 500;
-      res.status(400).json({});
+      res.status(400).set('X-Request-Id', 'chatcmpl-x').json({});
+    });
+    app.post('/v1/completions', (_req, res) => {
+      clock += 40; // two choices, run as chatcmpl-n-0 and chatcmpl-n-1
+      res.set('X-Request-Id', 'cmpl-n').json({ ok: true });
     });
     const server = http.createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
+    const send = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     try {
-      for (let i = 0; i < 4; i++) await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
-      await fetch(`http://127.0.0.1:${port}/v1/fail`, { method: 'POST', body: '{}' });
+      for (let i = 0; i < 4; i++) await send('/v1/chat/completions');
+      await send('/v1/fail');
+      await send('/v1/completions');
     } finally {
       await new Promise((r) => server.close(r));
     }
+    // answered at 30, 60, 90, 150 ms on the clock, the refused one at 650, the two-choice one at 690
     const end = (id: string, t: number, admittedAt: number): TraceEvent => ({ type: 'request-end', t, requestId: id, status: 'done', tokens: [1], runs: [], handoffs: 0, admittedAt, firstTokenAt: null });
-    // the cluster held each live request 22 ms; an evaluation's request (not HTTP) is left out
-    // (the four answered requests ended at 30, 60, 90 and 150 ms on the clock, the refused one at 650)
-    const events = [end('chatcmpl-a', 30, 8), end('chatcmpl-b', 60, 38), end('ev1-0', 90, 0)];
-    const cost = profile.cost(events, (id) => !id.startsWith('ev'), 60_000);
-    // only the four answered requests count (the refused one is not served traffic): 37.5 − 22 ms
-    expect(cost).toEqual({ perRequestMs: 15.5, requests: 2 });
-    expect(profile.cost([], () => true, 60_000)).toBeNull();
-    // events that reach back only to the last request: the walls before them are left out too (the last request's 60 ms alone)
-    const lastOnly = [end('chatcmpl-c', 150, 115)];
-    expect(profile.cost(lastOnly, () => true, 60_000)).toEqual({ perRequestMs: 25, requests: 1 });
+    expect(profile.cost([], 60_000)).toBeNull();
+    // each request less its own time in the cluster: a (30 − 22) and d (60 − 35); b and c ended outside what the trace holds, an evaluation's request has no wall
+    const events = [end('chatcmpl-a', 30, 8), end('ev1-0', 40, 0), end('chatcmpl-d', 150, 115), end('chatcmpl-x', 650, 640)];
+    expect(profile.cost(events, 60_000)).toEqual({ perRequestMs: (8 + 25) / 2, requests: 2 });
+    // the window: 60 ms back from the last answer (690) leaves a and d out
+    expect(profile.cost(events, 60)).toBeNull();
+    // several choices: first admitted to last ended (40 − 30 in the cluster of a 40 ms wall)
+    expect(profile.cost([end('cmpl-n-0', 680, 655), end('cmpl-n-1', 685, 660)], 60)).toEqual({ perRequestMs: 10, requests: 1 });
   });
 });

@@ -253,15 +253,18 @@ describe('predicting the serving cost of a run', () => {
     expect(result.result.meanInFlight).toBeLessThanOrEqual(4);
     expect(p.latencyBatches.small).toBeGreaterThan(0);
     expect(p.latencyBatches.large).toBeGreaterThan(0);
-    // no HTTP traffic yet: no entry cost measured, every client counted in the engine
+    // no HTTP traffic yet: no entry cost measured; the run's own requests spent time on no model (the entry to an engine, hand-offs, the end), which keeps a little of the 8 off the models
     expect(p.entryMs).toBeNull();
-    expect(p.current!.inEngine).toBe(8);
+    expect(p.transitMs).toBeGreaterThan(0);
+    expect(p.current!.inEngine).toBeLessThan(8);
+    expect(p.current!.inEngine).toBeGreaterThan(7);
     // live HTTP requests, traced while something reads the trace (here the test; the timeline or a prediction check on a server), give the entry's time per request, which keeps clients out of the engine
     const stopReading = t.service.trace.subscribe(() => {});
     for (let i = 0; i < 6; i++) expect((await post(`${t.url}/v1/chat/completions`, { model: 'r-stitch', messages: [{ role: 'user', content: `q ${i}` }], max_tokens: 8 })).status).toBe(200);
     const withEntry = predictionSchema.parse(await (await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 8 })).json());
     expect(withEntry.entryMs).toBeGreaterThan(0);
-    expect(withEntry.current!.inEngine).toBeLessThan(8);
+    expect(withEntry.transitMs).toBe(p.transitMs);
+    expect(withEntry.current!.inEngine).toBeLessThan(p.current!.inEngine);
     expect(withEntry.current!.inEngine).toBeGreaterThan(0);
     stopReading();
     expect(await refused(await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 0 }), 400)).toMatchObject({ param: 'concurrency' });
