@@ -495,8 +495,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
 
   /** Resends over all live links so far (a NATS restart makes the links send what was in flight again). */
   get resent(): number {
-    let n = this.stats.resent;
-    for (const r of this.records.values()) n += r.link.stats.resent;
-    return n;
+    return [...this.records.values()].reduce((n, r) => n + r.link.stats.resent, this.stats.resent);
   }
 }
