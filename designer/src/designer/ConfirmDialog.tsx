@@ -4,8 +4,8 @@ import './confirmDialog.css';
 import type { Confirm } from './registryFlow.ts';
 import { DiffTable } from './DiffTable.tsx';
 import { useDesigner, useStore } from './useDesigner.ts';
+import { plural } from '../plural.ts';
 
-const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
 
 function Body({ c }: { c: Confirm }) {
   if (c.kind === 'delete') {

@@ -4,6 +4,7 @@ import { PREDICTION_TOLERANCE, type PredictionCheck } from '../../../shared/api/
 import { deployedAlgorithms, predictionCheck } from './predictionFeed.ts';
 import type { TimelineController } from './timelineController.ts';
 import { useTick } from './useTick.ts';
+import { plural } from '../plural.ts';
 
 const WINDOW_MS = 30_000;
 const POLL_MS = 2000;
@@ -81,7 +82,7 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
             {signed(c.handoffDiff)}
           </span>
           <span className="muted">
-            last {Math.round(c.windowMs / 1000)} s · {c.requests} requests · {c.meanActive.toFixed(1)} in flight
+            last {Math.round(c.windowMs / 1000)} s · {plural(c.requests, 'request')} · {c.meanActive.toFixed(1)} in flight
           </span>
           {c.flagged && (
             <span className="flag" role="status" data-testid="prediction-flag">

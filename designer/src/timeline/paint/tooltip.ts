@@ -4,6 +4,7 @@ import { formatMs } from '../viewport.ts';
 import type { Paint2D } from './canvas.ts';
 import type { Frame } from './frame.ts';
 import { THEME } from './theme.ts';
+import { plural } from '../../plural.ts';
 
 /** Draws the tooltip of the hovered batch (a physical index), if any. */
 export function drawTooltip(ctx: Paint2D, f: Frame): void {
@@ -14,7 +15,7 @@ export function drawTooltip(ctx: Paint2D, f: Frame): void {
   const p = hover.batch;
   const lines = [
     `${store.lanes[c.lane[p]]} · batch ${c.batchId[p]}`,
-    `${PHASE_NAMES[c.phase[p]]} · ${c.size[p]} requests · ${c.tokens[p]} tokens fed`,
+    `${PHASE_NAMES[c.phase[p]]} · ${plural(c.size[p], 'request')} · ${plural(c.tokens[p], 'token')} fed`,
     `${formatMs(c.end[p] - c.start[p], 0.01)} long${c.steps[p] > 1 ? ` · ${c.steps[p]} passes (lookahead)` : ''}`,
   ];
   ctx.font = '12px system-ui, -apple-system, Segoe UI, sans-serif';
