@@ -14,8 +14,8 @@ import { complete, serve, type Served } from './serving.ts';
 const LATENCY: Record<string, SimLatency> = { small: { baseMs: 1, perRowMs: 0, perTokenMs: 0 }, large: { baseMs: 3, perRowMs: 0, perTokenMs: 0 } };
 /**
  * R-Stitch and Co-LLM switch model several times a request on the simulated models; `large` alone never hands off.
- * (R2R and CITER at their validation-chosen defaults, τ 0.01 and 0.999, send the simulated models' random signals
- * to `large` from the first token, so they would test no handoff.)
+ * (R2R and CITER at their validation-chosen defaults, τ 0.01 and 0.999, reject nearly every small token of the
+ * simulated models' random signals, so `large` writes almost every token and "both models wrote" would not hold.)
  */
 const WORKLOAD = ['r-stitch', 'co-llm', 'large'].flatMap((model, m) => [0, 1, 2, 3, 4, 5].map((k) => ({ model, prompt: `${17 * (k + 3) + m}*${k}`, seed: 40 + 10 * m + k })));
 

@@ -6,7 +6,6 @@ import { DiffTable } from './DiffTable.tsx';
 import { useDesigner, useStore } from './useDesigner.ts';
 import { plural } from '../plural.ts';
 
-
 function Body({ c }: { c: Confirm }) {
   if (c.kind === 'delete') {
     return (
