@@ -289,7 +289,7 @@ export class RemoteEngineServer {
 
   /**
    * Graceful leave: announces itself draining, so entries place no new request here, and goes on
-   * serving the requests it holds until they have all ended or `timeoutMs` passed. Then it closes.
+   * serving the requests it holds until none has been held for a quiet period or `timeoutMs` passed. Then it closes.
    * Resolves with the requests still held at the end.
    */
   async drain(timeoutMs: number): Promise<number> {
@@ -300,7 +300,15 @@ export class RemoteEngineServer {
       this.log(`draining: ${this.held} requests to finish (up to ${timeoutMs} ms)`);
     }
     const deadline = performance.now() + timeoutMs;
-    while (this.held > 0 && performance.now() < deadline && !this.closed) await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - performance.now()))));
+    // Empty is not done: an entry's placement sent before it heard the draining heartbeat may still be on the
+    // wire, and closing then fails it. Done is empty for a quiet period of a few heartbeats.
+    const quietMs = Math.max(4 * this.heartbeatMs, 500);
+    let emptySince = this.held === 0 ? performance.now() : Infinity;
+    while (performance.now() < deadline && !this.closed && performance.now() - emptySince < quietMs) {
+      await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - performance.now()))));
+      if (this.held > 0) emptySince = Infinity;
+      else if (emptySince === Infinity) emptySince = performance.now();
+    }
     const left = this.held;
     await this.close();
     return left;

@@ -5,7 +5,8 @@ import { simModel } from '../../runtime/runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';
 import type { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
-import { HAVE_NATS, until } from './helpers.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { HAVE_NATS, startReplica, until, type TestReplica } from './helpers.ts';
 import { complete, serve, type Served } from './serving.ts';
 
 describe.skipIf(!HAVE_NATS)('drained and lost replicas in /metrics', () => {
@@ -51,4 +52,42 @@ describe.skipIf(!HAVE_NATS)('drained and lost replicas in /metrics', () => {
     expect(await metric('tokenrouter_remote_replicas_lost_total')).toBe(1);
     expect(await metric('tokenrouter_remote_replicas_drained_total')).toBe(1);
   }, 120_000);
+});
+
+describe.skipIf(!HAVE_NATS)('a drain that begins while a placement is on the wire', () => {
+  let nats: NatsServerProcess;
+  let replica: TestReplica;
+  let entry: Served;
+
+  beforeAll(async () => {
+    nats = await startNatsServer();
+    replica = await startReplica(nats.url, 'large', 'large-a', { latency: { baseMs: 2, perRowMs: 0, perTokenMs: 0 } });
+    const runners = new Map<string, ModelRunner>([['small', simModel({ name: 'small', latency: { baseMs: 1, perRowMs: 0, perTokenMs: 0 } })]]);
+    entry = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }], runners);
+  }, 120_000);
+
+  afterAll(async () => {
+    await entry?.close();
+    await replica?.close();
+    await nats?.stop();
+  });
+
+  it('serves the request the entry sent before it heard of the drain, then leaves', async () => {
+    const engine = entry.service.threads.get('large') as RemoteEngine;
+    await until(() => engine.replicaViews().length === 1, 5000, 'the replica known');
+    // Start the drain in the same turn as the entry publishes a placement to the replica: the replica holds nothing
+    // yet, and the placement reaches it only after the drain began.
+    const nc = (engine as unknown as { nc: NatsConnection }).nc;
+    const publish = nc.publish.bind(nc);
+    let drained: Promise<number> | undefined;
+    nc.publish = (subject: string, ...rest: unknown[]) => {
+      const sent = (publish as (s: string, ...r: unknown[]) => void)(subject, ...rest);
+      if (!drained && subject === replica.server.subject + '.in' && replica.server.held === 0) drained = replica.server.drain(10_000);
+      return sent;
+    };
+    const got = await complete(entry.server.url, 'large', '7*6', 3, 40);
+    expect(drained, 'the drain began at the placement').toBeDefined();
+    expect(got.status, got.error).toBe(200);
+    expect(await drained).toBe(0);
+  }, 60_000);
 });
