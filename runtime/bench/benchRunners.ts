@@ -33,11 +33,11 @@ export function bundledModelsPresent(dir = BUNDLED_MODELS_DIR, names: readonly s
 }
 
 /** One ONNX Runtime worker thread per model (intra-op threads 1), as `npm start` runs them. */
-export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readonly string[] = MODEL_NAMES): Promise<RunnerSet> {
+export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readonly string[] = MODEL_NAMES, intraOpNumThreads = 1): Promise<RunnerSet> {
   const folders = names.map((n) => loadModelFolder(path.join(dir, n)));
   const [workers, engines] = await Promise.all([
-    Promise.all(folders.map((f, i) => WorkerRunner.start(f.dir, { intraOpNumThreads: 1, name: names[i] }))),
-    Promise.all(folders.map((f, i) => ThreadEngine.start(names[i], { kind: 'onnx', folder: f.dir, opts: { intraOpNumThreads: 1, name: names[i] } }))),
+    Promise.all(folders.map((f, i) => WorkerRunner.start(f.dir, { intraOpNumThreads, name: names[i] }))),
+    Promise.all(folders.map((f, i) => ThreadEngine.start(names[i], { kind: 'onnx', folder: f.dir, opts: { intraOpNumThreads, name: names[i] } }))),
   ]);
   const runners = new Map(workers.map((w, i) => [names[i], new MeteredRunner(w, { label: names[i] })]));
   const threads = new Map(engines.map((t, i) => [names[i], t]));
@@ -48,7 +48,7 @@ export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readon
     tokenizer: TextTokenizer.fromFolder(folders[0]),
     maxContext: Math.min(...workers.map((w) => w.info.maxContext)),
     description: {
-      runners: 'bundled ONNX models, one worker thread each (the model alone, or with its engine under --placement thread), intraOpNumThreads 1',
+      runners: `bundled ONNX models, one worker thread each (the model alone, or with its engine under --placement thread), intraOpNumThreads ${intraOpNumThreads}`,
       models_dir: path.relative(process.cwd(), dir),
       models: Object.fromEntries(folders.map((f, i) => [names[i], { layers: f.config.numLayers, hidden: f.config.hiddenSize, max_context: f.config.maxContext, heads: Object.keys(f.routers) }])),
     },
@@ -101,10 +101,11 @@ export function simulatedRunners(names: readonly string[] = MODEL_NAMES): Runner
 }
 
 /** `--runners bundled|simulated|auto` (auto: bundled when exported). */
-export async function loadRunnerSet(choice: string | undefined): Promise<RunnerSet> {
+/** `intraOpNumThreads`: the models' ONNX Runtime threads (the server's `models[].intraOpNumThreads`, default 1). */
+export async function loadRunnerSet(choice: string | undefined, intraOpNumThreads = 1): Promise<RunnerSet> {
   const c = choice ?? 'auto';
   if (c === 'simulated' || c === 'sim') return simulatedRunners();
-  if (c === 'bundled' || bundledModelsPresent()) return loadBundledRunners();
+  if (c === 'bundled' || bundledModelsPresent()) return loadBundledRunners(BUNDLED_MODELS_DIR, MODEL_NAMES, intraOpNumThreads);
   if (c !== 'auto') throw new Error(`--runners must be bundled, simulated or auto, got "${c}"`);
   console.error('[bench] bundled ONNX models not found in examples/models/*/onnx/model.onnx: using simulated runners');
   return simulatedRunners();

@@ -37,6 +37,7 @@ export const SUITES: Record<string, Suite> = {
   predict: { about: 'each built-in evaluated on held-out problems, its tok/s at c = 8 predicted from that run and measured over HTTP; an evaluation\'s cost to live traffic', duration: '~3 min', load: () => import('./predict.ts') },
   setup: { about: 'per-request set-up on the entry: body text to the request handed to its engine (JSON, validation, chat template, admission, actor)', duration: '~0.3 min', load: () => import('./setup.ts') },
   offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
+  'transformers-js': { about: 'one model served at concurrency 8 over HTTP vs transformers.js\' batched generate on the same model and prompts (fixed length)', duration: '~2 min', load: () => import('./transformersJs.ts') },
 };
 
 /**
@@ -51,7 +52,7 @@ export const SUITE_FLAGS = [
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s', 'request-rate', 'burstiness', 'goodput',
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
-  'baseline-prefix-cache', 'problems', 'duration-s',
+  'baseline-prefix-cache', 'problems', 'duration-s', 'intra-op-threads',
 ] as const;
 
 export function usage(): string {
@@ -85,7 +86,7 @@ function wrapped(words: readonly string[], width: number, indent: string): strin
 }
 
 /** Suites that serve through the real server (runServingCase), whose runs --trace records. */
-const SERVING_SUITES = new Set(['serving', 'length', 'concurrency', 'ablation', 'breakdown', 'combos', 'offline']);
+const SERVING_SUITES = new Set(['serving', 'length', 'concurrency', 'ablation', 'breakdown', 'combos', 'offline', 'transformers-js']);
 
 export async function main(argv: string[]): Promise<number> {
   const [suite, ...rest] = argv;

@@ -116,6 +116,8 @@ export class OnnxRunner implements ModelRunner {
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+      // With more than one intra-op thread, idle pool threads would spin between steps and take the core the entry needs.
+      ...((opts.intraOpNumThreads ?? 1) > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
     };
     const session = await ort.InferenceSession.create(folder.onnxPath, so);
     const heads = new Map<string, RouterHead>();
