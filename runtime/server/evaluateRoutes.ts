@@ -79,6 +79,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       maxWaitMs: c.maxWaitMs,
       batches: [...stored.batches, ...live],
       entryMs: entry?.perRequestMs ?? null,
+      clientMs: entry?.clientMs ?? null,
       transitMs: stored.transitMs,
       slo: body.slo,
     });
