@@ -117,7 +117,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         eval_main_cpu_share: evalCpu / wallMs,
         http_requests: measured.requests,
         entry_ms: p.entryMs,
-        client_ms: p.clientMs,
         transit_ms: p.transitMs,
         in_engine: (p.current ?? p.best).inEngine,
         accuracy: result.accuracy,

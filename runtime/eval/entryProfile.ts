@@ -1,5 +1,4 @@
-// The HTTP entry's cost per request outside the engine: a live request's time at the server (receipt to response sent) less its own time in the cluster (admitted to ended), and its clients' time away between requests.
-import type { Socket } from 'node:net';
+// The HTTP entry's cost per request outside the engine: a live request's time at the server (receipt to response sent) less its own time in the cluster (admitted to ended).
 import type { NextFunction, Request, Response } from 'express';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -12,18 +11,7 @@ export interface EntryCost {
   perRequestMs: number;
   /** Requests the figure rests on: those answered in the window whose end the trace saw. */
   requests: number;
-  /**
-   * Mean ms from an answer's last byte to the next request on the same connection (a closed-loop
-   * client's think time: reading the answer, building the next request, and this server's queue
-   * before it is parsed), over the window's requests that followed one; null: none did.
-   */
-  clientMs: number | null;
-  /** Requests the client figure rests on. */
-  gaps: number;
 }
-
-/** A connection idle this long between requests is a user who went away, not a client turning a request round. */
-export const MAX_CLIENT_GAP_MS = 1000;
 
 /**
  * An evaluation submits to the cluster directly, so none of this is in its batches; in a closed loop
@@ -33,33 +21,16 @@ export const MAX_CLIENT_GAP_MS = 1000;
  */
 export class EntryProfile {
   private readonly walls: { id: string; end: number; ms: number }[] = [];
-  private readonly gaps: { at: number; ms: number }[] = [];
-  /** When each open connection last finished an answer. */
-  private readonly lastAnswer = new WeakMap<Socket, number>();
 
-  constructor(
-    private readonly now: () => number,
-    private readonly maxGapMs = MAX_CLIENT_GAP_MS,
-  ) {}
+  constructor(private readonly now: () => number) {}
 
-  /**
-   * Times every inference request from the moment it reaches the server (before its body is read) to
-   * its answer's last byte, under the id it answered with; and, on a kept-alive connection, the time
-   * since that connection's previous answer.
-   */
-  readonly middleware = (req: Request, res: Response, next: NextFunction): void => {
+  /** Times every inference request from the moment it reaches the server (before its body is read) to its answer's last byte, under the id it answered with. */
+  readonly middleware = (_req: Request, res: Response, next: NextFunction): void => {
     const t0 = this.now();
-    const socket = req.socket;
-    const last = this.lastAnswer.get(socket);
-    if (last !== undefined && t0 - last < this.maxGapMs) {
-      if (this.gaps.length >= KEEP) this.gaps.splice(0, KEEP / 4);
-      this.gaps.push({ at: t0, ms: t0 - last });
-    }
     res.once('finish', () => {
-      const t = this.now();
-      this.lastAnswer.set(socket, t);
       const id = res.getHeader('X-Request-Id');
       if (res.statusCode !== 200 || typeof id !== 'string') return;
+      const t = this.now();
       if (this.walls.length >= KEEP) this.walls.splice(0, KEEP / 4);
       this.walls.push({ id, end: t, ms: t - t0 });
     });
@@ -88,15 +59,7 @@ export class EntryProfile {
       sum += w.ms - inCluster;
       n++;
     }
-    if (n === 0) return null;
-    let away = 0;
-    let gaps = 0;
-    for (const g of this.gaps) {
-      if (g.at < from) continue;
-      away += g.ms;
-      gaps++;
-    }
-    return { perRequestMs: Math.max(0, sum / n), requests: n, clientMs: gaps === 0 ? null : away / gaps, gaps };
+    return n === 0 ? null : { perRequestMs: Math.max(0, sum / n), requests: n };
   }
 }
 

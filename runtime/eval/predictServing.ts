@@ -20,8 +20,6 @@ export interface ServingInput {
   batches: readonly BatchTiming[];
   /** The entry's measured ms per request outside the cluster (entryProfile.ts); null or absent: none measured, the clients all count as in flight. */
   entryMs?: number | null;
-  /** The live clients' measured ms between an answer and their next request (entryProfile.ts); null or absent: none. */
-  clientMs?: number | null;
   /** The run's measured ms per request on no model (crossing threads: TransitTimes); null or absent: none. */
   transitMs?: number | null;
   slo?: LatencySlo;
@@ -57,8 +55,7 @@ export function closedLoopThroughput(c: number, entryMs: number, tokensPerReques
  * the latency model at each. Latency comes from this server's batches, each from its launch to its
  * model's next launch (fitStepLatency): they carry the scheduling cost and the gaps between a
  * model's batches that a profile of the model alone, or a batch's wall time, misses. The entry's
- * measured time per request outside the cluster (`entryMs`), its clients' time away between an answer
- * and their next request (`clientMs`, a closed loop's think time) and the run's time per request on no
+ * measured time per request outside the cluster (`entryMs`) and the run's time per request on no
  * model inside it (`transitMs`: crossing threads) keep some of the N clients out of every model's
  * queue (closedLoopThroughput); the entry's per-token work on the main thread is in the live
  * traffic's batches the caller passes beside the run's own.
@@ -87,8 +84,8 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const model: OptimiseInput = { N, P, C, latency: fit.latency, maxBatch };
   const named = (t: readonly number[]) => Object.fromEntries(names.map((m, k) => [m, t[k]]));
   const outputTokens = Math.max(1, Math.round(input.meanOutputTokens));
-  // each keeps a request (or its client) out of every model's queue, where the chain has all of them: the engine's concurrency is what is left
-  const outsideMs = (input.entryMs ?? 0) + (input.clientMs ?? 0) + (input.transitMs ?? 0);
+  // both keep a request out of every model's queue, where the chain has all of them: the engine's concurrency is what is left
+  const outsideMs = (input.entryMs ?? 0) + (input.transitMs ?? 0);
   const ones = lanes.map(() => 1);
   const feasible = (t: readonly number[], n: number) => t.reduce((s, x) => s + x - 1, 0) < n;
   // The engine's concurrency under N clients with the entry's time left out: thresholds chosen there.
@@ -116,7 +113,6 @@ export function predictServing(input: ServingInput): ServingPrediction {
     best: setting(opt.best),
     current: feasible(now, N) ? setting(now) : null,
     entryMs: input.entryMs ?? null,
-    clientMs: input.clientMs ?? null,
     transitMs: input.transitMs ?? null,
     latencyBatches: fit.counts,
     method: bestRow?.method ?? 'chain',

@@ -79,7 +79,6 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       maxWaitMs: c.maxWaitMs,
       batches: [...stored.batches, ...live],
       entryMs: entry?.perRequestMs ?? null,
-      clientMs: entry?.clientMs ?? null,
       transitMs: stored.transitMs,
       slo: body.slo,
     });

@@ -93,7 +93,7 @@ const settingSchema = z.object({
   thresholds: z.record(z.string(), z.number().int()),
   /** Committed tok/s, the throughput model's figure from the run's P and C and the server's step latency (launch to next launch). */
   tokS: z.number(),
-  /** Requests on a model at once: the clients, less those the entry and the crossings between threads hold (Little's law with `entryMs` + `clientMs` + `transitMs`). */
+  /** Requests on a model at once: the clients, less those the entry and the crossings between threads hold (Little's law with `entryMs` + `transitMs`). */
   inEngine: z.number(),
   p99TpotMs: z.number(),
   meanTpotMs: z.number(),
@@ -111,8 +111,6 @@ export const predictionSchema = z.object({
   current: settingSchema.nullable(),
   /** The HTTP entry's measured ms per request outside the cluster, which the prediction leaves out of the engine's concurrency; null: no live HTTP traffic to measure it on. */
   entryMs: z.number().nullable(),
-  /** The live clients' mean ms from an answer to their next request on the same connection (think time), also left out of the engine's concurrency; null: no kept-alive HTTP traffic to measure it on. */
-  clientMs: z.number().nullable(),
   /** The evaluation's measured ms per request in the cluster on no model (the entry to an engine, hand-offs crossing threads, the last batch to the end), also left out of the engine's concurrency; null: not measured. */
   transitMs: z.number().nullable(),
   /** Per model: the batches the step-latency profile was fitted from. */

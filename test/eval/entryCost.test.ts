@@ -67,54 +67,10 @@ describe('EntryProfile', () => {
     expect(profile.cost([], 60_000)).toBeNull();
     // each request less its own time in the cluster: a (30 − 22) and d (60 − 35); b and c ended outside what the trace holds, an evaluation's request has no wall
     const events = [end('chatcmpl-a', 30, 8), end('ev1-0', 40, 0), end('chatcmpl-d', 150, 115), end('chatcmpl-x', 650, 640)];
-    // (this clock moves only in the handlers, so the time away between requests is the next test's)
-    expect(profile.cost(events, 60_000)).toMatchObject({ perRequestMs: (8 + 25) / 2, requests: 2 });
+    expect(profile.cost(events, 60_000)).toEqual({ perRequestMs: (8 + 25) / 2, requests: 2 });
     // the window: 60 ms back from the last answer (690) leaves a and d out
     expect(profile.cost(events, 60)).toBeNull();
     // several choices: first admitted to last ended (40 − 30 in the cluster of a 40 ms wall)
-    expect(profile.cost([end('cmpl-n-0', 680, 655), end('cmpl-n-1', 685, 660)], 60)).toMatchObject({ perRequestMs: 10, requests: 1 });
-  });
-
-  it('measures a kept-alive client\'s time away between an answer and its next request, and leaves out an idle connection', async () => {
-    const profile = new EntryProfile(() => performance.now(), 150);
-    const app = express();
-    app.use('/v1', profile.middleware);
-    let n = 0;
-    app.post('/v1/chat/completions', (_req, res) => res.set('X-Request-Id', `chatcmpl-${n++}`).json({ ok: true }));
-    const server = http.createServer(app);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const port = (server.address() as { port: number }).port;
-    // one kept-alive connection, as a closed-loop client holds it
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const send = () =>
-      new Promise<void>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve());
-        });
-        req.on('error', reject);
-        req.end('{}');
-      });
-    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    const ended: TraceEvent[] = [];
-    try {
-      await send();
-      await sleep(40);
-      await send();
-      await sleep(40);
-      await send();
-      // longer than the profile's 150 ms: a user who went away, not a turnaround
-      await sleep(300);
-      await send();
-    } finally {
-      agent.destroy();
-      await new Promise((r) => server.close(r));
-    }
-    for (let i = 0; i < 4; i++) ended.push({ type: 'request-end', t: performance.now(), requestId: `chatcmpl-${i}`, status: 'done', tokens: [1], runs: [], handoffs: 0, admittedAt: performance.now(), firstTokenAt: null });
-    const cost = profile.cost(ended, 60_000)!;
-    expect(cost.gaps).toBe(2);
-    // each gap holds the 40 ms sleep and the client's own turnaround, never less than the sleep
-    expect(cost.clientMs).toBeGreaterThanOrEqual(39);
-    expect(cost.clientMs).toBeLessThan(100);
+    expect(profile.cost([end('cmpl-n-0', 680, 655), end('cmpl-n-1', 685, 660)], 60)).toEqual({ perRequestMs: 10, requests: 1 });
   });
 });
