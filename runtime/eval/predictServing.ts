@@ -18,8 +18,6 @@ export interface ServingInput {
   lanes: readonly { name: string; maxBatch: number; threshold: number }[];
   maxWaitMs: number;
   batches: readonly BatchTiming[];
-  /** Per model, the run's own tokens fed a row (its batches' tokens ÷ rows): every batch's latency is moved to it (fitStepLatency). */
-  tokensPerRow?: Readonly<Record<string, number>>;
   /** The entry's measured ms per request outside the cluster (entryProfile.ts); null or absent: none measured, the clients all count as in flight. */
   entryMs?: number | null;
   /** The run's measured ms per request on no model (crossing threads: TransitTimes); null or absent: none. */
@@ -28,17 +26,6 @@ export interface ServingInput {
 }
 
 export type ServingPrediction = Omit<Prediction, 'runId'>;
-
-/** Per model, tokens fed a row over `batches` (a run's own): what its hand-offs make each visit cost. */
-export function tokensPerRow(batches: readonly BatchTiming[]): Record<string, number> {
-  const sums: Record<string, { tokens: number; rows: number }> = {};
-  for (const b of batches) {
-    const x = (sums[b.model] ??= { tokens: 0, rows: 0 });
-    x.tokens += b.tokens ?? b.size;
-    x.rows += b.size;
-  }
-  return Object.fromEntries(Object.entries(sums).filter(([, x]) => x.rows > 0).map(([m, x]) => [m, x.tokens / x.rows]));
-}
 
 /**
  * A closed loop of `c` clients whose every request also spends `entryMs` outside the engine (the
@@ -84,7 +71,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return lane;
   });
   const maxBatch = lanes.map((l) => Math.max(1, Math.min(l.maxBatch, MAX_BATCH_CAP, N)));
-  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch), input.tokensPerRow);
+  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch));
   if (fit.missing.length > 0) {
     throw new TokenRouterError('unavailable', `no step latency measured for model ${fit.missing.join(', ')} on this server yet: evaluate again or send it traffic`, 'runId');
   }

@@ -4,7 +4,7 @@ import type { TraceEvent } from '../../shared/trace.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { specKey, type EvaluationRuns } from './evaluateDraft.ts';
-import { predictServing, tokensPerRow } from './predictServing.ts';
+import { predictServing } from './predictServing.ts';
 import type { BatchTiming } from './routingCounts.ts';
 
 /** Watching stops when nobody asked for this long: tracing runs only while something reads it. */
@@ -46,7 +46,7 @@ class Watch {
   }
 
   readonly onEvent = (e: TraceEvent): void => {
-    if (e.type === 'batch') this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, tokens: e.tokens });
+    if (e.type === 'batch') this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });
     else if (e.type === 'request-state' && e.model === null && e.state === 'admitted') {
       // the trace does not say which algorithm a request runs; the cluster's request does, while it is in flight
       for (const r of this.service.cluster.activeRequests()) {
@@ -129,7 +129,6 @@ export class PredictionChecks {
           lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
           maxWaitMs: c.maxWaitMs,
           batches: [...evaluated.batches, ...w.watch.batches.filter((b) => b.end >= from)],
-          tokensPerRow: tokensPerRow(evaluated.batches),
           // the concurrency measured is in the cluster: the crossings between threads are part of it
           transitMs: evaluated.transitMs,
         });

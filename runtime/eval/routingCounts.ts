@@ -9,8 +9,6 @@ export interface BatchTiming {
   size: number;
   start: number;
   end: number;
-  /** Tokens fed (a hand-off's catch-up and a prompt feed more than one a row); absent: one a row. */
-  tokens?: number;
 }
 
 /** Most batches kept for the latency fit (≈ the last minute of a busy server). */
@@ -46,7 +44,7 @@ export class RoutingCounts {
     this.transit.onEvent(e);
     if (e.type === 'batch') {
       if (this.batches.length >= MAX_BATCHES) this.batches.splice(0, MAX_BATCHES / 4);
-      this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, tokens: e.tokens });
+      this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });
       const m = this.index.get(e.model);
       if (m !== undefined) for (const id of e.requestIds) if (this.mine(id)) this.rows[m]++;
     } else if (e.type === 'handoff' && this.mine(e.requestId)) {
@@ -78,35 +76,6 @@ export interface StepLatency {
   missing: string[];
 }
 
-/**
- * The least-squares slope of a batch's launch-to-launch ms in the tokens it fed beyond one a row,
- * with its rows held (ms ≈ a + b·rows + κ·extra), never below 0; 0 when the extras do not vary
- * apart from the rows (nothing to tell the two apart).
- */
-export function extraTokenMs(samples: readonly { batch: number; ms: number; extra?: number }[]): number {
-  const n = samples.length;
-  if (n < 3) return 0;
-  let sr = 0, se = 0, sm = 0;
-  for (const s of samples) {
-    sr += s.batch;
-    se += s.extra ?? 0;
-    sm += s.ms;
-  }
-  const mr = sr / n, me = se / n, mm = sm / n;
-  let rr = 0, ee = 0, re = 0, rm = 0, em = 0;
-  for (const s of samples) {
-    const r = s.batch - mr, e = (s.extra ?? 0) - me, m = s.ms - mm;
-    rr += r * r;
-    ee += e * e;
-    re += r * e;
-    rm += r * m;
-    em += e * m;
-  }
-  const det = rr * ee - re * re;
-  if (!(ee > 0) || !(det > 1e-9 * rr * ee)) return 0;
-  return Math.max(0, (rr * em - re * rm) / det);
-}
-
 /** A model this long without a launch had no traffic at all: the gap is not part of a step. */
 const NO_TRAFFIC_MS = 1000;
 
@@ -119,26 +88,16 @@ const NO_TRAFFIC_MS = 1000;
  * per model, not split by contention: a launch-to-launch time spans the other models' batches
  * whether or not one ran at the launch.
  */
-export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, tokensPerRow: Readonly<Record<string, number>> = {}): StepLatency {
+export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number): StepLatency {
   const names = [...new Set([...models, ...batches.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
-  const cycles = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
-  const samples = cycles.map((s, k) => {
-    const tau = tokensPerRow[batches[k].model];
-    return tau === undefined ? s : { ...s, extra: (batches[k].tokens ?? batches[k].size) - batches[k].size, tau };
-  });
-  // per model, ms per token fed beyond one a row, over every batch of it (the evaluation's and the live traffic's)
-  const perToken = new Map(models.map((m) => [idx.get(m)!, tokensPerRow[m] === undefined ? 0 : extraTokenMs(samples.filter((s) => s.model === idx.get(m)))]));
+  const samples = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
   const missing: string[] = [];
   for (const m of models) {
     const k = idx.get(m)!;
-    // each batch moved to the algorithm's tokens a row (a hand-off's catch-up is longer in one algorithm than in another)
-    const kappa = perToken.get(k) ?? 0;
-    const own = samples
-      .filter((s) => s.model === k)
-      .map((s) => ({ model: 0, batch: s.batch, ms: 'tau' in s && kappa > 0 ? Math.max(1e-3, s.ms + kappa * (s.batch * (s.tau - 1) - s.extra)) : s.ms }));
+    const own = samples.filter((s) => s.model === k).map((s) => ({ model: 0, batch: s.batch, ms: s.ms }));
     counts[m] = own.length;
     if (own.length === 0) {
       missing.push(m);

@@ -5,7 +5,7 @@ import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns } from '../eval/evaluateDraft.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
-import { predictServing, tokensPerRow } from '../eval/predictServing.ts';
+import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseBody } from './zodToError.ts';
 
@@ -69,7 +69,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     const since = c.clock.now() - LIVE_WINDOW_MS;
     const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
     // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own
-    const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end, tokens: e.tokens }] : []));
+    const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
     const entry = entryProfileOf(service).cost(events, LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,
@@ -78,7 +78,6 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
       maxWaitMs: c.maxWaitMs,
       batches: [...stored.batches, ...live],
-      tokensPerRow: tokensPerRow(stored.batches),
       entryMs: entry?.perRequestMs ?? null,
       transitMs: stored.transitMs,
       slo: body.slo,
