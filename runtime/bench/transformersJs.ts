@@ -1,12 +1,12 @@
 // Suite transformers-js: one model served at concurrency 8 over HTTP against transformers.js' batched `generate` on the same model and prompts.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
 import { percentile } from '../util/stats.ts';
+import { runTsChild } from '../util/tsChild.ts';
 import { progress } from '../util/progressLine.ts';
 import { printTable, type Row } from '../util/table.ts';
 import type { BenchOptions, SuiteRun } from './benchSuite.ts';
@@ -31,25 +31,9 @@ export interface GenerateRun {
 }
 
 /** transformers.js in its own process: its ONNX Runtime and threads never share ours, and its CPU is its own. */
-export function runGenerate(model: string, job: { warmup: number[][]; prompts: number[][]; batch: number; maxTokens: number; padTokenId: number }): Promise<GenerateRun> {
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', tsx, CHILD, '--dir', BUNDLED_MODELS_DIR, '--model', model], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      try {
-        const r = JSON.parse(out.trim().split('\n').pop() ?? '') as { output_tokens: number; wall_ms: number; cpu_ms: number; first_batch_tokens: number[][] };
-        resolve({ outputTokens: r.output_tokens, wallMs: r.wall_ms, tokS: (r.output_tokens / r.wall_ms) * 1000, cpuMs: r.cpu_ms, firstBatch: r.first_batch_tokens });
-      } catch {
-        reject(new Error(`transformers.js child for ${model} exited with ${code}: ${err.trim().slice(-800) || out.slice(-800)}`));
-      }
-    });
-    child.stdin.end(JSON.stringify(job));
-  });
+export async function runGenerate(model: string, job: { warmup: number[][]; prompts: number[][]; batch: number; maxTokens: number; padTokenId: number }): Promise<GenerateRun> {
+  const r = await runTsChild<{ output_tokens: number; wall_ms: number; cpu_ms: number; first_batch_tokens: number[][] }>(CHILD, ['--dir', BUNDLED_MODELS_DIR, '--model', model], { what: `transformers.js child for ${model}`, stdin: JSON.stringify(job) });
+  return { outputTokens: r.output_tokens, wallMs: r.wall_ms, tokS: (r.output_tokens / r.wall_ms) * 1000, cpuMs: r.cpu_ms, firstBatch: r.first_batch_tokens };
 }
 
 /** The installed package's version, read off its folder (its exports map hides package.json). */

@@ -1,8 +1,7 @@
 // Runs the load generator in a child process, so the client's work never shares the server's event loop.
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { runTsChild } from '../util/tsChild.ts';
 import type { ServingLoad, ServingRun } from './benchmarkServing.ts';
 import type { Slo } from './goodput.ts';
 import { servingMetrics, type RequestRecord } from './requestMetrics.ts';
@@ -34,30 +33,12 @@ function openLoopArgs(load: RemoteLoad): string[] {
 }
 
 /** Prompts are the bundled task's (benchPrompt, or fewShotChat by workload): a child process cannot take a closure. */
-export function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;
-  const args = ['--import', tsx, CLI, '--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true', ...openLoopArgs(load)];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      const line = out.trim().split('\n').pop() ?? '';
-      let parsed: { records: RequestRecord[]; scheduled_ms?: number[]; time_origin: number; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null };
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        reject(new Error(`load generator exited with ${code}: ${err.trim().slice(0, 500) || out.slice(0, 500)}`));
-        return;
-      }
-      // The child's clock starts at its own time origin: its times move onto this process's, so a record joins the server's events.
-      const shift = parsed.time_origin - performance.timeOrigin;
-      const records = parsed.records.map((r) => ({ ...r, sendMs: r.sendMs + shift, ...(r.arrivalMs === undefined ? {} : { arrivalMs: r.arrivalMs + shift }), contentChunkMs: r.contentChunkMs.map((t) => t + shift), endMs: r.endMs + shift }));
-      // Recomputed here from the raw records, so both client placements share one metric code path.
-      resolve({ metrics: servingMetrics(records, undefined, load.slo), records, scheduledMs: parsed.scheduled_ms?.map((t) => t + shift), tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined });
-    });
-  });
+export async function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
+  const args = ['--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true', ...openLoopArgs(load)];
+  const parsed = await runTsChild<{ records: RequestRecord[]; scheduled_ms?: number[]; time_origin: number; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null }>(CLI, args, { what: 'load generator' });
+  // The child's clock starts at its own time origin: its times move onto this process's, so a record joins the server's events.
+  const shift = parsed.time_origin - performance.timeOrigin;
+  const records = parsed.records.map((r) => ({ ...r, sendMs: r.sendMs + shift, ...(r.arrivalMs === undefined ? {} : { arrivalMs: r.arrivalMs + shift }), contentChunkMs: r.contentChunkMs.map((t) => t + shift), endMs: r.endMs + shift }));
+  // Recomputed here from the raw records, so both client placements share one metric code path.
+  return { metrics: servingMetrics(records, undefined, load.slo), records, scheduledMs: parsed.scheduled_ms?.map((t) => t + shift), tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined };
 }
