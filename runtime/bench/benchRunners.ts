@@ -32,7 +32,7 @@ export function bundledModelsPresent(dir = BUNDLED_MODELS_DIR, names: readonly s
   return names.every((n) => fs.existsSync(path.join(dir, n, 'onnx', 'model.onnx')));
 }
 
-/** One ONNX Runtime worker thread per model (intra-op threads 1), as `npm start` runs them. */
+/** One ONNX Runtime worker thread per model (intra-op threads 1 unless asked), as `npm start` runs them. */
 export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readonly string[] = MODEL_NAMES, intraOpNumThreads = 1): Promise<RunnerSet> {
   const folders = names.map((n) => loadModelFolder(path.join(dir, n)));
   const [workers, engines] = await Promise.all([
@@ -100,8 +100,7 @@ export function simulatedRunners(names: readonly string[] = MODEL_NAMES): Runner
   };
 }
 
-/** `--runners bundled|simulated|auto` (auto: bundled when exported). */
-/** `intraOpNumThreads`: the models' ONNX Runtime threads (the server's `models[].intraOpNumThreads`, default 1). */
+/** `--runners bundled|simulated|auto` (auto: bundled when exported); `intraOpNumThreads`: the bundled models' ONNX Runtime threads (the server's `models[].intraOpNumThreads`, default 1). */
 export async function loadRunnerSet(choice: string | undefined, intraOpNumThreads = 1): Promise<RunnerSet> {
   const c = choice ?? 'auto';
   if (c === 'simulated' || c === 'sim') return simulatedRunners();
