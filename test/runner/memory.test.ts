@@ -65,11 +65,19 @@ describe('KV accounting on the bundled models', () => {
     expect(statuses.has('done')).toBe(true);
     expect(statuses.has('cancelled')).toBe(true);
     expectNoKvLeft(c);
-    // A failed step: take the large model down mid-run.
+    // A failed step: take the large model down mid-run, once it has run a batch of these requests
+    // (a timer at 20 ms once fired after all four had finished on a quiet machine, and nothing failed).
     const alg = rStitch({ tau: 0.0 });
+    const largeBatches = () => c.laneStats().find((l) => l.name === 'large')!.batches;
+    const before = largeBatches();
     const hs = prompts.slice(0, 4).map((p) => c.submit({ prompt: p, maxTokens: 30, algorithm: alg }));
-    setTimeout(() => c.setDown('large', true), 20);
+    const probe = setInterval(() => {
+      if (largeBatches() === before) return;
+      clearInterval(probe);
+      c.setDown('large', true);
+    }, 1);
     const rs = await Promise.all(hs.map((h) => h.done));
+    clearInterval(probe);
     c.setDown('large', false);
     expect(rs.some((r) => r.status === 'failed')).toBe(true);
     await new Promise((r) => setTimeout(r, 50));
