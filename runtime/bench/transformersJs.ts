@@ -82,7 +82,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const pad = set.runners.get(model)?.info;
       if (!pad) throw new Error(`no runner "${model}" (have ${[...set.runners.keys()].join(', ')})`);
       const tjs: GenerateRun[] = [];
-      const served: { tokS: number; outputTokens: number; wallMs: number; serverCpuMs: number; clientCpuMs: number | null }[] = [];
+      const served: { tokS: number; outputTokens: number; wallMs: number; serverCpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; engineCpuMs: number | null }[] = [];
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? ['transformers.js', 'served'] : ['served', 'transformers.js'];
         for (const side of order) {
@@ -92,7 +92,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos: true });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, wallMs: m.durationMs, serverCpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs });
+            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, wallMs: m.durationMs, serverCpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, engineCpuMs: s.lanes.find((l) => l.name === model)?.thread?.cpuMs ?? null });
           }
           progress(`transformers-js ${model} round ${r + 1} ${side}`, ++done, total);
         }
@@ -110,9 +110,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         served_server_cpu_us_per_token: median(served.map((s) => (s.serverCpuMs * 1000) / s.outputTokens)),
         served_client_cpu_us_per_token: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => (s.clientCpuMs! * 1000) / s.outputTokens)) : null,
         served_server_cpu_cores: median(served.map((s) => s.serverCpuMs / s.wallMs)),
+        // where the server's CPU goes: its engine thread (the model's one ORT thread and the engine) and the entry's main thread
+        served_engine_thread_cores: served.every((s) => s.engineCpuMs !== null) ? median(served.map((s) => s.engineCpuMs! / s.wallMs)) : null,
+        served_engine_thread_us_per_token: served.every((s) => s.engineCpuMs !== null) ? median(served.map((s) => (s.engineCpuMs! * 1000) / s.outputTokens)) : null,
+        served_entry_main_us_per_token: served.every((s) => s.entryMainMs !== null) ? median(served.map((s) => (s.entryMainMs! * 1000) / s.outputTokens)) : null,
       };
       perModel.push({ model, ...figures, rounds: tjs.map((t, r) => ({ transformers_js: { tok_s: t.tokS, output_tokens: t.outputTokens, wall_ms: t.wallMs, cpu_ms: t.cpuMs }, served: served[r] })) });
-      rows.push({ model, ...figures, served_client_cpu_us_per_token: figures.served_client_cpu_us_per_token ?? '-', target: ratio > 1 ? 'met' : 'missed' });
+      rows.push({ model, ...figures, served_client_cpu_us_per_token: figures.served_client_cpu_us_per_token ?? '-', served_engine_thread_cores: figures.served_engine_thread_cores ?? '-', served_engine_thread_us_per_token: figures.served_engine_thread_us_per_token ?? '-', served_entry_main_us_per_token: figures.served_entry_main_us_per_token ?? '-', target: ratio > 1 ? 'met' : 'missed' });
     }
   } finally {
     await set.close();
@@ -143,7 +147,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       ...servingSettings({ ...serving, placement }),
       placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
       tok_s: 'Σ committed output tokens / wall time first dispatch → last completion, streamed over HTTP to a load generator in a child process',
-      cpu: 'served_server_cpu_us_per_token: this process (entry, engine and model threads) ÷ tokens; served_client_cpu_us_per_token: the load generator’s process',
+      cpu: 'served_server_cpu_us_per_token: this process (entry, engine and model threads) ÷ tokens; served_client_cpu_us_per_token: the load generator’s process; served_engine_thread_*: the model\'s engine thread (thread placement: its ORT session runs there, one intra-op thread by default), its /proc/thread-self/stat CPU ÷ wall (cores busy) and ÷ tokens; served_entry_main_us_per_token: the entry\'s main thread (/proc/self/task/<pid>/stat) ÷ tokens',
     },
     target: 'served_tok_s > transformers_js_tok_s for each model (issue 31)',
     quick: f.quick,
