@@ -115,7 +115,7 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
 }
 
 /** The server's default scheduling for a single model: TokenRouter mode; with one lane there is nothing to hand off. */
-const SERVED: ServingMode = { label: 'served', mode: 'async-delayed', retainState: true };
+export const SERVED: ServingMode = { label: 'served', mode: 'async-delayed', retainState: true };
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 

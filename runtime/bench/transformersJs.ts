@@ -11,14 +11,12 @@ import { progress } from '../util/progressLine.ts';
 import { printTable, type Row } from '../util/table.ts';
 import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
-import { resolvedPlacement, runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
+import { SERVED } from './offline.ts';
+import { resolvedPlacement, runServingCase, servingDefaults, servingSettings } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
 
 const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'transformersJsGenerate.ts');
-
-/** The server's default scheduling for one model, as the offline suite serves it. */
-const SERVED: ServingMode = { label: 'served', mode: 'async-delayed', retainState: true };
 
 export interface GenerateRun {
   outputTokens: number;
