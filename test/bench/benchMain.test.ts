@@ -28,6 +28,20 @@ describe('bench main', () => {
     for (const f of SUITE_FLAGS) expect(text).toMatch(new RegExp(`(^| )--${f}( |$)`, 'm'));
   });
 
+  it('accepts every flag a suite reads (predict read --live-rounds, which the flag parser refused)', () => {
+    const benchDir = path.join(import.meta.dirname, '../../runtime/bench');
+    const read = new Set<string>();
+    for (const file of fs.readdirSync(benchDir).filter((f) => f.endsWith('.ts'))) {
+      const src = fs.readFileSync(path.join(benchDir, file), 'utf8');
+      // SuiteFlags reads (f.num('x'), flags.sized('x', …)), raw reads (flags['x'], opts.flags?.['x']) and dotted ones (opts.flags.runs)
+      for (const m of src.matchAll(/\.(?:num|nums|str|list|bool|sized)\('([a-z0-9-]+)'/g)) read.add(m[1]);
+      for (const m of src.matchAll(/flags\??\.?\['([a-z0-9-]+)'\]/g)) read.add(m[1]);
+      for (const m of src.matchAll(/flags\.([a-z][a-z0-9]*)\b(?!\()/g)) read.add(m[1]);
+    }
+    expect(read.size).toBeGreaterThan(40);
+    expect([...read].filter((f) => !(SUITE_FLAGS as readonly string[]).includes(f)).sort()).toEqual([]);
+  });
+
   it('writes report.json, results.md and --json for a suite that returns no tables of its own', async () => {
     const json = path.join(dir, 'out', 'overhead.json');
     expect(await main(['overhead', '--quick', '1', '--json', json, '--tag', 't1'])).toBe(0);
