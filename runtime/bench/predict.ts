@@ -118,6 +118,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         http_requests: measured.requests,
         entry_ms: p.entryMs,
         transit_ms: p.transitMs,
+        live_batches: p.liveBatches,
         in_engine: (p.current ?? p.best).inEngine,
         accuracy: result.accuracy,
         handoffs_per_request: result.handoffsPerRequest,

@@ -25,7 +25,7 @@ export interface ServingInput {
   slo?: LatencySlo;
 }
 
-export type ServingPrediction = Omit<Prediction, 'runId'>;
+export type ServingPrediction = Omit<Prediction, 'runId' | 'liveBatches'>;
 
 /**
  * A closed loop of `c` clients whose every request also spends `entryMs` outside the engine (the

@@ -82,7 +82,8 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       transitMs: stored.transitMs,
       slo: body.slo,
     });
-    res.json({ runId, ...p } satisfies Prediction);
+    const liveBatches = Object.fromEntries(Object.keys(p.latencyBatches).map((m) => [m, live.filter((b) => b.model === m).length]));
+    res.json({ runId, ...p, liveBatches } satisfies Prediction);
   });
 
   r.get('/admin/prediction-check', (req, res) => {

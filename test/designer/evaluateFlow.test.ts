@@ -31,7 +31,7 @@ class FakeServer implements EvaluateServer {
   async predict(runId: string, concurrency: number): Promise<Prediction> {
     this.predicted.push([runId, concurrency]);
     const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
-    return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, latencyBatches: { small: 5, large: 5 }, method: 'chain' };
+    return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, latencyBatches: { small: 5, large: 5 }, liveBatches: { small: 0, large: 5 }, method: 'chain' };
   }
 }
 

@@ -71,6 +71,11 @@ async function main(): Promise<void> {
     await page.locator('[data-testid="ev-point-draft"]').waitFor();
     const draftTokS = (await page.evaluate(() => window.__designer!.evaluation().prediction!.best.tokS)) as number;
     assert.ok(draftTokS > 0, 'the draft has a predicted throughput');
+    // a model no live request has stepped on gets its step latency from the evaluation alone, and the panel says so
+    const live = (await page.evaluate(() => window.__designer!.evaluation().prediction!.liveBatches)) as Record<string, number>;
+    const unseen = Object.keys(live).filter((m) => live[m] === 0);
+    assert.equal(await page.locator('[data-testid="ev-latency-note"]').count(), unseen.length > 0 ? 1 : 0, 'the note shows exactly when a model has no live traffic');
+    if (unseen.length > 0) assert.match(await page.locator('[data-testid="ev-latency-note"]').innerText(), new RegExp(`No live traffic on ${unseen.join(', ')} `));
 
     // The served models and algorithms beside it.
     await page.click('[data-testid="ev-compare"]');

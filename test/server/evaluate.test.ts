@@ -253,6 +253,8 @@ describe('predicting the serving cost of a run', () => {
     expect(result.result.meanInFlight).toBeLessThanOrEqual(4);
     expect(p.latencyBatches.small).toBeGreaterThan(0);
     expect(p.latencyBatches.large).toBeGreaterThan(0);
+    // nothing but the evaluation has run: no model's step latency has seen live traffic
+    expect(p.liveBatches).toEqual({ small: 0, large: 0 });
     // no HTTP traffic yet: no entry cost measured; the run's own requests spent time on no model (the entry to an engine, hand-offs, the end), which keeps a little of the 8 off the models
     expect(p.entryMs).toBeNull();
     expect(p.transitMs).toBeGreaterThan(0);
@@ -264,6 +266,9 @@ describe('predicting the serving cost of a run', () => {
     const withEntry = predictionSchema.parse(await (await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 8 })).json());
     expect(withEntry.entryMs).toBeGreaterThan(0);
     expect(withEntry.transitMs).toBe(p.transitMs);
+    // r-stitch starts every request on small, so the live requests' batches count there
+    expect(withEntry.liveBatches.small).toBeGreaterThan(0);
+    expect(withEntry.latencyBatches.small).toBeGreaterThan(p.latencyBatches.small);
     expect(withEntry.current!.inEngine).toBeLessThan(p.current!.inEngine);
     expect(withEntry.current!.inEngine).toBeGreaterThan(0);
     stopReading();

@@ -48,6 +48,8 @@ export function EvaluatePanel() {
   const p = s.progress;
   const r = s.result;
   const pred = s.prediction;
+  // models whose step latency no live request has measured: the prediction rests on the evaluation alone for them
+  const unseen = pred ? Object.entries(pred.liveBatches).filter(([, n]) => n === 0).map(([m]) => m) : [];
   const references = [
     ...catalog.map((m) => ({ name: m.name, kind: 'model' as const })),
     ...registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => ({ name: a.name, kind: 'algorithm' as const })),
@@ -147,6 +149,12 @@ export function EvaluatePanel() {
             {pred.current && <SettingRow label="with today's" setting={pred.current} testId="ev-current" />}
           </tbody>
         </table>
+      )}
+      {unseen.length > 0 && (
+        <div className="muted small" role="note" data-testid="ev-latency-note">
+          No live traffic on {unseen.join(', ')} in the last 30 s: {unseen.length === 1 ? 'its' : 'their'} step latency is this evaluation's alone, measured without the HTTP entry's work beside it, so the
+          prediction can be off by 15 % or more either way.
+        </div>
       )}
       {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.concurrency} />}
       <div className="ev-controls">
