@@ -1,6 +1,6 @@
 // Admin API for evaluating a draft before deploy: the run (NDJSON progress and result), its cancel, its predicted serving cost, and the live check after deploy.
 import { Router, type Request } from 'express';
-import { evaluateRequestSchema, predictRequestSchema, type CancelResponse, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
+import { evaluateRequestSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns } from '../eval/evaluateDraft.ts';
@@ -9,8 +9,6 @@ import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseBody } from './zodToError.ts';
 
-/** Live traffic this recent counts for a prediction's step latency and entry cost: the served models' live profile. */
-const LIVE_WINDOW_MS = 30_000;
 /** Trace events read for it (the recorder keeps more; a busy server makes ≈ 1,000 a second). */
 const LIVE_EVENTS = 40_000;
 
@@ -66,11 +64,11 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     }
     const c = service.cluster;
     const events = service.trace.recent(LIVE_EVENTS);
-    const since = c.clock.now() - LIVE_WINDOW_MS;
+    const since = c.clock.now() - PREDICT_LIVE_WINDOW_MS;
     const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
     // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own
     const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
-    const entry = entryProfileOf(service).cost(events, LIVE_WINDOW_MS);
+    const entry = entryProfileOf(service).cost(events, PREDICT_LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,
       meanOutputTokens: stored.result.meanOutputTokens,

@@ -102,6 +102,9 @@ const settingSchema = z.object({
   meetsSlo: z.boolean().optional(),
 });
 
+/** Live traffic this recent counts for a prediction's step latency and entry cost: the served models' live profile. */
+export const PREDICT_LIVE_WINDOW_MS = 30_000;
+
 export const predictionSchema = z.object({
   runId: z.string(),
   concurrency: z.number().int(),

@@ -1,6 +1,6 @@
 // Evaluate tab: run the draft on N validation problems with a progress bar and cancel, its accuracy and routing statistics, its predicted serving cost, and the accuracy × throughput plot beside the served models and algorithms.
 import { createContext, useContext, useSyncExternalStore } from 'react';
-import type { Prediction } from '../../../shared/api/evaluate.ts';
+import { PREDICT_LIVE_WINDOW_MS, type Prediction } from '../../../shared/api/evaluate.ts';
 import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
 import { FrontierPlot } from './FrontierPlot.tsx';
 import { modelColor } from './modelColors.ts';
@@ -152,7 +152,7 @@ export function EvaluatePanel() {
       )}
       {unseen.length > 0 && (
         <div className="muted small" role="note" data-testid="ev-latency-note">
-          No live traffic on {unseen.join(', ')} in the last 30 s: {unseen.length === 1 ? 'its' : 'their'} step latency is this evaluation's alone, measured without the HTTP entry's work beside it, so the
+          No live traffic on {unseen.join(', ')} in the last {PREDICT_LIVE_WINDOW_MS / 1000} s: {unseen.length === 1 ? 'its' : 'their'} step latency is this evaluation's alone, measured without the HTTP entry's work beside it, so the
           prediction can be off by 15 % or more either way.
         </div>
       )}
