@@ -8,6 +8,7 @@ import { GREEDY, type ModelRunner, type StepRow } from '../runner/modelRunner.ts
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { BUNDLED_MODELS_DIR } from '../runner/onnxAccuracy.ts';
 import { percentile } from '../util/stats.ts';
+import { kvFetchCost, type KvFetchCost } from './kvFetchCost.ts';
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 
@@ -25,6 +26,7 @@ export interface ModelsBenchResult {
   results: {
     rows: ModelsBenchRow[];
     parallel_ratio: number;
+    kv_fetch: KvFetchCost[];
     parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; steps_a: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[]; cores_busy_together: number };
   };
 }
@@ -35,6 +37,8 @@ const WARMUP = 3;
 const MEASURE = 24;
 /** Serial and parallel runs alternate this many times; the medians are compared (the machine is shared). */
 const ROUNDS = 5;
+/** The KV-fetch cell: the served small model's usual decode batch (c = 8) at a mid-length context. */
+const KV_FETCH = { batch: 8, ctx: 150, steps: 300, rounds: 6 };
 
 /** A synthetic prompt of digits: latency does not depend on token values. */
 const synthetic = (n: number, salt: number): number[] => Array.from({ length: n }, (_, i) => 4 + ((i * 7 + salt * 13) % 10));
@@ -143,6 +147,14 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   const ratio = round(parallel / serial, 3);
   console.log(`parallel: median serial ${serial.toFixed(0)} ms, median together ${parallel.toFixed(0)} ms, ratio ${ratio}`);
 
+  // what handing the KV cache back to JavaScript costs a step (ONNX Runtime's Node binding copies every output into a fresh buffer)
+  const kvFetch: KvFetchCost[] = [];
+  for (const name of models) {
+    const k = await kvFetchCost(path.join(dir, name), { batch: KV_FETCH.batch, ctx: KV_FETCH.ctx, steps: KV_FETCH.steps, rounds: KV_FETCH.rounds });
+    kvFetch.push(k);
+    console.log(`kv fetch: ${name} batch ${k.batch} ctx ${k.ctx}: ${k.with_kv_us} µs CPU a step with the KV outputs, ${k.logits_only_us} µs with logits alone (${(100 * k.kv_fetch_share).toFixed(1)} % of the step)`);
+  }
+
   const result: ModelsBenchResult = {
     suite: 'models',
     settings: {
@@ -158,11 +170,13 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
       intra_op_threads: 1,
       step: 'decode (1 token per row), all rows at the same context, batch KV reused between steps',
       ctx_notes: ctxNote,
+      kv_fetch: `one decode step at batch ${KV_FETCH.batch}, context ${KV_FETCH.ctx}: session.run fetching logits and every present.* tensor against logits alone; process CPU µs per step, median of ${KV_FETCH.rounds} alternating blocks of ${KV_FETCH.steps} steps`,
       cpus: (await import('node:os')).cpus().length,
     },
     results: {
       rows,
       parallel_ratio: ratio,
+      kv_fetch: kvFetch,
       parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, steps_a: stepsA, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)), cores_busy_together: round(median(utils), 2) },
     },
   };

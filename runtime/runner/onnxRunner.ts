@@ -59,6 +59,18 @@ export class StepError extends Error {
   override readonly name = 'StepError';
 }
 
+/** ONNX Runtime's settings for a served model's session (and its router heads). */
+export function sessionOptions(intraOpNumThreads: number): ort.InferenceSession.SessionOptions {
+  return {
+    intraOpNumThreads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    // With more than one intra-op thread, idle pool threads would spin between steps and take the core the entry needs.
+    ...(intraOpNumThreads > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+  };
+}
+
 export class OnnxRunner implements ModelRunner {
   readonly info: ModelInfo;
   private readonly caches = new Map<number, CacheEntry>();
@@ -111,14 +123,7 @@ export class OnnxRunner implements ModelRunner {
 
   static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
     const folder = loadModelFolder(folderPath);
-    const so: ort.InferenceSession.SessionOptions = {
-      intraOpNumThreads: opts.intraOpNumThreads ?? 1,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-      // With more than one intra-op thread, idle pool threads would spin between steps and take the core the entry needs.
-      ...((opts.intraOpNumThreads ?? 1) > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
-    };
+    const so = sessionOptions(opts.intraOpNumThreads ?? 1);
     const session = await ort.InferenceSession.create(folder.onnxPath, so);
     const heads = new Map<string, RouterHead>();
     for (const spec of Object.values(folder.routers)) {
