@@ -1,11 +1,11 @@
 // KV slot copies over [B, kv, T, hd] tensors: which slots of a row are valid, and copying them row to row.
 
-/** [start, end) runs of valid slots in row `row` of a [B, T] mask. */
-export function validRuns(mask: Uint8Array, row: number, T: number): [number, number][] {
+/** [start, end) runs of valid slots among the first T of row `row` of a [B, stride] mask. */
+export function validRuns(mask: Uint8Array, row: number, T: number, stride = T): [number, number][] {
   const runs: [number, number][] = [];
   let s = -1;
   for (let t = 0; t < T; t++) {
-    const on = mask[row * T + t] !== 0;
+    const on = mask[row * stride + t] !== 0;
     if (on && s < 0) s = t;
     else if (!on && s >= 0) {
       runs.push([s, t]);

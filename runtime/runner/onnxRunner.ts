@@ -7,12 +7,21 @@ import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeRow } from './sampling.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
+import { withNewKvOutputs } from './newKvOutputs.ts';
+import fs from 'node:fs';
+import path from 'node:path';
 
 export interface OnnxRunnerOptions {
   /** Threads ORT may use inside one session.run (default 1: the machine is shared). */
   intraOpNumThreads?: number;
   /** Overrides the model name (default: the folder name); part of the sampling draw key. */
   name?: string;
+  /**
+   * 'new' (default): the graph is rewritten to hand back a step's new KV slots only, kept in the
+   * runner's own buffers; 'present': each step's whole `present` is fetched (the graph as exported;
+   * what a model whose graph cannot be rewritten gets).
+   */
+  kvOutputs?: 'new' | 'present';
 }
 
 /** Where a request's KV lives: a row of the current batch tensors, or its own copy ([kv, stride, hd], first `len` slots valid). */
@@ -30,19 +39,28 @@ interface CacheEntry {
 const STALE_FACTOR = 2;
 
 /**
- * The KV of the rows of the last step, exactly as the model returned it: `present` of one step is fed
- * as `past` of the next without any copy while the same rows keep stepping. A row's valid slots are
- * marked in `mask`; rows are left-padded and may contain holes (pad slots of a longer peer's extend).
+ * The KV of the rows of the last step, fed as `past` of the next without any copy while the same
+ * rows keep stepping. A row's valid slots are marked in `mask`; rows are left-padded and may contain
+ * holes (pad slots of a longer peer's extend). With a rewritten graph (newKvOutputs.ts) the buffers
+ * are the runner's own, `cap` slots long: a step writes its new slots in place at T and the free
+ * slots past T are fed masked. Otherwise they are the last step's `present`, and `cap` is T.
  */
 interface BatchState {
   ids: number[];
+  /** [B, kv, cap, hd] each. */
   past: ort.Tensor[];
-  /** attention mask over slots, [B, T], 1 = a real token. */
+  /** attention mask over slots, [B, cap], 1 = a real token. */
   mask: BigInt64Array;
   /** The same mask as bytes: read on every re-pack, where BigInt reads would cost more than the copy. */
   valid: Uint8Array;
+  /** Slots used (the next step's new slots start here). */
   T: number;
+  /** Slots allocated. */
+  cap: number;
 }
+
+/** Free slots a batch's own buffers get beyond what a step needs, so most decode steps write in place. */
+const HEADROOM = 16;
 
 function pass(rows: readonly StepRow[], modelMs: number): StepPass {
   let tokens = 0;
@@ -80,6 +98,8 @@ export class OnnxRunner implements ModelRunner {
   private readonly presentNames: string[];
   private readonly hasHidden: boolean;
   private readonly hasPositionIds: boolean;
+  /** The graph's outputs holding only a step's new KV slots (present order); undefined: `present` is fetched whole. */
+  private readonly newNames: readonly string[] | undefined;
   /** What a step fetches, without and with the hidden state (built once, not per step). */
   private readonly fetches: readonly string[];
   private readonly fetchesHidden: readonly string[];
@@ -91,6 +111,7 @@ export class OnnxRunner implements ModelRunner {
     private readonly session: ort.InferenceSession,
     private readonly heads: Map<string, RouterHead>,
     name: string,
+    newNames?: readonly string[],
   ) {
     const c = folder.config;
     this.info = {
@@ -117,19 +138,31 @@ export class OnnxRunner implements ModelRunner {
     }
     this.hasHidden = session.outputNames.includes('hidden_states');
     this.hasPositionIds = session.inputNames.includes('position_ids');
-    this.fetches = ['logits', ...this.presentNames];
+    this.newNames = newNames;
+    this.fetches = ['logits', ...(newNames ?? this.presentNames)];
     this.fetchesHidden = [...this.fetches, 'hidden_states'];
   }
 
   static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
     const folder = loadModelFolder(folderPath);
     const so = sessionOptions(opts.intraOpNumThreads ?? 1);
-    const session = await ort.InferenceSession.create(folder.onnxPath, so);
+    // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
+    // graph is rewritten to hand back only the new slots. A model whose weights live beside it in
+    // other files is loaded from its path, as is one whose present tensors are made another way.
+    const single = opts.kvOutputs !== 'present' && fs.readdirSync(path.dirname(folder.onnxPath)).length === 1;
+    const presentNames = Array.from({ length: folder.config.numLayers }, (_, i) => [`present.${i}.key`, `present.${i}.value`]).flat();
+    const rewritten = single ? withNewKvOutputs(fs.readFileSync(folder.onnxPath), presentNames) : undefined;
+    const session = rewritten ? await ort.InferenceSession.create(rewritten.model, so) : await ort.InferenceSession.create(folder.onnxPath, so);
     const heads = new Map<string, RouterHead>();
     for (const spec of Object.values(folder.routers)) {
       heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, so) });
     }
-    return new OnnxRunner(folder, session, heads, opts.name ?? folder.name);
+    return new OnnxRunner(folder, session, heads, opts.name ?? folder.name, rewritten?.newNames);
+  }
+
+  /** How a step's KV comes back (OnnxRunnerOptions.kvOutputs). */
+  get kvOutputs(): 'new' | 'present' {
+    return this.newNames ? 'new' : 'present';
   }
 
   /** Router heads this model ships, with their suggested thresholds. */
@@ -215,7 +248,7 @@ export class OnnxRunner implements ModelRunner {
       if (this.batch!.T > 2 * maxLen + 64) reuse = false;
     }
     if (reuse) this.stats.reused++;
-    else this.repack(rows, entries);
+    else this.repack(rows, entries, Math.max(...rows.map((r) => r.tokens.length)));
     // order[b] = index of the step row living in batch row b
     const order = new Array<number>(B);
     entries.forEach((e, i) => {
@@ -232,8 +265,12 @@ export class OnnxRunner implements ModelRunner {
     const batch = this.batch!;
     const B = rows.length;
     const S = Math.max(...feeds.map((f) => f?.length ?? 0));
+    const own = this.newNames !== undefined;
+    if (own && batch.T + S > batch.cap) this.grow(batch, batch.T + S + HEADROOM);
     const T = batch.T;
-    const T2 = T + S;
+    // every allocated slot is fed (the free ones masked): the buffers go in as they are
+    const P = batch.cap;
+    const T2 = P + S;
     const pad = BigInt(this.folder.config.padTokenId);
     const inputIds = new BigInt64Array(B * S).fill(pad);
     const positionIds = new BigInt64Array(B * S);
@@ -248,10 +285,10 @@ export class OnnxRunner implements ModelRunner {
         inputIds[b * S + S - k + j] = BigInt(f![j]);
         positionIds[b * S + S - k + j] = BigInt(pos + j);
       }
-      mask.set(batch.mask.subarray(b * T, b * T + T), b * T2);
-      mask.fill(1n, b * T2 + T + S - k, b * T2 + T2);
-      valid.set(batch.valid.subarray(b * T, b * T + T), b * T2);
-      valid.fill(1, b * T2 + T + S - k, b * T2 + T2);
+      mask.set(batch.mask.subarray(b * P, b * P + P), b * T2);
+      mask.fill(1n, b * T2 + P + S - k, b * T2 + T2);
+      valid.set(batch.valid.subarray(b * P, b * P + P), b * T2);
+      valid.fill(1, b * T2 + P + S - k, b * T2 + T2);
     }
     const inputs: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', inputIds, [B, S]),
@@ -272,10 +309,13 @@ export class OnnxRunner implements ModelRunner {
     const out = await this.session.run(inputs, (wantHidden ? this.fetchesHidden : this.fetches) as string[]);
     let modelMs = performance.now() - t0;
 
-    batch.past = this.presentNames.map((n) => out[n]);
-    batch.mask = mask;
-    batch.valid = valid;
-    batch.T = T2;
+    if (own) this.writeNew(batch, out, S, mask, valid);
+    else {
+      batch.past = this.presentNames.map((n) => out[n]);
+      batch.mask = mask;
+      batch.valid = valid;
+      batch.T = batch.cap = T2;
+    }
     for (let b = 0; b < B; b++) {
       const e = entries[order[b]];
       const f = feeds[order[b]];
@@ -330,36 +370,80 @@ export class OnnxRunner implements ModelRunner {
    * Builds fresh batch tensors for `rows` (left-padded, compact) from wherever each request's KV
    * lives, and moves requests of the old batch that are not stepping now into their own storage.
    */
-  private repack(rows: readonly StepRow[], entries: CacheEntry[]): void {
+  private repack(rows: readonly StepRow[], entries: CacheEntry[], S: number): void {
     const c = this.folder.config;
     const kv = c.numKvHeads;
     const hd = c.headDim;
     const nT = this.pastNames.length;
     const B = rows.length;
     const T = Math.max(...entries.map((e) => e.len));
-    const past = Array.from({ length: nT }, () => new Float32Array(B * kv * T * hd));
-    const mask = new BigInt64Array(B * T);
-    const valid = new Uint8Array(B * T);
-    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, valid, T };
+    const cap = this.newNames ? T + S + HEADROOM : T;
+    const past = Array.from({ length: nT }, () => new Float32Array(B * kv * cap * hd));
+    const mask = new BigInt64Array(B * cap);
+    const valid = new Uint8Array(B * cap);
+    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, valid, T, cap };
     entries.forEach((e, b) => {
       const n = e.len;
       const start = T - n;
       if (n > 0 && e.loc?.kind === 'batch') {
         const src = e.loc.batch;
-        const runs = validRuns(src.valid, e.loc.row, src.T);
-        for (let i = 0; i < nT; i++) copyKv(src.past[i].data as Float32Array, e.loc.row, src.T, runs, past[i], b, T, start, kv, hd);
+        const runs = validRuns(src.valid, e.loc.row, src.T, src.cap);
+        for (let i = 0; i < nT; i++) copyKv(src.past[i].data as Float32Array, e.loc.row, src.cap, runs, past[i], b, cap, start, kv, hd);
       } else if (n > 0 && e.loc?.kind === 'own') {
-        for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, e.loc.stride, [[0, n]], past[i], b, T, start, kv, hd);
+        for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, e.loc.stride, [[0, n]], past[i], b, cap, start, kv, hd);
       }
       this.stats.copiedBytes += n * this.folder.kvBytesPerToken;
-      mask.fill(1n, b * T + start, b * T + T);
-      valid.fill(1, b * T + start, b * T + T);
+      mask.fill(1n, b * cap + start, b * cap + T);
+      valid.fill(1, b * cap + start, b * cap + T);
       e.loc = { kind: 'batch', batch, row: b };
     });
-    batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, T, hd]));
+    batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, cap, hd]));
     this.batch = batch;
     this.stats.repacks++;
     this.compactStale();
+  }
+
+  /** A step's new slots (the rewritten graph's outputs, [B, kv, S, hd]) written into the batch's own buffers at T, and marked. */
+  private writeNew(batch: BatchState, out: ort.InferenceSession.ReturnType, S: number, mask: BigInt64Array, valid: Uint8Array): void {
+    const { numKvHeads: kv, headDim: hd } = this.folder.config;
+    const B = batch.ids.length;
+    const { T, cap } = batch;
+    const rowLen = S * hd;
+    for (let i = 0; i < this.newNames!.length; i++) {
+      const src = out[this.newNames![i]].data as Float32Array;
+      const dst = batch.past[i].data as Float32Array;
+      for (let r = 0; r < B * kv; r++) dst.set(src.subarray(r * rowLen, (r + 1) * rowLen), (r * cap + T) * hd);
+    }
+    // the step's mask and valid rows are [B, cap + S]: their last S slots are the new ones
+    const W = cap + S;
+    for (let b = 0; b < B; b++) {
+      batch.mask.set(mask.subarray(b * W + cap, b * W + W), b * cap + T);
+      batch.valid.set(valid.subarray(b * W + cap, b * W + W), b * cap + T);
+    }
+    batch.T = T + S;
+  }
+
+  /** The batch's own buffers reallocated with `cap` slots, its T used ones copied (a copy every HEADROOM decode steps, not every step). */
+  private grow(batch: BatchState, cap: number): void {
+    const { numKvHeads: kv, headDim: hd } = this.folder.config;
+    const B = batch.ids.length;
+    const { T, cap: old } = batch;
+    batch.past = batch.past.map((t) => {
+      const src = t.data as Float32Array;
+      const dst = new Float32Array(B * kv * cap * hd);
+      for (let r = 0; r < B * kv; r++) dst.set(src.subarray(r * old * hd, (r * old + T) * hd), r * cap * hd);
+      return new ort.Tensor('float32', dst, [B, kv, cap, hd]);
+    });
+    const mask = new BigInt64Array(B * cap);
+    const valid = new Uint8Array(B * cap);
+    for (let b = 0; b < B; b++) {
+      mask.set(batch.mask.subarray(b * old, b * old + T), b * cap);
+      valid.set(batch.valid.subarray(b * old, b * old + T), b * cap);
+    }
+    batch.mask = mask;
+    batch.valid = valid;
+    batch.cap = cap;
+    this.stats.copiedBytes += B * T * this.folder.kvBytesPerToken;
   }
 
   /**
@@ -381,10 +465,10 @@ export class OnnxRunner implements ModelRunner {
       const used = list.reduce((a, x) => a + x.e.len, 0);
       if (old.ids.length * old.T <= STALE_FACTOR * used) continue;
       for (const { e, row } of list) {
-        const runs = validRuns(old.valid, row, old.T);
+        const runs = validRuns(old.valid, row, old.T, old.cap);
         const data = old.past.map((t) => {
           const dst = new Float32Array(kv * e.len * hd);
-          copyKv(t.data as Float32Array, row, old.T, runs, dst, 0, e.len, 0, kv, hd);
+          copyKv(t.data as Float32Array, row, old.cap, runs, dst, 0, e.len, 0, kv, hd);
           return dst;
         });
         this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
@@ -415,10 +499,10 @@ export class OnnxRunner implements ModelRunner {
     let data: Float32Array[];
     if (src.loc.kind === 'batch') {
       const { batch, row } = src.loc;
-      const runs = firstSlots(validRuns(batch.valid, row, batch.T), tokens);
+      const runs = firstSlots(validRuns(batch.valid, row, batch.T, batch.cap), tokens);
       data = batch.past.map((t) => {
         const dst = new Float32Array(kv * tokens * hd);
-        copyKv(t.data as Float32Array, row, batch.T, runs, dst, 0, tokens, 0, kv, hd);
+        copyKv(t.data as Float32Array, row, batch.cap, runs, dst, 0, tokens, 0, kv, hd);
         return dst;
       });
     } else {
