@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { BenchReport, SuiteOutput } from './benchSuite.ts';
 import { markdownTable } from '../util/table.ts';
-import { gcMode } from '../cli/nodeFlags.ts';
 
 /** 1-minute load average when the suite module loaded: on a shared machine, part of every figure's context. */
 const LOAD_AT_START = os.loadavg()[0];
@@ -24,7 +23,7 @@ export function checkTag(tag: string | undefined): void {
 /** `tag` (a suite's --tag flag) keeps a variant's outputs apart: results/<suite>-<tag>/. */
 export function writeSuiteOutput(report: BenchReport, out: SuiteOutput, tag?: string): string {
   checkTag(tag);
-  report.settings.machine = { cpus: os.cpus().length, node: process.version, gc: gcMode(), started_at: STARTED_AT, load_avg_1m_at_start: LOAD_AT_START, load_avg_1m_at_end: os.loadavg()[0] };
+  report.settings.machine = { cpus: os.cpus().length, node: process.version, started_at: STARTED_AT, load_avg_1m_at_start: LOAD_AT_START, load_avg_1m_at_end: os.loadavg()[0] };
   const dir = resultsDir(tag ? `${report.suite}-${tag}` : report.suite);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'report.json'), JSON.stringify(report, null, 2));

@@ -1,7 +1,6 @@
 // `tokenrouter serve`: loads the config, starts the models and the server, prints where everything is.
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { withCommandLineKeys } from '../config/apiKeyConfig.ts';
 import { loadServerConfig, type ServerConfig } from '../config/serverConfig.ts';
@@ -10,7 +9,6 @@ import { startServer } from '../server/createServer.ts';
 import { authRequired, isLoopbackHost } from '../server/adminAuth.ts';
 import { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseFlags } from '../util/cliFlags.ts';
-import { gcHint } from './nodeFlags.ts';
 
 /** One line naming the port and how to pick another, for the errors a listen can end in. */
 function listenError(e: unknown, host: string, port: number): unknown {
@@ -87,8 +85,6 @@ export async function serveCommand(args: string[]): Promise<number> {
   else console.log('  admin API open on loopback (dev mode); set "dev": false or bind elsewhere to require the token');
   const warning = openApiWarning(config, srv.url);
   if (warning) console.warn(warning);
-  const hint = gcHint(os.availableParallelism());
-  if (hint) console.warn(hint);
   // Drains as the sub-server does: running requests finish (or end with an error at the deadline),
   // new ones get 503 meanwhile; a second signal ends the grace period at once.
   let stopping = false;

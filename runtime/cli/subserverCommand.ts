@@ -9,7 +9,6 @@ import { parseSimLatency, simModel } from '../runner/simModel.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
-import { gcHint } from './nodeFlags.ts';
 import { OnnxRunner } from '../runner/onnxRunner.ts';
 import { charTokenizer } from '../runner/charTokenizer.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
@@ -116,8 +115,6 @@ export async function subserverCommand(args: string[]): Promise<number> {
     log,
   });
   // tests and scripts wait for this line on stdout
-  const hint = gcHint(os.availableParallelism());
-  if (hint) console.warn(hint);
   console.log(`subserver ready: model ${model} replica ${replica} on ${values.nats} (subject ${server.subject}, KV ${plan.kvTokens} tokens)`);
 
   let stopping = false;

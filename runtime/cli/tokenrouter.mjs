@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --single-threaded-gc
-// `tokenrouter` bin: registers the TypeScript loader, then runs the CLI (its first line holds SERVER_NODE_FLAGS, runtime/cli/nodeFlags.ts).
+#!/usr/bin/env node
+// `tokenrouter` bin: registers the TypeScript loader, then runs the CLI.
 import { register } from 'tsx/esm/api';
 
 register();

@@ -377,7 +377,8 @@ export class OnnxRunner implements ModelRunner {
     const nT = this.pastNames.length;
     const B = rows.length;
     const T = Math.max(...entries.map((e) => e.len));
-    const cap = this.newNames ? T + S + HEADROOM : T;
+    // room for this step's slots only: a batch that steps again grows then (with headroom), one that is re-packed again never needed more
+    const cap = this.newNames ? T + S : T;
     const past = Array.from({ length: nT }, () => new Float32Array(B * kv * cap * hd));
     const mask = new BigInt64Array(B * cap);
     const valid = new Uint8Array(B * cap);

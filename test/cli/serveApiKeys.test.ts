@@ -6,7 +6,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SERVER_NODE_FLAGS } from '../../runtime/cli/nodeFlags.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -26,7 +25,7 @@ function config(name: string, extra: Record<string, unknown>): string {
 /** Starts serve and resolves once the banner names the port; the one small model loads in a few seconds. */
 function serve(args: string[], env: Record<string, string> = {}): Promise<{ port: number; stdout: string; stderr: string; child: ChildProcess }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, BIN, 'serve', ...args], { cwd: tmp, env: { ...process.env, TOKENROUTER_API_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: tmp, env: { ...process.env, TOKENROUTER_API_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     let stdout = '';
     let stderr = '';
@@ -68,7 +67,7 @@ describe('tokenrouter serve with API keys', () => {
   it('a bad key is one line naming where it came from, before any model loads', async () => {
     const run = (args: string[], env: Record<string, string>) =>
       new Promise<{ code: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, BIN, 'serve', ...args], { cwd: tmp, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: tmp, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
         let out = '';
         child.stdout.on('data', (d: Buffer) => (out += d.toString()));
         child.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { openNats } from '../../runtime/distributed/natsConnection.ts';
 import { replicaAnnouncementSchema, type ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
-import { SERVER_NODE_FLAGS } from '../../runtime/cli/nodeFlags.ts';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const CLI = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -22,7 +21,7 @@ export function spawnEntry(config: Record<string, unknown>, timeoutMs = 60_000):
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-entry-'));
   const file = path.join(dir, 'entry.json');
   fs.writeFileSync(file, JSON.stringify({ port: 0, dataDir: path.join(dir, 'data'), modelsDir: path.join(ROOT, 'examples/models'), ...config }));
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

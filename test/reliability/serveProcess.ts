@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVER_NODE_FLAGS } from '../../runtime/cli/nodeFlags.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -26,7 +25,7 @@ export async function spawnServe(config: Record<string, unknown> = {}): Promise<
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-serve-'));
   const file = path.join(dir, 'config.json');
   fs.writeFileSync(file, JSON.stringify({ port: 0, dataDir: path.join(dir, 'data'), modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }], memory: { budgetMiB: 256 }, ...config }));
-  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, BIN, 'serve', '--config', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'serve', '--config', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SERVER_NODE_FLAGS } from '../../runtime/cli/nodeFlags.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -14,7 +13,7 @@ describe('the served admin token', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-cli-'));
     const cfg = path.join(dir, 'config.json');
     fs.writeFileSync(cfg, JSON.stringify({ port: 0, dev: false, dataDir: path.join(dir, 'data'), modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }, { name: 'large' }] }));
-    const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'serve', '--config', cfg], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'serve', '--config', cfg], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

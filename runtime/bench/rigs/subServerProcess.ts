@@ -4,7 +4,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopChild } from './natsServerProcess.ts';
 import { RemoteRunnerError } from '../../distributed/remoteRunnerError.ts';
-import { SERVER_NODE_FLAGS } from '../../cli/nodeFlags.ts';
 
 export interface SubServerProcess {
   child: ChildProcess;
@@ -30,7 +29,7 @@ export interface SpawnSubServerOptions {
 
 /** Starts the sub-server and resolves once it printed "subserver ready". */
 export function spawnSubServer(opts: SpawnSubServerOptions): Promise<SubServerProcess> {
-  const [cmd, args] = (opts.wrap ?? ((c, a) => [c, [...a]]))(process.execPath, [...SERVER_NODE_FLAGS, CLI, 'subserver', ...opts.args]);
+  const [cmd, args] = (opts.wrap ?? ((c, a) => [c, [...a]]))(process.execPath, [CLI, 'subserver', ...opts.args]);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env, cwd: path.resolve(path.dirname(CLI), '../..') });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
