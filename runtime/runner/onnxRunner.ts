@@ -77,6 +77,19 @@ export class StepError extends Error {
   override readonly name = 'StepError';
 }
 
+/** The export's KV inputs and outputs, layer by layer, key before value (the Optimum layout). */
+export function kvNames(numLayers: number): { past: string[]; present: string[] } {
+  const past: string[] = [];
+  const present: string[] = [];
+  for (let i = 0; i < numLayers; i++) {
+    for (const kind of ['key', 'value']) {
+      past.push(`past_key_values.${i}.${kind}`);
+      present.push(`present.${i}.${kind}`);
+    }
+  }
+  return { past, present };
+}
+
 /** ONNX Runtime's settings for a served model's session (and its router heads). */
 export function sessionOptions(intraOpNumThreads: number): ort.InferenceSession.SessionOptions {
   return {
@@ -122,14 +135,7 @@ export class OnnxRunner implements ModelRunner {
       hiddenSize: c.hiddenSize,
       kvBytesPerToken: folder.kvBytesPerToken,
     };
-    this.pastNames = [];
-    this.presentNames = [];
-    for (let i = 0; i < c.numLayers; i++) {
-      for (const kind of ['key', 'value']) {
-        this.pastNames.push(`past_key_values.${i}.${kind}`);
-        this.presentNames.push(`present.${i}.${kind}`);
-      }
-    }
+    ({ past: this.pastNames, present: this.presentNames } = kvNames(c.numLayers));
     for (const n of ['input_ids', 'attention_mask', ...this.pastNames]) {
       if (!session.inputNames.includes(n)) throw new StepError(`${folder.onnxPath}: ONNX input "${n}" is missing (inputs: ${session.inputNames.join(', ')})`);
     }
@@ -150,8 +156,7 @@ export class OnnxRunner implements ModelRunner {
     // graph is rewritten to hand back only the new slots. A model whose weights live beside it in
     // other files is loaded from its path, as is one whose present tensors are made another way.
     const single = opts.kvOutputs !== 'present' && fs.readdirSync(path.dirname(folder.onnxPath)).length === 1;
-    const presentNames = Array.from({ length: folder.config.numLayers }, (_, i) => [`present.${i}.key`, `present.${i}.value`]).flat();
-    const rewritten = single ? withNewKvOutputs(fs.readFileSync(folder.onnxPath), presentNames) : undefined;
+    const rewritten = single ? withNewKvOutputs(fs.readFileSync(folder.onnxPath), kvNames(folder.config.numLayers).present) : undefined;
     const session = rewritten ? await ort.InferenceSession.create(rewritten.model, so) : await ort.InferenceSession.create(folder.onnxPath, so);
     const heads = new Map<string, RouterHead>();
     for (const spec of Object.values(folder.routers)) {

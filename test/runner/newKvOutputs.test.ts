@@ -3,19 +3,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OnnxRunner, sessionOptions } from '../../runtime/runner/onnxRunner.ts';
+import { kvNames, OnnxRunner, sessionOptions } from '../../runtime/runner/onnxRunner.ts';
 import { withNewKvOutputs } from '../../runtime/runner/newKvOutputs.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { modelDir } from './helpers.ts';
 
-const present = (layers: number) => Array.from({ length: layers }, (_, i) => [`present.${i}.key`, `present.${i}.value`]).flat();
-
 describe('withNewKvOutputs', () => {
   it('adds one output per present tensor: the slots the step appended, equal to the last slots of present', async () => {
     const folder = loadModelFolder(modelDir('small'));
-    const names = present(folder.config.numLayers);
+    const names = kvNames(folder.config.numLayers).present;
     const r = withNewKvOutputs(fs.readFileSync(folder.onnxPath), names)!;
     expect(r.newNames).toHaveLength(names.length);
     const rewritten = await ort.InferenceSession.create(r.model, sessionOptions(1));
@@ -41,7 +39,7 @@ describe('withNewKvOutputs', () => {
   it('leaves a graph alone whose present tensors it cannot find (a router head has none)', () => {
     const folder = loadModelFolder(modelDir('small'));
     const head = Object.values(folder.routers)[0];
-    expect(withNewKvOutputs(fs.readFileSync(head.file), present(folder.config.numLayers))).toBeUndefined();
+    expect(withNewKvOutputs(fs.readFileSync(head.file), kvNames(folder.config.numLayers).present)).toBeUndefined();
   });
 });
 
