@@ -5,7 +5,7 @@ import type { ModelRunner, SamplingParams, StepRow } from '../runner/modelRunner
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { progress } from '../util/progressLine.ts';
-import { processThreadsCpuMs, threadSplit } from '../util/threadCpu.ts';
+import { machineBusyCores, machineCpuTicks, processSchedstat, processThreadsCpuMs, runqueueWait, threadSplit, type RunqueueWait } from '../util/threadCpu.ts';
 import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
@@ -38,6 +38,10 @@ export interface OfflineRun {
   cpuMs: number;
   /** The same per thread (null without /proc): the bench's main thread (the loop), the model's worker thread (its busiest other thread), the rest. */
   threads: { mainMs: number; busiestMs: number; restMs: number } | null;
+  /** Cores the whole machine kept busy over the run (null without /proc). */
+  machineBusyCores: number | null;
+  /** Run-queue wait of this process's threads over the run (null without /proc). */
+  runqueueWait: RunqueueWait | null;
 }
 
 interface LiveRow {
@@ -79,6 +83,8 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   let steps = 0;
   let rowSteps = 0;
   const threads0 = processThreadsCpuMs();
+  const machine0 = machineCpuTicks();
+  const sched0 = processSchedstat();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   while (nextPrompt < c.prompts.length || active.length > 0) {
@@ -111,7 +117,8 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const threads = threadSplit(threads0, processThreadsCpuMs());
-  return { outputTokens, wallMs, tokS: (outputTokens / wallMs) * 1000, steps, meanBatch: rowSteps / Math.max(1, steps), cpuMs: (cpu.user + cpu.system) / 1000, threads };
+  const machine = machineBusyCores(machine0, machineCpuTicks(), wallMs);
+  return { outputTokens, wallMs, tokS: (outputTokens / wallMs) * 1000, steps, meanBatch: rowSteps / Math.max(1, steps), cpuMs: (cpu.user + cpu.system) / 1000, threads, machineBusyCores: machine, runqueueWait: runqueueWait(sched0, processSchedstat()) };
 }
 
 /** The server's default scheduling for a single model: TokenRouter mode; with one lane there is nothing to hand off. */
@@ -154,7 +161,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await runOffline({ ...base, prompts: Array.from({ length: warmup }, (_, k) => -(k + 1)) });
       const measured = Array.from({ length: requests }, (_, i) => i);
       const offline: OfflineRun[] = [];
-      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number; meanTtftMs: number; p99TtftMs: number; engine: { cpuMs: number; gcMs: number } | undefined }[] = [];
+      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number; meanTtftMs: number; p99TtftMs: number; engine: { cpuMs: number; gcMs: number } | undefined; machineBusyCores: number | null; runqueueWait: RunqueueWait | null }[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so a drift in the shared machine's load does not favour one.
         const order = r % 2 === 0 ? ['offline', 'served'] : ['served', 'offline'];
@@ -165,13 +172,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, streamInterval });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean, meanTtftMs: m.ttftMs.mean, p99TtftMs: m.ttftMs.p99, engine: s.lanes.find((l) => l.name === model)?.thread });
+            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean, meanTtftMs: m.ttftMs.mean, p99TtftMs: m.ttftMs.p99, engine: s.lanes.find((l) => l.name === model)?.thread, machineBusyCores: s.cpu.machineBusyCores ?? null, runqueueWait: s.cpu.runqueueWait ?? null });
           }
           progress(`offline ${model} round ${r + 1} ${side}`, ++done, total);
         }
         const o = offline[r];
         const s = served[r];
-        roundRows.push({ model, round: r + 1, first: order[0], offline_tok_s: o.tokS, served_tok_s: s.tokS, ratio: s.tokS / o.tokS, offline_out_tokens: o.outputTokens, served_out_tokens: s.outputTokens });
+        roundRows.push({ model, round: r + 1, first: order[0], offline_tok_s: o.tokS, served_tok_s: s.tokS, ratio: s.tokS / o.tokS, served_machine_cores: s.machineBusyCores ?? '-', offline_machine_cores: o.machineBusyCores ?? '-', offline_out_tokens: o.outputTokens, served_out_tokens: s.outputTokens });
       }
       const offTok = median(offline.map((o) => o.tokS));
       const srvTok = median(served.map((s) => s.tokS));
@@ -194,10 +201,19 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             offline_other_threads_us_per_token: median(offline.map((o) => (o.threads!.restMs * 1000) / o.outputTokens)),
           }
         : null;
+      // the machine while each side ran: every process's busy cores, and how long this process's runnable threads waited for a core
+      const medianOf = <T>(xs: readonly T[], f: (x: T) => number | null | undefined): number | null => (xs.every((x) => f(x) != null) ? median(xs.map((x) => f(x)!)) : null);
+      const contention = {
+        served_machine_busy_cores: medianOf(served, (s) => s.machineBusyCores),
+        offline_machine_busy_cores: medianOf(offline, (o) => o.machineBusyCores),
+        served_runqueue_wait: { entry_main: medianOf(served, (s) => s.runqueueWait?.main), engine_thread: medianOf(served, (s) => s.runqueueWait?.busiest), all_threads: medianOf(served, (s) => s.runqueueWait?.all) },
+        offline_runqueue_wait: { main: medianOf(offline, (o) => o.runqueueWait?.main), model_thread: medianOf(offline, (o) => o.runqueueWait?.busiest), all_threads: medianOf(offline, (o) => o.runqueueWait?.all) },
+      };
       perModel.push({
         model,
         ...threads,
         ...offThreads,
+        ...contention,
         offline_tok_s: offTok,
         served_tok_s: srvTok,
         ratio,
@@ -207,7 +223,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         served_client_cpu_cores: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => s.clientCpuMs! / s.wallMs)) : null,
         offline_cpu_cores: median(offline.map((o) => o.cpuMs / o.wallMs)),
         rounds: offline.map((o, r) => ({
-          offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs, thread_cpu_ms: o.threads },
+          offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs, thread_cpu_ms: o.threads, machine_busy_cores: o.machineBusyCores, runqueue_wait: o.runqueueWait },
           served: {
             tok_s: served[r].tokS,
             output_tokens: served[r].outputTokens,
@@ -218,10 +234,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             server_cpu_cores: served[r].cpuMs / served[r].wallMs,
             client_cpu_cores: served[r].clientCpuMs === null ? null : served[r].clientCpuMs / served[r].wallMs,
             entry_main_cpu_ms: served[r].entryMainMs,
+            machine_busy_cores: served[r].machineBusyCores,
+            runqueue_wait: served[r].runqueueWait,
           },
         })),
       });
-      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, served_ttft_ms: median(served.map((s) => s.meanTtftMs)), target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_model_us: offThreads?.offline_model_thread_us_per_token ?? '-', offline_main_us: offThreads?.offline_main_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, served_ttft_ms: median(served.map((s) => s.meanTtftMs)), target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', machine_cores: contention.served_machine_busy_cores ?? '-', entry_wait: contention.served_runqueue_wait.entry_main ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_model_us: offThreads?.offline_model_thread_us_per_token ?? '-', offline_main_us: offThreads?.offline_main_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
     }
   } finally {
     await set.close();
@@ -255,6 +273,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
       entry_us_per_token: 'CPU time of this process\'s main thread (the entry: HTTP, admission, request actors, SSE) over the measured served run, from /proc/self/task/<pid>/stat utime+stime (10 ms ticks), ÷ committed output tokens; the load generator runs in a child process, engines and models in their own threads, so neither counts; median over rounds',
       threads: 'thread placement: engine_thread_us_per_token, the engine thread\'s CPU (its /proc/thread-self/stat, sent with its lane) ÷ committed tokens; engine_gc_share, its garbage-collection pauses (perf_hooks gc entries in that thread) ÷ its CPU time; other_threads_us_per_token, the server process\'s CPU less the entry\'s main thread and the engine thread (ONNX Runtime\'s pool, libuv) ÷ tokens; medians over rounds',
+      contention: 'served_machine_busy_cores / offline_machine_busy_cores: cores the whole machine (every process: this one, the load generator, anything else) kept busy over each side\'s run, from /proc/stat; served_runqueue_wait / offline_runqueue_wait: the share of its runnable time a thread group spent waiting for a core (/proc/self/task/*/schedstat, ns): the main thread (the entry; the offline loop), the busiest other thread (the engine; the model worker) and all of this process\'s threads; medians over rounds',
       cpu_cores: 'served_server_cpu_cores: this process (entry, engine threads, model threads) CPU ÷ wall over the served run; served_client_cpu_cores: the load generator process\'s; offline_cpu_cores: this process over the offline loop',
       tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
     },

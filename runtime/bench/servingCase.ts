@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
 import { TokenRouterError } from '../errors.ts';
-import { threadCpuMs } from '../util/threadCpu.ts';
+import { machineBusyCores, machineCpuTicks, processSchedstat, runqueueWait, threadCpuMs, type RunqueueWait } from '../util/threadCpu.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
 import { benchPrompt } from '../loadgen/benchPrompt.ts';
 import { parseGoodput, type Slo } from '../loadgen/goodput.ts';
@@ -105,8 +105,12 @@ export interface ServingResult {
   /** With recordRouting: every request step, in order. */
   steps: RecordedStep[];
   /** CPU over the measured requests: this process (server, model workers), the client's process, and wall time. */
-  /** entryMainMs: the entry's main thread alone (this process's main thread, from /proc; null off Linux). */
-  cpu: { serverMs: number; clientMs: number | null; wallMs: number; entryMainMs: number | null };
+  /**
+   * entryMainMs: the entry's main thread alone (this process's main thread, from /proc; null off
+   * Linux); machineBusyCores: every process on the machine (/proc/stat); runqueueWait: the share of
+   * this process's runnable time its threads spent waiting for a core (schedstat).
+   */
+  cpu: { serverMs: number; clientMs: number | null; wallMs: number; entryMainMs: number | null; machineBusyCores?: number | null; runqueueWait?: RunqueueWait | null };
 }
 
 /** As the server's scheduling.placement; "auto" (the default, what users run): engines beside ONNX models in threads, simulated runners in-process. */
@@ -268,11 +272,21 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     }
     const cpu0 = process.cpuUsage();
     const main0 = mainThreadCpuMs();
+    const machine0 = machineCpuTicks();
+    const sched0 = processSchedstat();
     const wall0 = performance.now();
     const run = await drive(c.requests, 0, c.onProgress);
     const cpuUsed = process.cpuUsage(cpu0);
     const main1 = mainThreadCpuMs();
-    const cpu = { serverMs: (cpuUsed.user + cpuUsed.system) / 1000, clientMs: inChild ? (run.clientCpuMs ?? null) : null, wallMs: performance.now() - wall0, entryMainMs: main0 === null || main1 === null ? null : main1 - main0 };
+    const wallMs = performance.now() - wall0;
+    const cpu = {
+      serverMs: (cpuUsed.user + cpuUsed.system) / 1000,
+      clientMs: inChild ? (run.clientCpuMs ?? null) : null,
+      wallMs,
+      entryMainMs: main0 === null || main1 === null ? null : main1 - main0,
+      machineBusyCores: machineBusyCores(machine0, machineCpuTicks(), wallMs),
+      runqueueWait: runqueueWait(sched0, processSchedstat()),
+    };
     unsubscribe();
     if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
     return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps, cpu };

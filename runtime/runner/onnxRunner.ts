@@ -8,6 +8,7 @@ import { analyzeRow } from './sampling.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { withNewKvOutputs } from './newKvOutputs.ts';
+import { KvBufferPool } from './kvBufferPool.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -57,6 +58,8 @@ interface BatchState {
   T: number;
   /** Slots allocated. */
   cap: number;
+  /** Cache entries whose KV lives here; at 0 the batch is gone and its own buffers go back to the pool. */
+  refs: number;
 }
 
 /** Free slots a batch's own buffers get beyond what a step needs, so most decode steps write in place. */
@@ -106,6 +109,8 @@ export class OnnxRunner implements ModelRunner {
   readonly info: ModelInfo;
   private readonly caches = new Map<number, CacheEntry>();
   private batch: BatchState | null = null;
+  /** Recycles the batches' own KV buffers (rewritten graph only: otherwise they are ORT's outputs). */
+  private readonly pool: KvBufferPool | undefined;
   private busy = false;
   private readonly pastNames: string[];
   private readonly presentNames: string[];
@@ -145,6 +150,8 @@ export class OnnxRunner implements ModelRunner {
     this.hasHidden = session.outputNames.includes('hidden_states');
     this.hasPositionIds = session.inputNames.includes('position_ids');
     this.newNames = newNames;
+    // two batches' worth (a re-pack's old and new) and one more for the stale ones routing leaves behind
+    this.pool = newNames ? new KvBufferPool(3 * newNames.length) : undefined;
     this.fetches = ['logits', ...(newNames ?? this.presentNames)];
     this.fetchesHidden = [...this.fetches, 'hidden_states'];
   }
@@ -384,10 +391,12 @@ export class OnnxRunner implements ModelRunner {
     const T = Math.max(...entries.map((e) => e.len));
     // room for this step's slots only: a batch that steps again grows then (with headroom), one that is re-packed again never needed more
     const cap = this.newNames ? T + S : T;
-    const past = Array.from({ length: nT }, () => new Float32Array(B * kv * cap * hd));
+    // a pooled buffer holds stale KV in the slots no row copies into: those are masked, so never read
+    const past = Array.from({ length: nT }, () => (this.pool ? this.pool.take(B * kv * cap * hd) : new Float32Array(B * kv * cap * hd)));
     const mask = new BigInt64Array(B * cap);
     const valid = new Uint8Array(B * cap);
-    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, valid, T, cap };
+    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, valid, T, cap, refs: 0 };
+    const sources = new Set<BatchState>();
     entries.forEach((e, b) => {
       const n = e.len;
       const start = T - n;
@@ -401,9 +410,16 @@ export class OnnxRunner implements ModelRunner {
       this.stats.copiedBytes += n * this.folder.kvBytesPerToken;
       mask.fill(1n, b * cap + start, b * cap + T);
       valid.fill(1, b * cap + start, b * cap + T);
+      if (e.loc?.kind === 'batch') {
+        e.loc.batch.refs--;
+        sources.add(e.loc.batch);
+      }
       e.loc = { kind: 'batch', batch, row: b };
+      batch.refs++;
     });
     batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, cap, hd]));
+    // only now, every row copied: a source batch no request lives in any more is gone
+    for (const src of sources) if (src.refs === 0) this.retire(src);
     this.batch = batch;
     this.stats.repacks++;
     this.compactStale();
@@ -436,8 +452,9 @@ export class OnnxRunner implements ModelRunner {
     const { T, cap: old } = batch;
     batch.past = batch.past.map((t) => {
       const src = t.data as Float32Array;
-      const dst = new Float32Array(B * kv * cap * hd);
+      const dst = this.pool ? this.pool.take(B * kv * cap * hd) : new Float32Array(B * kv * cap * hd);
       for (let r = 0; r < B * kv; r++) dst.set(src.subarray(r * old * hd, (r * old + T) * hd), r * cap * hd);
+      this.pool?.give(src);
       return new ort.Tensor('float32', dst, [B, kv, cap, hd]);
     });
     const mask = new BigInt64Array(B * cap);
@@ -480,13 +497,23 @@ export class OnnxRunner implements ModelRunner {
         this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
         this.stats.staleMoves++;
         e.loc = { kind: 'own', data, stride: e.len };
+        old.refs--;
       }
+      if (old.refs === 0) this.retire(old);
     }
   }
 
   private dropCache(cacheId: number): void {
+    const e = this.caches.get(cacheId);
     this.caches.delete(cacheId);
-    if (this.batch && this.batch.ids.every((id) => this.caches.get(id)?.loc?.kind !== 'batch')) this.batch = null;
+    if (e?.loc?.kind === 'batch' && --e.loc.batch.refs === 0) this.retire(e.loc.batch);
+  }
+
+  /** No request's KV lives in `batch` any more: its own buffers go back to the pool (a step's `present` outputs are ORT's, and just dropped). */
+  private retire(batch: BatchState): void {
+    if (this.batch === batch) this.batch = null;
+    if (this.pool) for (const t of batch.past) this.pool.give(t.data as Float32Array);
+    batch.past = [];
   }
 
   release(cacheId: number): void {
@@ -524,6 +551,11 @@ export class OnnxRunner implements ModelRunner {
     this.stats.forks++;
     this.stats.copiedBytes += tokens * this.folder.kvBytesPerToken;
     return true;
+  }
+
+  /** KV buffers a re-pack or grow took from the pool instead of allocating. */
+  get buffersReused(): number {
+    return this.pool?.reused ?? 0;
   }
 
   /** KV tokens held over all caches (for memory accounting checks). */

@@ -46,3 +46,69 @@ export function threadSplit(before: ReadonlyMap<number, number>, after: Readonly
   }
   return { mainMs, busiestMs, restMs: total - mainMs - busiestMs };
 }
+
+/** What the machine's CPUs did since boot, in clock ticks (/proc/stat's first line): busy (everything but idle and iowait) and all. */
+export function machineCpuTicks(): { busy: number; total: number } | null {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+    const v = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    const total = v.reduce((a, b) => a + b, 0);
+    return { busy: total - v[3] - v[4], total };
+  } catch {
+    return null;
+  }
+}
+
+/** Cores the whole machine kept busy between two `machineCpuTicks` readings `wallMs` apart (every process, not only this one). */
+export function machineBusyCores(before: { busy: number } | null, after: { busy: number } | null, wallMs: number): number | null {
+  return before && after && wallMs > 0 ? ((after.busy - before.busy) * 10) / wallMs : null;
+}
+
+/** Every thread of this process: tid → ns on a CPU and ns runnable but waiting for one (/proc/self/task/<tid>/schedstat; empty without it). */
+export function processSchedstat(): Map<number, { runNs: number; waitNs: number }> {
+  const out = new Map<number, { runNs: number; waitNs: number }>();
+  let tids: string[];
+  try {
+    tids = fs.readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const [run, wait] = fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+      out.set(Number(tid), { runNs: run, waitNs: wait });
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/** A thread group's time waiting for a core, as a share of its runnable time (on a core or waiting). */
+export interface RunqueueWait {
+  /** The main thread (a server's entry). */
+  main: number;
+  /** The busiest other thread (a lone engine's, or a model worker's). */
+  busiest: number;
+  /** Every thread of the process together. */
+  all: number;
+}
+
+/** Run-queue wait between two `processSchedstat` readings (null without /proc): how much of its runnable time each group spent waiting for a CPU. */
+export function runqueueWait(before: ReadonlyMap<number, { runNs: number; waitNs: number }>, after: ReadonlyMap<number, { runNs: number; waitNs: number }>): RunqueueWait | null {
+  if (after.size === 0) return null;
+  const share = (run: number, wait: number) => (run + wait > 0 ? wait / (run + wait) : 0);
+  let main = { run: 0, wait: 0 };
+  let busiest = { run: -1, wait: 0 };
+  let run = 0;
+  let wait = 0;
+  for (const [tid, a] of after) {
+    const b = before.get(tid) ?? { runNs: 0, waitNs: 0 };
+    const d = { run: a.runNs - b.runNs, wait: a.waitNs - b.waitNs };
+    run += d.run;
+    wait += d.wait;
+    if (tid === process.pid) main = d;
+    else if (d.run > busiest.run) busiest = d;
+  }
+  return { main: share(main.run, main.wait), busiest: share(Math.max(0, busiest.run), busiest.wait), all: share(run, wait) };
+}

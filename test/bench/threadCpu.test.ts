@@ -1,7 +1,8 @@
 // The offline suite's per-thread CPU split: a busy worker thread is told apart from the main thread and the rest.
 import { describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { processThreadsCpuMs, threadSplit } from '../../runtime/util/threadCpu.ts';
+import os from 'node:os';
+import { machineBusyCores, machineCpuTicks, processSchedstat, processThreadsCpuMs, runqueueWait, threadSplit } from '../../runtime/util/threadCpu.ts';
 
 /** A worker that spins until its own thread has used `ms` of CPU (read from its /proc stat), then exits. */
 function spin(ms: number): Promise<void> {
@@ -37,5 +38,35 @@ describe('threadSplit', () => {
 
   it('says null where there is nothing read', () => {
     expect(threadSplit(new Map(), new Map())).toBeNull();
+  });
+});
+
+describe('the machine and the run queue', () => {
+  it('counts a spinning worker in the machine\'s busy cores', async () => {
+    const before = machineCpuTicks()!;
+    const t0 = performance.now();
+    await spin(300);
+    const cores = machineBusyCores(before, machineCpuTicks(), performance.now() - t0)!;
+    expect(cores).toBeGreaterThan(0.5);
+    expect(cores).toBeLessThanOrEqual(os.availableParallelism() + 0.1);
+  });
+
+  it('sees threads wait for a core when more spin than there are cores', async () => {
+    const n = Math.min(os.availableParallelism() + 1, 17);
+    const before = processSchedstat();
+    let after = new Map<number, { runNs: number; waitNs: number }>();
+    const all = Promise.all(Array.from({ length: n }, () => spin(250)));
+    const poll = setInterval(() => (after = processSchedstat()), 20);
+    await all;
+    clearInterval(poll);
+    const w = runqueueWait(before, after)!;
+    expect(w.all).toBeGreaterThan(0.02);
+    expect(w.all).toBeLessThan(1);
+    expect(w.busiest).toBeGreaterThanOrEqual(0);
+  });
+
+  it('says null where there is nothing read', () => {
+    expect(runqueueWait(new Map(), new Map())).toBeNull();
+    expect(machineBusyCores(null, null, 100)).toBeNull();
   });
 });
