@@ -96,7 +96,11 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             cpu_busy_share: (r.cpu.serverMs + (r.cpu.clientMs ?? 0)) / (r.cpu.wallMs * cores),
             model_share_of_cpu: modelMs / (r.cpu.serverMs + (r.cpu.clientMs ?? 0)),
           },
-          lanes: lanesBd.map((l) => ({ ...l, model_busy_share_of_run: l.model_ms / duration })),
+          lanes: lanesBd.map((l) => {
+            // an engine in its own thread: its CPU, and how long it sat runnable with no core free (schedstat); both fall inside model and other time alike
+            const thread = r.lanes.find((x) => x.name === l.lane)?.thread;
+            return { ...l, model_busy_share_of_run: l.model_ms / duration, engine_thread_cpu_ms: thread?.cpuMs ?? null, engine_thread_wait_ms: thread?.waitMs ?? null };
+          }),
         };
         for (const l of lanesBd) {
           rows.push({
@@ -139,6 +143,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     baseline_mode: 'step-sync, retainState false',
     busy_time: 'per batch: sub-server launch → results routed and streamed (trace batch start/end, real clock); summed per lane',
     model_time: 'modelMs the runner reports (ONNX session.run + router heads, inside the worker); simulated runners: their step latency',
+    run_queue_wait: 'engine_thread_cpu_ms / engine_thread_wait_ms: the lane engine thread\'s CPU and its time runnable but waiting for a core over the run (/proc/thread-self/stat and schedstat, read by the engine at most every 25 ms; thread placement only). Model and other time are wall time: a wait inside session.run counts as model time, one elsewhere as other',
     parts: {
       pack: 'launch → runner.step called (choosing and packing rows)',
       runner_other: 'runner.step → result on the main thread, minus model time (tensors, sampling, worker messages, event-loop wait)',

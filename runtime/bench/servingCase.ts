@@ -198,7 +198,7 @@ function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
   return after.map((a, i) => {
     const b = before[i];
-    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, ...(a.thread && b.thread ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs } } : {}) };
+    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, ...(a.thread && b.thread ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs, waitMs: a.thread.waitMs - b.thread.waitMs } } : {}) };
   });
 }
 

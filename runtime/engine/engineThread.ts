@@ -5,21 +5,22 @@ import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSour
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import { serveEngine } from './serveEngine.ts';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { threadCpuMs } from '../util/threadCpu.ts';
+import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import type { FromEngine } from './messages.ts';
+import type { ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 
 let gcMs = 0;
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) gcMs += e.duration;
 }).observe({ entryTypes: ['gc'] });
-let stats = { cpuMs: 0, gcMs: 0 };
+let stats: ThreadStats = { cpuMs: 0, gcMs: 0, waitMs: 0 };
 let statsAt = -Infinity;
 
-/** This thread's CPU and GC time, read from /proc at most every 100 ms (the benches divide them by tokens). */
-function threadStats(): { cpuMs: number; gcMs: number } {
+/** This thread's CPU, GC and run-queue wait, read from /proc at most every 25 ms (the benches divide them by tokens, over windows of a second or two). */
+function threadStats(): ThreadStats {
   const now = performance.now();
-  if (now - statsAt >= 100) {
-    stats = { cpuMs: threadCpuMs() ?? 0, gcMs };
+  if (now - statsAt >= 25) {
+    stats = { cpuMs: threadCpuMs() ?? 0, gcMs, waitMs: threadWaitMs() ?? 0 };
     statsAt = now;
   }
   return stats;

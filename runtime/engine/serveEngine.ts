@@ -3,7 +3,7 @@ import type { Algorithm } from '../../shared/algorithm.ts';
 import { createRealClock } from '../clock/clock.ts';
 import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { toEngineSchema, toPeerSchema } from '../../shared/protocol/engineProtocol.ts';
+import { toEngineSchema, toPeerSchema, type ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from './engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
@@ -41,7 +41,7 @@ export class PortedEngine {
     runner: ModelRunner,
     trusted: boolean,
     decoder: Decoder | undefined,
-    threadStats?: () => { cpuMs: number; gcMs: number },
+    threadStats?: () => ThreadStats,
   ) {
     // under checkInvariants every message is checked, our own thread's too
     this.trusted = trusted && !settings.checkInvariants;
@@ -136,7 +136,7 @@ export interface ServeOptions {
   /** The model's tokenizer, loaded beside the runner: the engine detokenises requests that ask for text. */
   decoder?: Decoder;
   /** An engine alone in its thread: the thread's CPU and GC time, sent with its lane. */
-  threadStats?: () => { cpuMs: number; gcMs: number };
+  threadStats?: () => ThreadStats;
   /** Over NATS: the entry named its other remote models (`remote-peers`); absent, the message is refused. */
   remotePeers?(server: PortedEngine, m: RemotePeers): void;
 }

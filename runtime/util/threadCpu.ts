@@ -13,6 +13,15 @@ export function threadCpuMs(stat = '/proc/thread-self/stat'): number | null {
   }
 }
 
+/** Ms one thread spent runnable but waiting for a core (schedstat's second field, ns), e.g. /proc/thread-self/schedstat; null without it. */
+export function threadWaitMs(schedstat = '/proc/thread-self/schedstat'): number | null {
+  try {
+    return Number(fs.readFileSync(schedstat, 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return null;
+  }
+}
+
 /** Every thread of this process: tid → CPU ms (empty where there is no /proc). */
 export function processThreadsCpuMs(): Map<number, number> {
   const out = new Map<number, number>();

@@ -164,6 +164,8 @@ export const commitColumnsSchema = z.object({
 export const COMMIT_COLUMNS = 5;
 
 /** One engine's figures for /admin/status, /metrics and the benches. */
+export const threadStatsSchema = z.object({ cpuMs: z.number(), gcMs: z.number(), waitMs: z.number() });
+
 export const laneReportSchema = z.object({
   name: z.string(),
   threshold: int,
@@ -185,9 +187,14 @@ export const laneReportSchema = z.object({
   /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
   prefixEntries: int,
   kvPrefixBytes: z.number(),
-  /** An engine in its own thread: that thread's CPU and garbage-collection pause time since it started, ms (read at most every 100 ms). */
-  thread: z.object({ cpuMs: z.number(), gcMs: z.number() }).optional(),
+  /**
+   * An engine in its own thread: that thread's CPU, garbage-collection pause and run-queue wait
+   * (runnable, waiting for a core: 0 without /proc) since it started, ms (read at most every 25 ms).
+   */
+  thread: threadStatsSchema.optional(),
 });
+
+export type ThreadStats = z.infer<typeof threadStatsSchema>;
 
 export const modelInfoSchema = z.object({
   /** Model folder name, e.g. "small". */
