@@ -13,18 +13,25 @@ export function threadCpuMs(stat = '/proc/thread-self/stat'): number | null {
   }
 }
 
-/** Ms one thread spent runnable but waiting for a core (schedstat's second field, ns), e.g. /proc/thread-self/schedstat; null without it. */
-export function threadWaitMs(schedstat = '/proc/thread-self/schedstat'): number | null {
+/** A thread's schedstat: ns on a CPU and ns runnable but waiting for one; null without it. */
+function schedstat(path: string): { runNs: number; waitNs: number } | null {
   try {
-    return Number(fs.readFileSync(schedstat, 'utf8').split(' ')[1]) / 1e6;
+    const [run, wait] = fs.readFileSync(path, 'utf8').split(' ').map(Number);
+    return { runNs: run, waitNs: wait };
   } catch {
     return null;
   }
 }
 
-/** Every thread of this process: tid → CPU ms (empty where there is no /proc). */
-export function processThreadsCpuMs(): Map<number, number> {
-  const out = new Map<number, number>();
+/** Ms one thread spent runnable but waiting for a core, e.g. /proc/thread-self/schedstat (the calling thread); null without it. */
+export function threadWaitMs(path = '/proc/thread-self/schedstat'): number | null {
+  const s = schedstat(path);
+  return s && s.waitNs / 1e6;
+}
+
+/** Every thread of this process: tid → what `read` finds in its /proc/self/task/<tid> folder (null, or a thread gone meanwhile: left out; empty without /proc). */
+function eachThread<T>(read: (dir: string) => T | null): Map<number, T> {
+  const out = new Map<number, T>();
   let tids: string[];
   try {
     tids = fs.readdirSync('/proc/self/task');
@@ -32,10 +39,15 @@ export function processThreadsCpuMs(): Map<number, number> {
     return out;
   }
   for (const tid of tids) {
-    const ms = threadCpuMs(`/proc/self/task/${tid}/stat`);
-    if (ms !== null) out.set(Number(tid), ms);
+    const v = read(`/proc/self/task/${tid}`);
+    if (v !== null) out.set(Number(tid), v);
   }
   return out;
+}
+
+/** Every thread of this process: tid → CPU ms (empty where there is no /proc). */
+export function processThreadsCpuMs(): Map<number, number> {
+  return eachThread((dir) => threadCpuMs(`${dir}/stat`));
 }
 
 /**
@@ -75,22 +87,7 @@ export function machineBusyCores(before: { busy: number } | null, after: { busy:
 
 /** Every thread of this process: tid → ns on a CPU and ns runnable but waiting for one (/proc/self/task/<tid>/schedstat; empty without it). */
 export function processSchedstat(): Map<number, { runNs: number; waitNs: number }> {
-  const out = new Map<number, { runNs: number; waitNs: number }>();
-  let tids: string[];
-  try {
-    tids = fs.readdirSync('/proc/self/task');
-  } catch {
-    return out;
-  }
-  for (const tid of tids) {
-    try {
-      const [run, wait] = fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
-      out.set(Number(tid), { runNs: run, waitNs: wait });
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return out;
+  return eachThread((dir) => schedstat(`${dir}/schedstat`));
 }
 
 /** A thread group's time waiting for a core, as a share of its runnable time (on a core or waiting). */
