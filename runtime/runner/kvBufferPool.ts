@@ -7,12 +7,19 @@
  */
 export class KvBufferPool {
   private readonly free: Float32Array[] = [];
+  private bytes = 0;
   /** Takes served from a kept buffer. */
   reused = 0;
 
   constructor(
     /** Buffers kept at most (the smallest go first): two batches' worth covers a re-pack's old and new. */
     private readonly keep: number,
+    /**
+     * Bytes kept at most (the biggest go first). Why: kept buffers are resident memory no request
+     * uses; wide batches (n = 64 choices) re-pack rarely, so keeping theirs buys little and cost a
+     * spawned server ~40 MB of RSS in the slow-readers test, while batch-8 KV is ~0.6 MB a batch on small and ~6.5 MB on large.
+     */
+    private readonly keepBytes = 16 * 2 ** 20,
   ) {}
 
   /** A view of exactly `n` floats over a kept buffer (the smallest that fits and is not wastefully big), or a new one with room to grow. */
@@ -27,20 +34,32 @@ export class KvBufferPool {
     const whole = this.free[best];
     this.free[best] = this.free[this.free.length - 1];
     this.free.pop();
+    this.bytes -= whole.byteLength;
     return whole.length === n ? whole : new Float32Array(whole.buffer, 0, n);
   }
 
   /** `a` (from `take`) is no longer read or written by anyone. */
   give(a: Float32Array): void {
-    this.free.push(a.length * 4 === a.buffer.byteLength ? a : new Float32Array(a.buffer));
-    if (this.free.length <= this.keep) return;
-    let smallest = 0;
-    for (let i = 1; i < this.free.length; i++) if (this.free[i].length < this.free[smallest].length) smallest = i;
-    this.free.splice(smallest, 1);
+    const whole = a.length * 4 === a.buffer.byteLength ? a : new Float32Array(a.buffer);
+    if (whole.byteLength > this.keepBytes) return;
+    this.free.push(whole);
+    this.bytes += whole.byteLength;
+    while (this.free.length > this.keep || this.bytes > this.keepBytes) {
+      const overBytes = this.free.length <= this.keep;
+      let pick = 0;
+      for (let i = 1; i < this.free.length; i++) if (overBytes ? this.free[i].length > this.free[pick].length : this.free[i].length < this.free[pick].length) pick = i;
+      this.bytes -= this.free[pick].byteLength;
+      this.free.splice(pick, 1);
+    }
   }
 
   /** Buffers kept now (for tests). */
   get size(): number {
     return this.free.length;
+  }
+
+  /** Bytes kept now (for tests). */
+  get keptBytes(): number {
+    return this.bytes;
   }
 }

@@ -39,4 +39,18 @@ describe('KvBufferPool', () => {
     expect(pool.take(9).buffer).not.toBe(bufs[0].buffer);
     expect(pool.take(20).buffer).toBe(bufs[1].buffer);
   });
+
+  it('keeps at most `keepBytes`, dropping the biggest, and never keeps one bigger than the bound', () => {
+    const pool = new KvBufferPool(10, 3500);
+    const huge = pool.take(2000); // 10,000 bytes with its headroom, over the bound
+    pool.give(huge);
+    expect(pool.size).toBe(0);
+    const bufs = [pool.take(100), pool.take(300), pool.take(400)]; // 500, 1,500, 2,000 bytes
+    for (const b of bufs) pool.give(b);
+    expect(pool.size).toBe(2);
+    expect(pool.keptBytes).toBe(2000);
+    expect(pool.take(300).buffer).toBe(bufs[1].buffer);
+    expect(pool.take(90).buffer).toBe(bufs[0].buffer);
+    expect(pool.keptBytes).toBe(0);
+  });
 });
