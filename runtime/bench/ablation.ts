@@ -52,11 +52,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const maxTokens = f.num('max-tokens', 128);
   const ignoreEos = f.bool('ignore-eos', false);
   const requests = f.sized('requests', 128, 16);
+  const warmup = f.num('warmup', concurrency * 2);
   if (!skipBundled) {
     const set = await loadRunnerSet(f.str('runners'));
     runnerDesc = set.description;
     kind = set.kind;
-    const c = { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos };
+    const c = { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup, maxTokens, ignoreEos };
     try {
       const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`ablation ${set.kind} ${what}`, ++done, total) });
       sweep = choiceJson(s);
@@ -98,7 +99,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         ? `${l.step}: async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep'}`
         : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}`,
     ),
-    bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
+    bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, warmup_requests_per_step: warmup, repeats: `${repeats} (the ladder is walked ${repeats}× in order; figures pool every walk)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
     paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },
     not_reproduced: "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
     ...servingSettings(serving),

@@ -58,6 +58,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const concurrency = f.num('concurrency', 16);
   const algorithms = f.list('algorithms', ['r2r']);
   const requests = f.sized('requests', 128, 24);
+  const warmup = f.num('warmup', concurrency * 2);
   const maxTokens = f.num('max-tokens', 128);
   const ignoreEos = f.bool('ignore-eos', false);
   const fixed = f.num('large-threshold', 0);
@@ -71,7 +72,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (const algorithm of algorithms) {
       const lanes = ALGORITHM_LANES[algorithm];
       if (!lanes) throw new Error(`unknown algorithm "${algorithm}"`);
-      const c = { ...serving, algorithm, lanes, concurrency, requests, warmup: concurrency * 2, maxTokens, ignoreEos, recordSteps: true };
+      const c = { ...serving, algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos, recordSteps: true };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
       else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
@@ -137,6 +138,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     concurrency,
     algorithms,
     requests,
+    warmup_requests: warmup,
     max_tokens: maxTokens,
     eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
     tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep of the large lane'}`,

@@ -109,6 +109,8 @@ export class OnnxRunner implements ModelRunner {
   readonly info: ModelInfo;
   private readonly caches = new Map<number, CacheEntry>();
   private batch: BatchState | null = null;
+  /** Earlier batches some request's KV still lives in: what compactStale looks at (not every cache, which counts the prefix cache's hundreds). */
+  private readonly stale = new Set<BatchState>();
   /** Recycles the batches' own KV buffers (rewritten graph only: otherwise they are ORT's outputs). */
   private readonly pool: KvBufferPool | undefined;
   private busy = false;
@@ -420,6 +422,7 @@ export class OnnxRunner implements ModelRunner {
     batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, cap, hd]));
     // only now, every row copied: a source batch no request lives in any more is gone
     for (const src of sources) if (src.refs === 0) this.retire(src);
+    if (this.batch && this.batch.refs > 0) this.stale.add(this.batch);
     this.batch = batch;
     this.stats.repacks++;
     this.compactStale();
@@ -476,15 +479,14 @@ export class OnnxRunner implements ModelRunner {
    * those rows move to compact copies of their own and it can be freed.
    */
   private compactStale(): void {
-    const byBatch = new Map<BatchState, { e: CacheEntry; row: number }[]>();
-    for (const e of this.caches.values()) {
-      if (e.loc?.kind !== 'batch' || e.loc.batch === this.batch) continue;
-      const list = byBatch.get(e.loc.batch) ?? [];
-      list.push({ e, row: e.loc.row });
-      byBatch.set(e.loc.batch, list);
-    }
     const { numKvHeads: kv, headDim: hd } = this.folder.config;
-    for (const [old, list] of byBatch) {
+    for (const old of this.stale) {
+      // row b of a batch was cacheId ids[b]; the entry still lives there unless it moved since
+      const list: { e: CacheEntry; row: number }[] = [];
+      old.ids.forEach((id, row) => {
+        const e = this.caches.get(id);
+        if (e?.loc?.kind === 'batch' && e.loc.batch === old && e.loc.row === row) list.push({ e, row });
+      });
       const used = list.reduce((a, x) => a + x.e.len, 0);
       if (old.ids.length * old.T <= STALE_FACTOR * used) continue;
       for (const { e, row } of list) {
@@ -512,6 +514,7 @@ export class OnnxRunner implements ModelRunner {
   /** No request's KV lives in `batch` any more: its own buffers go back to the pool (a step's `present` outputs are ORT's, and just dropped). */
   private retire(batch: BatchState): void {
     if (this.batch === batch) this.batch = null;
+    this.stale.delete(batch);
     if (this.pool) for (const t of batch.past) this.pool.give(t.data as Float32Array);
     batch.past = [];
   }
@@ -568,6 +571,7 @@ export class OnnxRunner implements ModelRunner {
   async close(): Promise<void> {
     this.caches.clear();
     this.batch = null;
+    this.stale.clear();
     await this.session.release();
     for (const h of this.heads.values()) await h.session.release();
   }
