@@ -109,8 +109,13 @@ export class OnnxRunner implements ModelRunner {
   readonly info: ModelInfo;
   private readonly caches = new Map<number, CacheEntry>();
   private batch: BatchState | null = null;
-  /** Earlier batches some request's KV still lives in: what compactStale looks at (not every cache, which counts the prefix cache's hundreds). */
-  private readonly stale = new Set<BatchState>();
+  /**
+   * Earlier batches a request left (or that stopped being current) since the last compaction: the
+   * only ones whose share of used slots can have fallen, as a batch no longer current never changes
+   * otherwise. Why not every earlier batch: the prefix cache keeps hundreds alive at steady state
+   * (R2R at N = 16: ~600 on large), and walking them all at each re-pack took 5-8 % of an engine thread.
+   */
+  private readonly toCompact = new Set<BatchState>();
   /** Recycles the batches' own KV buffers (rewritten graph only: otherwise they are ORT's outputs). */
   private readonly pool: KvBufferPool | undefined;
   private busy = false;
@@ -422,7 +427,8 @@ export class OnnxRunner implements ModelRunner {
     batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, cap, hd]));
     // only now, every row copied: a source batch no request lives in any more is gone
     for (const src of sources) if (src.refs === 0) this.retire(src);
-    if (this.batch && this.batch.refs > 0) this.stale.add(this.batch);
+    else this.toCompact.add(src);
+    if (this.batch && this.batch.refs > 0) this.toCompact.add(this.batch);
     this.batch = batch;
     this.stats.repacks++;
     this.compactStale();
@@ -480,7 +486,7 @@ export class OnnxRunner implements ModelRunner {
    */
   private compactStale(): void {
     const { numKvHeads: kv, headDim: hd } = this.folder.config;
-    for (const old of this.stale) {
+    for (const old of this.toCompact) {
       // row b of a batch was cacheId ids[b]; the entry still lives there unless it moved since
       const list: { e: CacheEntry; row: number }[] = [];
       old.ids.forEach((id, row) => {
@@ -503,18 +509,21 @@ export class OnnxRunner implements ModelRunner {
       }
       if (old.refs === 0) this.retire(old);
     }
+    this.toCompact.clear();
   }
 
   private dropCache(cacheId: number): void {
     const e = this.caches.get(cacheId);
     this.caches.delete(cacheId);
-    if (e?.loc?.kind === 'batch' && --e.loc.batch.refs === 0) this.retire(e.loc.batch);
+    if (e?.loc?.kind !== 'batch') return;
+    if (--e.loc.batch.refs === 0) this.retire(e.loc.batch);
+    else if (e.loc.batch !== this.batch) this.toCompact.add(e.loc.batch);
   }
 
   /** No request's KV lives in `batch` any more: its own buffers go back to the pool (a step's `present` outputs are ORT's, and just dropped). */
   private retire(batch: BatchState): void {
     if (this.batch === batch) this.batch = null;
-    this.stale.delete(batch);
+    this.toCompact.delete(batch);
     if (this.pool) for (const t of batch.past) this.pool.give(t.data as Float32Array);
     batch.past = [];
   }
@@ -571,7 +580,7 @@ export class OnnxRunner implements ModelRunner {
   async close(): Promise<void> {
     this.caches.clear();
     this.batch = null;
-    this.stale.clear();
+    this.toCompact.clear();
     await this.session.release();
     for (const h of this.heads.values()) await h.session.release();
   }
