@@ -257,5 +257,9 @@ export class EngineHost implements EngineEnv {
     for (const p of this.peers.values()) p.close();
     this.peers.clear();
     this.engine.actor.stop();
+    // The caches kept for later prompts go with this engine. A `begin` that replaces it (a bench's next server on a
+    // borrowed thread, a sub-server taking an entry anew) starts an empty prefix cache, and the runner kept the old
+    // one's KV for ever: a bench's later cases ran on thousands of orphaned caches.
+    this.engine.queues.prefix?.clear();
   }
 }
