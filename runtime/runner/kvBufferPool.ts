@@ -16,8 +16,9 @@ export class KvBufferPool {
     private readonly keep: number,
     /**
      * Bytes kept at most (the biggest go first). Why: kept buffers are resident memory no request
-     * uses; wide batches (n = 64 choices) re-pack rarely, so keeping theirs buys little and cost a
-     * spawned server ~40 MB of RSS in the slow-readers test, while batch-8 KV is ~0.6 MB a batch on small and ~6.5 MB on large.
+     * uses. Wide batches (n = 64 choices) re-pack rarely, so keeping theirs buys little, and 12 of
+     * them (3.4-4.3 MB each on small) can hold ~45 MB: the slow-readers test's RSS bound failed in CI.
+     * A whole batch's KV at batch 8 is ~0.6 MB on small and ~6.5 MB on large.
      */
     private readonly keepBytes = 16 * 2 ** 20,
   ) {}
