@@ -340,7 +340,9 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
   const lanes = results[0].lanes.map((l, i) => {
     const all = results.map((r) => r.lanes[i]);
     const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs') => all.reduce((s, x) => s + x[k], 0);
-    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs') };
+    const threads = all.map((x) => x.thread);
+    const thread = threads.every((t) => t !== undefined) ? { cpuMs: threads.reduce((s, t) => s + t.cpuMs, 0), gcMs: threads.reduce((s, t) => s + t.gcMs, 0), waitMs: threads.reduce((s, t) => s + t.waitMs, 0) } : undefined;
+    return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs'), thread };
   });
   const clients = results.map((r) => r.cpu.clientMs);
   const cpu = {
@@ -355,6 +357,12 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
 /** The figures a table row shows for one run (DESIGN §5 names and units). */
 export function runFigures(r: ServingResult): Record<string, number> {
   const m = r.run.metrics;
+  const tokens = m.completed * m.meanOutputTokens;
+  const { serverMs, clientMs, wallMs, entryMainMs } = r.cpu;
+  // Where the CPU went (NaN where not measured): the machine has os.availableParallelism() cores for both processes.
+  const threads = r.lanes.flatMap((l) => (l.thread ? [l.thread] : []));
+  const engineCpu = threads.length ? threads.reduce((s, t) => s + t.cpuMs, 0) : NaN;
+  const engineWait = threads.length ? threads.reduce((s, t) => s + t.waitMs, 0) : NaN;
   return {
     tok_s: m.outputThroughputTokS,
     mean_e2e_ms: m.e2eMs.mean,
@@ -368,6 +376,13 @@ export function runFigures(r: ServingResult): Record<string, number> {
     handoffs_per_request: m.completed > 0 ? r.run.handoffs / m.completed : 0,
     completed: m.completed,
     failed: m.failed,
+    server_cores: serverMs / wallMs,
+    client_cores: clientMs === null ? NaN : clientMs / wallMs,
+    server_cpu_us_per_token: (serverMs * 1000) / tokens,
+    entry_main_us_per_token: entryMainMs === null ? NaN : (entryMainMs * 1000) / tokens,
+    engine_threads_cpu_us_per_token: (engineCpu * 1000) / tokens,
+    // of the engine threads' runnable time, the share spent waiting for a core (schedstat)
+    engine_threads_wait_share: engineWait / (engineCpu + engineWait),
     ...(m.goodputReqS !== undefined ? { request_throughput_req_s: m.requestThroughputRps, goodput_req_s: m.goodputReqS } : {}),
   };
 }
