@@ -22,6 +22,8 @@ export interface FailoverHost {
 export class EngineFailover {
   /** Handoffs to an engine that died, until its replacement joins. */
   private readonly held = new Map<string, Arrival[]>();
+  /** How many requests each death failed, by its error. */
+  private readonly failedBy = new WeakMap<Error, number>();
 
   constructor(private readonly host: FailoverHost) {}
 
@@ -44,6 +46,9 @@ export class EngineFailover {
    */
   failLane(name: string, error: Error): number {
     const { host } = this;
+    // the engine's own watch and the restarter both hear one death: the second call reports the first's count
+    const seen = this.failedBy.get(error);
+    if (seen !== undefined) return seen;
     const e = this.engineNamed(name);
     let failed = e.runnerLost(error);
     if (failed === null) {
@@ -58,6 +63,7 @@ export class EngineFailover {
       for (const other of host.engines) if (other !== e) other.peerLost(name);
     }
     host.flush();
+    this.failedBy.set(error, failed);
     return failed;
   }
 

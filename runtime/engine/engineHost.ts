@@ -160,11 +160,19 @@ export class EngineHost implements EngineEnv {
 
   // --- what the entry and the peers ask ---
 
-  /** The peer died: its link is dead, so handoffs there go by the entry, which holds them until it is back. */
+  /**
+   * The peer died: handoffs there go by the entry, which holds them until it is back. Its link is
+   * dropped, not closed: what the peer sent before it died may still be queued on it (the entry has
+   * counted those requests as here), and closing would discard it; the dead end closes the link.
+   */
   peerLost(name: string): void {
-    this.peers.get(name)?.close();
     this.peers.delete(name);
     this.call(() => this.engine.peerLost(name));
+  }
+
+  /** `link` is the one handoffs to `name` take now (false: that peer died since, or was replaced). */
+  linked(name: string, link: PeerLink): boolean {
+    return this.peers.get(name) === link;
   }
 
   addPeer(name: string, link: PeerLink): void {

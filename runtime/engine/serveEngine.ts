@@ -6,7 +6,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { toEngineSchema, toPeerSchema, type ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from './engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
+import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, FromEngine, PeerLink, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from './messages.ts';
 import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
 /**
@@ -68,8 +68,13 @@ export class PortedEngine {
   }
 
   addPeer(name: string, port: PortLike): void {
-    port.on('message', (m) => this.arrive((this.trusted ? (m as ToPeer) : toPeerSchema.parse(m)).arrivals));
-    this.host.addPeer(name, { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() });
+    const link: PeerLink = { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() };
+    port.on('message', (m) => {
+      const { arrivals } = this.trusted ? (m as ToPeer) : toPeerSchema.parse(m);
+      // sent just before that peer died (or was replaced): what it had seen of these requests died with it
+      this.arrive(this.host.linked(name, link) ? arrivals : arrivals.map((w) => forgetModel(w, name)));
+    });
+    this.host.addPeer(name, link);
   }
 
   /** Handoffs to `models` go through `router` (models with a port of their own keep it). */
@@ -203,4 +208,13 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
       return server;
     },
   };
+}
+
+/** The arrival as if model `name` had seen nothing of the request: its next visit there re-prefills. */
+function forgetModel(w: WireArrival, name: string): WireArrival {
+  const m = w.spec.models.indexOf(name) + 1;
+  if (m === 0 || w.known[m] === 0) return w;
+  const known = w.known.slice();
+  known[m] = 0;
+  return { ...w, known };
 }
