@@ -35,27 +35,36 @@ async function evaluateOnce(url: string, model: string, problems: number, concur
   return { result: last.result, wallMs: performance.now() - t0, mainCpuMs: mainThreadCpuMs() - cpu0 };
 }
 
-/** A closed loop of `c` clients sending validation questions to `model` for `ms`: committed tokens per second of wall time. */
-async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number; tokens: number; mainCpuMs: number }> {
+/**
+ * A closed loop of `c` clients sending validation questions to `model` for `ms`: committed tokens per
+ * second of wall time, and `clientMs`, each request's wall time at the client less its time at the
+ * server (`Server-Timing: total`): the client's own part, which a prediction needs told.
+ */
+async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number; tokens: number; mainCpuMs: number; clientMs: number }> {
   const end = performance.now() + ms;
   const t0 = performance.now();
   const cpu0 = mainThreadCpuMs();
   let tokens = 0;
   let requests = 0;
+  let outside = 0;
   let k = 0;
   await Promise.all(
     Array.from({ length: c }, async () => {
       while (performance.now() < end) {
         const q = questions[k++ % questions.length];
+        const sent = performance.now();
         const res = await post(`${url}/v1/chat/completions`, { model, messages: [{ role: 'user', content: q }], max_tokens: maxTokens, temperature: 0 });
         const body = (await res.json()) as { usage?: { completion_tokens: number } };
         if (!res.ok) throw new Error(`${model}: ${res.status} ${JSON.stringify(body)}`);
+        const atServer = Number(/total;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1]);
+        if (!Number.isFinite(atServer)) throw new Error(`${model}: the answer has no Server-Timing total`);
+        outside += performance.now() - sent - atServer;
         tokens += body.usage!.completion_tokens;
         requests++;
       }
     }),
   );
-  return { tokS: (tokens / (performance.now() - t0)) * 1000, requests, tokens, mainCpuMs: mainThreadCpuMs() - cpu0 };
+  return { tokS: (tokens / (performance.now() - t0)) * 1000, requests, tokens, mainCpuMs: mainThreadCpuMs() - cpu0, clientMs: Math.max(0, outside / Math.max(1, requests)) };
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
@@ -82,23 +91,30 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     // traffic's step latency from the trace of live requests, and the first prediction-check keeps it read from then on anyway.
     // Live traffic before the first algorithm, as each later one has the loop before it: without it the first had no entry figure.
     stopReading = service.trace.subscribe(() => {});
-    await closedLoop(server.url, 'me', questions, concurrency, measureMs / 2, maxTokens);
+    // the clients' own time per request, as the last loop measured it: a property of this client, passed to each prediction
+    let clientMs = (await closedLoop(server.url, 'me', questions, concurrency, measureMs / 2, maxTokens)).clientMs;
     let evalMs = 0;
     for (const algorithm of algorithms) {
       // the previous loop's traffic still counts as live for a moment (evaluateDraft.ts): an evaluation started at once would begin at one slot
       await new Promise((r) => setTimeout(r, LIVE_MEMORY_MS + 200));
       const { result, wallMs, mainCpuMs: evalCpu } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
       evalMs = Math.max(evalMs, wallMs);
-      const pRes = await post(`${server.url}/admin/evaluate/${result.runId}/predict`, { concurrency });
-      const p = predictionSchema.parse(await pRes.json());
+      const predict = async (body: Record<string, unknown>) => predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${result.runId}/predict`, body)).json());
+      const p = await predict({ concurrency, clientMs });
+      // the same run predicted as before 5 Dec, for clients that take no time of their own: the two side by side
+      const p0 = await predict({ concurrency });
       // the measurement runs with the thresholds in force, so the prediction for those is the one to check
       const predicted = (p.current ?? p.best).tokS;
+      const predictedNoClient = (p0.current ?? p0.best).tokS;
       // the timeline's check watches from its first question: asked before and after the loop, it refits step latency from the serving window
       const check = async () => predictionCheckSchema.parse(await (await fetch(`${server.url}/admin/prediction-check?algorithm=${algorithm}&windowMs=${measureMs + 5000}`)).json());
       await check();
       const measured = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
       const live = await check();
+      const clientMsPassed = clientMs;
+      clientMs = measured.clientMs;
       const diff = (predicted - measured.tokS) / measured.tokS;
+      const diffNoClient = (predictedNoClient - measured.tokS) / measured.tokS;
       // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput, for comparison
       const evalTokS = result.tokS;
       results.push({
@@ -106,6 +122,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         predicted_tok_s: predicted,
         measured_tok_s: measured.tokS,
         diff,
+        predicted_no_client_tok_s: predictedNoClient,
+        diff_no_client: diffNoClient,
         eval_tok_s: evalTokS,
         check_predicted_tok_s: live.predicted?.tokS ?? null,
         check_measured_tok_s: live.measured.tokS,
@@ -118,14 +136,16 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         http_requests: measured.requests,
         entry_ms: p.entryMs,
         transit_ms: p.transitMs,
+        client_ms: clientMsPassed,
+        client_ms_measured: measured.clientMs,
         live_batches: p.liveBatches,
         in_engine: (p.current ?? p.best).inEngine,
         accuracy: result.accuracy,
         handoffs_per_request: result.handoffsPerRequest,
         thresholds: (p.current ?? p.best).thresholds,
       });
-      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
-      console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s, measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %)`);
+      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, client_ms: clientMsPassed, diff_no_client: `${(diffNoClient * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
+      console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s with the clients' ${clientMsPassed.toFixed(1)} ms (${predictedNoClient.toFixed(0)} without), measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %, ${(diffNoClient * 100).toFixed(1)} % without)`);
     }
     // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an
     // evaluation of r2r runs, alternating for `live-rounds` rounds: one pair of windows moves by up to 2x on a shared machine, so the
@@ -152,7 +172,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     printTable(rows);
     return {
       suite: 'predict',
-      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', mode: config.scheduling.mode, load_start: loadStart, load: os.loadavg() },
+      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', client_time: 'clientMs measured on the loop before (client wall less Server-Timing total); predicted_no_client_tok_s without it', mode: config.scheduling.mode, load_start: loadStart, load: os.loadavg() },
       results: {
         algorithms: results,
         evaluation: {

@@ -27,6 +27,7 @@ export class EntryProfile {
   /** Times every inference request from the moment it reaches the server (before its body is read) to its answer's last byte, under the id it answered with. */
   readonly middleware = (_req: Request, res: Response, next: NextFunction): void => {
     const t0 = this.now();
+    res.locals.receivedAt = performance.now();
     res.once('finish', () => {
       const id = res.getHeader('X-Request-Id');
       if (res.statusCode !== 200 || typeof id !== 'string') return;
@@ -85,4 +86,14 @@ export function entryProfileOf(service: TokenRouterService): EntryProfile {
   let p = profiles.get(service);
   if (!p) profiles.set(service, (p = new EntryProfile(() => service.cluster.clock.now())));
   return p;
+}
+
+/**
+ * A unary answer's `Server-Timing: total;dur=MS` (W3C Server Timing): its time at this server from
+ * receipt, before its body was read, to the answer. What a client's own wall time has beyond it is
+ * the network and the client: the `clientMs` a prediction takes.
+ */
+export function serverTiming(res: Response): void {
+  const t0 = res.locals.receivedAt;
+  if (typeof t0 === 'number') res.set('Server-Timing', `total;dur=${(performance.now() - t0).toFixed(2)}`);
 }

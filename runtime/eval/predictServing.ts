@@ -22,6 +22,8 @@ export interface ServingInput {
   entryMs?: number | null;
   /** The run's measured ms per request on no model (crossing threads: TransitTimes); null or absent: none. */
   transitMs?: number | null;
+  /** The clients' own ms per request outside the server (network, their turnaround); absent: 0. */
+  clientMs?: number;
   slo?: LatencySlo;
 }
 
@@ -56,9 +58,10 @@ export function closedLoopThroughput(c: number, entryMs: number, tokensPerReques
  * model's next launch (fitStepLatency): they carry the scheduling cost and the gaps between a
  * model's batches that a profile of the model alone, or a batch's wall time, misses. The entry's
  * measured time per request outside the cluster (`entryMs`) and the run's time per request on no
- * model inside it (`transitMs`: crossing threads) keep some of the N clients out of every model's
- * queue (closedLoopThroughput); the entry's per-token work on the main thread is in the live
- * traffic's batches the caller passes beside the run's own.
+ * model inside it (`transitMs`: crossing threads), and the clients' own time outside the server
+ * (`clientMs`), keep some of the N clients out of every model's queue (closedLoopThroughput); the
+ * entry's per-token work on the main thread is in the live traffic's batches the caller passes
+ * beside the run's own.
  */
 export function predictServing(input: ServingInput): ServingPrediction {
   const { routing, concurrency: N } = input;
@@ -85,7 +88,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const named = (t: readonly number[]) => Object.fromEntries(names.map((m, k) => [m, t[k]]));
   const outputTokens = Math.max(1, Math.round(input.meanOutputTokens));
   // both keep a request out of every model's queue, where the chain has all of them: the engine's concurrency is what is left
-  const outsideMs = (input.entryMs ?? 0) + (input.transitMs ?? 0);
+  const outsideMs = (input.entryMs ?? 0) + (input.transitMs ?? 0) + (input.clientMs ?? 0);
   const ones = lanes.map(() => 1);
   const feasible = (t: readonly number[], n: number) => t.reduce((s, x) => s + x - 1, 0) < n;
   // The engine's concurrency under N clients with the entry's time left out: thresholds chosen there.
@@ -114,6 +117,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
     current: feasible(now, N) ? setting(now) : null,
     entryMs: input.entryMs ?? null,
     transitMs: input.transitMs ?? null,
+    clientMs: input.clientMs ?? 0,
     latencyBatches: fit.counts,
     method: bestRow?.method ?? 'chain',
   };

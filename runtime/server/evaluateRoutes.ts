@@ -78,6 +78,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       batches: [...stored.batches, ...live],
       entryMs: entry?.perRequestMs ?? null,
       transitMs: stored.transitMs,
+      clientMs: body.clientMs,
       slo: body.slo,
     });
     const liveBatches = Object.fromEntries(Object.keys(p.latencyBatches).map((m) => [m, live.filter((b) => b.model === m).length]));

@@ -83,6 +83,12 @@ export type CancelResponse = z.infer<typeof cancelResponseSchema>;
 export const predictRequestSchema = z
   .object({
     concurrency: z.number().int().min(1).max(EVALUATE_BOUNDS.maxPredictConcurrency),
+    /**
+     * Ms each client spends per request outside this server: the network both ways and its own turnaround
+     * (what a response's `Server-Timing: total` leaves of the client's wall time). Those clients are on no
+     * model then; default 0, clients that ask again the moment an answer lands.
+     */
+    clientMs: z.number().min(0).max(60_000).optional(),
     /** p99 bounds, ms: with one, the answer adds goodput (requests/s meeting them) at that concurrency. */
     slo: z.object({ tpotMs: z.number().positive().optional(), ttftMs: z.number().positive().optional() }).strict().optional(),
   })
@@ -93,7 +99,7 @@ const settingSchema = z.object({
   thresholds: z.record(z.string(), z.number().int()),
   /** Committed tok/s, the throughput model's figure from the run's P and C and the server's step latency (launch to next launch). */
   tokS: z.number(),
-  /** Requests on a model at once: the clients, less those the entry and the crossings between threads hold (Little's law with `entryMs` + `transitMs`). */
+  /** Requests on a model at once: the clients, less those the entry, the crossings between threads and the clients themselves hold (Little's law with `entryMs` + `transitMs` + `clientMs`). */
   inEngine: z.number(),
   p99TpotMs: z.number(),
   meanTpotMs: z.number(),
@@ -116,6 +122,8 @@ export const predictionSchema = z.object({
   entryMs: z.number().nullable(),
   /** The evaluation's measured ms per request in the cluster on no model (the entry to an engine, hand-offs crossing threads, the last batch to the end), also left out of the engine's concurrency; null: not measured. */
   transitMs: z.number().nullable(),
+  /** The clients' own ms per request outside the server, as asked (`clientMs`), also left out of the engine's concurrency. */
+  clientMs: z.number(),
   /** Per model: the batches the step-latency profile was fitted from. */
   latencyBatches: z.record(z.string(), z.number().int()),
   /**

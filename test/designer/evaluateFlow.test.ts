@@ -15,7 +15,7 @@ function result(runId: string, accuracy: number): EvaluationResult {
 class FakeServer implements EvaluateServer {
   runs: { run: EvaluateRun; end: (e: EvaluateEvent | Error) => void }[] = [];
   cancelled: string[] = [];
-  predicted: [string, number][] = [];
+  predicted: [string, number, number][] = [];
   evaluate(run: EvaluateRun): Promise<void> {
     return new Promise((resolve, reject) => {
       const id = `run${this.runs.length + 1}`;
@@ -28,10 +28,11 @@ class FakeServer implements EvaluateServer {
     this.cancelled.push(runId);
     return { runId, cancelled: true };
   }
-  async predict(runId: string, concurrency: number): Promise<Prediction> {
-    this.predicted.push([runId, concurrency]);
-    const setting = { thresholds: { small: 1, large: 2 }, tokS: 100 * concurrency, inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
-    return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, latencyBatches: { small: 5, large: 5 }, liveBatches: { small: 0, large: 5 }, method: 'chain' };
+  async predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction> {
+    this.predicted.push([runId, concurrency, clientMs]);
+    // clients with time of their own keep fewer on the models: fewer tok/s
+    const setting = { thresholds: { small: 1, large: 2 }, tokS: (100 * concurrency) / (1 + clientMs / 10), inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
+    return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, clientMs, latencyBatches: { small: 5, large: 5 }, liveBatches: { small: 0, large: 5 }, method: 'chain' };
   }
 }
 
@@ -85,6 +86,12 @@ describe('EvaluateFlow', () => {
     expect(flow.getState().points.map((p) => [p.label, p.kind, p.tokS])).toEqual([['small', 'model', 800], ['r2r', 'algorithm', 800]]);
     await flow.setConcurrency(2);
     expect(flow.getState().points.map((p) => p.tokS)).toEqual([200, 200]);
-    expect(server.predicted.slice(-2)).toEqual([['run1', 2], ['run2', 2]]);
+    expect(server.predicted.slice(-2)).toEqual([['run1', 2, 0], ['run2', 2, 0]]);
+    // the clients' own time re-prices every point too, and a bad entry reads as none
+    await flow.setClientMs(10);
+    expect(flow.getState().points.map((p) => p.tokS)).toEqual([100, 100]);
+    expect(server.predicted.slice(-2)).toEqual([['run1', 2, 10], ['run2', 2, 10]]);
+    await flow.setClientMs(Number('x'));
+    expect(flow.getState().clientMs).toBe(0);
   });
 });

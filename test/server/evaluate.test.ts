@@ -262,7 +262,16 @@ describe('predicting the serving cost of a run', () => {
     expect(p.current!.inEngine).toBeGreaterThan(7);
     // live HTTP requests, traced while something reads the trace (here the test; the timeline or a prediction check on a server), give the entry's time per request, which keeps clients out of the engine
     const stopReading = t.service.trace.subscribe(() => {});
-    for (let i = 0; i < 6; i++) expect((await post(`${t.url}/v1/chat/completions`, { model: 'r-stitch', messages: [{ role: 'user', content: `q ${i}` }], max_tokens: 8 })).status).toBe(200);
+    for (let i = 0; i < 6; i++) {
+      const sent = performance.now();
+      const r = await post(`${t.url}/v1/chat/completions`, { model: 'r-stitch', messages: [{ role: 'user', content: `q ${i}` }], max_tokens: 8 });
+      const wall = performance.now() - sent;
+      expect(r.status).toBe(200);
+      // its time at the server, which the client's own wall time holds with the network and the client beside it
+      const atServer = Number(/^total;dur=([\d.]+)$/.exec(r.headers.get('server-timing') ?? '')?.[1]);
+      expect(atServer).toBeGreaterThan(0);
+      expect(atServer).toBeLessThan(wall);
+    }
     const withEntry = predictionSchema.parse(await (await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 8 })).json());
     expect(withEntry.entryMs).toBeGreaterThan(0);
     expect(withEntry.transitMs).toBe(p.transitMs);
@@ -271,7 +280,14 @@ describe('predicting the serving cost of a run', () => {
     expect(withEntry.latencyBatches.small).toBeGreaterThan(p.latencyBatches.small);
     expect(withEntry.current!.inEngine).toBeLessThan(p.current!.inEngine);
     expect(withEntry.current!.inEngine).toBeGreaterThan(0);
+    expect(withEntry.clientMs).toBe(0);
+    // clients with time of their own (network, turnaround) keep more of the 8 off the models: fewer there, fewer tok/s
+    const slowClients = predictionSchema.parse(await (await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 8, clientMs: 40 })).json());
+    expect(slowClients.clientMs).toBe(40);
+    expect(slowClients.current!.inEngine).toBeLessThan(withEntry.current!.inEngine - 0.5);
+    expect(slowClients.current!.tokS).toBeLessThan(withEntry.current!.tokS);
     stopReading();
+    expect(await refused(await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 8, clientMs: -1 }), 400)).toMatchObject({ param: 'clientMs' });
     expect(await refused(await post(`${t.url}/admin/evaluate/${runId}/predict`, { concurrency: 0 }), 400)).toMatchObject({ param: 'concurrency' });
     expect(await refused(await post(`${t.url}/admin/evaluate/nope/predict`, { concurrency: 4 }), 404)).toMatchObject({ param: 'runId' });
   });

@@ -201,6 +201,6 @@ const evalAt = (runId: string) => `/admin/evaluate/${encodeURIComponent(runId)}`
 export const evaluateApi = {
   evaluate,
   cancel: (runId: string) => admin('DELETE', evalAt(runId), cancelResponseSchema),
-  predict: (runId: string, concurrency: number) => admin('POST', `${evalAt(runId)}/predict`, predictionSchema, { concurrency }),
+  predict: (runId: string, concurrency: number, clientMs: number) => admin('POST', `${evalAt(runId)}/predict`, predictionSchema, { concurrency, clientMs }),
   check: (algorithm: string, windowMs: number) => admin('GET', `/admin/prediction-check?algorithm=${encodeURIComponent(algorithm)}&windowMs=${windowMs}`, predictionCheckSchema),
 };

@@ -8,7 +8,7 @@ import { errorText } from './registryFlow.ts';
 export interface EvaluateServer {
   evaluate(run: EvaluateRun): Promise<void>;
   cancel(runId: string): Promise<CancelResponse>;
-  predict(runId: string, concurrency: number): Promise<Prediction>;
+  predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction>;
 }
 
 export type PointKind = 'draft' | 'model' | 'algorithm';
@@ -29,6 +29,8 @@ export interface EvaluateState {
   label: string | null;
   problems: number;
   concurrency: number;
+  /** Each client's own ms per request outside the server (network, its turnaround): they are on no model then. */
+  clientMs: number;
   runId: string | null;
   progress: { done: number; total: number; correct: number } | null;
   /** The draft's last result and prediction. */
@@ -47,6 +49,7 @@ export class EvaluateFlow {
     label: null,
     problems: 100,
     concurrency: 8,
+    clientMs: 0,
     runId: null,
     progress: null,
     result: null,
@@ -80,6 +83,12 @@ export class EvaluateFlow {
   /** A new concurrency re-prices every point: accuracy does not change with it, throughput does. */
   setConcurrency = async (c: number): Promise<void> => {
     this.set({ concurrency: Math.max(1, Math.min(32, Math.round(c) || 1)) });
+    await this.repredict();
+  };
+
+  /** Clients that take time of their own between answers keep fewer requests on the models: every point re-priced. */
+  setClientMs = async (ms: number): Promise<void> => {
+    this.set({ clientMs: Math.max(0, Math.min(60_000, Number.isFinite(ms) ? ms : 0)) });
     await this.repredict();
   };
 
@@ -151,7 +160,7 @@ export class EvaluateFlow {
   private async predictPoint(p: PlotPoint): Promise<void> {
     if (p.kind === 'draft') this.set({ predicting: true });
     try {
-      const prediction = await this.server.predict(p.runId, this.state.concurrency);
+      const prediction = await this.server.predict(p.runId, this.state.concurrency, this.state.clientMs);
       this.set({
         points: this.state.points.map((q) => (q.runId === p.runId ? { ...q, tokS: prediction.best.tokS } : q)),
         ...(p.kind === 'draft' ? { prediction } : {}),

@@ -1,6 +1,7 @@
 // The non-streamed OpenAI answer.
 import type { Request, Response } from 'express';
 import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken } from '../../serve/tokenRouterService.ts';
+import { serverTiming } from '../../eval/entryProfile.ts';
 import { sendError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Plan } from './requestPlan.ts';
@@ -39,6 +40,7 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
         const choice = kind === 'chat' ? { index: job.index, message: { role: 'assistant', content: o.text }, finish_reason: o.finishReason, logprobs: lp } : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
         return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), ...perTokenOf(tokens[i]) } };
       });
+      serverTiming(res);
       res.json({
         id: plan.id,
         object: kind === 'chat' ? 'chat.completion' : 'text_completion',
