@@ -71,6 +71,15 @@ async function main(): Promise<void> {
     await page.locator('[data-testid="ev-point-draft"]').waitFor();
     const draftTokS = (await page.evaluate(() => window.__designer!.evaluation().prediction!.best.tokS)) as number;
     assert.ok(draftTokS > 0, 'the draft has a predicted throughput');
+    // clients that take time of their own per request (typed in, keyboard only; 5 s, as long as a request here) keep fewer requests on the models: a lower figure
+    await page.focus('[data-testid="ev-client-ms"]');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.type('5000');
+    await page.waitForFunction((before) => { const s = window.__designer!.evaluation(); return s.clientMs === 5000 && !s.predicting && s.prediction!.clientMs === 5000 && s.prediction!.best.tokS < 0.8 * before; }, draftTokS, { timeout: 15_000 });
+    await shot(page, '1b-client-ms');
+    await page.keyboard.press('Control+a');
+    await page.keyboard.type('0');
+    await page.waitForFunction(() => { const s = window.__designer!.evaluation(); return s.clientMs === 0 && !s.predicting && s.prediction!.clientMs === 0; }, undefined, { timeout: 15_000 });
     // a model no live request has stepped on gets its step latency from the evaluation alone, and the panel says so
     const live = (await page.evaluate(() => window.__designer!.evaluation().prediction!.liveBatches)) as Record<string, number>;
     const unseen = Object.keys(live).filter((m) => live[m] === 0);

@@ -141,7 +141,7 @@ export function EvaluatePanel() {
           <input type="number" min={1} max={32} value={s.concurrency} onChange={(e) => void flow.setConcurrency(Number(e.target.value))} data-testid="ev-concurrency" />
         </label>
         <label className="muted small" title="Each client's own time per request outside the server: the network both ways and its turnaround before it asks again">
-          clients' own ms per request{' '}
+          client ms per request{' '}
           <input type="number" min={0} max={60000} step="any" value={s.clientMs} onChange={(e) => void flow.setClientMs(Number(e.target.value))} data-testid="ev-client-ms" />
         </label>
       </div>
