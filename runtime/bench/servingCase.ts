@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../config/serverConfig.ts';
 import type { LaneStats } from '../engine/laneStats.ts';
+import type { ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
 import { machineBusyCores, machineCpuTicks, processSchedstat, runqueueWait, threadCpuMs, type RunqueueWait } from '../util/threadCpu.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../loadgen/benchmarkServing.ts';
@@ -341,7 +342,7 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
     const all = results.map((r) => r.lanes[i]);
     const sum = (k: 'batches' | 'rows' | 'admissions' | 'evictions' | 'busyMs') => all.reduce((s, x) => s + x[k], 0);
     const threads = all.map((x) => x.thread);
-    const thread = threads.every((t) => t !== undefined) ? { cpuMs: threads.reduce((s, t) => s + t.cpuMs, 0), gcMs: threads.reduce((s, t) => s + t.gcMs, 0), waitMs: threads.reduce((s, t) => s + t.waitMs, 0) } : undefined;
+    const thread = threads.every((t) => t !== undefined) ? sumThreads(threads) : undefined;
     return { ...l, batches: sum('batches'), rows: sum('rows'), admissions: sum('admissions'), evictions: sum('evictions'), busyMs: sum('busyMs'), thread };
   });
   const clients = results.map((r) => r.cpu.clientMs);
@@ -354,15 +355,21 @@ export function poolResults(results: readonly ServingResult[]): ServingResult {
   return { run: poolRuns(results.map((r) => r.run)), lanes, batches: results.flatMap((r) => r.batches), steps: results.flatMap((r) => r.steps), cpu };
 }
 
+/** Engine threads' CPU, GC and run-queue wait added up; undefined when there are none. */
+function sumThreads(threads: readonly ThreadStats[]): ThreadStats | undefined {
+  if (threads.length === 0) return undefined;
+  return threads.reduce((s, t) => ({ cpuMs: s.cpuMs + t.cpuMs, gcMs: s.gcMs + t.gcMs, waitMs: s.waitMs + t.waitMs }));
+}
+
 /** The figures a table row shows for one run (DESIGN §5 names and units). */
 export function runFigures(r: ServingResult): Record<string, number> {
   const m = r.run.metrics;
   const tokens = m.completed * m.meanOutputTokens;
   const { serverMs, clientMs, wallMs, entryMainMs } = r.cpu;
   // Where the CPU went (NaN where not measured): the machine has os.availableParallelism() cores for both processes.
-  const threads = r.lanes.flatMap((l) => (l.thread ? [l.thread] : []));
-  const engineCpu = threads.length ? threads.reduce((s, t) => s + t.cpuMs, 0) : NaN;
-  const engineWait = threads.length ? threads.reduce((s, t) => s + t.waitMs, 0) : NaN;
+  const engine = sumThreads(r.lanes.flatMap((l) => (l.thread ? [l.thread] : [])));
+  const engineCpu = engine?.cpuMs ?? NaN;
+  const engineWait = engine?.waitMs ?? NaN;
   return {
     tok_s: m.outputThroughputTokS,
     mean_e2e_ms: m.e2eMs.mean,

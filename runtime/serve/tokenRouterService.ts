@@ -293,10 +293,7 @@ export class TokenRouterService {
     this.registry.close();
     // the caches kept for later prompts go with the service (a bench's runner outlives it): closing an
     // engine of this process disposes its host, which hands them back, as a `begin` does on a thread
-    for (const m of this.config.models) {
-      const e = this.cluster.engine(m.name);
-      if (e?.core) await e.close();
-    }
+    for (const e of this.cluster.engines) if (e.core) await e.close();
     await Promise.all([...[...this.runners.values()].map((r) => r.close?.()), ...(this.borrowedThreads ? [] : [...this.threads.values()].map((t) => t.close()))]);
   }
 
