@@ -8,6 +8,8 @@ import { RemoteEngine } from '../distributed/remoteEngine.ts';
 import { RemoteMesh } from '../distributed/remoteMesh.ts';
 import { startNatsServer, stopChild, type NatsServerProcess } from './rigs/natsServerProcess.ts';
 import { startDelayRelay } from './rigs/delayRelay.ts';
+import { DelayLine } from './rigs/delayLine.ts';
+import { DelayedEngine } from './rigs/delayedEngine.ts';
 import { createNetnsPair, netnsUnavailableReason, type NetnsPair } from './rigs/netnsPair.ts';
 import { percentile } from '../util/stats.ts';
 import { simModel, type SimLatency } from '../runner/simModel.ts';
@@ -96,18 +98,26 @@ const latencyOf = (name: 'small' | 'large'): SimLatency => ({
 });
 
 /** N closed-loop clients on the real clock; throughput = committed tokens / (first dispatch → last completion). */
-async function closedLoop(label: string, large: RemoteEngine | null, w: Workload, probe: Probe, smallRemote: RemoteEngine | null = null): Promise<CaseResult> {
+async function closedLoop(label: string, large: RemoteEngine | DelayLine | null, w: Workload, probe: Probe, smallRemote: RemoteEngine | null = null): Promise<CaseResult> {
+  const clock = createRealClock();
+  const simLarge = () => simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' });
+  const largeLimits = { maxBatch: 64, threshold: w.thresholds.large ?? 1 };
   const smallAt: ClusterModel = smallRemote ? { name: 'small', thread: smallRemote } : { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }) };
-  const largeAt: ClusterModel = large ? { name: 'large', thread: large } : { name: 'large', runner: simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' }) };
+  const largeAt: ClusterModel =
+    large instanceof RemoteEngine
+      ? { name: 'large', thread: large }
+      : large
+        ? { name: 'large', thread: new DelayedEngine('large', simLarge(), clock, { ...largeLimits, kvCapacityTokens: Infinity }, large) }
+        : { name: 'large', runner: simLarge() };
   const cluster = new Cluster({
-    clock: createRealClock(),
+    clock,
     mode: 'async-delayed',
     maxConcurrency: w.concurrency,
     maxWaitMs: w.maxWaitMs,
     prefixCache: false,
     models: [
       { ...smallAt, maxBatch: 64, threshold: w.thresholds.small ?? 1 },
-      { ...largeAt, maxBatch: 64, threshold: w.thresholds.large ?? 1 },
+      { ...largeAt, ...largeLimits },
     ],
   });
   const algorithm = markovAlgorithm(workloadSpec(w));
@@ -246,6 +256,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   if (relayWhere !== 'entry' && relayWhere !== 'process') throw new Error(`--relay must be entry or process, got "${relayWhere}"`);
   const engines: RemoteEngine[] = [];
   const netnsReason = netnsUnavailableReason();
+  // the cross-host case's added latency alone, on the large model in this process: what that delay leaves of in-process
+  const delayOnly = new DelayLine(delayMs);
   try {
     // Everything starts before the first measurement; then the three cases alternate, round after
     // round, so a burst of load from other work on the machine hits all of them alike.
@@ -270,6 +282,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       console.error(`[distributed] round ${round}/${rounds}`);
       const natsPid = nats.child.pid ?? -1;
       rows.push({ ...(await closedLoop('in-process', null, w, { engines: [], pids: [], natsPid })), round });
+      rows.push({ ...(await closedLoop('delay-only', delayOnly, w, { engines: [], pids: [], natsPid })), round });
       rows.push({ ...(await closedLoop('separate-process', separate, w, { engines: [separate], pids: [subs[0].pid], natsPid })), round });
       rows.push({ ...(await closedLoop('cross-host', cross, w, { engines: [cross], pids: [subs[1].pid], natsPid })), round });
       rows.push({ ...(await closedLoop('both-remote', both.large, w, { engines: [both.small, both.large], pids: [subs[2].pid, subs[3].pid], natsPid }, both.small)), round });
@@ -278,14 +291,17 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     for (const e of engines) await e.close().catch(() => {});
     for (const s of subs) await s.stop();
     if (relay) await relay.stop();
+    await delayOnly.close();
     pair?.destroy();
     await nats?.stop();
   }
   const relayStats = relay?.stats() ?? '';
   printTable(rows as unknown as Record<string, unknown>[]);
   const median = (label: string) => percentile(rows.filter((r) => r.case === label).map((r) => r.tok_s), 50);
-  const [inProc, sep, cross, bothRemote] = ['in-process', 'separate-process', 'cross-host', 'both-remote'].map(median);
+  const [inProc, delayed, sep, cross, bothRemote] = ['in-process', 'delay-only', 'separate-process', 'cross-host', 'both-remote'].map(median);
+  const held = delayOnly.stats();
   console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 93% at concurrency 8, issue 31), both remote ${bothRemote.toFixed(1)} (${((bothRemote / inProc) * 100).toFixed(1)}%)`);
+  console.log(`the delay alone (large in-process, every message to and from it held ${held.meanHoldMs.toFixed(3)} ms on average): ${delayed.toFixed(1)} tok/s, ${((delayed / inProc) * 100).toFixed(1)}% of in-process; cross-host keeps ${((cross / delayed) * 100).toFixed(1)}% of that`);
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
@@ -299,6 +315,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       statistic: 'median over rounds of committed tokens / (first dispatch → last completion)',
       cross_host: `${!netnsReason ? 'sub-server in its own network namespace (veth pair)' : `sub-server on loopback (ip netns unavailable: ${netnsReason})`}, reaching nats-server through a relay (${relayWhere === 'entry' ? "on the entry's event loop" : 'own process'}) that holds every chunk ${delayMs} ms each way`,
       relay: relayStats,
+      delay_only: `the large model in the entry's process behind a delay line holding every arrival, release, report and handoff ${delayMs} ms each way (mean hold ${held.meanHoldMs.toFixed(3)} ms, ${held.items} items): the relay's added latency without NATS, serialising or another process`,
       transport: 'remote engine: the engine protocol over one ordered NATS link per replica (structured clone frames, one per turn of the sender\'s loop, each carrying the cumulative ack); only handoffs, commits and finishes cross',
     },
     results: {
@@ -308,6 +325,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       both_remote_tok_s: bothRemote,
       separate_process_ratio: sep / inProc,
       cross_host_ratio: cross / inProc,
+      delay_only_tok_s: delayed,
+      delay_only_ratio: delayed / inProc,
+      cross_host_of_delay_only: cross / delayed,
       both_remote_ratio: bothRemote / inProc,
       cases: rows,
     },

@@ -1,7 +1,7 @@
 // A TCP relay that holds every chunk for a fixed delay in each direction: added network latency where the kernel has no netem.
 import net from 'node:net';
 import { parseArgs } from 'node:util';
-import { createPreciseAlarm } from './preciseAlarm.ts';
+import { DelayLine } from './delayLine.ts';
 
 export interface DelayRelayOptions {
   listenHost: string;
@@ -21,70 +21,16 @@ export interface DelayRelay {
   close(): Promise<void>;
 }
 
-/** A chunk this close to its release time leaves now: the alarm's and this thread's clocks agree to microseconds. */
-const DUE_SLACK_MS = 0.02;
-
 /**
- * Chunks leave in arrival order: each direction queues them with their due time, and one precise
- * alarm (a worker thread, see preciseAlarm.ts) wakes the relay at the earliest one, so a late
- * wake-up delays the chunks behind it rather than reordering them.
- *
- * The alarm's message still has to wake this thread, which on a busy machine takes a few hundred
- * microseconds. The relay measures that lateness (an average over recent wake-ups) and sets its
- * alarm that much early, so the mean hold is the delay asked for rather than delay + wake-up.
+ * Chunks leave in arrival order, each direction's and the connection's end after its chunks: one
+ * DelayLine holds them all (one delay, so first in is first due).
  */
 export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRelay> {
   const sockets = new Set<net.Socket>();
-  let chunks = 0;
-  let holdSum = 0;
-  let holdMax = 0;
-  let holdMin = Infinity;
-  /** Mean lateness of recent wake-ups (ms), the alarm's lead; at most half the delay. */
-  let lead = 0;
-  const maxLead = opts.delayMs / 2;
-  const queues = new Set<{ items: { due: number; at: number; data: Buffer }[]; to: net.Socket; closed: boolean }>();
-  const drain = (target: number) => {
-    const now = performance.now();
-    lead = Math.min(maxLead, Math.max(0, lead + (now - target - lead) / 16));
-    let next = Infinity;
-    for (const q of queues) {
-      while (q.items.length && q.items[0].due - lead <= now + DUE_SLACK_MS) {
-        const c = q.items.shift()!;
-        const hold = now - c.at;
-        chunks++;
-        holdSum += hold;
-        if (hold > holdMax) holdMax = hold;
-        if (hold < holdMin) holdMin = hold;
-        if (!q.to.destroyed) q.to.write(c.data);
-      }
-      if (q.items.length) next = Math.min(next, q.items[0].due);
-      else if (q.closed) queues.delete(q);
-    }
-    if (next < Infinity) arm(next);
-  };
-  let target = 0;
-  const arm = (due: number) => {
-    target = due - lead;
-    alarm.arm(target);
-  };
-  const alarm = createPreciseAlarm(() => drain(target));
+  const line = new DelayLine(opts.delayMs);
   const pipe = (from: net.Socket, to: net.Socket) => {
-    const q = { items: [] as { due: number; at: number; data: Buffer }[], to, closed: false };
-    queues.add(q);
-    from.on('data', (data) => {
-      const now = performance.now();
-      q.items.push({ due: now + opts.delayMs, at: now, data });
-      // FIFO with one delay: a pending alarm is never later than this chunk's due time
-      if (!alarm.armed) arm(now + opts.delayMs);
-    });
-    from.on('end', () => {
-      const finish = () => (q.items.length ? setTimeout(finish, opts.delayMs) : (queues.delete(q), to.end()));
-      finish();
-    });
-    from.on('close', () => {
-      q.closed = true;
-      if (!q.items.length) queues.delete(q);
-    });
+    from.on('data', (data) => line.push(() => to.destroyed || to.write(data)));
+    from.on('end', () => line.push(() => to.end()));
   };
   const server = net.createServer((client) => {
     client.setNoDelay(true);
@@ -112,11 +58,14 @@ export async function startDelayRelay(opts: DelayRelayOptions): Promise<DelayRel
       resolve({
         host: opts.listenHost,
         port: addr.port,
-        stats: () => ({ chunks, meanHoldMs: chunks ? holdSum / chunks : 0, minHoldMs: chunks ? holdMin : 0, maxHoldMs: holdMax }),
+        stats: () => {
+          const { items, ...hold } = line.stats();
+          return { chunks: items, ...hold };
+        },
         close: async () => {
           for (const s of sockets) s.destroy();
           await new Promise<void>((r) => server.close(() => r()));
-          await alarm.close();
+          await line.close();
         },
       });
     });
