@@ -1,4 +1,4 @@
-// Suite distributed: committed throughput with the large model in-process, in a separate process, across namespaces with 1 ms each way, and with both models remote.
+// Suite distributed: committed throughput with the large model in-process, in-process behind the delay alone, in a separate process, across namespaces with 1 ms each way, and with both models remote.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -259,7 +259,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   // the cross-host case's added latency alone, on the large model in this process: what that delay leaves of in-process
   const delayOnly = new DelayLine(delayMs);
   try {
-    // Everything starts before the first measurement; then the three cases alternate, round after
+    // Everything starts before the first measurement; then the cases alternate, round after
     // round, so a burst of load from other work on the machine hits all of them alike.
     nats = await startNatsServer();
     subs.push(await spawnSubServer({ args: subArgs(nats.url, 'bench-local'), timeoutMs: 90_000 }));
