@@ -2,13 +2,11 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../../clock/clock.ts';
 import { WakeGate } from '../../engine/engineHost.ts';
-import type { EngineHandle } from '../../engine/engineHandle.ts';
 import type { EngineLimits } from '../../engine/buildEngines.ts';
 import { InprocEngine } from '../../engine/inprocEngine.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../../engine/messages.ts';
 import type { RequestCounters, RequestSpec } from '../../engine/localRequest.ts';
 import type { ModelRunner } from '../../runner/modelRunner.ts';
-import type { AlgorithmRef } from '../../registry/algorithmSource.ts';
 import type { DelayLine } from './delayLine.ts';
 
 /**
@@ -17,48 +15,22 @@ import type { DelayLine } from './delayLine.ts';
  * wake gate of its own, as one in another process has. Like a remote engine it has no `core` and
  * answers a release with no tallies (they ride on its finishes).
  */
-export class DelayedEngine implements EngineHandle {
-  readonly acceptsPorts = false;
-  readonly failed = false;
-  readonly failure = null;
-  private readonly inner: InprocEngine;
-
+export class DelayedEngine extends InprocEngine {
   constructor(
-    readonly name: string,
+    name: string,
     runner: ModelRunner,
     clock: Clock,
     limits: EngineLimits,
     private readonly line: DelayLine,
   ) {
-    this.inner = new InprocEngine(name, runner, clock, undefined, limits, new WakeGate(), undefined);
+    super(name, runner, clock, undefined, limits, new WakeGate(), undefined);
   }
 
-  get info() {
-    return this.inner.info;
-  }
-  get index() {
-    return this.inner.index;
-  }
-  get maxBatch() {
-    return this.inner.maxBatch;
-  }
-  get threshold() {
-    return this.inner.threshold;
-  }
-  get kvCapacityTokens() {
-    return this.inner.kvCapacityTokens;
-  }
-  get down() {
-    return this.inner.down;
-  }
-  get readyCount() {
-    return this.inner.readyCount;
-  }
-  get executing() {
-    return this.inner.executing;
+  override get core(): undefined {
+    return undefined;
   }
 
-  begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
+  override begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
     const line = this.line;
     // the engine hands the entry a cascade (its report) and handoffs: both travel; what a cascade calls runs on arrival
     const far: EngineEntry = {
@@ -75,48 +47,15 @@ export class DelayedEngine implements EngineHandle {
       traced: (events) => entry.traced(events),
       reported: (returned) => entry.reported(returned),
     };
-    this.inner.begin(settings, {}, far);
+    super.begin(settings, peers, far);
   }
 
-  addPeer(): void {}
-
-  deploy(_ref: AlgorithmRef): void {}
-
-  arrive(a: Arrival): void {
-    this.line.push(() => this.inner.arrive(a));
+  override arrive(a: Arrival): void {
+    this.line.push(() => super.arrive(a));
   }
 
-  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
-    this.line.push(() => this.inner.release(spec, status));
+  override release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
+    this.line.push(() => super.release(spec, status));
     return null;
-  }
-
-  setSchedule(threshold: number, maxWaitMs: number): void {
-    this.inner.setSchedule(threshold, maxWaitMs);
-  }
-  setTracing(on: boolean): void {
-    this.inner.setTracing(on);
-  }
-  gate(): void {
-    this.inner.gate();
-  }
-  setDown(down: boolean): void {
-    this.inner.setDown(down);
-  }
-  peerLost(name: string): void {
-    this.inner.peerLost(name);
-  }
-  runnerLost(error: Error): number | null {
-    return this.inner.runnerLost(error);
-  }
-  replaceRunner(runner: ModelRunner): void {
-    this.inner.replaceRunner(runner);
-  }
-  onFailure(): void {}
-  laneStats() {
-    return this.inner.laneStats();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
