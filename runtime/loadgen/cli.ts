@@ -1,4 +1,5 @@
 // `npx tsx runtime/loadgen/cli.ts --url URL --model NAME ...`: the load generator as its own process, against any server.
+import { monotonicOriginMs } from '../util/monotonicOrigin.ts';
 import { writeFileSync } from 'node:fs';
 import { benchmarkServing, type ServingRun } from './benchmarkServing.ts';
 import { benchPrompt, fewShotChat } from './benchPrompt.ts';
@@ -50,7 +51,7 @@ export interface LoadSettings {
 
 /** The run as JSON; per-request records (and the schedule) only when asked (they are large). */
 function runToJson(run: ServingRun, withRecords: boolean, load: LoadSettings): Record<string, unknown> {
-  return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined, time_origin: performance.timeOrigin };
+  return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined, monotonic_origin_ms: monotonicOriginMs() };
 }
 
 /** --max-concurrency, or its older name --concurrency; both at once would be ambiguous. */

@@ -1,6 +1,7 @@
 // Runs the load generator in a child process, so the client's work never shares the server's event loop.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { monotonicOriginMs } from '../util/monotonicOrigin.ts';
 import { runTsChild } from '../util/tsChild.ts';
 import type { ServingLoad, ServingRun } from './benchmarkServing.ts';
 import type { Slo } from './goodput.ts';
@@ -35,9 +36,9 @@ function openLoopArgs(load: RemoteLoad): string[] {
 /** Prompts are the bundled task's (benchPrompt, or fewShotChat by workload): a child process cannot take a closure. */
 export async function benchmarkServingInChild(load: RemoteLoad): Promise<ServingRun> {
   const args = ['--url', load.baseUrl, '--model', load.model, '--concurrency', String(load.concurrency), '--requests', String(load.requests), '--warmup', String(load.warmup), '--max-tokens', String(load.maxTokens), '--ignore-eos', String(load.ignoreEos === true), '--records', 'true', '--quiet', 'true', ...openLoopArgs(load)];
-  const parsed = await runTsChild<{ records: RequestRecord[]; scheduled_ms?: number[]; time_origin: number; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null }>(CLI, args, { what: 'load generator' });
-  // The child's clock starts at its own time origin: its times move onto this process's, so a record joins the server's events.
-  const shift = parsed.time_origin - performance.timeOrigin;
+  const parsed = await runTsChild<{ records: RequestRecord[]; scheduled_ms?: number[]; monotonic_origin_ms: number; tokens_by_model: Record<string, number>; handoffs: number; discarded_tokens: number; first_error: string | null; cpu_ms: number | null }>(CLI, args, { what: 'load generator' });
+  // The child's clock starts where it started: its times move onto this process's, so a record joins the server's events.
+  const shift = parsed.monotonic_origin_ms - monotonicOriginMs();
   const records = parsed.records.map((r) => ({ ...r, sendMs: r.sendMs + shift, ...(r.arrivalMs === undefined ? {} : { arrivalMs: r.arrivalMs + shift }), contentChunkMs: r.contentChunkMs.map((t) => t + shift), endMs: r.endMs + shift }));
   // Recomputed here from the raw records, so both client placements share one metric code path.
   return { metrics: servingMetrics(records, undefined, load.slo), records, scheduledMs: parsed.scheduled_ms?.map((t) => t + shift), tokensByModel: parsed.tokens_by_model, handoffs: parsed.handoffs, discardedTokens: parsed.discarded_tokens, firstError: parsed.first_error ?? undefined, clientCpuMs: parsed.cpu_ms ?? undefined };
