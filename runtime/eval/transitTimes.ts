@@ -13,18 +13,29 @@ interface Crossing {
   t: number;
 }
 
+interface Ended {
+  outside: number;
+  /** arrived: the target's first event for it; joined: the start of its first batch there (NaN: none seen). */
+  crossings: { to: string; t: number; arrived: number; joined: number }[];
+}
+
 interface Open {
   /** The request's state changes on engines, as they reached the trace. */
   states: { model: string; t: number }[];
   lastBatchEnd: number;
   crossings: Crossing[];
+  /** Its batches, by model and launch. */
+  batches: { model: string; start: number }[];
 }
 
 /**
  * Counts, per request `mine` picks, the ms it spends in flight but on no model's queue or batch:
  * admitted at the entry to its first engine event, each hand-off from the source's event to the
  * target's (beyond the batch the target was running then, which the chain already has it wait
- * for), and its last batch to its end at the entry. On the bundled models (4 Dec, an HTTP loop
+ * for), and its last batch to its end at the entry. A row handed to a busy target can also miss the
+ * target's next batch: its thread plans that batch before it reads the hand-off (5 Dec: 1,450 of
+ * 2,430 rows handed to a busy large model in r2r), so from that launch to the row's own batch counts
+ * too, where the chain would have the row join the next launch. On the bundled models (4 Dec, an HTTP loop
  * at c = 8) this was 24–34 % of a request's time in the cluster, 1.6–1.9 ms per crossing; the
  * chain at the requests left on a model came within 9 % of the loop, at all of them 14–19 % above it.
  * Each engine thread's events reach the trace in its own messages, so a target's arrival can be
@@ -33,19 +44,24 @@ interface Open {
  */
 export class TransitTimes {
   private readonly open = new Map<string, Open>();
-  private readonly ended: { outside: number; crossings: { to: string; t: number; arrived: number }[] }[] = [];
+  private readonly ended: Ended[] = [];
 
   constructor(private readonly mine: (requestId: string) => boolean) {}
 
   private of(id: string): Open {
     let o = this.open.get(id);
-    if (!o) this.open.set(id, (o = { states: [], lastBatchEnd: -Infinity, crossings: [] }));
+    if (!o) this.open.set(id, (o = { states: [], lastBatchEnd: -Infinity, crossings: [], batches: [] }));
     return o;
   }
 
   readonly onEvent = (e: TraceEvent): void => {
     if (e.type === 'batch') {
-      for (const id of e.requestIds) if (this.mine(id)) this.of(id).lastBatchEnd = Math.max(this.of(id).lastBatchEnd, e.end);
+      for (const id of e.requestIds) {
+        if (!this.mine(id)) continue;
+        const o = this.of(id);
+        o.lastBatchEnd = Math.max(o.lastBatchEnd, e.end);
+        o.batches.push({ model: e.model, start: e.start });
+      }
     } else if (e.type === 'handoff') {
       if (this.mine(e.requestId)) this.of(e.requestId).crossings.push({ to: e.to, t: e.t });
     } else if (e.type === 'request-state') {
@@ -57,7 +73,8 @@ export class TransitTimes {
       const states = o.states.sort((a, b) => a.t - b.t);
       const crossings = o.crossings.flatMap((c) => {
         const arrival = states.find((s) => s.model === c.to && s.t >= c.t);
-        return arrival ? [{ ...c, arrived: arrival.t }] : [];
+        const joined = o.batches.reduce((m, b) => (b.model === c.to && b.start >= c.t && b.start < m ? b.start : m), Infinity);
+        return arrival ? [{ ...c, arrived: arrival.t, joined: Number.isFinite(joined) ? joined : NaN }] : [];
       });
       this.ended.push({ outside: Math.max(0, states[0].t - e.admittedAt) + Math.max(0, e.t - o.lastBatchEnd), crossings });
     }
@@ -86,10 +103,27 @@ export class TransitTimes {
       }
       return found >= 0 && list[found].end > t ? list[found].end : t;
     };
+    /** The launch of `model`'s first batch at or after `t` (Infinity: none). */
+    const nextLaunch = (model: string, t: number): number => {
+      const list = byModel.get(model) ?? [];
+      let lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (list[mid].start < t) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo < list.length ? list[lo].start : Infinity;
+    };
     let sum = 0;
     for (const r of this.ended) {
       sum += r.outside;
-      for (const c of r.crossings) sum += Math.max(0, c.arrived - free(c.to, c.t));
+      for (const c of r.crossings) {
+        const freeAt = free(c.to, c.t);
+        // a batch the target launched after freeing up, without the row: the row missed it (its thread planned before reading the hand-off)
+        const missed = Number.isNaN(c.joined) ? 0 : c.joined - Math.min(c.joined, nextLaunch(c.to, freeAt));
+        sum += Math.max(0, c.arrived - freeAt, missed);
+      }
     }
     return sum / this.ended.length;
   }

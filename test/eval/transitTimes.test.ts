@@ -37,6 +37,25 @@ describe('TransitTimes', () => {
     expect(t.meanMs(batches)).toBeCloseTo(2 + 2 + 1.5 + 1, 9);
   });
 
+  it('counts a batch the busy target launched without the hand-off as the hand-off\'s time', () => {
+    const t = new TransitTimes(() => true);
+    const events: TraceEvent[] = [
+      state('ev-0', null, 'admitted', 0),
+      state('ev-0', 'small', 'queued', 0.5),
+      batch('small', ['ev-0'], 1, 4),
+      handoff('ev-0', 'small', 'large', 4),
+      batch('large', ['x'], 1, 7),
+      batch('large', ['x'], 7.1, 12), // planned before the hand-off was read at 7.3
+      state('ev-0', 'large', 'queued', 7.3),
+      batch('large', ['x', 'ev-0'], 12, 15),
+      end('ev-0', 15, 0),
+    ];
+    for (const e of events) t.onEvent(e);
+    const batches = events.flatMap((e) => (e.type === 'batch' ? [{ model: e.model, start: e.start, end: e.end }] : []));
+    // 0.5 to the first engine, 12 − 7.1 on the crossing (the missed batch), nothing after the last batch
+    expect(t.meanMs(batches)).toBeCloseTo(0.5 + 4.9, 9);
+  });
+
   it('has no figure before a request of its own has finished', () => {
     const t = new TransitTimes(() => true);
     t.onEvent(state('ev-0', 'small', 'queued', 1));
