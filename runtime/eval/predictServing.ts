@@ -17,10 +17,7 @@ export interface ServingInput {
   /** The server's lanes, in any order: each model's batch cap and the threshold in force. */
   lanes: readonly { name: string; maxBatch: number; threshold: number }[];
   maxWaitMs: number;
-  /** The evaluation's own batches. */
   batches: readonly BatchTiming[];
-  /** The live traffic's batches over the same server (fitStepLatency). */
-  liveBatches?: readonly BatchTiming[];
   /** The entry's measured ms per request outside the cluster (entryProfile.ts); null or absent: none measured, the clients all count as in flight. */
   entryMs?: number | null;
   /** The run's measured ms per request on no model (crossing threads: TransitTimes); null or absent: none. */
@@ -77,7 +74,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return lane;
   });
   const maxBatch = lanes.map((l) => Math.max(1, Math.min(l.maxBatch, MAX_BATCH_CAP, N)));
-  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch), input.liveBatches);
+  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch));
   if (fit.missing.length > 0) {
     throw new TokenRouterError('unavailable', `no step latency measured for model ${fit.missing.join(', ')} on this server yet: evaluate again or send it traffic`, 'runId');
   }

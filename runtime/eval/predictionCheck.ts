@@ -130,8 +130,7 @@ export class PredictionChecks {
           concurrency: Math.max(1, Math.round(meanActive)),
           lanes: c.engines.map((l) => ({ name: l.name, maxBatch: l.maxBatch, threshold: l.threshold })),
           maxWaitMs: c.maxWaitMs,
-          batches: evaluated.batches,
-          liveBatches: w.watch.batches.filter((b) => b.end >= from),
+          batches: [...evaluated.batches, ...w.watch.batches.filter((b) => b.end >= from)],
           // the concurrency measured is in the cluster: the crossings between threads are part of it
           transitMs: evaluated.transitMs,
         });

@@ -95,8 +95,6 @@ export interface StepLatency {
   counts: Record<string, number>;
   /** Models with no batch at all (nothing to fit). */
   missing: string[];
-  /** Live ÷ run step time where both were seen (null: no model had both): what a model with run batches only was scaled by. */
-  liveFactor: number | null;
 }
 
 /** A model this long without a launch had no traffic at all: the gap is not part of a step. */
@@ -109,28 +107,18 @@ const NO_TRAFFIC_MS = 1000;
  * are a large share of the time (docs/benchmarks.md, "Predicted vs measured"). Prefill batches
  * count too: a new request's prompt is part of what serving the traffic costs a model. One profile
  * per model, not split by contention: a launch-to-launch time spans the other models' batches
- * whether or not one ran at the launch. `batches` are an evaluation's own, `live` the live traffic's
- * (over HTTP, whose entry work on the main thread slows the model threads): a model the live traffic
- * never ran has the evaluation's times only, scaled by how much slower the models it did run were
- * live than in the evaluation, size by size (5 Dec: `me` after co-llm's traffic had medium's from
- * the evaluation alone and read +5 … +29 % high).
+ * whether or not one ran at the launch.
  */
-export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, live: readonly BatchTiming[] = []): StepLatency {
-  const names = [...new Set([...models, ...batches.map((b) => b.model), ...live.map((b) => b.model)])];
+export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number): StepLatency {
+  const names = [...new Set([...models, ...batches.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
-  const cycles = (list: readonly BatchTiming[]) => markCycles(list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end, wokeMs: b.woke })), NO_TRAFFIC_MS);
-  const run = cycles(batches);
-  const seen = cycles(live);
-  const factor = liveFactor(run, seen);
+  const samples = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end, wokeMs: b.woke })), NO_TRAFFIC_MS);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
   const missing: string[] = [];
   for (const m of models) {
     const k = idx.get(m)!;
-    const mine = (list: typeof run) => list.filter((s) => s.model === k).map((s) => ({ model: 0, batch: s.batch, ms: s.ms }));
-    const fromLive = mine(seen);
-    const fromRun = mine(run);
-    const own = fromLive.length > 0 || factor === null ? [...fromRun, ...fromLive] : fromRun.map((s) => ({ ...s, ms: s.ms * factor }));
+    const own = samples.filter((s) => s.model === k).map((s) => ({ model: 0, batch: s.batch, ms: s.ms }));
     counts[m] = own.length;
     if (own.length === 0) {
       missing.push(m);
@@ -139,32 +127,5 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
     }
     latency.push(fitLatencyProfile(own, { maxBatch }).table[0]);
   }
-  return { latency, counts, missing, liveFactor: factor };
-}
-
-/** Σ over (model, batch size) seen both ways of weight × live mean ÷ run mean, weight the smaller count; null: none seen both ways. */
-function liveFactor(run: readonly { model: number; batch: number; ms: number }[], live: readonly { model: number; batch: number; ms: number }[]): number | null {
-  const sums = (list: typeof run) => {
-    const m = new Map<string, { n: number; ms: number }>();
-    for (const s of list) {
-      const key = `${s.model}:${s.batch}`;
-      const x = m.get(key) ?? { n: 0, ms: 0 };
-      x.n++;
-      x.ms += s.ms;
-      m.set(key, x);
-    }
-    return m;
-  };
-  const a = sums(run);
-  const b = sums(live);
-  let w = 0;
-  let acc = 0;
-  for (const [key, r] of a) {
-    const l = b.get(key);
-    if (!l) continue;
-    const n = Math.min(r.n, l.n);
-    acc += n * (l.ms / l.n / (r.ms / r.n));
-    w += n;
-  }
-  return w > 0 ? acc / w : null;
+  return { latency, counts, missing };
 }
