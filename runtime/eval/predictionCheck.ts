@@ -5,7 +5,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { specKey, type EvaluationRuns } from './evaluateDraft.ts';
 import { predictServing } from './predictServing.ts';
-import { BatchTimer, type BatchTiming } from './routingCounts.ts';
+import type { BatchTiming } from './routingCounts.ts';
 
 /** Watching stops when nobody asked for this long: tracing runs only while something reads it. */
 const IDLE_STOP_MS = 120_000;
@@ -23,7 +23,6 @@ class Watch {
   private readonly ids = new Set<string>();
   ended: Ended[] = [];
   batches: BatchTiming[] = [];
-  private readonly timer = new BatchTimer();
   /** ∫ requests in flight dt and ∫ [any in flight] dt from `since`, at each change: the mean concurrency and the busy time. */
   private area: { t: number; active: number; integral: number; busy: number }[] = [];
   private active = 0;
@@ -47,8 +46,7 @@ class Watch {
   }
 
   readonly onEvent = (e: TraceEvent): void => {
-    const timing = this.timer.timing(e);
-    if (timing) this.batches.push(timing);
+    if (e.type === 'batch') this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });
     else if (e.type === 'request-state' && e.model === null && e.state === 'admitted') {
       // the trace does not say which algorithm a request runs; the cluster's request does, while it is in flight
       for (const r of this.service.cluster.activeRequests()) {

@@ -9,25 +9,6 @@ export interface BatchTiming {
   size: number;
   start: number;
   end: number;
-  /** Launched from an idle lane woken then (the trace's queue event). */
-  woke?: number;
-}
-
-/** Batch timings from trace events in their order: a batch launched from an idle lane carries when the lane woke. */
-export class BatchTimer {
-  private readonly woke = new Map<string, number>();
-
-  /** The timing of a batch event (undefined for any other event). */
-  timing(e: TraceEvent): BatchTiming | undefined {
-    if (e.type === 'queue') {
-      this.woke.set(e.model, e.t);
-      return undefined;
-    }
-    if (e.type !== 'batch') return undefined;
-    const w = this.woke.get(e.model);
-    this.woke.delete(e.model);
-    return w !== undefined && w <= e.start ? { model: e.model, size: e.requestIds.length, start: e.start, end: e.end, woke: w } : { model: e.model, size: e.requestIds.length, start: e.start, end: e.end };
-  }
 }
 
 /** Most batches kept for the latency fit (≈ the last minute of a busy server). */
@@ -47,7 +28,6 @@ export class RoutingCounts {
   readonly batches: BatchTiming[] = [];
   /** The same requests' time on no model (crossing threads), which the chain does not see. */
   readonly transit: TransitTimes;
-  private readonly timer = new BatchTimer();
 
   constructor(
     readonly models: readonly string[],
@@ -62,10 +42,9 @@ export class RoutingCounts {
 
   readonly onEvent = (e: TraceEvent): void => {
     this.transit.onEvent(e);
-    const timing = this.timer.timing(e);
     if (e.type === 'batch') {
       if (this.batches.length >= MAX_BATCHES) this.batches.splice(0, MAX_BATCHES / 4);
-      this.batches.push(timing!);
+      this.batches.push({ model: e.model, size: e.requestIds.length, start: e.start, end: e.end });
       const m = this.index.get(e.model);
       if (m !== undefined) for (const id of e.requestIds) if (this.mine(id)) this.rows[m]++;
     } else if (e.type === 'handoff' && this.mine(e.requestId)) {
@@ -112,7 +91,7 @@ const NO_TRAFFIC_MS = 1000;
 export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number): StepLatency {
   const names = [...new Set([...models, ...batches.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
-  const samples = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end, wokeMs: b.woke })), NO_TRAFFIC_MS);
+  const samples = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
   const missing: string[] = [];

@@ -6,7 +6,6 @@ import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns } from '../eval/evaluateDraft.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
-import { BatchTimer } from '../eval/routingCounts.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseBody } from './zodToError.ts';
 
@@ -68,11 +67,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     const since = c.clock.now() - PREDICT_LIVE_WINDOW_MS;
     const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
     // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own
-    const timer = new BatchTimer();
-    const live = events.flatMap((e) => {
-      const b = timer.timing(e);
-      return b && b.end >= since && !(ran && b.start >= ran.from && b.end <= ran.to) ? [b] : [];
-    });
+    const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
     const entry = entryProfileOf(service).cost(events, PREDICT_LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,

@@ -95,8 +95,6 @@ export interface TimedBatch {
   batch: number;
   startMs: number;
   endMs: number;
-  /** The batch was launched from an idle lane woken at this time (rows became ready with none running). */
-  wokeMs?: number;
 }
 
 /**
@@ -133,9 +131,7 @@ export function markContended(batches: readonly TimedBatch[]): LatencySample[] {
  * loop's turn), which the chain otherwise never sees. A longer gap means the model had no work at
  * all (the runtime launches by its max-wait deadline whatever the queue): a pause in traffic, not
  * part of any step, so the batch counts its wall time alone (cut at `maxGapMs`, every pause added
- * `maxGapMs` to one step and moved a size's mean by milliseconds). When the next batch was
- * launched from an idle lane (`wokeMs`), the gap runs from the wake: the lane's idle stretch before
- * it is rows on their way (TransitTimes counts that) or on other models (the chain has them there).
+ * `maxGapMs` to one step and moved a size's mean by milliseconds).
  */
 export function markCycles(batches: readonly TimedBatch[], maxGapMs: number): LatencySample[] {
   const out = markContended(batches);
@@ -150,8 +146,7 @@ export function markCycles(batches: readonly TimedBatch[], maxGapMs: number): La
     list.forEach((k, n) => {
       const b = batches[k];
       const next = n + 1 < list.length ? batches[list[n + 1]] : undefined;
-      const idleUntil = next?.wokeMs !== undefined && next.wokeMs >= b.endMs ? next.wokeMs : b.endMs;
-      const gap = next ? Math.max(0, next.startMs - idleUntil) : 0;
+      const gap = next ? Math.max(0, next.startMs - b.endMs) : 0;
       out[k] = { ...out[k], ms: Math.max(1e-3, b.endMs - b.startMs + (gap < maxGapMs ? gap : 0)) };
     });
   }

@@ -104,16 +104,6 @@ describe('markCycles', () => {
     expect(s.map((x) => x.contended)).toEqual(markContended(batches).map((x) => x.contended));
     expect(s.map((x) => [x.model, x.batch])).toEqual(batches.map((b) => [b.model, b.batch]));
   });
-
-  it('times a gap from the wake when the next batch was launched from an idle lane', () => {
-    const batches = [
-      { model: 0, batch: 2, startMs: 0, endMs: 4 },
-      { model: 0, batch: 1, startMs: 9.5, endMs: 12, wokeMs: 9 }, // idle 4 → 9, woke at 9, launched 0.5 later
-      { model: 0, batch: 1, startMs: 12.5, endMs: 14, wokeMs: 3 }, // a wake before the batch ended is not this gap's
-      { model: 0, batch: 1, startMs: 20, endMs: 21 },
-    ];
-    expect(markCycles(batches, 15).map((x) => x.ms)).toEqual([4.5, 3, 7.5, 1]);
-  });
 });
 
 describe('fitContendedLatency', () => {
