@@ -17,7 +17,10 @@ export interface ServingInput {
   /** The server's lanes, in any order: each model's batch cap and the threshold in force. */
   lanes: readonly { name: string; maxBatch: number; threshold: number }[];
   maxWaitMs: number;
+  /** The predicted algorithm's own batches (its evaluation; a deployed one's serving too). */
   batches: readonly BatchTiming[];
+  /** Other traffic's batches on this server: their wall times, with the algorithm's own gaps (fitStepLatency). */
+  otherBatches?: readonly BatchTiming[];
   /** The entry's measured ms per request outside the cluster (entryProfile.ts); null or absent: none measured, the clients all count as in flight. */
   entryMs?: number | null;
   /** The run's measured ms per request on no model (crossing threads: TransitTimes); null or absent: none. */
@@ -74,7 +77,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return lane;
   });
   const maxBatch = lanes.map((l) => Math.max(1, Math.min(l.maxBatch, MAX_BATCH_CAP, N)));
-  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch));
+  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch), input.otherBatches);
   if (fit.missing.length > 0) {
     throw new TokenRouterError('unavailable', `no step latency measured for model ${fit.missing.join(', ')} on this server yet: evaluate again or send it traffic`, 'runId');
   }

@@ -82,29 +82,57 @@ const NO_TRAFFIC_MS = 1000;
 /**
  * Each model's step latency by batch size, each batch timed from its launch to its model's next
  * launch (markCycles): a batch's wall time alone leaves out the gaps between a model's batches
- * (results routed, hand-offs and new requests arriving, the loop's turn), which on a small machine
- * are a large share of the time (docs/benchmarks.md, "Predicted vs measured"). Prefill batches
- * count too: a new request's prompt is part of what serving the traffic costs a model. One profile
- * per model, not split by contention: a launch-to-launch time spans the other models' batches
- * whether or not one ran at the launch.
+ * (results routed, hand-offs and new requests arriving, idle stretches while its rows are
+ * elsewhere, the loop's turn), which on a small machine are a large share of the time
+ * (docs/benchmarks.md, "Predicted vs measured"). Prefill batches count too: a new request's prompt
+ * is part of what serving the traffic costs a model. One profile per model, not split by
+ * contention: a launch-to-launch time spans the other models' batches whether or not one ran at the
+ * launch.
+ *
+ * `batches` are the predicted algorithm's own (its evaluation; for a deployed one also its serving);
+ * `other` are other traffic's on the same server (the live requests over HTTP, whose entry work on
+ * the main thread slows the model threads). A gap depends on the algorithm's routing (`me`'s small
+ * model idles between draws, r-stitch's hardly), so another's batches give their wall time and take
+ * the algorithm's own mean gap at their batch size (at any size where that size has none).
  */
-export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number): StepLatency {
-  const names = [...new Set([...models, ...batches.map((b) => b.model)])];
+export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, other: readonly BatchTiming[] = []): StepLatency {
+  const names = [...new Set([...models, ...batches.map((b) => b.model), ...other.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
-  const samples = markCycles(batches.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
+  const cycles = (list: readonly BatchTiming[]) => markCycles(list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
+  const own = cycles(batches);
+  const theirs = cycles(other);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
   const missing: string[] = [];
   for (const m of models) {
     const k = idx.get(m)!;
-    const own = samples.filter((s) => s.model === k).map((s) => ({ model: 0, batch: s.batch, ms: s.ms }));
-    counts[m] = own.length;
-    if (own.length === 0) {
+    const samples: { model: number; batch: number; ms: number }[] = [];
+    /** Σ gap and count per batch size, and over all sizes, of the algorithm's own batches on this model. */
+    const gaps = new Map<number, { n: number; ms: number }>();
+    const all = { n: 0, ms: 0 };
+    own.forEach((s, i) => {
+      if (s.model !== k) return;
+      samples.push({ model: 0, batch: s.batch, ms: s.ms });
+      const gap = s.ms - Math.max(1e-3, batches[i].end - batches[i].start);
+      const g = gaps.get(s.batch) ?? { n: 0, ms: 0 };
+      g.n++;
+      g.ms += gap;
+      gaps.set(s.batch, g);
+      all.n++;
+      all.ms += gap;
+    });
+    theirs.forEach((s, i) => {
+      if (s.model !== k) return;
+      const g = gaps.get(s.batch) ?? all;
+      samples.push({ model: 0, batch: s.batch, ms: g.n > 0 ? Math.max(1e-3, other[i].end - other[i].start) + g.ms / g.n : s.ms });
+    });
+    counts[m] = samples.length;
+    if (samples.length === 0) {
       missing.push(m);
       latency.push([]);
       continue;
     }
-    latency.push(fitLatencyProfile(own, { maxBatch }).table[0]);
+    latency.push(fitLatencyProfile(samples, { maxBatch }).table[0]);
   }
   return { latency, counts, missing };
 }
