@@ -63,8 +63,8 @@ export function closedLoopThroughput(c: number, entryMs: number, tokensPerReques
  * measured time per request outside the cluster (`entryMs`) and the run's time per request on no
  * model inside it (`transitMs`: crossing threads), and the clients' own time outside the server
  * (`clientMs`), keep some of the N clients out of every model's queue (closedLoopThroughput); the
- * entry's per-token work on the main thread is in the live traffic's batches the caller passes
- * beside the run's own.
+ * entry's per-token work on the main thread is in the wall times of the live traffic's batches
+ * (`otherBatches`), whose gaps are the algorithm's own (fitStepLatency).
  */
 export function predictServing(input: ServingInput): ServingPrediction {
   const { routing, concurrency: N } = input;

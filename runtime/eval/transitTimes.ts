@@ -16,7 +16,7 @@ interface Crossing {
 interface Ended {
   outside: number;
   /** arrived: the target's first event for it; joined: the start of its first batch there (NaN: none seen). */
-  crossings: { to: string; t: number; arrived: number; joined: number }[];
+  crossings: (Crossing & { arrived: number; joined: number })[];
 }
 
 interface Open {
