@@ -5,7 +5,8 @@ import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
-import { BASELINE, runServingCase, servingDefaults, servingSettings, type BatchTiming, type ServingMode } from './servingCase.ts';
+import { BASELINE, runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
+import type { LaneStats } from '../engine/laneStats.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';
@@ -14,36 +15,35 @@ export interface LaneBreakdown {
   lane: string;
   batches: number;
   mean_batch: number;
-  /** Σ launch → results routed, ms. */
+  /** Σ launch → the batch's rows applied, ms. */
   busy_ms: number;
   /** Inside the model (session.run and router heads), as the runner measures it. */
   model_ms: number;
-  /** Launch → runner.step called: picking and packing rows. */
-  pack_ms: number;
-  /** runner.step → result on the main thread, minus model time: tensor building, sampling, thread messages, event-loop wait. */
+  /** Launch → the runner's results, minus model time: tensor building, KV re-packing, sampling, waits for a core. */
   runner_other_ms: number;
-  /** Result → batch closed: routing, commits, handoffs, lifecycle events, streaming to clients. */
+  /** Results → rows applied: routing, commits, handoffs, the engine's outputs. */
   route_ms: number;
   model_fraction: number;
 }
 
-/** Splits every batch's wall time into the parts above and sums them per lane. */
-export function breakdownOf(batches: readonly BatchTiming[]): LaneBreakdown[] {
-  const by = new Map<string, LaneBreakdown>();
-  for (const b of batches) {
-    if (!b.step) continue;
-    let l = by.get(b.lane);
-    if (!l) by.set(b.lane, (l = { lane: b.lane, batches: 0, mean_batch: 0, busy_ms: 0, model_ms: 0, pack_ms: 0, runner_other_ms: 0, route_ms: 0, model_fraction: 0 }));
-    const s = b.step;
-    l.batches++;
-    l.mean_batch += b.rows;
-    l.busy_ms += b.endMs - b.startMs;
-    l.model_ms += s.modelMs;
-    l.pack_ms += Math.max(0, s.callMs - b.startMs);
-    l.runner_other_ms += Math.max(0, s.resolveMs - s.callMs - s.modelMs);
-    l.route_ms += Math.max(0, b.endMs - s.resolveMs);
-  }
-  return [...by.values()].map((l) => ({ ...l, mean_batch: l.mean_batch / Math.max(1, l.batches), model_fraction: l.model_ms / Math.max(1e-9, l.busy_ms) }));
+/**
+ * Splits each lane's busy time from the engines' own counters (LaneStats over the measured run), so
+ * the suite reads nothing per batch: a trace reader would switch per-step trace events on, which a
+ * server without one does not pay for (until 5 Dec 13:00 the split came from the trace's batch events).
+ */
+export function breakdownOf(lanes: readonly LaneStats[]): LaneBreakdown[] {
+  return lanes
+    .filter((l) => l.batches > 0)
+    .map((l) => ({
+      lane: l.name,
+      batches: l.batches,
+      mean_batch: l.rows / l.batches,
+      busy_ms: l.batchMs,
+      model_ms: l.modelMs,
+      runner_other_ms: Math.max(0, l.busyMs - l.modelMs),
+      route_ms: Math.max(0, l.batchMs - l.busyMs),
+      model_fraction: l.modelMs / Math.max(1e-9, l.batchMs),
+    }));
 }
 
 /** Σ model / Σ busy over every lane. */
@@ -74,7 +74,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (const algorithm of algorithms) {
       const lanes = ALGORITHM_LANES[algorithm];
       if (!lanes) throw new Error(`unknown algorithm "${algorithm}"`);
-      const c = { ...serving, algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos, recordSteps: true };
+      const c = { ...serving, algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
       else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
@@ -82,7 +82,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       for (const mode of [tr, BASELINE]) {
         const r = await runServingCase(set, { ...c, mode });
         progress(`breakdown ${algorithm} ${mode.label}`, ++done, total);
-        const lanesBd = breakdownOf(r.batches);
+        const lanesBd = breakdownOf(r.lanes);
         const duration = r.run.metrics.durationMs;
         const cores = os.availableParallelism();
         const modelMs = lanesBd.reduce((a, l) => a + l.model_ms, 0);
@@ -114,7 +114,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
             mean_batch: l.mean_batch,
             busy_ms: l.busy_ms,
             model_pct: 100 * l.model_fraction,
-            pack_pct: (100 * l.pack_ms) / l.busy_ms,
             runner_other_pct: (100 * l.runner_other_ms) / l.busy_ms,
             route_stream_pct: (100 * l.route_ms) / l.busy_ms,
             model_ms_per_batch: l.model_ms / l.batches,
@@ -145,13 +144,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
     tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep of the large lane'}`,
     baseline_mode: 'step-sync, retainState false',
-    busy_time: 'per batch: sub-server launch → results routed and streamed (trace batch start/end, real clock); summed per lane',
+    busy_time: 'the engines\' counters over the measured run (LaneStats batchMs: launch → the batch\'s rows applied, real clock), per lane; no trace is read, so engines make no trace events (since 5 Dec 13:00; before, per batch from the trace)',
     model_time: 'modelMs the runner reports (ONNX session.run + router heads, inside the worker); simulated runners: their step latency',
     run_queue_wait: 'engine_thread_cpu_ms / engine_thread_wait_ms: the lane engine thread\'s CPU and its time runnable but waiting for a core over the run (/proc/thread-self/stat and schedstat, read by the engine at most every 25 ms; thread placement only). Model and other time are wall time: a wait inside session.run counts as model time, one elsewhere as other',
     parts: {
-      pack: 'launch → runner.step called (choosing and packing rows)',
-      runner_other: 'runner.step → result on the main thread, minus model time (tensors, sampling, worker messages, event-loop wait)',
-      route_stream: 'result → batch closed (route(), commits, handoffs, request lifecycle, SSE writes)',
+      runner_other: 'launch → the runner\'s results (LaneStats busyMs), minus model time (tensors, KV re-packing, sampling, waits for a core)',
+      route_stream: 'results → the batch\'s rows applied (batchMs − busyMs: route(), commits, handoffs, the engine\'s outputs; the entry\'s SSE writes run on its own thread)',
     },
     transport: 'HTTP/SSE to a server in the bench process (the client: see below)',
     ...set.description,
@@ -169,7 +167,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         categories: cats,
         series: [
           { name: 'model', values: rows.map((r) => r.model_pct as number) },
-          { name: 'pack', values: rows.map((r) => r.pack_pct as number) },
           { name: 'runner other', values: rows.map((r) => r.runner_other_pct as number) },
           { name: 'route+stream', values: rows.map((r) => r.route_stream_pct as number) },
         ],

@@ -29,7 +29,7 @@ export async function chooseTokenRouterMode(
   c: Omit<ServingCase, 'mode'>,
   opts: { method: ThresholdMethod; slowLane: string; calibrationRequests: number; onStep?: (what: string) => void },
 ): Promise<TokenRouterChoice> {
-  const cc = { ...c, requests: opts.calibrationRequests, recordSteps: false };
+  const cc = { ...c, requests: opts.calibrationRequests };
   if (opts.method === 'sweep') {
     const s = await sweepSlowLane(set, cc, opts.slowLane, () => opts.onStep?.('sweep'));
     return { mode: s.best, method: 'sweep', sweep: s.sweep };

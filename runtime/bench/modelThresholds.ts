@@ -60,6 +60,6 @@ export function chooseThresholds(calibration: ServingResult, laneOrder: readonly
 /** Runs the calibration (async-delayed, all thresholds 1, state retained) and solves for the thresholds. */
 export async function modelThresholds(set: RunnerSet, c: Omit<ServingCase, 'mode'>): Promise<ModelChoice> {
   const lanes = Object.keys(c.lanes);
-  const cal = await runServingCase(set, { ...c, mode: { label: 'calibration', mode: 'async-delayed', retainState: true }, recordRouting: true, recordSteps: false });
+  const cal = await runServingCase(set, { ...c, mode: { label: 'calibration', mode: 'async-delayed', retainState: true }, recordRouting: true });
   return { ...chooseThresholds(cal, lanes, c.concurrency, c.maxBatch), calibration_tok_s: cal.run.metrics.outputThroughputTokS };
 }

@@ -47,8 +47,6 @@ export interface ServingCase {
   /** Tokens per streamed chunk after the first (limits.streamInterval); default the server's, 1. */
   streamInterval?: number;
   maxBatch?: number;
-  /** Keep per-batch timings for the overhead breakdown. */
-  recordSteps?: boolean;
   /** Keep every batch (lane, size, wall ms) and every request step (for the throughput model). */
   recordRouting?: boolean;
   client?: ClientPlacement;
@@ -66,18 +64,6 @@ export interface ServingCase {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** One step as the breakdown reads it, in performance.now() ms (engines report it on their batch events). */
-export interface StepTiming {
-  /** runner.step was called (rows already packed by the engine). */
-  callMs: number;
-  /** The result was back in the engine. */
-  resolveMs: number;
-  /** Time inside the model itself (session.run + router heads), as the runner reports it. */
-  modelMs: number;
-  rows: number;
-  tokens: number;
-}
-
 /** One batch with wall times (performance.now() ms) from launch to "results routed". */
 export interface BatchTiming {
   lane: string;
@@ -86,7 +72,6 @@ export interface BatchTiming {
   rows: number;
   tokens: number;
   phase: string;
-  step?: StepTiming;
 }
 
 /** One request's step on one lane, in the throughput model's terms (see estimateRouting). */
@@ -199,7 +184,7 @@ function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
   return after.map((a, i) => {
     const b = before[i];
-    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, ...(a.thread && b.thread ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs, waitMs: a.thread.waitMs - b.thread.waitMs } } : {}) };
+    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, batchMs: a.batchMs - b.batchMs, modelMs: a.modelMs - b.modelMs, ...(a.thread && b.thread ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs, waitMs: a.thread.waitMs - b.thread.waitMs } } : {}) };
   });
 }
 
@@ -250,19 +235,16 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
     const batches: BatchTiming[] = [];
     const steps: RecordedStep[] = [];
     let unsubscribe = () => {};
-    if (c.recordSteps || c.recordRouting) {
+    if (c.recordRouting) {
       // Handoffs are traced while a batch's rows are routed, before the batch event itself.
       const handoffs = new Map<string, { to: string; kept: boolean }>();
       unsubscribe = service.trace.subscribe((e) => {
-        if (e.type === 'handoff' && c.recordRouting) handoffs.set(`${e.batchId}:${e.requestId}`, { to: e.to, kept: e.kept });
+        if (e.type === 'handoff') handoffs.set(`${e.batchId}:${e.requestId}`, { to: e.to, kept: e.kept });
         if (e.type !== 'batch') return;
         // The event is emitted on the clock at e.end, right now: that pins clock ms to performance.now().
         const offset = performance.now() - e.end;
         const startMs = e.start + offset;
-        // The engine times its own steps (wherever it runs): launch → results back, and the model's share.
-        const step = c.recordSteps && e.runMs !== undefined ? { callMs: startMs, resolveMs: startMs + e.runMs, modelMs: e.modelMs ?? 0, rows: e.requestIds.length, tokens: e.tokens } : undefined;
-        batches.push({ lane: e.model, startMs, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase, ...(step ? { step } : {}) });
-        if (!c.recordRouting) return;
+        batches.push({ lane: e.model, startMs, endMs: e.end + offset, rows: e.requestIds.length, tokens: e.tokens, phase: e.phase });
         for (const id of e.requestIds) {
           const key = `${e.batchId}:${id}`;
           const h = handoffs.get(key);

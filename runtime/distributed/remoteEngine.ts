@@ -57,7 +57,7 @@ export interface ReplicaView {
 /** Releases remembered, so that a placement the entry hears of late does not make a home again. */
 const RELEASED = 4096;
 
-const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs'] as const;
+const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs', 'batchMs', 'modelMs'] as const;
 
 /**
  * The remote model's replicas behind one EngineProxy. A request is placed on a replica the first

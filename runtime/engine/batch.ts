@@ -35,7 +35,12 @@ export class EngineStats {
   prefixQueries = 0;
   prefixHits = 0;
   prefixEvictions = 0;
+  /** Launch → the runner's results, summed over batches. */
   busyMs = 0;
+  /** Launch → the batch's rows applied (its outputs made), summed: `busyMs` plus routing them. */
+  batchMs = 0;
+  /** Inside the model (session.run and router heads), as the runner timed it, summed. */
+  modelMs = 0;
   /** Wall ms spent inside runner.step (the model itself for real runners). */
   runnerWallMs = 0;
 }

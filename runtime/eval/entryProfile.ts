@@ -1,6 +1,5 @@
 // The HTTP entry's cost per request outside the engine: a live request's time at the server (receipt to response sent) less its own time in the cluster (admitted to ended).
 import type { NextFunction, Request, Response } from 'express';
-import type { TraceEvent } from '../../shared/trace.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 
 /** Requests kept (≈ the last minute of a busy server). */
@@ -9,8 +8,14 @@ const KEEP = 4000;
 export interface EntryCost {
   /** Mean ms a request spends at the server outside the cluster: body parse, template, admission, answer, send. */
   perRequestMs: number;
-  /** Requests the figure rests on: those answered in the window whose end the trace saw. */
+  /** Requests the figure rests on: those answered in the window. */
   requests: number;
+}
+
+/** A request's own time in the cluster, set by its answer as each choice ends (first admitted to last ended). */
+interface ClusterSpan {
+  from: number;
+  to: number;
 }
 
 /**
@@ -20,63 +25,52 @@ export interface EntryCost {
  * traffic's requests, never a constant: a slower entry or a longer answer moves it.
  */
 export class EntryProfile {
-  private readonly walls: { id: string; end: number; ms: number }[] = [];
+  private readonly walls: { end: number; ms: number }[] = [];
 
   constructor(private readonly now: () => number) {}
 
-  /** Times every inference request from the moment it reaches the server (before its body is read) to its answer's last byte, under the id it answered with. */
+  /**
+   * Times every inference request from the moment it reaches the server (before its body is read)
+   * to its answer's last byte, less its own time in the cluster (`spent`). Paired here, on the
+   * request itself: until 5 Dec the two sides were paired later by id through the trace, whose
+   * recent events an evaluation of a few hundred problems pushed out, so a prediction lost the
+   * entry's cost (read as 0) and rose 15 %.
+   */
   readonly middleware = (_req: Request, res: Response, next: NextFunction): void => {
     const t0 = this.now();
     res.locals.receivedAt = performance.now();
     res.once('finish', () => {
-      const id = res.getHeader('X-Request-Id');
-      if (res.statusCode !== 200 || typeof id !== 'string') return;
+      const span = res.locals.clusterSpan as ClusterSpan | undefined;
+      if (res.statusCode !== 200 || span === undefined) return;
       const t = this.now();
       if (this.walls.length >= KEEP) this.walls.splice(0, KEEP / 4);
-      this.walls.push({ id, end: t, ms: t - t0 });
+      this.walls.push({ end: t, ms: Math.max(0, t - t0 - (span.to - span.from)) });
     });
     next();
   };
 
-  /**
-   * Over the last `windowMs`: each answered request's wall at the server less its own time in the
-   * cluster, as the trace's `request-end` events (`events`) record it (its choices', first
-   * admitted to last ended, when it asked for several), averaged over the requests found in both.
-   * Pairing by id keeps both sides on the same requests whatever stretch the trace still holds
-   * (unpaired means once set one algorithm's walls against another's time in the cluster, and
-   * read 0 ms). Null when no answered request's end is in the trace (no HTTP traffic, or nothing
-   * traced it).
-   */
-  cost(events: readonly TraceEvent[], windowMs: number): EntryCost | null {
+  /** Over the last `windowMs`: the mean of each answered request's time outside the cluster. Null when none was answered. */
+  cost(windowMs: number): EntryCost | null {
     const from = this.now() - windowMs;
-    const ended = new Map<string, { admittedAt: number; t: number }>();
-    for (const e of events) if (e.type === 'request-end' && e.status === 'done') ended.set(e.requestId, { admittedAt: e.admittedAt, t: e.t });
     let sum = 0;
     let n = 0;
     for (const w of this.walls) {
       if (w.end < from) continue;
-      const inCluster = clusterSpan(ended, w.id);
-      if (inCluster === null) continue;
-      sum += w.ms - inCluster;
+      sum += w.ms;
       n++;
     }
-    return n === 0 ? null : { perRequestMs: Math.max(0, sum / n), requests: n };
+    return n === 0 ? null : { perRequestMs: sum / n, requests: n };
   }
 }
 
-/** A request's time in the cluster: its own, or (n > 1) from its first choice admitted to its last ended (choice k runs as `id-k`). */
-function clusterSpan(ended: ReadonlyMap<string, { admittedAt: number; t: number }>, id: string): number | null {
-  const one = ended.get(id);
-  if (one) return one.t - one.admittedAt;
-  let first = Infinity;
-  let last = -Infinity;
-  for (let k = 0; ; k++) {
-    const c = ended.get(`${id}-${k}`);
-    if (!c) break;
-    first = Math.min(first, c.admittedAt);
-    last = Math.max(last, c.t);
+/** Adds one ended choice's time in the cluster (the cluster's clock, as EntryProfile's) to its request's span. */
+export function spentInCluster(res: Response, result: { submittedAt: number; endedAt: number }): void {
+  const span = res.locals.clusterSpan as ClusterSpan | undefined;
+  if (span === undefined) res.locals.clusterSpan = { from: result.submittedAt, to: result.endedAt } satisfies ClusterSpan;
+  else {
+    span.from = Math.min(span.from, result.submittedAt);
+    span.to = Math.max(span.to, result.endedAt);
   }
-  return last > first ? last - first : null;
 }
 
 const profiles = new WeakMap<TokenRouterService, EntryProfile>();

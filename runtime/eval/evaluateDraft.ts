@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
-import { EVALUATE_BOUNDS, type EvaluateEvent, type EvaluateRequest, type EvaluationResult } from '../../shared/api/evaluate.ts';
+import { EVALUATE_BOUNDS, PREDICT_LIVE_WINDOW_MS, type EvaluateEvent, type EvaluateRequest, type EvaluationResult } from '../../shared/api/evaluate.ts';
+import type { TraceEvent } from '../../shared/trace.ts';
 import { IrCompileError } from '../algorithms/compileIr.ts';
 import type { RequestResult } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -26,9 +27,22 @@ export interface RunTarget {
 export interface StoredRun {
   result: EvaluationResult;
   batches: readonly BatchTiming[];
+  /**
+   * Other traffic's batches of the window before the run started, taken then: a run of a few hundred
+   * problems makes more trace events than a prediction reads back, and would push them out.
+   */
+  liveBefore: readonly BatchTiming[];
   /** Mean ms each request spent on no model (TransitTimes); null: none finished. */
   transitMs: number | null;
   specKey: string | null;
+}
+
+/** Trace events a prediction reads for live traffic (the recorder keeps more; a busy server makes ≈ 1,000 a second). */
+export const LIVE_EVENTS = 40_000;
+
+/** The batches in `events` that ended at or after `since`, less those inside the run's own span `ran` (its own, timed apart). */
+export function batchesIn(events: readonly TraceEvent[], since: number, ran: { from: number; to: number } | null): BatchTiming[] {
+  return events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
 }
 
 /** Finished runs kept in memory (the newest). */
@@ -170,6 +184,7 @@ export class EvaluationRuns {
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
+    const liveBefore = batchesIn(trace.recent(LIVE_EVENTS), t0 - PREDICT_LIVE_WINDOW_MS, null);
     // ∫ requests in flight dt: the concurrency the run really had (held back beside live traffic, thinning at its end)
     let area = 0;
     let lastChange = t0;
@@ -245,7 +260,7 @@ export class EvaluationRuns {
             if (r.status === 'done' && finalAnswer(tokenizer.decode(r.tokens)) === problems[i].answer) correct++;
             emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
             paceAfter(startedAt);
-            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
+            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, liveBefore, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
             else fill();
           },
         });
@@ -270,7 +285,7 @@ export class EvaluationRuns {
     };
   }
 
-  private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
+  private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, liveBefore: readonly BatchTiming[], concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
     const byModel: Record<string, number> = {};
     let committed = 0;
     let handoffs = 0;
@@ -300,7 +315,7 @@ export class EvaluationRuns {
       tokS: durationMs > 0 ? (committed / durationMs) * 1000 : 0,
       failed,
     };
-    this.finished.set(runId, { result, batches: counts.batches, transitMs: counts.transit.meanMs(counts.batches), specKey: target.specKey });
+    this.finished.set(runId, { result, batches: counts.batches, liveBefore, transitMs: counts.transit.meanMs(counts.batches), specKey: target.specKey });
     if (this.finished.size > KEEP_RUNS) this.finished.delete(this.finished.keys().next().value!);
     return result;
   }

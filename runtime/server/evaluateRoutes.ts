@@ -3,14 +3,11 @@ import { Router, type Request } from 'express';
 import { evaluateRequestSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
-import { EvaluationRuns } from '../eval/evaluateDraft.ts';
+import { EvaluationRuns, LIVE_EVENTS, batchesIn } from '../eval/evaluateDraft.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { parseBody } from './zodToError.ts';
-
-/** Trace events read for it (the recorder keeps more; a busy server makes ≈ 1,000 a second). */
-const LIVE_EVENTS = 40_000;
 
 /** Without a client id in the body, a caller is its address: one run at a time from there. */
 const clientOf = (req: Request, named: string | undefined) => named ?? req.socket.remoteAddress ?? 'unknown';
@@ -63,12 +60,14 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       throw new TokenRouterError('not_found', `no finished evaluation ${runId} (runs are kept in memory: a restart forgets them)`, 'runId');
     }
     const c = service.cluster;
-    const events = service.trace.recent(LIVE_EVENTS);
     const since = c.clock.now() - PREDICT_LIVE_WINDOW_MS;
     const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
-    // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own
-    const live = events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
-    const entry = entryProfileOf(service).cost(events, PREDICT_LIVE_WINDOW_MS);
+    // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own:
+    // those the trace still holds, and those of the window before the run, taken when it started
+    const recent = batchesIn(service.trace.recent(LIVE_EVENTS), since, ran);
+    const seen = new Set(recent.map((b) => `${b.model}@${b.start}`));
+    const live = [...stored.liveBefore.filter((b) => b.end >= since && !seen.has(`${b.model}@${b.start}`)), ...recent].sort((a, b) => a.start - b.start);
+    const entry = entryProfileOf(service).cost(PREDICT_LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,
       meanOutputTokens: stored.result.meanOutputTokens,

@@ -46,6 +46,7 @@ export class ServerMetrics {
     engineCounter('tokenrouter_forward_passes_total', 'Forward passes (batches) run by each model', (s) => s.batches);
     engineCounter('tokenrouter_batch_rows_total', 'Rows over all batches of each model (÷ forward passes: the mean batch)', (s) => s.rows);
     engineCounter('tokenrouter_model_busy_seconds_total', 'Time each model spent executing batches', (s) => s.busyMs / 1000);
+    engineCounter('tokenrouter_model_compute_seconds_total', 'Time inside each model itself (ONNX Runtime run and router heads), of its busy time', (s) => s.modelMs / 1000);
     new client.Gauge({
       name: 'tokenrouter_requests_queued',
       help: 'Requests waiting at the entry for a concurrency slot',

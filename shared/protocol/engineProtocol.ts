@@ -180,7 +180,12 @@ export const laneReportSchema = z.object({
   rows: int,
   admissions: int,
   evictions: int,
+  /** Launch → the runner's results, summed over batches, ms. */
   busyMs: z.number(),
+  /** Launch → the batch's rows applied (busyMs plus routing them), summed, ms. */
+  batchMs: z.number(),
+  /** Inside the model (session.run and router heads) as the runner timed it, summed, ms. */
+  modelMs: z.number(),
   /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
   prefixQueries: int,
   prefixHits: int,

@@ -4,6 +4,8 @@ import { servingMetrics, type RequestRecord } from '../../runtime/loadgen/reques
 import { poolRuns, type ServingRun } from '../../runtime/loadgen/benchmarkServing.ts';
 import { withRatios } from '../../runtime/bench/ablation.ts';
 import { breakdownOf, overallModelFraction } from '../../runtime/bench/breakdown.ts';
+import { EMPTY_LANE } from '../../runtime/engine/engineProxy.ts';
+import type { LaneStats } from '../../runtime/engine/laneStats.ts';
 import { scaling } from '../../runtime/bench/concurrency.ts';
 import { drop } from '../../runtime/bench/length.ts';
 import { thresholdCandidates } from '../../runtime/bench/servingCase.ts';
@@ -57,22 +59,19 @@ describe('poolRuns', () => {
 });
 
 describe('breakdown', () => {
-  it('splits each batch into pack, model, runner overhead and routing, per lane', () => {
-    const lanes = breakdownOf([
-      { lane: 'small', startMs: 0, endMs: 10, rows: 4, tokens: 4, phase: 'decode', step: { callMs: 1, resolveMs: 8, modelMs: 5, rows: 4, tokens: 4 } },
-      { lane: 'small', startMs: 20, endMs: 30, rows: 2, tokens: 2, phase: 'decode', step: { callMs: 20, resolveMs: 29, modelMs: 9, rows: 2, tokens: 2 } },
-      { lane: 'large', startMs: 0, endMs: 40, rows: 1, tokens: 1, phase: 'decode', step: { callMs: 0, resolveMs: 40, modelMs: 40, rows: 1, tokens: 1 } },
-      { lane: 'large', startMs: 50, endMs: 60, rows: 1, tokens: 1, phase: 'decode' }, // no timing: skipped
-    ]);
-    const small = lanes.find((l) => l.lane === 'small')!;
+  it('splits each lane\'s busy time from its counters into model, runner overhead and routing', () => {
+    const lane = (name: string, batches: number, rows: number, busyMs: number, batchMs: number, modelMs: number): LaneStats =>
+      ({ ...EMPTY_LANE, name, threshold: 1, batches, rows, busyMs, batchMs, modelMs });
+    const lanes = breakdownOf([lane('small', 2, 6, 17, 20, 14), lane('large', 1, 1, 40, 40, 40), lane('medium', 0, 0, 0, 0, 0)]);
+    expect(lanes.map((l) => l.lane)).toEqual(['small', 'large']); // a lane that ran nothing is left out
+    const small = lanes[0];
     expect(small.batches).toBe(2);
     expect(small.mean_batch).toBe(3);
     expect(small.busy_ms).toBe(20);
     expect(small.model_ms).toBe(14);
-    expect(small.pack_ms).toBe(1);
-    expect(small.runner_other_ms).toBe(2);
+    expect(small.runner_other_ms).toBe(3);
     expect(small.route_ms).toBe(3);
-    expect(small.pack_ms + small.model_ms + small.runner_other_ms + small.route_ms).toBe(small.busy_ms);
+    expect(small.model_ms + small.runner_other_ms + small.route_ms).toBe(small.busy_ms);
     expect(small.model_fraction).toBeCloseTo(0.7, 12);
     expect(overallModelFraction(lanes)).toBeCloseTo(54 / 60, 12);
   });

@@ -2,8 +2,7 @@
 import http from 'node:http';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
-import type { TraceEvent } from '../../shared/trace.ts';
-import { EntryProfile } from '../../runtime/eval/entryProfile.ts';
+import { EntryProfile, spentInCluster } from '../../runtime/eval/entryProfile.ts';
 import { closedLoopThroughput } from '../../runtime/eval/predictServing.ts';
 
 describe('closedLoopThroughput', () => {
@@ -31,46 +30,50 @@ describe('closedLoopThroughput', () => {
 });
 
 describe('EntryProfile', () => {
-  it('times real HTTP requests at the server and subtracts each one\'s own time in the cluster', async () => {
+  it('times real HTTP requests at the server and subtracts each one\'s own time in the cluster, with no trace', async () => {
     let clock = 0;
     const profile = new EntryProfile(() => clock);
     const app = express();
     app.use('/v1', profile.middleware);
-    let n = 0;
-    const ids = ['chatcmpl-a', 'chatcmpl-b', 'chatcmpl-c', 'chatcmpl-d'];
-    app.post('/v1/chat/completions', (_req, res) => {
-      // entry work and engine time together, as the clock sees it: 30 ms, the fourth 60
-      clock += n === 3 ? 60 : 30;
-      res.set('X-Request-Id', ids[n++]).json({ ok: true });
+    app.post('/v1/chat/completions', (req, res) => {
+      // entry work and engine time together, as the clock sees it; the cluster's share as the answer learns it
+      const { wall, inCluster } = req.query as Record<string, string>;
+      const t0 = clock;
+      clock += Number(wall);
+      if (inCluster !== undefined) spentInCluster(res, { submittedAt: t0 + 1, endedAt: t0 + 1 + Number(inCluster) });
+      res.json({ ok: true });
     });
     app.post('/v1/fail', (_req, res) => {
       clock += 500;
-      res.status(400).set('X-Request-Id', 'chatcmpl-x').json({});
+      spentInCluster(res, { submittedAt: clock - 400, endedAt: clock });
+      res.status(400).json({});
     });
     app.post('/v1/completions', (_req, res) => {
-      clock += 40; // two choices, run as chatcmpl-n-0 and chatcmpl-n-1
-      res.set('X-Request-Id', 'cmpl-n').json({ ok: true });
+      const t0 = clock;
+      clock += 40;
+      // two choices: first admitted at +5, last ended at +35, so 30 in the cluster whatever each took
+      spentInCluster(res, { submittedAt: t0 + 10, endedAt: t0 + 35 });
+      spentInCluster(res, { submittedAt: t0 + 5, endedAt: t0 + 30 });
+      res.json({ ok: true });
     });
     const server = http.createServer(app);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
     const send = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     try {
-      for (let i = 0; i < 4; i++) await send('/v1/chat/completions');
-      await send('/v1/fail');
+      expect(profile.cost(60_000)).toBeNull();
+      await send('/v1/chat/completions?wall=30&inCluster=22');
+      await send('/v1/chat/completions?wall=60&inCluster=35');
+      await send('/v1/chat/completions?wall=20'); // refused before the cluster: no span, not counted
+      expect(profile.cost(60_000)).toEqual({ perRequestMs: (8 + 25) / 2, requests: 2 });
+      await send('/v1/fail'); // not a 200: not counted
       await send('/v1/completions');
     } finally {
       await new Promise((r) => server.close(r));
     }
-    // answered at 30, 60, 90, 150 ms on the clock, the refused one at 650, the two-choice one at 690
-    const end = (id: string, t: number, admittedAt: number): TraceEvent => ({ type: 'request-end', t, requestId: id, status: 'done', tokens: [1], runs: [], handoffs: 0, admittedAt, firstTokenAt: null });
-    expect(profile.cost([], 60_000)).toBeNull();
-    // each request less its own time in the cluster: a (30 − 22) and d (60 − 35); b and c ended outside what the trace holds, an evaluation's request has no wall
-    const events = [end('chatcmpl-a', 30, 8), end('ev1-0', 40, 0), end('chatcmpl-d', 150, 115), end('chatcmpl-x', 650, 640)];
-    expect(profile.cost(events, 60_000)).toEqual({ perRequestMs: (8 + 25) / 2, requests: 2 });
-    // the window: 60 ms back from the last answer (690) leaves a and d out
-    expect(profile.cost(events, 60)).toBeNull();
-    // several choices: first admitted to last ended (40 − 30 in the cluster of a 40 ms wall)
-    expect(profile.cost([end('cmpl-n-0', 680, 655), end('cmpl-n-1', 685, 660)], 60)).toEqual({ perRequestMs: 10, requests: 1 });
+    // answered at 30 and 90 (the one with no span at 110, the refused one at 610), the two-choice one at 650
+    expect(profile.cost(60_000)).toEqual({ perRequestMs: (8 + 25 + 10) / 3, requests: 3 });
+    // the window: 60 ms back from 650 holds only the two-choice request
+    expect(profile.cost(60)).toEqual({ perRequestMs: 10, requests: 1 });
   });
 });

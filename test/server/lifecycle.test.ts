@@ -127,6 +127,13 @@ describe('metrics', () => {
     expect(sum('tokenrouter_forward_passes_total')).toBe(batches.length);
     expect(sum('tokenrouter_batch_rows_total')).toBe(batches.reduce((a, e) => a + (e.type === 'batch' ? e.requestIds.length : 0), 0));
     expect(sum('tokenrouter_handoffs_total')).toBe(answer.tokenrouter.handoffs);
+    // the busy-time split the breakdown suite reads with no trace on: the same sums as the trace's batch events
+    const lanes = t.service.cluster.laneStats();
+    const traced = (f: (e: Extract<(typeof batches)[number], { type: 'batch' }>) => number) => batches.reduce((a, e) => a + (e.type === 'batch' ? f(e) : 0), 0);
+    expect(lanes.reduce((a, l) => a + l.modelMs, 0)).toBeCloseTo(traced((e) => e.modelMs ?? 0), 6);
+    expect(lanes.reduce((a, l) => a + l.batchMs, 0)).toBeCloseTo(traced((e) => e.end - e.start), 6);
+    expect(sum('tokenrouter_model_compute_seconds_total')).toBeCloseTo(traced((e) => e.modelMs ?? 0) / 1000, 6);
+    expect(sum('tokenrouter_model_compute_seconds_total')).toBeGreaterThan(0);
     expect(answer.tokenrouter.handoffs).toBeGreaterThan(0);
   });
 });

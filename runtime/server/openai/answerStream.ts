@@ -2,6 +2,7 @@
 import type { Request, Response } from 'express';
 import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken, type TokenRouterService } from '../../serve/tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
+import { spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Kind, Plan } from './requestPlan.ts';
@@ -126,6 +127,7 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
       },
       onEnd: (o) => {
         metrics.observeRequest(o, started, false);
+        spentInCluster(res, o.result);
         onCompletionTokens?.(o.result.tokens.length);
         if (over) return;
         if (o.finishReason === 'cancelled' || o.finishReason === 'error') {

@@ -1,7 +1,7 @@
 // The non-streamed OpenAI answer.
 import type { Request, Response } from 'express';
 import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken } from '../../serve/tokenRouterService.ts';
-import { serverTiming } from '../../eval/entryProfile.ts';
+import { serverTiming, spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Plan } from './requestPlan.ts';
@@ -23,6 +23,7 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
     onToken: wantsDetail(jobs[k].params) ? (token, model, _i, signals, atHandoff) => void tokens[k].push(service.streamToken(token, model, signals!, atHandoff, jobs[k].params.sampling.topLogprobs)) : () => {},
     onEnd: (o) => {
       metrics.observeRequest(o, started);
+      spentInCluster(res, o.result);
       onCompletionTokens?.(o.result.tokens.length);
       if (over) return;
       if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
