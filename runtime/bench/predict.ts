@@ -75,6 +75,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const maxTokens = f.num('max-tokens', 64);
   const measureMs = f.sized('duration-s', 12, 3) * 1000;
   const liveRounds = f.sized('live-rounds', 3, 1);
+  // each algorithm evaluated, predicted and measured a second time straight after: how far each side moves on its own
+  const repeat = f.bool('repeat', false);
   const loadStart = os.loadavg();
   const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-predict-')), limits: { maxConcurrency: 16, maxTokens: 256 } });
   console.error('loading the bundled models …');
@@ -114,6 +116,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const clientMsPassed = clientMs;
       clientMs = measured.clientMs;
       const diff = (predicted - measured.tokS) / measured.tokS;
+      let again: { predicted_tok_s: number; measured_tok_s: number; predicted_moved: number; measured_moved: number; diff: number } | undefined;
+      if (repeat) {
+        const r2 = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
+        const p2 = predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${r2.result.runId}/predict`, { concurrency, clientMs: measured.clientMs })).json());
+        const m2 = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
+        const predicted2 = (p2.current ?? p2.best).tokS;
+        again = { predicted_tok_s: predicted2, measured_tok_s: m2.tokS, predicted_moved: predicted2 / predicted - 1, measured_moved: m2.tokS / measured.tokS - 1, diff: (predicted2 - m2.tokS) / m2.tokS };
+        console.error(`${algorithm} again: predicted ${predicted2.toFixed(0)} (${(again.predicted_moved * 100).toFixed(1)} % from the first), measured ${m2.tokS.toFixed(0)} (${(again.measured_moved * 100).toFixed(1)} %), diff ${(again.diff * 100).toFixed(1)} %`);
+      }
       const diffNoClient = (predictedNoClient - measured.tokS) / measured.tokS;
       // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput, for comparison
       const evalTokS = result.tokS;
@@ -143,6 +154,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         accuracy: result.accuracy,
         handoffs_per_request: result.handoffsPerRequest,
         thresholds: (p.current ?? p.best).thresholds,
+        ...(again ? { again } : {}),
       });
       rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, client_ms: clientMsPassed, diff_no_client: `${(diffNoClient * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
       console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s with the clients' ${clientMsPassed.toFixed(1)} ms (${predictedNoClient.toFixed(0)} without), measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %, ${(diffNoClient * 100).toFixed(1)} % without)`);
@@ -172,7 +184,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     printTable(rows);
     return {
       suite: 'predict',
-      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', client_time: 'clientMs measured on the loop before (client wall less Server-Timing total); predicted_no_client_tok_s without it', mode: config.scheduling.mode, load_start: loadStart, load: os.loadavg() },
+      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, repeat, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', client_time: 'clientMs measured on the loop before (client wall less Server-Timing total); predicted_no_client_tok_s without it', mode: config.scheduling.mode, load_start: loadStart, load: os.loadavg() },
       results: {
         algorithms: results,
         evaluation: {
