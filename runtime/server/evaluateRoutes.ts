@@ -1,6 +1,6 @@
 // Admin API for evaluating a draft before deploy: the run (NDJSON progress and result), its cancel, its predicted serving cost, and the live check after deploy.
 import { Router, type Request } from 'express';
-import { evaluateRequestSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
+import { EVALUATE_BOUNDS, evaluateRequestSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateBounds, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns, LIVE_EVENTS, batchesIn, liveWindow } from '../eval/evaluateDraft.ts';
@@ -42,6 +42,11 @@ export function evaluateRoutes(service: TokenRouterService): Router {
       if (open) run.cancel();
       open = false;
     });
+  });
+
+  r.get('/admin/evaluate/bounds', (_req, res) => {
+    const problems = runs.validationSet().length;
+    res.json({ problems, defaultProblems: Math.min(EVALUATE_BOUNDS.defaultProblems, problems), concurrency: runs.maxConcurrency() } satisfies EvaluateBounds);
   });
 
   r.delete('/admin/evaluate/:runId', (req, res) => {

@@ -78,6 +78,16 @@ export type EvaluateEvent = z.infer<typeof evaluateEventSchema>;
 export const cancelResponseSchema = z.object({ runId: z.string(), cancelled: z.boolean() });
 export type CancelResponse = z.infer<typeof cancelResponseSchema>;
 
+/** What a run on this server may ask for (`GET /admin/evaluate/bounds`): the panel's fields take their limits from it. */
+export const evaluateBoundsSchema = z.object({
+  /** The validation set's size: the most problems a run takes. */
+  problems: z.number().int(),
+  defaultProblems: z.number().int(),
+  /** The most requests of one run in flight here (half the server's maxConcurrency, at most EVALUATE_BOUNDS.maxConcurrency). */
+  concurrency: z.number().int(),
+});
+export type EvaluateBounds = z.infer<typeof evaluateBoundsSchema>;
+
 // ---- POST /admin/evaluate/:runId/predict ---------------------------------------------------------
 
 export const predictRequestSchema = z

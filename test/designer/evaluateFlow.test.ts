@@ -16,6 +16,10 @@ class FakeServer implements EvaluateServer {
   runs: { run: EvaluateRun; end: (e: EvaluateEvent | Error) => void }[] = [];
   cancelled: string[] = [];
   predicted: [string, number, number][] = [];
+  setSize = 1000;
+  async bounds() {
+    return { problems: this.setSize, defaultProblems: 100, concurrency: 8 };
+  }
   evaluate(run: EvaluateRun): Promise<void> {
     return new Promise((resolve, reject) => {
       const id = `run${this.runs.length + 1}`;
@@ -39,6 +43,27 @@ class FakeServer implements EvaluateServer {
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
 describe('EvaluateFlow', () => {
+  it('bounds the problems field by the server\'s set once it has said, and leaves it open while it has not', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    flow.setProblems(5000);
+    expect(flow.getState()).toMatchObject({ problems: 5000, maxProblems: null });
+    server.setSize = 300;
+    await flow.loadBounds();
+    // a choice past the set comes down to it, and later ones stop there
+    expect(flow.getState()).toMatchObject({ problems: 300, maxProblems: 300 });
+    flow.setProblems(800);
+    expect(flow.getState().problems).toBe(300);
+    flow.setProblems(120);
+    expect(flow.getState().problems).toBe(120);
+    // a server that cannot say (no admin token yet) leaves things as they are
+    const down = new FakeServer();
+    down.bounds = () => Promise.reject(new Error('401'));
+    const open = new EvaluateFlow(down);
+    await open.loadBounds();
+    expect(open.getState().maxProblems).toBeNull();
+  });
+
   it('progress, result and prediction make the draft\'s point; the next draft replaces it', async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);

@@ -54,6 +54,8 @@ async function main(): Promise<void> {
     await page.focus('[data-testid="tab-evaluate"]');
     await page.keyboard.press('Enter');
     await page.focus('[data-testid="ev-problems"]');
+    // the field's bound is the server's validation set, asked for when the panel shows
+    await page.waitForFunction(() => document.querySelector('[data-testid="ev-problems"]')?.getAttribute('max') === '1000');
     await page.keyboard.press('Control+a');
     await page.keyboard.type('40');
     await page.keyboard.press('Tab');

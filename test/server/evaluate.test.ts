@@ -1,6 +1,6 @@
 // POST /admin/evaluate against a real listening server: the NDJSON run and its statistics, every bound (size, concurrency, tokens, one run per client, runs per server), cancel (by DELETE and by hanging up), bad drafts, and the prediction made from a run.
 import { afterEach, describe, expect, it } from 'vitest';
-import { evaluateEventSchema, predictionSchema, type EvaluateEvent } from '../../shared/api/evaluate.ts';
+import { evaluateBoundsSchema, evaluateEventSchema, predictionSchema, type EvaluateEvent } from '../../shared/api/evaluate.ts';
 import { LIVE_SHARE } from '../../runtime/eval/evaluateDraft.ts';
 import { rStitchIr } from '../reliability/irFixtures.ts';
 import { startTestServer, until, type TestServer } from './testService.ts';
@@ -89,6 +89,8 @@ describe('the bounds of a run', () => {
     const big = await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 1001 }), 400);
     expect(big).toMatchObject({ code: 'invalid_request', param: 'problems' });
     expect(big.message).toMatch(/has 1000 problems; ask for at most 1000/);
+    // what the panel bounds its field by: the same set's size, and this server's most in flight
+    expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json())).toEqual({ problems: 1000, defaultProblems: 100, concurrency: Math.min(8, Math.floor(t.service.cluster.maxConcurrency / 2)) });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 0 }), 400)).toMatchObject({ param: 'problems' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), maxTokens: 257 }), 400)).toMatchObject({ param: 'maxTokens' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), speed: 'fast' }), 400)).toMatchObject({ message: expect.stringMatching(/unsupported parameter|speed/) });
@@ -97,6 +99,7 @@ describe('the bounds of a run', () => {
   it('refuses a concurrency past the bound and past half the server\'s concurrency', async () => {
     t = await startTestServer({ config: { limits: { maxConcurrency: 6 } } });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), concurrency: 9 }), 400)).toMatchObject({ param: 'concurrency' });
+    expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json()).concurrency).toBe(3);
     const half = await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), concurrency: 4 }), 400);
     expect(half).toMatchObject({ code: 'invalid_request', param: 'concurrency' });
     expect(half.message).toMatch(/at most 3 requests at once/);

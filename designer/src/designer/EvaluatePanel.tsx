@@ -1,5 +1,5 @@
 // Evaluate tab: run the draft on N validation problems with a progress bar and cancel, its accuracy and routing statistics, its predicted serving cost, and the accuracy × throughput plot beside the served models and algorithms.
-import { createContext, useContext, useSyncExternalStore } from 'react';
+import { createContext, useContext, useEffect, useSyncExternalStore } from 'react';
 import { PREDICT_LIVE_WINDOW_MS, type Prediction } from '../../../shared/api/evaluate.ts';
 import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
 import { FrontierPlot } from './FrontierPlot.tsx';
@@ -48,6 +48,10 @@ export function EvaluatePanel() {
   const p = s.progress;
   const r = s.result;
   const pred = s.prediction;
+  // the problems field's bound is the server's validation set, asked for once the panel shows
+  useEffect(() => {
+    if (s.maxProblems === null) void flow.loadBounds();
+  }, [flow, s.maxProblems]);
   // models whose step latency no live request has measured: the prediction rests on the evaluation alone for them
   const unseen = pred ? Object.entries(pred.liveBatches).filter(([, n]) => n === 0).map(([m]) => m) : [];
   const references = [
@@ -63,7 +67,7 @@ export function EvaluatePanel() {
       <div className="ev-controls">
         <label className="muted small">
           problems{' '}
-          <input type="number" min={1} max={500} value={s.problems} disabled={running} onChange={(e) => flow.setProblems(Number(e.target.value))} data-testid="ev-problems" />
+          <input type="number" min={1} max={s.maxProblems ?? undefined} value={s.problems} disabled={running} onChange={(e) => flow.setProblems(Number(e.target.value))} title={s.maxProblems === null ? undefined : `up to ${s.maxProblems}, the validation set's size`} data-testid="ev-problems" />
         </label>
         <div className="tb-spacer" />
         {running ? (

@@ -1,5 +1,5 @@
 // The Evaluate panel's state and actions apart from rendering: run a draft (or a served name) on N problems, cancel, predict its serving cost, and keep the points of the accuracy × throughput plot.
-import type { CancelResponse, EvaluateEvent, EvaluateRequest, EvaluationResult, Prediction } from '../../../shared/api/evaluate.ts';
+import type { CancelResponse, EvaluateBounds, EvaluateEvent, EvaluateRequest, EvaluationResult, Prediction } from '../../../shared/api/evaluate.ts';
 import type { IrDocument } from '../../../shared/ir/irSchema.ts';
 import type { EvaluateRun } from './api.ts';
 import { errorText } from './registryFlow.ts';
@@ -7,6 +7,7 @@ import { errorText } from './registryFlow.ts';
 /** The server calls the panel makes: api.ts's evaluateApi in the page, a fake in tests. */
 export interface EvaluateServer {
   evaluate(run: EvaluateRun): Promise<void>;
+  bounds(): Promise<EvaluateBounds>;
   cancel(runId: string): Promise<CancelResponse>;
   predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction>;
 }
@@ -28,6 +29,8 @@ export interface EvaluateState {
   /** What the run in progress (or the last one) evaluates. */
   label: string | null;
   problems: number;
+  /** The most problems a run takes here (the server's validation set); null until the server said. */
+  maxProblems: number | null;
   concurrency: number;
   /** Each client's own ms per request outside the server (network, its turnaround): they are on no model then. */
   clientMs: number;
@@ -48,6 +51,7 @@ export class EvaluateFlow {
     status: 'idle',
     label: null,
     problems: 100,
+    maxProblems: null,
     concurrency: 8,
     clientMs: 0,
     runId: null,
@@ -78,7 +82,17 @@ export class EvaluateFlow {
     for (const l of this.listeners) l();
   }
 
-  setProblems = (n: number): void => this.set({ problems: Math.max(1, Math.round(n) || 1) });
+  setProblems = (n: number): void => this.set({ problems: Math.max(1, Math.min(this.state.maxProblems ?? Infinity, Math.round(n) || 1)) });
+
+  /** Asks the server what a run may take; the problems field is bounded by its set from then on. */
+  loadBounds = async (): Promise<void> => {
+    try {
+      const b = await this.server.bounds();
+      this.set({ maxProblems: b.problems, problems: Math.min(this.state.problems, b.problems) });
+    } catch {
+      // without the bounds the field stays open and the server's answer to a run names its limit
+    }
+  };
 
   /** A new concurrency re-prices every point: accuracy does not change with it, throughput does. */
   setConcurrency = async (c: number): Promise<void> => {
