@@ -101,7 +101,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await new Promise((r) => setTimeout(r, LIVE_MEMORY_MS + 200));
       const { result, wallMs, mainCpuMs: evalCpu } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
       evalMs = Math.max(evalMs, wallMs);
-      const predict = async (body: Record<string, unknown>) => predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${result.runId}/predict`, body)).json());
+      const predict = async (body: Record<string, unknown>, runId = result.runId) => predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${runId}/predict`, body)).json());
       const p = await predict({ concurrency, clientMs });
       // the same run predicted as before 5 Dec, for clients that take no time of their own: the two side by side
       const p0 = await predict({ concurrency });
@@ -119,7 +119,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       let again: { predicted_tok_s: number; measured_tok_s: number; predicted_moved: number; measured_moved: number; diff: number } | undefined;
       if (repeat) {
         const r2 = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
-        const p2 = predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${r2.result.runId}/predict`, { concurrency, clientMs: measured.clientMs })).json());
+        const p2 = await predict({ concurrency, clientMs: measured.clientMs }, r2.result.runId);
         const m2 = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
         const predicted2 = (p2.current ?? p2.best).tokS;
         again = { predicted_tok_s: predicted2, measured_tok_s: m2.tokS, predicted_moved: predicted2 / predicted - 1, measured_moved: m2.tokS / measured.tokS - 1, diff: (predicted2 - m2.tokS) / m2.tokS };

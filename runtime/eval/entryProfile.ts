@@ -31,7 +31,7 @@ export class EntryProfile {
 
   /**
    * Times every inference request from the moment it reaches the server (before its body is read)
-   * to its answer's last byte, less its own time in the cluster (`spent`). Paired here, on the
+   * to its answer's last byte, less its own time in the cluster (`spentInCluster`). Paired here, on the
    * request itself: until 5 Dec the two sides were paired later by id through the trace, whose
    * recent events an evaluation of a few hundred problems pushed out, so a prediction lost the
    * entry's cost (read as 0) and rose 15 %.

@@ -37,9 +37,6 @@ export interface StoredRun {
   specKey: string | null;
 }
 
-/** Trace events a prediction reads for live traffic: all the service's recorder holds (20,000; a busy server makes ≈ 1,000 a second). */
-export const LIVE_EVENTS = 40_000;
-
 /** The batches in `events` that ended at or after `since`, less those inside the run's own span `ran` (its own, timed apart). */
 export function batchesIn(events: readonly TraceEvent[], since: number, ran: { from: number; to: number } | null): BatchTiming[] {
   return events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
@@ -193,7 +190,8 @@ export class EvaluationRuns {
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
-    const liveBefore = batchesIn(trace.recent(LIVE_EVENTS), t0 - PREDICT_LIVE_WINDOW_MS, null);
+    // all the recorder holds (20,000 events: about 20 s of a busy server)
+    const liveBefore = batchesIn(trace.events, t0 - PREDICT_LIVE_WINDOW_MS, null);
     // ∫ requests in flight dt: the concurrency the run really had (held back beside live traffic, thinning at its end)
     let area = 0;
     let lastChange = t0;

@@ -3,7 +3,7 @@ import { Router, type Request } from 'express';
 import { EVALUATE_BOUNDS, evaluateRequestSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateBounds, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
-import { EvaluationRuns, LIVE_EVENTS, batchesIn, liveWindow } from '../eval/evaluateDraft.ts';
+import { EvaluationRuns, batchesIn, liveWindow } from '../eval/evaluateDraft.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -69,7 +69,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     const ran = stored.batches.length ? { from: stored.batches[0].start, to: stored.batches[stored.batches.length - 1].end } : null;
     // the live traffic's batches (HTTP requests, whose entry work on the main thread slows the model threads) beside the run's own:
     // those the trace still holds, and those of the window before the run, taken when it started
-    const live = liveWindow(stored.liveBefore, batchesIn(service.trace.recent(LIVE_EVENTS), since, ran), since);
+    const live = liveWindow(stored.liveBefore, batchesIn(service.trace.events, since, ran), since);
     const entry = entryProfileOf(service).cost(PREDICT_LIVE_WINDOW_MS);
     const p = predictServing({
       routing: stored.result.routing,
