@@ -31,7 +31,7 @@ const SINK: GenerateSink = { onToken: () => {}, onEnd: () => {} };
 
 /**
  * What the chat route does before the request runs, timed per request: JSON.parse of the body text
- * (express.json's work), the zod parse (the one validation), planRequest (chat template and token
+ * (the body reader's work, `jsonBody`), the zod parse (the one validation), planRequest (chat template and token
  * checks), service.generate (resolving the algorithm, admission, the request's actor, the arrival
  * posted to its engine). Each request is cancelled after its timing, outside it.
  */

@@ -1,5 +1,4 @@
 // Assembles the HTTP server: OpenAI API, admin API, metrics, live feed and the web app, with errors in one place.
-import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -14,6 +13,7 @@ import { entryProfileOf } from '../eval/entryProfile.ts';
 import { adminRoutes } from './adminRoutes.ts';
 import { Drain, type DrainReport } from './drain.ts';
 import { errorMiddleware } from './httpErrors.ts';
+import { jsonBody } from './jsonBody.ts';
 import { boundJsonBody } from './jsonBodyBounds.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
@@ -48,7 +48,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(answerHalfClosed);
   // the entry's own time per request, for predictions of serving cost (runtime/eval/entryProfile.ts)
   app.use('/v1', entryProfileOf(service).middleware);
-  app.use(express.json({ limit: service.config.limits.maxBodyBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }));
+  app.use(jsonBody(service.config.limits.maxBodyBytes));
   app.use(boundJsonBody);
   // One reading of the models for both probes: /healthz's `ok` is every model serving (its status
   // with it), /health's 200 is the entry able to serve at all, so a load balancer keeps an entry
@@ -104,16 +104,6 @@ function shedderFor(service: TokenRouterService, metrics: ServerMetrics): LoadSh
   const shedder = new LoadShedder(service.cluster, bound, 10_000, () => metrics.shed.inc());
   service.trace.subscribe(shedder.onEvent);
   return shedder;
-}
-
-/**
- * JSON must be UTF-8 (RFC 8259); the decoder would otherwise turn invalid bytes into U+FFFD silently
- * and the model would answer a prompt the client never sent. body-parser turns the throw into a 400.
- */
-function rejectInvalidUtf8(_req: http.IncomingMessage, _res: http.ServerResponse, buf: Buffer, encoding: string): void {
-  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) {
-    throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
-  }
 }
 
 export async function startServer(service: TokenRouterService, port = service.config.port, host = service.config.host): Promise<RunningServer> {
