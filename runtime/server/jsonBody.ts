@@ -1,6 +1,7 @@
 // Reads every request body as JSON: plain UTF-8 bodies on a short path of our own, compressed or other-charset ones through express.json.
 import { isUtf8 } from 'node:buffer';
 import type http from 'node:http';
+import { parse as parseContentType } from 'content-type';
 import express, { type NextFunction, type Request, type RequestHandler } from 'express';
 
 /**
@@ -13,6 +14,8 @@ import express, { type NextFunction, type Request, type RequestHandler } from 'e
 export function jsonBody(limitBytes: number): RequestHandler {
   const general = express.json({ limit: limitBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 });
   return (req, res, next) => {
+    // as body-parser: a request already read or cut off has nothing left to parse
+    if (req.readableEnded || req.destroyed || !req.readable) return next();
     if (!hasBody(req)) {
       req.body = undefined;
       return next();
@@ -28,12 +31,15 @@ function hasBody(req: http.IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
 }
 
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
-
-/** No charset, or UTF-8 by either spelling. A malformed header names none, so it reads as UTF-8 (JSON's only encoding, RFC 8259). */
+/**
+ * No charset (an empty one too), or exactly UTF-8, found as body-parser finds it (the same parser:
+ * quoting, the first of a repeated parameter). Anything else, `utf8` included, goes to express.json,
+ * which answers it as it always did.
+ */
 function plainCharset(contentType: string | undefined): boolean {
-  const m = contentType === undefined ? null : CHARSET.exec(contentType);
-  return m === null || /^utf-?8$/i.test(m[1]);
+  if (contentType === undefined) return true;
+  const charset = parseContentType(contentType).parameters.charset?.toLowerCase();
+  return charset === undefined || charset === '' || charset === 'utf-8';
 }
 
 function bodyError(status: number, type: string, message: string): Error {
@@ -52,7 +58,7 @@ function readPlain(req: Request, limit: number, next: NextFunction): void {
   const onEnd = () => {
     stop();
     const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
-    if (!isUtf8(buf)) return next(bodyError(400, 'encoding.invalid', 'request body is not valid UTF-8'));
+    if (!isUtf8(buf)) return next(notUtf8());
     try {
       req.body = parseStrict(buf.toString('utf8'));
     } catch (e) {
@@ -60,19 +66,22 @@ function readPlain(req: Request, limit: number, next: NextFunction): void {
     }
     next();
   };
-  const onAborted = () => {
+  // a client gone before the end: 'aborted', or a close with no end (whichever comes, once)
+  const onGone = () => {
     stop();
     next(bodyError(400, 'request.aborted', 'request aborted'));
   };
   function stop() {
     req.removeListener('data', onData);
     req.removeListener('end', onEnd);
-    req.removeListener('aborted', onAborted);
+    req.removeListener('aborted', onGone);
+    req.removeListener('close', onGone);
   }
   if (Number.parseInt(req.headers['content-length'] ?? '', 10) > limit) return refuse(req, tooLarge(limit), next, stop);
   req.on('data', onData);
   req.on('end', onEnd);
-  req.on('aborted', onAborted);
+  req.on('aborted', onGone);
+  req.on('close', onGone);
 }
 
 /** Past the limit the rest is read and dropped before the error is answered, so the connection stays usable (as body-parser does). */
@@ -89,6 +98,8 @@ function refuse(req: Request, e: Error, next: NextFunction, stop: () => void): v
   req.once('close', tell);
   req.resume();
 }
+
+const notUtf8 = () => bodyError(400, 'encoding.invalid', 'request body is not valid UTF-8');
 
 function tooLarge(limit: number): Error {
   return bodyError(413, 'entity.too.large', `request entity too large (limit ${limit} bytes)`);
@@ -112,8 +123,6 @@ export function parseStrict(text: string): unknown {
  * and the model would answer a prompt the client never sent. body-parser turns the throw into a 400.
  */
 function rejectInvalidUtf8(_req: http.IncomingMessage, _res: http.ServerResponse, buf: Buffer, encoding: string): void {
-  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) {
-    throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
-  }
+  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) throw notUtf8();
 }
 

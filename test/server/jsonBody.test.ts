@@ -80,6 +80,16 @@ describe('jsonBody', () => {
     expect((await send('{"after":true}')).json.body).toEqual({ after: true });
   });
 
+  it('reads the charset as body-parser does: only none, empty or exactly utf-8 is plain UTF-8', async () => {
+    for (const ct of ['application/json; charset="utf-8"', 'application/json; charset=UTF-8; charset=latin1', 'application/json; charset=', 'application/json; x=1; charset=utf-8']) {
+      expect((await send('{"a":1}', { 'Content-Type': ct })).json.body, ct).toEqual({ a: 1 });
+    }
+    for (const ct of ['application/json; charset=utf8', 'application/json; charset=utf-8 x', 'application/json; charset=latin1; charset=utf-8', 'application/json; x="a;charset=utf-8"; charset=latin1']) {
+      const r = await send('{"a":1}', { 'Content-Type': ct });
+      expect([r.status, r.json.error?.code], ct).toEqual([415, 'charset.unsupported']);
+    }
+  });
+
   it('hands compressed bodies and other charsets to express.json', async () => {
     const gz = zlib.gzipSync('{"z":1}');
     expect((await send(gz, { 'Content-Encoding': 'gzip' })).json.body).toEqual({ z: 1 });
@@ -87,6 +97,33 @@ describe('jsonBody', () => {
     expect([latin.status, latin.json.error?.code]).toEqual([415, 'charset.unsupported']);
     const badGzip = await send(Buffer.from([0x1f, 0x8b, 1, 2]), { 'Content-Encoding': 'gzip' });
     expect(badGzip.status).toBe(400);
+  });
+});
+
+describe('jsonBody after an asynchronous middleware', () => {
+  it('answers a request whose client left before the reader started (it never hangs)', async () => {
+    const app = express();
+    let reached: (v: string) => void;
+    const outcome = new Promise<string>((r) => (reached = r));
+    app.use((_req, _res, next) => void setTimeout(next, 100));
+    app.use(jsonBody(LIMIT));
+    app.post('/echo', (req, res) => {
+      reached(`route body=${JSON.stringify(req.body)}`);
+      res.end();
+    });
+    app.use((e: Error & { type?: string }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      reached(`error ${e.type}`);
+      res.end();
+    });
+    const s = http.createServer(app);
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const req = http.request({ host: '127.0.0.1', port: (s.address() as { port: number }).port, path: '/echo', method: 'POST', headers: { 'Content-Length': '100' } });
+    req.on('error', () => {});
+    req.write('{"a":');
+    setTimeout(() => req.destroy(), 20);
+    const got = await Promise.race([outcome, new Promise<string>((r) => setTimeout(() => r('hung'), 2000))]);
+    s.close();
+    expect(got).not.toBe('hung');
   });
 });
 
