@@ -78,7 +78,7 @@ export function simulatedRunners(names: readonly string[] = MODEL_NAMES): Runner
     const sim = new SimRunner({
       name,
       vocabSize: CHAR_VOCAB.length,
-      eosTokenId: 2,
+      eosTokenIds: [2],
       maxContext: 256,
       kvBytesPerToken: 4096,
       latency: (b, fed) => lat.base + lat.perRow * b + lat.perToken * Math.max(0, fed - b),

@@ -67,7 +67,7 @@ const CACHE_BASE = 1 << 30;
  */
 export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   const { runner } = c;
-  const eos = runner.info.eosTokenId;
+  const eos = runner.info.eosTokenIds;
   const maxContext = runner.info.maxContext;
   let nextPrompt = 0;
   let nextCache = CACHE_BASE;
@@ -100,7 +100,7 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
     active.forEach((r, k) => {
       const token = out.rows[k].token;
       r.fed += r.next.length;
-      let done = token === eos && !c.ignoreEos;
+      let done = eos.includes(token) && !c.ignoreEos;
       if (!done) {
         r.generated++;
         outputTokens++;

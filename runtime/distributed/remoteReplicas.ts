@@ -137,5 +137,5 @@ export class RemoteReplicas {
 }
 
 function sameInfo(a: ModelInfo, b: ModelInfo): boolean {
-  return a.vocabSize === b.vocabSize && a.eosTokenId === b.eosTokenId && a.maxContext === b.maxContext && a.kvBytesPerToken === b.kvBytesPerToken && a.hiddenSize === b.hiddenSize;
+  return a.vocabSize === b.vocabSize && a.eosTokenIds.join() === b.eosTokenIds.join() && a.maxContext === b.maxContext && a.kvBytesPerToken === b.kvBytesPerToken && a.hiddenSize === b.hiddenSize;
 }

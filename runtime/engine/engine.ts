@@ -168,7 +168,7 @@ export class Engine implements SubServerHost, LaneView {
     if (this.endedMeanwhile(local)) return;
     const { spec } = local;
     local.stepsHere++;
-    const d = routeRow(local, sig, this.runner.info.eosTokenId);
+    const d = routeRow(local, sig, this.runner.info.eosTokenIds, spec.sampling.stopTokenIds);
     if (d.kind === 'fail') return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
     if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
     if (d.kind === 'finish') return this.finish(local, 'done', d.reason);

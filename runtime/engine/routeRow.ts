@@ -33,7 +33,8 @@ export type RowDecision =
   | { kind: 'handoff'; to: ModelId; handoff: Handoff<unknown>; commit?: number; at: number }
   | { kind: 'fail'; fn: 'route' | 'send'; message: string };
 
-export function routeRow(v: RowView, sig: TokenSignals, eosTokenId: number): RowDecision {
+/** `eos`: the stepping model's EOS ids; `stop`: the request's stop_token_ids. Either ends the request uncommitted. */
+export function routeRow(v: RowView, sig: TokenSignals, eos: readonly number[], stop?: readonly number[]): RowDecision {
   const m = v.model;
   const position = v.tokens.length;
   const input = routeInput(sig, m, position, v.stepsHere, v.generated, draw3(v.drawSeed, position, m), v.meta);
@@ -43,7 +44,7 @@ export function routeRow(v: RowView, sig: TokenSignals, eosTokenId: number): Row
   } catch (e) {
     return fail('route', e);
   }
-  if (target === 0 || target === m) return commitOrFinish(v, sig.token, eosTokenId) ?? { kind: 'stay', commit: sig.token };
+  if (target === 0 || target === m) return commitOrFinish(v, sig.token, eos, stop) ?? { kind: 'stay', commit: sig.token };
   if (!Number.isInteger(target) || target < 0 || target > v.models) {
     return { kind: 'fail', fn: 'route', message: `returned ${target}; expected 0 or a model id in 1..${v.models}` };
   }
@@ -57,7 +58,7 @@ export function routeRow(v: RowView, sig: TokenSignals, eosTokenId: number): Row
     return fail('send', e);
   }
   if (!handoff.keep) return { kind: 'handoff', to: target, handoff, at: v.generated };
-  return commitOrFinish(v, sig.token, eosTokenId) ?? { kind: 'handoff', to: target, handoff, commit: sig.token, at: v.generated };
+  return commitOrFinish(v, sig.token, eos, stop) ?? { kind: 'handoff', to: target, handoff, commit: sig.token, at: v.generated };
 }
 
 /** An arriving handoff through the algorithm's `receive` (the entry's first placement skips it: there is nothing to receive). */
@@ -70,9 +71,9 @@ export function receiveRow(algorithm: Algorithm<unknown>, handoff: Handoff<unkno
   }
 }
 
-/** EOS ends the request uncommitted; the token that reaches the length limit is committed and ends it. */
-function commitOrFinish(v: RowView, token: number, eosTokenId: number): RowDecision | null {
-  if (token === eosTokenId) return { kind: 'finish', reason: 'stop' };
+/** An EOS or stop id ends the request uncommitted; the token that reaches the length limit is committed and ends it. */
+function commitOrFinish(v: RowView, token: number, eos: readonly number[], stop: readonly number[] | undefined): RowDecision | null {
+  if (eos.includes(token) || (stop !== undefined && stop.includes(token))) return { kind: 'finish', reason: 'stop' };
   if (v.tokens.length + 1 >= v.maxLength) return { kind: 'finish', reason: 'length', commit: token };
   return null;
 }

@@ -73,7 +73,7 @@ export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, Mo
   // Under the log rule no margin bounds what the others can do: every position needs them.
   const bound = log ? Infinity : (w.reduce((a, b) => a + b, 0) - w[anchor]) / w[anchor];
   const V = runners[0].info.vocabSize;
-  const eos = runners[0].info.eosTokenId;
+  const eos = runners[0].info.eosTokenIds;
   const wants: StepWants = { topK: V, hidden: false, heads: [] };
   const batch = opts.batch ?? 64;
   const correct: boolean[] = [];
@@ -103,7 +103,7 @@ export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, Mo
         if (own.margin < bound) consulted++;
         if (t !== own.token) changed++;
         seqs[i].push(t);
-        if (t === eos) live.delete(i);
+        if (eos.includes(t)) live.delete(i);
         else out[i].push(t);
       });
     }

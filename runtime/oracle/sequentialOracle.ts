@@ -31,7 +31,7 @@ export async function runOracle<M>(
   });
   const id = request.id ?? 'oracle';
   const sampling = { ...GREEDY, ...request.sampling };
-  // below min_tokens the models' EOS is left out of the draw, as the runtime does
+  // below min_tokens the models' EOS ids and the stop ids are left out of the draw, as the runtime does
   const belowMin = { ...sampling, suppressEos: true };
   const minTokens = Math.min(request.minTokens ?? 0, request.maxTokens);
   const k = models.length + 1;
@@ -49,7 +49,7 @@ export async function runOracle<M>(
   let discarded = 0;
   known[owner] = tokens.length;
   const commit = (token: number, m: ModelId): 'stop' | 'length' | null => {
-    if (token === models[m - 1].info.eosTokenId) return 'stop';
+    if (models[m - 1].info.eosTokenIds.includes(token) || sampling.stopTokenIds?.includes(token)) return 'stop';
     tokens.push(token);
     producedBy.push(algorithm.models[m - 1]);
     return tokens.length >= maxLength ? 'length' : null;

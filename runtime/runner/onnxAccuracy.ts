@@ -22,7 +22,7 @@ export interface HeldoutRow {
 export async function generateGreedy(runner: ModelRunner, prompts: readonly (readonly number[])[], opts: { batch?: number; maxNew?: number } = {}): Promise<number[][]> {
   const batch = opts.batch ?? 32;
   const maxNew = opts.maxNew ?? 64;
-  const eos = runner.info.eosTokenId;
+  const eos = runner.info.eosTokenIds;
   const outs: number[][] = prompts.map(() => []);
   type Live = { idx: number; pos: number; next: number[] };
   const live: Live[] = [];
@@ -41,7 +41,7 @@ export async function generateGreedy(runner: ModelRunner, prompts: readonly (rea
       l.pos += l.next.length;
       outs[l.idx].push(t);
       l.next = [t];
-      if (t === eos || outs[l.idx].length >= maxNew || l.pos + 1 >= runner.info.maxContext) {
+      if (eos.includes(t) || outs[l.idx].length >= maxNew || l.pos + 1 >= runner.info.maxContext) {
         runner.release(l.idx);
         live.splice(i, 1);
       }

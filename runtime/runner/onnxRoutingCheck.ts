@@ -34,7 +34,7 @@ export async function routingCheck(head: string, opts: { n?: number; threshold?:
   const tok = TextTokenizer.fromFolder(loadModelFolder(path.join(dir, 'small')));
   const rows = (JSON.parse(fs.readFileSync(path.join(dir, 'heldout.json'), 'utf8')) as { rows: HeldoutRow[] }).rows.slice(0, opts.n ?? 500);
   const wants: StepWants = { topK: 0, hidden: false, heads: [head] };
-  const eos = small.info.eosTokenId;
+  const eos = small.info.eosTokenIds;
   let correct = 0;
   let fromLarge = 0;
   let total = 0;
@@ -56,7 +56,7 @@ export async function routingCheck(head: string, opts: { n?: number; threshold?:
       }
       total++;
       seq.push(t);
-      if (t === eos) break;
+      if (eos.includes(t)) break;
       out.push(t);
     }
     small.release(i);

@@ -142,7 +142,7 @@ export class OnnxRunner implements ModelRunner {
     this.info = {
       name,
       vocabSize: c.vocabSize,
-      eosTokenId: c.eosTokenId,
+      eosTokenIds: c.eosTokenIds,
       maxContext: c.maxContext,
       hiddenSize: c.hiddenSize,
       kvBytesPerToken: folder.kvBytesPerToken,
@@ -362,7 +362,7 @@ export class OnnxRunner implements ModelRunner {
         model: this.info.name,
         topK: Math.max(r.wants.topK, r.sampling.topLogprobs ?? 0),
         topLogitsK: needTopLogits,
-        eosTokenId: this.info.eosTokenId,
+        eosTokenIds: this.info.eosTokenIds,
         history: entries[i].ids,
       });
       topLogits[i] = a.topLogits;

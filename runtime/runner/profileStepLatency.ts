@@ -24,12 +24,12 @@ export async function profileStepLatency(runner: ModelRunner, maxBatch: number, 
   const steps = opts.steps ?? 8;
   const base = opts.cacheBase ?? 2 ** 30;
   const now = opts.now ?? (() => performance.now());
-  const { vocabSize, eosTokenId, maxContext } = runner.info;
+  const { vocabSize, eosTokenIds, maxContext } = runner.info;
   if (promptLength + steps + 1 > maxContext) throw new RangeError(`profile needs ${promptLength + steps + 1} tokens of context; the model has ${maxContext}`);
   // Any ids but EOS: the profile times the arithmetic, not the text.
   const token = (k: number) => {
     const id = 1 + (k % (vocabSize - 1));
-    return id === eosTokenId ? (id % (vocabSize - 1)) + 1 : id;
+    return eosTokenIds.includes(id) ? (id % (vocabSize - 1)) + 1 : id;
   };
   const out: number[] = [];
   // The first steps of a fresh runner pay for warm-up (allocations, JIT): run the small sizes once untimed.

@@ -44,8 +44,8 @@ export interface AnalyzeOptions {
   topK: number;
   /** How many top raw logits to report (router inputs); 0 = none. */
   topLogitsK?: number;
-  /** The model's EOS id, left out of the draw when `sampling.suppressEos` is set. */
-  eosTokenId?: number;
+  /** The model's EOS ids, left out of the draw with `sampling.stopTokenIds` when `sampling.suppressEos` is set. */
+  eosTokenIds?: readonly number[];
   /** The tokens the cache holds before `position` (needed only with `sampling.penalties`). */
   history?: readonly number[];
 }
@@ -85,8 +85,8 @@ function scratch(V: number): Float64Array {
  */
 export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnalysis {
   const V = logits.length;
-  const eos = opts.eosTokenId ?? -1;
-  const ban = opts.sampling.suppressEos && eos >= 0 && eos < V && V > 1 ? eos : -1;
+  const banned = opts.sampling.suppressEos ? bannedIds(V, opts.eosTokenIds, opts.sampling.stopTokenIds) : NONE;
+  const ban = banned.length > 0 ? banned[0] : -1;
   let max = -Infinity;
   let arg = 0;
   // Best token other than a banned EOS: the greedy pick, and the shift that keeps the draw's exps finite.
@@ -98,7 +98,7 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
       max = x;
       arg = i;
     }
-    if (i !== ban && x > drawMax) {
+    if (x > drawMax && (ban < 0 || !banned.includes(i))) {
       drawMax = x;
       drawArg = i;
     }
@@ -127,17 +127,17 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
   const top = topIndices(p, kReport);
   const s = opts.sampling;
   let token: number;
-  if (s.penalties) token = drawPenalised(logits, s, s.penalties, opts, ban);
+  if (s.penalties) token = drawPenalised(logits, s, s.penalties, opts, banned);
   else if (ban < 0) token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
   else if (!(s.temperature > 0)) token = drawArg;
   else {
-    // The banned logit is set aside for the draw only, then put back.
-    const saved = logits[ban];
-    logits[ban] = -Infinity;
+    // The banned logits are set aside for the draw only, then put back.
+    const saved = banned.map((t) => logits[t]);
+    for (const t of banned) logits[t] = -Infinity;
     try {
       token = sampleToken(logits, drawMax, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM));
     } finally {
-      logits[ban] = saved;
+      banned.forEach((t, j) => (logits[t] = saved[j]));
     }
   }
   const kl = opts.topLogitsK ?? 0;
@@ -158,7 +158,15 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
  * The draw over penalised and biased logits (a copy: signals keep the model's own numbers). The
  * uniform is the same (seed, position, model) draw as without penalties, so seeded runs replay.
  */
-function drawPenalised(logits: Float32Array, s: SamplingParams, pen: SamplingPenalties, opts: AnalyzeOptions, ban: number): number {
+const NONE: readonly number[] = Object.freeze([]);
+
+/** The ids a row below its min_tokens leaves out of the draw: its EOS ids and stop ids inside the vocabulary, each once; none when they would ban every token. */
+function bannedIds(V: number, eos: readonly number[] | undefined, stop: readonly number[] | undefined): readonly number[] {
+  const ids = [...new Set([...(eos ?? NONE), ...(stop ?? NONE)])].filter((t) => Number.isInteger(t) && t >= 0 && t < V);
+  return ids.length < V ? ids : NONE;
+}
+
+function drawPenalised(logits: Float32Array, s: SamplingParams, pen: SamplingPenalties, opts: AnalyzeOptions, banned: readonly number[]): number {
   const x = Float32Array.from(logits);
   const V = x.length;
   if (pen.frequency !== 0 || pen.presence !== 0) {
@@ -169,7 +177,7 @@ function drawPenalised(logits: Float32Array, s: SamplingParams, pen: SamplingPen
     for (const [t, c] of counts) if (t >= 0 && t < V) x[t] -= pen.frequency * c + pen.presence;
   }
   for (const [t, b] of pen.logitBias) if (t >= 0 && t < V) x[t] += b;
-  if (ban >= 0) x[ban] = -Infinity;
+  for (const t of banned) x[t] = -Infinity;
   let max = -Infinity;
   let arg = 0;
   for (let i = 0; i < V; i++) {

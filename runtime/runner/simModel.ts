@@ -50,7 +50,7 @@ export function simModel(opts: SimModelOptions): SimRunner {
   return new SimRunner({
     name: opts.name,
     vocabSize: CHAR_VOCAB_SIZE,
-    eosTokenId: 2,
+    eosTokenIds: [2],
     maxContext: opts.maxContext ?? 256,
     kvBytesPerToken: opts.kvBytesPerToken ?? 4096,
     latency,

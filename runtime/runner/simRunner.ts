@@ -23,8 +23,8 @@ export type LatencyModel = (batchSize: number, tokensFed: number) => number;
 export interface SimRunnerOptions {
   name: string;
   vocabSize?: number;
-  /** Token id that ends a request; -1 = never. */
-  eosTokenId?: number;
+  /** Token ids that end a request; none: never. */
+  eosTokenIds?: readonly number[];
   maxContext?: number;
   kvBytesPerToken?: number;
   /** Next token and signals from the context; default: hash-derived tokens and uniform signals. */
@@ -77,7 +77,7 @@ export class SimRunner implements ModelRunner {
     this.info = {
       name: opts.name,
       vocabSize: opts.vocabSize ?? 1000,
-      eosTokenId: opts.eosTokenId ?? -1,
+      eosTokenIds: opts.eosTokenIds ?? [],
       maxContext: opts.maxContext ?? 1 << 20,
       hiddenSize: 0,
       kvBytesPerToken: opts.kvBytesPerToken ?? 1024,
@@ -149,10 +149,14 @@ export class SimRunner implements ModelRunner {
     };
   }
 
-  /** min_tokens not reached: an EOS becomes the next token id (a simulated model has no distribution to redraw from). */
+  /** min_tokens not reached: an EOS (or stop id) becomes the next id that is neither (a simulated model has no distribution to redraw from). */
   private allowed(token: number, row: StepRow): number {
-    const eos = this.info.eosTokenId;
-    return row.sampling.suppressEos && token === eos && eos >= 0 ? (eos + 1) % this.info.vocabSize : token;
+    if (!row.sampling.suppressEos) return token;
+    const stop = row.sampling.stopTokenIds ?? [];
+    const banned = (t: number) => this.info.eosTokenIds.includes(t) || stop.includes(t);
+    const V = this.info.vocabSize;
+    for (let i = 0; i < V && banned(token); i++) token = (token + 1) % V;
+    return token;
   }
 
   release(cacheId: number): void {

@@ -49,7 +49,7 @@ export class TextTokenizer {
   readonly templateIsPure: boolean;
 
   static fromFolder(folder: ModelFolder): TextTokenizer {
-    return new TextTokenizer(folder.tokenizerJson, folder.tokenizerConfig, { bos: folder.config.bosTokenId, eos: folder.config.eosTokenId }, folder.name);
+    return new TextTokenizer(folder.tokenizerJson, folder.tokenizerConfig, { bos: folder.config.bosTokenId, eos: folder.config.eosTokenIds[0] }, folder.name);
   }
 
   /** Encodes text; special tokens written in the text (e.g. "<s>") map to their ids. */

@@ -158,7 +158,7 @@ export function replayTrace(events: readonly TraceEvent[], opts: ReplayOptions):
     (name, m) =>
       new SimRunner({
         name,
-        eosTokenId: -1,
+        eosTokenIds: [],
         vocabSize,
         maxContext: promptLength + longest + 1,
         latency: (b, fed) => at(latency[m], b) + recorded.perTokenMs[m] * Math.max(0, fed - b),

@@ -29,9 +29,13 @@ export const samplingSchema = z.object({
   topP: z.number(),
   /** 0 = no top-k cut. */
   topK: int,
+  /** vLLM's min_p: tokens below minP times the most likely one's probability are left out of the draw; absent or 0 = none. */
+  minP: z.number().optional(),
   /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
   seed: z.number(),
-  /** The model's EOS token is left out of the draw (the request has not reached its `min_tokens`); signals still describe the whole distribution. */
+  /** vLLM's stop_token_ids: these end the answer as an EOS does (finish "stop", the token not shown) and, below min_tokens, are left out of the draw with it. */
+  stopTokenIds: tokens.optional(),
+  /** The model's EOS tokens and `stopTokenIds` are left out of the draw (the request has not reached its `min_tokens`); signals still describe the whole distribution. */
   suppressEos: z.boolean().optional(),
   /** The client asked for this many top logprobs: the runner reports at least this many top (id, prob) pairs, more than `wants.topK` if need be. */
   topLogprobs: int.optional(),
@@ -205,7 +209,8 @@ export const modelInfoSchema = z.object({
   /** Model folder name, e.g. "small". */
   name: z.string(),
   vocabSize: int,
-  eosTokenId: int,
+  /** Every token id that ends an answer (config.json's and generation_config.json's, each once); [] for none. */
+  eosTokenIds: list(int),
   maxContext: int,
   hiddenSize: int,
   /** KV bytes one cached token costs (all layers, keys and values). */

@@ -19,7 +19,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
       const { k, names, eos, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode);
       const clock = new VirtualClock();
-      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: eos, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenIds: eos >= 0 ? [eos] : [], latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
       const runners = mkRunners();
       const cluster = new Cluster({
         clock,

@@ -23,7 +23,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
       // two cases in three: room for one to a few requests, so cached prefixes must make way
       const tight = pick(seed, 900, 0, 2) > 0;
       const clock = new VirtualClock();
-      const mk = () => rc.names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenId: rc.eos, latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      const mk = () => rc.names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenIds: rc.eos >= 0 ? [rc.eos] : [], latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
       const runners = mk();
       const cluster = new Cluster({
         clock,

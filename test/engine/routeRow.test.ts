@@ -4,6 +4,10 @@ import { standardSend, type Algorithm, type TokenSignals } from '../../shared/al
 import { routeRow, type RowDecision, type RowView } from '../../runtime/engine/routeRow.ts';
 
 const EOS = 0;
+/** A second EOS id (Llama 3's <|eot_id|> beside <|end_of_text|>) and a request's stop_token_ids. */
+const EOS2 = 7;
+const EOS_IDS = [EOS, EOS2];
+const STOP = [11];
 
 function alg(route: Algorithm['route'], send?: Algorithm['send']): Algorithm<unknown> {
   return { name: 't', models: ['a', 'b'], entry: 1, initMeta: () => ({}), route, ...(send ? { send } : {}) };
@@ -22,6 +26,9 @@ const cases: [name: string, v: Partial<RowView>, token: number, expected: Partia
   ['route 0 stays and commits', {}, 9, { kind: 'stay', commit: 9 }],
   ['route to itself stays', { algorithm: alg(() => 1) }, 9, { kind: 'stay', commit: 9 }],
   ['EOS while staying finishes uncommitted', {}, EOS, { kind: 'finish', reason: 'stop' }],
+  ['a second EOS id finishes uncommitted', {}, EOS2, { kind: 'finish', reason: 'stop' }],
+  ['a stop_token_id finishes uncommitted', {}, 11, { kind: 'finish', reason: 'stop' }],
+  ['a kept stop_token_id finishes: nothing crosses', { algorithm: alg(() => 2, keepSend) }, 11, { kind: 'finish', reason: 'stop' }],
   ['the token reaching the length limit commits and finishes', { maxLength: 5 }, 9, { kind: 'finish', reason: 'length', commit: 9 }],
   ['one below the limit stays', { maxLength: 6 }, 9, { kind: 'stay', commit: 9 }],
   ['discarding handoff commits nothing', { algorithm: alg(() => 2, dropSend) }, 9, { kind: 'handoff', to: 2, at: 2 }],
@@ -39,14 +46,14 @@ const cases: [name: string, v: Partial<RowView>, token: number, expected: Partia
 
 describe('routeRow', () => {
   it.each(cases)('%s', (_name, over, token, expected) => {
-    const d = routeRow(view(over), sig(token), EOS);
+    const d = routeRow(view(over), sig(token), EOS_IDS, STOP);
     expect(d).toMatchObject(expected);
     if (expected.kind !== 'fail' && !('commit' in expected)) expect('commit' in d && d.commit !== undefined).toBe(false);
   });
 
   it('a handoff carries exactly the suffix the peer has not seen, anchored where its view ends', () => {
-    const kept = routeRow(view({ algorithm: alg(() => 2, keepSend) }), sig(9), EOS);
-    const dropped = routeRow(view({ algorithm: alg(() => 2, dropSend) }), sig(9), EOS);
+    const kept = routeRow(view({ algorithm: alg(() => 2, keepSend) }), sig(9), EOS_IDS, STOP);
+    const dropped = routeRow(view({ algorithm: alg(() => 2, dropSend) }), sig(9), EOS_IDS, STOP);
     // model 2 has seen 2 of the 4 committed tokens
     expect(kept).toMatchObject({ kind: 'handoff', handoff: { anchor: 2, tokens: [7, 8, 9], keep: true, from: 1, to: 2 } });
     expect(dropped).toMatchObject({ kind: 'handoff', handoff: { anchor: 2, tokens: [7, 8], keep: false } });
@@ -55,9 +62,9 @@ describe('routeRow', () => {
   it('route sees position, steps here, output count and a draw keyed by (seed, position, model)', () => {
     const seen: unknown[] = [];
     const a = alg((r) => (seen.push({ position: r.position, stepsHere: r.stepsHere, generated: r.generated, draw: r.draw }), 0));
-    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9), EOS);
-    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9), EOS);
-    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 8 }), sig(9), EOS);
+    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9), EOS_IDS, STOP);
+    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 7 }), sig(9), EOS_IDS, STOP);
+    routeRow(view({ algorithm: a, stepsHere: 3, generated: 2, drawSeed: 8 }), sig(9), EOS_IDS, STOP);
     expect(seen[0]).toMatchObject({ position: 4, stepsHere: 3, generated: 2 });
     expect(seen[0]).toEqual(seen[1]);
     expect((seen[2] as { draw: number }).draw).not.toBe((seen[0] as { draw: number }).draw);
@@ -66,7 +73,7 @@ describe('routeRow', () => {
   it('reads its view without changing it', () => {
     const v = view({ algorithm: alg(() => 2, keepSend) });
     const before = JSON.stringify(v);
-    routeRow(v, sig(9), EOS);
+    routeRow(v, sig(9), EOS_IDS, STOP);
     expect(JSON.stringify(v)).toBe(before);
   });
 });

@@ -9,7 +9,7 @@ export function scriptRunner(name: string, i: number, promptLength: number, scri
   return new SimRunner({
     name,
     vocabSize,
-    eosTokenId: -1,
+    eosTokenIds: [],
     latency: (b) => (i + 1) * (0.1 + b * 0.01),
     next: (ctx) => ({ token: scripts[ctx.requestId]?.[ctx.position - promptLength] ?? 4, entropy: 0, maxProb: 1 }),
   });

@@ -29,7 +29,7 @@ describe('mixEnsemble', () => {
     const solo: boolean[] = [];
     for (const [i, p] of problems.entries()) {
       const out = await soloGenerate(large, 9000 + i, tok.encodeChat([{ role: 'user', content: p.question }]), 64);
-      const text = tok.decode(out.filter((t) => t !== large.info.eosTokenId));
+      const text = tok.decode(out.filter((t) => !large.info.eosTokenIds.includes(t)));
       solo.push(finalAnswer(text) === p.answer);
       large.release(9000 + i);
     }

@@ -25,7 +25,7 @@ function signals(ctx: SimContext, salt: number) {
 
 function runners() {
   return Object.fromEntries(
-    ['small', 'medium', 'large'].map((name, i) => [name, new SimRunner({ name, vocabSize: 64, eosTokenId: 3, next: (ctx) => signals(ctx, 17 + i) })]),
+    ['small', 'medium', 'large'].map((name, i) => [name, new SimRunner({ name, vocabSize: 64, eosTokenIds: [3], next: (ctx) => signals(ctx, 17 + i) })]),
   );
 }
 

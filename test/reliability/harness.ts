@@ -38,7 +38,7 @@ export class CrashableRunner implements ModelRunner {
     this.inner = new SimRunner({
       name,
       vocabSize: VOCAB.length,
-      eosTokenId: 2,
+      eosTokenIds: [2],
       maxContext: 256,
       kvBytesPerToken: 4096,
       next: (ctx) => {

@@ -36,7 +36,7 @@ export async function soloGenerate(runner: ModelRunner, cacheId: number, prompt:
     const t = res.rows[0].token;
     out.push(t);
     toks = [t];
-    if (t === runner.info.eosTokenId || pos + 1 >= runner.info.maxContext) break;
+    if (runner.info.eosTokenIds.includes(t) || pos + 1 >= runner.info.maxContext) break;
   }
   runner.release(cacheId);
   return out;

@@ -20,7 +20,7 @@ async function continueFrom(runner: OnnxRunner, cacheId: number, prompt: readonl
     const t = res.rows[0].token;
     out.push(t);
     toks = [t];
-    if (t === runner.info.eosTokenId) break;
+    if (runner.info.eosTokenIds.includes(t)) break;
   }
   runner.release(cacheId);
   return out;

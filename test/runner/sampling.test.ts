@@ -37,8 +37,8 @@ describe('analyzeRow', () => {
   it('suppressEos leaves EOS out of the draw, greedy and sampled, and nothing else changes', () => {
     const logits = new Float32Array([0, Math.log(6), Math.log(3), 0]);
     const eos = 1;
-    const free = analyzeRow(logits, { ...base, sampling: GREEDY, eosTokenId: eos });
-    const banned = analyzeRow(logits, { ...base, sampling: { ...GREEDY, suppressEos: true }, eosTokenId: eos });
+    const free = analyzeRow(logits, { ...base, sampling: GREEDY, eosTokenIds: [eos] });
+    const banned = analyzeRow(logits, { ...base, sampling: { ...GREEDY, suppressEos: true }, eosTokenIds: [eos] });
     expect(free.token).toBe(1);
     expect(banned.token).toBe(2);
     // The signals describe the model's distribution, EOS included; the logits are left as they were.
@@ -47,7 +47,7 @@ describe('analyzeRow', () => {
     expect(Array.from(logits)).toEqual(Array.from(new Float32Array([0, Math.log(6), Math.log(3), 0])));
     const counts = [0, 0, 0, 0];
     for (let seed = 0; seed < 4000; seed++) {
-      counts[analyzeRow(logits, { ...base, position: seed, sampling: { temperature: 1, topP: 1, topK: 0, seed, suppressEos: true }, eosTokenId: eos }).token]++;
+      counts[analyzeRow(logits, { ...base, position: seed, sampling: { temperature: 1, topP: 1, topK: 0, seed, suppressEos: true }, eosTokenIds: [eos] }).token]++;
     }
     expect(counts[eos]).toBe(0);
     // What is left is drawn as renormalised: 1/5, 3/5, 1/5.
@@ -149,7 +149,7 @@ describe('sampling through the runner', () => {
   });
 
   it('suppressEos: the real model never samples its EOS, greedy or hot, while it does without', async () => {
-    const eos = runner.info.eosTokenId;
+    const [eos] = runner.info.eosTokenIds;
     const decode = async (id: number, sampling: SamplingParams, steps: number): Promise<number[]> => {
       const out: number[] = [];
       let next = prompts[0];

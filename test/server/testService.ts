@@ -43,7 +43,7 @@ function runner(name: string, stepMs: number, eosRate: number): SimRunner {
   return new SimRunner({
     name,
     vocabSize: VOCAB.length,
-    eosTokenId: 2,
+    eosTokenIds: [2],
     maxContext: 256,
     kvBytesPerToken: 4096,
     latency: () => stepMs,

@@ -99,7 +99,7 @@ describe('tokenrouter optimize', () => {
 describe('profileStepLatency', () => {
   it('times decode steps per batch size on the runner, after prefilling, and frees every cache', async () => {
     let t = 0;
-    const sim = new SimRunner({ name: 'm', vocabSize: 50, eosTokenId: 0, maxContext: 64, latency: (b) => 2 + 0.5 * b });
+    const sim = new SimRunner({ name: 'm', vocabSize: 50, eosTokenIds: [0], maxContext: 64, latency: (b) => 2 + 0.5 * b });
     const open = new Set<number>();
     const positions: number[] = [];
     // Advances a virtual clock by each step's simulated duration, as the sub-server would wait for it.

@@ -30,7 +30,7 @@ describe('TraceDir', () => {
 describe('tokenrouter eval --trace', () => {
   it('writes one trace per entry, each holding every request it ran', async () => {
     const tok = { encodeChat: (m: { content: string }[]) => [1, ...m[0].content.split('').map((c) => 2 + (c.charCodeAt(0) % 40))], decode: () => '= 0' };
-    const runners = new Map(['small', 'large'].map((name) => [name, new SimRunner({ name, vocabSize: 64, eosTokenId: -1 })]));
+    const runners = new Map(['small', 'large'].map((name) => [name, new SimRunner({ name, vocabSize: 64, eosTokenIds: [] })]));
     const plan = defaultPlan(['small', 'large']).filter((p) => p.name === 'small-only' || p.name.startsWith('r-stitch'));
     const problems = Array.from({ length: 6 }, (_, i) => ({ question: `${i}*7`, answer: `${i * 7}` }));
     const traceDir = new TraceDir(path.join(tmp, 'eval'));
