@@ -30,6 +30,11 @@ const common = {
   max_tokens: z.number().int().min(1).max(1_000_000).nullish(),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
+  /** vLLM extensions: the draw keeps the k most likely tokens (-1 or 0: no cut), and those at least min_p times the most likely one's probability. */
+  top_k: z.number().int().min(-1, 'must be -1 or 0 (no cut) or a positive integer').max(2 ** 31 - 1).nullish(),
+  min_p: z.number().min(0).max(1).nullish(),
+  /** vLLM extension: token ids that end the answer as an EOS does (finish_reason "stop", the token not shown). */
+  stop_token_ids: z.array(z.number().int().min(0)).max(1024).nullish(),
   seed: z.number().int().min(-(2 ** 53)).max(2 ** 53).nullish(),
   stop,
   stream: z.boolean().nullish(),

@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { MAX_CHOICES, type ChatMessage, type ChatRequest, type CompletionRequest } from '../../../shared/api/openai.ts';
 import { TokenRouterError } from '../../errors.ts';
 import type { SamplingParams } from '../../runner/modelRunner.ts';
+import type { GenerationDefaults } from '../../runner/modelFolder.ts';
 import type { GenerateParams, TokenRouterService } from '../../serve/tokenRouterService.ts';
 import { mix } from '../../util/hash.ts';
 
@@ -67,10 +68,15 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const penalised = frequency !== 0 || presence !== 0 || logitBias.length > 0;
   const seed = (body.seed ?? crypto.randomInt(2 ** 31)) >>> 0;
   const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
+  const stopIds = body.stop_token_ids ?? [];
+  const badStop = stopIds.find((t) => t >= vocab);
+  if (badStop !== undefined) throw new TokenRouterError('invalid_request', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`, 'stop_token_ids');
+  const base = samplingFor(body, generationDefaults(service, body));
+  if (stopIds.length > 0) base.stopTokenIds = [...new Set(stopIds)];
   const jobs: Job[] = [];
   prompts.forEach((p, i) => {
     for (let j = 0; j < n; j++) {
-      const sampling: SamplingParams = { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, topK: 0, seed: choiceSeed(seed, j) };
+      const sampling: SamplingParams = { ...base, seed: choiceSeed(seed, j) };
       if (logprobs !== undefined) sampling.topLogprobs = logprobs;
       if (penalised) sampling.penalties = { frequency, presence, logitBias, outputFrom: p.ids.length };
       jobs.push({
@@ -84,6 +90,30 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   // One id from the response through the trace and the timeline; choice k of several is id-k there.
   jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
   return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval };
+}
+
+/**
+ * The sampling defaults of the model an answer starts on (the algorithm's entry model): its folder's
+ * generation_config.json. Models of one algorithm may disagree; the entry model's hold for the whole
+ * answer, as one request has one set of sampling parameters. None for a model without a folder here.
+ */
+function generationDefaults(service: TokenRouterService, body: ChatRequest | CompletionRequest): GenerationDefaults {
+  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
+  const entry = algorithm.models[algorithm.entry - 1];
+  return (entry !== undefined && service.folders.get(entry)?.generation) || {};
+}
+
+/**
+ * What the request sets, else the folder's default, else OpenAI's (temperature 1, no cut). A folder
+ * whose do_sample is false defaults to greedy (transformers' meaning) unless the request sets a
+ * temperature. top_k -1 and 0 both mean no cut (vLLM and transformers), as does min_p 0.
+ */
+export function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' | 'min_p'>, d: GenerationDefaults): Omit<SamplingParams, 'seed'> {
+  const temperature = body.temperature ?? (d.doSample === false ? 0 : (d.temperature ?? 1));
+  const s: Omit<SamplingParams, 'seed'> = { temperature, topP: body.top_p ?? d.topP ?? 1, topK: Math.max(body.top_k ?? d.topK ?? 0, 0) };
+  const minP = body.min_p ?? d.minP ?? 0;
+  if (minP > 0) s.minP = minP;
+  return s;
 }
 
 /** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
