@@ -1,5 +1,4 @@
 // The tokenrouter CLI: serve | models | bench | eval | subserver | optimize | simulate.
-import path from 'node:path';
 import { TokenRouterError } from '../errors.ts';
 import { ModelFolderError } from '../runner/modelFolder.ts';
 import { parseFlags } from '../util/cliFlags.ts';
@@ -13,25 +12,9 @@ const COMMANDS: Record<string, Command> = {
     run: async (args) => (await import('./serveCommand.ts')).serveCommand(args),
   },
   models: {
-    summary: 'list the model folders found and check their files',
-    usage: 'tokenrouter models [--dir DIR]   (default examples/models)',
-    run: async (args) => {
-      const { values } = parseFlags({ args, options: { dir: { type: 'string' } } });
-      const { listModelFolders } = await import('../runner/modelFolder.ts');
-      const dir = path.resolve(values.dir ?? 'examples/models');
-      const rows = listModelFolders(dir);
-      if (rows.length === 0) {
-        console.error(`no model folders under ${dir}`);
-        return 1;
-      }
-      let bad = 0;
-      for (const r of rows) {
-        const s = r as unknown as { name: string; ok: boolean; error?: string; params?: number; onnxBytes?: number };
-        if (!s.ok) bad++;
-        console.log(`${s.ok ? 'ok ' : 'BAD'}  ${s.name.padEnd(10)} ${s.ok ? `${((s.onnxBytes ?? 0) / 2 ** 20).toFixed(1)} MiB onnx` : s.error}`);
-      }
-      return bad ? 1 : 0;
-    },
+    summary: 'list the model folders and check their files: the ONNX file, dtype, vocabulary and EOS ids each will use',
+    usage: 'tokenrouter models [--dir DIR]   (default examples/models)\n       tokenrouter models --config FILE   (the models a server config names, with their dtype)',
+    run: async (args) => (await import('./modelsCommand.ts')).modelsCommand(args),
   },
   bench: {
     summary: 'run a benchmark suite (same as npm run bench -- <suite>)',

@@ -7,6 +7,8 @@ import { SCHEDULING_MODES } from '../scheduler/schedulingMode.ts';
 import { TokenRouterError } from '../errors.ts';
 import { remoteModelSchema } from './remoteModelConfig.ts';
 import { apiKeysSchema, type ApiKeyConfig } from './apiKeyConfig.ts';
+import { DTYPES, type Dtype } from '../runner/modelFolder.ts';
+import { EXECUTION_PROVIDERS } from '../runner/onnxExport.ts';
 
 /** One entry of `models`. */
 export const modelSchema = z
@@ -17,6 +19,10 @@ export const modelSchema = z
     maxBatch: z.number().int().min(1).max(256).default(32),
     /** Threads onnxruntime may use inside this model's worker. */
     intraOpNumThreads: z.number().int().min(1).max(64).default(1),
+    /** The export variant, as transformers.js names them: picks onnx/model.onnx (fp32, the default), model_fp16.onnx, model_quantized.onnx (q8), model_int8, model_uint8, model_q4, model_q4f16 or model_bnb4.onnx. */
+    dtype: z.enum(DTYPES as [Dtype, ...Dtype[]]).optional(),
+    /** Where the model runs: cpu (the default) or cuda (needs onnxruntime-node's CUDA libraries). */
+    executionProvider: z.enum(EXECUTION_PROVIDERS).optional(),
     /** Set: the model runs in `tokenrouter subserver` processes reached over NATS, not in a local worker. */
     remote: remoteModelSchema.optional(),
   })

@@ -2,15 +2,15 @@
 import * as ort from 'onnxruntime-node';
 import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepPass, StepRow } from './modelRunner.ts';
-import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
+import { loadModelFolder, type Dtype, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
+import { readGraphFile, type GraphFileOptions } from './onnxGraphFile.ts';
+import { createSession, refuseUndrivable, type ExecutionProvider } from './onnxExport.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeRow } from './sampling.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { withNewKvOutputs } from './newKvOutputs.ts';
 import { KvBufferPool } from './kvBufferPool.ts';
-import fs from 'node:fs';
-import path from 'node:path';
 
 export interface OnnxRunnerOptions {
   /** Threads ORT may use inside one session.run (default 1: the machine is shared). */
@@ -23,6 +23,12 @@ export interface OnnxRunnerOptions {
    * what a model whose graph cannot be rewritten gets).
    */
   kvOutputs?: 'new' | 'present';
+  /** The export variant to load (transformers.js' names, modelFolder.ts DTYPE_FILES; default fp32: onnx/model.onnx). */
+  dtype?: Dtype;
+  /** Where the model runs (default cpu). */
+  executionProvider?: ExecutionProvider;
+  /** Reading the graph: when an inline-weights file is converted to external data, and where that is kept (onnxGraphFile.ts). */
+  graphFile?: GraphFileOptions;
 }
 
 /** Where a request's KV lives: a row of the current batch tensors, or its own copy ([kv, stride, hd], first `len` slots valid). */
@@ -94,14 +100,19 @@ export function kvNames(numLayers: number): { past: string[]; present: string[] 
 }
 
 /** ONNX Runtime's settings for a served model's session (and its router heads). */
-export function sessionOptions(intraOpNumThreads: number): ort.InferenceSession.SessionOptions {
+export function sessionOptions(intraOpNumThreads: number, place: { executionProvider?: ExecutionProvider; externalDataDir?: string } = {}): ort.InferenceSession.SessionOptions {
+  const session: Record<string, unknown> = {};
+  // With more than one intra-op thread, idle pool threads would spin between steps and take the core the entry needs.
+  if (intraOpNumThreads > 1) session.intra_op = { allow_spinning: '0' };
+  // A model created from bytes finds its external data (model.onnx_data, ...) in this folder.
+  if (place.externalDataDir) session.model_external_initializers_file_folder_path = place.externalDataDir;
   return {
     intraOpNumThreads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
-    // With more than one intra-op thread, idle pool threads would spin between steps and take the core the entry needs.
-    ...(intraOpNumThreads > 1 ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+    ...(place.executionProvider && place.executionProvider !== 'cpu' ? { executionProviders: [place.executionProvider, 'cpu'] } : {}),
+    ...(Object.keys(session).length > 0 ? { extra: { session } } : {}),
   };
 }
 
@@ -164,17 +175,27 @@ export class OnnxRunner implements ModelRunner {
   }
 
   static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
-    const folder = loadModelFolder(folderPath);
-    const so = sessionOptions(opts.intraOpNumThreads ?? 1);
+    const folder = loadModelFolder(folderPath, { dtype: opts.dtype });
+    const ep = opts.executionProvider ?? 'cpu';
+    // Only the graph is read into JavaScript: weights stay in their external data files (an inline
+    // export big enough to matter is converted to that layout once), which ONNX Runtime reads itself.
+    const graph = readGraphFile(folder.onnxPath, folder.externalData, opts.graphFile);
+    const so = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep, externalDataDir: graph.dataDir });
     // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
-    // graph is rewritten to hand back only the new slots. A model whose weights live beside it in
-    // other files is loaded from its path, as is one whose present tensors are made another way.
-    const single = opts.kvOutputs !== 'present' && fs.readdirSync(path.dirname(folder.onnxPath)).length === 1;
-    const rewritten = single ? withNewKvOutputs(fs.readFileSync(folder.onnxPath), kvNames(folder.config.numLayers).present) : undefined;
-    const session = rewritten ? await ort.InferenceSession.create(rewritten.model, so) : await ort.InferenceSession.create(folder.onnxPath, so);
+    // graph is rewritten to hand back only the new slots; one whose present tensors are made another way runs as exported.
+    const rewritten = opts.kvOutputs !== 'present' ? withNewKvOutputs(graph.model, kvNames(folder.config.numLayers).present) : undefined;
+    const model = rewritten?.model ?? graph.model;
+    const session = await createSession(folder.onnxPath, model, so, ep);
+    try {
+      refuseUndrivable(folder.onnxPath, model, session, kvNames(folder.config.numLayers).past);
+    } catch (e) {
+      await session.release();
+      throw e;
+    }
+    const headOptions = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep });
     const heads = new Map<string, RouterHead>();
     for (const spec of Object.values(folder.routers)) {
-      heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, so) });
+      heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, headOptions) });
     }
     return new OnnxRunner(folder, session, heads, opts.name ?? folder.name, rewritten?.newNames);
   }

@@ -14,6 +14,7 @@ import type { RequestResult, TokenListener } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo, ModelRunner, SamplingParams } from '../runner/modelRunner.ts';
 import { loadModelFolder, type ModelFolder } from '../runner/modelFolder.ts';
+import type { OnnxRunnerOptions } from '../runner/onnxRunner.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
@@ -39,7 +40,12 @@ interface Served {
 
 /** A model's engine and runner in their own worker thread. */
 function startThread(m: ServerConfig['models'][number], folder: ModelFolder): Promise<ThreadEngine> {
-  return ThreadEngine.start(m.name, { kind: 'onnx', folder: folder.dir, opts: { intraOpNumThreads: m.intraOpNumThreads, name: m.name } });
+  return ThreadEngine.start(m.name, { kind: 'onnx', folder: folder.dir, opts: runnerOptions(m) });
+}
+
+/** A config entry's runner options: threads, name, export variant and execution provider. */
+function runnerOptions(m: ServerConfig['models'][number]): OnnxRunnerOptions {
+  return { intraOpNumThreads: m.intraOpNumThreads, name: m.name, dtype: m.dtype, executionProvider: m.executionProvider };
 }
 
 /** Built-ins stored as version 1 on first start. */
@@ -185,13 +191,13 @@ export class TokenRouterService {
       for (const [name, e] of await remotes(new Set([...threads.keys(), ...(runners?.keys() ?? [])]))) threads.set(name, e);
       runners = new Map(runners);
     } else {
-      for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name)));
+      for (const m of config.models) if (!m.remote || hasLocalFolder(m, config.modelsDir)) folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name), { dtype: m.dtype }));
       checkSharedTokenizer(folders);
       const local = config.models.filter((m) => !m.remote);
       // ONNX model folders: "auto" puts each model's engine in its thread, beside the model.
       const inThread = config.scheduling.placement !== 'in-process';
       const [started, remote] = await Promise.all([
-        Promise.all(local.map(async (m) => [m.name, inThread ? { thread: await startThread(m, folders.get(m.name)!) } : { runner: await WorkerRunner.start(folders.get(m.name)!.dir, { intraOpNumThreads: m.intraOpNumThreads, name: m.name }) }] as const)),
+        Promise.all(local.map(async (m) => [m.name, inThread ? { thread: await startThread(m, folders.get(m.name)!) } : { runner: await WorkerRunner.start(folders.get(m.name)!.dir, runnerOptions(m)) }] as const)),
         remotes(),
       ]);
       runners = new Map();
@@ -210,7 +216,7 @@ export class TokenRouterService {
         const i = info(m.name);
         if (!i) throw new TokenRouterError('invalid_request', `no runner for model ${m.name}`, 'models');
         const f = folders.get(m.name);
-        return { name: m.name, weightBytes: f ? fs.statSync(f.onnxPath).size : 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
+        return { name: m.name, weightBytes: f ? [f.onnxPath, ...f.externalData].reduce((a, file) => a + fs.statSync(file).size, 0) : 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
       }),
     ).concat(remoteMemoryPlan(config.models, threads));
     fs.mkdirSync(config.dataDir, { recursive: true });
@@ -257,7 +263,7 @@ export class TokenRouterService {
       const folder = this.folders.get(name);
       const m = this.config.models.find((x) => x.name === name)!;
       const inThread = this.threads.has(name);
-      const startRunner = this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { intraOpNumThreads: m.intraOpNumThreads, name }) : undefined);
+      const startRunner = this.restartRunner ?? (folder ? () => WorkerRunner.start(folder.dir, { ...runnerOptions(m), name }) : undefined);
       const startFresh: (() => Promise<{ thread: ThreadEngine; runner?: never } | { runner: ModelRunner; thread?: never }>) | undefined = inThread
         ? async () => ({ thread: await startThread(m, folder!) })
         : startRunner && (async () => ({ runner: await startRunner(name) }));
