@@ -1,4 +1,5 @@
-// The tokenrouter CLI: serve | models | bench | eval | subserver | optimize | simulate.
+// The tokenrouter CLI: serve | models | bench | eval | calibrate | subserver | optimize | simulate.
+import path from 'node:path';
 import { TokenRouterError } from '../errors.ts';
 import { ModelFolderError } from '../runner/modelFolder.ts';
 import { parseFlags } from '../util/cliFlags.ts';
@@ -25,6 +26,14 @@ const COMMANDS: Record<string, Command> = {
     summary: 'accuracy vs throughput of every algorithm and baseline on the validation or held-out problems',
     usage: 'tokenrouter eval [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
+  },
+  calibrate: {
+    summary: "choose a built-in's threshold for a target share of tokens on the large model, on a running server",
+    usage:
+      'tokenrouter calibrate --target SHARE [--algorithm r-stitch|citer|r2r|co-llm] [--model large] [--problems 16] [--iterations 7] [--url http://127.0.0.1:8080] [--token T | --data-dir DIR]\n' +
+      '  Each trial runs the first N validation problems on the served models (POST /admin/calibrate). Thresholds are per model pair.\n' +
+      '  The admin token (when the server needs one): --token, TOKENROUTER_ADMIN_TOKEN, or DIR/admin-token.',
+    run: async (args) => (await import('./calibrateCommand.ts')).calibrateCommand(args),
   },
   subserver: {
     summary: 'run one model as a remote sub-server for an entry, over NATS',

@@ -44,9 +44,37 @@ function checkModelFolders(config: ServerConfig, file: string | undefined): void
 }
 
 /** The one line a server reachable from other machines with an open /v1 prints at start. */
+/** What the start-up log says before loading: where the data lives and each model's folder (or its sub-server). */
+export function loadingLines(config: ServerConfig): string[] {
+  const width = Math.max(...config.models.map((m) => m.name.length), 6);
+  return [
+    `dataDir ${config.dataDir}   (algorithm store, admin token)`,
+    `loading ${config.models.length} models …`,
+    ...config.models.map((m) => `  ${m.name.padEnd(width)} ${m.remote ? `remote, over ${m.remote.nats}` : (m.path ?? path.join(config.modelsDir, m.name))}`),
+  ];
+}
+
 export function openApiWarning(config: ServerConfig, url: string): string | null {
   if (config.apiKeys.length > 0 || isLoopbackHost(config.host)) return null;
   return `warning: ${url}/v1 needs no API key: anyone who can reach this address can use the models; set --api-key KEY, TOKENROUTER_API_KEY or "apiKeys" in the config`;
+}
+
+/**
+ * Under npm (`npm start`, `npx tokenrouter serve`) a shell may sit between npm and this process:
+ * npm passes a SIGTERM to the shell, which dies without passing it on, and this process would be
+ * left serving with no parent. So when the process that launched it goes, it stops as on SIGTERM.
+ * Only under npm: a server started with `nohup … &` is meant to outlive its shell.
+ */
+export function watchLauncher(stop: () => void, env: NodeJS.ProcessEnv = process.env, intervalMs = 250): (() => void) | null {
+  if (env.npm_lifecycle_event === undefined) return null;
+  const launcher = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === launcher) return;
+    clearInterval(timer);
+    stop();
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 export async function serveCommand(args: string[]): Promise<number> {
@@ -63,7 +91,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   // Both checks come before loading any model: loading takes a while, and either failure would waste it.
   checkModelFolders(config, values.config);
   await checkPortFree(config.host, config.port);
-  console.log(`loading ${config.models.length} models from ${config.modelsDir} …`);
+  for (const line of loadingLines(config)) console.log(line);
   const service = await TokenRouterService.start(config);
   for (const p of service.memoryPlan) console.log(`  ${p.name.padEnd(8)} weights ${(p.weightBytes / 2 ** 20).toFixed(1)} MiB, KV ${(p.kvBytes / 2 ** 20).toFixed(1)} MiB (${p.kvTokens} tokens)`);
   let srv;
@@ -102,5 +130,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
+  watchLauncher(() => {
+    console.log('\nthe npm process that started this server has exited: stopping as on SIGTERM');
+    void stop();
+  });
   return new Promise<number>(() => {});
 }

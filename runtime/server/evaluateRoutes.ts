@@ -7,6 +7,7 @@ import { EvaluationRuns, batchesIn, liveWindow } from '../eval/evaluateDraft.ts'
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { calibrateRoutes } from './calibrateRoutes.ts';
 import { parseBody } from './zodToError.ts';
 
 /** Without a client id in the body, a caller is its address: one run at a time from there. */
@@ -16,6 +17,8 @@ export function evaluateRoutes(service: TokenRouterService): Router {
   const r = Router();
   const runs = new EvaluationRuns(service);
   const checks = new PredictionChecks(service, runs);
+  // Calibration's trials are evaluation runs: the same bounds (one per client, two per server) hold.
+  r.use(calibrateRoutes(runs));
 
   r.post('/admin/evaluate', (req, res) => {
     const body = parseBody(evaluateRequestSchema, req.body);

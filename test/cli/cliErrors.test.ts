@@ -81,9 +81,19 @@ describe('tokenrouter serve', () => {
 
   it('a config setting only dataDir finds the bundled models: defaults resolve against the project, not the file', async () => {
     const file = write('only-data/config.json', { dataDir: 'data' });
-    const r = await cli(['serve', '--config', file, '--port', '0'], { until: /loading \d+ models from .*\n/, timeoutMs: 60_000 });
+    const r = await cli(['serve', '--config', file, '--port', '0'], { until: /loading \d+ models …\n(.*\n){3}/, timeoutMs: 60_000 });
     expect(r.stderr).not.toMatch(/ModelFolderError|^\s+at /m);
-    expect(r.stdout).toContain(`from ${path.join(ROOT, 'examples/models')} `);
+    expect(r.stdout).toContain(`dataDir ${path.join(tmp, 'only-data/data')} `);
+    for (const m of ['small', 'medium', 'large']) expect(r.stdout).toMatch(new RegExp(`^  ${m} +${path.join(ROOT, 'examples/models', m)}$`, 'm'));
+  });
+
+  it('the start-up log names each configured model folder, not modelsDir', async () => {
+    const file = write('own-paths/config.json', { models: [{ name: 'mine', path: path.join(ROOT, 'examples/models/small') }, { name: 'big', path: path.join(ROOT, 'examples/models/large') }] });
+    const r = await cli(['serve', '--config', file, '--port', '0'], { until: /loading 2 models …\n(.*\n){2}/, timeoutMs: 60_000 });
+    expect(r.stdout).toMatch(new RegExp(`^  mine +${path.join(ROOT, 'examples/models/small')}$`, 'm'));
+    expect(r.stdout).toMatch(new RegExp(`^  big +${path.join(ROOT, 'examples/models/large')}$`, 'm'));
+    expect(r.stdout).not.toContain(path.join(ROOT, 'examples/models/mine'));
+    expect(r.stdout).toContain(`dataDir ${path.join(ROOT, '.tokenrouter')} `);
   });
 
   it('a missing model folder is one line naming the key', async () => {

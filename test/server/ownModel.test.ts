@@ -56,4 +56,13 @@ describe('the worked config for one\'s own models', () => {
     const cfg = loadServerConfig(path.join(ROOT, 'examples/configs/own-hf-models.json'));
     expect(cfg.models.map((m) => [m.name, m.path])).toEqual([['small', '/srv/models/qwen2.5-0.5b-instruct-onnx'], ['large', '/srv/models/qwen2.5-7b-instruct-onnx']]);
   });
+
+  it('copied anywhere, its dataDir stays beside the copy (never escapes to /)', () => {
+    const dir = path.join(tmp, 'copy');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.copyFileSync(path.join(ROOT, 'examples/configs/own-hf-models.json'), path.join(dir, 'config.json'));
+    const cfg = loadServerConfig(path.join(dir, 'config.json'));
+    expect(path.relative(dir, cfg.dataDir)).not.toMatch(/^\.\./);
+    expect(path.dirname(cfg.dataDir)).toBe(dir);
+  });
 });
