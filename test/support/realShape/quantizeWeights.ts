@@ -38,20 +38,24 @@ export function quantizeQ4(w: Float32Array, K: number, N: number, block: number,
   if (w.length !== K * N) throw new Error(`quantizeQ4: ${w.length} weights are not ${K} × ${N}`);
   if (block < 16 || (block & (block - 1)) !== 0) throw new Error(`quantizeQ4: block ${block} must be a power of 2 ≥ 16`);
   const blocks = Math.ceil(K / block);
-  const packed = new Uint8Array(N * blocks * (block / 2));
+  const half = block / 2;
+  const packed = new Uint8Array(N * blocks * half);
   const scales = new Float32Array(N * blocks);
-  const at = rowMajorNK ? (k: number, n: number) => w[n * K + k] : (k: number, n: number) => w[k * N + n];
+  // one row of K values per output n, contiguous, whichever way w is laid out
+  const row = new Float32Array(blocks * block);
   for (let n = 0; n < N; n++) {
+    if (rowMajorNK) row.set(w.subarray(n * K, (n + 1) * K));
+    else for (let k = 0; k < K; k++) row[k] = w[k * N + n];
     for (let b = 0; b < blocks; b++) {
       let m = 0;
-      for (let k = b * block; k < Math.min(K, (b + 1) * block); k++) m = Math.max(m, Math.abs(at(k, n)));
+      for (let j = b * block; j < (b + 1) * block; j++) m = Math.max(m, Math.abs(row[j]));
       const s = m / 7 || 1;
       scales[n * blocks + b] = s;
-      const base = (n * blocks + b) * (block / 2);
-      for (let j = 0; j < block; j++) {
-        const k = b * block + j;
-        const q = k < K ? Math.max(-8, Math.min(7, Math.round(at(k, n) / s))) + 8 : 8;
-        packed[base + (j >> 1)] |= (j & 1) === 0 ? q : q << 4;
+      const base = (n * blocks + b) * half;
+      for (let j = 0; j < half; j++) {
+        const lo = Math.max(-8, Math.min(7, Math.round(row[b * block + 2 * j] / s))) + 8;
+        const hi = Math.max(-8, Math.min(7, Math.round(row[b * block + 2 * j + 1] / s))) + 8;
+        packed[base + j] = lo | (hi << 4);
       }
     }
   }
