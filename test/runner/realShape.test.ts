@@ -196,6 +196,24 @@ describe('real-shape variants', () => {
     expect(m.every(Number.isFinite)).toBe(true);
   }, 60_000);
 
+  it('quantized files (int8 + DequantizeLinear, q4 MatMulNBits) run with fp32 I/O close to fp32; the gqa file loads with GroupQueryAttention', async () => {
+    const feeds = prefillFeeds(rows, cfg.numLayers, cfg.kv, cfg.hd);
+    const dir = realShapeFolder('qwen3-tiny', 'quantized').dir;
+    const full = (await logitsOf(path.join(dir, 'onnx/model.onnx'), feeds)).data as Float32Array;
+    const std = Math.sqrt(full.reduce((a, x) => a + x * x, 0) / full.length);
+    for (const [file, tolerance] of [['model_quantized.onnx', 0.05], ['model_q4.onnx', 0.3]] as const) {
+      const q = (await logitsOf(path.join(dir, 'onnx', file), feeds)).data as Float32Array;
+      expect(q.length).toBe(full.length);
+      const rms = Math.sqrt(q.reduce((a, x, i) => a + (x - full[i]) ** 2, 0) / q.length);
+      // relative error of the logits: int8 per column is near exact, 4 bits in blocks of 32 much coarser
+      expect(rms / std).toBeLessThan(tolerance);
+      expect(rms).toBeGreaterThan(0);
+    }
+    const gqa = await ort.InferenceSession.create(path.join(realShapeFolder('qwen3-tiny', 'gqa').dir, 'onnx/model.onnx'), { intraOpNumThreads: 1 });
+    expect(gqa.outputNames).toContain('present.1.value');
+    await gqa.release();
+  }, 120_000);
+
   it('writes float16 initializers ORT reads back', async () => {
     const values = Float32Array.from([0, 1, -2.5, 65504, 1e-3, 3.14159]);
     const model = encodeOnnxModel({
