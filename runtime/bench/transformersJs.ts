@@ -29,8 +29,8 @@ export interface GenerateRun {
 }
 
 /** transformers.js in its own process: its ONNX Runtime and threads never share ours, and its CPU is its own. */
-export async function runGenerate(model: string, job: { warmup: number[][]; prompts: number[][]; batch: number; maxTokens: number; padTokenId: number }): Promise<GenerateRun> {
-  const r = await runTsChild<{ output_tokens: number; wall_ms: number; cpu_ms: number; first_batch_tokens: number[][] }>(CHILD, ['--dir', BUNDLED_MODELS_DIR, '--model', model], { what: `transformers.js child for ${model}`, stdin: JSON.stringify(job) });
+export async function runGenerate(model: string, job: { warmup: number[][]; prompts: number[][]; batch: number; maxTokens: number; padTokenId: number }, dir: string = BUNDLED_MODELS_DIR, threads?: number): Promise<GenerateRun> {
+  const r = await runTsChild<{ output_tokens: number; wall_ms: number; cpu_ms: number; first_batch_tokens: number[][] }>(CHILD, ['--dir', dir, '--model', model, ...(threads ? ['--threads', String(threads)] : [])], { what: `transformers.js child for ${model}`, stdin: JSON.stringify(job) });
   return { outputTokens: r.output_tokens, wallMs: r.wall_ms, tokS: (r.output_tokens / r.wall_ms) * 1000, cpuMs: r.cpu_ms, firstBatch: r.first_batch_tokens };
 }
 

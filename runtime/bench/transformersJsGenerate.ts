@@ -13,13 +13,15 @@ interface Job {
   padTokenId: number;
 }
 
-const { values } = parseArgs({ options: { dir: { type: 'string' }, model: { type: 'string' } } });
+const { values } = parseArgs({ options: { dir: { type: 'string' }, model: { type: 'string' }, threads: { type: 'string' } } });
 if (!values.dir || !values.model) throw new Error('usage: transformersJsGenerate.ts --dir MODELS_DIR --model NAME < job.json');
 const job = JSON.parse(readFileSync(0, 'utf8')) as Job;
 
 env.allowRemoteModels = false;
 env.localModelPath = path.resolve(values.dir) + path.sep;
-const model = await AutoModelForCausalLM.from_pretrained(values.model, { dtype: 'fp32', device: 'cpu' });
+// --threads N pins ONNX Runtime's intra-op pool (the served side's models[].intraOpNumThreads); absent: its own default.
+const threads = values.threads === undefined ? undefined : Number(values.threads);
+const model = await AutoModelForCausalLM.from_pretrained(values.model, { dtype: 'fp32', device: 'cpu', ...(threads ? { session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } } : {}) });
 
 /** Left-padded, as transformers.js pads a batch of prompts for a decoder-only model. */
 function batchInputs(prompts: number[][]): { input_ids: Tensor; attention_mask: Tensor } {

@@ -32,6 +32,8 @@ export interface ServingLoad {
   /** The whole conversation of request i instead (few-shot turns, a chat's history); `prompt` is then unused. */
   messages?: (i: number) => CompletionBody['messages'];
   temperature?: number;
+  /** Nucleus sampling's top_p (absent: the server's default). */
+  topP?: number;
   /**
    * Open loop: where latency starts. 'arrival' (default): at the scheduled arrival, so a request that
    * waits for a permit counts that wait in TTFT and E2E, as an operator's users would see it; 'send': at the
@@ -63,6 +65,7 @@ export interface ServingRun {
 
 function body(load: ServingLoad, i: number): CompletionBody {
   const b: CompletionBody = { model: load.model, messages: load.messages ? load.messages(i) : [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
+  if (load.topP !== undefined) b.top_p = load.topP;
   if (load.ignoreEos) b.ignore_eos = true;
   return b;
 }

@@ -8,6 +8,7 @@ export interface CompletionBody {
   messages: { role: 'system' | 'user' | 'assistant'; content: string }[];
   max_tokens: number;
   temperature?: number;
+  top_p?: number;
   seed?: number;
   /** vLLM's extension: run to max_tokens whatever the model would end on. */
   ignore_eos?: boolean;
