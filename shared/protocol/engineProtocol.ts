@@ -29,6 +29,8 @@ export const samplingSchema = z.object({
   topP: z.number(),
   /** 0 = no top-k cut. */
   topK: int,
+  /** Min-p (vLLM): tokens whose probability is below `minP` times the largest are left out of the draw; 0 / absent = off. */
+  minP: z.number().optional(),
   /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
   seed: z.number(),
   /** The model's EOS token is left out of the draw (the request has not reached its `min_tokens`); signals still describe the whole distribution. */
