@@ -4,10 +4,12 @@ import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepPass, StepRow } from './modelRunner.ts';
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
-import { analyzeRow } from './sampling.ts';
+import { analyzeHead, analyzeRow, bannedIds, drawNeedsLogits, drawUniform, SAMPLE_STREAM, type HeadRow } from './sampling.ts';
+import { hasCuts } from './nucleus.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
-import { withNewKvOutputs } from './newKvOutputs.ts';
+import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
+import { SIG } from './graph/signalHead.ts';
 import { KvBufferPool } from './kvBufferPool.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -64,6 +66,34 @@ interface BatchState {
 
 /** Free slots a batch's own buffers get beyond what a step needs, so most decode steps write in place. */
 const HEADROOM = 16;
+
+/** Candidates a step's TopK keeps when a row draws under min-p / top-k / top-p (a larger `top_k` raises it up to MAX_CANDIDATES). */
+const CANDIDATES = 64;
+const MAX_CANDIDATES = 1024;
+
+/** Row `b` of the signal nodes' outputs (K candidates each), with the rows of probabilities and logits when fetched. */
+function headRow(out: ort.InferenceSession.ReturnType, b: number, K: number, V: number, rowLogits: ((b: number) => Float32Array) | undefined): HeadRow {
+  const ids = out[SIG.topIds].data as BigInt64Array;
+  const topIds = new Array<number>(K);
+  for (let j = 0; j < K; j++) topIds[j] = Number(ids[b * K + j]);
+  const h: HeadRow = {
+    topLogits: (out[SIG.topLogits].data as Float32Array).subarray(b * K, b * K + K),
+    topIds,
+    lse: (out[SIG.lse].data as Float32Array)[b],
+    entropy: (out[SIG.entropy].data as Float32Array)[b],
+  };
+  const draw = out[SIG.draw];
+  if (draw) {
+    h.draw = Number((draw.data as BigInt64Array)[b]);
+    h.drawLogit = (out[SIG.drawLogit].data as Float32Array)[b];
+    h.topWeights = (out[SIG.topWeights].data as Float32Array).subarray(b * K, b * K + K);
+    h.weightSum = (out[SIG.weightSum].data as Float32Array)[b];
+  }
+  const w = out[SIG.weights];
+  if (w) h.weights = (w.data as Float32Array).subarray(b * V, (b + 1) * V);
+  if (rowLogits) h.logits = rowLogits(b);
+  return h;
+}
 
 function pass(rows: readonly StepRow[], modelMs: number): StepPass {
   let tokens = 0;
@@ -125,9 +155,16 @@ export class OnnxRunner implements ModelRunner {
   private readonly hasPositionIds: boolean;
   /** The graph's outputs holding only a step's new KV slots (present order); undefined: `present` is fetched whole. */
   private readonly newNames: readonly string[] | undefined;
-  /** What a step fetches, without and with the hidden state (built once, not per step). */
-  private readonly fetches: readonly string[];
-  private readonly fetchesHidden: readonly string[];
+  /** The KV outputs a step fetches (new slots or whole present tensors). */
+  private readonly kvFetches: readonly string[];
+  /** The graph has the signal nodes (graph/signalHead.ts): ORT computes the O(V) work and a step fetches only what its rows read. */
+  private readonly signals: boolean;
+  /** How the graph yields last-position logits (graph/prepareGraph.ts). */
+  readonly logitsMode: LogitsMode;
+  /** The ids a `suppressEos` draw leaves out (every EOS id the folder names). */
+  private readonly eosIds: readonly number[];
+  /** Fed as the export's `num_logits_to_keep` (or `logits_to_keep`) input. */
+  private readonly keepFeed: ort.Tensor | undefined;
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
   readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, staleMoves: 0, forks: 0, splits: 0 };
 
@@ -136,8 +173,9 @@ export class OnnxRunner implements ModelRunner {
     private readonly session: ort.InferenceSession,
     private readonly heads: Map<string, RouterHead>,
     name: string,
-    newNames?: readonly string[],
+    prepared?: PreparedGraph,
   ) {
+    const newNames = prepared?.newNames;
     const c = folder.config;
     this.info = {
       name,
@@ -159,24 +197,39 @@ export class OnnxRunner implements ModelRunner {
     this.newNames = newNames;
     // two batches' worth (a re-pack's old and new) and one more for the stale ones routing leaves behind
     this.pool = newNames ? new KvBufferPool(3 * newNames.length) : undefined;
-    this.fetches = ['logits', ...(newNames ?? this.presentNames)];
-    this.fetchesHidden = [...this.fetches, 'hidden_states'];
+    this.kvFetches = newNames ?? this.presentNames;
+    // a folder may name one EOS id or a list (eosTokenIds)
+    const eos = c as { eosTokenId: number; eosTokenIds?: readonly number[] };
+    this.eosIds = eos.eosTokenIds ?? [eos.eosTokenId];
+    this.signals = prepared?.signals === true;
+    this.logitsMode = prepared?.logits ?? 'full';
+    const keep = typeof this.logitsMode === 'object' ? this.logitsMode.input : undefined;
+    if (keep) {
+      const meta = session.inputMetadata?.[session.inputNames.indexOf(keep)] as { shape?: readonly unknown[] } | undefined;
+      this.keepFeed = new ort.Tensor('int64', BigInt64Array.from([1n]), meta?.shape?.length === 1 ? [1] : []);
+    }
   }
 
   static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
     const folder = loadModelFolder(folderPath);
     const so = sessionOptions(opts.intraOpNumThreads ?? 1);
+    const name = opts.name ?? folder.name;
     // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
-    // graph is rewritten to hand back only the new slots. A model whose weights live beside it in
-    // other files is loaded from its path, as is one whose present tensors are made another way.
-    const single = opts.kvOutputs !== 'present' && fs.readdirSync(path.dirname(folder.onnxPath)).length === 1;
-    const rewritten = single ? withNewKvOutputs(fs.readFileSync(folder.onnxPath), kvNames(folder.config.numLayers).present) : undefined;
-    const session = rewritten ? await ort.InferenceSession.create(rewritten.model, so) : await ort.InferenceSession.create(folder.onnxPath, so);
+    // graph is rewritten to hand back only the new slots, to compute logits at each row's last
+    // position only, and to compute the signals and the draw natively (graph/prepareGraph.ts). A
+    // model whose weights live beside it in other files is loaded from its path as exported.
+    const single = fs.readdirSync(path.dirname(folder.onnxPath)).length === 1;
+    const prepared = single
+      ? prepareGraph(fs.readFileSync(folder.onnxPath), { present: kvNames(folder.config.numLayers).present, newKv: opts.kvOutputs !== 'present', vocab: folder.config.vocabSize })
+      : undefined;
+    if (!prepared) console.warn(`${name}: ${folder.onnxPath} is loaded as exported (weights in other files): logits are [B, S, V], the last row read and analysed in JavaScript`);
+    else if (prepared.logits === 'full') console.warn(`${name}: ${prepared.logitsNote}: logits stay [B, S, V] and the last row is read`);
+    const session = prepared ? await ort.InferenceSession.create(prepared.model, so) : await ort.InferenceSession.create(folder.onnxPath, so);
     const heads = new Map<string, RouterHead>();
     for (const spec of Object.values(folder.routers)) {
       heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, so) });
     }
-    return new OnnxRunner(folder, session, heads, opts.name ?? folder.name, rewritten?.newNames);
+    return new OnnxRunner(folder, session, heads, name, prepared);
   }
 
   /** How a step's KV comes back (OnnxRunnerOptions.kvOutputs). */
@@ -324,8 +377,16 @@ export class OnnxRunner implements ModelRunner {
       if (w.hidden) wantHidden = true;
     }
     wantHidden ||= wantHeads;
+    // only a row whose router heads read the top logits needs them (most steps run no head at all)
+    const needTopLogits = wantHeads ? Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0))) : 0;
+    const fetches = [...this.kvFetches];
+    if (wantHidden) fetches.push('hidden_states');
+    if (this.keepFeed) inputs[(this.logitsMode as { input: string }).input] = this.keepFeed;
+    const plan = this.signals ? this.planHead(rows, entries, order, feeds, needTopLogits, inputs) : undefined;
+    if (plan) fetches.push(...plan.fetches);
+    else fetches.push('logits');
     const t0 = performance.now();
-    const out = await this.session.run(inputs, (wantHidden ? this.fetchesHidden : this.fetches) as string[]);
+    const out = await this.session.run(inputs, fetches);
     let modelMs = performance.now() - t0;
 
     if (own) this.writeNew(batch, out, S, mask, valid);
@@ -342,13 +403,13 @@ export class OnnxRunner implements ModelRunner {
       e.len += f?.length ?? 0;
     }
 
-    const logits = out.logits;
-    const V = logits.dims[2];
-    const L = logits.data as Float32Array;
+    // logits, when fetched, are [B, L, V]: L is 1 when the graph computes the last position only
+    const logits = out.logits as ort.Tensor | undefined;
+    const L = logits ? logits.dims[1] : 0;
+    const V = this.info.vocabSize;
+    const rowLogits = logits ? (b: number) => (logits.data as Float32Array).subarray((b * L + L - 1) * V, (b * L + L) * V) : undefined;
     const H = this.info.hiddenSize;
     const hid = wantHidden ? (out.hidden_states.data as Float32Array) : undefined;
-    // only a row whose router heads read the top logits needs them (most steps run no head at all)
-    const needTopLogits = wantHeads ? Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0))) : 0;
     const results: (TokenSignals | undefined)[] = new Array(B);
     const topLogits: number[][] = new Array(B);
     const hiddenRows: (Float32Array | undefined)[] = new Array(B);
@@ -356,15 +417,16 @@ export class OnnxRunner implements ModelRunner {
       const i = order[b];
       if (feeds[i] === null) continue;
       const r = rows[i];
-      const a = analyzeRow(L.subarray((b * S + S - 1) * V, (b * S + S) * V), {
+      const opts = {
         sampling: r.sampling,
         position: entries[i].len,
         model: this.info.name,
         topK: Math.max(r.wants.topK, r.sampling.topLogprobs ?? 0),
         topLogitsK: needTopLogits,
-        eosTokenId: this.info.eosTokenId,
+        eosTokenId: this.eosIds,
         history: entries[i].ids,
-      });
+      };
+      const a = plan ? analyzeHead(headRow(out, b, plan.K, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;
@@ -383,6 +445,55 @@ export class OnnxRunner implements ModelRunner {
     }
     if (wantHeads) modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
     return { signals: results, modelMs };
+  }
+
+  /**
+   * The signal nodes' feeds for a step (candidates K, per-row 1 / temperature and seeded uniform)
+   * and what it fetches: candidates, log-sum-exp and entropy always (ORT runs every node whatever is
+   * fetched, so leaving one out saves only its copy); ORT's draw for temperature rows; the row of
+   * tempered probabilities only when some row draws under cuts (the exact fallback may read it: a
+   * [B, 1, V] output costs ~0.6 ms a row to hand over); the row of logits only for rows with
+   * penalties or a banned EOS under temperature.
+   */
+  private planHead(rows: readonly StepRow[], entries: CacheEntry[], order: number[], feeds: readonly (readonly number[] | null)[], topLogitsK: number, inputs: Record<string, ort.Tensor>): { K: number; fetches: string[] } {
+    const B = rows.length;
+    const V = this.info.vocabSize;
+    let K = 2;
+    let draw = false;
+    let cuts = false;
+    let needLogits = false;
+    const invT = new Float32Array(B).fill(1);
+    const u = new Float32Array(B);
+    for (let b = 0; b < B; b++) {
+      const i = order[b];
+      const f = feeds[i];
+      if (f === null) continue;
+      const r = rows[i];
+      const s = r.sampling;
+      K = Math.max(K, r.wants.topK, s.topLogprobs ?? 0, topLogitsK);
+      const banned = bannedIds({ sampling: s, eosTokenId: this.eosIds }, V);
+      if (drawNeedsLogits(s, banned)) needLogits = true;
+      else if (!(s.temperature > 0)) K = Math.max(K, banned.length + 1);
+      else {
+        draw = true;
+        invT[b] = 1 / s.temperature;
+        // the draw's position: the sampled token's, after this step's feed
+        u[b] = drawUniform(s.seed, entries[i].len + f.length, this.info.name, SAMPLE_STREAM);
+        if (hasCuts(s)) {
+          cuts = true;
+          K = Math.max(K, CANDIDATES, s.topK > 0 ? Math.min(s.topK, MAX_CANDIDATES) : 0);
+        }
+      }
+    }
+    K = Math.min(K, V);
+    inputs[SIG.k] = new ort.Tensor('int64', BigInt64Array.from([BigInt(K)]), [1]);
+    inputs[SIG.invT] = new ort.Tensor('float32', invT, [B, 1, 1]);
+    inputs[SIG.u] = new ort.Tensor('float32', u, [B, 1, 1]);
+    const fetches: string[] = [SIG.topLogits, SIG.topIds, SIG.lse, SIG.entropy];
+    if (draw) fetches.push(SIG.draw, SIG.drawLogit, SIG.topWeights, SIG.weightSum);
+    if (cuts) fetches.push(SIG.weights);
+    if (needLogits) fetches.push('logits');
+    return { K, fetches };
   }
 
   /**

@@ -61,9 +61,7 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   out.push(initializer(c('end'), INT64, [1], [2 ** 53 - 1]));
   out.push(initializer(c('two'), INT64, [1], [2]));
   out.push(initializer(c('onef'), FLOAT, [], [1]));
-  out.push(initializer(c('block'), INT64, [1], [block]));
   out.push(initializer(c('blockf'), FLOAT, [], [block]));
-  out.push(initializer(c('zeros5'), INT64, [5], [0, 0, 0, 0, 0]));
   out.push(initializer(c('block_shape'), INT64, [3], [0, -1, block]));
   out.push(initializer(c('row_shape'), INT64, [3], [1, 1, block]));
   // the last position of every row: [B, 1, V]
@@ -90,6 +88,7 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   op('Slice', [c('shape'), c('minus1'), c('end'), c('zero')], c('v'));
   if (vocab % block === 0) op('Reshape', [SIG.weights, c('block_shape')], c('blocks'));
   else {
+    out.push(initializer(c('block'), INT64, [1], [block]), initializer(c('zeros5'), INT64, [5], [0, 0, 0, 0, 0]));
     op('Mod', [c('v'), c('block')], c('v_mod'));
     op('Sub', [c('block'), c('v_mod')], c('pad_raw'));
     op('Mod', [c('pad_raw'), c('block')], c('pad'));
