@@ -4,12 +4,11 @@ import type { TokenSignals } from '../../shared/algorithm.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepPass, StepRow } from './modelRunner.ts';
 import { loadModelFolder, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
-import { analyzeHead, analyzeRow, bannedIds, drawNeedsLogits, drawUniform, SAMPLE_STREAM, type HeadRow } from './sampling.ts';
-import { hasCuts } from './nucleus.ts';
+import { analyzeHead, analyzeRow } from './sampling.ts';
+import { headRow, planHead } from './stepHead.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
-import { SIG } from './graph/signalHead.ts';
 import { KvBufferPool } from './kvBufferPool.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -67,33 +66,6 @@ interface BatchState {
 /** Free slots a batch's own buffers get beyond what a step needs, so most decode steps write in place. */
 const HEADROOM = 16;
 
-/** Candidates a step's TopK keeps when a row draws under min-p / top-k / top-p (a larger `top_k` raises it up to MAX_CANDIDATES). */
-const CANDIDATES = 64;
-const MAX_CANDIDATES = 1024;
-
-/** Row `b` of the signal nodes' outputs (K candidates each), with the rows of probabilities and logits when fetched. */
-function headRow(out: ort.InferenceSession.ReturnType, b: number, K: number, V: number, rowLogits: ((b: number) => Float32Array) | undefined): HeadRow {
-  const ids = out[SIG.topIds].data as BigInt64Array;
-  const topIds = new Array<number>(K);
-  for (let j = 0; j < K; j++) topIds[j] = Number(ids[b * K + j]);
-  const h: HeadRow = {
-    topLogits: (out[SIG.topLogits].data as Float32Array).subarray(b * K, b * K + K),
-    topIds,
-    lse: (out[SIG.lse].data as Float32Array)[b],
-    entropy: (out[SIG.entropy].data as Float32Array)[b],
-  };
-  const draw = out[SIG.draw];
-  if (draw) {
-    h.draw = Number((draw.data as BigInt64Array)[b]);
-    h.drawLogit = (out[SIG.drawLogit].data as Float32Array)[b];
-    h.topWeights = (out[SIG.topWeights].data as Float32Array).subarray(b * K, b * K + K);
-    h.weightSum = (out[SIG.weightSum].data as Float32Array)[b];
-  }
-  const w = out[SIG.weights];
-  if (w) h.weights = (w.data as Float32Array).subarray(b * V, (b + 1) * V);
-  if (rowLogits) h.logits = rowLogits(b);
-  return h;
-}
 
 function pass(rows: readonly StepRow[], modelMs: number): StepPass {
   let tokens = 0;
@@ -382,7 +354,7 @@ export class OnnxRunner implements ModelRunner {
     const fetches = [...this.kvFetches];
     if (wantHidden) fetches.push('hidden_states');
     if (this.keepFeed) inputs[(this.logitsMode as { input: string }).input] = this.keepFeed;
-    const plan = this.signals ? this.planHead(rows, entries, order, feeds, needTopLogits, inputs) : undefined;
+    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.eosIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len) }, inputs) : undefined;
     if (plan) fetches.push(...plan.fetches);
     else fetches.push('logits');
     const t0 = performance.now();
@@ -445,55 +417,6 @@ export class OnnxRunner implements ModelRunner {
     }
     if (wantHeads) modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
     return { signals: results, modelMs };
-  }
-
-  /**
-   * The signal nodes' feeds for a step (candidates K, per-row 1 / temperature and seeded uniform)
-   * and what it fetches: candidates, log-sum-exp and entropy always (ORT runs every node whatever is
-   * fetched, so leaving one out saves only its copy); ORT's draw for temperature rows; the row of
-   * tempered probabilities only when some row draws under cuts (the exact fallback may read it: a
-   * [B, 1, V] output costs ~0.6 ms a row to hand over); the row of logits only for rows with
-   * penalties or a banned EOS under temperature.
-   */
-  private planHead(rows: readonly StepRow[], entries: CacheEntry[], order: number[], feeds: readonly (readonly number[] | null)[], topLogitsK: number, inputs: Record<string, ort.Tensor>): { K: number; fetches: string[] } {
-    const B = rows.length;
-    const V = this.info.vocabSize;
-    let K = 2;
-    let draw = false;
-    let cuts = false;
-    let needLogits = false;
-    const invT = new Float32Array(B).fill(1);
-    const u = new Float32Array(B);
-    for (let b = 0; b < B; b++) {
-      const i = order[b];
-      const f = feeds[i];
-      if (f === null) continue;
-      const r = rows[i];
-      const s = r.sampling;
-      K = Math.max(K, r.wants.topK, s.topLogprobs ?? 0, topLogitsK);
-      const banned = bannedIds({ sampling: s, eosTokenId: this.eosIds }, V);
-      if (drawNeedsLogits(s, banned)) needLogits = true;
-      else if (!(s.temperature > 0)) K = Math.max(K, banned.length + 1);
-      else {
-        draw = true;
-        invT[b] = 1 / s.temperature;
-        // the draw's position: the sampled token's, after this step's feed
-        u[b] = drawUniform(s.seed, entries[i].len + f.length, this.info.name, SAMPLE_STREAM);
-        if (hasCuts(s)) {
-          cuts = true;
-          K = Math.max(K, CANDIDATES, s.topK > 0 ? Math.min(s.topK, MAX_CANDIDATES) : 0);
-        }
-      }
-    }
-    K = Math.min(K, V);
-    inputs[SIG.k] = new ort.Tensor('int64', BigInt64Array.from([BigInt(K)]), [1]);
-    inputs[SIG.invT] = new ort.Tensor('float32', invT, [B, 1, 1]);
-    inputs[SIG.u] = new ort.Tensor('float32', u, [B, 1, 1]);
-    const fetches: string[] = [SIG.topLogits, SIG.topIds, SIG.lse, SIG.entropy];
-    if (draw) fetches.push(SIG.draw, SIG.drawLogit, SIG.topWeights, SIG.weightSum);
-    if (cuts) fetches.push(SIG.weights);
-    if (needLogits) fetches.push('logits');
-    return { K, fetches };
   }
 
   /**

@@ -29,6 +29,8 @@ export interface PrepareOptions {
   newKv: boolean;
   /** The vocabulary size (the logits' last dimension). */
   vocab: number;
+  /** Compute logits at each row's last position only (default true; false keeps [B, S, V], for comparisons). */
+  lastPosition?: boolean;
   /** Append the signal nodes (default true). */
   signals?: boolean;
 }
@@ -72,7 +74,8 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
   let head: { index: number; node: NodeInfo } | undefined;
   const reshaped = new Set<string>(['logits']);
   const keep = KEEP_INPUTS.find((n) => inputs.includes(n));
-  if (keep) logits = { input: keep };
+  if (opts.lastPosition === false) logitsNote = 'asked to keep logits at every position';
+  else if (keep) logits = { input: keep };
   else {
     let p = made.get('logits');
     while (p && p.op === 'Cast') {
@@ -102,7 +105,7 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
     parts.push(f.raw);
   });
   const signals = opts.signals !== false;
-  if (signals) added.push(...signalHead('logits', { opset: defaultOpset(top), vocab: opts.vocab, lastOnly: logits !== 'full' }));
+  if (signals) added.push(...signalHead('logits', { opset: defaultOpset(top), vocab: opts.vocab, lastOnly: logits === 'sliced' }));
   const rewritten = wrap(MODEL_GRAPH, concat([...parts, ...added]));
   return { model: concat(top.map((f, i) => (i === gi ? rewritten : f.raw))), newNames, logits, logitsNote, signals };
 }
