@@ -49,6 +49,11 @@ export function newKvInputs(made: ReadonlyMap<string, NodeInfo>, present: readon
   return names;
 }
 
+function indexOf(nodes: ReadonlyMap<number, NodeInfo>, n: NodeInfo): number {
+  for (const [i, m] of nodes) if (m === n) return i;
+  throw new Error('prepareGraph: node not in the graph');
+}
+
 /** `model` (ModelProto bytes; weights may be external) with the rewrites applied; a rewrite that does not fit this export is left out. */
 export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedGraph {
   const top = fields(model);
@@ -72,6 +77,7 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
   let logits: LogitsMode = 'full';
   let logitsNote: string | undefined;
   let head: { index: number; node: NodeInfo } | undefined;
+  let outer: { index: number; node: NodeInfo } | undefined;
   const reshaped = new Set<string>(['logits']);
   const keep = KEEP_INPUTS.find((n) => inputs.includes(n));
   if (opts.lastPosition === false) logitsNote = 'asked to keep logits at every position';
@@ -82,11 +88,19 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
       reshaped.add(p.inputs[0]);
       p = made.get(p.inputs[0]);
     }
+    // Optimum-style: MatMul over [B, S, H]; or 2-D: Reshape(Gemm|MatMul(Reshape(h, [-1, H]), W), [B, S, V])
+    const mm = p?.op === 'Reshape' ? made.get(p.inputs[0]) : undefined;
+    const flat = mm && (mm.op === 'Gemm' || mm.op === 'MatMul') ? made.get(mm.inputs[0]) : undefined;
     if (p && p.op === 'MatMul') {
-      const index = [...nodes].find(([, n]) => n === p)![0];
-      head = { index, node: p };
+      head = { index: indexOf(nodes, p), node: p };
       logits = 'sliced';
-    } else logitsNote = `logits are made by ${p ? `a ${p.op}` : 'no node found'}, not a MatMul (possibly behind a Cast)`;
+    } else if (p && mm && flat?.op === 'Reshape') {
+      for (const n of [p, mm, flat]) for (const o of n.outputs) reshaped.add(o);
+      head = { index: indexOf(nodes, flat), node: flat };
+      // the outer Reshape's target [B, S, V] becomes [B, -1, V] (0: B, copied from the 2-D [B, V])
+      outer = { index: indexOf(nodes, p), node: p };
+      logits = 'sliced';
+    } else logitsNote = `logits are made by ${p ? `a ${p.op}` : 'no node found'}, not a MatMul (possibly behind a Cast) nor Reshape(Gemm/MatMul(Reshape(hidden)))`;
   }
 
   const parts: Uint8Array[] = [];
@@ -95,6 +109,11 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
       parts.push(initializer('tr/last_start', INT64, [1], [-1]), initializer('tr/last_end', INT64, [1], [2 ** 53 - 1]), initializer('tr/last_axis', INT64, [1], [1]));
       parts.push(node('Slice', [head.node.inputs[0], 'tr/last_start', 'tr/last_end', 'tr/last_axis'], [LAST_HIDDEN]));
       parts.push(withInput(head.node, 0, LAST_HIDDEN));
+      return;
+    }
+    if (outer && i === outer.index) {
+      parts.push(initializer('tr/logits_shape', INT64, [3], [0, -1, opts.vocab]));
+      parts.push(withInput(outer.node, 1, 'tr/logits_shape'));
       return;
     }
     // shapes recorded for the tensors the slice makes shorter would no longer hold
