@@ -6,10 +6,11 @@ import { loadModelFolder, type Dtype, type ModelFolder, type RouterHeadSpec } fr
 import { readGraphFile, type GraphFileOptions } from './onnxGraphFile.ts';
 import { createSession, refuseUndrivable, type ExecutionProvider } from './onnxExport.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
-import { analyzeRow } from './sampling.ts';
+import { analyzeHead, analyzeRow } from './sampling.ts';
+import { headRow, planHead } from './stepHead.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
-import { withNewKvOutputs } from './newKvOutputs.ts';
+import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
 import { KvBufferPool } from './kvBufferPool.ts';
 
 export interface OnnxRunnerOptions {
@@ -70,6 +71,7 @@ interface BatchState {
 
 /** Free slots a batch's own buffers get beyond what a step needs, so most decode steps write in place. */
 const HEADROOM = 16;
+
 
 function pass(rows: readonly StepRow[], modelMs: number): StepPass {
   let tokens = 0;
@@ -136,9 +138,15 @@ export class OnnxRunner implements ModelRunner {
   private readonly hasPositionIds: boolean;
   /** The graph's outputs holding only a step's new KV slots (present order); undefined: `present` is fetched whole. */
   private readonly newNames: readonly string[] | undefined;
-  /** What a step fetches, without and with the hidden state (built once, not per step). */
-  private readonly fetches: readonly string[];
-  private readonly fetchesHidden: readonly string[];
+  /** The KV outputs a step fetches (new slots or whole present tensors). */
+  private readonly kvFetches: readonly string[];
+  /** The graph has the signal nodes (graph/signalHead.ts): ORT computes the O(V) work and a step fetches only what its rows read. */
+  private readonly signals: boolean;
+  /** How the graph yields last-position logits (graph/prepareGraph.ts). */
+  readonly logitsMode: LogitsMode;
+  /** The ids a `suppressEos` draw leaves out (every EOS id the folder names). */
+  /** Fed as the export's `num_logits_to_keep` (or `logits_to_keep`) input. */
+  private readonly keepFeed: ort.Tensor | undefined;
   /** Counters for benchmarks: how often the batch KV was re-packed vs reused as is. */
   readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, staleMoves: 0, forks: 0, splits: 0 };
 
@@ -147,8 +155,9 @@ export class OnnxRunner implements ModelRunner {
     private readonly session: ort.InferenceSession,
     private readonly heads: Map<string, RouterHead>,
     name: string,
-    newNames?: readonly string[],
+    prepared?: PreparedGraph,
   ) {
+    const newNames = prepared?.newNames;
     const c = folder.config;
     this.info = {
       name,
@@ -170,24 +179,32 @@ export class OnnxRunner implements ModelRunner {
     this.newNames = newNames;
     // two batches' worth (a re-pack's old and new) and one more for the stale ones routing leaves behind
     this.pool = newNames ? new KvBufferPool(3 * newNames.length) : undefined;
-    this.fetches = ['logits', ...(newNames ?? this.presentNames)];
-    this.fetchesHidden = [...this.fetches, 'hidden_states'];
+    this.kvFetches = newNames ?? this.presentNames;
+    this.signals = prepared?.signals === true;
+    this.logitsMode = prepared?.logits ?? 'full';
+    const keep = typeof this.logitsMode === 'object' ? this.logitsMode.input : undefined;
+    if (keep) {
+      const meta = session.inputMetadata?.[session.inputNames.indexOf(keep)] as { shape?: readonly unknown[] } | undefined;
+      this.keepFeed = new ort.Tensor('int64', BigInt64Array.from([1n]), meta?.shape?.length === 1 ? [1] : []);
+    }
   }
 
   static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
     const folder = loadModelFolder(folderPath, { dtype: opts.dtype });
     const ep = opts.executionProvider ?? 'cpu';
+    const name = opts.name ?? folder.name;
     // Only the graph is read into JavaScript: weights stay in their external data files (an inline
     // export big enough to matter is converted to that layout once), which ONNX Runtime reads itself.
     const graph = readGraphFile(folder.onnxPath, folder.externalData, opts.graphFile);
     const so = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep, externalDataDir: graph.dataDir });
     // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
-    // graph is rewritten to hand back only the new slots; one whose present tensors are made another way runs as exported.
-    const rewritten = opts.kvOutputs !== 'present' ? withNewKvOutputs(graph.model, kvNames(folder.config.numLayers).present) : undefined;
-    const model = rewritten?.model ?? graph.model;
-    const session = await createSession(folder.onnxPath, model, so, ep);
+    // graph is rewritten to hand back only the new slots, to compute logits at each row's last
+    // position only, and to compute the signals and the draw natively (graph/prepareGraph.ts).
+    const prepared = prepareGraph(graph.model, { present: kvNames(folder.config.numLayers).present, newKv: opts.kvOutputs !== 'present', vocab: folder.config.vocabSize });
+    if (prepared.logits === 'full') console.warn(`${name}: ${prepared.logitsNote}: logits stay [B, S, V] and the last row is read`);
+    const session = await createSession(folder.onnxPath, prepared.model, so, ep);
     try {
-      refuseUndrivable(folder.onnxPath, model, session, kvNames(folder.config.numLayers).past);
+      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past);
     } catch (e) {
       await session.release();
       throw e;
@@ -197,7 +214,7 @@ export class OnnxRunner implements ModelRunner {
     for (const spec of Object.values(folder.routers)) {
       heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, headOptions) });
     }
-    return new OnnxRunner(folder, session, heads, opts.name ?? folder.name, rewritten?.newNames);
+    return new OnnxRunner(folder, session, heads, name, prepared);
   }
 
   /** How a step's KV comes back (OnnxRunnerOptions.kvOutputs). */
@@ -345,8 +362,16 @@ export class OnnxRunner implements ModelRunner {
       if (w.hidden) wantHidden = true;
     }
     wantHidden ||= wantHeads;
+    // only a row whose router heads read the top logits needs them (most steps run no head at all)
+    const needTopLogits = wantHeads ? Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0))) : 0;
+    const fetches = [...this.kvFetches];
+    if (wantHidden) fetches.push('hidden_states');
+    if (this.keepFeed) inputs[(this.logitsMode as { input: string }).input] = this.keepFeed;
+    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.info.eosTokenIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len) }, inputs) : undefined;
+    if (plan) fetches.push(...plan.fetches);
+    else fetches.push('logits');
     const t0 = performance.now();
-    const out = await this.session.run(inputs, (wantHidden ? this.fetchesHidden : this.fetches) as string[]);
+    const out = await this.session.run(inputs, fetches);
     let modelMs = performance.now() - t0;
 
     if (own) this.writeNew(batch, out, S, mask, valid);
@@ -363,13 +388,13 @@ export class OnnxRunner implements ModelRunner {
       e.len += f?.length ?? 0;
     }
 
-    const logits = out.logits;
-    const V = logits.dims[2];
-    const L = logits.data as Float32Array;
+    // logits, when fetched, are [B, L, V]: L is 1 when the graph computes the last position only
+    const logits = out.logits as ort.Tensor | undefined;
+    const L = logits ? logits.dims[1] : 0;
+    const V = this.info.vocabSize;
+    const rowLogits = logits ? (b: number) => (logits.data as Float32Array).subarray((b * L + L - 1) * V, (b * L + L) * V) : undefined;
     const H = this.info.hiddenSize;
     const hid = wantHidden ? (out.hidden_states.data as Float32Array) : undefined;
-    // only a row whose router heads read the top logits needs them (most steps run no head at all)
-    const needTopLogits = wantHeads ? Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0))) : 0;
     const results: (TokenSignals | undefined)[] = new Array(B);
     const topLogits: number[][] = new Array(B);
     const hiddenRows: (Float32Array | undefined)[] = new Array(B);
@@ -377,7 +402,7 @@ export class OnnxRunner implements ModelRunner {
       const i = order[b];
       if (feeds[i] === null) continue;
       const r = rows[i];
-      const a = analyzeRow(L.subarray((b * S + S - 1) * V, (b * S + S) * V), {
+      const opts = {
         sampling: r.sampling,
         position: entries[i].len,
         model: this.info.name,
@@ -385,7 +410,8 @@ export class OnnxRunner implements ModelRunner {
         topLogitsK: needTopLogits,
         eosTokenIds: this.info.eosTokenIds,
         history: entries[i].ids,
-      });
+      };
+      const a = plan ? analyzeHead(headRow(out, b, plan.K, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;

@@ -1,5 +1,6 @@
-// Per-row distribution signals and seeded sampling from one row of logits (computed once per row).
+// Per-row distribution signals and the seeded draw: from the graph's signal outputs (candidates, log-sum-exp, entropy, draw) or from a whole row of logits.
 import type { SamplingParams, SamplingPenalties } from './modelRunner.ts';
+import { drawExact, drawFromCandidates, hasCuts } from './nucleus.ts';
 import { fmix32, hashString, murmurBlock } from '../util/hash.ts';
 
 /** Draw streams: sampling and routing use different streams so they never share a draw. */
@@ -50,7 +51,7 @@ export interface AnalyzeOptions {
   history?: readonly number[];
 }
 
-/** Indices of the k largest entries of `x[0..n)`, best first (partial insertion; k is small). */
+/** Indices of the k largest entries of `x[0..n)`, best first, ties by lower index (partial insertion; k is small). */
 export function topIndices(x: Float32Array | Float64Array, k: number): number[] {
   const n = x.length;
   k = Math.min(k, n);
@@ -70,104 +71,140 @@ export function topIndices(x: Float32Array | Float64Array, k: number): number[] 
   return ids;
 }
 
-let probs = new Float64Array(0);
+/** The ids a draw leaves out: the EOS id(s) while `suppressEos` holds (never the whole vocabulary). */
+export function bannedIds(opts: Pick<AnalyzeOptions, 'sampling' | 'eosTokenIds'>, V: number): number[] {
+  if (!opts.sampling.suppressEos) return [];
+  const list = [...new Set([...(opts.eosTokenIds ?? []), ...(opts.sampling.stopTokenIds ?? [])])].filter((t) => Number.isInteger(t) && t >= 0 && t < V);
+  return list.length < V ? list : [];
+}
 
-/** The row's probabilities, in one buffer reused by every call (read only before analyzeRow returns): no allocation per row and step. */
-function scratch(V: number): Float64Array {
-  if (probs.length !== V) probs = new Float64Array(V);
-  return probs;
+/** A row whose draw reads the whole row of logits: penalties and logit_bias change it, and a banned EOS with temperature. */
+export function drawNeedsLogits(s: SamplingParams, banned: readonly number[]): boolean {
+  return s.penalties !== undefined || (banned.length > 0 && s.temperature > 0);
 }
 
 /**
- * Softmax, normalised entropy, max-prob, margin, top-k and the sampled token for one row.
- * Signals describe the model's own distribution (temperature 1); temperature, top-k and top-p
- * shape only the draw.
+ * Softmax signals (normalised entropy, max-prob, margin, top-k) and the sampled token for one
+ * row, all in JavaScript: the reference path, for exports without the signal nodes. Signals
+ * describe the model's own distribution (temperature 1); temperature and the cuts shape only the draw.
  */
 export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnalysis {
   const V = logits.length;
-  const banned = opts.sampling.suppressEos ? bannedIds(V, opts.eosTokenIds, opts.sampling.stopTokenIds) : NONE;
-  const ban = banned.length > 0 ? banned[0] : -1;
   let max = -Infinity;
-  let arg = 0;
-  // Best token other than a banned EOS: the greedy pick, and the shift that keeps the draw's exps finite.
-  let drawMax = -Infinity;
-  let drawArg = 0;
-  for (let i = 0; i < V; i++) {
-    const x = logits[i];
-    if (x > max) {
-      max = x;
-      arg = i;
-    }
-    if (x > drawMax && (ban < 0 || !banned.includes(i))) {
-      drawMax = x;
-      drawArg = i;
-    }
-  }
-  const p = scratch(V);
+  for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
+  // one exp per id: Σ e^d and Σ e^d·d give log-sum-exp and the entropy (H = log z - Σ e^d·d / z)
   let z = 0;
+  let zd = 0;
   for (let i = 0; i < V; i++) {
-    const e = Math.exp(logits[i] - max);
-    p[i] = e;
+    const d = logits[i] - max;
+    const e = Math.exp(d);
     z += e;
+    zd += e * d;
   }
-  let ent = 0;
-  let p1 = 0;
-  let p2 = 0;
-  const inv = 1 / z;
-  for (let i = 0; i < V; i++) {
-    const q = p[i] * inv;
-    p[i] = q;
-    if (q > 0) ent -= q * Math.log(q);
-    if (q > p1) {
-      p2 = p1;
-      p1 = q;
-    } else if (q > p2) p2 = q;
-  }
-  const kReport = Math.max(opts.topK, 0);
-  const top = topIndices(p, kReport);
-  const s = opts.sampling;
-  let token: number;
-  if (s.penalties) token = drawPenalised(logits, s, s.penalties, opts, banned);
-  else if (ban < 0) token = s.temperature > 0 ? sampleToken(logits, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
-  else if (!(s.temperature > 0)) token = drawArg;
-  else {
-    // The banned logits are set aside for the draw only, then put back.
-    const saved = banned.map((t) => logits[t]);
-    for (const t of banned) logits[t] = -Infinity;
-    try {
-      token = sampleToken(logits, drawMax, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM));
-    } finally {
-      banned.forEach((t, j) => (logits[t] = saved[j]));
-    }
-  }
+  const lse = max + Math.log(z);
   const kl = opts.topLogitsK ?? 0;
-  const topLogits = kl > 0 ? topIndices(logits, kl).map((i) => logits[i]) : [];
+  const top = topIndices(logits, Math.max(2, opts.topK, kl));
+  const token = drawRow(logits, opts, bannedIds(opts, V), top[0]);
+  return signals(top.map((i) => logits[i]), top, lse, Math.log(z) - zd / z, V, logits[token], token, opts);
+}
+
+/** What the signal nodes hand back for one row (graph/signalHead.ts), best candidates first. */
+export interface HeadRow {
+  topLogits: Float32Array;
+  topIds: number[];
+  lse: number;
+  /** The entropy in nats. */
+  entropy: number;
+  /** The candidates' tempered probabilities, the whole row's sum of them, ORT's draw over the whole row and its logit (temperature rows). */
+  topWeights?: Float32Array;
+  weightSum?: number;
+  draw?: number;
+  drawLogit?: number;
+  /** The whole row of tempered probabilities (fetched when a row of the step has cuts: the exact fallback reads it). */
+  weights?: Float32Array;
+  /** The whole row of logits (fetched for rows whose draw reads them: drawNeedsLogits). */
+  logits?: Float32Array;
+}
+
+/** Signals and the sampled token of one row from the signal nodes' outputs; the O(V) work was ORT's. */
+export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAnalysis {
+  const s = opts.sampling;
+  const banned = bannedIds(opts, V);
+  let token: number;
+  let tokenLogit: number;
+  if (h.logits && drawNeedsLogits(s, banned)) {
+    token = drawRow(h.logits, opts, banned, h.topIds[0]);
+    tokenLogit = h.logits[token];
+  } else if (!(s.temperature > 0)) {
+    let j = 0;
+    while (banned.includes(h.topIds[j]) && j + 1 < h.topIds.length) j++;
+    token = h.topIds[j];
+    tokenLogit = h.topLogits[j];
+  } else if (!hasCuts(s)) {
+    token = h.draw!;
+    tokenLogit = h.drawLogit!;
+  } else {
+    const u = drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM);
+    const n = h.topIds.length;
+    // ranked by probability, ties by lower id (TopK ranks by logit: equal probabilities can differ there)
+    const order = Array.from({ length: n }, (_, j) => j).sort((a, b) => h.topWeights![b] - h.topWeights![a] || h.topIds[a] - h.topIds[b]);
+    const ids = order.map((j) => h.topIds[j]);
+    const w = order.map((j) => h.topWeights![j]);
+    token = drawFromCandidates(ids, w, n, h.weightSum!, V, s, u);
+    if (token < 0) {
+      if (!h.weights) throw new Error('analyzeHead: the draw reaches past the candidates but the row of probabilities was not fetched');
+      token = drawExact(h.weights, s, u, h.weightSum);
+    }
+    const j = h.topIds.indexOf(token);
+    // off the candidates: its logit from its tempered probability, x = max + T·log(w / w_max)
+    tokenLogit = j >= 0 ? h.topLogits[j] : h.topLogits[0] + s.temperature * Math.log(h.weights![token] / h.topWeights![0]);
+  }
+  return signals(Array.from(h.topLogits), h.topIds, h.lse, h.entropy, V, tokenLogit, token, opts);
+}
+
+function signals(topLogits: readonly number[], topIds: readonly number[], lse: number, entropyNats: number, V: number, tokenLogit: number, token: number, opts: AnalyzeOptions): RowAnalysis {
+  const p1 = Math.exp(topLogits[0] - lse);
+  const p2 = topLogits.length > 1 ? Math.exp(topLogits[1] - lse) : 0;
+  const k = Math.min(Math.max(opts.topK, 0), topIds.length);
+  const ids = topIds.slice(0, k);
   return {
     token,
-    entropy: V > 1 ? ent / Math.log(V) : 0,
+    entropy: V > 1 ? Math.max(0, entropyNats) / Math.log(V) : 0,
     maxProb: p1,
     margin: p1 - p2,
-    tokenProb: p[token],
-    topIds: top,
-    topProbs: top.map((i) => p[i]),
-    topLogits,
+    tokenProb: Math.exp(tokenLogit - lse),
+    topIds: ids,
+    topProbs: ids.map((_, j) => Math.exp(topLogits[j] - lse)),
+    topLogits: topLogits.slice(0, opts.topLogitsK ?? 0),
   };
 }
 
 /**
- * The draw over penalised and biased logits (a copy: signals keep the model's own numbers). The
- * uniform is the same (seed, position, model) draw as without penalties, so seeded runs replay.
+ * The draw over a whole row of logits in JavaScript: penalties and logit_bias on a copy (signals
+ * keep the model's own numbers), banned ids out, then greedy or drawExact. `arg` is the row's
+ * own argmax. The uniform is the same (seed, position, model) draw as on every other path.
  */
-const NONE: readonly number[] = Object.freeze([]);
-
-/** The ids a row below its min_tokens leaves out of the draw: its EOS ids and stop ids inside the vocabulary, each once; none when they would ban every token. */
-function bannedIds(V: number, eos: readonly number[] | undefined, stop: readonly number[] | undefined): readonly number[] {
-  const ids = [...new Set([...(eos ?? NONE), ...(stop ?? NONE)])].filter((t) => Number.isInteger(t) && t >= 0 && t < V);
-  return ids.length < V ? ids : NONE;
+function drawRow(logits: Float32Array, opts: AnalyzeOptions, banned: readonly number[], arg: number): number {
+  const s = opts.sampling;
+  const pen = s.penalties;
+  if (!pen && banned.length === 0 && !(s.temperature > 0)) return arg;
+  const x = pen || banned.length > 0 ? Float32Array.from(logits) : logits;
+  const V = x.length;
+  if (pen) applyPenalties(x, pen, opts);
+  for (const t of banned) x[t] = -Infinity;
+  let max = -Infinity;
+  let best = 0;
+  for (let i = 0; i < V; i++) {
+    if (x[i] > max) {
+      max = x[i];
+      best = i;
+    }
+  }
+  if (!(s.temperature > 0)) return best;
+  return sampleToken(x, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM));
 }
 
-function drawPenalised(logits: Float32Array, s: SamplingParams, pen: SamplingPenalties, opts: AnalyzeOptions, banned: readonly number[]): number {
-  const x = Float32Array.from(logits);
+function applyPenalties(x: Float32Array, pen: SamplingPenalties, opts: AnalyzeOptions): void {
   const V = x.length;
   if (pen.frequency !== 0 || pen.presence !== 0) {
     const h = opts.history ?? [];
@@ -177,63 +214,21 @@ function drawPenalised(logits: Float32Array, s: SamplingParams, pen: SamplingPen
     for (const [t, c] of counts) if (t >= 0 && t < V) x[t] -= pen.frequency * c + pen.presence;
   }
   for (const [t, b] of pen.logitBias) if (t >= 0 && t < V) x[t] += b;
-  for (const t of banned) x[t] = -Infinity;
-  let max = -Infinity;
-  let arg = 0;
-  for (let i = 0; i < V; i++) {
-    if (x[i] > max) {
-      max = x[i];
-      arg = i;
-    }
-  }
-  return s.temperature > 0 ? sampleToken(x, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM)) : arg;
 }
 
-/** Temperature / top-k / top-p draw with a given uniform `u`. */
+/**
+ * Temperature / min-p / top-k / top-p draw with a given uniform `u` over logits whose largest is
+ * `max`: the tempered weights exp((x - max) / T) in float32, then drawExact (nucleus.ts), the same
+ * rule the signal nodes' candidates follow.
+ */
 export function sampleToken(logits: Float32Array, max: number, s: SamplingParams, u: number): number {
   const V = logits.length;
-  const t = s.temperature;
-  let ids: number[];
-  if (s.topK > 0 && s.topK < V) {
-    ids = topIndices(logits, s.topK);
-  } else if (s.topP < 1) {
-    ids = Array.from({ length: V }, (_, i) => i).sort((a, b) => logits[b] - logits[a] || a - b);
-  } else {
-    ids = [];
+  const w = new Float32Array(V);
+  const invT = 1 / s.temperature;
+  let z = 0;
+  for (let i = 0; i < V; i++) {
+    w[i] = Math.exp((logits[i] - max) * invT);
+    z += w[i];
   }
-  if (ids.length === 0) {
-    // full vocabulary, no ordering needed: inverse CDF in id order
-    const w = new Float64Array(V);
-    let z = 0;
-    for (let i = 0; i < V; i++) z += w[i] = Math.exp((logits[i] - max) / t);
-    let acc = 0;
-    const target = u * z;
-    for (let i = 0; i < V; i++) {
-      acc += w[i];
-      if (acc > target) return i;
-    }
-    return V - 1;
-  }
-  const w = ids.map((i) => Math.exp((logits[i] - max) / t));
-  let z = w.reduce((a, b) => a + b, 0);
-  if (s.topP < 1) {
-    // keep the smallest prefix whose mass reaches topP (at least one token)
-    let acc = 0;
-    let n = 0;
-    while (n < w.length) {
-      acc += w[n];
-      n++;
-      if (acc >= s.topP * z) break;
-    }
-    w.length = n;
-    ids = ids.slice(0, n);
-    z = acc;
-  }
-  const target = u * z;
-  let acc = 0;
-  for (let j = 0; j < w.length; j++) {
-    acc += w[j];
-    if (acc > target) return ids[j];
-  }
-  return ids[ids.length - 1];
+  return drawExact(w, s, u, z);
 }

@@ -1,0 +1,184 @@
+// The seeded draw under min-p / top-k / top-p, exactly and without sorting the vocabulary: over a row's best candidates, else over its whole row by a histogram of float bits.
+import type { SamplingParams } from './modelRunner.ts';
+
+/**
+ * The kept set of a draw is a prefix of the row ranked by weight (descending, ties by lower id):
+ * min-p keeps the tokens whose weight is at least `minP` times the largest, top-k the first
+ * `topK` of those, top-p the shortest prefix of those whose mass reaches `topP` of theirs. The
+ * token is then drawn by inverse CDF over the kept set in id order, so the answer depends only on
+ * the kept set and the uniform, never on how the set was found (candidates or the whole row).
+ */
+export function hasCuts(s: SamplingParams): boolean {
+  return s.topP < 1 || s.topK > 0 || (s.minP ?? 0) > 0;
+}
+
+/**
+ * The draw over a row's `n` best candidates (ranked as above: `w` descending, ties by lower id),
+ * `w` their weights and `z` the whole row's weight sum; -1 when the kept set may reach past
+ * them (the caller then draws over the whole row with drawExact). `V` is the vocabulary size.
+ */
+export function drawFromCandidates(ids: ArrayLike<number>, w: ArrayLike<number>, n: number, z: number, V: number, s: SamplingParams, u: number): number {
+  const all = n >= V;
+  // m: how many ranked tokens min-p and top-k keep; mass: theirs
+  let m = V;
+  const minP = s.minP ?? 0;
+  if (minP > 0) {
+    const c = minP * w[0];
+    let k = 0;
+    while (k < n && w[k] >= c) k++;
+    if (k === n && !all) return -1;
+    m = k;
+  }
+  if (s.topK > 0 && s.topK < m) m = s.topK;
+  let mass = z;
+  if (m < V) {
+    if (m > n) return -1;
+    mass = 0;
+    for (let j = 0; j < m; j++) mass += w[j];
+  }
+  if (s.topP < 1) {
+    const target = s.topP * mass;
+    let acc = 0;
+    let k = 0;
+    const end = Math.min(m, n);
+    while (k < end) {
+      acc += w[k++];
+      if (acc >= target) break;
+    }
+    if (acc < target && k < m) return -1;
+    m = k;
+    mass = acc;
+  }
+  if (m > n) return -1;
+  // the prefix must end strictly above the candidates' last weight, or ties past them could belong to it
+  if (!all && w[m - 1] === w[n - 1]) return -1;
+  const kept = Array.from({ length: m }, (_, j) => j).sort((a, b) => ids[a] - ids[b]);
+  const target = u * mass;
+  let acc = 0;
+  for (const j of kept) {
+    acc += w[j];
+    if (acc > target) return ids[j];
+  }
+  return ids[kept[kept.length - 1]];
+}
+
+const MASS = new Float64Array(32768);
+const COUNT = new Uint32Array(32768);
+
+/** Where a cut lands: the prefix is every token above (w, id) in rank, (w, id) included. */
+interface Cut {
+  w: number;
+  id: number;
+  count: number;
+  mass: number;
+}
+
+/**
+ * The draw with `u` over a whole row of non-negative weights `w` (float32: its bits rank it), `z`
+ * their sum when known. No cut: inverse CDF in id order. Cuts: a histogram over the weights' top
+ * 16 bits finds the bucket each cut falls in, and only that bucket's members are sorted.
+ */
+export function drawExact(w: Float32Array, s: SamplingParams, u: number, z?: number): number {
+  const V = w.length;
+  if (!hasCuts(s)) {
+    let total = z ?? 0;
+    if (z === undefined) for (let i = 0; i < V; i++) total += w[i];
+    return inverseCdf(w, u * total);
+  }
+  const bits = new Uint32Array(w.buffer, w.byteOffset, V);
+  MASS.fill(0);
+  COUNT.fill(0);
+  let hi = 0;
+  let lo = 32767;
+  let total = 0;
+  let wmax = 0;
+  for (let i = 0; i < V; i++) {
+    const k = bits[i] >>> 16;
+    const x = w[i];
+    MASS[k] += x;
+    COUNT[k]++;
+    total += x;
+    if (k > hi) hi = k;
+    if (k < lo) lo = k;
+    if (x > wmax) wmax = x;
+  }
+  if (z !== undefined) total = z;
+  let cut: Cut = { w: -1, id: V, count: V, mass: total };
+  const minP = s.minP ?? 0;
+  if (minP > 0) {
+    const c = minP * wmax;
+    let count = 0;
+    let mass = 0;
+    let least = Infinity;
+    for (let i = 0; i < V; i++) {
+      const x = w[i];
+      if (x >= c) {
+        count++;
+        mass += x;
+        if (x < least) least = x;
+      }
+    }
+    cut = { w: least, id: V, count, mass };
+  }
+  if (s.topK > 0 && s.topK < cut.count) cut = cutAt(w, bits, hi, lo, s.topK, Infinity);
+  if (s.topP < 1) {
+    const p = cutAt(w, bits, hi, lo, cut.count, s.topP * cut.mass);
+    if (p.count < cut.count) cut = p;
+  }
+  return keptInverseCdf(w, u * cut.mass, cut);
+}
+
+/** inverseCdf over the kept prefix: weights above the cut's, and its ties up to its id (a separate loop: a predicate call per id costs ~4x). */
+function keptInverseCdf(w: Float32Array, target: number, cut: Cut): number {
+  const cw = cut.w;
+  const ci = cut.id;
+  let acc = 0;
+  let last = 0;
+  for (let i = 0; i < w.length; i++) {
+    const x = w[i];
+    if (x > cw || (x === cw && i <= ci)) {
+      if (x <= 0) continue;
+      acc += x;
+      last = i;
+      if (acc > target) return i;
+    }
+  }
+  return last;
+}
+
+/** The first i (id order) where the running sum of the weights passes `target` (the last positive one on rounding). */
+function inverseCdf(w: Float32Array, target: number): number {
+  let acc = 0;
+  let last = 0;
+  for (let i = 0; i < w.length; i++) {
+    const x = w[i];
+    if (x <= 0) continue;
+    acc += x;
+    last = i;
+    if (acc > target) return i;
+  }
+  return last;
+}
+
+/** The shortest ranked prefix holding `maxCount` tokens or reaching `maxMass`, whichever comes first. */
+function cutAt(w: Float32Array, bits: Uint32Array, hi: number, lo: number, maxCount: number, maxMass: number): Cut {
+  let count = 0;
+  let mass = 0;
+  let k = hi;
+  for (; k > lo; k--) {
+    if (count + COUNT[k] >= maxCount || mass + MASS[k] >= maxMass) break;
+    count += COUNT[k];
+    mass += MASS[k];
+  }
+  const members: number[] = [];
+  for (let i = 0; i < w.length; i++) if (bits[i] >>> 16 === k) members.push(i);
+  members.sort((a, b) => w[b] - w[a] || a - b);
+  let last = members[0];
+  for (const i of members) {
+    count++;
+    mass += w[i];
+    last = i;
+    if (count >= maxCount || mass >= maxMass) break;
+  }
+  return { w: w[last], id: last, count, mass };
+}

@@ -1,0 +1,141 @@
+// The load-time rewrites: logits at the last position only, and signal nodes whose outputs equal the JavaScript reference on the same rows.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prepareGraph, type PreparedGraph } from '../../runtime/runner/graph/prepareGraph.ts';
+import { SIG } from '../../runtime/runner/graph/signalHead.ts';
+import { kvNames, OnnxRunner, sessionOptions } from '../../runtime/runner/onnxRunner.ts';
+import { concat, fields, GRAPH_INPUT, INT64, MODEL_GRAPH, valueInfo, wrap } from '../../runtime/runner/graph/onnxProto.ts';
+import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
+import { analyzeRow } from '../../runtime/runner/sampling.ts';
+import { GREEDY } from '../../runtime/runner/modelRunner.ts';
+import { modelDir, soloGenerate } from './helpers.ts';
+
+const folder = loadModelFolder(modelDir('small'));
+const { numKvHeads: kv, headDim: hd, vocabSize: V } = folder.config;
+const [B, T, S] = [3, 4, 5];
+
+function feeds(extra: Record<string, ort.Tensor> = {}): Record<string, ort.Tensor> {
+  const f: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(3 + ((i * 7) % 20))), [B, S]),
+    attention_mask: new ort.Tensor('int64', new BigInt64Array(B * (T + S)).fill(1n), [B, T + S]),
+    position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(T + (i % S))), [B, S]),
+    ...extra,
+  };
+  for (const n of kvNames(folder.config.numLayers).past) f[n] = new ort.Tensor('float32', Float32Array.from({ length: B * kv * T * hd }, (_, i) => Math.sin(i * 0.37)), [B, kv, T, hd]);
+  return f;
+}
+
+const signalFeeds = (k: number, invT: number[], u: number[]): Record<string, ort.Tensor> => ({
+  [SIG.k]: new ort.Tensor('int64', BigInt64Array.from([BigInt(k)]), [1]),
+  [SIG.invT]: new ort.Tensor('float32', Float32Array.from(invT), [B, 1, 1]),
+  [SIG.u]: new ort.Tensor('float32', Float32Array.from(u), [B, 1, 1]),
+});
+
+describe('prepareGraph (small)', () => {
+  let asIs: ort.InferenceSession;
+  let prepared: PreparedGraph;
+  let rewritten: ort.InferenceSession;
+  let full: ort.InferenceSession;
+  beforeAll(async () => {
+    const bytes = fs.readFileSync(folder.onnxPath);
+    prepared = prepareGraph(bytes, { present: kvNames(folder.config.numLayers).present, newKv: true, vocab: V });
+    asIs = await ort.InferenceSession.create(folder.onnxPath, sessionOptions(1));
+    rewritten = await ort.InferenceSession.create(prepared.model, sessionOptions(1));
+    // signal nodes over [B, S, V] logits: they take the last position themselves
+    full = await ort.InferenceSession.create(prepareGraph(bytes, { present: [], newKv: false, vocab: V, lastPosition: false }).model, sessionOptions(1));
+  });
+  afterAll(async () => {
+    for (const s of [asIs, rewritten, full]) await s?.release();
+  });
+
+  it('slices the LM head to the last position: logits [B, 1, V] equal the last row of the graph as exported; hidden states untouched', async () => {
+    expect(prepared.logits).toBe('sliced');
+    const a = await asIs.run(feeds(), ['logits', 'hidden_states']);
+    const b = await rewritten.run(feeds(signalFeeds(2, [1, 1, 1], [0, 0, 0])), ['logits', 'hidden_states']);
+    expect(b.logits.dims).toEqual([B, 1, V]);
+    expect(b.hidden_states.dims).toEqual(a.hidden_states.dims);
+    const la = a.logits.data as Float32Array;
+    const lb = b.logits.data as Float32Array;
+    for (let r = 0; r < B; r++) {
+      const last = la.subarray((r * S + S - 1) * V, (r * S + S) * V);
+      const mine = lb.subarray(r * V, (r + 1) * V);
+      for (let i = 0; i < V; i++) expect(mine[i]).toBeCloseTo(last[i], 4);
+    }
+  });
+
+  it('signal outputs equal the JavaScript reference over the same rows, sliced or not', async () => {
+    const k = 7;
+    const a = await asIs.run(feeds(), ['logits']);
+    for (const s of [rewritten, full]) {
+      const o = await s.run(feeds(signalFeeds(k, [1, 1, 1], [0.5, 0.5, 0.5])), [SIG.topIds, SIG.topLogits, SIG.lse, SIG.entropy]);
+      for (let r = 0; r < B; r++) {
+        const row = (a.logits.data as Float32Array).slice((r * S + S - 1) * V, (r * S + S) * V);
+        const ref = analyzeRow(row, { sampling: GREEDY, position: 0, model: 'm', topK: k });
+        const ids = Array.from((o[SIG.topIds].data as BigInt64Array).subarray(r * k, r * k + k), Number);
+        expect(ids).toEqual(ref.topIds);
+        const lse = (o[SIG.lse].data as Float32Array)[r];
+        const top = (o[SIG.topLogits].data as Float32Array)[r * k];
+        expect(Math.exp(top - lse)).toBeCloseTo(ref.maxProb, 5);
+        expect((o[SIG.entropy].data as Float32Array)[r] / Math.log(V)).toBeCloseTo(ref.entropy, 5);
+      }
+    }
+  });
+
+  it("ORT's draw is the inverse CDF in id order over the tempered probabilities, for every u", async () => {
+    const invT = [1, 1 / 0.7, 1 / 1.5];
+    for (const u of [0, 0.013, 0.25, 0.5, 0.77, 0.999]) {
+      const o = await rewritten.run(feeds(signalFeeds(2, invT, [u, u, u])), [SIG.draw, SIG.weights, SIG.weightSum, SIG.drawLogit, 'logits']);
+      const w = o[SIG.weights].data as Float32Array;
+      for (let r = 0; r < B; r++) {
+        let z = 0;
+        for (let i = 0; i < V; i++) z += w[r * V + i];
+        let acc = 0;
+        let want = V - 1;
+        for (let i = 0; i < V; i++) {
+          acc += w[r * V + i];
+          if (acc > u * z) {
+            want = i;
+            break;
+          }
+        }
+        const got = Number((o[SIG.draw].data as BigInt64Array)[r]);
+        expect(got).toBe(want);
+        expect((o[SIG.drawLogit].data as Float32Array)[r]).toBe((o.logits.data as Float32Array)[r * V + got]);
+        expect((o[SIG.weightSum].data as Float32Array)[r]).toBeCloseTo(1, 5);
+      }
+    }
+  });
+
+  it('leaves a graph whose logits no MatMul makes as it is, saying why', () => {
+    const head = Object.values(folder.routers)[0];
+    const other = prepareGraph(fs.readFileSync(head.file), { present: [], newKv: false, vocab: V, signals: false });
+    expect(other.logits).toBe('full');
+    expect(other.logitsNote).toMatch(/logits are made by no node found/);
+  });
+});
+
+describe('an export with its own num_logits_to_keep input', () => {
+  let dir: string;
+  beforeAll(() => {
+    // the small model with one more (unused) input of that name: the runner feeds it and still reads the last position
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keep-'));
+    fs.cpSync(modelDir('small'), dir, { recursive: true });
+    const top = fields(fs.readFileSync(folder.onnxPath));
+    const parts = top.map((f) => (f.field === MODEL_GRAPH ? wrap(MODEL_GRAPH, concat([f.bytes!, valueInfo(GRAPH_INPUT, 'num_logits_to_keep', INT64)])) : f.raw));
+    fs.writeFileSync(path.join(dir, 'onnx', 'model.onnx'), concat(parts));
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('is fed 1 instead of rewritten, and decodes as the bundled model does', async () => {
+    const [mine, bundled] = await Promise.all([OnnxRunner.load(dir, { name: 'small' }), OnnxRunner.load(modelDir('small'))]);
+    expect(mine.logitsMode).toEqual({ input: 'num_logits_to_keep' });
+    expect(bundled.logitsMode).toBe('sliced');
+    const prompt = [5, 9, 12, 4, 7, 3];
+    const sampling = { temperature: 0.8, topP: 0.9, topK: 0, seed: 11 };
+    expect(await soloGenerate(mine, 1, prompt, 12, sampling)).toEqual(await soloGenerate(bundled, 1, prompt, 12, sampling));
+    await Promise.all([mine.close(), bundled.close()]);
+  });
+});
