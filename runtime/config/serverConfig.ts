@@ -15,6 +15,13 @@ export const modelSchema = z
     /** Model folder; default `<modelsDir>/<name>`. */
     path: z.string().optional(),
     maxBatch: z.number().int().min(1).max(256).default(32),
+    /**
+     * Tokens one step of this model feeds at most, all rows together (vLLM's max_num_batched_tokens):
+     * decode rows go first, and a longer prompt (or a handoff's unseen suffix) is fed in chunks across
+     * steps, so requests already decoding keep streaming. It also sizes the step workspace the memory
+     * plan sets aside. Below maxBatch it caps the decode rows of a step too.
+     */
+    maxStepTokens: z.number().int().min(1).max(1_048_576).default(256),
     /** Threads onnxruntime may use inside this model's worker. */
     intraOpNumThreads: z.number().int().min(1).max(64).default(1),
     /** Set: the model runs in `tokenrouter subserver` processes reached over NATS, not in a local worker. */

@@ -112,7 +112,9 @@ export class LaneQueues {
   take(rows: readonly number[]): void {
     // the planner takes a prefix of the FIFO: one splice
     if (rows.every((r, i) => r === i)) return void this.ready.splice(0, rows.length);
-    for (let i = rows.length - 1; i >= 0; i--) this.ready.splice(rows[i], 1);
+    // decode rows come first in a plan, so its indices are not in order: splice from the back
+    const sorted = rows.slice().sort((a, b) => b - a);
+    for (const r of sorted) this.ready.splice(r, 1);
   }
 
   /**

@@ -153,7 +153,7 @@ export class TokenRouterService {
       checkInvariants,
       tokenizer,
       models: config.models.map((m) => {
-        const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
+        const at = { name: m.name, maxBatch: m.maxBatch, maxStepTokens: m.maxStepTokens, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
         const thread = threads.get(m.name);
         return thread ? { ...at, thread } : { ...at, runner: runners.get(m.name)! };
       }),
