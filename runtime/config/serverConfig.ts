@@ -61,8 +61,16 @@ export const serverConfigSchema = z
     models: z.array(modelSchema).min(1).prefault([{ name: 'small' }, { name: 'medium' }, { name: 'large' }]),
     memory: z
       .object({
-        /** One budget for every model on this machine: weights plus KV caches. */
+        /**
+         * The server's resident memory, for every model on this machine: what the process holds before
+         * loading models, each model as loaded (measured), the workspace of its largest step
+         * (models[].maxStepTokens, measured by a warm-up step at load), headroomMiB, and KV caches
+         * (the prefix cache among them) in what is left. Runners handed to the service (simulations,
+         * tests) are not measured: there it bounds their KV alone.
+         */
         budgetMiB: z.number().positive().default(1024),
+        /** Kept out of the KV plan for the entry's own growth: its heap, sockets and stream buffers, ORT's allocations between steps. */
+        headroomMiB: z.number().min(0).default(64),
       })
       .strict()
       .prefault({}),
