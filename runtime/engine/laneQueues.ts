@@ -89,6 +89,12 @@ export class LaneQueues {
     this.ready.push(local);
   }
 
+  /** Running locals that fed a chunk of a prompt go back at the head of the FIFO, in their order, to feed the rest first. */
+  enqueueFront(locals: readonly LocalRequest[]): void {
+    for (const l of locals) if (l.status !== 'running') throw new Error(`request ${l.id} is ${l.status}: only a running request waits for a step`);
+    this.ready.unshift(...locals);
+  }
+
   /** Takes a local off every queue (it ended). */
   dequeue(local: LocalRequest): void {
     remove(this.ready, local);

@@ -85,6 +85,33 @@ describe('chunked prefill on the simulated runner (virtual clock)', () => {
   });
 });
 
+describe('prompts under way keep their place', () => {
+  it('the first of two long prompts is fed to the end before the second, and the decode row behind both keeps committing', () => {
+    const clock = new VirtualClock();
+    const runner = new SimRunner({ name: 'small', vocabSize: 64, latency: (b, t) => 2 + b * 0.1 + t * 0.05 });
+    const cluster = new Cluster({ clock, mode: 'async-immediate', checkInvariants: true, models: [{ name: 'small', runner, maxBatch: 8, maxStepTokens: 16, kvCapacityTokens: Infinity }] });
+    const algorithm = singleModelAlgorithm('small');
+    const first = new Map<string, number>();
+    let decodes = 0;
+    const done = new Set<string>();
+    const submit = (id: string, prompt: number[], maxTokens: number) =>
+      cluster.submit({ id, prompt, maxTokens, algorithm, onToken: () => (id === 'running' ? decodes++ : first.has(id) || first.set(id, clock.now())), onEnd: () => void done.add(id) });
+    submit('running', [5, 6, 7], 80);
+    clock.run({ stop: () => decodes >= 2 });
+    const long = Array.from({ length: 150 }, (_, i) => 4 + (i % 30));
+    const ts = clock.now();
+    submit('p1', long, 2);
+    submit('p2', long.slice().reverse(), 2);
+    const at = decodes;
+    clock.run({ stop: () => done.size === 3 });
+    // FIFO among prompts: p1 needs ~150/15 steps alone, p2 as many again after it
+    const t0 = first.get('p1')! - ts;
+    const t1 = first.get('p2')! - ts;
+    expect(t1).toBeGreaterThan(t0 * 1.5);
+    expect(decodes - at).toBeGreaterThanOrEqual(20);
+  });
+});
+
 describe('chunked prefill on the bundled models (greedy)', () => {
   const NAMES = ['small', 'large'] as const;
   const runners: Record<string, OnnxRunner> = {};
