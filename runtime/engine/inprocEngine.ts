@@ -12,7 +12,6 @@ import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from './messages.ts';
 import { reportToEntry } from './reportToEntry.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type { EngineLimits } from './buildEngines.ts';
 
 export class InprocEngine implements EngineHandle {
   readonly acceptsPorts = false;
@@ -26,7 +25,7 @@ export class InprocEngine implements EngineHandle {
     private readonly clock: Clock,
     private readonly trace: TraceSink | undefined,
     /** What bounds it until it begins (a deployment's settings then say). */
-    private readonly limits: EngineLimits,
+    private readonly limits: Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>,
     /** Shared by the engines of this process: none launches before a cascade among them is over. */
     private readonly wakes: WakeGate,
     /** The models' tokenizer in this process: requests that ask for text are detokenised by the engine. */
