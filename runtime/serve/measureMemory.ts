@@ -33,6 +33,8 @@ export type WarmModel = ClusterModel & { maxStepTokens: number; maxContext: numb
  */
 export async function measureWorkspaces(models: readonly WarmModel[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
+  // every model remote: nothing runs here to measure
+  if (models.length === 0) return out;
   const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', prefixCache: false, models: models.map((m) => ({ ...m, kvCapacityTokens: Infinity })) });
   for (const m of models) {
     const n = Math.max(1, Math.min(m.maxStepTokens, m.maxContext - 2));

@@ -132,7 +132,7 @@ describe('flags', () => {
     ]);
     oneLineError(sim, /^error: unknown flag --request; known flags: .*--requests/);
     oneLineError(serve, /^error: unknown flag --prot; known flags: --config, --port, --host, --api-key$/);
-    oneLineError(models, /^error: unknown flag --folder; known flags: --dir$/);
+    oneLineError(models, /^error: unknown flag --folder; known flags: --dir, --config$/);
     oneLineError(bench, /^error: unknown flag --concurrencies; known flags: .*--concurrency/);
     oneLineError(await loadgen(['--url', 'http://127.0.0.1:9', '--model', 'r2r', '--nope', '1']), /^unknown flag --nope; known flags: --url, --model/);
   });
