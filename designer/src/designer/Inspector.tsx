@@ -171,7 +171,7 @@ function AlgorithmSettings() {
         )}
         <div>
           <span className="muted">Models from</span>
-          {catalogSource === 'server' ? 'server (/admin/models)' : catalogSource === 'loading' ? 'loading…' : 'built-in list (server unreachable)'}
+          {catalogSource === 'server' ? 'server (/admin/models)' : catalogSource === 'loading' ? 'loading…' : catalogSource === 'locked' ? 'built-in list (admin token needed)' : 'built-in list (server unreachable)'}
         </div>
       </div>
       <p className="insp-desc muted">Select a node to edit it. Drag from an output handle to an input of the same colour to connect.</p>

@@ -1,5 +1,6 @@
 // Top bar: document (open, new, import, export), edit history, save state, the one-click deploy, and whether the draft is what runs.
 import { useEffect, useMemo, useRef, useState } from 'react';
+import { ForgetTokenButton } from '../AdminTokenForm.tsx';
 import { comparableIr } from './comparableIr.ts';
 import { EXAMPLES } from './examples.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
@@ -150,8 +151,9 @@ export function Toolbar() {
       </div>
       <div className="tb-spacer" />
       <span className={`conn conn-${catalogSource}`} title="Models come from GET /admin/models">
-        <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : 'offline'}
+        <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : catalogSource === 'locked' ? 'admin token needed' : 'offline'}
       </span>
+      <ForgetTokenButton onForgot={store.tokenChanged} />
       <div className="tb-deploy">
         {live && (
           <span className="deploy-note ok" data-testid="deploy-status" title="The version the server runs for this name (from the registry)">

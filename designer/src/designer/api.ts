@@ -7,6 +7,7 @@ import { cancelResponseSchema, evaluateBoundsSchema, evaluateEventSchema, predic
 import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { liveUrl } from '../timeline/feedMessages.ts';
+import { adminToken } from '../adminToken.ts';
 
 export type ApiModel = ModelList['models'][number];
 export type ApiVersion = VersionView;
@@ -36,18 +37,10 @@ export class ApiError extends Error {
   }
 }
 
-const TOKEN_KEY = 'tokenrouterAdminToken';
-
 function adminHeaders(json: boolean): Record<string, string> {
   const h: Record<string, string> = {};
   if (json) h['Content-Type'] = 'application/json';
-  let token: string | null = null;
-  try {
-    // read through globalThis: this module also runs in Node (its unit tests), where there is no storage
-    token = (globalThis as { localStorage?: { getItem(key: string): string | null } }).localStorage?.getItem(TOKEN_KEY) ?? null;
-  } catch {
-    token = null; // storage blocked: loopback dev mode needs no token
-  }
+  const token = adminToken();
   if (token) h.Authorization = `Bearer ${token}`;
   return h;
 }
