@@ -61,7 +61,7 @@ export function Playground() {
   const catalog = useDesigner((s) => s.catalog);
   const errorCount = useDesigner((s) => s.errorCount);
   const [hover, setHover] = useState<Hover | null>(null);
-  const deployed = registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => a.name);
+  const deployed = registry.algorithms.filter((a) => a.activeVersion !== null && a.served).map((a) => a.name);
   const running = pg.status === 'running';
 
   const stats = useMemo(() => {

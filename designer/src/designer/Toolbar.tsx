@@ -155,9 +155,14 @@ export function Toolbar() {
       </span>
       <ForgetTokenButton onForgot={store.tokenChanged} />
       <div className="tb-deploy">
-        {live && (
+        {live && entry?.served && (
           <span className="deploy-note ok" data-testid="deploy-status" title="The version the server runs for this name (from the registry)">
             Live: {name} v{live.version}
+          </span>
+        )}
+        {live && !entry?.served && (
+          <span className="deploy-note warn" data-testid="deploy-status" title={`v${live.version} is stored and active, but it does not load on the models this server serves (the server log says why when it is asked for): requests for “${name}” get 404.`}>
+            Not served: {name} v{live.version}
           </span>
         )}
         {live && changes > 0 && (
