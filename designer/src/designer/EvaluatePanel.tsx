@@ -56,7 +56,9 @@ export function EvaluatePanel() {
   const unseen = pred ? Object.entries(pred.liveBatches).filter(([, n]) => n === 0).map(([m]) => m) : [];
   const references = [
     ...catalog.map((m) => ({ name: m.name, kind: 'model' as const })),
-    ...registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => ({ name: a.name, kind: 'algorithm' as const })),
+    ...registry.algorithms
+      .filter((a) => a.activeVersion !== null)
+      .map((a) => ({ name: a.name, kind: 'algorithm' as const, skip: a.served ? undefined : 'not served: it does not load on the models this server serves' })),
   ];
   const evaluate = () => {
     const ir = store.compiledIr();
@@ -164,9 +166,18 @@ export function EvaluatePanel() {
           prediction can be off by 15 % or more either way.
         </div>
       )}
+      {s.notCompared.length > 0 && (
+        <ul className="ev-not-compared small" data-testid="ev-not-compared">
+          {s.notCompared.map((n) => (
+            <li key={n.name}>
+              <b>{n.name}</b> <span className="muted">{n.why}</span>
+            </li>
+          ))}
+        </ul>
+      )}
       {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.concurrency} />}
       <div className="ev-controls">
-        <button onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot" data-testid="ev-compare">
+        <button onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot; one that cannot run says why and the rest go on" data-testid="ev-compare">
           Compare with served ({references.length})
         </button>
       </div>

@@ -43,7 +43,16 @@ export interface EvaluateState {
   message: string | null;
   points: PlotPoint[];
   /** References (single models, deployed algorithms) still to run, while a comparison runs. */
-  queue: { name: string; kind: PointKind }[];
+  queue: Reference[];
+  /** The last comparison's entries that did not run, each with why (the others went on). */
+  notCompared: { name: string; why: string }[];
+}
+
+/** A name to compare with; `skip` says why it cannot run here (an algorithm the served models cannot load). */
+export interface Reference {
+  name: string;
+  kind: PointKind;
+  skip?: string;
 }
 
 export class EvaluateFlow {
@@ -62,6 +71,7 @@ export class EvaluateFlow {
     message: null,
     points: [],
     queue: [],
+    notCompared: [],
   };
   private readonly listeners = new Set<() => void>();
   private abort: AbortController | null = null;
@@ -109,18 +119,30 @@ export class EvaluateFlow {
   /** Runs the draft; its point replaces the previous draft's. */
   evaluateDraft = (ir: IrDocument): Promise<void> => this.runOne({ ir }, 'draft', 'draft');
 
-  /** Evaluates each name in turn (single models, deployed algorithms) for the plot's reference points. */
-  compare = async (names: { name: string; kind: PointKind }[]): Promise<void> => {
-    this.set({ queue: [...names] });
+  /** Evaluates each name in turn (single models, deployed algorithms) for the plot's reference points; one that cannot run says why, and the rest go on. */
+  compare = async (names: Reference[]): Promise<void> => {
+    const notCompared: { name: string; why: string }[] = [];
+    this.set({ queue: [...names], notCompared });
     while (this.state.queue.length > 0) {
       const [next, ...rest] = this.state.queue;
       this.set({ queue: rest });
+      if (next.skip) {
+        notCompared.push({ name: next.name, why: next.skip });
+        this.set({ notCompared: [...notCompared] });
+        continue;
+      }
       await this.runOne({ model: next.name }, next.name, next.kind);
-      if (this.state.status !== 'done') {
+      if (this.state.status === 'error') {
+        notCompared.push({ name: next.name, why: this.state.message ?? 'failed' });
+        this.set({ notCompared: [...notCompared] });
+      } else if (this.state.status !== 'done') {
+        // cancelled: the user stopped the whole comparison
         this.set({ queue: [] });
         return;
       }
     }
+    const ran = names.length - notCompared.length;
+    if (notCompared.length > 0) this.set({ status: ran > 0 ? 'done' : 'error', message: `Compared ${ran} of ${names.length}; ${notCompared.length} could not run (listed below).` });
   };
 
   cancel = async (): Promise<void> => {
