@@ -91,7 +91,8 @@ export interface ChatRun {
   prompt: string;
   maxTokens: number;
   signal: AbortSignal;
-  onTokens(tokens: StreamToken[]): void;
+  /** `text`: the chunk's content, the same tokens decoded together (a character split across tokens comes out whole there). */
+  onTokens(tokens: StreamToken[], text?: string): void;
   /** Content deltas, for servers that stream text without the token extension. */
   onText?(text: string): void;
   /** The request's id (X-Request-Id), as the trace and the timeline know it. */
@@ -152,7 +153,7 @@ async function streamChatRun(run: ChatRun): Promise<string | null> {
       if (chunk.error) throw new ApiError(chunk.error.message, 500, chunk.error.code, chunk.error.param);
       const choice = chunk.choices?.[0];
       if (choice?.finish_reason) finish = choice.finish_reason;
-      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens);
+      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens, choice?.delta?.content ?? '');
       else if (choice?.delta?.content) run.onText?.(choice.delta.content);
     }
   }

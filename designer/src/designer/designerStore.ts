@@ -435,7 +435,7 @@ export class DesignerStore {
         prompt: p.prompt,
         maxTokens: p.maxTokens,
         signal: abort.signal,
-        onTokens: (tokens) => update({ tokens: [...this.state.playground.tokens, ...tokens] }),
+        onTokens: (tokens, text) => update({ tokens: [...this.state.playground.tokens, ...tokens], text: this.state.playground.text + (text ?? '') }),
         onText: (text) => update({ text: this.state.playground.text + text }),
         onId: (requestId) => update({ requestId }),
       });
