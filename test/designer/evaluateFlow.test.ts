@@ -140,4 +140,29 @@ describe('EvaluateFlow', () => {
     ]);
     expect(flow.getState()).toMatchObject({ status: 'done', message: 'Compared 1 of 3; 2 could not run (listed below).' });
   });
+
+  it('a new concurrency changes the plot and the table together, once every point is priced (issue 53 item 15)', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    const all = flow.compare([{ name: 'small', kind: 'model' }, { name: 'r2r', kind: 'algorithm' }]);
+    server.runs[0].end({ type: 'result', result: result('run1', 0.25) });
+    while (server.runs.length < 2) await tick();
+    server.runs[1].end({ type: 'result', result: result('run2', 1) });
+    await all;
+    expect(flow.getState()).toMatchObject({ pricedAt: 8, repricing: false });
+    // hold the second prediction: the first point is priced, the figures must not move yet
+    const predict = server.predict.bind(server);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    server.predict = async (...a) => (++calls === 2 ? held.then(() => predict(...a)) : predict(...a));
+    const repricing = flow.setConcurrency(2);
+    while (calls < 2) await tick();
+    expect(flow.getState()).toMatchObject({ concurrency: 2, pricedAt: 8, repricing: true });
+    expect(flow.getState().points.map((p) => p.tokS)).toEqual([800, 800]);
+    release();
+    await repricing;
+    expect(flow.getState()).toMatchObject({ pricedAt: 2, repricing: false });
+    expect(flow.getState().points.map((p) => p.tokS)).toEqual([200, 200]);
+  });
 });

@@ -33,6 +33,11 @@ async function main(): Promise<void> {
     // The frontier plot: its tick labels inside the drawing.
     await page.click('[data-testid="tab-evaluate"]');
     await page.fill('[data-testid="ev-problems"]', '2');
+    // The draft first: its result and prediction tables, labelled (issue 53 item 15), then the served ones.
+    await page.click('[data-testid="ev-run"]');
+    await page.locator('[data-testid="ev-prediction-at"]').waitFor({ timeout: 120_000 });
+    assert.match(await page.locator('[data-testid="ev-prediction-at"]').innerText(), /at concurrency 8/);
+    assert.match(await page.locator('[data-testid="ev-result"]').innerText(), /hand-off rate/);
     await page.click('[data-testid="ev-compare"]');
     await page.waitForFunction(() => { const e = window.__designer!.evaluation(); return e.status !== 'running' && e.queue.length === 0 && e.points.every((p) => p.tokS !== null) && e.points.length > 0; }, undefined, { timeout: 120_000 });
     assert.deepEqual(await outside(page, '[data-testid="ev-plot"] svg', '[data-testid="ev-plot"] .ev-tick'), [], 'the plot’s axis labels fit');

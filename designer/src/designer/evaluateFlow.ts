@@ -44,6 +44,10 @@ export interface EvaluateState {
   points: PlotPoint[];
   /** References (single models, deployed algorithms) still to run, while a comparison runs. */
   queue: Reference[];
+  /** The concurrency the plot's points and the prediction table are priced at: it follows `concurrency` once a re-pricing ends. */
+  pricedAt: number;
+  /** A new concurrency (or client time) is being priced: the figures shown are still at `pricedAt`. */
+  repricing: boolean;
   /** The last comparison's entries that did not run, each with why (the others went on). */
   notCompared: { name: string; why: string }[];
 }
@@ -72,7 +76,11 @@ export class EvaluateFlow {
     points: [],
     queue: [],
     notCompared: [],
+    pricedAt: 8,
+    repricing: false,
   };
+  /** Re-pricings started: only the latest one's end says what the figures are priced at. */
+  private repricings = 0;
   private readonly listeners = new Set<() => void>();
   private abort: AbortController | null = null;
   /** One run at a time per client on the server: each page is its own client. */
@@ -191,24 +199,55 @@ export class EvaluateFlow {
     const points = [...this.state.points.filter((p) => (kind === 'draft' ? p.kind !== 'draft' : p.label !== label)), point];
     this.set({ status: 'done', points, ...(kind === 'draft' ? { result: end.result, prediction: null } : {}) });
     await this.predictPoint(point);
+    if (!this.state.repricing) this.set({ pricedAt: this.state.concurrency });
+  }
+
+  /** One point's prediction at the concurrency and client time in force; null (and a message) when the server could not. */
+  private async price(p: PlotPoint): Promise<Prediction | null> {
+    try {
+      return await this.server.predict(p.runId, this.state.concurrency, this.state.clientMs);
+    } catch (e) {
+      this.set({ message: `Could not predict ${p.label}: ${errorText(e)}` });
+      return null;
+    }
   }
 
   private async predictPoint(p: PlotPoint): Promise<void> {
     if (p.kind === 'draft') this.set({ predicting: true });
     try {
-      const prediction = await this.server.predict(p.runId, this.state.concurrency, this.state.clientMs);
+      const prediction = await this.price(p);
+      if (!prediction) return;
       this.set({
         points: this.state.points.map((q) => (q.runId === p.runId ? { ...q, tokS: prediction.best.tokS } : q)),
         ...(p.kind === 'draft' ? { prediction } : {}),
       });
-    } catch (e) {
-      this.set({ message: `Could not predict ${p.label}: ${errorText(e)}` });
     } finally {
       if (p.kind === 'draft') this.set({ predicting: false });
     }
   }
 
   private async repredict(): Promise<void> {
-    for (const p of this.state.points) await this.predictPoint(p);
+    const seq = ++this.repricings;
+    const concurrency = this.state.concurrency;
+    this.set({ repricing: true });
+    // Every figure changes at once when all are priced: the plot's axis, its points and the table never mix two concurrencies.
+    const priced = new Map<string, Prediction>();
+    try {
+      for (const p of this.state.points) {
+        const prediction = await this.price(p);
+        if (prediction) priced.set(p.runId, prediction);
+      }
+    } finally {
+      if (seq === this.repricings) {
+        const draft = this.state.points.find((p) => p.kind === 'draft');
+        const draftPrediction = draft && priced.get(draft.runId);
+        this.set({
+          points: this.state.points.map((q) => (priced.has(q.runId) ? { ...q, tokS: priced.get(q.runId)!.best.tokS } : q)),
+          ...(draftPrediction ? { prediction: draftPrediction } : {}),
+          repricing: false,
+          pricedAt: concurrency,
+        });
+      }
+    }
   }
 }
