@@ -103,8 +103,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     throw listenError(e, config.host, config.port);
   }
   console.log(`\nTokenRouter is serving (${config.scheduling.mode}, retainState ${config.scheduling.retainState})`);
-  console.log(`  designer   ${srv.url}/`);
-  console.log(`  timeline   ${srv.url}/timeline`);
+  // The pages keep a token given in the fragment and drop it from the address bar and history.
+  const tokenLink = authRequired(config) ? `#token=${encodeURIComponent(service.adminToken)}` : '';
+  console.log(`  designer   ${srv.url}/${tokenLink}`);
+  console.log(`  timeline   ${srv.url}/timeline${tokenLink}`);
   console.log(`  OpenAI API ${srv.url}/v1   models: ${service.modelIds().join(', ')}`);
   if (config.apiKeys.length > 0) console.log(`  API keys   ${config.apiKeys.map((k) => k.name).join(', ')}   (Authorization: Bearer KEY; the admin token passes too)`);
   console.log(`  metrics    ${srv.url}/metrics`);

@@ -241,9 +241,19 @@ export class EngineHost implements EngineEnv {
   /** One WORK when requests are ready and no batch is in flight (a batch's return looks at the queue itself). */
   wake(): void {
     const e = this.engine;
-    if (e.executing || e.readyCount === 0) return;
-    this.trace?.emit({ type: 'queue', t: this.clock.now(), model: e.name, length: e.readyCount });
-    e.actor.send({ type: 'WORK' });
+    if (!e.executing && e.readyCount > 0) {
+      this.queueLength(e.readyCount);
+      e.actor.send({ type: 'WORK' });
+    }
+    // A queue that emptied says so (a launch took it, or a landed batch did): a reader holds the last length it heard.
+    if (e.readyCount === 0 && this.lastQueue > 0) this.queueLength(0);
+  }
+
+  private lastQueue = 0;
+
+  private queueLength(length: number): void {
+    this.lastQueue = length;
+    this.trace?.emit({ type: 'queue', t: this.clock.now(), model: this.engine.name, length });
   }
 
   private report(events: EngineEvent[], returned: number): void {

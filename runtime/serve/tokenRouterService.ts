@@ -18,7 +18,7 @@ import type { OnnxRunnerOptions } from '../runner/onnxRunner.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
-import { AlgorithmRegistry } from '../registry/algorithmRegistry.ts';
+import { AlgorithmRegistry, type AlgorithmEntry } from '../registry/algorithmRegistry.ts';
 import { builtinFactory } from '../registry/builtins.ts';
 import { buildAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
 import { ThreadEngine } from '../engine/threadEngine.ts';
@@ -51,6 +51,12 @@ function runnerOptions(m: ServerConfig['models'][number]): OnnxRunnerOptions {
 
 /** Built-ins stored as version 1 on first start. */
 const SEEDED = ['r-stitch', 'citer', 'r2r', 'co-llm', 'me', 'query-router'];
+
+/** Only the version seeded at a start: a built-in nobody deployed or asked for. */
+function isSeededOnly(e: AlgorithmEntry): boolean {
+  const [v, ...more] = e.versions;
+  return more.length === 0 && v !== undefined && v.spec.kind === 'builtin' && v.spec.factory === e.name && SEEDED.includes(e.name);
+}
 
 export type { StreamToken, TokenLogprobs } from './streamToken.ts';
 
@@ -267,7 +273,8 @@ export class TokenRouterService {
       if (e.activeVersion === null) continue;
       // stored by an older build, which let an algorithm take a model's name: the model keeps it
       if (service.info(e.name)) console.error(`[tokenrouter] algorithm ${e.name} is named like a served model; requests for "${e.name}" get the model, and the algorithm is not served (deploy it under another name)`);
-      else service.serving(e.name);
+      // A built-in seeded here and never deployed is nobody's request: one that does not load on these models is left out quietly (a request for it says why).
+      else service.serving(e.name, e.name !== config.defaultAlgorithm && isSeededOnly(e));
     }
     return service;
   }
@@ -348,7 +355,7 @@ export class TokenRouterService {
   modelIds(): string[] {
     const algs = this.registry
       .list()
-      .filter((e) => e.activeVersion !== null && !this.info(e.name) && this.serving(e.name) !== null)
+      .filter((e) => e.activeVersion !== null && !this.info(e.name) && this.serving(e.name, true) !== null)
       .map((e) => e.name);
     return [...algs, ...this.config.models.map((m) => m.name)];
   }
@@ -395,7 +402,7 @@ export class TokenRouterService {
    * older build, or its models are no longer served), the most recent earlier active version that
    * does; null when none loads. Answering every request with a 500 would take the name down.
    */
-  serving(name: string): { algorithm: Algorithm<unknown>; ref: AlgorithmRef; version: number } | null {
+  serving(name: string, quiet = false): { algorithm: Algorithm<unknown>; ref: AlgorithmRef; version: number } | null {
     const active = this.registry.active(name);
     if (!active) return null;
     const failed: string[] = [];
@@ -423,7 +430,7 @@ export class TokenRouterService {
       if (failed.length > 0) this.report(`${name}@${active.version}>${v}`, `algorithm ${name}: stored version does not load (${failed.join('; ')}); serving v${v} instead`);
       return { ...served, version: v };
     }
-    this.report(`${name}@${active.version}>none`, `algorithm ${name}: no stored version loads (${failed.join('; ')}); it is not served`);
+    if (!quiet) this.report(`${name}@${active.version}>none`, `algorithm ${name}: no stored version loads (${failed.join('; ')}); it is not served`);
     return null;
   }
 

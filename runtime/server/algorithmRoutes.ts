@@ -15,6 +15,7 @@ export function algorithmRoutes(service: TokenRouterService): Router {
         activeVersion: e.activeVersion,
         rollbackTo: service.registry.rollbackTarget(e.name),
         isDefault: e.name === service.config.defaultAlgorithm,
+        served: e.activeVersion !== null && !service.info(e.name) && service.serving(e.name, true) !== null,
         versions: e.versions.map(versionView),
       })),
     } satisfies AlgorithmList);

@@ -51,6 +51,8 @@ export const algorithmViewSchema = z.object({
   rollbackTo: version.nullable(),
   /** The server's `defaultAlgorithm`, which cannot be deleted. */
   isDefault: z.boolean(),
+  /** Requests for this name run: a version is active and loads on the served models (a seeded built-in may not). */
+  served: z.boolean(),
   versions: z.array(versionViewSchema),
 });
 export type AlgorithmView = z.infer<typeof algorithmViewSchema>;

@@ -10,7 +10,7 @@ const catalog = MODELS.map((m) => ({ ...m }));
 /** What a fresh server lists: r-stitch v1 as the built-in it seeds, with default parameters. */
 function seededBuiltin(params: Record<string, unknown> = {}): FakeServer {
   const server = new FakeServer();
-  const entry: ApiAlgorithm = { name: 'r-stitch', activeVersion: 1, rollbackTo: null, isDefault: true, versions: [{ version: 1, createdAt: new Date(0).toISOString(), kind: 'builtin', factory: 'r-stitch', params }] };
+  const entry: ApiAlgorithm = { name: 'r-stitch', activeVersion: 1, rollbackTo: null, isDefault: true, served: true, versions: [{ version: 1, createdAt: new Date(0).toISOString(), kind: 'builtin', factory: 'r-stitch', params }] };
   server.algorithms.push(entry);
   return server;
 }

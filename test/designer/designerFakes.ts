@@ -78,7 +78,7 @@ export class FakeServer implements DesignerServer {
     let a = this.find(name);
     if (a && !replace) throw new ApiError(`algorithm ${name} exists: send replace: true to store a new version`, 409, 'conflict', 'name');
     if (!a) {
-      a = { name, activeVersion: null, rollbackTo: null, isDefault: false, versions: [] };
+      a = { name, activeVersion: null, rollbackTo: null, isDefault: false, served: true, versions: [] };
       this.algorithms.push(a);
     }
     const version = Math.max(0, ...a.versions.map((v) => v.version)) + 1;

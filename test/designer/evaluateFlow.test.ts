@@ -119,4 +119,50 @@ describe('EvaluateFlow', () => {
     await flow.setClientMs(Number('x'));
     expect(flow.getState().clientMs).toBe(0);
   });
+
+  it('a comparison entry that cannot run says why, and the rest go on (issue 53 item 4)', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    const all = flow.compare([
+      { name: 'citer', kind: 'algorithm' },
+      { name: 'me', kind: 'algorithm', skip: 'not served here' },
+      { name: 'r2r', kind: 'algorithm' },
+    ]);
+    server.runs[0].end(new ApiError('The model `citer` does not exist', 404, 'not_found', 'model'));
+    while (server.runs.length < 2) await tick();
+    expect(server.runs[1].run.body).toMatchObject({ model: 'r2r' });
+    server.runs[1].end({ type: 'result', result: result('run2', 1) });
+    await all;
+    expect(flow.getState().points.map((p) => p.label)).toEqual(['r2r']);
+    expect(flow.getState().notCompared).toEqual([
+      { name: 'citer', why: 'The model `citer` does not exist (404)' },
+      { name: 'me', why: 'not served here' },
+    ]);
+    expect(flow.getState()).toMatchObject({ status: 'done', message: 'Compared 1 of 3; 2 could not run (listed below).' });
+  });
+
+  it('a new concurrency changes the plot and the table together, once every point is priced (issue 53 item 15)', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    const all = flow.compare([{ name: 'small', kind: 'model' }, { name: 'r2r', kind: 'algorithm' }]);
+    server.runs[0].end({ type: 'result', result: result('run1', 0.25) });
+    while (server.runs.length < 2) await tick();
+    server.runs[1].end({ type: 'result', result: result('run2', 1) });
+    await all;
+    expect(flow.getState()).toMatchObject({ pricedAt: 8, repricing: false });
+    // hold the second prediction: the first point is priced, the figures must not move yet
+    const predict = server.predict.bind(server);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    server.predict = async (...a) => (++calls === 2 ? held.then(() => predict(...a)) : predict(...a));
+    const repricing = flow.setConcurrency(2);
+    while (calls < 2) await tick();
+    expect(flow.getState()).toMatchObject({ concurrency: 2, pricedAt: 8, repricing: true });
+    expect(flow.getState().points.map((p) => p.tokS)).toEqual([800, 800]);
+    release();
+    await repricing;
+    expect(flow.getState()).toMatchObject({ pricedAt: 2, repricing: false });
+    expect(flow.getState().points.map((p) => p.tokS)).toEqual([200, 200]);
+  });
 });

@@ -41,4 +41,15 @@ describe('freeSpot', () => {
     const p = freeSpot(centre, [wall]);
     expect(overlap({ ...p, ...UNMEASURED }, wall)).toBe(false);
   });
+
+  it('keeps clear of the edges’ lines: no edge runs through the new node (issue 53 item 16)', () => {
+    // an edge straight across the centre, left to right
+    const line = Array.from({ length: 121 }, (_, k) => ({ x: centre.x - 600 + 10 * k, y: centre.y }));
+    const p = freeSpot(centre, [], UNMEASURED, line);
+    const box = { ...p, width: UNMEASURED.width, height: UNMEASURED.height + 70 };
+    for (const q of line) expect(q.x > box.x && q.x < box.x + box.width && q.y > box.y && q.y < box.y + box.height).toBe(false);
+    // without the edge it would have sat right on it
+    const q = freeSpot(centre, []);
+    expect(q.y < centre.y && centre.y < q.y + UNMEASURED.height).toBe(true);
+  });
 });

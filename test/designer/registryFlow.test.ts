@@ -159,7 +159,7 @@ describe('registry flow: delete', () => {
 
   it('refuses the default algorithm without asking or calling the server', async () => {
     const server = new FakeServer();
-    server.algorithms.push({ name: 'citer', activeVersion: 1, rollbackTo: null, isDefault: true, versions: [{ version: 1, createdAt: '2025-01-01T00:00:00.000Z', kind: 'builtin', factory: 'citer', params: {} }] });
+    server.algorithms.push({ name: 'citer', activeVersion: 1, rollbackTo: null, isDefault: true, served: true, versions: [{ version: 1, createdAt: '2025-01-01T00:00:00.000Z', kind: 'builtin', factory: 'citer', params: {} }] });
     const { store } = rig({ server });
     await store.start();
     store.deleteAlgorithm('citer');

@@ -230,3 +230,17 @@ describe('round trip and request paths', () => {
     expect(full.states.map((s) => s.state)).toContain('done');
   });
 });
+
+describe('config events (issue 53 item 13)', () => {
+  const cfg = (t: number, large: number): TraceEventOf<'config'> => ({ type: 'config', t, mode: 'async', retainState: true, thresholds: { small: 1, large }, maxWaitMs: 20, lookahead: 0 });
+  it('the same values said again (a reader started tracing) are no change; new values are', () => {
+    const store = new EventStore();
+    store.addMany([cfg(0, 4), cfg(100, 4), cfg(200, 4)]);
+    expect(store.configs.map((c) => c.t)).toEqual([0]);
+    store.addMany([cfg(300, 2), cfg(400, 2), cfg(500, 4)]);
+    expect(store.configs.map((c) => [c.t, c.thresholds.large])).toEqual([[0, 4], [300, 2], [500, 4]]);
+    // arriving late, before an identical one: the earlier time stands for it
+    store.add(cfg(250, 2));
+    expect(store.configs.map((c) => c.t)).toEqual([0, 250, 500]);
+  });
+});

@@ -84,6 +84,14 @@ describe('axis layer', () => {
     expect(labels.map((l) => l.x)).toEqual([5, 15, 25, 35, 45, 55, 65, 75, 85, 95].map((t) => x(t) + 0.5 + 4));
     expect(ctx.calls('lineTo')[0]).toEqual(['lineTo', x(5) + 0.5, 500]);
   });
+  it('a label at the right edge is drawn left of its tick, inside the canvas (issue 53 item 14)', () => {
+    const ctx = new RecordingContext();
+    const f = frame(); // ticks at 0, 10, ..., 100 ms: the last on the plot's right edge
+    drawAxis(ctx, f);
+    const last = ctx.texts().at(-1)!;
+    expect(last).toMatchObject({ text: '100 ms', align: 'right', x: x(100) + 0.5 - 4 });
+    for (const l of ctx.texts()) expect(l.align === 'right' ? l.x : l.x + l.text.length * CHAR_W).toBeLessThanOrEqual(f.width);
+  });
   it('says the step in the gutter corner', () => {
     const ctx = new RecordingContext();
     drawAxisCaption(ctx, frame());

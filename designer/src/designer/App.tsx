@@ -1,6 +1,7 @@
-// Designer page layout: toolbar, palette, canvas with problems bar, the inspector / versions / playground / evaluate side panel, and the confirm dialog.
+// Designer page layout: toolbar, the admin-token question, palette, canvas with problems bar, the inspector / versions / playground / evaluate side panel, and the confirm dialog.
 import { ReactFlowProvider } from '@xyflow/react';
 import { useEffect } from 'react';
+import { AdminTokenForm } from '../AdminTokenForm.tsx';
 import { Canvas } from './Canvas.tsx';
 import { ConfirmDialog } from './ConfirmDialog.tsx';
 import type { DesignerStore, RightTab } from './designerStore.ts';
@@ -95,6 +96,18 @@ function SidePanel() {
   );
 }
 
+/** Asks for the admin token while the server refuses this page. */
+function TokenBar() {
+  const store = useStore();
+  const locked = useDesigner((s) => s.catalogSource === 'locked');
+  if (!locked) return null;
+  return (
+    <div className="token-bar" role="alert">
+      <AdminTokenForm refused onSaved={store.tokenChanged} />
+    </div>
+  );
+}
+
 function Layout() {
   const store = useStore();
   useShortcuts(store);
@@ -104,6 +117,7 @@ function Layout() {
   return (
     <div className="app">
       <Toolbar />
+      <TokenBar />
       <div className="main">
         <Palette />
         <div className="center">

@@ -20,10 +20,12 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const num = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
 /** One threshold setting and what the throughput model predicts for it: the best, and the one in force. */
-function SettingRow({ label, setting, testId }: { label: string; setting: PredictionSetting; testId: string }) {
+function SettingRow({ label, setting, testId, hint }: { label: string; setting: PredictionSetting; testId: string; hint: string }) {
   return (
     <tr>
-      <th scope="row">{label}</th>
+      <th scope="row" title={hint}>
+        {label}
+      </th>
       <td data-testid={testId}>
         <span data-testid={`${testId}-toks`}>{num(setting.tokS, 0)} tok/s</span> · p99 TPOT {num(setting.p99TpotMs)} ms{' '}
         <span className="muted" data-testid={`${testId}-thresholds`}>
@@ -56,7 +58,9 @@ export function EvaluatePanel() {
   const unseen = pred ? Object.entries(pred.liveBatches).filter(([, n]) => n === 0).map(([m]) => m) : [];
   const references = [
     ...catalog.map((m) => ({ name: m.name, kind: 'model' as const })),
-    ...registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => ({ name: a.name, kind: 'algorithm' as const })),
+    ...registry.algorithms
+      .filter((a) => a.activeVersion !== null)
+      .map((a) => ({ name: a.name, kind: 'algorithm' as const, skip: a.served ? undefined : 'not served: it does not load on the models this server serves' })),
   ];
   const evaluate = () => {
     const ir = store.compiledIr();
@@ -123,7 +127,9 @@ export function EvaluatePanel() {
               </td>
             </tr>
             <tr>
-              <th scope="row">routing P</th>
+              <th scope="row" title="P[a→b]: the share of steps on model a that were followed by work on model b (a hand-off), measured in this evaluation; the throughput model prices the draft from these">
+                hand-off rate <span className="muted small">(per step)</span>
+              </th>
               <td className="ev-matrix">
                 {r.routing.models.map((from, i) =>
                   r.routing.models.map((to, j) =>
@@ -149,12 +155,20 @@ export function EvaluatePanel() {
           <input type="number" min={0} max={60000} step="any" value={s.clientMs} onChange={(e) => void flow.setClientMs(Number(e.target.value))} data-testid="ev-client-ms" />
         </label>
       </div>
-      {s.predicting && <div className="muted small">Predicting…</div>}
+      {s.predicting && !s.repricing && <div className="muted small">Predicting…</div>}
+      {s.repricing && (
+        <div className="muted small" role="status" data-testid="ev-repricing">
+          Re-pricing at concurrency {s.concurrency}… the figures below are still at {s.pricedAt}.
+        </div>
+      )}
       {pred && (
         <table className="ev-stats" data-testid="ev-prediction">
+          <caption className="muted small" data-testid="ev-prediction-at">
+            at concurrency {pred.concurrency}
+          </caption>
           <tbody>
-            <SettingRow label="predicted" setting={pred.best} testId="ev-predicted" />
-            {pred.current && <SettingRow label="with today's" setting={pred.current} testId="ev-current" />}
+            <SettingRow label="best thresholds" setting={pred.best} testId="ev-predicted" hint="The thresholds the throughput model would choose for this concurrency, and what it predicts with them" />
+            {pred.current && <SettingRow label="today's thresholds" setting={pred.current} testId="ev-current" hint="The thresholds in force on the server now (what a deploy runs with unless thresholds are auto), and what the model predicts with them" />}
           </tbody>
         </table>
       )}
@@ -164,9 +178,18 @@ export function EvaluatePanel() {
           prediction can be off by 15 % or more either way.
         </div>
       )}
-      {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.concurrency} />}
+      {s.notCompared.length > 0 && (
+        <ul className="ev-not-compared small" data-testid="ev-not-compared">
+          {s.notCompared.map((n) => (
+            <li key={n.name}>
+              <b>{n.name}</b> <span className="muted">{n.why}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.pricedAt} />}
       <div className="ev-controls">
-        <button onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot" data-testid="ev-compare">
+        <button onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot; one that cannot run says why and the rest go on" data-testid="ev-compare">
           Compare with served ({references.length})
         </button>
       </div>

@@ -24,7 +24,8 @@ export function FrontierPlot({ points, concurrency }: { points: PlotPoint[]; con
             <text x={M.l - 4} y={y(yMin + (1 - yMin) * f) + 3} textAnchor="end" className="ev-tick">
               {Math.round((yMin + (1 - yMin) * f) * 100)}%
             </text>
-            <text x={x(xMax * f)} y={H - M.b + 12} textAnchor="middle" className="ev-tick">
+            {/* the outer ticks' labels start and end at the axis's ends: centred, they would run past the plot's edge */}
+            <text x={x(xMax * f)} y={H - M.b + 12} textAnchor={f === 1 ? 'end' : f === 0 ? 'start' : 'middle'} className="ev-tick">
               {Math.round(xMax * f)}
             </text>
           </g>

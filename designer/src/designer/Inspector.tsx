@@ -2,9 +2,9 @@
 import { useMemo } from 'react';
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
 import { nodeSpec } from '../../../shared/ir/nodeRegistry.ts';
-import { isDeployableName } from '../../../shared/api/admin.ts';
 import { modelColor } from './modelColors.ts';
 import { ParamField } from './ParamField.tsx';
+import { algorithmNameProblem } from './registryFlow.ts';
 import { CATEGORY_COLORS, CATEGORY_SHORT } from './theme.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
 
@@ -123,7 +123,8 @@ function AlgorithmSettings() {
   const catalogSource = useDesigner((s) => s.catalogSource);
   const errorCount = useDesigner((s) => s.errorCount);
   const compiled = useMemo(() => compileGraph(graph, catalog), [graph, catalog]);
-  const nameOk = isDeployableName(graph.name);
+  const nameProblem = algorithmNameProblem(graph.name, catalogSource === 'server' ? catalog : []);
+  const nameOk = nameProblem === null;
   return (
     <div className="inspector" data-testid="inspector">
       <div className="insp-head">
@@ -134,8 +135,12 @@ function AlgorithmSettings() {
         <label className="pf-label" htmlFor="graph-name">
           Name <span className="pf-range">deploys as</span>
         </label>
-        <input id="graph-name" data-testid="graph-name" className={nameOk ? '' : 'invalid'} value={graph.name} onChange={(e) => store.setName(e.target.value)} />
-        {!nameOk && <div className="pf-note">Lowercase letters, digits, “.”, “_” or “-”; not “draft”.</div>}
+        <input id="graph-name" data-testid="graph-name" className={nameOk ? '' : 'invalid'} aria-invalid={!nameOk} aria-describedby={nameOk ? undefined : 'graph-name-note'} value={graph.name} onChange={(e) => store.setName(e.target.value)} />
+        {!nameOk && (
+          <div className="pf-note" id="graph-name-note" data-testid="graph-name-note">
+            {nameProblem.charAt(0).toUpperCase() + nameProblem.slice(1)}.
+          </div>
+        )}
       </div>
       <div className="pf">
         <label className="pf-label" htmlFor="graph-desc">
@@ -171,7 +176,7 @@ function AlgorithmSettings() {
         )}
         <div>
           <span className="muted">Models from</span>
-          {catalogSource === 'server' ? 'server (/admin/models)' : catalogSource === 'loading' ? 'loading…' : 'built-in list (server unreachable)'}
+          {catalogSource === 'server' ? 'server (/admin/models)' : catalogSource === 'loading' ? 'loading…' : catalogSource === 'locked' ? 'built-in list (admin token needed)' : 'built-in list (server unreachable)'}
         </div>
       </div>
       <p className="insp-desc muted">Select a node to edit it. Drag from an output handle to an input of the same colour to connect.</p>

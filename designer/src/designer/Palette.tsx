@@ -4,9 +4,22 @@ import { useMemo, useState, type KeyboardEvent } from 'react';
 import type { NodeType } from '../../../shared/ir/nodeTypes.ts';
 import { DRAG_MIME } from './canvasHooks.ts';
 import { paletteGroups } from './paletteGroups.ts';
-import { freeSpot, nodeBoxes } from './placement.ts';
+import { freeSpot, nodeBoxes, type Point } from './placement.ts';
 import { CATEGORY_COLORS, CATEGORY_TITLES, PORT_COLORS } from './theme.ts';
 import { useStore } from './useDesigner.ts';
+
+/** Points along every drawn edge, in flow coordinates (the edges' SVG sits inside the viewport's transform): where no node should land. */
+function edgePoints(): Point[] {
+  const points: Point[] = [];
+  for (const path of document.querySelectorAll<SVGPathElement>('.react-flow__edge-path')) {
+    const length = path.getTotalLength();
+    for (let at = 0; at <= length; at += 10) {
+      const p = path.getPointAtLength(at);
+      points.push({ x: p.x, y: p.y });
+    }
+  }
+  return points;
+}
 
 export function Palette() {
   const store = useStore();
@@ -18,7 +31,7 @@ export function Palette() {
     const el = document.querySelector('.canvas')?.getBoundingClientRect();
     const centre = rf.screenToFlowPosition(el ? { x: el.left + el.width / 2, y: el.top + el.height / 2 } : { x: 400, y: 300 });
     const { graph, measured } = store.getState();
-    store.addNode(type, freeSpot(centre, nodeBoxes(graph, measured)));
+    store.addNode(type, freeSpot(centre, nodeBoxes(graph, measured), undefined, edgePoints()));
   };
 
   return (

@@ -2,6 +2,7 @@
 import { useMemo, useState } from 'react';
 import type { StreamToken } from './api.ts';
 import { modelColor } from './modelColors.ts';
+import { tokenChips } from './tokenChips.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
 
 interface Hover {
@@ -61,7 +62,7 @@ export function Playground() {
   const catalog = useDesigner((s) => s.catalog);
   const errorCount = useDesigner((s) => s.errorCount);
   const [hover, setHover] = useState<Hover | null>(null);
-  const deployed = registry.algorithms.filter((a) => a.activeVersion !== null).map((a) => a.name);
+  const deployed = registry.algorithms.filter((a) => a.activeVersion !== null && a.served).map((a) => a.name);
   const running = pg.status === 'running';
 
   const stats = useMemo(() => {
@@ -75,6 +76,7 @@ export function Playground() {
     }
     return { byModel: [...byModel], discarded, handoffs };
   }, [pg.tokens]);
+  const chips = useMemo(() => tokenChips(pg.tokens, pg.text), [pg.tokens, pg.text]);
 
   return (
     <div className="playground" data-testid="playground">
@@ -133,15 +135,18 @@ export function Playground() {
         </div>
       )}
       <div className="pg-output" data-testid="playground-output" onMouseLeave={() => setHover(null)}>
-        {pg.tokens.map((t, i) => {
+        {chips.map(({ index: i, text, continuation }) => {
+          const t = pg.tokens[i];
           const c = modelColor(t.model, catalog);
           return (
             <span
               key={i}
-              className={`pg-tok${t.kept ? '' : ' discarded'}${hover?.index === i ? ' hot' : ''}`}
+              className={`pg-tok${t.kept ? '' : ' discarded'}${continuation ? ' cont' : ''}${hover?.index === i ? ' hot' : ''}`}
               style={{ background: `${c}2e`, borderBottomColor: c }}
               data-testid="pg-token"
               data-model={t.model}
+              data-continuation={continuation ? 'true' : undefined}
+              title={continuation ? 'Continues the character on the chip before: it spans tokens' : undefined}
               onMouseEnter={(e) => {
                 const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
                 const parent = e.currentTarget.parentElement as HTMLElement;
@@ -149,7 +154,7 @@ export function Playground() {
                 setHover({ index: i, x: Math.max(0, Math.min(r.left - box.left, box.width - 236)), y: r.bottom - box.top + parent.scrollTop + 6 });
               }}
             >
-              {t.text}
+              {text}
             </span>
           );
         })}

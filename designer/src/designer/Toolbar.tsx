@@ -1,5 +1,6 @@
 // Top bar: document (open, new, import, export), edit history, save state, the one-click deploy, and whether the draft is what runs.
 import { useEffect, useMemo, useRef, useState } from 'react';
+import { ForgetTokenButton } from '../AdminTokenForm.tsx';
 import { comparableIr } from './comparableIr.ts';
 import { EXAMPLES } from './examples.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
@@ -150,12 +151,18 @@ export function Toolbar() {
       </div>
       <div className="tb-spacer" />
       <span className={`conn conn-${catalogSource}`} title="Models come from GET /admin/models">
-        <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : 'offline'}
+        <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : catalogSource === 'locked' ? 'admin token needed' : 'offline'}
       </span>
+      <ForgetTokenButton onForgot={store.tokenChanged} />
       <div className="tb-deploy">
-        {live && (
+        {live && entry?.served && (
           <span className="deploy-note ok" data-testid="deploy-status" title="The version the server runs for this name (from the registry)">
             Live: {name} v{live.version}
+          </span>
+        )}
+        {live && !entry?.served && (
+          <span className="deploy-note warn" data-testid="deploy-status" title={`v${live.version} is stored and active, but it does not load on the models this server serves (the server log says why when it is asked for): requests for “${name}” get 404.`}>
+            Not served: {name} v{live.version}
           </span>
         )}
         {live && changes > 0 && (

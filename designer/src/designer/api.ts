@@ -7,6 +7,7 @@ import { cancelResponseSchema, evaluateBoundsSchema, evaluateEventSchema, predic
 import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { liveUrl } from '../timeline/feedMessages.ts';
+import { adminToken } from '../adminToken.ts';
 
 export type ApiModel = ModelList['models'][number];
 export type ApiVersion = VersionView;
@@ -36,18 +37,10 @@ export class ApiError extends Error {
   }
 }
 
-const TOKEN_KEY = 'tokenrouterAdminToken';
-
 function adminHeaders(json: boolean): Record<string, string> {
   const h: Record<string, string> = {};
   if (json) h['Content-Type'] = 'application/json';
-  let token: string | null = null;
-  try {
-    // read through globalThis: this module also runs in Node (its unit tests), where there is no storage
-    token = (globalThis as { localStorage?: { getItem(key: string): string | null } }).localStorage?.getItem(TOKEN_KEY) ?? null;
-  } catch {
-    token = null; // storage blocked: loopback dev mode needs no token
-  }
+  const token = adminToken();
   if (token) h.Authorization = `Bearer ${token}`;
   return h;
 }
@@ -98,7 +91,8 @@ export interface ChatRun {
   prompt: string;
   maxTokens: number;
   signal: AbortSignal;
-  onTokens(tokens: StreamToken[]): void;
+  /** `text`: the chunk's content, the same tokens decoded together (a character split across tokens comes out whole there). */
+  onTokens(tokens: StreamToken[], text?: string): void;
   /** Content deltas, for servers that stream text without the token extension. */
   onText?(text: string): void;
   /** The request's id (X-Request-Id), as the trace and the timeline know it. */
@@ -159,7 +153,7 @@ async function streamChatRun(run: ChatRun): Promise<string | null> {
       if (chunk.error) throw new ApiError(chunk.error.message, 500, chunk.error.code, chunk.error.param);
       const choice = chunk.choices?.[0];
       if (choice?.finish_reason) finish = choice.finish_reason;
-      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens);
+      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens, choice?.delta?.content ?? '');
       else if (choice?.delta?.content) run.onText?.(choice.delta.content);
     }
   }

@@ -43,7 +43,8 @@ export interface DesignerState {
   /** The document differs from the last save point (open, import, save, export, deploy). */
   dirty: boolean;
   catalog: ModelCatalogEntry[];
-  catalogSource: 'loading' | 'server' | 'offline';
+  /** `locked`: the server refused this page's admin token (or it has none), and the page asks for it. */
+  catalogSource: 'loading' | 'server' | 'offline' | 'locked';
   /** Local validation plus the server's verdict on the last deploy attempt. */
   issues: IrIssue[];
   errorCount: number;
@@ -377,12 +378,18 @@ export class DesignerStore {
     try {
       const models = await this.ports.server.listModels();
       this.set({ catalog: models.map((m) => ({ name: m.name, heads: m.heads, vocabSize: m.vocabSize })), catalogSource: 'server' });
-    } catch {
-      this.set({ catalogSource: 'offline' });
+    } catch (e) {
+      this.set({ catalogSource: (e as { status?: number }).status === 401 ? 'locked' : 'offline' });
     }
     this.revalidate();
     this.set({});
   }
+
+  /** A token was given or forgotten: ask the server again with it. */
+  tokenChanged = (): void => {
+    this.set({ catalogSource: 'loading' });
+    void this.start();
+  };
 
   // Registry actions live in registryFlow.ts; replace, rollback and delete open `confirm` first.
   refreshRegistry = (): Promise<void> => this.flow.refresh();
@@ -428,7 +435,7 @@ export class DesignerStore {
         prompt: p.prompt,
         maxTokens: p.maxTokens,
         signal: abort.signal,
-        onTokens: (tokens) => update({ tokens: [...this.state.playground.tokens, ...tokens] }),
+        onTokens: (tokens, text) => update({ tokens: [...this.state.playground.tokens, ...tokens], text: this.state.playground.text + (text ?? '') }),
         onText: (text) => update({ text: this.state.playground.text + text }),
         onId: (requestId) => update({ requestId }),
       });

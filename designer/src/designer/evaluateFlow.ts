@@ -43,7 +43,20 @@ export interface EvaluateState {
   message: string | null;
   points: PlotPoint[];
   /** References (single models, deployed algorithms) still to run, while a comparison runs. */
-  queue: { name: string; kind: PointKind }[];
+  queue: Reference[];
+  /** The concurrency the plot's points and the prediction table are priced at: it follows `concurrency` once a re-pricing ends. */
+  pricedAt: number;
+  /** A new concurrency (or client time) is being priced: the figures shown are still at `pricedAt`. */
+  repricing: boolean;
+  /** The last comparison's entries that did not run, each with why (the others went on). */
+  notCompared: { name: string; why: string }[];
+}
+
+/** A name to compare with; `skip` says why it cannot run here (an algorithm the served models cannot load). */
+export interface Reference {
+  name: string;
+  kind: PointKind;
+  skip?: string;
 }
 
 export class EvaluateFlow {
@@ -62,7 +75,12 @@ export class EvaluateFlow {
     message: null,
     points: [],
     queue: [],
+    notCompared: [],
+    pricedAt: 8,
+    repricing: false,
   };
+  /** Re-pricings started: only the latest one's end says what the figures are priced at. */
+  private repricings = 0;
   private readonly listeners = new Set<() => void>();
   private abort: AbortController | null = null;
   /** One run at a time per client on the server: each page is its own client. */
@@ -109,18 +127,30 @@ export class EvaluateFlow {
   /** Runs the draft; its point replaces the previous draft's. */
   evaluateDraft = (ir: IrDocument): Promise<void> => this.runOne({ ir }, 'draft', 'draft');
 
-  /** Evaluates each name in turn (single models, deployed algorithms) for the plot's reference points. */
-  compare = async (names: { name: string; kind: PointKind }[]): Promise<void> => {
-    this.set({ queue: [...names] });
+  /** Evaluates each name in turn (single models, deployed algorithms) for the plot's reference points; one that cannot run says why, and the rest go on. */
+  compare = async (names: Reference[]): Promise<void> => {
+    const notCompared: { name: string; why: string }[] = [];
+    this.set({ queue: [...names], notCompared });
     while (this.state.queue.length > 0) {
       const [next, ...rest] = this.state.queue;
       this.set({ queue: rest });
+      if (next.skip) {
+        notCompared.push({ name: next.name, why: next.skip });
+        this.set({ notCompared: [...notCompared] });
+        continue;
+      }
       await this.runOne({ model: next.name }, next.name, next.kind);
-      if (this.state.status !== 'done') {
+      if (this.state.status === 'error') {
+        notCompared.push({ name: next.name, why: this.state.message ?? 'failed' });
+        this.set({ notCompared: [...notCompared] });
+      } else if (this.state.status !== 'done') {
+        // cancelled: the user stopped the whole comparison
         this.set({ queue: [] });
         return;
       }
     }
+    const ran = names.length - notCompared.length;
+    if (notCompared.length > 0) this.set({ status: ran > 0 ? 'done' : 'error', message: `Compared ${ran} of ${names.length}; ${notCompared.length} could not run (listed below).` });
   };
 
   cancel = async (): Promise<void> => {
@@ -169,24 +199,55 @@ export class EvaluateFlow {
     const points = [...this.state.points.filter((p) => (kind === 'draft' ? p.kind !== 'draft' : p.label !== label)), point];
     this.set({ status: 'done', points, ...(kind === 'draft' ? { result: end.result, prediction: null } : {}) });
     await this.predictPoint(point);
+    if (!this.state.repricing) this.set({ pricedAt: this.state.concurrency });
+  }
+
+  /** One point's prediction at the concurrency and client time in force; null (and a message) when the server could not. */
+  private async price(p: PlotPoint): Promise<Prediction | null> {
+    try {
+      return await this.server.predict(p.runId, this.state.concurrency, this.state.clientMs);
+    } catch (e) {
+      this.set({ message: `Could not predict ${p.label}: ${errorText(e)}` });
+      return null;
+    }
   }
 
   private async predictPoint(p: PlotPoint): Promise<void> {
     if (p.kind === 'draft') this.set({ predicting: true });
     try {
-      const prediction = await this.server.predict(p.runId, this.state.concurrency, this.state.clientMs);
+      const prediction = await this.price(p);
+      if (!prediction) return;
       this.set({
         points: this.state.points.map((q) => (q.runId === p.runId ? { ...q, tokS: prediction.best.tokS } : q)),
         ...(p.kind === 'draft' ? { prediction } : {}),
       });
-    } catch (e) {
-      this.set({ message: `Could not predict ${p.label}: ${errorText(e)}` });
     } finally {
       if (p.kind === 'draft') this.set({ predicting: false });
     }
   }
 
   private async repredict(): Promise<void> {
-    for (const p of this.state.points) await this.predictPoint(p);
+    const seq = ++this.repricings;
+    const concurrency = this.state.concurrency;
+    this.set({ repricing: true });
+    // Every figure changes at once when all are priced: the plot's axis, its points and the table never mix two concurrencies.
+    const priced = new Map<string, Prediction>();
+    try {
+      for (const p of this.state.points) {
+        const prediction = await this.price(p);
+        if (prediction) priced.set(p.runId, prediction);
+      }
+    } finally {
+      if (seq === this.repricings) {
+        const draft = this.state.points.find((p) => p.kind === 'draft');
+        const draftPrediction = draft && priced.get(draft.runId);
+        this.set({
+          points: this.state.points.map((q) => (priced.has(q.runId) ? { ...q, tokS: priced.get(q.runId)!.best.tokS } : q)),
+          ...(draftPrediction ? { prediction: draftPrediction } : {}),
+          repricing: false,
+          pricedAt: concurrency,
+        });
+      }
+    }
   }
 }

@@ -1,6 +1,7 @@
-// Designer page entry: wires the store to the browser (fetch-based api, localStorage, window timers, clipboard), seeds it with the R-Stitch example unless a draft is stored, installs the test hook, mounts the editor.
+// Designer page entry: takes an admin token from the URL, wires the store to the browser (fetch-based api, localStorage, window timers, clipboard), seeds it with the R-Stitch example unless a draft is stored, installs the test hook, mounts the editor.
 import '@xyflow/react/dist/style.css';
 import { createRoot } from 'react-dom/client';
+import { adoptTokenFromUrl } from '../adminToken.ts';
 import { api, evaluateApi, streamChat } from './api.ts';
 import { App } from './App.tsx';
 import type { DesignerPorts, DraftStorage } from './designerPorts.ts';
@@ -35,6 +36,8 @@ function browserPorts(): DesignerPorts {
   };
 }
 
+// A link with #token=… (the server's start-up line) keeps the token and leaves it out of history.
+adoptTokenFromUrl(location, history);
 const store = new DesignerStore(EXAMPLES[0].graph, browserPorts());
 const evaluation = new EvaluateFlow(evaluateApi);
 installTestHook(store, evaluation);

@@ -1,4 +1,4 @@
-// Where click-to-add puts a node: the free spot nearest the view's centre, so nodes added in a row never pile up. Pure.
+// Where click-to-add puts a node: the free spot nearest the view's centre, clear of nodes and of the edges' lines, so nodes added in a row never pile up or sit across an edge. Pure.
 import type { GraphDocument } from '../../../shared/ir/graph.ts';
 
 export interface Size {
@@ -28,6 +28,14 @@ const OFFSETS: readonly (readonly [number, number])[] = (() => {
 
 const crowds = (a: Box, b: Box): boolean => a.x < b.x + b.width + GAP && b.x < a.x + a.width + GAP && a.y < b.y + b.height + GAP && b.y < a.y + a.height + GAP;
 
+export interface Point {
+  x: number;
+  y: number;
+}
+
+/** A point of an edge's line under (or GAP from) the box: a node there would have the edge run through it. */
+const covers = (b: Box, p: Point): boolean => p.x > b.x - GAP && p.x < b.x + b.width + GAP && p.y > b.y - GAP && p.y < b.y + b.height + GAP;
+
 /** The boxes the graph's nodes take on the canvas (callout included), at their measured size where known. */
 export function nodeBoxes(g: GraphDocument, measured: Readonly<Record<string, Size>>): Box[] {
   return g.nodes.map((n) => {
@@ -36,13 +44,13 @@ export function nodeBoxes(g: GraphDocument, measured: Readonly<Record<string, Si
   });
 }
 
-/** Top-left for a node of `size` centred as near `centre` as the grid allows, it and its callout GAP clear of every taken box. */
-export function freeSpot(centre: { x: number; y: number }, taken: readonly Box[], size: Size = UNMEASURED): { x: number; y: number } {
+/** Top-left for a node of `size` centred as near `centre` as the grid allows, it and its callout GAP clear of every taken box and of the `avoid` points (the edges' lines). */
+export function freeSpot(centre: { x: number; y: number }, taken: readonly Box[], size: Size = UNMEASURED, avoid: readonly Point[] = []): { x: number; y: number } {
   const x0 = Math.round(centre.x - size.width / 2);
   const y0 = Math.round(centre.y - size.height / 2);
   for (const [dx, dy] of OFFSETS) {
     const box = { x: x0 + dx * STEP, y: y0 + dy * STEP, width: size.width, height: size.height + CALLOUT };
-    if (!taken.some((t) => crowds(box, t))) return { x: box.x, y: box.y };
+    if (!taken.some((t) => crowds(box, t)) && !avoid.some((p) => covers(box, p))) return { x: box.x, y: box.y };
   }
   // A crowded neighbourhood: right of everything is always free.
   return { x: Math.max(...taken.map((t) => t.x + t.width)) + GAP, y: y0 };

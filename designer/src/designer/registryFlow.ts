@@ -19,6 +19,13 @@ export interface RegistryState {
   message?: string;
 }
 
+/** Why `name` cannot be deployed under, or null: the server's rules (a served model keeps its name), said on the field before Deploy. */
+export function algorithmNameProblem(name: string, models: readonly { name: string }[]): string | null {
+  if (!isDeployableName(name)) return 'lowercase letters, digits, “.”, “_” or “-”; not “draft”';
+  if (models.some((m) => m.name === name)) return `“${name}” is a model this server serves: requests for it get the model, so an algorithm cannot take its name`;
+  return null;
+}
+
 /** A change the page asks about before sending it; `diff` turns what is live into what would be. */
 export type Confirm =
   | { kind: 'replace'; name: string; live: number | null; liveKind: 'ir' | 'builtin' | null; versions: number; next: number; diff: DiffRow[] }
@@ -27,6 +34,9 @@ export type Confirm =
 
 export interface RegistrySlice {
   graphName: string;
+  /** The served models once the server listed them: their names are not for algorithms. */
+  catalog: readonly { name: string }[];
+  catalogSource: 'loading' | 'server' | 'offline' | 'locked';
   errorCount: number;
   deploy: DeployState;
   registry: RegistryState;
@@ -75,6 +85,8 @@ export class RegistryFlow {
     if (s.deploy.status === 'deploying') return 'Deploying…';
     if (s.errorCount > 0) return `Fix ${s.errorCount} error${s.errorCount > 1 ? 's' : ''} first`;
     if (!isDeployableName(s.graphName)) return 'Name: lowercase letters, digits, “.”, “_”, “-” (not “draft”)';
+    // the field says it in full; the toolbar has room for a few words
+    if (algorithmNameProblem(s.graphName, s.catalogSource === 'server' ? s.catalog : [])) return `“${s.graphName}” is a served model’s name`;
     const entry = this.entry(s.graphName);
     const live = entry?.versions.find((v) => v.version === entry.activeVersion);
     const liveIr = live ? this.host.comparableIr(live) : null;

@@ -1,4 +1,5 @@
-// Warnings that must be seen: events the server dropped for this client, invalid input, a file that could not be read, held events while paused, export notices.
+// Warnings that must be seen: the admin token the feed needs, events the server dropped for this client, invalid input, a file that could not be read, held events while paused, export notices.
+import { AdminTokenForm } from '../AdminTokenForm.tsx';
 import type { TimelineController } from './timelineController.ts';
 import { useTick } from './useTick.ts';
 
@@ -12,9 +13,10 @@ export function Banner({ c }: { c: TimelineController }) {
   if (ev > 0) items.push({ id: 'evicted', cls: 'info', text: `Bounded window: the oldest ${ev.toLocaleString()} events were dropped (cap ${c.store.capacity.toLocaleString()}).` });
   if (c.notice) items.push({ id: 'notice', cls: 'info', text: c.notice });
   if (c.source.kind === 'file' && c.source.error) items.push({ id: 'file', cls: 'bad', text: `Could not open ${c.source.name}. ${c.source.error}` });
-  if (!items.length) return null;
+  if (!items.length && !c.tokenRefused) return null;
   return (
     <div className="tl-banners">
+      {c.tokenRefused && <div className="tl-banner bad"><AdminTokenForm refused onSaved={() => c.tokenChanged()} /></div>}
       {items.map((i) => <div key={i.id} className={`tl-banner ${i.cls}`} data-testid={`banner-${i.id}`}>{i.text}</div>)}
     </div>
   );

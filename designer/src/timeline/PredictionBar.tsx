@@ -15,15 +15,25 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
   useTick(tl);
   const live = tl.source.kind === 'live';
   const [names, setNames] = useState<string[]>([]);
+  const [defaultName, setDefaultName] = useState<string | null>(null);
   const [picked, setPicked] = useState<string | null>(() => new URLSearchParams(location.search).get('algorithm'));
   const [check, setCheck] = useState<PredictionCheck | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const name = picked ?? names[0] ?? null;
+  // Unless picked (or named in the address), the server's default: what requests without a model run.
+  const name = (picked && names.includes(picked) ? picked : null) ?? defaultName ?? names[0] ?? null;
 
   useEffect(() => {
     if (!live) return;
     let stop = false;
-    const load = () => deployedAlgorithms().then((n) => !stop && setNames(n), (e: Error) => !stop && setError(e.message));
+    const load = () =>
+      deployedAlgorithms().then(
+        (d) => {
+          if (stop) return;
+          setNames(d.names);
+          setDefaultName(d.defaultName);
+        },
+        (e: Error) => !stop && setError(e.message),
+      );
     void load();
     const t = setInterval(load, 10_000);
     return () => {

@@ -1,5 +1,6 @@
 // Recent requests, newest first, filterable; picking one highlights its path.
 import { useMemo, useState } from 'react';
+import { plural } from '../plural.ts';
 import type { RequestInfo } from './eventStore.ts';
 import type { TimelineController } from './timelineController.ts';
 
@@ -21,10 +22,10 @@ export function RequestList({ c }: { c: TimelineController }) {
     <div className="tl-list" data-testid="request-list">
       {rows.map((r) => (
         <button key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
-          <code>{r.id}</code>
+          <code title={r.id}>{r.id}</code>
           <span className={`badge ${r.status}`}>{r.status}</span>
           {/* The muted grey is too faint on the selected row's blue. */}
-          <span className="muted" style={c.selected?.req === r.idx ? { color: 'inherit' } : undefined}>{r.end ? `${r.end.tokens.length || r.tokensDropped || 0} tokens · ${r.end.handoffs} handoffs` : ''}</span>
+          <span className="muted" style={c.selected?.req === r.idx ? { color: 'inherit' } : undefined}>{r.end ? `${plural(r.end.tokens.length || r.tokensDropped || 0, 'token')} · ${plural(r.end.handoffs, 'handoff')}` : ''}</span>
         </button>
       ))}
       {!rows.length ? <p className="muted small">No requests yet.</p> : null}

@@ -1,5 +1,6 @@
 // Top bar: source and connection, follow / pause, zoom, open trace, export, generate load, rates.
 import { useRef, useState } from 'react';
+import { ForgetTokenButton } from '../AdminTokenForm.tsx';
 import { generateLoad } from './feed.ts';
 import type { TimelineController } from './timelineController.ts';
 import { useTick } from './useTick.ts';
@@ -50,6 +51,7 @@ export function Toolbar({ c }: { c: TimelineController }) {
           title="POST /admin/load: 8 concurrent, 32 requests, 64 tokens">Generate load</button>
         {load ? <span className="tl-note" data-testid="load-status">{load}</span> : null}
       </div>
+      <ForgetTokenButton onForgot={() => c.tokenChanged()} />
       <div className="tl-metrics">
         {live ? <span title="Events applied per second (last 2 s)">{Math.round(c.ingestRate).toLocaleString()} ev/s</span> : null}
         <span title="Events held in the bounded window; the oldest go first beyond it">{c.store.size.toLocaleString()} of {c.store.capacity.toLocaleString()} events kept</span>

@@ -56,6 +56,11 @@ export interface StoreOptions {
 }
 
 type Counts = Record<TraceEvent['type'], number>;
+/** Same mode, state, deadline, lookahead and thresholds, whenever said. */
+function sameConfig(a: ConfigEvent, b: ConfigEvent): boolean {
+  return JSON.stringify({ ...a, t: 0 }) === JSON.stringify({ ...b, t: 0 });
+}
+
 const zeroCounts = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, queue: 0, 'request-end': 0, config: 0 });
 
 export class EventStore {
@@ -195,6 +200,9 @@ export class EventStore {
         // Kept sorted by time: the config in force at t is the last one at or before t.
         let i = this.configs.length;
         while (i > 0 && this.configs[i - 1].t > e.t) i--;
+        // The server says the config again whenever a reader starts tracing: the same values are no change.
+        if (i > 0 && sameConfig(this.configs[i - 1], e)) return;
+        if (i < this.configs.length && sameConfig(this.configs[i], e)) { this.configs[i] = e; return; }
         this.configs.splice(i, 0, e);
         if (this.configs.length > this.maxConfigs) { this.configs.shift(); this.evicted.config++; }
         return;

@@ -1,14 +1,12 @@
 // Live feed client: the /live WebSocket (messages parsed by feedMessages.ts) and POST /admin/load.
 import { loadResponseSchema } from '../../../shared/api/admin.ts';
+import { adminToken } from '../adminToken.ts';
 import { createMessageHandler, liveUrl, type FeedConnection, type FeedHandlers } from './feedMessages.ts';
 
-/** Token for the admin endpoints and the feed, set by the operator in localStorage. */
-export function adminToken(): string | null {
-  try { return globalThis.localStorage?.getItem('tokenrouterAdminToken') || null; } catch { return null; }
-}
+export { adminToken };
 
 /** Connects and reconnects (1 s, 2 s, then every 5 s) until closed. Each connection starts with a snapshot. */
-export function connectFeed(handlers: FeedHandlers, url = liveUrl(location, adminToken())): FeedConnection {
+export function connectFeed(handlers: FeedHandlers, url = (): string => liveUrl(location, adminToken())): FeedConnection {
   let ws: WebSocket | null = null;
   let closed = false;
   let attempt = 0;
@@ -17,7 +15,7 @@ export function connectFeed(handlers: FeedHandlers, url = liveUrl(location, admi
 
   const open = (): void => {
     handlers.onStatus('connecting');
-    ws = new WebSocket(url);
+    ws = new WebSocket(url()); // read each time: a token given after a refusal is used on the next try
     ws.onopen = () => { attempt = 0; handlers.onStatus('open'); };
     ws.onmessage = (ev: MessageEvent) => onMessage(typeof ev.data === 'string' ? ev.data : '');
     ws.onerror = () => handlers.onStatus('error', 'connection error');
@@ -60,4 +58,15 @@ export async function generateLoad(body = { concurrency: 8, requests: 32, maxTok
 
 function safeJson(text: string): unknown {
   try { return JSON.parse(text); } catch { return null; }
+}
+
+/** Whether the admin endpoints let this page in: a closed feed says no more than 1006, so ask over HTTP. */
+export async function adminAccess(): Promise<'ok' | 'refused' | 'unreachable'> {
+  const token = adminToken();
+  try {
+    const res = await fetch('/admin/status', { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    return res.status === 401 ? 'refused' : 'ok';
+  } catch {
+    return 'unreachable';
+  }
 }

@@ -11,14 +11,16 @@ async function getJson(path: string): Promise<unknown> {
   return body;
 }
 
-/** Active algorithms, the most recently deployed version first: the one a user just deployed leads. */
-export async function deployedAlgorithms(): Promise<string[]> {
+/** Served algorithms, the most recently deployed version first (the one a user just deployed leads), and the server's default among them. */
+export async function deployedAlgorithms(): Promise<{ names: string[]; defaultName: string | null }> {
   const { algorithms } = algorithmListSchema.parse(await getJson('/admin/algorithms'));
   const createdOf = (a: (typeof algorithms)[number]) => a.versions.find((v) => v.version === a.activeVersion)?.createdAt ?? '';
-  return algorithms
-    .filter((a) => a.activeVersion !== null)
-    .sort((a, b) => createdOf(b).localeCompare(createdOf(a)))
-    .map((a) => a.name);
+  // a seeded built-in the served models cannot run has nothing to check
+  const served = algorithms.filter((a) => a.activeVersion !== null && a.served);
+  return {
+    names: served.sort((a, b) => createdOf(b).localeCompare(createdOf(a))).map((a) => a.name),
+    defaultName: served.find((a) => a.isDefault)?.name ?? null,
+  };
 }
 
 export async function predictionCheck(algorithm: string, windowMs: number): Promise<PredictionCheck> {

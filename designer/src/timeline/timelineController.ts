@@ -7,7 +7,7 @@ import { drawTimeline } from './drawTimeline.ts';
 import type { DrawStats, LaneGauge } from './paint/frame.ts';
 import { EventStore } from './eventStore.ts';
 import { FrameLog } from './frameLog.ts';
-import { adminToken, connectFeed } from './feed.ts';
+import { adminAccess, adminToken, connectFeed } from './feed.ts';
 import type { FeedConnection, FeedHandlers, FeedStatus, LiveStats } from './feedMessages.ts';
 import { bindCanvasInput } from './canvasInput.ts';
 import { hitBatch } from './hitTest.ts';
@@ -166,7 +166,13 @@ export class TimelineController {
         this.changed();
       },
       onDropped: (count) => { this.serverDropped += count; this.changed(); },
-      onStatus: (status, detail) => { this.connection = status; this.connectionDetail = detail ?? ''; this.changed(); },
+      onStatus: (status, detail) => {
+        this.connection = status;
+        this.connectionDetail = detail ?? '';
+        if (status === 'open') this.tokenRefused = false;
+        if (status === 'closed') void adminAccess().then((a) => { if (a === 'refused' && this.connection !== 'open') { this.tokenRefused = true; this.changed(); } });
+        this.changed();
+      },
       onInvalid: (n, first) => { this.invalid += n; this.invalidMessage ||= first; this.changed(); },
     };
   }
@@ -177,6 +183,16 @@ export class TimelineController {
     this.clockOffset = null;
     this.connection = 'idle';
     this.gauges = new Map();
+  }
+
+  /** The server refused this page's admin token (or it has none): the banner asks for it. */
+  tokenRefused = false;
+
+  /** A token was given or forgotten: connect again with it. */
+  tokenChanged(): void {
+    this.tokenRefused = false;
+    if (this.source.kind === 'live') this.startLive();
+    else this.changed();
   }
 
   startLive(): void {

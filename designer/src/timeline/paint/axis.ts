@@ -22,7 +22,13 @@ export function drawAxis(ctx: Paint2D, f: Frame): void {
     const x = Math.round(timeToX(v, t)) + 0.5;
     ctx.moveTo(x, layout.axisH - 6);
     ctx.lineTo(x, f.height);
-    ctx.fillText(formatMs(t - o.origin, step), x + 4, layout.axisH / 2);
+    const label = formatMs(t - o.origin, step);
+    // Right of its line, unless that runs past the canvas's edge: then left of it.
+    if (x + 4 + ctx.measureText(label).width > f.width - 2) {
+      ctx.textAlign = 'right';
+      ctx.fillText(label, x - 4, layout.axisH / 2);
+      ctx.textAlign = 'left';
+    } else ctx.fillText(label, x + 4, layout.axisH / 2);
   }
   ctx.stroke();
 }
