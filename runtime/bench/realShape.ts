@@ -19,8 +19,8 @@ import { runGenerate } from './transformersJs.ts';
 const THIS_CHECKOUT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 
 /** About `target` tokens of plain prose as one user message (the issue's 1,542-token prompt). */
-function longPrompt(tokenizer: TextTokenizer, target: number): { text: string; tokens: number } {
-  const sentences = ['The river bends twice before it reaches the mill, and the miller counts every sack by hand.', 'In spring the orchard fills with bees; by autumn the apples are stored in the cold cellar.', 'A letter from the city arrived on Tuesday, asking how many barrels the farm could send.'];
+function longPrompt(tokenizer: TextTokenizer, target: number, opening: string): { text: string; tokens: number } {
+  const sentences = [opening, 'The river bends twice before it reaches the mill, and the miller counts every sack by hand.', 'In spring the orchard fills with bees; by autumn the apples are stored in the cold cellar.', 'A letter from the city arrived on Tuesday, asking how many barrels the farm could send.'];
   let text = '';
   let tokens = 0;
   for (let i = 0; tokens < target; i++) {
@@ -34,6 +34,14 @@ interface Side {
   name: string;
   server: ServerProcess;
   loadPeakMiB: number;
+  /** The model's RSS growth at load as the server measured it (/healthz memory; servers that report it). */
+  asLoadedMiB?: number;
+}
+
+async function asLoaded(url: string, model: string): Promise<number | undefined> {
+  const h = (await (await fetch(`${url}/healthz`)).json()) as { memory?: { models?: { name: string; weightBytes: number }[] } };
+  const b = h.memory?.models?.find((m) => m.name === model)?.weightBytes;
+  return b === undefined ? undefined : b / 2 ** 20;
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
@@ -62,7 +70,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     try {
       for (const [name, checkout] of checkouts) {
         const server = await startServerProcess(checkout, { models: [{ name: model, path: dir, maxBatch: concurrency }], memory: { budgetMiB: 16384 }, limits: { maxTokens: 4096 } });
-        sides.push({ name, server, loadPeakMiB: server.memory().hwmMiB });
+        sides.push({ name, server, loadPeakMiB: server.memory().hwmMiB, asLoadedMiB: await asLoaded(server.url, model) });
       }
       const figures: Record<string, number[]> = {};
       const add = (k: string, v: number) => (figures[k] ??= []).push(v);
@@ -89,21 +97,25 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       for (const side of sides) {
         rows.push({ model, checkout: side.name, transformers_js_tok_s: tjs, greedy_tok_s: med[`${side.name} greedy`], greedy_vs_tjs: med[`${side.name} greedy`] / tjs, top_p_tok_s: med[`${side.name} top_p`], top_p_vs_greedy: med[`${side.name} top_p`] / med[`${side.name} greedy`] });
       }
-      // A long prompt alone, twice (the first pays any first-use cost): TTFT and how far the server's RSS rose.
-      const long = longPrompt(tokenizer, longTokens);
+      // A long prompt alone, twice (the first pays any first-use cost), each opening differently so the
+      // second shares no prefix with the first: TTFT and how far the server's RSS rose.
+      const openings = { cold: 'Ada kept the ledger for the valley co-operative.', warm: 'Bram drove the milk cart to the station every morning.' };
+      let longTokensSent = 0;
       const agent = new http.Agent({ keepAlive: true });
       const longRuns: Record<string, unknown>[] = [];
       for (const side of sides) {
-        for (const attempt of ['cold', 'warm']) {
+        for (const attempt of ['cold', 'warm'] as const) {
+          const long = longPrompt(tokenizer, longTokens, openings[attempt]);
+          longTokensSent = long.tokens;
           const { value, peakMiB, beforeMiB } = await withRssPeak(side.server, () => streamCompletion(side.server.url, { model, messages: [{ role: 'user', content: long.text }], max_tokens: 4, temperature: 0 }, agent));
           if (!value.ok) throw new Error(`long prompt on ${side.name}: ${value.error}`);
           const ttft = value.contentChunkMs.length > 0 ? value.contentChunkMs[0] - value.sendMs : value.endMs - value.sendMs;
           longRuns.push({ checkout: side.name, attempt, ttft_ms: ttft, rss_before_mib: beforeMiB, rss_growth_mib: peakMiB - beforeMiB });
-          memRows.push({ model, checkout: side.name, attempt, prompt_tokens: long.tokens, ttft_ms: ttft, rss_growth_mib: peakMiB - beforeMiB, weights_mib: weightsMiB, load_peak_mib: side.loadPeakMiB, load_peak_vs_weights: side.loadPeakMiB / weightsMiB });
+          memRows.push({ model, checkout: side.name, attempt, prompt_tokens: long.tokens, ttft_ms: ttft, rss_growth_mib: peakMiB - beforeMiB, weights_mib: weightsMiB, load_peak_mib: side.loadPeakMiB, as_loaded_mib: side.asLoadedMiB ?? '-', as_loaded_vs_weights: side.asLoadedMiB ? side.asLoadedMiB / weightsMiB : '-' });
         }
       }
       agent.destroy();
-      perModel.push({ model, dir, weights_mib: weightsMiB, medians: med, every_run: figures, long_prompt: { tokens: long.tokens, runs: longRuns }, load_peak_mib: Object.fromEntries(sides.map((s) => [s.name, s.loadPeakMiB])) });
+      perModel.push({ model, dir, weights_mib: weightsMiB, medians: med, every_run: figures, long_prompt: { tokens: longTokensSent, runs: longRuns }, load_peak_mib: Object.fromEntries(sides.map((s) => [s.name, s.loadPeakMiB])) });
     } finally {
       for (const s of sides) await s.server.stop();
     }
@@ -125,7 +137,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       sampling: 'greedy: temperature 0; top_p: temperature 0.8, top_p 0.9',
       transformers_js: `batched generate, ${concurrency} left-padded prompts per call, intraOpNumThreads 1, min_new_tokens = max_new_tokens`,
       long_prompt: `${longTokens} tokens of prose, max_tokens 4, alone on an idle server; RSS sampled every 25 ms from /proc`,
-      load_peak: 'VmHWM of the server process right after it answers /healthz, against the size of the onnx/ folder',
+      load_peak: 'VmHWM of the server process right after it answers /healthz (Node, tokenizer, model, warm-up step); as_loaded: the RSS growth across the model\'s load as the server measured it (/healthz memory.models[].weightBytes), against the size of the onnx/ folder',
       baseline: baseline || 'none (--baseline DIR: an older checkout with node_modules)',
       quick: f.quick,
     },
