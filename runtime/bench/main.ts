@@ -37,6 +37,7 @@ export const SUITES: Record<string, Suite> = {
   predict: { about: 'each built-in evaluated on held-out problems, its tok/s at c = 8 predicted from that run and measured over HTTP; an evaluation\'s cost to live traffic', duration: '~3 min', load: () => import('./predict.ts') },
   setup: { about: 'per-request set-up on the entry: body text to the request handed to its engine (JSON, validation, chat template, admission, actor)', duration: '~0.3 min', load: () => import('./setup.ts') },
   offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
+  'long-prompt': { about: 'decode streams on a real-shaped pair while four ~1,542-token prompts arrive at the large: ITL p50/p99 before and during, the prompts\' TTFT against a lone one, peak RSS against memory.budgetMiB; chunked prefill on and off', duration: '~8 min', load: () => import('./longPrompt.ts') },
   'real-shape': { about: 'Qwen3-shaped fixtures (vocabulary 151,936): served at c = 8 greedy and top_p vs transformers.js, a long prompt\'s TTFT and RSS, load peak; --baseline DIR adds an older checkout', duration: '~6 min', load: () => import('./realShape.ts') },
   'transformers-js': { about: 'one model served at concurrency 8 over HTTP vs transformers.js\' batched generate on the same model and prompts (fixed length)', duration: '~2 min', load: () => import('./transformersJs.ts') },
 };
