@@ -52,9 +52,13 @@ describe('models without router heads', () => {
 });
 
 describe('the worked config for one\'s own models', () => {
-  it('examples/configs/own-hf-models.json is valid and points models[].path at the export folders', () => {
+  it('examples/configs/own-hf-models.json is valid and is the README recipe\'s config', () => {
     const cfg = loadServerConfig(path.join(ROOT, 'examples/configs/own-hf-models.json'));
-    expect(cfg.models.map((m) => [m.name, m.path])).toEqual([['small', '/srv/models/qwen2.5-0.5b-instruct-onnx'], ['large', '/srv/models/qwen2.5-7b-instruct-onnx']]);
+    const section = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('### Your own models')[1];
+    const block = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]) as Record<string, unknown>;
+    const file = JSON.parse(fs.readFileSync(path.join(ROOT, 'examples/configs/own-hf-models.json'), 'utf8')) as Record<string, unknown>;
+    for (const key of Object.keys(block)) expect(file[key], key).toEqual(block[key]);
+    expect(cfg.models.map((m) => [m.name, m.path, m.dtype])).toEqual([['small', '/srv/models/Qwen3-0.6B-ONNX', 'fp32'], ['large', '/srv/models/Qwen3-1.7B-ONNX', 'q8']]);
   });
 
   it('copied anywhere, its dataDir stays beside the copy (never escapes to /)', () => {
