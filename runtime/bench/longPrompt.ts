@@ -61,7 +61,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         const { value, peakMiB } = await withRssPeak(server, async () => {
           const t0 = performance.now();
           const running = Array.from({ length: streams }, (_, i) =>
-            streamCompletion(server.url, { model: i % 2 === 0 ? small : large, messages: [{ role: 'user', content: `Story ${i}: tell me about the harbour.` }], max_tokens: 100_000, temperature: 0, ignore_eos: true }, agent),
+            streamCompletion(server.url, { model: i % 2 === 0 ? small : large, messages: [{ role: 'user', content: `Story ${i}: tell me about the harbour.` }], max_tokens: 4000, temperature: 0, ignore_eos: true }, agent),
           );
           // before: the streams alone for settleMs; during: the long prompts, all at once
           await new Promise((r) => setTimeout(r, settleMs));
