@@ -76,11 +76,11 @@ async function main(): Promise<void> {
     for (let r = 0; r < ortReps; r++) out = await session.run(inputs, plan.fetches);
     const ortMs = ((performance.now() - t0) / ortReps / B).toFixed(4);
     let fallbacks = 0;
-    for (let b = 0; b < B; b++) analyzeHead(headRow(out, b, plan.K, V, undefined), V, opts(b));
+    for (let b = 0; b < B; b++) analyzeHead(headRow(out, b, plan, V, undefined), V, opts(b));
     t0 = performance.now();
     for (let r = 0; r < REPS; r++) {
       const b = r % B;
-      const h = headRow(out, b, plan.K, V, undefined);
+      const h = headRow(out, b, plan, V, undefined);
       analyzeHead(h, V, opts(b));
     }
     const newMs = ms(t0, REPS);
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     let fbMs = '-';
     if (c.s.topP < 1) {
       const probe = (b: number): boolean => {
-        const h = headRow(out, b, plan.K, V, undefined);
+        const h = headRow(out, b, plan, V, undefined);
         delete h.weights;
         try {
           analyzeHead(h, V, opts(b));

@@ -411,7 +411,7 @@ export class OnnxRunner implements ModelRunner {
         eosTokenIds: this.info.eosTokenIds,
         history: entries[i].ids,
       };
-      const a = plan ? analyzeHead(headRow(out, b, plan.K, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
+      const a = plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;

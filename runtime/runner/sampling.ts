@@ -162,14 +162,16 @@ export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAna
   return signals(Array.from(h.topLogits), h.topIds, h.lse, h.entropy, V, tokenLogit, token, opts);
 }
 
+/** The signals of a row; a NaN `lse` (a row that reads none: stepHead.ts readsSignals) leaves them 0. */
 function signals(topLogits: readonly number[], topIds: readonly number[], lse: number, entropyNats: number, V: number, tokenLogit: number, token: number, opts: AnalyzeOptions): RowAnalysis {
+  if (Number.isNaN(lse)) lse = Infinity;
   const p1 = Math.exp(topLogits[0] - lse);
   const p2 = topLogits.length > 1 ? Math.exp(topLogits[1] - lse) : 0;
   const k = Math.min(Math.max(opts.topK, 0), topIds.length);
   const ids = topIds.slice(0, k);
   return {
     token,
-    entropy: V > 1 ? Math.max(0, entropyNats) / Math.log(V) : 0,
+    entropy: V > 1 && entropyNats > 0 ? entropyNats / Math.log(V) : 0,
     maxProb: p1,
     margin: p1 - p2,
     tokenProb: Math.exp(tokenLogit - lse),

@@ -28,10 +28,15 @@ function feeds(extra: Record<string, ort.Tensor> = {}): Record<string, ort.Tenso
   return f;
 }
 
-const signalFeeds = (k: number, invT: number[], u: number[]): Record<string, ort.Tensor> => ({
+const ALL = [0, 1, 2];
+const rowList = (rows: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(rows, BigInt), [rows.length]);
+const signalFeeds = (k: number, invT: number[], u: number[], groups: { sig?: number[]; draw?: number[]; cut?: number[] } = {}): Record<string, ort.Tensor> => ({
   [SIG.k]: new ort.Tensor('int64', BigInt64Array.from([BigInt(k)]), [1]),
   [SIG.invT]: new ort.Tensor('float32', Float32Array.from(invT), [B, 1, 1]),
   [SIG.u]: new ort.Tensor('float32', Float32Array.from(u), [B, 1, 1]),
+  [SIG.sigRows]: rowList(groups.sig ?? ALL),
+  [SIG.drawRows]: rowList(groups.draw ?? ALL),
+  [SIG.cutRows]: rowList(groups.cut ?? ALL),
 });
 
 describe('prepareGraph (small)', () => {
@@ -107,6 +112,19 @@ describe('prepareGraph (small)', () => {
         expect((o[SIG.weightSum].data as Float32Array)[r]).toBeCloseTo(1, 5);
       }
     }
+  });
+
+  it('runs each group of nodes over the rows named for it only: a group of none yields empty outputs', async () => {
+    const all = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9])), [SIG.topIds, SIG.lse, SIG.entropy, SIG.draw, SIG.weights]);
+    const none = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [], draw: [], cut: [] })), [SIG.topIds, SIG.lse, SIG.draw, SIG.weights]);
+    expect(none[SIG.topIds].data).toEqual(all[SIG.topIds].data);
+    // ORT may shape an empty group's outputs loosely; it holds no row
+    for (const o of [SIG.lse, SIG.draw, SIG.weights]) expect(none[o].dims[0]).toBe(0);
+    const some = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [2], draw: [0, 2], cut: [1] })), [SIG.lse, SIG.entropy, SIG.draw, SIG.weights]);
+    expect(Array.from(some[SIG.lse].data as Float32Array)).toEqual([(all[SIG.lse].data as Float32Array)[2]]);
+    expect(Array.from(some[SIG.entropy].data as Float32Array)).toEqual([(all[SIG.entropy].data as Float32Array)[2]]);
+    expect(Array.from(some[SIG.draw].data as BigInt64Array)).toEqual([(all[SIG.draw].data as BigInt64Array)[0], (all[SIG.draw].data as BigInt64Array)[2]]);
+    expect(Array.from(some[SIG.weights].data as Float32Array)).toEqual(Array.from((all[SIG.weights].data as Float32Array).subarray(V, 2 * V)));
   });
 
   it('leaves a graph whose logits no MatMul makes as it is, saying why', () => {
