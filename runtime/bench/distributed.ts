@@ -101,7 +101,7 @@ const latencyOf = (name: 'small' | 'large'): SimLatency => ({
 async function closedLoop(label: string, large: RemoteEngine | DelayLine | null, w: Workload, probe: Probe, smallRemote: RemoteEngine | null = null): Promise<CaseResult> {
   const clock = createRealClock();
   const simLarge = () => simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' });
-  const largeLimits = { maxBatch: 64, threshold: w.thresholds.large ?? 1 };
+  const largeLimits = { maxBatch: 64, maxStepTokens: Infinity, threshold: w.thresholds.large ?? 1 };
   const smallAt: ClusterModel = smallRemote ? { name: 'small', thread: smallRemote } : { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }) };
   const largeAt: ClusterModel =
     large instanceof RemoteEngine

@@ -17,6 +17,13 @@ export const modelSchema = z
     /** Model folder; default `<modelsDir>/<name>`. */
     path: z.string().optional(),
     maxBatch: z.number().int().min(1).max(256).default(32),
+    /**
+     * Tokens one step of this model feeds at most, all rows together (vLLM's max_num_batched_tokens):
+     * decode rows go first, and a longer prompt (or a handoff's unseen suffix) is fed in chunks across
+     * steps, so requests already decoding keep streaming. It also sizes the step workspace the memory
+     * plan sets aside. Below maxBatch it caps the decode rows of a step too.
+     */
+    maxStepTokens: z.number().int().min(1).max(1_048_576).default(256),
     /** Threads onnxruntime may use inside this model's worker. */
     intraOpNumThreads: z.number().int().min(1).max(64).default(1),
     /** The export variant, as transformers.js names them: picks onnx/model.onnx (fp32, the default), model_fp16.onnx, model_quantized.onnx (q8), model_int8, model_uint8, model_q4, model_q4f16 or model_bnb4.onnx. */
@@ -60,8 +67,16 @@ export const serverConfigSchema = z
     models: z.array(modelSchema).min(1).prefault([{ name: 'small' }, { name: 'medium' }, { name: 'large' }]),
     memory: z
       .object({
-        /** One budget for every model on this machine: weights plus KV caches. */
+        /**
+         * The server's resident memory, for every model on this machine: what the process holds before
+         * loading models, each model as loaded (measured), the workspace of its largest step
+         * (models[].maxStepTokens, measured by a warm-up step at load), headroomMiB, and KV caches
+         * (the prefix cache among them) in what is left. Runners handed to the service (simulations,
+         * tests) are not measured: there it bounds their KV alone.
+         */
         budgetMiB: z.number().positive().default(1024),
+        /** Kept out of the KV plan for the entry's own growth: its heap, sockets and stream buffers, ORT's allocations between steps. */
+        headroomMiB: z.number().min(0).default(64),
       })
       .strict()
       .prefault({}),

@@ -41,6 +41,6 @@ export function remoteMemoryPlan(models: readonly ModelEntry[], engines: Readonl
       const kvTokens = e instanceof RemoteEngine && e.liveCapacityTokens > 0 ? e.liveCapacityTokens : Infinity;
       const bpt = e instanceof RemoteEngine ? e.info.kvBytesPerToken : 0;
       const maxContext = e instanceof RemoteEngine ? e.info.maxContext : 1;
-      return { name: m.name, weightBytes: 0, kvBytes: kvTokens * bpt, kvTokens, fullContextRequests: Math.floor(kvTokens / maxContext) };
+      return { name: m.name, weightBytes: 0, workspaceBytes: 0, kvBytes: kvTokens * bpt, kvTokens, fullContextRequests: Math.floor(kvTokens / maxContext) };
     });
 }

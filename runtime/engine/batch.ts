@@ -29,6 +29,8 @@ export class EngineStats {
   batches = 0;
   rows = 0;
   tokensFed = 0;
+  /** Rows that fed a chunk of a longer prompt or suffix (chunked prefill): their outputs were not used. */
+  chunks = 0;
   admissions = 0;
   evictions = 0;
   /** Prefix cache, in tokens: context looked up at admission, and found cached. */
@@ -45,9 +47,9 @@ export class EngineStats {
   runnerWallMs = 0;
 }
 
-/** A batch of the planned rows, launched at `start` (clock ms): each row feeds what its cache has not seen. */
+/** A batch of the planned rows, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
 export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
-  const rows = locals.map((local) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed), position: local.fed, sampling: local.stepSampling, wants: local.wants }));
+  const rows = locals.map((local, k) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]), position: local.fed, sampling: local.stepSampling, wants: local.wants }));
   return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens: 0 };
 }
 

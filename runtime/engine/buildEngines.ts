@@ -11,16 +11,18 @@ import type { EngineSettings } from './messages.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 
 /** What bounds one engine's batches and pool: its fields of the settings it begins with. */
-export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'threshold' | 'kvCapacityTokens'>;
+export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>;
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
 export type ClusterModel = Pick<ModelConfig, 'name'> & Partial<EngineLimits> & ({ runner: ModelRunner; thread?: never } | { thread: EngineHandle; runner?: never });
 
 /** A model's batch bound when none is given: the config schema's. */
 const MAX_BATCH = modelSchema.shape.maxBatch.parse(undefined);
+/** A model's step token budget when none is given: the config schema's. */
+const MAX_STEP_TOKENS = modelSchema.shape.maxStepTokens.parse(undefined);
 
 export function modelLimits(m: ClusterModel): EngineLimits {
-  return { maxBatch: m.maxBatch ?? MAX_BATCH, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity };
+  return { maxBatch: m.maxBatch ?? MAX_BATCH, maxStepTokens: m.maxStepTokens ?? MAX_STEP_TOKENS, threshold: m.threshold ?? 1, kvCapacityTokens: m.kvCapacityTokens ?? Infinity };
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
@@ -31,6 +33,7 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, trac
   for (const m of models) {
     if (names.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
     if (!((m.maxBatch ?? MAX_BATCH) >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
+    if (!((m.maxStepTokens ?? MAX_STEP_TOKENS) >= 1)) throw new TokenRouterError('invalid_request', `maxStepTokens of ${m.name} must be ≥ 1`, 'maxStepTokens');
     names.add(m.name);
   }
   return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes, decoder) : m.thread));
@@ -41,7 +44,7 @@ export type DeploymentSettings = Pick<EngineSettings, 'mode' | 'retainState' | '
 
 /** The settings engine `index` of `engines` begins with (again after a restart). */
 export function engineSettings(index: number, engines: readonly EngineHandle[], limits: EngineLimits, { clock, ...shared }: DeploymentSettings): EngineSettings {
-  const { maxBatch, threshold, kvCapacityTokens } = limits;
+  const { maxBatch, maxStepTokens, threshold, kvCapacityTokens } = limits;
   // an engine in this process reads the entry's clock itself (a virtual one has no origin)
-  return { index, models: engines.map((e) => e.name), maxBatch, threshold, kvCapacityTokens, ...shared, origin: clock.origin ?? 0 };
+  return { index, models: engines.map((e) => e.name), maxBatch, maxStepTokens, threshold, kvCapacityTokens, ...shared, origin: clock.origin ?? 0 };
 }

@@ -22,6 +22,8 @@ export class Engine implements SubServerHost, LaneView {
   /** Replaced when a crashed runner is restarted. */
   runner: ModelRunner;
   maxBatch: number;
+  /** Tokens one step feeds at most, all rows together: a longer prompt is fed in chunks across steps. */
+  maxStepTokens: number;
   threshold: number;
   /** The max-wait deadline; changes with the threshold (the SLO controller moves both). */
   maxWait: number;
@@ -42,6 +44,7 @@ export class Engine implements SubServerHost, LaneView {
     this.name = opts.name;
     this.runner = opts.runner;
     this.maxBatch = opts.maxBatch;
+    this.maxStepTokens = opts.maxStepTokens;
     this.threshold = opts.threshold;
     this.maxWait = opts.maxWaitMs;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
@@ -117,8 +120,9 @@ export class Engine implements SubServerHost, LaneView {
 
   /** Plans a batch and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
   step(): { batch: Batch; result: PromiseLike<StepOutput> } {
-    const ready = this.queues.readyView(this.maxBatch);
-    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch });
+    // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
+    const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
+    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, maxStepTokens: this.maxStepTokens });
     const batch = this.start(plan, ready.locals);
     try {
       if (this.down) throw new Error(`sub-server ${this.name} is down`);
@@ -154,13 +158,26 @@ export class Engine implements SubServerHost, LaneView {
     st.tokensFed += batch.tokens;
     this.settle(batch);
     const { locals, rows } = batch;
+    const chunked: LocalRequest[] = [];
     for (let i = 0; i < locals.length; i++) {
       const local = locals[i];
       batch.applied = i + 1;
-      this.queues.fed(local, rows[i].tokens.length);
-      this.applyRow(local, out.rows[i], batch);
+      const row = rows[i];
+      this.queues.fed(local, row.tokens.length);
+      // a chunk of a longer feed: its sampled token is not the next one, so it is neither routed nor committed
+      if (row.position + row.tokens.length < local.tokens.length) this.chunkFed(local, chunked);
+      else this.applyRow(local, out.rows[i], batch);
     }
+    // prompts under way keep their place ahead of later ones (a prompt's first token is not pushed back by each new arrival)
+    if (chunked.length > 0) this.queues.enqueueFront(chunked);
     return this.returned(batch);
+  }
+
+  /** A row fed one chunk of what its cache has not seen: the request stays running and waits for the next chunk's step. */
+  private chunkFed(local: LocalRequest, chunked: LocalRequest[]): void {
+    if (this.endedMeanwhile(local)) return;
+    this.stats.chunks++;
+    chunked.push(local);
   }
 
   /** One row's result: route it (pure), then commit, hand off or finish. */

@@ -7,7 +7,7 @@ import type { EngineOutputs, EngineSettings } from './messages.ts';
 import type { OutputProcessor } from './outputProcessor.ts';
 
 /** The engine's own settings, as its host received them (prefixCache may be left out by benches and tests: off). */
-export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'threshold' | 'maxWaitMs' | 'kvCapacityTokens'> & Partial<Pick<EngineSettings, 'prefixCache'>>;
+export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'maxWaitMs' | 'kvCapacityTokens'> & Partial<Pick<EngineSettings, 'prefixCache'>>;
 
 /** The host as its engine sees it: the clock, its share of the launch policy, and the loop that ships a batch's outputs. */
 export interface EngineEnv {

@@ -16,6 +16,7 @@ export interface EngineHandle {
   readonly info: ModelInfo;
   readonly index: number;
   readonly maxBatch: number;
+  readonly maxStepTokens: number;
   readonly threshold: number;
   readonly kvCapacityTokens: number;
   /** Taken down by the operator, its runner dead, or no replica to place on: new requests are refused. */

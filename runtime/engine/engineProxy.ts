@@ -17,7 +17,7 @@ export interface ProxyLink {
 
 export type MirroredLane = LaneStats;
 
-export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, admissions: 0, evictions: 0, busyMs: 0, batchMs: 0, modelMs: 0, prefixQueries: 0, prefixHits: 0, prefixEntries: 0, kvPrefixBytes: 0 };
+export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, chunks: 0, admissions: 0, evictions: 0, busyMs: 0, batchMs: 0, modelMs: 0, prefixQueries: 0, prefixHits: 0, prefixEntries: 0, kvPrefixBytes: 0 };
 
 /**
  * An engine the entry drives through messages: the same client whatever carries them. Subclasses
@@ -26,6 +26,7 @@ export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, 
 export class EngineProxy implements EngineHandle {
   index = -1;
   maxBatch = 1;
+  maxStepTokens = Infinity;
   threshold = 1;
   kvCapacityTokens = Infinity;
   private takenDown = false;
@@ -63,6 +64,7 @@ export class EngineProxy implements EngineHandle {
   begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
     this.index = settings.index;
     this.maxBatch = settings.maxBatch;
+    this.maxStepTokens = settings.maxStepTokens;
     this.threshold = settings.threshold;
     this.kvCapacityTokens = settings.kvCapacityTokens;
     this.checked = settings.checkInvariants;

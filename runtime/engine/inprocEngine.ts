@@ -25,7 +25,7 @@ export class InprocEngine implements EngineHandle {
     private readonly clock: Clock,
     private readonly trace: TraceSink | undefined,
     /** What bounds it until it begins (a deployment's settings then say). */
-    private readonly limits: { maxBatch: number; threshold: number; kvCapacityTokens: number },
+    private readonly limits: Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>,
     /** Shared by the engines of this process: none launches before a cascade among them is over. */
     private readonly wakes: WakeGate,
     /** The models' tokenizer in this process: requests that ask for text are detokenised by the engine. */
@@ -49,6 +49,9 @@ export class InprocEngine implements EngineHandle {
   }
   get maxBatch(): number {
     return this.host?.engine.maxBatch ?? this.limits.maxBatch;
+  }
+  get maxStepTokens(): number {
+    return this.host?.engine.maxStepTokens ?? this.limits.maxStepTokens;
   }
   get threshold(): number {
     return this.host?.engine.threshold ?? this.limits.threshold;

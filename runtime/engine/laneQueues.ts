@@ -89,6 +89,12 @@ export class LaneQueues {
     this.ready.push(local);
   }
 
+  /** Running locals that fed a chunk of a prompt go back at the head of the FIFO, in their order, to feed the rest first. */
+  enqueueFront(locals: readonly LocalRequest[]): void {
+    for (const l of locals) if (l.status !== 'running') throw new Error(`request ${l.id} is ${l.status}: only a running request waits for a step`);
+    this.ready.unshift(...locals);
+  }
+
   /** Takes a local off every queue (it ended). */
   dequeue(local: LocalRequest): void {
     remove(this.ready, local);
@@ -112,7 +118,9 @@ export class LaneQueues {
   take(rows: readonly number[]): void {
     // the planner takes a prefix of the FIFO: one splice
     if (rows.every((r, i) => r === i)) return void this.ready.splice(0, rows.length);
-    for (let i = rows.length - 1; i >= 0; i--) this.ready.splice(rows[i], 1);
+    // decode rows come first in a plan, so its indices are not in order: splice from the back
+    const sorted = rows.slice().sort((a, b) => b - a);
+    for (const r of sorted) this.ready.splice(r, 1);
   }
 
   /**

@@ -64,7 +64,7 @@ const FED = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_
  * GroupQueryAttention layout (a fixed-size KV buffer indexed by seqlens_k), no KV cache inputs, a
  * KV cache that is not float32, or inputs the runner does not know how to feed.
  */
-export function refuseUndrivable(file: string, model: Uint8Array, session: ort.InferenceSession, pastNames: readonly string[]): void {
+export function refuseUndrivable(file: string, model: Uint8Array, session: ort.InferenceSession, pastNames: readonly string[], alsoFed: readonly string[] = []): void {
   const ops = graphOps(model);
   const gqa = [...ops].find((o) => o.endsWith('GroupQueryAttention'));
   if (gqa) {
@@ -78,7 +78,7 @@ export function refuseUndrivable(file: string, model: Uint8Array, session: ort.I
   }
   const missing = pastNames.filter((n) => !inputs.includes(n));
   if (missing.length > 0) throw new OnnxExportError(`${file}: this runner cannot drive it: inputs ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ` and ${missing.length - 4} more` : ''} are missing (config.json's num_hidden_layers asks for ${pastNames.length / 2} layers)`);
-  const unknown = inputs.filter((n) => !FED.has(n) && !n.startsWith('past_key_values.'));
+  const unknown = inputs.filter((n) => !FED.has(n) && !alsoFed.includes(n) && !n.startsWith('past_key_values.'));
   if (unknown.length > 0) throw new OnnxExportError(`${file}: this runner cannot drive it: it takes inputs the runner does not feed: ${unknown.join(', ')}`);
   const meta = session.inputMetadata.find((m) => m.name === pastNames[0]);
   const type = meta && meta.isTensor ? meta.type : 'float32';

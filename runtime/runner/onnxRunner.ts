@@ -11,6 +11,7 @@ import { headRow, planHead } from './stepHead.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
+import { SIG } from './graph/signalHead.ts';
 import { KvBufferPool } from './kvBufferPool.ts';
 
 export interface OnnxRunnerOptions {
@@ -204,7 +205,8 @@ export class OnnxRunner implements ModelRunner {
     if (prepared.logits === 'full') console.warn(`${name}: ${prepared.logitsNote}: logits stay [B, S, V] and the last row is read`);
     const session = await createSession(folder.onnxPath, prepared.model, so, ep);
     try {
-      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past);
+      // the signal nodes' inputs are the runner's own (graph/signalHead.ts)
+      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? [SIG.k, SIG.invT, SIG.u] : []);
     } catch (e) {
       await session.release();
       throw e;

@@ -30,7 +30,8 @@ import { ChatPrompts } from './chatPrompts.ts';
 import { DraftCache } from './draftCache.ts';
 import { refuseMissingHeads } from './routerHeads.ts';
 import { streamToken, type StreamToken } from './streamToken.ts';
-import { planMemory, type ModelMemoryPlan } from './memoryPlan.ts';
+import { planMemory, type MemorySplit, type ModelMemoryPlan } from './memoryPlan.ts';
+import { loadMeasured, measureWorkspaces, rssBytes } from './measureMemory.ts';
 
 /** An algorithm built here, and the same by reference for engines in other threads. */
 interface Served {
@@ -136,7 +137,8 @@ export class TokenRouterService {
     readonly folders: Map<string, ModelFolder>,
     readonly tokenizer: TextTokenizer,
     readonly registry: AlgorithmRegistry,
-    readonly memoryPlan: ModelMemoryPlan[],
+    /** memory.budgetMiB's split: the process before models, each model's weights, workspace and KV, the headroom. */
+    readonly memory: MemorySplit,
     readonly adminToken: string,
     clock: Clock,
     private readonly borrowedThreads: boolean,
@@ -159,7 +161,7 @@ export class TokenRouterService {
       checkInvariants,
       tokenizer,
       models: config.models.map((m) => {
-        const at = { name: m.name, maxBatch: m.maxBatch, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memoryPlan.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
+        const at = { name: m.name, maxBatch: m.maxBatch, maxStepTokens: m.maxStepTokens, threshold: thresholds[m.name] ?? 1, kvCapacityTokens: memory.models.find((p) => p.name === m.name)?.kvTokens ?? Infinity };
         const thread = threads.get(m.name);
         return thread ? { ...at, thread } : { ...at, runner: runners.get(m.name)! };
       }),
@@ -178,11 +180,19 @@ export class TokenRouterService {
     }
   }
 
+  get memoryPlan(): ModelMemoryPlan[] {
+    return this.memory.models;
+  }
+
   /** The live threshold controller, when thresholds are "auto". */
   readonly auto: AutoThresholds | null = null;
   private readonly optimiser: ReturnType<typeof workerOptimiser> | null = null;
 
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
+    // the budget bounds the whole process: what it holds before any model loads counts too
+    const baseBytes = rssBytes();
+    const loaded = new Map<string, number>();
+    let workspaces = new Map<string, number>();
     const folders = new Map<string, ModelFolder>();
     let runners = opts.runners;
     const threads = new Map<string, EngineProxy>(opts.threads);
@@ -196,10 +206,19 @@ export class TokenRouterService {
       const local = config.models.filter((m) => !m.remote);
       // ONNX model folders: "auto" puts each model's engine in its thread, beside the model.
       const inThread = config.scheduling.placement !== 'in-process';
-      const [started, remote] = await Promise.all([
-        Promise.all(local.map(async (m) => [m.name, inThread ? { thread: await startThread(m, folders.get(m.name)!) } : { runner: await WorkerRunner.start(folders.get(m.name)!.dir, runnerOptions(m)) }] as const)),
-        remotes(),
-      ]);
+      const byName = new Map(local.map((m) => [m.name, m]));
+      type Loaded = { thread: ThreadEngine; runner?: never } | { runner: WorkerRunner; thread?: never };
+      const load = (m: ServerConfig['models'][number]): Promise<Loaded> => (inThread ? startThread(m, folders.get(m.name)!).then((thread) => ({ thread })) : WorkerRunner.start(folders.get(m.name)!.dir, runnerOptions(m)).then((runner) => ({ runner })));
+      // one at a time, each measured as the resident memory its load added
+      const [measured, remote] = await Promise.all([loadMeasured([...byName.keys()], (name) => load(byName.get(name)!)), remotes()]);
+      const started = [...measured].map(([name, { value, bytes }]) => (loaded.set(name, bytes), [name, value] as const));
+      workspaces = await measureWorkspaces(
+        started.map(([name, e]) => {
+          const m = byName.get(name)!;
+          const i = e.thread?.info ?? e.runner!.info;
+          return { name, ...e, maxBatch: m.maxBatch, maxStepTokens: m.maxStepTokens, maxContext: i.maxContext, vocabSize: i.vocabSize };
+        }),
+      );
       runners = new Map();
       for (const [name, e] of remote) threads.set(name, e);
       for (const [name, r] of started) {
@@ -210,14 +229,17 @@ export class TokenRouterService {
     const info = (name: string) => threads.get(name)?.info ?? runners!.get(name)?.info;
     if (!opts.tokenizer && folders.size === 0) throw new TokenRouterError('invalid_request', 'no model folder on this host to read the tokenizer from: keep at least one model folder here', 'models');
     const tokenizer = opts.tokenizer ?? TextTokenizer.fromFolder(folders.values().next().value!);
+    const proc = loaded.size > 0 ? { baseBytes, headroomBytes: config.memory.headroomMiB * 2 ** 20 } : { baseBytes: 0, headroomBytes: 0 };
     const plan = planMemory(
       config.memory.budgetMiB * 2 ** 20,
       config.models.filter((m) => !m.remote).map((m) => {
         const i = info(m.name);
         if (!i) throw new TokenRouterError('invalid_request', `no runner for model ${m.name}`, 'models');
         const f = folders.get(m.name);
-        return { name: m.name, weightBytes: f ? [f.onnxPath, ...f.externalData].reduce((a, file) => a + fs.statSync(file).size, 0) : 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
+        const weightBytes = loaded.get(m.name) ?? (f ? [f.onnxPath, ...f.externalData].reduce((a, file) => a + fs.statSync(file).size, 0) : 0);
+        return { name: m.name, weightBytes, workspaceBytes: workspaces.get(m.name) ?? 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
       }),
+      proc,
     ).concat(remoteMemoryPlan(config.models, threads));
     fs.mkdirSync(config.dataDir, { recursive: true });
     const registry = new AlgorithmRegistry(config.dataDir);
@@ -233,7 +255,7 @@ export class TokenRouterService {
       folders,
       tokenizer,
       registry,
-      plan,
+      { budgetBytes: config.memory.budgetMiB * 2 ** 20, ...proc, models: plan },
       adminTokenFor(config),
       opts.clock ?? createRealClock(),
       opts.threads !== undefined,

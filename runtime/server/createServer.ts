@@ -56,7 +56,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   const health = () => {
     const models = service.cluster.laneStats().map((l) => ({ name: l.name, down: service.cluster.engine(l.name)?.down ?? false }));
     const serving = !drain.active && models.some((m) => !m.down);
-    return { ok: serving && !models.some((m) => m.down), serving, ...(drain.active ? { draining: true } : {}), models };
+    return { ok: serving && !models.some((m) => m.down), serving, ...(drain.active ? { draining: true } : {}), models, memory: memoryReport(service) };
   };
   app.get('/healthz', (_req, res) => {
     const h = health();
@@ -130,5 +130,18 @@ export async function startServer(service: TokenRouterService, port = service.co
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** memory.budgetMiB's planned split beside the resident memory measured now (the KV a model holds is its pool's live bytes, prefix cache included). */
+function memoryReport(service: TokenRouterService) {
+  const { budgetBytes, baseBytes, headroomBytes, models } = service.memory;
+  const lanes = new Map(service.cluster.laneStats().map((l) => [l.name, l]));
+  return {
+    budgetBytes,
+    rssBytes: process.memoryUsage.rss(),
+    baseBytes,
+    headroomBytes,
+    models: models.map((m) => ({ name: m.name, weightBytes: m.weightBytes, workspaceBytes: m.workspaceBytes, kvBytes: m.kvBytes, kvTokens: m.kvTokens, kvUsedBytes: lanes.get(m.name)?.kvBytes ?? 0 })),
   };
 }

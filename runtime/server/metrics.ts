@@ -56,6 +56,30 @@ export class ServerMetrics {
       },
     });
     this.remoteMetrics(service);
+    this.memoryMetrics(service);
+  }
+
+  /** memory.budgetMiB and its planned split, and the resident memory measured at scrape. */
+  private memoryMetrics(service: TokenRouterService): void {
+    const r = [this.registry];
+    const { budgetBytes, baseBytes, headroomBytes, models } = service.memory;
+    new client.Gauge({ name: 'tokenrouter_memory_budget_bytes', help: 'memory.budgetMiB: the resident memory the server plans within', registers: r }).set(budgetBytes);
+    const planned = new client.Gauge({ name: 'tokenrouter_memory_planned_bytes', help: 'The planned split of the budget: the process before models (base), headroom, and per model its weights as loaded, step workspace and KV pool', labelNames: ['part', 'model'], registers: r });
+    planned.set({ part: 'base', model: '' }, baseBytes);
+    planned.set({ part: 'headroom', model: '' }, headroomBytes);
+    for (const m of models) {
+      planned.set({ part: 'weights', model: m.name }, m.weightBytes);
+      planned.set({ part: 'workspace', model: m.name }, m.workspaceBytes);
+      if (Number.isFinite(m.kvBytes)) planned.set({ part: 'kv', model: m.name }, m.kvBytes);
+    }
+    new client.Gauge({
+      name: 'tokenrouter_resident_memory_bytes',
+      help: 'Resident set size of the server process, measured at scrape',
+      registers: r,
+      collect() {
+        this.set(process.memoryUsage.rss());
+      },
+    });
   }
 
   /** Models served by remote engines (sub-servers over NATS): live replicas, placements, losses, reconnects, read on scrape. */

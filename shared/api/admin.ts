@@ -80,7 +80,7 @@ export const modelViewSchema = z.object({
   maxContext: z.number().int(),
   kvBytesPerToken: z.number(),
   /** Absent for a model without a plan here. */
-  memory: z.object({ name: z.string(), weightBytes: z.number(), kvBytes: z.number(), kvTokens: z.number(), fullContextRequests: z.number() }).optional(),
+  memory: z.object({ name: z.string(), weightBytes: z.number(), workspaceBytes: z.number().optional(), kvBytes: z.number(), kvTokens: z.number(), fullContextRequests: z.number() }).optional(),
 });
 export const modelListSchema = z.object({ models: z.array(modelViewSchema) });
 export type ModelList = z.infer<typeof modelListSchema>;

@@ -182,6 +182,8 @@ export const laneReportSchema = z.object({
   kvReservedBytes: z.number(),
   batches: int,
   rows: int,
+  /** Rows that fed one chunk of a longer prompt or suffix (chunked prefill), their outputs unused. */
+  chunks: int,
   admissions: int,
   evictions: int,
   /** Launch → the runner's results, summed over batches, ms. */
@@ -243,6 +245,8 @@ export const engineSettingsSchema = z.object({
   index: int,
   models: list(z.string()),
   maxBatch: int,
+  /** Tokens one step feeds at most (models[].maxStepTokens): longer prompts and suffixes are fed in chunks; Infinity = no bound. */
+  maxStepTokens: amount,
   /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
   threshold: int,
   /** KV capacity in tokens; Infinity = unbounded (hence `amount`, not the config's finite numbers: Infinity crosses the wire). */

@@ -70,7 +70,7 @@ describe('DelayedEngine', () => {
   async function serve(line: DelayLine | null) {
     const clock = createRealClock();
     const large: ClusterModel = line
-      ? { name: 'large', thread: new DelayedEngine('large', simModel({ name: 'large', latency: LARGE, vocab: 'hash' }), clock, { maxBatch: 8, threshold: 1, kvCapacityTokens: Infinity }, line) }
+      ? { name: 'large', thread: new DelayedEngine('large', simModel({ name: 'large', latency: LARGE, vocab: 'hash' }), clock, { maxBatch: 8, maxStepTokens: Infinity, threshold: 1, kvCapacityTokens: Infinity }, line) }
       : { name: 'large', runner: simModel({ name: 'large', latency: LARGE, vocab: 'hash' }) };
     const cluster = new Cluster({ clock, mode: 'async-delayed', maxConcurrency: 4, maxWaitMs: 20, prefixCache: false, models: [{ name: 'small', runner: simModel({ name: 'small', latency: SMALL, vocab: 'hash' }), maxBatch: 8 }, { ...large, maxBatch: 8 }] });
     return Promise.all([0, 1, 2, 3].map((i) => cluster.submit({ id: `r${i}`, prompt: [5, 6, 7, 8 + i], maxTokens: 24, sampling: { seed: i }, algorithm, algorithmRef }).done));

@@ -15,9 +15,10 @@ const CASES_PER_SETTING = 64; // × 8 settings = 512 cases
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
     let requestsChecked = 0;
+    let chunkRows = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
-      const { k, names, eos, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode);
+      const { k, names, eos, concurrency, requests, maxBatch, maxStepTokens, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode);
       const clock = new VirtualClock();
       const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenIds: eos >= 0 ? [eos] : [], latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
       const runners = mkRunners();
@@ -28,7 +29,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         maxConcurrency: concurrency,
         checkInvariants: true,
         maxWaitMs,
-        models: names.map((name, i) => ({ name, runner: runners[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
+        models: names.map((name, i) => ({ name, runner: runners[i], maxBatch: maxBatch[i], maxStepTokens: maxStepTokens[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
       });
       const alg = randomAlgorithm(seed, names);
       const results = runWorkload(cluster, clock, alg, requests);
@@ -52,9 +53,12 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         expect(lane.kvBytes, lane.name).toBe(0);
         expect(lane.kvReservedBytes, lane.name).toBe(0);
         expect(lane.ready + lane.waitingAdmission + lane.pendingReturn, lane.name).toBe(0);
+        chunkRows += lane.chunks;
       }
       for (const r of runners) expect(r.liveCaches).toBe(0);
     }
     expect(requestsChecked).toBeGreaterThan(CASES_PER_SETTING);
+    // the small step budgets of randomCase did cut prompts and suffixes into chunks
+    expect(chunkRows).toBeGreaterThan(CASES_PER_SETTING);
   });
 });

@@ -33,7 +33,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         maxConcurrency: rc.concurrency,
         checkInvariants: true,
         maxWaitMs: rc.maxWaitMs,
-        models: rc.names.map((name, i) => ({ name, runner: runners[i], maxBatch: rc.maxBatch[i], threshold: rc.thresholds[i], kvCapacityTokens: tight ? maxLen + pick(seed, 910 + i, 0, maxLen) : Infinity })),
+        models: rc.names.map((name, i) => ({ name, runner: runners[i], maxBatch: rc.maxBatch[i], maxStepTokens: rc.maxStepTokens[i], threshold: rc.thresholds[i], kvCapacityTokens: tight ? maxLen + pick(seed, 910 + i, 0, maxLen) : Infinity })),
       });
       const alg = randomAlgorithm(seed, rc.names);
       const results = runWorkload(cluster, clock, alg, requests);

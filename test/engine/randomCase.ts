@@ -31,6 +31,9 @@ export function randomCase(seed: number, mode: SchedulingMode, bounds: CaseBound
   const maxLen = Math.max(...requests.map((r) => r.prompt.length + r.maxTokens));
   const tightMemory = pick(seed, 5, 0, 2) === 0;
   const maxBatch = names.map((_, i) => pick(seed, 20 + i, 1, 8));
+  // two cases in three feed under a small step token budget: prompts and handoff suffixes go in chunks
+  const chunked = pick(seed, 7, 0, 2) > 0;
+  const maxStepTokens = names.map((_, i) => (chunked ? pick(seed, 40 + i, 1, 6) : Infinity));
   const thresholds = names.map((_, i) => (mode === 'async-delayed' ? Math.min(maxBatch[i], pick(seed, 10 + i, 1, 4)) : 1));
   // Clamp to feasibility: Σ(T−1) < N.
   while (thresholds.reduce((s, t) => s + t - 1, 0) >= concurrency) thresholds[thresholds.indexOf(Math.max(...thresholds))]--;
@@ -41,6 +44,7 @@ export function randomCase(seed: number, mode: SchedulingMode, bounds: CaseBound
     concurrency,
     requests,
     maxBatch,
+    maxStepTokens,
     thresholds,
     kvCapacityTokens: (i: number) => (tightMemory ? maxLen + pick(seed, 30 + i, 0, maxLen) : Infinity),
     maxWaitMs: pick(seed, 6, 1, bounds.maxWaitMs),

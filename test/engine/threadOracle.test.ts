@@ -23,7 +23,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
     let checked = 0;
     for (let c = 0; c < CASES_PER_SETTING; c++) {
       const seed = (c * 6007 + (retain ? 3 : 5) * 104729 + SCHEDULING_MODES.indexOf(mode) * 7919) >>> 0;
-      const { k, names, eos, concurrency, requests, maxBatch, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode, BOUNDS);
+      const { k, names, eos, concurrency, requests, maxBatch, maxStepTokens, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode, BOUNDS);
       const threads = await Promise.all(names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, eos] })));
       const cluster = new Cluster({
         clock: createRealClock(),
@@ -32,7 +32,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         maxConcurrency: concurrency,
         checkInvariants: true,
         maxWaitMs,
-        models: names.map((name, i) => ({ name, thread: threads[i], maxBatch: maxBatch[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
+        models: names.map((name, i) => ({ name, thread: threads[i], maxBatch: maxBatch[i], maxStepTokens: maxStepTokens[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
       });
       try {
         const alg = randomAlgorithm(seed, names);

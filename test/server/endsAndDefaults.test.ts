@@ -35,7 +35,7 @@ beforeAll(async () => {
   // config.json keeps 2; generation_config.json lists both (as Llama 3 and Qwen3 do)
   const small = copy('small', (d) => editJson(path.join(d, 'generation_config.json'), (j) => (j.eos_token_id = [2, SECOND_EOS])));
   const large = copy('large', (d) => editJson(path.join(d, 'generation_config.json'), (j) => Object.assign(j, LARGE_DEFAULTS)));
-  const config = parseServerConfig({ port: 0, dataDir: path.join(tmp, 'data'), memory: { budgetMiB: 64 }, models: [{ name: 'small', path: small }, { name: 'large', path: large }] });
+  const config = parseServerConfig({ port: 0, dataDir: path.join(tmp, 'data'), memory: { budgetMiB: 1024 }, models: [{ name: 'small', path: small }, { name: 'large', path: large }] });
   service = await TokenRouterService.start(config);
   srv = await startServer(service, 0, '127.0.0.1');
 }, 120_000);

@@ -48,12 +48,13 @@ describe('HTTP errors', () => {
     expect(r.json.error.param).toBe('model');
   });
 
-  it('413 for a body over the limit and a prompt over the context window', async () => {
+  it('413 for a body over the limit, 400 naming the window for a prompt over the context window', async () => {
     const big = await post('/v1/completions', { model: 'small', prompt: '1'.repeat(100 * 1024) });
     expect(big.status).toBe(413);
     expectErrorShape(big.json);
     const long = await post('/v1/completions', { model: 'small', prompt: '1'.repeat(300) });
-    expect(long.status).toBe(413);
+    expect(long.status).toBe(400);
+    expect(long.json.error.param).toBe('prompt');
     expect(long.json.error.message).toMatch(/context window is 256/);
   });
 

@@ -23,7 +23,7 @@ function plainExport(name: string): string {
 }
 
 beforeAll(async () => {
-  const config = parseServerConfig({ port: 0, dataDir: path.join(tmp, 'data'), memory: { budgetMiB: 64 }, models: [{ name: 'small', path: plainExport('small') }, { name: 'large', path: plainExport('large') }] });
+  const config = parseServerConfig({ port: 0, dataDir: path.join(tmp, 'data'), memory: { budgetMiB: 1024 }, models: [{ name: 'small', path: plainExport('small') }, { name: 'large', path: plainExport('large') }] });
   service = await TokenRouterService.start(config);
   srv = await startServer(service, 0, '127.0.0.1');
 }, 120_000);

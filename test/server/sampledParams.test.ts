@@ -19,7 +19,7 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-sampled-'));
-  service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: MODELS_DIR, memory: { budgetMiB: 256 } }));
+  service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: MODELS_DIR, memory: { budgetMiB: 1024 } }));
   server = await startServer(service, 0, '127.0.0.1');
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 60_000);

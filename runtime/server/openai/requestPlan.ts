@@ -43,7 +43,8 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     prompts = [{ ids: chatPrompt(service, body as ChatRequest), text: '' }];
   } else prompts = completionPrompts(service, body as CompletionRequest, maxContext, vocab);
   for (const p of prompts) {
-    if (p.ids.length >= maxContext) throw new TokenRouterError('too_large', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
+    // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
+    if (p.ids.length >= maxContext) throw new TokenRouterError('invalid_request', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
   }
   const explicit = kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens;
   if (explicit != null && explicit > service.config.limits.maxTokens) {
@@ -131,7 +132,7 @@ const MAX_CHARS_PER_TOKEN = 32;
 
 function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
   if (chars > maxContext * MAX_CHARS_PER_TOKEN) {
-    throw new TokenRouterError('too_large', `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`, param);
+    throw new TokenRouterError('invalid_request', `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`, param);
   }
 }
 
