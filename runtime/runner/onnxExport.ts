@@ -4,7 +4,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import protobuf from 'protobufjs/minimal.js';
-import { SIG_INPUTS } from './graph/signalHead.ts';
 
 const { Reader } = protobuf;
 
@@ -56,8 +55,7 @@ export function graphOps(model: Uint8Array): Set<string> {
 }
 
 /** Inputs the runner feeds; any other input of the export would be left unfed. */
-// the signal nodes' inputs (graph/signalHead.ts) are the runner's own, fed every step
-const FED = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep', ...SIG_INPUTS]);
+const FED = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_to_keep', 'logits_to_keep']);
 
 /**
  * Refuses, naming what is missing, an export the runner cannot drive: ORT-GenAI's

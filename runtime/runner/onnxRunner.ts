@@ -11,7 +11,7 @@ import { headRow, planHead } from './stepHead.ts';
 import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
-import { SIG } from './graph/signalHead.ts';
+import { SIG_INPUTS } from './graph/signalHead.ts';
 import { KvBufferPool } from './kvBufferPool.ts';
 
 export interface OnnxRunnerOptions {
@@ -206,7 +206,7 @@ export class OnnxRunner implements ModelRunner {
     const session = await createSession(folder.onnxPath, prepared.model, so, ep);
     try {
       // the signal nodes' inputs are the runner's own (graph/signalHead.ts)
-      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? [SIG.k, SIG.invT, SIG.u] : []);
+      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? SIG_INPUTS : []);
     } catch (e) {
       await session.release();
       throw e;
