@@ -62,8 +62,14 @@ export function drawFromCandidates(ids: ArrayLike<number>, w: ArrayLike<number>,
   return ids[kept[kept.length - 1]];
 }
 
-const MASS = new Float64Array(32768);
-const COUNT = new Uint32Array(32768);
+/**
+ * A histogram over the top 16 bits of non-negative float32 weights, zero between calls (each call
+ * clears the buckets it used). Two lanes (even and odd ids), folded after the pass: neighbours
+ * landing in one bucket then do not wait on each other's update (0.33 against 0.45 ms a row at V = 151,936).
+ */
+const LANE = 32768;
+const MASS = new Float64Array(2 * LANE);
+const COUNT = new Int32Array(2 * LANE);
 
 /** Where a cut lands: the prefix is every token above (w, id) in rank, (w, id) included. */
 interface Cut {
@@ -85,47 +91,63 @@ export function drawExact(w: Float32Array, s: SamplingParams, u: number, z?: num
     if (z === undefined) for (let i = 0; i < V; i++) total += w[i];
     return inverseCdf(w, u * total);
   }
-  const bits = new Uint32Array(w.buffer, w.byteOffset, V);
-  MASS.fill(0);
-  COUNT.fill(0);
-  let hi = 0;
-  let lo = 32767;
-  let total = 0;
-  let wmax = 0;
-  for (let i = 0; i < V; i++) {
-    const k = bits[i] >>> 16;
-    const x = w[i];
-    MASS[k] += x;
-    COUNT[k]++;
-    total += x;
-    if (k > hi) hi = k;
-    if (k < lo) lo = k;
-    if (x > wmax) wmax = x;
+  const bits = new Int32Array(w.buffer, w.byteOffset, V);
+  // one pass with nothing but the bucket updates (tracking max / min / total here costs ~2x)
+  const even = V & ~1;
+  for (let i = 0; i < even; i += 2) {
+    const a = bits[i] >>> 16;
+    const b = (bits[i + 1] >>> 16) + LANE;
+    MASS[a] += w[i];
+    COUNT[a]++;
+    MASS[b] += w[i + 1];
+    COUNT[b]++;
   }
-  if (z !== undefined) total = z;
-  let cut: Cut = { w: -1, id: V, count: V, mass: total };
-  const minP = s.minP ?? 0;
-  if (minP > 0) {
-    const c = minP * wmax;
-    let count = 0;
-    let mass = 0;
-    let least = Infinity;
-    for (let i = 0; i < V; i++) {
-      const x = w[i];
-      if (x >= c) {
-        count++;
-        mass += x;
-        if (x < least) least = x;
+  if (even < V) {
+    MASS[bits[even] >>> 16] += w[even];
+    COUNT[bits[even] >>> 16]++;
+  }
+  let hi = LANE - 1;
+  while (hi > 0 && COUNT[hi] === 0 && COUNT[hi + LANE] === 0) hi--;
+  let lo = 0;
+  while (lo < hi && COUNT[lo] === 0 && COUNT[lo + LANE] === 0) lo++;
+  for (let k = lo; k <= hi; k++) {
+    MASS[k] += MASS[k + LANE];
+    COUNT[k] += COUNT[k + LANE];
+  }
+  MASS.fill(0, lo + LANE, hi + LANE + 1);
+  COUNT.fill(0, lo + LANE, hi + LANE + 1);
+  let total = z ?? 0;
+  if (z === undefined) for (let k = lo; k <= hi; k++) total += MASS[k];
+  try {
+    let cut: Cut = { w: -1, id: V, count: V, mass: total };
+    const minP = s.minP ?? 0;
+    if (minP > 0) {
+      let wmax = 0;
+      for (let i = 0; i < V; i++) if (bits[i] >>> 16 === hi && w[i] > wmax) wmax = w[i];
+      const c = minP * wmax;
+      let count = 0;
+      let mass = 0;
+      let least = Infinity;
+      for (let i = 0; i < V; i++) {
+        const x = w[i];
+        if (x >= c) {
+          count++;
+          mass += x;
+          if (x < least) least = x;
+        }
       }
+      cut = { w: least, id: V, count, mass };
     }
-    cut = { w: least, id: V, count, mass };
+    if (s.topK > 0 && s.topK < cut.count) cut = cutAt(w, bits, hi, lo, s.topK, Infinity);
+    if (s.topP < 1) {
+      const p = cutAt(w, bits, hi, lo, cut.count, s.topP * cut.mass);
+      if (p.count < cut.count) cut = p;
+    }
+    return keptInverseCdf(w, u * cut.mass, cut);
+  } finally {
+    MASS.fill(0, lo, hi + 1);
+    COUNT.fill(0, lo, hi + 1);
   }
-  if (s.topK > 0 && s.topK < cut.count) cut = cutAt(w, bits, hi, lo, s.topK, Infinity);
-  if (s.topP < 1) {
-    const p = cutAt(w, bits, hi, lo, cut.count, s.topP * cut.mass);
-    if (p.count < cut.count) cut = p;
-  }
-  return keptInverseCdf(w, u * cut.mass, cut);
 }
 
 /** inverseCdf over the kept prefix: weights above the cut's, and its ties up to its id (a separate loop: a predicate call per id costs ~4x). */
@@ -161,7 +183,7 @@ function inverseCdf(w: Float32Array, target: number): number {
 }
 
 /** The shortest ranked prefix holding `maxCount` tokens or reaching `maxMass`, whichever comes first. */
-function cutAt(w: Float32Array, bits: Uint32Array, hi: number, lo: number, maxCount: number, maxMass: number): Cut {
+function cutAt(w: Float32Array, bits: Int32Array, hi: number, lo: number, maxCount: number, maxMass: number): Cut {
   let count = 0;
   let mass = 0;
   let k = hi;
