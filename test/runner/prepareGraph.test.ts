@@ -11,6 +11,7 @@ import { concat, fields, GRAPH_INPUT, INT64, MODEL_GRAPH, valueInfo, wrap } from
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { analyzeRow } from '../../runtime/runner/sampling.ts';
 import { GREEDY } from '../../runtime/runner/modelRunner.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
 import { modelDir, soloGenerate } from './helpers.ts';
 
 const folder = loadModelFolder(modelDir('small'));
@@ -132,6 +133,34 @@ describe('prepareGraph (small)', () => {
     const other = prepareGraph(fs.readFileSync(head.file), { present: [], newKv: false, vocab: V, signals: false });
     expect(other.logits).toBe('full');
     expect(other.logitsNote).toMatch(/logits are made by no node found/);
+  });
+});
+
+describe('rows that read no signal (StepWants.signals false)', () => {
+  it('get the same tokens, their signals left 0, unless they ask for logprobs or top-k pairs', async () => {
+    const runner = await OnnxRunner.load(modelDir('small'));
+    const prompt = [5, 9, 12, 4, 7, 3];
+    const quiet = { topK: 0, hidden: false, heads: [], signals: false };
+    const step = async (cacheId: number, sampling: typeof GREEDY, wants: typeof quiet | typeof NO_WANTS) => (await runner.step([{ cacheId, requestId: `q${cacheId}`, tokens: prompt, position: 0, sampling, wants }])).rows[0];
+    try {
+      for (const sampling of [GREEDY, { temperature: 0.8, topP: 1, topK: 0, seed: 3 }, { temperature: 0.8, topP: 0.9, topK: 0, seed: 3 }]) {
+        const read = await step(1, sampling, NO_WANTS);
+        const unread = await step(2, sampling, quiet);
+        expect(unread.token).toBe(read.token);
+        expect(read.entropy).toBeGreaterThan(0);
+        expect(read.maxProb).toBeGreaterThan(0);
+        expect([unread.entropy, unread.maxProb, unread.margin, unread.tokenProb]).toEqual([0, 0, 0, 0]);
+        const logprobs = await step(3, { ...sampling, topLogprobs: 2 }, quiet);
+        expect(logprobs.tokenProb).toBeCloseTo(read.tokenProb, 6);
+        expect(logprobs.entropy).toBeCloseTo(read.entropy, 6);
+        const pairs = await step(4, sampling, { ...quiet, topK: 3 });
+        const readPairs = await step(5, sampling, { ...NO_WANTS, topK: 3 });
+        expect(pairs.topProbs).toHaveLength(3);
+        pairs.topProbs.forEach((p, j) => expect(p).toBeCloseTo(readPairs.topProbs[j], 6));
+      }
+    } finally {
+      await runner.close();
+    }
   });
 });
 
