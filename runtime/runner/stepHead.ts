@@ -43,7 +43,7 @@ const rowIndex = (list: number[]): ort.Tensor => new ort.Tensor('int64', BigInt6
  * and which rows each group of nodes runs over) and what it fetches: candidates always;
  * log-sum-exp and entropy for rows that read signals; ORT's draw for temperature rows without
  * cuts; the row of tempered probabilities for rows under cuts (the exact fallback may read it); the
- * row of logits only for rows with penalties or a banned EOS under temperature. A greedy row that
+ * row of logits only for rows with penalties (a banned EOS the graph leaves out of its draws). A greedy row that
  * reads no signal costs its TopK only.
  */
 export function planHead(rows: readonly StepRow[], order: readonly number[], feeds: readonly (readonly number[] | null)[], ctx: HeadContext, inputs: Record<string, ort.Tensor>): HeadPlan {
@@ -54,6 +54,7 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
   const invT = new Float32Array(B).fill(1);
   const u = new Float32Array(B);
   const groups: [number[], number[], number[]] = [[], [], []];
+  const bans: (number[] | undefined)[] = new Array<number[] | undefined>(B).fill(undefined);
   const sig = new Int32Array(B).fill(-1);
   const draw = new Int32Array(B).fill(-1);
   const cut = new Int32Array(B).fill(-1);
@@ -66,7 +67,8 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
     K = Math.max(K, r.wants.topK, s.topLogprobs ?? 0, ctx.topLogitsK);
     if (readsSignals(r)) sig[b] = groups[0].push(b) - 1;
     const banned = bannedIds({ sampling: s, eosTokenIds: ctx.eosIds }, V);
-    if (drawNeedsLogits(s, banned)) needLogits = true;
+    if (banned.length > 0) bans[b] = banned;
+    if (drawNeedsLogits(s)) needLogits = true;
     else if (!(s.temperature > 0)) K = Math.max(K, banned.length + 1);
     else {
       invT[b] = 1 / s.temperature;
@@ -85,6 +87,18 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
   inputs[SIG.sigRows] = rowIndex(groups[0]);
   inputs[SIG.drawRows] = rowIndex(groups[1]);
   inputs[SIG.cutRows] = rowIndex(groups[2]);
+  // each row's banned ids, padded with its first (or id 0, not banned): the graph leaves them out of its draws
+  const NB = Math.max(1, ...bans.map((l) => l?.length ?? 0));
+  const banIds = new BigInt64Array(B * NB);
+  const banOn = new Uint8Array(B * NB);
+  for (let b = 0; b < B; b++) {
+    const l = bans[b];
+    if (!l) continue;
+    for (let j = 0; j < NB; j++) banIds[b * NB + j] = BigInt(l[Math.min(j, l.length - 1)]);
+    banOn.fill(1, b * NB, b * NB + NB);
+  }
+  inputs[SIG.banIds] = new ort.Tensor('int64', banIds, [B, 1, NB]);
+  inputs[SIG.banOn] = new ort.Tensor('bool', banOn, [B, 1, NB]);
   const fetches: string[] = [SIG.topLogits, SIG.topIds];
   if (groups[0].length > 0) fetches.push(SIG.lse, SIG.entropy);
   if (groups[1].length > 0) fetches.push(SIG.draw, SIG.drawLogit);

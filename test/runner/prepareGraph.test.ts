@@ -31,13 +31,15 @@ function feeds(extra: Record<string, ort.Tensor> = {}): Record<string, ort.Tenso
 
 const ALL = [0, 1, 2];
 const rowList = (rows: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(rows, BigInt), [rows.length]);
-const signalFeeds = (k: number, invT: number[], u: number[], groups: { sig?: number[]; draw?: number[]; cut?: number[] } = {}): Record<string, ort.Tensor> => ({
+const signalFeeds = (k: number, invT: number[], u: number[], groups: { sig?: number[]; draw?: number[]; cut?: number[]; ban?: number[] } = {}): Record<string, ort.Tensor> => ({
   [SIG.k]: new ort.Tensor('int64', BigInt64Array.from([BigInt(k)]), [1]),
   [SIG.invT]: new ort.Tensor('float32', Float32Array.from(invT), [B, 1, 1]),
   [SIG.u]: new ort.Tensor('float32', Float32Array.from(u), [B, 1, 1]),
   [SIG.sigRows]: rowList(groups.sig ?? ALL),
   [SIG.drawRows]: rowList(groups.draw ?? ALL),
   [SIG.cutRows]: rowList(groups.cut ?? ALL),
+  [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(groups.ban ?? [0, 0, 0], BigInt), [B, 1, 1]),
+  [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from((groups.ban ?? [-1, -1, -1]).map((t) => (t >= 0 ? 1 : 0))), [B, 1, 1]),
 });
 
 describe('prepareGraph (small)', () => {
@@ -126,6 +128,41 @@ describe('prepareGraph (small)', () => {
     expect(Array.from(some[SIG.entropy].data as Float32Array)).toEqual([(all[SIG.entropy].data as Float32Array)[2]]);
     expect(Array.from(some[SIG.draw].data as BigInt64Array)).toEqual([(all[SIG.draw].data as BigInt64Array)[0], (all[SIG.draw].data as BigInt64Array)[2]]);
     expect(Array.from(some[SIG.weights].data as Float32Array)).toEqual(Array.from((all[SIG.weights].data as Float32Array).subarray(V, 2 * V)));
+  });
+
+  it('leaves each row\'s banned id out of its draws (probability 0, the rest redrawn), not out of its signals', async () => {
+    const plain = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5])), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    // each row bans the token its unbanned draw picked; row 1 bans nothing (-1)
+    const picked = Array.from(plain[SIG.draw].data as BigInt64Array, Number);
+    const ban = [picked[0], -1, picked[2]];
+    const o = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5], { ban: ban.map((t) => Math.max(t, 0)) })), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    const fix = (t: number) => (t < 0 ? -1 : t);
+    const on = await rewritten.run(feeds({ ...signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5]), [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(ban.map((t) => BigInt(Math.max(t, 0)))), [B, 1, 1]), [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from(ban.map((t) => (fix(t) >= 0 ? 1 : 0))), [B, 1, 1]) }), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    expect(on[SIG.lse].data).toEqual(plain[SIG.lse].data);
+    expect(on[SIG.topIds].data).toEqual(plain[SIG.topIds].data);
+    const w = on[SIG.weights].data as Float32Array;
+    for (let r = 0; r < B; r++) {
+      const got = Number((on[SIG.draw].data as BigInt64Array)[r]);
+      if (ban[r] < 0) {
+        expect(got).toBe(picked[r]);
+        continue;
+      }
+      expect(w[r * V + ban[r]]).toBe(0);
+      expect(got).not.toBe(ban[r]);
+      let z = 0;
+      for (let i = 0; i < V; i++) z += w[r * V + i];
+      let acc = 0;
+      let want = V - 1;
+      for (let i = 0; i < V; i++) {
+        acc += w[r * V + i];
+        if (acc > 0.5 * z) {
+          want = i;
+          break;
+        }
+      }
+      expect(got).toBe(want);
+    }
+    expect(o[SIG.draw].dims).toEqual(on[SIG.draw].dims);
   });
 
   it('leaves a graph whose logits no MatMul makes as it is, saying why', () => {

@@ -24,6 +24,7 @@ const LENGTH_DELIMITED = 2;
 /** ONNX element types used here. */
 export const FLOAT = 1;
 export const INT64 = 7;
+export const BOOL = 9;
 
 export interface Field {
   field: number;

@@ -1,5 +1,5 @@
 // Nodes appended after a decoder's logits so ORT does each row's O(V) work natively: top-k candidates, log-sum-exp, entropy and a seeded temperature draw.
-import { FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, valueInfo, type Attr } from './onnxProto.ts';
+import { BOOL, FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, valueInfo, type Attr } from './onnxProto.ts';
 
 /**
  * The inputs a step feeds the signal nodes and the outputs it may fetch. Each group of nodes runs
@@ -20,6 +20,10 @@ export const SIG = {
   drawRows: 'tr_draw_rows',
   /** int64 [Bc]: the rows whose tempered probabilities are handed back (temperature with cuts). */
   cutRows: 'tr_cut_rows',
+  /** int64 [B, 1, NB]: ids the draw leaves out where `banOn` holds (a row's banned EOS ids, padded with any id). */
+  banIds: 'tr_ban_ids',
+  /** bool [B, 1, NB]: which of `banIds` are left out of the row's draw (ORT's draw and the tempered probabilities; signals keep them). */
+  banOn: 'tr_ban_on',
   /** float / int64 [B, 1, K]: the K best logits and their ids, best first (ties: lower id first). */
   topLogits: 'tr_top_logits',
   topIds: 'tr_top_ids',
@@ -40,7 +44,7 @@ export const SIG = {
 } as const;
 
 /** The inputs the signal nodes add to the graph (the runner feeds them every step). */
-export const SIG_INPUTS: readonly string[] = [SIG.k, SIG.invT, SIG.u, SIG.sigRows, SIG.drawRows, SIG.cutRows];
+export const SIG_INPUTS: readonly string[] = [SIG.k, SIG.invT, SIG.u, SIG.sigRows, SIG.drawRows, SIG.cutRows, SIG.banIds, SIG.banOn];
 
 /** Ids per block of the two-level draw: a divisor of V near √V·2 (no padding copy), else 512. */
 export function drawBlock(vocab: number): number {
@@ -71,6 +75,7 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   out.push(initializer(c('axis_seq'), INT64, [1], [1]));
   out.push(initializer(c('minus1'), INT64, [1], [-1]));
   out.push(initializer(c('zero'), INT64, [1], [0]));
+  out.push(initializer(c('neg_inf'), FLOAT, [], [-Infinity]));
   out.push(initializer(c('one'), INT64, [1], [1]));
   out.push(initializer(c('end'), INT64, [1], [2 ** 53 - 1]));
   out.push(initializer(c('blockf'), FLOAT, [], [block]));
@@ -101,7 +106,15 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   op('Sub', [SIG.lse, c('px')], SIG.entropy);
   // the draw of the drawRows: tempered probabilities in id order, inverse CDF in two levels (blocks of
   // `block` ids, then within the block) as one CumSum over the whole vocabulary runs ~20x slower in ORT than a sum
-  const xd = rows(c('x'), SIG.drawRows, 'd_x');
+  // a group's rows with their banned ids at -inf: the current values are written back where no ban holds
+  const banned = (xg: string, group: string, g: string): string => {
+    const ids = rows(SIG.banIds, group, `${g}_ban_ids`);
+    op('GatherElements', [xg, ids], c(`${g}_ban_cur`), [{ name: 'axis', i: -1 }]);
+    op('Where', [rows(SIG.banOn, group, `${g}_ban_on`), c('neg_inf'), c(`${g}_ban_cur`)], c(`${g}_ban_val`));
+    op('ScatterElements', [xg, ids, c(`${g}_ban_val`)], c(`${g}_xb`), [{ name: 'axis', i: -1 }]);
+    return c(`${g}_xb`);
+  };
+  const xd = banned(rows(c('x'), SIG.drawRows, 'd_x'), SIG.drawRows, 'd');
   op('Mul', [xd, rows(SIG.invT, SIG.drawRows, 'd_inv_t')], c('xt'));
   op('Softmax', [c('xt')], c('w'), [{ name: 'axis', i: -1 }]);
   const nb = Math.ceil(vocab / block);
@@ -138,11 +151,11 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   op('Cast', [c('token_f')], SIG.draw, [{ name: 'to', i: INT64 }]);
   op('GatherElements', [xd, SIG.draw], SIG.drawLogit, [{ name: 'axis', i: -1 }]);
   // the cutRows' tempered probabilities, for the draw under min-p / top-k / top-p in JavaScript
-  op('Mul', [rows(c('x'), SIG.cutRows, 'c_x'), rows(SIG.invT, SIG.cutRows, 'c_inv_t')], c('ct'));
+  op('Mul', [banned(rows(c('x'), SIG.cutRows, 'c_x'), SIG.cutRows, 'c'), rows(SIG.invT, SIG.cutRows, 'c_inv_t')], c('ct'));
   op('Softmax', [c('ct')], SIG.weights, [{ name: 'axis', i: -1 }]);
   reduce('ReduceSum', SIG.weights, SIG.weightSum);
   op('GatherElements', [SIG.weights, rows(SIG.topIds, SIG.cutRows, 'c_ids')], SIG.topWeights, [{ name: 'axis', i: -1 }]);
-  for (const i of SIG_INPUTS) out.push(valueInfo(GRAPH_INPUT, i, i === SIG.invT || i === SIG.u ? FLOAT : INT64));
+  for (const i of SIG_INPUTS) out.push(valueInfo(GRAPH_INPUT, i, i === SIG.invT || i === SIG.u ? FLOAT : i === SIG.banOn ? BOOL : INT64));
   for (const o of [SIG.topLogits, SIG.lse, SIG.entropy, SIG.weights, SIG.weightSum, SIG.topWeights, SIG.drawLogit]) out.push(valueInfo(GRAPH_OUTPUT, o, FLOAT));
   for (const o of [SIG.topIds, SIG.draw]) out.push(valueInfo(GRAPH_OUTPUT, o, INT64));
   return out;
