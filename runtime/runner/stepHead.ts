@@ -43,8 +43,8 @@ const rowIndex = (list: number[]): ort.Tensor => new ort.Tensor('int64', BigInt6
  * and which rows each group of nodes runs over) and what it fetches: candidates always;
  * log-sum-exp and entropy for rows that read signals; ORT's draw for temperature rows without
  * cuts; the row of tempered probabilities for rows under cuts (the exact fallback may read it); the
- * row of logits only for rows with penalties (a banned EOS the graph leaves out of its draws). A greedy row that
- * reads no signal costs its TopK only.
+ * row of logits only for rows with penalties (a banned EOS the graph leaves out of its draws itself).
+ * A greedy row that reads no signal costs its TopK only.
  */
 export function planHead(rows: readonly StepRow[], order: readonly number[], feeds: readonly (readonly number[] | null)[], ctx: HeadContext, inputs: Record<string, ort.Tensor>): HeadPlan {
   const B = rows.length;

@@ -1,4 +1,4 @@
-// Nodes appended after a decoder's logits so ORT does each row's O(V) work natively: top-k candidates, log-sum-exp, entropy and a seeded temperature draw.
+// Nodes appended after a decoder's logits so ORT does each row's O(V) work natively, over the rows that read it: top-k candidates, log-sum-exp, entropy, a seeded temperature draw.
 import { BOOL, FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, valueInfo, type Attr } from './onnxProto.ts';
 
 /**
@@ -6,6 +6,7 @@ import { BOOL, FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, value
  * over the rows a step names for it only (ORT runs every node whatever is fetched, and a [0, 1, V]
  * tensor costs nothing): TopK over every row; log-sum-exp and entropy over `sigRows`; ORT's draw
  * over `drawRows`; the tempered probabilities over `cutRows`. Outputs are [rows of the group, 1, ·].
+ * The draw and the tempered probabilities leave each row's banned ids out; the signals do not.
  */
 export const SIG = {
   /** int64 [1]: how many candidates TopK keeps. */
