@@ -39,6 +39,7 @@ export const SUITES: Record<string, Suite> = {
   offline: { about: 'one model: an in-process static batched generate loop over the server\'s runner vs the server at concurrency 8 over HTTP', duration: '~1.3 min', load: () => import('./offline.ts') },
   'long-prompt': { about: 'decode streams on a real-shaped pair while four ~1,542-token prompts arrive at the large: ITL p50/p99 before and during, the prompts\' TTFT against a lone one, peak RSS against memory.budgetMiB; chunked prefill on and off', duration: '~8 min', load: () => import('./longPrompt.ts') },
   'real-shape': { about: 'Qwen3-shaped fixtures (vocabulary 151,936): served at c = 8 greedy and top_p vs transformers.js, a long prompt\'s TTFT and RSS, load peak; --baseline DIR adds an older checkout', duration: '~6 min', load: () => import('./realShape.ts') },
+  sampling: { about: 'one row\'s signals and draw at V = 151,936 (greedy, temperature, top_p; flat and peaked): the old JavaScript beside the signal nodes\' ORT + JavaScript time', duration: '~0.5 min', load: () => import('./samplingRow.ts') },
   'transformers-js': { about: 'one model served at concurrency 8 over HTTP vs transformers.js\' batched generate on the same model and prompts (fixed length)', duration: '~2 min', load: () => import('./transformersJs.ts') },
 };
 
@@ -54,7 +55,7 @@ export const SUITE_FLAGS = [
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s', 'request-rate', 'burstiness', 'goodput',
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
-  'baseline-prefix-cache', 'baseline', 'problems', 'duration-s', 'live-rounds', 'repeat', 'intra-op-threads',
+  'baseline-prefix-cache', 'baseline', 'problems', 'duration-s', 'live-rounds', 'repeat', 'intra-op-threads', 'vocab', 'reps', 'batch',
 ] as const;
 
 export function usage(): string {

@@ -52,7 +52,9 @@ export class LocalRequest {
   ) {
     this.actor = createActor(localRequestLogic);
     this.actor.start();
-    this.wants = wantsFor(spec.algorithm, model);
+    const wants = wantsFor(spec.algorithm, model);
+    // per-token detail reports the signals even when route() does not read them
+    this.wants = spec.detail && wants.signals === false ? { topK: wants.topK, hidden: wants.hidden, heads: wants.heads } : wants;
   }
 
   get id(): string {

@@ -5,14 +5,16 @@ import type { ModelInfo, ModelRunner, StepOutput, StepPass, StepRow } from './mo
 import { loadModelFolder, type Dtype, type ModelFolder, type RouterHeadSpec } from './modelFolder.ts';
 import { readGraphFile, type GraphFileOptions } from './onnxGraphFile.ts';
 import { createSession, refuseUndrivable, type ExecutionProvider } from './onnxExport.ts';
+import { sessionOptions, type SessionMemory } from './sessionOptions.ts';
+
+export { sessionOptions, type SessionMemory } from './sessionOptions.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeHead, analyzeRow } from './sampling.ts';
 import { headRow, planHead } from './stepHead.ts';
-import { copyKv, firstSlots, validRuns } from './kvSlots.ts';
+import { BatchKvStore, HEADROOM, type CacheEntry } from './batchKvStore.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
-import { SIG } from './graph/signalHead.ts';
-import { KvBufferPool } from './kvBufferPool.ts';
+import { SIG_INPUTS } from './graph/signalHead.ts';
 
 export interface OnnxRunnerOptions {
   /** Threads ORT may use inside one session.run (default 1: the machine is shared). */
@@ -31,48 +33,9 @@ export interface OnnxRunnerOptions {
   executionProvider?: ExecutionProvider;
   /** Reading the graph: when an inline-weights file is converted to external data, and where that is kept (onnxGraphFile.ts). */
   graphFile?: GraphFileOptions;
+  /** ORT memory settings (SessionMemory; defaults: no prepacked copy of the weights, no CPU arena). */
+  memory?: SessionMemory;
 }
-
-/** Where a request's KV lives: a row of the current batch tensors, or its own copy ([kv, stride, hd], first `len` slots valid). */
-type KvLocation = { kind: 'batch'; batch: BatchState; row: number } | { kind: 'own'; data: Float32Array[]; stride: number } | null;
-
-interface CacheEntry {
-  /** Tokens held: the next row position must equal this. */
-  len: number;
-  loc: KvLocation;
-  /** The token ids held (first `len` valid), kept only for requests with penalties, which count them. */
-  ids?: number[];
-}
-
-/** An earlier batch's tensors are kept for the requests left in them until they hold this many times the tokens those use. */
-const STALE_FACTOR = 2;
-
-/**
- * The KV of the rows of the last step, fed as `past` of the next without any copy while the same
- * rows keep stepping. A row's valid slots are marked in `mask`; rows are left-padded and may contain
- * holes (pad slots of a longer peer's extend). With a rewritten graph (newKvOutputs.ts) the buffers
- * are the runner's own, `cap` slots long: a step writes its new slots in place at T and the free
- * slots past T are fed masked. Otherwise they are the last step's `present`, and `cap` is T.
- */
-interface BatchState {
-  ids: number[];
-  /** [B, kv, cap, hd] each. */
-  past: ort.Tensor[];
-  /** attention mask over slots, [B, cap], 1 = a real token. */
-  mask: BigInt64Array;
-  /** The same mask as bytes: read on every re-pack, where BigInt reads would cost more than the copy. */
-  valid: Uint8Array;
-  /** Slots used (the next step's new slots start here). */
-  T: number;
-  /** Slots allocated. */
-  cap: number;
-  /** Cache entries whose KV lives here; at 0 the batch is gone and its own buffers go back to the pool. */
-  refs: number;
-}
-
-/** Free slots a batch's own buffers get beyond what a step needs, so most decode steps write in place. */
-const HEADROOM = 16;
-
 
 function pass(rows: readonly StepRow[], modelMs: number): StepPass {
   let tokens = 0;
@@ -102,36 +65,10 @@ export function kvNames(numLayers: number): { past: string[]; present: string[] 
   return { past, present };
 }
 
-/** ONNX Runtime's settings for a served model's session (and its router heads). */
-export function sessionOptions(intraOpNumThreads: number, place: { executionProvider?: ExecutionProvider; externalDataDir?: string } = {}): ort.InferenceSession.SessionOptions {
-  const session: Record<string, unknown> = {};
-  // With more than one intra-op thread, idle pool threads would spin between steps and take the core the entry needs.
-  if (intraOpNumThreads > 1) session.intra_op = { allow_spinning: '0' };
-  // A model created from bytes finds its external data (model.onnx_data, ...) in this folder.
-  if (place.externalDataDir) session.model_external_initializers_file_folder_path = place.externalDataDir;
-  return {
-    intraOpNumThreads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    ...(place.executionProvider && place.executionProvider !== 'cpu' ? { executionProviders: [place.executionProvider, 'cpu'] } : {}),
-    ...(Object.keys(session).length > 0 ? { extra: { session } } : {}),
-  };
-}
-
 export class OnnxRunner implements ModelRunner {
   readonly info: ModelInfo;
-  private readonly caches = new Map<number, CacheEntry>();
-  private batch: BatchState | null = null;
-  /**
-   * Earlier batches a request left (or that stopped being current) since the last compaction: the
-   * only ones whose share of used slots can have fallen, as a batch no longer current never changes
-   * otherwise. Why not every earlier batch: the prefix cache keeps hundreds alive at steady state
-   * (R2R at N = 16: ~600 on large), and walking them all at each re-pack took 5-8 % of an engine thread.
-   */
-  private readonly toCompact = new Set<BatchState>();
-  /** Recycles the batches' own KV buffers (rewritten graph only: otherwise they are ORT's outputs). */
-  private readonly pool: KvBufferPool | undefined;
+  /** Where each request's KV lives, and the batch tensors a step feeds. */
+  private readonly kv: BatchKvStore;
   private busy = false;
   private readonly pastNames: string[];
   private readonly presentNames: string[];
@@ -178,8 +115,7 @@ export class OnnxRunner implements ModelRunner {
     this.hasHidden = session.outputNames.includes('hidden_states');
     this.hasPositionIds = session.inputNames.includes('position_ids');
     this.newNames = newNames;
-    // two batches' worth (a re-pack's old and new) and one more for the stale ones routing leaves behind
-    this.pool = newNames ? new KvBufferPool(3 * newNames.length) : undefined;
+    this.kv = new BatchKvStore({ kv: c.numKvHeads, hd: c.headDim, bytesPerToken: folder.kvBytesPerToken, nT: this.pastNames.length }, newNames !== undefined, this.stats);
     this.kvFetches = newNames ?? this.presentNames;
     this.signals = prepared?.signals === true;
     this.logitsMode = prepared?.logits ?? 'full';
@@ -197,7 +133,7 @@ export class OnnxRunner implements ModelRunner {
     // Only the graph is read into JavaScript: weights stay in their external data files (an inline
     // export big enough to matter is converted to that layout once), which ONNX Runtime reads itself.
     const graph = readGraphFile(folder.onnxPath, folder.externalData, opts.graphFile);
-    const so = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep, externalDataDir: graph.dataDir });
+    const so = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep, externalDataDir: graph.dataDir }, opts.memory);
     // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
     // graph is rewritten to hand back only the new slots, to compute logits at each row's last
     // position only, and to compute the signals and the draw natively (graph/prepareGraph.ts).
@@ -206,12 +142,12 @@ export class OnnxRunner implements ModelRunner {
     const session = await createSession(folder.onnxPath, prepared.model, so, ep);
     try {
       // the signal nodes' inputs are the runner's own (graph/signalHead.ts)
-      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? [SIG.k, SIG.invT, SIG.u] : []);
+      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? SIG_INPUTS : []);
     } catch (e) {
       await session.release();
       throw e;
     }
-    const headOptions = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep });
+    const headOptions = sessionOptions(opts.intraOpNumThreads ?? 1, { executionProvider: ep }, opts.memory);
     const heads = new Map<string, RouterHead>();
     for (const spec of Object.values(folder.routers)) {
       heads.set(spec.name, { spec, session: await ort.InferenceSession.create(spec.file, headOptions) });
@@ -231,7 +167,7 @@ export class OnnxRunner implements ModelRunner {
 
   /** Tokens held for a cache (0 when unknown). */
   cacheLength(cacheId: number): number {
-    return this.caches.get(cacheId)?.len ?? 0;
+    return this.kv.caches.get(cacheId)?.len ?? 0;
   }
 
   async step(rows: readonly StepRow[]): Promise<StepOutput> {
@@ -255,7 +191,7 @@ export class OnnxRunner implements ModelRunner {
         if (!Number.isInteger(t) || t < 0 || t >= V) throw new StepError(`${this.info.name}: request ${r.requestId}: token ${t} outside vocabulary [0, ${V})`);
       }
       if (r.position !== 0) {
-        const held = this.caches.get(r.cacheId)?.len ?? 0;
+        const held = this.kv.caches.get(r.cacheId)?.len ?? 0;
         if (r.position !== held) {
           throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`);
         }
@@ -274,12 +210,9 @@ export class OnnxRunner implements ModelRunner {
     if (rows.length === 0) return { rows: [], modelMs: 0 };
     this.validate(rows);
     for (const r of rows) {
-      if (r.position === 0) {
-        this.dropCache(r.cacheId);
-        this.caches.set(r.cacheId, r.sampling.penalties ? { len: 0, loc: null, ids: [] } : { len: 0, loc: null });
-      }
+      if (r.position === 0) this.kv.begin(r.cacheId, r.sampling.penalties !== undefined);
     }
-    const entries = rows.map((r) => this.caches.get(r.cacheId)!);
+    const entries = rows.map((r) => this.kv.caches.get(r.cacheId)!);
     const split = splitFeeds(rows);
     if (split) {
       // the decode rows first: their batch is usually the last step's, reused as is
@@ -297,22 +230,9 @@ export class OnnxRunner implements ModelRunner {
     return { rows: out.signals as TokenSignals[], modelMs: out.modelMs, passes: [pass(rows, out.modelMs)] };
   }
 
-  /** One pass of `rows`: their batch reused as is when the very same requests stepped last, else re-packed. */
+  /** One pass of `rows` over their batch (BatchKvStore.place). */
   private async passOver(rows: readonly StepRow[], entries: CacheEntry[]): Promise<{ out: { signals: (TokenSignals | undefined)[]; modelMs: number }; order: number[] }> {
-    const B = rows.length;
-    let reuse = this.batch !== null && this.batch.ids.length === B && entries.every((e) => e.loc?.kind === 'batch' && e.loc.batch === this.batch);
-    if (reuse) {
-      // compaction: holes from mixed-length steps must not grow the attention span without bound
-      const maxLen = Math.max(...entries.map((e) => e.len));
-      if (this.batch!.T > 2 * maxLen + 64) reuse = false;
-    }
-    if (reuse) this.stats.reused++;
-    else this.repack(rows, entries, Math.max(...rows.map((r) => r.tokens.length)));
-    // order[b] = index of the step row living in batch row b
-    const order = new Array<number>(B);
-    entries.forEach((e, i) => {
-      order[(e.loc as { row: number }).row] = i;
-    });
+    const order = this.kv.place(rows, entries, Math.max(...rows.map((r) => r.tokens.length)));
     return { out: await this.forward(rows, entries, order, rows.map((r) => r.tokens)), order };
   }
 
@@ -321,11 +241,11 @@ export class OnnxRunner implements ModelRunner {
    * (null: feeds nothing, its new slot masked) and gets the signals of the next position.
    */
   private async forward(rows: readonly StepRow[], entries: CacheEntry[], order: number[], feeds: readonly (readonly number[] | null)[]): Promise<{ signals: (TokenSignals | undefined)[]; modelMs: number }> {
-    const batch = this.batch!;
+    const batch = this.kv.batch!;
     const B = rows.length;
     const S = Math.max(...feeds.map((f) => f?.length ?? 0));
     const own = this.newNames !== undefined;
-    if (own && batch.T + S > batch.cap) this.grow(batch, batch.T + S + HEADROOM);
+    if (own && batch.T + S > batch.cap) this.kv.grow(batch, batch.T + S + HEADROOM);
     const T = batch.T;
     // every allocated slot is fed (the free ones masked): the buffers go in as they are
     const P = batch.cap;
@@ -376,13 +296,8 @@ export class OnnxRunner implements ModelRunner {
     const out = await this.session.run(inputs, fetches);
     let modelMs = performance.now() - t0;
 
-    if (own) this.writeNew(batch, out, S, mask, valid);
-    else {
-      batch.past = this.presentNames.map((n) => out[n]);
-      batch.mask = mask;
-      batch.valid = valid;
-      batch.T = batch.cap = T2;
-    }
+    if (own) this.kv.writeNew(batch, this.newNames!.map((n) => out[n].data as Float32Array), S, mask, valid);
+    else this.kv.takePresent(batch, this.presentNames.map((n) => out[n]), mask, valid, T2);
     for (let b = 0; b < B; b++) {
       const e = entries[order[b]];
       const f = feeds[order[b]];
@@ -413,7 +328,7 @@ export class OnnxRunner implements ModelRunner {
         eosTokenIds: this.info.eosTokenIds,
         history: entries[i].ids,
       };
-      const a = plan ? analyzeHead(headRow(out, b, plan.K, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
+      const a = plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;
@@ -434,202 +349,27 @@ export class OnnxRunner implements ModelRunner {
     return { signals: results, modelMs };
   }
 
-  /**
-   * Builds fresh batch tensors for `rows` (left-padded, compact) from wherever each request's KV
-   * lives, and moves requests of the old batch that are not stepping now into their own storage.
-   */
-  private repack(rows: readonly StepRow[], entries: CacheEntry[], S: number): void {
-    const c = this.folder.config;
-    const kv = c.numKvHeads;
-    const hd = c.headDim;
-    const nT = this.pastNames.length;
-    const B = rows.length;
-    const T = Math.max(...entries.map((e) => e.len));
-    // room for this step's slots only: a batch that steps again grows then (with headroom), one that is re-packed again never needed more
-    const cap = this.newNames ? T + S : T;
-    // a pooled buffer holds stale KV in the slots no row copies into: those are masked, so never read
-    const past = Array.from({ length: nT }, () => (this.pool ? this.pool.take(B * kv * cap * hd) : new Float32Array(B * kv * cap * hd)));
-    const mask = new BigInt64Array(B * cap);
-    const valid = new Uint8Array(B * cap);
-    const batch: BatchState = { ids: rows.map((r) => r.cacheId), past: [], mask, valid, T, cap, refs: 0 };
-    const sources = new Set<BatchState>();
-    entries.forEach((e, b) => {
-      const n = e.len;
-      const start = T - n;
-      if (n > 0 && e.loc?.kind === 'batch') {
-        const src = e.loc.batch;
-        const runs = validRuns(src.valid, e.loc.row, src.T, src.cap);
-        for (let i = 0; i < nT; i++) copyKv(src.past[i].data as Float32Array, e.loc.row, src.cap, runs, past[i], b, cap, start, kv, hd);
-      } else if (n > 0 && e.loc?.kind === 'own') {
-        for (let i = 0; i < nT; i++) copyKv(e.loc.data[i], 0, e.loc.stride, [[0, n]], past[i], b, cap, start, kv, hd);
-      }
-      this.stats.copiedBytes += n * this.folder.kvBytesPerToken;
-      mask.fill(1n, b * cap + start, b * cap + T);
-      valid.fill(1, b * cap + start, b * cap + T);
-      if (e.loc?.kind === 'batch') {
-        e.loc.batch.refs--;
-        sources.add(e.loc.batch);
-      }
-      e.loc = { kind: 'batch', batch, row: b };
-      batch.refs++;
-    });
-    batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, cap, hd]));
-    // only now, every row copied: a source batch no request lives in any more is gone
-    for (const src of sources) if (src.refs === 0) this.retire(src);
-    else this.toCompact.add(src);
-    if (this.batch && this.batch.refs > 0) this.toCompact.add(this.batch);
-    this.batch = batch;
-    this.stats.repacks++;
-    this.compactStale();
-  }
-
-  /** A step's new slots (the rewritten graph's outputs, [B, kv, S, hd]) written into the batch's own buffers at T, and marked. */
-  private writeNew(batch: BatchState, out: ort.InferenceSession.ReturnType, S: number, mask: BigInt64Array, valid: Uint8Array): void {
-    const { numKvHeads: kv, headDim: hd } = this.folder.config;
-    const B = batch.ids.length;
-    const { T, cap } = batch;
-    const rowLen = S * hd;
-    for (let i = 0; i < this.newNames!.length; i++) {
-      const src = out[this.newNames![i]].data as Float32Array;
-      const dst = batch.past[i].data as Float32Array;
-      for (let r = 0; r < B * kv; r++) dst.set(src.subarray(r * rowLen, (r + 1) * rowLen), (r * cap + T) * hd);
-    }
-    // the step's mask and valid rows are [B, cap + S]: their last S slots are the new ones
-    const W = cap + S;
-    for (let b = 0; b < B; b++) {
-      batch.mask.set(mask.subarray(b * W + cap, b * W + W), b * cap + T);
-      batch.valid.set(valid.subarray(b * W + cap, b * W + W), b * cap + T);
-    }
-    batch.T = T + S;
-  }
-
-  /** The batch's own buffers reallocated with `cap` slots, its T used ones copied (a copy every HEADROOM decode steps, not every step). */
-  private grow(batch: BatchState, cap: number): void {
-    const { numKvHeads: kv, headDim: hd } = this.folder.config;
-    const B = batch.ids.length;
-    const { T, cap: old } = batch;
-    batch.past = batch.past.map((t) => {
-      const src = t.data as Float32Array;
-      const dst = this.pool ? this.pool.take(B * kv * cap * hd) : new Float32Array(B * kv * cap * hd);
-      for (let r = 0; r < B * kv; r++) dst.set(src.subarray(r * old * hd, (r * old + T) * hd), r * cap * hd);
-      this.pool?.give(src);
-      return new ort.Tensor('float32', dst, [B, kv, cap, hd]);
-    });
-    const mask = new BigInt64Array(B * cap);
-    const valid = new Uint8Array(B * cap);
-    for (let b = 0; b < B; b++) {
-      mask.set(batch.mask.subarray(b * old, b * old + T), b * cap);
-      valid.set(batch.valid.subarray(b * old, b * old + T), b * cap);
-    }
-    batch.mask = mask;
-    batch.valid = valid;
-    batch.cap = cap;
-    this.stats.copiedBytes += B * T * this.folder.kvBytesPerToken;
-  }
-
-  /**
-   * Requests not stepping keep their KV where it is, in the tensors of an earlier batch (step outputs
-   * are never written again), so leaving a batch costs no copy. An earlier batch stays alive while any
-   * of its rows does; once it holds more than STALE_FACTOR times the tokens its remaining rows use,
-   * those rows move to compact copies of their own and it can be freed.
-   */
-  private compactStale(): void {
-    const { numKvHeads: kv, headDim: hd } = this.folder.config;
-    for (const old of this.toCompact) {
-      // row b of a batch was cacheId ids[b]; the entry still lives there unless it moved since
-      const list: { e: CacheEntry; row: number }[] = [];
-      old.ids.forEach((id, row) => {
-        const e = this.caches.get(id);
-        if (e?.loc?.kind === 'batch' && e.loc.batch === old && e.loc.row === row) list.push({ e, row });
-      });
-      const used = list.reduce((a, x) => a + x.e.len, 0);
-      if (old.ids.length * old.T <= STALE_FACTOR * used) continue;
-      for (const { e, row } of list) {
-        const runs = validRuns(old.valid, row, old.T, old.cap);
-        const data = old.past.map((t) => {
-          const dst = new Float32Array(kv * e.len * hd);
-          copyKv(t.data as Float32Array, row, old.cap, runs, dst, 0, e.len, 0, kv, hd);
-          return dst;
-        });
-        this.stats.copiedBytes += e.len * this.folder.kvBytesPerToken;
-        this.stats.staleMoves++;
-        e.loc = { kind: 'own', data, stride: e.len };
-        old.refs--;
-      }
-      if (old.refs === 0) this.retire(old);
-    }
-    this.toCompact.clear();
-  }
-
-  private dropCache(cacheId: number): void {
-    const e = this.caches.get(cacheId);
-    this.caches.delete(cacheId);
-    if (e?.loc?.kind !== 'batch') return;
-    if (--e.loc.batch.refs === 0) this.retire(e.loc.batch);
-    else if (e.loc.batch !== this.batch) this.toCompact.add(e.loc.batch);
-  }
-
-  /** No request's KV lives in `batch` any more: its own buffers go back to the pool (a step's `present` outputs are ORT's, and just dropped). */
-  private retire(batch: BatchState): void {
-    if (this.batch === batch) this.batch = null;
-    this.toCompact.delete(batch);
-    if (this.pool) for (const t of batch.past) this.pool.give(t.data as Float32Array);
-    batch.past = [];
-  }
-
   release(cacheId: number): void {
-    this.dropCache(cacheId);
+    this.kv.drop(cacheId);
   }
 
-  /**
-   * Prefix caching: the target gets its own compact copy of the source's first `tokens` KV slots
-   * (wherever they live: a batch row or own storage), so it leaves the source untouched and joins
-   * the next batch like any request that left one. Costs a copy of `tokens × kvBytesPerToken`.
-   */
+  /** Prefix caching: the target gets its own compact copy of the source's first `tokens` KV slots (BatchKvStore.fork). */
   fork(source: number, target: number, tokens: number): boolean {
-    const src = this.caches.get(source);
-    if (!src || src.loc === null || tokens < 1 || tokens > src.len) return false;
-    const { numKvHeads: kv, headDim: hd } = this.folder.config;
-    let data: Float32Array[];
-    if (src.loc.kind === 'batch') {
-      const { batch, row } = src.loc;
-      const runs = firstSlots(validRuns(batch.valid, row, batch.T, batch.cap), tokens);
-      data = batch.past.map((t) => {
-        const dst = new Float32Array(kv * tokens * hd);
-        copyKv(t.data as Float32Array, row, batch.cap, runs, dst, 0, tokens, 0, kv, hd);
-        return dst;
-      });
-    } else {
-      const own = src.loc;
-      data = own.data.map((d) => {
-        const dst = new Float32Array(kv * tokens * hd);
-        copyKv(d, 0, own.stride, [[0, tokens]], dst, 0, tokens, 0, kv, hd);
-        return dst;
-      });
-    }
-    this.dropCache(target);
-    this.caches.set(target, { len: tokens, loc: { kind: 'own', data, stride: tokens } });
-    this.stats.forks++;
-    this.stats.copiedBytes += tokens * this.folder.kvBytesPerToken;
-    return true;
+    return this.kv.fork(source, target, tokens);
   }
 
   /** KV buffers a re-pack or grow took from the pool instead of allocating. */
   get buffersReused(): number {
-    return this.pool?.reused ?? 0;
+    return this.kv.buffersReused;
   }
 
   /** KV tokens held over all caches (for memory accounting checks). */
   get cachedTokens(): number {
-    let n = 0;
-    for (const e of this.caches.values()) n += e.len;
-    return n;
+    return this.kv.cachedTokens;
   }
 
   async close(): Promise<void> {
-    this.caches.clear();
-    this.batch = null;
-    this.toCompact.clear();
+    this.kv.clear();
     await this.session.release();
     for (const h of this.heads.values()) await h.session.release();
   }

@@ -78,9 +78,9 @@ export function bannedIds(opts: Pick<AnalyzeOptions, 'sampling' | 'eosTokenIds'>
   return list.length < V ? list : [];
 }
 
-/** A row whose draw reads the whole row of logits: penalties and logit_bias change it, and a banned EOS with temperature. */
-export function drawNeedsLogits(s: SamplingParams, banned: readonly number[]): boolean {
-  return s.penalties !== undefined || (banned.length > 0 && s.temperature > 0);
+/** A row whose draw reads the whole row of logits: penalties and logit_bias change it (a banned EOS the signal nodes leave out themselves). */
+export function drawNeedsLogits(s: SamplingParams): boolean {
+  return s.penalties !== undefined;
 }
 
 /**
@@ -132,7 +132,7 @@ export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAna
   const banned = bannedIds(opts, V);
   let token: number;
   let tokenLogit: number;
-  if (h.logits && drawNeedsLogits(s, banned)) {
+  if (h.logits && drawNeedsLogits(s)) {
     token = drawRow(h.logits, opts, banned, h.topIds[0]);
     tokenLogit = h.logits[token];
   } else if (!(s.temperature > 0)) {
@@ -156,20 +156,24 @@ export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAna
       token = drawExact(h.weights, s, u, h.weightSum);
     }
     const j = h.topIds.indexOf(token);
-    // off the candidates: its logit from its tempered probability, x = max + T·log(w / w_max)
-    tokenLogit = j >= 0 ? h.topLogits[j] : h.topLogits[0] + s.temperature * Math.log(h.weights![token] / h.topWeights![0]);
+    // off the candidates: its logit from its tempered probability, x = x_r + T·log(w / w_r), r the best candidate not banned
+    let r = 0;
+    while (r + 1 < n && !(h.topWeights![r] > 0)) r++;
+    tokenLogit = j >= 0 ? h.topLogits[j] : h.topLogits[r] + s.temperature * Math.log(h.weights![token] / h.topWeights![r]);
   }
   return signals(Array.from(h.topLogits), h.topIds, h.lse, h.entropy, V, tokenLogit, token, opts);
 }
 
+/** The signals of a row; a NaN `lse` (a row that reads none: stepHead.ts readsSignals) leaves them 0. */
 function signals(topLogits: readonly number[], topIds: readonly number[], lse: number, entropyNats: number, V: number, tokenLogit: number, token: number, opts: AnalyzeOptions): RowAnalysis {
+  if (Number.isNaN(lse)) lse = Infinity;
   const p1 = Math.exp(topLogits[0] - lse);
   const p2 = topLogits.length > 1 ? Math.exp(topLogits[1] - lse) : 0;
   const k = Math.min(Math.max(opts.topK, 0), topIds.length);
   const ids = topIds.slice(0, k);
   return {
     token,
-    entropy: V > 1 ? Math.max(0, entropyNats) / Math.log(V) : 0,
+    entropy: V > 1 && entropyNats > 0 ? entropyNats / Math.log(V) : 0,
     maxProb: p1,
     margin: p1 - p2,
     tokenProb: Math.exp(tokenLogit - lse),

@@ -12,6 +12,12 @@ export const stepWantsSchema = z.object({
   hidden: z.boolean(),
   /** Names of auxiliary router networks shipped with the model (e.g. "citer", "r2r", "colm"). */
   heads: z.array(z.string()).readonly(),
+  /**
+   * False: route() reads none of entropy, maxProb, margin, tokenProb, topProbs, so the runner may
+   * leave them 0 and skip their O(V) work (the token is exact; `topK`, heads and logprobs still get
+   * theirs). Absent: they are read.
+   */
+  signals: z.boolean().optional(),
 });
 
 /**

@@ -1,6 +1,6 @@
 // The draw under min-p / top-k / top-p: the histogram path equals a full sort, and the candidates' path equals it whenever it answers.
 import { describe, expect, it } from 'vitest';
-import { drawExact, drawFromCandidates } from '../../runtime/runner/nucleus.ts';
+import { BAND_MIN_V, drawCounts, drawExact, drawFromCandidates } from '../../runtime/runner/nucleus.ts';
 import type { SamplingParams } from '../../runtime/runner/modelRunner.ts';
 
 /** The rule written plainly: rank by weight (ties by id), cut, then inverse CDF over the kept set in id order. */
@@ -59,6 +59,31 @@ describe('drawExact', () => {
         }
       }
     }
+  });
+});
+
+describe('drawExact over a long row (top_p alone: a sampled band, else the histogram)', () => {
+  it('equals a full sort on flat rows (the band holds the cut) and peaked ones (it may not), with ties across the band', () => {
+    const V = BAND_MIN_V * 3 + 5;
+    const used = { ...drawCounts };
+    for (const kind of ['flat', 'peaked'] as const) {
+      const w = row(V, 9, kind);
+      // ties spread over the row: equal weights ranked by id, inside the band as anywhere
+      for (let i = 100; i < V; i += 997) w[i] = w[50];
+      let z = 0;
+      for (const x of w) z += x;
+      for (const topP of [0.9, 0.5, 0.999, 0.2]) {
+        const s: SamplingParams = { temperature: 1, topP, topK: 0, seed: 0 };
+        for (const u of [0, 0.13, 0.5, 0.77, 0.9999]) {
+          const want = reference(w, s, u);
+          expect(drawExact(w, s, u, z)).toBe(want);
+          expect(drawExact(w, s, u)).toBe(want);
+        }
+      }
+    }
+    // both ways were taken
+    expect(drawCounts.band - used.band).toBeGreaterThan(20);
+    expect(drawCounts.histogram - used.histogram).toBeGreaterThan(0);
   });
 });
 

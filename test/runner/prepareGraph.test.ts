@@ -11,6 +11,7 @@ import { concat, fields, GRAPH_INPUT, INT64, MODEL_GRAPH, valueInfo, wrap } from
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { analyzeRow } from '../../runtime/runner/sampling.ts';
 import { GREEDY } from '../../runtime/runner/modelRunner.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
 import { modelDir, soloGenerate } from './helpers.ts';
 
 const folder = loadModelFolder(modelDir('small'));
@@ -28,10 +29,17 @@ function feeds(extra: Record<string, ort.Tensor> = {}): Record<string, ort.Tenso
   return f;
 }
 
-const signalFeeds = (k: number, invT: number[], u: number[]): Record<string, ort.Tensor> => ({
+const ALL = [0, 1, 2];
+const rowList = (rows: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(rows, BigInt), [rows.length]);
+const signalFeeds = (k: number, invT: number[], u: number[], groups: { sig?: number[]; draw?: number[]; cut?: number[]; ban?: number[] } = {}): Record<string, ort.Tensor> => ({
   [SIG.k]: new ort.Tensor('int64', BigInt64Array.from([BigInt(k)]), [1]),
   [SIG.invT]: new ort.Tensor('float32', Float32Array.from(invT), [B, 1, 1]),
   [SIG.u]: new ort.Tensor('float32', Float32Array.from(u), [B, 1, 1]),
+  [SIG.sigRows]: rowList(groups.sig ?? ALL),
+  [SIG.drawRows]: rowList(groups.draw ?? ALL),
+  [SIG.cutRows]: rowList(groups.cut ?? ALL),
+  [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(groups.ban ?? [0, 0, 0], BigInt), [B, 1, 1]),
+  [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from((groups.ban ?? [-1, -1, -1]).map((t) => (t >= 0 ? 1 : 0))), [B, 1, 1]),
 });
 
 describe('prepareGraph (small)', () => {
@@ -109,11 +117,87 @@ describe('prepareGraph (small)', () => {
     }
   });
 
+  it('runs each group of nodes over the rows named for it only: a group of none yields empty outputs', async () => {
+    const all = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9])), [SIG.topIds, SIG.lse, SIG.entropy, SIG.draw, SIG.weights]);
+    const none = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [], draw: [], cut: [] })), [SIG.topIds, SIG.lse, SIG.draw, SIG.weights]);
+    expect(none[SIG.topIds].data).toEqual(all[SIG.topIds].data);
+    // ORT may shape an empty group's outputs loosely; it holds no row
+    for (const o of [SIG.lse, SIG.draw, SIG.weights]) expect(none[o].dims[0]).toBe(0);
+    const some = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [2], draw: [0, 2], cut: [1] })), [SIG.lse, SIG.entropy, SIG.draw, SIG.weights]);
+    expect(Array.from(some[SIG.lse].data as Float32Array)).toEqual([(all[SIG.lse].data as Float32Array)[2]]);
+    expect(Array.from(some[SIG.entropy].data as Float32Array)).toEqual([(all[SIG.entropy].data as Float32Array)[2]]);
+    expect(Array.from(some[SIG.draw].data as BigInt64Array)).toEqual([(all[SIG.draw].data as BigInt64Array)[0], (all[SIG.draw].data as BigInt64Array)[2]]);
+    expect(Array.from(some[SIG.weights].data as Float32Array)).toEqual(Array.from((all[SIG.weights].data as Float32Array).subarray(V, 2 * V)));
+  });
+
+  it('leaves each row\'s banned id out of its draws (probability 0, the rest redrawn), not out of its signals', async () => {
+    const plain = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5])), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    // each row bans the token its unbanned draw picked; row 1 bans nothing (-1)
+    const picked = Array.from(plain[SIG.draw].data as BigInt64Array, Number);
+    const ban = [picked[0], -1, picked[2]];
+    const o = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5], { ban: ban.map((t) => Math.max(t, 0)) })), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    const fix = (t: number) => (t < 0 ? -1 : t);
+    const on = await rewritten.run(feeds({ ...signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5]), [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(ban.map((t) => BigInt(Math.max(t, 0)))), [B, 1, 1]), [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from(ban.map((t) => (fix(t) >= 0 ? 1 : 0))), [B, 1, 1]) }), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    expect(on[SIG.lse].data).toEqual(plain[SIG.lse].data);
+    expect(on[SIG.topIds].data).toEqual(plain[SIG.topIds].data);
+    const w = on[SIG.weights].data as Float32Array;
+    for (let r = 0; r < B; r++) {
+      const got = Number((on[SIG.draw].data as BigInt64Array)[r]);
+      if (ban[r] < 0) {
+        expect(got).toBe(picked[r]);
+        continue;
+      }
+      expect(w[r * V + ban[r]]).toBe(0);
+      expect(got).not.toBe(ban[r]);
+      let z = 0;
+      for (let i = 0; i < V; i++) z += w[r * V + i];
+      let acc = 0;
+      let want = V - 1;
+      for (let i = 0; i < V; i++) {
+        acc += w[r * V + i];
+        if (acc > 0.5 * z) {
+          want = i;
+          break;
+        }
+      }
+      expect(got).toBe(want);
+    }
+    expect(o[SIG.draw].dims).toEqual(on[SIG.draw].dims);
+  });
+
   it('leaves a graph whose logits no MatMul makes as it is, saying why', () => {
     const head = Object.values(folder.routers)[0];
     const other = prepareGraph(fs.readFileSync(head.file), { present: [], newKv: false, vocab: V, signals: false });
     expect(other.logits).toBe('full');
     expect(other.logitsNote).toMatch(/logits are made by no node found/);
+  });
+});
+
+describe('rows that read no signal (StepWants.signals false)', () => {
+  it('get the same tokens, their signals left 0, unless they ask for logprobs or top-k pairs', async () => {
+    const runner = await OnnxRunner.load(modelDir('small'));
+    const prompt = [5, 9, 12, 4, 7, 3];
+    const quiet = { topK: 0, hidden: false, heads: [], signals: false };
+    const step = async (cacheId: number, sampling: typeof GREEDY, wants: typeof quiet | typeof NO_WANTS) => (await runner.step([{ cacheId, requestId: `q${cacheId}`, tokens: prompt, position: 0, sampling, wants }])).rows[0];
+    try {
+      for (const sampling of [GREEDY, { temperature: 0.8, topP: 1, topK: 0, seed: 3 }, { temperature: 0.8, topP: 0.9, topK: 0, seed: 3 }]) {
+        const read = await step(1, sampling, NO_WANTS);
+        const unread = await step(2, sampling, quiet);
+        expect(unread.token).toBe(read.token);
+        expect(read.entropy).toBeGreaterThan(0);
+        expect(read.maxProb).toBeGreaterThan(0);
+        expect([unread.entropy, unread.maxProb, unread.margin, unread.tokenProb]).toEqual([0, 0, 0, 0]);
+        const logprobs = await step(3, { ...sampling, topLogprobs: 2 }, quiet);
+        expect(logprobs.tokenProb).toBeCloseTo(read.tokenProb, 6);
+        expect(logprobs.entropy).toBeCloseTo(read.entropy, 6);
+        const pairs = await step(4, sampling, { ...quiet, topK: 3 });
+        const readPairs = await step(5, sampling, { ...NO_WANTS, topK: 3 });
+        expect(pairs.topProbs).toHaveLength(3);
+        pairs.topProbs.forEach((p, j) => expect(p).toBeCloseTo(readPairs.topProbs[j], 6));
+      }
+    } finally {
+      await runner.close();
+    }
   });
 });
 

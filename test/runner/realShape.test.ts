@@ -92,12 +92,14 @@ describe.each([
   }, 120_000);
   afterAll(async () => runner?.close());
 
-  it('is read as the real model is: vocabulary, EOS, the new-KV rewrite of its graph', () => {
+  it('is read as the real model is: vocabulary, EOS, the new-KV and last-position rewrites of its graph', () => {
     const real = name.startsWith('qwen3') ? { vocabSize: 151936, eos: [151645, 151643] } : { vocabSize: 128256, eos: [128001, 128008, 128009] };
     expect(runner.info.vocabSize).toBe(real.vocabSize);
     // every EOS id of config.json and generation_config.json ends an answer
     expect([...runner.info.eosTokenIds].sort()).toEqual([...real.eos].sort());
     expect(runner.kvOutputs).toBe('new');
+    // Qwen3's tied head is Reshape(Gemm(Reshape(h))); Llama 3's untied one is Identity(MatMul(h))
+    expect(runner.logitsMode).toBe('sliced');
   });
 
   it('encodes a chat through the folder’s own template, special tokens as their ids', () => {

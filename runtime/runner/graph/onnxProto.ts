@@ -24,6 +24,7 @@ const LENGTH_DELIMITED = 2;
 /** ONNX element types used here. */
 export const FLOAT = 1;
 export const INT64 = 7;
+export const BOOL = 9;
 
 export interface Field {
   field: number;
@@ -82,7 +83,7 @@ export function valueInfoName(bytes: Uint8Array): string {
   return text(fields(bytes).find((f) => f.field === VALUE_INFO_NAME)?.bytes);
 }
 
-export type Attr = { name: string } & ({ i: number } | { ints: readonly number[] } | { f: number });
+export type Attr = { name: string } & ({ i: number } | { ints: readonly number[] } | { f: number } | { s: string });
 
 /** A NodeProto as graph field GRAPH_NODE. */
 export function node(op: string, inputs: readonly string[], outputs: readonly string[], attrs: readonly Attr[] = [], name = outputs[0]): Uint8Array {
@@ -98,6 +99,9 @@ export function node(op: string, inputs: readonly string[], outputs: readonly st
     if ('f' in a) {
       w.uint32((2 << 3) | 5).float(a.f);
       w.uint32(20 << 3).int32(1);
+    } else if ('s' in a) {
+      w.uint32((4 << 3) | LENGTH_DELIMITED).string(a.s);
+      w.uint32(20 << 3).int32(3);
     } else if ('i' in a) {
       w.uint32(3 << 3).int64(a.i);
       w.uint32(20 << 3).int32(2);
