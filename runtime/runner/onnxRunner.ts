@@ -33,7 +33,7 @@ export interface OnnxRunnerOptions {
   executionProvider?: ExecutionProvider;
   /** Reading the graph: when an inline-weights file is converted to external data, and where that is kept (onnxGraphFile.ts). */
   graphFile?: GraphFileOptions;
-  /** ORT memory settings (SessionMemory; defaults: no prepacked copy of the weights, no CPU arena). */
+  /** ORT memory settings (SessionMemory; defaults: a prepacked copy of the weights and the CPU arena, both on). */
   memory?: SessionMemory;
 }
 

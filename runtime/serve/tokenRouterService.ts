@@ -46,7 +46,7 @@ function startThread(m: ServerConfig['models'][number], folder: ModelFolder): Pr
 
 /** A config entry's runner options: threads, name, export variant and execution provider. */
 function runnerOptions(m: ServerConfig['models'][number]): OnnxRunnerOptions {
-  return { intraOpNumThreads: m.intraOpNumThreads, name: m.name, dtype: m.dtype, executionProvider: m.executionProvider };
+  return { intraOpNumThreads: m.intraOpNumThreads, name: m.name, dtype: m.dtype, executionProvider: m.executionProvider, memory: { prepacking: m.prepacking } };
 }
 
 /** Built-ins stored as version 1 on first start. */
