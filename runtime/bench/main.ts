@@ -55,7 +55,7 @@ export const SUITE_FLAGS = [
   'warmup-ms', 'window-ms', 'horizon', 'models', 'models-dir', 'runs', 'max-states', 'budget-s', 'request-rate', 'burstiness', 'goodput',
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
-  'baseline-prefix-cache', 'baseline', 'problems', 'duration-s', 'live-rounds', 'repeat', 'intra-op-threads', 'vocab', 'reps', 'batch',
+  'baseline-prefix-cache', 'baseline', 'baseline-top-p', 'problems', 'duration-s', 'live-rounds', 'repeat', 'intra-op-threads', 'vocab', 'reps', 'batch',
 ] as const;
 
 export function usage(): string {

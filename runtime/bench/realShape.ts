@@ -74,7 +74,9 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       }
       const figures: Record<string, number[]> = {};
       const add = (k: string, v: number) => (figures[k] ??= []).push(v);
-      const cases = ['transformers.js', ...sides.flatMap((s) => [`${s.name} greedy`, `${s.name} top_p`])];
+      // the old checkout's top_p runs at ~10 tok/s: --baseline-top-p false leaves it out of long runs
+      const oldTopP = f.bool('baseline-top-p', true);
+      const cases = ['transformers.js', ...sides.flatMap((s) => (s.name === 'old' && !oldTopP ? [`${s.name} greedy`] : [`${s.name} greedy`, `${s.name} top_p`]))];
       let done = 0;
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? cases : [...cases].reverse();
@@ -95,7 +97,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const med = Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, percentile(v, 50)]));
       const tjs = med['transformers.js'];
       for (const side of sides) {
-        rows.push({ model, checkout: side.name, transformers_js_tok_s: tjs, greedy_tok_s: med[`${side.name} greedy`], greedy_vs_tjs: med[`${side.name} greedy`] / tjs, top_p_tok_s: med[`${side.name} top_p`], top_p_vs_greedy: med[`${side.name} top_p`] / med[`${side.name} greedy`] });
+        rows.push({ model, checkout: side.name, transformers_js_tok_s: tjs, greedy_tok_s: med[`${side.name} greedy`], greedy_vs_tjs: med[`${side.name} greedy`] / tjs, top_p_tok_s: med[`${side.name} top_p`] ?? '-', top_p_vs_greedy: med[`${side.name} top_p`] ? med[`${side.name} top_p`] / med[`${side.name} greedy`] : '-' });
       }
       // A long prompt alone, twice (the first pays any first-use cost), each opening differently so the
       // second shares no prefix with the first: TTFT and how far the server's RSS rose.
