@@ -194,6 +194,19 @@ export class TokenRouterService {
   readonly auto: AutoThresholds | null = null;
   private readonly optimiser: ReturnType<typeof workerOptimiser> | null = null;
 
+  /**
+   * `plan()`, or, when it refuses (a budget too small), the engines and runners this start loaded
+   * closed first: their worker threads would otherwise keep a refused process alive.
+   */
+  private static orRelease<T>(threads: readonly { close(): Promise<void> }[], runners: readonly { close?(): Promise<void> }[], plan: () => T): T {
+    try {
+      return plan();
+    } catch (e) {
+      void Promise.all([...threads.map((t) => t.close()), ...runners.map((r) => r.close?.())]).catch(() => {});
+      throw e;
+    }
+  }
+
   static async start(config: ServerConfig, opts: ServiceOptions = {}): Promise<TokenRouterService> {
     // the budget bounds the whole process: what it holds before any model loads counts too
     const baseBytes = rssBytes();
@@ -236,7 +249,9 @@ export class TokenRouterService {
     if (!opts.tokenizer && folders.size === 0) throw new TokenRouterError('invalid_request', 'no model folder on this host to read the tokenizer from: keep at least one model folder here', 'models');
     const tokenizer = opts.tokenizer ?? TextTokenizer.fromFolder(folders.values().next().value!);
     const proc = loaded.size > 0 ? { baseBytes, headroomBytes: config.memory.headroomMiB * 2 ** 20 } : { baseBytes: 0, headroomBytes: 0 };
-    const plan = planMemory(
+    // what this start loaded itself (not engines or runners the caller lent it)
+    const own = loaded.size > 0 ? { threads: [...threads.values()], runners: [...runners.values()] } : { threads: [], runners: [] };
+    const plan = TokenRouterService.orRelease(own.threads, own.runners, () => planMemory(
       config.memory.budgetMiB * 2 ** 20,
       config.models.filter((m) => !m.remote).map((m) => {
         const i = info(m.name);
@@ -246,7 +261,7 @@ export class TokenRouterService {
         return { name: m.name, weightBytes, workspaceBytes: workspaces.get(m.name) ?? 0, kvBytesPerToken: i.kvBytesPerToken, maxContext: i.maxContext, maxBatch: m.maxBatch };
       }),
       proc,
-    ).concat(remoteMemoryPlan(config.models, threads));
+    )).concat(remoteMemoryPlan(config.models, threads));
     fs.mkdirSync(config.dataDir, { recursive: true });
     const registry = new AlgorithmRegistry(config.dataDir);
     const modelNames = new Set(config.models.map((m) => m.name));

@@ -105,6 +105,14 @@ describe('tokenrouter serve', () => {
   });
 });
 
+describe('tokenrouter serve under a budget its models cannot fit', () => {
+  it('says what took the memory in one line and exits (the loaded models do not keep it alive)', async () => {
+    const file = write('tight/config.json', { dataDir: 'data', modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }], memory: { budgetMiB: 100 } });
+    const r = await cli(['serve', '--config', file, '--port', '0'], { timeoutMs: 60_000 });
+    oneLineError(r, /^error: memory\.budgetMiB is too small: .*weights as loaded take [0-9.]+ MiB.*at least \d+ MiB are needed$/);
+  }, 90_000);
+});
+
 describe('flags', () => {
   it('bad values: one line naming the flag and what it takes', async () => {
     const cases: [string[], RegExp][] = [
