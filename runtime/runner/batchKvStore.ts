@@ -21,7 +21,7 @@ const STALE_FACTOR = 2;
 /**
  * The KV of the rows of the last step, fed as `past` of the next without any copy while the same
  * rows keep stepping. A row's valid slots are marked in `mask`; rows are left-padded and may contain
- * holes (pad slots of a longer peer's extend). With a rewritten graph (newKvOutputs.ts) the buffers
+ * holes (pad slots of a longer peer's extend). With a rewritten graph (graph/prepareGraph.ts) the buffers
  * are the runner's own, `cap` slots long: a step writes its new slots in place at T and the free
  * slots past T are fed masked. Otherwise they are the last step's `present`, and `cap` is T.
  */

@@ -4,17 +4,20 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kvNames, OnnxRunner, sessionOptions } from '../../runtime/runner/onnxRunner.ts';
-import { withNewKvOutputs } from '../../runtime/runner/newKvOutputs.ts';
+import { prepareGraph } from '../../runtime/runner/graph/prepareGraph.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { modelDir } from './helpers.ts';
 
-describe('withNewKvOutputs', () => {
+/** The new-KV rewrite alone: logits and signals as exported. */
+const newKvOnly = (model: Uint8Array, present: readonly string[], vocab: number) => prepareGraph(model, { present, newKv: true, vocab, lastPosition: false, signals: false });
+
+describe('the new-KV rewrite (prepareGraph)', () => {
   it('adds one output per present tensor: the slots the step appended, equal to the last slots of present', async () => {
     const folder = loadModelFolder(modelDir('small'));
     const names = kvNames(folder.config.numLayers).present;
-    const r = withNewKvOutputs(fs.readFileSync(folder.onnxPath), names)!;
+    const r = newKvOnly(fs.readFileSync(folder.onnxPath), names, folder.config.vocabSize);
     expect(r.newNames).toHaveLength(names.length);
     const rewritten = await ort.InferenceSession.create(r.model, sessionOptions(1));
     const { numKvHeads: kv, headDim: hd } = folder.config;
@@ -25,10 +28,10 @@ describe('withNewKvOutputs', () => {
       position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(T + (i % S))), [B, S]),
     };
     for (const n of rewritten.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', Float32Array.from({ length: B * kv * T * hd }, (_, i) => Math.sin(i)), [B, kv, T, hd]);
-    const out = await rewritten.run(feeds, [...names, ...r.newNames]);
+    const out = await rewritten.run(feeds, [...names, ...r.newNames!]);
     names.forEach((p, i) => {
       const full = out[p].data as Float32Array;
-      const added = out[r.newNames[i]];
+      const added = out[r.newNames![i]];
       expect(added.dims).toEqual([B, kv, S, hd]);
       const mine = added.data as Float32Array;
       for (let row = 0; row < B * kv; row++) expect(mine.subarray(row * S * hd, (row + 1) * S * hd)).toEqual(full.subarray((row * (T + S) + T) * hd, (row + 1) * (T + S) * hd));
@@ -39,7 +42,7 @@ describe('withNewKvOutputs', () => {
   it('leaves a graph alone whose present tensors it cannot find (a router head has none)', () => {
     const folder = loadModelFolder(modelDir('small'));
     const head = Object.values(folder.routers)[0];
-    expect(withNewKvOutputs(fs.readFileSync(head.file), kvNames(folder.config.numLayers).present)).toBeUndefined();
+    expect(newKvOnly(fs.readFileSync(head.file), kvNames(folder.config.numLayers).present, folder.config.vocabSize).newNames).toBeUndefined();
   });
 });
 

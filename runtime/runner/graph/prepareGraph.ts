@@ -23,7 +23,7 @@ export interface PreparedGraph {
 }
 
 export interface PrepareOptions {
-  /** The `present.*` outputs, in order: each becomes `Concat(past, new)`'s `new` as an output (newKvOutputs.ts). */
+  /** The `present.*` outputs, in order: each becomes `Concat(past, new)`'s `new` as an output (newKvInputs). */
   present: readonly string[];
   /** Rewrite for new KV outputs (false: `present` is fetched whole). */
   newKv: boolean;
