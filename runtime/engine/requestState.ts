@@ -1,4 +1,5 @@
 // One request at the entry: its lifecycle actor, the committed output it streams, and its result.
+import type { Constraint } from '../../shared/protocol/constraint.ts';
 import { createActor, type Actor } from 'xstate';
 import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
@@ -49,6 +50,8 @@ export interface SubmitOptions<M = unknown> {
   text?: { readonly stop: readonly string[] };
   /** onToken gets each token's signals (else undefined). */
   detail?: boolean;
+  /** Every engine masks its draws with this grammar (shared/protocol/constraint.ts). */
+  constraint?: Constraint;
   /**
    * Called for each committed output token, in order, with the signals route() saw for it (when
    * `detail`), whether it was committed at a hand-off (kept by `send`) rather than by staying, and the

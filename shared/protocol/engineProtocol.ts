@@ -1,6 +1,7 @@
 // The engine protocol, defined once: what crosses between the entry and engine threads, and from engine to engine.
 import { z } from 'zod';
 import { traceEventSchema } from '../trace.ts';
+import { constraintSchema } from './constraint.ts';
 
 const int = z.number().int();
 /** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
@@ -59,6 +60,8 @@ export const wireSpecSchema = z.object({
   text: z.object({ stop: list(z.string()) }).optional(),
   /** The entry reads each committed token's signals (per-token detail, logprobs): engines across a port send them; otherwise they stay there. */
   detail: z.boolean().optional(),
+  /** Present: every engine masks its draws with this grammar (shared/protocol/constraint.ts). */
+  constraint: constraintSchema.optional(),
 });
 
 /** A request's detokenising as it stands (runtime/engine/outputProcessor.ts): owned by the engine decoding it, carried by every handoff. */
