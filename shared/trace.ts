@@ -34,6 +34,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     runMs: z.number().min(0).optional(),
     /** Of that, time inside the model itself (session.run and router heads), as the runner measures it. */
     modelMs: z.number().min(0).optional(),
+    /** Rows whose draw a grammar masked (structured outputs, tool calls; absent: 0). */
+    maskedRows: z.number().int().min(0).optional(),
   }),
   z.object({
     type: z.literal('handoff'),
@@ -75,6 +77,8 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     /** The text of each output token (as streamed: '' for a token ending inside a character), added by a server that has the tokenizer; older traces lack it. */
     text: z.array(z.string()).optional(),
     handoffs: z.number().int(),
+    /** Output index from which a grammar masked every token (absent: none did). */
+    maskedFrom: z.number().int().min(0).optional(),
     admittedAt: time,
     firstTokenAt: time.nullable(),
   }),

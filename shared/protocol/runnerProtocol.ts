@@ -34,6 +34,11 @@ export const stepRowSchema = z.object({
   position: int,
   sampling: samplingSchema,
   wants: stepWantsSchema,
+  /**
+   * Present: a grammar's bitmask over the vocabulary (ceil(V / 32) words; bit i of word w set: token
+   * 32w + i may be drawn). The draw, greedy or sampled, takes only allowed tokens.
+   */
+  mask: z.custom<Int32Array>((v) => v instanceof Int32Array, 'an Int32Array').optional(),
 });
 
 /** One forward pass of a step: its rows, the tokens they fed, the longest feed, and its model ms. */
