@@ -32,7 +32,7 @@ export function AdminTokenForm({ onSaved, refused }: { onSaved(): void; refused:
 export function ForgetTokenButton({ onForgot }: { onForgot(): void }) {
   if (adminToken() === null) return null;
   return (
-    <button
+    <button type="button"
       className="token-forget"
       title="Remove the admin token kept in this browser"
       data-testid="admin-token-forget"

@@ -106,7 +106,7 @@ export function flatLogic<C extends object, E extends EventObject, I, S extends 
   const makeContext = machine.config.context as ((a: { input: I }) => C) | C;
   const timerId = (state: string) => `flat.after.${state}`;
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- xstate's own AnyActorSystem, which it does not export
+  // biome-ignore lint/suspicious/noExplicitAny: xstate's own AnyActorSystem, which it does not export
   type Scope = ActorScope<FlatSnapshot<C, S>, E, ActorSystem<any>>;
   const exit = (state: string, scope: Scope) => {
     if (states.get(state)!.after) scope.system.scheduler.cancel(scope.self, timerId(state));

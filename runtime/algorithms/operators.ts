@@ -115,7 +115,7 @@ function nodeBool(node: AnalyzedNode, ctx: ExprContext): BoolFn {
   const n = v.num;
   return (x) => {
     const y = n(x);
-    return y !== 0 && y === y;
+    return y !== 0 && !Number.isNaN(y);
   };
 }
 

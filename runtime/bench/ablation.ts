@@ -1,6 +1,6 @@
 // Suite ablation: R2R at concurrency 8, baseline → + state retention → + async → + delayed batching, each step's gain.
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';

@@ -1,7 +1,7 @@
 // Suite breakdown: where each sub-server's busy time goes at concurrency 16 — the model vs everything around it.
 import os from 'node:os';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';

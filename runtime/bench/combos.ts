@@ -1,6 +1,6 @@
 // Suite combos: one algorithm on each pair of bundled models, TokenRouter mode vs the standard-serving baseline.
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline } from './compareModes.ts';

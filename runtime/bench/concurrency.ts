@@ -1,7 +1,7 @@
 // Suite concurrency: 1 → 16 concurrent requests, total throughput growth and the per-request speed each keeps.
 import type { ServingMetrics } from '../loadgen/requestMetrics.ts';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, chooseTokenRouterMode, thresholdMethod, type ThresholdMethod } from './compareModes.ts';

@@ -17,7 +17,7 @@ import { spawnSubServer, type SubServerProcess } from './rigs/subServerProcess.t
 import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgorithm.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { PAPER_R2R_PROFILE } from '../sim/paperProfile.ts';
-import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import type { BenchOptions, BenchReport } from './benchSuite.ts';
 import { printTable } from '../util/table.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { threadCpuMs } from '../util/threadCpu.ts';
@@ -241,7 +241,6 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     maxWaitMs: f.num('max-wait-ms', 20),
   };
   const delayMs = f.num('delay-ms', 1);
-  const subLatency = latencyOf('large');
   const subArgs = (url: string, replica: string, model: 'small' | 'large' = 'large') => {
     const l = latencyOf(model);
     return ['--model', model, '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${l.baseMs},${l.perRowMs},${l.perTokenMs}`];

@@ -6,7 +6,7 @@ import { markovAlgorithm, r2rMarkov, type MarkovSpec } from '../sim/markovAlgori
 import { measureSteady } from '../sim/steadyState.ts';
 import { feasibleThresholds, solveThroughput } from '../throughput/index.ts';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import type { BenchOptions, BenchReport } from './benchSuite.ts';
 import { printTable } from '../util/table.ts';
 
 export interface ValidationSetting {

@@ -14,7 +14,7 @@ import { SimRunner } from '../runner/simRunner.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { mix } from '../util/hash.ts';
 import { percentile } from '../util/stats.ts';
-import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import type { BenchOptions, BenchReport } from './benchSuite.ts';
 import { printTable } from '../util/table.ts';
 
 const GRAPHS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/graphs');

@@ -1,6 +1,6 @@
 // Suite length: throughput as max output grows, TokenRouter mode vs the standard-serving baseline.
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, thresholdMethod, tokenRouterVsBaseline, type ThresholdMethod } from './compareModes.ts';

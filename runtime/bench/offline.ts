@@ -6,7 +6,7 @@ import type { TextTokenizer } from '../runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { progress } from '../util/progressLine.ts';
 import { machineBusyCores, machineCpuTicks, processSchedstat, processThreadsCpuMs, runqueueWait, threadSplit, type RunqueueWait } from '../util/threadCpu.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
 import { resolvedPlacement, runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';

@@ -9,7 +9,7 @@ import { Cluster } from '../engine/cluster.ts';
 import { SimRunner } from '../runner/simRunner.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
-import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import type { BenchOptions, BenchReport } from './benchSuite.ts';
 import { printTable } from '../util/table.ts';
 import { simulate, SIM_SETTINGS } from './simModes.ts';
 

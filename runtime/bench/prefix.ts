@@ -17,7 +17,7 @@ import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 import type { ModelRunner, StepOutput, StepRow } from '../runner/modelRunner.ts';
 import { TraceDir } from '../trace/traceDir.ts';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import type { MeteredRunner } from './meteredRunner.ts';
 import { loadRunnerSet, type RunnerSet } from './benchRunners.ts';
 import { ALGORITHM_LANES } from './serving.ts';

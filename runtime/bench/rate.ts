@@ -7,7 +7,7 @@ import { PAPER_R2R_PROFILE } from '../sim/paperProfile.ts';
 import { chooseForSlo, feasibleThresholds, optimiseForSlo, optimiseThresholds, predictLatency, type LatencySlo } from '../throughput/index.ts';
 import { mulberry32 } from '../../shared/rng.ts';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';
 import { printTable, type Row } from '../util/table.ts';

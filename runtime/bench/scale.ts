@@ -7,7 +7,7 @@ import { Cluster } from '../engine/cluster.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { profileRunners } from '../sim/paperProfile.ts';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable } from '../util/table.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { lineChart } from './svgChart.ts';

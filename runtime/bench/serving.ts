@@ -1,6 +1,6 @@
 // Suite serving: each algorithm at concurrency 4 over HTTP, TokenRouter mode against the standard-serving baseline.
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../util/table.ts';
 import { loadRunnerSet, type RunnerSet } from './benchRunners.ts';
 import { choiceJson, choiceSteps, thresholdMethod, tokenRouterVsBaseline, type Comparison, type ThresholdMethod } from './compareModes.ts';

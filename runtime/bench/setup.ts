@@ -11,7 +11,7 @@ import { parseBody } from '../server/zodToError.ts';
 import { percentile } from '../util/stats.ts';
 import { progress } from '../util/progressLine.ts';
 import { printTable, type Row } from '../util/table.ts';
-import { type BenchOptions, type SuiteRun } from './benchSuite.ts';
+import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { mainThreadCpuMs } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 

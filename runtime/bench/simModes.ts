@@ -6,7 +6,7 @@ import { runClosedLoop, type ClosedLoopReport } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../sim/paperProfile.ts';
 import { progress } from '../util/progressLine.ts';
-import { type BenchOptions, type BenchReport } from './benchSuite.ts';
+import type { BenchOptions, BenchReport } from './benchSuite.ts';
 import { printTable } from '../util/table.ts';
 
 export interface SimCase {

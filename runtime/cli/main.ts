@@ -1,8 +1,6 @@
 // The tokenrouter CLI: serve | models | bench | eval | calibrate | subserver | optimize | simulate.
-import path from 'node:path';
 import { TokenRouterError } from '../errors.ts';
 import { ModelFolderError } from '../runner/modelFolder.ts';
-import { parseFlags } from '../util/cliFlags.ts';
 
 type Command = { summary: string; usage: string; run: (args: string[]) => Promise<number> };
 

@@ -94,7 +94,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   for (const line of loadingLines(config)) console.log(line);
   const service = await TokenRouterService.start(config);
   for (const p of service.memoryPlan) console.log(`  ${p.name.padEnd(8)} weights ${(p.weightBytes / 2 ** 20).toFixed(1)} MiB, KV ${(p.kvBytes / 2 ** 20).toFixed(1)} MiB (${p.kvTokens} tokens)`);
-  let srv;
+  let srv: Awaited<ReturnType<typeof startServer>>;
   try {
     srv = await startServer(service);
   } catch (e) {

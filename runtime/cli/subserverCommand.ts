@@ -75,7 +75,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
   if (values.sim) {
     const vocab = values['sim-vocab'] ?? 'chars';
     if (vocab !== 'chars' && vocab !== 'hash') throw new TokenRouterError('invalid_request', `--sim-vocab must be chars or hash, got "${vocab}"`, 'sim-vocab');
-    let latency;
+    let latency: ReturnType<typeof parseSimLatency>;
     try {
       latency = parseSimLatency(values['sim-latency'] ?? '5,0,0');
     } catch (e) {
@@ -95,7 +95,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
   }
   const [plan] = planMemory(budgetBytes, [{ name: model, weightBytes, kvBytesPerToken: runner.info.kvBytesPerToken, maxContext: runner.info.maxContext, maxBatch: 1 }]);
 
-  let nc;
+  let nc: Awaited<ReturnType<typeof openNats>>;
   try {
     nc = await openNats({ servers: values.nats, token: values.token ?? process.env.NATS_TOKEN, credsFile: values.creds, name: `tokenrouter-subserver:${model}:${replica}` });
   } catch (e) {

@@ -44,6 +44,7 @@ export class Later<T> implements PromiseLike<T> {
     if (waiting) for (const run of waiting) run();
   }
 
+  // biome-ignore lint/suspicious/noThenProperty: a Later is a PromiseLike on purpose, settled on the clock
   then<R1 = T, R2 = never>(onOk?: ((value: T) => R1 | PromiseLike<R1>) | null, onFail?: ((reason: unknown) => R2 | PromiseLike<R2>) | null): Later<R1 | R2> {
     const next = new Later<R1 | R2>();
     const run = (): void => {

@@ -1,6 +1,4 @@
 // Quality vs speed: every algorithm and baseline on one split's problems, with accuracy, token shares and throughput.
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { builtinFactory } from '../registry/builtins.ts';
 import { createRealClock } from '../clock/clock.ts';

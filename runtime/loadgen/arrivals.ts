@@ -8,7 +8,7 @@ function normal(rng: Rng): number {
 
 /** Gamma(shape, 1) by Marsaglia–Tsang; shapes below 1 use the boost Gamma(k + 1)·U^(1/k). */
 function gamma(shape: number, rng: Rng): number {
-  if (shape < 1) return gamma(shape + 1, rng) * Math.pow(1 - rng(), 1 / shape);
+  if (shape < 1) return gamma(shape + 1, rng) * (1 - rng()) ** (1 / shape);
   const d = shape - 1 / 3;
   const c = 1 / Math.sqrt(9 * d);
   for (;;) {

@@ -246,7 +246,6 @@ export class OnnxRunner implements ModelRunner {
     const S = Math.max(...feeds.map((f) => f?.length ?? 0));
     const own = this.newNames !== undefined;
     if (own && batch.T + S > batch.cap) this.kv.grow(batch, batch.T + S + HEADROOM);
-    const T = batch.T;
     // every allocated slot is fed (the free ones masked): the buffers go in as they are
     const P = batch.cap;
     const T2 = P + S;

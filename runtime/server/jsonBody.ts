@@ -105,7 +105,7 @@ function tooLarge(limit: number): Error {
   return bodyError(413, 'entity.too.large', `request entity too large (limit ${limit} bytes)`);
 }
 
-const FIRST = /^[\x20\x09\x0a\x0d]*(.|$)/s;
+const FIRST = /^[ \t\n\r]*(.|$)/s;
 
 /** body-parser's strict JSON: empty is {}, anything but an object or array is refused before parsing. A leading BOM is dropped, as its decoder drops it. */
 export function parseStrict(text: string): unknown {

@@ -255,7 +255,7 @@ function launchRule(m: NormalisedModel, ts: TimeStep, busyRow: number, store: Ch
     let nLaunched = 0;
     for (let i = 0; i < K; i++) {
       if (b[i] === 0 && q[i] >= thresholds[i]) {
-        const n = q[i] < maxBatch[i] ? q[i] : maxBatch[i];
+        const n = Math.min(q[i], maxBatch[i]);
         q[i] -= n;
         b[i] = n;
         r[i] = -1; // duration set below, once every launch of this instant is known

@@ -1,6 +1,6 @@
 // nats-server dies and comes back mid-workload: entry and sub-server reconnect, and every request finishes as if nothing happened.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
+import type { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';

@@ -1,6 +1,6 @@
 // Two replicas of the large model in their own processes: new requests spread by load, and losing one hits only its own requests.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
+import type { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../../runtime/bench/rigs/subServerProcess.ts';

@@ -9,7 +9,7 @@ beforeAll(async () => {
 });
 afterAll(() => rig.close());
 
-export const FUZZ_SEED = 20261129;
+const FUZZ_SEED = 20261129;
 
 describe('fuzz: 500 generated bad requests', () => {
   it('answers every one with a JSON 4xx, keeps serving, leaks nothing', async () => {

@@ -21,7 +21,7 @@ interface RawReply {
 }
 
 /** One request on a raw socket, so Host and Origin are exactly what a rebinding browser sends. */
-export function raw(port: number, method: string, p: string, headers: Record<string, string>, body = ''): Promise<RawReply> {
+function raw(port: number, method: string, p: string, headers: Record<string, string>, body = ''): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const sock = net.connect(port, '127.0.0.1', () => {
       const h = { ...headers, Connection: 'close', ...(body ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } : {}) };

@@ -1,6 +1,5 @@
 // A step that hands back only its new KV slots (the rewritten graph, written into the runner's own buffers) decodes as the graph as exported does.
 import fs from 'node:fs';
-import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kvNames, OnnxRunner, sessionOptions } from '../../runtime/runner/onnxRunner.ts';

@@ -3,7 +3,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig, type ServerConfig } from '../../runtime/config/serverConfig.ts';
-import { createRealClock } from '../../runtime/clock/clock.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { CHAR_VOCAB, charTokenizer } from '../../runtime/runner/charTokenizer.ts';
 import type { TextTokenizer } from '../../runtime/runner/tokenizer.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../runtime/cli/main.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
-import type { ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
+import type { ModelRunner, StepRow } from '../../runtime/runner/modelRunner.ts';
 import { profileStepLatency } from '../../runtime/runner/profileStepLatency.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { thresholdsFromTrace } from '../../runtime/scheduler/thresholdsFromTrace.ts';

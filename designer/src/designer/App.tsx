@@ -78,14 +78,14 @@ function SidePanel() {
   const errorCount = useDesigner((s) => s.errorCount);
   return (
     <aside className="side">
-      <nav className="tabs" role="tablist">
+      <div className="tabs" role="tablist">
         {TABS.map((t) => (
-          <button key={t.id} role="tab" aria-selected={tab === t.id} className={tab === t.id ? 'on' : ''} onClick={() => store.setTab(t.id)} data-testid={`tab-${t.id}`}>
+          <button type="button" key={t.id} role="tab" aria-selected={tab === t.id} className={tab === t.id ? 'on' : ''} onClick={() => store.setTab(t.id)} data-testid={`tab-${t.id}`}>
             {t.label}
             {t.id === 'inspect' && errorCount > 0 && <span className="tab-badge">{errorCount}</span>}
           </button>
         ))}
-      </nav>
+      </div>
       <div className="side-body">
         {tab === 'inspect' && <Inspector />}
         {tab === 'versions' && <VersionsPanel />}

@@ -75,7 +75,7 @@ export function Canvas() {
       const text = dragProblem(store.getState().graph, { node: a.nodeId, port: a.id, side: a.type }, { node: b.nodeId, port: b.id, side: b.type });
       if (text) setRefusal({ text });
     },
-    [store],
+    [store, setRefusal],
   );
 
   const onDelete = useCallback(({ nodes: ns, edges: es }: { nodes: AlgoFlowNode[]; edges: Edge[] }) => store.remove(ns.map((n) => n.id), es.map((e) => e.id)), [store]);

@@ -66,10 +66,11 @@ export function ConfirmDialog() {
           <h2 id="confirm-title">{labels(confirm).title}</h2>
           <Body c={confirm} />
           <div className="confirm-actions">
-            <button onClick={store.cancelConfirm} data-testid="confirm-cancel" autoFocus>
+            {/* biome-ignore lint/a11y/noAutofocus: a dialog focuses its least destructive action when it opens */}
+            <button type="button" onClick={store.cancelConfirm} data-testid="confirm-cancel" autoFocus>
               Cancel
             </button>
-            <button className={confirm.kind === 'delete' ? 'danger' : 'primary'} onClick={() => void store.confirm()} data-testid="confirm-ok">
+            <button type="button" className={confirm.kind === 'delete' ? 'danger' : 'primary'} onClick={() => void store.confirm()} data-testid="confirm-ok">
               {labels(confirm).action}
             </button>
           </div>

@@ -75,11 +75,11 @@ export function EvaluatePanel() {
         </label>
         <div className="tb-spacer" />
         {running ? (
-          <button onClick={() => void flow.cancel()} data-testid="ev-cancel">
+          <button type="button" onClick={() => void flow.cancel()} data-testid="ev-cancel">
             Cancel
           </button>
         ) : (
-          <button className="primary" onClick={evaluate} disabled={errorCount > 0} title={errorCount > 0 ? 'The draft has errors: fix them to evaluate it' : 'Run the draft on the validation problems'} data-testid="ev-run">
+          <button type="button" className="primary" onClick={evaluate} disabled={errorCount > 0} title={errorCount > 0 ? 'The draft has errors: fix them to evaluate it' : 'Run the draft on the validation problems'} data-testid="ev-run">
             Evaluate draft
           </button>
         )}
@@ -189,7 +189,7 @@ export function EvaluatePanel() {
       )}
       {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.pricedAt} />}
       <div className="ev-controls">
-        <button onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot; one that cannot run says why and the rest go on" data-testid="ev-compare">
+        <button type="button" onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot; one that cannot run says why and the rest go on" data-testid="ev-compare">
           Compare with served ({references.length})
         </button>
       </div>

@@ -26,8 +26,8 @@ export function Inspector() {
           {e > 0 && `${e} edge${e > 1 ? 's' : ''}`} selected
         </div>
         <div className="insp-actions">
-          {n > 0 && <button onClick={() => store.copy()}>Copy</button>}
-          <button className="danger" onClick={() => store.removeSelection()} data-testid="delete-selection">
+          {n > 0 && <button type="button" onClick={() => store.copy()}>Copy</button>}
+          <button type="button" className="danger" onClick={() => store.removeSelection()} data-testid="delete-selection">
             Delete
           </button>
         </div>
@@ -107,8 +107,8 @@ export function Inspector() {
         </div>
       )}
       <div className="insp-actions">
-        <button onClick={() => (store.copy(), store.paste())}>Duplicate</button>
-        <button className="danger" onClick={() => store.remove([node.id], [])} data-testid="delete-node">
+        <button type="button" onClick={() => (store.copy(), store.paste())}>Duplicate</button>
+        <button type="button" className="danger" onClick={() => store.remove([node.id], [])} data-testid="delete-node">
           Delete
         </button>
       </div>

@@ -22,10 +22,9 @@ interface Props {
 /** A text box that commits parsed values and keeps what the user typed while it does not parse. */
 function NumberBox({ value, onCommit, testId, step }: { value: number; onCommit(v: number): void; testId: string; step: string }) {
   const [text, setText] = useState(String(value));
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only outside changes (undo, another node) reset the text
   useEffect(() => {
     if (Number(text) !== value) setText(String(value));
-    // Only outside changes (undo, another node) reset the text.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [value]);
   const parsed = text.trim() === '' ? Number.NaN : Number(text);
   return (
@@ -172,7 +171,8 @@ function Editor({ spec, value, catalog, graph, model, onChange, testId, labelId 
 
 function IdsBox({ value, onCommit, testId }: { value: number[]; onCommit(v: number[]): void; testId: string }) {
   const [text, setText] = useState(value.join(', '));
-  useEffect(() => setText(value.join(', ')), [value.join(',')]); // eslint-disable-line react-hooks/exhaustive-deps
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the ids' text, not the array's identity, resets the box
+  useEffect(() => setText(value.join(', ')), [value.join(',')]);
   return (
     <input
       id={testId}

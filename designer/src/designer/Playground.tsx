@@ -100,11 +100,11 @@ export function Playground() {
           </label>
           <div className="tb-spacer" />
           {running ? (
-            <button onClick={store.stop} data-testid="playground-stop">
+            <button type="button" onClick={store.stop} data-testid="playground-stop">
               Stop
             </button>
           ) : (
-            <button className="primary" onClick={() => void store.run()} disabled={pg.target === 'draft' && errorCount > 0} title={pg.target === 'draft' && errorCount > 0 ? 'The draft has errors' : 'Send the prompt'} data-testid="playground-run">
+            <button type="button" className="primary" onClick={() => void store.run()} disabled={pg.target === 'draft' && errorCount > 0} title={pg.target === 'draft' && errorCount > 0 ? 'The draft has errors' : 'Send the prompt'} data-testid="playground-run">
               Run ▸
             </button>
           )}

@@ -19,7 +19,7 @@ export function ProblemsBar() {
   };
   return (
     <div className={`problems${open ? ' open' : ''}`} data-testid="problems">
-      <button className="problems-toggle" onClick={() => setOpen(!open)} data-testid="problems-toggle">
+      <button type="button" className="problems-toggle" onClick={() => setOpen(!open)} data-testid="problems-toggle">
         <span className={errors.length ? 'bad' : 'ok'}>{errors.length ? `✕ ${errors.length} error${errors.length > 1 ? 's' : ''}` : '✓ No errors'}</span>
         <span className={warnings.length ? 'warn' : 'muted'}>
           ⚠ {warnings.length} warning{warnings.length === 1 ? '' : 's'}

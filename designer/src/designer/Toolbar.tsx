@@ -30,14 +30,14 @@ function OpenMenu() {
   }, [open]);
   return (
     <div className="menu" ref={ref}>
-      <button onClick={() => setOpen(!open)} data-testid="open-menu" aria-expanded={open}>
+      <button type="button" onClick={() => setOpen(!open)} data-testid="open-menu" aria-expanded={open}>
         Open ▾
       </button>
       {open && (
         <div className="menu-pop" role="menu">
           <div className="menu-title">Examples</div>
           {EXAMPLES.map((x) => (
-            <button
+            <button type="button"
               key={x.name}
               role="menuitem"
               className="menu-item"
@@ -52,7 +52,7 @@ function OpenMenu() {
             </button>
           ))}
           <div className="menu-sep" />
-          <button
+          <button type="button"
             className="menu-item"
             data-testid="new-graph"
             onClick={() => {
@@ -62,7 +62,7 @@ function OpenMenu() {
           >
             <b>New empty graph</b>
           </button>
-          <button className="menu-item" data-testid="import-json" onClick={() => file.current?.click()}>
+          <button type="button" className="menu-item" data-testid="import-json" onClick={() => file.current?.click()}>
             <b>Import JSON…</b>
             <span>A designer graph or a compiled IR.</span>
           </button>
@@ -102,6 +102,7 @@ export function Toolbar() {
   const blocker = store.deployBlocker();
   const live = entry?.versions.find((v) => v.version === entry.activeVersion);
   // A draft with errors differs from anything deployable; otherwise compare parameters and wiring, not layout.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: store.compiledIr() reads the graph
   const changes = useMemo(() => {
     if (!live) return 0;
     const ir = store.compiledIr();
@@ -123,13 +124,13 @@ export function Toolbar() {
       </div>
       <div className="tb-group">
         <OpenMenu />
-        <button onClick={() => store.markSaved()} disabled={!dirty} title="Mark this draft as saved (Ctrl+S)" data-testid="save">
+        <button type="button" onClick={() => store.markSaved()} disabled={!dirty} title="Mark this draft as saved (Ctrl+S)" data-testid="save">
           Save
         </button>
-        <button onClick={() => download(`${name}.graph.json`, store.exportGraph())} data-testid="export-graph" title="Download the graph as JSON">
+        <button type="button" onClick={() => download(`${name}.graph.json`, store.exportGraph())} data-testid="export-graph" title="Download the graph as JSON">
           Export
         </button>
-        <button
+        <button type="button"
           onClick={() => {
             const ir = store.compiledIr();
             if (ir) download(`${name}.ir.json`, `${JSON.stringify(ir, null, 2)}\n`);
@@ -142,10 +143,10 @@ export function Toolbar() {
         </button>
       </div>
       <div className="tb-group">
-        <button onClick={store.undo} disabled={!canUndo} title="Undo (Ctrl+Z)" data-testid="undo">
+        <button type="button" onClick={store.undo} disabled={!canUndo} title="Undo (Ctrl+Z)" data-testid="undo">
           ↶
         </button>
-        <button onClick={store.redo} disabled={!canRedo} title="Redo (Ctrl+Shift+Z)" data-testid="redo">
+        <button type="button" onClick={store.redo} disabled={!canRedo} title="Redo (Ctrl+Shift+Z)" data-testid="redo">
           ↷
         </button>
       </div>
@@ -184,7 +185,7 @@ export function Toolbar() {
             {blocker}
           </span>
         )}
-        <button className="primary" disabled={blocker !== null} onClick={() => void store.deploy()} title={blocker ?? `Store a new version of “${name}” and make it active`} data-testid="deploy">
+        <button type="button" className="primary" disabled={blocker !== null} onClick={() => void store.deploy()} title={blocker ?? `Store a new version of “${name}” and make it active`} data-testid="deploy">
           {deploy.status === 'deploying' ? 'Deploying…' : 'Deploy'}
         </button>
       </div>

@@ -39,13 +39,12 @@ export function VersionsPanel() {
   const selected: ApiVersion | undefined = versions.find((v) => v.version === picked) ?? versions.find((v) => v.version === entry?.activeVersion) ?? versions[0];
   const names = [...new Set([graphName, ...registry.algorithms.map((a) => a.name)])];
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: store.compiledIr reads the live graph, which the hook above subscribes to; irOf reads catalog
   const diff: DiffRow[] | null = useMemo(() => {
     if (!selected) return null;
     if (baseline === 'draft') return versionDiff(irOf(selected), store.compiledIr());
     const other = baseline === 'previous' ? versions.find((v) => v.version < selected.version) : versions.find((v) => v.version === entry?.activeVersion);
     return other ? versionDiff(irOf(other), irOf(selected)) : null;
-    // store.compiledIr reads the live graph, which the hook above subscribes to.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [selected, baseline, versions, entry, store, store.getState().graph, catalog]);
 
   return (
@@ -56,10 +55,10 @@ export function VersionsPanel() {
             <option key={n}>{n}</option>
           ))}
         </select>
-        <button onClick={() => void store.refreshRegistry()} title="Reload from the server">
+        <button type="button" onClick={() => void store.refreshRegistry()} title="Reload from the server">
           ⟳
         </button>
-        <button
+        <button type="button"
           disabled={!entry?.rollbackTo}
           onClick={() => store.rollback(name)}
           data-testid="rollback"
@@ -67,7 +66,7 @@ export function VersionsPanel() {
         >
           Roll back
         </button>
-        <button
+        <button type="button"
           className="danger"
           disabled={!entry || entry.isDefault}
           onClick={() => store.deleteAlgorithm(name)}
@@ -95,17 +94,17 @@ export function VersionsPanel() {
       {selected && (
         <div className="v-detail">
           <div className="v-actions">
-            <button disabled={selected.version === entry?.activeVersion} onClick={() => void store.activate(name, selected.version)} data-testid="activate">
+            <button type="button" disabled={selected.version === entry?.activeVersion} onClick={() => void store.activate(name, selected.version)} data-testid="activate">
               Activate v{selected.version}
             </button>
-            <button disabled={selected.kind !== 'ir'} onClick={() => store.openVersion(name, selected)} data-testid="open-version">
+            <button type="button" disabled={selected.kind !== 'ir'} onClick={() => store.openVersion(name, selected)} data-testid="open-version">
               Open in editor
             </button>
           </div>
           <div className="v-compare">
             <span className="muted">Compare v{selected.version} with</span>
             {(['draft', 'previous', 'active'] as const).map((b) => (
-              <button key={b} className={baseline === b ? 'on' : ''} onClick={() => setBaseline(b)}>
+              <button type="button" key={b} className={baseline === b ? 'on' : ''} onClick={() => setBaseline(b)}>
                 {b}
               </button>
             ))}

@@ -24,6 +24,7 @@ export function useRefusal(): [{ text: string } | null, (r: { text: string } | n
 export function useFitOnOpen(viewEpoch: number): void {
   const rf = useReactFlow();
   const store = useStore();
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new view epoch is what asks for the fit
   useEffect(() => {
     // An empty document starts at the origin; otherwise wait a frame so its nodes are measured, then fit.
     if (store.getState().graph.nodes.length === 0) {

@@ -18,7 +18,7 @@ export function BatchPanel({ c }: { c: TimelineController }) {
       </div>
       <div className="tl-chips">
         {members.map((r) => (
-          <button key={r} className={c.selected?.req === r ? 'chip on' : 'chip'} onClick={() => c.selectBatchRequest(r)}>{c.store.requestName(r)}</button>
+          <button type="button" key={r} className={c.selected?.req === r ? 'chip on' : 'chip'} onClick={() => c.selectBatchRequest(r)}>{c.store.requestName(r)}</button>
         ))}
       </div>
     </section>

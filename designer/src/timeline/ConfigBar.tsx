@@ -21,7 +21,7 @@ export function ConfigBar({ c }: { c: TimelineController }) {
         <span className="tl-changes">
           config changed {changes - 1}×:
           {c.store.configs.slice(1).slice(-4).map((x, i) => (
-            <button key={i} className="link" onClick={() => { const span = c.view.t1 - c.view.t0; c.setView(x.t - span / 2, x.t + span / 2); }}>
+            <button type="button" key={i} className="link" onClick={() => { const span = c.view.t1 - c.view.t0; c.setView(x.t - span / 2, x.t + span / 2); }}>
               {formatRel(x.t - origin, 1)}
             </button>
           ))}

@@ -10,7 +10,7 @@ export function RangeStatsPanel({ c }: { c: TimelineController }) {
     <section className="tl-card" data-testid="range-stats">
       <h3>{c.range ? 'Selected range' : 'Visible window'}
         <span className="muted small"> {formatRel(s.t0 - origin, 1)} → {formatRel(s.t1 - origin, 1)} ({formatMs(s.durationMs, 1)})</span>
-        {c.range ? <button className="link right" onClick={() => c.setRange(null)}>clear</button> : null}</h3>
+        {c.range ? <button type="button" className="link right" onClick={() => c.setRange(null)}>clear</button> : null}</h3>
       <div className="tl-figures">
         <div title="Rows sampled minus tokens discarded at handoffs, per second"><label>committed tok/s</label><b data-testid="tok-s">{s.committedPerSec.toFixed(1)}</b></div>
         <div><label>handoffs/s</label><b data-testid="handoffs-s">{s.handoffsPerSec.toFixed(1)}</b></div>

@@ -18,10 +18,11 @@ export function RequestList({ c }: { c: TimelineController }) {
   }
   // Re-render the rows only when what they show changed (the panel ticks several times a second while live).
   const sig = `${filter}|${c.selected?.req ?? -1}|${rows.map((r) => `${r.idx}:${r.status}:${r.end ? 1 : 0}`).join(',')}`;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: sig stands for everything the rows show
   const list = useMemo(() => (
     <div className="tl-list" data-testid="request-list">
       {rows.map((r) => (
-        <button key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
+        <button type="button" key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
           <code title={r.id}>{r.id}</code>
           <span className={`badge ${r.status}`}>{r.status}</span>
           {/* The muted grey is too faint on the selected row's blue. */}
@@ -30,7 +31,6 @@ export function RequestList({ c }: { c: TimelineController }) {
       ))}
       {!rows.length ? <p className="muted small">No requests yet.</p> : null}
     </div>
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   ), [sig]);
   return (
     <section className="tl-card grow">

@@ -12,7 +12,7 @@ export function RequestPanel({ c }: { c: TimelineController }) {
   const info = sel ? c.store.requests.get(sel.req) : undefined;
   // The drill-down (hundreds of token chips) is rebuilt only when the request's data changed.
   const sig = sel ? `${sel.req}|${sel.path.batches.length}|${sel.path.handoffs.length}|${sel.path.states.length}|${info?.status}|${info?.end ? 1 : 0}|${info?.tokensDropped ?? 0}` : '';
-  // eslint-disable-next-line react-hooks/exhaustive-deps
+  // biome-ignore lint/correctness/useExhaustiveDependencies: sig stands for the request's data the detail shows
   return useMemo(() => <RequestDetail c={c} />, [sig, c]);
 }
 
@@ -38,7 +38,7 @@ function RequestDetail({ c }: { c: TimelineController }) {
   return (
     <section className="tl-card" data-testid="request-panel">
       <h3>Request <code>{path.requestId}</code> <span className={`badge ${info?.status ?? ''}`}>{info?.status ?? 'unknown'}</span>
-        <button className="link right" onClick={() => c.selectRequest(null)}>clear</button></h3>
+        <button type="button" className="link right" onClick={() => c.selectRequest(null)}>clear</button></h3>
       <div className="tl-figures">
         <div><label>TTFT</label><b data-testid="ttft">{ttft === null ? '—' : formatMs(ttft, 0.1)}</b></div>
         <div><label>E2E</label><b data-testid="e2e">{e2e === null ? 'running' : formatMs(e2e, 0.1)}</b></div>

@@ -54,7 +54,7 @@ export function checkArch(a: DecoderArch): void {
 export function ropeInvFreq(a: DecoderArch): Float32Array {
   const half = a.headDim / 2;
   const inv = new Float32Array(half);
-  for (let i = 0; i < half; i++) inv[i] = 1 / Math.pow(a.ropeTheta, (2 * i) / a.headDim);
+  for (let i = 0; i < half; i++) inv[i] = 1 / a.ropeTheta ** ((2 * i) / a.headDim);
   const s = a.ropeScaling;
   if (!s) return inv;
   const lowWave = s.original_max_position_embeddings / s.low_freq_factor;
