@@ -55,12 +55,15 @@ function provenance(r: BenchReport): { machine: string; commit: string; date: st
   return { machine: machine || '?', commit, date };
 }
 
+/** A figure's text as one markdown cell: a `|` inside it (as in |error|) would split the cell. */
+const cell = (v: string | undefined): string => (v ?? '').replaceAll('|', '\\|');
+
 /** The one results table: a row per headline figure, each with the machine, commit and date it was measured on. */
 export function resultsTable(reports: readonly BenchReport[]): string {
   const rows: Row[] = [];
   for (const r of reports) {
     const p = provenance(r);
-    for (const f of figures(r)) rows.push({ suite: `\`${r.suite}\``, figure: f.figure, result: f.result, target: f.target ?? '', status: f.status ?? '', machine: p.machine, commit: p.commit, 'date (UTC)': p.date });
+    for (const f of figures(r)) rows.push({ suite: `\`${r.suite}\``, figure: cell(f.figure), result: cell(f.result), target: cell(f.target), status: cell(f.status), machine: p.machine, commit: p.commit, 'date (UTC)': p.date });
   }
   return markdownTable(rows);
 }

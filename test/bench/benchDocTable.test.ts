@@ -41,6 +41,11 @@ describe('the benchmarks results table', () => {
     expect(() => readReports(tmp)).toThrow(/x\.json: suite "nope"/);
   });
 
+  it('keeps a | inside a figure within its cell', () => {
+    const report = { suite: 'dtmc-onnx', settings: { commit: 'abc1234', machine: { cpus: 2, started_at: '2026-12-06T10:00:00Z' } }, results: { headline: [{ figure: 'max |error|', result: '8 %' }] } };
+    expect(resultsTable([report]).split('\n')[2]).toBe('| `dtmc-onnx` | max \\|error\\| | 8 % |  |  | 2 vCPU | `abc1234` | 2026-12-06 10:00 |');
+  });
+
   it('refuses a document without its markers', () => {
     expect(() => withTable('# no markers\n', '| a |\n')).toThrow(END);
   });
