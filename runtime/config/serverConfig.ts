@@ -103,7 +103,7 @@ export const serverConfigSchema = z
         placement: z.enum(['auto', 'thread', 'in-process']).default('auto'),
         /** Engines keep finished requests' KV by token ids and start new requests from their longest cached prefix (vLLM's APC, SGLang's radix cache). */
         prefixCache: z.boolean().default(true),
-        /** Latency targets (issue 19): what thresholds "auto" keeps, and when the entry sheds load. */
+        /** Latency targets: what thresholds "auto" keeps, and when the entry sheds load. */
         slo: sloSchema.optional(),
       })
       .strict()
