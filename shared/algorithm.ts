@@ -1,4 +1,4 @@
-// The routing-algorithm contract: route / send / receive over one request, as DESIGN §2 defines it.
+// The routing-algorithm contract: route / send / receive over one request.
 import type { TokenSignals } from './protocol/engineProtocol.ts';
 import type { StepWants } from './protocol/runnerProtocol.ts';
 

@@ -24,9 +24,9 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     tokens: z.number().int(),
     start: time,
     end: time,
-    /** Forward passes the runner made for it (absent: 1). Only traces from before lookahead was removed have more: 1 + its lookahead steps; step cost = (end − start) / steps. */
+    /** Forward passes the runner made for it (absent: 1). More only in trace files of a runner that decoded ahead: 1 + its lookahead steps; step cost = (end − start) / steps. */
     steps: z.number().int().min(1).optional(),
-    /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). Not emitted since lookahead was removed; kept so older traces load. */
+    /** Row results the engine took from lookahead (request-steps beyond one per row; absent: 0). This runtime emits none; read so trace files that carry it load. */
     aheadRows: z.number().int().min(0).optional(),
     /** Prompt tokens the rows took from the prefix cache instead of feeding them (absent: 0). */
     cachedTokens: z.number().int().min(0).optional(),
@@ -89,7 +89,7 @@ export const traceEventSchema = z.discriminatedUnion('type', [
     retainState: z.boolean(),
     thresholds: z.record(z.string(), z.number().int()),
     maxWaitMs: z.number(),
-    /** Most lookahead steps a row may take (0: none). Not emitted since lookahead was removed; kept so older traces load. */
+    /** Most lookahead steps a row may take (0: none). This runtime emits none; read so trace files that carry it load. */
     lookahead: z.number().int().min(0).optional(),
   }),
 ]);

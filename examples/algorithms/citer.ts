@@ -5,7 +5,7 @@ import { withDefaults } from './withDefaults.ts';
 export interface CiterParams {
   /**
    * Confidence threshold τ: small's token is rejected when the `citer` head scores it below τ.
-   * Default 0.9, the low end of the 0.9–0.98 range in DESIGN §2: the cheapest setting that still
+   * Default 0.9, the low end of the 0.9–0.98 range usually given for CITER: the cheapest setting that still
    * sends the clearly unsure tokens to the large model; raise it to trade speed for quality.
    */
   tau: number;
@@ -15,7 +15,7 @@ export interface CiterParams {
 
 // Chosen on the validation split (small/routers/calibration.json, docs/quality.md): no τ keeps 99 % of
 // large-only's accuracy with the on-policy `citer` head, so the most accurate grid point, 0.999
-// (94.4 % against 95.6 %, 16 % of tokens on large), above DESIGN §2's 0.9–0.98 range.
+// (94.4 % against 95.6 %, 16 % of tokens on large), above that 0.9–0.98 range.
 export const CITER_DEFAULTS: CiterParams = Object.freeze({ tau: 0.999, head: 'citer' });
 
 export type CiterMeta = Record<string, never>;

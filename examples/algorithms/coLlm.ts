@@ -4,7 +4,7 @@ import { withDefaults } from './withDefaults.ts';
 
 export interface CoLlmParams {
   /**
-   * Deferral threshold η on σ(h·g). Default 0.15 (DESIGN §2): Co-LLM's deferral head is trained on
+   * Deferral threshold η on σ(h·g). Default 0.15: Co-LLM's deferral head is trained on
    * rare "large knows better" labels, so its probabilities are small and a low η is the useful range.
    */
   eta: number;

@@ -4,7 +4,7 @@ import { withDefaults } from './withDefaults.ts';
 
 export interface MeParams {
   /**
-   * Mixture weights λ for small, medium, large. Default 0.5 / 0.3 / 0.2 (DESIGN §2): the cheap model
+   * Mixture weights λ for small, medium, large. Default 0.5 / 0.3 / 0.2: the cheap model
    * writes half the tokens, and the weights fall with cost so the mixture stays fast.
    */
   wSmall: number;

@@ -4,7 +4,7 @@ import { withDefaults } from './withDefaults.ts';
 
 export interface RStitchParams {
   /**
-   * Normalised-entropy threshold τ, used in both directions. Default 0.03 (DESIGN §2): on normalised
+   * Normalised-entropy threshold τ, used in both directions. Default 0.03: on normalised
    * entropy (H / log|V|) a confident token sits well below 0.03, so only genuinely uncertain steps switch.
    */
   tau: number;

@@ -51,7 +51,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   let sweep: unknown = null;
   const maxTokens = f.num('max-tokens', 128);
   const ignoreEos = f.bool('ignore-eos', false);
-  // A steady-state window (5 Dec): at 128 requests after 16 the ladder read 2.41-2.45x, at 512 after 512 2.88-3.31x on the same
+  // A steady-state window: at 128 requests after 16 the ladder read 2.41-2.45x, at 512 after 512 2.88-3.31x on the same
   // builds; the short window measured the start (catch-up prefills on large, V8 still compiling), which users do not run in.
   const requests = f.sized('requests', 512, 16);
   const warmup = f.sized('warmup', 64 * concurrency, 2 * concurrency);

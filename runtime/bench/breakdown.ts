@@ -29,7 +29,7 @@ export interface LaneBreakdown {
 /**
  * Splits each lane's busy time from the engines' own counters (LaneStats over the measured run), so
  * the suite reads nothing per batch: a trace reader would switch per-step trace events on, which a
- * server without one does not pay for (until 5 Dec 13:00 the split came from the trace's batch events).
+ * server without one does not pay for.
  */
 export function breakdownOf(lanes: readonly LaneStats[]): LaneBreakdown[] {
   return lanes
@@ -58,7 +58,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const concurrency = f.num('concurrency', 16);
   const algorithms = f.list('algorithms', ['r2r']);
   // A steady-state window, as the offline suite's: at 128 requests after 32 the run lasted ~1.3 s, its large batches
-  // still prefilling catch-ups and V8 still compiling, and model share read 0.83-0.85 against 0.86 at steady state (5 Dec).
+  // still prefilling catch-ups and V8 still compiling, and model share read 0.83-0.85 against 0.86 at steady state.
   const requests = f.sized('requests', 1024, 24);
   const warmup = f.sized('warmup', 64 * concurrency, 2 * concurrency);
   const maxTokens = f.num('max-tokens', 128);

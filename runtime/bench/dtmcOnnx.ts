@@ -5,7 +5,7 @@
 // inputs come from the same server: P and C from every request step of the measured windows
 // (estimateRouting), L_i(b) from their batch wall times, launch to results routed, split by whether
 // the other model was running at launch (two cores are shared, so overlapping steps slow each other);
-// also with one L_i(b) per batch size (DESIGN §4), and from the T = 1 windows alone, the calibration
+// also with one L_i(b) per batch size (the paper's model), and from the T = 1 windows alone, the calibration
 // modelThresholds uses.
 import {
   estimateRouting,
@@ -196,7 +196,7 @@ function printReport(s: SweepSettings, rows: readonly SettingRow[], sum: Summary
       `[best within 1%: ${sum.best_within_1pct ? 'met' : 'MISSED'}; error within 10%: ${sum.error_within_10pct ? 'met' : 'MISSED'}]`,
   );
   console.log(
-    `latency by batch size only (DESIGN §4, no contention): predicted best ${sum.batch_only_predicted_best}, best_gap ${pct(sum.batch_only_best_gap, 2)}%, max |error| ${pct(sum.batch_only_max_rel_error, 1)}%`,
+    `latency by batch size only (no contention): predicted best ${sum.batch_only_predicted_best}, best_gap ${pct(sum.batch_only_best_gap, 2)}%, max |error| ${pct(sum.batch_only_max_rel_error, 1)}%`,
   );
   console.log(`calibrated on the T = 1 windows only: predicted best ${sum.t1_cal_predicted_best}, best_gap ${pct(sum.t1_cal_best_gap, 2)}%, max |error| ${pct(sum.t1_cal_max_rel_error, 1)}%`);
   console.log(
@@ -249,7 +249,7 @@ function describeSettings(s: SweepSettings, m: Measurement, quick: boolean): Rec
     workload: `closed loop: ${N} clients resubmit at once; prompts are the bundled task's questions, greedy, natural EOS, max_tokens ${s.maxTokens}`,
     cluster: 'one in-process cluster for the whole sweep (no HTTP), async-delayed, retainState true, maxBatch N, maxWait 60 s',
     warmup_ms: s.warmupMs,
-    model_inputs: 'P, C from every request step recorded in the measured windows (finishes folded back to small, estimateRouting); L_i(b) = batch wall time launch → results routed, split by whether the other model was running at launch (markContended, fitContendedLatency; the chain picks the table at each launch). Primary: all windows pooled, contention-aware; batch_only: one L_i(b) per batch size (DESIGN §4); t1_cal: the T = 1 windows only (contention-aware)',
+    model_inputs: 'P, C from every request step recorded in the measured windows (finishes folded back to small, estimateRouting); L_i(b) = batch wall time launch → results routed, split by whether the other model was running at launch (markContended, fitContendedLatency; the chain picks the table at each launch). Primary: all windows pooled, contention-aware; batch_only: one L_i(b) per batch size; t1_cal: the T = 1 windows only (contention-aware)',
     wall_s: m.wallMs / 1000,
     quick,
   };

@@ -11,7 +11,7 @@ import { parseFlags } from '../util/cliFlags.ts';
 interface Suite {
   /** What it measures, one line. */
   about: string;
-  /** A full run on the reference machine (docs/benchmarks.md, "Running time"); --quick 1 is a smoke run. */
+  /** A full run on the reference machine (docs/benchmarks.md, "Suites"); --quick 1 is a smoke run. */
   duration: string;
   load: () => Promise<{ run: BenchSuite }>;
 }

@@ -23,7 +23,7 @@ export interface ModelChoice {
 }
 
 /**
- * Thresholds from the throughput model (DESIGN §4) instead of a sweep: a sweep's short runs on a
+ * Thresholds from the throughput model (runtime/throughput/README.md) instead of a sweep: a sweep's short runs on a
  * shared machine pick noise, the model does not. Routing P, committed tokens C and per-lane step
  * latency L_i(b) come from one calibration run in TokenRouter mode with every threshold at 1;
  * the latency is each batch's wall time from launch to results routed, so scheduling costs count,

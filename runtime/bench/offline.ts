@@ -136,7 +136,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const maxTokens = f.num('max-tokens', 128);
   // Both sides warm up long enough for V8 to finish optimising the served path (HTTP, SSE, engine, runner): after
   // 16 requests its compiler threads still took 60-80 us per measured token, after 256 they took 16-68, after
-  // 1,024 13-14 (4 Dec); the per-request code (body parsing, the template, the plan) runs once a request.
+  // 1,024 13-14; the per-request code (body parsing, the template, the plan) runs once a request.
   const warmup = f.sized('warmup', 128 * concurrency, 2 * concurrency);
   const rounds = f.sized('rounds', 2, 1);
   const ignoreEos = f.bool('ignore-eos', false);

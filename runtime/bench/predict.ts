@@ -103,7 +103,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       evalMs = Math.max(evalMs, wallMs);
       const predict = async (body: Record<string, unknown>, runId = result.runId) => predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${runId}/predict`, body)).json());
       const p = await predict({ concurrency, clientMs });
-      // the same run predicted as before 5 Dec, for clients that take no time of their own: the two side by side
+      // the same run predicted for clients that take no time of their own: the two side by side
       const p0 = await predict({ concurrency });
       // the measurement runs with the thresholds in force, so the prediction for those is the one to check
       const predicted = (p.current ?? p.best).tokS;

@@ -343,7 +343,7 @@ function sumThreads(threads: readonly ThreadStats[]): ThreadStats | undefined {
   return threads.reduce((s, t) => ({ cpuMs: s.cpuMs + t.cpuMs, gcMs: s.gcMs + t.gcMs, waitMs: s.waitMs + t.waitMs }));
 }
 
-/** The figures a table row shows for one run (DESIGN §5 names and units). */
+/** The figures a table row shows for one run (docs/benchmarks.md's metric names and units). */
 export function runFigures(r: ServingResult): Record<string, number> {
   const m = r.run.metrics;
   const tokens = m.completed * m.meanOutputTokens;

@@ -15,7 +15,7 @@ import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { mainThreadCpuMs } from './servingCase.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 
-/** The target of issue 31 item 5. */
+/** The entry's set-up budget per request, µs (docs/benchmarks.md, `setup`). */
 const TARGET_US = 500;
 /** Requests between yields to the event loop, so the engines take the arrivals and releases as a server's would. */
 const YIELD_EVERY = 32;

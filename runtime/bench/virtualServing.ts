@@ -27,7 +27,7 @@ export interface VirtualCase {
   slo?: Slo;
 }
 
-/** The paper's R2R setting (DESIGN §4): p = 0.35 small → large, one large token, L = 6.0 / 27.9 ms. */
+/** The paper's R2R setting (docs/benchmarks.md, "Virtual time"): p = 0.35 small → large, one large token, L = 6.0 / 27.9 ms. */
 export const PAPER_SETTING = {
   p: 0.35,
   profile: PAPER_R2R_PROFILE,

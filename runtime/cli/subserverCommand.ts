@@ -111,7 +111,7 @@ export async function subserverCommand(args: string[]): Promise<number> {
     kvCapacityTokens: plan.kvTokens,
     decoder,
     // An entry's message the engine cannot handle fails that entry's requests here and is logged by the server; the
-    // process stays: exiting would take the model from every later entry (issue 34: an entry's SIGTERM killed it).
+    // process stays: exiting would take the model from every later entry (a late message from an entry's shutdown must not).
     log,
   });
   // tests and scripts wait for this line on stdout

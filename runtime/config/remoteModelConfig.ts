@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { TokenRouterError } from '../errors.ts';
 
-/** Keys of the per-step remote runner, which is gone: refused by name, so an old config says what to drop. */
+/** Keys of a per-step remote runner, which this runtime does not have: refused by name, so a config says what to drop. */
 const REMOVED = {
   stepTimeoutMs: 'the remote engine runs its own steps; a replica is judged by its heartbeats (heartbeatTimeoutMs)',
   pipelineDepth: 'steps no longer cross the network',

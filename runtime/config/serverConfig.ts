@@ -92,7 +92,7 @@ export const serverConfigSchema = z
         /** Per-model delayed-batching thresholds, or "auto" (the throughput model picks and re-picks them). */
         thresholds: z.union([z.literal('auto'), z.record(z.string(), z.number().int().min(1))]).default({}),
         maxWaitMs: z.number().positive().default(20),
-        /** Refused by name, so an old config says what to drop (docs/benchmarks.md: lookahead 0 was as fast in both placements). */
+        /** Refused by name: routing beside the model leaves no round trip for lookahead to hide (docs/runtime.md, "No lookahead"). */
         lookahead: z.never({ error: 'scheduling.lookahead was removed: routing runs beside the model, so there is no round trip to hide' }).optional(),
         /**
          * Where a local model's engine runs: "thread" (its scheduler, KV pool and routing beside the
@@ -103,7 +103,7 @@ export const serverConfigSchema = z
         placement: z.enum(['auto', 'thread', 'in-process']).default('auto'),
         /** Engines keep finished requests' KV by token ids and start new requests from their longest cached prefix (vLLM's APC, SGLang's radix cache). */
         prefixCache: z.boolean().default(true),
-        /** Latency targets (issue 19): what thresholds "auto" keeps, and when the entry sheds load. */
+        /** Latency targets: what thresholds "auto" keeps, and when the entry sheds load. */
         slo: sloSchema.optional(),
       })
       .strict()

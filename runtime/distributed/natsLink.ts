@@ -52,7 +52,7 @@ const MAX_SHARED_FRAME = 256 * 1024;
  * The messages posted in one turn of the event loop (a batch's handoffs and its report; the
  * arrivals and releases the entry sends together) travel as one frame, and every frame carries
  * the ack of what this side has received: a NATS message costs a socket write at both ends and at
- * nats-server, which on a loaded machine cost more than the encoding (issue 31's profile); an
+ * nats-server, which on a loaded machine cost more than the encoding (a CPU profile); an
  * ack goes alone only when this side has nothing else to send.
  */
 export class NatsLink implements PortLike {

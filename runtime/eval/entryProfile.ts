@@ -32,9 +32,9 @@ export class EntryProfile {
   /**
    * Times every inference request from the moment it reaches the server (before its body is read)
    * to its answer's last byte, less its own time in the cluster (`spentInCluster`). Paired here, on the
-   * request itself: until 5 Dec the two sides were paired later by id through the trace, whose
-   * recent events an evaluation of a few hundred problems pushed out, so a prediction lost the
-   * entry's cost (read as 0) and rose 15 %.
+   * request itself, not later by id through the trace: an evaluation of a few hundred problems
+   * pushes the trace's recent events out, and a prediction that lost the entry's cost (read as 0)
+   * rose 15 %.
    */
   readonly middleware = (_req: Request, res: Response, next: NextFunction): void => {
     const t0 = this.now();

@@ -6,7 +6,7 @@ import { HEAD_ALGORITHMS } from './evaluate.ts';
 import { comparePaired, type PairedComparison } from './pairedStats.ts';
 import { mergeReports, type EvalReport } from './qualityReport.ts';
 
-/** Equal throughput, as issue 32 states it: within ± 5 %. */
+/** Equal throughput: within ± 5 % (docs/quality.md compares accuracy at it). */
 export const EQUAL_TOLERANCE = 0.05;
 
 export interface HeadPair {

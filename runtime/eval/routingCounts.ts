@@ -84,7 +84,7 @@ const NO_TRAFFIC_MS = 1000;
  * launch (markCycles): a batch's wall time alone leaves out the gaps between a model's batches
  * (results routed, hand-offs and new requests arriving, idle stretches while its rows are
  * elsewhere, the loop's turn), which on a small machine are a large share of the time
- * (docs/benchmarks.md, "Predicted vs measured"). Prefill batches count too: a new request's prompt
+ * (docs/benchmarks.md, the `predict` suite). Prefill batches count too: a new request's prompt
  * is part of what serving the traffic costs a model. One profile per model, not split by
  * contention: a launch-to-launch time spans the other models' batches whether or not one ran at the
  * launch.

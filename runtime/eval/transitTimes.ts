@@ -33,9 +33,9 @@ interface Open {
  * admitted at the entry to its first engine event, each hand-off from the source's event to the
  * target's (beyond the batch the target was running then, which the chain already has it wait
  * for), and its last batch to its end at the entry. A row handed to a busy target can also miss the
- * target's next batch: its thread plans that batch before it reads the hand-off (5 Dec: 1,450 of
+ * target's next batch: its thread plans that batch before it reads the hand-off (1,450 of
  * 2,430 rows handed to a busy large model in r2r), so from that launch to the row's own batch counts
- * too, where the chain would have the row join the next launch. On the bundled models (4 Dec, an HTTP loop
+ * too, where the chain would have the row join the next launch. On the bundled models (an HTTP loop
  * at c = 8) this was 24–34 % of a request's time in the cluster, 1.6–1.9 ms per crossing; the
  * chain at the requests left on a model came within 9 % of the loop, at all of them 14–19 % above it.
  * Each engine thread's events reach the trace in its own messages, so a target's arrival can be

@@ -1,4 +1,4 @@
-// Per-request and aggregate serving metrics with DESIGN §5's definitions (vLLM / SGLang benchmark_serving).
+// Per-request and aggregate serving metrics with docs/benchmarks.md's definitions (vLLM / SGLang benchmark_serving).
 import { summarize, type Summary } from '../util/stats.ts';
 import { meetsSlo, type Slo } from './goodput.ts';
 

@@ -15,7 +15,7 @@ export interface OracleResult {
 let oracleCacheIds = 1 << 30;
 
 /**
- * Runs `algorithm` on one request exactly as DESIGN §2 reads: decode on the current model, route,
+ * Runs `algorithm` on one request exactly as the contract in shared/algorithm.ts reads: decode on the current model, route,
  * send the unseen suffix, receive, let the peer catch up lazily. Runners are looked up by name.
  */
 export async function runOracle<M>(

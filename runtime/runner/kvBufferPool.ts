@@ -1,8 +1,8 @@
 // Float32 buffers for a batch's KV, handed back when no request's KV lives in them any more, so a re-pack or a grow reuses one instead of allocating.
 /**
- * Why: every re-pack used to allocate its batch's KV afresh (≈ 0.6 MB on the small model at
- * batch 8), and at natural EOS rows join and leave every few steps; V8 counts those ArrayBuffers
- * as external memory and forced a young collection about every 100 ms on the engine thread.
+ * Why: a re-pack that allocates its batch's KV afresh (≈ 0.6 MB on the small model at batch 8),
+ * with rows joining and leaving every few steps at natural EOS, makes V8 count those ArrayBuffers
+ * as external memory and force a young collection about every 100 ms on the engine thread.
  * A buffer taken from the pool holds stale KV: callers write every slot they feed unmasked.
  */
 export class KvBufferPool {

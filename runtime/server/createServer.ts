@@ -62,7 +62,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
     const h = health();
     res.status(h.ok ? 200 : 503).json(h);
   });
-  // vLLM's probe, empty body: 503 while draining or when no model can serve (issue 34 finding 5),
+  // vLLM's probe, empty body: 503 while draining or when no model can serve (a remote model cut off is not enough),
   // so a load balancer or Kubernetes can use it as is (/healthz keeps the per-model detail).
   app.get('/health', (_req, res) => {
     res.status(health().serving ? 200 : 503).end();

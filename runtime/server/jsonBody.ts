@@ -7,7 +7,7 @@ import express, { type NextFunction, type Request, type RequestHandler } from 'e
 /**
  * Almost every body is uncompressed UTF-8 JSON, and body-parser's general path (content-type
  * parsing, raw-body's stream plumbing, iconv's decoder) was ~4.5 % of the entry's CPU at c = 8 on
- * the small model (5 Dec profile). Those bodies take a short path here with body-parser's rules and
+ * the small model (a CPU profile). Those bodies take a short path here with body-parser's rules and
  * errors (the same `status` and `type`, so httpErrors maps them as before); a Content-Encoding or a
  * charset other than UTF-8 goes to express.json, which inflates within the limit or refuses (415).
  */

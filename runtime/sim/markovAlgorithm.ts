@@ -41,7 +41,7 @@ export function markovAlgorithm(spec: MarkovSpec): Algorithm<{ steps: number }> 
   };
 }
 
-/** R2R as DESIGN §4 states it: small → large with probability p (token discarded), large back after one kept token. */
+/** R2R as the paper's throughput profile states it: small → large with probability p (token discarded), large back after one kept token. */
 export function r2rMarkov(p: number): MarkovSpec {
   return {
     models: ['small', 'large'],

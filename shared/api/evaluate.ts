@@ -140,7 +140,7 @@ export const predictionSchema = z.object({
    * Per model: its batches of live traffic in the window the prediction reads (the last 30 s). 0: the
    * model's step latency is the evaluation's alone, measured without the HTTP entry's work beside it
    * and with only this draft's models running, so the prediction can be off by 15 % or more either
-   * way (docs/benchmarks.md, "Predicted vs measured").
+   * way (docs/benchmarks.md, the `predict` suite).
    */
   liveBatches: z.record(z.string(), z.number().int()),
   method: z.enum(['chain', 'simulate']),

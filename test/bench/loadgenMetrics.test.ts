@@ -1,4 +1,4 @@
-// The load generator's metric math (DESIGN §5): TTFT, ITL, TPOT, E2E, throughput, numpy-style percentiles.
+// The load generator's metric math (docs/benchmarks.md, "How it is measured"): TTFT, ITL, TPOT, E2E, throughput, numpy-style percentiles.
 import { describe, expect, it } from 'vitest';
 import { requestMetrics, servingMetrics, type RequestRecord } from '../../runtime/loadgen/requestMetrics.ts';
 import { mean, percentile, summarize } from '../../runtime/util/stats.ts';

@@ -123,7 +123,7 @@ describe('flags', () => {
       [['serve', '--port', '70000'], /^error: port must be an integer 0–65535, got "70000"$/],
       [['eval', '--max-tokens', 'lots'], /^error: --max-tokens must be an integer from 1 to .*, got "lots"$/],
       [['optimize', '--trace', 'x.jsonl', '--concurrency', '0'], /^error: cannot read --trace x\.jsonl|^error: --concurrency must be/],
-      // lookahead was removed: its flag is refused like any unknown one
+      // --lookahead is no flag of serve: refused like any unknown one
       [['bench', 'scale', '--lookahead', '8'], /^error: unknown flag --lookahead/],
     ];
     const runs = await Promise.all(cases.map(([args]) => cli(args)));

@@ -1,4 +1,4 @@
-// README "Your own models", step by step on real-shaped Qwen3 and Llama 3 folders: the config as printed, tokenrouter models, the openai client, every EOS id.
+// docs/models.md's recipe, step by step on real-shaped Qwen3 and Llama 3 folders: the config as printed, tokenrouter models, the openai client, every EOS id.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,14 +12,14 @@ import { startServer, type RunningServer } from '../../runtime/server/createServ
 import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
 import { realShapeFolder } from '../support/realShape/realShapeFolder.ts';
 
-const README = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../README.md');
+const MODELS_DOC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/models.md');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-own-export-'));
 
-/** The config block of the README's recipe, its paths pointed at the fixtures. */
+/** The config block of docs/models.md's recipe, its paths pointed at the fixtures. */
 function readmeConfig(paths: Record<string, string>): Record<string, unknown> {
-  const section = fs.readFileSync(README, 'utf8').split('### Your own models')[1];
+  const section = fs.readFileSync(MODELS_DOC, 'utf8');
   const m = /3\. \*\*Config\.\*\*[\s\S]*?```json\n([\s\S]*?)```/.exec(section);
-  if (!m) throw new Error('README "Your own models" has no config block under step 3');
+  if (!m) throw new Error('docs/models.md has no config block under step 3');
   const cfg = JSON.parse(m[1]) as { models: { name: string; path: string }[] };
   for (const model of cfg.models) model.path = paths[model.name];
   return cfg as unknown as Record<string, unknown>;
@@ -41,7 +41,7 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-describe('README recipe on a Qwen3-shaped pair (small fp32, large q8 from the same folder layout)', () => {
+describe('docs/models.md recipe on a Qwen3-shaped pair (small fp32, large q8 from the same folder layout)', () => {
   let client: OpenAI;
   let paths: Record<string, string>;
   beforeAll(async () => {

@@ -52,9 +52,9 @@ describe('models without router heads', () => {
 });
 
 describe('the worked config for one\'s own models', () => {
-  it('examples/configs/own-hf-models.json is valid and is the README recipe\'s config', () => {
+  it('examples/configs/own-hf-models.json is valid and is docs/models.md\'s config', () => {
     const cfg = loadServerConfig(path.join(ROOT, 'examples/configs/own-hf-models.json'));
-    const section = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('### Your own models')[1];
+    const section = fs.readFileSync(path.join(ROOT, 'docs/models.md'), 'utf8');
     const block = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]) as Record<string, unknown>;
     const file = JSON.parse(fs.readFileSync(path.join(ROOT, 'examples/configs/own-hf-models.json'), 'utf8')) as Record<string, unknown>;
     for (const key of Object.keys(block)) expect(file[key], key).toEqual(block[key]);

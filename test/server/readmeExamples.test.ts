@@ -1,4 +1,4 @@
-// Every request example in the README, run against the bundled models: each curl block's answer must contain the JSON block shown after it, and the client example must print the text shown.
+// Every request example in the README and docs/api.md, run against the bundled models: each curl block's answer must contain the JSON block shown after it, and the client example must print the text shown.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,9 +34,11 @@ function curlRequest(body: string): { path: string; json: unknown } {
   return { path: url.slice(README_URL.length), json: JSON.parse(data) };
 }
 
-const blocks = fencedBlocks(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
-const curls = blocks.flatMap((b, i) => (b.lang === 'bash' && /curl -s http/.test(b.body) ? [{ block: b, shown: blocks[i + 1] }] : []));
-const clients = blocks.flatMap((b, i) => (b.lang === 'ts' && b.body.includes("from 'openai'") ? [{ block: b, shown: blocks[i + 1] }] : []));
+/** The documents whose examples run here; each example's answer is the block after it in the same document. */
+const DOCS = ['README.md', 'docs/api.md'];
+const examples = DOCS.map((doc) => ({ doc, blocks: fencedBlocks(fs.readFileSync(path.join(ROOT, doc), 'utf8')) }));
+const curls = examples.flatMap(({ doc, blocks }) => blocks.flatMap((b, i) => (b.lang === 'bash' && /curl -s http/.test(b.body) ? [{ at: `${doc}:${b.line}`, block: b, shown: blocks[i + 1] }] : [])));
+const clients = examples.flatMap(({ doc, blocks }) => blocks.flatMap((b, i) => (b.lang === 'ts' && b.body.includes("from 'openai'") ? [{ at: `${doc}:${b.line}`, block: b, shown: blocks[i + 1] }] : [])));
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-readme-'));
 let service: TokenRouterService;
@@ -53,13 +55,14 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-describe("the README's examples", () => {
+describe("the README's and docs/api.md's examples", () => {
   it('has the examples this test runs', () => {
+    expect(curls.filter((c) => c.at.startsWith('README.md:')).length).toBeGreaterThanOrEqual(1);
     expect(curls.length).toBeGreaterThanOrEqual(3);
     expect(clients.length).toBeGreaterThanOrEqual(1);
   });
 
-  it.each(curls.map((c) => [c.block.line, c] as const))('curl example at README line %i answers what the README shows', async (_line, { block, shown }) => {
+  it.each(curls.map((c) => [c.at, c] as const))('curl example at %s answers what the document shows', async (_at, { block, shown }) => {
     expect(shown?.lang, `a json block follows the curl block at line ${block.line}`).toBe('json');
     const req = curlRequest(block.body);
     const res = await fetch(`${srv.url}${req.path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(req.json) });
@@ -67,7 +70,7 @@ describe("the README's examples", () => {
     expect(await res.json()).toMatchObject(JSON.parse(shown.body) as object);
   });
 
-  it.each(clients.map((c) => [c.block.line, c] as const))('openai client example at README line %i prints what the README shows', async (_line, { block, shown }) => {
+  it.each(clients.map((c) => [c.at, c] as const))('openai client example at %s prints what the document shows', async (_at, { block, shown }) => {
     expect(shown?.lang, `a text block follows the example at line ${block.line}`).toBe('text');
     // The example as written, with its import bound to the installed client and its process.stdout captured.
     const code = block.body.replace(/^import OpenAI from 'openai';\n/m, '').replaceAll(README_URL, srv.url);

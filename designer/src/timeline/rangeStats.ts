@@ -21,7 +21,7 @@ export interface RangeStats {
   sampled: number;
   /** Handoffs that discarded the just-sampled token. */
   discarded: number;
-  /** Sampled minus discarded: tokens that stay in the output (DESIGN §4: discarded tokens never count). */
+  /** Sampled minus discarded: tokens that stay in the output (discarded tokens never count toward throughput). */
   committed: number;
   committedPerSec: number;
   handoffs: number;
