@@ -1,0 +1,57 @@
+// What the playground shows beside the answer's tokens: the model's reasoning (folded), its tool calls as cards, and the usage with cached prompt tokens.
+import { prettyJson, type ChatUsage, type ToolCall } from './chatExtras.ts';
+
+export function ReasoningBlock({ text, streaming }: { text: string; streaming: boolean }) {
+  if (!text) return null;
+  return (
+    <details className="pg-reasoning" data-testid="pg-reasoning">
+      <summary>
+        Reasoning <span className="muted">· {text.length.toLocaleString()} characters{streaming ? ' · thinking…' : ''}</span>
+      </summary>
+      <div className="pg-reasoning-text" data-testid="pg-reasoning-text">
+        {text}
+      </div>
+    </details>
+  );
+}
+
+export function ToolCallCards({ calls }: { calls: readonly ToolCall[] }) {
+  if (!calls.length) return null;
+  return (
+    <div className="pg-tool-calls" data-testid="pg-tool-calls">
+      {calls.map((c) => {
+        const pretty = prettyJson(c.arguments);
+        return (
+          <div key={c.index} className="pg-tool-call" data-testid="pg-tool-call" data-name={c.name}>
+            <div className="pg-tool-head">
+              <span className="pg-tool-fn">ƒ</span>
+              <b data-testid="pg-tool-name">{c.name || '(unnamed)'}</b>
+              {c.id && <code className="muted">{c.id}</code>}
+            </div>
+            <pre className="pg-tool-args" data-testid="pg-tool-args">
+              {pretty ?? c.arguments}
+            </pre>
+            {pretty === null && c.arguments && <div className="pg-field-error">arguments are not (yet) valid JSON</div>}
+          </div>
+        );
+      })}
+    </div>
+  );
+}
+
+export function UsageLine({ usage }: { usage: ChatUsage | null }) {
+  if (!usage) return null;
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  return (
+    <span className="muted" data-testid="pg-usage" title="usage, as the server reported it at the end of the stream">
+      prompt {usage.prompt_tokens}
+      {typeof cached === 'number' && (
+        <span data-testid="pg-cached">
+          {' '}
+          ({cached} cached)
+        </span>
+      )}{' '}
+      · completion {usage.completion_tokens}
+    </span>
+  );
+}
