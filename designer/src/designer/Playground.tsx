@@ -142,7 +142,7 @@ export function Playground() {
               {m} <b>{n}</b>
             </span>
           ))}
-          <span className="muted">handoffs {stats.handoffs}</span>
+          {stats.byModel.length > 0 && <span className="muted">handoffs {stats.handoffs}</span>}
           {stats.discarded > 0 && <span className="muted">discarded {stats.discarded}</span>}
           <UsageLine usage={pg.usage} />
           {isJson && (

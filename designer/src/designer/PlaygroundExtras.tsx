@@ -42,16 +42,10 @@ export function ToolCallCards({ calls }: { calls: readonly ToolCall[] }) {
 export function UsageLine({ usage }: { usage: ChatUsage | null }) {
   if (!usage) return null;
   const cached = usage.prompt_tokens_details?.cached_tokens;
+  const prompt = typeof cached === 'number' ? `prompt ${usage.prompt_tokens} (${cached} cached)` : `prompt ${usage.prompt_tokens}`;
   return (
-    <span className="muted" data-testid="pg-usage" title="usage, as the server reported it at the end of the stream">
-      prompt {usage.prompt_tokens}
-      {typeof cached === 'number' && (
-        <span data-testid="pg-cached">
-          {' '}
-          ({cached} cached)
-        </span>
-      )}{' '}
-      · completion {usage.completion_tokens}
+    <span className="muted" data-testid="pg-usage" data-cached={cached ?? undefined} title="Usage as the server reported it at the end of the stream; cached: prompt tokens taken from the prefix cache">
+      {`${prompt} · completion ${usage.completion_tokens}`}
     </span>
   );
 }

@@ -136,6 +136,11 @@ async function traceReader(): Promise<{ close(): void } | null> {
   return open ? ws : null;
 }
 
+/** A streamed chunk as read here: OpenAI sends `content: null` beside tool calls, which the shared schema does not take. */
+const streamChunkSchema = chatChunkSchema.extend({
+  choices: z.array(z.object({ delta: z.object({ content: z.string().nullish() }).nullish(), finish_reason: z.string().nullable().optional() })).optional(),
+});
+
 async function streamChatRun(run: ChatRun): Promise<string | null> {
   const body: Record<string, unknown> = {
     ...run.extra,
@@ -165,7 +170,7 @@ async function streamChatRun(run: ChatRun): Promise<string | null> {
       if (!data) continue;
       if (data === '[DONE]') return finish;
       const raw: unknown = JSON.parse(data);
-      const parsed = chatChunkSchema.safeParse(raw);
+      const parsed = streamChunkSchema.safeParse(raw);
       if (!parsed.success) throw new ApiError(`unexpected stream chunk: ${parsed.error.issues[0]?.message ?? 'schema mismatch'}`, res.status);
       const extras = chunkExtrasSchema.safeParse(raw);
       if (!extras.success) {

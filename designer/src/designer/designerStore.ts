@@ -432,7 +432,7 @@ export class DesignerStore {
     // A bad schema or tool list is shown at its field; nothing is sent.
     const options = buildChatOptions(p.options);
     if (!options.ok) {
-      this.set({ playground: { ...p, ...cleared, status: 'error', message: `Not sent: ${options.problems.map((x) => x.message).join('; ')}` } });
+      this.set({ playground: { ...p, ...cleared, status: 'error', requestId: undefined, message: `Not sent: ${options.problems.map((x) => x.message).join('; ')}` } });
       return;
     }
     let ir: IrDocument | undefined;
