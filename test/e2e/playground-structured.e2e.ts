@@ -16,8 +16,8 @@ const SCHEMA = { title: 'Forecast', type: 'object', properties: { city: { type: 
 // The answer {"city": "Paris", "days": [1, 2]} as two models wrote it, compact as a grammar-constrained model writes JSON.
 const PIECES: [string, string][] = [['{"', 'small'], ['city', 'small'], ['":"', 'small'], ['Paris', 'large'], ['","', 'small'], ['days', 'small'], ['":[', 'small'], ['1', 'large'], [',', 'small'], ['2', 'large'], [']}', 'small']];
 const JSON_ANSWER = sse([
-  choice({ role: 'assistant', reasoning_content: 'The user wants a forecast. ' }),
-  choice({ reasoning_content: 'Paris, two days, as the schema asks.' }),
+  { ...choice({ role: 'assistant', reasoning_content: 'The user wants a forecast. ' }), tokenrouter: { tokens: [token('The user wants a forecast. ', 'large')] } },
+  { ...choice({ reasoning_content: 'Paris, two days, as the schema asks.' }), tokenrouter: { tokens: [token('Paris, two days, as the schema asks.', 'small')] } },
   ...PIECES.map(([text, model]) => ({ ...choice({ content: text }), tokenrouter: { tokens: [token(text, model)] } })),
   choice({}, 'stop'),
   { id: 'chatcmpl-e2e', choices: [], usage: { prompt_tokens: 42, completion_tokens: 11, total_tokens: 53, prompt_tokens_details: { cached_tokens: 32 } } },
@@ -107,6 +107,8 @@ async function main(): Promise<void> {
     await reasoning.locator('summary').click();
     const thought = await page.locator('[data-testid="pg-reasoning-text"]').innerText();
     checks.check('unfolded, the reasoning reads whole', thought === 'The user wants a forecast. Paris, two days, as the schema asks.', thought);
+    const thoughtModels = await page.locator('[data-testid="pg-reasoning-text"] [data-model]').evaluateAll((els) => els.map((e) => e.getAttribute('data-model')));
+    checks.check("the thought's tokens keep their models, and are not counted among the answer's", thoughtModels.join() === 'large,small' && (await page.evaluate(() => window.__designer!.playground().tokens.length)) === PIECES.length, thoughtModels);
     const usage = await page.locator('[data-testid="pg-usage"]').innerText();
     checks.check('usage shows the cached prompt tokens', /prompt 42 \(32 cached\) · completion 11/.test(usage), usage);
     await page.locator('[data-testid="playground"]').screenshot({ path: artifactPath('playground-json.png') });

@@ -152,7 +152,7 @@ export function Playground() {
           )}
         </div>
       )}
-      <ReasoningBlock text={pg.reasoning} streaming={running && pg.tokens.length === 0 && pg.text === ''} />
+      <ReasoningBlock text={pg.reasoning} tokens={pg.reasoningTokens} catalog={catalog} streaming={running && pg.tokens.length === 0 && pg.text === ''} />
       <ToolCallCards calls={pg.toolCalls} />
       {showOutput && (
         <div className="pg-output" data-testid="playground-output" data-pretty={pretty && reflowed ? 'true' : undefined} onMouseLeave={() => setHover(null)}>

@@ -1,15 +1,30 @@
 // What the playground shows beside the answer's tokens: the model's reasoning (folded), its tool calls as cards, and the usage with cached prompt tokens.
+import type { StreamToken } from './api.ts';
 import { prettyJson, type ChatUsage, type ToolCall } from './chatExtras.ts';
+import { modelColor } from './modelColors.ts';
+import { tokenChips } from './tokenChips.ts';
 
-export function ReasoningBlock({ text, streaming }: { text: string; streaming: boolean }) {
-  if (!text) return null;
+/** The thought, folded; its tokens in their models' colours when the server attributed them. */
+export function ReasoningBlock({ text, tokens, streaming, catalog }: { text: string; tokens: readonly StreamToken[]; streaming: boolean; catalog: readonly { name: string }[] }) {
+  if (!text && !tokens.length) return null;
+  const size = tokens.length ? `${tokens.length.toLocaleString()} tokens` : `${text.length.toLocaleString()} characters`;
   return (
     <details className="pg-reasoning" data-testid="pg-reasoning">
       <summary>
-        Reasoning <span className="muted">· {text.length.toLocaleString()} characters{streaming ? ' · thinking…' : ''}</span>
+        Reasoning <span className="muted">· {size}{streaming ? ' · thinking…' : ''}</span>
       </summary>
       <div className="pg-reasoning-text" data-testid="pg-reasoning-text">
-        {text}
+        {tokens.length
+          ? tokenChips(tokens, text).map(({ index, text: piece }) => {
+              const t = tokens[index];
+              const c = modelColor(t.model, catalog);
+              return (
+                <span key={index} className="pg-rtok" style={{ borderBottomColor: c }} data-model={t.model} title={t.model}>
+                  {piece}
+                </span>
+              );
+            })
+          : text}
       </div>
     </details>
   );

@@ -102,6 +102,8 @@ export interface ChatRun {
   extra?: Record<string, unknown>;
   /** `delta.reasoning_content`: a thinking model's thought, apart from the answer. */
   onReasoning?(text: string): void;
+  /** The tokens of a chunk that carries only thought; without this callback they go to onTokens. */
+  onReasoningTokens?(tokens: StreamToken[]): void;
   /** `delta.tool_calls` pieces, in OpenAI's streamed shape (chatExtras.mergeToolCalls folds them). */
   onToolCalls?(deltas: ToolCallDelta[]): void;
   /** The usage chunk the stream ends with (stream_options.include_usage). */
@@ -185,7 +187,10 @@ async function streamChatRun(run: ChatRun): Promise<string | null> {
       if (delta?.reasoning_content) run.onReasoning?.(delta.reasoning_content);
       if (delta?.tool_calls?.length) run.onToolCalls?.(delta.tool_calls);
       if (extras.data.usage) run.onUsage?.(extras.data.usage);
-      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens, choice?.delta?.content ?? '');
+      const tokens = chunk.tokenrouter?.tokens;
+      const thoughtOnly = !!delta?.reasoning_content && !choice?.delta?.content;
+      if (tokens?.length && thoughtOnly && run.onReasoningTokens) run.onReasoningTokens(tokens);
+      else if (tokens?.length) run.onTokens(tokens, choice?.delta?.content ?? '');
       else if (choice?.delta?.content) run.onText?.(choice.delta.content);
     }
   }

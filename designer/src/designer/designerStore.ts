@@ -33,6 +33,8 @@ export interface PlaygroundState {
   options: PlaygroundOptions;
   /** The thought of a thinking model (`reasoning_content`), apart from the answer. */
   reasoning: string;
+  /** The thought's tokens with their models, when the server attributes them. */
+  reasoningTokens: StreamToken[];
   toolCalls: ToolCall[];
   /** The stream's closing usage, when the server sent one. */
   usage: ChatUsage | null;
@@ -126,7 +128,7 @@ export class DesignerStore {
       deploy: { status: 'idle' },
       registry: { status: 'idle', algorithms: [] },
       confirm: null,
-      playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null, options: DEFAULT_OPTIONS, reasoning: '', toolCalls: [], usage: null },
+      playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null, options: DEFAULT_OPTIONS, reasoning: '', reasoningTokens: [], toolCalls: [], usage: null },
       tab: 'inspect',
       toast: null,
       viewEpoch: 0,
@@ -428,7 +430,7 @@ export class DesignerStore {
   run = async (): Promise<void> => {
     this.stop();
     const p = this.state.playground;
-    const cleared = { tokens: [], text: '', reasoning: '', toolCalls: [], usage: null };
+    const cleared = { tokens: [], text: '', reasoning: '', reasoningTokens: [], toolCalls: [], usage: null };
     // A bad schema or tool list is shown at its field; nothing is sent.
     const options = buildChatOptions(p.options);
     if (!options.ok) {
@@ -461,6 +463,7 @@ export class DesignerStore {
         onId: (requestId) => update({ requestId }),
         extra: options.body,
         onReasoning: (text) => update({ reasoning: this.state.playground.reasoning + text }),
+        onReasoningTokens: (tokens) => update({ reasoningTokens: [...this.state.playground.reasoningTokens, ...tokens] }),
         onToolCalls: (deltas) => update({ toolCalls: mergeToolCalls(this.state.playground.toolCalls, deltas) }),
         onUsage: (usage) => update({ usage }),
       });
