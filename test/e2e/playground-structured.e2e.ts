@@ -2,11 +2,32 @@
 // The answers with tool calls and reasoning are served to the page through a route (the server side is built in parallel); the first run goes to the real server.
 // Run: npx tsx test/e2e/playground-structured.e2e.ts   (builds the web app first; screenshots test-artifacts/playground-*.png)
 import { execSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import type { AxeResults, ElementContext } from 'axe-core';
 import type { Page, Request } from 'playwright-core';
 import { startTestServer } from '../server/testService.ts';
 import { artifactPath, Checks, launch, openDesigner, ROOT } from './timelineHarness.ts';
 
+declare global {
+  interface Window {
+    axe?: { run(context: ElementContext, options: object): Promise<AxeResults> };
+  }
+}
+
 const checks = new Checks();
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/** axe-core on the playground: nothing serious or critical (as a11y.e2e.ts checks the rest of the page). */
+async function axe(page: Page, where: string): Promise<void> {
+  if (!(await page.evaluate(() => window.axe !== undefined))) await page.addScriptTag({ path: AXE });
+  // the pointer left on Run would have axe judge the button's hover colours
+  await page.mouse.move(0, 0);
+  const bad = await page.evaluate(async () => {
+    const r = await window.axe!.run({ include: [['[data-testid="playground"]']] }, { resultTypes: ['violations'] });
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+  checks.check(`axe: ${where} has no serious or critical violation`, bad.length === 0, bad);
+}
 
 const token = (text: string, model: string) => ({ id: 7, text, model, signals: { entropy: 0.2, maxProb: 0.9, margin: 0.7, heads: {} }, decision: 'stay', kept: true });
 const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === 'string' ? c : JSON.stringify(c)}\n\n`).join('');
@@ -134,12 +155,14 @@ async function main(): Promise<void> {
     checks.check('the finish reason says tool_calls', /tool_calls/.test(await page.locator('[data-testid="playground-status"]').innerText()));
     checks.check('no empty answer box beside the calls', (await page.locator('[data-testid="playground-output"]').count()) === 0);
     await page.locator('[data-testid="playground"]').screenshot({ path: artifactPath('playground-tool-calls.png') });
+    await axe(page, 'the playground with options open and tool-call cards');
 
     // 5. A tool choice naming a function the tools no longer have is named inline too.
     await page.fill('[data-testid="pg-tools"]', JSON.stringify(TOOLS.slice(1)));
     const choiceError = await page.locator('[data-testid="pg-tool_choice-error"]').innerText();
     checks.check('a tool choice naming a missing function is named inline', /Tool choice: names "get_weather"/.test(choiceError), choiceError);
     await page.screenshot({ path: artifactPath('playground-tool-choice-error.png') });
+    await axe(page, 'the playground with a field error');
     checks.check('no page errors', errors.length === 0, errors);
   } finally {
     await browser.close();
