@@ -128,6 +128,7 @@ async function main(): Promise<void> {
     await reasoning.locator('summary').click();
     const thought = await page.locator('[data-testid="pg-reasoning-text"]').innerText();
     checks.check('unfolded, the reasoning reads whole', thought === 'The user wants a forecast. Paris, two days, as the schema asks.', thought);
+    await reasoning.screenshot({ path: artifactPath('playground-reasoning.png') });
     const thoughtModels = await page.locator('[data-testid="pg-reasoning-text"] [data-model]').evaluateAll((els) => els.map((e) => e.getAttribute('data-model')));
     checks.check("the thought's tokens keep their models, and are not counted among the answer's", thoughtModels.join() === 'large,small' && (await page.evaluate(() => window.__designer!.playground().tokens.length)) === PIECES.length, thoughtModels);
     const usage = await page.locator('[data-testid="pg-usage"]').innerText();
