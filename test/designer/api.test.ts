@@ -43,6 +43,44 @@ describe('designer api', () => {
     await expect(streamChat({ model: 'r2r', prompt: '2*2', maxTokens: 4, signal: new AbortController().signal, onTokens: () => {} })).rejects.toThrow(/unexpected stream chunk/);
   });
 
+  it('passes reasoning_content (and its tokens), tool_calls pieces and the closing usage apart from the content, and sends the options with include_usage', async () => {
+    const tok = { id: 5, text: '', model: 'small', signals: { entropy: 0.1, maxProb: 0.9, margin: 0.8, heads: {} }, decision: 'stay', kept: true };
+    const sse = (chunks: unknown[]) => chunks.map((c) => `data: ${typeof c === 'string' ? c : JSON.stringify(c)}\n\n`).join('');
+    const fetchMock = vi.fn(async () =>
+      new Response(
+        sse([
+          { choices: [{ index: 0, delta: { reasoning_content: 'Paris is' }, finish_reason: null }], tokenrouter: { tokens: [{ ...tok, text: 'Paris is' }] } },
+          { choices: [{ index: 0, delta: { content: '{}' }, finish_reason: null }], tokenrouter: { tokens: [{ ...tok, text: '{}' }] } },
+          { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city"' } }] }, finish_reason: null }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+          { choices: [], usage: { prompt_tokens: 30, completion_tokens: 9, total_tokens: 39, prompt_tokens_details: { cached_tokens: 16 } } },
+          '[DONE]',
+        ]),
+        { status: 200, headers: { 'Content-Type': 'text/event-stream' } },
+      ),
+    );
+    vi.stubGlobal('fetch', fetchMock);
+    const seen: unknown[] = [];
+    const extra = { response_format: { type: 'json_object' }, model: 'must-not-win' };
+    const finish = await streamChat({
+      model: 'r2r', prompt: 'weather?', maxTokens: 8, signal: new AbortController().signal, extra,
+      onTokens: (ts, text) => seen.push(['tokens', ts.map((t) => t.text), text]), onReasoningTokens: (ts) => seen.push(['thought tokens', ts.map((t) => t.text)]), onReasoning: (t) => seen.push(['reasoning', t]), onToolCalls: (d) => seen.push(['tools', d]), onUsage: (u) => seen.push(['usage', u.prompt_tokens_details?.cached_tokens]),
+    });
+    expect(finish).toBe('tool_calls');
+    expect(seen).toEqual([
+      ['reasoning', 'Paris is'],
+      ['thought tokens', ['Paris is']],
+      ['tokens', ['{}'], '{}'],
+      ['tools', [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city"' } }]],
+      ['usage', 16],
+    ]);
+    const body = JSON.parse((fetchMock.mock.calls[0] as unknown as [string, RequestInit])[1].body as string);
+    expect(body).toMatchObject({ model: 'r2r', response_format: { type: 'json_object' }, stream_options: { include_usage: true } });
+    // a malformed tool call piece is named, not dropped
+    reply(200, sse([{ choices: [{ delta: { tool_calls: [{ index: 'x' }] } }] }]), { 'Content-Type': 'text/event-stream' });
+    await expect(streamChat({ model: 'r2r', prompt: '?', maxTokens: 4, signal: new AbortController().signal, onTokens: () => {} })).rejects.toThrow(/unexpected stream chunk: choices\.0\.delta\.tool_calls\.0\.index/);
+  });
+
   it('the playground sends the stored admin token to /v1, which passes a server started with API keys', async () => {
     vi.stubGlobal('localStorage', { getItem: (k: string) => (k === 'tokenrouterAdminToken' ? 'admin-secret' : null) });
     const fetchMock = vi.fn(async () => new Response('data: [DONE]\n\n', { status: 200, headers: { 'Content-Type': 'text/event-stream' } }));

@@ -117,7 +117,7 @@ export class FakeServer implements DesignerServer {
   /** Registers the run synchronously, as fetch would start it; rejects like an aborted fetch once the signal fires. */
   streamChat(run: ChatRun): Promise<string | null> {
     try {
-      this.enter('streamChat', { model: run.model, ir: run.ir, prompt: run.prompt, maxTokens: run.maxTokens });
+      this.enter('streamChat', { model: run.model, ir: run.ir, prompt: run.prompt, maxTokens: run.maxTokens, extra: run.extra });
     } catch (e) {
       return Promise.reject(e);
     }

@@ -169,6 +169,35 @@ describe('designer store: playground', () => {
     expect(r.store.getState().playground.tokens.map((t) => t.text)).toEqual(['a']);
   });
 
+  it('sends the response format and tools, and gathers reasoning, tool calls and usage; a bad schema sends nothing', async () => {
+    const r = rig();
+    r.store.setPlaygroundOptions({ format: 'json_schema', schemaText: '{"type": "object",}' });
+    await r.store.run();
+    expect(r.server.argsOf('streamChat')).toEqual([]);
+    expect(r.store.getState().playground).toMatchObject({ status: 'error', message: expect.stringMatching(/^Not sent: Schema: not valid JSON/) });
+    r.store.setPlaygroundOptions({ schemaText: '{"type": "object"}', toolsText: '[{"type": "function", "function": {"name": "f"}}]', toolChoice: 'required' });
+    const done = r.store.run();
+    expect(r.server.argsOf('streamChat')[0][0]).toMatchObject({
+      extra: { response_format: { type: 'json_schema', json_schema: { name: 'response', schema: { type: 'object' }, strict: true } }, tools: [{ function: { name: 'f' } }], tool_choice: 'required' },
+    });
+    const chat = r.server.chats[0];
+    chat.run.onReasoning?.('think ');
+    chat.run.onReasoning?.('more');
+    chat.run.onToolCalls?.([{ index: 0, id: 'c1', function: { name: 'f', arguments: '{"a"' } }]);
+    chat.run.onToolCalls?.([{ index: 0, function: { arguments: ':1}' } }]);
+    chat.run.onUsage?.({ prompt_tokens: 5, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } });
+    chat.end('tool_calls');
+    await done;
+    expect(r.store.getState().playground).toMatchObject({
+      status: 'done', finish: 'tool_calls', reasoning: 'think more',
+      toolCalls: [{ index: 0, id: 'c1', name: 'f', arguments: '{"a":1}' }],
+      usage: { prompt_tokens_details: { cached_tokens: 4 } },
+    });
+    // a new run starts clean
+    void r.store.run();
+    expect(r.store.getState().playground).toMatchObject({ reasoning: '', toolCalls: [], usage: null });
+  });
+
   it('refuses to run a draft with errors without calling the server, and reports a failed stream', async () => {
     const r = rig();
     r.store.remove(['start'], []);

@@ -1,7 +1,11 @@
 // Playground: send a prompt to the draft or a deployed algorithm and watch the answer stream, each token coloured by its model.
 import { useMemo, useState } from 'react';
 import type { StreamToken } from './api.ts';
+import { prettyJson } from './chatExtras.ts';
 import { modelColor } from './modelColors.ts';
+import { ReasoningBlock, ToolCallCards, UsageLine } from './PlaygroundExtras.tsx';
+import { PlaygroundOptionsPanel } from './PlaygroundOptionsPanel.tsx';
+import { LAYOUT, prettyChips } from './prettyChips.ts';
 import { tokenChips } from './tokenChips.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
 
@@ -77,6 +81,13 @@ export function Playground() {
     return { byModel: [...byModel], discarded, handoffs };
   }, [pg.tokens]);
   const chips = useMemo(() => tokenChips(pg.tokens, pg.text), [pg.tokens, pg.text]);
+  const [pretty, setPretty] = useState(true);
+  // JSON is laid out once the answer is whole (while it streams it does not parse yet)
+  const reflowed = useMemo(() => (running ? null : prettyChips(chips, pg.tokens, pg.text)), [running, chips, pg.tokens, pg.text]);
+  const prettyText = useMemo(() => (running || reflowed || !/^\s*[[{]/.test(pg.text) ? null : prettyJson(pg.text)), [running, reflowed, pg.text]);
+  const isJson = reflowed !== null || prettyText !== null;
+  const shown = pretty && reflowed ? reflowed : chips;
+  const showOutput = pg.tokens.length > 0 || pg.text !== '' || pg.toolCalls.length === 0;
 
   return (
     <div className="playground" data-testid="playground">
@@ -93,6 +104,7 @@ export function Playground() {
           ))}
         </select>
         <textarea rows={3} value={pg.prompt} onChange={(e) => store.setPlayground({ prompt: e.target.value })} placeholder="Prompt" data-testid="playground-prompt" />
+        <PlaygroundOptionsPanel />
         <div className="pg-row">
           <label className="muted small">
             max tokens{' '}
@@ -122,7 +134,7 @@ export function Playground() {
         {pg.status === 'error' && <span className="bad">{pg.message}</span>}
         {pg.status === 'idle' && <span className="muted">Tokens appear here as they stream, coloured by the model that wrote them. Hover one for its signals.</span>}
       </div>
-      {stats.byModel.length > 0 && (
+      {(stats.byModel.length > 0 || pg.usage || isJson) && (
         <div className="pg-legend">
           {stats.byModel.map(([m, n]) => (
             <span key={m} data-testid={`pg-count-${m}`}>
@@ -130,37 +142,53 @@ export function Playground() {
               {m} <b>{n}</b>
             </span>
           ))}
-          <span className="muted">handoffs {stats.handoffs}</span>
+          {stats.byModel.length > 0 && <span className="muted">handoffs {stats.handoffs}</span>}
           {stats.discarded > 0 && <span className="muted">discarded {stats.discarded}</span>}
+          <UsageLine usage={pg.usage} />
+          {isJson && (
+            <label className="muted pg-pretty" title="Lay the JSON answer out indented; each character stays coloured by the model that wrote it">
+              <input type="checkbox" checked={pretty} onChange={(e) => setPretty(e.target.checked)} data-testid="pg-pretty" /> pretty JSON
+            </label>
+          )}
         </div>
       )}
-      <div className="pg-output" data-testid="playground-output" onMouseLeave={() => setHover(null)}>
-        {chips.map(({ index: i, text, continuation }) => {
-          const t = pg.tokens[i];
-          const c = modelColor(t.model, catalog);
-          return (
-            <span
-              key={i}
-              className={`pg-tok${t.kept ? '' : ' discarded'}${continuation ? ' cont' : ''}${hover?.index === i ? ' hot' : ''}`}
-              style={{ background: `${c}2e`, borderBottomColor: c }}
-              data-testid="pg-token"
-              data-model={t.model}
-              data-continuation={continuation ? 'true' : undefined}
-              title={continuation ? 'Continues the character on the chip before: it spans tokens' : undefined}
-              onMouseEnter={(e) => {
-                const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
-                const parent = e.currentTarget.parentElement as HTMLElement;
-                const box = parent.getBoundingClientRect();
-                setHover({ index: i, x: Math.max(0, Math.min(r.left - box.left, box.width - 236)), y: r.bottom - box.top + parent.scrollTop + 6 });
-              }}
-            >
-              {text}
-            </span>
-          );
-        })}
-        {pg.tokens.length === 0 && pg.text && <span className="pg-plain">{pg.text}</span>}
-        {hover && pg.tokens[hover.index] && <TokenCard t={pg.tokens[hover.index]} hover={hover} catalog={catalog} />}
-      </div>
+      <ReasoningBlock text={pg.reasoning} tokens={pg.reasoningTokens} catalog={catalog} streaming={running && pg.tokens.length === 0 && pg.text === ''} />
+      <ToolCallCards calls={pg.toolCalls} />
+      {showOutput && (
+        <div className="pg-output" data-testid="playground-output" data-pretty={pretty && reflowed ? 'true' : undefined} onMouseLeave={() => setHover(null)}>
+          {shown.map(({ index: i, text, continuation }, k) => {
+            if (i === LAYOUT) return <span key={`l${k}`}>{text}</span>;
+            const t = pg.tokens[i];
+            const c = modelColor(t.model, catalog);
+            return (
+              <span
+                key={`t${k}`}
+                className={`pg-tok${t.kept ? '' : ' discarded'}${continuation ? ' cont' : ''}${hover?.index === i ? ' hot' : ''}`}
+                style={{ background: `${c}2e`, borderBottomColor: c }}
+                data-testid="pg-token"
+                data-model={t.model}
+                data-continuation={continuation ? 'true' : undefined}
+                title={continuation ? 'Continues the character on the chip before: it spans tokens' : undefined}
+                onMouseEnter={(e) => {
+                  const r = (e.currentTarget as HTMLElement).getBoundingClientRect();
+                  const parent = e.currentTarget.parentElement as HTMLElement;
+                  const box = parent.getBoundingClientRect();
+                  setHover({ index: i, x: Math.max(0, Math.min(r.left - box.left, box.width - 236)), y: r.bottom - box.top + parent.scrollTop + 6 });
+                }}
+              >
+                {text}
+              </span>
+            );
+          })}
+          {pg.tokens.length === 0 && pg.text && <span className="pg-plain">{pretty && prettyText ? prettyText : pg.text}</span>}
+          {pretty && prettyText && pg.tokens.length > 0 && (
+            <pre className="pg-json" data-testid="pg-json">
+              {prettyText}
+            </pre>
+          )}
+          {hover && pg.tokens[hover.index] && <TokenCard t={pg.tokens[hover.index]} hover={hover} catalog={catalog} />}
+        </div>
+      )}
     </div>
   );
 }

@@ -8,6 +8,7 @@ import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { liveUrl } from '../timeline/feedMessages.ts';
 import { adminToken } from '../adminToken.ts';
+import { chunkExtrasSchema, type ChatUsage, type ToolCallDelta } from './chatExtras.ts';
 
 export type ApiModel = ModelList['models'][number];
 export type ApiVersion = VersionView;
@@ -97,6 +98,16 @@ export interface ChatRun {
   onText?(text: string): void;
   /** The request's id (X-Request-Id), as the trace and the timeline know it. */
   onId?(id: string): void;
+  /** Request fields the playground's options add (response_format, tools, tool_choice); the run's own fields win. */
+  extra?: Record<string, unknown>;
+  /** `delta.reasoning_content`: a thinking model's thought, apart from the answer. */
+  onReasoning?(text: string): void;
+  /** The tokens of a chunk that carries only thought; without this callback they go to onTokens. */
+  onReasoningTokens?(tokens: StreamToken[]): void;
+  /** `delta.tool_calls` pieces, in OpenAI's streamed shape (chatExtras.mergeToolCalls folds them). */
+  onToolCalls?(deltas: ToolCallDelta[]): void;
+  /** The usage chunk the stream ends with (stream_options.include_usage). */
+  onUsage?(usage: ChatUsage): void;
 }
 
 /** Streams one chat completion (SSE); resolves with the finish reason when `[DONE]` arrives. */
@@ -127,8 +138,21 @@ async function traceReader(): Promise<{ close(): void } | null> {
   return open ? ws : null;
 }
 
+/** A streamed chunk as read here: OpenAI sends `content: null` beside tool calls, which the shared schema does not take. */
+const streamChunkSchema = chatChunkSchema.extend({
+  choices: z.array(z.object({ delta: z.object({ content: z.string().nullish() }).nullish(), finish_reason: z.string().nullable().optional() })).optional(),
+});
+
 async function streamChatRun(run: ChatRun): Promise<string | null> {
-  const body: Record<string, unknown> = { model: run.model, stream: true, max_tokens: run.maxTokens, messages: [{ role: 'user', content: run.prompt }], tokenrouter_tokens: true };
+  const body: Record<string, unknown> = {
+    ...run.extra,
+    model: run.model,
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: run.maxTokens,
+    messages: [{ role: 'user', content: run.prompt }],
+    tokenrouter_tokens: true,
+  };
   if (run.ir) body.tokenrouter_ir = run.ir;
   // The admin token also passes /v1 on a server started with API keys; a key never opens admin.
   const res = await fetch('/v1/chat/completions', { method: 'POST', headers: adminHeaders(true), body: JSON.stringify(body), signal: run.signal });
@@ -147,13 +171,26 @@ async function streamChatRun(run: ChatRun): Promise<string | null> {
     for (const data of events.splice(0)) {
       if (!data) continue;
       if (data === '[DONE]') return finish;
-      const parsed = chatChunkSchema.safeParse(JSON.parse(data));
+      const raw: unknown = JSON.parse(data);
+      const parsed = streamChunkSchema.safeParse(raw);
       if (!parsed.success) throw new ApiError(`unexpected stream chunk: ${parsed.error.issues[0]?.message ?? 'schema mismatch'}`, res.status);
+      const extras = chunkExtrasSchema.safeParse(raw);
+      if (!extras.success) {
+        const first = extras.error.issues[0];
+        throw new ApiError(`unexpected stream chunk: ${first ? `${first.path.join('.')} ${first.message}` : 'schema mismatch'}`, res.status);
+      }
       const chunk = parsed.data;
       if (chunk.error) throw new ApiError(chunk.error.message, 500, chunk.error.code, chunk.error.param);
       const choice = chunk.choices?.[0];
       if (choice?.finish_reason) finish = choice.finish_reason;
-      if (chunk.tokenrouter?.tokens?.length) run.onTokens(chunk.tokenrouter.tokens, choice?.delta?.content ?? '');
+      const delta = extras.data.choices?.[0]?.delta;
+      if (delta?.reasoning_content) run.onReasoning?.(delta.reasoning_content);
+      if (delta?.tool_calls?.length) run.onToolCalls?.(delta.tool_calls);
+      if (extras.data.usage) run.onUsage?.(extras.data.usage);
+      const tokens = chunk.tokenrouter?.tokens;
+      const thoughtOnly = !!delta?.reasoning_content && !choice?.delta?.content;
+      if (tokens?.length && thoughtOnly && run.onReasoningTokens) run.onReasoningTokens(tokens);
+      else if (tokens?.length) run.onTokens(tokens, choice?.delta?.content ?? '');
       else if (choice?.delta?.content) run.onText?.(choice.delta.content);
     }
   }

@@ -7,9 +7,11 @@ import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { irToGraph } from '../../../shared/ir/irToGraph.ts';
 import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
 import { versionIr, type ApiVersion, type StreamToken } from './api.ts';
+import { mergeToolCalls, type ChatUsage, type ToolCall } from './chatExtras.ts';
 import { comparableIr } from './comparableIr.ts';
 import type { DesignerPorts } from './designerPorts.ts';
 import * as edits from './graphEdits.ts';
+import { buildChatOptions, DEFAULT_OPTIONS, type PlaygroundOptions } from './playgroundOptions.ts';
 import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
 
 export type RightTab = 'inspect' | 'versions' | 'playground' | 'evaluate';
@@ -27,6 +29,15 @@ export interface PlaygroundState {
   message?: string;
   /** The run's request id, to find it on the timeline. */
   requestId?: string;
+  /** Response format and tools, as typed (checked when a run starts). */
+  options: PlaygroundOptions;
+  /** The thought of a thinking model (`reasoning_content`), apart from the answer. */
+  reasoning: string;
+  /** The thought's tokens with their models, when the server attributes them. */
+  reasoningTokens: StreamToken[];
+  toolCalls: ToolCall[];
+  /** The stream's closing usage, when the server sent one. */
+  usage: ChatUsage | null;
 }
 
 export interface Toast {
@@ -117,7 +128,7 @@ export class DesignerStore {
       deploy: { status: 'idle' },
       registry: { status: 'idle', algorithms: [] },
       confirm: null,
-      playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null },
+      playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null, options: DEFAULT_OPTIONS, reasoning: '', reasoningTokens: [], toolCalls: [], usage: null },
       tab: 'inspect',
       toast: null,
       viewEpoch: 0,
@@ -411,20 +422,32 @@ export class DesignerStore {
 
   setPlayground = (patch: Partial<Pick<PlaygroundState, 'prompt' | 'maxTokens' | 'target'>>): void => this.set({ playground: { ...this.state.playground, ...patch } });
 
+  setPlaygroundOptions = (patch: Partial<PlaygroundOptions>): void => {
+    const p = this.state.playground;
+    this.set({ playground: { ...p, options: { ...p.options, ...patch } } });
+  };
+
   run = async (): Promise<void> => {
     this.stop();
     const p = this.state.playground;
+    const cleared = { tokens: [], text: '', reasoning: '', reasoningTokens: [], toolCalls: [], usage: null };
+    // A bad schema or tool list is shown at its field; nothing is sent.
+    const options = buildChatOptions(p.options);
+    if (!options.ok) {
+      this.set({ playground: { ...p, ...cleared, status: 'error', requestId: undefined, message: `Not sent: ${options.problems.map((x) => x.message).join('; ')}` } });
+      return;
+    }
     let ir: IrDocument | undefined;
     if (p.target === 'draft') {
       ir = this.compiledIr() ?? undefined;
       if (!ir) {
-        this.set({ playground: { ...p, status: 'error', tokens: [], text: '', message: 'The draft has errors: fix them to run it.' } });
+        this.set({ playground: { ...p, ...cleared, status: 'error', message: 'The draft has errors: fix them to run it.' } });
         return;
       }
     }
     const abort = new AbortController();
     this.abort = abort;
-    this.set({ playground: { ...p, status: 'running', tokens: [], text: '', finish: null, message: undefined, requestId: undefined } });
+    this.set({ playground: { ...p, ...cleared, status: 'running', finish: null, message: undefined, requestId: undefined } });
     const update = (patch: Partial<PlaygroundState>) => {
       if (this.abort === abort) this.set({ playground: { ...this.state.playground, ...patch } });
     };
@@ -438,6 +461,11 @@ export class DesignerStore {
         onTokens: (tokens, text) => update({ tokens: [...this.state.playground.tokens, ...tokens], text: this.state.playground.text + (text ?? '') }),
         onText: (text) => update({ text: this.state.playground.text + text }),
         onId: (requestId) => update({ requestId }),
+        extra: options.body,
+        onReasoning: (text) => update({ reasoning: this.state.playground.reasoning + text }),
+        onReasoningTokens: (tokens) => update({ reasoningTokens: [...this.state.playground.reasoningTokens, ...tokens] }),
+        onToolCalls: (deltas) => update({ toolCalls: mergeToolCalls(this.state.playground.toolCalls, deltas) }),
+        onUsage: (usage) => update({ usage }),
       });
       update({ status: 'done', finish });
     } catch (e) {

@@ -1,4 +1,4 @@
-// Drill-down of the selected request: latency figures, tokens coloured by the model that wrote them, states over time.
+// Drill-down of the selected request: latency figures, tokens coloured by the model that wrote them (grammar-masked ones marked), states over time.
 import { wholePercents } from './wholePercents.ts';
 import { useMemo } from 'react';
 import { modelColor, STATE_COLORS } from './modelColors.ts';
@@ -35,6 +35,9 @@ function RequestDetail({ c }: { c: TimelineController }) {
   for (const r of end?.runs ?? []) perModel.set(r.model, (perModel.get(r.model) ?? 0) + r.count);
   const shares = wholePercents([...perModel.values()]);
   const laneOf = (m: string): number => c.store.laneOf(m);
+  // A grammar masked every token from this output index on (structured outputs, a forced tool call).
+  const maskedFrom = end?.maskedFrom;
+  const masked = (i: number): boolean => maskedFrom !== undefined && i >= maskedFrom;
   return (
     <section className="tl-card" data-testid="request-panel">
       <h3>Request <code>{path.requestId}</code> <span className={`badge ${info?.status ?? ''}`}>{info?.status ?? 'unknown'}</span>
@@ -58,10 +61,22 @@ function RequestDetail({ c }: { c: TimelineController }) {
             {[...perModel].map(([m, k], i) => <span key={m}><i style={{ background: modelColor(laneOf(m)) }} />{m} {k} ({shares[i]}%)</span>)}
           </div>
           <h4>Output tokens <span className="muted">{end.text ? '(text; hover for the id)' : '(ids: this trace was recorded without the text)'}</span></h4>
+          {maskedFrom !== undefined && (
+            <p className="tl-masklegend small" data-testid="masked-legend">
+              <span className="tl-masked-sw" /> grammar-masked: a grammar chose among the allowed tokens
+              {maskedFrom > 0 ? ` from token #${maskedFrom} on` : ' for every token'} ({Math.max(0, end.tokens.length - maskedFrom)} of {end.tokens.length})
+            </p>
+          )}
           {info?.tokensDropped ? <p className="muted small">Tokens of this older request were dropped to keep memory bounded.</p> : null}
           <div className={`tl-tokens${end.text ? ' tl-text' : ''}`} data-testid="tokens">
             {end.tokens.slice(0, MAX_TOKENS_SHOWN).map((t, i) => (
-              <span key={i} style={{ borderColor: modelColor(laneOf(owners[i] ?? '')), color: modelColor(laneOf(owners[i] ?? '')) }} title={`#${i} id ${t} by ${owners[i] ?? '?'}`}>{end.text ? visible(end.text[i] ?? '') : t}</span>
+              <span
+                key={i}
+                className={masked(i) ? 'masked' : undefined}
+                data-masked={masked(i) ? 'true' : undefined}
+                style={{ borderColor: modelColor(laneOf(owners[i] ?? '')), color: modelColor(laneOf(owners[i] ?? '')) }}
+                title={`#${i} id ${t} by ${owners[i] ?? '?'}${masked(i) ? ' · grammar-masked' : ''}`}
+              >{end.text ? visible(end.text[i] ?? '') : t}</span>
             ))}
             {n > MAX_TOKENS_SHOWN ? <span className="muted">… {n - MAX_TOKENS_SHOWN} more</span> : null}
           </div>

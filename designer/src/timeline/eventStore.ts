@@ -17,6 +17,8 @@ const BATCH = {
   steps: Uint16Array, aheadRows: Uint32Array,
   /** Prompt tokens its rows took from the prefix cache instead of feeding them. */
   cached: Uint32Array,
+  /** Rows whose draw a grammar masked (structured outputs, tool calls). */
+  masked: Uint32Array,
   /** Running max of `end` over the ring: non-decreasing, so binary search works on slightly unordered input. */
   maxEnd: Float64Array,
   /** Absolute position of the first request index in the member ring. */
@@ -239,6 +241,7 @@ export class EventStore {
     b.cols.steps[p] = e.steps ?? 1;
     b.cols.aheadRows[p] = e.aheadRows ?? 0;
     b.cols.cached[p] = e.cachedTokens ?? 0;
+    b.cols.masked[p] = e.maskedRows ?? 0;
     b.cols.maxEnd[p] = Math.max(prevMax, e.end);
     b.cols.members[p] = this.members.head;
     this.batchDisorderMs = Math.max(this.batchDisorderMs, prevMax - e.end);
@@ -437,6 +440,7 @@ export class EventStore {
       phase: PHASES[c.phase[p]], tokens: c.tokens[p], start: c.start[p], end: c.end[p],
       ...(c.steps[p] > 1 ? { steps: c.steps[p], aheadRows: c.aheadRows[p] } : {}),
       ...(c.cached[p] > 0 ? { cachedTokens: c.cached[p] } : {}),
+      ...(c.masked[p] > 0 ? { maskedRows: c.masked[p] } : {}),
     };
   }
 

@@ -1,4 +1,4 @@
-// Paint layer: batch boxes per phase colour, with pixel-column runs for batches too narrow to see and size labels on wide ones.
+// Paint layer: batch boxes per phase colour (a strip along the bottom where a grammar masked rows), with pixel-column runs for batches too narrow to see and size labels on wide ones.
 import { PHASE_NAMES } from '../eventStore.ts';
 import { timeToX } from '../viewport.ts';
 import { batchRange } from '../windowRange.ts';
@@ -14,6 +14,9 @@ const PRIORITY = [3, 2, 1];
 const BY_PRIORITY = [null, 'decode', 'extend', 'prefill'] as const;
 const phaseRects = [new RectBatch(), new RectBatch(), new RectBatch()];
 const colRects = [new RectBatch(), new RectBatch(), new RectBatch(), new RectBatch()];
+const maskedRects = new RectBatch();
+/** Height of the grammar-masked strip, px. */
+const MASK_STRIP = 3;
 /** Per (lane, pixel column) the highest-priority phase of a narrow batch there, 0 for none; kept across frames. */
 let columns = new Uint8Array(0);
 
@@ -44,7 +47,9 @@ export function drawBatches(ctx: Paint2D, f: Frame): BatchStats {
       const xa = Math.max(plotL - 2, x0);
       const xb = Math.min(plotR + 2, x1);
       // A one-pixel gap between neighbours keeps back-to-back batches readable as separate boxes.
-      phaseRects[c.phase[p]].add(xa, l.batchTop, Math.max(1, xb - xa - (x1 - x0 > 5 ? 1 : 0)), l.batchH);
+      const w = Math.max(1, xb - xa - (x1 - x0 > 5 ? 1 : 0));
+      phaseRects[c.phase[p]].add(xa, l.batchTop, w, l.batchH);
+      if (c.masked[p] > 0) maskedRects.add(xa, l.batchTop + l.batchH - MASK_STRIP, w, MASK_STRIP);
       stats.batchBoxes++;
       if (xb - xa >= 18 && labels.length < MAX_LABELS) labels.push({ x: (xa + xb) / 2, y: l.batchTop + l.batchH / 2, text: String(c.size[p]) });
     } else {
@@ -57,6 +62,7 @@ export function drawBatches(ctx: Paint2D, f: Frame): BatchStats {
   }
   ctx.globalAlpha = f.dim ? 0.32 : 1;
   PHASE_NAMES.forEach((ph, k) => phaseRects[k].fill(ctx, THEME.phase[ph]));
+  if (maskedRects.n) maskedRects.fill(ctx, THEME.masked);
   stats.columnRuns = drawColumnRuns(ctx, f);
   ctx.globalAlpha = 1;
   if (labels.length) {

@@ -19,4 +19,6 @@ export const THEME = {
   range: 'rgba(88, 166, 255, 0.13)',
   rangeEdge: '#58a6ff',
   now: '#ff7b72',
+  /** The strip along the bottom of a batch in which a grammar masked rows. */
+  masked: '#e6edf3',
 } as const;

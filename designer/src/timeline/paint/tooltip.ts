@@ -1,4 +1,4 @@
-// Paint layer: the hover tooltip of a batch (model, id, phase, size, tokens, duration), kept inside the canvas.
+// Paint layer: the hover tooltip of a batch (model, id, phase, size, tokens, grammar-masked rows, duration), kept inside the canvas.
 import { PHASE_NAMES } from '../eventStore.ts';
 import { formatMs } from '../viewport.ts';
 import type { Paint2D } from './canvas.ts';
@@ -16,6 +16,7 @@ export function drawTooltip(ctx: Paint2D, f: Frame): void {
   const lines = [
     `${store.lanes[c.lane[p]]} · batch ${c.batchId[p]}`,
     `${PHASE_NAMES[c.phase[p]]} · ${plural(c.size[p], 'request')} · ${plural(c.tokens[p], 'token')} fed`,
+    ...(c.masked[p] > 0 ? [`grammar-masked: ${c.masked[p]} of ${plural(c.size[p], 'row')}`] : []),
     `${formatMs(c.end[p] - c.start[p], 0.01)} long${c.steps[p] > 1 ? ` · ${c.steps[p]} passes (lookahead)` : ''}`,
   ];
   ctx.font = '12px system-ui, -apple-system, Segoe UI, sans-serif';
