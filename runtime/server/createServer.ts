@@ -45,7 +45,7 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(drain.gate);
   app.use(answerHalfClosed);
-  // the entry's own time per request, for predictions of serving cost (runtime/eval/entryProfile.ts)
+  // Server-Timing's receipt stamp; the entry's own time per request only while an evaluation or a prediction check needs it (runtime/eval/entryProfile.ts)
   app.use('/v1', entryProfileOf(service).middleware);
   app.use(jsonBody(service.config.limits.maxBodyBytes));
   // One reading of the models for both probes: /healthz's `ok` is every model serving (its status
