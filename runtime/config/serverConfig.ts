@@ -146,6 +146,16 @@ export const serverConfigSchema = z
       })
       .strict()
       .prefault({}),
+    trace: z
+      .object({
+        /**
+         * Trace events the server keeps, newest first out (a ring): what GET /admin/trace exports, an
+         * opened timeline starts from and a prediction reads the live traffic from.
+         */
+        keepEvents: z.number().int().min(1000).max(1_000_000).default(50_000),
+      })
+      .strict()
+      .prefault({}),
     defaultAlgorithm: z.string().default('r-stitch'),
     /** Bearer token for admin endpoints and the live feed; generated on first start when absent. */
     adminToken: z.string().min(16).optional(),
