@@ -196,7 +196,7 @@ export class EvaluationRuns {
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
-    // all the recorder holds (20,000 events: about 20 s of a busy server)
+    // what the trace window holds of the last PREDICT_LIVE_WINDOW_MS (its size is trace.keepEvents)
     const liveBefore = batchesIn(trace.events, t0 - PREDICT_LIVE_WINDOW_MS, null);
     // ∫ requests in flight dt: the concurrency the run really had (held back beside live traffic, thinning at its end)
     let area = 0;
