@@ -73,7 +73,7 @@ describe('the trace window on a server nobody watched (engines on the entry thre
   it('refuses a window out of bounds, naming the key', () => {
     expect(() => parseServerConfig({ trace: { keepEvents: 10 } })).toThrow(/trace\.keepEvents/);
     expect(() => parseServerConfig({ trace: { keepEvents: 1.5 } })).toThrow(/trace\.keepEvents/);
-    expect(parseServerConfig({}).trace.keepEvents).toBe(50_000);
+    expect(parseServerConfig({}).trace.keepEvents).toBe(20_000);
   });
 });
 
