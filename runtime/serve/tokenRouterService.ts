@@ -123,7 +123,12 @@ export interface ServiceOptions {
 }
 
 export class TokenRouterService {
-  /** The newest trace events (config trace.keepEvents), always kept: /admin/trace, the timeline's snapshot, predictions. */
+  /**
+   * The newest trace events (config trace.keepEvents), always kept: /admin/trace, the timeline's
+   * snapshot, predictions. Its cost, qwen3-42m at c = 8 with tracing on and off in alternate rounds
+   * of one process: the entry's trace work (token text, the ring) 0.1-0.7 ms a step of 34-49 ms,
+   * and no difference in the engine thread's CPU or non-model time per step past the noise.
+   */
   readonly trace: TraceRecorder;
   readonly cluster: Cluster;
   private readonly compiled = new Map<string, Served>();
