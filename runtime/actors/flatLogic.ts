@@ -81,7 +81,7 @@ function readChart<C>(machine: AnyStateMachine): Map<string, FlatState<C>> {
       const d = after[0].delay;
       const fn = typeof d === 'number' ? () => d : impl.delays[d as string];
       if (typeof fn !== 'function') throw new UnsupportedChartError(`state ${key}: delay ${String(d)}`);
-      timer = { event: Object.freeze({ type: after[0].eventType }), delay: (args) => (fn as (a: Args<C>, p: undefined) => number)(args, undefined) };
+      timer = { event: { type: after[0].eventType }, delay: (args) => (fn as (a: Args<C>, p: undefined) => number)(args, undefined) };
     }
     states.set(key, { on, always: ((node.always ?? []) as unknown as ChartTransition[]).map(transition), after: timer });
   }

@@ -58,23 +58,20 @@ export function nextLocalStatus(state: LocalStatus, event: LocalEvent): LocalSta
 /** XState actor logic for one local request; callers validate with `nextLocalStatus` first. */
 export const localRequestLogic = tableLogic<LocalStatus, LocalEvent>(table, 'queued');
 
-/**
- * One frozen object per event: a request moves on every handoff and return, and a fresh literal
- * for each move is garbage the collector must chase (the logic only reads `type`).
- */
-export const LOCAL_EVENTS: { readonly [T in LocalEvent['type']]: Readonly<Extract<LocalEvent, { type: T }>> } = Object.freeze({
-  ADMIT: Object.freeze({ type: 'ADMIT' }),
-  HANDOFF: Object.freeze({ type: 'HANDOFF' }),
-  RETURN: Object.freeze({ type: 'RETURN' }),
-  REQUEUE: Object.freeze({ type: 'REQUEUE' }),
-  FINISH: Object.freeze({ type: 'FINISH' }),
-  CANCEL: Object.freeze({ type: 'CANCEL' }),
-  FAIL: Object.freeze({ type: 'FAIL' }),
-});
+/** The events by name (the logic reads only `type`). */
+export const LOCAL_EVENTS: { readonly [T in LocalEvent['type']]: Readonly<Extract<LocalEvent, { type: T }>> } = {
+  ADMIT: { type: 'ADMIT' },
+  HANDOFF: { type: 'HANDOFF' },
+  RETURN: { type: 'RETURN' },
+  REQUEUE: { type: 'REQUEUE' },
+  FINISH: { type: 'FINISH' },
+  CANCEL: { type: 'CANCEL' },
+  FAIL: { type: 'FAIL' },
+};
 
 /** The event that ends a local request the way its request ended. */
 export function endEvent(status: 'done' | 'failed' | 'cancelled'): LocalEvent {
-  return LOCAL_EVENTS[status === 'done' ? 'FINISH' : status === 'failed' ? 'FAIL' : 'CANCEL'];
+  return { type: status === 'done' ? 'FINISH' : status === 'failed' ? 'FAIL' : 'CANCEL' };
 }
 
 export function isFinalLocal(s: LocalStatus): boolean {

@@ -85,14 +85,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const questions = loadSplit(config.modelsDir, 'validation').rows.map((p) => p.question);
   const rows: Row[] = [];
   const results: Record<string, unknown>[] = [];
-  let stopReading = () => {};
   try {
     // warm every model (first steps pay for allocation)
     await closedLoop(server.url, 'me', questions, concurrency, 1500, maxTokens);
-    // From here the trace is read, as an open timeline reads it: a prediction takes the entry's time per request and the live
-    // traffic's step latency from the trace of live requests, and the first prediction-check keeps it read from then on anyway.
     // Live traffic before the first algorithm, as each later one has the loop before it: without it the first had no entry figure.
-    stopReading = service.trace.subscribe(() => {});
+    // The entry's time per request is measured only while an evaluation runs or a prediction check watches: a check from here, as the timeline's check line.
+    await fetch(`${server.url}/admin/prediction-check?algorithm=${algorithms[0]}&windowMs=5000`);
     // the clients' own time per request, as the last loop measured it: a property of this client, passed to each prediction
     let clientMs = (await closedLoop(server.url, 'me', questions, concurrency, measureMs / 2, maxTokens)).clientMs;
     let evalMs = 0;
@@ -204,7 +202,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       output: { tables: { predict: rows } },
     };
   } finally {
-    stopReading();
     await server.close();
     await service.close();
   }

@@ -26,19 +26,50 @@ interface ClusterSpan {
  */
 export class EntryProfile {
   private readonly walls: { end: number; ms: number }[] = [];
+  /** Evaluation runs going now. */
+  private runs = 0;
+  /** Measuring until then (the clock's ms) without a run: a prediction check watching, or a predict to come after a run. */
+  private until = -Infinity;
 
   constructor(private readonly now: () => number) {}
 
   /**
-   * Times every inference request from the moment it reaches the server (before its body is read)
-   * to its answer's last byte, less its own time in the cluster (`spentInCluster`). Paired here, on the
-   * request itself, not later by id through the trace: an evaluation of a few hundred problems
-   * pushes the trace's recent events out, and a prediction that lost the entry's cost (read as 0)
-   * rose 15 %.
+   * Measuring only while it has a use: an evaluation runs (a predict reads the live traffic beside
+   * it), a prediction check watches, or a run ended within `PREDICT_LIVE_WINDOW_MS`. Off otherwise,
+   * so a plain server's requests pay one time stamp for Server-Timing and nothing else.
+   */
+  get measuring(): boolean {
+    return this.runs > 0 || this.now() < this.until;
+  }
+
+  /** Measures until the returned function is called, and `thenMs` after it. */
+  measureWhile(thenMs: number): () => void {
+    this.runs++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.runs--;
+      this.measureFor(thenMs);
+    };
+  }
+
+  /** Measures for the next `ms` at least. */
+  measureFor(ms: number): void {
+    this.until = Math.max(this.until, this.now() + ms);
+  }
+
+  /**
+   * Stamps every inference request's receipt for its Server-Timing header and, while measuring,
+   * times it from the moment it reaches the server (before its body is read) to its answer's last
+   * byte, less its own time in the cluster (`spentInCluster`). Paired here, on the request itself,
+   * not later by id through the trace: an evaluation of a few hundred problems pushes a live
+   * request's events out of the trace's window, and a prediction then lost the entry's cost.
    */
   readonly middleware = (_req: Request, res: Response, next: NextFunction): void => {
-    const t0 = this.now();
     res.locals.receivedAt = performance.now();
+    if (!this.measuring) return next();
+    const t0 = this.now();
     res.once('finish', () => {
       const span = res.locals.clusterSpan as ClusterSpan | undefined;
       if (res.statusCode !== 200 || span === undefined) return;

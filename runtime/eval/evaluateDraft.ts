@@ -10,6 +10,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { finalAnswer } from '../runner/onnxAccuracy.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { entryProfileOf } from './entryProfile.ts';
 import { loadSplit, type Problem } from './splits.ts';
 import { RoutingCounts, type BatchTiming } from './routingCounts.ts';
 
@@ -155,7 +156,12 @@ export class EvaluationRuns {
     const run = this.run(runId, target, set.slice(0, n), concurrency, maxTokens, emit);
     const entry: Running = { runId, client, cancel: run.cancel };
     this.running.set(runId, entry);
-    void run.done.finally(() => this.running.delete(runId));
+    // the live traffic beside the run gives a predict of it the entry's time per request
+    const measured = entryProfileOf(this.service).measureWhile(PREDICT_LIVE_WINDOW_MS);
+    void run.done.finally(() => {
+      this.running.delete(runId);
+      measured();
+    });
     return entry;
   }
 
@@ -190,7 +196,7 @@ export class EvaluationRuns {
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
-    // all the recorder holds (20,000 events: about 20 s of a busy server)
+    // what the trace window holds of the last PREDICT_LIVE_WINDOW_MS (its size is trace.keepEvents)
     const liveBefore = batchesIn(trace.events, t0 - PREDICT_LIVE_WINDOW_MS, null);
     // ∫ requests in flight dt: the concurrency the run really had (held back beside live traffic, thinning at its end)
     let area = 0;

@@ -3,11 +3,12 @@ import { PREDICTION_TOLERANCE, type PredictionCheck } from '../../shared/api/eva
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { entryProfileOf } from './entryProfile.ts';
 import { specKey, type EvaluationRuns } from './evaluateDraft.ts';
 import { predictServing } from './predictServing.ts';
 import type { BatchTiming } from './routingCounts.ts';
 
-/** Watching stops when nobody asked for this long: tracing runs only while something reads it. */
+/** Watching stops when nobody asked for this long, and so does the entry's measurement a check keeps on. */
 const IDLE_STOP_MS = 120_000;
 export const MAX_WINDOW_MS = 300_000;
 
@@ -107,6 +108,7 @@ export class PredictionChecks {
       this.watches.set(name, w);
     }
     w.askedAt = now;
+    entryProfileOf(s).measureFor(IDLE_STOP_MS);
     const from = Math.max(w.watch.since, now - windowMs);
     w.watch.trim(Math.max(w.watch.since, now - MAX_WINDOW_MS));
     const ended = w.watch.ended.filter((x) => x.t >= from);

@@ -14,7 +14,6 @@ import { adminRoutes } from './adminRoutes.ts';
 import { Drain, type DrainReport } from './drain.ts';
 import { errorMiddleware } from './httpErrors.ts';
 import { jsonBody } from './jsonBody.ts';
-import { boundJsonBody } from './jsonBodyBounds.ts';
 import { attachLiveFeed } from './liveFeed.ts';
 import { ServerMetrics } from './metrics.ts';
 import { LoadShedder } from './loadShedder.ts';
@@ -46,10 +45,9 @@ export function createApp(service: TokenRouterService, boundHost = service.confi
   app.use(refuseForeignOrigin);
   app.use(drain.gate);
   app.use(answerHalfClosed);
-  // the entry's own time per request, for predictions of serving cost (runtime/eval/entryProfile.ts)
+  // Server-Timing's receipt stamp; the entry's own time per request only while an evaluation or a prediction check needs it (runtime/eval/entryProfile.ts)
   app.use('/v1', entryProfileOf(service).middleware);
   app.use(jsonBody(service.config.limits.maxBodyBytes));
-  app.use(boundJsonBody);
   // One reading of the models for both probes: /healthz's `ok` is every model serving (its status
   // with it), /health's 200 is the entry able to serve at all, so a load balancer keeps an entry
   // whose remote model is cut off while its local ones serve.

@@ -69,7 +69,7 @@ function asTokenRouterError(e: unknown): TokenRouterError {
 
 /** Maps anything thrown to a status and an OpenAI-shaped body; unknown errors become a plain 500. */
 export function toHttpError(e: unknown): HttpError {
-  const be = e as { status?: number; type?: string; message?: string };
+  const be = e as { status?: number; type?: string; message?: string; limit?: number };
   if (typeof be?.status === 'number' && be.status >= 400 && be.status < 500) return bodyParserError(be);
   const t = asTokenRouterError(e);
   const status = STATUS[t.code];
@@ -88,12 +88,12 @@ function retryAfterOf(details: unknown): number {
   return typeof s === 'number' && Number.isInteger(s) && s >= 1 ? s : 1;
 }
 
-/** body-parser's errors carry a status and a type string. */
-function bodyParserError(be: { status?: number; type?: string; message?: string }): HttpError {
+/** express.json's errors (body-parser, raw-body) carry a status and a type string; the message says what to fix. */
+function bodyParserError(be: { status?: number; type?: string; message?: string; limit?: number }): HttpError {
   const status = be.status!;
   const msg =
     be.type === 'entity.too.large'
-      ? 'request body is too large'
+      ? `request body is too large (limit ${be.limit} bytes, the server's limits.maxBodyBytes)`
       : be.type === 'entity.parse.failed'
         ? `request body is not valid JSON: ${be.message}`
         : be.type === 'charset.unsupported' || be.type === 'encoding.unsupported'

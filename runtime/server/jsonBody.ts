@@ -1,121 +1,31 @@
-// Reads every request body as JSON: plain UTF-8 bodies on a short path of our own, compressed or other-charset ones through express.json.
+// Reads every request body as JSON with express.json, then bounds what it parsed: UTF-8 only, a nesting depth, no `__proto__` key.
 import { isUtf8 } from 'node:buffer';
 import type http from 'node:http';
-import { parse as parseContentType } from 'content-type';
-import express, { type NextFunction, type Request, type RequestHandler } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { TokenRouterError } from '../errors.ts';
 
 /**
- * Almost every body is uncompressed UTF-8 JSON, and body-parser's general path (content-type
- * parsing, raw-body's stream plumbing, iconv's decoder) was ~4.5 % of the entry's CPU at c = 8 on
- * the small model (a CPU profile). Those bodies take a short path here with body-parser's rules and
- * errors (the same `status` and `type`, so httpErrors maps them as before); a Content-Encoding or a
- * charset other than UTF-8 goes to express.json, which inflates within the limit or refuses (415).
+ * Far above any body this server takes (an IR document nests ~6 levels, a chat request ~4), far
+ * below where recursive code meets the stack: V8's JSON.parse is iterative, but JSON.stringify,
+ * zod and the IR compiler recurse, and 20,000 nested arrays in `tokenrouter_ir` overflowed
+ * JSON.stringify in the draft cache (a 500 anyone reaching /v1 could cause).
  */
-export function jsonBody(limitBytes: number): RequestHandler {
-  const general = express.json({ limit: limitBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 });
-  return (req, res, next) => {
-    // as body-parser: a request already read or cut off has nothing left to parse
-    if (req.readableEnded || req.destroyed || !req.readable) return next();
-    if (!hasBody(req)) {
-      req.body = undefined;
-      return next();
-    }
-    const enc = req.headers['content-encoding'];
-    if ((enc !== undefined && enc.toLowerCase() !== 'identity') || !plainCharset(req.headers['content-type'])) return general(req, res, next);
-    readPlain(req, limitBytes, next);
-  };
-}
-
-/** As type-is: a request has a body when it says how it is framed (chunked, or a length, 0 included). */
-function hasBody(req: http.IncomingMessage): boolean {
-  return req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number.parseInt(req.headers['content-length'] ?? '', 10));
-}
+export const MAX_JSON_DEPTH = 64;
 
 /**
- * No charset (an empty one too), or exactly UTF-8, found as body-parser finds it (the same parser:
- * quoting, the first of a repeated parameter). Anything else, `utf8` included, goes to express.json,
- * which answers it as it always did.
+ * JSON.parse makes `"__proto__"` an own key, but copying it into a fresh object by assignment (as
+ * zod's records do) sets the copy's prototype instead, so the key vanished without a word
+ * (`params: {"__proto__": …}` was stored as `{}`). No body here has a use for the name.
  */
-function plainCharset(contentType: string | undefined): boolean {
-  if (contentType === undefined) return true;
-  const charset = parseContentType(contentType).parameters.charset?.toLowerCase();
-  return charset === undefined || charset === '' || charset === 'utf-8';
-}
+const FORBIDDEN_KEY = '__proto__';
 
-function bodyError(status: number, type: string, message: string): Error {
-  return Object.assign(new Error(message), { status, statusCode: status, type, expose: true });
-}
-
-/** Collects the body within `limit` bytes, then checks UTF-8 and parses it strictly (an object or an array; empty reads as {}). */
-function readPlain(req: Request, limit: number, next: NextFunction): void {
-  const chunks: Buffer[] = [];
-  let received = 0;
-  const onData = (chunk: Buffer) => {
-    received += chunk.length;
-    if (received > limit) refuse(req, tooLarge(limit), next, stop);
-    else chunks.push(chunk);
-  };
-  const onEnd = () => {
-    stop();
-    const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
-    if (!isUtf8(buf)) return next(notUtf8());
-    try {
-      req.body = parseStrict(buf.toString('utf8'));
-    } catch (e) {
-      return next(bodyError(400, 'entity.parse.failed', (e as Error).message));
-    }
-    next();
-  };
-  // a client gone before the end: 'aborted', or a close with no end (whichever comes, once)
-  const onGone = () => {
-    stop();
-    next(bodyError(400, 'request.aborted', 'request aborted'));
-  };
-  function stop() {
-    req.removeListener('data', onData);
-    req.removeListener('end', onEnd);
-    req.removeListener('aborted', onGone);
-    req.removeListener('close', onGone);
-  }
-  if (Number.parseInt(req.headers['content-length'] ?? '', 10) > limit) return refuse(req, tooLarge(limit), next, stop);
-  req.on('data', onData);
-  req.on('end', onEnd);
-  req.on('aborted', onGone);
-  req.on('close', onGone);
-}
-
-/** Past the limit the rest is read and dropped before the error is answered, so the connection stays usable (as body-parser does). */
-function refuse(req: Request, e: Error, next: NextFunction, stop: () => void): void {
-  stop();
-  if (req.readableEnded || req.destroyed) return next(e);
-  let told = false;
-  const tell = () => {
-    if (told) return;
-    told = true;
-    next(e);
-  };
-  req.once('end', tell);
-  req.once('close', tell);
-  req.resume();
-}
-
-const notUtf8 = () => bodyError(400, 'encoding.invalid', 'request body is not valid UTF-8');
-
-function tooLarge(limit: number): Error {
-  return bodyError(413, 'entity.too.large', `request entity too large (limit ${limit} bytes)`);
-}
-
-const FIRST = /^[ \t\n\r]*(.|$)/s;
-
-/** body-parser's strict JSON: empty is {}, anything but an object or array is refused before parsing. A leading BOM is dropped, as its decoder drops it. */
-export function parseStrict(text: string): unknown {
-  const s = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
-  if (s.length === 0) return {};
-  if (s[0] !== '{' && s[0] !== '[') {
-    const first = FIRST.exec(s)![1];
-    if (first !== '{' && first !== '[') throw new SyntaxError(first === '' ? 'Unexpected end of JSON input' : `Unexpected token '${first}', a body must be a JSON object or array`);
-  }
-  return JSON.parse(s);
+/**
+ * express.json for every body whatever its Content-Type (clients such as `curl -d` send a form
+ * type), strict (an object or an array), within `limitBytes`; its errors carry a status and a
+ * `type` that httpErrors.ts answers. Then the bounds check, before any route sees the body.
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  return [express.json({ limit: limitBytes, strict: true, type: () => true, verify: rejectInvalidUtf8 }), boundJsonBody];
 }
 
 /**
@@ -123,6 +33,52 @@ export function parseStrict(text: string): unknown {
  * and the model would answer a prompt the client never sent. body-parser turns the throw into a 400.
  */
 function rejectInvalidUtf8(_req: http.IncomingMessage, _res: http.ServerResponse, buf: Buffer, encoding: string): void {
-  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) throw notUtf8();
+  if (/^utf-?8$/i.test(encoding) && !isUtf8(buf)) throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
 }
 
+function boundJsonBody(req: Request, _res: Response, next: NextFunction): void {
+  next(jsonBodyViolation(req.body) ?? undefined);
+}
+
+interface Frame {
+  value: object;
+  depth: number;
+  parent: Frame | null;
+  key: string | number;
+}
+
+function pathOf(f: Frame): (string | number)[] {
+  const out: (string | number)[] = [];
+  for (let at: Frame | null = f; at?.parent; at = at.parent) out.unshift(at.key);
+  return out;
+}
+
+/** Where a body breaks a bound, and how; null when it keeps them. Iterative, so its own depth costs no stack. */
+function jsonBodyViolation(body: unknown, maxDepth = MAX_JSON_DEPTH): TokenRouterError | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const stack: Frame[] = [{ value: body, depth: 1, parent: null, key: '' }];
+  while (stack.length > 0) {
+    const f = stack.pop()!;
+    if (f.depth > maxDepth) {
+      // The top-level field names the culprit, as a schema error would; the full path would be as deep as the body.
+      const top = pathOf(f)[0];
+      const param = top === undefined || Array.isArray(body) ? null : String(top);
+      return new TokenRouterError('invalid_request', `request body nests deeper than ${maxDepth} levels${param === null ? '' : ` (in ${param})`}`, param);
+    }
+    const visit = (key: string | number, child: unknown) => {
+      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: f.depth + 1, parent: f, key });
+    };
+    if (Array.isArray(f.value)) {
+      f.value.forEach((child, i) => visit(i, child));
+      continue;
+    }
+    for (const key of Object.keys(f.value)) {
+      if (key === FORBIDDEN_KEY) {
+        const param = [...pathOf(f), key].join('.');
+        return new TokenRouterError('invalid_request', `unsupported parameter: ${param} (a key named __proto__ is refused anywhere in a body)`, param);
+      }
+      visit(key, (f.value as Record<string, unknown>)[key]);
+    }
+  }
+  return null;
+}

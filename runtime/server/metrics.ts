@@ -1,4 +1,4 @@
-// Prometheus metrics in vLLM's naming habits, read from the engines' lane counters on scrape and from requests as they end (never from trace events: tracing runs only while something reads it).
+// Prometheus metrics in vLLM's naming habits, read from the engines' lane counters on scrape and from requests as they end (never from trace events: the trace keeps only a window of them).
 import client from 'prom-client';
 import { RemoteEngine } from '../distributed/remoteEngine.ts';
 import type { GenerateOutcome, TokenRouterService } from '../serve/tokenRouterService.ts';

@@ -1,37 +1,26 @@
-// In-memory trace sink: keeps events (optionally only the newest `limit`) and fans them out to listeners; says when the first reader comes and the last goes.
+// In-memory trace sink: a ring of the newest `limit` events, and the listeners each event is handed to as it is emitted.
 import type { TraceEvent, TraceEventOf, TraceSink } from '../../shared/trace.ts';
 
 export class TraceRecorder implements TraceSink {
-  private buf: TraceEvent[] = [];
+  /** Grows to `limit`, then each event takes the oldest one's place at `head`. */
+  private ring: TraceEvent[] = [];
+  private head = 0;
   private readonly listeners = new Set<(e: TraceEvent) => void>();
-  /** Events dropped from the front because of `limit`. */
+  /** Events that left the window because of `limit`. */
   dropped = 0;
   /** The newest config event among those dropped: the one still in force where the kept window starts. */
   private droppedConfig: TraceEventOf<'config'> | null = null;
 
-  /** Told true when the first listener subscribes and false when the last leaves: tracing costs nothing without a reader. */
-  private onReaders: (reading: boolean) => void = () => {};
-
-  constructor(private readonly limit = Infinity) {}
-
-  /** Something subscribed, so events are wanted. */
-  get reading(): boolean {
-    return this.listeners.size > 0;
-  }
-
-  /** Calls `f` with whether anything reads now, and again whenever that changes. */
-  whenRead(f: (reading: boolean) => void): void {
-    this.onReaders = f;
-    f(this.reading);
-  }
+  constructor(readonly limit = Infinity) {}
 
   emit(event: TraceEvent): void {
-    this.buf.push(event);
-    if (this.buf.length > this.limit * 2) {
-      const cut = this.buf.length - this.limit;
-      this.droppedConfig = lastConfig(this.buf, cut) ?? this.droppedConfig;
-      this.buf = this.buf.slice(cut);
-      this.dropped += cut;
+    if (this.ring.length < this.limit) this.ring.push(event);
+    else if (this.limit > 0) {
+      const old = this.ring[this.head];
+      if (old.type === 'config') this.droppedConfig = old;
+      this.ring[this.head] = event;
+      this.head = (this.head + 1) % this.limit;
+      this.dropped++;
     }
     for (const l of this.listeners) l(event);
   }
@@ -41,41 +30,46 @@ export class TraceRecorder implements TraceSink {
    * run's export and the live feed's snapshot still say which mode and thresholds were in force.
    */
   get events(): readonly TraceEvent[] {
-    return this.recent(this.limit);
+    return this.recent(this.ring.length);
   }
 
-  /** The newest `n` events (at most `limit`), led by the config in force when they start if it is older. */
+  /** The newest `n` events (at most `limit`), oldest first, led by the config in force when they start if it is older. */
   recent(n: number): readonly TraceEvent[] {
-    const start = Math.max(0, this.buf.length - Math.min(n, this.limit));
-    const window = start > 0 ? this.buf.slice(start) : this.buf;
-    const inForce = lastConfig(this.buf, start) ?? this.droppedConfig;
+    const held = this.ring.length;
+    const k = Math.max(0, Math.min(n, held));
+    const at = (i: number) => this.ring[(this.head + i) % held];
+    const window: TraceEvent[] = new Array(k);
+    for (let i = 0; i < k; i++) window[i] = at(held - k + i);
+    let inForce = this.droppedConfig;
+    for (let i = held - k - 1; i >= 0; i--) {
+      const e = at(i);
+      if (e.type === 'config') {
+        inForce = e;
+        break;
+      }
+    }
     return inForce ? [inForce, ...window] : window;
   }
 
   /** Empties the window (the config in force is kept: it still holds). */
   clear(): void {
-    this.droppedConfig = lastConfig(this.buf, this.buf.length) ?? this.droppedConfig;
-    this.buf = [];
+    const events = this.events;
+    for (let i = events.length - 1; i >= 0; i--) {
+      const e = events[i];
+      if (e.type === 'config') {
+        this.droppedConfig = e;
+        break;
+      }
+    }
+    this.ring = [];
+    this.head = 0;
   }
 
-  /** A reader: events reach it as they are emitted, and tracing runs while any is subscribed. */
+  /** A reader: events reach it as they are emitted. Returns the way to stop. */
   subscribe(listener: (e: TraceEvent) => void): () => void {
     // a wrapper per call, so one function subscribed twice is two readers
     const own = (e: TraceEvent) => listener(e);
     this.listeners.add(own);
-    if (this.listeners.size === 1) this.onReaders(true);
-    return () => {
-      if (!this.listeners.delete(own)) return;
-      if (this.listeners.size === 0) this.onReaders(false);
-    };
+    return () => void this.listeners.delete(own);
   }
-}
-
-/** The last config event in events[0..end). */
-function lastConfig(events: readonly TraceEvent[], end: number): TraceEventOf<'config'> | null {
-  for (let i = end - 1; i >= 0; i--) {
-    const e = events[i];
-    if (e.type === 'config') return e;
-  }
-  return null;
 }

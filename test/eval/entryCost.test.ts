@@ -60,8 +60,14 @@ describe('EntryProfile', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as { port: number }).port;
     const send = (path: string) => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    let stop = () => {};
     try {
+      // nothing measures (no evaluation, no prediction check): the request is answered and not timed
+      expect(profile.measuring).toBe(false);
+      await send('/v1/chat/completions?wall=30&inCluster=22');
       expect(profile.cost(60_000)).toBeNull();
+      stop = profile.measureWhile(100);
+      expect(profile.measuring).toBe(true);
       await send('/v1/chat/completions?wall=30&inCluster=22');
       await send('/v1/chat/completions?wall=60&inCluster=35');
       await send('/v1/chat/completions?wall=20'); // refused before the cluster: no span, not counted
@@ -71,9 +77,17 @@ describe('EntryProfile', () => {
     } finally {
       await new Promise((r) => server.close(r));
     }
-    // answered at 30 and 90 (the one with no span at 110, the refused one at 610), the two-choice one at 650
+    // measured from 30: answered at 60 and 120 (the one with no span at 140, the refused one at 640), the two-choice one at 680
     expect(profile.cost(60_000)).toEqual({ perRequestMs: (8 + 25 + 10) / 3, requests: 3 });
-    // the window: 60 ms back from 650 holds only the two-choice request
+    // the window: 60 ms back from 680 holds only the two-choice request
     expect(profile.cost(60)).toEqual({ perRequestMs: 10, requests: 1 });
+    // the run ended: measuring goes on for the 100 ms asked, then stops
+    stop();
+    clock += 99;
+    expect(profile.measuring).toBe(true);
+    clock += 2;
+    expect(profile.measuring).toBe(false);
+    profile.measureFor(10);
+    expect(profile.measuring).toBe(true);
   });
 });

@@ -112,7 +112,7 @@ export class CrashableRunner implements ModelRunner {
 
 export interface RigOptions {
   config?: Record<string, unknown>;
-  /** A trace reader from the start (as a live-feed client or a bench's --trace): without one the server traces nothing. */
+  /** A trace reader from the start, as a live-feed client (the server keeps its trace window either way). */
   traced?: boolean;
   /** Real ms per step by model. */
   latency?: Partial<Record<string, number>>;

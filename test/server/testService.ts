@@ -22,7 +22,7 @@ export interface TestServerOptions {
   eosRate?: number;
   /** The service's tokenizer; default the bundled models' char vocabulary and chat template. */
   tokenizer?: TextTokenizer;
-  /** A trace reader from the start (as a live-feed client or a bench's --trace): without one the server traces nothing. */
+  /** A trace reader from the start, as a live-feed client (the server keeps its trace window either way). */
   traced?: boolean;
 }
 

@@ -42,6 +42,21 @@ describe('TraceRecorder', () => {
     expect(ev[0]).toMatchObject({ thresholds: { large: 3 } });
   });
 
+  it('wraps around many times keeping the newest in order; clear empties it and keeps the config; unbounded keeps all', () => {
+    const r = new TraceRecorder(7);
+    r.emit(config(0, 2));
+    for (let t = 1; t <= 100; t++) r.emit(queue(t));
+    expect(r.events.map((e) => ('t' in e ? e.t : -1))).toEqual([0, 94, 95, 96, 97, 98, 99, 100]);
+    expect(r.dropped).toBe(94);
+    r.clear();
+    expect(r.events.map((e) => e.type)).toEqual(['config']);
+    r.emit(queue(101));
+    expect(r.events.map((e) => ('t' in e ? e.t : -1))).toEqual([0, 101]);
+    const all = new TraceRecorder();
+    for (let t = 1; t <= 100; t++) all.emit(queue(t));
+    expect(all.events).toHaveLength(100);
+  });
+
   it('with the config still in the window, nothing is added', () => {
     const r = new TraceRecorder(10);
     r.emit(config(0, 2));
