@@ -27,12 +27,17 @@ export function maskRows(batch: Batch): void {
   }
 }
 
-/** The grammar takes the token just committed; an error (to fail the request with) when it refuses it. */
+/**
+ * The grammar takes the token just appended; when it refuses it, the token is taken back (never
+ * committed: the entry then hears the finish right after the tokens before it) and the error to fail
+ * the request with is returned.
+ */
 export function acceptCommitted(local: LocalRequest, model: string): TokenRouterError | undefined {
   try {
     local.grammar!.sync(local.tokens);
     return undefined;
   } catch (e) {
+    local.tokens.pop();
     return new TokenRouterError('runner_error', `${model}: ${(e as Error).message} (did the runner honour the mask?)`);
   }
 }
