@@ -8,23 +8,12 @@ import type { RequestResult } from '../../runtime/engine/requestState.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { standardSend, type Algorithm } from '../../shared/algorithm.ts';
+import type { Algorithm } from '../../shared/algorithm.ts';
+import { alternate } from './alternate.ts';
 import type { Constraint } from '../../shared/protocol/constraint.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { everyN } from '../engine/everyN.ts';
 import { realShapeFolder } from '../support/realShape/realShapeFolder.ts';
-
-/** Hands off on every token, keeping it: each model writes every other token of the answer. */
-function alternate(): Algorithm<null> {
-  return {
-    name: 'alternate',
-    models: ['small', 'large'],
-    entry: 1,
-    initMeta: () => null,
-    route: (r) => (r.model === 1 ? 2 : 1),
-    send: (req) => standardSend(req, true),
-  };
-}
 
 const SCHEMAS = [
   {
