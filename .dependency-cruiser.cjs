@@ -3,6 +3,7 @@
 //   designer/  imports only shared/ (plus npm packages), no Node built-ins
 //   server     (runtime/server, runtime/serve) does not import examples/: bundled algorithms come through runtime/registry/builtins.ts
 //   runtime/runner does not import the load generator; runtime/config does not import runtime/distributed
+//   runtime/grammar (used by engines and the entry) does not import the engines, server or distribution
 //   product code does not import runtime/bench/ (but `tokenrouter bench`, which loads the tool)
 //   no import cycles anywhere (type-only imports count)
 //   product code (runtime/ but its benches, shared/, examples/) uses no devDependency: `npm install --omit=dev` must serve
@@ -102,6 +103,13 @@ module.exports = {
       comment: 'Config is read before anything connects: runtime/config must not import runtime/distributed.',
       from: { path: '^runtime/config/' },
       to: { path: '^runtime/distributed/' },
+    },
+    {
+      name: 'grammar-below-engines',
+      severity: 'error',
+      comment: 'runtime/grammar (xgrammar, vocabularies, constraint states) is a library the engines and the entry use: it imports shared/, runtime/errors and the runner tokenizer, never the engines, server or distribution above it.',
+      from: { path: '^runtime/grammar/' },
+      to: { path: '^runtime/(engine|server|serve|distributed|scheduler|actors|cli|config|bench|registry)/' },
     },
     {
       name: 'not-to-unresolvable',

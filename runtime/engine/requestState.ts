@@ -28,6 +28,8 @@ export interface RequestResult {
   admissions: Record<string, number>;
   /** Per model: tokens fed to it for this request (prefill + extend + decode). */
   tokensFed: Record<string, number>;
+  /** Output index from which a grammar masked every token (absent: no constraint, or its start never came). */
+  maskedFrom?: number;
   /** The output text as the engines detokenised it, up to a stop string ('' unless the request asked for text). */
   text: string;
   submittedAt: number;
@@ -166,6 +168,7 @@ export class RequestState {
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
       text: this.text,
+      ...maskedFrom(this.spec, this.output),
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
       endedAt: this.endedAt,
@@ -174,9 +177,19 @@ export class RequestState {
   }
 }
 
+/** Where the grammar took over the output: at once, or after the first `startAfter` id. */
+function maskedFrom(spec: RequestSpec, output: readonly number[]): { maskedFrom?: number } {
+  const c = spec.constraint;
+  if (!c) return {};
+  if (!c.startAfter || c.startAfter.length === 0) return { maskedFrom: 0 };
+  const at = output.findIndex((t) => c.startAfter!.includes(t));
+  return at < 0 ? {} : { maskedFrom: at + 1 };
+}
+
 /** The fixed facts of a request, for every engine it visits. */
-export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number, out: Pick<SubmitOptions, 'text' | 'detail'> = {}): RequestSpec {
+export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number, out: Pick<SubmitOptions, 'text' | 'detail' | 'constraint'> = {}): RequestSpec {
   return {
+    ...(out.constraint ? { constraint: out.constraint } : {}),
     ...(out.text ? { text: out.text } : {}),
     ...(out.detail ? { detail: true } : {}),
     id,
@@ -201,5 +214,5 @@ export function requestEndEvent(result: RequestResult): TraceEvent {
     if (last && last.model === name) last.count++;
     else runs.push({ model: name, count: 1 });
   }
-  return { type: 'request-end', t: result.endedAt, requestId: result.id, status: result.status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: result.submittedAt, firstTokenAt: result.firstTokenAt };
+  return { type: 'request-end', t: result.endedAt, requestId: result.id, status: result.status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: result.submittedAt, firstTokenAt: result.firstTokenAt, ...(result.maskedFrom !== undefined ? { maskedFrom: result.maskedFrom } : {}) };
 }
