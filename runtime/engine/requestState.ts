@@ -28,6 +28,8 @@ export interface RequestResult {
   admissions: Record<string, number>;
   /** Per model: tokens fed to it for this request (prefill + extend + decode). */
   tokensFed: Record<string, number>;
+  /** Prompt tokens the prefix cache held when the prompt was first fed. */
+  cachedPromptTokens: number;
   /** The output text as the engines detokenised it, up to a stop string ('' unless the request asked for text). */
   text: string;
   submittedAt: number;
@@ -165,6 +167,7 @@ export class RequestState {
       discarded: c.discarded,
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
+      cachedPromptTokens: c.cachedPrompt,
       text: this.text,
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
