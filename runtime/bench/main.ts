@@ -40,6 +40,7 @@ export const SUITES: Record<string, Suite> = {
   'long-prompt': { about: 'decode streams on a real-shaped pair while four ~1,542-token prompts arrive at the large: ITL p50/p99 before and during, the prompts\' TTFT against a lone one, peak RSS against memory.budgetMiB; chunked prefill on and off', duration: '~8 min', load: () => import('./longPrompt.ts') },
   'real-shape': { about: 'Qwen3-shaped fixtures (vocabulary 151,936): served at c = 8 greedy and top_p vs transformers.js, a long prompt\'s TTFT and RSS, load peak; --baseline DIR adds an older checkout', duration: '~6 min', load: () => import('./realShape.ts') },
   sampling: { about: 'one row\'s signals and draw at V = 151,936 (greedy, temperature, top_p; flat and peaked): the old JavaScript beside the signal nodes\' ORT + JavaScript time', duration: '~0.5 min', load: () => import('./samplingRow.ts') },
+  mask: { about: 'a grammar mask\'s cost per decode step on a real-shaped model at V = 151,936 (dense and sparse masks, greedy and top_p) against unmasked, at c = 8', duration: '~1 min', load: () => import('./maskCost.ts') },
   'transformers-js': { about: 'one model served at concurrency 8 over HTTP vs transformers.js\' batched generate on the same model and prompts (fixed length)', duration: '~2 min', load: () => import('./transformersJs.ts') },
 };
 

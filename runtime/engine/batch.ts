@@ -23,6 +23,8 @@ export interface Batch {
   modelMs: number;
   /** Prompt tokens its rows did not feed because their caches started from the prefix cache. */
   cachedTokens: number;
+  /** Rows a grammar masked. */
+  maskedRows: number;
 }
 
 export class EngineStats {
@@ -50,7 +52,7 @@ export class EngineStats {
 /** A batch of the planned rows, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
 export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
   const rows = locals.map((local, k) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]), position: local.fed, sampling: local.stepSampling, wants: local.wants }));
-  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens: 0 };
+  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens: 0, maskedRows: 0 };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */
@@ -65,6 +67,7 @@ export function batchEvent(batch: Batch, model: string, end: number): TraceEvent
     start: batch.start,
     end,
     ...(batch.cachedTokens > 0 ? { cachedTokens: batch.cachedTokens } : {}),
+    ...(batch.maskedRows > 0 ? { maskedRows: batch.maskedRows } : {}),
     runMs: Math.max(0, batch.resultAt - batch.start),
     modelMs: batch.modelMs,
   };

@@ -16,6 +16,7 @@ import type { EngineEnv, EngineOptions } from './engineEnv.ts';
 import type { Arrival, EngineEvent, EngineOutputs } from './messages.ts';
 import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
+import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
 export class Engine implements SubServerHost, LaneView {
   readonly name: string;
@@ -144,6 +145,7 @@ export class Engine implements SubServerHost, LaneView {
       batch.cachedTokens += local.cachedPrefix;
       local.cachedPrefix = 0;
     }
+    maskRows(batch);
     this.host.policy.launched(this);
     return batch;
   }
@@ -185,6 +187,7 @@ export class Engine implements SubServerHost, LaneView {
     if (this.endedMeanwhile(local)) return;
     const { spec } = local;
     local.stepsHere++;
+    if (local.grammarError) return this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name}: ${local.grammarError.message}`));
     const d = routeRow(local, sig, this.runner.info.eosTokenIds, spec.sampling.stopTokenIds);
     if (d.kind === 'fail') return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
     if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
@@ -196,6 +199,11 @@ export class Engine implements SubServerHost, LaneView {
   /** Appends a committed token and tells the entry, with the text it shows; false when that ended the request (a stop string, a cancel). */
   private commit(local: LocalRequest, sig: TokenSignals, atHandoff: boolean): boolean {
     local.tokens.push(sig.token);
+    const refused = local.grammar && acceptCommitted(local, this.name);
+    if (refused) {
+      this.finish(local, 'failed', 'error', refused);
+      return false;
+    }
     const { text } = local;
     const shown = text ? this.host.output!.push(text, local.spec, sig.token) : '';
     this.events.push({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: local.spec.detail ? sig : undefined, atHandoff, text: shown });
@@ -242,6 +250,7 @@ export class Engine implements SubServerHost, LaneView {
   /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
+    if (spec.constraint && heldForGrammar(this.host, a, this.info, this.locals.get(spec.id))) return;
     const got = receiveRow(spec.algorithm, handoff);
     if ('fail' in got) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
     if (a.text && !this.host.output) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('internal', `model ${this.name}'s engine has no tokenizer beside it, so it cannot detokenise this request`, 'model') });
@@ -265,7 +274,10 @@ export class Engine implements SubServerHost, LaneView {
     } else {
       // Only after this engine restarted: the sender still counted on the KV that died with it.
       if (!a.context && handoff.anchor !== 0) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
+      const grammar = spec.constraint && newGrammarState(this.host, spec, this.info);
+      if (grammar instanceof Error) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: grammar });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
+      local.grammar = grammar;
       local.text = a.text;
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
@@ -330,6 +342,8 @@ export class Engine implements SubServerHost, LaneView {
   }
 
   private forget(local: LocalRequest): void {
+    local.grammar?.dispose();
+    local.grammar = undefined;
     this.queues.dequeue(local);
     if (this.locals.get(local.id) === local) this.locals.delete(local.id);
     if (this.isStepping(local)) return;

@@ -6,6 +6,7 @@ import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { Engine } from './engine.ts';
 import { checkEngine } from './invariants.ts';
 import { OutputProcessor } from './outputProcessor.ts';
+import { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
 import type { RequestCounters } from './localRequest.ts';
@@ -57,6 +58,7 @@ export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
   readonly retainState: boolean;
   readonly output: OutputProcessor | undefined;
+  readonly grammar: EngineGrammar;
   /** Where trace events go while something reads them (`settings.trace`, then the entry's `trace` messages); undefined: none are made. */
   trace: TraceSink | undefined;
   private readonly sink: TraceSink;
@@ -83,6 +85,7 @@ export class EngineHost implements EngineEnv {
   ) {
     this.policy = new LaunchPolicy(settings.mode);
     this.output = decoder && new OutputProcessor(decoder);
+    this.grammar = new EngineGrammar(decoder);
     this.retainState = settings.retainState;
     this.sink = traceSink ?? { emit: (e) => this.traced.push(e) };
     this.trace = settings.trace ? this.sink : undefined;
@@ -184,6 +187,10 @@ export class EngineHost implements EngineEnv {
     this.call(() => {
       for (const a of arrivals) if (!this.tombstones.has(a.spec.serial)) this.engine.arrive(a);
     });
+  }
+
+  deferArrival(ready: Promise<unknown>, a: Arrival): void {
+    void ready.then(() => this.arrive([a]));
   }
 
   /** The entry ended the request; its tallies when this engine owned it. */

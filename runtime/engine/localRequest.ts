@@ -6,6 +6,7 @@ import type { LocalStatus } from '../../shared/trace.ts';
 import { isFinalLocal, localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
 import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { ConstraintState } from '../grammar/constraintState.ts';
 
 /** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
 export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
@@ -39,6 +40,10 @@ export class LocalRequest {
   readonly wants: StepWants;
   /** Its text, while this engine decodes it and its output is detokenised (it travels with every handoff). */
   text: TextState | undefined = undefined;
+  /** Its grammar's state here (spec.constraint), derived from `tokens`: nothing of it travels. */
+  grammar: ConstraintState | undefined = undefined;
+  /** Why its grammar refused the sequence (a token drawn outside the mask): the request fails at its next result. */
+  grammarError: Error | undefined = undefined;
 
   constructor(
     readonly spec: RequestSpec,

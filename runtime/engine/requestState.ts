@@ -30,6 +30,8 @@ export interface RequestResult {
   tokensFed: Record<string, number>;
   /** Prompt tokens the prefix cache held when the prompt was first fed. */
   cachedPromptTokens: number;
+  /** Output index from which a grammar masked every token (absent: no constraint, or its start never came). */
+  maskedFrom?: number;
   /** The output text as the engines detokenised it, up to a stop string ('' unless the request asked for text). */
   text: string;
   submittedAt: number;
@@ -169,6 +171,7 @@ export class RequestState {
       tokensFed: byModel(c.tokensFed),
       cachedPromptTokens: c.cachedPrompt,
       text: this.text,
+      ...maskedFrom(this.spec, this.output),
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
       endedAt: this.endedAt,
@@ -177,9 +180,19 @@ export class RequestState {
   }
 }
 
+/** Where the grammar took over the output: at once, or after the first `startAfter` id. */
+function maskedFrom(spec: RequestSpec, output: readonly number[]): { maskedFrom?: number } {
+  const c = spec.constraint;
+  if (!c) return {};
+  if (!c.startAfter || c.startAfter.length === 0) return { maskedFrom: 0 };
+  const at = output.findIndex((t) => c.startAfter!.includes(t));
+  return at < 0 ? {} : { maskedFrom: at + 1 };
+}
+
 /** The fixed facts of a request, for every engine it visits. */
-export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number, out: Pick<SubmitOptions, 'text' | 'detail'> = {}): RequestSpec {
+export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number, out: Pick<SubmitOptions, 'text' | 'detail' | 'constraint'> = {}): RequestSpec {
   return {
+    ...(out.constraint ? { constraint: out.constraint } : {}),
     ...(out.text ? { text: out.text } : {}),
     ...(out.detail ? { detail: true } : {}),
     id,
@@ -204,5 +217,5 @@ export function requestEndEvent(result: RequestResult): TraceEvent {
     if (last && last.model === name) last.count++;
     else runs.push({ model: name, count: 1 });
   }
-  return { type: 'request-end', t: result.endedAt, requestId: result.id, status: result.status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: result.submittedAt, firstTokenAt: result.firstTokenAt };
+  return { type: 'request-end', t: result.endedAt, requestId: result.id, status: result.status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: result.submittedAt, firstTokenAt: result.firstTokenAt, ...(result.maskedFrom !== undefined ? { maskedFrom: result.maskedFrom } : {}) };
 }

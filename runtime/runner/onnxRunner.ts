@@ -10,6 +10,7 @@ import { sessionOptions, type SessionMemory } from './sessionOptions.ts';
 export { sessionOptions, type SessionMemory } from './sessionOptions.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
 import { analyzeHead, analyzeRow } from './sampling.ts';
+import { analyzeMasked, maskProblem } from './maskedRow.ts';
 import { headRow, planHead } from './stepHead.ts';
 import { BatchKvStore, HEADROOM, type CacheEntry } from './batchKvStore.ts';
 import { splitFeeds } from './splitFeeds.ts';
@@ -199,6 +200,10 @@ export class OnnxRunner implements ModelRunner {
       if (r.position + r.tokens.length > this.info.maxContext) {
         throw new StepError(`${this.info.name}: request ${r.requestId}: position ${r.position} + ${r.tokens.length} tokens exceeds max context ${this.info.maxContext}`);
       }
+      if (r.mask) {
+        const problem = maskProblem(r.mask, V);
+        if (problem) throw new StepError(`${this.info.name}: request ${r.requestId}: ${problem}`);
+      }
       for (const h of r.wants.heads) {
         if (!this.heads.has(h)) throw new StepError(`${this.info.name}: router head "${h}" is not shipped with this model (has: ${[...this.heads.keys()].join(', ') || 'none'})`);
       }
@@ -328,7 +333,7 @@ export class OnnxRunner implements ModelRunner {
         eosTokenIds: this.info.eosTokenIds,
         history: entries[i].ids,
       };
-      const a = plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
+      const a = r.mask ? analyzeMasked(rowLogits!(b), r.mask, opts) : plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;

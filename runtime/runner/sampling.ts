@@ -105,7 +105,7 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
   const kl = opts.topLogitsK ?? 0;
   const top = topIndices(logits, Math.max(2, opts.topK, kl));
   const token = drawRow(logits, opts, bannedIds(opts, V), top[0]);
-  return signals(top.map((i) => logits[i]), top, lse, Math.log(z) - zd / z, V, logits[token], token, opts);
+  return rowSignals(top.map((i) => logits[i]), top, lse, Math.log(z) - zd / z, V, logits[token], token, opts);
 }
 
 /** What the signal nodes hand back for one row (graph/signalHead.ts), best candidates first. */
@@ -161,11 +161,11 @@ export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAna
     while (r + 1 < n && !(h.topWeights![r] > 0)) r++;
     tokenLogit = j >= 0 ? h.topLogits[j] : h.topLogits[r] + s.temperature * Math.log(h.weights![token] / h.topWeights![r]);
   }
-  return signals(Array.from(h.topLogits), h.topIds, h.lse, h.entropy, V, tokenLogit, token, opts);
+  return rowSignals(Array.from(h.topLogits), h.topIds, h.lse, h.entropy, V, tokenLogit, token, opts);
 }
 
-/** The signals of a row; a NaN `lse` (a row that reads none: stepHead.ts readsSignals) leaves them 0. */
-function signals(topLogits: readonly number[], topIds: readonly number[], lse: number, entropyNats: number, V: number, tokenLogit: number, token: number, opts: AnalyzeOptions): RowAnalysis {
+/** The signals of a row (its top logits and ids, best first, log-sum-exp, entropy in nats); a NaN `lse` (a row that reads none: stepHead.ts readsSignals) leaves them 0. */
+export function rowSignals(topLogits: readonly number[], topIds: readonly number[], lse: number, entropyNats: number, V: number, tokenLogit: number, token: number, opts: AnalyzeOptions): RowAnalysis {
   if (Number.isNaN(lse)) lse = Infinity;
   const p1 = Math.exp(topLogits[0] - lse);
   const p2 = topLogits.length > 1 ? Math.exp(topLogits[1] - lse) : 0;
@@ -208,7 +208,7 @@ function drawRow(logits: Float32Array, opts: AnalyzeOptions, banned: readonly nu
   return sampleToken(x, max, s, drawUniform(s.seed, opts.position, opts.model, SAMPLE_STREAM));
 }
 
-function applyPenalties(x: Float32Array, pen: SamplingPenalties, opts: AnalyzeOptions): void {
+export function applyPenalties(x: Float32Array, pen: SamplingPenalties, opts: AnalyzeOptions): void {
   const V = x.length;
   if (pen.frequency !== 0 || pen.presence !== 0) {
     const h = opts.history ?? [];

@@ -4,6 +4,16 @@ import type { Clock } from '../clock/clock.ts';
 import { Later } from '../clock/later.ts';
 import { hashString, mix } from '../util/hash.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from './modelRunner.ts';
+import { allows, maskProblem } from './maskedRow.ts';
+
+/** The first id from `t` on (cyclically over V) that `ok` takes; `t` itself when none does. */
+function next(t: number, V: number, ok: (t: number) => boolean): number {
+  for (let i = 0; i < V; i++) {
+    const c = (t + i) % V;
+    if (ok(c)) return c;
+  }
+  return t % V;
+}
 
 /** What the next token depends on: a rolling hash of every token this model was fed for the request. */
 export interface SimContext {
@@ -120,7 +130,7 @@ export class SimRunner implements ModelRunner {
       cache.hash = hash;
       cache.length += tokens.length;
       tokensFed += tokens.length;
-      out[i] = this.sample(cache, row);
+      out[i] = row.mask ? this.masked(this.sample(cache, row), row, row.mask) : this.sample(cache, row);
     }
     c.rows += rows.length;
     c.tokensFed += tokensFed;
@@ -147,6 +157,34 @@ export class SimRunner implements ModelRunner {
       heads: o.heads ?? NO_HEADS,
       hidden: o.hidden,
     };
+  }
+
+  /**
+   * A grammar mask: a token it does not allow becomes the next id that it does (cyclically), and
+   * min_tokens' ban holds among the allowed unless it would leave none (the grammar wins, as in
+   * maskedRow.ts). A simulated model has no distribution to renormalise, so its signals stay, but
+   * a mask allowing one token makes the row certain (entropy 0, maxProb 1), as the masked signals
+   * of a real runner do; top ids the mask does not allow are left out.
+   */
+  private masked(o: TokenSignals, row: StepRow, mask: Int32Array): TokenSignals {
+    const V = this.info.vocabSize;
+    const problem = maskProblem(mask, V);
+    if (problem) throw new Error(`${this.info.name}: request ${row.requestId}: ${problem}`);
+    const ok = (t: number) => allows(mask, t);
+    let token = next(o.token, V, ok);
+    if (row.sampling.suppressEos) {
+      const stop = row.sampling.stopTokenIds ?? [];
+      const kept = (t: number) => ok(t) && !this.info.eosTokenIds.includes(t) && !stop.includes(t);
+      if (!kept(token)) {
+        const t = next(token, V, kept);
+        if (kept(t)) token = t;
+      }
+    }
+    const keep = o.topIds.map((t) => ok(t));
+    const topIds = o.topIds.filter((_, j) => keep[j]);
+    const topProbs = o.topProbs.filter((_, j) => keep[j]);
+    if (next(token + 1, V, ok) !== token) return { ...o, token, topIds, topProbs };
+    return { ...o, token, entropy: 0, maxProb: 1, margin: 1, tokenProb: 1, topIds: topIds.length ? [token] : topIds, topProbs: topIds.length ? [1] : topProbs };
   }
 
   /** min_tokens not reached: an EOS (or stop id) becomes the next id that is neither (a simulated model has no distribution to redraw from). */

@@ -43,7 +43,7 @@ const rowIndex = (list: number[]): ort.Tensor => new ort.Tensor('int64', BigInt6
  * and which rows each group of nodes runs over) and what it fetches: candidates always;
  * log-sum-exp and entropy for rows that read signals; ORT's draw for temperature rows without
  * cuts; the row of tempered probabilities for rows under cuts (the exact fallback may read it); the
- * row of logits only for rows with penalties (a banned EOS the graph leaves out of its draws itself:
+ * row of logits only for rows with penalties or a grammar mask (a banned EOS the graph leaves out of its draws itself:
  * qwen3-42m, B = 8, top_p 0.9 + top_k 20 below min_tokens, 17.7 ms a step against 42.9 through the logits).
  * A greedy row that reads no signal costs its TopK only (V = 151,936: 0.06-0.18 ms a row against 0.46-0.81).
  */
@@ -65,6 +65,11 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
     if (f === null) continue;
     const r = rows[i];
     const s = r.sampling;
+    // a masked row is analysed in JavaScript over its allowed tokens (maskedRow.ts): its row of logits only
+    if (r.mask) {
+      needLogits = true;
+      continue;
+    }
     K = Math.max(K, r.wants.topK, s.topLogprobs ?? 0, ctx.topLogitsK);
     if (readsSignals(r)) sig[b] = groups[0].push(b) - 1;
     const banned = bannedIds({ sampling: s, eosTokenIds: ctx.eosIds }, V);

@@ -22,7 +22,8 @@ export class TextTokenizer {
   readonly bosTokenId: number;
 
   constructor(
-    tokenizerJson: Record<string, unknown>,
+    /** As read from tokenizer.json (grammars read the vocabulary from it: runtime/grammar/modelVocabulary.ts). */
+    readonly tokenizerJson: Record<string, unknown>,
     tokenizerConfig: Record<string, unknown>,
     ids: { bos: number; eos: number },
     /** The model this tokenizer belongs to, named in chat-template errors. */

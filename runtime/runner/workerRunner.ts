@@ -99,6 +99,8 @@ export class WorkerRunner implements ModelRunner {
     const id = this.nextId++;
     return new Promise<StepOutput>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      // a row's grammar mask (an Int32Array of ceil(V / 32) words, 19 KB at V = 151,936) is copied by
+      // the structured clone, not transferred: the engine may keep its buffer for the next step
       this.send({ type: 'step', id, rows: rows as StepRow[] });
     });
   }

@@ -1,0 +1,121 @@
+// Bench suite `mask` (`npm run bench -- mask [--models qwen3-42m] [--batch 8] [--tokens 32] [--rounds 3]`): what a grammar mask costs a decode step on a real-shaped model at V = 151,936, dense and sparse, against unmasked greedy.
+import { realShapeFolder } from '../../test/support/realShape/realShapeFolder.ts';
+import { OnnxRunner } from '../runner/onnxRunner.ts';
+import { analyzeMasked, maskWords } from '../runner/maskedRow.ts';
+import type { SamplingParams, StepRow } from '../runner/modelRunner.ts';
+import { NO_WANTS } from '../../shared/algorithm.ts';
+import { percentile } from '../util/stats.ts';
+import type { Row } from '../util/table.ts';
+import type { BenchOptions, SuiteRun } from './benchSuite.ts';
+import { SuiteFlags } from './suiteFlags.ts';
+import { TokenRouterError } from '../errors.ts';
+
+const median = (xs: readonly number[]): number => percentile(xs, 50);
+
+const GREEDY: SamplingParams = { temperature: 0, topP: 1, topK: 0, seed: 1 };
+const TOP_P: SamplingParams = { temperature: 0.8, topP: 0.9, topK: 0, seed: 1 };
+
+/** Seeded masks allowing `allowed` tokens at random (sparse: JSON structure) or each token with probability 1/2 (dense: string contents). */
+function masks(V: number, kind: 'dense' | 'sparse', n: number): Int32Array[] {
+  let a = kind === 'dense' ? 12345 : 777;
+  const rnd = (): number => {
+    a = (a * 1103515245 + 12345) >>> 0;
+    return a / 4294967296;
+  };
+  return Array.from({ length: n }, () => {
+    const m = new Int32Array(maskWords(V));
+    if (kind === 'dense') for (let w = 0; w < m.length; w++) m[w] = (rnd() * 4294967296) | 0;
+    else for (let k = 0; k < 3; k++) {
+      const t = Math.floor(rnd() * V);
+      m[t >>> 5] |= 1 << (t & 31);
+    }
+    if (V & 31) m[m.length - 1] &= (1 << (V & 31)) - 1;
+    return m;
+  });
+}
+
+interface Case {
+  name: string;
+  sampling: SamplingParams;
+  mask?: 'dense' | 'sparse';
+}
+
+const CASES: Case[] = [
+  { name: 'greedy', sampling: GREEDY },
+  { name: 'greedy, dense mask (1/2 allowed)', sampling: GREEDY, mask: 'dense' },
+  { name: 'greedy, sparse mask (3 allowed)', sampling: GREEDY, mask: 'sparse' },
+  { name: 'top_p 0.9', sampling: TOP_P },
+  { name: 'top_p 0.9, dense mask', sampling: TOP_P, mask: 'dense' },
+  { name: 'top_p 0.9, sparse mask', sampling: TOP_P, mask: 'sparse' },
+];
+
+/** ms per decode step of `batch` rows, `tokens` steps after a prefill, every row masked as the case says. */
+async function decodeMs(runner: OnnxRunner, c: Case, batch: number, tokens: number, pool: Record<'dense' | 'sparse', Int32Array[]>, firstCache: number): Promise<number> {
+  const live = Array.from({ length: batch }, (_, i) => ({ cacheId: firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 }));
+  let ms = 0;
+  for (let s = 0; s <= tokens; s++) {
+    const rows: StepRow[] = live.map((l, i) => ({ cacheId: l.cacheId, requestId: `m${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: { ...c.sampling, seed: i }, wants: NO_WANTS, mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined }));
+    const t0 = performance.now();
+    const out = await runner.step(rows);
+    // the prefill is not timed
+    if (s > 0) ms += performance.now() - t0;
+    live.forEach((l, i) => {
+      l.position += l.tokens.length;
+      l.tokens = [out.rows[i].token];
+    });
+  }
+  for (const l of live) runner.release(l.cacheId);
+  return ms / tokens;
+}
+
+export async function run(opts: BenchOptions): Promise<SuiteRun> {
+  const f = new SuiteFlags(opts.flags);
+  const model = f.str('models', 'qwen3-42m');
+  const B = f.num('batch', 8);
+  const tokens = f.sized('tokens', 32, 8);
+  const rounds = f.sized('rounds', 3, 1);
+  for (const [k, v] of [['batch', B], ['tokens', tokens], ['rounds', rounds]] as const) {
+    if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must be a positive integer (got ${v})`, k);
+  }
+  const runner = await OnnxRunner.load(realShapeFolder(model).dir);
+  const V = runner.info.vocabSize;
+  const pool = { dense: masks(V, 'dense', 64), sparse: masks(V, 'sparse', 64) };
+  // JavaScript alone: one masked row's signals and draw from its logits
+  const logits = Float32Array.from({ length: V }, (_, i) => Math.sin(i * 12.9898) * 3);
+  const jsMs: Record<string, number> = {};
+  for (const c of CASES.filter((k) => k.mask)) {
+    const reps = 200;
+    for (let r = 0; r < 20; r++) analyzeMasked(logits, pool[c.mask!][r % 64], { sampling: c.sampling, position: r, model: 'm', topK: 0 });
+    const t0 = performance.now();
+    for (let r = 0; r < reps; r++) analyzeMasked(logits, pool[c.mask!][r % 64], { sampling: c.sampling, position: r, model: 'm', topK: 0 });
+    jsMs[c.name] = (performance.now() - t0) / reps;
+  }
+  // rounds interleave the cases, so drift on a shared machine spreads over all of them
+  const perCase = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
+  await decodeMs(runner, CASES[0], B, 4, pool, 0);
+  for (let r = 0; r < rounds; r++) {
+    for (const [k, c] of CASES.entries()) perCase.get(c.name)!.push(await decodeMs(runner, c, B, tokens, pool, 1000 * (r + 1) + 100 * k));
+  }
+  await runner.close();
+  const table: Row[] = [];
+  const results: Record<string, unknown>[] = [];
+  for (const c of CASES) {
+    const step = median(perCase.get(c.name)!);
+    const base = median(perCase.get(c.sampling === GREEDY ? 'greedy' : 'top_p 0.9')!);
+    const greedy = median(perCase.get('greedy')!);
+    const perRow = c.mask ? (step - base) / B : 0;
+    // a committed token's served time at c = B is the step's time over its B rows
+    const share = c.mask ? perRow / (greedy / B) : 0;
+    results.push({ case: c.name, stepMs: step, tokPerS: (1000 * B) / step, maskMsPerRow: perRow, shareOfGreedyToken: share, jsMsPerRow: jsMs[c.name] });
+    table.push({
+      case: c.name,
+      'ms / step': step.toFixed(2),
+      'tok/s': ((1000 * B) / step).toFixed(0),
+      'mask ms / row': c.mask ? perRow.toFixed(3) : '-',
+      '% of a greedy token': c.mask ? `${(100 * share).toFixed(1)} %` : '-',
+      'analyzeMasked ms / row (JS alone)': c.mask ? jsMs[c.name].toFixed(3) : '-',
+    });
+  }
+  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} interleaved rounds; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}).`;
+  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table }, notes: [note] } };
+}

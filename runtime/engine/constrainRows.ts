@@ -1,0 +1,62 @@
+// Grammar enforcement in an engine's step: each constrained row's mask at launch, each committed token checked against the grammar.
+import type { LocalRequest, RequestSpec } from './localRequest.ts';
+import type { Batch } from './batch.ts';
+import type { Arrival } from './messages.ts';
+import type { EngineEnv } from './engineEnv.ts';
+import type { ConstraintState } from '../grammar/constraintState.ts';
+import type { ModelInfo } from '../../shared/protocol/engineProtocol.ts';
+import { TokenRouterError } from '../errors.ts';
+
+/**
+ * Rows that sample their request's next token draw under its grammar's mask, synced to the sequence
+ * this engine holds (a chunk of a longer feed samples nothing that is kept: no mask). A sequence the
+ * grammar refuses marks the request, which fails when its row comes back.
+ */
+export function maskRows(batch: Batch): void {
+  const { locals, rows } = batch;
+  for (let i = 0; i < locals.length; i++) {
+    const local = locals[i];
+    const row = rows[i];
+    if (!local.grammar || local.grammarError || row.position + row.tokens.length < local.tokens.length) continue;
+    try {
+      row.mask = local.grammar.mask(local.tokens);
+      if (row.mask) batch.maskedRows++;
+    } catch (e) {
+      local.grammarError = e as Error;
+    }
+  }
+}
+
+/** The grammar takes the token just committed; an error (to fail the request with) when it refuses it. */
+export function acceptCommitted(local: LocalRequest, model: string): TokenRouterError | undefined {
+  try {
+    local.grammar!.sync(local.tokens);
+    return undefined;
+  } catch (e) {
+    return new TokenRouterError('runner_error', `${model}: ${(e as Error).message} (did the runner honour the mask?)`);
+  }
+}
+
+/** A constrained request's grammar state for a new local here, or the TokenRouterError saying why this engine cannot enforce it. */
+export function newGrammarState(host: EngineEnv, spec: RequestSpec, info: ModelInfo): ConstraintState | TokenRouterError {
+  if (!host.grammar) return new TokenRouterError('invalid_request', `model ${info.name}'s engine enforces no grammars`, 'model');
+  try {
+    return host.grammar.create(spec.constraint!, spec.promptLength, info);
+  } catch (e) {
+    if (e instanceof TokenRouterError) return e;
+    throw e;
+  }
+}
+
+/**
+ * A constrained request arriving without a state here waits, outside the queue, while its grammar
+ * compiles (or xgrammar loads) off this call, so the loop runs on; the host runs the arrival again
+ * then. True: it waits.
+ */
+export function heldForGrammar(host: EngineEnv, a: Arrival, info: ModelInfo, held: LocalRequest | undefined): boolean {
+  if (held?.grammar || !host.grammar || !host.deferArrival) return false;
+  const ready = host.grammar.prepare(a.spec.constraint!, info);
+  if (!ready) return false;
+  host.deferArrival(ready, a);
+  return true;
+}
