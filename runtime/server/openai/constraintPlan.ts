@@ -1,5 +1,4 @@
 // A request's structured-output fields (response_format, structured_outputs, guided_*) as one Constraint grammar, each bad one a 400 naming it.
-import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { GrammarSpec } from '../../../shared/protocol/constraint.ts';
 import type { ChatRequest, CompletionRequest } from '../../../shared/api/openai.ts';
 import { TokenRouterError } from '../../errors.ts';
@@ -10,12 +9,10 @@ export interface FieldGrammar {
   param: string;
 }
 
-const ajv = new Ajv2020({ strict: false, validateSchema: true, allErrors: false });
-
 /**
- * A JSON Schema given as an object or its JSON text, checked as a schema (ajv, draft 2020-12 and the
- * earlier drafts' keywords) and returned as JSON text; whether the grammar engine can compile it is
- * checked later, per vocabulary.
+ * A JSON Schema given as an object or its JSON text, returned as JSON text; whether it is a schema
+ * the grammar engine compiles (xgrammar checks types, keywords and their values) is checked before
+ * the request is queued, per vocabulary (constraintCheck.ts).
  */
 export function schemaText(v: string | Record<string, unknown>, param: string): string {
   let schema: unknown = v;
@@ -28,13 +25,6 @@ export function schemaText(v: string | Record<string, unknown>, param: string): 
   }
   if (typeof schema !== 'boolean' && (typeof schema !== 'object' || schema === null || Array.isArray(schema))) {
     throw new TokenRouterError('invalid_request', `${param} must be a JSON Schema (an object)`, param);
-  }
-  try {
-    // the draft a schema names does not matter to this check (ajv knows one meta-schema per instance)
-    const { $schema: _draft, ...body } = schema as Record<string, unknown>;
-    ajv.compile(typeof schema === 'boolean' ? schema : body);
-  } catch (e) {
-    throw new TokenRouterError('invalid_request', `${param} is not a valid JSON Schema: ${(e as Error).message}`, param);
   }
   return JSON.stringify(schema);
 }

@@ -42,6 +42,8 @@ export interface Plan {
   output: OutputSpec;
   /** The request's constraint, and the field it came from: checked against every model's vocabulary before anything is queued. */
   constraint?: { constraint: Constraint; param: string };
+  /** Grammars to compile before queueing besides the constraint (tools' parameter schemas), each refused by its field. */
+  checks: FieldGrammar[];
 }
 
 /** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
@@ -53,6 +55,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const entry = entryModel(service, body);
   let grammar = requestedGrammar(body);
   const output: OutputSpec = {};
+  const checks: FieldGrammar[] = [];
   if (kind === 'chat') {
     const chat = body as ChatRequest;
     refuseTextBeyondWindow(chatChars(chat), maxContext, 'messages');
@@ -60,6 +63,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     if (tools.grammar && grammar) throw new TokenRouterError('invalid_request', `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`, tools.grammar.param);
     grammar ??= tools.grammar;
     if (tools.parser) output.tools = tools.parser;
+    checks.push(...tools.schemas);
     prompts = [{ ids: chatPrompt(service, chat, tools.templateTools), text: '' }];
     const reasoning = entry?.reasoningParser;
     // completions have no template around them: their text is the model's as it is
@@ -114,7 +118,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   // One id from the response through the trace and the timeline; choice k of several is id-k there.
   jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
-  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), promptCount: prompts.length, logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval, output, ...(constraint ? { constraint } : {}) };
+  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), promptCount: prompts.length, logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval, output, checks, ...(constraint ? { constraint } : {}) };
 }
 
 /** The config of the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats hold for the answer. */

@@ -12,6 +12,8 @@ export interface ToolPlan {
   parser?: ToolCallParserName;
   /** tool_choice "required" or a named function: the calls' grammar. */
   grammar?: FieldGrammar;
+  /** Each function's parameters as a grammar, compiled before queueing so a bad schema is refused by its field (enforced or not). */
+  schemas: FieldGrammar[];
 }
 
 /** How each family writes one call around its arguments, and between calls (as its parser reads them back). */
@@ -33,7 +35,8 @@ export function planTools(body: ChatRequest, parser: ToolCallParserName | undefi
     if (schemas.has(t.function.name)) throw new TokenRouterError('invalid_request', `${param}.name: "${t.function.name}" is given twice`, `${param}.name`);
     schemas.set(t.function.name, t.function.parameters === undefined ? '{"type": "object", "properties": {}}' : schemaText(t.function.parameters, `${param}.parameters`));
   });
-  const plan: ToolPlan = tools.length > 0 ? { templateTools: tools } : {};
+  const plan: ToolPlan = { schemas: [...schemas].map(([_name, schema], i) => ({ param: `tools.${i}.function.parameters`, grammar: { kind: 'json_schema', schema } })) };
+  if (tools.length > 0) plan.templateTools = tools;
   if (choice === 'none') return plan;
   if (tools.length === 0) throw new TokenRouterError('invalid_request', `tool_choice ${JSON.stringify(choice)} needs tools`, 'tool_choice');
   if (parser === undefined) {
