@@ -105,6 +105,9 @@ const chatMessage = z
     /** An assistant message's thought (vLLM), for templates that render it. */
     reasoning_content: z.string().nullish(),
     function_call: refused(DEPRECATED_FUNCTIONS),
+    /** Added by the openai client's parse and stream helpers to the messages they return, so a message sent back as it came carries them; ignored. */
+    parsed: z.unknown().optional(),
+    annotations: z.array(z.unknown()).optional(),
   })
   .strict()
   .superRefine((m, ctx) => {
