@@ -172,3 +172,20 @@ describe('usage.prompt_tokens_details.cached_tokens', () => {
     expect(streamed.at(-1)!.usage!.prompt_tokens_details!.cached_tokens).toBe(cached);
   });
 });
+
+describe('a structured output with a reasoning parser', () => {
+  it('starts after </think>: the thought is free, the answer is one of the choices', async () => {
+    nextScript = '<think>\nyes or no? yes.\n</think>yes';
+    const r = await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'Yes or no?' }], max_tokens: 40, guided_choice: ['yes', 'no'] } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect((r.choices[0].message as { reasoning_content?: string }).reasoning_content).toBe('\nyes or no? yes.\n');
+    expect(r.choices[0].message.content).toBe('yes');
+    expect(r.choices[0].finish_reason).toBe('stop');
+  });
+
+  it('with enable_thinking false the grammar covers the whole answer', async () => {
+    nextScript = '<think>\nthinking anyway\n</think>yes';
+    const r = await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'Yes or no?' }], max_tokens: 40, guided_choice: ['yes', 'no'], chat_template_kwargs: { enable_thinking: false } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(['yes', 'no']).toContain(r.choices[0].message.content);
+    expect((r.choices[0].message as { reasoning_content?: string | null }).reasoning_content).toBeNull();
+  });
+});
