@@ -196,7 +196,22 @@ export type OpenAIErrorBody = z.infer<typeof openAIErrorBodySchema>;
 
 /** One streamed chat chunk as a client reads it: content deltas, the finish reason, and the tokens' attribution. */
 export const chatChunkSchema = z.object({
-  choices: z.array(z.object({ delta: z.object({ content: z.string().optional() }).optional(), finish_reason: z.string().nullable().optional() })).optional(),
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullable().optional(),
+            /** With a reasoning parser: the thought, apart from the answer. */
+            reasoning_content: z.string().optional(),
+            /** A call's id, type and name first (arguments ""), then its arguments, as OpenAI streams them. */
+            tool_calls: z.array(z.object({ index: z.number().int(), id: z.string().optional(), type: z.literal('function').optional(), function: z.object({ name: z.string().optional(), arguments: z.string().optional() }) })).optional(),
+          })
+          .optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .optional(),
   /** Content chunks: `models`, this chunk's tokens by the model that wrote them; `tokens` with tokenrouter_tokens. */
   tokenrouter: z.object({ models: z.record(z.string(), z.number()).optional(), tokens: z.array(tokenAttributionSchema).optional() }).optional(),
   error: openAIErrorBodySchema.shape.error.optional(),

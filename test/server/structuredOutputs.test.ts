@@ -94,3 +94,13 @@ describe('tool_choice required, then auto: a round trip', () => {
     expect(['stop', 'length']).toContain(answer.choices[0].finish_reason);
   }, 120_000);
 });
+
+describe('cached_tokens from an engine in its worker thread', () => {
+  it('a repeated prompt reports all but its last token cached', async () => {
+    const ask = { model: 'small', messages: [{ role: 'user' as const, content: 'Tell me about rivers and lakes in the north, please.' }], max_tokens: 4, seed: 2 };
+    const first = await client.chat.completions.create(ask);
+    const again = await client.chat.completions.create(ask);
+    expect(first.usage!.prompt_tokens_details!.cached_tokens).toBeLessThan(first.usage!.prompt_tokens - 1);
+    expect(again.usage!.prompt_tokens_details!.cached_tokens).toBe(again.usage!.prompt_tokens - 1);
+  }, 60_000);
+});
