@@ -10,6 +10,13 @@ import { apiKeysSchema, type ApiKeyConfig } from './apiKeyConfig.ts';
 import { DTYPES, type Dtype } from '../runner/modelFolder.ts';
 import { EXECUTION_PROVIDERS } from '../runner/onnxExport.ts';
 
+/** Tool-call formats a model may be configured with (models[].toolCallParser). */
+export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json'] as const;
+/** Thought markers a model may be configured with (models[].reasoningParser). */
+export const REASONING_PARSERS = ['qwen3', 'deepseek_r1'] as const;
+export type ToolCallParserName = (typeof TOOL_CALL_PARSERS)[number];
+export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
+
 /** One entry of `models`. */
 export const modelSchema = z
   .object({
@@ -37,6 +44,17 @@ export const modelSchema = z
     prepacking: z.boolean().default(true),
     /** Set: the model runs in `tokenrouter subserver` processes reached over NATS, not in a local worker. */
     remote: remoteModelSchema.optional(),
+    /**
+     * How this model writes tool calls (vLLM's --tool-call-parser): "hermes" (Qwen3, Hermes:
+     * `<tool_call>{"name": …, "arguments": …}</tool_call>`) or "llama3_json" (Llama 3: a JSON object
+     * `{"name": …, "parameters": …}`). Without one, requests with tools (other than tool_choice "none") are refused.
+     */
+    toolCallParser: z.enum(TOOL_CALL_PARSERS).optional(),
+    /**
+     * How this model marks its thought (vLLM's --reasoning-parser): "qwen3" or "deepseek_r1" (text
+     * between `<think>` and `</think>`, returned as reasoning_content). Structured outputs then start after `</think>`.
+     */
+    reasoningParser: z.enum(REASONING_PARSERS).optional(),
   })
   .strict();
 

@@ -197,6 +197,8 @@ export class LaneQueues {
     }
     local.fed = hit.length;
     local.cachedPrefix = hit.length;
+    // the prompt's own prefill (nothing generated yet): what usage reports as cached prompt tokens
+    if (local.tokens.length === local.spec.promptLength) local.counters.cachedPrompt = Math.max(local.counters.cachedPrompt, hit.length);
     this.pool.cached(hit.length);
     this.stats.prefixHits += hit.length;
   }

@@ -18,7 +18,7 @@ export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
 export type { RequestCounters } from '../../shared/protocol/engineProtocol.ts';
 
 export function newCounters(models: number): RequestCounters {
-  return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0) };
+  return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0), cachedPrompt: 0 };
 }
 
 let nextCacheId = 1;

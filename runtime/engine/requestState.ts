@@ -28,6 +28,8 @@ export interface RequestResult {
   admissions: Record<string, number>;
   /** Per model: tokens fed to it for this request (prefill + extend + decode). */
   tokensFed: Record<string, number>;
+  /** Prompt tokens the prefix cache held when the prompt was first fed. */
+  cachedPromptTokens: number;
   /** Output index from which a grammar masked every token (absent: no constraint, or its start never came). */
   maskedFrom?: number;
   /** The output text as the engines detokenised it, up to a stop string ('' unless the request asked for text). */
@@ -167,6 +169,7 @@ export class RequestState {
       discarded: c.discarded,
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
+      cachedPromptTokens: c.cachedPrompt,
       text: this.text,
       ...maskedFrom(this.spec, this.output),
       submittedAt: this.submittedAt,

@@ -16,9 +16,14 @@ export class ChatPrompts {
 
   constructor(private readonly tokenizer: TextTokenizer) {}
 
-  ids(messages: readonly ChatMessage[]): number[] {
-    const key = JSON.stringify(messages.map((m) => [m.role, m.content]));
-    if (!this.tokenizer.templateIsPure || key.length > MAX_KEY_CHARS) return this.tokenizer.encodeChat(messages, true);
+  /**
+   * `variables`: the template's further variables (`tools`, vLLM's chat_template_kwargs); messages
+   * may carry more than role and content (tool_calls, tool_call_id), all part of the key.
+   */
+  ids(messages: readonly ChatMessage[], variables: Readonly<Record<string, unknown>> = {}): number[] {
+    const render = () => this.tokenizer.encode(this.tokenizer.applyChatTemplate(messages, true, variables), false);
+    const key = JSON.stringify([messages, variables]);
+    if (!this.tokenizer.templateIsPure || key.length > MAX_KEY_CHARS) return render();
     const hit = this.kept.get(key);
     if (hit) {
       // most recently used last, so the oldest is evicted first
@@ -26,7 +31,7 @@ export class ChatPrompts {
       this.kept.set(key, hit);
       return hit.slice();
     }
-    const ids = this.tokenizer.encodeChat(messages, true);
+    const ids = render();
     this.kept.set(key, ids.slice());
     if (this.kept.size > KEEP) this.kept.delete(this.kept.keys().next().value!);
     return ids;

@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Algorithm, TokenSignals } from '../../shared/algorithm.ts';
+import type { Constraint } from '../../shared/protocol/constraint.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import { connectRemoteModels, hasLocalFolder, remoteMemoryPlan } from '../distributed/remoteModels.ts';
@@ -74,6 +75,8 @@ export interface GenerateParams {
   requestId?: string;
   /** Hand the sink each token's signals and decision (`tokenrouter_tokens`); logprobs imply it. Off: text and model only. */
   perToken?: boolean;
+  /** Every model writes the answer under this grammar (structured outputs, required tool calls). */
+  constraint?: Constraint;
 }
 
 /** Whether a generation's sink gets each token's signals: per-token detail (`tokenrouter_tokens`) or logprobs asked for. */
@@ -530,6 +533,7 @@ export class TokenRouterService {
       algorithmRef: ref,
       text: { stop: params.stop },
       detail: wantsDetail(params),
+      ...(params.constraint ? { constraint: params.constraint } : {}),
       onToken: sink.onToken,
       onEnd: (result) => {
         const finishReason = result.status === 'cancelled' ? 'cancelled' : result.status === 'failed' ? 'error' : result.finishReason === 'length' ? 'length' : 'stop';

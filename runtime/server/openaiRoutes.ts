@@ -11,6 +11,7 @@ import type { ServerMetrics } from './metrics.ts';
 import { answerStream } from './openai/answerStream.ts';
 import { answerUnary } from './openai/answerUnary.ts';
 import { planRequest, type Kind } from './openai/requestPlan.ts';
+import { checkPlanConstraint } from './openai/constraintCheck.ts';
 import { TurnFlush } from './openai/answerStream.ts';
 import { parseBody } from './zodToError.ts';
 
@@ -30,8 +31,8 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
     else sendError(res, new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${service.modelIds().join(', ')}`, 'model'));
   });
 
-  r.post('/v1/completions', (req, res) => handle('completion', req, res));
-  r.post('/v1/chat/completions', (req, res) => handle('chat', req, res));
+  r.post('/v1/completions', (req, res) => void handle('completion', req, res));
+  r.post('/v1/chat/completions', (req, res) => void handle('chat', req, res));
   // Another method on a known route is 405 naming the one that works (as vLLM answers), not a 404 that suggests a wrong path.
   for (const [path, allow] of [['/v1/completions', 'POST'], ['/v1/chat/completions', 'POST'], ['/v1/models', 'GET'], ['/v1/models/:id', 'GET']] as const) {
     r.all(path, (req, res) => {
@@ -40,12 +41,18 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
     });
   }
 
-  function handle(kind: Kind, req: Request, res: Response): void {
+  async function handle(kind: Kind, req: Request, res: Response): Promise<void> {
     try {
       // Shed before parsing: a refused request costs the entry as little as possible.
       shedder?.check();
       const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
       const plan = planRequest(service, kind, body, requestIdOf(req));
+      // compiled before queueing (cached per vocabulary and grammar): a schema the library cannot compile is the request's 400
+      if (plan.constraint || plan.checks.length > 0) {
+        await checkPlanConstraint(service, plan, body.tokenrouter_ir);
+        // the client hung up while it compiled: nothing to answer
+        if (res.writableEnded || res.destroyed) return;
+      }
       res.set('X-Request-Id', plan.id);
       const meter = keyMeterOf(res);
       const ctx = { service, metrics, drain, turns, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };

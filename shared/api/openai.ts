@@ -1,5 +1,6 @@
 // OpenAI-compatible request bodies (validated at the edge) and the TokenRouter extension fields.
 import { z } from 'zod';
+import { guidedFields, responseFormatSchema, structuredOutputsSchema, toolCallSchema, toolChoiceSchema, toolSchema } from './openaiConstraints.ts';
 
 /** Stop strings a request may give, as OpenAI allows. */
 export const MAX_STOP = 4;
@@ -18,12 +19,10 @@ export const MAX_CHOICES = 128;
 /** A parameter this server does not implement: absent or null passes, anything else is refused with `why`. */
 const refused = (why: string) => z.unknown().refine((v) => v === undefined || v === null, { message: why }).optional();
 
-/** Accepted only where it means what this server does anyway (e.g. response_format {type: "text"}). */
+/** Accepted only where it means what this server does anyway (e.g. best_of 1). */
 const onlyIf = (ok: (v: unknown) => boolean, why: string) => z.unknown().refine((v) => v === undefined || v === null || ok(v), { message: why }).optional();
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-const NO_TOOLS = 'not supported: this server generates text only and never calls tools';
+const DEPRECATED_FUNCTIONS = 'deprecated by OpenAI and not supported: use tools and tool_choice';
 
 const common = {
   model: z.string().min(1).max(200),
@@ -57,6 +56,11 @@ const common = {
   ignore_eos: z.boolean().nullish(),
   /** With model "draft": an algorithm IR to run without deploying it (the designer's playground). */
   tokenrouter_ir: z.unknown().optional(),
+  /** The answer matches a JSON Schema, any JSON object, or plain text (OpenAI); enforced by a grammar every model writes under. */
+  response_format: responseFormatSchema.nullish(),
+  /** vLLM's structured outputs: json (a schema), regex, choice, grammar (EBNF) or json_object; one at most. */
+  structured_outputs: structuredOutputsSchema.nullish(),
+  ...guidedFields,
   /** Add `tokenrouter.tokens`, one entry per token with its model and signals, to the answer or to each streamed chunk (the playground's view; off by default: kilobytes no OpenAI client asked for). */
   tokenrouter_tokens: z.boolean().nullish(),
 };
@@ -88,24 +92,30 @@ const textContent = z.union([z.string(), z.array(z.object({ type: z.literal('tex
 
 const chatMessage = z
   .object({
-    // tool and function pass here only to be refused below with the reason; the error lists the roles that work
-    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool', 'function'], { error: 'must be one of system, developer, user, assistant' }),
+    // function passes here only to be refused below with the reason; the error lists the roles that work
+    role: z.enum(['system', 'user', 'assistant', 'developer', 'tool', 'function'], { error: 'must be one of system, developer, user, assistant, tool' }),
     /** Null or absent only on an assistant message (OpenAI allows it there). */
     content: textContent.nullish(),
     name: z.string().optional(),
     refusal: z.null().optional(),
-    tool_calls: onlyIf((v) => Array.isArray(v) && v.length === 0, NO_TOOLS),
-    function_call: refused(NO_TOOLS),
-    // Accepted only so that a tool message is refused for its role, with the reason, not for this key.
-    tool_call_id: z.string().optional(),
+    /** An assistant message's calls, sent back with the conversation; rendered by the model's chat template. */
+    tool_calls: z.array(toolCallSchema).nullish(),
+    /** A tool message: the call it answers. */
+    tool_call_id: z.string().min(1).max(256).optional(),
+    /** An assistant message's thought (vLLM), for templates that render it. */
+    reasoning_content: z.string().nullish(),
+    function_call: refused(DEPRECATED_FUNCTIONS),
+    /** Added by the openai client's parse and stream helpers to the messages they return, so a message sent back as it came carries them; ignored. */
+    parsed: z.unknown().optional(),
+    annotations: z.array(z.unknown()).optional(),
   })
   .strict()
   .superRefine((m, ctx) => {
-    if (m.role === 'tool' || m.role === 'function') {
-      ctx.addIssue({ code: 'custom', path: ['role'], message: `"${m.role}" carries a tool result, and tools are not supported by this server (it never calls one)` });
-    } else if (m.content == null && m.role !== 'assistant') {
-      ctx.addIssue({ code: 'custom', path: ['content'], message: `a ${m.role} message needs content` });
-    }
+    if (m.role === 'function') ctx.addIssue({ code: 'custom', path: ['role'], message: `"function" messages are ${DEPRECATED_FUNCTIONS} (role "tool" with tool_call_id)` });
+    else if (m.role === 'tool' && m.tool_call_id === undefined) ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'a tool message needs the tool_call_id of the call it answers' });
+    else if (m.content == null && m.role !== 'assistant') ctx.addIssue({ code: 'custom', path: ['content'], message: `a ${m.role} message needs content` });
+    if (m.tool_calls != null && m.role !== 'assistant') ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'only an assistant message carries tool_calls' });
+    if (m.tool_call_id !== undefined && m.role !== 'tool') ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'only a tool message carries tool_call_id' });
   });
 
 export const chatRequestSchema = z
@@ -116,15 +126,16 @@ export const chatRequestSchema = z
     /** Logprobs of each output token, and the top_logprobs (0..20) most likely tokens at each position. */
     logprobs: z.boolean().nullish(),
     top_logprobs: z.number().int().min(0).max(20).nullish(),
-    tools: onlyIf((v) => Array.isArray(v) && v.length === 0, NO_TOOLS),
-    tool_choice: onlyIf((v) => v === 'none', `${NO_TOOLS} (only "none" is accepted)`),
-    parallel_tool_calls: refused(NO_TOOLS),
-    functions: refused(NO_TOOLS),
-    function_call: onlyIf((v) => v === 'none', `${NO_TOOLS} (only "none" is accepted)`),
-    response_format: onlyIf(
-      (v) => isPlainObject(v) && v.type === 'text' && Object.keys(v).length === 1,
-      'only {"type": "text"} is supported; this server does not constrain output to JSON or a schema',
-    ),
+    /** Functions the model may call; the model's toolCallParser reads its calls back. */
+    tools: z.array(toolSchema).max(128).nullish(),
+    /** Default "auto" with tools, "none" without; "required" and a named function are enforced by a grammar. */
+    tool_choice: toolChoiceSchema.nullish(),
+    /** false: at most one call (enforced under "required" and a named function). */
+    parallel_tool_calls: z.boolean().nullish(),
+    functions: refused(DEPRECATED_FUNCTIONS),
+    function_call: onlyIf((v) => v === 'none', `${DEPRECATED_FUNCTIONS} (only "none" is accepted)`),
+    /** vLLM: further variables for the chat template, e.g. {"enable_thinking": false} for Qwen3. */
+    chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
   })
   .strict()
   .superRefine((b, ctx) => {
@@ -185,7 +196,22 @@ export type OpenAIErrorBody = z.infer<typeof openAIErrorBodySchema>;
 
 /** One streamed chat chunk as a client reads it: content deltas, the finish reason, and the tokens' attribution. */
 export const chatChunkSchema = z.object({
-  choices: z.array(z.object({ delta: z.object({ content: z.string().optional() }).optional(), finish_reason: z.string().nullable().optional() })).optional(),
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullable().optional(),
+            /** With a reasoning parser: the thought, apart from the answer. */
+            reasoning_content: z.string().optional(),
+            /** A call's id, type and name first (arguments ""), then its arguments, as OpenAI streams them. */
+            tool_calls: z.array(z.object({ index: z.number().int(), id: z.string().optional(), type: z.literal('function').optional(), function: z.object({ name: z.string().optional(), arguments: z.string().optional() }) })).optional(),
+          })
+          .optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .optional(),
   /** Content chunks: `models`, this chunk's tokens by the model that wrote them; `tokens` with tokenrouter_tokens. */
   tokenrouter: z.object({ models: z.record(z.string(), z.number()).optional(), tokens: z.array(tokenAttributionSchema).optional() }).optional(),
   error: openAIErrorBodySchema.shape.error.optional(),

@@ -91,7 +91,8 @@ export const handoffSchema = z.object({
 });
 
 /** Per-request tallies, indexed by model id; the engine that owns the request has them whole. Mutable: that engine counts into them. */
-export const countersSchema = z.object({ handoffs: int, discarded: int, admissions: z.array(int), tokensFed: z.array(int) });
+/** `cachedPrompt`: prompt tokens the entry model's first prefill found in the prefix cache (usage.prompt_tokens_details.cached_tokens). */
+export const countersSchema = z.object({ handoffs: int, discarded: int, admissions: z.array(int), tokensFed: z.array(int), cachedPrompt: int.default(0) });
 
 /** A request arriving at an engine: the unseen suffix and its anchor, what each model has seen, the owner's tallies; never KV. */
 export const wireArrivalSchema = z.object({

@@ -6,7 +6,7 @@ import { charTokenizer } from './testService.ts';
 describe('ChatPrompts', () => {
   it('renders a conversation once and hands out copies equal to a fresh render', () => {
     const tok = charTokenizer();
-    const render = vi.spyOn(tok, 'encodeChat');
+    const render = vi.spyOn(tok, 'applyChatTemplate');
     const prompts = new ChatPrompts(tok);
     const a = [{ role: 'user', content: '12*34' }];
     const first = prompts.ids(a);
@@ -20,10 +20,26 @@ describe('ChatPrompts', () => {
   it('renders every time when the template reads the clock', () => {
     const tok = charTokenizer();
     Object.defineProperty(tok, 'templateIsPure', { value: false });
-    const render = vi.spyOn(tok, 'encodeChat');
+    const render = vi.spyOn(tok, 'applyChatTemplate');
     const prompts = new ChatPrompts(tok);
     prompts.ids([{ role: 'user', content: '1*1' }]);
     prompts.ids([{ role: 'user', content: '1*1' }]);
     expect(render).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe('ChatPrompts with template variables', () => {
+  it('keys on the variables and the messages\' other fields, not only role and content', () => {
+    const tok = charTokenizer();
+    const render = vi.spyOn(tok, 'applyChatTemplate');
+    const prompts = new ChatPrompts(tok);
+    const m = [{ role: 'user', content: '1*1' }];
+    prompts.ids(m, { enable_thinking: false });
+    prompts.ids(m, { enable_thinking: true });
+    const named = { role: 'user', content: '1*1', name: 'x' };
+    prompts.ids([named], { enable_thinking: true });
+    prompts.ids(m, { enable_thinking: false });
+    expect(render).toHaveBeenCalledTimes(3);
+    expect(render.mock.calls[0][2]).toEqual({ enable_thinking: false });
   });
 });

@@ -27,19 +27,29 @@ interface Refusal {
   body: Record<string, unknown>;
   param: string;
   message?: RegExp;
+  /** The top-level key to drop for the request to succeed, when param names one inside it. */
+  field?: string;
 }
 
 const fn = { type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } };
 
 const REFUSED: Refusal[] = [
-  { name: 'tools', path: 'chat', body: chat({ tools: [fn] }), param: 'tools', message: /tools/ },
-  { name: 'tool_choice auto', path: 'chat', body: chat({ tool_choice: 'auto' }), param: 'tool_choice' },
-  { name: 'tool_choice naming a function', path: 'chat', body: chat({ tool_choice: { type: 'function', function: { name: 'f' } } }), param: 'tool_choice' },
-  { name: 'parallel_tool_calls', path: 'chat', body: chat({ parallel_tool_calls: true }), param: 'parallel_tool_calls' },
+  { name: 'tools on a model without toolCallParser', path: 'chat', body: chat({ tools: [fn] }), param: 'tools', message: /toolCallParser/ },
+  { name: 'tool_choice auto without tools', path: 'chat', body: chat({ tool_choice: 'auto' }), param: 'tool_choice', message: /needs tools/ },
+  { name: 'tool_choice naming a function without tools', path: 'chat', body: chat({ tool_choice: { type: 'function', function: { name: 'f' } } }), param: 'tool_choice' },
+  { name: 'tool of an unknown type', path: 'chat', body: chat({ tools: [{ ...fn, type: 'retrieval' }] }), param: 'tools.0.type', message: /unknown tool type "retrieval"/, field: 'tools' },
   { name: 'functions', path: 'chat', body: chat({ functions: [fn.function] }), param: 'functions' },
   { name: 'function_call', path: 'chat', body: chat({ function_call: 'auto' }), param: 'function_call' },
-  { name: 'response_format json_object', path: 'chat', body: chat({ response_format: { type: 'json_object' } }), param: 'response_format', message: /JSON/ },
-  { name: 'response_format json_schema', path: 'chat', body: chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } }), param: 'response_format' },
+  { name: 'response_format json_schema with an invalid schema', path: 'chat', body: chat({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'nope' } } } }), param: 'response_format.json_schema.schema', message: /does not compile/, field: 'response_format' },
+  { name: 'response_format of an unknown type', path: 'chat', body: chat({ response_format: { type: 'yaml' } }), param: 'response_format.type', message: /json_schema/, field: 'response_format' },
+  { name: 'guided_json not JSON', path: 'completion', body: cmpl({ guided_json: '{"type":' }), param: 'guided_json', message: /not JSON/ },
+  { name: 'guided_regex that does not compile', path: 'completion', body: cmpl({ guided_regex: '(a' }), param: 'guided_regex', message: /regex does not compile/ },
+  { name: 'guided_grammar that does not compile', path: 'chat', body: chat({ guided_grammar: 'root ::= "a' }), param: 'guided_grammar', message: /EBNF grammar does not compile/ },
+  { name: 'structured_outputs.json that does not compile', path: 'completion', body: cmpl({ structured_outputs: { json: { type: 'object', properties: { a: { type: 'integer', minimum: 'x' } } } } }), param: 'structured_outputs.json', field: 'structured_outputs' },
+  { name: 'two constraints at once', path: 'chat', body: chat({ guided_choice: ['12', '34'], guided_regex: '1+' }), param: 'guided_choice', message: /both constrain/ },
+  { name: 'two keys of structured_outputs', path: 'completion', body: cmpl({ structured_outputs: { regex: 'a+', choice: ['a'] } }), param: 'structured_outputs.choice', message: /both constrain/, field: 'structured_outputs' },
+  { name: 'tool_choice that is no choice', path: 'chat', body: chat({ tool_choice: 'always' }), param: 'tool_choice', message: /"none", "auto", "required"/ },
+  { name: 'chat_template_kwargs setting messages', path: 'chat', body: chat({ chat_template_kwargs: { messages: [] } }), param: 'chat_template_kwargs.messages', field: 'chat_template_kwargs' },
   { name: 'frequency_penalty 5 (out of range)', path: 'chat', body: chat({ frequency_penalty: 5 }), param: 'frequency_penalty' },
   { name: 'presence_penalty -2.5 (out of range)', path: 'completion', body: cmpl({ presence_penalty: -2.5 }), param: 'presence_penalty' },
   { name: 'logit_bias 101', path: 'chat', body: chat({ logit_bias: { '5': 101 } }), param: 'logit_bias.5' },
@@ -58,8 +68,10 @@ const REFUSED: Refusal[] = [
   { name: 'chat-only key on completions', path: 'completion', body: cmpl({ top_logprobs: 2 }), param: 'top_logprobs' },
   { name: 'tools on completions', path: 'completion', body: cmpl({ tools: [fn] }), param: 'tools' },
   { name: 'modalities', path: 'chat', body: chat({ modalities: ['text', 'audio'] }), param: 'modalities' },
-  { name: 'role tool', path: 'chat', body: chat({ messages: [{ role: 'user', content: '1*2' }, { role: 'tool', content: '2', tool_call_id: 'c1' }] }), param: 'messages.1.role', message: /tool/ },
-  { name: 'assistant tool_calls', path: 'chat', body: chat({ messages: [{ role: 'user', content: '1*2' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }] }), param: 'messages.1.tool_calls' },
+  { name: 'role tool without tool_call_id', path: 'chat', body: chat({ messages: [{ role: 'user', content: '1*2' }, { role: 'tool', content: '2' }] }), param: 'messages.1.tool_call_id', message: /tool_call_id/ },
+  { name: 'role function', path: 'chat', body: chat({ messages: [{ role: 'user', content: '1*2' }, { role: 'function', content: '2', name: 'f' }] }), param: 'messages.1.role', message: /deprecated/ },
+  { name: 'tool_calls on a user message', path: 'chat', body: chat({ messages: [{ role: 'user', content: '1*2', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }] }), param: 'messages.0.tool_calls' },
+  { name: 'assistant tool_calls arguments not JSON', path: 'chat', body: chat({ messages: [{ role: 'user', content: '1*2' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{x' } }] }] }), param: 'messages.1.tool_calls.0.function.arguments' },
   { name: 'user content null', path: 'chat', body: chat({ messages: [{ role: 'user', content: null }] }), param: 'messages.0.content' },
   { name: 'image content part', path: 'chat', body: chat({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }), param: 'messages.0.content' },
   { name: 'n over the cap with prompt arrays', path: 'completion', body: cmpl({ prompt: ['a', 'b', 'c'], n: 50 }), param: 'n' },
@@ -69,11 +81,11 @@ describe('refusals say what is wrong once, without repeating the parameter (issu
   it.each([
     ['stop with 5 strings', 'chat', chat({ stop: ['a', 'b', 'c', 'd', 'e'] }), 'stop: at most 4 strings, got 5'],
     ['stop of the wrong type', 'completion', cmpl({ stop: 7 }), 'stop: must be a string or a list of strings'],
-    ['tools', 'chat', chat({ tools: [fn] }), 'tools: not supported: this server generates text only and never calls tools'],
-    ['response_format json', 'chat', chat({ response_format: { type: 'json_object' } }), 'response_format: only {"type": "text"} is supported; this server does not constrain output to JSON or a schema'],
+    ['tools', 'chat', chat({ tools: [fn] }), 'model "small" has no toolCallParser in the server config, so its tool calls cannot be read back (tool_choice "none" is accepted)'],
+    ['response_format json_schema without a name', 'chat', chat({ response_format: { type: 'json_schema', json_schema: { schema: {} } } }), 'response_format.json_schema.name: Invalid input: expected string, received undefined'],
     ['top_logprobs alone', 'chat', chat({ top_logprobs: 2 }), 'top_logprobs: needs logprobs: true'],
     ['stream_options unstreamed', 'completion', cmpl({ stream_options: { include_usage: true } }), 'stream_options: only allowed with stream: true'],
-    ['role bot', 'chat', chat({ messages: [{ role: 'bot', content: 'hi' }] }), 'messages.0.role: must be one of system, developer, user, assistant'],
+    ['role bot', 'chat', chat({ messages: [{ role: 'bot', content: 'hi' }] }), 'messages.0.role: must be one of system, developer, user, assistant, tool'],
   ] as const)('%s', async (_name, path, body, message) => {
     const r = await post(path === 'chat' ? '/v1/chat/completions' : '/v1/completions', body);
     expect(r.status).toBe(400);
@@ -95,9 +107,9 @@ describe('unsupported parameters: 400 naming the parameter', () => {
   });
 
   it('the same requests without the refused parameter succeed (the refusal is about it alone)', async () => {
-    for (const c of REFUSED.slice(0, 8)) {
-      const { [c.param]: _gone, ...rest } = c.body;
-      const r = await post('/v1/chat/completions', rest);
+    for (const c of REFUSED.slice(0, 14)) {
+      const { [c.field ?? c.param]: _gone, ...rest } = c.body;
+      const r = await post(c.path === 'chat' ? '/v1/chat/completions' : '/v1/completions', rest);
       expect(r.status, `${c.name}: ${r.text.slice(0, 200)}`).toBe(200);
     }
   });
@@ -107,6 +119,9 @@ describe('what OpenAI accepts and means nothing here is accepted', () => {
   it.each([
     ['response_format text', chat({ response_format: { type: 'text' } })],
     ['tool_choice none', chat({ tool_choice: 'none' })],
+    ['tools with tool_choice none on a model without toolCallParser', chat({ tools: [fn], tool_choice: 'none', parallel_tool_calls: true })],
+    ['a tool round trip in the messages', chat({ messages: [{ role: 'user', content: '1*2' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', content: '2', tool_call_id: 'c1' }] })],
+    ['chat_template_kwargs', chat({ chat_template_kwargs: { enable_thinking: false } })],
     ['tools empty', chat({ tools: [] })],
     ['best_of 1', cmpl({ best_of: 1 })],
     ['empty suffix', cmpl({ suffix: '' })],

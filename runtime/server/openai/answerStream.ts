@@ -6,7 +6,9 @@ import { spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Kind, Plan } from './requestPlan.ts';
-import { attribution, chatLogprob, completionLogprobs, plainTokens, usageOf } from './responseShapes.ts';
+import { attribution, chatLogprob, completionLogprobs, finishReasonOf, plainTokens, usageOf } from './responseShapes.ts';
+import { AnswerOutput, type OutputDelta, type OutputSpec } from './answerOutput.ts';
+import type { ParsedCall } from './toolCallParser.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
 const CLOSE_GRACE_MS = 5000;
@@ -30,8 +32,8 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   const started = performance.now();
-  const head = chunkHead(kind, id, model, createdAt);
-  const choices = jobs.map((job) => new ChoiceChunks(service, kind, head, job.index, job.echo, plan.logprobs));
+  const base: ChunkBase = { id, object, created: createdAt, model };
+  const choices = jobs.map((job) => new ChoiceChunks(service, kind, base, job.index, job.echo, plan.logprobs, plan.output));
   const lastChunkAt = jobs.map(() => 0);
   const outs: GenerateOutcome[] = new Array(jobs.length);
   let finished = 0;
@@ -140,10 +142,12 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
         outs[k] = o;
         // what was held back to the end (a stop string that might have formed, half a character)
         choices[k].add(o.text.slice(choices[k].shown), null, null);
+        choices[k].end();
         if (choices[k].pending) take(k);
-        event({ id, object, created: createdAt, model, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: o.finishReason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: o.finishReason, logprobs: null }], tokenrouter: attribution(o) });
+        const reason = finishReasonOf(o.finishReason, choices[k].callCount);
+        event({ ...base, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: reason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: reason, logprobs: null }], tokenrouter: attribution(o) });
         if (++finished < jobs.length) return turns.request(flush);
-        if (includeUsage) event({ id, object, created: createdAt, model, choices: [], usage: usageOf(plan.promptTokens, outs) });
+        if (includeUsage) event({ ...base, choices: [], usage: usageOf(plan.promptTokens, outs, jobs.length / plan.promptCount) });
         over = true;
         end('data: [DONE]\n\n');
       },
@@ -165,48 +169,57 @@ function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
 }
 
-/** The request-wide head of every chunk, up to the choice: `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`. */
-export function chunkHead(kind: Kind, id: string, model: string, createdAt: number): string {
-  const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
-  return `data: {"id":${JSON.stringify(id)},"object":"${object}","created":${createdAt},"model":${JSON.stringify(model)},"choices":[`;
+/** What every chunk of one answer repeats: its id, object, creation time and model. */
+export interface ChunkBase {
+  id: string;
+  object: string;
+  created: number;
+  model: string;
 }
 
 /**
- * What one choice committed since its last chunk: text, a count per writing model, and (with
- * `tokenrouter_tokens` or logprobs) the tokens themselves. A chunk goes out when there is text to
- * show, so tokens whose text is held back (a stop string forming, half a UTF-8 character) ride on
- * the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
+ * What one choice committed since its last chunk: its text as read by the request's parsers
+ * (answer, thought, tool calls), a count per writing model, and (with `tokenrouter_tokens` or
+ * logprobs) the tokens themselves. A chunk goes out when there is something to show, so tokens
+ * whose text is held back (a stop string forming, half a UTF-8 character, a tool call not closed
+ * yet) ride on the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
+ * Each chunk is its object through JSON.stringify.
  */
 export class ChoiceChunks {
-  private text = '';
+  private content = '';
+  private reasoning = '';
+  private calls: ParsedCall[] = [];
   private readonly models = new Map<string, number>();
   private tokens: StreamToken[] = [];
   /** Tokens committed since the last chunk. */
   count = 0;
+  /** Tool calls sent so far (the next one's index). */
+  callCount = 0;
   private first = true;
-  private readonly head: string;
   private readonly offset: { offset: number };
+  private readonly output: AnswerOutput;
 
   constructor(
     private readonly service: TokenRouterService,
     private readonly kind: Kind,
-    requestHead: string,
-    index: number,
+    private readonly base: ChunkBase,
+    private readonly index: number,
     /** Completions with echo: the prompt's text leads the choice's first chunk. */
     private echo: string,
     /** Top logprobs per token the client asked for; undefined: none. */
     private readonly logprobs: number | undefined,
+    spec: OutputSpec = {},
   ) {
-    this.head = `${requestHead}{"index":${index},`;
     this.offset = { offset: echo.length };
+    this.output = new AnswerOutput(spec);
   }
 
   /** Text given to the choice so far (what the end's whole text has past it was held back). */
   shown = 0;
 
   add(text: string, model: string | null, token: StreamToken | null): void {
-    this.text += text;
     this.shown += text.length;
+    if (text) this.gather(this.output.push(text));
     if (model !== null) {
       this.count++;
       this.models.set(model, (this.models.get(model) ?? 0) + 1);
@@ -214,43 +227,61 @@ export class ChoiceChunks {
     if (token) this.tokens.push(token);
   }
 
+  /** The text ended: what the parsers held back comes out. */
+  end(): void {
+    this.gather(this.output.end());
+  }
+
+  private gather(d: OutputDelta): void {
+    this.content += d.content;
+    this.reasoning += d.reasoning;
+    this.calls.push(...d.calls);
+  }
+
   /** Something the client has not seen: text, or tokens to attribute. */
   get pending(): boolean {
-    return this.text.length > 0 || this.count > 0 || this.echo.length > 0;
+    return this.hasText || this.count > 0;
   }
 
   get hasText(): boolean {
-    return this.text.length > 0 || this.echo.length > 0;
+    return this.content.length > 0 || this.reasoning.length > 0 || this.calls.length > 0 || this.echo.length > 0;
   }
 
-  /** The pending output as one SSE event, and the choice emptied. */
+  /** The pending output as SSE events (one, or more for tool calls), and the choice emptied. */
   take(): string {
-    const text = this.echo + this.text;
-    this.echo = '';
-    let body: string;
-    if (this.kind === 'chat') {
-      const delta = this.first ? `{"role":"assistant","content":${JSON.stringify(text)}}` : text ? `{"content":${JSON.stringify(text)}}` : '{}';
-      body = `"delta":${delta},"finish_reason":null,"logprobs":${this.logprobsJson()}}]`;
-    } else body = `"text":${JSON.stringify(text)},"finish_reason":null,"logprobs":${this.logprobsJson()}}]`;
+    const logprobs = this.logprobsOf();
+    const ext = this.count === 0 ? undefined : { models: Object.fromEntries(this.models), ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
+    const events: object[] = [];
+    const chunk = (choice: object, withExt: boolean) => ({ ...this.base, choices: [{ index: this.index, ...choice }], ...(withExt && ext ? { tokenrouter: ext } : {}) });
+    if (this.kind === 'completion') {
+      events.push(chunk({ text: this.echo + this.content, finish_reason: null, logprobs }, true));
+    } else {
+      const delta: Record<string, unknown> = this.first ? { role: 'assistant' } : {};
+      if (this.content || (this.first && !this.reasoning)) delta.content = this.content === '' && this.calls.length > 0 ? null : this.content;
+      if (this.reasoning) delta.reasoning_content = this.reasoning;
+      if (Object.keys(delta).length > 0 || this.calls.length === 0) events.push(chunk({ delta, finish_reason: null, logprobs }, true));
+      // as OpenAI streams a call: its id, type and name with empty arguments, then the arguments
+      for (const c of this.calls) {
+        const index = this.callCount++;
+        const withExt = events.length === 0;
+        events.push(chunk({ delta: { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null, logprobs: withExt ? logprobs : null }, withExt));
+        events.push(chunk({ delta: { tool_calls: [{ index, function: { arguments: c.arguments } }] }, finish_reason: null, logprobs: null }, false));
+      }
+    }
     this.first = false;
-    const ext = this.count === 0 ? '' : `,"tokenrouter":{"models":${this.modelsJson()}${this.tokens.length > 0 ? `,"tokens":${JSON.stringify(plainTokens(this.tokens))}` : ''}}`;
-    this.text = '';
+    this.echo = '';
+    this.content = '';
+    this.reasoning = '';
+    this.calls = [];
     this.count = 0;
     this.models.clear();
     this.tokens = [];
-    return `${this.head}${body}${ext}}\n\n`;
+    return events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
   }
 
-  private logprobsJson(): string {
-    if (this.logprobs === undefined || this.tokens.length === 0) return 'null';
-    const lp = this.kind === 'chat' ? { content: this.tokens.map((t) => chatLogprob(this.service, t)) } : completionLogprobs(this.service, this.tokens, this.offset);
-    return JSON.stringify(lp);
-  }
-
-  /** One model (the common case) needs no object built. */
-  private modelsJson(): string {
-    if (this.models.size === 1) for (const [m, n] of this.models) return `{${JSON.stringify(m)}:${n}}`;
-    return JSON.stringify(Object.fromEntries(this.models));
+  private logprobsOf(): unknown {
+    if (this.logprobs === undefined || this.tokens.length === 0) return null;
+    return this.kind === 'chat' ? { content: this.tokens.map((t) => chatLogprob(this.service, t)) } : completionLogprobs(this.service, this.tokens, this.offset);
   }
 }
 

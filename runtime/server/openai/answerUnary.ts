@@ -5,7 +5,18 @@ import { serverTiming, spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Plan } from './requestPlan.ts';
-import { attribution, chatLogprob, completionLogprobs, plainTokens, sumAttribution, usageOf } from './responseShapes.ts';
+import { attribution, chatLogprob, completionLogprobs, finishReasonOf, plainTokens, sumAttribution, toolCallOf, usageOf } from './responseShapes.ts';
+import { hasParsers, readWhole } from './answerOutput.ts';
+
+/** A chat choice's message and finish reason: the text as it is, or read by the model's reasoning and tool-call parsers. */
+function chatMessage(plan: Plan, o: GenerateOutcome) {
+  if (!hasParsers(plan.output)) return { message: { role: 'assistant', content: o.text }, finish_reason: o.finishReason };
+  const r = readWhole(plan.output, o.text);
+  const message: Record<string, unknown> = { role: 'assistant', content: r.calls.length > 0 && r.content === '' ? null : r.content };
+  if (plan.output.reasoning) message.reasoning_content = r.reasoning === '' ? null : r.reasoning;
+  if (r.calls.length > 0) message.tool_calls = r.calls.map(toolCallOf);
+  return { message, finish_reason: finishReasonOf(o.finishReason, r.calls.length) };
+}
 
 /** A non-streamed answer: one JSON body when every choice has ended (one failed choice fails the request). */
 export function answerUnary({ service, metrics, drain, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request): void {
@@ -38,7 +49,7 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
       const choices = jobs.map((job, i) => {
         const o = outs[i];
         const lp = plan.logprobs === undefined ? null : kind === 'chat' ? { content: tokens[i].map((t) => chatLogprob(service, t)) } : completionLogprobs(service, tokens[i], { offset: job.echo.length });
-        const choice = kind === 'chat' ? { index: job.index, message: { role: 'assistant', content: o.text }, finish_reason: o.finishReason, logprobs: lp } : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
+        const choice = kind === 'chat' ? { index: job.index, ...chatMessage(plan, o), logprobs: lp } : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
         return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), ...perTokenOf(tokens[i]) } };
       });
       serverTiming(res);
@@ -48,7 +59,7 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
         created: Math.floor(Date.now() / 1000),
         model: plan.model,
         choices,
-        usage: usageOf(plan.promptTokens, outs),
+        usage: usageOf(plan.promptTokens, outs, plan.jobs.length / plan.promptCount),
         tokenrouter: jobs.length === 1 ? { ...attribution(outs[0]), ...perTokenOf(tokens[0]) } : sumAttribution(outs),
       });
     },

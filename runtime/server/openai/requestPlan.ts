@@ -6,6 +6,12 @@ import type { SamplingParams } from '../../runner/modelRunner.ts';
 import type { GenerationDefaults } from '../../runner/modelFolder.ts';
 import type { GenerateParams, TokenRouterService } from '../../serve/tokenRouterService.ts';
 import { mix } from '../../util/hash.ts';
+import type { Constraint } from '../../../shared/protocol/constraint.ts';
+import type { ModelConfig } from '../../config/serverConfig.ts';
+import type { OutputSpec } from './answerOutput.ts';
+import { requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
+import { thoughtAtStart, THINK_CLOSE } from './reasoningParser.ts';
+import { planTools } from './toolPlan.ts';
 
 export type Kind = 'completion' | 'chat';
 
@@ -24,12 +30,20 @@ export interface Plan {
   jobs: Job[];
   /** Each distinct prompt counted once, as OpenAI counts usage for n > 1. */
   promptTokens: number;
+  /** Distinct prompts (jobs are n per prompt). */
+  promptCount: number;
   /** Top logprobs per token the client asked for; undefined: no logprobs. */
   logprobs: number | undefined;
   /** Include the per-token array (`tokenrouter_tokens: true`): in the answer, or in each streamed chunk. */
   perToken: boolean;
   /** Streamed: committed tokens per chunk after the first (the request's stream_interval, else the server's). */
   streamInterval: number;
+  /** How each choice's text is read: thought, answer and tool calls. */
+  output: OutputSpec;
+  /** The request's constraint, and the field it came from: checked against every model's vocabulary before anything is queued. */
+  constraint?: { constraint: Constraint; param: string };
+  /** Grammars to compile before queueing besides the constraint (tools' parameter schemas), each refused by its field. */
+  checks: FieldGrammar[];
 }
 
 /** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
@@ -38,10 +52,24 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const vocab = Math.min(...service.infos().map((x) => x.vocabSize));
   const promptParam = kind === 'chat' ? 'messages' : 'prompt';
   let prompts: { ids: number[]; text: string }[];
+  const entry = entryModel(service, body);
+  let grammar = requestedGrammar(body);
+  const output: OutputSpec = {};
+  const checks: FieldGrammar[] = [];
   if (kind === 'chat') {
-    refuseTextBeyondWindow(chatChars(body as ChatRequest), maxContext, 'messages');
-    prompts = [{ ids: chatPrompt(service, body as ChatRequest), text: '' }];
+    const chat = body as ChatRequest;
+    refuseTextBeyondWindow(chatChars(chat), maxContext, 'messages');
+    const tools = planTools(chat, entry?.toolCallParser, entry?.name ?? body.model);
+    if (tools.grammar && grammar) throw new TokenRouterError('invalid_request', `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`, tools.grammar.param);
+    grammar ??= tools.grammar;
+    if (tools.parser) output.tools = tools.parser;
+    checks.push(...tools.schemas);
+    prompts = [{ ids: chatPrompt(service, chat, tools.templateTools), text: '' }];
+    const reasoning = entry?.reasoningParser;
+    // completions have no template around them: their text is the model's as it is
+    if (reasoning) output.reasoning = { parser: reasoning, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
   } else prompts = completionPrompts(service, body as CompletionRequest, maxContext, vocab);
+  const constraint = grammar && constraintOf(service, grammar, output);
   for (const p of prompts) {
     // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
     if (p.ids.length >= maxContext) throw new TokenRouterError('invalid_request', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
@@ -83,14 +111,32 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
       jobs.push({
         index: i * n + j,
         echo: echo ? p.text : '',
-        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir, perToken: body.tokenrouter_tokens === true },
+        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir, perToken: body.tokenrouter_tokens === true, ...(constraint ? { constraint: constraint.constraint } : {}) },
       });
     }
   });
   const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   // One id from the response through the trace and the timeline; choice k of several is id-k there.
   jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
-  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval };
+  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), promptCount: prompts.length, logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval, output, checks, ...(constraint ? { constraint } : {}) };
+}
+
+/** The config of the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats hold for the answer. */
+function entryModel(service: TokenRouterService, body: ChatRequest | CompletionRequest): ModelConfig | undefined {
+  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
+  const name = algorithm.models[algorithm.entry - 1];
+  return service.config.models.find((m) => m.name === name);
+}
+
+/**
+ * The grammar as a Constraint: after a reasoning model's thought (its `</think>` token), as vLLM
+ * applies structured outputs, unless the prompt closed the thought already.
+ */
+function constraintOf(service: TokenRouterService, g: FieldGrammar, output: OutputSpec): { constraint: Constraint; param: string } {
+  if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
+  const ids = service.tokenizer.encode(THINK_CLOSE, false);
+  if (ids.length !== 1) throw new TokenRouterError('invalid_request', `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`, g.param);
+  return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
 }
 
 /**
@@ -164,8 +210,37 @@ function messageText(m: ChatMessage): string {
   return m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((c) => c.text).join('');
 }
 
-function chatPrompt(service: TokenRouterService, body: ChatRequest): number[] {
-  const messages = body.messages.map((m) => ({ role: m.role, content: messageText(m) }));
-  if (messages.every((m) => m.content.trim() === '')) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
-  return service.chatPrompts.ids(messages);
+function chatPrompt(service: TokenRouterService, body: ChatRequest, tools: readonly unknown[] | undefined): number[] {
+  const messages = body.messages.map((m, i) => templateMessage(m, i));
+  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined)) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
+  const variables: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
+  for (const k of ['messages', 'tools', 'add_generation_prompt']) {
+    if (k in variables) throw new TokenRouterError('invalid_request', `chat_template_kwargs.${k} is set by the request itself`, `chat_template_kwargs.${k}`);
+  }
+  if (tools) variables.tools = tools;
+  return service.chatPrompts.ids(messages, variables);
+}
+
+/**
+ * A message as chat templates read it (transformers' convention): content as text, a call's
+ * arguments as an object (templates write them with tojson), a tool message's call id.
+ */
+function templateMessage(m: ChatMessage, i: number): { role: string; content: string; tool_calls?: unknown[] } & Record<string, unknown> {
+  const out: { role: string; content: string; tool_calls?: unknown[] } & Record<string, unknown> = { role: m.role, content: messageText(m) };
+  if (m.name !== undefined) out.name = m.name;
+  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+  if (m.reasoning_content != null) out.reasoning_content = m.reasoning_content;
+  if (m.tool_calls != null && m.tool_calls.length > 0) {
+    out.tool_calls = m.tool_calls.map((c, j) => {
+      let args: unknown;
+      try {
+        args = JSON.parse(c.function.arguments);
+      } catch {
+        const param = `messages.${i}.tool_calls.${j}.function.arguments`;
+        throw new TokenRouterError('invalid_request', `${param} is not JSON`, param);
+      }
+      return { id: c.id, type: 'function', function: { name: c.function.name, arguments: args } };
+    });
+  }
+  return out;
 }

