@@ -1,7 +1,7 @@
 // Suite structured: JSON-schema answers from real-shaped random-weight models, under R-Stitch and a handoff on every token, all validated.
 import fs from 'node:fs';
 import path from 'node:path';
-import Ajv from 'ajv';
+import Ajv2020 from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { realShapeFolder } from '../../test/support/realShape/realShapeFolder.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
@@ -80,7 +80,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     });
     if (deployed.status !== 201) throw new Error(`deploying every-token: ${deployed.status} ${await deployed.text()}`);
     const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 600_000 });
-    const ajv = new Ajv({ strict: false });
+    const ajv = new Ajv2020({ strict: false });
     const names = Object.keys(SCHEMAS);
     const cases: { algorithm: string; schema: string; stream: boolean; n: number }[] = [];
     for (const algorithm of ['r-stitch', 'every-token']) {

@@ -1,4 +1,5 @@
 // Compiles a request's grammar for a vocabulary with xgrammar, cached per (vocabulary, grammar) and bounded; checkConstraint refuses what cannot compile.
+import { tightenNumberBounds } from './numberBounds.ts';
 import type { Constraint, GrammarSpec } from '../../shared/protocol/constraint.ts';
 import { constraintSchema } from '../../shared/protocol/constraint.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -86,9 +87,9 @@ function ebnfLiteral(s: string): string {
 /** What the spec is, for messages: "JSON schema", "regex", ... */
 const WHAT: Record<GrammarSpec['kind'], string> = { json_object: 'JSON object grammar', json_schema: 'JSON schema', regex: 'regex', choice: 'choice list', ebnf: 'EBNF grammar', structural_tag: 'structural tag' };
 
-function jsonText(text: string, what: string): void {
+function jsonText(text: string, what: string): unknown {
   try {
-    JSON.parse(text);
+    return JSON.parse(text);
   } catch (e) {
     throw new Error(`the ${what} is not JSON: ${(e as Error).message}`);
   }
@@ -102,8 +103,7 @@ function compileNow(xg: XGrammar, spec: GrammarSpec, v: GrammarVocabulary): Wasm
       // compact separators, no free whitespace: a weak model cannot spend its whole answer on spaces
       return xg.call(() => c.CompileJSONSchema('{"type":"object"}', false, undefined, { first: ',', second: ':' }, true, undefined));
     case 'json_schema':
-      jsonText(spec.schema, 'JSON schema');
-      return xg.call(() => c.CompileJSONSchema(spec.schema, false, undefined, { first: ',', second: ':' }, true, undefined));
+      return xg.call(() => c.CompileJSONSchema(JSON.stringify(tightenNumberBounds(jsonText(spec.schema, 'JSON schema'))), false, undefined, { first: ',', second: ':' }, true, undefined));
     case 'regex':
       return xg.call(() => c.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } })));
     case 'choice':

@@ -1,4 +1,5 @@
 // A planned request's constraint compiled for every vocabulary its models read, before anything is queued: a grammar the library refuses is a 400 naming the field.
+import { tightenNumberBounds } from '../../grammar/numberBounds.ts';
 import { checkConstraint } from '../../grammar/grammarCache.ts';
 import { engineVocabulary, folderVocabulary } from '../../grammar/modelVocabulary.ts';
 import type { GrammarVocabulary } from '../../grammar/vocabulary.ts';
@@ -26,7 +27,7 @@ async function compactTags(c: Constraint): Promise<Constraint> {
   const b = xg.binding as unknown as SchemaBinding;
   for (const t of tags) {
     if (t.content?.type !== 'json_schema') continue;
-    const schema = JSON.stringify(t.content.json_schema);
+    const schema = JSON.stringify(tightenNumberBounds(t.content.json_schema));
     t.content = { type: 'grammar', grammar: xg.call(() => b._JSONSchemaToEBNF(schema, false, undefined, { first: ',', second: ':' }, true, undefined, b.JSONFormat.kJSON)) } as never;
   }
   return { ...c, grammar: { kind: 'structural_tag', tag: JSON.stringify(tag) } };
