@@ -5,6 +5,9 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { realShapeFolder } from '../../test/support/realShape/realShapeFolder.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
+import { compileGrammar } from '../grammar/grammarCache.ts';
+import { folderVocabulary } from '../grammar/modelVocabulary.ts';
+import { loadModelFolder } from '../runner/modelFolder.ts';
 import { percentile } from '../util/stats.ts';
 import { progress } from '../util/progressLine.ts';
 import { printTable, type Row } from '../util/table.ts';
@@ -48,6 +51,24 @@ interface Outcome {
   firstError?: string;
 }
 
+/** Each schema compiled for the model's vocabulary in this process: cold (first time), then from the cache. */
+async function compileTimes(dir: string): Promise<Row[]> {
+  const vocab = folderVocabulary(loadModelFolder(dir));
+  const t0 = performance.now();
+  await compileGrammar({ kind: 'json_schema', schema: '{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}' }, vocab);
+  const setupMs = performance.now() - t0;
+  const rows: Row[] = [{ schema: '(xgrammar load, vocabulary, first schema)', cold_ms: setupMs, cached_ms: '-' }];
+  for (const [name, schema] of Object.entries(SCHEMAS)) {
+    const spec = { kind: 'json_schema' as const, schema: JSON.stringify(schema) };
+    const c0 = performance.now();
+    await compileGrammar(spec, vocab);
+    const c1 = performance.now();
+    await compileGrammar(spec, vocab);
+    rows.push({ schema: name, cold_ms: c1 - c0, cached_ms: performance.now() - c1 });
+  }
+  return rows;
+}
+
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const f = new SuiteFlags(opts.flags);
   const [smallName, largeName] = f.list('models', ['qwen3-42m', 'qwen3-141m']);
@@ -56,6 +77,9 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const maxTokens = f.num('max-tokens', 160);
   const small = realShapeFolder(smallName).dir;
   const large = realShapeFolder(largeName).dir;
+  const compiles = await compileTimes(small);
+  printTable(compiles);
+  console.log('');
   const server = await startServerProcess(ROOT, {
     models: [
       { name: 'small', path: small, maxBatch: concurrency * 2 },
@@ -172,6 +196,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       algorithms: 'r-stitch (built-in, tau 0.03) and every-token (R-Stitch graph with both comparisons always true, tokens kept)',
       validation: 'ajv against the request\'s schema',
     },
-    results: { rows, failures },
+    results: { rows, failures, compiles },
   };
 }
