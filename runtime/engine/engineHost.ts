@@ -104,7 +104,7 @@ export class EngineHost implements EngineEnv {
   landed(out: EngineOutputs): void {
     this.wakes.enter();
     try {
-      this.engine.actor.send({ type: 'BATCH_DONE' });
+      this.engine.tell('BATCH_DONE');
       this.ship(out, 1);
     } finally {
       this.wakes.leave();
@@ -204,7 +204,7 @@ export class EngineHost implements EngineEnv {
   gate(): void {
     this.call(() => {
       this.policy.grant(this.engine.index);
-      this.engine.actor.send({ type: 'GATE' });
+      this.engine.report();
     });
   }
 
@@ -214,7 +214,7 @@ export class EngineHost implements EngineEnv {
   }
 
   setDown(down: boolean): void {
-    this.call(() => this.engine.actor.send({ type: down ? 'DOWN' : 'UP' }));
+    this.call(() => this.engine.tell(down ? 'DOWN' : 'UP'));
   }
 
   /** Fails every request this engine holds (their state here may be off); the engine serves on. */
@@ -225,7 +225,7 @@ export class EngineHost implements EngineEnv {
   /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */
   runnerLost(error: Error): number {
     return this.call(() => {
-      this.engine.actor.send({ type: 'DOWN' });
+      this.engine.tell('DOWN');
       return this.engine.failAll(error);
     });
   }
@@ -234,17 +234,15 @@ export class EngineHost implements EngineEnv {
     this.call(() => {
       runner.useClock?.(this.clock);
       this.engine.runner = runner;
-      this.engine.actor.send({ type: 'UP' });
+      this.engine.tell('UP');
     });
   }
 
-  /** One WORK when requests are ready and no batch is in flight (a batch's return looks at the queue itself). */
+  /** The lane actor hears what changed while no batch is in flight (a batch's return looks at the queue itself). */
   wake(): void {
     const e = this.engine;
-    if (!e.executing && e.readyCount > 0) {
-      this.queueLength(e.readyCount);
-      e.actor.send({ type: 'WORK' });
-    }
+    if (!e.executing && e.readyCount > 0) this.queueLength(e.readyCount);
+    e.report();
     // A queue that emptied says so (a launch took it, or a landed batch did): a reader holds the last length it heard.
     if (e.readyCount === 0 && this.lastQueue > 0) this.queueLength(0);
   }
