@@ -28,22 +28,29 @@ export type SubServerState = 'idle' | 'collecting' | 'executing' | 'failing' | '
 
 type SubServerContext = { lane: LaneFacts; maxWaitMs: number };
 
+/**
+ * The lane as the event reports it (a transition's guards run before its `note`); the deadline's
+ * delayed event reports nothing, so the lane as last reported, which at rest is the lane as it is.
+ */
+const laneOf = ({ context, event }: { context: SubServerContext; event: SubServerEvent }): LaneFacts => ('lane' in event ? event.lane : context.lane);
+
 const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
 /**
  * The lane's chart. `launch` is the one effect: a plain action the engine provides
  * (`subServerMachine.provide({ actions: { launch } })`) that starts a batched step (one launched
- * from down fails at once: `params.down`); its return comes back as BATCH_DONE. Every event carries the lane's facts and notes them first, so the eventless
- * transitions decide on the lane as the event left it.
+ * from down fails at once: `params.down`); its return comes back as BATCH_DONE. Every event carries the lane's facts, which its
+ * transition's guards read and its `note` keeps in the context for the eventless transitions and
+ * the deadline.
  */
 export const subServerMachine = setup({
   types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
   guards: {
-    hasWork: ({ context }) => context.lane.ready,
-    noWork: ({ context }) => !context.lane.ready,
-    mayLaunch: ({ context }) => context.lane.mayLaunch,
-    deadline: ({ context }) => context.lane.atDeadline,
+    hasWork: (args) => laneOf(args).ready,
+    noWork: (args) => !laneOf(args).ready,
+    mayLaunch: (args) => laneOf(args).mayLaunch,
+    deadline: (args) => laneOf(args).atDeadline,
   },
   actions: {
     note: assign({ lane: ({ event }) => event.lane }),
@@ -61,8 +68,10 @@ export const subServerMachine = setup({
   id: 'engine',
   context: ({ input }) => ({ lane: NO_WORK, maxWaitMs: input.maxWaitMs }),
   initial: 'idle',
-  // Heard in any state: the states that decide look again through their eventless transitions.
-  on: { WORK: { actions: 'note' }, SCHEDULE: { actions: 'schedule' } },
+  // Heard in any state that does not take the event itself: the lane it reports is noted (so the
+  // eventless transitions, which read the event's lane too, agree with the context), and the states
+  // that decide look again through their eventless transitions.
+  on: { WORK: { actions: 'note' }, SCHEDULE: { actions: 'schedule' }, BATCH_DONE: { actions: 'note' }, DOWN: { actions: 'note' }, UP: { actions: 'note' } },
   // A batch starts on a transition (launch), never on entering a state: executing and failing both
   // hold one, and DOWN / UP move between them without touching it.
   states: {
@@ -86,7 +95,14 @@ export const subServerMachine = setup({
     },
     // One batch in flight: the lane is looked at again when it returns.
     executing: {
-      on: { BATCH_DONE: { target: 'idle', actions: 'note' }, DOWN: { target: 'failing', actions: 'note' } },
+      on: {
+        BATCH_DONE: [
+          { target: 'executing', guard: 'mayLaunch', actions: ['note', LAUNCH] },
+          { target: 'collecting', guard: 'hasWork', actions: 'note' },
+          { target: 'idle', actions: 'note' },
+        ],
+        DOWN: { target: 'failing', actions: 'note' },
+      },
     },
     // Down (the runner is gone or taken down) with a batch in flight.
     failing: {

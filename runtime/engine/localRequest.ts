@@ -103,10 +103,12 @@ export class LocalRequest {
 
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
   send(event: LocalEvent): LocalStatus {
-    const snapshot = this.actor.getSnapshot();
-    if (!snapshot.can(event)) throw new LifecycleError(snapshot.value, event.type);
+    const before = this.actor.getSnapshot();
     this.actor.send(event);
-    return this.status;
+    const after = this.actor.getSnapshot();
+    // every transition of the chart changes state: an event XState took none for left the snapshot as it was
+    if (after === before) throw new LifecycleError(before.value, event.type);
+    return after.value;
   }
 
   get hasCache(): boolean {

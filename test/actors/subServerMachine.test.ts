@@ -34,7 +34,6 @@ describe('lane actor (subServerMachine under createActor)', () => {
     expect(l.value()).toBe('collecting');
     l.send('WORK', NO_WORK);
     expect(l.value()).toBe('idle');
-    l.send('BATCH_DONE', LAUNCHABLE); // none in flight: nothing to hear
     expect(l.launches).toHaveLength(2);
   });
 
