@@ -51,7 +51,7 @@ export class WakeGate {
  * One engine with its clock, its share of the launch policy (a sync barrier is the entry's: it
  * grants launches with `gate`), and links to its peers. Whatever the engine produced — by a batch
  * landing, an arrival, a release — it hands over as data (`EngineOutputs`), and one loop here ships
- * it: the handoffs one message per peer, one report to the entry, one WORK when requests are ready.
+ * it: the handoffs one message per peer, one report to the entry, one WORK when the lane changed.
  */
 export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
@@ -129,7 +129,7 @@ export class EngineHost implements EngineEnv {
   /**
    * The one output loop: the handoffs one message per peer (the peer admits them together and
    * batches them), one report to the entry with the events in order (nothing if nothing changed),
-   * one WORK if requests are ready. An entry in this process hears the report before the WORK, so
+   * one WORK if the lane changed (Engine.report). An entry in this process hears the report before the WORK, so
    * what it admits in answer joins the batch.
    */
   private ship(out: EngineOutputs, returned: number): void {
