@@ -104,6 +104,8 @@ export class LocalRequest {
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
   send(event: LocalEvent): LocalStatus {
     const before = this.actor.getSnapshot();
+    // an ended request's actor has stopped: XState would drop the event (and, in development, warn)
+    if (before.status !== 'active') throw new LifecycleError(before.value, event.type);
     this.actor.send(event);
     const after = this.actor.getSnapshot();
     // every transition of the chart changes state: an event XState took none for left the snapshot as it was
