@@ -1,7 +1,5 @@
 // The request actor at the entry: admitted → streaming committed tokens → done | failed | cancelled.
 import { setup } from 'xstate';
-import type { RequestStatus } from '../../shared/trace.ts';
-import { deriveTable, tableLogic } from './tableLogic.ts';
 
 export type RequestEvent =
   | { type: 'FIRST_TOKEN' }
@@ -9,6 +7,7 @@ export type RequestEvent =
   | { type: 'FAIL'; error: Error }
   | { type: 'CANCEL' };
 
+/** Each request at the entry is an actor of this chart; its status is the snapshot's value. */
 export const requestMachine = setup({ types: { events: {} as RequestEvent } }).createMachine({
   id: 'request',
   initial: 'admitted',
@@ -20,6 +19,3 @@ export const requestMachine = setup({ types: { events: {} as RequestEvent } }).c
     cancelled: { type: 'final' },
   },
 });
-
-/** The request actor's logic: the chart above as a table (one actor per request, so it must be cheap). */
-export const requestLogic = tableLogic<RequestStatus, RequestEvent>(deriveTable(requestMachine), 'admitted');

@@ -1,105 +1,118 @@
-// The engine's lane actor: idle / collecting a delayed batch / executing (it holds the batch in flight) / down, where batches fail.
+// The engine's lane actor: idle / collecting a delayed batch / executing a batch / down, where batches fail.
 import { assign, setup } from 'xstate';
-import type { Batch } from '../engine/batch.ts';
-import { flatLogic } from './flatLogic.ts';
 
-/** What the lane actor asks of the engine it drives; the scheduler policy answers the guards. */
-export interface SubServerHost {
+/**
+ * What the guards read about the lane, as the engine last reported it. The engine computes it from
+ * its queue and the launch policy and sends it with every event, so the guards read only the
+ * context: at rest it is the lane as it is (the engine reports each change, see `Engine.report`).
+ */
+export interface LaneFacts {
   /** Requests are ready to run here. */
-  hasWork(): boolean;
+  readonly ready: boolean;
   /** The scheduling policy lets a batch start now (threshold reached, barrier open). */
-  mayLaunch(): boolean;
-  /** The max-wait deadline passed: may a batch start below threshold? (Sync modes keep their barrier.) */
-  mayLaunchAtDeadline(): boolean;
-  /** Launches one batched step; its return comes back as BATCH_DONE. */
-  launch(): Batch;
-  /** Max wait in clock ms; Infinity = none. */
-  maxWaitMs(): number;
+  readonly mayLaunch: boolean;
+  /** Requests are ready and, the max-wait deadline passed, a batch may start below threshold (sync modes keep their barrier). */
+  readonly atDeadline: boolean;
 }
 
+export const NO_WORK: LaneFacts = Object.freeze({ ready: false, mayLaunch: false, atDeadline: false });
+
 export type SubServerEvent =
-  | { type: 'WORK' } // ready requests (sent once per cascade, not per request)
-  | { type: 'GATE' } // a sync barrier opened
-  | { type: 'SCHEDULE' } // the threshold or the max-wait deadline changed
-  | { type: 'BATCH_DONE' } // the batch in flight returned and its results are applied
-  | { type: 'DOWN' } // the runner is gone or taken down: steps fail at once
-  | { type: 'UP' }; // a runner is in place again
+  | { type: 'WORK'; lane: LaneFacts } // the lane changed: requests readied or gone, a sync barrier opened
+  | { type: 'SCHEDULE'; lane: LaneFacts; maxWaitMs: number } // the threshold or the max-wait deadline changed
+  | { type: 'BATCH_DONE'; lane: LaneFacts } // the batch in flight returned and its results are applied
+  | { type: 'DOWN'; lane: LaneFacts } // the runner is gone or taken down: steps fail at once
+  | { type: 'UP'; lane: LaneFacts }; // a runner is in place again
 
 export type SubServerState = 'idle' | 'collecting' | 'executing' | 'failing' | 'down';
-type SubServerContext = { host: SubServerHost; batch: Batch | null };
 
+type SubServerContext = { lane: LaneFacts; maxWaitMs: number };
+
+/**
+ * The lane as the event reports it (a transition's guards run before its `note`); the deadline's
+ * delayed event reports nothing, so the lane as last reported, which at rest is the lane as it is.
+ */
+const laneOf = ({ context, event }: { context: SubServerContext; event: SubServerEvent }): LaneFacts => ('lane' in event ? event.lane : context.lane);
+
+const LAUNCH = { type: 'launch', params: { down: false } } as const;
+const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
+
+/**
+ * The lane's chart. `launch` is the one effect: a plain action the engine provides
+ * (`subServerMachine.provide({ actions: { launch } })`) that starts a batched step (one launched
+ * from down fails at once: `params.down`); its return comes back as BATCH_DONE. Every event carries the lane's facts, which its
+ * transition's guards read and its `note` keeps in the context for the eventless transitions and
+ * the deadline.
+ */
 export const subServerMachine = setup({
-  types: { context: {} as SubServerContext, input: {} as { host: SubServerHost }, events: {} as SubServerEvent },
+  types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
   guards: {
-    hasWork: ({ context }) => context.host.hasWork(),
-    noWork: ({ context }) => !context.host.hasWork(),
-    mayLaunch: ({ context }) => context.host.mayLaunch(),
-    deadline: ({ context }) => context.host.hasWork() && context.host.mayLaunchAtDeadline(),
+    hasWork: (args) => laneOf(args).ready,
+    noWork: (args) => !laneOf(args).ready,
+    mayLaunch: (args) => laneOf(args).mayLaunch,
+    deadline: (args) => laneOf(args).atDeadline,
   },
   actions: {
-    launch: assign({ batch: ({ context }) => context.host.launch() }),
-    landed: assign({ batch: null }),
+    note: assign({ lane: ({ event }) => event.lane }),
+    schedule: assign(({ event, context }) => ({ lane: event.lane, maxWaitMs: event.type === 'SCHEDULE' ? event.maxWaitMs : context.maxWaitMs })),
+    // params.down: launched from down, the batch fails at once
+    launch: (_, _params: { down: boolean }) => {
+      throw new Error('subServerMachine: the engine provides the launch action (machine.provide({ actions: { launch } }))');
+    },
   },
   delays: {
-    maxWait: ({ context }) => context.host.maxWaitMs(),
+    // Infinity: no deadline (the clock never fires it)
+    maxWait: ({ context }) => context.maxWaitMs,
   },
 }).createMachine({
   id: 'engine',
-  context: ({ input }) => ({ host: input.host, batch: null }),
+  context: ({ input }) => ({ lane: NO_WORK, maxWaitMs: input.maxWaitMs }),
   initial: 'idle',
-  // A batch starts and ends on transitions (launch, landed), never on entering or leaving a state:
-  // executing and failing both hold one, and DOWN / UP move it between them without touching it.
+  // Heard in any state that does not take the event itself: the lane it reports is noted (so the
+  // eventless transitions, which read the event's lane too, agree with the context), and the states
+  // that decide look again through their eventless transitions.
+  on: { WORK: { actions: 'note' }, SCHEDULE: { actions: 'schedule' }, BATCH_DONE: { actions: 'note' }, DOWN: { actions: 'note' }, UP: { actions: 'note' } },
+  // A batch starts on a transition (launch), never on entering a state: executing and failing both
+  // hold one, and DOWN / UP move between them without touching it.
   states: {
     idle: {
-      on: {
-        WORK: [{ target: 'executing', guard: 'mayLaunch', actions: 'launch' }, { target: 'collecting', guard: 'hasWork' }],
-        GATE: [{ target: 'executing', guard: 'mayLaunch', actions: 'launch' }, { target: 'collecting', guard: 'hasWork' }],
-        DOWN: 'down',
-      },
+      always: [
+        { target: 'executing', guard: 'mayLaunch', actions: LAUNCH },
+        { target: 'collecting', guard: 'hasWork' },
+      ],
+      on: { DOWN: { target: 'down', actions: 'note' } },
     },
     // Entered only when a batch must wait (below threshold, or a barrier closed): the deadline
     // timer is armed just for those waits, not on every step.
     collecting: {
       always: [
         { target: 'idle', guard: 'noWork' },
-        { target: 'executing', guard: 'mayLaunch', actions: 'launch' },
+        { target: 'executing', guard: 'mayLaunch', actions: LAUNCH },
       ],
-      after: { maxWait: { target: 'executing', guard: 'deadline', actions: 'launch' } },
-      // Targetless: the event only makes the eventless transitions above look again. A new
-      // schedule re-enters, so the deadline timer runs again with the deadline now in force.
-      on: { WORK: {}, GATE: {}, SCHEDULE: { target: 'collecting', reenter: true }, DOWN: 'down' },
+      after: { maxWait: { target: 'executing', guard: 'deadline', actions: LAUNCH } },
+      // A new schedule re-enters, so the deadline timer runs again with the deadline now in force.
+      on: { SCHEDULE: { target: 'collecting', reenter: true, actions: 'schedule' }, DOWN: { target: 'down', actions: 'note' } },
     },
-    // One batch in flight, held in the context: the queue is looked at again when it returns.
+    // One batch in flight: the lane is looked at again when it returns.
     executing: {
       on: {
         BATCH_DONE: [
-          { target: 'executing', guard: 'mayLaunch', actions: 'launch' },
-          { target: 'collecting', guard: 'hasWork', actions: 'landed' },
-          { target: 'idle', actions: 'landed' },
+          { target: 'executing', guard: 'mayLaunch', actions: ['note', LAUNCH] },
+          { target: 'collecting', guard: 'hasWork', actions: 'note' },
+          { target: 'idle', actions: 'note' },
         ],
-        DOWN: 'failing',
+        DOWN: { target: 'failing', actions: 'note' },
       },
     },
-    // Down (the runner is gone or taken down) with a batch in flight: each batch launched from here
-    // fails at once, so its requests fail, as soon as one could launch at all (the deadline's rule).
+    // Down (the runner is gone or taken down) with a batch in flight.
     failing: {
-      on: {
-        BATCH_DONE: [
-          { target: 'failing', guard: 'deadline', actions: 'launch' },
-          { target: 'down', actions: 'landed' },
-        ],
-        UP: 'executing',
-      },
+      on: { BATCH_DONE: { target: 'down', actions: 'note' }, UP: { target: 'executing', actions: 'note' } },
     },
+    // Each batch launched from here fails at once, so its requests fail, as soon as one could launch
+    // at all (the deadline's rule).
     down: {
-      on: {
-        WORK: { target: 'failing', guard: 'deadline', actions: 'launch' },
-        GATE: { target: 'failing', guard: 'deadline', actions: 'launch' },
-        UP: 'idle',
-      },
+      always: { target: 'failing', guard: 'deadline', actions: LAUNCH_DOWN },
+      on: { UP: { target: 'idle', actions: 'note' } },
     },
   },
 });
-
-/** The lane actor's logic: the chart above, run by flatLogic (it steps once per batch, so it must be cheap). */
-export const subServerLogic = flatLogic<SubServerContext, SubServerEvent, { host: SubServerHost }, SubServerState>(subServerMachine);

@@ -2,8 +2,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createActor } from 'xstate';
-import { localRequestLogic } from '../actors/localRequestMachine.ts';
-import { requestLogic } from '../actors/requestMachine.ts';
+import { localRequestMachine } from '../actors/localRequestMachine.ts';
+import { requestMachine } from '../actors/requestMachine.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../engine/cluster.ts';
 import { SimRunner } from '../runner/simRunner.ts';
@@ -68,14 +68,14 @@ export function measureActors(n = 20_000, rounds = 5): { requestActorUs: number;
     return best;
   };
   const requestActorUs = time(() => {
-    const a = createActor(requestLogic);
+    const a = createActor(requestMachine);
     a.start();
     a.send({ type: 'FIRST_TOKEN' });
     a.send({ type: 'FINISH' });
     a.stop();
   });
   const localActorUs = time(() => {
-    const a = createActor(localRequestLogic);
+    const a = createActor(localRequestMachine);
     a.start();
     a.send({ type: 'ADMIT' });
     a.send({ type: 'HANDOFF' });

@@ -2,7 +2,7 @@
 import { createActor, type Actor } from 'xstate';
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import { subServerLogic, type SubServerHost } from '../actors/subServerMachine.ts';
+import { subServerMachine, type LaneFacts, type SubServerEvent } from '../actors/subServerMachine.ts';
 import { endEvent, LOCAL_EVENTS, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
@@ -18,7 +18,7 @@ import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
-export class Engine implements SubServerHost, LaneView {
+export class Engine implements LaneView {
   readonly name: string;
   /** Replaced when a crashed runner is restarted. */
   runner: ModelRunner;
@@ -26,10 +26,11 @@ export class Engine implements SubServerHost, LaneView {
   /** Tokens one step feeds at most, all rows together: a longer prompt is fed in chunks across steps. */
   maxStepTokens: number;
   threshold: number;
-  /** The max-wait deadline; changes with the threshold (the SLO controller moves both). */
-  maxWait: number;
   readonly queues: LaneQueues;
-  readonly actor: Actor<typeof subServerLogic>;
+  /** The lane actor: when a batch launches (its state is the lane's; its context holds the max-wait deadline). */
+  readonly actor: Actor<typeof subServerMachine>;
+  /** The batch in flight, from its launch until its rows are applied. */
+  inFlight: Batch | null = null;
   readonly stats = new EngineStats();
   /** The requests this engine holds, in any local state. */
   readonly locals = new Map<string, LocalRequest>();
@@ -47,10 +48,10 @@ export class Engine implements SubServerHost, LaneView {
     this.maxBatch = opts.maxBatch;
     this.maxStepTokens = opts.maxStepTokens;
     this.threshold = opts.threshold;
-    this.maxWait = opts.maxWaitMs;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
     this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
-    this.actor = createActor(subServerLogic, { input: { host: this }, clock: host.clock });
+    const machine = subServerMachine.provide({ actions: { launch: (_, { down }) => this.launch(down) } });
+    this.actor = createActor(machine, { input: { maxWaitMs: opts.maxWaitMs }, clock: host.clock });
     this.actor.start();
   }
 
@@ -63,8 +64,11 @@ export class Engine implements SubServerHost, LaneView {
   }
   setSchedule(threshold: number, maxWaitMs: number): void {
     this.threshold = threshold;
-    this.maxWait = maxWaitMs;
-    this.actor.send({ type: 'SCHEDULE' });
+    this.actor.send({ type: 'SCHEDULE', lane: this.lane(), maxWaitMs });
+  }
+  /** The max-wait deadline in clock ms (Infinity: none); the SLO controller moves it with the threshold. */
+  get maxWait(): number {
+    return this.actor.getSnapshot().context.maxWaitMs;
   }
 
   get pool() {
@@ -73,12 +77,10 @@ export class Engine implements SubServerHost, LaneView {
   get readyCount(): number {
     return this.queues.readyCount;
   }
-  /** The batch in flight: the lane actor's, held while it is executing. */
-  get inFlight(): Batch | null {
-    return this.actor.getSnapshot().context.batch;
-  }
+  /** A batch in flight (the lane actor is executing or failing). */
   get executing(): boolean {
-    return this.inFlight !== null;
+    const state = this.actor.getSnapshot().value;
+    return state === 'executing' || state === 'failing';
   }
   /** Down (a state of the lane actor): steps fail at once until the runner is replaced. */
   get down(): boolean {
@@ -94,39 +96,52 @@ export class Engine implements SubServerHost, LaneView {
     return this.inFlight?.locals.length ?? 0;
   }
 
-  // --- SubServerHost: the lane actor decides when a batch launches ---
-  hasWork(): boolean {
-    return this.readyCount > 0;
+  // --- the lane actor decides when a batch launches, on the facts the engine sends it ---
+
+  /** What the lane actor's guards read, as it is now. */
+  lane(): LaneFacts {
+    const ready = this.readyCount > 0;
+    const { policy } = this.host;
+    return { ready, mayLaunch: policy.mayLaunch(this), atDeadline: ready && policy.mayLaunchAtDeadline(this) };
   }
-  mayLaunch(): boolean {
-    return this.host.policy.mayLaunch(this);
+
+  /** Sends the lane actor an event with the lane as it is now. */
+  tell(type: Exclude<SubServerEvent['type'], 'SCHEDULE'>): void {
+    this.actor.send({ type, lane: this.lane() });
   }
-  mayLaunchAtDeadline(): boolean {
-    return this.host.policy.mayLaunchAtDeadline(this);
+
+  /**
+   * Tells the lane actor of a change in what its guards read (WORK), unless a batch is in flight (its
+   * return says) or nothing changed: at rest the actor's context is the lane as it is, so its
+   * deadline timer decides on the truth.
+   */
+  report(): void {
+    if (this.executing) return;
+    const heard = this.actor.getSnapshot().context.lane;
+    const now = this.lane();
+    if (now.ready !== heard.ready || now.mayLaunch !== heard.mayLaunch || now.atDeadline !== heard.atDeadline) this.actor.send({ type: 'WORK', lane: now });
   }
-  maxWaitMs(): number {
-    return this.maxWait;
-  }
-  /** The lane actor launches a batch: its outputs, as data, go to the host when the runner answers. */
-  launch(): Batch {
-    const { batch, result } = this.step();
+
+  /** The lane actor's launch action: a batch starts; its outputs, as data, go to the host when the runner answers. */
+  private launch(down: boolean): void {
+    const { batch, result } = this.step(down);
+    this.inFlight = batch;
     result.then(
       (o) => this.host.landed(this.apply(batch, o)),
       (e: Error) => this.host.landed(this.fail(batch, e)),
     );
-    return batch;
   }
 
   // --- the step: plan → execute → apply ---
 
   /** Plans a batch and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
-  step(): { batch: Batch; result: PromiseLike<StepOutput> } {
+  step(down: boolean): { batch: Batch; result: PromiseLike<StepOutput> } {
     // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
     const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
     const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, maxStepTokens: this.maxStepTokens });
     const batch = this.start(plan, ready.locals);
     try {
-      if (this.down) throw new Error(`sub-server ${this.name} is down`);
+      if (down) throw new Error(`sub-server ${this.name} is down`);
       const result = this.runner.step(batch.rows);
       // the runner's own call: all of a simulated runner's work, the launch of a real one's
       batch.wallMs = performance.now() - batch.wall0;
@@ -384,6 +399,7 @@ export class Engine implements SubServerHost, LaneView {
     this.stats.batchMs += end - batch.start;
     this.stats.modelMs += batch.modelMs;
     this.host.trace?.emit(batchEvent(batch, this.name, end));
+    this.inFlight = null;
     return this.take();
   }
 

@@ -52,7 +52,7 @@ export class WakeGate {
  * One engine with its clock, its share of the launch policy (a sync barrier is the entry's: it
  * grants launches with `gate`), and links to its peers. Whatever the engine produced — by a batch
  * landing, an arrival, a release — it hands over as data (`EngineOutputs`), and one loop here ships
- * it: the handoffs one message per peer, one report to the entry, one WORK when requests are ready.
+ * it: the handoffs one message per peer, one report to the entry, one WORK when the lane changed.
  */
 export class EngineHost implements EngineEnv {
   readonly policy: LaunchPolicy;
@@ -107,7 +107,7 @@ export class EngineHost implements EngineEnv {
   landed(out: EngineOutputs): void {
     this.wakes.enter();
     try {
-      this.engine.actor.send({ type: 'BATCH_DONE' });
+      this.engine.tell('BATCH_DONE');
       this.ship(out, 1);
     } finally {
       this.wakes.leave();
@@ -132,7 +132,7 @@ export class EngineHost implements EngineEnv {
   /**
    * The one output loop: the handoffs one message per peer (the peer admits them together and
    * batches them), one report to the entry with the events in order (nothing if nothing changed),
-   * one WORK if requests are ready. An entry in this process hears the report before the WORK, so
+   * one WORK if the lane changed (Engine.report). An entry in this process hears the report before the WORK, so
    * what it admits in answer joins the batch.
    */
   private ship(out: EngineOutputs, returned: number): void {
@@ -211,7 +211,7 @@ export class EngineHost implements EngineEnv {
   gate(): void {
     this.call(() => {
       this.policy.grant(this.engine.index);
-      this.engine.actor.send({ type: 'GATE' });
+      this.engine.report();
     });
   }
 
@@ -221,7 +221,7 @@ export class EngineHost implements EngineEnv {
   }
 
   setDown(down: boolean): void {
-    this.call(() => this.engine.actor.send({ type: down ? 'DOWN' : 'UP' }));
+    this.call(() => this.engine.tell(down ? 'DOWN' : 'UP'));
   }
 
   /** Fails every request this engine holds (their state here may be off); the engine serves on. */
@@ -232,7 +232,7 @@ export class EngineHost implements EngineEnv {
   /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */
   runnerLost(error: Error): number {
     return this.call(() => {
-      this.engine.actor.send({ type: 'DOWN' });
+      this.engine.tell('DOWN');
       return this.engine.failAll(error);
     });
   }
@@ -241,17 +241,15 @@ export class EngineHost implements EngineEnv {
     this.call(() => {
       runner.useClock?.(this.clock);
       this.engine.runner = runner;
-      this.engine.actor.send({ type: 'UP' });
+      this.engine.tell('UP');
     });
   }
 
-  /** One WORK when requests are ready and no batch is in flight (a batch's return looks at the queue itself). */
+  /** The lane actor hears what changed while no batch is in flight (a batch's return looks at the queue itself). */
   wake(): void {
     const e = this.engine;
-    if (!e.executing && e.readyCount > 0) {
-      this.queueLength(e.readyCount);
-      e.actor.send({ type: 'WORK' });
-    }
+    if (!e.executing && e.readyCount > 0) this.queueLength(e.readyCount);
+    e.report();
     // A queue that emptied says so (a launch took it, or a landed batch did): a reader holds the last length it heard.
     if (e.readyCount === 0 && this.lastQueue > 0) this.queueLength(0);
   }

@@ -3,7 +3,7 @@ import { createActor, type Actor } from 'xstate';
 import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import { isFinalLocal, localRequestLogic, nextLocalStatus, type LocalEvent } from '../actors/localRequestMachine.ts';
+import { LifecycleError, localRequestMachine, type LocalEvent } from '../actors/localRequestMachine.ts';
 import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
@@ -25,7 +25,8 @@ let nextCacheId = 1;
 
 /** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
-  readonly actor: Actor<typeof localRequestLogic>;
+  /** Its lifecycle on this engine: the status is the snapshot's value, never kept beside it. */
+  readonly actor: Actor<typeof localRequestMachine>;
   /** Runner cache handle; -1 while none is held (queued, or evicted while pending-return). */
   cacheId = -1;
   /** Tokens in this model's cache for the request (its next step feeds tokens[fed..]). */
@@ -55,7 +56,7 @@ export class LocalRequest {
     public meta: unknown,
     public counters: RequestCounters,
   ) {
-    this.actor = createActor(localRequestLogic);
+    this.actor = createActor(localRequestMachine);
     this.actor.start();
     const wants = wantsFor(spec.algorithm, model);
     // per-token detail reports the signals even when route() does not read them
@@ -82,12 +83,12 @@ export class LocalRequest {
   }
 
   get status(): LocalStatus {
-    return this.actor.getSnapshot().context;
+    return this.actor.getSnapshot().value;
   }
 
-  /** Ended (done, cancelled or failed) while, perhaps, a step still holds its cache. */
+  /** Ended (done, cancelled or failed: a final state) while, perhaps, a step still holds its cache. */
   get ended(): boolean {
-    return isFinalLocal(this.status);
+    return this.actor.getSnapshot().status === 'done';
   }
 
   /** Decoding here: queued for a cache or running. */
@@ -107,9 +108,14 @@ export class LocalRequest {
 
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
   send(event: LocalEvent): LocalStatus {
-    const next = nextLocalStatus(this.status, event);
+    const before = this.actor.getSnapshot();
+    // an ended request's actor has stopped: XState would drop the event (and, in development, warn)
+    if (before.status !== 'active') throw new LifecycleError(before.value, event.type);
     this.actor.send(event);
-    return next;
+    const after = this.actor.getSnapshot();
+    // every transition of the chart changes state: an event XState took none for left the snapshot as it was
+    if (after === before) throw new LifecycleError(before.value, event.type);
+    return after.value;
   }
 
   get hasCache(): boolean {

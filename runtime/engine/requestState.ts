@@ -3,7 +3,7 @@ import type { Constraint } from '../../shared/protocol/constraint.ts';
 import { createActor, type Actor } from 'xstate';
 import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
-import { requestLogic } from '../actors/requestMachine.ts';
+import { requestMachine } from '../actors/requestMachine.ts';
 import type { SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from './localRequest.ts';
@@ -70,7 +70,7 @@ export type TokenListener = (token: number, model: string, index: number, signal
 
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
-  readonly actor: Actor<typeof requestLogic> = createActor(requestLogic);
+  readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
   /** Committed output tokens (prompt excluded), and the model id that produced each. */
   readonly output: number[] = [];
   readonly producedBy: ModelId[] = [];
@@ -144,12 +144,12 @@ export class RequestState {
   }
 
   get status(): RequestStatus {
-    return this.actor.getSnapshot().context;
+    return this.actor.getSnapshot().value;
   }
 
+  /** In a final state: done, failed or cancelled. */
   get finished(): boolean {
-    const s = this.status;
-    return s === 'done' || s === 'failed' || s === 'cancelled';
+    return this.actor.getSnapshot().status === 'done';
   }
 
   result(): RequestResult {

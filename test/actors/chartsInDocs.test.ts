@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { setup } from 'xstate';
+import { assign, setup } from 'xstate';
 import { chartText, documentedCharts, withCharts } from '../../runtime/actors/chartText.ts';
 
 const doc = fs.readFileSync(path.join(import.meta.dirname, '../../docs/runtime.md'), 'utf8');
@@ -15,11 +15,13 @@ describe('statecharts in docs/runtime.md', () => {
     expect(withCharts(doc, charts)).toBe(doc);
   });
 
-  it('a chart names every transition with its event, guard and delay, and its final states', () => {
-    const m = setup({ guards: { ok: () => true }, delays: { wait: 5 } }).createMachine({
+  it('a chart names every transition with its event, guard, delay and effects (not assignments), and its final states', () => {
+    const m = setup({ types: { context: {} as { n: number } }, guards: { ok: () => true }, delays: { wait: 5 }, actions: { count: assign({ n: 1 }), ring: () => {} } }).createMachine({
+      context: { n: 0 },
       initial: 'a',
-      states: { a: { on: { GO: { target: 'b-c', guard: 'ok' } }, after: { wait: 'b-c' } }, 'b-c': { type: 'final' } },
+      on: { TICK: { actions: 'count' } },
+      states: { a: { on: { GO: { target: 'b-c', guard: 'ok', actions: ['count', 'ring'] } }, after: { wait: 'b-c' }, always: { target: 'b-c', guard: 'ok' } }, 'b-c': { type: 'final' } },
     });
-    expect(chartText(m)).toBe(['stateDiagram-v2', '  state "b-c" as b_c', '  [*] --> a', '  a --> b_c: GO [ok]', '  a --> b_c: after wait', '  b_c --> [*]'].join('\n'));
+    expect(chartText(m)).toBe(['stateDiagram-v2', '  state "b-c" as b_c', '  [*] --> a', '  a --> b_c: after wait', '  a --> b_c: GO [ok] / ring', '  a --> b_c: always [ok]', '  b_c --> [*]'].join('\n'));
   });
 });

@@ -1,41 +1,65 @@
-// The derived transition table must be exactly the statechart's behaviour.
+// A local request's lifecycle is an XState actor of its chart: its status is the snapshot, a forbidden event is loud.
 import { describe, expect, it } from 'vitest';
-import { initialTransition, transition } from 'xstate';
-import { LOCAL_STATES } from '../../shared/trace.ts';
-import { deriveTransitionTable, localRequestMachine, nextLocalStatus, LifecycleError, type LocalEvent } from '../../runtime/actors/localRequestMachine.ts';
+import { createActor } from 'xstate';
+import { LOCAL_STATES, type LocalStatus } from '../../shared/trace.ts';
+import { LifecycleError, localRequestMachine, LOCAL_EVENTS, type LocalEvent } from '../../runtime/actors/localRequestMachine.ts';
+import { LocalRequest, newCounters } from '../../runtime/engine/localRequest.ts';
+import { requestSpec } from '../../runtime/engine/requestState.ts';
+import { GREEDY } from '../../runtime/runner/modelRunner.ts';
+import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 
-const EVENTS: LocalEvent['type'][] = ['ADMIT', 'HANDOFF', 'RETURN', 'REQUEUE', 'FINISH', 'CANCEL', 'FAIL'];
+const EVENTS = Object.keys(LOCAL_EVENTS) as LocalEvent['type'][];
+
+function local(): LocalRequest {
+  const spec = requestSpec('r1', 1, markovAlgorithm(r2rMarkov(0.35)), undefined, [1, 2, 3], 8, 0, GREEDY, 1024);
+  return new LocalRequest(spec, 1, [1, 2, 3], [0, 0, 0], undefined, newCounters(2));
+}
+
+/** The events that lead from queued to `state`. */
+const PATH: Record<LocalStatus, LocalEvent['type'][]> = { queued: [], running: ['ADMIT'], 'pending-return': ['ADMIT', 'HANDOFF'], done: ['FINISH'], cancelled: ['CANCEL'], failed: ['FAIL'] };
 
 describe('local request lifecycle', () => {
-  it('derived table agrees with XState transition() for every state × event', () => {
-    const table = deriveTransitionTable();
-    let checked = 0;
+  it('runs queued → running → pending-return → resume or requeue → done, its status read off the snapshot', () => {
+    const l = local();
+    expect(l.status).toBe('queued');
+    expect(l.send(LOCAL_EVENTS.ADMIT)).toBe('running');
+    expect(l.owned).toBe(true);
+    expect(l.send(LOCAL_EVENTS.HANDOFF)).toBe('pending-return');
+    expect(l.owned).toBe(false);
+    expect(l.send(LOCAL_EVENTS.RETURN)).toBe('running');
+    l.send(LOCAL_EVENTS.HANDOFF);
+    expect(l.send(LOCAL_EVENTS.REQUEUE)).toBe('queued');
+    expect(l.ended).toBe(false);
+    expect(l.send(LOCAL_EVENTS.FINISH)).toBe('done');
+    expect(l.ended).toBe(true);
+    expect(l.actor.getSnapshot().status).toBe('done');
+  });
+
+  it('LocalRequest.send refuses, before any move, exactly the events the chart does not take (every state × event)', () => {
+    let refused = 0;
     for (const state of LOCAL_STATES) {
       for (const type of EVENTS) {
-        const [init] = initialTransition(localRequestMachine);
-        const start = localRequestMachine.resolveState({ ...init, value: state } as typeof init);
-        const [next] = transition(localRequestMachine, start, { type } as LocalEvent);
-        const expected = next.value === state && !table[state][type] ? undefined : (next.value as string);
-        expect(table[state][type], `${state} × ${type}`).toBe(expected);
-        checked++;
+        const l = local();
+        for (const e of PATH[state]) l.send(LOCAL_EVENTS[e]);
+        expect(l.status).toBe(state);
+        // XState's own answer, from a bare actor of the chart driven the same way
+        const bare = createActor(localRequestMachine).start();
+        for (const e of PATH[state]) bare.send(LOCAL_EVENTS[e]);
+        const allowed = bare.getSnapshot().can(LOCAL_EVENTS[type]);
+        if (allowed) expect(l.send(LOCAL_EVENTS[type]), `${state} × ${type}`).not.toBe(state);
+        else {
+          expect(() => l.send(LOCAL_EVENTS[type]), `${state} × ${type}`).toThrow(LifecycleError);
+          expect(l.status).toBe(state);
+          refused++;
+        }
       }
     }
-    expect(checked).toBe(LOCAL_STATES.length * EVENTS.length);
+    // queued refuses HANDOFF, RETURN, REQUEUE; running ADMIT, RETURN, REQUEUE; pending-return ADMIT, HANDOFF; each final state all 7
+    expect(refused).toBe(3 + 3 + 2 + 3 * 7);
   });
 
-  it('encodes running → pending-return → resume / done', () => {
-    let s = nextLocalStatus('queued', { type: 'ADMIT' });
-    expect(s).toBe('running');
-    s = nextLocalStatus(s, { type: 'HANDOFF' });
-    expect(s).toBe('pending-return');
-    expect(nextLocalStatus(s, { type: 'RETURN' })).toBe('running');
-    expect(nextLocalStatus(s, { type: 'REQUEUE' })).toBe('queued');
-    expect(nextLocalStatus(s, { type: 'FINISH' })).toBe('done');
-  });
-
-  it('refuses events the chart does not allow', () => {
-    expect(() => nextLocalStatus('queued', { type: 'HANDOFF' })).toThrow(LifecycleError);
-    expect(() => nextLocalStatus('done', { type: 'RETURN' })).toThrow(LifecycleError);
-    expect(() => nextLocalStatus('running', { type: 'ADMIT' })).toThrow(LifecycleError);
+  it('names the state and the event it refused', () => {
+    const l = local();
+    expect(() => l.send(LOCAL_EVENTS.HANDOFF)).toThrow('no transition for HANDOFF in state queued');
   });
 });

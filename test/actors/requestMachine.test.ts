@@ -1,38 +1,43 @@
-// The entry's request actor runs a table derived from its chart: the table must be exactly the chart's behaviour.
+// The entry's request actor is XState's own actor of its chart: status is the snapshot's value.
 import { describe, expect, it } from 'vitest';
-import { createActor, initialTransition, transition } from 'xstate';
+import { createActor } from 'xstate';
 import { REQUEST_STATES } from '../../shared/trace.ts';
-import { requestLogic, requestMachine, type RequestEvent } from '../../runtime/actors/requestMachine.ts';
-import { deriveTable } from '../../runtime/actors/tableLogic.ts';
+import { requestMachine, type RequestEvent } from '../../runtime/actors/requestMachine.ts';
 
 const EVENTS: RequestEvent[] = [{ type: 'FIRST_TOKEN' }, { type: 'FINISH' }, { type: 'FAIL', error: new Error('x') }, { type: 'CANCEL' }];
 
 describe('request actor', () => {
-  it('its table agrees with XState transition() for every state × event', () => {
-    const table = deriveTable(requestMachine) as Record<string, Record<string, string | undefined>>;
-    let moved = 0;
-    for (const state of REQUEST_STATES) {
-      for (const event of EVENTS) {
-        const [init] = initialTransition(requestMachine);
-        const start = requestMachine.resolveState({ ...init, value: state } as typeof init);
-        const [next] = transition(requestMachine, start, event);
-        const expected = next.value === state ? undefined : (next.value as string);
-        expect(table[state][event.type], `${state} × ${event.type}`).toBe(expected);
-        if (expected) moved++;
-      }
-    }
-    // admitted: 4 ways out, streaming: 3, the final states none
-    expect(moved).toBe(7);
+  it('its chart has the states the trace names; admitted moves 4 ways, streaming 3, a final state none', () => {
+    expect(Object.keys(requestMachine.root.states).sort()).toEqual([...REQUEST_STATES].sort());
+    const ways = (path: RequestEvent[]) => {
+      const a = createActor(requestMachine).start();
+      for (const e of path) a.send(e);
+      return EVENTS.filter((e) => a.getSnapshot().can(e)).map((e) => e.type);
+    };
+    expect(ways([])).toEqual(['FIRST_TOKEN', 'FINISH', 'FAIL', 'CANCEL']);
+    expect(ways([{ type: 'FIRST_TOKEN' }])).toEqual(['FINISH', 'FAIL', 'CANCEL']);
+    expect(ways([{ type: 'CANCEL' }])).toEqual([]);
   });
 
-  it('runs admitted → streaming → done and stays put on an event its state has no transition for', () => {
-    const a = createActor(requestLogic).start();
-    expect(a.getSnapshot().context).toBe('admitted');
+  it('runs admitted → streaming → done, and a final state ends the actor', () => {
+    const a = createActor(requestMachine).start();
+    expect(a.getSnapshot().value).toBe('admitted');
     a.send({ type: 'FIRST_TOKEN' });
     a.send({ type: 'FIRST_TOKEN' });
-    expect(a.getSnapshot().context).toBe('streaming');
+    expect(a.getSnapshot().value).toBe('streaming');
     a.send({ type: 'FINISH' });
-    a.send({ type: 'CANCEL' });
-    expect(a.getSnapshot().context).toBe('done');
+    expect(a.getSnapshot().value).toBe('done');
+    expect(a.getSnapshot().status).toBe('done');
+  });
+
+  it('fails or is cancelled from either live state', () => {
+    for (const path of [[], [{ type: 'FIRST_TOKEN' }]] as RequestEvent[][]) {
+      for (const [end, state] of [[{ type: 'FAIL', error: new Error('x') }, 'failed'], [{ type: 'CANCEL' }, 'cancelled']] as const) {
+        const a = createActor(requestMachine).start();
+        for (const e of path) a.send(e);
+        a.send(end);
+        expect(a.getSnapshot().value).toBe(state);
+      }
+    }
   });
 });
