@@ -1,7 +1,7 @@
-// Bench suite `mask` (`npm run bench -- mask [--models qwen3-42m] [--batch 8] [--tokens 32] [--rounds 3]`): what a grammar mask costs a decode step on a real-shaped model at V = 151,936, dense and sparse, against unmasked greedy.
+// Bench suite `mask` (`npm run bench -- mask [--models qwen3-42m] [--batch 8] [--tokens 32] [--rounds 3]`): what a grammar mask costs a decode step on a real-shaped model at V = 151,936, dense and sparse, against unmasked greedy, in the graph's masked group and in JavaScript.
 import { realShapeFolder } from '../../test/support/realShape/realShapeFolder.ts';
 import { OnnxRunner } from '../runner/onnxRunner.ts';
-import { analyzeMasked, maskWords } from '../runner/maskedRow.ts';
+import { analyzeMasked, fillAllowed, maskWords } from '../runner/maskedRow.ts';
 import type { SamplingParams, StepRow } from '../runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { percentile } from '../util/stats.ts';
@@ -77,45 +77,63 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   for (const [k, v] of [['batch', B], ['tokens', tokens], ['rounds', rounds]] as const) {
     if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must be a positive integer (got ${v})`, k);
   }
-  const runner = await OnnxRunner.load(realShapeFolder(model).dir);
-  const V = runner.info.vocabSize;
+  // the masked rows' two paths side by side: the graph's masked group, and analyzeMasked over fetched logits
+  const dir = realShapeFolder(model).dir;
+  const runners = { graph: await OnnxRunner.load(dir, { masks: 'graph' }), js: await OnnxRunner.load(dir, { masks: 'js' }) };
+  const V = runners.graph.info.vocabSize;
   const pool = { dense: masks(V, 'dense', 64), sparse: masks(V, 'sparse', 64) };
-  // JavaScript alone: one masked row's signals and draw from its logits
+  // JavaScript alone: one masked row's signals and draw from its logits (the js path), its bools (the graph path)
   const logits = Float32Array.from({ length: V }, (_, i) => Math.sin(i * 12.9898) * 3);
   const jsMs: Record<string, number> = {};
+  const boolMs: Record<string, number> = {};
+  const bools = new Uint8Array(V);
   for (const c of CASES.filter((k) => k.mask)) {
     const reps = 200;
     for (let r = 0; r < 20; r++) analyzeMasked(logits, pool[c.mask!][r % 64], { sampling: c.sampling, position: r, model: 'm', topK: 0 });
-    const t0 = performance.now();
+    let t0 = performance.now();
     for (let r = 0; r < reps; r++) analyzeMasked(logits, pool[c.mask!][r % 64], { sampling: c.sampling, position: r, model: 'm', topK: 0 });
     jsMs[c.name] = (performance.now() - t0) / reps;
+    for (let r = 0; r < 20; r++) fillAllowed(bools, 0, pool[c.mask!][r % 64], V);
+    t0 = performance.now();
+    for (let r = 0; r < reps * 5; r++) fillAllowed(bools, 0, pool[c.mask!][r % 64], V);
+    boolMs[c.name] = (performance.now() - t0) / (reps * 5);
   }
-  // rounds interleave the cases, so drift on a shared machine spreads over all of them
-  const perCase = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
-  await decodeMs(runner, CASES[0], B, 4, pool, 0);
+  // rounds interleave the cases and paths, so drift on a shared machine spreads over all of them
+  const key = (path: string, c: Case): string => `${path}: ${c.name}`;
+  const perCase = new Map<string, number[]>();
+  for (const [path, runner] of Object.entries(runners)) await decodeMs(runner, CASES[0], B, 4, pool, path === 'graph' ? 0 : 50);
   for (let r = 0; r < rounds; r++) {
-    for (const [k, c] of CASES.entries()) perCase.get(c.name)!.push(await decodeMs(runner, c, B, tokens, pool, 1000 * (r + 1) + 100 * k));
+    for (const [k, c] of CASES.entries()) {
+      for (const [p, [path, runner]] of Object.entries(runners).entries()) {
+        const list = perCase.get(key(path, c)) ?? [];
+        list.push(await decodeMs(runner, c, B, tokens, pool, 10_000 * (r + 1) + 1000 * p + 100 * k));
+        perCase.set(key(path, c), list);
+      }
+    }
   }
-  await runner.close();
+  for (const runner of Object.values(runners)) await runner.close();
   const table: Row[] = [];
   const results: Record<string, unknown>[] = [];
-  for (const c of CASES) {
-    const step = median(perCase.get(c.name)!);
-    const base = median(perCase.get(c.sampling === GREEDY ? 'greedy' : 'top_p 0.9')!);
-    const greedy = median(perCase.get('greedy')!);
-    const perRow = c.mask ? (step - base) / B : 0;
-    // a committed token's served time at c = B is the step's time over its B rows
-    const share = c.mask ? perRow / (greedy / B) : 0;
-    results.push({ case: c.name, stepMs: step, tokPerS: (1000 * B) / step, maskMsPerRow: perRow, shareOfGreedyToken: share, jsMsPerRow: jsMs[c.name] });
-    table.push({
-      case: c.name,
-      'ms / step': step.toFixed(2),
-      'tok/s': ((1000 * B) / step).toFixed(0),
-      'mask ms / row': c.mask ? perRow.toFixed(3) : '-',
-      '% of a greedy token': c.mask ? `${(100 * share).toFixed(1)} %` : '-',
-      'analyzeMasked ms / row (JS alone)': c.mask ? jsMs[c.name].toFixed(3) : '-',
-    });
+  for (const path of Object.keys(runners)) {
+    for (const c of CASES) {
+      const step = median(perCase.get(key(path, c))!);
+      const base = median(perCase.get(key(path, c.sampling === GREEDY ? CASES[0] : CASES[3]))!);
+      const greedy = median(perCase.get(key(path, CASES[0]))!);
+      const perRow = c.mask ? (step - base) / B : 0;
+      // a committed token's served time at c = B is the step's time over its B rows
+      const share = c.mask ? perRow / (greedy / B) : 0;
+      results.push({ path, case: c.name, stepMs: step, tokPerS: (1000 * B) / step, maskMsPerRow: perRow, shareOfGreedyToken: share, jsMsPerRow: path === 'js' ? jsMs[c.name] : boolMs[c.name] });
+      table.push({
+        path,
+        case: c.name,
+        'ms / step': step.toFixed(2),
+        'tok/s': ((1000 * B) / step).toFixed(0),
+        'mask ms / row': c.mask ? perRow.toFixed(3) : '-',
+        '% of a greedy token': c.mask ? `${(100 * share).toFixed(1)} %` : '-',
+        'JS alone ms / row': c.mask ? (path === 'js' ? jsMs[c.name] : boolMs[c.name]).toFixed(3) : '-',
+      });
+    }
   }
-  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} interleaved rounds; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}).`;
+  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} interleaved rounds; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
   return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table }, notes: [note] } };
 }

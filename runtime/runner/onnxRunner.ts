@@ -89,6 +89,8 @@ export class OnnxRunner implements ModelRunner {
   private readonly signals: boolean;
   /** The graph has the masked rows' group (graph/signalHead.ts MASKED). */
   private readonly maskedGroup: boolean;
+  /** The masked rows' bools, reused from step to step (stepHead.ts HeadContext.scratch). */
+  private readonly headScratch = { allowed: new Uint8Array(0) };
   /** How the graph yields last-position logits (graph/prepareGraph.ts). */
   readonly logitsMode: LogitsMode;
   /** The ids a `suppressEos` draw leaves out (every EOS id the folder names). */
@@ -303,7 +305,7 @@ export class OnnxRunner implements ModelRunner {
     const fetches = [...this.kvFetches];
     if (wantHidden) fetches.push('hidden_states');
     if (this.keepFeed) inputs[(this.logitsMode as { input: string }).input] = this.keepFeed;
-    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.info.eosTokenIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len), maskedGroup: this.maskedGroup }, inputs) : undefined;
+    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.info.eosTokenIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len), maskedGroup: this.maskedGroup, scratch: this.headScratch }, inputs) : undefined;
     if (plan) fetches.push(...plan.fetches);
     else fetches.push('logits');
     const t0 = performance.now();
