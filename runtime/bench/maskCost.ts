@@ -49,23 +49,37 @@ const CASES: Case[] = [
   { name: 'top_p 0.9, sparse mask', sampling: TOP_P, mask: 'sparse' },
 ];
 
-/** ms per decode step of `batch` rows, `tokens` steps after a prefill, every row masked as the case says. */
-async function decodeMs(runner: OnnxRunner, c: Case, batch: number, tokens: number, pool: Record<'dense' | 'sparse', Int32Array[]>, firstCache: number): Promise<number> {
-  const live = Array.from({ length: batch }, (_, i) => ({ cacheId: firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 }));
-  let ms = 0;
+interface Lane {
+  runner: OnnxRunner;
+  c: Case;
+  firstCache: number;
+}
+
+/**
+ * ms per decode step of `batch` rows for each lane (a runner and a case, every row masked as the case
+ * says), `tokens` steps after a prefill. The lanes advance in lockstep, one step each in turn (the
+ * order rotating), so drift on a shared machine falls on all of them alike.
+ */
+async function decodeMs(lanes: readonly Lane[], batch: number, tokens: number, pool: Record<'dense' | 'sparse', Int32Array[]>): Promise<number[]> {
+  const live = lanes.map((lane) => Array.from({ length: batch }, (_, i) => ({ cacheId: lane.firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 })));
+  const ms = lanes.map(() => 0);
   for (let s = 0; s <= tokens; s++) {
-    const rows: StepRow[] = live.map((l, i) => ({ cacheId: l.cacheId, requestId: `m${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: { ...c.sampling, seed: i }, wants: NO_WANTS, mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined }));
-    const t0 = performance.now();
-    const out = await runner.step(rows);
-    // the prefill is not timed
-    if (s > 0) ms += performance.now() - t0;
-    live.forEach((l, i) => {
-      l.position += l.tokens.length;
-      l.tokens = [out.rows[i].token];
-    });
+    for (let n = 0; n < lanes.length; n++) {
+      const k = (n + s) % lanes.length;
+      const { runner, c } = lanes[k];
+      const rows: StepRow[] = live[k].map((l, i) => ({ cacheId: l.cacheId, requestId: `m${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: { ...c.sampling, seed: i }, wants: NO_WANTS, mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined }));
+      const t0 = performance.now();
+      const out = await runner.step(rows);
+      // the prefill is not timed
+      if (s > 0) ms[k] += performance.now() - t0;
+      live[k].forEach((l, i) => {
+        l.position += l.tokens.length;
+        l.tokens = [out.rows[i].token];
+      });
+    }
   }
-  for (const l of live) runner.release(l.cacheId);
-  return ms / tokens;
+  lanes.forEach((lane, k) => live[k].forEach((l) => lane.runner.release(l.cacheId)));
+  return ms.map((m) => m / tokens);
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
@@ -98,19 +112,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (let r = 0; r < reps * 5; r++) fillAllowed(bools, 0, pool[c.mask!][r % 64], V);
     boolMs[c.name] = (performance.now() - t0) / (reps * 5);
   }
-  // rounds interleave the cases and paths, so drift on a shared machine spreads over all of them
   const key = (path: string, c: Case): string => `${path}: ${c.name}`;
-  const perCase = new Map<string, number[]>();
-  for (const [path, runner] of Object.entries(runners)) await decodeMs(runner, CASES[0], B, 4, pool, path === 'graph' ? 0 : 50);
-  for (let r = 0; r < rounds; r++) {
-    for (const [k, c] of CASES.entries()) {
-      for (const [p, [path, runner]] of Object.entries(runners).entries()) {
-        const list = perCase.get(key(path, c)) ?? [];
-        list.push(await decodeMs(runner, c, B, tokens, pool, 10_000 * (r + 1) + 1000 * p + 100 * k));
-        perCase.set(key(path, c), list);
-      }
-    }
-  }
+  const lanes: (Lane & { key: string })[] = [];
+  for (const [p, [path, runner]] of Object.entries(runners).entries()) for (const [k, c] of CASES.entries()) lanes.push({ runner, c, firstCache: 1000 * p + 100 * k, key: key(path, c) });
+  const perCase = new Map<string, number[]>(lanes.map((l) => [l.key, []]));
+  await decodeMs(lanes, B, 4, pool);
+  for (let r = 0; r < rounds; r++) (await decodeMs(lanes, B, tokens, pool)).forEach((ms, k) => perCase.get(lanes[k].key)!.push(ms));
   for (const runner of Object.values(runners)) await runner.close();
   const table: Row[] = [];
   const results: Record<string, unknown>[] = [];
@@ -134,6 +141,6 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       });
     }
   }
-  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} interleaved rounds; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
+  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
   return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table }, notes: [note] } };
 }
