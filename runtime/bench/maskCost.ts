@@ -9,6 +9,7 @@ import type { Row } from '../util/table.ts';
 import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { TokenRouterError } from '../errors.ts';
+import { headAloneMs, type HeadCase } from './maskHead.ts';
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 
@@ -141,6 +142,21 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       });
     }
   }
+  // the head alone: plain graph against the masked group's, unmasked rows (its stand-in row) and masked ones
+  const headCases: HeadCase[] = [];
+  for (const sampling of [GREEDY, TOP_P]) {
+    const t = sampling === GREEDY ? 'greedy' : 'top_p 0.9';
+    headCases.push({ name: `${t}, no masked group`, sampling, masked: false }, { name: `${t}, masked group, unmasked rows`, sampling, masked: true });
+    headCases.push({ name: `${t}, masked group, dense masks`, sampling, masked: true, masks: pool.dense }, { name: `${t}, masked group, sparse masks`, sampling, masked: true, masks: pool.sparse });
+  }
+  const headMs = await headAloneMs(V, B, 10 * rounds, headCases);
+  const greedyRowMs = median(perCase.get(key('graph', CASES[0]))!) / B;
+  const headTable: Row[] = headCases.map((c, k) => {
+    const over = headMs[k] - headMs[k - (k % 4)];
+    return { case: c.name, 'head ms / row': headMs[k].toFixed(3), 'over no masked group': over.toFixed(3), '% of a greedy token': k % 4 ? `${((100 * over) / greedyRowMs).toFixed(1)} %` : '-' };
+  });
+  results.push(...headCases.map((c, k) => ({ head: c.name, msPerRow: headMs[k] })));
   const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
-  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table }, notes: [note] } };
+  const headNote = `head alone: the signal nodes over fixed [${B}, 1, ${V}] logits (planHead, the run, analyzeHead), median of ${10 * rounds} turns; "over no masked group": against the same sampling in the graph without the masked group, over the graph path's greedy ms per row above.`;
+  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table, 'head alone': headTable }, notes: [note, headNote] } };
 }
