@@ -1,7 +1,7 @@
-// Bench suite `mask` (`npm run bench -- mask [--models qwen3-42m] [--batch 8] [--tokens 32] [--rounds 3]`): what a grammar mask costs a decode step on a real-shaped model at V = 151,936, dense and sparse, against unmasked greedy.
+// Bench suite `mask` (`npm run bench -- mask [--models qwen3-42m] [--batch 8] [--tokens 32] [--rounds 3]`): what a grammar mask costs a decode step on a real-shaped model at V = 151,936, dense and sparse, against unmasked greedy, in the graph's masked group and in JavaScript.
 import { realShapeFolder } from '../../test/support/realShape/realShapeFolder.ts';
 import { OnnxRunner } from '../runner/onnxRunner.ts';
-import { analyzeMasked, maskWords } from '../runner/maskedRow.ts';
+import { analyzeMasked, fillAllowed, maskWords } from '../runner/maskedRow.ts';
 import type { SamplingParams, StepRow } from '../runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { percentile } from '../util/stats.ts';
@@ -9,6 +9,7 @@ import type { Row } from '../util/table.ts';
 import type { BenchOptions, SuiteRun } from './benchSuite.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { TokenRouterError } from '../errors.ts';
+import { headAloneMs, type HeadCase } from './maskHead.ts';
 
 const median = (xs: readonly number[]): number => percentile(xs, 50);
 
@@ -49,23 +50,37 @@ const CASES: Case[] = [
   { name: 'top_p 0.9, sparse mask', sampling: TOP_P, mask: 'sparse' },
 ];
 
-/** ms per decode step of `batch` rows, `tokens` steps after a prefill, every row masked as the case says. */
-async function decodeMs(runner: OnnxRunner, c: Case, batch: number, tokens: number, pool: Record<'dense' | 'sparse', Int32Array[]>, firstCache: number): Promise<number> {
-  const live = Array.from({ length: batch }, (_, i) => ({ cacheId: firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 }));
-  let ms = 0;
+interface Lane {
+  runner: OnnxRunner;
+  c: Case;
+  firstCache: number;
+}
+
+/**
+ * ms per decode step of `batch` rows for each lane (a runner and a case, every row masked as the case
+ * says), `tokens` steps after a prefill. The lanes advance in lockstep, one step each in turn (the
+ * order rotating), so drift on a shared machine falls on all of them alike.
+ */
+async function decodeMs(lanes: readonly Lane[], batch: number, tokens: number, pool: Record<'dense' | 'sparse', Int32Array[]>): Promise<number[]> {
+  const live = lanes.map((lane) => Array.from({ length: batch }, (_, i) => ({ cacheId: lane.firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 })));
+  const ms = lanes.map(() => 0);
   for (let s = 0; s <= tokens; s++) {
-    const rows: StepRow[] = live.map((l, i) => ({ cacheId: l.cacheId, requestId: `m${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: { ...c.sampling, seed: i }, wants: NO_WANTS, mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined }));
-    const t0 = performance.now();
-    const out = await runner.step(rows);
-    // the prefill is not timed
-    if (s > 0) ms += performance.now() - t0;
-    live.forEach((l, i) => {
-      l.position += l.tokens.length;
-      l.tokens = [out.rows[i].token];
-    });
+    for (let n = 0; n < lanes.length; n++) {
+      const k = (n + s) % lanes.length;
+      const { runner, c } = lanes[k];
+      const rows: StepRow[] = live[k].map((l, i) => ({ cacheId: l.cacheId, requestId: `m${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: { ...c.sampling, seed: i }, wants: NO_WANTS, mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined }));
+      const t0 = performance.now();
+      const out = await runner.step(rows);
+      // the prefill is not timed
+      if (s > 0) ms[k] += performance.now() - t0;
+      live[k].forEach((l, i) => {
+        l.position += l.tokens.length;
+        l.tokens = [out.rows[i].token];
+      });
+    }
   }
-  for (const l of live) runner.release(l.cacheId);
-  return ms / tokens;
+  lanes.forEach((lane, k) => live[k].forEach((l) => lane.runner.release(l.cacheId)));
+  return ms.map((m) => m / tokens);
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
@@ -77,45 +92,71 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   for (const [k, v] of [['batch', B], ['tokens', tokens], ['rounds', rounds]] as const) {
     if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must be a positive integer (got ${v})`, k);
   }
-  const runner = await OnnxRunner.load(realShapeFolder(model).dir);
-  const V = runner.info.vocabSize;
+  // the masked rows' two paths side by side: the graph's masked group, and analyzeMasked over fetched logits
+  const dir = realShapeFolder(model).dir;
+  const runners = { graph: await OnnxRunner.load(dir, { masks: 'graph' }), js: await OnnxRunner.load(dir, { masks: 'js' }) };
+  const V = runners.graph.info.vocabSize;
   const pool = { dense: masks(V, 'dense', 64), sparse: masks(V, 'sparse', 64) };
-  // JavaScript alone: one masked row's signals and draw from its logits
+  // JavaScript alone: one masked row's signals and draw from its logits (the js path), its bools (the graph path)
   const logits = Float32Array.from({ length: V }, (_, i) => Math.sin(i * 12.9898) * 3);
   const jsMs: Record<string, number> = {};
+  const boolMs: Record<string, number> = {};
+  const bools = new Uint8Array(V);
   for (const c of CASES.filter((k) => k.mask)) {
     const reps = 200;
     for (let r = 0; r < 20; r++) analyzeMasked(logits, pool[c.mask!][r % 64], { sampling: c.sampling, position: r, model: 'm', topK: 0 });
-    const t0 = performance.now();
+    let t0 = performance.now();
     for (let r = 0; r < reps; r++) analyzeMasked(logits, pool[c.mask!][r % 64], { sampling: c.sampling, position: r, model: 'm', topK: 0 });
     jsMs[c.name] = (performance.now() - t0) / reps;
+    for (let r = 0; r < 20; r++) fillAllowed(bools, 0, pool[c.mask!][r % 64], V);
+    t0 = performance.now();
+    for (let r = 0; r < reps * 5; r++) fillAllowed(bools, 0, pool[c.mask!][r % 64], V);
+    boolMs[c.name] = (performance.now() - t0) / (reps * 5);
   }
-  // rounds interleave the cases, so drift on a shared machine spreads over all of them
-  const perCase = new Map<string, number[]>(CASES.map((c) => [c.name, []]));
-  await decodeMs(runner, CASES[0], B, 4, pool, 0);
-  for (let r = 0; r < rounds; r++) {
-    for (const [k, c] of CASES.entries()) perCase.get(c.name)!.push(await decodeMs(runner, c, B, tokens, pool, 1000 * (r + 1) + 100 * k));
-  }
-  await runner.close();
+  const key = (path: string, c: Case): string => `${path}: ${c.name}`;
+  const lanes: (Lane & { key: string })[] = [];
+  for (const [p, [path, runner]] of Object.entries(runners).entries()) for (const [k, c] of CASES.entries()) lanes.push({ runner, c, firstCache: 1000 * p + 100 * k, key: key(path, c) });
+  const perCase = new Map<string, number[]>(lanes.map((l) => [l.key, []]));
+  await decodeMs(lanes, B, 4, pool);
+  for (let r = 0; r < rounds; r++) (await decodeMs(lanes, B, tokens, pool)).forEach((ms, k) => perCase.get(lanes[k].key)!.push(ms));
+  for (const runner of Object.values(runners)) await runner.close();
   const table: Row[] = [];
   const results: Record<string, unknown>[] = [];
-  for (const c of CASES) {
-    const step = median(perCase.get(c.name)!);
-    const base = median(perCase.get(c.sampling === GREEDY ? 'greedy' : 'top_p 0.9')!);
-    const greedy = median(perCase.get('greedy')!);
-    const perRow = c.mask ? (step - base) / B : 0;
-    // a committed token's served time at c = B is the step's time over its B rows
-    const share = c.mask ? perRow / (greedy / B) : 0;
-    results.push({ case: c.name, stepMs: step, tokPerS: (1000 * B) / step, maskMsPerRow: perRow, shareOfGreedyToken: share, jsMsPerRow: jsMs[c.name] });
-    table.push({
-      case: c.name,
-      'ms / step': step.toFixed(2),
-      'tok/s': ((1000 * B) / step).toFixed(0),
-      'mask ms / row': c.mask ? perRow.toFixed(3) : '-',
-      '% of a greedy token': c.mask ? `${(100 * share).toFixed(1)} %` : '-',
-      'analyzeMasked ms / row (JS alone)': c.mask ? jsMs[c.name].toFixed(3) : '-',
-    });
+  for (const path of Object.keys(runners)) {
+    for (const c of CASES) {
+      const step = median(perCase.get(key(path, c))!);
+      const base = median(perCase.get(key(path, c.sampling === GREEDY ? CASES[0] : CASES[3]))!);
+      const greedy = median(perCase.get(key(path, CASES[0]))!);
+      const perRow = c.mask ? (step - base) / B : 0;
+      // a committed token's served time at c = B is the step's time over its B rows
+      const share = c.mask ? perRow / (greedy / B) : 0;
+      results.push({ path, case: c.name, stepMs: step, tokPerS: (1000 * B) / step, maskMsPerRow: perRow, shareOfGreedyToken: share, jsMsPerRow: path === 'js' ? jsMs[c.name] : boolMs[c.name] });
+      table.push({
+        path,
+        case: c.name,
+        'ms / step': step.toFixed(2),
+        'tok/s': ((1000 * B) / step).toFixed(0),
+        'mask ms / row': c.mask ? perRow.toFixed(3) : '-',
+        '% of a greedy token': c.mask ? `${(100 * share).toFixed(1)} %` : '-',
+        'JS alone ms / row': c.mask ? (path === 'js' ? jsMs[c.name] : boolMs[c.name]).toFixed(3) : '-',
+      });
+    }
   }
-  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} interleaved rounds; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}).`;
-  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table }, notes: [note] } };
+  // the head alone: plain graph against the masked group's, unmasked rows (its stand-in row) and masked ones
+  const headCases: HeadCase[] = [];
+  for (const sampling of [GREEDY, TOP_P]) {
+    const t = sampling === GREEDY ? 'greedy' : 'top_p 0.9';
+    headCases.push({ name: `${t}, no masked group`, sampling, masked: false }, { name: `${t}, masked group, unmasked rows`, sampling, masked: true });
+    headCases.push({ name: `${t}, masked group, dense masks`, sampling, masked: true, masks: pool.dense }, { name: `${t}, masked group, sparse masks`, sampling, masked: true, masks: pool.sparse });
+  }
+  const headMs = await headAloneMs(V, B, 10 * rounds, headCases);
+  const greedyRowMs = median(perCase.get(key('graph', CASES[0]))!) / B;
+  const headTable: Row[] = headCases.map((c, k) => {
+    const over = headMs[k] - headMs[k - (k % 4)];
+    return { case: c.name, 'head ms / row': headMs[k].toFixed(3), 'over no masked group': over.toFixed(3), '% of a greedy token': k % 4 ? `${((100 * over) / greedyRowMs).toFixed(1)} %` : '-' };
+  });
+  results.push(...headCases.map((c, k) => ({ head: c.name, msPerRow: headMs[k] })));
+  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
+  const headNote = `head alone: the signal nodes over fixed [${B}, 1, ${V}] logits (planHead, the run, analyzeHead), median of ${10 * rounds} turns; "over no masked group": against the same sampling in the graph without the masked group, over the graph path's greedy ms per row above.`;
+  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table, 'head alone': headTable }, notes: [note, headNote] } };
 }

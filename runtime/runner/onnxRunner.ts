@@ -15,7 +15,7 @@ import { headRow, planHead } from './stepHead.ts';
 import { BatchKvStore, HEADROOM, type CacheEntry } from './batchKvStore.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
-import { SIG_INPUTS } from './graph/signalHead.ts';
+import { signalInputs } from './graph/signalHead.ts';
 
 export interface OnnxRunnerOptions {
   /** Threads ORT may use inside one session.run (default 1: the machine is shared). */
@@ -36,6 +36,12 @@ export interface OnnxRunnerOptions {
   graphFile?: GraphFileOptions;
   /** ORT memory settings (SessionMemory; defaults: a prepacked copy of the weights and the CPU arena, both on). */
   memory?: SessionMemory;
+  /**
+   * Where a grammar-masked row's signals and draw are computed: 'graph' (default: ORT's masked group,
+   * graph/signalHead.ts MASKED; rows with penalties still go to JavaScript) or 'js' (the graph
+   * without that group: maskedRow.ts analyzeMasked over the fetched row of logits; kept for comparison).
+   */
+  masks?: 'graph' | 'js';
 }
 
 function pass(rows: readonly StepRow[], modelMs: number): StepPass {
@@ -81,6 +87,10 @@ export class OnnxRunner implements ModelRunner {
   private readonly kvFetches: readonly string[];
   /** The graph has the signal nodes (graph/signalHead.ts): ORT computes the O(V) work and a step fetches only what its rows read. */
   private readonly signals: boolean;
+  /** The graph has the masked rows' group (graph/signalHead.ts MASKED). */
+  private readonly maskedGroup: boolean;
+  /** The masked rows' bools, reused from step to step (stepHead.ts HeadContext.scratch). */
+  private readonly headScratch = { allowed: new Uint8Array(0) };
   /** How the graph yields last-position logits (graph/prepareGraph.ts). */
   readonly logitsMode: LogitsMode;
   /** The ids a `suppressEos` draw leaves out (every EOS id the folder names). */
@@ -119,6 +129,7 @@ export class OnnxRunner implements ModelRunner {
     this.kv = new BatchKvStore({ kv: c.numKvHeads, hd: c.headDim, bytesPerToken: folder.kvBytesPerToken, nT: this.pastNames.length }, newNames !== undefined, this.stats);
     this.kvFetches = newNames ?? this.presentNames;
     this.signals = prepared?.signals === true;
+    this.maskedGroup = prepared?.masked === true;
     this.logitsMode = prepared?.logits ?? 'full';
     const keep = typeof this.logitsMode === 'object' ? this.logitsMode.input : undefined;
     if (keep) {
@@ -138,12 +149,12 @@ export class OnnxRunner implements ModelRunner {
     // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
     // graph is rewritten to hand back only the new slots, to compute logits at each row's last
     // position only, and to compute the signals and the draw natively (graph/prepareGraph.ts).
-    const prepared = prepareGraph(graph.model, { present: kvNames(folder.config.numLayers).present, newKv: opts.kvOutputs !== 'present', vocab: folder.config.vocabSize });
+    const prepared = prepareGraph(graph.model, { present: kvNames(folder.config.numLayers).present, newKv: opts.kvOutputs !== 'present', vocab: folder.config.vocabSize, masked: opts.masks !== 'js' });
     if (prepared.logits === 'full') console.warn(`${name}: ${prepared.logitsNote}: logits stay [B, S, V] and the last row is read`);
     const session = await createSession(folder.onnxPath, prepared.model, so, ep);
     try {
       // the signal nodes' inputs are the runner's own (graph/signalHead.ts)
-      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? SIG_INPUTS : []);
+      refuseUndrivable(folder.onnxPath, graph.model, session, kvNames(folder.config.numLayers).past, prepared.signals ? signalInputs(prepared.masked) : []);
     } catch (e) {
       await session.release();
       throw e;
@@ -293,7 +304,7 @@ export class OnnxRunner implements ModelRunner {
     const fetches = [...this.kvFetches];
     if (wantHidden) fetches.push('hidden_states');
     if (this.keepFeed) inputs[(this.logitsMode as { input: string }).input] = this.keepFeed;
-    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.info.eosTokenIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len) }, inputs) : undefined;
+    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.info.eosTokenIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len), maskedGroup: this.maskedGroup, scratch: this.headScratch }, inputs) : undefined;
     if (plan) fetches.push(...plan.fetches);
     else fetches.push('logits');
     const t0 = performance.now();
@@ -332,7 +343,9 @@ export class OnnxRunner implements ModelRunner {
         eosTokenIds: this.info.eosTokenIds,
         history: entries[i].ids,
       };
-      const a = r.mask ? analyzeMasked(rowLogits!(b), r.mask, opts) : plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
+      // a masked row outside the masked group (penalties, or masks: 'js') is analysed from its row of logits
+      const inJs = r.mask && !(plan && plan.masked[b] >= 0);
+      const a = inJs ? analyzeMasked(rowLogits!(b), r.mask!, opts) : plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;

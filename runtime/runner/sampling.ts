@@ -124,6 +124,8 @@ export interface HeadRow {
   weights?: Float32Array;
   /** The whole row of logits (fetched for rows whose draw reads them: drawNeedsLogits). */
   logits?: Float32Array;
+  /** How many tokens the draw ranks: a grammar-masked row's allowed tokens (default V; its candidates then are allowed ones only). */
+  ranked?: number;
 }
 
 /** Signals and the sampled token of one row from the signal nodes' outputs; the O(V) work was ORT's. */
@@ -150,7 +152,7 @@ export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAna
     const order = Array.from({ length: n }, (_, j) => j).sort((a, b) => h.topWeights![b] - h.topWeights![a] || h.topIds[a] - h.topIds[b]);
     const ids = order.map((j) => h.topIds[j]);
     const w = order.map((j) => h.topWeights![j]);
-    token = drawFromCandidates(ids, w, n, h.weightSum!, V, s, u);
+    token = drawFromCandidates(ids, w, n, h.weightSum!, h.ranked ?? V, s, u);
     if (token < 0) {
       if (!h.weights) throw new Error('analyzeHead: the draw reaches past the candidates but the row of probabilities was not fetched');
       token = drawExact(h.weights, s, u, h.weightSum);

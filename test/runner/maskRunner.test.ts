@@ -124,6 +124,41 @@ describe('grammar masks', () => {
     });
   });
 
+  it("the graph's masked group and analyzeMasked agree: same tokens, signals within 1e-4 (random masks, every sampling, a banned EOS)", async () => {
+    const js = await OnnxRunner.load(realShapeFolder('qwen3-tiny').dir, { masks: 'js' });
+    try {
+      const eos = onnx.info.eosTokenIds[0];
+      const samplings: SamplingParams[] = [GREEDY, ...SAMPLED, { temperature: 0.9, topP: 0.8, topK: 0, seed: 1 }, { temperature: 1.1, topP: 1, topK: 7, seed: 1 }, { temperature: 1, topP: 1, topK: 0, minP: 0.2, seed: 1 }, { ...GREEDY, suppressEos: true }, { temperature: 0.8, topP: 0.95, topK: 0, seed: 1, suppressEos: true }];
+      const densities = [0.5, 0.02, 3 / V, 1 / V];
+      let rows = 0;
+      for (let seed = 1; seed <= 8; seed++) {
+        const row = (i: number, s: number): Partial<StepRow> => {
+          const mask = randomMask(V, densities[(i + seed) % 4], seed * 1000 + s * 10 + i);
+          // EOS allowed now and then: with suppressEos the draw leaves it out, unless it is all the grammar allows
+          if ((seed + s) % 3 === 0) mask[eos >>> 5] |= 1 << (eos & 31);
+          return { sampling: { ...samplings[(i * 3 + seed + s) % samplings.length], seed }, mask, wants: { ...WANTS, topK: 4 } };
+        };
+        const g = await decode(onnx, 800 + seed * 10, 3, row);
+        const j = await decode(js, 800 + seed * 10, 3, row);
+        expect(g.map((x) => x.token)).toEqual(j.map((x) => x.token));
+        g.forEach((x, k) => {
+          const y = j[k];
+          expect(x.topIds).toEqual(y.topIds);
+          for (const key of ['entropy', 'maxProb', 'tokenProb'] as const) expect(Math.abs(x[key] - y[key]), `${key} of ${x.row.requestId}`).toBeLessThan(1e-4);
+          x.topProbs.forEach((p, m) => expect(Math.abs(p - y.topProbs[m])).toBeLessThan(1e-4));
+        });
+        expectAllowed(g);
+        rows += g.length;
+      }
+      expect(rows).toBe(8 * 3 * PROMPTS.length);
+      // a grammar allowing only the banned EOS wins over the ban, on both paths
+      const only = (): Partial<StepRow> => ({ sampling: { temperature: 0.7, topP: 0.9, topK: 0, seed: 5, suppressEos: true }, mask: maskOf(V, [eos]) });
+      for (const r of [onnx, js]) expect((await decode(r, 900, 1, only)).map((x) => x.token)).toEqual(PROMPTS.map(() => eos));
+    } finally {
+      await js.close();
+    }
+  });
+
   it('the worker runner draws the same masked tokens as the in-thread runner', async () => {
     const row = (i: number, s: number): Partial<StepRow> => ({ sampling: i % 2 ? { ...SAMPLED[i % 3], seed: 7 } : GREEDY, mask: randomMask(V, i === 1 ? 3 / V : 0.5, 40 + s * 4 + i) });
     const a = await decode(onnx, 700, 3, row);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareGraph, type PreparedGraph } from '../../runtime/runner/graph/prepareGraph.ts';
-import { SIG } from '../../runtime/runner/graph/signalHead.ts';
+import { MASKED, SIG } from '../../runtime/runner/graph/signalHead.ts';
 import { kvNames, OnnxRunner, sessionOptions } from '../../runtime/runner/onnxRunner.ts';
 import { concat, fields, GRAPH_INPUT, INT64, MODEL_GRAPH, valueInfo, wrap } from '../../runtime/runner/graph/onnxProto.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
@@ -40,6 +40,12 @@ const signalFeeds = (k: number, invT: number[], u: number[], groups: { sig?: num
   [SIG.cutRows]: rowList(groups.cut ?? ALL),
   [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(groups.ban ?? [0, 0, 0], BigInt), [B, 1, 1]),
   [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from((groups.ban ?? [-1, -1, -1]).map((t) => (t >= 0 ? 1 : 0))), [B, 1, 1]),
+  // no masked rows (the runner's tests drive the masked group): row 0 stands in, as ORT's TopK crashes over none
+  [SIG.maskRows]: rowList([0]),
+  [SIG.allowed]: new ort.Tensor('bool', new Uint8Array(V).fill(1), [1, 1, V]),
+  [MASKED.sigRows]: rowList([]),
+  [MASKED.drawRows]: rowList([]),
+  [MASKED.cutRows]: rowList([]),
 });
 
 describe('prepareGraph (small)', () => {

@@ -20,6 +20,8 @@ export interface PreparedGraph {
   logitsNote?: string;
   /** The signal nodes (graph/signalHead.ts) were appended. */
   signals: boolean;
+  /** With the masked rows' group (graph/signalHead.ts MASKED). */
+  masked: boolean;
 }
 
 export interface PrepareOptions {
@@ -33,6 +35,8 @@ export interface PrepareOptions {
   lastPosition?: boolean;
   /** Append the signal nodes (default true). */
   signals?: boolean;
+  /** With the signal nodes, the masked rows' group (signalHead.ts MASKED; default true). */
+  masked?: boolean;
 }
 
 const KEEP_INPUTS = ['num_logits_to_keep', 'logits_to_keep'];
@@ -127,7 +131,8 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
     parts.push(f.raw);
   });
   const signals = opts.signals !== false;
-  if (signals) added.push(...signalHead('logits', { opset: defaultOpset(top), vocab: opts.vocab, lastOnly: logits === 'sliced' }));
+  const masked = signals && opts.masked !== false;
+  if (signals) added.push(...signalHead('logits', { opset: defaultOpset(top), vocab: opts.vocab, lastOnly: logits === 'sliced', masked }));
   const rewritten = wrap(MODEL_GRAPH, concat([...parts, ...added]));
-  return { model: concat(top.map((f, i) => (i === gi ? rewritten : f.raw))), newNames, logits, logitsNote, signals };
+  return { model: concat(top.map((f, i) => (i === gi ? rewritten : f.raw))), newNames, logits, logitsNote, signals, masked };
 }

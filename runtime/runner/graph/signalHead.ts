@@ -1,4 +1,4 @@
-// Nodes appended after a decoder's logits so ORT does each row's O(V) work natively, over the rows that read it: top-k candidates, log-sum-exp, entropy, a seeded temperature draw.
+// Nodes appended after a decoder's logits so ORT does each row's O(V) work natively, over the rows that read it: top-k candidates, log-sum-exp, entropy, a seeded temperature draw; for grammar-masked rows the same over their allowed tokens.
 import { BOOL, FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, valueInfo, type Attr } from './onnxProto.ts';
 
 /**
@@ -25,6 +25,10 @@ export const SIG = {
   banIds: 'tr_ban_ids',
   /** bool [B, 1, NB]: which of `banIds` are left out of the row's draw (ORT's draw and the tempered probabilities; signals keep them). */
   banOn: 'tr_ban_on',
+  /** int64 [Bm]: the grammar-masked rows (batch rows): the MASKED group's nodes run over them, in this order. */
+  maskRows: 'tr_mask_rows',
+  /** bool [Bm, 1, V]: the tokens each masked row's grammar allows (maskRows order). */
+  allowed: 'tr_allowed',
   /** float / int64 [B, 1, K]: the K best logits and their ids, best first (ties: lower id first). */
   topLogits: 'tr_top_logits',
   topIds: 'tr_top_ids',
@@ -44,8 +48,41 @@ export const SIG = {
   topWeights: 'tr_top_weights',
 } as const;
 
-/** The inputs the signal nodes add to the graph (the runner feeds them every step). */
-export const SIG_INPUTS: readonly string[] = [SIG.k, SIG.invT, SIG.u, SIG.sigRows, SIG.drawRows, SIG.cutRows, SIG.banIds, SIG.banOn];
+/** The names one group of rows reads and writes: its row lists and its outputs (SIG's meanings). */
+export type GroupNames = Record<'sigRows' | 'drawRows' | 'cutRows' | 'topLogits' | 'topIds' | 'lse' | 'entropy' | 'draw' | 'drawLogit' | 'weights' | 'weightSum' | 'topWeights', string>;
+
+/**
+ * The masked rows' group: SIG's nodes over each masked row's logits with every refused token at
+ * REFUSED, so candidates, signals and draws describe the softmax renormalised over the allowed
+ * tokens (maskedRow.ts analyzeMasked is the reference). Row lists index the maskRows (0..Bm-1), not
+ * the batch; TopK's candidates past the allowed tokens have the logit REFUSED.
+ */
+export const MASKED: GroupNames = {
+  sigRows: 'tr_m_sig_rows',
+  drawRows: 'tr_m_draw_rows',
+  cutRows: 'tr_m_cut_rows',
+  topLogits: 'tr_m_top_logits',
+  topIds: 'tr_m_top_ids',
+  lse: 'tr_m_lse',
+  entropy: 'tr_m_entropy',
+  draw: 'tr_m_draw',
+  drawLogit: 'tr_m_draw_logit',
+  weights: 'tr_m_weights',
+  weightSum: 'tr_m_weight_sum',
+  topWeights: 'tr_m_top_weights',
+};
+
+/** A refused token's logit: the lowest float, so its probability is exactly 0 and 0 × it is 0 in the entropy (with -inf it is NaN). */
+export const REFUSED = -3.4028234663852886e38;
+
+/** The inputs the signal nodes add to the graph (the runner feeds them every step); `masked`: with the masked group's. */
+export function signalInputs(masked: boolean): string[] {
+  const plain = [SIG.k, SIG.invT, SIG.u, SIG.sigRows, SIG.drawRows, SIG.cutRows, SIG.banIds, SIG.banOn];
+  return masked ? [...plain, SIG.maskRows, SIG.allowed, MASKED.sigRows, MASKED.drawRows, MASKED.cutRows] : plain;
+}
+
+/** The inputs of the plain signal nodes (graphs built without the masked group). */
+export const SIG_INPUTS: readonly string[] = signalInputs(false);
 
 /** Ids per block of the two-level draw: a divisor of V near √V·2 (no padding copy), else 512. */
 export function drawBlock(vocab: number): number {
@@ -53,12 +90,22 @@ export function drawBlock(vocab: number): number {
   return vocab <= 1024 ? vocab : 512;
 }
 
+/** What one group's nodes read: its rows' logits and per-row feeds (all [rows, 1, ·], in the same row order). */
+interface GroupSource {
+  x: string;
+  invT: string;
+  u: string;
+  banIds: string;
+  banOn: string;
+}
+
 /**
  * The graph fields (nodes, initializers, inputs, outputs) computing SIG's outputs from `logits`
- * ([B, L, V]; the last position is taken, unless `lastOnly` says L is 1 already). `opset` is the model's: reductions take their axes as
- * an attribute before opset 18 (ReduceSum: before 13).
+ * ([B, L, V]; the last position is taken, unless `lastOnly` says L is 1 already), and with `masked`
+ * MASKED's. `opset` is the model's: reductions take their axes as an attribute before opset 18
+ * (ReduceSum: before 13).
  */
-export function signalHead(logits: string, opts: { opset: number; vocab: number; lastOnly: boolean }): Uint8Array[] {
+export function signalHead(logits: string, opts: { opset: number; vocab: number; lastOnly: boolean; masked?: boolean }): Uint8Array[] {
   const { opset, vocab, lastOnly } = opts;
   const block = drawBlock(vocab);
   const out: Uint8Array[] = [];
@@ -83,81 +130,99 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   out.push(initializer(c('row_shape'), INT64, [3], [1, 1, block]));
   out.push(initializer(c('nb_last'), FLOAT, [], [Math.ceil(vocab / block) - 1]));
   out.push(initializer(c('last_f'), FLOAT, [], [vocab - 1]));
-  // the last position of every row: [B, 1, V]
-  if (lastOnly) op('Identity', [logits], c('x'));
-  else op('Slice', [logits, c('minus1'), c('end'), c('axis_seq')], c('x'));
-  out.push(node('TopK', [c('x'), SIG.k], [SIG.topLogits, SIG.topIds], [{ name: 'axis', i: -1 }, { name: 'largest', i: 1 }, { name: 'sorted', i: 1 }], 'topk'));
-  const rows = (input: string, group: string, name: string): string => {
-    op('Gather', [input, group], c(name), [{ name: 'axis', i: 0 }]);
-    return c(name);
-  };
-  // log-sum-exp and entropy of the sigRows; Softmax is one vectorised kernel, where elementwise ops
-  // with a per-row operand cost several times an Exp in ORT
-  const xs = rows(c('x'), SIG.sigRows, 's_x');
-  op('Softmax', [xs], c('p'), [{ name: 'axis', i: -1 }]);
-  op('Slice', [rows(SIG.topLogits, SIG.sigRows, 's_top'), c('zero'), c('one'), c('axis_last')], c('max'));
-  op('Slice', [rows(SIG.topIds, SIG.sigRows, 's_ids'), c('zero'), c('one'), c('axis_last')], c('arg'));
-  op('GatherElements', [c('p'), c('arg')], c('p_max'), [{ name: 'axis', i: -1 }]);
-  // log Σ e^x = max - log p(max): exact to float rounding, as p(max) >= 1 / V
-  op('Log', [c('p_max')], c('log_p_max'));
-  op('Sub', [c('max'), c('log_p_max')], SIG.lse);
-  // H = lse - Σ p·x (a batched MatMul [B,1,V] x [B,V,1] would take ~7x as long as Mul + ReduceSum)
-  op('Mul', [c('p'), xs], c('p_x'));
-  reduce('ReduceSum', c('p_x'), c('px'));
-  op('Sub', [SIG.lse, c('px')], SIG.entropy);
-  // the draw of the drawRows: tempered probabilities in id order, inverse CDF in two levels (blocks of
-  // `block` ids, then within the block) as one CumSum over the whole vocabulary runs ~20x slower in ORT than a sum
-  // a group's rows with their banned ids at -inf: the current values are written back where no ban holds
-  const banned = (xg: string, group: string, g: string): string => {
-    const ids = rows(SIG.banIds, group, `${g}_ban_ids`);
-    op('GatherElements', [xg, ids], c(`${g}_ban_cur`), [{ name: 'axis', i: -1 }]);
-    op('Where', [rows(SIG.banOn, group, `${g}_ban_on`), c('neg_inf'), c(`${g}_ban_cur`)], c(`${g}_ban_val`));
-    op('ScatterElements', [xg, ids, c(`${g}_ban_val`)], c(`${g}_xb`), [{ name: 'axis', i: -1 }]);
-    return c(`${g}_xb`);
-  };
-  const xd = banned(rows(c('x'), SIG.drawRows, 'd_x'), SIG.drawRows, 'd');
-  op('Mul', [xd, rows(SIG.invT, SIG.drawRows, 'd_inv_t')], c('xt'));
-  op('Softmax', [c('xt')], c('w'), [{ name: 'axis', i: -1 }]);
   const nb = Math.ceil(vocab / block);
   // static shapes: a -1 cannot be inferred over a group of no rows
   out.push(initializer(c('block_shape'), INT64, [3], [0, nb, block]));
-  if (vocab % block === 0) op('Reshape', [c('w'), c('block_shape')], c('blocks'));
-  else {
-    out.push(initializer(c('pads'), INT64, [6], [0, 0, 0, 0, 0, nb * block - vocab]));
-    op('Pad', [c('w'), c('pads')], c('wp'));
-    op('Reshape', [c('wp'), c('block_shape')], c('blocks'));
+  if (vocab % block !== 0) out.push(initializer(c('pads'), INT64, [6], [0, 0, 0, 0, 0, nb * block - vocab]));
+
+  /** One group's nodes over `src`, node names prefixed `p`. */
+  const group = (src: GroupSource, names: GroupNames, p: string): void => {
+    const g = (n: string): string => c(p + n);
+    const rows = (input: string, list: string, name: string): string => {
+      op('Gather', [input, list], g(name), [{ name: 'axis', i: 0 }]);
+      return g(name);
+    };
+    out.push(node('TopK', [src.x, SIG.k], [names.topLogits, names.topIds], [{ name: 'axis', i: -1 }, { name: 'largest', i: 1 }, { name: 'sorted', i: 1 }], `${p}topk`));
+    // log-sum-exp and entropy of the sigRows; Softmax is one vectorised kernel, where elementwise ops
+    // with a per-row operand cost several times an Exp in ORT
+    const xs = rows(src.x, names.sigRows, 's_x');
+    op('Softmax', [xs], g('p'), [{ name: 'axis', i: -1 }]);
+    op('Slice', [rows(names.topLogits, names.sigRows, 's_top'), c('zero'), c('one'), c('axis_last')], g('max'));
+    op('Slice', [rows(names.topIds, names.sigRows, 's_ids'), c('zero'), c('one'), c('axis_last')], g('arg'));
+    op('GatherElements', [g('p'), g('arg')], g('p_max'), [{ name: 'axis', i: -1 }]);
+    // log Σ e^x = max - log p(max): exact to float rounding, as p(max) >= 1 / V
+    op('Log', [g('p_max')], g('log_p_max'));
+    op('Sub', [g('max'), g('log_p_max')], names.lse);
+    // H = lse - Σ p·x (a batched MatMul [B,1,V] x [B,V,1] would take ~7x as long as Mul + ReduceSum)
+    op('Mul', [g('p'), xs], g('p_x'));
+    reduce('ReduceSum', g('p_x'), g('px'));
+    op('Sub', [names.lse, g('px')], names.entropy);
+    // the draw of the drawRows: tempered probabilities in id order, inverse CDF in two levels (blocks of
+    // `block` ids, then within the block) as one CumSum over the whole vocabulary runs ~20x slower in ORT than a sum
+    // a group's rows with their banned ids at -inf: the current values are written back where no ban holds
+    const banned = (xg: string, list: string, b: string): string => {
+      const ids = rows(src.banIds, list, `${b}_ban_ids`);
+      op('GatherElements', [xg, ids], g(`${b}_ban_cur`), [{ name: 'axis', i: -1 }]);
+      op('Where', [rows(src.banOn, list, `${b}_ban_on`), c('neg_inf'), g(`${b}_ban_cur`)], g(`${b}_ban_val`));
+      op('ScatterElements', [xg, ids, g(`${b}_ban_val`)], g(`${b}_xb`), [{ name: 'axis', i: -1 }]);
+      return g(`${b}_xb`);
+    };
+    const xd = banned(rows(src.x, names.drawRows, 'd_x'), names.drawRows, 'd');
+    op('Mul', [xd, rows(src.invT, names.drawRows, 'd_inv_t')], g('xt'));
+    op('Softmax', [g('xt')], g('w'), [{ name: 'axis', i: -1 }]);
+    if (vocab % block === 0) op('Reshape', [g('w'), c('block_shape')], g('blocks'));
+    else {
+      op('Pad', [g('w'), c('pads')], g('wp'));
+      op('Reshape', [g('wp'), c('block_shape')], g('blocks'));
+    }
+    reduce('ReduceSum', g('blocks'), g('bs'));
+    op('CumSum', [g('bs'), c('axis_seq')], g('bc'));
+    op('Slice', [g('bc'), c('minus1'), c('end'), c('axis_seq')], g('w_sum'));
+    op('Mul', [g('w_sum'), rows(src.u, names.drawRows, 'd_u')], g('target'));
+    op(le, [g('bc'), g('target')], g('b_below'));
+    op('Cast', [g('b_below')], g('b_below_f'), [{ name: 'to', i: FLOAT }]);
+    reduce('ReduceSum', g('b_below_f'), g('blk_n'), 1);
+    op('Mul', [g('bs'), g('b_below_f')], g('b_before'));
+    reduce('ReduceSum', g('b_before'), g('prev'), 1);
+    op('Min', [g('blk_n'), c('nb_last')], g('blk_f'));
+    op('Cast', [g('blk_f')], g('blk'), [{ name: 'to', i: INT64 }]);
+    op('Expand', [g('blk'), c('row_shape')], g('blk_idx'));
+    op('GatherElements', [g('blocks'), g('blk_idx')], g('row'), [{ name: 'axis', i: 1 }]);
+    op('CumSum', [g('row'), c('axis_last')], g('row_cs'));
+    op('Add', [g('row_cs'), g('prev')], g('row_acc'));
+    op(le, [g('row_acc'), g('target')], g('below'));
+    op('Cast', [g('below')], g('below_f'), [{ name: 'to', i: FLOAT }]);
+    reduce('ReduceSum', g('below_f'), g('in_blk'));
+    op('Mul', [g('blk_f'), c('blockf')], g('blk_start'));
+    op('Add', [g('blk_start'), g('in_blk')], g('count'));
+    // clamped to the last id (u · total may round past the final cumulative sum)
+    op('Min', [g('count'), c('last_f')], g('token_f'));
+    op('Cast', [g('token_f')], names.draw, [{ name: 'to', i: INT64 }]);
+    op('GatherElements', [xd, names.draw], names.drawLogit, [{ name: 'axis', i: -1 }]);
+    // the cutRows' tempered probabilities, for the draw under min-p / top-k / top-p in JavaScript
+    op('Mul', [banned(rows(src.x, names.cutRows, 'c_x'), names.cutRows, 'c'), rows(src.invT, names.cutRows, 'c_inv_t')], g('ct'));
+    op('Softmax', [g('ct')], names.weights, [{ name: 'axis', i: -1 }]);
+    reduce('ReduceSum', names.weights, names.weightSum);
+    op('GatherElements', [names.weights, rows(names.topIds, names.cutRows, 'c_ids')], names.topWeights, [{ name: 'axis', i: -1 }]);
+    for (const o of [names.topLogits, names.lse, names.entropy, names.weights, names.weightSum, names.topWeights, names.drawLogit]) out.push(valueInfo(GRAPH_OUTPUT, o, FLOAT));
+    for (const o of [names.topIds, names.draw]) out.push(valueInfo(GRAPH_OUTPUT, o, INT64));
+  };
+
+  // the last position of every row: [B, 1, V]
+  if (lastOnly) op('Identity', [logits], c('x'));
+  else op('Slice', [logits, c('minus1'), c('end'), c('axis_seq')], c('x'));
+  group({ x: c('x'), invT: SIG.invT, u: SIG.u, banIds: SIG.banIds, banOn: SIG.banOn }, SIG, '');
+  if (opts.masked) {
+    // the masked rows' logits with refused tokens at REFUSED, and their per-row feeds, in maskRows order
+    const m = (input: string, name: string): string => {
+      op('Gather', [input, SIG.maskRows], c(`m_${name}`), [{ name: 'axis', i: 0 }]);
+      return c(`m_${name}`);
+    };
+    out.push(initializer(c('refused'), FLOAT, [], [REFUSED]));
+    op('Where', [SIG.allowed, m(c('x'), 'raw'), c('refused')], c('m_x'));
+    group({ x: c('m_x'), invT: m(SIG.invT, 'inv_t'), u: m(SIG.u, 'u'), banIds: m(SIG.banIds, 'ban_ids'), banOn: m(SIG.banOn, 'ban_on') }, MASKED, 'm_');
   }
-  reduce('ReduceSum', c('blocks'), c('bs'));
-  op('CumSum', [c('bs'), c('axis_seq')], c('bc'));
-  op('Slice', [c('bc'), c('minus1'), c('end'), c('axis_seq')], c('w_sum'));
-  op('Mul', [c('w_sum'), rows(SIG.u, SIG.drawRows, 'd_u')], c('target'));
-  op(le, [c('bc'), c('target')], c('b_below'));
-  op('Cast', [c('b_below')], c('b_below_f'), [{ name: 'to', i: FLOAT }]);
-  reduce('ReduceSum', c('b_below_f'), c('blk_n'), 1);
-  op('Mul', [c('bs'), c('b_below_f')], c('b_before'));
-  reduce('ReduceSum', c('b_before'), c('prev'), 1);
-  op('Min', [c('blk_n'), c('nb_last')], c('blk_f'));
-  op('Cast', [c('blk_f')], c('blk'), [{ name: 'to', i: INT64 }]);
-  op('Expand', [c('blk'), c('row_shape')], c('blk_idx'));
-  op('GatherElements', [c('blocks'), c('blk_idx')], c('row'), [{ name: 'axis', i: 1 }]);
-  op('CumSum', [c('row'), c('axis_last')], c('row_cs'));
-  op('Add', [c('row_cs'), c('prev')], c('row_acc'));
-  op(le, [c('row_acc'), c('target')], c('below'));
-  op('Cast', [c('below')], c('below_f'), [{ name: 'to', i: FLOAT }]);
-  reduce('ReduceSum', c('below_f'), c('in_blk'));
-  op('Mul', [c('blk_f'), c('blockf')], c('blk_start'));
-  op('Add', [c('blk_start'), c('in_blk')], c('count'));
-  // clamped to the last id (u · total may round past the final cumulative sum)
-  op('Min', [c('count'), c('last_f')], c('token_f'));
-  op('Cast', [c('token_f')], SIG.draw, [{ name: 'to', i: INT64 }]);
-  op('GatherElements', [xd, SIG.draw], SIG.drawLogit, [{ name: 'axis', i: -1 }]);
-  // the cutRows' tempered probabilities, for the draw under min-p / top-k / top-p in JavaScript
-  op('Mul', [banned(rows(c('x'), SIG.cutRows, 'c_x'), SIG.cutRows, 'c'), rows(SIG.invT, SIG.cutRows, 'c_inv_t')], c('ct'));
-  op('Softmax', [c('ct')], SIG.weights, [{ name: 'axis', i: -1 }]);
-  reduce('ReduceSum', SIG.weights, SIG.weightSum);
-  op('GatherElements', [SIG.weights, rows(SIG.topIds, SIG.cutRows, 'c_ids')], SIG.topWeights, [{ name: 'axis', i: -1 }]);
-  for (const i of SIG_INPUTS) out.push(valueInfo(GRAPH_INPUT, i, i === SIG.invT || i === SIG.u ? FLOAT : i === SIG.banOn ? BOOL : INT64));
-  for (const o of [SIG.topLogits, SIG.lse, SIG.entropy, SIG.weights, SIG.weightSum, SIG.topWeights, SIG.drawLogit]) out.push(valueInfo(GRAPH_OUTPUT, o, FLOAT));
-  for (const o of [SIG.topIds, SIG.draw]) out.push(valueInfo(GRAPH_OUTPUT, o, INT64));
+  const inputs = signalInputs(opts.masked === true);
+  for (const i of inputs) out.push(valueInfo(GRAPH_INPUT, i, i === SIG.invT || i === SIG.u ? FLOAT : i === SIG.banOn || i === SIG.allowed ? BOOL : INT64));
   return out;
 }
