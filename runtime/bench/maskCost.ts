@@ -158,5 +158,14 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   results.push(...headCases.map((c, k) => ({ head: c.name, msPerRow: headMs[k] })));
   const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
   const headNote = `head alone: the signal nodes over fixed [${B}, 1, ${V}] logits (planHead, the run, analyzeHead), median of ${10 * rounds} turns; "over no masked group": against the same sampling in the graph without the masked group, over the graph path's greedy ms per row above.`;
-  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { rows: results }, output: { tables: { mask: table, 'head alone': headTable }, notes: [note, headNote] } };
+  const share = (path: string, name: string) => {
+    const r = results.find((x) => x.path === path && x.case === name);
+    return r ? `${(100 * (r.shareOfGreedyToken as number)).toFixed(1)} %` : '-';
+  };
+  const pair = (name: string) => `${share('graph', name)} (js path ${share('js', name)})`;
+  const headline = [
+    { figure: `grammar mask's cost per committed token ÷ a greedy token's served time, ${model}, c = ${B}: greedy, dense mask`, result: pair(CASES[1].name), target: '≤ 5 %', status: '' },
+    { figure: 'the same: greedy, sparse mask (3 allowed) / top_p 0.9, dense mask', result: `${pair(CASES[2].name)} / ${pair(CASES[4].name)}`, target: '≤ 5 %', status: '' },
+  ];
+  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { headline, rows: results }, output: { tables: { mask: table, 'head alone': headTable }, notes: [note, headNote] } };
 }
