@@ -19,8 +19,13 @@ export function maskRows(batch: Batch): void {
     const row = rows[i];
     if (!local.grammar || local.grammarError || row.position + row.tokens.length < local.tokens.length) continue;
     try {
-      row.mask = local.grammar.mask(local.tokens);
-      if (row.mask) batch.maskedRows++;
+      const mask = local.grammar.mask(local.tokens);
+      // a dead end of this vocabulary under the grammar fails this request alone, not the step
+      if (mask && !mask.some((w) => w !== 0)) local.grammarError = new Error('no token of its vocabulary continues the answer under the grammar');
+      else if (mask) {
+        row.mask = mask;
+        batch.maskedRows++;
+      }
     } catch (e) {
       local.grammarError = e as Error;
     }

@@ -1,4 +1,5 @@
 // Compiles a request's grammar for a vocabulary with xgrammar, cached per (vocabulary, grammar) and bounded; checkConstraint refuses what cannot compile.
+import { ConstraintState } from './constraintState.ts';
 import { tightenNumberBounds } from './numberBounds.ts';
 import type { Constraint, GrammarSpec } from '../../shared/protocol/constraint.ts';
 import { constraintSchema } from '../../shared/protocol/constraint.ts';
@@ -184,10 +185,18 @@ export async function checkConstraint(constraint: Constraint, vocabularies: read
     const key = vocabKey(v);
     if (seen.has(key)) continue;
     seen.add(key);
+    let compiled: CompiledGrammar;
     try {
-      await compileGrammar(parsed.data.grammar, v);
+      compiled = await compileGrammar(parsed.data.grammar, v);
     } catch (e) {
       throw new TokenRouterError('invalid_request', `${param}: ${(e as Error).message}`, param);
+    }
+    // a vocabulary that cannot write the grammar's first character (a small raw vocabulary and JSON's "{") could only fail mid-step
+    const state = new ConstraintState(await loadXGrammar(), compiled, 0, undefined);
+    try {
+      if (!state.mask([])?.some((w) => w !== 0)) throw new TokenRouterError('invalid_request', `${param}: no token of model ${v.name}'s vocabulary can begin an answer this grammar accepts`, param);
+    } finally {
+      state.dispose();
     }
   }
 }
