@@ -1,10 +1,7 @@
-// Compiles a request's grammar for a vocabulary with xgrammar, cached per (vocabulary, grammar) and bounded; checkConstraint refuses what cannot compile.
-import { ConstraintState } from './constraintState.ts';
+// Compiles a request's grammar for a vocabulary with xgrammar, cached per (vocabulary, grammar) and bounded.
+import type { GrammarSpec } from '../../shared/protocol/constraint.ts';
 import { tightenNumberBounds } from './numberBounds.ts';
-import type { Constraint, GrammarSpec } from '../../shared/protocol/constraint.ts';
-import { constraintSchema } from '../../shared/protocol/constraint.ts';
-import { TokenRouterError } from '../errors.ts';
-import { sameVocabulary, type GrammarVocabulary } from './vocabulary.ts';
+import type { GrammarVocabulary } from './vocabulary.ts';
 import { loadXGrammar, xgrammarNow, type WasmHandle, type XgCompilerHandle, type XGrammar } from './xgrammar.ts';
 
 /** Compiled grammars kept (least recently used goes first): each holds its token-mask cache, a few MB at 150 k tokens. */
@@ -21,7 +18,7 @@ export interface CompiledGrammar {
 const compilers = new Map<string, { info: WasmHandle; compiler: XgCompilerHandle }>();
 const compiled = new Map<string, CompiledGrammar | Error>();
 
-function vocabKey(v: GrammarVocabulary): string {
+export function vocabKey(v: GrammarVocabulary): string {
   return `${v.key}/${v.vocabSize}/${v.stopTokenIds.join(',')}`;
 }
 
@@ -163,40 +160,4 @@ export function isCompiled(spec: GrammarSpec, v: GrammarVocabulary): boolean {
 /** Loads xgrammar if need be, then the compiled grammar (cached or compiled now). */
 export async function compileGrammar(spec: GrammarSpec, v: GrammarVocabulary): Promise<CompiledGrammar> {
   return compiledGrammarNow(await loadXGrammar(), spec, v);
-}
-
-/**
- * Checks a request's constraint before it is queued: its shape, that its models share one
- * vocabulary, and that xgrammar compiles it for that vocabulary (the compiled grammar stays cached
- * for the engines of this process). Throws TokenRouterError('invalid_request') naming `param` (the
- * API field the constraint came from, e.g. "response_format.json_schema.schema"); a vocabulary
- * mismatch names "model".
- */
-export async function checkConstraint(constraint: Constraint, vocabularies: readonly GrammarVocabulary[], param: string): Promise<void> {
-  const parsed = constraintSchema.safeParse(constraint);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new TokenRouterError('invalid_request', `${param}: ${issue.path.join('.') || 'constraint'}: ${issue.message}`, param);
-  }
-  if (vocabularies.length === 0) return;
-  sameVocabulary(vocabularies);
-  const seen = new Set<string>();
-  for (const v of vocabularies) {
-    const key = vocabKey(v);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    let compiled: CompiledGrammar;
-    try {
-      compiled = await compileGrammar(parsed.data.grammar, v);
-    } catch (e) {
-      throw new TokenRouterError('invalid_request', `${param}: ${(e as Error).message}`, param);
-    }
-    // a vocabulary that cannot write the grammar's first character (a small raw vocabulary and JSON's "{") could only fail mid-step
-    const state = new ConstraintState(await loadXGrammar(), compiled, 0, undefined);
-    try {
-      if (!state.mask([])?.some((w) => w !== 0)) throw new TokenRouterError('invalid_request', `${param}: no token of model ${v.name}'s vocabulary can begin an answer this grammar accepts`, param);
-    } finally {
-      state.dispose();
-    }
-  }
 }

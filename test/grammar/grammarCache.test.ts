@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
-import { checkConstraint, compileGrammar } from '../../runtime/grammar/grammarCache.ts';
+import { compileGrammar } from '../../runtime/grammar/grammarCache.ts';
+import { checkConstraint } from '../../runtime/grammar/checkConstraint.ts';
 import { ConstraintState, GrammarViolation, MAX_ROLLBACK_TOKENS } from '../../runtime/grammar/constraintState.ts';
 import { folderVocabulary } from '../../runtime/grammar/modelVocabulary.ts';
 import { vocabularyFromTokenizerJson, type GrammarVocabulary } from '../../runtime/grammar/vocabulary.ts';
@@ -49,6 +50,16 @@ describe('vocabulary', () => {
     expect(err).toBeInstanceOf(TokenRouterError);
     expect((err as TokenRouterError).param).toBe('model');
     expect((err as Error).message).toMatch(/qwen3-tiny.*small.*different vocabularies/);
+  });
+
+  it('a grammar no token of the vocabulary can begin is refused naming the field, unless only checked', async () => {
+    const chars = vocabularyFromTokenizerJson('small', charTokenizer().tokenizerJson, 64, [2]);
+    const err = await checkConstraint({ grammar: { kind: 'json_object' } }, [chars], 'response_format').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TokenRouterError);
+    expect((err as TokenRouterError).param).toBe('response_format');
+    expect((err as Error).message).toMatch(/no token of model small's vocabulary can begin/);
+    await expect(checkConstraint({ grammar: { kind: 'json_object' } }, [chars], 'tools.0.function.parameters', { enforced: false })).resolves.toBeUndefined();
+    await expect(checkConstraint({ grammar: { kind: 'regex', pattern: '[0-9]+' } }, [chars], 'guided_regex')).resolves.toBeUndefined();
   });
 });
 

@@ -1,6 +1,6 @@
 // A planned request's constraint compiled for every vocabulary its models read, before anything is queued: a grammar the library refuses is a 400 naming the field.
 import { tightenNumberBounds } from '../../grammar/numberBounds.ts';
-import { checkConstraint } from '../../grammar/grammarCache.ts';
+import { checkConstraint } from '../../grammar/checkConstraint.ts';
 import { engineVocabulary, folderVocabulary } from '../../grammar/modelVocabulary.ts';
 import type { GrammarVocabulary } from '../../grammar/vocabulary.ts';
 import type { TokenRouterService } from '../../serve/tokenRouterService.ts';
@@ -44,7 +44,7 @@ export async function checkPlanConstraint(service: TokenRouterService, plan: Pla
     const v = folder ? folderVocabulary(folder) : info && engineVocabulary(service.tokenizer, info);
     if (v) vocabularies.push(v);
   }
-  for (const c of plan.checks) await checkConstraint({ grammar: c.grammar }, vocabularies, c.param);
+  for (const c of plan.checks) await checkConstraint({ grammar: c.grammar }, vocabularies, c.param, { enforced: false });
   if (!plan.constraint) return;
   const constraint = await compactTags(plan.constraint.constraint);
   await checkConstraint(constraint, vocabularies, plan.constraint.param);
