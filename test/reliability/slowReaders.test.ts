@@ -40,8 +40,9 @@ async function status(url: string): Promise<{ active: number; queued: number }> 
 describe('a client that stops reading (issue 34 finding 2)', () => {
   it('six stalled readers asking for ~120 MB raise the server RSS by at most 48 MB over the same load read in full, are aborted and counted, and ordinary streams beside them complete', async () => {
     // The prefix cache keeps the KV of the choices that ended, by design (bounded by
-    // memory.budgetMiB): up to 30 MB here, which is not output buffering, so it is off for this measurement.
-    srv = await spawnServe({ limits: { maxConcurrency: 64, maxQueue: 512 }, scheduling: { prefixCache: false } });
+    // memory.budgetMiB): up to 30 MB here, which is not output buffering, so it is off for this measurement;
+    // so is most of the trace window (20,000 recent events, ~16 MiB, kept by design).
+    srv = await spawnServe({ limits: { maxConcurrency: 64, maxQueue: 512 }, scheduling: { prefixCache: false }, trace: { keepEvents: 1000 } });
     const s = srv;
     // Warm-up in the same shape, read in full: six at once (384 choices alive, as below), so model
     // arenas, JIT and heap reach their working size first; one in full to size a whole answer.
