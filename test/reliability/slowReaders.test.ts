@@ -19,6 +19,9 @@ const mib = (b: number) => (b / MiB).toFixed(1);
 /** The issue's heavy request: 64 choices × 192 tokens with 20 top logprobs each, ~20 MB of SSE. */
 const HEAVY = { model: 'small', messages: [{ role: 'user', content: '347*26' }], n: 64, max_tokens: 192, ignore_eos: true, logprobs: true, top_logprobs: 20, stream: true };
 
+/** Eight ordinary streams that run beside the heavy ones. */
+const ordinaryLoad = () => Array.from({ length: 8 }, (_, i) => ({ model: 'small', messages: [{ role: 'user', content: `${12 + i}*${3 + i}` }], max_tokens: 48, ignore_eos: true }));
+
 /** Sends the request on a raw socket and never reads a byte of the answer. */
 function stalledReader(url: string, body: unknown): Promise<net.Socket> {
   const { hostname, port } = new URL(url);
@@ -44,11 +47,11 @@ describe('a client that stops reading (issue 34 finding 2)', () => {
     // so is most of the trace window (20,000 recent events, ~16 MiB, kept by design).
     srv = await spawnServe({ limits: { maxConcurrency: 64, maxQueue: 512 }, scheduling: { prefixCache: false }, trace: { keepEvents: 1000 } });
     const s = srv;
-    // Warm-up in the same shape, read in full: six at once (384 choices alive, as below), so model
-    // arenas, JIT and heap reach their working size first; one in full to size a whole answer.
+    // The same load read in full first (six heavy streams and eight ordinary ones), so model arenas,
+    // JIT and heap reach their working size; its peak is what the stalled run is compared with.
     let warmPeak = 0;
     const warmSampler = setInterval(() => (warmPeak = Math.max(warmPeak, s.rssBytes())), 20);
-    const warm = await Promise.all([streamChat(s.url, HEAVY), ...Array.from({ length: 5 }, () => streamChat(s.url, { ...HEAVY, max_tokens: 48 }))]);
+    const warm = await Promise.all([...Array.from({ length: 6 }, () => streamChat(s.url, HEAVY)), ...ordinaryLoad().map((b) => streamChat(s.url, b))]);
     clearInterval(warmSampler);
     for (const w of warm) expect(w.done, JSON.stringify(w.error)).toBe(true);
     const heavyBytes = JSON.stringify(warm[0].chunks).length;
@@ -59,7 +62,7 @@ describe('a client that stops reading (issue 34 finding 2)', () => {
     const sampler = setInterval(() => (peak = Math.max(peak, s.rssBytes())), 20);
     const t0 = performance.now();
     const stalled = await Promise.all(Array.from({ length: 6 }, () => stalledReader(s.url, HEAVY)));
-    const ordinary = await Promise.all(Array.from({ length: 8 }, (_, i) => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: `${12 + i}*${3 + i}` }], max_tokens: 48, ignore_eos: true })));
+    const ordinary = await Promise.all(ordinaryLoad().map((b) => streamChat(s.url, b)));
     // every stalled request is cancelled and counted, and nothing of theirs is left running
     let aborts = 0;
     for (let t = Date.now(); Date.now() - t < 30_000 && (aborts = await metric(s.url, 'tokenrouter_slow_client_aborts_total')) < 6; ) await new Promise((r) => setTimeout(r, 100));
