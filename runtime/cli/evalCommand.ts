@@ -1,4 +1,4 @@
-// `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on the validation or held-out problems.
+// `tokenrouter eval`: accuracy, token shares and throughput of every algorithm on a task's validation or held-out problems.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,8 @@ import { printTable } from '../util/table.ts';
 import { TokenRouterError } from '../errors.ts';
 import { defaultPlan, evaluate, frontierSvg, headsPlan, singlesPlan } from '../eval/evaluate.ts';
 import { MIX_GRID, chooseMixes, loadEnsembleChoice, mixEnsemble, mixPoint, type MixResult, type MixSpec } from '../eval/mixEnsemble.ts';
-import { loadSplit } from '../eval/splits.ts';
+import { DEFAULT_TASK, loadTask } from '../eval/loadTask.ts';
+import { TASK_SPLITS, type TaskSplitName } from '../../shared/task.ts';
 import { calibratedPlan, chooseThresholds, loadCalibration } from '../eval/headCalibration.ts';
 import { errorOverlap, pointsAgainst } from '../eval/pairedStats.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
@@ -20,6 +21,7 @@ export async function evalCommand(args: string[]): Promise<number> {
   const { values } = parseFlags({
     args,
     options: {
+      task: { type: 'string', default: DEFAULT_TASK },
       split: { type: 'string', default: 'heldout' },
       plan: { type: 'string', default: 'default' },
       choose: { type: 'string' },
@@ -36,10 +38,12 @@ export async function evalCommand(args: string[]): Promise<number> {
   const concurrency = intFlag('concurrency', values.concurrency, 1, 4096, 8);
   const maxTokens = intFlag('max-tokens', values['max-tokens'], 1, 100_000, 64);
   const modelsDir = path.resolve(values.models!);
-  const split = loadSplit(modelsDir, values.split!);
-  const n = intFlag('problems', values.problems, 1, split.rows.length, split.rows.length);
-  const problems = split.rows.slice(0, n);
-  const splitLine = `split ${split.split}: ${problems.length} of ${split.n} problems of ${path.relative(process.cwd(), split.file)} (seed ${split.seed}; ${split.use})`;
+  if (!(TASK_SPLITS as readonly string[]).includes(values.split!)) throw new TokenRouterError('invalid_request', `unknown split "${values.split}"; splits: ${TASK_SPLITS.join(', ')}`, 'split');
+  const task = loadTask(values.task!, modelsDir);
+  const split = task.split(values.split as TaskSplitName);
+  const n = intFlag('problems', values.problems, 1, split.problems.length, split.problems.length);
+  const problems = split.problems.slice(0, n);
+  const splitLine = `task ${task.header.name}, split ${split.split}: ${problems.length} of ${split.problems.length} problems of ${path.relative(process.cwd(), split.file)}${split.seed === undefined ? '' : ` (seed ${split.seed}; ${split.use})`}; graded by ${task.header.grader.kind}`;
   console.error(splitLine);
   if (!['default', 'ensemble', 'heads'].includes(values.plan!)) throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble, heads`, 'plan');
   if (values.plan === 'heads' && split.split !== 'validation') throw new TokenRouterError('invalid_request', 'the heads plan calibrates thresholds: run it on --split validation', 'plan');
@@ -72,6 +76,7 @@ export async function evalCommand(args: string[]): Promise<number> {
       runners,
       tokenizer,
       problems,
+      grade: task.grade,
       plan,
       concurrency,
       maxTokens,
@@ -86,7 +91,7 @@ export async function evalCommand(args: string[]): Promise<number> {
     });
     const mixResults: MixResult[] = [];
     for (const [k, spec] of mixes.entries()) {
-      mixResults.push(await mixEnsemble(spec, { runners, tokenizer, problems, maxTokens, onProgress: (done, total) => progress(`[mix ${k + 1}/${mixes.length}] ${spec.name}`, done, total) }));
+      mixResults.push(await mixEnsemble(spec, { runners, tokenizer, problems, grade: task.grade, maxTokens, onProgress: (done, total) => progress(`[mix ${k + 1}/${mixes.length}] ${spec.name}`, done, total) }));
     }
     printTable(
       entries.map((e) => ({
@@ -117,7 +122,7 @@ export async function evalCommand(args: string[]): Promise<number> {
     fs.writeFileSync(svg, frontierSvg(points));
     const report = {
       suite: 'eval',
-      settings: { split: split.split, plan: values.plan, problems: problems.length, split_size: split.n, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000, load_average_1m: { start: loadAtStart, end: os.loadavg()[0] } },
+      settings: { task: task.header.name, task_source: task.source, grader: task.header.grader, split: split.split, plan: values.plan, problems: problems.length, split_size: split.problems.length, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed ?? null, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000, load_average_1m: { start: loadAtStart, end: os.loadavg()[0] } },
       results: { entries: entries.map(({ correct, ...e }) => ({ ...e, correct_bits: correct.map((c) => (c ? '1' : '0')).join('') })) },
       points: [...points, ...mixPoints],
       error_overlap: errorOverlap(entries.filter((e) => e.kind === 'single'), 'large-only'),

@@ -21,8 +21,8 @@ const COMMANDS: Record<string, Command> = {
     run: async (args) => (await import('../bench/main.ts')).main(args),
   },
   eval: {
-    summary: 'accuracy vs throughput of every algorithm and baseline on the validation or held-out problems',
-    usage: 'tokenrouter eval [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
+    summary: "accuracy vs throughput of every algorithm and baseline on a task's validation or held-out problems",
+    usage: 'tokenrouter eval [--task multiplication|PATH (a task folder: docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
   calibrate: {

@@ -7,8 +7,8 @@ import type { RequestResult } from '../engine/requestState.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import type { TraceDir } from '../trace/traceDir.ts';
-import { finalAnswer } from '../runner/onnxAccuracy.ts';
-import type { Problem } from './splits.ts';
+import type { Grade } from './graders.ts';
+import { chatOf, type TaskProblem } from './loadTask.ts';
 import type { ComparedPoint } from './pairedStats.ts';
 
 export type EntryKind = 'token-level' | 'single' | 'query-level';
@@ -30,7 +30,7 @@ export interface EvalEntry {
   token_share: Record<string, number>;
   handoffs_per_request: number;
   problems: number;
-  /** Per problem, in the set's order: whether the final answer was right (for paired tests). */
+  /** Per problem, in the set's order: whether the task's grader took the answer as right (for paired tests). */
   correct: boolean[];
 }
 
@@ -87,7 +87,9 @@ export function headsPlan(models: readonly string[]): EvalEntrySpec[] {
 export interface EvalOptions {
   runners: Map<string, ModelRunner>;
   tokenizer: TextTokenizer;
-  problems: Problem[];
+  problems: readonly TaskProblem[];
+  /** The task's grader: whether an answer's text is right against its reference. */
+  grade: Grade;
   plan: EvalEntrySpec[];
   concurrency: number;
   maxTokens: number;
@@ -99,7 +101,7 @@ export interface EvalOptions {
 /** Runs each entry as a closed loop at fixed concurrency on a fresh cluster (TokenRouter mode, thresholds 1). */
 export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
   const out: EvalEntry[] = [];
-  const prompts = opts.problems.map((p) => opts.tokenizer.encodeChat([{ role: 'user', content: p.question }]));
+  const prompts = opts.problems.map((p) => opts.tokenizer.encodeChat(chatOf(p)));
   for (const spec of opts.plan) {
     const factory = builtinFactory(spec.factory);
     if (!factory) throw new Error(`eval: unknown algorithm ${spec.factory}`);
@@ -151,7 +153,7 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
     if (failed.length) throw new Error(`eval: ${spec.name}: ${failed.length} of ${results.length} requests ${failed[0].status}: ${failed[0].error?.message ?? 'no error message'}`);
     results.forEach((r, i) => {
       const text = r.tokens.length ? opts.tokenizer.decode(r.tokens) : '';
-      const right = r.status === 'done' && finalAnswer(text) === opts.problems[i].answer;
+      const right = r.status === 'done' && opts.grade(text, opts.problems[i].answer);
       perProblem.push(right);
       committed += r.tokens.length;
       handoffs += r.handoffs;

@@ -24,6 +24,9 @@ export interface TaskSplit {
   /** Where the problems come from (a JSONL file, or the bundled split file they derive from). */
   file: string;
   problems: TaskProblem[];
+  /** A bundled split's seed and intended use (its file says them). */
+  seed?: number;
+  use?: string;
 }
 
 export interface Task {
@@ -138,7 +141,7 @@ function bundledTask(header: TaskHeader, modelsDir: string): Task {
       let s = cache.get(name);
       if (!s) {
         const f = loadSplit(modelsDir, name);
-        s = { split: name, file: f.file, problems: f.rows.map((r) => ({ question: r.question, answer: r.answer })) };
+        s = { split: name, file: f.file, problems: f.rows.map((r) => ({ question: r.question, answer: r.answer })), seed: f.seed, use: f.use };
         cache.set(name, s);
       }
       return s;

@@ -6,8 +6,8 @@ import { TokenRouterError } from '../errors.ts';
 import { comparePaired, type PairedComparison } from './pairedStats.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
-import { finalAnswer } from '../runner/onnxAccuracy.ts';
-import type { Problem } from './splits.ts';
+import type { Grade } from './graders.ts';
+import { chatOf, type TaskProblem } from './loadTask.ts';
 
 /**
  * Why a reference loop and not a routing algorithm: mixing needs every model's distribution at the
@@ -58,7 +58,7 @@ export const MIX_GRID: readonly MixSpec[] = [
  * Greedy decoding of the weighted mixture Σ w_m p_m over the whole vocabulary: every model feeds every
  * committed token, so each keeps its own cache; problems run in batches of `batch` rows.
  */
-export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, ModelRunner>; tokenizer: TextTokenizer; problems: Problem[]; maxTokens: number; batch?: number; onProgress?: (done: number, total: number) => void }): Promise<MixResult> {
+export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, ModelRunner>; tokenizer: TextTokenizer; problems: readonly TaskProblem[]; grade: Grade; maxTokens: number; batch?: number; onProgress?: (done: number, total: number) => void }): Promise<MixResult> {
   const names = Object.keys(spec.weights).filter((m) => spec.weights[m] > 0);
   if (names.length === 0) throw new Error(`${spec.name}: every weight is 0`);
   const runners = names.map((m) => {
@@ -83,7 +83,7 @@ export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, Mo
   const t0 = performance.now();
   for (let start = 0; start < opts.problems.length; start += batch) {
     const chunk = opts.problems.slice(start, start + batch);
-    const seqs = chunk.map((p) => opts.tokenizer.encodeChat([{ role: 'user', content: p.question }]));
+    const seqs = chunk.map((p) => opts.tokenizer.encodeChat(chatOf(p)));
     const out: number[][] = chunk.map(() => []);
     const fed = runners.map(() => chunk.map(() => 0));
     const live = new Set(chunk.map((_, i) => i));
@@ -108,7 +108,7 @@ export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, Mo
       });
     }
     for (const r of runners) chunk.forEach((_, i) => r.release(start + i));
-    chunk.forEach((p, i) => correct.push(finalAnswer(out[i].length ? opts.tokenizer.decode(out[i]) : '') === p.answer));
+    chunk.forEach((p, i) => correct.push(opts.grade(out[i].length ? opts.tokenizer.decode(out[i]) : '', p.answer)));
     opts.onProgress?.(correct.length, opts.problems.length);
   }
   return {

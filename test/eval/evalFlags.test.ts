@@ -1,4 +1,7 @@
-// tokenrouter eval refuses a bad split, plan or --choose before it loads any model, naming what it takes.
+// tokenrouter eval refuses a bad task, split, plan or --choose before it loads any model, naming what it takes.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evalCommand } from '../../runtime/cli/evalCommand.ts';
 
@@ -10,5 +13,15 @@ describe('tokenrouter eval flags', () => {
     await expect(evalCommand(['--split', 'validation', '--choose', '/tmp/x.json'])).rejects.toThrow(/needs --plan ensemble or heads and --split validation/);
     await expect(evalCommand(['--plan', 'heads'])).rejects.toThrow(/the heads plan calibrates thresholds: run it on --split validation/);
     await expect(evalCommand(['--split', 'validation', '--problems', '1001'])).rejects.toThrow(/--problems must be an integer from 1 to 1000/);
+  });
+
+  it('names a task that is not bundled and not on disk, and a split the task folder lacks', async () => {
+    await expect(evalCommand(['--task', '/nonexistent/task'])).rejects.toThrow(/no bundled task "\/nonexistent\/task" \(bundled: multiplication\) and no file or folder at \/nonexistent\/task/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-evaltask-'));
+    fs.writeFileSync(path.join(dir, 'task.json'), JSON.stringify({ name: 'yes-no', grader: { kind: 'exact' } }));
+    fs.writeFileSync(path.join(dir, 'validation.jsonl'), `${JSON.stringify({ prompt: 'yes?', answer: 'yes' })}\n`);
+    await expect(evalCommand(['--task', dir])).rejects.toThrow(/task "yes-no" \(.*\) has no heldout split: no heldout\.jsonl beside task\.json/);
+    await expect(evalCommand(['--task', dir, '--split', 'validation', '--problems', '2'])).rejects.toThrow(/--problems must be an integer from 1 to 1/);
+    fs.rmSync(dir, { recursive: true });
   });
 });

@@ -6,12 +6,14 @@ import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { finalAnswer } from '../../runtime/runner/onnxAccuracy.ts';
 import { loadSplit } from '../../runtime/eval/splits.ts';
+import { loadTask } from '../../runtime/eval/loadTask.ts';
 import { chooseMixes, mixEnsemble, mixPoint, type MixResult } from '../../runtime/eval/mixEnsemble.ts';
 import { errorOverlap } from '../../runtime/eval/pairedStats.ts';
 import { MODELS_DIR, modelDir, soloGenerate } from '../runner/helpers.ts';
 
 const N = 12;
 const problems = loadSplit(path.resolve('examples/models'), 'validation').rows.slice(0, N);
+const { grade } = loadTask('multiplication', path.resolve('examples/models'));
 let runners: Map<string, OnnxRunner>;
 let tok: TextTokenizer;
 
@@ -33,14 +35,14 @@ describe('mixEnsemble', () => {
       solo.push(finalAnswer(text) === p.answer);
       large.release(9000 + i);
     }
-    const r = await mixEnsemble({ name: 'large alone', weights: { large: 1 } }, { runners, tokenizer: tok, problems, maxTokens: 64, batch: 5 });
+    const r = await mixEnsemble({ name: 'large alone', weights: { large: 1 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 64, batch: 5 });
     expect(r.correct).toEqual(solo);
     expect(r.changed_share).toBe(0);
     expect(r.consult_share).toBe(0);
   });
 
   it('mixing counts the positions it consults at and the tokens it changes', async () => {
-    const r = await mixEnsemble({ name: 'even', weights: { medium: 0.5, large: 0.5 } }, { runners, tokenizer: tok, problems, maxTokens: 64 });
+    const r = await mixEnsemble({ name: 'even', weights: { medium: 0.5, large: 0.5 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 64 });
     // Even weights: the anchor is the first heaviest model (medium), consulted everywhere (bound 1 > any margin).
     expect(r.consult_share).toBe(1);
     expect(r.positions).toBeGreaterThan(N * 10);
@@ -48,8 +50,8 @@ describe('mixEnsemble', () => {
   });
 
   it('rejects weights that run no model and models that are not loaded', async () => {
-    await expect(mixEnsemble({ name: 'none', weights: { large: 0 } }, { runners, tokenizer: tok, problems, maxTokens: 8 })).rejects.toThrow(/every weight is 0/);
-    await expect(mixEnsemble({ name: 'small', weights: { small: 1 } }, { runners, tokenizer: tok, problems, maxTokens: 8 })).rejects.toThrow(/model small is not loaded/);
+    await expect(mixEnsemble({ name: 'none', weights: { large: 0 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 8 })).rejects.toThrow(/every weight is 0/);
+    await expect(mixEnsemble({ name: 'small', weights: { small: 1 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 8 })).rejects.toThrow(/model small is not loaded/);
   });
 });
 

@@ -34,7 +34,7 @@ describe('tokenrouter eval --trace', () => {
     const plan = defaultPlan(['small', 'large']).filter((p) => p.name === 'small-only' || p.name.startsWith('r-stitch'));
     const problems = Array.from({ length: 6 }, (_, i) => ({ question: `${i}*7`, answer: `${i * 7}` }));
     const traceDir = new TraceDir(path.join(tmp, 'eval'));
-    const entries = await evaluate({ runners, tokenizer: tok as never, problems, plan, concurrency: 3, maxTokens: 12, traceDir });
+    const entries = await evaluate({ runners, tokenizer: tok as never, problems, grade: () => false, plan, concurrency: 3, maxTokens: 12, traceDir });
     expect(traceDir.files.length).toBe(entries.length);
     expect(entries.length).toBe(plan.length);
     for (const file of traceDir.files) {
