@@ -1,4 +1,4 @@
-// Evaluation runs on the live server: a draft (or a built-in, or a served name) on the first N validation problems, bounded, cancellable, with progress and routing statistics.
+// Evaluation runs on the live server: a draft (or a built-in, or a served name) on the first N validation problems of a task, bounded, cancellable, with progress and routing statistics.
 import crypto from 'node:crypto';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
@@ -8,10 +8,9 @@ import { IrCompileError } from '../algorithms/compileIr.ts';
 import type { RequestResult } from '../engine/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import { finalAnswer } from '../runner/onnxAccuracy.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
 import { entryProfileOf } from './entryProfile.ts';
-import { loadSplit, type Problem } from './splits.ts';
+import { DEFAULT_TASK, chatOf, loadTask, type Task, type TaskProblem } from './loadTask.ts';
 import { RoutingCounts, type BatchTiming } from './routingCounts.ts';
 
 /** What a run evaluates: the algorithm, its reference for engine threads, and the spec a deploy of it stores. */
@@ -98,14 +97,24 @@ interface Running {
 export class EvaluationRuns {
   private readonly running = new Map<string, Running>();
   private readonly finished = new Map<string, StoredRun>();
-  private problems: Problem[] | null = null;
+  /** Bundled tasks, read once; a task given by path is read again on each run, so an edited file counts. */
+  private readonly bundled = new Map<string, Task>();
   private seq = 0;
 
   constructor(private readonly service: TokenRouterService) {}
 
-  /** The validation split (examples/models/validation.json): a draft is a choice, so it never sees the held-out set. */
-  validationSet(): Problem[] {
-    return (this.problems ??= loadSplit(this.service.config.modelsDir, 'validation').rows);
+  /** The task a run names (default the bundled one); a bad one is a 400 naming what is wrong with it. */
+  task(ref: string = DEFAULT_TASK): Task {
+    const cached = this.bundled.get(ref);
+    if (cached) return cached;
+    const task = loadTask(ref, this.service.config.modelsDir);
+    if (task.source === 'bundled') this.bundled.set(ref, task);
+    return task;
+  }
+
+  /** A task's validation split (the bundled one: examples/models/validation.json): a draft is a choice, so it never sees the held-out set. */
+  validationSet(ref?: string): TaskProblem[] {
+    return this.task(ref).split('validation').problems;
   }
 
   /** The most requests of one run in flight: the bound, and at most half the server's concurrency. */
@@ -139,9 +148,10 @@ export class EvaluationRuns {
    * one run per client, EVALUATE_BOUNDS.maxRuns on the server. Events go to `emit` until the run ends.
    */
   start(target: RunTarget, body: EvaluateRequest, client: string, emit: (e: EvaluateEvent) => void): Running {
-    const set = this.validationSet();
+    const task = this.task(body.task);
+    const set = task.split('validation').problems;
     const n = body.problems ?? Math.min(EVALUATE_BOUNDS.defaultProblems, set.length);
-    if (n > set.length) throw new TokenRouterError('invalid_request', `problems: the validation set has ${set.length} problems; ask for at most ${set.length}`, 'problems');
+    if (n > set.length) throw new TokenRouterError('invalid_request', `problems: the validation set of task "${task.header.name}" has ${set.length} problems; ask for at most ${set.length}`, 'problems');
     const cap = this.maxConcurrency();
     const concurrency = body.concurrency ?? Math.min(EVALUATE_BOUNDS.defaultConcurrency, cap);
     if (concurrency > cap) throw new TokenRouterError('invalid_request', `concurrency: an evaluation may run at most ${cap} requests at once here (half the server's maxConcurrency, at most ${EVALUATE_BOUNDS.maxConcurrency}), so live traffic keeps the rest`, 'concurrency');
@@ -153,7 +163,7 @@ export class EvaluationRuns {
     if (mine) throw new TokenRouterError('conflict', `client "${client}" already has evaluation ${mine.runId} running: cancel it (DELETE /admin/evaluate/${mine.runId}) or wait for it to finish`, 'client');
     if (this.running.size >= EVALUATE_BOUNDS.maxRuns) throw new TokenRouterError('overloaded', `${this.running.size} evaluations are running on this server, the most it runs at once; try again when one ends`, null, { retry_after_s: 5 });
     const runId = `ev${Date.now().toString(36)}${(++this.seq).toString(36)}`;
-    const run = this.run(runId, target, set.slice(0, n), concurrency, maxTokens, emit);
+    const run = this.run(runId, target, task, set.slice(0, n), concurrency, maxTokens, emit);
     const entry: Running = { runId, client, cancel: run.cancel };
     this.running.set(runId, entry);
     // the live traffic beside the run gives a predict of it the entry's time per request
@@ -187,12 +197,12 @@ export class EvaluationRuns {
     return found;
   }
 
-  private run(runId: string, target: RunTarget, problems: Problem[], concurrency: number, maxTokens: number, emit: (e: EvaluateEvent) => void) {
+  private run(runId: string, target: RunTarget, task: Task, problems: TaskProblem[], concurrency: number, maxTokens: number, emit: (e: EvaluateEvent) => void) {
     const { cluster, tokenizer, trace } = this.service;
     const prefix = `${runId}-`; // request ids `ev<run>-<problem>` (run ids are `ev` and base-36 digits)
     const counts = new RoutingCounts(target.algorithm.models, (id) => id.startsWith(prefix));
     const unsubscribe = trace.subscribe(counts.onEvent);
-    const prompts = problems.map((p) => tokenizer.encodeChat([{ role: 'user', content: p.question }]));
+    const prompts = problems.map((p) => tokenizer.encodeChat(chatOf(p)));
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
@@ -270,10 +280,10 @@ export class EvaluationRuns {
             if (over) return;
             results[i] = r;
             done++;
-            if (r.status === 'done' && finalAnswer(tokenizer.decode(r.tokens)) === problems[i].answer) correct++;
+            if (r.status === 'done' && task.grade(tokenizer.decode(r.tokens), problems[i].answer)) correct++;
             emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
             paceAfter(startedAt);
-            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, results as RequestResult[], counts, liveBefore, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
+            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, task, results as RequestResult[], counts, liveBefore, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
             else fill();
           },
         });
@@ -298,7 +308,7 @@ export class EvaluationRuns {
     };
   }
 
-  private keep(runId: string, target: RunTarget, results: RequestResult[], counts: RoutingCounts, liveBefore: readonly BatchTiming[], concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
+  private keep(runId: string, target: RunTarget, task: Task, results: RequestResult[], counts: RoutingCounts, liveBefore: readonly BatchTiming[], concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
     const byModel: Record<string, number> = {};
     let committed = 0;
     let handoffs = 0;
@@ -314,6 +324,8 @@ export class EvaluationRuns {
       runId,
       label: target.label,
       irKey: target.irKey,
+      task: task.header.name,
+      grader: task.header.grader.kind,
       problems: n,
       correct,
       accuracy: correct / n,

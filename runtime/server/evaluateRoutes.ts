@@ -1,9 +1,10 @@
 // Admin API for evaluating a draft before deploy: the run (NDJSON progress and result), its cancel, its predicted serving cost, and the live check after deploy.
 import { Router, type Request } from 'express';
-import { EVALUATE_BOUNDS, evaluateRequestSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateBounds, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
+import { EVALUATE_BOUNDS, evaluateRequestSchema, taskRefSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateBounds, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns, batchesIn, liveWindow } from '../eval/evaluateDraft.ts';
+import { BUNDLED_TASKS } from '../eval/loadTask.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from '../serve/tokenRouterService.ts';
@@ -47,9 +48,13 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     });
   });
 
-  r.get('/admin/evaluate/bounds', (_req, res) => {
-    const problems = runs.validationSet().length;
-    res.json({ problems, defaultProblems: Math.min(EVALUATE_BOUNDS.defaultProblems, problems), concurrency: runs.maxConcurrency() } satisfies EvaluateBounds);
+  r.get('/admin/evaluate/bounds', (req, res) => {
+    const ref = req.query.task === undefined ? undefined : taskRefSchema.safeParse(req.query.task);
+    if (ref && !ref.success) throw new TokenRouterError('invalid_request', `task: ${ref.error.issues[0].message}`, 'task');
+    const task = runs.task(ref?.data);
+    const problems = task.split('validation').problems.length;
+    const tasks = BUNDLED_TASKS.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), grader: t.grader.kind }));
+    res.json({ task: task.header.name, tasks, problems, defaultProblems: Math.min(EVALUATE_BOUNDS.defaultProblems, problems), concurrency: runs.maxConcurrency() } satisfies EvaluateBounds);
   });
 
   r.delete('/admin/evaluate/:runId', (req, res) => {

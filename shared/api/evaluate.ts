@@ -16,7 +16,12 @@ export const EVALUATE_BOUNDS = {
 } as const;
 
 const params = z.record(z.string(), z.unknown());
+/** A task: a bundled task's name, or a path on the server to a task folder (or its task.json); docs/api.md has the format. */
+export const taskRefSchema = z.string().trim().min(1, 'name a bundled task or give a path to a task folder').max(1024);
+
 const runOptions = {
+  /** The task whose validation problems run (default: the bundled multiplication task). */
+  task: taskRefSchema.optional(),
   /** Validation problems to run, the set's first N (default 100, at most the set's size). */
   problems: z.number().int().min(1).optional(),
   concurrency: z.number().int().min(1).max(EVALUATE_BOUNDS.maxConcurrency).optional(),
@@ -45,6 +50,9 @@ export const evaluationResultSchema = z.object({
   label: z.string(),
   /** Content hash of the draft IR (null for other runs): a deploy of the same IR finds its prediction by it. */
   irKey: z.string().nullable(),
+  /** The task's name (its header's) and grader kind. */
+  task: z.string(),
+  grader: z.string(),
   problems: z.number().int(),
   correct: z.number().int(),
   accuracy: z.number(),
@@ -80,7 +88,10 @@ export type CancelResponse = z.infer<typeof cancelResponseSchema>;
 
 /** What a run on this server may ask for (`GET /admin/evaluate/bounds`): the panel's fields take their limits from it. */
 export const evaluateBoundsSchema = z.object({
-  /** The validation set's size: the most problems a run takes. */
+  /** The task these bounds are for (`?task=`, default the bundled one) and the bundled tasks a run may name. */
+  task: z.string(),
+  tasks: z.array(z.object({ name: z.string(), description: z.string().optional(), grader: z.string() })),
+  /** The task's validation set's size: the most problems a run takes. */
   problems: z.number().int(),
   defaultProblems: z.number().int(),
   /** The most requests of one run in flight here (half the server's maxConcurrency, at most EVALUATE_BOUNDS.maxConcurrency). */

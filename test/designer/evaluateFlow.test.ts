@@ -8,7 +8,7 @@ import { EvaluateFlow, type EvaluateServer } from '../../designer/src/designer/e
 const IR = { version: 1 } as unknown as IrDocument;
 
 function result(runId: string, accuracy: number): EvaluationResult {
-  return { runId, label: 'x', irKey: null, problems: 4, correct: accuracy * 4, accuracy, meanOutputTokens: 10, handoffsPerRequest: 1, tokenShare: { small: 0.7, large: 0.3 }, routing: { models: ['small', 'large'], P: [[0.9, 0.1], [0.5, 0.5]], C: [[1, 0], [1, 1]], steps: [30, 10] }, concurrency: 4, maxTokens: 16, durationMs: 100, meanInFlight: 4, tokS: 400, failed: 0 };
+  return { runId, label: 'x', irKey: null, task: 'multiplication', grader: 'regex', problems: 4, correct: accuracy * 4, accuracy, meanOutputTokens: 10, handoffsPerRequest: 1, tokenShare: { small: 0.7, large: 0.3 }, routing: { models: ['small', 'large'], P: [[0.9, 0.1], [0.5, 0.5]], C: [[1, 0], [1, 1]], steps: [30, 10] }, concurrency: 4, maxTokens: 16, durationMs: 100, meanInFlight: 4, tokS: 400, failed: 0 };
 }
 
 /** A server whose runs the test drives: each evaluate() waits until the test ends it. */
@@ -17,8 +17,11 @@ class FakeServer implements EvaluateServer {
   cancelled: string[] = [];
   predicted: [string, number, number][] = [];
   setSize = 1000;
-  async bounds() {
-    return { problems: this.setSize, defaultProblems: 100, concurrency: 8 };
+  boundsAsked: string[] = [];
+  async bounds(task: string) {
+    this.boundsAsked.push(task);
+    if (task.startsWith('/bad')) throw new ApiError(`task: no bundled task "${task}" (bundled: multiplication) and no file or folder at ${task}`, 400);
+    return { task, tasks: [{ name: 'multiplication', grader: 'regex' }], problems: task === 'multiplication' ? this.setSize : 7, defaultProblems: 100, concurrency: 8 };
   }
   evaluate(run: EvaluateRun): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -62,6 +65,27 @@ describe('EvaluateFlow', () => {
     const open = new EvaluateFlow(down);
     await open.loadBounds();
     expect(open.getState().maxProblems).toBeNull();
+  });
+
+  it('a task picked by path is asked for its bounds, sent with every run, and starts the plot over; a bad one says why', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    await flow.loadBounds();
+    expect(flow.getState()).toMatchObject({ task: 'multiplication', tasks: [{ name: 'multiplication' }], maxProblems: 1000, taskByPath: false });
+    const first = flow.evaluateDraft(IR);
+    server.runs[0].end({ type: 'result', result: result('run1', 0.5) });
+    await first;
+    expect(server.runs[0].run.body).toMatchObject({ task: 'multiplication' });
+    expect(flow.getState().points).toHaveLength(1);
+    await flow.setTask('/tasks/caps', true);
+    expect(flow.getState()).toMatchObject({ task: '/tasks/caps', taskByPath: true, maxProblems: 7, problems: 7, points: [], result: null, status: 'idle' });
+    const second = flow.evaluateDraft(IR);
+    server.runs[1].end({ type: 'result', result: result('run2', 0.25) });
+    await second;
+    expect(server.runs[1].run.body).toMatchObject({ task: '/tasks/caps', problems: 7 });
+    await flow.setTask('/bad/path', true);
+    expect(flow.getState()).toMatchObject({ status: 'error', maxProblems: null, message: expect.stringMatching(/^Task \/bad\/path: .*no file or folder at \/bad\/path/) });
+    expect(server.boundsAsked).toEqual(['multiplication', '/tasks/caps', '/bad/path']);
   });
 
   it('progress, result and prediction make the draft\'s point; the next draft replaces it', async () => {

@@ -90,7 +90,7 @@ describe('the bounds of a run', () => {
     expect(big).toMatchObject({ code: 'invalid_request', param: 'problems' });
     expect(big.message).toMatch(/has 1000 problems; ask for at most 1000/);
     // what the panel bounds its field by: the same set's size, and this server's most in flight
-    expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json())).toEqual({ problems: 1000, defaultProblems: 100, concurrency: Math.min(8, Math.floor(t.service.cluster.maxConcurrency / 2)) });
+    expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json())).toEqual({ task: 'multiplication', tasks: [{ name: 'multiplication', description: expect.any(String), grader: 'regex' }], problems: 1000, defaultProblems: 100, concurrency: Math.min(8, Math.floor(t.service.cluster.maxConcurrency / 2)) });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 0 }), 400)).toMatchObject({ param: 'problems' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), maxTokens: 257 }), 400)).toMatchObject({ param: 'maxTokens' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), speed: 'fast' }), 400)).toMatchObject({ message: expect.stringMatching(/unsupported parameter|speed/) });

@@ -1,7 +1,7 @@
-// Evaluate tab: run the draft on N validation problems with a progress bar and cancel, its accuracy and routing statistics, its predicted serving cost, and the accuracy × throughput plot beside the served models and algorithms.
-import { createContext, useContext, useEffect, useSyncExternalStore } from 'react';
+// Evaluate tab: pick a task (bundled, or a task folder's path on the server), run the draft on N of its validation problems with a progress bar and cancel, its accuracy and routing statistics, its predicted serving cost, and the accuracy × throughput plot beside the served models and algorithms.
+import { createContext, useContext, useEffect, useState, useSyncExternalStore } from 'react';
 import { PREDICT_LIVE_WINDOW_MS, type Prediction } from '../../../shared/api/evaluate.ts';
-import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
+import { DEFAULT_TASK, type EvaluateFlow, type EvaluateState } from './evaluateFlow.ts';
 import { FrontierPlot } from './FrontierPlot.tsx';
 import { modelColor } from './modelColors.ts';
 import { useDesigner, useStore } from './useDesigner.ts';
@@ -40,6 +40,46 @@ function SettingRow({ label, setting, testId, hint }: { label: string; setting: 
   );
 }
 
+/** The picker's entry that shows the path field. */
+const BY_PATH = '\u0000path';
+
+/** The task runs grade on: a bundled one from the list, or a path on the server typed in (applied on Enter or on leaving the field). */
+function TaskPicker({ flow, s }: { flow: EvaluateFlow; s: EvaluateState }) {
+  const [path, setPath] = useState(s.taskByPath ? s.task : '');
+  const running = s.status === 'running';
+  const bundled = s.tasks.length > 0 ? s.tasks : [{ name: s.taskByPath ? DEFAULT_TASK : s.task, grader: '' }];
+  const apply = () => void flow.setTask(path.trim(), true);
+  return (
+    <>
+      <label className="muted small">
+        task{' '}
+        <select value={s.taskByPath ? BY_PATH : s.task} disabled={running} onChange={(e) => (e.target.value === BY_PATH ? void flow.setTask(path.trim(), true) : void flow.setTask(e.target.value, false))} data-testid="ev-task">
+          {bundled.map((t) => (
+            <option key={t.name} value={t.name} title={'description' in t ? t.description : undefined}>
+              {t.name}
+            </option>
+          ))}
+          <option value={BY_PATH}>task folder on the server…</option>
+        </select>
+      </label>
+      {s.taskByPath && (
+        <input
+          type="text"
+          className="ev-task-path"
+          placeholder="path to a task folder (task.json, validation.jsonl)"
+          aria-label="Task folder path on the server"
+          value={path}
+          disabled={running}
+          onChange={(e) => setPath(e.target.value)}
+          onBlur={apply}
+          onKeyDown={(e) => e.key === 'Enter' && apply()}
+          data-testid="ev-task-path"
+        />
+      )}
+    </>
+  );
+}
+
 export function EvaluatePanel() {
   const store = useStore();
   const [flow, s] = useEvaluate();
@@ -52,8 +92,8 @@ export function EvaluatePanel() {
   const pred = s.prediction;
   // the problems field's bound is the server's validation set, asked for once the panel shows
   useEffect(() => {
-    if (s.maxProblems === null) void flow.loadBounds();
-  }, [flow, s.maxProblems]);
+    if (s.maxProblems === null && s.tasks.length === 0) void flow.loadBounds();
+  }, [flow, s.maxProblems, s.tasks.length]);
   // models whose step latency no live request has measured: the prediction rests on the evaluation alone for them
   const unseen = pred ? Object.entries(pred.liveBatches).filter(([, n]) => n === 0).map(([m]) => m) : [];
   const references = [
@@ -69,9 +109,10 @@ export function EvaluatePanel() {
   return (
     <div className="evaluate" data-testid="evaluate">
       <div className="ev-controls">
+        <TaskPicker flow={flow} s={s} />
         <label className="muted small">
           problems{' '}
-          <input type="number" min={1} max={s.maxProblems ?? undefined} value={s.problems} disabled={running} onChange={(e) => flow.setProblems(Number(e.target.value))} title={s.maxProblems === null ? undefined : `up to ${s.maxProblems}, the validation set's size`} data-testid="ev-problems" />
+          <input type="number" min={1} max={s.maxProblems ?? undefined} value={s.problems} disabled={running} onChange={(e) => flow.setProblems(Number(e.target.value))} title={s.maxProblems === null ? undefined : `up to ${s.maxProblems}, the task's validation set's size`} data-testid="ev-problems" />
         </label>
         <div className="tb-spacer" />
         {running ? (
@@ -79,7 +120,7 @@ export function EvaluatePanel() {
             Cancel
           </button>
         ) : (
-          <button type="button" className="primary" onClick={evaluate} disabled={errorCount > 0} title={errorCount > 0 ? 'The draft has errors: fix them to evaluate it' : 'Run the draft on the validation problems'} data-testid="ev-run">
+          <button type="button" className="primary" onClick={evaluate} disabled={errorCount > 0 || !s.task} title={errorCount > 0 ? 'The draft has errors: fix them to evaluate it' : !s.task ? 'Give the task folder’s path first' : `Run the draft on the validation problems of task ${s.task}`} data-testid="ev-run">
             Evaluate draft
           </button>
         )}
@@ -94,7 +135,7 @@ export function EvaluatePanel() {
         </div>
       )}
       <div className="ev-status" role="status" data-testid="ev-status" data-status={s.status}>
-        {s.status === 'idle' && <span className="muted">Runs the graph on the canvas (not deployed) on the first N validation problems through the live server, then predicts what serving it costs.</span>}
+        {s.status === 'idle' && <span className="muted">Runs the graph on the canvas (not deployed) on the first N validation problems of the task through the live server, grades each answer by the task's grader, then predicts what serving it costs.</span>}
         {s.message && <span className={s.status === 'error' ? 'bad' : 'muted'}>{s.message}</span>}
         {s.queue.length > 0 && <span className="muted"> · {s.queue.length} more to compare</span>}
       </div>
@@ -104,7 +145,10 @@ export function EvaluatePanel() {
             <tr>
               <th scope="row">accuracy</th>
               <td data-testid="ev-accuracy">
-                {pct(r.accuracy)} <span className="muted">({r.correct}/{r.problems})</span>
+                {pct(r.accuracy)}{' '}
+                <span className="muted">
+                  ({r.correct}/{r.problems} of task {r.task}, graded by {r.grader})
+                </span>
               </td>
             </tr>
             <tr>

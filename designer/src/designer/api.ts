@@ -231,7 +231,7 @@ const evalAt = (runId: string) => `/admin/evaluate/${encodeURIComponent(runId)}`
 
 export const evaluateApi = {
   evaluate,
-  bounds: () => admin('GET', '/admin/evaluate/bounds', evaluateBoundsSchema),
+  bounds: (task: string) => admin('GET', `/admin/evaluate/bounds?task=${encodeURIComponent(task)}`, evaluateBoundsSchema),
   cancel: (runId: string) => admin('DELETE', evalAt(runId), cancelResponseSchema),
   predict: (runId: string, concurrency: number, clientMs: number) => admin('POST', `${evalAt(runId)}/predict`, predictionSchema, { concurrency, clientMs }),
   check: (algorithm: string, windowMs: number) => admin('GET', `/admin/prediction-check?algorithm=${encodeURIComponent(algorithm)}&windowMs=${windowMs}`, predictionCheckSchema),

@@ -1,4 +1,4 @@
-// The Evaluate panel's state and actions apart from rendering: run a draft (or a served name) on N problems, cancel, predict its serving cost, and keep the points of the accuracy × throughput plot.
+// The Evaluate panel's state and actions apart from rendering: pick a task, run a draft (or a served name) on N of its problems, cancel, predict its serving cost, and keep the points of the accuracy × throughput plot.
 import type { CancelResponse, EvaluateBounds, EvaluateEvent, EvaluateRequest, EvaluationResult, Prediction } from '../../../shared/api/evaluate.ts';
 import type { IrDocument } from '../../../shared/ir/irSchema.ts';
 import type { EvaluateRun } from './api.ts';
@@ -7,7 +7,7 @@ import { errorText } from './registryFlow.ts';
 /** The server calls the panel makes: api.ts's evaluateApi in the page, a fake in tests. */
 export interface EvaluateServer {
   evaluate(run: EvaluateRun): Promise<void>;
-  bounds(): Promise<EvaluateBounds>;
+  bounds(task: string): Promise<EvaluateBounds>;
   cancel(runId: string): Promise<CancelResponse>;
   predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction>;
 }
@@ -24,8 +24,17 @@ export interface PlotPoint {
   tokS: number | null;
 }
 
+/** The task every run of the panel sends until another is picked. */
+export const DEFAULT_TASK = 'multiplication';
+
 export interface EvaluateState {
   status: 'idle' | 'running' | 'done' | 'cancelled' | 'error';
+  /** The task runs are graded on: a bundled task's name, or a path on the server to a task folder. */
+  task: string;
+  /** The bundled tasks the server offers (empty until it said). */
+  tasks: EvaluateBounds['tasks'];
+  /** The task is given by a path (the path field shows), not picked from the bundled ones. */
+  taskByPath: boolean;
   /** What the run in progress (or the last one) evaluates. */
   label: string | null;
   problems: number;
@@ -62,6 +71,9 @@ export interface Reference {
 export class EvaluateFlow {
   private state: EvaluateState = {
     status: 'idle',
+    task: DEFAULT_TASK,
+    tasks: [],
+    taskByPath: false,
     label: null,
     problems: 100,
     maxProblems: null,
@@ -102,14 +114,28 @@ export class EvaluateFlow {
 
   setProblems = (n: number): void => this.set({ problems: Math.max(1, Math.min(this.state.maxProblems ?? Infinity, Math.round(n) || 1)) });
 
-  /** Asks the server what a run may take; the problems field is bounded by its set from then on. */
+  /** Asks the server what a run on the task may take; the problems field is bounded by its set from then on. */
   loadBounds = async (): Promise<void> => {
+    const task = this.state.task;
     try {
-      const b = await this.server.bounds();
-      this.set({ maxProblems: b.problems, problems: Math.min(this.state.problems, b.problems) });
-    } catch {
-      // without the bounds the field stays open and the server's answer to a run names its limit
+      const b = await this.server.bounds(task);
+      if (this.state.task !== task) return;
+      this.set({ maxProblems: b.problems, problems: Math.min(this.state.problems, b.problems), tasks: b.tasks });
+    } catch (e) {
+      // a task that does not load says why at once; otherwise the field stays open and a run's refusal names the limit
+      if (this.state.task === task && task !== DEFAULT_TASK && this.state.status !== 'running') this.set({ status: 'error', message: `Task ${task}: ${errorText(e)}` });
     }
+  };
+
+  /**
+   * Runs from now on grade on `task` (a bundled name, or a path on the server): its bounds are asked
+   * for, and the plot starts over, since accuracies on two tasks do not compare.
+   */
+  setTask = async (task: string, byPath = this.state.taskByPath): Promise<void> => {
+    if (this.state.status === 'running') return;
+    if (task === this.state.task) return this.set({ taskByPath: byPath });
+    this.set({ task, taskByPath: byPath, maxProblems: null, points: [], result: null, prediction: null, status: 'idle', message: null, notCompared: [] });
+    if (task) await this.loadBounds();
   };
 
   /** A new concurrency re-prices every point: accuracy does not change with it, throughput does. */
@@ -174,7 +200,7 @@ export class EvaluateFlow {
     let ended: EvaluateEvent | null = null;
     try {
       await this.server.evaluate({
-        body: { ...target, problems: this.state.problems, client: this.client } satisfies EvaluateRequest,
+        body: { ...target, task: this.state.task, problems: this.state.problems, client: this.client } satisfies EvaluateRequest,
         signal: abort.signal,
         onEvent: (e) => {
           if (e.type === 'started') this.set({ runId: e.runId, progress: { done: 0, total: e.problems, correct: 0 } });
