@@ -66,7 +66,7 @@ function issuesText(issues: readonly z.core.$ZodIssue[]): string {
 }
 
 /** One JSONL file of a task, every line checked; blank lines are skipped, a file with no problem is refused. */
-export function readTaskLines(file: string, split: TaskSplitName, header: TaskHeader): TaskProblem[] {
+export function readTaskLines(file: string, header: TaskHeader): TaskProblem[] {
   const problems: TaskProblem[] = [];
   fs.readFileSync(file, 'utf8')
     .split('\n')
@@ -113,7 +113,7 @@ function loadTaskFolder(ref: string): Task {
   const splits = new Map<TaskSplitName, TaskSplit>();
   for (const split of TASK_SPLITS) {
     const file = path.join(dir, `${split}.jsonl`);
-    if (fs.existsSync(file)) splits.set(split, { split, file, problems: readTaskLines(file, split, header) });
+    if (fs.existsSync(file)) splits.set(split, { split, file, problems: readTaskLines(file, header) });
   }
   if (splits.size === 0) throw bad(`task: ${dir} has neither ${TASK_SPLITS.map((s) => `${s}.jsonl`).join(' nor ')}`);
   return {
