@@ -201,8 +201,9 @@ export class EvaluationRuns {
     const { cluster, tokenizer, trace } = this.service;
     const prefix = `${runId}-`; // request ids `ev<run>-<problem>` (run ids are `ev` and base-36 digits)
     const counts = new RoutingCounts(target.algorithm.models, (id) => id.startsWith(prefix));
-    const unsubscribe = trace.subscribe(counts.onEvent);
+    // a chat the model's template refuses is the request's error (400), before anything subscribes or runs
     const prompts = problems.map((p) => tokenizer.encodeChat(chatOf(p)));
+    const unsubscribe = trace.subscribe(counts.onEvent);
     const results: (RequestResult | undefined)[] = new Array(problems.length);
     const inFlight = new Set<string>();
     const t0 = cluster.clock.now();
