@@ -100,7 +100,7 @@ describe('a tool round trip (call, tool message, answer)', () => {
     expect(withTool.usage!.prompt_tokens).toBe(tok.encode(rendered, false).length);
   });
 
-  it('streamed: reasoning_content deltas, then the call as OpenAI streams it (id, type, name; then arguments); the openai helper rebuilds it', async () => {
+  it('streamed: reasoning_content deltas, then the call as OpenAI streams it (id, type, name; then arguments in pieces); the openai helper rebuilds it', async () => {
     nextScript = CALL;
     const chunks = await streamOf({ model: 'qwen', messages: [user], tools: [weather], max_tokens: 100, stream: true, stream_options: { include_usage: true } });
     const deltas = chunks.flatMap((c) => c.choices.map((x) => x.delta as OpenAI.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string }));
@@ -112,6 +112,11 @@ describe('a tool round trip (call, tool message, answer)', () => {
     expect(calls[0].id).toMatch(/^call_/);
     expect(calls.slice(1).every((c) => c.id === undefined && c.function?.name === undefined)).toBe(true);
     expect(JSON.parse(calls.map((c) => c.function?.arguments ?? '').join(''))).toEqual({ city: 'Paris' });
+    // the arguments arrive as they are written, in several deltas, each its own chunk after the call's first
+    const fragments = calls.slice(1).map((c) => c.function?.arguments ?? '');
+    expect(fragments.length).toBeGreaterThan(1);
+    expect(fragments.every((f) => f !== '')).toBe(true);
+    expect(calls.every((c) => c.index === 0)).toBe(true);
     const last = chunks.filter((c) => c.choices.length > 0).at(-1)!;
     expect(last.choices[0].finish_reason).toBe('tool_calls');
 
