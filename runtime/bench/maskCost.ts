@@ -142,7 +142,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       });
     }
   }
-  // the head alone: plain graph against the masked group's, unmasked rows (its stand-in row) and masked ones
+  // the head alone: plain graph against the masked group's, unmasked rows (its If skips the group) and masked ones
   const headCases: HeadCase[] = [];
   for (const sampling of [GREEDY, TOP_P]) {
     const t = sampling === GREEDY ? 'greedy' : 'top_p 0.9';
@@ -156,7 +156,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     return { case: c.name, 'head ms / row': headMs[k].toFixed(3), 'over no masked group': over.toFixed(3), '% of a greedy token': k % 4 ? `${((100 * over) / greedyRowMs).toFixed(1)} %` : '-' };
   });
   results.push(...headCases.map((c, k) => ({ head: c.name, msPerRow: headMs[k] })));
-  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes; its unmasked steps also run that group over a stand-in row), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
+  const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes, in an If its unmasked steps skip), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
   const headNote = `head alone: the signal nodes over fixed [${B}, 1, ${V}] logits (planHead, the run, analyzeHead), median of ${10 * rounds} turns; "over no masked group": against the same sampling in the graph without the masked group, over the graph path's greedy ms per row above.`;
   const share = (path: string, name: string) => {
     const r = results.find((x) => x.path === path && x.case === name);

@@ -1,6 +1,6 @@
 // Compiles a request's grammar for a vocabulary with xgrammar, cached per (vocabulary, grammar) and bounded.
 import type { GrammarSpec } from '../../shared/protocol/constraint.ts';
-import { tightenNumberBounds } from './numberBounds.ts';
+import { schemaEbnf } from './schemaEbnf.ts';
 import type { GrammarVocabulary } from './vocabulary.ts';
 import { loadXGrammar, xgrammarNow, type WasmHandle, type XgCompilerHandle, type XGrammar } from './xgrammar.ts';
 
@@ -101,7 +101,7 @@ function compileNow(xg: XGrammar, spec: GrammarSpec, v: GrammarVocabulary): Wasm
       // compact separators, no free whitespace: a weak model cannot spend its whole answer on spaces
       return xg.call(() => c.CompileJSONSchema('{"type":"object"}', false, undefined, { first: ',', second: ':' }, true, undefined));
     case 'json_schema':
-      return xg.call(() => c.CompileJSONSchema(JSON.stringify(tightenNumberBounds(jsonText(spec.schema, 'JSON schema'))), false, undefined, { first: ',', second: ':' }, true, undefined));
+      return ebnf(xg, c, schemaEbnf(xg, jsonText(spec.schema, 'JSON schema')));
     case 'regex':
       return xg.call(() => c.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } })));
     case 'choice':

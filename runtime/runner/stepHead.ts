@@ -50,14 +50,6 @@ export function readsSignals(r: StepRow): boolean {
   return r.wants.signals !== false || r.wants.topK > 0 || r.wants.heads.length > 0 || r.sampling.topLogprobs !== undefined;
 }
 
-/** A row of V trues (one per vocabulary size; ORT only reads feeds). */
-const allTrue = new Map<number, Uint8Array>();
-function noMask(V: number): Uint8Array {
-  let m = allTrue.get(V);
-  if (!m) allTrue.set(V, (m = new Uint8Array(V).fill(1)));
-  return m;
-}
-
 const rowIndex = (list: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(list, BigInt), [list.length]);
 
 /**
@@ -146,9 +138,9 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
   if (ctx.maskedGroup === true) {
     const Bm = maskRows.length;
     if (Bm === 0) {
-      // ORT's TopK crashes over no rows: batch row 0 stands in, its outputs unread
-      inputs[SIG.maskRows] = rowIndex([0]);
-      inputs[SIG.allowed] = new ort.Tensor('bool', noMask(V), [1, 1, V]);
+      // no rows: the graph's If skips the masked group (graph/signalHead.ts)
+      inputs[SIG.maskRows] = rowIndex([]);
+      inputs[SIG.allowed] = new ort.Tensor('bool', new Uint8Array(0), [0, 1, V]);
     } else {
       const scratch = ctx.scratch ?? { allowed: new Uint8Array(0) };
       if (scratch.allowed.length < B * V) scratch.allowed = new Uint8Array(B * V);

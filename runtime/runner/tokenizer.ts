@@ -44,7 +44,11 @@ export class TextTokenizer {
     const source = chatTemplateSource(tokenizerConfig.chat_template);
     this.template = parseChatTemplate(source);
     this.templateIsPure = !/strftime_now/.test(source ?? '');
+    this.templateReadsTools = /\b(tools|custom_tools)\b/.test(source ?? '');
   }
+
+  /** The chat template reads a `tools` variable (Llama 3.1's `custom_tools` too); one that does not would drop a request's tools. */
+  readonly templateReadsTools: boolean;
 
   /** The chat template renders the same text for the same messages (it reads no clock), so its output may be kept. */
   readonly templateIsPure: boolean;

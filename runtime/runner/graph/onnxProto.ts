@@ -83,7 +83,8 @@ export function valueInfoName(bytes: Uint8Array): string {
   return text(fields(bytes).find((f) => f.field === VALUE_INFO_NAME)?.bytes);
 }
 
-export type Attr = { name: string } & ({ i: number } | { ints: readonly number[] } | { f: number } | { s: string });
+/** A node attribute: an int, ints, a float, a string, or a graph (`g`: a GraphProto's fields, If's branches). */
+export type Attr = { name: string } & ({ i: number } | { ints: readonly number[] } | { f: number } | { s: string } | { g: Uint8Array });
 
 /** A NodeProto as graph field GRAPH_NODE. */
 export function node(op: string, inputs: readonly string[], outputs: readonly string[], attrs: readonly Attr[] = [], name = outputs[0]): Uint8Array {
@@ -102,6 +103,9 @@ export function node(op: string, inputs: readonly string[], outputs: readonly st
     } else if ('s' in a) {
       w.uint32((4 << 3) | LENGTH_DELIMITED).string(a.s);
       w.uint32(20 << 3).int32(3);
+    } else if ('g' in a) {
+      w.uint32((6 << 3) | LENGTH_DELIMITED).bytes(a.g);
+      w.uint32(20 << 3).int32(5);
     } else if ('i' in a) {
       w.uint32(3 << 3).int64(a.i);
       w.uint32(20 << 3).int32(2);

@@ -1,5 +1,5 @@
 // Nodes appended after a decoder's logits so ORT does each row's O(V) work natively, over the rows that read it: top-k candidates, log-sum-exp, entropy, a seeded temperature draw; for grammar-masked rows the same over their allowed tokens.
-import { BOOL, FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, valueInfo, type Attr } from './onnxProto.ts';
+import { BOOL, concat, FLOAT, GRAPH_INPUT, GRAPH_OUTPUT, INT64, initializer, node, valueInfo, wrap, type Attr } from './onnxProto.ts';
 
 /**
  * The inputs a step feeds the signal nodes and the outputs it may fetch. Each group of nodes runs
@@ -74,6 +74,9 @@ export const MASKED: GroupNames = {
 
 /** A refused token's logit: the lowest float, so its probability is exactly 0 and 0 × it is 0 in the entropy (with -inf it is NaN). */
 export const REFUSED = -3.4028234663852886e38;
+
+/** A group's outputs in the order group() declares them, which is the order the If's branches give them. */
+const MASKED_OUTPUTS = ['topLogits', 'lse', 'entropy', 'weights', 'weightSum', 'topWeights', 'drawLogit', 'topIds', 'draw'] as const;
 
 /** The inputs the signal nodes add to the graph (the runner feeds them every step); `masked`: with the masked group's. */
 export function signalInputs(masked: boolean): string[] {
@@ -213,14 +216,36 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   else op('Slice', [logits, c('minus1'), c('end'), c('axis_seq')], c('x'));
   group({ x: c('x'), invT: SIG.invT, u: SIG.u, banIds: SIG.banIds, banOn: SIG.banOn }, SIG, '');
   if (opts.masked) {
+    /*
+     * The masked group sits in an If on "maskRows is not empty", so a step without masked rows runs
+     * none of its nodes (each costs ORT a kernel launch even over no rows); the else branch gives
+     * empty outputs. Its nodes go in the then branch, reading the outer graph's values.
+     */
+    out.push(initializer(c('refused'), FLOAT, [], [REFUSED]));
+    out.push(initializer(c('zero_scalar'), INT64, [], [0]));
+    out.push(initializer(c('empty_f'), FLOAT, [0, 1, 1], []));
+    out.push(initializer(c('empty_i'), INT64, [0, 1, 1], []));
+    const outer = out.length;
     // the masked rows' logits with refused tokens at REFUSED, and their per-row feeds, in maskRows order
     const m = (input: string, name: string): string => {
       op('Gather', [input, SIG.maskRows], c(`m_${name}`), [{ name: 'axis', i: 0 }]);
       return c(`m_${name}`);
     };
-    out.push(initializer(c('refused'), FLOAT, [], [REFUSED]));
     op('Where', [SIG.allowed, m(c('x'), 'raw'), c('refused')], c('m_x'));
-    group({ x: c('m_x'), invT: m(SIG.invT, 'inv_t'), u: m(SIG.u, 'u'), banIds: m(SIG.banIds, 'ban_ids'), banOn: m(SIG.banOn, 'ban_on') }, MASKED, 'm_');
+    const inner = Object.fromEntries(Object.entries(MASKED).map(([k, v]) => [k, k.endsWith('Rows') ? v : `${v}/then`])) as GroupNames;
+    group({ x: c('m_x'), invT: m(SIG.invT, 'inv_t'), u: m(SIG.u, 'u'), banIds: m(SIG.banIds, 'ban_ids'), banOn: m(SIG.banOn, 'ban_on') }, inner, 'm_');
+    // group() wrote its outputs as graph outputs: in the branch they are the branch's outputs
+    const thenBranch = concat([...out.splice(outer), wrap(2, new TextEncoder().encode('tr_masked_then'))]);
+    const outputs = MASKED_OUTPUTS.map((k) => MASKED[k]);
+    const elseBranch = concat([
+      ...MASKED_OUTPUTS.map((k) => node('Identity', [k === 'topIds' || k === 'draw' ? c('empty_i') : c('empty_f')], [`${MASKED[k]}/else`])),
+      ...MASKED_OUTPUTS.map((k) => valueInfo(GRAPH_OUTPUT, `${MASKED[k]}/else`, k === 'topIds' || k === 'draw' ? INT64 : FLOAT)),
+      wrap(2, new TextEncoder().encode('tr_masked_else')),
+    ]);
+    op('Size', [SIG.maskRows], c('mask_count'));
+    op('Greater', [c('mask_count'), c('zero_scalar')], c('mask_any'));
+    out.push(node('If', [c('mask_any')], outputs, [{ name: 'then_branch', g: thenBranch }, { name: 'else_branch', g: elseBranch }], 'mask_if'));
+    for (const k of MASKED_OUTPUTS) out.push(valueInfo(GRAPH_OUTPUT, MASKED[k], k === 'topIds' || k === 'draw' ? INT64 : FLOAT));
   }
   const inputs = signalInputs(opts.masked === true);
   for (const i of inputs) out.push(valueInfo(GRAPH_INPUT, i, i === SIG.invT || i === SIG.u ? FLOAT : i === SIG.banOn || i === SIG.allowed ? BOOL : INT64));

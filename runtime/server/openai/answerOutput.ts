@@ -1,7 +1,7 @@
 // One choice's text read as OpenAI's output fields: thought (reasoning_content), answer (content) and tool calls.
 import type { ReasoningParserName, ToolCallParserName } from '../../config/serverConfig.ts';
 import { ReasoningParser, type ThoughtAtStart } from './reasoningParser.ts';
-import { toolCallParser, type ParsedCall, type ToolCallParser } from './toolCallParser.ts';
+import { toolCallParser, type CallDelta, type ParsedCall, type ToolCallParser } from './toolCallParser.ts';
 
 /** Which parsers read a request's output (none: the text is the content, untouched). */
 export interface OutputSpec {
@@ -11,6 +11,13 @@ export interface OutputSpec {
 }
 
 export interface OutputDelta {
+  reasoning: string;
+  content: string;
+  calls: CallDelta[];
+}
+
+/** A whole answer's fields: each call in one piece. */
+export interface WholeOutput {
   reasoning: string;
   content: string;
   calls: ParsedCall[];
@@ -33,9 +40,10 @@ export class AnswerOutput {
   private started = false;
   private readonly plain: boolean;
 
-  constructor(spec: OutputSpec) {
+  /** `streamed`: calls go out as they are written (see toolCallParser); else each whole at its end. */
+  constructor(spec: OutputSpec, streamed: boolean) {
     this.reasoning = spec.reasoning ? new ReasoningParser(spec.reasoning.parser, spec.reasoning.at) : null;
-    this.tools = spec.tools ? toolCallParser(spec.tools) : null;
+    this.tools = spec.tools ? toolCallParser(spec.tools, streamed) : null;
     this.plain = !hasParsers(spec);
   }
 
@@ -69,14 +77,24 @@ export class AnswerOutput {
   }
 }
 
-function merge(a: { content: string; calls: ParsedCall[] }, b: { content: string; calls: ParsedCall[] }): { content: string; calls: ParsedCall[] } {
+function merge(a: { content: string; calls: CallDelta[] }, b: { content: string; calls: CallDelta[] }): { content: string; calls: CallDelta[] } {
   return { content: a.content + b.content, calls: [...a.calls, ...b.calls] };
 }
 
 /** A whole text read at once: the unary answer's fields. */
-export function readWhole(spec: OutputSpec, text: string): OutputDelta {
-  const o = new AnswerOutput(spec);
+export function readWhole(spec: OutputSpec, text: string): WholeOutput {
+  const o = new AnswerOutput(spec, false);
   const a = o.push(text);
   const b = o.end();
-  return { reasoning: a.reasoning + b.reasoning, content: a.content + b.content, calls: [...a.calls, ...b.calls] };
+  return { reasoning: a.reasoning + b.reasoning, content: a.content + b.content, calls: joinCalls([...a.calls, ...b.calls]) };
+}
+
+/** Call pieces joined into calls, by index. */
+export function joinCalls(pieces: readonly CallDelta[]): ParsedCall[] {
+  const calls: ParsedCall[] = [];
+  for (const p of pieces) {
+    if (p.id !== undefined) calls[p.index] = { id: p.id, name: p.name ?? '', arguments: '' };
+    calls[p.index].arguments += p.arguments;
+  }
+  return calls.filter((c) => c !== undefined);
 }

@@ -8,7 +8,7 @@ import { onClientGone, startAll, type AnswerContext } from './choices.ts';
 import type { Kind, Plan } from './requestPlan.ts';
 import { attribution, chatLogprob, completionLogprobs, finishReasonOf, plainTokens, usageOf } from './responseShapes.ts';
 import { AnswerOutput, type OutputDelta, type OutputSpec } from './answerOutput.ts';
-import type { ParsedCall } from './toolCallParser.ts';
+import type { CallDelta } from './toolCallParser.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
 const CLOSE_GRACE_MS = 5000;
@@ -188,7 +188,7 @@ export interface ChunkBase {
 export class ChoiceChunks {
   private content = '';
   private reasoning = '';
-  private calls: ParsedCall[] = [];
+  private calls: CallDelta[] = [];
   private readonly models = new Map<string, number>();
   private tokens: StreamToken[] = [];
   /** Tokens committed since the last chunk. */
@@ -211,7 +211,7 @@ export class ChoiceChunks {
     spec: OutputSpec = {},
   ) {
     this.offset = { offset: echo.length };
-    this.output = new AnswerOutput(spec);
+    this.output = new AnswerOutput(spec, true);
   }
 
   /** Text given to the choice so far (what the end's whole text has past it was held back). */
@@ -260,12 +260,21 @@ export class ChoiceChunks {
       if (this.content || (this.first && !this.reasoning)) delta.content = this.content === '' && this.calls.length > 0 ? null : this.content;
       if (this.reasoning) delta.reasoning_content = this.reasoning;
       if (Object.keys(delta).length > 0 || this.calls.length === 0) events.push(chunk({ delta, finish_reason: null, logprobs }, true));
-      // as OpenAI streams a call: its id, type and name with empty arguments, then the arguments
-      for (const c of this.calls) {
-        const index = this.callCount++;
+      // as OpenAI streams a call: its id, type and name with empty arguments, then the arguments in pieces
+      const toolDelta = (call: object) => {
         const withExt = events.length === 0;
-        events.push(chunk({ delta: { tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null, logprobs: withExt ? logprobs : null }, withExt));
-        events.push(chunk({ delta: { tool_calls: [{ index, function: { arguments: c.arguments } }] }, finish_reason: null, logprobs: null }, false));
+        events.push(chunk({ delta: { tool_calls: [call] }, finish_reason: null, logprobs: withExt ? logprobs : null }, withExt));
+      };
+      // a call's pieces since the last chunk go out as one arguments delta
+      for (let i = 0; i < this.calls.length; ) {
+        const c = this.calls[i];
+        if (c.id !== undefined) {
+          this.callCount++;
+          toolDelta({ index: c.index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } });
+        }
+        let text = c.arguments;
+        for (i++; i < this.calls.length && this.calls[i].index === c.index && this.calls[i].id === undefined; i++) text += this.calls[i].arguments;
+        if (text) toolDelta({ index: c.index, function: { arguments: text } });
       }
     }
     this.first = false;

@@ -12,6 +12,7 @@ import type { OutputSpec } from './answerOutput.ts';
 import { requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
 import { thoughtAtStart, THINK_CLOSE } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
+import { toolPromptMessages, type TemplateMessage } from './toolPrompt.ts';
 
 export type Kind = 'completion' | 'chat';
 
@@ -64,7 +65,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     grammar ??= tools.grammar;
     if (tools.parser) output.tools = tools.parser;
     checks.push(...tools.schemas);
-    prompts = [{ ids: chatPrompt(service, chat, tools.templateTools), text: '' }];
+    prompts = [{ ids: chatPrompt(service, chat, tools.templateTools, tools.parser, entry?.name ?? body.model), text: '' }];
     const reasoning = entry?.reasoningParser;
     // completions have no template around them: their text is the model's as it is
     if (reasoning) output.reasoning = { parser: reasoning, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
@@ -210,8 +211,16 @@ function messageText(m: ChatMessage): string {
   return m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((c) => c.text).join('');
 }
 
-function chatPrompt(service: TokenRouterService, body: ChatRequest, tools: readonly unknown[] | undefined): number[] {
-  const messages = body.messages.map((m, i) => templateMessage(m, i));
+/**
+ * `parser`: set when calls are read back (tool_choice not "none"). A template that does not render
+ * tools gets them written into the messages then (toolPrompt.ts); under "none" they are left out.
+ */
+function chatPrompt(service: TokenRouterService, body: ChatRequest, tools: readonly unknown[] | undefined, parser: ModelConfig['toolCallParser'], model: string): number[] {
+  let messages = body.messages.map((m, i) => templateMessage(m, i));
+  if (tools && !service.tokenizer.templateReadsTools) {
+    if (parser) messages = toolPromptMessages(messages, tools, parser, model);
+    tools = undefined;
+  }
   if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined)) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
   const variables: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
   for (const k of ['messages', 'tools', 'add_generation_prompt']) {
@@ -225,8 +234,8 @@ function chatPrompt(service: TokenRouterService, body: ChatRequest, tools: reado
  * A message as chat templates read it (transformers' convention): content as text, a call's
  * arguments as an object (templates write them with tojson), a tool message's call id.
  */
-function templateMessage(m: ChatMessage, i: number): { role: string; content: string; tool_calls?: unknown[] } & Record<string, unknown> {
-  const out: { role: string; content: string; tool_calls?: unknown[] } & Record<string, unknown> = { role: m.role, content: messageText(m) };
+function templateMessage(m: ChatMessage, i: number): TemplateMessage {
+  const out: TemplateMessage = { role: m.role, content: messageText(m) };
   if (m.name !== undefined) out.name = m.name;
   if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
   if (m.reasoning_content != null) out.reasoning_content = m.reasoning_content;
