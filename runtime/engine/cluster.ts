@@ -48,7 +48,7 @@ export class Cluster implements EngineEntry {
   private readonly wakes = new WakeGate();
   private requestSeq = 0;
   private serialSeq = 0;
-  private readonly invariantState: Map<string, number> | null;
+  private readonly checked: boolean;
   private readonly failover: EngineFailover;
   /** Committed output tokens over the cluster's life. */
   committed = 0;
@@ -61,7 +61,7 @@ export class Cluster implements EngineEntry {
     ({ retainState: this.retainState, maxWaitMs: this.maxWaitMs, maxConcurrency: this.maxConcurrency, maxQueue: this.maxQueue, prefixCache: this.prefixCache } = settings);
     this.sink = opts.trace;
     this.trace = opts.tracing === false ? undefined : opts.trace;
-    this.invariantState = opts.checkInvariants ? new Map() : null;
+    this.checked = opts.checkInvariants ?? false;
     this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes, opts.tokenizer);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
@@ -228,9 +228,7 @@ export class Cluster implements EngineEntry {
   }
 
   private apply(req: RequestState, c: Commit): void {
-    req.output.push(c.token);
-    if (c.text) req.text += c.text;
-    req.producedBy.push(c.model);
+    req.append(c);
     this.committed++;
     if (req.firstTokenAt === null) {
       req.firstTokenAt = this.clock.now();
@@ -298,11 +296,11 @@ export class Cluster implements EngineEntry {
   }
 
   settled(): void {
-    if (this.invariantState) checkInvariants(this, this.invariantState);
+    if (this.checked) checkInvariants(this);
   }
 
   private settingsFor(index: number, limits: EngineLimits): EngineSettings {
-    return engineSettings(index, this.engines, limits, { mode: this.policy.mode, retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.invariantState !== null });
+    return engineSettings(index, this.engines, limits, { mode: this.policy.mode, retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.checked });
   }
 
   // --- request lifecycle ---

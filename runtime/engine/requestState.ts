@@ -71,9 +71,13 @@ export type TokenListener = (token: number, model: string, index: number, signal
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
   readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
-  /** Committed output tokens (prompt excluded), and the model id that produced each. */
-  readonly output: number[] = [];
-  readonly producedBy: ModelId[] = [];
+  /**
+   * What the entry streamed: each commit event's token and the model that produced it, in output
+   * order (prompt excluded). Only `append` writes it, so it only grows; the sequence itself is the
+   * engine's (`LocalRequest.tokens`), and this is its record of the events.
+   */
+  readonly output: readonly number[] = [];
+  readonly producedBy: readonly ModelId[] = [];
   firstTokenAt: number | null = null;
   endedAt = 0;
   finishReason: FinishReason | null = null;
@@ -141,6 +145,13 @@ export class RequestState {
   dueFinish(): Finish | null {
     const f = this.lateFinish;
     return f && !this.finished && this.output.length >= (f.committed ?? 0) ? f : null;
+  }
+
+  /** A commit event, in its turn (see `inOrder`): the stream grows by its token and text. */
+  append(c: Commit): void {
+    (this.output as number[]).push(c.token);
+    (this.producedBy as ModelId[]).push(c.model);
+    if (c.text) this.text += c.text;
   }
 
   get status(): RequestStatus {
