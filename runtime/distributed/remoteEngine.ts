@@ -54,9 +54,6 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-/** Releases remembered, so that a placement the entry hears of late does not make a home again. */
-const RELEASED = 4096;
-
 const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs', 'batchMs', 'modelMs'] as const;
 
 /**
@@ -75,10 +72,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private settings: EngineSettings | null = null;
   private readonly refs = new Map<string, AlgorithmRef>();
   private wentDown = false;
-  /** For recompute, per request homed here: the handoff counts it last arrived and left with (away: left later). */
-  private readonly seen = new Map<string, { arrivedHop: number; leftHop: number }>();
-  /** With a mesh: requests released lately, oldest first. */
-  private readonly released = new Set<string>();
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
   /**
@@ -273,10 +266,11 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
 
   /**
    * A peer's replica sent a request straight to replica `subject` of this model: it is homed there
-   * now. If that replica is gone already, the request went down with it.
+   * now. If that replica is gone already, the request went down with it. A placement heard after the
+   * request ended (the entry no longer knows where it is) makes no home.
    */
-  placedByPeer(id: string, subject: string, hops: number): void {
-    if (this.released.has(id) || this.closing) return;
+  placedByPeer(id: string, subject: string): void {
+    if (this.closing || !this.entry?.whereabouts?.(id)) return;
     const r = this.records.get(subject);
     if (!r) {
       const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: it was handed to a replica of model ${this.name} that is gone`, 'model');
@@ -293,10 +287,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       this.stats.placed++;
     }
     if (this.orphans.delete(id)) this.stats.recomputed++;
-    if (this.opts.onReplicaLoss !== 'recompute') return;
-    const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
-    rec.arrivedHop = Math.max(rec.arrivedHop, hops);
-    this.seen.set(id, rec);
   }
 
   private placeable(): Replica[] {
@@ -327,7 +317,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       case 'begin':
         this.settings = m.settings;
         this.homes.clear();
-        this.seen.clear();
         this.orphans.clear();
         for (const r of this.records.values()) {
           r.homes.clear();
@@ -356,7 +345,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       case 'release': {
         this.forgetRequest(m.id);
         const r = this.homes.get(m.id);
-        if (this.opts.mesh) this.remember(m.id);
         // With a mesh a peer may have sent it here before the entry heard where: every replica lets it go (or drops it on arrival).
         if (!r) return this.opts.mesh ? this.toAll(m) : undefined;
         this.homes.delete(m.id);
@@ -409,16 +397,13 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   /**
-   * Notes an arrival's handoff count, and gives an orphan's arrival the whole sequence, so the
+   * Gives an orphan's arrival the whole sequence, so the
    * replica it lands on (holding nothing of it) prefills it all. The entry has every commit and the
    * prompt: what was before the handoff's anchor comes from there, the rest with the handoff.
    */
   private rehome(a: WireArrival): WireArrival | Error {
     const id = a.spec.id;
     const { anchor, tokens } = a.handoff;
-    const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
-    rec.arrivedHop = Math.max(rec.arrivedHop, a.counters.handoffs);
-    this.seen.set(id, rec);
     if (!this.orphans.delete(id) || a.context || anchor === 0) return a;
     const committed = this.entry?.sequence?.(id) ?? [];
     if (committed.length < anchor) {
@@ -429,29 +414,19 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     return { ...a, context: [...committed.slice(0, anchor), ...tokens] };
   }
 
+  /** Away at another model, as the entry heard from the `moved` events (read after the report that said so was applied). */
   private isAway(id: string): boolean {
-    const rec = this.seen.get(id);
-    return rec !== undefined && rec.leftHop > rec.arrivedHop;
+    const at = this.entry?.whereabouts?.(id);
+    return at !== undefined && at.model !== this.name;
   }
 
-  /** A replica's report (validated), read in order: the requests it hands away, and where a peer's replica took them. */
+  /** A replica's report (validated, applied at the entry already): where a peer's replica took the requests it handed away. */
   private track(m: FromEngine): void {
-    if (m.type !== 'step') return;
-    for (const e of m.events) {
-      if (e.type !== 'moved') continue;
-      if (e.replica !== undefined) this.opts.mesh?.placed(e.to, e.requestId, e.replica, e.hops);
-      const rec = this.seen.get(e.requestId);
-      if (rec) rec.leftHop = Math.max(rec.leftHop, e.hops);
-    }
-  }
-
-  private remember(id: string): void {
-    this.released.add(id);
-    if (this.released.size > RELEASED) this.released.delete(this.released.values().next().value!);
+    if (m.type !== 'step' || !this.opts.mesh) return;
+    for (const e of m.events) if (e.type === 'moved' && e.replica !== undefined) this.opts.mesh.placed(e.to, e.requestId, e.replica);
   }
 
   private forgetRequest(id: string): void {
-    this.seen.delete(id);
     this.orphans.delete(id);
   }
 

@@ -16,7 +16,7 @@ import { WakeGate } from './engineHost.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
 import { clusterSettings, type ClusterOptions } from './clusterOptions.ts';
-import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
+import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions, type Whereabouts } from './requestState.ts';
 
 export type { ClusterModel };
 export type { ClusterOptions };
@@ -263,9 +263,7 @@ export class Cluster implements EngineEntry {
   /** Where a request decodes now: its handoffs are counted, so a report that comes late changes nothing. */
   moved(requestId: string, to: string, hops: number): void {
     const req = this.active.get(requestId);
-    if (!req || req.finished || hops <= req.hops) return;
-    req.holder = to;
-    req.hops = hops;
+    if (!req?.moveTo(to, hops)) return;
     const e = this.byName.get(to);
     if (e) this.failover.lostOnTheWay(req, e);
   }
@@ -278,6 +276,10 @@ export class Cluster implements EngineEntry {
       this.deliver(to, { ...w, spec: req.spec });
     }
     this.flush();
+  }
+
+  whereabouts(requestId: string): Whereabouts | undefined {
+    return this.active.get(requestId)?.whereabouts;
   }
 
   sequence(requestId: string): readonly number[] | undefined {
@@ -327,7 +329,8 @@ export class Cluster implements EngineEntry {
       if (counters) req.counters = counters;
     }
     // tallies ride on finishes: a request ended here, held across a port, has only its handoffs from the moves
-    if (req.hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: req.hops };
+    const { hops } = req.whereabouts;
+    if (hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: hops };
     this.emitState(req.id, status);
     const wasActive = this.active.delete(req.id);
     this.completed++;

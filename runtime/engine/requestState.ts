@@ -68,6 +68,14 @@ export interface SubmitOptions<M = unknown> {
 /** What hears each committed token of a request (SubmitOptions.onToken). */
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
+/** The model whose engine decodes a request, reached after `hops` handoffs. */
+export interface Whereabouts {
+  readonly model: string;
+  readonly hops: number;
+}
+
+const NOWHERE: Whereabouts = { model: '', hops: -1 };
+
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
   readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
@@ -86,9 +94,11 @@ export class RequestState {
   readonly early = new Map<number, Commit>();
   /** A finish that arrived before the commits it follows. */
   lateFinish: Finish | null = null;
-  /** The model whose engine decodes it, as far as the entry has heard, and after how many handoffs. */
-  holder = '';
-  hops = -1;
+  /**
+   * Where it decodes as the entry heard it, written only by `moveTo` from the engines' `moved`
+   * events (and the entry's own placements): failover and a remote model's recompute read it.
+   */
+  whereabouts: Whereabouts = NOWHERE;
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
   /** The text the engines sent, in output order. */
@@ -145,6 +155,13 @@ export class RequestState {
   dueFinish(): Finish | null {
     const f = this.lateFinish;
     return f && !this.finished && this.output.length >= (f.committed ?? 0) ? f : null;
+  }
+
+  /** A `moved` event: the latest handoff wins, so a report that comes late changes nothing (false: it was stale). */
+  moveTo(model: string, hops: number): boolean {
+    if (this.finished || hops <= this.whereabouts.hops) return false;
+    this.whereabouts = { model, hops };
+    return true;
   }
 
   /** A commit event, in its turn (see `inOrder`): the stream grows by its token and text. */
