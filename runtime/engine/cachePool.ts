@@ -3,13 +3,9 @@
 /** A cache the pool handed out: the runner's id for it, the tokens in it, and the room reserved for its request's whole context. */
 export interface KvCache {
   readonly id: number;
-  /** Tokens in the runner's cache (a step feeds the request's tokens from here). */
-  readonly fed: number;
-  readonly reserved: number;
-}
-
-interface OpenCache extends KvCache {
+  /** Tokens in the runner's cache (a step feeds the request's tokens from here); only the pool writes it. */
   fed: number;
+  readonly reserved: number;
 }
 
 /** Runner cache ids are unique in the process: a runner outlives the engines that used it (a bench's borrowed thread). */
@@ -17,7 +13,7 @@ let nextCacheId = 1;
 
 export class CachePool {
   /** The caches requests hold, the only record of them: the pool's counts are sums over these. */
-  private readonly open = new Set<OpenCache>();
+  private readonly open = new Set<KvCache>();
   /** What the prefix cache holds (its caches take room as a reservation does, and are counted there). */
   prefix: { readonly heldTokens: number } | null = null;
 
@@ -30,19 +26,19 @@ export class CachePool {
   /** A cache with room for a request's whole context, so a running request never runs out mid-decode; null: it does not fit. */
   tryOpen(reserve: number): KvCache | null {
     if (this.reservedTokenCount + this.prefixTokenCount + reserve > this.capacityTokens) return null;
-    const cache: OpenCache = { id: nextCacheId++, fed: 0, reserved: reserve };
+    const cache: KvCache = { id: nextCacheId++, fed: 0, reserved: reserve };
     this.open.add(cache);
     return cache;
   }
 
   /** A step (or a copied prefix) put `tokens` more into the cache. */
   fed(cache: KvCache, tokens: number): void {
-    (cache as OpenCache).fed += tokens;
+    cache.fed += tokens;
   }
 
   /** The request let go of the cache: its room is free (the runner's release, or the prefix cache taking it over, is the caller's). */
   close(cache: KvCache): void {
-    this.open.delete(cache as OpenCache);
+    this.open.delete(cache);
   }
 
   /** The caches requests hold now (the debug checker compares them with the requests). */

@@ -69,21 +69,14 @@ export interface SubmitOptions<M = unknown> {
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
 /** The model whose engine decodes a request, reached after `hops` handoffs. */
-export interface Whereabouts {
-  readonly model: string;
-  readonly hops: number;
-}
+export type Whereabouts = { readonly model: string; readonly hops: number };
 
 const NOWHERE: Whereabouts = { model: '', hops: -1 };
 
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
   readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
-  /**
-   * What the entry streamed: each commit event's token and the model that produced it, in output
-   * order (prompt excluded). Only `append` writes it, so it only grows; the sequence itself is the
-   * engine's (`LocalRequest.tokens`), and this is its record of the events.
-   */
+  /** What the entry streamed (prompt excluded), by model: written only by `append`, from commit events; the sequence is the engine's. */
   readonly output: readonly number[] = [];
   readonly producedBy: readonly ModelId[] = [];
   firstTokenAt: number | null = null;
@@ -94,10 +87,7 @@ export class RequestState {
   readonly early = new Map<number, Commit>();
   /** A finish that arrived before the commits it follows. */
   lateFinish: Finish | null = null;
-  /**
-   * Where it decodes as the entry heard it, written only by `moveTo` from the engines' `moved`
-   * events (and the entry's own placements): failover and a remote model's recompute read it.
-   */
+  /** Where it decodes, written only by `moveTo` from `moved` events and the entry's own placements. */
   whereabouts: Whereabouts = NOWHERE;
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
