@@ -6,7 +6,6 @@ import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engine/engineProx
 import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../engine/messages.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
-import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { RemotePeer, ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
 import { modelSubjects } from './modelSubjects.ts';
 import { openNats, watchLink } from './natsConnection.ts';
@@ -67,10 +66,9 @@ const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvB
 export class RemoteEngine extends EngineProxy implements MeshMember {
   private readonly session: string;
   private readonly inbox: string;
+  /** The live replicas by subject; each lists the requests homed there, the one record of where a request's KV is. */
   private readonly records = new Map<string, Replica>();
-  private readonly homes = new Map<string, Replica>();
   private settings: EngineSettings | null = null;
-  private readonly refs = new Map<string, AlgorithmRef>();
   private wentDown = false;
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
@@ -182,7 +180,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private cutOff(ms: number): void {
     this.stats.outages++;
     const error = new TokenRouterError('model_unavailable', `model ${this.name} cannot go on with this request: its NATS server has been unreachable for ${Math.round(ms)} ms`, 'model', { retry_after_s: 1 });
-    const ids = [...this.homes.keys()];
+    const ids = [...this.records.values()].flatMap((r) => [...r.homes]);
     this.opts.log?.(`NATS unreachable for ${Math.round(ms)} ms: model ${this.name} is down; failing the ${ids.length} requests held there`);
     for (const id of ids) {
       this.stats.failedUnreachable++;
@@ -231,7 +229,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.isAway(id)) : [];
     this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`);
     for (const id of r.homes) {
-      this.homes.delete(id);
       if (spared.includes(id)) {
         this.orphans.add(id);
         this.stats.spared++;
@@ -278,15 +275,20 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       this.forgetRequest(id);
       return this.entry?.cascade(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
     }
-    const was = this.homes.get(id);
+    const was = this.homeOf(id);
     if (was !== r) {
       was?.homes.delete(id);
-      this.homes.set(id, r);
       r.homes.add(id);
       r.placed++;
       this.stats.placed++;
     }
     if (this.orphans.delete(id)) this.stats.recomputed++;
+  }
+
+  /** The replica a request is homed on (a few replicas: a look at each beats keeping a second index). */
+  private homeOf(id: string): Replica | undefined {
+    for (const r of this.records.values()) if (r.homes.has(id)) return r;
+    return undefined;
   }
 
   private placeable(): Replica[] {
@@ -306,7 +308,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private beginOn(r: Replica, settings: EngineSettings): void {
     const capacity = this.replicas.live.get(r.subject)?.kvCapacityTokens ?? settings.kvCapacityTokens;
     r.link.postMessage({ type: 'begin', settings: { ...settings, kvCapacityTokens: capacity }, peers: {} } satisfies ToEngine);
-    for (const ref of this.refs.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
+    for (const ref of this.deployed.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
     if (this.wentDown) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
   }
 
@@ -316,7 +318,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     switch (m.type) {
       case 'begin':
         this.settings = m.settings;
-        this.homes.clear();
         this.orphans.clear();
         for (const r of this.records.values()) {
           r.homes.clear();
@@ -326,7 +327,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         // the peers begun with the same entry before this one now list it
         return this.opts.mesh?.changed();
       case 'deploy':
-        this.refs.set(m.ref.key, m.ref);
         return this.toAll(m);
       case 'arrive': {
         // each to its replica (the request's home there, or one placed now), one message per replica:
@@ -344,10 +344,9 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       }
       case 'release': {
         this.forgetRequest(m.id);
-        const r = this.homes.get(m.id);
+        const r = this.homeOf(m.id);
         // With a mesh a peer may have sent it here before the entry heard where: every replica lets it go (or drops it on arrival).
         if (!r) return this.opts.mesh ? this.toAll(m) : undefined;
-        this.homes.delete(m.id);
         r.homes.delete(m.id);
         return r.link.postMessage(m);
       }
@@ -381,14 +380,13 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
       arrival = rebuilt;
     }
-    let r = this.homes.get(id);
+    let r = this.homeOf(id);
     if (!r) {
       r = this.place();
       if (!r) {
         const error = new TokenRouterError('unavailable', `model ${this.name} has no live replica to take this request; retry shortly`, 'model');
         return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
       }
-      this.homes.set(id, r);
       r.homes.add(id);
       r.placed++;
       this.stats.placed++;
