@@ -6,7 +6,6 @@ import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engine/engineProx
 import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../engine/messages.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
-import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { RemotePeer, ReplicaAnnouncement } from '../../shared/protocol/engineProtocol.ts';
 import { modelSubjects } from './modelSubjects.ts';
 import { openNats, watchLink } from './natsConnection.ts';
@@ -54,9 +53,6 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-/** Releases remembered, so that a placement the entry hears of late does not make a home again. */
-const RELEASED = 4096;
-
 const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs', 'batchMs', 'modelMs'] as const;
 
 /**
@@ -70,15 +66,10 @@ const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvB
 export class RemoteEngine extends EngineProxy implements MeshMember {
   private readonly session: string;
   private readonly inbox: string;
+  /** The live replicas by subject; each lists the requests homed there, the one record of where a request's KV is. */
   private readonly records = new Map<string, Replica>();
-  private readonly homes = new Map<string, Replica>();
   private settings: EngineSettings | null = null;
-  private readonly refs = new Map<string, AlgorithmRef>();
   private wentDown = false;
-  /** For recompute, per request homed here: the handoff counts it last arrived and left with (away: left later). */
-  private readonly seen = new Map<string, { arrivedHop: number; leftHop: number }>();
-  /** With a mesh: requests released lately, oldest first. */
-  private readonly released = new Set<string>();
   /** Away when their home died: their next visit re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
   /**
@@ -189,7 +180,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private cutOff(ms: number): void {
     this.stats.outages++;
     const error = new TokenRouterError('model_unavailable', `model ${this.name} cannot go on with this request: its NATS server has been unreachable for ${Math.round(ms)} ms`, 'model', { retry_after_s: 1 });
-    const ids = [...this.homes.keys()];
+    const ids = [...this.records.values()].flatMap((r) => [...r.homes]);
     this.opts.log?.(`NATS unreachable for ${Math.round(ms)} ms: model ${this.name} is down; failing the ${ids.length} requests held there`);
     for (const id of ids) {
       this.stats.failedUnreachable++;
@@ -238,7 +229,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.isAway(id)) : [];
     this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`);
     for (const id of r.homes) {
-      this.homes.delete(id);
       if (spared.includes(id)) {
         this.orphans.add(id);
         this.stats.spared++;
@@ -273,10 +263,11 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
 
   /**
    * A peer's replica sent a request straight to replica `subject` of this model: it is homed there
-   * now. If that replica is gone already, the request went down with it.
+   * now. If that replica is gone already, the request went down with it. A placement heard after the
+   * request ended (the entry no longer knows where it is) makes no home.
    */
-  placedByPeer(id: string, subject: string, hops: number): void {
-    if (this.released.has(id) || this.closing) return;
+  placedByPeer(id: string, subject: string): void {
+    if (this.closing || !this.entry?.whereabouts?.(id)) return;
     const r = this.records.get(subject);
     if (!r) {
       const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: it was handed to a replica of model ${this.name} that is gone`, 'model');
@@ -284,19 +275,20 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       this.forgetRequest(id);
       return this.entry?.cascade(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
     }
-    const was = this.homes.get(id);
+    const was = this.homeOf(id);
     if (was !== r) {
       was?.homes.delete(id);
-      this.homes.set(id, r);
       r.homes.add(id);
       r.placed++;
       this.stats.placed++;
     }
     if (this.orphans.delete(id)) this.stats.recomputed++;
-    if (this.opts.onReplicaLoss !== 'recompute') return;
-    const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
-    rec.arrivedHop = Math.max(rec.arrivedHop, hops);
-    this.seen.set(id, rec);
+  }
+
+  /** The replica a request is homed on (a few replicas: a look at each beats keeping a second index). */
+  private homeOf(id: string): Replica | undefined {
+    for (const r of this.records.values()) if (r.homes.has(id)) return r;
+    return undefined;
   }
 
   private placeable(): Replica[] {
@@ -316,7 +308,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private beginOn(r: Replica, settings: EngineSettings): void {
     const capacity = this.replicas.live.get(r.subject)?.kvCapacityTokens ?? settings.kvCapacityTokens;
     r.link.postMessage({ type: 'begin', settings: { ...settings, kvCapacityTokens: capacity }, peers: {} } satisfies ToEngine);
-    for (const ref of this.refs.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
+    for (const ref of this.deployed.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
     if (this.wentDown) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
   }
 
@@ -326,8 +318,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     switch (m.type) {
       case 'begin':
         this.settings = m.settings;
-        this.homes.clear();
-        this.seen.clear();
         this.orphans.clear();
         for (const r of this.records.values()) {
           r.homes.clear();
@@ -337,7 +327,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         // the peers begun with the same entry before this one now list it
         return this.opts.mesh?.changed();
       case 'deploy':
-        this.refs.set(m.ref.key, m.ref);
         return this.toAll(m);
       case 'arrive': {
         // each to its replica (the request's home there, or one placed now), one message per replica:
@@ -355,11 +344,9 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       }
       case 'release': {
         this.forgetRequest(m.id);
-        const r = this.homes.get(m.id);
-        if (this.opts.mesh) this.remember(m.id);
+        const r = this.homeOf(m.id);
         // With a mesh a peer may have sent it here before the entry heard where: every replica lets it go (or drops it on arrival).
         if (!r) return this.opts.mesh ? this.toAll(m) : undefined;
-        this.homes.delete(m.id);
         r.homes.delete(m.id);
         return r.link.postMessage(m);
       }
@@ -393,14 +380,13 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
       arrival = rebuilt;
     }
-    let r = this.homes.get(id);
+    let r = this.homeOf(id);
     if (!r) {
       r = this.place();
       if (!r) {
         const error = new TokenRouterError('unavailable', `model ${this.name} has no live replica to take this request; retry shortly`, 'model');
         return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
       }
-      this.homes.set(id, r);
       r.homes.add(id);
       r.placed++;
       this.stats.placed++;
@@ -409,16 +395,13 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   /**
-   * Notes an arrival's handoff count, and gives an orphan's arrival the whole sequence, so the
+   * Gives an orphan's arrival the whole sequence, so the
    * replica it lands on (holding nothing of it) prefills it all. The entry has every commit and the
    * prompt: what was before the handoff's anchor comes from there, the rest with the handoff.
    */
   private rehome(a: WireArrival): WireArrival | Error {
     const id = a.spec.id;
     const { anchor, tokens } = a.handoff;
-    const rec = this.seen.get(id) ?? { arrivedHop: 0, leftHop: -1 };
-    rec.arrivedHop = Math.max(rec.arrivedHop, a.counters.handoffs);
-    this.seen.set(id, rec);
     if (!this.orphans.delete(id) || a.context || anchor === 0) return a;
     const committed = this.entry?.sequence?.(id) ?? [];
     if (committed.length < anchor) {
@@ -429,29 +412,19 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     return { ...a, context: [...committed.slice(0, anchor), ...tokens] };
   }
 
+  /** Away at another model, as the entry heard from the `moved` events (read after the report that said so was applied). */
   private isAway(id: string): boolean {
-    const rec = this.seen.get(id);
-    return rec !== undefined && rec.leftHop > rec.arrivedHop;
+    const at = this.entry?.whereabouts?.(id);
+    return at !== undefined && at.model !== this.name;
   }
 
-  /** A replica's report (validated), read in order: the requests it hands away, and where a peer's replica took them. */
+  /** A replica's report (validated, applied at the entry already): where a peer's replica took the requests it handed away. */
   private track(m: FromEngine): void {
-    if (m.type !== 'step') return;
-    for (const e of m.events) {
-      if (e.type !== 'moved') continue;
-      if (e.replica !== undefined) this.opts.mesh?.placed(e.to, e.requestId, e.replica, e.hops);
-      const rec = this.seen.get(e.requestId);
-      if (rec) rec.leftHop = Math.max(rec.leftHop, e.hops);
-    }
-  }
-
-  private remember(id: string): void {
-    this.released.add(id);
-    if (this.released.size > RELEASED) this.released.delete(this.released.values().next().value!);
+    if (m.type !== 'step' || !this.opts.mesh) return;
+    for (const e of m.events) if (e.type === 'moved' && e.replica !== undefined) this.opts.mesh.placed(e.to, e.requestId, e.replica);
   }
 
   private forgetRequest(id: string): void {
-    this.seen.delete(id);
     this.orphans.delete(id);
   }
 

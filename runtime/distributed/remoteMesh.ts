@@ -11,8 +11,8 @@ export interface MeshMember {
   peerReplicas(): RemotePeer['replicas'];
   /** Tells its replicas where the other members' replicas are now. */
   sendPeers(): void;
-  /** A peer engine sent request `id` (its `hops`-th handoff) straight to this model's replica `subject`. */
-  placedByPeer(id: string, subject: string, hops: number): void;
+  /** A peer engine sent request `id` straight to this model's replica `subject`. */
+  placedByPeer(id: string, subject: string): void;
 }
 
 /**
@@ -46,7 +46,7 @@ export class RemoteMesh {
   }
 
   /** A `moved` event a member heard names the replica of another member it went to. */
-  placed(model: string, id: string, subject: string, hops: number): void {
-    this.members.get(model)?.placedByPeer(id, subject, hops);
+  placed(model: string, id: string, subject: string): void {
+    this.members.get(model)?.placedByPeer(id, subject);
   }
 }

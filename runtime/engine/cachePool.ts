@@ -1,9 +1,20 @@
-// KV accounting for one sub-server: reservations and cached prefixes gate admission, live bytes follow every cached token.
+// One engine's KV pool: owns the caches its requests hold (id, tokens cached, room reserved); every count is a sum over them.
+
+/** A cache the pool handed out: the runner's id for it, the tokens in it, and the room reserved for its request's whole context. */
+export interface KvCache {
+  readonly id: number;
+  /** Tokens in the runner's cache (a step feeds the request's tokens from here); only the pool writes it. */
+  fed: number;
+  readonly reserved: number;
+}
+
+/** Runner cache ids are unique in the process: a runner outlives the engines that used it (a bench's borrowed thread). */
+let nextCacheId = 1;
 
 export class CachePool {
-  private reservedTokens = 0;
-  private cachedTokens = 0;
-  /** What the prefix cache holds (its tokens are cached too, and take room as a reservation does). */
+  /** The caches requests hold, the only record of them: the pool's counts are sums over these. */
+  private readonly open = new Set<KvCache>();
+  /** What the prefix cache holds (its caches take room as a reservation does, and are counted there). */
   prefix: { readonly heldTokens: number } | null = null;
 
   constructor(
@@ -12,36 +23,47 @@ export class CachePool {
     readonly kvBytesPerToken: number,
   ) {}
 
-  /** Reserves room for a request's whole context, so a running request never runs out mid-decode. */
-  tryReserve(tokens: number): boolean {
-    if (this.reservedTokens + this.prefixTokenCount + tokens > this.capacityTokens) return false;
-    this.reservedTokens += tokens;
-    return true;
+  /** A cache with room for a request's whole context, so a running request never runs out mid-decode; null: it does not fit. */
+  tryOpen(reserve: number): KvCache | null {
+    if (this.reservedTokenCount + this.prefixTokenCount + reserve > this.capacityTokens) return null;
+    const cache: KvCache = { id: nextCacheId++, fed: 0, reserved: reserve };
+    this.open.add(cache);
+    return cache;
   }
 
-  unreserve(tokens: number): void {
-    this.reservedTokens -= tokens;
+  /** A step (or a copied prefix) put `tokens` more into the cache. */
+  fed(cache: KvCache, tokens: number): void {
+    cache.fed += tokens;
   }
 
-  /** A step appended `tokens` to some cache (negative when a cache is dropped). */
-  cached(tokens: number): void {
-    this.cachedTokens += tokens;
+  /** The request let go of the cache: its room is free (the runner's release, or the prefix cache taking it over, is the caller's). */
+  close(cache: KvCache): void {
+    this.open.delete(cache);
   }
 
-  get usedBytes(): number {
-    return this.cachedTokens * this.kvBytesPerToken;
-  }
-
-  get reservedBytes(): number {
-    return this.reservedTokens * this.kvBytesPerToken;
+  /** The caches requests hold now (the debug checker compares them with the requests). */
+  caches(): IterableIterator<KvCache> {
+    return this.open.values();
   }
 
   get cachedTokenCount(): number {
-    return this.cachedTokens;
+    let n = this.prefixTokenCount;
+    for (const c of this.open) n += c.fed;
+    return n;
   }
 
   get reservedTokenCount(): number {
-    return this.reservedTokens;
+    let n = 0;
+    for (const c of this.open) n += c.reserved;
+    return n;
+  }
+
+  get usedBytes(): number {
+    return this.cachedTokenCount * this.kvBytesPerToken;
+  }
+
+  get reservedBytes(): number {
+    return this.reservedTokenCount * this.kvBytesPerToken;
   }
 
   get prefixTokenCount(): number {

@@ -16,7 +16,7 @@ import { WakeGate } from './engineHost.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
 import { clusterSettings, type ClusterOptions } from './clusterOptions.ts';
-import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions } from './requestState.ts';
+import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions, type Whereabouts } from './requestState.ts';
 
 export type { ClusterModel };
 export type { ClusterOptions };
@@ -48,7 +48,7 @@ export class Cluster implements EngineEntry {
   private readonly wakes = new WakeGate();
   private requestSeq = 0;
   private serialSeq = 0;
-  private readonly invariantState: Map<string, number> | null;
+  private readonly checked: boolean;
   private readonly failover: EngineFailover;
   /** Committed output tokens over the cluster's life. */
   committed = 0;
@@ -61,7 +61,7 @@ export class Cluster implements EngineEntry {
     ({ retainState: this.retainState, maxWaitMs: this.maxWaitMs, maxConcurrency: this.maxConcurrency, maxQueue: this.maxQueue, prefixCache: this.prefixCache } = settings);
     this.sink = opts.trace;
     this.trace = opts.tracing === false ? undefined : opts.trace;
-    this.invariantState = opts.checkInvariants ? new Map() : null;
+    this.checked = opts.checkInvariants ?? false;
     this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes, opts.tokenizer);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
@@ -228,9 +228,7 @@ export class Cluster implements EngineEntry {
   }
 
   private apply(req: RequestState, c: Commit): void {
-    req.output.push(c.token);
-    if (c.text) req.text += c.text;
-    req.producedBy.push(c.model);
+    req.append(c);
     this.committed++;
     if (req.firstTokenAt === null) {
       req.firstTokenAt = this.clock.now();
@@ -265,9 +263,7 @@ export class Cluster implements EngineEntry {
   /** Where a request decodes now: its handoffs are counted, so a report that comes late changes nothing. */
   moved(requestId: string, to: string, hops: number): void {
     const req = this.active.get(requestId);
-    if (!req || req.finished || hops <= req.hops) return;
-    req.holder = to;
-    req.hops = hops;
+    if (!req?.moveTo(to, hops)) return;
     const e = this.byName.get(to);
     if (e) this.failover.lostOnTheWay(req, e);
   }
@@ -280,6 +276,10 @@ export class Cluster implements EngineEntry {
       this.deliver(to, { ...w, spec: req.spec });
     }
     this.flush();
+  }
+
+  whereabouts(requestId: string): Whereabouts | undefined {
+    return this.active.get(requestId)?.whereabouts;
   }
 
   sequence(requestId: string): readonly number[] | undefined {
@@ -298,11 +298,11 @@ export class Cluster implements EngineEntry {
   }
 
   settled(): void {
-    if (this.invariantState) checkInvariants(this, this.invariantState);
+    if (this.checked) checkInvariants(this);
   }
 
   private settingsFor(index: number, limits: EngineLimits): EngineSettings {
-    return engineSettings(index, this.engines, limits, { mode: this.policy.mode, retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.invariantState !== null });
+    return engineSettings(index, this.engines, limits, { mode: this.policy.mode, retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.checked });
   }
 
   // --- request lifecycle ---
@@ -329,7 +329,8 @@ export class Cluster implements EngineEntry {
       if (counters) req.counters = counters;
     }
     // tallies ride on finishes: a request ended here, held across a port, has only its handoffs from the moves
-    if (req.hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: req.hops };
+    const { hops } = req.whereabouts;
+    if (hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: hops };
     this.emitState(req.id, status);
     const wasActive = this.active.delete(req.id);
     this.completed++;

@@ -56,7 +56,7 @@ export class EngineFailover {
       // Only the requests decoding there fail; the others lost a cache there at most, and re-send
       // that engine their whole sequence when they next go there (it re-prefills).
       for (const req of [...host.activeRequests()]) {
-        if (req.holder !== name) continue;
+        if (req.whereabouts.model !== name) continue;
         host.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${name} failed: ${error.message}`, 'model'));
         failed++;
       }

@@ -32,7 +32,8 @@ export class EngineProxy implements EngineHandle {
   private takenDown = false;
   protected lane: MirroredLane | null = null;
   protected entry: EngineEntry | null = null;
-  protected readonly deployed = new Set<string>();
+  /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
+  protected readonly deployed = new Map<string, AlgorithmRef>();
   private readonly failureListeners: ((e: Error) => void)[] = [];
   /** Arrivals of this turn of the entry's event loop, posted together at its end (see `arrive`). */
   private arrivals: WireArrival[] = [];
@@ -82,7 +83,7 @@ export class EngineProxy implements EngineHandle {
   /** Makes sure the engine can build the algorithm before a request of it arrives. */
   deploy(ref: AlgorithmRef): void {
     if (this.deployed.has(ref.key)) return;
-    this.deployed.add(ref.key);
+    this.deployed.set(ref.key, ref);
     this.send({ type: 'deploy', ref });
   }
 

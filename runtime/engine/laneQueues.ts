@@ -3,7 +3,7 @@ import { TokenRouterError } from '../errors.ts';
 import { planAdmission } from '../scheduler/planAdmission.ts';
 import type { ReadyRow } from '../scheduler/planBatch.ts';
 import { CachePool } from './cachePool.ts';
-import { LocalRequest } from './localRequest.ts';
+import type { LocalRequest } from './localRequest.ts';
 import { PrefixCache } from './prefixCache.ts';
 
 /** Entries kept at most when the pool is unbounded (a bounded pool's room bounds them). */
@@ -50,10 +50,7 @@ export class LaneQueues {
   ) {
     this.pool = new CachePool(kvCapacityTokens, kvBytesPerToken);
     this.prefix = prefixCache
-      ? new PrefixCache((cacheId, tokens) => {
-          this.runner.release(cacheId);
-          this.pool.cached(-tokens);
-        })
+      ? new PrefixCache((cacheId) => this.runner.release(cacheId))
       : null;
     this.pool.prefix = this.prefix;
   }
@@ -156,10 +153,8 @@ export class LaneQueues {
         this.stats.evictions++;
       }
       for (const local of this.admissionQueue.splice(0, plan.admit)) {
-        this.pool.tryReserve(local.spec.maxLength);
-        local.reserved = local.spec.maxLength;
-        local.cacheId = LocalRequest.newCacheId();
-        local.fed = 0;
+        local.cache = this.pool.tryOpen(local.spec.maxLength);
+        if (!local.cache) throw new Error(`request ${local.id}: admitted by the plan, yet its ${local.spec.maxLength} tokens do not fit the KV pool`);
         this.stats.admissions++;
         local.counters.admissions[local.model]++;
         this.startFromPrefix(local);
@@ -195,18 +190,16 @@ export class LaneQueues {
       this.prefix.discard(hit.entry);
       return;
     }
-    local.fed = hit.length;
+    this.pool.fed(local.cache!, hit.length);
     local.cachedPrefix = hit.length;
     // the prompt's own prefill (nothing generated yet): what usage reports as cached prompt tokens
     if (local.tokens.length === local.spec.promptLength) local.counters.cachedPrompt = Math.max(local.counters.cachedPrompt, hit.length);
-    this.pool.cached(hit.length);
     this.stats.prefixHits += hit.length;
   }
 
   /** A step appended `n` tokens to the local's cache. */
   fed(local: LocalRequest, n: number): void {
-    local.fed += n;
-    this.pool.cached(n);
+    this.pool.fed(local.cache!, n);
     local.counters.tokensFed[local.model] += n;
   }
 
@@ -214,7 +207,6 @@ export class LaneQueues {
   dropCache(local: LocalRequest): void {
     if (!local.hasCache) return;
     this.runner.release(local.cacheId);
-    this.pool.cached(-local.fed);
     this.clearCache(local);
   }
 
@@ -234,16 +226,12 @@ export class LaneQueues {
 
   /** The runner died with every cache: the prefix cache's entries are gone with it. */
   forgetPrefixes(): void {
-    if (!this.prefix) return;
-    this.pool.cached(-this.prefix.heldTokens);
-    this.prefix.forget();
+    this.prefix?.forget();
   }
 
   private clearCache(local: LocalRequest): void {
-    this.pool.unreserve(local.reserved);
-    local.cacheId = -1;
-    local.reserved = 0;
-    local.fed = 0;
+    this.pool.close(local.cache!);
+    local.cache = null;
     local.cachedPrefix = 0;
   }
 }

@@ -7,6 +7,7 @@ import { LifecycleError, localRequestMachine, type LocalEvent } from '../actors/
 import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
+import type { KvCache } from './cachePool.ts';
 
 /** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
 export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
@@ -21,18 +22,12 @@ export function newCounters(models: number): RequestCounters {
   return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0), cachedPrompt: 0 };
 }
 
-let nextCacheId = 1;
-
 /** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
   /** Its lifecycle on this engine: the status is the snapshot's value, never kept beside it. */
   readonly actor: Actor<typeof localRequestMachine>;
-  /** Runner cache handle; -1 while none is held (queued, or evicted while pending-return). */
-  cacheId = -1;
-  /** Tokens in this model's cache for the request (its next step feeds tokens[fed..]). */
-  fed = 0;
-  /** Tokens reserved in the pool for this request while it holds a cache. */
-  reserved = 0;
+  /** Its cache, the KV pool's (null while none is held: queued, or evicted while pending-return). */
+  cache: KvCache | null = null;
   /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
   cachedPrefix = 0;
   stepsHere = 0;
@@ -119,10 +114,18 @@ export class LocalRequest {
   }
 
   get hasCache(): boolean {
-    return this.cacheId >= 0;
+    return this.cache !== null;
   }
-
-  static newCacheId(): number {
-    return nextCacheId++;
+  /** Runner cache handle; -1 while none is held. */
+  get cacheId(): number {
+    return this.cache?.id ?? -1;
+  }
+  /** Tokens in this model's cache for the request (its next step feeds tokens[fed..]). */
+  get fed(): number {
+    return this.cache?.fed ?? 0;
+  }
+  /** Tokens reserved in the pool for this request while it holds a cache. */
+  get reserved(): number {
+    return this.cache?.reserved ?? 0;
   }
 }

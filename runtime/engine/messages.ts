@@ -117,6 +117,8 @@ export interface EngineEntry {
   reported(returned: number): void;
   /** A batch and all it set off in the entry's thread are over (engines in this process): the debug checks run here. */
   settled?(): void;
+  /** Where a live request decodes, as the entry heard from the `moved` events: a remote model's recompute reads it. */
+  whereabouts?(requestId: string): { readonly model: string; readonly hops: number } | undefined;
   /** The committed sequence the entry holds of a live request (prompt, then the output in order): a remote model's recompute reads it. */
   sequence?(requestId: string): readonly number[] | undefined;
 }

@@ -31,7 +31,7 @@ const newNode = (edge: number[], parent: RadixNode | null): RadixNode => ({ edge
  * Entries are whole caches (the runners copy a prefix into a new cache; none shares memory), so an
  * entry covered by a longer one holding the same tokens is redundant and goes: every leaf is one
  * entry, every inner node lies on the path of at least one. `drop` hands a cache back to the owner
- * (released in the runner, its tokens out of the pool). Entries are never in a running step, so
+ * (released in the runner; the pool counts what the entries hold). Entries are never in a running step, so
  * every one is evictable, least recently used first.
  */
 export class PrefixCache {

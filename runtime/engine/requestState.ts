@@ -68,12 +68,17 @@ export interface SubmitOptions<M = unknown> {
 /** What hears each committed token of a request (SubmitOptions.onToken). */
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
+/** The model whose engine decodes a request, reached after `hops` handoffs. */
+export type Whereabouts = { readonly model: string; readonly hops: number };
+
+const NOWHERE: Whereabouts = { model: '', hops: -1 };
+
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
   readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
-  /** Committed output tokens (prompt excluded), and the model id that produced each. */
-  readonly output: number[] = [];
-  readonly producedBy: ModelId[] = [];
+  /** What the entry streamed (prompt excluded), by model: written only by `append`, from commit events; the sequence is the engine's. */
+  readonly output: readonly number[] = [];
+  readonly producedBy: readonly ModelId[] = [];
   firstTokenAt: number | null = null;
   endedAt = 0;
   finishReason: FinishReason | null = null;
@@ -82,9 +87,8 @@ export class RequestState {
   readonly early = new Map<number, Commit>();
   /** A finish that arrived before the commits it follows. */
   lateFinish: Finish | null = null;
-  /** The model whose engine decodes it, as far as the entry has heard, and after how many handoffs. */
-  holder = '';
-  hops = -1;
+  /** Where it decodes, written only by `moveTo` from `moved` events and the entry's own placements. */
+  whereabouts: Whereabouts = NOWHERE;
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
   /** The text the engines sent, in output order. */
@@ -141,6 +145,20 @@ export class RequestState {
   dueFinish(): Finish | null {
     const f = this.lateFinish;
     return f && !this.finished && this.output.length >= (f.committed ?? 0) ? f : null;
+  }
+
+  /** A `moved` event: the latest handoff wins, so a report that comes late changes nothing (false: it was stale). */
+  moveTo(model: string, hops: number): boolean {
+    if (this.finished || hops <= this.whereabouts.hops) return false;
+    this.whereabouts = { model, hops };
+    return true;
+  }
+
+  /** A commit event, in its turn (see `inOrder`): the stream grows by its token and text. */
+  append(c: Commit): void {
+    (this.output as number[]).push(c.token);
+    (this.producedBy as ModelId[]).push(c.model);
+    if (c.text) this.text += c.text;
   }
 
   get status(): RequestStatus {

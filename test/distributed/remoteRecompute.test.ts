@@ -60,7 +60,7 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
       pending.push(cluster.submit({ ...r, algorithm: alg, algorithmRef }).done);
       await new Promise((res) => setTimeout(res, 4));
     }
-    const visited = () => [...cluster.activeRequests()].filter((q) => q.holder === 'small' && q.producedBy.includes(2));
+    const visited = () => [...cluster.activeRequests()].filter((q) => q.whereabouts.model === 'small' && q.producedBy.includes(2));
     await expect.poll(() => visited().length >= 8, { timeout: 15_000, interval: 1 }).toBe(true);
     await a.crash();
     const results = await Promise.all(pending);

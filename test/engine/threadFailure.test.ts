@@ -39,7 +39,7 @@ describe('a dead engine thread (thread placement, simulated runners)', () => {
         await new Promise((res) => setTimeout(res, 4));
       }
       // the crash: once requests that have been to large decode on small (a request visits large for one step in 48)
-      const visited = () => [...cluster.activeRequests()].filter((q) => q.holder === 'small' && q.producedBy.includes(2));
+      const visited = () => [...cluster.activeRequests()].filter((q) => q.whereabouts.model === 'small' && q.producedBy.includes(2));
       await expect.poll(() => visited().length >= 8, { timeout: 10_000, interval: 1 }).toBe(true);
       const onSmall = new Set(visited().map((q) => q.id));
       threads[1].crashForTest('killed by test');

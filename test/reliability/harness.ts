@@ -176,7 +176,7 @@ export function leftovers(service: TokenRouterService): string[] {
   const c = service.cluster;
   if (c.activeCount) out.push(`${c.activeCount} requests active`);
   // which, and where the entry last heard they were: a stuck one names its engine
-  for (const r of c.activeRequests()) out.push(`request ${r.id} (${r.spec.models.join('+')}): holder ${r.holder || 'none'} after ${r.hops} handoffs, ${r.output.length} tokens, ${r.finished ? 'finished' : 'open'}`);
+  for (const r of c.activeRequests()) out.push(`request ${r.id} (${r.spec.models.join('+')}): at ${r.whereabouts.model || 'none'} after ${r.whereabouts.hops} handoffs, ${r.output.length} tokens, ${r.finished ? 'finished' : 'open'}`);
   if (c.queuedCount) out.push(`${c.queuedCount} requests queued at the entry`);
   for (const l of c.laneStats()) {
     if (l.kvBytes !== l.kvPrefixBytes) out.push(`${l.name}: ${l.kvBytes} KV bytes cached, ${l.kvPrefixBytes} of them in the prefix cache`);

@@ -29,13 +29,13 @@ function generate(s: TokenRouterService): void {
 }
 
 describe('invariant checker in the serving process', () => {
-  it('TOKENROUTER_CHECK_INVARIANTS=1: a KV accounting drift is caught at the next batch', async () => {
+  it('TOKENROUTER_CHECK_INVARIANTS=1: a KV cache no request holds (a leak) is caught at the next batch', async () => {
     process.env.TOKENROUTER_CHECK_INVARIANTS = '1';
     const { s, clock } = await service();
     generate(s);
     clock.run(); // clean run: no violation
     generate(s);
-    s.cluster.lanes[0].pool.cached(3); // three cached tokens nobody holds
+    s.cluster.lanes[0].pool.tryOpen(3); // a cache nobody holds: its room never comes back
     let caught: unknown;
     try {
       clock.run();
@@ -43,15 +43,15 @@ describe('invariant checker in the serving process', () => {
       caught = e;
     }
     expect(caught).toBeInstanceOf(InvariantError);
-    expect((caught as Error).message).toMatch(/^small: KV pool counts \d+ cached tokens, live caches hold \d+$/);
+    expect((caught as Error).message).toMatch(/^small: KV pool holds cache \d+ \(0 tokens\) that no request holds$/);
     await s.close();
   });
 
-  it('unset, the same drift goes unnoticed (the checker is really what caught it)', async () => {
+  it('unset, the same leak goes unnoticed (the checker is really what caught it)', async () => {
     delete process.env.TOKENROUTER_CHECK_INVARIANTS;
     const { s, clock } = await service();
     generate(s);
-    s.cluster.lanes[0].pool.cached(3);
+    s.cluster.lanes[0].pool.tryOpen(3);
     expect(() => clock.run()).not.toThrow();
     await s.close();
   });

@@ -80,7 +80,7 @@ describe.each(HAVE_ONNX ? (['in-process', 'thread'] as const) : (['in-process'] 
       // ended on the server (coalesced chunks arrive late), and then the kill would find nothing to fail.
       // Two requests decoding on large with most of their answer still to come leave the kill a margin
       // of many large steps.
-      const earlyOnLarge = () => [...s.cluster.activeRequests()].filter((r) => !r.finished && r.holder === 'large' && r.output.length >= 1 && r.output.length <= 32).length;
+      const earlyOnLarge = () => [...s.cluster.activeRequests()].filter((r) => !r.finished && r.whereabouts.model === 'large' && r.output.length >= 1 && r.output.length <= 32).length;
       await until(() => {
         const l = s.cluster.laneStats().find((x) => x.name === 'large')!;
         return l.kvBytes > 0 && midAnswer.size >= 1 && earlyOnLarge() >= 2;
