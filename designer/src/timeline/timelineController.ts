@@ -6,6 +6,7 @@ import { exportTraceFile, openTraceFile, type FileSource } from './traceFile.ts'
 import { drawTimeline } from './drawTimeline.ts';
 import type { DrawStats, LaneGauge } from './paint/frame.ts';
 import { EventStore } from './eventStore.ts';
+import { toEvents } from './toEvents.ts';
 import { FrameLog } from './frameLog.ts';
 import { adminAccess, adminToken, connectFeed } from './feed.ts';
 import type { FeedConnection, FeedHandlers, FeedStatus, LiveStats } from './feedMessages.ts';
@@ -353,7 +354,7 @@ export class TimelineController {
 
   // ---- export ----
   exportEvents(scope: 'view' | 'all' = 'view'): TraceEvent[] {
-    return scope === 'all' ? this.store.toEvents() : this.store.toEvents(this.view.t0, this.view.t1);
+    return scope === 'all' ? toEvents(this.store) : toEvents(this.store, this.view.t0, this.view.t1);
   }
 
   exportChrome(scope: 'view' | 'all' = 'view'): ChromeTrace {
