@@ -258,17 +258,10 @@ export class TokenRouterService {
       throw new TokenRouterError('overloaded', `admission queue is full (${c.maxQueue} waiting)`, null);
   }
 
-  /** Each token id's own text, decoded once: every streamed token names its text. */
-  private readonly texts = new Map<number, string>();
-  private tokenText(id: number): string {
-    let t = this.texts.get(id);
-    if (t === undefined) this.texts.set(id, (t = this.tokenizer.decode([id])));
-    return t;
-  }
-
   /** A committed token as the client's per-token detail (`tokenrouter_tokens`, logprobs), from what the sink got with it. */
   streamToken(token: number, model: string, signals: TokenSignals, atHandoff: boolean, topLogprobs: number | undefined): StreamToken {
-    return streamToken(token, this.tokenText(token), model, signals, atHandoff, topLogprobs);
+    // decoded per token, uncached: 2-4 µs warm on qwen3-42m's tokenizer, against a 34-49 ms step at c = 8
+    return streamToken(token, this.tokenizer.decode([token]), model, signals, atHandoff, topLogprobs);
   }
 
   /** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
