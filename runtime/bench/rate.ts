@@ -1,3 +1,5 @@
+// Suite rate: an open-loop request-rate sweep of goodput and p99 TPOT in virtual time.
+//
 // Suite rate: open-loop request-rate sweep on the paper R2R profile in virtual time - goodput and p99 TPOT
 // for TokenRouter (the SLO-aware optimiser's choice), the throughput-only choice and standard serving,
 // each choice checked against an exhaustive measured sweep of thresholds x max-wait deadlines.

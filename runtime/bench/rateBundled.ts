@@ -1,3 +1,5 @@
+// The rate suite's second part: the bundled models over HTTP at open-loop rates.
+//
 // The rate suite's second part: the bundled models over HTTP at open-loop rates, TokenRouter mode beside
 // standard serving at each rate (one server each, the same arrivals), and the goodput ratio where standard serving first misses the SLO.
 import os from 'node:os';

@@ -1,3 +1,5 @@
+// Incremental detokenisation, as vLLM does it: each token decodes a short window.
+//
 // Incremental detokenisation as vLLM's detokenizer does it: each new token decodes only a short window
 // (the tokens since the prefix offset), never the whole output, so a token costs the same at position 10
 // and at position 10,000.

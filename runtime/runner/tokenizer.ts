@@ -1,4 +1,6 @@
-// Text <-> token ids for a model folder: @huggingface/tokenizers, and chat templates rendered by @huggingface/jinja
+// Text <-> token ids for a model folder, and its chat template rendered.
+//
+// Tokens by @huggingface/tokenizers; chat templates by @huggingface/jinja
 // (the Jinja that transformers.js uses, with transformers' trim_blocks/lstrip_blocks), so real models' templates render.
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';

@@ -136,7 +136,7 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
   }, STATS_MS);
   ws.on('message', (data, isBinary) => {
     // The feed is one-way; anything a client sends gets a clear answer, and floods are cut off.
-    // Counted over its own second, not the flush tick: reset every FLUSH_MS the cap was ~1,000 a second.
+    // Counted over its own second, not the flush tick: reset at every FLUSH_MS flush, the cap would allow ~1,000 a second.
     const now = Date.now();
     if (now - incomingSince >= INCOMING_WINDOW_MS) {
       incomingSince = now;

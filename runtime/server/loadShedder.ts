@@ -1,4 +1,6 @@
-// Load shedding at the entry: a request whose predicted wait for a concurrency slot exceeds
+// Load shedding at the entry: refuses a request whose predicted wait for a slot exceeds its SLO.
+//
+// A request whose predicted wait for a concurrency slot exceeds
 // scheduling.slo.maxQueueDelayMs is refused at once (429, Retry-After) instead of queueing to miss its SLO.
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TokenRouterError } from '../errors.ts';

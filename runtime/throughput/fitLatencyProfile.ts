@@ -1,4 +1,6 @@
-// Fits per-model step latency L_i(b) from measured batches: mean per size, made monotone, interpolated;
+// Fits per-model step latency L_i(b) from measured batches.
+//
+// Mean per size, made monotone, interpolated;
 // optionally split by whether another model was running when the batch launched.
 import { ThroughputError } from './ThroughputError.ts';
 

@@ -1,4 +1,6 @@
-// Latency predictions with a stated error: independent replications of the latency simulation, and
+// Latency predictions with a stated error, from independent replications.
+//
+// Independent replications of the latency simulation, and
 // their p99s' Student-t 95 % half-width (a p99 of one run is itself a noisy estimate).
 import { t975 } from './predictThroughput.ts';
 import { simulateLatency, type LatencyInput, type LatencyLoad, type LatencyRun, type LatencySlo } from './simulateLatency.ts';

@@ -1,3 +1,5 @@
+// The SLO-aware optimiser: thresholds and max-wait that maximise goodput within the SLO.
+//
 // The SLO-aware optimiser: thresholds and max-wait deadline that maximise goodput at an offered
 // rate while the predicted p99 TPOT / TTFT stay within the SLO, or a plain answer that none can.
 import { feasibleThresholds, type FixedThresholds } from './feasibleThresholds.ts';

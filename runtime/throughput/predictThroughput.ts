@@ -1,4 +1,6 @@
-// Committed tokens/sec by whichever exact-in-expectation method fits a time budget: the embedded
+// Committed tokens/sec by the exact-in-expectation method that fits a time budget.
+//
+// The embedded
 // chain when its estimated size is affordable, else independent continuous-time Monte Carlo
 // replications run until a 95 % confidence half-width meets a stated relative tolerance.
 //

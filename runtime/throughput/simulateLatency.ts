@@ -1,3 +1,5 @@
+// The latency model: TTFT, TPOT, E2E and queueing delay of delayed batching, by simulation.
+//
 // The latency model: request-level TTFT, TPOT, E2E and queueing delay of delayed batching, open loop
 // (arrivals at a rate) or closed (N always in flight), by continuous-time simulation of the runtime's rules.
 //

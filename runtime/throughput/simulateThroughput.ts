@@ -1,3 +1,5 @@
+// Monte Carlo of the closed delayed-batching system: an independent check of the chain.
+//
 // Monte Carlo of the same closed delayed-batching system in continuous time: an independent check
 // of the chain (no time step, no rounding), used by the tests and handy for chains too big to solve.
 import { normaliseInput } from './normaliseInput.ts';

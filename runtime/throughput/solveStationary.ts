@@ -1,4 +1,6 @@
-// Stationary distribution of a sparse Markov chain: Gauss–Seidel on π = πP, optionally accelerated
+// Stationary distribution of a sparse Markov chain.
+//
+// Gauss–Seidel on π = πP, optionally accelerated
 // by iterative aggregation–disaggregation (Koury–McAllister–Stewart).
 // Gauss–Seidel rather than power iteration: the embedded chain is often (near-)periodic — models
 // alternating in lock-step — where the power method does not converge at all. Aggregation because

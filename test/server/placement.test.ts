@@ -5,7 +5,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
-import { TokenRouterService, type GenerateOutcome, type StreamToken } from '../../runtime/serve/tokenRouterService.ts';
+import type { GenerateOutcome } from '../../runtime/serve/generateParams.ts';
+import type { StreamToken } from '../../runtime/serve/streamToken.ts';
+import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from './testService.ts';
 

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { batchFigures } from '../../designer/src/timeline/batchFigures.ts';
 import { EventStore } from '../../designer/src/timeline/eventStore.ts';
+import { batchEvent } from '../../designer/src/timeline/toEvents.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/engine/cluster.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
@@ -24,7 +25,7 @@ describe('cached prompt tokens in the timeline', () => {
     const store = new EventStore();
     store.addMany(events);
     const hit = batches.findIndex((b) => (b.cachedTokens ?? 0) > 0);
-    expect(store.batchEvent(store.batches.phys(hit))).toMatchObject({ batchId: batches[hit].batchId, cachedTokens: batches[hit].cachedTokens });
+    expect(batchEvent(store, store.batches.phys(hit))).toMatchObject({ batchId: batches[hit].batchId, cachedTokens: batches[hit].cachedTokens });
     expect(batchFigures(store, store.batches.phys(hit), 0)).toContainEqual(['prompt tokens from cache', String(batches[hit].cachedTokens)]);
   });
 });

@@ -1,6 +1,7 @@
 // Event store: handoff arrows paired to the right batches, bounded memory under a cap, window queries, round trip.
 import { describe, expect, it } from 'vitest';
 import { EventStore } from '../../designer/src/timeline/eventStore.ts';
+import { toEvents } from '../../designer/src/timeline/toEvents.ts';
 import { batchRange, pointRange } from '../../designer/src/timeline/windowRange.ts';
 import { requestPath } from '../../designer/src/timeline/requestPath.ts';
 import { mulberry32 } from '../../shared/rng.ts';
@@ -142,7 +143,7 @@ describe('EventStore bounds', () => {
     for (let i = 0; i < 100; i++) {
       store.add({ type: 'request-end', t: i, requestId: `r${i}`, status: 'done', tokens: new Array(1000).fill(7), runs: [{ model: 'a', count: 1000 }], handoffs: 0, admittedAt: i - 1, firstTokenAt: i - 0.5 });
     }
-    expect(store.endTokens).toBeLessThanOrEqual(10_000);
+    expect(store.table.endTokens).toBeLessThanOrEqual(10_000);
     expect(store.footprint().endTokens).toBe([...store.requests.values()].reduce((a, r) => a + (r.end?.tokens.length ?? 0), 0));
     const newest = store.requests.get(store.requestIndex('r99'))!;
     const oldest = store.requests.get(store.requestIndex('r0'))!;
@@ -198,7 +199,7 @@ describe('round trip and request paths', () => {
   it('toEvents gives back every event fed (under the cap)', () => {
     const store = new EventStore();
     store.addMany(trace);
-    const back = store.toEvents();
+    const back = toEvents(store);
     const norm = (ev: TraceEvent[]) => ev.map((e) => JSON.stringify(e)).sort();
     expect(norm(back)).toEqual(norm(trace));
   });
@@ -208,7 +209,7 @@ describe('round trip and request paths', () => {
     const store = new EventStore();
     store.addMany(withAhead);
     const norm = (ev: TraceEvent[]) => ev.map((e) => JSON.stringify(e)).sort();
-    expect(norm(store.toEvents())).toEqual(norm(withAhead));
+    expect(norm(toEvents(store))).toEqual(norm(withAhead));
   });
 
   it('requestPath finds exactly the batches and handoffs of a request, incrementally too', () => {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { batchFigures } from '../../designer/src/timeline/batchFigures.ts';
 import { EventStore } from '../../designer/src/timeline/eventStore.ts';
+import { batchEvent } from '../../designer/src/timeline/toEvents.ts';
 import { computeLayout } from '../../designer/src/timeline/layout.ts';
 import { drawBatches } from '../../designer/src/timeline/paint/batches.ts';
 import { makeFrame } from '../../designer/src/timeline/paint/frame.ts';
@@ -20,10 +21,10 @@ describe('grammar-masked rows in the timeline', () => {
     store.addMany([batch(1, 2), batch(2), batch(3, 0)]);
     const [masked, plain, zero] = [0, 1, 2].map((i) => store.batches.phys(i));
     expect(batchFigures(store, masked, 0)).toContainEqual(['rows grammar-masked', '2 of 3']);
-    expect(store.batchEvent(masked)).toMatchObject({ batchId: 1, maskedRows: 2 });
+    expect(batchEvent(store, masked)).toMatchObject({ batchId: 1, maskedRows: 2 });
     for (const p of [plain, zero]) {
       expect(batchFigures(store, p, 0).map(([label]) => label)).not.toContain('rows grammar-masked');
-      expect(store.batchEvent(p)).not.toHaveProperty('maskedRows');
+      expect(batchEvent(store, p)).not.toHaveProperty('maskedRows');
     }
   });
 });

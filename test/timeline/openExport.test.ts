@@ -6,6 +6,7 @@ import { generateTrace, toJsonLines } from '../../shared/timeline/generateTrace.
 import { NOT_A_TRACE, parseTrace } from '../../shared/timeline/parseTrace.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { EventStore } from '../../designer/src/timeline/eventStore.ts';
+import { toEvents } from '../../designer/src/timeline/toEvents.ts';
 import { exportTraceFile, openTraceFile, type FileSource } from '../../designer/src/timeline/traceFile.ts';
 import { checkChromeTrace } from './checkChromeTrace.ts';
 
@@ -27,7 +28,7 @@ class Page {
     return this;
   }
   setView(t0: number, t1: number): void { this.view = { t0, t1 }; }
-  exportEvents(scope: 'view' | 'all'): TraceEvent[] { return scope === 'all' ? this.store.toEvents() : this.store.toEvents(this.view.t0, this.view.t1); }
+  exportEvents(scope: 'view' | 'all'): TraceEvent[] { return scope === 'all' ? toEvents(this.store) : toEvents(this.store, this.view.t0, this.view.t1); }
   /** The saved file's text, or null (and a notice) when there is nothing to export. */
   download(scope: 'view' | 'all'): string | null {
     const f = exportTraceFile(this.exportEvents(scope), scope, this.store.size);

@@ -1,4 +1,4 @@
-// The designer's state and every action on it, apart from rendering and I/O: graph + history, validation, drafts, playground, and the registry through registryFlow.ts; the server, storage, clock and clipboard come in as ports (designerPorts.ts).
+// The designer's state and every action on it, apart from rendering and I/O: graph + history and validation here; the playground (playgroundRun.ts), the stored draft (savedDraft.ts) and the registry (registryFlow.ts) as parts; the server, storage, clock and clipboard come in as ports (designerPorts.ts).
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
 import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
 import { emptyGraph, graphSchema, type GraphDocument } from '../../../shared/ir/graph.ts';
@@ -6,39 +6,16 @@ import type { IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { irToGraph } from '../../../shared/ir/irToGraph.ts';
 import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
-import { versionIr, type ApiVersion, type StreamToken } from './api.ts';
-import { mergeToolCalls, type ChatUsage, type ToolCall } from './chatExtras.ts';
+import { versionIr, type ApiVersion } from './api.ts';
 import { comparableIr } from './comparableIr.ts';
 import type { DesignerPorts } from './designerPorts.ts';
 import * as edits from './graphEdits.ts';
-import { buildChatOptions, DEFAULT_OPTIONS, type PlaygroundOptions } from './playgroundOptions.ts';
-import { errorText, RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
+import type { PlaygroundOptions } from './playgroundOptions.ts';
+import { INITIAL_PLAYGROUND, PlaygroundRun, type PlaygroundState } from './playgroundRun.ts';
+import { SavedDraft } from './savedDraft.ts';
+import { RegistryFlow, type Confirm, type DeployState, type RegistryState } from './registryFlow.ts';
 
 export type RightTab = 'inspect' | 'versions' | 'playground' | 'evaluate';
-
-export interface PlaygroundState {
-  status: 'idle' | 'running' | 'done' | 'error';
-  /** "draft" runs the graph on the canvas without storing it; otherwise an algorithm name. */
-  target: string;
-  prompt: string;
-  maxTokens: number;
-  tokens: StreamToken[];
-  /** Text from servers that stream content without the token extension. */
-  text: string;
-  finish: string | null;
-  message?: string;
-  /** The run's request id, to find it on the timeline. */
-  requestId?: string;
-  /** Response format and tools, as typed (checked when a run starts). */
-  options: PlaygroundOptions;
-  /** The thought of a thinking model (`reasoning_content`), apart from the answer. */
-  reasoning: string;
-  /** The thought's tokens with their models, when the server attributes them. */
-  reasoningTokens: StreamToken[];
-  toolCalls: ToolCall[];
-  /** The stream's closing usage, when the server sent one. */
-  usage: ChatUsage | null;
-}
 
 export interface Toast {
   kind: 'ok' | 'error' | 'info';
@@ -78,16 +55,8 @@ export const FALLBACK_CATALOG: ModelCatalogEntry[] = [
   { name: 'large', heads: [] },
 ];
 
-const STORAGE_KEY = 'tokenrouter.designer.draft.v1';
 const HISTORY_LIMIT = 200;
 const COALESCE_MS = 1200;
-/** Typing bursts become one storage write. */
-const PERSIST_MS = 200;
-
-interface Persisted {
-  graph: GraphDocument;
-  savedKey: string;
-}
 
 export class DesignerStore {
   private state: DesignerState;
@@ -102,16 +71,17 @@ export class DesignerStore {
   private validatedKey = '';
   private localIssues: IrIssue[] = [];
   private serverIssues: IrIssue[] = [];
-  private cancelPersist: (() => void) | null = null;
-  private abort: AbortController | null = null;
   private toastId = 0;
   private readonly flow: RegistryFlow;
+  private readonly playground: PlaygroundRun;
+  private readonly draft: SavedDraft;
 
   constructor(
     initial: GraphDocument,
     private readonly ports: DesignerPorts,
   ) {
-    const draft = this.readDraft();
+    this.draft = new SavedDraft(ports.storage, ports.clock, () => ({ graph: this.state.graph, savedKey: this.savedKey }));
+    const draft = this.draft.read();
     const graph = draft?.graph ?? initial;
     this.savedKey = draft?.savedKey ?? edits.documentKey(graph);
     this.state = {
@@ -128,7 +98,7 @@ export class DesignerStore {
       deploy: { status: 'idle' },
       registry: { status: 'idle', algorithms: [] },
       confirm: null,
-      playground: { status: 'idle', target: 'draft', prompt: '347*26', maxTokens: 64, tokens: [], text: '', finish: null, options: DEFAULT_OPTIONS, reasoning: '', reasoningTokens: [], toolCalls: [], usage: null },
+      playground: INITIAL_PLAYGROUND,
       tab: 'inspect',
       toast: null,
       viewEpoch: 0,
@@ -146,6 +116,12 @@ export class DesignerStore {
       },
       show: (ir) => this.open(irToGraph(ir)),
       notify: this.notify,
+    });
+    this.playground = new PlaygroundRun({
+      server: ports.server,
+      get: () => this.state.playground,
+      set: (playground) => this.set({ playground }),
+      compiledIr: this.compiledIr,
     });
   }
 
@@ -187,7 +163,7 @@ export class DesignerStore {
     const selection = sel.nodes.every((n) => nodeIds.has(n)) && sel.edges.every((e) => edgeIds.has(e)) ? sel : { nodes: sel.nodes.filter((n) => nodeIds.has(n)), edges: sel.edges.filter((e) => edgeIds.has(e)) };
     this.state = { ...this.state, graph, selection, canUndo: this.past.length > 0, canRedo: this.future.length > 0, dirty: edits.documentKey(graph) !== this.savedKey, ...extra };
     this.revalidate();
-    this.schedulePersist();
+    this.draft.schedule();
     for (const fn of this.listeners) fn();
   }
 
@@ -347,36 +323,8 @@ export class DesignerStore {
     this.persistNow();
   };
 
-  // ---- persistence ----------------------------------------------------------------------------
-
-  private readDraft(): Persisted | null {
-    try {
-      const raw = this.ports.storage?.getItem(STORAGE_KEY);
-      if (!raw) return null;
-      const parsed = JSON.parse(raw) as Partial<Persisted>;
-      const g = graphSchema.safeParse(parsed.graph);
-      if (!g.success || typeof parsed.savedKey !== 'string') return null;
-      return { graph: g.data as GraphDocument, savedKey: parsed.savedKey };
-    } catch {
-      return null;
-    }
-  }
-
-  private schedulePersist(): void {
-    if (!this.ports.storage || this.cancelPersist) return;
-    this.cancelPersist = this.ports.clock.after(PERSIST_MS, this.persistNow);
-  }
-
   /** Writes the draft now (also on page hide, so a reload never loses the last edit). */
-  persistNow = (): void => {
-    this.cancelPersist?.();
-    this.cancelPersist = null;
-    try {
-      this.ports.storage?.setItem(STORAGE_KEY, JSON.stringify({ graph: this.state.graph, savedKey: this.savedKey } satisfies Persisted));
-    } catch {
-      // Quota or privacy mode: the draft lives on in memory, and the status bar says "not saved".
-    }
-  };
+  persistNow = (): void => this.draft.writeNow();
 
   // ---- server ---------------------------------------------------------------------------------
 
@@ -427,58 +375,9 @@ export class DesignerStore {
     this.set({ playground: { ...p, options: { ...p.options, ...patch } } });
   };
 
-  run = async (): Promise<void> => {
-    this.stop();
-    const p = this.state.playground;
-    const cleared = { tokens: [], text: '', reasoning: '', reasoningTokens: [], toolCalls: [], usage: null };
-    // A bad schema or tool list is shown at its field; nothing is sent.
-    const options = buildChatOptions(p.options);
-    if (!options.ok) {
-      this.set({ playground: { ...p, ...cleared, status: 'error', requestId: undefined, message: `Not sent: ${options.problems.map((x) => x.message).join('; ')}` } });
-      return;
-    }
-    let ir: IrDocument | undefined;
-    if (p.target === 'draft') {
-      ir = this.compiledIr() ?? undefined;
-      if (!ir) {
-        this.set({ playground: { ...p, ...cleared, status: 'error', message: 'The draft has errors: fix them to run it.' } });
-        return;
-      }
-    }
-    const abort = new AbortController();
-    this.abort = abort;
-    this.set({ playground: { ...p, ...cleared, status: 'running', finish: null, message: undefined, requestId: undefined } });
-    const update = (patch: Partial<PlaygroundState>) => {
-      if (this.abort === abort) this.set({ playground: { ...this.state.playground, ...patch } });
-    };
-    try {
-      const finish = await this.ports.server.streamChat({
-        model: p.target,
-        ir,
-        prompt: p.prompt,
-        maxTokens: p.maxTokens,
-        signal: abort.signal,
-        onTokens: (tokens, text) => update({ tokens: [...this.state.playground.tokens, ...tokens], text: this.state.playground.text + (text ?? '') }),
-        onText: (text) => update({ text: this.state.playground.text + text }),
-        onId: (requestId) => update({ requestId }),
-        extra: options.body,
-        onReasoning: (text) => update({ reasoning: this.state.playground.reasoning + text }),
-        onReasoningTokens: (tokens) => update({ reasoningTokens: [...this.state.playground.reasoningTokens, ...tokens] }),
-        onToolCalls: (deltas) => update({ toolCalls: mergeToolCalls(this.state.playground.toolCalls, deltas) }),
-        onUsage: (usage) => update({ usage }),
-      });
-      update({ status: 'done', finish });
-    } catch (e) {
-      if (abort.signal.aborted) update({ status: 'done', finish: 'stopped' });
-      else update({ status: 'error', message: errorText(e) });
-    } finally {
-      if (this.abort === abort) this.abort = null;
-    }
-  };
+  run = (): Promise<void> => this.playground.run();
 
-  stop = (): void => {
-    this.abort?.abort();
-  };
+  stop = (): void => this.playground.stop();
 
   // ---- chrome ---------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 // Test hook for end-to-end tests: window.__designer exposes the graph, issues, deploy/playground/evaluation state read-only, plus the store.
 import type { GraphDocument } from '../../../shared/ir/graph.ts';
 import type { IrIssue } from '../../../shared/ir/irIssue.ts';
-import type { DesignerStore, PlaygroundState } from './designerStore.ts';
+import type { DesignerStore } from './designerStore.ts';
+import type { PlaygroundState } from './playgroundRun.ts';
 import type { EvaluateFlow, EvaluateState } from './evaluateFlow.ts';
 import type { DeployState } from './registryFlow.ts';
 

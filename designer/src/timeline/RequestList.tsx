@@ -1,7 +1,7 @@
 // Recent requests, newest first, filterable; picking one highlights its path.
 import { useMemo, useState } from 'react';
 import { plural } from '../plural.ts';
-import type { RequestInfo } from './eventStore.ts';
+import type { RequestInfo } from './requestTable.ts';
 import type { TimelineController } from './timelineController.ts';
 
 export function RequestList({ c }: { c: TimelineController }) {

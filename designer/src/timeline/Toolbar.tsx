@@ -20,7 +20,7 @@ export function Toolbar({ c }: { c: TimelineController }) {
     : c.source.kind === 'demo'
       ? { cls: 'ok', text: `demo feed · ${c.source.rate.toLocaleString()} ev/s` }
       : c.source.kind === 'live'
-        ? { cls: c.connection === 'open' ? 'ok' : c.connection === 'connecting' ? 'warn' : 'bad', text: `live · ${c.connection}${c.connectionDetail && c.connection !== 'open' ? ` (${c.connectionDetail})` : ''}` }
+        ? { cls: c.feed.connection === 'open' ? 'ok' : c.feed.connection === 'connecting' ? 'warn' : 'bad', text: `live · ${c.feed.connection}${c.feed.connectionDetail && c.feed.connection !== 'open' ? ` (${c.feed.connectionDetail})` : ''}` }
         : { cls: 'warn', text: 'no source' };
   return (
     <header className="tl-toolbar">
@@ -53,7 +53,7 @@ export function Toolbar({ c }: { c: TimelineController }) {
       </div>
       <ForgetTokenButton onForgot={() => c.tokenChanged()} />
       <div className="tl-metrics">
-        {live ? <span title="Events applied per second (last 2 s)">{Math.round(c.ingestRate).toLocaleString()} ev/s</span> : null}
+        {live ? <span title="Events applied per second (last 2 s)">{Math.round(c.feed.ingestRate).toLocaleString()} ev/s</span> : null}
         <span title="Events held in the bounded window; the oldest go first beyond it">{c.store.size.toLocaleString()} of {c.store.capacity.toLocaleString()} events kept</span>
         <span title="Median frame interval over the last 60 frames">{fps} fps</span>
       </div>

@@ -1,14 +1,14 @@
-// Bounded columnar store of trace events: batches, handoffs (paired to batches as they arrive), queues, states, requests.
+// Bounded columnar store of trace events: batches, handoffs (paired to batches as they arrive), queues, states; the requests they name in requestTable.ts.
 import { LOCAL_STATES, PHASES, REQUEST_STATES, type TraceEvent, type TraceEventOf } from '../../../shared/trace.ts';
 import { isReceivingBatch } from '../../../shared/timeline/pairHandoffs.ts';
 import { ColumnRing } from './columnRing.ts';
 import { MemberRing } from './memberRing.ts';
+import { RequestTable, type RequestInfo } from './requestTable.ts';
 
 export const STATE_NAMES: readonly string[] = Array.from(new Set<string>([...LOCAL_STATES, ...REQUEST_STATES]));
 export const PHASE_NAMES = PHASES;
 export type Phase = (typeof PHASES)[number];
 export type ConfigEvent = TraceEventOf<'config'>;
-export type RequestEnd = TraceEventOf<'request-end'>;
 
 const BATCH = {
   lane: Uint16Array, batchId: Float64Array, phase: Uint8Array, size: Uint32Array, tokens: Float64Array,
@@ -33,18 +33,6 @@ const HANDOFF = {
 const QUEUE = { t: Float64Array, maxT: Float64Array, lane: Uint16Array, length: Int32Array };
 const STATE = { t: Float64Array, maxT: Float64Array, lane: Int16Array, req: Int32Array, state: Uint8Array };
 
-export interface RequestInfo {
-  idx: number;
-  id: string;
-  firstT: number;
-  lastT: number;
-  /** Latest entry-level state (admitted, streaming, done, ...). */
-  status: string;
-  end?: RequestEnd;
-  /** Output tokens dropped from `end` to keep memory bounded (their count). */
-  tokensDropped?: number;
-}
-
 export interface StoreOptions {
   /** Cap on retained batch + handoff + queue + state events; the oldest are dropped past it. */
   capacity?: number;
@@ -67,11 +55,9 @@ const zeroCounts = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, qu
 
 export class EventStore {
   readonly capacity: number;
-  readonly maxRequests: number;
   readonly maxConfigs: number;
-  readonly maxEndTokens: number;
-  /** Token ids currently held in request-end payloads. */
-  endTokens = 0;
+  /** The requests named by retained events (and more, up to its cap). */
+  readonly table: RequestTable;
   lanes: string[] = [];
   private laneIdx = new Map<string, number>();
   batches: ColumnRing<typeof BATCH>;
@@ -80,11 +66,6 @@ export class EventStore {
   states: ColumnRing<typeof STATE>;
   members: MemberRing;
   configs: ConfigEvent[] = [];
-  requests = new Map<number, RequestInfo>();
-  private requestIdx = new Map<string, number>();
-  private nextReq = 0;
-  /** Recently seen request indices, newest last (for the request list). */
-  recent: number[] = [];
   /** (lane, batchId) -> absolute batch id, for handoff.batchId lookups. */
   private batchByKey: Map<number, number>[] = [];
   /** Handoffs whose sending batch has not arrived yet, by lane then batchId. */
@@ -109,9 +90,14 @@ export class EventStore {
 
   constructor(opts: StoreOptions = {}) {
     this.capacity = opts.capacity ?? 200_000;
-    this.maxRequests = opts.maxRequests ?? 20_000;
     this.maxConfigs = opts.maxConfigs ?? 1000;
-    this.maxEndTokens = opts.maxEndTokens ?? 2_000_000;
+    this.table = new RequestTable(opts.maxRequests ?? 20_000, opts.maxEndTokens ?? 2_000_000, {
+      oldestRetainedT: () => this.oldestRetainedT(),
+      forgotten: (idx, ended) => {
+        this.pendingTo.delete(idx);
+        if (ended) this.evicted['request-end']++;
+      },
+    });
     this.batches = new ColumnRing(BATCH, this.capacity);
     this.handoffs = new ColumnRing(HANDOFF, this.capacity);
     this.queues = new ColumnRing(QUEUE, this.capacity);
@@ -135,25 +121,16 @@ export class EventStore {
 
   laneOf(model: string): number { return this.laneIdx.get(model) ?? -1; }
 
-  requestIndex(id: string): number { return this.requestIdx.get(id) ?? -1; }
+  get requests(): ReadonlyMap<number, RequestInfo> { return this.table.requests; }
 
-  requestName(idx: number): string { return this.requests.get(idx)?.id ?? `#${idx}`; }
+  /** Recently seen request indices, newest last (for the request list). */
+  get recent(): readonly number[] { return this.table.recent; }
 
-  private touch(id: string, t: number): RequestInfo {
-    let idx = this.requestIdx.get(id);
-    let info = idx === undefined ? undefined : this.requests.get(idx);
-    if (!info) {
-      idx = this.nextReq++;
-      info = { idx, id, firstT: t, lastT: t, status: 'seen' };
-      this.requestIdx.set(id, idx);
-      this.requests.set(idx, info);
-      this.recent.push(idx);
-      if (this.recent.length > 1000) this.recent.splice(0, this.recent.length - 500);
-      if (this.requests.size > this.maxRequests) this.sweepRequests();
-    } else if (t > info.lastT) info.lastT = t;
-    else if (t < info.firstT) info.firstT = t;
-    return info;
-  }
+  requestIndex(id: string): number { return this.table.index(id); }
+
+  requestName(idx: number): string { return this.table.name(idx); }
+
+  private touch(id: string, t: number): RequestInfo { return this.table.touch(id, t); }
 
   addMany(events: readonly TraceEvent[]): void {
     for (const e of events) this.add(e);
@@ -188,15 +165,8 @@ export class EventStore {
         s.cols.state[p] = Math.max(0, STATE_NAMES.indexOf(e.state));
         return;
       }
-      case 'request-end': {
-        const info = this.touch(e.requestId, e.t);
-        if (info.end) this.endTokens -= info.end.tokens.length;
-        info.end = e;
-        info.status = e.status;
-        this.endTokens += e.tokens.length;
-        if (this.endTokens > this.maxEndTokens) this.dropOldTokens();
-        return;
-      }
+      case 'request-end':
+        return this.table.end(e);
       case 'config': {
         for (const m of Object.keys(e.thresholds)) this.lane(m);
         // Kept sorted by time: the config in force at t is the last one at or before t.
@@ -385,39 +355,6 @@ export class EventStore {
     );
   }
 
-  /** Forgets requests nothing retained refers to; past the cap, the oldest regardless. */
-  private sweepRequests(): void {
-    const horizon = this.oldestRetainedT();
-    const target = Math.floor(this.maxRequests * 0.9);
-    for (const [idx, info] of this.requests) {
-      if (this.requests.size <= target) break;
-      if (info.lastT < horizon) this.forgetRequest(idx, info);
-    }
-    for (const [idx, info] of this.requests) {
-      if (this.requests.size <= this.maxRequests) break;
-      this.forgetRequest(idx, info);
-    }
-  }
-
-  /** Drops the token ids of the oldest finished requests until under the token budget (keeps their runs and times). */
-  private dropOldTokens(): void {
-    for (const info of this.requests.values()) {
-      if (this.endTokens <= this.maxEndTokens * 0.9) break;
-      if (!info.end || !info.end.tokens.length) continue;
-      this.endTokens -= info.end.tokens.length;
-      info.tokensDropped = info.end.tokens.length;
-      info.end = { ...info.end, tokens: [], text: undefined };
-    }
-  }
-
-  private forgetRequest(idx: number, info: RequestInfo): void {
-    if (info.end) this.endTokens -= info.end.tokens.length;
-    this.requests.delete(idx);
-    this.requestIdx.delete(info.id);
-    this.pendingTo.delete(idx);
-    this.evicted['request-end'] += info.end ? 1 : 0;
-  }
-
   /** Request indices of the batch at physical index p. */
   batchMembers(p: number): number[] {
     const out: number[] = [];
@@ -432,66 +369,11 @@ export class EventStore {
     return false;
   }
 
-  /** Rebuilds one batch event (panels, export). */
-  batchEvent(p: number): TraceEventOf<'batch'> {
-    const c = this.batches.cols;
-    return {
-      type: 'batch', model: this.lanes[c.lane[p]], batchId: c.batchId[p], requestIds: this.batchMembers(p).map((i) => this.requestName(i)),
-      phase: PHASES[c.phase[p]], tokens: c.tokens[p], start: c.start[p], end: c.end[p],
-      ...(c.steps[p] > 1 ? { steps: c.steps[p], aheadRows: c.aheadRows[p] } : {}),
-      ...(c.cached[p] > 0 ? { cachedTokens: c.cached[p] } : {}),
-      ...(c.masked[p] > 0 ? { maskedRows: c.masked[p] } : {}),
-    };
-  }
-
-  handoffEvent(p: number): TraceEventOf<'handoff'> {
-    const c = this.handoffs.cols;
-    return {
-      type: 'handoff', t: c.t[p], requestId: this.requestName(c.req[p]), from: this.lanes[c.from[p]], to: this.lanes[c.to[p]],
-      batchId: c.batchId[p], tokens: c.tokens[p], kept: c.kept[p] === 1,
-    };
-  }
-
   /** The config in force at time t (the last one at or before it; the first one if t precedes all). */
   configAt(t: number): ConfigEvent | undefined {
     let found: ConfigEvent | undefined = this.configs[0];
     for (const c of this.configs) if (c.t <= t) found = c;
     return found;
-  }
-
-  /**
-   * Retained events as trace events in emission order, optionally limited to [t0, t1]
-   * (batches overlapping it; the config in force at t0 is included so the export says what ran).
-   */
-  toEvents(t0 = -Infinity, t1 = Infinity): TraceEvent[] {
-    const keyed: { k: number; e: TraceEvent }[] = [];
-    const { batches: b, handoffs: h, queues: q, states: s } = this;
-    for (let i = 0; i < b.length; i++) {
-      const p = b.phys(i);
-      if (b.cols.end[p] >= t0 && b.cols.start[p] <= t1) keyed.push({ k: b.cols.end[p], e: this.batchEvent(p) });
-    }
-    for (let i = 0; i < h.length; i++) {
-      const p = h.phys(i);
-      if (h.cols.t[p] >= t0 && h.cols.t[p] <= t1) keyed.push({ k: h.cols.t[p], e: this.handoffEvent(p) });
-    }
-    for (let i = 0; i < q.length; i++) {
-      const p = q.phys(i);
-      const t = q.cols.t[p];
-      if (t >= t0 && t <= t1) keyed.push({ k: t, e: { type: 'queue', t, model: this.lanes[q.cols.lane[p]], length: q.cols.length[p] } });
-    }
-    for (let i = 0; i < s.length; i++) {
-      const p = s.phys(i);
-      const t = s.cols.t[p];
-      if (t < t0 || t > t1) continue;
-      const lane = s.cols.lane[p];
-      keyed.push({ k: t, e: { type: 'request-state', t, requestId: this.requestName(s.cols.req[p]), model: lane < 0 ? null : this.lanes[lane], state: STATE_NAMES[s.cols.state[p]] } });
-    }
-    for (const info of this.requests.values()) if (info.end && info.end.t >= t0 && info.end.t <= t1) keyed.push({ k: info.end.t, e: info.end });
-    const inForce = Number.isFinite(t0) ? this.configAt(t0) : undefined;
-    for (const c of this.configs) if ((c.t >= t0 && c.t <= t1) || c === inForce) keyed.push({ k: c.t, e: c });
-    // Stable sort: equal times keep kind order (batch before its handoffs, as the runtime emits them).
-    keyed.sort((a, b2) => a.k - b2.k);
-    return keyed.map((x) => x.e);
   }
 
   /** Sizes of everything that grows with input: what the memory-bound tests watch. */
@@ -501,7 +383,7 @@ export class EventStore {
     let batchKeys = 0;
     for (const m of this.batchByKey) batchKeys += m.size;
     return {
-      events: this.size, requests: this.requests.size, members: this.members.length, pending, batchKeys, endTokens: this.endTokens,
+      events: this.size, requests: this.requests.size, members: this.members.length, pending, batchKeys, endTokens: this.table.endTokens,
       bytes: this.batches.bytes() + this.handoffs.bytes() + this.queues.bytes() + this.states.bytes() + this.members.buf.byteLength,
     };
   }

@@ -4,6 +4,7 @@ import type { TraceEvent } from '../../../shared/trace.ts';
 import type { RangeStats } from './rangeStats.ts';
 import type { TimelineController } from './timelineController.ts';
 import { describeTimeline, type TimelineSnapshot } from './timelineSnapshot.ts';
+import { timeToX } from './viewport.ts';
 
 export interface TimelineHook {
   /** Plain snapshot of lanes, drawn counts, store and feed counts, view and selected path. */
@@ -45,11 +46,27 @@ export function installTestHook(c: TimelineController): void {
     setPaused: (on) => c.setPaused(on),
     selectRequest: (id) => c.selectRequest(id),
     selectAt: (x, y) => c.selectAt(x, y),
-    batchCenter: (m, id) => c.batchCenter(m, id),
+    batchCenter: (m, id) => batchCenter(c, m, id),
     setRange: (a, b) => c.setRange(a, b),
     stats: () => c.stats(),
     exportChrome: (scope) => c.exportChrome(scope),
     exportEvents: (scope) => c.exportEvents(scope),
     loadText: (text, name) => c.loadText(text, name ?? 'trace'),
   };
+}
+
+/** Canvas CSS-pixel position of a batch's centre (for e2e clicks). */
+function batchCenter(c: TimelineController, model: string, batchId: number): { x: number; y: number } | null {
+  const b = c.store.batches;
+  const lane = c.store.laneOf(model);
+  const layout = c.drawnLayout;
+  if (!layout || lane < 0) return null;
+  for (let i = b.length - 1; i >= 0; i--) {
+    const p = b.phys(i);
+    if (b.cols.lane[p] !== lane || b.cols.batchId[p] !== batchId) continue;
+    const v = c.viewport();
+    const l = layout.lanes[lane];
+    return { x: (timeToX(v, b.cols.start[p]) + timeToX(v, b.cols.end[p])) / 2, y: l.batchTop + l.batchH / 2 };
+  }
+  return null;
 }

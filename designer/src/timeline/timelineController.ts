@@ -1,20 +1,25 @@
-// Owns the store, the view and the canvas loop: ingestion (live, demo, file), pointer input, selection, export, test hook.
+// The timeline page's state and actions: the event store, where it comes from (live feed, demo, file), the view, the selection, export and drawing each frame.
 import { toChromeTrace, type ChromeTrace } from '../../../shared/perfetto.ts';
 import type { TraceEvent } from '../../../shared/trace.ts';
 import { startDemoFeed } from './demoFeed.ts';
 import { exportTraceFile, openTraceFile, type FileSource } from './traceFile.ts';
 import { drawTimeline } from './drawTimeline.ts';
-import type { DrawStats, LaneGauge } from './paint/frame.ts';
+import type { DrawStats } from './paint/frame.ts';
 import { EventStore } from './eventStore.ts';
+import { toEvents } from './toEvents.ts';
 import { FrameLog } from './frameLog.ts';
-import { adminAccess, adminToken, connectFeed } from './feed.ts';
-import type { FeedConnection, FeedHandlers, FeedStatus, LiveStats } from './feedMessages.ts';
+import { connectFeed } from './feed.ts';
+import { fetchTraceText, saveJsonFile } from './pageFiles.ts';
+import { FeedState, zeroCounts } from './feedState.ts';
+import type { FeedConnection, FeedHandlers } from './feedMessages.ts';
 import { bindCanvasInput } from './canvasInput.ts';
+import { TimelineCanvas } from './timelineCanvas.ts';
+import { PanelNotifier } from './panelNotifier.ts';
 import { hitBatch } from './hitTest.ts';
 import { computeLayout, layoutFits, type Layout } from './layout.ts';
 import { rangeStats, type RangeStats } from './rangeStats.ts';
 import { requestPath, type RequestPath } from './requestPath.ts';
-import { endAt, fit, panBy, timeToX, zoomAt, type Viewport } from './viewport.ts';
+import { endAt, fit, panBy, zoomAt, type Viewport } from './viewport.ts';
 
 export type Source =
   | { kind: 'none' }
@@ -22,8 +27,6 @@ export type Source =
   | { kind: 'demo'; rate: number }
   | FileSource;
 
-export type Counts = Record<TraceEvent['type'], number>;
-const zero = (): Counts => ({ batch: 0, handoff: 0, 'request-state': 0, queue: 0, 'request-end': 0, config: 0 });
 
 export class TimelineController {
   store: EventStore;
@@ -34,16 +37,8 @@ export class TimelineController {
   private held: TraceEvent[] = [];
   heldDropped = 0;
   source: Source = { kind: 'none' };
-  connection: FeedStatus | 'idle' = 'idle';
-  connectionDetail = '';
-  /** Events the server dropped for this (slow) client, summed over `dropped` messages. */
-  serverDropped = 0;
-  invalid = 0;
-  invalidMessage = '';
-  feedReceived: Counts = zero();
-  snapshots = 0;
-  gauges = new Map<string, LaneGauge>();
-  private clockOffset: number | null = null;
+  /** What the feed says about itself and the server's clock. */
+  readonly feed = new FeedState(() => this.changed());
   origin: number | null = null;
   selected: { req: number; path: RequestPath } | null = null;
   selectedBatch = -1;
@@ -55,43 +50,27 @@ export class TimelineController {
   private lastTs = 0;
   private dirty = true;
   private drawnVersion = -1;
-  private canvas: HTMLCanvasElement | null = null;
-  private ctx: CanvasRenderingContext2D | null = null;
-  private cssW = 0;
-  private cssH = 0;
   private layout: Layout | null = null;
-  private raf = 0;
+  /** The layout of the last frame drawn; null before the first. */
+  get drawnLayout(): Layout | null { return this.layout; }
+  private readonly canvas = new TimelineCanvas({
+    frame: (ts) => this.frame(ts),
+    resized: () => {
+      this.layout = null;
+      this.dirty = true;
+    },
+    bindInput: (canvas) => this.bindInput(canvas),
+  });
   private conn: FeedConnection | null = null;
-  private listeners = new Set<() => void>();
-  private notifyTimer: ReturnType<typeof setTimeout> | null = null;
-  private rateWindow: { t: number; n: number }[] = [];
-  ingestRate = 0;
-  private detachInput: (() => void) | null = null;
-  private resizeObs: ResizeObserver | null = null;
 
   constructor(readonly capacity = 200_000) {
     this.store = new EventStore({ capacity });
   }
 
-  // ---- subscription for React panels (throttled: panels need not redraw at event rate) ----
-  subscribe = (fn: () => void): (() => void) => {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  };
-  private tick = 0;
-  getTick = (): number => this.tick;
-  /** Last pan/zoom from input: panel updates wait for a gesture to settle so they never cost gesture frames. */
-  private lastGesture = 0;
-  private notify(): void {
-    if (this.notifyTimer) return;
-    const fire = (): void => {
-      if (performance.now() - this.lastGesture < 250) { this.notifyTimer = setTimeout(fire, 120); return; }
-      this.notifyTimer = null;
-      this.tick++;
-      for (const fn of this.listeners) fn();
-    };
-    this.notifyTimer = setTimeout(fire, 400);
-  }
+  private readonly panels = new PanelNotifier();
+  subscribe = this.panels.subscribe;
+  getTick = this.panels.getTick;
+  private notify(): void { this.panels.notify(); }
   private changed(): void { this.dirty = true; this.notify(); }
 
   // ---- ingestion ----
@@ -102,12 +81,12 @@ export class TimelineController {
     this.range = null;
     this.origin = null;
     this.held = [];
-    this.feedReceived = zero();
+    this.feed.received = zeroCounts();
   }
 
   ingest(events: readonly TraceEvent[]): void {
     if (!events.length) return;
-    for (const e of events) this.feedReceived[e.type]++;
+    for (const e of events) this.feed.received[e.type]++;
     if (this.paused) {
       for (const e of events) this.held.push(e);
       if (this.held.length > this.capacity) { this.heldDropped += this.held.length - this.capacity; this.held.splice(0, this.held.length - this.capacity); }
@@ -115,16 +94,6 @@ export class TimelineController {
       return;
     }
     this.apply(events);
-  }
-
-  /**
-   * Server clock estimate. A message's `now` arrives late by its transit time, so the largest
-   * (now - receipt) seen is the best offset; and no event can come from the future, so the
-   * estimate never falls behind the newest event (else following would stall between batches).
-   */
-  private observeClock(serverNow: number): void {
-    const off = serverNow - performance.now();
-    if (this.clockOffset === null || off > this.clockOffset) this.clockOffset = off;
   }
 
   /** A request to select once its events arrive (`?request=<id>`, the playground's link). */
@@ -138,59 +107,37 @@ export class TimelineController {
   private apply(events: readonly TraceEvent[]): void {
     this.store.addMany(events);
     if (this.wanted !== null && this.selectRequest(this.wanted)) this.wanted = null;
-    if (this.clockOffset !== null && Number.isFinite(this.store.latestT)) this.observeClock(this.store.latestT);
+    if (this.feed.serverNow() !== null && Number.isFinite(this.store.latestT)) this.feed.observeClock(this.store.latestT);
     if (this.origin === null && Number.isFinite(this.store.earliestT)) this.origin = this.store.earliestT;
-    const now = performance.now();
-    this.rateWindow.push({ t: now, n: events.length });
-    while (this.rateWindow.length && this.rateWindow[0].t < now - 2000) this.rateWindow.shift();
-    this.ingestRate = (this.rateWindow.reduce((a, x) => a + x.n, 0) / 2000) * 1000;
+    this.feed.applied(events.length);
     this.changed();
   }
 
   private handlers(): FeedHandlers {
-    return {
+    return this.feed.handlers({
       onSnapshot: (events, now) => {
         // A snapshot is the server's truth: start over (also right after a server restart, whose clock restarts).
         this.reset();
-        this.snapshots++;
-        this.clockOffset = now - performance.now();
+        this.feed.snapshots++;
+        this.feed.setClock(now);
         this.ingest(events);
         if (!events.length) this.origin = now;
         this.follow = true;
         this.changed();
       },
       onEvents: (events) => this.ingest(events),
-      onStats: (s: LiveStats) => {
-        this.observeClock(s.now);
-        this.gauges = new Map(s.models.map((m) => [m.name, m]));
-        this.changed();
-      },
-      onDropped: (count) => { this.serverDropped += count; this.changed(); },
-      onStatus: (status, detail) => {
-        this.connection = status;
-        this.connectionDetail = detail ?? '';
-        if (status === 'open') this.tokenRefused = false;
-        if (status === 'closed') void adminAccess().then((a) => { if (a === 'refused' && this.connection !== 'open') { this.tokenRefused = true; this.changed(); } });
-        this.changed();
-      },
-      onInvalid: (n, first) => { this.invalid += n; this.invalidMessage ||= first; this.changed(); },
-    };
+    });
   }
 
   private stopFeed(): void {
     this.conn?.close();
     this.conn = null;
-    this.clockOffset = null;
-    this.connection = 'idle';
-    this.gauges = new Map();
+    this.feed.stopped();
   }
-
-  /** The server refused this page's admin token (or it has none): the banner asks for it. */
-  tokenRefused = false;
 
   /** A token was given or forgotten: connect again with it. */
   tokenChanged(): void {
-    this.tokenRefused = false;
+    this.feed.tokenRefused = false;
     if (this.source.kind === 'live') this.startLive();
     else this.changed();
   }
@@ -220,8 +167,8 @@ export class TimelineController {
     this.notice = '';
     this.source = parsed.source;
     // A file that could not be read at all gets one sentence (the file banner), not an invalid-event count too.
-    this.invalid = parsed.source.error ? 0 : parsed.source.invalid;
-    this.invalidMessage = parsed.source.error ? '' : parsed.source.firstError ?? '';
+    this.feed.invalid = parsed.source.error ? 0 : parsed.source.invalid;
+    this.feed.invalidMessage = parsed.source.error ? '' : parsed.source.firstError ?? '';
     this.paused = false;
     this.follow = false;
     this.ingest(parsed.events);
@@ -231,31 +178,27 @@ export class TimelineController {
   }
 
   async loadUrl(url: string): Promise<void> {
-    this.connection = 'connecting';
-    this.connectionDetail = `fetching ${url}`;
+    this.feed.connection = 'connecting';
+    this.feed.connectionDetail = `fetching ${url}`;
     this.changed();
     try {
-      // Same-origin trace URLs (e.g. /admin/trace?format=jsonl) may need the admin token.
-      const token = adminToken();
-      const sameOrigin = new URL(url, location.href).origin === location.origin;
-      const res = await fetch(url, token && sameOrigin ? { headers: { authorization: `Bearer ${token}` } } : undefined);
-      if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
-      this.loadText(await res.text(), url.split('/').pop() || url);
+      this.loadText(await fetchTraceText(url), url.split('/').pop() || url);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       this.source = { kind: 'file', name: url, invalid: 0, error: `It could not be fetched (${why}).` };
-      this.connection = 'error';
-      this.connectionDetail = String(err);
+      this.feed.connection = 'error';
+      this.feed.connectionDetail = String(err);
       this.changed();
     }
   }
 
   // ---- view ----
   liveNow(): number | null {
-    return this.clockOffset === null ? null : performance.now() + this.clockOffset;
+    return this.feed.serverNow();
   }
 
-  private viewport(): Viewport {
+  /** The time window and the plot's pixel span it is drawn on. */
+  viewport(): Viewport {
     const l = this.layout;
     return { t0: this.view.t0, t1: this.view.t1, x0: l?.plotX0 ?? 0, width: l?.plotWidth ?? 1 };
   }
@@ -280,20 +223,20 @@ export class TimelineController {
   }
 
   zoom(factor: number, x?: number): void {
-    this.lastGesture = performance.now();
+    this.panels.gesture();
     const v = this.viewport();
     if (this.follow) this.setViewport(endAt(zoomAt(v, v.x0 + v.width, factor), v.t1));
     else this.setViewport(zoomAt(v, x ?? v.x0 + v.width / 2, factor));
   }
 
   pan(dx: number): void {
-    this.lastGesture = performance.now();
+    this.panels.gesture();
     this.follow = false;
     this.setViewport(panBy(this.viewport(), dx));
   }
 
   setFollow(on: boolean): void {
-    this.follow = on && this.clockOffset !== null;
+    this.follow = on && this.feed.serverNow() !== null;
     if (on && this.paused) this.setPaused(false);
     this.changed();
   }
@@ -353,7 +296,7 @@ export class TimelineController {
 
   // ---- export ----
   exportEvents(scope: 'view' | 'all' = 'view'): TraceEvent[] {
-    return scope === 'all' ? this.store.toEvents() : this.store.toEvents(this.view.t0, this.view.t1);
+    return scope === 'all' ? toEvents(this.store) : toEvents(this.store, this.view.t0, this.view.t1);
   }
 
   exportChrome(scope: 'view' | 'all' = 'view'): ChromeTrace {
@@ -375,56 +318,19 @@ export class TimelineController {
     const file = exportTraceFile(this.exportEvents(scope), scope, this.store.size);
     if ('nothing' in file) { this.say(file.nothing); return false; }
     this.notice = '';
-    const blob = new Blob([file.json], { type: 'application/json' });
-    const a = document.createElement('a');
-    a.href = URL.createObjectURL(blob);
-    a.download = `tokenrouter-trace-${scope}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`;
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(a.href), 10_000);
+    saveJsonFile(file.json, `tokenrouter-trace-${scope}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     this.changed();
     return true;
   }
 
   // ---- canvas ----
   attach(canvas: HTMLCanvasElement): void {
-    this.canvas = canvas;
-    this.ctx = canvas.getContext('2d', { alpha: false });
-    const parent = canvas.parentElement!;
-    this.resizeObs = new ResizeObserver(() => this.resize());
-    this.resizeObs.observe(parent);
-    this.resize();
-    this.detachInput = this.bindInput(canvas);
-    const loop = (ts: number): void => {
-      this.raf = requestAnimationFrame(loop);
-      this.frame(ts);
-    };
-    this.raf = requestAnimationFrame(loop);
+    this.canvas.attach(canvas);
   }
 
   detach(): void {
-    cancelAnimationFrame(this.raf);
-    this.resizeObs?.disconnect();
-    this.detachInput?.();
+    this.canvas.detach();
     this.stopFeed();
-    this.canvas = null;
-    this.ctx = null;
-  }
-
-  private resize(): void {
-    if (!this.canvas) return;
-    const r = this.canvas.parentElement!.getBoundingClientRect();
-    const dpr = Math.min(2, window.devicePixelRatio || 1);
-    this.cssW = Math.max(200, Math.floor(r.width));
-    this.cssH = Math.max(120, Math.floor(r.height));
-    this.canvas.width = Math.floor(this.cssW * dpr);
-    this.canvas.height = Math.floor(this.cssH * dpr);
-    this.canvas.style.width = `${this.cssW}px`;
-    this.canvas.style.height = `${this.cssH}px`;
-    this.ctx?.setTransform(dpr, 0, 0, dpr, 0, 0);
-    this.layout = null;
-    this.dirty = true;
   }
 
   private frame(ts: number): void {
@@ -436,19 +342,20 @@ export class TimelineController {
       const end = now + span * 0.02;
       if (end !== this.view.t1) { this.view = { t0: end - span, t1: end }; this.dirty = true; }
     }
-    if (!this.ctx) return;
+    const { ctx, cssW, cssH } = this.canvas;
+    if (!ctx) return;
     if (!this.dirty && this.drawnVersion === this.store.version) return;
     const t0 = performance.now();
     // by name, not count: a file opened over the live feed may hold the same models in another order
     if (!this.layout || !layoutFits(this.layout, this.store.lanes)) {
-      this.layout = computeLayout(this.store.lanes, this.cssW, this.cssH);
+      this.layout = computeLayout(this.store.lanes, cssW, cssH);
     }
     if (this.selected && this.selected.path.nextBatch !== this.store.batches.nextAbs) {
       this.selected = { req: this.selected.req, path: requestPath(this.store, this.selected.req, this.selected.path) };
     }
-    this.lastDraw = drawTimeline(this.ctx, this.store, this.layout, this.viewport(), {
+    this.lastDraw = drawTimeline(ctx, this.store, this.layout, this.viewport(), {
       path: this.selected?.path ?? null, selectedBatch: this.selectedBatch, range: this.range, hover: this.hover,
-      liveNow: this.source.kind === 'file' ? null : now, origin: this.origin ?? 0, gauges: this.gauges,
+      liveNow: this.source.kind === 'file' ? null : now, origin: this.origin ?? 0, gauges: this.feed.gauges,
     });
     this.frames.draw(performance.now() - t0);
     this.dirty = false;
@@ -460,12 +367,12 @@ export class TimelineController {
       layout: () => this.layout,
       viewport: () => this.viewport(),
       drag: (from, dx) => {
-        this.lastGesture = performance.now();
+        this.panels.gesture();
         this.follow = false;
         this.setViewport(panBy(from, dx));
       },
       dragRange: (a, b) => {
-        this.lastGesture = performance.now();
+        this.panels.gesture();
         this.setRange(a, b);
       },
       hover: (h) => {
@@ -486,21 +393,4 @@ export class TimelineController {
       },
     });
   }
-
-  // ---- test hook ----
-  /** Canvas CSS-pixel position of a batch's centre (for e2e clicks). */
-  batchCenter(model: string, batchId: number): { x: number; y: number } | null {
-    const b = this.store.batches;
-    const lane = this.store.laneOf(model);
-    if (!this.layout || lane < 0) return null;
-    for (let i = b.length - 1; i >= 0; i--) {
-      const p = b.phys(i);
-      if (b.cols.lane[p] !== lane || b.cols.batchId[p] !== batchId) continue;
-      const v = this.viewport();
-      const l = this.layout.lanes[lane];
-      return { x: (timeToX(v, b.cols.start[p]) + timeToX(v, b.cols.end[p])) / 2, y: l.batchTop + l.batchH / 2 };
-    }
-    return null;
-  }
-
 }

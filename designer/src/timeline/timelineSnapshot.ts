@@ -2,15 +2,16 @@
 import type { FeedStatus } from './feedMessages.ts';
 import type { DrawStats } from './paint/frame.ts';
 import type { EventStore } from './eventStore.ts';
-import type { Counts, Source, TimelineController } from './timelineController.ts';
+import type { Counts } from './feedState.ts';
+import type { Source, TimelineController } from './timelineController.ts';
 
 export function describeTimeline(c: TimelineController): TimelineSnapshot {
   const s = c.store;
   const path = c.selected?.path;
   return {
     source: c.source.kind,
-    connection: c.connection,
-    ingestRate: c.ingestRate,
+    connection: c.feed.connection,
+    ingestRate: c.feed.ingestRate,
     lanes: s.lanes.slice(),
     drawn: c.lastDraw ? { ...c.lastDraw, lanes: c.lastDraw.lanes.slice() } : null,
     store: {
@@ -18,7 +19,7 @@ export function describeTimeline(c: TimelineController): TimelineSnapshot {
       requests: s.requests.size, configs: s.configs.length, received: { ...s.received }, evicted: { ...s.evicted },
       pairedHandoffs: countPaired(s), bytes: s.footprint().bytes,
     },
-    feed: { received: { ...c.feedReceived }, serverDropped: c.serverDropped, invalid: c.invalid, snapshots: c.snapshots, held: c.heldCount },
+    feed: { received: { ...c.feed.received }, serverDropped: c.feed.serverDropped, invalid: c.feed.invalid, snapshots: c.feed.snapshots, held: c.heldCount },
     view: { t0: c.view.t0, t1: c.view.t1, follow: c.follow, paused: c.paused, range: c.range },
     selected: path ? {
       requestId: path.requestId,

@@ -1,6 +1,8 @@
 // The streamed OpenAI answer: SSE chunks built per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken, type TokenRouterService } from '../../serve/tokenRouterService.ts';
+import { wantsDetail, type GenerateHandle, type GenerateOutcome } from '../../serve/generateParams.ts';
+import type { StreamToken } from '../../serve/streamToken.ts';
+import type { TokenRouterService } from '../../serve/tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
 import { spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';

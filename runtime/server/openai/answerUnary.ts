@@ -1,6 +1,7 @@
 // The non-streamed OpenAI answer.
 import type { Request, Response } from 'express';
-import { wantsDetail, type GenerateHandle, type GenerateOutcome, type StreamToken } from '../../serve/tokenRouterService.ts';
+import { wantsDetail, type GenerateHandle, type GenerateOutcome } from '../../serve/generateParams.ts';
+import type { StreamToken } from '../../serve/streamToken.ts';
 import { serverTiming, spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError } from '../httpErrors.ts';
 import { onClientGone, startAll, type AnswerContext } from './choices.ts';

@@ -1,6 +1,7 @@
 // Running a plan's choices together: start them all or none, and cancel them when the client hangs up.
 import type { Response, Request } from 'express';
-import type { GenerateHandle, GenerateSink, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import type { GenerateHandle, GenerateSink } from '../../serve/generateParams.ts';
+import type { TokenRouterService } from '../../serve/tokenRouterService.ts';
 import type { Drain } from '../drain.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { Plan } from './requestPlan.ts';

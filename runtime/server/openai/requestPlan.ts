@@ -4,7 +4,8 @@ import { MAX_CHOICES, type ChatMessage, type ChatRequest, type CompletionRequest
 import { TokenRouterError } from '../../errors.ts';
 import type { SamplingParams } from '../../runner/modelRunner.ts';
 import type { GenerationDefaults } from '../../runner/modelFolder.ts';
-import type { GenerateParams, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import type { GenerateParams } from '../../serve/generateParams.ts';
+import type { TokenRouterService } from '../../serve/tokenRouterService.ts';
 import { mix } from '../../util/hash.ts';
 import type { Constraint } from '../../../shared/protocol/constraint.ts';
 import type { ModelConfig } from '../../config/serverConfig.ts';

@@ -1,6 +1,8 @@
 // The OpenAI response fields built from generated tokens: logprobs in both shapes, usage, and the tokenrouter extension.
 import type { ChatTokenLogprob, CompletionLogprobs, RequestAttribution } from '../../../shared/api/openai.ts';
-import type { GenerateOutcome, StreamToken, TokenRouterService } from '../../serve/tokenRouterService.ts';
+import type { GenerateOutcome } from '../../serve/generateParams.ts';
+import type { StreamToken } from '../../serve/streamToken.ts';
+import type { TokenRouterService } from '../../serve/tokenRouterService.ts';
 import type { ParsedCall } from './toolCallParser.ts';
 
 /** OpenAI reports log(0) as -9999 (JSON has no -Infinity). */
