@@ -49,21 +49,12 @@ export interface ServingPolicy {
 
 const NO_ROUNDS: Rounds = { open() {}, finished() {} };
 
+/** Async modes decide from the engine's own lane: past the max-wait deadline any ready request launches. */
+const asyncRule = (mayLaunch: (lane: LaneView) => boolean): LaunchRule => ({ mayLaunch, mayLaunchLate: (lane) => lane.readyCount > 0, launched() {}, allow() {} });
 /** Async immediate: a step starts as soon as a request is ready. */
-const IMMEDIATE: LaunchRule = {
-  mayLaunch: (lane) => lane.readyCount > 0,
-  mayLaunchLate: (lane) => lane.readyCount > 0,
-  launched() {},
-  allow() {},
-};
-
+const IMMEDIATE = asyncRule((lane) => lane.readyCount > 0);
 /** Async delayed (the product): a step waits for `threshold` ready requests, or for the max-wait deadline. */
-const DELAYED: LaunchRule = {
-  mayLaunch: (lane) => lane.readyCount >= lane.threshold,
-  mayLaunchLate: (lane) => lane.readyCount > 0,
-  launched() {},
-  allow() {},
-};
+const DELAYED = asyncRule((lane) => lane.readyCount >= lane.threshold);
 
 /** Sync modes: an engine launches only when the entry's round lets it, once per round, deadline or not. */
 class AllowedOnce implements LaunchRule {
