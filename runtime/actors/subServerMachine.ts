@@ -2,23 +2,23 @@
 import { assign, setup } from 'xstate';
 
 /**
- * What the guards read about the lane, as the engine last reported it. The engine computes it from
- * its queue and the launch policy and sends it with every event, so the guards read only the
- * context: at rest it is the lane as it is (the engine reports each change, see `Engine.report`).
+ * What the guards read about the lane, as the engine loop last reported it. The loop computes it
+ * from the queue and the serving policy and sends it with every event, so the guards read only the
+ * context: at rest it is the lane as it is (the engine loop reports each change, see `EngineLoop.look`).
  */
 export interface LaneFacts {
   /** Requests are ready to run here. */
   readonly ready: boolean;
-  /** The scheduling policy lets a batch start now (threshold reached, barrier open). */
+  /** The serving policy lets a batch start now (threshold reached, the sync round's grant). */
   readonly mayLaunch: boolean;
-  /** Requests are ready and, the max-wait deadline passed, a batch may start below threshold (sync modes keep their barrier). */
+  /** Requests are ready and, the max-wait deadline passed, a batch may start below threshold (a sync round still waits). */
   readonly atDeadline: boolean;
 }
 
 export const NO_WORK: LaneFacts = Object.freeze({ ready: false, mayLaunch: false, atDeadline: false });
 
 export type SubServerEvent =
-  | { type: 'WORK'; lane: LaneFacts } // the lane changed: requests readied or gone, a sync barrier opened
+  | { type: 'WORK'; lane: LaneFacts } // the lane changed: requests readied or gone, a sync round let it launch
   | { type: 'SCHEDULE'; lane: LaneFacts; maxWaitMs: number } // the threshold or the max-wait deadline changed
   | { type: 'BATCH_DONE'; lane: LaneFacts } // the batch in flight returned and its results are applied
   | { type: 'DOWN'; lane: LaneFacts } // the runner is gone or taken down: steps fail at once
@@ -38,7 +38,7 @@ const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
 /**
- * The lane's chart. `launch` is the one effect: a plain action the engine provides
+ * The lane's chart. `launch` is the one effect: a plain action the engine loop provides
  * (`subServerMachine.provide({ actions: { launch } })`) that starts a batched step (one launched
  * from down fails at once: `params.down`); its return comes back as BATCH_DONE. Every event carries the lane's facts, which its
  * transition's guards read and its `note` keeps in the context for the eventless transitions and

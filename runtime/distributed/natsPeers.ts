@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { toPeerSchema, type LinkFrame, type RemotePeer, type ToPeer, type WireArrival } from '../../shared/protocol/engineProtocol.ts';
 import type { PeerRouter, PortedEngine } from '../engine/serveEngine.ts';
+import { keepsOneReplica } from '../engine/servingPolicy.ts';
 import { NatsLink } from './natsLink.ts';
 
 /** Where a replica takes frames from its peers (the entry's link uses `${subject}.in`). */
@@ -140,7 +141,8 @@ export class NatsPeers implements PeerRouter {
   private place(model: string, replicas: Replicas): string | undefined {
     const open = replicas.filter((r) => !r.draining);
     if (open.length === 0) return undefined;
-    if (!this.server?.host.settings.mode.startsWith('async')) return open.map((r) => r.subject).sort((a, b) => a.localeCompare(b))[0];
+    const mode = this.server?.host.policy.mode;
+    if (!mode || keepsOneReplica(mode)) return open.map((r) => r.subject).sort((a, b) => a.localeCompare(b))[0];
     const held = new Map<string, number>();
     for (const h of this.homes.values()) if (h[model]) held.set(h[model], (held.get(h[model]) ?? 0) + 1);
     let best: string | undefined;

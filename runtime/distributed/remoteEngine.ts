@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engine/engineProxy.ts';
+import { keepsOneReplica } from '../engine/servingPolicy.ts';
 import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../engine/messages.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
@@ -298,7 +299,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   /** Fewest requests per KV token of capacity; sync modes keep to one replica. */
   private place(): Replica | undefined {
     const open = this.placeable();
-    if (this.settings && !this.settings.mode.startsWith('async')) return open.sort((a, b) => a.subject.localeCompare(b.subject))[0];
+    if (this.settings && keepsOneReplica(this.settings.mode)) return open.sort((a, b) => a.subject.localeCompare(b.subject))[0];
     const load = (r: Replica) => (r.homes.size + 1) / Math.max(1, this.replicas.live.get(r.subject)!.kvCapacityTokens);
     let best: Replica | undefined;
     for (const r of open) if (!best || load(r) < load(best)) best = r;
@@ -358,7 +359,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         if (this.settings) this.settings = { ...this.settings, trace: m.on };
         return this.toAll(m);
       case 'threshold':
-      case 'gate':
+      case 'grant':
       case 'peer-lost':
       case 'close':
         return this.toAll(m);

@@ -41,7 +41,7 @@ interface Session {
 }
 
 /** Messages of an engine thread's protocol that an entry across NATS sends (ports cannot travel). */
-const ENTRY_MESSAGES = new Set(['begin', 'remote-peers', 'deploy', 'arrive', 'release', 'threshold', 'gate', 'down', 'peer-lost', 'close']);
+const ENTRY_MESSAGES = new Set(['begin', 'remote-peers', 'deploy', 'arrive', 'release', 'threshold', 'grant', 'down', 'peer-lost', 'close']);
 
 /**
  * Stands between an entry's link and its engine server: only messages between the entry's `begin`

@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { TraceSink } from '../../shared/trace.ts';
-import type { WakeGate } from './engineHost.ts';
+import type { Cascade } from './engineLoop.ts';
 import { InprocEngine } from './inprocEngine.ts';
 import type { EngineHandle } from './engineHandle.ts';
 import { modelSchema, type ModelConfig } from '../config/serverConfig.ts';
@@ -26,7 +26,7 @@ export function modelLimits(m: ClusterModel): EngineLimits {
 }
 
 /** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
-export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined, wakes: WakeGate, decoder: Decoder | undefined): EngineHandle[] {
+export function buildEngines(models: readonly ClusterModel[], clock: Clock, trace: TraceSink | undefined, cascade: Cascade, decoder: Decoder | undefined): EngineHandle[] {
   if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
   if (models.some((m) => m.thread) && clock.origin === undefined) throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
   const names = new Set<string>();
@@ -36,7 +36,7 @@ export function buildEngines(models: readonly ClusterModel[], clock: Clock, trac
     if (!((m.maxStepTokens ?? MAX_STEP_TOKENS) >= 1)) throw new TokenRouterError('invalid_request', `maxStepTokens of ${m.name} must be ≥ 1`, 'maxStepTokens');
     names.add(m.name);
   }
-  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), wakes, decoder) : m.thread));
+  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), cascade, decoder) : m.thread));
 }
 
 /** What the whole deployment shares, as every engine's settings carry it (the clock becomes its origin). */

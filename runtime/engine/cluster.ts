@@ -3,7 +3,6 @@ import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
-import { LaunchPolicy } from '../scheduler/launchPolicy.ts';
 import { validateThresholds, type SchedulingMode } from '../scheduler/schedulingMode.ts';
 import type { Engine } from './engine.ts';
 import type { LaneStats } from './laneStats.ts';
@@ -12,7 +11,8 @@ import type { EngineHandle } from './engineHandle.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from './messages.ts';
 import { EngineFailover } from './engineFailover.ts';
 import { beginEngines } from './beginEngines.ts';
-import { WakeGate } from './engineHost.ts';
+import { Cascade } from './engineLoop.ts';
+import { servingPolicy, type ServingPolicy } from './servingPolicy.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
 import { clusterSettings, type ClusterOptions } from './clusterOptions.ts';
@@ -29,11 +29,10 @@ export interface RequestHandle {
 
 export class Cluster implements EngineEntry {
   readonly clock: Clock;
-  /** The sync barrier's rounds (step-sync, model-sync): each engine launches when granted. */
-  readonly policy: LaunchPolicy;
+  /** The serving policy's entry side: the rounds of the sync modes, across every engine. */
+  readonly policy: ServingPolicy;
   /** Every model's engine as the entry drives it, in model order. */
   readonly engines: EngineHandle[];
-  readonly retainState: boolean;
   maxWaitMs: number;
   readonly maxConcurrency: number;
   readonly maxQueue: number;
@@ -45,7 +44,7 @@ export class Cluster implements EngineEntry {
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
   /** Shared with the engines in this thread: none launches before a cascade the entry runs is over. */
-  private readonly wakes = new WakeGate();
+  private readonly cascades = new Cascade();
   private requestSeq = 0;
   private serialSeq = 0;
   private readonly checked: boolean;
@@ -57,12 +56,12 @@ export class Cluster implements EngineEntry {
   constructor(opts: ClusterOptions) {
     this.clock = opts.clock;
     const settings = clusterSettings(opts);
-    this.policy = new LaunchPolicy(settings.mode);
-    ({ retainState: this.retainState, maxWaitMs: this.maxWaitMs, maxConcurrency: this.maxConcurrency, maxQueue: this.maxQueue, prefixCache: this.prefixCache } = settings);
+    this.policy = servingPolicy(settings.mode, settings.retainState);
+    ({ maxWaitMs: this.maxWaitMs, maxConcurrency: this.maxConcurrency, maxQueue: this.maxQueue, prefixCache: this.prefixCache } = settings);
     this.sink = opts.trace;
     this.trace = opts.tracing === false ? undefined : opts.trace;
     this.checked = opts.checkInvariants ?? false;
-    this.engines = buildEngines(opts.models, this.clock, this.sink, this.wakes, opts.tokenizer);
+    this.engines = buildEngines(opts.models, this.clock, this.sink, this.cascades, opts.tokenizer);
     for (const e of this.engines) this.byName.set(e.name, e);
     this.failover = new EngineFailover({
       engines: this.engines,
@@ -82,6 +81,11 @@ export class Cluster implements EngineEntry {
 
   get mode(): SchedulingMode {
     return this.policy.mode;
+  }
+
+  /** Requests keep their state on the engines they leave (false: standard serving). */
+  get retainState(): boolean {
+    return this.policy.retain;
   }
 
   /** The engine of a model, wherever it runs. */
@@ -292,8 +296,8 @@ export class Cluster implements EngineEntry {
   }
 
   reported(returned: number): void {
-    for (let i = 0; i < returned; i++) this.policy.finished();
-    // a sync barrier reads every engine's lane: one that reported may open the next round
+    this.policy.rounds.finished(returned);
+    // a sync round reads every engine's lane: one that reported may open the next round
     this.flush();
   }
 
@@ -351,17 +355,17 @@ export class Cluster implements EngineEntry {
   }
 
   cascade<T>(fn: () => T): T {
-    this.wakes.enter();
+    this.cascades.enter();
     try {
       return fn();
     } finally {
-      this.wakes.leave();
+      this.cascades.leave();
     }
   }
 
-  /** Lets a sync barrier open its next round (engines wake themselves for their own work). */
+  /** Lets a sync mode open its next round (engines wake themselves for their own work). */
   private flush(): void {
-    for (const i of this.policy.openRound(this.engines)) this.engines[i].gate();
+    this.policy.rounds.open(this.engines);
   }
 
   private emitState(requestId: string, state: string): void {

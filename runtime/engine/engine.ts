@@ -1,13 +1,10 @@
 // One model's engine: its requests, queues, KV pool and routing; a step reads plan → execute → apply.
-import { createActor, type Actor } from 'xstate';
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import { subServerMachine, type LaneFacts, type SubServerEvent } from '../actors/subServerMachine.ts';
 import { endEvent, LOCAL_EVENTS, type LocalEvent } from '../actors/localRequestMachine.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
-import type { LaneView } from '../scheduler/launchPolicy.ts';
 import { planBatch, type BatchPlan } from '../scheduler/planBatch.ts';
 import { batchEvent, EngineStats, newBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
@@ -16,6 +13,7 @@ import type { EngineEnv, EngineOptions } from './engineEnv.ts';
 import type { Arrival, EngineEvent, EngineOutputs } from './messages.ts';
 import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
+import type { LaneView } from './servingPolicy.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
 export class Engine implements LaneView {
@@ -27,8 +25,6 @@ export class Engine implements LaneView {
   maxStepTokens: number;
   threshold: number;
   readonly queues: LaneQueues;
-  /** The lane actor: when a batch launches (its state is the lane's; its context holds the max-wait deadline). */
-  readonly actor: Actor<typeof subServerMachine>;
   /** The batch in flight, from its launch until its rows are applied. */
   inFlight: Batch | null = null;
   readonly stats = new EngineStats();
@@ -50,9 +46,6 @@ export class Engine implements LaneView {
     this.threshold = opts.threshold;
     const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
     this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
-    const machine = subServerMachine.provide({ actions: { launch: (_, { down }) => this.launch(down) } });
-    this.actor = createActor(machine, { input: { maxWaitMs: opts.maxWaitMs }, clock: host.clock });
-    this.actor.start();
   }
 
   get info() {
@@ -62,14 +55,6 @@ export class Engine implements LaneView {
   laneStats(): LaneStats {
     return laneStats(this);
   }
-  setSchedule(threshold: number, maxWaitMs: number): void {
-    this.threshold = threshold;
-    this.actor.send({ type: 'SCHEDULE', lane: this.lane(), maxWaitMs });
-  }
-  /** The max-wait deadline in clock ms (Infinity: none); the SLO controller moves it with the threshold. */
-  get maxWait(): number {
-    return this.actor.getSnapshot().context.maxWaitMs;
-  }
 
   get pool() {
     return this.queues.pool;
@@ -77,15 +62,13 @@ export class Engine implements LaneView {
   get readyCount(): number {
     return this.queues.readyCount;
   }
-  /** A batch in flight (the lane actor is executing or failing). */
+  /** A batch in flight (the loop's lane actor is executing or failing). */
   get executing(): boolean {
-    const state = this.actor.getSnapshot().value;
-    return state === 'executing' || state === 'failing';
+    return this.host.loop.executing;
   }
-  /** Down (a state of the lane actor): steps fail at once until the runner is replaced. */
+  /** Down (a state of the loop's lane actor): steps fail at once until the runner is replaced. */
   get down(): boolean {
-    const state = this.actor.getSnapshot().value;
-    return state === 'down' || state === 'failing';
+    return this.host.loop.down;
   }
   /** In the batch now running, its row not yet applied: its cache is freed only after that. */
   isStepping(local: LocalRequest): boolean {
@@ -96,45 +79,9 @@ export class Engine implements LaneView {
     return this.inFlight?.locals.length ?? 0;
   }
 
-  // --- the lane actor decides when a batch launches, on the facts the engine sends it ---
-
-  /** What the lane actor's guards read, as it is now. */
-  lane(): LaneFacts {
-    const ready = this.readyCount > 0;
-    const { policy } = this.host;
-    return { ready, mayLaunch: policy.mayLaunch(this), atDeadline: ready && policy.mayLaunchAtDeadline(this) };
-  }
-
-  /** Sends the lane actor an event with the lane as it is now. */
-  tell(type: Exclude<SubServerEvent['type'], 'SCHEDULE'>): void {
-    this.actor.send({ type, lane: this.lane() });
-  }
-
-  /**
-   * Tells the lane actor of a change in what its guards read (WORK), unless a batch is in flight (its
-   * return says) or nothing changed: at rest the actor's context is the lane as it is, so its
-   * deadline timer decides on the truth.
-   */
-  report(): void {
-    if (this.executing) return;
-    const heard = this.actor.getSnapshot().context.lane;
-    const now = this.lane();
-    if (now.ready !== heard.ready || now.mayLaunch !== heard.mayLaunch || now.atDeadline !== heard.atDeadline) this.actor.send({ type: 'WORK', lane: now });
-  }
-
-  /** The lane actor's launch action: a batch starts; its outputs, as data, go to the host when the runner answers. */
-  private launch(down: boolean): void {
-    const { batch, result } = this.step(down);
-    this.inFlight = batch;
-    result.then(
-      (o) => this.host.landed(this.apply(batch, o)),
-      (e: Error) => this.host.landed(this.fail(batch, e)),
-    );
-  }
-
   // --- the step: plan → execute → apply ---
 
-  /** Plans a batch and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
+  /** Plans a batch and starts the runner on it (the loop launches it); `apply` (or `fail`) turns its answer into outputs. */
   step(down: boolean): { batch: Batch; result: PromiseLike<StepOutput> } {
     // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
     const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
@@ -161,7 +108,7 @@ export class Engine implements LaneView {
       local.cachedPrefix = 0;
     }
     maskRows(batch);
-    this.host.policy.launched(this);
+    this.inFlight = batch;
     return batch;
   }
 
@@ -238,7 +185,8 @@ export class Engine implements LaneView {
     const known = local.known.slice();
     known[m] = local.tokens.length;
     this.host.trace?.emit({ type: 'handoff', t: this.host.clock.now(), requestId: local.id, from: this.name, to, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at });
-    if (this.host.retainState) {
+    const { retain } = this.host.policy;
+    if (retain) {
       this.move(local, LOCAL_EVENTS.HANDOFF);
       this.queues.left(local);
       // Its cache just became evictable: a request waiting for memory here may now fit.
@@ -251,7 +199,7 @@ export class Engine implements LaneView {
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
     // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
     const { text } = local;
-    this.sent.push({ to, arrival: this.host.retainState ? { spec, handoff, known, counters, text } : { spec, handoff, known, counters, context: local.tokens, text } });
+    this.sent.push({ to, arrival: retain ? { spec, handoff, known, counters, text } : { spec, handoff, known, counters, context: local.tokens, text } });
   }
 
   /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */

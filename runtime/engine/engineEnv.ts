@@ -2,20 +2,21 @@
 import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import type { LaunchPolicy } from '../scheduler/launchPolicy.ts';
-import type { EngineOutputs, EngineSettings } from './messages.ts';
+import type { EngineSettings } from './messages.ts';
+import type { ServingPolicy } from './servingPolicy.ts';
 import type { OutputProcessor } from './outputProcessor.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { Arrival } from './messages.ts';
 
 /** The engine's own settings, as its host received them (prefixCache may be left out by benches and tests: off). */
-export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'maxWaitMs' | 'kvCapacityTokens'> & Partial<Pick<EngineSettings, 'prefixCache'>>;
+export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'> & Partial<Pick<EngineSettings, 'prefixCache'>>;
 
-/** The host as its engine sees it: the clock, its share of the launch policy, and the loop that ships a batch's outputs. */
+/** The host as its engine sees it: the clock, the serving policy (whether a request's state stays behind a handoff), the loop's lane. */
 export interface EngineEnv {
   readonly clock: Clock;
-  readonly policy: LaunchPolicy;
-  readonly retainState: EngineSettings['retainState'];
+  readonly policy: Pick<ServingPolicy, 'retain'>;
+  /** The loop that launches this engine's steps: its lane actor's state says whether one is in flight, or the engine is down. */
+  readonly loop: { readonly executing: boolean; readonly down: boolean };
   readonly trace: TraceSink | undefined;
   /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
   readonly output: OutputProcessor | undefined;
@@ -24,6 +25,4 @@ export interface EngineEnv {
   /** Runs the arrival again once `ready` settles (its grammar compiles meanwhile), unless the request ended first. */
   deferArrival?(ready: Promise<unknown>, a: Arrival): void;
   nextBatchId(): number;
-  /** A batch came back and its results are applied: these are its outputs, to ship. */
-  landed(out: EngineOutputs): void;
 }

@@ -26,7 +26,7 @@ export interface EngineHandle {
   readonly failure: Error | null;
   /** MessagePorts can travel to it (a worker thread): it gets direct channels to the peers that take them too. */
   readonly acceptsPorts: boolean;
-  /** The lane view a sync barrier reads (as it last reported). */
+  /** The lane view a sync round reads (as it last reported). */
   readonly readyCount: number;
   readonly executing: boolean;
   /** The engine itself, when it runs in this process (benches and tests read its figures). */
@@ -46,8 +46,8 @@ export interface EngineHandle {
   setSchedule(threshold: number, maxWaitMs: number): void;
   /** Trace events on (something at the entry reads them) or off, from now on. */
   setTracing(on: boolean): void;
-  /** A sync barrier granted this engine a launch. */
-  gate(): void;
+  /** The serving policy's round lets this engine launch one step (sync modes). */
+  grant(): void;
   setDown(down: boolean): void;
   /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */
   peerLost(name: string): void;

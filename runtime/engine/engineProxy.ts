@@ -137,8 +137,8 @@ export class EngineProxy implements EngineHandle {
     this.send({ type: 'down', down });
   }
 
-  gate(): void {
-    this.send({ type: 'gate' });
+  grant(): void {
+    this.send({ type: 'grant' });
   }
 
   /** The engine of model `name` restarted empty. */

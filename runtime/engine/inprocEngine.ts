@@ -4,7 +4,8 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { EngineHost, type WakeGate } from './engineHost.ts';
+import { EngineHost } from './engineHost.ts';
+import type { Cascade } from './engineLoop.ts';
 import type { Engine } from './engine.ts';
 import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
@@ -27,7 +28,7 @@ export class InprocEngine implements EngineHandle {
     /** What bounds it until it begins (a deployment's settings then say). */
     private readonly limits: Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>,
     /** Shared by the engines of this process: none launches before a cascade among them is over. */
-    private readonly wakes: WakeGate,
+    private readonly cascade: Cascade,
     /** The models' tokenizer in this process: requests that ask for text are detokenised by the engine. */
     private readonly decoder: Decoder | undefined,
   ) {}
@@ -71,7 +72,7 @@ export class InprocEngine implements EngineHandle {
 
   begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
     this.host?.dispose();
-    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.decoder, this.clock, this.trace, this.wakes, () => entry.settled?.());
+    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.decoder, this.clock, this.trace, this.cascade, () => entry.settled?.());
   }
 
   addPeer(): void {
@@ -96,9 +97,9 @@ export class InprocEngine implements EngineHandle {
    */
   private holdTurn(): void {
     const endOfTurn = this.clock.endOfTurn;
-    if (!endOfTurn || !this.wakes.idle) return;
-    this.wakes.enter();
-    endOfTurn(() => this.wakes.leave());
+    if (!endOfTurn || !this.cascade.idle) return;
+    this.cascade.enter();
+    endOfTurn(() => this.cascade.leave());
   }
 
   release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
@@ -113,8 +114,8 @@ export class InprocEngine implements EngineHandle {
     this.host?.setTracing(on);
   }
 
-  gate(): void {
-    this.h.gate();
+  grant(): void {
+    this.h.allow();
   }
 
   setDown(down: boolean): void {

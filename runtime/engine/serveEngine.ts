@@ -183,8 +183,8 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
         return server.release(m.id, m.serial, m.status);
       case 'threshold':
         return host.setSchedule(m.threshold, m.maxWaitMs);
-      case 'gate':
-        return host.gate();
+      case 'grant':
+        return host.allow();
       case 'down':
         return host.setDown(m.down);
       case 'trace':

@@ -299,7 +299,8 @@ export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) }),
   z.object({ type: z.literal('release'), id: z.string(), serial: int, status }),
   z.object({ type: z.literal('threshold'), threshold: int, maxWaitMs: amount }),
-  z.object({ type: z.literal('gate') }),
+  /** A sync mode's round lets the engine launch one step. */
+  z.object({ type: z.literal('grant') }),
   z.object({ type: z.literal('down'), down: z.boolean() }),
   /** Trace events on (something at the entry reads them) or off. */
   z.object({ type: z.literal('trace'), on: z.boolean() }),

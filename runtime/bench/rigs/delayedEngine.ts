@@ -1,7 +1,7 @@
 // A model's engine in this process behind a delay each way: the cross-host case with the network's added latency and nothing else (no NATS, no serialising).
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../../clock/clock.ts';
-import { WakeGate } from '../../engine/engineHost.ts';
+import { Cascade } from '../../engine/engineLoop.ts';
 import type { EngineLimits } from '../../engine/buildEngines.ts';
 import { InprocEngine } from '../../engine/inprocEngine.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../../engine/messages.ts';
@@ -12,7 +12,7 @@ import type { DelayLine } from './delayLine.ts';
 /**
  * What reaches the engine (arrivals, releases) and what it sends back (its reports and handoffs)
  * wait on `line`, in order, as a remote engine's messages wait on the network. The engine has a
- * wake gate of its own, as one in another process has. Like a remote engine it has no `core` and
+ * cascade of its own, as one in another process has. Like a remote engine it has no `core` and
  * answers a release with no tallies (they ride on its finishes).
  */
 export class DelayedEngine extends InprocEngine {
@@ -23,7 +23,7 @@ export class DelayedEngine extends InprocEngine {
     limits: EngineLimits,
     private readonly line: DelayLine,
   ) {
-    super(name, runner, clock, undefined, limits, new WakeGate(), undefined);
+    super(name, runner, clock, undefined, limits, new Cascade(), undefined);
   }
 
   override get core(): undefined {
