@@ -76,6 +76,29 @@ export interface StepLatency {
   missing: string[];
 }
 
+/** How a fit reads each batch size's samples: their mean (absent) or a quantile, with the run's ramp and drain left out. */
+export interface StepFit {
+  quantile?: number;
+}
+
+/** A batch size with fewer samples than this is read between its neighbours: a quantile of three steps is one step. */
+const MIN_SAMPLES = 5;
+/** The share of a run's span at each end left out of a quantile fit: the ramp (first steps, prompts arriving at once) and the drain (fewer than c in flight). */
+const EDGE_SHARE = 0.05;
+
+/** The steady part of a run: its batches' span less EDGE_SHARE at each end (all of it under 200 batches, too few to spare). */
+function steadyWindow(batches: readonly BatchTiming[]): { from: number; to: number } | null {
+  if (batches.length < 200) return null;
+  let from = Infinity;
+  let to = -Infinity;
+  for (const b of batches) {
+    from = Math.min(from, b.start);
+    to = Math.max(to, b.start);
+  }
+  const edge = (to - from) * EDGE_SHARE;
+  return { from: from + edge, to: to - edge };
+}
+
 /** A model this long without a launch had no traffic at all: the gap is not part of a step. */
 const NO_TRAFFIC_MS = 1000;
 
@@ -95,11 +118,12 @@ const NO_TRAFFIC_MS = 1000;
  * model idles between draws, r-stitch's hardly), so another's batches give their wall time and take
  * the algorithm's own mean gap at their batch size (at any size where that size has none).
  */
-export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, other: readonly BatchTiming[] = []): StepLatency {
+export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, other: readonly BatchTiming[] = [], fit: StepFit = {}): StepLatency {
   const names = [...new Set([...models, ...batches.map((b) => b.model), ...other.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
   const cycles = (list: readonly BatchTiming[]) => markCycles(list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
-  const own = cycles(batches);
+  const steady = fit.quantile === undefined ? null : steadyWindow(batches);
+  const own = cycles(batches).map((s, i) => (steady && (batches[i].start < steady.from || batches[i].start > steady.to) ? null : s));
   const theirs = cycles(other);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
@@ -111,7 +135,7 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
     const gaps = new Map<number, { n: number; ms: number }>();
     const all = { n: 0, ms: 0 };
     own.forEach((s, i) => {
-      if (s.model !== k) return;
+      if (!s || s.model !== k) return;
       samples.push({ model: 0, batch: s.batch, ms: s.ms });
       const gap = s.ms - Math.max(1e-3, batches[i].end - batches[i].start);
       const g = gaps.get(s.batch) ?? { n: 0, ms: 0 };
@@ -132,7 +156,7 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
       latency.push([]);
       continue;
     }
-    latency.push(fitLatencyProfile(samples, { maxBatch }).table[0]);
+    latency.push(fitLatencyProfile(samples, { maxBatch, ...(fit.quantile === undefined ? {} : { quantile: fit.quantile, minSamples: MIN_SAMPLES, extrapolate: 'trend' as const }) }).table[0]);
   }
   return { latency, counts, missing };
 }

@@ -35,7 +35,7 @@ class FakeServer implements EvaluateServer {
   async predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction> {
     this.predicted.push([runId, concurrency, clientMs]);
     // clients with time of their own keep fewer on the models: fewer tok/s
-    const setting = { thresholds: { small: 1, large: 2 }, tokS: (100 * concurrency) / (1 + clientMs / 10), inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
+    const setting = { thresholds: { small: 1, large: 2 }, tokS: (100 * concurrency) / (1 + clientMs / 10), tokSBand: { low: (90 * concurrency) / (1 + clientMs / 10), high: (110 * concurrency) / (1 + clientMs / 10) }, inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
     return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, clientMs, latencyBatches: { small: 5, large: 5 }, liveBatches: { small: 0, large: 5 }, method: 'chain' };
   }
 }
