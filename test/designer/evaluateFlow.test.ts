@@ -64,6 +64,32 @@ describe('EvaluateFlow', () => {
     expect(open.getState().maxProblems).toBeNull();
   });
 
+  it('runs at the concurrency it predicts for, within the server\'s bound, so the latencies are measured at the batch sizes predicted', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    // bounds unknown: the server's own default, nothing sent
+    void flow.evaluateDraft(IR);
+    expect(server.runs[0].run.body).not.toHaveProperty('concurrency');
+    server.runs[0].end({ type: 'cancelled', done: 0, total: 4 });
+    await tick();
+    await flow.loadBounds();
+    void flow.evaluateDraft(IR);
+    expect(server.runs[1].run.body).toMatchObject({ concurrency: 8 });
+    server.runs[1].end({ type: 'cancelled', done: 0, total: 4 });
+    await tick();
+    void flow.setConcurrency(3);
+    await tick();
+    void flow.evaluateDraft(IR);
+    expect(server.runs[2].run.body).toMatchObject({ concurrency: 3 });
+    server.runs[2].end({ type: 'cancelled', done: 0, total: 4 });
+    await tick();
+    // above the server's bound of 8: the run takes 8, the prediction still the 20 asked for
+    void flow.setConcurrency(20);
+    await tick();
+    void flow.evaluateDraft(IR);
+    expect(server.runs[3].run.body).toMatchObject({ concurrency: 8 });
+  });
+
   it('progress, result and prediction make the draft\'s point; the next draft replaces it', async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
