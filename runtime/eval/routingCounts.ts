@@ -86,17 +86,31 @@ const MIN_SAMPLES = 5;
 /** The share of a run's span at each end left out of a quantile fit: the ramp (first steps, prompts arriving at once) and the drain (fewer than c in flight). */
 const EDGE_SHARE = 0.05;
 
-/** The steady part of a run: its batches' span less EDGE_SHARE at each end (all of it under 200 batches, too few to spare). */
-function steadyWindow(batches: readonly BatchTiming[]): { from: number; to: number } | null {
-  if (batches.length < 200) return null;
-  let from = Infinity;
-  let to = -Infinity;
-  for (const b of batches) {
-    from = Math.min(from, b.start);
-    to = Math.max(to, b.start);
+/**
+ * The batches outside a stretch's steady part: stretches are split where no batch launched for
+ * NO_TRAFFIC_MS (an evaluation, then a deployed algorithm's live window minutes later), each losing
+ * EDGE_SHARE of its span at either end (none under 200 batches, too few to spare).
+ */
+export function edgeBatches(batches: readonly BatchTiming[]): Set<number> {
+  const order = batches.map((_, k) => k).sort((a, b) => batches[a].start - batches[b].start);
+  const out = new Set<number>();
+  const trim = (from: number, to: number) => {
+    if (to - from < 200) return;
+    const t0 = batches[order[from]].start;
+    const edge = (batches[order[to - 1]].start - t0) * EDGE_SHARE;
+    for (let k = from; k < to; k++) {
+      const t = batches[order[k]].start;
+      if (t < t0 + edge || t > batches[order[to - 1]].start - edge) out.add(order[k]);
+    }
+  };
+  let from = 0;
+  for (let k = 1; k <= order.length; k++) {
+    if (k === order.length || batches[order[k]].start - batches[order[k - 1]].start > NO_TRAFFIC_MS) {
+      trim(from, k);
+      from = k;
+    }
   }
-  const edge = (to - from) * EDGE_SHARE;
-  return { from: from + edge, to: to - edge };
+  return out;
 }
 
 /** A model this long without a launch had no traffic at all: the gap is not part of a step. */
@@ -122,8 +136,8 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
   const names = [...new Set([...models, ...batches.map((b) => b.model), ...other.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
   const cycles = (list: readonly BatchTiming[]) => markCycles(list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
-  const steady = fit.quantile === undefined ? null : steadyWindow(batches);
-  const own = cycles(batches).map((s, i) => (steady && (batches[i].start < steady.from || batches[i].start > steady.to) ? null : s));
+  const edges = fit.quantile === undefined ? new Set<number>() : edgeBatches(batches);
+  const own = cycles(batches).map((s, i) => (edges.has(i) ? null : s));
   const theirs = cycles(other);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];

@@ -1,7 +1,7 @@
 // A prediction's band: step-latency quantiles per batch size, the run's ramp and drain left out, and the quartiles carried through the chain to tok/s.
 import { describe, expect, it } from 'vitest';
 import { bandOf, predictServing } from '../../runtime/eval/predictServing.ts';
-import { fitStepLatency, type BatchTiming } from '../../runtime/eval/routingCounts.ts';
+import { edgeBatches, fitStepLatency, type BatchTiming } from '../../runtime/eval/routingCounts.ts';
 import { fitLatencyProfile, quantileOf } from '../../runtime/throughput/index.ts';
 
 /** Batches of `size` on `model` back to back from `t0` (no gaps), with the given walls: launch to launch is each wall. */
@@ -58,6 +58,14 @@ describe('step-latency quantiles', () => {
     const run = backToBack('large', 1, [...Array(20).fill(5), ...Array(400).fill(1), ...Array(20).fill(5)]);
     const p90 = fitStepLatency(run, ['large'], 1, [], { quantile: 0.9 });
     expect(p90.latency[0][0]).toBe(1);
+    // an evaluation and, ten minutes on, a live window: each stretch loses its own ends, neither the other's middle
+    const live = backToBack('large', 1, [...Array(20).fill(5), ...Array(400).fill(3), ...Array(20).fill(5)], 600_000);
+    const cut = edgeBatches([...run, ...live]);
+    // 5 % of each span at each end: about 6 of the run's slow steps a side (30 of 600 ms) and 14 of the live window's (70 of 1,400 ms)
+    expect([...cut].filter((k) => k < 440).length).toBeGreaterThanOrEqual(12);
+    expect([...cut].filter((k) => k >= 440).length).toBeGreaterThanOrEqual(27);
+    expect([...cut].every((k) => k % 440 < 20 || k % 440 >= 420)).toBe(true);
+    expect(fitStepLatency([...run, ...live], ['large'], 1, [], { quantile: 0.75 }).latency[0][0]).toBe(3);
     // the mean fit keeps every batch, as before
     const mean = fitStepLatency(run, ['large'], 1);
     expect(mean.latency[0][0]).toBeCloseTo((40 * 5 + 400) / 440, 9);
