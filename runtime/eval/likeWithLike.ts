@@ -50,14 +50,18 @@ export function likeWithLike(w: WindowShape): Comparability {
     let near = 0;
     for (const [n, ms] of w.timeAtActive) if (n > 0 && Math.abs(n - w.concurrency) <= slack) near += ms;
     const share = near / w.busyMs;
-    if (share < STEADY_SHARE) reasons.push(`concurrency was not steady: ${w.concurrency} ± ${Math.floor(slack)} in flight for ${pct(share)} of the busy time (predicted for a steady ${w.concurrency})`);
+    if (share < STEADY_SHARE)
+      reasons.push(
+        `concurrency was not steady: ${w.concurrency} ± ${Math.floor(slack)} in flight for ${pct(share)} of the busy time (predicted for a steady ${w.concurrency})`,
+      );
   }
   const e = w.evaluatedTokensPerRequest;
   if (e > 0 && w.tokensPerRequest > 0 && Math.abs(w.tokensPerRequest - e) / e > SHAPE_TOLERANCE) {
     reasons.push(`requests were shaped differently: ${w.tokensPerRequest.toFixed(0)} tokens per request live, ${e.toFixed(0)} in the evaluation`);
   }
   const rows = w.ownRows + w.otherRows;
-  if (rows > 0 && w.otherRows / rows > OTHER_SHARE) reasons.push(`other traffic shared the models: ${pct(w.otherRows / rows)} of the batch rows were not this algorithm's`);
+  if (rows > 0 && w.otherRows / rows > OTHER_SHARE)
+    reasons.push(`other traffic shared the models: ${pct(w.otherRows / rows)} of the batch rows were not this algorithm's`);
   return { comparable: reasons.length === 0, reasons };
 }
 

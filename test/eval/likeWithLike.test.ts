@@ -30,18 +30,49 @@ describe('likeWithLike', () => {
 
   it('bursty traffic whose mean in flight is 8 but which rarely had 8', () => {
     // half the busy time at 2, half at 14: mean 8, steady never
-    const r = likeWithLike({ ...steady, timeAtActive: new Map([[2, 15_000], [14, 15_000], [0, 40_000]]) });
+    const r = likeWithLike({
+      ...steady,
+      timeAtActive: new Map([
+        [2, 15_000],
+        [14, 15_000],
+        [0, 40_000],
+      ]),
+    });
     expect(r.comparable).toBe(false);
     expect(r.reasons).toHaveLength(1);
     expect(r.reasons[0]).toMatch(/^concurrency was not steady: 8 ± 2 in flight for 0 % of the busy time/);
     // idle time is not busy time: a loop with pauses between bursts of a steady 8 is still steady
-    expect(likeWithLike({ ...steady, timeAtActive: new Map([[8, 30_000], [0, 60_000]])}).comparable).toBe(true);
+    expect(
+      likeWithLike({
+        ...steady,
+        timeAtActive: new Map([
+          [8, 30_000],
+          [0, 60_000],
+        ]),
+      }).comparable,
+    ).toBe(true);
   });
 
   it('at one in flight, ±1 of slack still asks most of the time at 1 or 2', () => {
-    const one = { ...steady, concurrency: 1, timeAtActive: new Map([[1, 20_000], [2, 6_000], [3, 4_000]]) };
+    const one = {
+      ...steady,
+      concurrency: 1,
+      timeAtActive: new Map([
+        [1, 20_000],
+        [2, 6_000],
+        [3, 4_000],
+      ]),
+    };
     expect(likeWithLike(one).comparable).toBe(true);
-    expect(likeWithLike({ ...one, timeAtActive: new Map([[1, 5_000], [3, 25_000]]) }).comparable).toBe(false);
+    expect(
+      likeWithLike({
+        ...one,
+        timeAtActive: new Map([
+          [1, 5_000],
+          [3, 25_000],
+        ]),
+      }).comparable,
+    ).toBe(false);
   });
 
   it('a different request shape (playground answers of 200 tokens against an evaluation of 31)', () => {
@@ -53,7 +84,7 @@ describe('likeWithLike', () => {
 
   it('other traffic on the same models', () => {
     const r = likeWithLike({ ...steady, ownRows: 3000, otherRows: 1000 });
-    expect(r.reasons).toEqual(['other traffic shared the models: 25 % of the batch rows were not this algorithm\'s']);
+    expect(r.reasons).toEqual(["other traffic shared the models: 25 % of the batch rows were not this algorithm's"]);
   });
 
   it('names every difference at once', () => {

@@ -1,7 +1,7 @@
 // A prediction's band: step-latency quantiles per batch size, the run's ramp and drain left out, and the quartiles carried through the chain to tok/s.
 import { describe, expect, it } from 'vitest';
 import { bandOf, predictServing } from '../../runtime/eval/predictServing.ts';
-import { edgeBatches, fitStepLatency, type BatchTiming } from '../../runtime/eval/routingCounts.ts';
+import { type BatchTiming, edgeBatches, fitStepLatency } from '../../runtime/eval/routingCounts.ts';
 import { fitLatencyProfile, quantileOf } from '../../runtime/throughput/index.ts';
 
 /** Batches of `size` on `model` back to back from `t0` (no gaps), with the given walls: launch to launch is each wall. */
@@ -53,7 +53,7 @@ describe('step-latency quantiles', () => {
     expect(fitLatencyProfile(samples, { maxBatch: 8 }).table[0][5]).toBe(9);
   });
 
-  it('a quantile fit leaves out the run\'s ramp and drain', () => {
+  it("a quantile fit leaves out the run's ramp and drain", () => {
     // 400 steady steps of 1 ms between a ramp and a drain of 20 slow (5 ms) steps each
     const run = backToBack('large', 1, [...Array(20).fill(5), ...Array(400).fill(1), ...Array(20).fill(5)]);
     const p90 = fitStepLatency(run, ['large'], 1, [], { quantile: 0.9 });
@@ -92,7 +92,15 @@ describe('the band a prediction carries', () => {
   });
 
   it('narrows as the steps agree, and rare stalls move neither the figure nor the band', () => {
-    const steady = predictServing(input(backToBack('large', 1, Array.from({ length: 600 }, (_, k) => 1.4 + 0.2 * (k % 2)))));
+    const steady = predictServing(
+      input(
+        backToBack(
+          'large',
+          1,
+          Array.from({ length: 600 }, (_, k) => 1.4 + 0.2 * (k % 2)),
+        ),
+      ),
+    );
     expect(steady.current!.tokSBand.high / steady.current!.tokSBand.low).toBeLessThan(1.2);
     const stalled = predictServing(input(backToBack('large', 1, walls(600, 60))));
     const plain = predictServing(input(backToBack('large', 1, walls(600, 1000))));
