@@ -143,6 +143,7 @@ export class PredictionChecks {
     const meanActive = busy.meanActive;
     const evaluated = this.runs.latestFor(specKey(active.spec));
     let predicted: PredictionCheck['predicted'] = null;
+    let failure: string | null = null;
     const concurrency = Math.max(1, Math.round(meanActive));
     if (evaluated && ended.length > 0) {
       const { result } = evaluated;
@@ -160,12 +161,13 @@ export class PredictionChecks {
         });
         const setting = p.current ?? p.best;
         predicted = { tokS: setting.tokS, tokSBand: setting.tokSBand, handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0 };
-      } catch {
-        predicted = null; // a model of the evaluation is gone: nothing to compare with
+      } catch (e) {
+        predicted = null; // e.g. a model of the evaluation is gone: nothing to compare with, and the reason said
+        failure = `nothing predicted: ${e instanceof Error ? e.message : String(e)}`;
       }
     }
     let compared: PredictionCheck['compared'] = null;
-    let notComparable: string[] = [];
+    let notComparable: string[] = failure ? [failure] : [];
     if (evaluated && predicted) {
       const inWindow = w.watch.batches.map((b) => b.end >= from);
       const rows = w.watch.rows.filter((_, k) => inWindow[k]);

@@ -186,7 +186,7 @@ export const predictionCheckSchema = z.object({
     .nullable(),
   /** The window ran as the prediction assumes (steady concurrency, the evaluation's request shape, the algorithm alone, enough requests): only then a percentage. */
   comparable: z.boolean(),
-  /** Why not, one sentence each, with both figures. */
+  /** Why not, one sentence each, with both figures (or why nothing could be predicted). */
   notComparable: z.array(z.string()),
   /** The measured tok/s lies in the predicted band (null: not comparable). */
   inBand: z.boolean().nullable(),

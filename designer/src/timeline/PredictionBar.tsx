@@ -99,7 +99,7 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
             last {Math.round(c.windowMs / 1000)} s · {plural(c.requests, 'request')} · {c.meanActive.toFixed(1)} in flight
             {c.compared && ` · predicted at c = ${c.compared.concurrency} · ${c.compared.tokensPerRequest.toFixed(0)} tokens/request live, ${c.compared.evaluatedTokensPerRequest.toFixed(0)} evaluated`}
           </span>
-          {c.predicted && !c.comparable && (
+          {!c.comparable && c.notComparable.length > 0 && (
             <span className="warn" role="note" data-testid="prediction-not-compared">
               not compared: {c.notComparable.join('; ')}
             </span>
