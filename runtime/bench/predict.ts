@@ -106,6 +106,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       // the measurement runs with the thresholds in force, so the prediction for those is the one to check
       const predicted = (p.current ?? p.best).tokS;
       const predictedNoClient = (p0.current ?? p0.best).tokS;
+      const band = (p.current ?? p.best).tokSBand;
       // the timeline's check watches from its first question: asked before and after the loop, it refits step latency from the serving window
       const check = async () => predictionCheckSchema.parse(await (await fetch(`${server.url}/admin/prediction-check?algorithm=${algorithm}&windowMs=${measureMs + 5000}`)).json());
       await check();
@@ -129,14 +130,19 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       results.push({
         algorithm,
         predicted_tok_s: predicted,
+        predicted_band: band,
         measured_tok_s: measured.tokS,
         diff,
+        in_band: measured.tokS >= band.low && measured.tokS <= band.high,
         predicted_no_client_tok_s: predictedNoClient,
         diff_no_client: diffNoClient,
         eval_tok_s: evalTokS,
         check_predicted_tok_s: live.predicted?.tokS ?? null,
         check_measured_tok_s: live.measured.tokS,
         check_mean_active: live.meanActive,
+        check_band: live.predicted?.tokSBand ?? null,
+        check_comparable: live.comparable,
+        check_not_comparable: live.notComparable,
         eval_mean_in_flight: result.meanInFlight,
         eval_main_cpu_us_per_token: (evalCpu * 1000) / (result.meanOutputTokens * result.problems),
         http_main_cpu_us_per_token: (measured.mainCpuMs * 1000) / measured.tokens,
@@ -154,8 +160,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         thresholds: (p.current ?? p.best).thresholds,
         ...(again ? { again } : {}),
       });
-      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, client_ms: clientMsPassed, diff_no_client: `${(diffNoClient * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS });
-      console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} tok/s with the clients' ${clientMsPassed.toFixed(1)} ms (${predictedNoClient.toFixed(0)} without), measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %, ${(diffNoClient * 100).toFixed(1)} % without)`);
+      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, band: `${band.low.toFixed(0)}–${band.high.toFixed(0)}`, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, client_ms: clientMsPassed, diff_no_client: `${(diffNoClient * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS, check_like: live.comparable ? 'yes' : 'no' });
+      console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} (${band.low.toFixed(0)}–${band.high.toFixed(0)}) tok/s with the clients' ${clientMsPassed.toFixed(1)} ms (${predictedNoClient.toFixed(0)} without), measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %, ${(diffNoClient * 100).toFixed(1)} % without)`);
     }
     // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an
     // evaluation of r2r runs, alternating for `live-rounds` rounds: one pair of windows moves by up to 2x on a shared machine, so the

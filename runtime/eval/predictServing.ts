@@ -32,6 +32,16 @@ export interface ServingInput {
 
 export type ServingPrediction = Omit<Prediction, 'runId' | 'liveBatches'>;
 
+/** Each batch size's step latency is read at its median: a step another process stalled moves a mean by more than the run's whole spread. */
+const CENTRE = 0.5;
+/** The band: every step at the 25th, then the 75th percentile of the step latencies fitted on. */
+export const BAND = [0.25, 0.75] as const;
+
+/** The low and high tok/s of the band around `tokS` (slow steps give the low one), ordered and holding the centre. */
+export function bandOf(tokS: number, slowTokS: number, fastTokS: number): { low: number; high: number } {
+  return { low: Math.min(tokS, slowTokS, fastTokS), high: Math.max(tokS, slowTokS, fastTokS) };
+}
+
 /**
  * A closed loop of `c` clients whose every request also spends `entryMs` outside the engine (the
  * HTTP entry): by Little's law n + X(n)·entryMs/L = c, with X(n) the chain's committed tok/s at n
@@ -77,7 +87,8 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return lane;
   });
   const maxBatch = lanes.map((l) => Math.max(1, Math.min(l.maxBatch, MAX_BATCH_CAP, N)));
-  const fit = fitStepLatency(input.batches, names, Math.max(...maxBatch), input.otherBatches);
+  const fitAt = (quantile: number) => fitStepLatency(input.batches, names, Math.max(...maxBatch), input.otherBatches, { quantile });
+  const fit = fitAt(CENTRE);
   if (fit.missing.length > 0) {
     throw new TokenRouterError('unavailable', `no step latency measured for model ${fit.missing.join(', ')} on this server yet: evaluate again or send it traffic`, 'runId');
   }
@@ -88,6 +99,9 @@ export function predictServing(input: ServingInput): ServingPrediction {
   });
   const C = used.map((i) => used.map((j) => routing.C[i][j]));
   const model: OptimiseInput = { N, P, C, latency: fit.latency, maxBatch };
+  // the same chain with every step at the quartiles of the step latencies fitted on: the band the spread of those steps gives
+  const fast: OptimiseInput = { ...model, latency: fitAt(BAND[0]).latency };
+  const slow: OptimiseInput = { ...model, latency: fitAt(BAND[1]).latency };
   const named = (t: readonly number[]) => Object.fromEntries(names.map((m, k) => [m, t[k]]));
   const outputTokens = Math.max(1, Math.round(input.meanOutputTokens));
   // both keep a request out of every model's queue, where the chain has all of them: the engine's concurrency is what is left
@@ -95,8 +109,8 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const ones = lanes.map(() => 1);
   const feasible = (t: readonly number[], n: number) => t.reduce((s, x) => s + x - 1, 0) < n;
   // The engine's concurrency under N clients with the entry's time left out: thresholds chosen there.
-  const engineN = (thresholds: readonly number[]) =>
-    closedLoopThroughput(N, outsideMs, input.meanOutputTokens || 1, (n) => evaluateThresholds({ ...model, N: n }, feasible(thresholds, n) ? [...thresholds] : ones).tokensPerSec);
+  const engineN = (thresholds: readonly number[], on = model) =>
+    closedLoopThroughput(N, outsideMs, input.meanOutputTokens || 1, (n) => evaluateThresholds({ ...on, N: n }, feasible(thresholds, n) ? [...thresholds] : ones).tokensPerSec);
   const opt = optimiseThresholds({ ...model, N: Math.max(1, Math.round(engineN(ones).inEngine)) });
   const setting = (thresholds: number[]) => {
     const { inEngine, tokS } = engineN(thresholds);
@@ -106,6 +120,7 @@ export function predictServing(input: ServingInput): ServingPrediction {
     return {
       thresholds: named(thresholds),
       tokS,
+      tokSBand: bandOf(tokS, engineN(thresholds, slow).tokS, engineN(thresholds, fast).tokS),
       inEngine,
       p99TpotMs: lat.p99TpotMs,
       meanTpotMs: lat.meanTpotMs,

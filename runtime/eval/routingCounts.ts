@@ -76,6 +76,43 @@ export interface StepLatency {
   missing: string[];
 }
 
+/** How a fit reads each batch size's samples: their mean (absent) or a quantile, with the run's ramp and drain left out. */
+export interface StepFit {
+  quantile?: number;
+}
+
+/** A batch size with fewer samples than this is read between its neighbours: a quantile of three steps is one step. */
+const MIN_SAMPLES = 5;
+/** The share of a run's span at each end left out of a quantile fit: the ramp (first steps, prompts arriving at once) and the drain (fewer than c in flight). */
+const EDGE_SHARE = 0.05;
+
+/**
+ * The batches outside a stretch's steady part: stretches are split where no batch launched for
+ * NO_TRAFFIC_MS (an evaluation, then a deployed algorithm's live window minutes later), each losing
+ * EDGE_SHARE of its span at either end (none under 200 batches, too few to spare).
+ */
+export function edgeBatches(batches: readonly BatchTiming[]): Set<number> {
+  const order = batches.map((_, k) => k).sort((a, b) => batches[a].start - batches[b].start);
+  const out = new Set<number>();
+  const trim = (from: number, to: number) => {
+    if (to - from < 200) return;
+    const t0 = batches[order[from]].start;
+    const edge = (batches[order[to - 1]].start - t0) * EDGE_SHARE;
+    for (let k = from; k < to; k++) {
+      const t = batches[order[k]].start;
+      if (t < t0 + edge || t > batches[order[to - 1]].start - edge) out.add(order[k]);
+    }
+  };
+  let from = 0;
+  for (let k = 1; k <= order.length; k++) {
+    if (k === order.length || batches[order[k]].start - batches[order[k - 1]].start > NO_TRAFFIC_MS) {
+      trim(from, k);
+      from = k;
+    }
+  }
+  return out;
+}
+
 /** A model this long without a launch had no traffic at all: the gap is not part of a step. */
 const NO_TRAFFIC_MS = 1000;
 
@@ -95,11 +132,12 @@ const NO_TRAFFIC_MS = 1000;
  * model idles between draws, r-stitch's hardly), so another's batches give their wall time and take
  * the algorithm's own mean gap at their batch size (at any size where that size has none).
  */
-export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, other: readonly BatchTiming[] = []): StepLatency {
+export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, other: readonly BatchTiming[] = [], fit: StepFit = {}): StepLatency {
   const names = [...new Set([...models, ...batches.map((b) => b.model), ...other.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
   const cycles = (list: readonly BatchTiming[]) => markCycles(list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
-  const own = cycles(batches);
+  const edges = fit.quantile === undefined ? new Set<number>() : edgeBatches(batches);
+  const own = cycles(batches).map((s, i) => (edges.has(i) ? null : s));
   const theirs = cycles(other);
   const counts: Record<string, number> = {};
   const latency: number[][] = [];
@@ -111,7 +149,7 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
     const gaps = new Map<number, { n: number; ms: number }>();
     const all = { n: 0, ms: 0 };
     own.forEach((s, i) => {
-      if (s.model !== k) return;
+      if (!s || s.model !== k) return;
       samples.push({ model: 0, batch: s.batch, ms: s.ms });
       const gap = s.ms - Math.max(1e-3, batches[i].end - batches[i].start);
       const g = gaps.get(s.batch) ?? { n: 0, ms: 0 };
@@ -132,7 +170,7 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
       latency.push([]);
       continue;
     }
-    latency.push(fitLatencyProfile(samples, { maxBatch }).table[0]);
+    latency.push(fitLatencyProfile(samples, { maxBatch, ...(fit.quantile === undefined ? {} : { quantile: fit.quantile, minSamples: MIN_SAMPLES, extrapolate: 'trend' as const }) }).table[0]);
   }
   return { latency, counts, missing };
 }

@@ -1,6 +1,6 @@
 // Fits per-model step latency L_i(b) from measured batches.
 //
-// Mean per size, made monotone, interpolated;
+// Mean (or a quantile) per size, made monotone, interpolated;
 // optionally split by whether another model was running when the batch launched.
 import { ThroughputError } from './ThroughputError.ts';
 
@@ -46,41 +46,71 @@ function interpolate(knots: { batch: number; ms: number }[], b: number): number 
   return a.ms + ((c.ms - a.ms) * (b - a.batch)) / (c.batch - a.batch);
 }
 
-export function fitLatencyProfile(
-  samples: readonly LatencySample[],
-  opts: { maxBatch?: number | readonly number[] } = {},
-): LatencyProfile {
-  const sums = new Map<number, Map<number, { s: number; n: number }>>();
+/** The q-quantile of ascending `xs` (linear between order statistics, as numpy's default). */
+export function quantileOf(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const h = (xs.length - 1) * q;
+  const lo = Math.floor(h);
+  return lo + 1 < xs.length ? xs[lo] + (h - lo) * (xs[lo + 1] - xs[lo]) : xs[lo];
+}
+
+/** Weighted least-squares slope of ms over batch through the knots: the trend above the last one, less at the mercy of its last two. */
+function trendSlope(k: readonly { batch: number; ms: number; n: number }[]): number {
+  const w = k.reduce((a, x) => a + x.n, 0);
+  const mb = k.reduce((a, x) => a + x.n * x.batch, 0) / w;
+  const mm = k.reduce((a, x) => a + x.n * x.ms, 0) / w;
+  const sxx = k.reduce((a, x) => a + x.n * (x.batch - mb) ** 2, 0);
+  const sxy = k.reduce((a, x) => a + x.n * (x.batch - mb) * (x.ms - mm), 0);
+  return sxx > 0 ? Math.max(0, sxy / sxx) : 0;
+}
+
+export interface FitOptions {
+  maxBatch?: number | readonly number[];
+  /**
+   * The figure per batch size: the mean (default), or a quantile in [0, 1] of the size's samples: a
+   * median is not moved by the rare step another process on the machine stalls, and the quartiles
+   * give the spread a prediction carries.
+   */
+  quantile?: number;
+  /** Sizes with fewer samples are left to their neighbours' interpolation (while any size has this many). Default 1. */
+  minSamples?: number;
+  /** Above the last knot: the last two knots' slope ('last', default) or the weighted trend through all of them ('trend'). */
+  extrapolate?: 'last' | 'trend';
+}
+
+export function fitLatencyProfile(samples: readonly LatencySample[], opts: FitOptions = {}): LatencyProfile {
+  const q = opts.quantile;
+  if (q !== undefined && !(q >= 0 && q <= 1)) throw new ThroughputError('INVALID_INPUT', `quantile must be in [0, 1], got ${q}`);
+  const bySize = new Map<number, Map<number, number[]>>();
   let K = 0;
   for (const { model, batch, ms } of samples) {
     if (!Number.isInteger(model) || model < 0 || !Number.isInteger(batch) || batch < 1 || !(ms > 0)) {
       throw new ThroughputError('INVALID_INPUT', `bad latency sample ${JSON.stringify({ model, batch, ms })}`);
     }
     K = Math.max(K, model + 1);
-    let m = sums.get(model);
-    if (!m) sums.set(model, (m = new Map()));
-    const e = m.get(batch) ?? { s: 0, n: 0 };
-    e.s += ms;
-    e.n++;
-    m.set(batch, e);
+    let m = bySize.get(model);
+    if (!m) bySize.set(model, (m = new Map()));
+    const e = m.get(batch);
+    if (e) e.push(ms);
+    else m.set(batch, [ms]);
   }
-  const knots: { batch: number; ms: number }[][] = [];
+  const knots: { batch: number; ms: number; n: number }[][] = [];
   for (let i = 0; i < K; i++) {
-    const m = sums.get(i);
+    const m = bySize.get(i);
     if (!m) throw new ThroughputError('NO_DATA', `no latency samples for model ${i}`, { model: i });
-    const sizes = [...m.keys()].sort((a, b) => a - b);
-    const means = sizes.map((b) => m.get(b)!.s / m.get(b)!.n);
-    const fitted = isotonic(means, sizes.map((b) => m.get(b)!.n));
-    knots.push(sizes.map((batch, k) => ({ batch, ms: fitted[k] })));
+    let sizes = [...m.keys()].sort((a, b) => a - b);
+    const enough = sizes.filter((b) => m.get(b)!.length >= (opts.minSamples ?? 1));
+    if (enough.length > 0) sizes = enough;
+    const figure = (xs: number[]) => (q === undefined ? xs.reduce((a, x) => a + x, 0) / xs.length : quantileOf([...xs].sort((a, b) => a - b), q));
+    const fitted = isotonic(sizes.map((b) => figure(m.get(b)!)), sizes.map((b) => m.get(b)!.length));
+    knots.push(sizes.map((batch, k) => ({ batch, ms: fitted[k], n: m.get(batch)!.length })));
   }
+  const slopes = knots.map((k) => (k.length < 2 ? 0 : opts.extrapolate === 'trend' ? trendSlope(k) : (k[k.length - 1].ms - k[k.length - 2].ms) / (k[k.length - 1].batch - k[k.length - 2].batch)));
   const at = (model: number, batch: number): number => {
     const k = knots[model];
     if (!k) throw new ThroughputError('INVALID_INPUT', `no latency profile for model ${model}`);
     const last = k[k.length - 1];
-    if (k.length > 1 && batch > last.batch) {
-      const prev = k[k.length - 2];
-      return last.ms + ((last.ms - prev.ms) / (last.batch - prev.batch)) * (batch - last.batch);
-    }
+    if (k.length > 1 && batch > last.batch) return last.ms + slopes[model] * (batch - last.batch);
     return interpolate(k, batch);
   };
   const mb = opts.maxBatch;
@@ -88,7 +118,7 @@ export function fitLatencyProfile(
     const B = mb === undefined ? k[k.length - 1].batch : typeof mb === 'number' ? mb : mb[i];
     return Array.from({ length: B }, (_, b) => at(i, b + 1));
   });
-  return { knots, table, at };
+  return { knots: knots.map((k) => k.map(({ batch, ms }) => ({ batch, ms }))), table, at };
 }
 
 /** One measured batch on the wall clock, as the trace records it. */
@@ -168,7 +198,7 @@ export interface ContendedProfiles {
  * filled by measurement rather than extrapolation, and a model seen only one way (a lone model never
  * overlaps) gets the same profile for both: the fit never invents a slowdown.
  */
-export function fitContendedLatency(samples: readonly LatencySample[], opts: { maxBatch?: number | readonly number[] } = {}): ContendedProfiles {
+export function fitContendedLatency(samples: readonly LatencySample[], opts: FitOptions = {}): ContendedProfiles {
   const seen = new Set(samples.map((s) => `${s.model}:${s.batch}:${!!s.contended}`));
   const pick = (contended: boolean) => samples.filter((s) => !!s.contended === contended || !seen.has(`${s.model}:${s.batch}:${contended}`));
   return { alone: fitLatencyProfile(pick(false), opts), contended: fitLatencyProfile(pick(true), opts) };

@@ -7,6 +7,8 @@ export {
   fitContendedLatency,
   fitLatencyProfile,
   markContended,
+  quantileOf,
+  type FitOptions,
   markCycles,
   type ContendedProfiles,
   type LatencyProfile,

@@ -120,6 +120,12 @@ const settingSchema = z.object({
   thresholds: z.record(z.string(), z.number().int()),
   /** Committed tok/s, the throughput model's figure from the run's P and C and the server's step latency (launch to next launch). */
   tokS: z.number(),
+  /**
+   * The spread of the step latencies the prediction was fitted on, carried through the model: tok/s
+   * with every step at the 75th percentile of its model's and size's latencies (`low`) and at the
+   * 25th (`high`). `tokS` reads them at their median.
+   */
+  tokSBand: z.object({ low: z.number(), high: z.number() }),
   /** Requests on a model at once: the clients, less those the entry, the crossings between threads and the clients themselves hold (Little's law with `entryMs` + `transitMs` + `clientMs`). */
   inEngine: z.number(),
   p99TpotMs: z.number(),
@@ -172,8 +178,30 @@ export const predictionCheckSchema = z.object({
   meanActive: z.number(),
   /** tok/s over the busy time: a pause in traffic is not a slower algorithm. */
   measured: z.object({ tokS: z.number(), handoffsPerToken: z.number() }),
-  predicted: z.object({ tokS: z.number(), handoffsPerToken: z.number() }).nullable(),
-  /** |predicted − measured| / measured; flagged past 15 %. */
+  /** At the window's mean in flight (rounded), from the evaluation's routing and the step latencies of the evaluation and the window; the band as a prediction's (`tokSBand`). */
+  predicted: z.object({ tokS: z.number(), tokSBand: z.object({ low: z.number(), high: z.number() }), handoffsPerToken: z.number() }).nullable(),
+  /** What was held against what: the window's traffic beside the evaluation's (null: nothing predicted). */
+  compared: z
+    .object({
+      /** The concurrency predicted at: the window's mean in flight, rounded. */
+      concurrency: z.number().int(),
+      tokensPerRequest: z.number(),
+      evaluatedTokensPerRequest: z.number(),
+      /** The window's most common max_tokens (null: no request ended), and the evaluation's. */
+      maxTokens: z.number().int().nullable(),
+      evaluatedMaxTokens: z.number().int(),
+      evaluatedConcurrency: z.number().int(),
+      /** Other traffic's share of the batch rows on the models in the window. */
+      otherShare: z.number(),
+    })
+    .nullable(),
+  /** The window ran as the prediction assumes (steady concurrency, the evaluation's request shape, the algorithm alone, enough requests): only then a percentage. */
+  comparable: z.boolean(),
+  /** Why not, one sentence each, with both figures (or why nothing could be predicted). */
+  notComparable: z.array(z.string()),
+  /** The measured tok/s lies in the predicted band (null: not comparable). */
+  inBand: z.boolean().nullable(),
+  /** |predicted − measured| / measured, only for a comparable window (else null); flagged past 15 %. */
   tokSDiff: z.number().nullable(),
   handoffDiff: z.number().nullable(),
   flagged: z.boolean(),

@@ -38,7 +38,7 @@ class FakeServer implements EvaluateServer {
   async predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction> {
     this.predicted.push([runId, concurrency, clientMs]);
     // clients with time of their own keep fewer on the models: fewer tok/s
-    const setting = { thresholds: { small: 1, large: 2 }, tokS: (100 * concurrency) / (1 + clientMs / 10), inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
+    const setting = { thresholds: { small: 1, large: 2 }, tokS: (100 * concurrency) / (1 + clientMs / 10), tokSBand: { low: (90 * concurrency) / (1 + clientMs / 10), high: (110 * concurrency) / (1 + clientMs / 10) }, inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
     return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, clientMs, latencyBatches: { small: 5, large: 5 }, liveBatches: { small: 0, large: 5 }, method: 'chain' };
   }
 }
@@ -86,6 +86,32 @@ describe('EvaluateFlow', () => {
     await flow.setTask('/bad/path', true);
     expect(flow.getState()).toMatchObject({ status: 'error', maxProblems: null, message: expect.stringMatching(/^Task \/bad\/path: .*no file or folder at \/bad\/path/) });
     expect(server.boundsAsked).toEqual(['multiplication', '/tasks/caps', '/bad/path']);
+  });
+
+  it('runs at the concurrency it predicts for, within the server\'s bound, so the latencies are measured at the batch sizes predicted', async () => {
+    const server = new FakeServer();
+    const flow = new EvaluateFlow(server);
+    // bounds unknown: the server's own default, nothing sent
+    void flow.evaluateDraft(IR);
+    expect(server.runs[0].run.body).not.toHaveProperty('concurrency');
+    server.runs[0].end({ type: 'cancelled', done: 0, total: 4 });
+    await tick();
+    await flow.loadBounds();
+    void flow.evaluateDraft(IR);
+    expect(server.runs[1].run.body).toMatchObject({ concurrency: 8 });
+    server.runs[1].end({ type: 'cancelled', done: 0, total: 4 });
+    await tick();
+    void flow.setConcurrency(3);
+    await tick();
+    void flow.evaluateDraft(IR);
+    expect(server.runs[2].run.body).toMatchObject({ concurrency: 3 });
+    server.runs[2].end({ type: 'cancelled', done: 0, total: 4 });
+    await tick();
+    // above the server's bound of 8: the run takes 8, the prediction still the 20 asked for
+    void flow.setConcurrency(20);
+    await tick();
+    void flow.evaluateDraft(IR);
+    expect(server.runs[3].run.body).toMatchObject({ concurrency: 8 });
   });
 
   it('progress, result and prediction make the draft\'s point; the next draft replaces it', async () => {

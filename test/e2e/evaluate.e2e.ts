@@ -73,6 +73,14 @@ async function main(): Promise<void> {
     await page.locator('[data-testid="ev-point-draft"]').waitFor();
     const draftTokS = (await page.evaluate(() => window.__designer!.evaluation().prediction!.best.tokS)) as number;
     assert.ok(draftTokS > 0, 'the draft has a predicted throughput');
+    // the run went at the concurrency predicted for (8, the server's bound here), and the figure shows its band with a hover saying what it is
+    assert.equal(ev.result!.concurrency, 8, 'the evaluation runs at the concurrency it predicts for');
+    const band = (await page.evaluate(() => window.__designer!.evaluation().prediction!.best.tokSBand)) as { low: number; high: number };
+    assert.ok(band.low <= draftTokS && draftTokS <= band.high, `the band ${JSON.stringify(band)} holds ${draftTokS}`);
+    const shown = await page.locator('[data-testid="ev-predicted-toks"]').innerText();
+    const whole = (x: number) => Math.round(x).toLocaleString('en-US');
+    assert.equal(shown, `≈ ${whole(draftTokS)} tok/s (${whole(band.low)}–${whole(band.high)})`);
+    assert.match((await page.locator('[data-testid="ev-predicted-toks"]').getAttribute('title')) ?? '', /25th/);
     // clients that take time of their own per request (typed in, keyboard only; 5 s, as long as a request here) keep fewer requests on the models: a lower figure
     await page.focus('[data-testid="ev-client-ms"]');
     await page.keyboard.press('Control+a');
@@ -118,7 +126,12 @@ async function main(): Promise<void> {
     await tl.locator('[data-testid="prediction-toks"]').waitFor({ timeout: 15_000 });
     const toks = await tl.locator('[data-testid="prediction-toks"]').innerText();
     const handoffs = await tl.locator('[data-testid="prediction-handoffs"]').innerText();
-    assert.match(toks, /predicted \d+ · measured \d+/);
+    assert.match(toks, /predicted \d+ \(\d+–\d+\) · measured \d+/);
+    // what was compared is said; a percentage only for like-with-like traffic, else why not
+    assert.match(await tl.locator('[data-testid="prediction-compared"]').innerText(), /predicted at c = \d+ · \d+ tokens\/request live, \d+ evaluated/);
+    // read together: the bar re-polls every 2 s
+    const [toksNow, like] = await tl.evaluate(() => [(document.querySelector('[data-testid="prediction-toks"]') as HTMLElement).innerText, !document.querySelector('[data-testid="prediction-not-compared"]')] as const);
+    assert.equal(/% off/.test(toksNow), like, 'a percentage exactly when the window is like the prediction');
     assert.match(handoffs, /predicted \d\.\d{3} · measured \d\.\d{3}/);
     const flagged = (await tl.locator('[data-testid="prediction-bar"]').getAttribute('data-flagged')) === 'true';
     assert.equal(await tl.locator('[data-testid="prediction-flag"]').count(), flagged ? 1 : 0, 'the flag shows exactly when the check is flagged');

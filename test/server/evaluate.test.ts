@@ -245,6 +245,12 @@ describe('predicting the serving cost of a run', () => {
     expect(p.best.tokS).toBeGreaterThan(0);
     expect(p.best.tokS).toBeLessThan(4000);
     expect(p.current!.tokS).toBeLessThanOrEqual(p.best.tokS * 1.0001);
+    // the band from the step latencies' quartiles holds the figure and has a width (steps of a run are never all alike)
+    for (const s of [p.best, p.current!]) {
+      expect(s.tokSBand.low).toBeLessThanOrEqual(s.tokS);
+      expect(s.tokSBand.high).toBeGreaterThanOrEqual(s.tokS);
+      expect(s.tokSBand.high).toBeGreaterThan(s.tokSBand.low);
+    }
     expect(p.best.p99TpotMs).toBeGreaterThanOrEqual(2);
     expect(p.best.goodputRps).toBeGreaterThan(0);
     // at the run's own concurrency and thresholds, the model (step latency launch to launch, no factor from the run) lands near what the run measured

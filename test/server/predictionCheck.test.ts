@@ -43,12 +43,12 @@ describe('the live check of a prediction', () => {
     // named (and moved) after the evaluation, as a designer user does before deploying: the same behaviour
     const named = { ...ir, name: 'mine', description: 'renamed after evaluating' };
     expect((await post(`${t.url}/admin/algorithms/mine/versions`, { ir: named, activate: true })).status).toBe(201);
+    // other traffic before the watch: the first window is the algorithm's alone
+    await traffic(t, 'r-stitch', 1, 300);
     // watching starts with the first question, as the timeline asks
     const first = predictionCheckSchema.parse((await check(t, 'mine')).json);
     expect(first).toMatchObject({ algorithm: 'mine', version: 1, evaluated: true, requests: 0, predicted: null });
-    const sent = await traffic(t, 'mine', 4, 2500);
-    // other traffic on the server is not counted as the algorithm's
-    await traffic(t, 'r-stitch', 1, 300);
+    const sent = await traffic(t, 'mine', 4, 4000);
     const c = predictionCheckSchema.parse((await check(t, 'mine')).json);
     expect(c.requests).toBe(sent);
     expect(c.busyMs).toBeGreaterThan(2000);
@@ -58,9 +58,30 @@ describe('the live check of a prediction', () => {
     expect(c.measured.handoffsPerToken).toBeGreaterThan(0);
     expect(c.predicted!.tokS).toBeGreaterThan(0);
     expect(c.predicted!.handoffsPerToken).toBeGreaterThan(0);
+    // the band holds the figure; what was compared: the same concurrency, request shape and max_tokens as the evaluation's
+    expect(c.predicted!.tokSBand.low).toBeLessThanOrEqual(c.predicted!.tokS);
+    expect(c.predicted!.tokSBand.high).toBeGreaterThanOrEqual(c.predicted!.tokS);
+    expect(c.compared).toMatchObject({ concurrency: Math.round(c.meanActive), maxTokens: 32, evaluatedMaxTokens: 32, evaluatedConcurrency: 4 });
+    expect(c.compared!.tokensPerRequest).toBeCloseTo((c.measured.tokS * c.busyMs) / 1000 / c.requests, 6);
+    expect(c.compared!.otherShare).toBeLessThan(0.1);
+    expect(c.notComparable).toEqual([]);
+    expect(c.comparable).toBe(true);
     expect(c.tokSDiff).toBeCloseTo(Math.abs(c.predicted!.tokS - c.measured.tokS) / c.measured.tokS, 9);
+    expect(c.inBand).toBe(c.measured.tokS >= c.predicted!.tokSBand.low && c.measured.tokS <= c.predicted!.tokSBand.high);
     expect(c.flagged).toBe(c.tokSDiff! > PREDICTION_TOLERANCE || c.handoffDiff! > PREDICTION_TOLERANCE);
     console.log(`prediction check: ${JSON.stringify(c)}`);
+    // the same algorithm beside as much other traffic on the same models: not what was predicted, so no percentage and no flag
+    const [sent2, others] = await Promise.all([traffic(t, 'mine', 4, 2000), traffic(t, 'r-stitch', 4, 2000)]);
+    const shared = predictionCheckSchema.parse((await check(t, 'mine', 2000)).json);
+    // other traffic's requests are not counted as the algorithm's
+    expect(shared.requests).toBeGreaterThan(0);
+    expect(shared.requests).toBeLessThanOrEqual(sent2);
+    expect(others).toBeGreaterThan(0);
+    expect(shared.predicted).not.toBeNull();
+    expect(shared.comparable).toBe(false);
+    expect(shared.compared!.otherShare).toBeGreaterThan(0.1);
+    expect(shared.notComparable.some((r) => r.startsWith('other traffic shared the models'))).toBe(true);
+    expect(shared).toMatchObject({ tokSDiff: null, handoffDiff: null, inBand: null, flagged: false });
   });
 
   it('an algorithm never evaluated has nothing predicted; unknown names and bad windows are refused', async () => {

@@ -19,6 +19,10 @@ type PredictionSetting = Prediction['best'];
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const num = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 
+const whole = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '—');
+const BAND_HINT =
+  'The step latencies this prediction is fitted on vary from step to step (other work on the machine, the gaps between batches). The figure reads each model and batch size at its median step; the range has every step at the 75th percentile (low end) and at the 25th (high end). A measurement outside it means the machine or the traffic changed, not only the model.';
+
 /** One threshold setting and what the throughput model predicts for it: the best, and the one in force. */
 function SettingRow({ label, setting, testId, hint }: { label: string; setting: PredictionSetting; testId: string; hint: string }) {
   return (
@@ -27,7 +31,13 @@ function SettingRow({ label, setting, testId, hint }: { label: string; setting: 
         {label}
       </th>
       <td data-testid={testId}>
-        <span data-testid={`${testId}-toks`}>{num(setting.tokS, 0)} tok/s</span> · p99 TPOT {num(setting.p99TpotMs)} ms{' '}
+        <span data-testid={`${testId}-toks`} title={BAND_HINT}>
+          ≈ {whole(setting.tokS)} tok/s{' '}
+          <span className="muted" data-testid={`${testId}-band`}>
+            ({whole(setting.tokSBand.low)}–{whole(setting.tokSBand.high)})
+          </span>
+        </span>{' '}
+        · p99 TPOT {num(setting.p99TpotMs)} ms{' '}
         <span className="muted" data-testid={`${testId}-thresholds`}>
           (thresholds{' '}
           {Object.entries(setting.thresholds)

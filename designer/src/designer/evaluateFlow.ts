@@ -40,6 +40,8 @@ export interface EvaluateState {
   problems: number;
   /** The most problems a run takes here (the server's validation set); null until the server said. */
   maxProblems: number | null;
+  /** The most requests of one run in flight on this server (its bounds); null until asked. */
+  maxRunConcurrency: number | null;
   concurrency: number;
   /** Each client's own ms per request outside the server (network, its turnaround): they are on no model then. */
   clientMs: number;
@@ -77,6 +79,7 @@ export class EvaluateFlow {
     label: null,
     problems: 100,
     maxProblems: null,
+    maxRunConcurrency: null,
     concurrency: 8,
     clientMs: 0,
     runId: null,
@@ -114,13 +117,23 @@ export class EvaluateFlow {
 
   setProblems = (n: number): void => this.set({ problems: Math.max(1, Math.min(this.state.maxProblems ?? Infinity, Math.round(n) || 1)) });
 
+  /**
+   * A run at the concurrency its prediction is asked for (as far as the server lets one run go): the
+   * step latencies are then measured at the batch sizes the prediction uses, not extrapolated from a
+   * run at the server's default of 4. Unknown bounds: the server's default.
+   */
+  private runConcurrency(): { concurrency?: number } {
+    const cap = this.state.maxRunConcurrency;
+    return cap === null ? {} : { concurrency: Math.max(1, Math.min(this.state.concurrency, cap)) };
+  }
+
   /** Asks the server what a run on the task may take; the problems field is bounded by its set from then on. */
   loadBounds = async (): Promise<void> => {
     const task = this.state.task;
     try {
       const b = await this.server.bounds(task);
       if (this.state.task !== task) return;
-      this.set({ maxProblems: b.problems, problems: Math.min(this.state.problems, b.problems), tasks: b.tasks });
+      this.set({ maxProblems: b.problems, maxRunConcurrency: b.concurrency, problems: Math.min(this.state.problems, b.problems), tasks: b.tasks });
     } catch (e) {
       // a task that does not load says why at once; otherwise the field stays open and a run's refusal names the limit
       if (this.state.task === task && task !== DEFAULT_TASK && this.state.status !== 'running') this.set({ status: 'error', message: `Task ${task}: ${errorText(e)}` });
@@ -200,7 +213,7 @@ export class EvaluateFlow {
     let ended: EvaluateEvent | null = null;
     try {
       await this.server.evaluate({
-        body: { ...target, task: this.state.task, problems: this.state.problems, client: this.client } satisfies EvaluateRequest,
+        body: { ...target, task: this.state.task, problems: this.state.problems, ...this.runConcurrency(), client: this.client } satisfies EvaluateRequest,
         signal: abort.signal,
         onEvent: (e) => {
           if (e.type === 'started') this.set({ runId: e.runId, progress: { done: 0, total: e.problems, correct: 0 } });

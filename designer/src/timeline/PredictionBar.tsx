@@ -1,4 +1,4 @@
-// Header line of the live timeline: a deployed algorithm's predicted and measured tok/s and hand-off rate over a window, flagged when they differ by more than 15 %.
+// Header line of the live timeline: a deployed algorithm's predicted (with its band) and measured tok/s and hand-off rate over a window, a percentage only for like-with-like traffic, flagged past 15 %.
 import { useEffect, useState } from 'react';
 import { PREDICTION_TOLERANCE, type PredictionCheck } from '../../../shared/api/evaluate.ts';
 import { deployedAlgorithms, predictionCheck } from './predictionFeed.ts';
@@ -8,6 +8,9 @@ import { plural } from '../plural.ts';
 
 const WINDOW_MS = 30_000;
 const POLL_MS = 2000;
+
+const BAND_HINT =
+  'The range: the same prediction with every step at the 75th and at the 25th percentile of the step latencies it is fitted on (the evaluation and this window). A percentage shows only when the window ran as predicted: a steady concurrency, the evaluation\'s request shape, this algorithm alone on the models.';
 
 const signed = (x: number | null) => (x === null ? '' : ` (${(x * 100).toFixed(0)} % off)`);
 
@@ -82,8 +85,9 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
       {c && c.requests > 0 && (
         <>
           <span className="k">tok/s</span>
-          <span className="v" data-testid="prediction-toks">
-            predicted <b>{c.predicted ? c.predicted.tokS.toFixed(0) : '—'}</b> · measured <b>{c.measured.tokS.toFixed(0)}</b>
+          <span className="v" data-testid="prediction-toks" title={c.predicted ? BAND_HINT : undefined}>
+            predicted <b>{c.predicted ? c.predicted.tokS.toFixed(0) : '—'}</b>
+            {c.predicted && <span className="muted" data-testid="prediction-band">{` (${c.predicted.tokSBand.low.toFixed(0)}–${c.predicted.tokSBand.high.toFixed(0)})`}</span>} · measured <b>{c.measured.tokS.toFixed(0)}</b>
             {signed(c.tokSDiff)}
           </span>
           <span className="k">handoffs / token</span>
@@ -91,9 +95,15 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
             predicted <b>{c.predicted ? c.predicted.handoffsPerToken.toFixed(3) : '—'}</b> · measured <b>{c.measured.handoffsPerToken.toFixed(3)}</b>
             {signed(c.handoffDiff)}
           </span>
-          <span className="muted">
+          <span className="muted" data-testid="prediction-compared" title="What the prediction was held against: this algorithm's requests that ended in the window, over the time some were in flight, at the concurrency predicted for">
             last {Math.round(c.windowMs / 1000)} s · {plural(c.requests, 'request')} · {c.meanActive.toFixed(1)} in flight
+            {c.compared && ` · predicted at c = ${c.compared.concurrency} · ${c.compared.tokensPerRequest.toFixed(0)} tokens/request live, ${c.compared.evaluatedTokensPerRequest.toFixed(0)} evaluated`}
           </span>
+          {!c.comparable && c.notComparable.length > 0 && (
+            <span className="warn" role="note" data-testid="prediction-not-compared">
+              not compared: {c.notComparable.join('; ')}
+            </span>
+          )}
           {c.flagged && (
             <span className="flag" role="status" data-testid="prediction-flag">
               ⚠ differs by more than {PREDICTION_TOLERANCE * 100} %
