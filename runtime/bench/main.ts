@@ -59,7 +59,7 @@ export const SUITE_FLAGS = [
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
   'baseline-prefix-cache', 'baseline', 'baseline-top-p', 'problems', 'duration-s', 'live-rounds', 'repeat', 'intra-op-threads', 'vocab', 'reps', 'batch',
-  'sizes', 'vocabs', 'batches', 'threads', 'ctx',
+  'sizes', 'vocabs', 'batches', 'threads', 'ctx', 'storage',
 ] as const;
 
 export function usage(): string {
