@@ -2,7 +2,7 @@
 import { checkArch, ropeInvFreq, type DecoderArch } from './decoderArch.ts';
 import { GraphBuilder } from './graphBuilder.ts';
 import type { ModelSpec } from './onnxWriter.ts';
-import { quantizeInt8PerColumn, quantizeInt8PerRow, quantizeQ4 } from './quantizeWeights.ts';
+import { float16Bits, quantizeInt8PerColumn, quantizeInt8PerRow, quantizeQ4 } from './quantizeWeights.ts';
 import { seededNormal } from './seededNormal.ts';
 
 /** fp32: plain MatMul; int8: int8 weights through DequantizeLinear; q4: com.microsoft MatMulNBits (4 bits, blocks of 32). The I/O is fp32 in all. */
@@ -28,39 +28,6 @@ export interface DecoderGraphOptions {
    * outside them embeds as a zero row; logits still have arch.vocabSize columns, those outside at -1e9.
    */
   vocabIds?: readonly number[];
-}
-
-/** float32 to IEEE half bits, rounding to nearest even (weights stay well inside half's range). */
-export function toHalf(x: Float32Array): Uint16Array {
-  const f = new Float32Array(1);
-  const u = new Uint32Array(f.buffer);
-  const out = new Uint16Array(x.length);
-  for (let i = 0; i < x.length; i++) {
-    f[0] = x[i];
-    const b = u[0];
-    const sign = (b >>> 16) & 0x8000;
-    const exp = ((b >>> 23) & 0xff) - 127 + 15;
-    let mant = b & 0x7fffff;
-    if (exp >= 31) out[i] = sign | 0x7c00;
-    else if (exp <= 0) {
-      if (exp < -10) out[i] = sign;
-      else {
-        mant |= 0x800000;
-        const shift = 14 - exp;
-        let h = mant >>> shift;
-        const rem = mant & ((1 << shift) - 1);
-        const half = 1 << (shift - 1);
-        if (rem > half || (rem === half && h & 1)) h++;
-        out[i] = sign | h;
-      }
-    } else {
-      let h = (exp << 10) | (mant >>> 13);
-      const rem = mant & 0x1fff;
-      if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
-      out[i] = sign | h;
-    }
-  }
-  return out;
 }
 
 const WEIGHT_STD = 0.02;
@@ -102,7 +69,7 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   if (fp16 && weights !== 'fp32') throw new Error('storage fp16 needs fp32 weights (not int8 or q4)');
   /** A float weight as the graph reads it: the initializer itself, or float16 through a Cast. */
   const floatWeight = (name: string, dims: readonly number[], w: () => Float32Array): string =>
-    fp16 ? g.op('Cast', [g.init(name, 'float16', dims, () => toHalf(w()))], { to: { i: 1 } }) : g.init(name, 'float32', dims, w);
+    fp16 ? g.op('Cast', [g.init(name, 'float16', dims, () => float16Bits(w()))], { to: { i: 1 } }) : g.init(name, 'float32', dims, w);
   const ids = opts.vocabIds;
   if (ids) {
     if (weights !== 'fp32' || !arch.tiedEmbeddings) throw new Error('vocabIds needs fp32 weights and a tied LM head');
