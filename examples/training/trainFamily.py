@@ -3,7 +3,8 @@
 """
 The corpus comes from Node (the serving runner's own Qwen3 tokenizer and chat template):
     npx tsx examples/training/makeCorpus.ts --out /work/family-out/corpus --train 60000
-Then, with Debian's python3-torch (1.13; the product never needs Python):
+Then, with Debian's python3-torch (1.13; the product never needs Python) and libopenblas0-pthread
+(Debian's torch uses the system BLAS: the generic one ran a 1024^2 matmul at 5.5 GFLOPS, OpenBLAS at 49):
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py train small      # TR_STEPS, TR_BS, TR_LR override
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py eval small 300   # greedy exact match on validation
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py weights small    # weights + reference logits from ckpt/small.pt
