@@ -42,6 +42,7 @@ export const SUITES: Record<string, Suite> = {
   sampling: { about: 'one row\'s signals and draw at V = 151,936 (greedy, temperature, top_p; flat and peaked): the old JavaScript beside the signal nodes\' ORT + JavaScript time', duration: '~0.5 min', load: () => import('./samplingRow.ts') },
   structured: { about: 'JSON-schema answers (20 schemas) from real-shaped random-weight models under R-Stitch and a handoff on every token, unary and streamed, n = 2 among them: the share that parses and validates', duration: '~6 min', load: () => import('./structured.ts') },
   mask: { about: 'a grammar mask\'s cost per decode step on a real-shaped model at V = 151,936 (dense and sparse masks, greedy and top_p) against unmasked, at c = 8', duration: '~1 min', load: () => import('./maskCost.ts') },
+  'batch-cost': { about: 'candidate Qwen3 sizes (random weights): decode step at context 256 by batch and intra-op threads, for the bundled family', duration: '~4 min', load: () => import('./batchCost.ts') },
   'transformers-js': { about: 'one model served at concurrency 8 over HTTP vs transformers.js\' batched generate on the same model and prompts (fixed length)', duration: '~2 min', load: () => import('./transformersJs.ts') },
 };
 
@@ -58,6 +59,7 @@ export const SUITE_FLAGS = [
   'rates', 'slo-tpot-ms', 'max-wait-choices', 'seed', 'skip-paper', 'bundled-rates', 'bundled-slo-tpot-ms', 'bundled-slo-ttft-ms', 'bundled-max-tokens', 'cost-reps',
   'bundled-algorithm', 'bundled-rate-fractions', 'bundled-duration-s', 'bundled-min-requests', 'bundled-warmup', 'bundled-probe-requests', 'bundled-ignore-eos',
   'baseline-prefix-cache', 'baseline', 'baseline-top-p', 'problems', 'duration-s', 'live-rounds', 'repeat', 'intra-op-threads', 'vocab', 'reps', 'batch',
+  'sizes', 'vocabs', 'batches', 'threads', 'ctx', 'storage',
 ] as const;
 
 export function usage(): string {

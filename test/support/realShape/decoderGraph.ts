@@ -2,7 +2,7 @@
 import { checkArch, ropeInvFreq, type DecoderArch } from './decoderArch.ts';
 import { GraphBuilder } from './graphBuilder.ts';
 import type { ModelSpec } from './onnxWriter.ts';
-import { quantizeInt8PerColumn, quantizeInt8PerRow, quantizeQ4 } from './quantizeWeights.ts';
+import { float16Bits, quantizeInt8PerColumn, quantizeInt8PerRow, quantizeQ4 } from './quantizeWeights.ts';
 import { seededNormal } from './seededNormal.ts';
 
 /** fp32: plain MatMul; int8: int8 weights through DequantizeLinear; q4: com.microsoft MatMulNBits (4 bits, blocks of 32). The I/O is fp32 in all. */
@@ -19,6 +19,15 @@ export interface DecoderGraphOptions {
    * com.microsoft GroupQueryAttention layout of ORT-GenAI exports (present made by that op).
    */
   attention?: 'standard' | 'gqa';
+  /** Each weight's numbers by name (a trained model's, in this builder's layout: linear weights [in, out], the table [rows, hidden]); default: seeded random, norms ones. */
+  weightsFrom?: (name: string, count: number) => Float32Array;
+  /** fp16: the linear weights and the table stored as float16, each read through a Cast to float32 (ORT folds it at load, so a step computes in fp32 as with fp32 storage). */
+  storage?: 'fp32' | 'fp16';
+  /**
+   * A compact vocabulary: the ids (of arch.vocabSize) the table has rows for, in row order. An id
+   * outside them embeds as a zero row; logits still have arch.vocabSize columns, those outside at -1e9.
+   */
+  vocabIds?: readonly number[];
 }
 
 const WEIGHT_STD = 0.02;
@@ -49,8 +58,27 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   const g = new GraphBuilder(`${arch.family}-decoder`);
   const { hiddenSize: H, numHeads: nH, numKvHeads: kv, headDim: hd, intermediateSize: F, vocabSize: V } = arch;
   const group = nH / kv;
-  const normal = (name: string, count: number) => seededNormal(`${opts.seed}/${name}`, count, WEIGHT_STD);
-  const ones = (n: number) => () => new Float32Array(n).fill(1);
+  const given = (name: string, count: number): Float32Array => {
+    const w = opts.weightsFrom!(name, count);
+    if (w.length !== count) throw new Error(`weightsFrom("${name}") gave ${w.length} numbers, the graph needs ${count}`);
+    return w;
+  };
+  const normal = (name: string, count: number) => (opts.weightsFrom ? given(name, count) : seededNormal(`${opts.seed}/${name}`, count, WEIGHT_STD));
+  const ones = (name: string, n: number) => () => (opts.weightsFrom ? given(name, n) : new Float32Array(n).fill(1));
+  const fp16 = opts.storage === 'fp16';
+  if (fp16 && weights !== 'fp32') throw new Error('storage fp16 needs fp32 weights (not int8 or q4)');
+  /** A float weight as the graph reads it: the initializer itself, or float16 through a Cast. */
+  const floatWeight = (name: string, dims: readonly number[], w: () => Float32Array): string =>
+    fp16 ? g.op('Cast', [g.init(name, 'float16', dims, () => float16Bits(w()))], { to: { i: 1 } }) : g.init(name, 'float32', dims, w);
+  const ids = opts.vocabIds;
+  if (ids) {
+    if (weights !== 'fp32' || !arch.tiedEmbeddings) throw new Error('vocabIds needs fp32 weights and a tied LM head');
+    const seen = new Set<number>();
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= V || seen.has(id)) throw new Error(`vocabIds: ${id} is not a distinct id in [0, ${V})`);
+      seen.add(id);
+    }
+  }
 
   const inputIds = g.input('input_ids', 'int64', [BATCH, 'sequence_length']);
   const mask = g.input('attention_mask', 'int64', [BATCH, 'total_sequence_length']);
@@ -63,7 +91,7 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   /** x [..., K] × W [K, N] in the chosen weight format; W's numbers are those of the fp32 export. */
   const linear = (x: string, name: string, K: number, N: number): string => {
     const w = () => normal(name, K * N);
-    if (weights === 'fp32') return g.op('MatMul', [x, g.init(name, 'float32', [K, N], w)]);
+    if (weights === 'fp32') return g.op('MatMul', [x, floatWeight(name, [K, N], w)]);
     if (weights === 'int8') {
       const made = shared(2, () => quantizeInt8PerColumn(w(), K, N));
       const q = g.init(`${name}_quantized`, 'int8', [K, N], () => made().q);
@@ -81,7 +109,7 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   const rmsNorm = (x: string, name: string, dim: number): string => {
     const ms = g.op('ReduceMean', [g.op('Mul', [x, x])], { axes: { ints: [-1] }, keepdims: { i: 1 } });
     const normed = g.op('Div', [x, g.op('Sqrt', [g.op('Add', [ms, g.f32([arch.rmsNormEps], true)])])]);
-    return g.op('Mul', [normed, g.init(name, 'float32', [dim], ones(dim))]);
+    return g.op('Mul', [normed, g.init(name, 'float32', [dim], ones(name, dim))]);
   };
 
   // -- once per step: sizes, the attention mask, RoPE's cos and sin
@@ -117,8 +145,23 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
 
   // -- the embedding table, tied or not to the LM head
   const table = 'model.embed_tokens.weight';
-  g.init(table, 'float32', [V, H], () => normal(table, V * H));
-  let x = g.op('Gather', [table, inputIds], { axis: { i: 0 } });
+  // compact: rows U of the given ids and one zero row (U) that every other id maps to through vocab_map [V]
+  const U = ids?.length ?? V;
+  const tableData = (): Float32Array => {
+    if (!ids) return normal(table, V * H);
+    const t = new Float32Array((U + 1) * H);
+    t.set(normal(table, U * H));
+    return t;
+  };
+  const tableF32 = weights === 'fp32' ? floatWeight(table, [ids ? U + 1 : V, H], tableData) : g.init(table, 'float32', [V, H], tableData);
+  let vocabMap = '';
+  if (ids) {
+    const unused = g.op('ConstantOfShape', [g.i64([V])], { value: { t: { name: 'vocab_unused', type: 'int64', dims: [1], data: () => BigInt64Array.of(BigInt(U)) } } });
+    const idsInit = g.init('vocab_ids', 'int64', [U], () => BigInt64Array.from(ids, (v) => BigInt(v)));
+    const rows = g.init('vocab_rows', 'int64', [U], () => BigInt64Array.from({ length: U }, (_, i) => BigInt(i)));
+    vocabMap = g.op('ScatterElements', [unused, idsInit, rows], { axis: { i: 0 } });
+  }
+  let x = g.op('Gather', [tableF32, ids ? g.op('Gather', [vocabMap, inputIds], { axis: { i: 0 } }) : inputIds], { axis: { i: 0 } });
 
   for (let i = 0; i < arch.numLayers; i++) {
     const p = `model.layers.${i}`;
@@ -170,7 +213,11 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
     const x2 = g.op('Reshape', [x, g.i64([-1, H])]);
     const tableWeight = () => normal(table, V * H);
     let logits2: string;
-    if (weights === 'fp32') logits2 = g.op('Gemm', [x2, table], { transB: { i: 1 } });
+    if (ids) {
+      // compact logits [N, U + 1] (the zero row's biased to -1e9), then each of V columns read from its row
+      const bias = g.init('vocab_mask', 'float32', [U + 1], () => Float32Array.from({ length: U + 1 }, (_, i) => (i === U ? -1e9 : 0)));
+      logits2 = g.op('Gather', [g.op('Gemm', [x2, tableF32, bias], { transB: { i: 1 } }), vocabMap], { axis: { i: 1 } });
+    } else if (weights === 'fp32') logits2 = g.op('Gemm', [x2, tableF32], { transB: { i: 1 } });
     else if (weights === 'int8') {
       const made = shared(2, () => quantizeInt8PerRow(tableWeight(), V, H));
       const q = g.init('lm_head.weight_quantized', 'int8', [V, H], () => made().q);
