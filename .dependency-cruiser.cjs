@@ -1,28 +1,32 @@
 // Layering rules, checked by `npm run lint:layers` (dependency-cruiser) in .ci/run; a violation fails CI.
 //   shared/    imports nothing of the project's own (no runtime/, designer/, examples/, test/) and no Node built-ins
 //   designer/  imports only shared/ (plus npm packages), no Node built-ins
-//   server     (runtime/server, runtime/serve) does not import examples/: bundled algorithms come through runtime/registry/builtins.ts
-//   runtime/runner does not import the load generator; runtime/config does not import runtime/distributed
-//   runtime/grammar (used by engines and the entry) does not import the engines, server or distribution
-//   product code does not import runtime/bench/ (but `tokenrouter bench`, which loads the tool)
+//   runtime/   layers, each importing only those below it:
+//                cli → http → control → entry → transport → core → (grammar, runner, registry, ir, config, clock, trace, util)
+//              core: one model's engine; transport: how the entry reaches an engine; entry: the client request;
+//              control: thresholds and the throughput model; http: the serving process and its API
+//   runtime/http does not import examples/: bundled algorithms come through runtime/registry/builtins.ts
+//   runtime/runner does not import the load generator; runtime/config does not import runtime/transport
+//   runtime/grammar (used by engines and the entry) does not import the layers above it
+//   product code (runtime/, shared/, examples/) does not import test/ (but `tokenrouter bench`, which loads the suites)
 //   no import cycles anywhere (type-only imports count)
-//   product code (runtime/ but its benches, shared/, examples/) uses no devDependency: `npm install --omit=dev` must serve
+//   product code uses no devDependency: `npm install --omit=dev` must serve
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
     {
-      name: 'product-no-bench',
+      name: 'product-not-test',
       severity: 'error',
-      // The one exception: runtime/cli/main.ts loads the bench tool lazily for `tokenrouter bench` (same as npm run bench).
-      comment: 'Product code does not import runtime/bench/ (rigs and suites are tools): move what both need to runtime/util, runner or sim.',
-      from: { path: '^(runtime|shared|examples)/', pathNot: '^(runtime/bench/|runtime/cli/main[.]ts$)' },
-      to: { path: '^runtime/bench/' },
+      // The one exception: runtime/cli/main.ts loads the bench suites lazily for `tokenrouter bench <suite>` (same as npm run bench).
+      comment: 'Product code does not import test/ (bench suites, rigs, the oracle are test code): move what both need into runtime/.',
+      from: { path: '^(runtime|shared|examples)/', pathNot: '^runtime/cli/main[.]ts$' },
+      to: { path: '^test/' },
     },
     {
       name: 'product-no-dev-deps',
       severity: 'error',
       comment: 'Product code must run after `npm install --omit=dev`: move the package to dependencies (or keep the import in a bench or test).',
-      from: { path: '^(runtime|shared|examples)/', pathNot: '^runtime/bench/' },
+      from: { path: '^(runtime|shared|examples)/' },
       to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
     },
     {
@@ -31,6 +35,43 @@ module.exports = {
       comment: 'An import cycle: split the shared part out or invert one dependency.',
       from: {},
       to: { circular: true },
+    },
+    {
+      name: 'core-below-everything',
+      severity: 'error',
+      // Exception: the debug invariant checker reads the entry's requests beside the engines' (type only).
+      comment: 'runtime/core (one model\'s engine) knows nothing of how it is reached, the entry, control or serving.',
+      from: { path: '^runtime/core/', pathNot: '^runtime/core/invariants[.]ts$' },
+      to: { path: '^runtime/(entry|transport|control|http|cli|eval|sim|loadgen)/' },
+    },
+    {
+      name: 'transport-below-entry',
+      severity: 'error',
+      comment: 'runtime/transport carries the engine protocol; it does not import the entry, control or serving above it.',
+      from: { path: '^runtime/transport/' },
+      to: { path: '^runtime/(entry|control|http|cli|eval|sim|loadgen)/' },
+    },
+    {
+      name: 'entry-below-control',
+      severity: 'error',
+      comment: 'runtime/entry drives engines; thresholds (runtime/control) and serving (runtime/http) sit above it.',
+      from: { path: '^runtime/entry/' },
+      to: { path: '^runtime/(control|http|cli|eval|sim|loadgen)/' },
+    },
+    {
+      name: 'control-below-http',
+      severity: 'error',
+      comment: 'runtime/control (thresholds, estimators, the throughput model) does not import serving or the CLI.',
+      from: { path: '^runtime/control/' },
+      to: { path: '^runtime/(http|cli|eval|sim)/' },
+    },
+    {
+      name: 'only-cli-above-http',
+      severity: 'error',
+      // runtime/loadgen is a client of the server (`tokenrouter bench serve`): it shares the bundled task's questions.
+      comment: 'Only the CLI, the evaluation the server runs and the load generator (a client) import runtime/http.',
+      from: { path: '^runtime/', pathNot: '^runtime/(http|cli|eval|loadgen)/' },
+      to: { path: '^runtime/(http|cli)/' },
     },
     {
       name: 'shared-imports-no-project-code',
@@ -77,39 +118,32 @@ module.exports = {
       to: { dependencyTypes: ['core'] },
     },
     {
-      name: 'server-not-examples',
-      severity: 'error',
-      comment: 'The server loads the bundled algorithms through the registry (runtime/registry/builtins.ts), not from examples/.',
-      from: { path: '^runtime/(server|serve)/' },
-      to: { path: '^examples/' },
-    },
-    {
       name: 'runtime-examples-through-registry',
       severity: 'error',
-      comment: 'Runtime code reaches examples/algorithms only through runtime/registry/builtins.ts (bench suites, which measure the examples, excepted).',
-      from: { path: '^runtime/', pathNot: '^runtime/(registry/builtins[.]ts$|bench/)' },
+      comment: 'Runtime code reaches examples/algorithms only through runtime/registry/builtins.ts (the bench suites in test/ measure the examples directly).',
+      from: { path: '^runtime/', pathNot: '^runtime/registry/builtins[.]ts$' },
       to: { path: '^examples/' },
     },
     {
       name: 'runner-not-loadgen',
       severity: 'error',
-      comment: 'Model runners are below the load generator: runtime/runner must not import runtime/loadgen (or runtime/serve/loadGenerator.ts).',
+      comment: 'Model runners are below the load generator: runtime/runner must not import runtime/loadgen (or runtime/http/loadGenerator.ts).',
       from: { path: '^runtime/runner/' },
-      to: { path: ['^runtime/loadgen/', '^runtime/serve/loadGenerator[.]ts$'] },
+      to: { path: ['^runtime/loadgen/', '^runtime/http/loadGenerator[.]ts$'] },
     },
     {
-      name: 'config-not-distributed',
+      name: 'config-not-transport',
       severity: 'error',
-      comment: 'Config is read before anything connects: runtime/config must not import runtime/distributed.',
+      comment: 'Config is read before anything connects: runtime/config must not import runtime/transport.',
       from: { path: '^runtime/config/' },
-      to: { path: '^runtime/distributed/' },
+      to: { path: '^runtime/transport/' },
     },
     {
       name: 'grammar-below-engines',
       severity: 'error',
-      comment: 'runtime/grammar (xgrammar, vocabularies, constraint states) is a library the engines and the entry use: it imports shared/, runtime/errors and the runner tokenizer, never the engines, server or distribution above it.',
+      comment: 'runtime/grammar (xgrammar, vocabularies, constraint states) is a library the engines and the entry use: it imports shared/, runtime/errors and the runner tokenizer, never the layers above it.',
       from: { path: '^runtime/grammar/' },
-      to: { path: '^runtime/(engine|server|serve|distributed|scheduler|actors|cli|config|bench|registry)/' },
+      to: { path: '^runtime/(core|entry|transport|control|http|cli|config|registry)/' },
     },
     {
       name: 'not-to-unresolvable',

@@ -18,7 +18,7 @@ const COMMANDS: Record<string, Command> = {
   bench: {
     summary: 'run a benchmark suite (same as npm run bench -- <suite>)',
     usage: 'tokenrouter bench <suite> [--json FILE] [--trace DIR]   (--trace: serving suites write one trace per server run)',
-    run: async (args) => (await import('../bench/main.ts')).main(args),
+    run: async (args) => (await import('../../test/bench/main.ts')).main(args),
   },
   eval: {
     summary: "accuracy vs throughput of every algorithm and baseline on a task's validation or held-out problems",

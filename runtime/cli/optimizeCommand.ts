@@ -6,9 +6,9 @@ import { TokenRouterError } from '../errors.ts';
 import { profileStepLatency } from '../runner/profileStepLatency.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
 import { parseGoodput } from '../loadgen/goodput.ts';
-import { sloChoiceFromTrace } from '../scheduler/sloFromTrace.ts';
-import { thresholdsFromTrace, type TraceThresholds } from '../scheduler/thresholdsFromTrace.ts';
-import { fitLatencyProfile } from '../throughput/index.ts';
+import { sloChoiceFromTrace } from '../control/sloFromTrace.ts';
+import { thresholdsFromTrace, type TraceThresholds } from '../control/thresholdsFromTrace.ts';
+import { fitLatencyProfile } from '../control/throughput/index.ts';
 import { parseFlags, requestRateFlag } from '../util/cliFlags.ts';
 import { endProgressLine, progressLine } from '../util/progressLine.ts';
 

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { withCommandLineKeys } from '../config/apiKeyConfig.ts';
 import { loadServerConfig, type ServerConfig } from '../config/serverConfig.ts';
 import { TokenRouterError } from '../errors.ts';
-import { startServer } from '../server/createServer.ts';
-import { authRequired, isLoopbackHost } from '../server/adminAuth.ts';
-import { TokenRouterService } from '../serve/tokenRouterService.ts';
+import { startServer } from '../http/createServer.ts';
+import { authRequired, isLoopbackHost } from '../http/adminAuth.ts';
+import { TokenRouterService } from '../http/tokenRouterService.ts';
 import { parseFlags } from '../util/cliFlags.ts';
 
 /** One line naming the port and how to pick another, for the errors a listen can end in. */

@@ -2,9 +2,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_SUBJECT_PREFIX } from '../distributed/modelSubjects.ts';
-import { openNats, watchLink } from '../distributed/natsConnection.ts';
-import { RemoteEngineServer } from '../distributed/remoteEngineServer.ts';
+import { DEFAULT_SUBJECT_PREFIX } from '../transport/nats/modelSubjects.ts';
+import { openNats, watchLink } from '../transport/nats/natsConnection.ts';
+import { RemoteEngineServer } from '../transport/nats/remoteEngineServer.ts';
 import { parseSimLatency, simModel } from '../runner/simModel.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
@@ -13,7 +13,7 @@ import { OnnxRunner } from '../runner/onnxRunner.ts';
 import { charTokenizer } from '../runner/charTokenizer.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
-import { planMemory } from '../serve/memoryPlan.ts';
+import { planMemory } from '../http/memoryPlan.ts';
 import { numFlag, parseFlags } from '../util/cliFlags.ts';
 
 export const SUBSERVER_USAGE = `tokenrouter subserver --model NAME --nats nats://HOST:PORT [options]

@@ -1,6 +1,6 @@
 // The HTTP entry's cost per request outside the engine: a live request's time at the server (receipt to response sent) less its own time in the cluster (admitted to ended).
 import type { NextFunction, Request, Response } from 'express';
-import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import type { TokenRouterService } from '../http/tokenRouterService.ts';
 
 /** Requests kept (≈ the last minute of a busy server). */
 const KEEP = 4000;

@@ -2,8 +2,8 @@
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { builtinFactory } from '../registry/builtins.ts';
 import { createRealClock } from '../clock/clock.ts';
-import { Cluster } from '../engine/cluster.ts';
-import type { RequestResult } from '../engine/requestState.ts';
+import { Cluster } from '../entry/cluster.ts';
+import type { RequestResult } from '../entry/requestState.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { TextTokenizer } from '../runner/tokenizer.ts';
 import type { TraceDir } from '../trace/traceDir.ts';

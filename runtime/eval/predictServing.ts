@@ -1,10 +1,10 @@
 // A routing's serving cost on this server: committed tok/s and p99 TPOT at a concurrency, from its P and C and the served models' measured step latency.
 import type { Prediction, RoutingStats } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
-import { evaluateThresholds, optimiseThresholds, predictLatency, type LatencySlo, type OptimiseInput } from '../throughput/index.ts';
+import { evaluateThresholds, optimiseThresholds, predictLatency, type LatencySlo, type OptimiseInput } from '../control/throughput/index.ts';
 import { fitStepLatency, type BatchTiming } from './routingCounts.ts';
 
-/** The live controller's cap on the batch sizes the chain considers (runtime/scheduler/autoThresholds.ts). */
+/** The live controller's cap on the batch sizes the chain considers (runtime/control/autoThresholds.ts). */
 const MAX_BATCH_CAP = 32;
 /** Requests and runs of the latency simulation behind each p99: ≈ 50 ms on the bundled pair. */
 const LATENCY_REQUESTS = 300;

@@ -2,7 +2,7 @@
 import { PREDICTION_TOLERANCE, type PredictionCheck } from '../../shared/api/evaluate.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TokenRouterError } from '../errors.ts';
-import type { TokenRouterService } from '../serve/tokenRouterService.ts';
+import type { TokenRouterService } from '../http/tokenRouterService.ts';
 import { entryProfileOf } from './entryProfile.ts';
 import { likeWithLike, modeOf } from './likeWithLike.ts';
 import { specKey, type EvaluationRuns } from './evaluateDraft.ts';

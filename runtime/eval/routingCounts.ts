@@ -1,7 +1,7 @@
 // Counts what the throughput model needs from trace events: request-steps and hand-offs of chosen requests (P, C), and every batch's timing (L_i(b)).
 import type { RoutingStats } from '../../shared/api/evaluate.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import { fitLatencyProfile, markCycles } from '../throughput/index.ts';
+import { fitLatencyProfile, markCycles } from '../control/throughput/index.ts';
 import { TransitTimes } from './transitTimes.ts';
 
 export interface BatchTiming {
@@ -16,7 +16,7 @@ const MAX_BATCHES = 20_000;
 
 /**
  * The routing of the requests `mine` picks, counted as the live controller's estimator counts it
- * (runtime/scheduler/routingEstimator.ts): P[i][j] = hand-offs i → j per request-step on i, the rest
+ * (runtime/control/routingEstimator.ts): P[i][j] = hand-offs i → j per request-step on i, the rest
  * stays; C[i][j] = 1 for a stay, the kept share for a switch. Batches of every request are kept,
  * since a step's cost depends on the whole batch, not on whose rows are in it.
  */

@@ -1,5 +1,5 @@
 // The prompts the serving benchmarks send: questions of the bundled multiplication task, alone or after a shared few-shot preamble.
-import { sampleQuestion } from '../serve/loadGenerator.ts';
+import { sampleQuestion } from '../http/loadGenerator.ts';
 import type { CompletionBody } from './streamCompletion.ts';
 
 const WARMUP_OFFSET = 100_000;

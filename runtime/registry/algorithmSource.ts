@@ -2,7 +2,7 @@
 import { pathToFileURL } from 'node:url';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
-import { compileIr, IrCompileError } from '../algorithms/compileIr.ts';
+import { compileIr, IrCompileError } from '../ir/compileIr.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
 import { builtinFactory, builtinNames, singleModelAlgorithm } from './builtins.ts';

@@ -1,8 +1,8 @@
 // A closed-loop load in virtual time: N clients, each sending its next request when the last one ends.
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { VirtualClock } from '../clock/virtualClock.ts';
-import type { Cluster } from '../engine/cluster.ts';
-import type { RequestResult } from '../engine/requestState.ts';
+import type { Cluster } from '../entry/cluster.ts';
+import type { RequestResult } from '../entry/requestState.ts';
 
 export interface ClosedLoopOptions {
   concurrency: number;

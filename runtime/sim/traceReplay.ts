@@ -2,11 +2,11 @@
 import { standardSend, type Algorithm } from '../../shared/algorithm.ts';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
-import { Cluster } from '../engine/cluster.ts';
+import { Cluster } from '../entry/cluster.ts';
 import { TokenRouterError } from '../errors.ts';
 import { SimRunner } from '../runner/simRunner.ts';
-import type { SchedulingMode } from '../scheduler/schedulingMode.ts';
-import { fitLatencyProfile } from '../throughput/index.ts';
+import type { SchedulingMode } from '../core/schedulingMode.ts';
+import { fitLatencyProfile } from '../control/throughput/index.ts';
 import { meanInFlight, traceModels } from '../trace/traceSummary.ts';
 import { runClosedLoop, type ClosedLoopReport } from './closedLoop.ts';
 

@@ -64,7 +64,7 @@ export const wireSpecSchema = z.object({
   constraint: constraintSchema.optional(),
 });
 
-/** A request's detokenising as it stands (runtime/engine/outputProcessor.ts): owned by the engine decoding it, carried by every handoff. */
+/** A request's detokenising as it stands (runtime/core/outputProcessor.ts): owned by the engine decoding it, carried by every handoff. */
 export const textStateSchema = z.object({
   detok: z.object({ ids: z.array(int), read: int, prefixText: z.string() }),
   /** Tokens pushed. */
@@ -236,7 +236,7 @@ export const algorithmRefSchema = z.object({
   catalog: list(z.object({ name: z.string(), heads: list(z.string()), vocabSize: int.optional() })).optional(),
 });
 
-/** The scheduling modes (runtime/scheduler/schedulingMode.ts explains them); the config schema and the engine wire share this one list. */
+/** The scheduling modes (runtime/core/schedulingMode.ts explains them); the config schema and the engine wire share this one list. */
 export const SCHEDULING_MODES = ['step-sync', 'model-sync', 'async-immediate', 'async-delayed'] as const;
 
 /**

@@ -3,12 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { assign, setup } from 'xstate';
-import { chartText, documentedCharts, withCharts } from '../../runtime/actors/chartText.ts';
+import { chartText, documentedCharts, withCharts } from '../support/chartText.ts';
 
 const doc = fs.readFileSync(path.join(import.meta.dirname, '../../docs/runtime.md'), 'utf8');
 
 describe('statecharts in docs/runtime.md', () => {
-  it('are exactly what the machines draw (rewrite them with npx tsx runtime/actors/writeCharts.ts)', async () => {
+  it('are exactly what the machines draw (rewrite them with npx tsx test/support/writeCharts.ts)', async () => {
     const charts = await documentedCharts();
     expect(Object.keys(charts)).toEqual(['engine', 'local-request', 'request']);
     for (const [name, text] of Object.entries(charts)) expect(doc, name).toContain(`<!-- chart:${name} -->\n\`\`\`mermaid\n${text}\n\`\`\``);

@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { LOCAL_STATES, type LocalStatus } from '../../shared/trace.ts';
-import { LifecycleError, localRequestMachine, LOCAL_EVENTS, type LocalEvent } from '../../runtime/actors/localRequestMachine.ts';
-import { LocalRequest, newCounters } from '../../runtime/engine/localRequest.ts';
-import { requestSpec } from '../../runtime/engine/requestState.ts';
+import { LifecycleError, localRequestMachine, LOCAL_EVENTS, type LocalEvent } from '../../runtime/core/localRequestMachine.ts';
+import { LocalRequest, newCounters } from '../../runtime/core/localRequest.ts';
+import { requestSpec } from '../../runtime/entry/requestState.ts';
 import { GREEDY } from '../../runtime/runner/modelRunner.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 

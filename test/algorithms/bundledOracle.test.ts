@@ -2,12 +2,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { createRealClock } from '../../runtime/clock/clock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
-import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
+import { runOracle } from '../support/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
-import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
 

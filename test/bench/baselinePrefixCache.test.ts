@@ -1,8 +1,8 @@
 // --baseline-prefix-cache: standard serving's re-admissions copy cached KV (SGLang's radix cache) by default, and re-prefill in full with 0.
 import { describe, expect, it } from 'vitest';
-import { simulatedRunners } from '../../runtime/bench/benchRunners.ts';
-import { BASELINE, runServingCase, servingDefaults, servingSettings, type ServingMode } from '../../runtime/bench/servingCase.ts';
-import { SuiteFlags } from '../../runtime/bench/suiteFlags.ts';
+import { simulatedRunners } from './benchRunners.ts';
+import { BASELINE, runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
+import { SuiteFlags } from './suiteFlags.ts';
 
 describe('the standard-serving baseline with and without a prefix cache', () => {
   it('reads the flag and says it in the settings', () => {

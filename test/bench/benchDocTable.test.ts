@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DOC, END, readReports, resultsTable, START, withTable } from '../../runtime/bench/benchDocTable.ts';
-import { SUITES } from '../../runtime/bench/main.ts';
+import { DOC, END, readReports, resultsTable, START, withTable } from './benchDocTable.ts';
+import { SUITES } from './main.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-doc-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));

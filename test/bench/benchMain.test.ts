@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main, SUITE_FLAGS, SUITES, usage } from '../../runtime/bench/main.ts';
+import { main, SUITE_FLAGS, SUITES, usage } from './main.ts';
 import { markdownTable, textTable } from '../../runtime/util/table.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-main-'));
@@ -29,7 +29,7 @@ describe('bench main', () => {
   });
 
   it('accepts every flag a suite reads (predict read --live-rounds, which the flag parser refused)', () => {
-    const benchDir = path.join(import.meta.dirname, '../../runtime/bench');
+    const benchDir = path.join(import.meta.dirname, '.');
     const read = new Set<string>();
     for (const file of fs.readdirSync(benchDir).filter((f) => f.endsWith('.ts'))) {
       const src = fs.readFileSync(path.join(benchDir, file), 'utf8');

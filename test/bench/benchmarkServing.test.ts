@@ -5,7 +5,7 @@ import { arrivalTimesMs } from '../../runtime/loadgen/arrivals.ts';
 import type { RequestRecord } from '../../runtime/loadgen/requestMetrics.ts';
 import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
 import { mulberry32 } from '../../shared/rng.ts';
-import { startTestServer, type TestServer } from '../server/testService.ts';
+import { startTestServer, type TestServer } from '../http/testService.ts';
 
 /** Most requests between send and end at any instant: the client side of the concurrency cap. */
 function peakInFlight(records: readonly RequestRecord[]): number {

@@ -1,9 +1,9 @@
 // The distributed bench's delay-only case: a delay line that keeps order and holds what it is given, and an engine behind it that serves as the in-process one does, later.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRealClock } from '../../runtime/clock/clock.ts';
-import { Cluster, type ClusterModel } from '../../runtime/engine/cluster.ts';
-import { DelayLine } from '../../runtime/bench/rigs/delayLine.ts';
-import { DelayedEngine } from '../../runtime/bench/rigs/delayedEngine.ts';
+import { Cluster, type ClusterModel } from '../../runtime/entry/cluster.ts';
+import { DelayLine } from '../support/rigs/delayLine.ts';
+import { DelayedEngine } from '../support/rigs/delayedEngine.ts';
 import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 import type { Algorithm } from '../../shared/algorithm.ts';

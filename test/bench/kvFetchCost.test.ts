@@ -1,7 +1,7 @@
 // The models suite's KV-fetch cell times the real small model both ways and finds the KV outputs cost a visible share of a step.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { kvFetchCost } from '../../runtime/bench/kvFetchCost.ts';
+import { kvFetchCost } from './kvFetchCost.ts';
 import { BUNDLED_MODELS_DIR } from '../../runtime/runner/onnxAccuracy.ts';
 
 describe('kvFetchCost', () => {

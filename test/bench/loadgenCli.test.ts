@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 const LOADGEN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../runtime/loadgen/cli.ts');
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm')).href;

@@ -1,9 +1,9 @@
 // Thresholds from the throughput model: routing and latency estimated from a recorded run, then solved.
 import { describe, expect, it } from 'vitest';
 import { servingMetrics } from '../../runtime/loadgen/requestMetrics.ts';
-import { chooseThresholds } from '../../runtime/bench/modelThresholds.ts';
-import { THRESHOLD_HYSTERESIS } from '../../runtime/scheduler/autoThresholds.ts';
-import type { BatchTiming, RecordedStep, ServingResult } from '../../runtime/bench/servingCase.ts';
+import { chooseThresholds } from './modelThresholds.ts';
+import { THRESHOLD_HYSTERESIS } from '../../runtime/control/autoThresholds.ts';
+import type { BatchTiming, RecordedStep, ServingResult } from './servingCase.ts';
 
 /** A fake calibration: R2R-like steps (small → large every `period`-th step, back after one) and flat latencies. */
 function calibration(largeMs: (rows: number) => number, period = 4): ServingResult {

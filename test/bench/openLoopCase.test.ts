@@ -1,8 +1,8 @@
 // The serving benches take the load generator's open-loop flags: --request-rate, --burstiness, --goodput reach every run and its report.
 import { describe, expect, it } from 'vitest';
-import { simulatedRunners } from '../../runtime/bench/benchRunners.ts';
-import { runFigures, runServingCase, servingDefaults, servingSettings } from '../../runtime/bench/servingCase.ts';
-import { SuiteFlags } from '../../runtime/bench/suiteFlags.ts';
+import { simulatedRunners } from './benchRunners.ts';
+import { runFigures, runServingCase, servingDefaults, servingSettings } from './servingCase.ts';
+import { SuiteFlags } from './suiteFlags.ts';
 
 describe('open-loop serving cases', () => {
   it('reads the flags once, says them in the settings, and refuses bad values with one line', () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { profileShares, type CpuProfile } from '../../runtime/bench/profileShares.ts';
+import { profileShares, type CpuProfile } from './profileShares.ts';
 
 const ORT = '/x/node_modules/onnxruntime-node/dist/backend.js';
 const frame = (functionName: string, url = '') => ({ functionName, url, scriptId: '0', lineNumber: 0, columnNumber: 0 });
@@ -46,7 +46,7 @@ describe('profileShares: the model share of a thread on-CPU', () => {
     const dir = mkdtempSync(join(tmpdir(), 'shares-'));
     writeFileSync(join(dir, 'busy.cpuprofile'), JSON.stringify(profile([4, 4, 6, 7])));
     writeFileSync(join(dir, 'idle.cpuprofile'), JSON.stringify(profile([2, 2, 2, 6])));
-    const out = execFileSync(process.execPath, ['--import', 'tsx', 'runtime/bench/profileShares.ts', join(dir, 'busy.cpuprofile'), join(dir, 'idle.cpuprofile'), '--min-busy', '2'], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', 'test/bench/profileShares.ts', join(dir, 'busy.cpuprofile'), join(dir, 'idle.cpuprofile'), '--min-busy', '2'], { encoding: 'utf8' });
     expect(out).toContain('busy.cpuprofile: 4 busy samples; model (onnxruntime run) 50.0%, GC 25.0%');
     expect(out).not.toContain('idle.cpuprofile');
   });

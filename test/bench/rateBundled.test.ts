@@ -1,6 +1,6 @@
 // The bundled rate sweep's arithmetic: runs sized by time, the grid from measured capacities, and where standard serving first misses the SLO.
 import { describe, expect, it } from 'vitest';
-import { firstMiss, ratesFromCapacity, requestsForRate, sloCapacities } from '../../runtime/bench/rateBundled.ts';
+import { firstMiss, ratesFromCapacity, requestsForRate, sloCapacities } from './rateBundled.ts';
 
 const row = (runtime: string, rate: number, goodput: number, tpot: number, ttft: number) => ({ runtime, profile: 'bundled-http', rate, throughput_tok_s: 0, goodput_req_s: goodput, p99_tpot_ms: tpot, p99_ttft_ms: ttft });
 

@@ -1,6 +1,6 @@
 // The rate suite's report: rows and slo_choice with the fields issue 19 names, from a short sweep in virtual time.
 import { describe, expect, it } from 'vitest';
-import { run } from '../../runtime/bench/rate.ts';
+import { run } from './rate.ts';
 
 describe('bench rate', () => {
   it('reports every runtime at every rate and the SLO-aware choice against the measured sweep', async () => {

@@ -2,15 +2,15 @@
 import { describe, expect, it } from 'vitest';
 import { servingMetrics, type RequestRecord } from '../../runtime/loadgen/requestMetrics.ts';
 import { poolRuns, type ServingRun } from '../../runtime/loadgen/benchmarkServing.ts';
-import { withRatios } from '../../runtime/bench/ablation.ts';
-import { breakdownOf, overallModelFraction } from '../../runtime/bench/breakdown.ts';
-import { EMPTY_LANE } from '../../runtime/engine/engineProxy.ts';
-import type { LaneStats } from '../../runtime/engine/laneStats.ts';
-import { scaling } from '../../runtime/bench/concurrency.ts';
-import { drop } from '../../runtime/bench/length.ts';
-import { thresholdCandidates } from '../../runtime/bench/servingCase.ts';
+import { withRatios } from './ablation.ts';
+import { breakdownOf, overallModelFraction } from './breakdown.ts';
+import { EMPTY_LANE } from '../../runtime/transport/engineProxy.ts';
+import type { LaneStats } from '../../runtime/core/laneStats.ts';
+import { scaling } from './concurrency.ts';
+import { drop } from './length.ts';
+import { thresholdCandidates } from './servingCase.ts';
 import { markdownTable } from '../../runtime/util/table.ts';
-import { barChart, lineChart } from '../../runtime/bench/svgChart.ts';
+import { barChart, lineChart } from './svgChart.ts';
 
 const rec = (sendMs: number, chunks: number[], tokens: number): RequestRecord => ({ ok: true, sendMs, contentChunkMs: chunks, endMs: chunks[chunks.length - 1], outputTokens: tokens });
 

@@ -1,7 +1,7 @@
 // The transformers-js suite compares like with like: transformers.js' batched generate on a bundled model emits the server runner's greedy tokens.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runGenerate } from '../../runtime/bench/transformersJs.ts';
+import { runGenerate } from './transformersJs.ts';
 import { benchPrompt } from '../../runtime/loadgen/benchPrompt.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { BUNDLED_MODELS_DIR } from '../../runtime/runner/onnxAccuracy.ts';

@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { modelSchema, parseServerConfig, serverConfigSchema, type ServerConfig } from '../../runtime/config/serverConfig.ts';
-import { EngineProxy } from '../../runtime/engine/engineProxy.ts';
-import { InprocEngine } from '../../runtime/engine/inprocEngine.ts';
-import type { EngineSettings } from '../../runtime/engine/messages.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { EngineProxy } from '../../runtime/transport/engineProxy.ts';
+import { InprocEngine } from '../../runtime/transport/inprocEngine.ts';
+import type { EngineSettings } from '../../runtime/core/messages.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
-import { startTestServer, type TestServer } from '../server/testService.ts';
+import { startTestServer, type TestServer } from '../http/testService.ts';
 
 const HAVE_ONNX = fs.existsSync(path.join(modelDir('small'), 'onnx', 'model.onnx'));
 const SHARED = ['mode', 'retainState', 'maxWaitMs', 'prefixCache'] as const;

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { AxeResults, ElementContext } from 'axe-core';
 import type { Page } from 'playwright-core';
 import { NODE_REGISTRY } from '../../shared/ir/nodeRegistry.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 import { Checks, launch, openDesigner } from './timelineHarness.ts';
 
 declare global {

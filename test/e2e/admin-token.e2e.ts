@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
 import { ROOT, launch, NAME_SHIM } from './timelineHarness.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 const TOKEN = 'e2e-admin-token-0123456789';
 

@@ -5,7 +5,7 @@ import { execSync } from 'node:child_process';
 import type { Page } from 'playwright-core';
 import { drop } from './canvasActions.ts';
 import { ROOT, launch, openDesigner } from './timelineHarness.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 /** Descendants of `inner` (matching `what`) that stick out of `outer`'s box, with how far. */
 const outside = (page: Page, outer: string, inner: string) =>

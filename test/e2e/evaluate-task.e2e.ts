@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ARTIFACTS, ROOT, launch, openDesigner } from './timelineHarness.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 const N = 8;
 /** What the panel asks for when it names no limit (EVALUATE_BOUNDS.defaultMaxTokens): small's answers are read this long. */

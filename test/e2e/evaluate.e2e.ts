@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { drop, wire } from './canvasActions.ts';
 import { ARTIFACTS, ROOT, launch, openDesigner } from './timelineHarness.ts';
-import { startTestServer, type TestServer } from '../server/testService.ts';
+import { startTestServer, type TestServer } from '../http/testService.ts';
 
 const NAME = 'e2e-threshold';
 

@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import { startServer } from '../../runtime/server/createServer.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { startServer } from '../../runtime/http/createServer.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { artifactPath, Checks, launch, newPage, openDesigner, ROOT } from './timelineHarness.ts';
 

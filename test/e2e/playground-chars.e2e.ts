@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
 import { ROOT, launch, openDesigner } from './timelineHarness.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 const token = (text: string, model: string) => ({ id: 7, text, model, signals: { entropy: 0.01, maxProb: 0.99, margin: 0.9, heads: {} }, decision: 'stay', kept: true });
 const chunk = (content: string, tokens: ReturnType<typeof token>[], finish: string | null = null) =>

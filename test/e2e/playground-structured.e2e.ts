@@ -5,7 +5,7 @@ import { execSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { AxeResults, ElementContext } from 'axe-core';
 import type { Page, Request } from 'playwright-core';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 import { artifactPath, Checks, launch, openDesigner, ROOT } from './timelineHarness.ts';
 
 declare global {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
 import { ROOT, launch, newPage } from './timelineHarness.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 async function main(): Promise<void> {
   if (!process.env.SKIP_BUILD) execSync('npm run build:web', { cwd: ROOT, stdio: 'ignore' });

@@ -8,7 +8,7 @@ import { pairHandoffs } from '../../shared/timeline/pairHandoffs.ts';
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 import type { TimelineSnapshot } from '../../designer/src/timeline/timelineSnapshot.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 import { checkChromeTrace } from '../timeline/checkChromeTrace.ts';
 import { Checks, newPage, ROOT, artifactPath, launch } from './timelineHarness.ts';
 

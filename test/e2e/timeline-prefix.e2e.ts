@@ -3,7 +3,7 @@
 import type { Page } from 'playwright-core';
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 import { Checks, artifactPath, launch, newPage } from './timelineHarness.ts';
 
 declare global { interface Window { __timeline?: TimelineHook } }

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, launch, openDesigner } from './timelineHarness.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 type Listed = { name: string; served: boolean; isDefault: boolean };
 

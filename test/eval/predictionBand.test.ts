@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { bandOf, predictServing } from '../../runtime/eval/predictServing.ts';
 import { type BatchTiming, edgeBatches, fitStepLatency } from '../../runtime/eval/routingCounts.ts';
-import { fitLatencyProfile, quantileOf } from '../../runtime/throughput/index.ts';
+import { fitLatencyProfile, quantileOf } from '../../runtime/control/throughput/index.ts';
 
 /** Batches of `size` on `model` back to back from `t0` (no gaps), with the given walls: launch to launch is each wall. */
 function backToBack(model: string, size: number, walls: readonly number[], t0 = 0): BatchTiming[] {

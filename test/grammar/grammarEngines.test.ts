@@ -3,8 +3,8 @@ import Ajv from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rStitch } from '../../examples/algorithms/rStitch.ts';
 import { createRealClock } from '../../runtime/clock/clock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
-import type { RequestResult } from '../../runtime/engine/requestState.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
+import type { RequestResult } from '../../runtime/entry/requestState.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
@@ -12,7 +12,7 @@ import type { Algorithm } from '../../shared/algorithm.ts';
 import { alternate } from './alternate.ts';
 import type { Constraint } from '../../shared/protocol/constraint.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import { everyN } from '../engine/everyN.ts';
+import { everyN } from '../core/everyN.ts';
 import { realShapeFolder } from '../support/realShape/realShapeFolder.ts';
 
 const SCHEMAS = [

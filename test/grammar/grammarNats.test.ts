@@ -2,17 +2,17 @@
 import { fileURLToPath } from 'node:url';
 import Ajv from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, type NatsServerProcess } from '../../runtime/bench/rigs/natsServerProcess.ts';
+import { startNatsServer, type NatsServerProcess } from '../support/rigs/natsServerProcess.ts';
 import { createRealClock } from '../../runtime/clock/clock.ts';
-import { openNats } from '../../runtime/distributed/natsConnection.ts';
-import { RemoteEngine } from '../../runtime/distributed/remoteEngine.ts';
-import { RemoteEngineServer } from '../../runtime/distributed/remoteEngineServer.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
+import { openNats } from '../../runtime/transport/nats/natsConnection.ts';
+import { RemoteEngine } from '../../runtime/transport/nats/remoteEngine.ts';
+import { RemoteEngineServer } from '../../runtime/transport/nats/remoteEngineServer.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import type { Algorithm } from '../../shared/algorithm.ts';
-import { HAVE_NATS, until } from '../distributed/helpers.ts';
+import { HAVE_NATS, until } from '../transport/helpers.ts';
 import { realShapeFolder } from '../support/realShape/realShapeFolder.ts';
 import { alternate } from './alternate.ts';
 

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { Algorithm, RouteInput } from '../../shared/algorithm.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
 import type { GraphDocument } from '../../shared/ir/graph.ts';
-import { compileIr, IrCompileError, tryCompileIr, type CompileIrOptions } from '../../runtime/algorithms/compileIr.ts';
-import type { IrMeta } from '../../runtime/algorithms/irMeta.ts';
+import { compileIr, IrCompileError, tryCompileIr, type CompileIrOptions } from '../../runtime/ir/compileIr.ts';
+import type { IrMeta } from '../../runtime/ir/irMeta.ts';
 import { routeInput, sendRequest } from '../algorithms/routeInput.ts';
 import { CATALOG, graph, type NodeDef } from './fixtures.ts';
 

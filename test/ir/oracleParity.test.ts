@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
-import { compileIr } from '../../runtime/algorithms/compileIr.ts';
-import { runOracle } from '../../runtime/oracle/sequentialOracle.ts';
+import { compileIr } from '../../runtime/ir/compileIr.ts';
+import { runOracle } from '../support/sequentialOracle.ts';
 import { SimRunner, type SimContext } from '../../runtime/runner/simRunner.ts';
 import { mix } from '../../runtime/util/hash.ts';
 import { builtinFactory } from '../../examples/algorithms/index.ts';

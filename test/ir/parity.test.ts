@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { wantsFor, type Algorithm, type Handoff, type RouteInput } from '../../shared/algorithm.ts';
 import { compileGraph } from '../../shared/ir/compileGraph.ts';
-import { compileIr } from '../../runtime/algorithms/compileIr.ts';
+import { compileIr } from '../../runtime/ir/compileIr.ts';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
 import { CATALOG, EXAMPLES, loadExample } from './fixtures.ts';
 import { int, pick, rng, type Rng } from './rng.ts';

@@ -1,9 +1,9 @@
 // Reference IR interpreter for the differential test: shared/ir/README.md's evaluation done the plain way, every node in scope in IR order, every step.
-// Slow and obvious on purpose; runtime/algorithms/compileIr.ts must answer exactly as this does.
+// Slow and obvious on purpose; runtime/ir/compileIr.ts must answer exactly as this does.
 import { standardSend, type Algorithm, type Handoff, type LocalState, type ModelId } from '../../shared/algorithm.ts';
 import type { ModelCatalogEntry } from '../../shared/ir/checkParams.ts';
 import { validateIr } from '../../shared/ir/validateIr.ts';
-import { isIrMeta, type IrMeta } from '../../runtime/algorithms/irMeta.ts';
+import { isIrMeta, type IrMeta } from '../../runtime/ir/irMeta.ts';
 
 interface Dist {
   ids: readonly number[];

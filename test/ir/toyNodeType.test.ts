@@ -5,7 +5,7 @@ import type { GraphDocument } from '../../shared/ir/graph.ts';
 import { BUILTIN_NODE_TYPES, createNodeRegistry } from '../../shared/ir/nodeRegistry.ts';
 import type { ValueDef } from '../../shared/ir/nodeTypeDef.ts';
 import { validateIr } from '../../shared/ir/validateIr.ts';
-import { compileIr, tryCompileIr } from '../../runtime/algorithms/compileIr.ts';
+import { compileIr, tryCompileIr } from '../../runtime/ir/compileIr.ts';
 import { paletteGroups } from '../../designer/src/designer/paletteGroups.ts';
 import { routeInput } from '../algorithms/routeInput.ts';
 import { CATALOG, graph } from './fixtures.ts';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadServerConfig } from '../../runtime/config/serverConfig.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { ModelFolderError, listModelFolders, loadModelFolder } from '../../runtime/runner/modelFolder.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 
 let root: string;
 beforeAll(() => {

@@ -8,10 +8,10 @@ import { expect } from 'vitest';
 import { parseServerConfig, type ServerConfig } from '../../runtime/config/serverConfig.ts';
 import type { ModelInfo, ModelRunner, StepOutput, StepRow } from '../../runtime/runner/modelRunner.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
-import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { mix } from '../../runtime/util/hash.ts';
-import { charTokenizer, VOCAB } from '../server/testService.ts';
+import { charTokenizer, VOCAB } from '../http/testService.ts';
 import { mulberry32 } from '../../shared/rng.ts';
 
 /**

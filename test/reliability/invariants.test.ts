@@ -5,10 +5,10 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import { InvariantError } from '../../runtime/engine/invariants.ts';
+import { InvariantError } from '../../runtime/core/invariants.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
-import { charTokenizer, VOCAB } from '../server/testService.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
+import { charTokenizer, VOCAB } from '../http/testService.ts';
 
 const saved = process.env.TOKENROUTER_CHECK_INVARIANTS;
 afterEach(() => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
-import { compileIr } from '../../runtime/algorithms/compileIr.ts';
+import { compileIr } from '../../runtime/ir/compileIr.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
 import { AlgorithmRegistry } from '../../runtime/registry/algorithmRegistry.ts';
 import { RIG_CATALOG } from './irFixtures.ts';

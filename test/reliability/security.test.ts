@@ -10,9 +10,9 @@ import { compileGraph } from '../../shared/ir/compileGraph.ts';
 import type { GraphDocument } from '../../shared/ir/graph.ts';
 import { defaultParams } from '../../shared/ir/nodeRegistry.ts';
 import { LIMITS } from '../../shared/ir/nodeTypes.ts';
-import { compileIr } from '../../runtime/algorithms/compileIr.ts';
-import type { IrMeta } from '../../runtime/algorithms/irMeta.ts';
-import { WEB_DIST } from '../../runtime/server/createServer.ts';
+import { compileIr } from '../../runtime/ir/compileIr.ts';
+import type { IrMeta } from '../../runtime/ir/irMeta.ts';
+import { WEB_DIST } from '../../runtime/http/createServer.ts';
 import { call, expectStillServing, heapAfterGc, startRig, type Rig } from './harness.ts';
 import { chainIr, RIG_CATALOG } from './irFixtures.ts';
 

@@ -8,7 +8,7 @@ import { charTokenizer } from '../../runtime/runner/charTokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer, type ChatMessage } from '../../runtime/runner/tokenizer.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
-import { toHttpError } from '../../runtime/server/httpErrors.ts';
+import { toHttpError } from '../../runtime/http/httpErrors.ts';
 import { MODEL_NAMES, modelDir } from './helpers.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '../fixtures/chat-templates');

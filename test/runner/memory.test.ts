@@ -2,12 +2,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rStitch } from '../../examples/algorithms/rStitch.ts';
 import { createRealClock } from '../../runtime/clock/clock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
-import type { RequestResult } from '../../runtime/engine/requestState.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
+import type { RequestResult } from '../../runtime/entry/requestState.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { planMemory } from '../../runtime/serve/memoryPlan.ts';
+import { planMemory } from '../../runtime/http/memoryPlan.ts';
 import { heldoutQuestions, modelDir } from './helpers.ts';
 
 let small: OnnxRunner;

@@ -13,7 +13,7 @@ import { encodeOnnxModel } from '../support/realShape/onnxWriter.ts';
 import { float16Bits } from '../support/realShape/quantizeWeights.ts';
 
 const NEW_TOKENS = 12;
-const TJS_CHILD = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../runtime/bench/transformersJsGenerate.ts');
+const TJS_CHILD = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bench/transformersJsGenerate.ts');
 const GREEDY = { temperature: 0, topP: 1, topK: 0, seed: 0, suppressEos: true };
 const CHATS = ['Hi', 'What is 12*7? Answer with the number only.', 'Écris un haïku sur la mer 🌊, puis traduis-le en 中文.'];
 

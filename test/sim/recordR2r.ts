@@ -1,6 +1,6 @@
 // Test helper: an R2R run (p = 0.35 unless given) on the paper profile in virtual time, async-delayed, thresholds 1/1, every trace event kept.
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
 import { runClosedLoop, type ClosedLoopReport } from '../../runtime/sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../../runtime/sim/paperProfile.ts';

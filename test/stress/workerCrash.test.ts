@@ -1,5 +1,5 @@
 // A real ONNX worker killed mid-load (the bundled models; a simulated runner when they are absent): only its requests fail, it restarts, nothing leaks.
-import type { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
+import type { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import { startServer } from '../../runtime/server/createServer.ts';
-import { sampleQuestion } from '../../runtime/serve/loadGenerator.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { startServer } from '../../runtime/http/createServer.ts';
+import { sampleQuestion } from '../../runtime/http/loadGenerator.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { expectNothingLeft, leftovers, startRig, streamChat, until, type CrashableRunner } from '../reliability/harness.ts';
 
 const MODELS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/models');

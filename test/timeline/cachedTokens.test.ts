@@ -4,11 +4,11 @@ import { batchFigures } from '../../designer/src/timeline/batchFigures.ts';
 import { EventStore } from '../../designer/src/timeline/eventStore.ts';
 import { batchEvent } from '../../designer/src/timeline/toEvents.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { singleModelAlgorithm } from '../../runtime/registry/builtins.ts';
 import type { TraceEvent, TraceEventOf } from '../../shared/trace.ts';
-import { runWorkload } from '../engine/runWorkload.ts';
+import { runWorkload } from '../core/runWorkload.ts';
 
 describe('cached prompt tokens in the timeline', () => {
   it('every batch says how many prompt tokens its rows took from the prefix cache, and the panel lists it', () => {

@@ -2,9 +2,9 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createRealClock } from '../../runtime/clock/clock.ts';
-import { Cluster } from '../../runtime/engine/cluster.ts';
-import { ThreadEngine } from '../../runtime/engine/threadEngine.ts';
-import { caseRunner } from '../engine/threadSim.ts';
+import { Cluster } from '../../runtime/entry/cluster.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
+import { caseRunner } from '../core/threadSim.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 import { modelColor as designerColor } from '../../designer/src/designer/modelColors.ts';
@@ -41,7 +41,7 @@ describe('lane order and colours', () => {
 
   it('the config event names every model in the server order, engines in their own threads included', async () => {
     // npm start runs each ONNX model's engine in a thread: the config must name those too, or lanes fall back to first appearance
-    const sim = fileURLToPath(new URL('../engine/threadSim.ts', import.meta.url));
+    const sim = fileURLToPath(new URL('../core/threadSim.ts', import.meta.url));
     const thread = await ThreadEngine.start('medium', { kind: 'module', module: sim, export: 'caseRunner', args: ['medium', 1, -1] });
     const trace = new TraceRecorder(100);
     try {

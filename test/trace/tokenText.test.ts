@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TraceEventOf } from '../../shared/trace.ts';
 import { tokenPieces } from '../../runtime/trace/tokenTextSink.ts';
-import { startTestServer, type TestServer } from '../server/testService.ts';
+import { startTestServer, type TestServer } from '../http/testService.ts';
 
 /** Byte-level decoding, as GPT-2 style tokenizers do: one id per UTF-8 byte, invalid sequences as U+FFFD. */
 const bytes = { decode: (ids: readonly number[]) => Buffer.from(ids).toString('utf8') };

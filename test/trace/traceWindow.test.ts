@@ -7,10 +7,10 @@ import WebSocket from 'ws';
 import type { LiveMessage } from '../../shared/api/live.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import { startServer, type RunningServer } from '../../runtime/server/createServer.ts';
-import { TokenRouterService } from '../../runtime/serve/tokenRouterService.ts';
+import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
+import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { MODELS_DIR } from '../runner/helpers.ts';
-import { startTestServer } from '../server/testService.ts';
+import { startTestServer } from '../http/testService.ts';
 
 const chat = (url: string, model: string, maxTokens = 12) =>
   fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: '12*34' }], max_tokens: maxTokens, temperature: 0 }) }).then(

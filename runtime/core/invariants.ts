@@ -1,0 +1,75 @@
+// Debug-mode checks of what no type can rule out: a request decoding on exactly one engine, no running request lost, no KV cache leaked.
+import type { KvCache } from './cachePool.ts';
+import type { Engine } from './engine.ts';
+import type { RequestState } from '../entry/requestState.ts';
+
+/** What the checker reads: every engine, and the requests the entry holds. */
+export interface CheckedCluster {
+  /** The engines in this process, themselves. */
+  readonly lanes: readonly Engine[];
+  /** Every engine: those elsewhere check themselves (checkEngine), and ownership across them is not visible here. */
+  readonly engines: readonly unknown[];
+  activeRequests(): Iterable<RequestState>;
+}
+
+export class InvariantError extends Error {
+  override readonly name = 'InvariantError';
+}
+
+/**
+ * Walks every engine's requests and every request at the entry. Cost is O(requests × models), so it
+ * runs only when the cluster is built with `checkInvariants: true` (tests, the stress suite).
+ */
+export function checkInvariants(cluster: CheckedCluster): void {
+  const owners = new Map<string, string[]>();
+  const lanes = cluster.lanes;
+  for (const lane of lanes) checkEngine(lane, owners);
+  if (lanes.length !== cluster.engines.length) return;
+  const seen = new Set<string>();
+  for (const req of cluster.activeRequests()) {
+    seen.add(req.id);
+    const on = owners.get(req.id) ?? [];
+    if (on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
+  }
+  for (const id of owners.keys()) if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
+}
+
+/** One engine alone: every local's state is one it may hold, and every cache its KV pool counts has one holder. */
+export function checkEngine(lane: Engine, owners = new Map<string, string[]>()): void {
+  const held = new Set<KvCache>();
+  for (const [id, local] of lane.locals) {
+    const s = local.status;
+    // The ready queue admits only running requests (LaneQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
+    if (s === 'running' || s === 'queued') {
+      owners.set(id, [...(owners.get(id) ?? []), lane.name]);
+      if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local)) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
+      if (s === 'queued' && local.hasCache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
+    } else if (s !== 'pending-return') throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
+    if (local.cache) held.add(local.cache);
+  }
+  // Caches of requests that ended during a running batch are freed when the batch returns.
+  if (lane.inFlight) for (const l of lane.inFlight.locals) if (l.ended && l.cache) held.add(l.cache);
+  let open = 0;
+  for (const c of lane.pool.caches()) {
+    open++;
+    if (!held.has(c)) throw new InvariantError(`${lane.name}: KV pool holds cache ${c.id} (${c.fed} tokens) that no request holds`);
+  }
+  if (open !== held.size) throw new InvariantError(`${lane.name}: requests hold ${held.size} caches, the KV pool counts ${open}`);
+  checkPrefixes(lane, held);
+}
+
+/** The prefix cache's entries: caches no request holds, each on its leaf, within the pool beside the reservations. */
+function checkPrefixes(lane: Engine, requestCaches: ReadonlySet<KvCache>): void {
+  const prefix = lane.queues.prefix;
+  if (!prefix) return;
+  const ids = new Set([...requestCaches].map((c) => c.id));
+  let held = 0;
+  for (const e of prefix.entries()) {
+    if (ids.has(e.cacheId)) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is also a request's cache`);
+    if (e.node.entry !== e) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is not on its leaf`);
+    held += e.length;
+  }
+  if (held !== prefix.heldTokens) throw new InvariantError(`${lane.name}: prefix entries hold ${held} tokens, the prefix cache counts ${prefix.heldTokens}`);
+  const { reservedTokenCount: reserved, capacityTokens: capacity } = lane.pool;
+  if (held > 0 && reserved + held > capacity) throw new InvariantError(`${lane.name}: cached prefixes (${held} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
+}

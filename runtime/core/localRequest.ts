@@ -1,0 +1,131 @@
+// A request as one engine holds it: its lifecycle actor, cache handle, and the routing state that travels with handoffs.
+import { createActor, type Actor } from 'xstate';
+import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
+import { wantsFor } from '../../shared/algorithm.ts';
+import type { LocalStatus } from '../../shared/trace.ts';
+import { LifecycleError, localRequestMachine, type LocalEvent } from './localRequestMachine.ts';
+import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { ConstraintState } from '../grammar/constraintState.ts';
+import type { KvCache } from './cachePool.ts';
+
+/** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
+export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
+  readonly algorithm: Algorithm<unknown>;
+  /** The algorithm by reference, for engines in other threads (absent: in-process engines only). */
+  readonly ref?: AlgorithmRef;
+};
+
+export type { RequestCounters } from '../../shared/protocol/engineProtocol.ts';
+
+export function newCounters(models: number): RequestCounters {
+  return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0), cachedPrompt: 0 };
+}
+
+/** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
+export class LocalRequest {
+  /** Its lifecycle on this engine: the status is the snapshot's value, never kept beside it. */
+  readonly actor: Actor<typeof localRequestMachine>;
+  /** Its cache, the KV pool's (null while none is held: queued, or evicted while pending-return). */
+  cache: KvCache | null = null;
+  /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
+  cachedPrefix = 0;
+  stepsHere = 0;
+  /** When it last left for a peer (LaneQueues numbers handoffs): pending-return caches are evicted oldest first. */
+  leftAt = 0;
+  readonly wants: StepWants;
+  /** Its text, while this engine decodes it and its output is detokenised (it travels with every handoff). */
+  text: TextState | undefined = undefined;
+  /** Its grammar's state here (spec.constraint), derived from `tokens`: nothing of it travels. */
+  grammar: ConstraintState | undefined = undefined;
+  /** Why its grammar refused the sequence (a token drawn outside the mask): the request fails at its next result. */
+  grammarError: Error | undefined = undefined;
+
+  constructor(
+    readonly spec: RequestSpec,
+    readonly model: ModelId,
+    /** The committed sequence as this engine knows it (whole while it owns the request). */
+    readonly tokens: number[],
+    /** known[m]: how much of the sequence model m has seen. */
+    public known: number[],
+    public meta: unknown,
+    public counters: RequestCounters,
+  ) {
+    this.actor = createActor(localRequestMachine);
+    this.actor.start();
+    const wants = wantsFor(spec.algorithm, model);
+    // per-token detail reports the signals even when route() does not read them
+    this.wants = spec.detail && wants.signals === false ? { topK: wants.topK, hidden: wants.hidden, heads: wants.heads } : wants;
+  }
+
+  get id(): string {
+    return this.spec.id;
+  }
+  get requestId(): string {
+    return this.spec.id;
+  }
+  get algorithm(): Algorithm<unknown> {
+    return this.spec.algorithm;
+  }
+  get models(): number {
+    return this.spec.models.length;
+  }
+  get drawSeed(): number {
+    return this.spec.drawSeed;
+  }
+  get maxLength(): number {
+    return this.spec.maxLength;
+  }
+
+  get status(): LocalStatus {
+    return this.actor.getSnapshot().value;
+  }
+
+  /** Ended (done, cancelled or failed: a final state) while, perhaps, a step still holds its cache. */
+  get ended(): boolean {
+    return this.actor.getSnapshot().status === 'done';
+  }
+
+  /** Decoding here: queued for a cache or running. */
+  get owned(): boolean {
+    const s = this.status;
+    return s === 'running' || s === 'queued';
+  }
+
+  get generated(): number {
+    return this.tokens.length - this.spec.promptLength;
+  }
+
+  /** Sampling for this request's next step. */
+  get stepSampling(): SamplingParams {
+    return this.generated < this.spec.minTokens ? this.spec.samplingBelowMin : this.spec.sampling;
+  }
+
+  /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
+  send(event: LocalEvent): LocalStatus {
+    const before = this.actor.getSnapshot();
+    // an ended request's actor has stopped: XState would drop the event (and, in development, warn)
+    if (before.status !== 'active') throw new LifecycleError(before.value, event.type);
+    this.actor.send(event);
+    const after = this.actor.getSnapshot();
+    // every transition of the chart changes state: an event XState took none for left the snapshot as it was
+    if (after === before) throw new LifecycleError(before.value, event.type);
+    return after.value;
+  }
+
+  get hasCache(): boolean {
+    return this.cache !== null;
+  }
+  /** Runner cache handle; -1 while none is held. */
+  get cacheId(): number {
+    return this.cache?.id ?? -1;
+  }
+  /** Tokens in this model's cache for the request (its next step feeds tokens[fed..]). */
+  get fed(): number {
+    return this.cache?.fed ?? 0;
+  }
+  /** Tokens reserved in the pool for this request while it holds a cache. */
+  get reserved(): number {
+    return this.cache?.reserved ?? 0;
+  }
+}

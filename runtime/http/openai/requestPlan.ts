@@ -1,0 +1,256 @@
+// One OpenAI request, checked and planned: its prompts as ids, the token budget, sampling, and one job per choice.
+import crypto from 'node:crypto';
+import { MAX_CHOICES, type ChatMessage, type ChatRequest, type CompletionRequest } from '../../../shared/api/openai.ts';
+import { TokenRouterError } from '../../errors.ts';
+import type { SamplingParams } from '../../runner/modelRunner.ts';
+import type { GenerationDefaults } from '../../runner/modelFolder.ts';
+import type { GenerateParams } from '../generateParams.ts';
+import type { TokenRouterService } from '../tokenRouterService.ts';
+import { mix } from '../../util/hash.ts';
+import type { Constraint } from '../../../shared/protocol/constraint.ts';
+import type { ModelConfig } from '../../config/serverConfig.ts';
+import type { OutputSpec } from './answerOutput.ts';
+import { requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
+import { thoughtAtStart, THINK_CLOSE } from './reasoningParser.ts';
+import { planTools } from './toolPlan.ts';
+import { toolPromptMessages, type TemplateMessage } from './toolPrompt.ts';
+
+export type Kind = 'completion' | 'chat';
+
+/** One choice to generate: `index` as OpenAI numbers them (prompt i, choice j of n: i * n + j). */
+export interface Job {
+  index: number;
+  params: GenerateParams;
+  /** completions with echo: the prompt's text, shown before the choice's own. */
+  echo: string;
+}
+
+export interface Plan {
+  kind: Kind;
+  id: string;
+  model: string;
+  jobs: Job[];
+  /** Each distinct prompt counted once, as OpenAI counts usage for n > 1. */
+  promptTokens: number;
+  /** Distinct prompts (jobs are n per prompt). */
+  promptCount: number;
+  /** Top logprobs per token the client asked for; undefined: no logprobs. */
+  logprobs: number | undefined;
+  /** Include the per-token array (`tokenrouter_tokens: true`): in the answer, or in each streamed chunk. */
+  perToken: boolean;
+  /** Streamed: committed tokens per chunk after the first (the request's stream_interval, else the server's). */
+  streamInterval: number;
+  /** How each choice's text is read: thought, answer and tool calls. */
+  output: OutputSpec;
+  /** The request's constraint, and the field it came from: checked against every model's vocabulary before anything is queued. */
+  constraint?: { constraint: Constraint; param: string };
+  /** Grammars to compile before queueing besides the constraint (tools' parameter schemas), each refused by its field. */
+  checks: FieldGrammar[];
+}
+
+/** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
+export function planRequest(service: TokenRouterService, kind: Kind, body: ChatRequest | CompletionRequest, requestId: string | undefined): Plan {
+  const maxContext = Math.min(...service.infos().map((x) => x.maxContext));
+  const vocab = Math.min(...service.infos().map((x) => x.vocabSize));
+  const promptParam = kind === 'chat' ? 'messages' : 'prompt';
+  let prompts: { ids: number[]; text: string }[];
+  const entry = entryModel(service, body);
+  let grammar = requestedGrammar(body);
+  const output: OutputSpec = {};
+  const checks: FieldGrammar[] = [];
+  if (kind === 'chat') {
+    const chat = body as ChatRequest;
+    refuseTextBeyondWindow(chatChars(chat), maxContext, 'messages');
+    const tools = planTools(chat, entry?.toolCallParser, entry?.name ?? body.model);
+    if (tools.grammar && grammar) throw new TokenRouterError('invalid_request', `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`, tools.grammar.param);
+    grammar ??= tools.grammar;
+    if (tools.parser) output.tools = tools.parser;
+    checks.push(...tools.schemas);
+    prompts = [{ ids: chatPrompt(service, chat, tools.templateTools, tools.parser, entry?.name ?? body.model), text: '' }];
+    const reasoning = entry?.reasoningParser;
+    // completions have no template around them: their text is the model's as it is
+    if (reasoning) output.reasoning = { parser: reasoning, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
+  } else prompts = completionPrompts(service, body as CompletionRequest, maxContext, vocab);
+  const constraint = grammar && constraintOf(service, grammar, output);
+  for (const p of prompts) {
+    // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
+    if (p.ids.length >= maxContext) throw new TokenRouterError('invalid_request', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
+  }
+  const explicit = kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens;
+  if (explicit != null && explicit > service.config.limits.maxTokens) {
+    throw new TokenRouterError('invalid_request', `max_tokens is ${explicit}; this server allows at most ${service.config.limits.maxTokens}`, 'max_tokens');
+  }
+  // Without max_tokens, as vLLM does: the rest of the context window, capped by the server's limit.
+  const budgetFor = (promptTokens: number) => explicit ?? Math.min(service.config.limits.maxTokens, maxContext - promptTokens);
+  const requested = Math.min(...prompts.map((p) => budgetFor(p.ids.length)));
+  if (body.min_tokens != null && body.min_tokens > requested) {
+    throw new TokenRouterError('invalid_request', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`, 'min_tokens');
+  }
+  const n = body.n ?? 1;
+  if (prompts.length * n > MAX_CHOICES) throw new TokenRouterError('invalid_request', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`, 'n');
+  const logprobs = kind === 'chat' ? ((body as ChatRequest).logprobs === true ? ((body as ChatRequest).top_logprobs ?? 0) : undefined) : ((body as CompletionRequest).logprobs ?? undefined);
+  const echo = kind === 'completion' && (body as CompletionRequest).echo === true;
+  if (echo && logprobs !== undefined) throw new TokenRouterError('invalid_request', 'echo with logprobs would need the prompt tokens\' logprobs, which this server does not compute', 'echo');
+  const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
+  const outside = logitBias.find(([t]) => t >= vocab);
+  if (outside) throw new TokenRouterError('invalid_request', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`, 'logit_bias');
+  const frequency = body.frequency_penalty ?? 0;
+  const presence = body.presence_penalty ?? 0;
+  const penalised = frequency !== 0 || presence !== 0 || logitBias.length > 0;
+  const seed = (body.seed ?? crypto.randomInt(2 ** 31)) >>> 0;
+  const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
+  const stopIds = body.stop_token_ids ?? [];
+  const badStop = stopIds.find((t) => t >= vocab);
+  if (badStop !== undefined) throw new TokenRouterError('invalid_request', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`, 'stop_token_ids');
+  const base = samplingFor(body, generationDefaults(service, body));
+  if (stopIds.length > 0) base.stopTokenIds = [...new Set(stopIds)];
+  const jobs: Job[] = [];
+  prompts.forEach((p, i) => {
+    for (let j = 0; j < n; j++) {
+      const sampling: SamplingParams = { ...base, seed: choiceSeed(seed, j) };
+      if (logprobs !== undefined) sampling.topLogprobs = logprobs;
+      if (penalised) sampling.penalties = { frequency, presence, logitBias, outputFrom: p.ids.length };
+      jobs.push({
+        index: i * n + j,
+        echo: echo ? p.text : '',
+        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir, perToken: body.tokenrouter_tokens === true, ...(constraint ? { constraint: constraint.constraint } : {}) },
+      });
+    }
+  });
+  const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
+  // One id from the response through the trace and the timeline; choice k of several is id-k there.
+  jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
+  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), promptCount: prompts.length, logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval, output, checks, ...(constraint ? { constraint } : {}) };
+}
+
+/** The config of the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats hold for the answer. */
+function entryModel(service: TokenRouterService, body: ChatRequest | CompletionRequest): ModelConfig | undefined {
+  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
+  const name = algorithm.models[algorithm.entry - 1];
+  return service.config.models.find((m) => m.name === name);
+}
+
+/**
+ * The grammar as a Constraint: after a reasoning model's thought (its `</think>` token), as vLLM
+ * applies structured outputs, unless the prompt closed the thought already.
+ */
+function constraintOf(service: TokenRouterService, g: FieldGrammar, output: OutputSpec): { constraint: Constraint; param: string } {
+  if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
+  const ids = service.tokenizer.encode(THINK_CLOSE, false);
+  if (ids.length !== 1) throw new TokenRouterError('invalid_request', `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`, g.param);
+  return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
+}
+
+/**
+ * The sampling defaults of the model an answer starts on (the algorithm's entry model): its folder's
+ * generation_config.json. Models of one algorithm may disagree; the entry model's hold for the whole
+ * answer, as one request has one set of sampling parameters. None for a model without a folder here.
+ */
+function generationDefaults(service: TokenRouterService, body: ChatRequest | CompletionRequest): GenerationDefaults {
+  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
+  const entry = algorithm.models[algorithm.entry - 1];
+  return (entry !== undefined && service.folders.get(entry)?.generation) || {};
+}
+
+/**
+ * What the request sets, else the folder's default, else OpenAI's (temperature 1, no cut). A folder
+ * whose do_sample is false defaults to greedy (transformers' meaning) unless the request sets a
+ * temperature. top_k -1 and 0 both mean no cut (vLLM and transformers), as does min_p 0.
+ */
+export function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' | 'min_p'>, d: GenerationDefaults): Omit<SamplingParams, 'seed'> {
+  const temperature = body.temperature ?? (d.doSample === false ? 0 : (d.temperature ?? 1));
+  const s: Omit<SamplingParams, 'seed'> = { temperature, topP: body.top_p ?? d.topP ?? 1, topK: Math.max(body.top_k ?? d.topK ?? 0, 0) };
+  const minP = body.min_p ?? d.minP ?? 0;
+  if (minP > 0) s.minP = minP;
+  return s;
+}
+
+/** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
+function choiceSeed(seed: number, j: number): number {
+  return j === 0 ? seed >>> 0 : mix(seed >>> 0, j) >>> 0;
+}
+
+/**
+ * Encoding runs on the event loop every client shares and costs time linear in the text (about 5 µs
+ * a character with the bundled tokenizer: a 1 MB prompt stalled all streams for seconds). No
+ * tokenizer averages anywhere near MAX_CHARS_PER_TOKEN characters a token, so longer text cannot fit
+ * the context window and is refused before it is encoded.
+ */
+const MAX_CHARS_PER_TOKEN = 32;
+
+function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
+  if (chars > maxContext * MAX_CHARS_PER_TOKEN) {
+    throw new TokenRouterError('invalid_request', `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`, param);
+  }
+}
+
+function chatChars(body: ChatRequest): number {
+  let n = 0;
+  for (const m of body.messages) n += messageText(m).length;
+  return n;
+}
+
+/** Every prompt of a completions request as ids (and its text, for echo); each is checked as a single prompt was. */
+function completionPrompts(service: TokenRouterService, body: CompletionRequest, maxContext: number, vocab: number): { ids: number[]; text: string }[] {
+  const p = body.prompt;
+  const list: (string | number[])[] = typeof p === 'string' ? [p] : p.length > 0 && typeof p[0] === 'number' ? [p as number[]] : (p as (string | number[])[]);
+  return list.map((x, i) => {
+    const param = list.length > 1 ? `prompt.${i}` : 'prompt';
+    if (typeof x === 'string') {
+      if (x.length === 0) throw new TokenRouterError('invalid_request', 'prompt is empty', param);
+      refuseTextBeyondWindow(x.length, maxContext, param);
+      return { ids: service.tokenizer.encode(x, true), text: x };
+    }
+    const bad = x.find((t) => t >= vocab);
+    if (bad !== undefined) throw new TokenRouterError('invalid_request', `prompt token id ${bad} is outside the vocabulary (size ${vocab})`, param);
+    return { ids: x, text: body.echo ? service.tokenizer.decode(x) : '' };
+  });
+}
+
+function messageText(m: ChatMessage): string {
+  // An assistant message may have no content (OpenAI allows null there): it renders as an empty turn.
+  return m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((c) => c.text).join('');
+}
+
+/**
+ * `parser`: set when calls are read back (tool_choice not "none"). A template that does not render
+ * tools gets them written into the messages then (toolPrompt.ts); under "none" they are left out.
+ */
+function chatPrompt(service: TokenRouterService, body: ChatRequest, tools: readonly unknown[] | undefined, parser: ModelConfig['toolCallParser'], model: string): number[] {
+  let messages = body.messages.map((m, i) => templateMessage(m, i));
+  if (tools && !service.tokenizer.templateReadsTools) {
+    if (parser) messages = toolPromptMessages(messages, tools, parser, model);
+    tools = undefined;
+  }
+  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined)) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
+  const variables: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
+  for (const k of ['messages', 'tools', 'add_generation_prompt']) {
+    if (k in variables) throw new TokenRouterError('invalid_request', `chat_template_kwargs.${k} is set by the request itself`, `chat_template_kwargs.${k}`);
+  }
+  if (tools) variables.tools = tools;
+  return service.chatPrompts.ids(messages, variables);
+}
+
+/**
+ * A message as chat templates read it (transformers' convention): content as text, a call's
+ * arguments as an object (templates write them with tojson), a tool message's call id.
+ */
+function templateMessage(m: ChatMessage, i: number): TemplateMessage {
+  const out: TemplateMessage = { role: m.role, content: messageText(m) };
+  if (m.name !== undefined) out.name = m.name;
+  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+  if (m.reasoning_content != null) out.reasoning_content = m.reasoning_content;
+  if (m.tool_calls != null && m.tool_calls.length > 0) {
+    out.tool_calls = m.tool_calls.map((c, j) => {
+      let args: unknown;
+      try {
+        args = JSON.parse(c.function.arguments);
+      } catch {
+        const param = `messages.${i}.tool_calls.${j}.function.arguments`;
+        throw new TokenRouterError('invalid_request', `${param} is not JSON`, param);
+      }
+      return { id: c.id, type: 'function', function: { name: c.function.name, arguments: args } };
+    });
+  }
+  return out;
+}

@@ -1,0 +1,66 @@
+// The engine as the entry drives it: one interface, one implementation per transport (this process, a thread, NATS).
+import type { MessagePort } from 'node:worker_threads';
+import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { Engine } from '../core/engine.ts';
+import type { LaneStats } from '../core/laneStats.ts';
+import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
+import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
+
+/**
+ * An engine as the entry drives it, wherever it runs: one implementation per transport (this
+ * process, a worker thread's MessagePort, NATS), so the entry never asks which.
+ */
+export interface EngineHandle {
+  readonly name: string;
+  readonly info: ModelInfo;
+  readonly index: number;
+  readonly maxBatch: number;
+  readonly maxStepTokens: number;
+  readonly threshold: number;
+  readonly kvCapacityTokens: number;
+  /** Taken down by the operator, its runner dead, or no replica to place on: new requests are refused. */
+  readonly down: boolean;
+  /** The engine died with its state (a thread or a link gone for good), until a fresh one takes its place. */
+  readonly failed: boolean;
+  readonly failure: Error | null;
+  /** MessagePorts can travel to it (a worker thread): it gets direct channels to the peers that take them too. */
+  readonly acceptsPorts: boolean;
+  /** The lane view a sync round reads (as it last reported). */
+  readonly readyCount: number;
+  readonly executing: boolean;
+  /** The engine itself, when it runs in this process (benches and tests read its figures). */
+  readonly core?: Engine;
+  /** Gives the engine its place in a deployment and its peers; called again, it joins a new one. */
+  begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void;
+  /** A peer engine thread was (re)started: its new port. */
+  addPeer(name: string, port: MessagePort): void;
+  /** Why a new request must be refused now although the engine is not down (a remote model cut off from its broker). */
+  admissionError?(): Error | null;
+  /** Makes sure the engine can build the algorithm before a request of it arrives. */
+  deploy(ref: AlgorithmRef): void;
+  arrive(a: Arrival): void;
+  /** Drops what the engine holds of a request; its tallies when the engine can say them now (in this process). */
+  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null;
+  /** The delayed-batching threshold and max-wait deadline in force from now on. */
+  setSchedule(threshold: number, maxWaitMs: number): void;
+  /** Trace events on (something at the entry reads them) or off, from now on. */
+  setTracing(on: boolean): void;
+  /** The serving policy's round lets this engine launch one step (sync modes). */
+  grant(): void;
+  setDown(down: boolean): void;
+  /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */
+  peerLost(name: string): void;
+  /**
+   * The runner died. An engine in this process fails what it held and stays down until a runner is
+   * put in place, and says how many failed; across a port the engine died with it (null): the entry
+   * fails the requests decoding there.
+   */
+  runnerLost(error: Error): number | null;
+  /** Puts a fresh runner in place of a dead one (an engine in this process only). */
+  replaceRunner(runner: ModelRunner): void;
+  onFailure(listener: (error: Error) => void): void;
+  laneStats(): LaneStats;
+  close(): Promise<void>;
+}
+

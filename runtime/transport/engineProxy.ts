@@ -1,0 +1,226 @@
+// Entry side of an engine in another thread or process: posts the protocol on a link and mirrors what the engine reports.
+import type { MessagePort } from 'node:worker_threads';
+import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
+import type { LaneStats } from '../core/laneStats.ts';
+import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { Arrival, EngineEntry, EngineSettings, FromEngine, ToEngine } from '../core/messages.ts';
+import { applyWireStep, toWireArrival } from './wire.ts';
+import { fromEngineSchema, type WireArrival } from '../../shared/protocol/engineProtocol.ts';
+
+/** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
+export interface ProxyLink {
+  postMessage(m: ToEngine, transfer?: readonly MessagePort[]): void;
+}
+
+export type MirroredLane = LaneStats;
+
+export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, chunks: 0, admissions: 0, evictions: 0, busyMs: 0, batchMs: 0, modelMs: 0, prefixQueries: 0, prefixHits: 0, prefixEntries: 0, kvPrefixBytes: 0 };
+
+/**
+ * An engine the entry drives through messages: the same client whatever carries them. Subclasses
+ * own the link's lifecycle (a worker thread, a NATS connection) and call `receive` and `fail`.
+ */
+export class EngineProxy implements EngineHandle {
+  index = -1;
+  maxBatch = 1;
+  maxStepTokens = Infinity;
+  threshold = 1;
+  kvCapacityTokens = Infinity;
+  private takenDown = false;
+  protected lane: MirroredLane | null = null;
+  protected entry: EngineEntry | null = null;
+  /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
+  protected readonly deployed = new Map<string, AlgorithmRef>();
+  private readonly failureListeners: ((e: Error) => void)[] = [];
+  /** Arrivals of this turn of the entry's event loop, posted together at its end (see `arrive`). */
+  private arrivals: WireArrival[] = [];
+  private readonly postArrivals = (): void => {
+    if (this.arrivals.length === 0) return;
+    const arrivals = this.arrivals;
+    this.arrivals = [];
+    this.post({ type: 'arrive', arrivals });
+  };
+  protected dead: Error | null = null;
+  protected closing = false;
+  /** Debug mode (checkInvariants): every message is checked, a trusted thread's too. */
+  private checked = false;
+
+  constructor(
+    readonly name: string,
+    readonly info: ModelInfo,
+    private readonly link: ProxyLink,
+    /** MessagePorts can travel to it (a worker thread): peers get direct channels. */
+    readonly acceptsPorts: boolean,
+    /** The peer is this program in another thread: its messages are not checked (a NATS peer's are). */
+    private readonly trusted = false,
+  ) {}
+
+  /**
+   * Gives the engine its place in a deployment and ports to its peers; from here it takes requests.
+   * Called again, it joins a new deployment (benches reuse loaded models across servers).
+   */
+  begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
+    this.index = settings.index;
+    this.maxBatch = settings.maxBatch;
+    this.maxStepTokens = settings.maxStepTokens;
+    this.threshold = settings.threshold;
+    this.kvCapacityTokens = settings.kvCapacityTokens;
+    this.checked = settings.checkInvariants;
+    this.entry = entry;
+    this.lane = null;
+    this.deployed.clear();
+    this.send({ type: 'begin', settings, peers }, Object.values(peers));
+  }
+
+  /** A peer engine thread was (re)started: its new port. */
+  addPeer(name: string, port: MessagePort): void {
+    this.send({ type: 'peer', name, port }, [port]);
+  }
+
+  /** Makes sure the engine can build the algorithm before a request of it arrives. */
+  deploy(ref: AlgorithmRef): void {
+    if (this.deployed.has(ref.key)) return;
+    this.deployed.set(ref.key, ref);
+    this.send({ type: 'deploy', ref });
+  }
+
+  get readyCount(): number {
+    return this.lane?.ready ?? 0;
+  }
+  get executing(): boolean {
+    return this.lane?.executing ?? false;
+  }
+
+  /**
+   * Arrivals wait for the end of this turn of the entry's event loop and go as one message: requests
+   * that reach the entry together (a burst of clients, a wave of handoffs) are admitted together on
+   * the engine and prefilled in one step, instead of the first alone and the rest a step later.
+   */
+  arrive(a: Arrival): void {
+    if (this.arrivals.push(toWireArrival(a)) === 1) setImmediate(this.postArrivals);
+  }
+
+  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
+    this.send({ type: 'release', id: spec.id, serial: spec.serial, status });
+    return null;
+  }
+
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.threshold = threshold;
+    this.send({ type: 'threshold', threshold, maxWaitMs });
+  }
+
+  setTracing(on: boolean): void {
+    this.send({ type: 'trace', on });
+  }
+
+  /** The engine died (its link is gone for good). */
+  get failed(): boolean {
+    return this.dead !== null;
+  }
+
+  /** Why it died, when it did. */
+  get failure(): Error | null {
+    return this.dead;
+  }
+
+  /** Taken down by the operator, or the engine died (until a fresh one takes its place). */
+  get down(): boolean {
+    return this.takenDown || this.dead !== null;
+  }
+
+  setDown(down: boolean): void {
+    this.takenDown = down;
+    this.send({ type: 'down', down });
+  }
+
+  grant(): void {
+    this.send({ type: 'grant' });
+  }
+
+  /** The engine of model `name` restarted empty. */
+  peerLost(name: string): void {
+    this.send({ type: 'peer-lost', model: name });
+  }
+
+  laneStats(): LaneStats {
+    const lane = this.lane ?? { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
+    return { ...lane, threshold: this.threshold };
+  }
+
+  /** The engine died with its runner: the entry fails what decodes there. */
+  runnerLost(): null {
+    return null;
+  }
+
+  replaceRunner(_runner: ModelRunner): void {
+    throw new TokenRouterError('invalid_request', `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`, 'model');
+  }
+
+  onFailure(listener: (error: Error) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+  }
+
+  protected send(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+    // arrivals still waiting go first: the engine sees every message in the order the entry made it
+    this.postArrivals();
+    this.post(m, transfer);
+  }
+
+  /** Puts one message on the link (a subclass with several links picks one). */
+  protected post(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+    if (!this.dead) this.link.postMessage(m, transfer);
+  }
+
+  /** The engine's lane as it last reported it (`from`: which of several links said so). */
+  protected mirror(lane: MirroredLane, _from: unknown): void {
+    this.lane = lane;
+  }
+
+  /** The link's message listener: the engine's messages reach `receive` with no hop between; a malformed one breaks the link. */
+  protected readonly onMessage = (raw: unknown): void => {
+    const malformed = this.receive(raw);
+    if (malformed) this.broken(malformed);
+  };
+
+  /** The link carried a malformed message: the engine is failed (a subclass also tears its link down). */
+  protected broken(e: Error): void {
+    this.fail(e);
+  }
+
+  /** A message from the engine, validated here unless the peer is trusted; an error: it was malformed (the link is no longer trusted). */
+  protected receive(raw: unknown, from?: unknown): Error | null {
+    const entry = this.entry;
+    if (!entry) return null;
+    let m = raw as FromEngine;
+    if (!this.trusted || this.checked) {
+      const parsed = fromEngineSchema.safeParse(raw);
+      if (!parsed.success) return this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
+      m = parsed.data;
+    }
+    if (m.type === 'deliver') entry.cascade(() => entry.deliverWire(m.to, m.arrivals));
+    if (m.type !== 'step') return null;
+    this.mirror(m.lane, from);
+    applyWireStep(entry, m);
+    return null;
+  }
+
+  /** The error a broken link fails requests with (the transport's own type, so HTTP maps it). */
+  protected linkError(message: string): Error {
+    return new Error(message);
+  }
+
+  protected fail(e: Error): void {
+    if (this.dead) return;
+    this.dead = e;
+    this.lane = null;
+    if (!this.closing) for (const l of this.failureListeners) l(e);
+  }
+}

@@ -1,0 +1,148 @@
+// An engine in the entry's own process: the one engine host, reached by direct calls instead of messages.
+import type { MessagePort } from 'node:worker_threads';
+import type { TraceSink } from '../../shared/trace.ts';
+import type { Clock } from '../clock/clock.ts';
+import { TokenRouterError } from '../errors.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import { EngineHost } from '../core/engineHost.ts';
+import type { Cascade } from '../core/engineLoop.ts';
+import type { Engine } from '../core/engine.ts';
+import type { LaneStats } from '../core/laneStats.ts';
+import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
+import type { EngineHandle } from './engineHandle.ts';
+import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
+import { reportToEntry } from './reportToEntry.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+
+export class InprocEngine implements EngineHandle {
+  readonly acceptsPorts = false;
+  readonly failed = false;
+  readonly failure = null;
+  private host: EngineHost | null = null;
+
+  constructor(
+    readonly name: string,
+    private runner: ModelRunner,
+    private readonly clock: Clock,
+    private readonly trace: TraceSink | undefined,
+    /** What bounds it until it begins (a deployment's settings then say). */
+    private readonly limits: Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>,
+    /** Shared by the engines of this process: none launches before a cascade among them is over. */
+    private readonly cascade: Cascade,
+    /** The models' tokenizer in this process: requests that ask for text are detokenised by the engine. */
+    private readonly decoder: Decoder | undefined,
+  ) {}
+
+  get info() {
+    return this.runner.info;
+  }
+
+  private get h(): EngineHost {
+    if (!this.host) throw new TokenRouterError('internal', `engine of model ${this.name} has not begun`, 'model');
+    return this.host;
+  }
+
+  get core(): Engine | undefined {
+    return this.host?.engine;
+  }
+  get index(): number {
+    return this.host?.engine.index ?? -1;
+  }
+  get maxBatch(): number {
+    return this.host?.engine.maxBatch ?? this.limits.maxBatch;
+  }
+  get maxStepTokens(): number {
+    return this.host?.engine.maxStepTokens ?? this.limits.maxStepTokens;
+  }
+  get threshold(): number {
+    return this.host?.engine.threshold ?? this.limits.threshold;
+  }
+  get kvCapacityTokens(): number {
+    return this.limits.kvCapacityTokens;
+  }
+  get down(): boolean {
+    return this.host?.engine.down ?? false;
+  }
+  get readyCount(): number {
+    return this.host?.engine.readyCount ?? 0;
+  }
+  get executing(): boolean {
+    return this.host?.engine.executing ?? false;
+  }
+
+  begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
+    this.host?.dispose();
+    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.decoder, this.clock, this.trace, this.cascade, () => entry.settled?.());
+  }
+
+  addPeer(): void {
+    // ports are for engines in threads
+  }
+
+  deploy(): void {
+    // the request's spec carries its algorithm itself
+  }
+
+  arrive(a: Arrival): void {
+    this.holdTurn();
+    this.h.arrive([a]);
+  }
+
+  /**
+   * In wall time an arrival from outside a cascade (a client's request) keeps the engines of this
+   * thread from launching until the end of this turn of the event loop: the requests that reach the
+   * entry in one turn are admitted together and prefilled in one step, as an engine thread's are
+   * (EngineProxy posts a turn's arrivals in one message), not the first alone and the rest a step later.
+   * Arrivals inside a cascade (handoffs, answers to a report) are held by the cascade already.
+   */
+  private holdTurn(): void {
+    const endOfTurn = this.clock.endOfTurn;
+    if (!endOfTurn || !this.cascade.idle) return;
+    this.cascade.enter();
+    endOfTurn(() => this.cascade.leave());
+  }
+
+  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
+    return this.h.release(spec.id, spec.serial, status);
+  }
+
+  setSchedule(threshold: number, maxWaitMs: number): void {
+    this.h.setSchedule(threshold, maxWaitMs);
+  }
+
+  setTracing(on: boolean): void {
+    this.host?.setTracing(on);
+  }
+
+  grant(): void {
+    this.h.allow();
+  }
+
+  setDown(down: boolean): void {
+    this.h.setDown(down);
+  }
+
+  peerLost(name: string): void {
+    this.h.peerLost(name);
+  }
+
+  runnerLost(error: Error): number {
+    return this.h.runnerLost(error);
+  }
+
+  replaceRunner(runner: ModelRunner): void {
+    this.runner = runner;
+    this.h.replaceRunner(runner);
+  }
+
+  /** Its engine never dies as a whole here: its runner does, and whoever started the runner watches it (lose, replaceRunner). */
+  onFailure(): void {}
+
+  laneStats(): LaneStats {
+    return this.h.engine.laneStats();
+  }
+
+  async close(): Promise<void> {
+    this.host?.dispose();
+  }
+}

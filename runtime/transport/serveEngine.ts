@@ -1,0 +1,220 @@
+// The engine protocol's server side: one engine host served over a port (a worker's MessagePort, a NATS link), messages as data.
+import type { Algorithm } from '../../shared/algorithm.ts';
+import { createRealClock } from '../clock/clock.ts';
+import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import { toEngineSchema, toPeerSchema, type ThreadStats } from '../../shared/protocol/engineProtocol.ts';
+import { EngineHost } from '../core/engineHost.ts';
+import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, FromEngine, PeerLink, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from '../core/messages.ts';
+import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
+
+/**
+ * Handoffs to peers reached by address rather than by a port each (remote engines over NATS, where
+ * a peer model may have several replicas): it sends each request to its home there, or places it.
+ */
+export interface PeerRouter {
+  /** Every arrival here, from the entry or a peer, before the engine takes it (a peer's says where the request's state is). */
+  arrived(arrivals: readonly WireArrival[]): void;
+  /** The request ended here: released by the entry, or finished here. */
+  ended(id: string): void;
+  /** Handoffs to model `to`, as they leave. */
+  send(to: string, arrivals: readonly WireArrival[]): void;
+  /** The replica a request was just sent to on model `to` (the entry's `moved` event names it). */
+  sentTo(id: string, to: string): string | undefined;
+}
+
+type RemotePeers = Extract<ToEngine, { type: 'remote-peers' }>;
+
+/** An engine host with what a port adds: algorithms built from their references, arrivals parked until their deploy comes. */
+export class PortedEngine {
+  readonly host: EngineHost;
+  private readonly algorithms = new Map<string, { alg: Algorithm<unknown>; ref: AlgorithmRef }>();
+  /** Arrivals whose algorithm's deploy has not come yet (it travels on the entry's link, they on a peer's). */
+  private readonly parked = new Map<string, WireArrival[]>();
+  private router: PeerRouter | null = null;
+  private readonly trusted: boolean;
+
+  constructor(
+    private readonly port: PortLike,
+    settings: EngineSettings,
+    runner: ModelRunner,
+    trusted: boolean,
+    decoder: Decoder | undefined,
+    threadStats?: () => ThreadStats,
+  ) {
+    // under checkInvariants every message is checked, our own thread's too
+    this.trusted = trusted && !settings.checkInvariants;
+    const post = (m: FromEngine) => port.postMessage(m);
+    const outlet: EngineOutlet = {
+      inProcess: false,
+      report: (r) => {
+        if (threadStats) r.lane!.thread = threadStats();
+        const { message, transfer } = toWireStep(r, (e) => this.wireEvent(e));
+        port.postMessage(message, transfer);
+      },
+      viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
+    };
+    this.host = new EngineHost(outlet, settings, runner, decoder, createRealClock(settings.origin));
+  }
+
+  /** Requests this engine holds state for. */
+  get held(): number {
+    return this.host.held;
+  }
+
+  get engine() {
+    return this.host.engine;
+  }
+
+  addPeer(name: string, port: PortLike): void {
+    const link: PeerLink = { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() };
+    port.on('message', (m) => {
+      const { arrivals } = this.trusted ? (m as ToPeer) : toPeerSchema.parse(m);
+      // sent just before that peer died (or was replaced): what it had seen of these requests died with it
+      this.arrive(this.host.linked(name, link) ? arrivals : arrivals.map((w) => forgetModel(w, name)));
+    });
+    this.host.addPeer(name, link);
+  }
+
+  /** Handoffs to `models` go through `router` (models with a port of their own keep it). */
+  routeTo(router: PeerRouter, models: readonly string[]): void {
+    this.router = router;
+    for (const name of models) this.host.addPeer(name, { arrive: (arrivals) => router.send(name, arrivals.map(toWireArrival)), close: () => {} });
+  }
+
+  /** An event as it leaves for the entry: a handoff to a routed peer names the replica it went to. */
+  private wireEvent(e: Finish | Moved): WireEvent {
+    const w = toWireEvent(e);
+    if (!this.router) return w;
+    if (w.type === 'finish') this.router.ended(w.requestId);
+    if (w.type !== 'moved') return w;
+    const replica = this.router.sentTo(w.requestId, w.to);
+    return replica === undefined ? w : { ...w, replica };
+  }
+
+  release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): void {
+    this.host.release(id, serial, status);
+    this.router?.ended(id);
+  }
+
+  async deploy(ref: AlgorithmRef): Promise<void> {
+    if (!this.algorithms.has(ref.key)) this.algorithms.set(ref.key, { alg: await loadAlgorithm(ref), ref });
+    const waiting = this.parked.get(ref.key);
+    this.parked.delete(ref.key);
+    if (waiting) this.arrive(waiting);
+  }
+
+  arrive(arrivals: readonly WireArrival[]): void {
+    this.router?.arrived(arrivals);
+    const ready: Arrival[] = [];
+    for (const w of arrivals) {
+      const a = fromWireArrival(w, (key) => this.algorithms.get(key));
+      if (a) ready.push(a);
+      else {
+        const list = this.parked.get(w.spec.algorithm) ?? [];
+        list.push(w);
+        this.parked.set(w.spec.algorithm, list);
+      }
+    }
+    this.host.arrive(ready);
+  }
+
+  dispose(): void {
+    this.host.dispose();
+  }
+
+  post(m: FromEngine): void {
+    this.port.postMessage(m);
+  }
+}
+
+export interface ServeOptions {
+  /** The entry said `close`: a worker closes its runner and leaves; a sub-server outlives its entries and only forgets this one. */
+  onClose(): Promise<void>;
+  /** A message that cannot be handled (a bug, a malformed message): a worker dies as a crash would. */
+  onError(e: Error): void;
+  /** A new engine (a `begin`) replaced the one before. */
+  onBegin?(server: PortedEngine): void;
+  /** The entry is this program in another thread (a worker's parent): its messages and its peers' are not checked. */
+  trusted?: boolean;
+  /** The model's tokenizer, loaded beside the runner: the engine detokenises requests that ask for text. */
+  decoder?: Decoder;
+  /** An engine alone in its thread: the thread's CPU and GC time, sent with its lane. */
+  threadStats?: () => ThreadStats;
+  /** Over NATS: the entry named its other remote models (`remote-peers`); absent, the message is refused. */
+  remotePeers?(server: PortedEngine, m: RemotePeers): void;
+}
+
+/**
+ * Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host (a new
+ * deployment, such as a bench's next server, takes the engine over: the old one held nothing any
+ * more). Messages are validated and handled in order; deploys are asynchronous, later messages wait.
+ */
+export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
+  let server: PortedEngine | null = null;
+  let chain: Promise<void> = Promise.resolve();
+  const handle = async (m: ToEngine): Promise<void> => {
+    if (m.type === 'begin') {
+      server?.dispose();
+      server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder, opts.threadStats);
+      for (const [name, p] of Object.entries(m.peers)) server.addPeer(name, p);
+      opts.onBegin?.(server);
+      return;
+    }
+    if (m.type === 'close') {
+      server?.dispose();
+      server = null;
+      return opts.onClose();
+    }
+    if (!server) throw new Error(`engine got "${m.type}" before "begin"`);
+    const { host } = server;
+    switch (m.type) {
+      case 'peer':
+        return server.addPeer(m.name, m.port);
+      case 'deploy':
+        return server.deploy(m.ref);
+      case 'arrive':
+        return server.arrive(m.arrivals);
+      case 'remote-peers':
+        if (!opts.remotePeers) throw new Error('engine got "remote-peers", which only an engine served over NATS takes');
+        return opts.remotePeers(server, m);
+      case 'release':
+        return server.release(m.id, m.serial, m.status);
+      case 'threshold':
+        return host.setSchedule(m.threshold, m.maxWaitMs);
+      case 'grant':
+        return host.allow();
+      case 'down':
+        return host.setDown(m.down);
+      case 'trace':
+        return host.setTracing(m.on);
+      case 'peer-lost':
+        return host.peerLost(m.model);
+    }
+  };
+  port.on('message', (raw: unknown): void => {
+    let m = raw as ToEngine;
+    if (!opts.trusted || server?.host.settings.checkInvariants) {
+      const parsed = toEngineSchema.safeParse(raw);
+      if (!parsed.success) return opts.onError(new Error(`malformed engine message: ${parsed.error.issues[0]?.message}`));
+      m = parsed.data;
+    }
+    if (m.type === 'crash') return opts.onError(new Error(m.message));
+    chain = chain.then(() => handle(m)).catch((e: Error) => opts.onError(e));
+  });
+  return {
+    get server() {
+      return server;
+    },
+  };
+}
+
+/** The arrival as if model `name` had seen nothing of the request: its next visit there re-prefills. */
+function forgetModel(w: WireArrival, name: string): WireArrival {
+  const m = w.spec.models.indexOf(name) + 1;
+  if (m === 0 || w.known[m] === 0) return w;
+  const known = w.known.slice();
+  known[m] = 0;
+  return { ...w, known };
+}
