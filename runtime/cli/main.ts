@@ -16,9 +16,12 @@ const COMMANDS: Record<string, Command> = {
     run: async (args) => (await import('./modelsCommand.ts')).modelsCommand(args),
   },
   bench: {
-    summary: 'run a benchmark suite (same as npm run bench -- <suite>)',
-    usage: 'tokenrouter bench <suite> [--json FILE] [--trace DIR]   (--trace: serving suites write one trace per server run)',
-    run: async (args) => (await import('../../test/bench/main.ts')).main(args),
+    summary: 'load a running server (bench serve), or run a benchmark suite from a checkout (same as npm run bench -- <suite>)',
+    usage:
+      'tokenrouter bench serve --url URL --model NAME [...]   (the load generator against any server; bench serve --help)\n' +
+      '       tokenrouter bench <suite> [--json FILE] [--trace DIR]   (--trace: serving suites write one trace per server run)',
+    // The suites live in test/bench (the one product import of test/, allowed in .dependency-cruiser.cjs); serve is product code.
+    run: async (args) => (args[0] === 'serve' ? (await import('../loadgen/cli.ts')).main(args.slice(1)) : (await import('../../test/bench/main.ts')).main(args)),
   },
   eval: {
     summary: "accuracy vs throughput of every algorithm and baseline on a task's validation or held-out problems",
