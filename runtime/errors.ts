@@ -1,6 +1,24 @@
 // The runtime's few typed errors; the server translates them to HTTP/WebSocket responses in one place.
 
-export const ERROR_CODES = ['invalid_request', 'invalid_ir', 'forbidden_host', 'invalid_api_key', 'rate_limit_exceeded', 'not_found', 'method_not_allowed', 'conflict', 'too_large', 'overloaded', 'unavailable', 'model_unavailable', 'infeasible_thresholds', 'cancelled', 'algorithm_error', 'runner_error', 'internal'] as const;
+export const ERROR_CODES = [
+  'invalid_request',
+  'invalid_ir',
+  'forbidden_host',
+  'invalid_api_key',
+  'rate_limit_exceeded',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'too_large',
+  'overloaded',
+  'unavailable',
+  'model_unavailable',
+  'infeasible_thresholds',
+  'cancelled',
+  'algorithm_error',
+  'runner_error',
+  'internal',
+] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export class TokenRouterError extends Error {

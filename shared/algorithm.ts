@@ -120,5 +120,7 @@ export const NO_WANTS: StepWants = Object.freeze({ topK: 0, hidden: false, heads
 export function wantsFor(algorithm: Algorithm<unknown>, model: ModelId): StepWants {
   const w = algorithm.wants?.[model];
   if (!w) return NO_WANTS;
-  return w.signals === false ? { topK: w.topK ?? 0, hidden: w.hidden ?? false, heads: w.heads ?? [], signals: false } : { topK: w.topK ?? 0, hidden: w.hidden ?? false, heads: w.heads ?? [] };
+  return w.signals === false
+    ? { topK: w.topK ?? 0, hidden: w.hidden ?? false, heads: w.heads ?? [], signals: false }
+    : { topK: w.topK ?? 0, hidden: w.hidden ?? false, heads: w.heads ?? [] };
 }

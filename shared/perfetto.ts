@@ -39,7 +39,10 @@ const us = (ms: number): number => Math.round(ms * 1000);
 /** pid 1 holds runtime-wide marks (config changes) and request lifetimes; models start at 2. */
 const RUNTIME_PID = 1;
 
-interface Interval { startUs: number; endUs: number; }
+interface Interval {
+  startUs: number;
+  endUs: number;
+}
 
 /**
  * Greedy interval partitioning: each interval goes to the lowest track whose last slice ended by
@@ -51,7 +54,10 @@ export function assignTracks(items: readonly Interval[]): number[] {
   const track = new Array<number>(items.length);
   for (const i of order) {
     let k = lastEnd.findIndex((e) => e <= items[i].startUs);
-    if (k < 0) { k = lastEnd.length; lastEnd.push(0); }
+    if (k < 0) {
+      k = lastEnd.length;
+      lastEnd.push(0);
+    }
     lastEnd[k] = items[i].endUs;
     track[i] = k + 1;
   }
@@ -69,9 +75,14 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
     return p;
   };
   for (const e of events) {
-    if (e.type === 'batch') { batches.push(e); pidOf(e.model); }
-    else if (e.type === 'handoff') { handoffs.push(e); pidOf(e.from); pidOf(e.to); }
-    else if (e.type === 'queue') pidOf(e.model);
+    if (e.type === 'batch') {
+      batches.push(e);
+      pidOf(e.model);
+    } else if (e.type === 'handoff') {
+      handoffs.push(e);
+      pidOf(e.from);
+      pidOf(e.to);
+    } else if (e.type === 'queue') pidOf(e.model);
     else if (e.type === 'config') for (const m of Object.keys(e.thresholds)) pidOf(m);
   }
 
@@ -82,13 +93,20 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
   for (const [model, pid] of pids) {
     const idx = batches.map((b, i) => (b.model === model ? i : -1)).filter((i) => i >= 0);
     const tracks = assignTracks(idx.map((i) => sliceOf[i]));
-    idx.forEach((i, k) => { tidOf[i] = tracks[k]; });
+    idx.forEach((i, k) => {
+      tidOf[i] = tracks[k];
+    });
     tracksPerPid.set(pid, Math.max(1, ...tracks));
   }
   batches.forEach((b, i) => {
     out.push({
-      name: `${b.phase} ×${b.requestIds.length}`, cat: `batch,${b.phase}`, ph: 'X', pid: pidOf(b.model), tid: tidOf[i],
-      ts: sliceOf[i].startUs, dur: sliceOf[i].endUs - sliceOf[i].startUs,
+      name: `${b.phase} ×${b.requestIds.length}`,
+      cat: `batch,${b.phase}`,
+      ph: 'X',
+      pid: pidOf(b.model),
+      tid: tidOf[i],
+      ts: sliceOf[i].startUs,
+      dur: sliceOf[i].endUs - sliceOf[i].startUs,
       args: { batchId: b.batchId, size: b.requestIds.length, tokens: b.tokens, phase: b.phase, requestIds: b.requestIds },
     });
   });
@@ -119,7 +137,13 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
     if (e.type === 'queue') out.push({ name: 'queue', ph: 'C', pid: pidOf(e.model), tid: 0, ts: us(e.t), args: { waiting: e.length } });
     else if (e.type === 'config') {
       out.push({
-        name: `config: ${e.mode}`, cat: 'config', ph: 'i', s: 'g', pid: RUNTIME_PID, tid: 0, ts: us(e.t),
+        name: `config: ${e.mode}`,
+        cat: 'config',
+        ph: 'i',
+        s: 'g',
+        pid: RUNTIME_PID,
+        tid: 0,
+        ts: us(e.t),
         args: { mode: e.mode, retainState: e.retainState, maxWaitMs: e.maxWaitMs, thresholds: JSON.stringify(e.thresholds) },
       });
     } else if (e.type === 'request-end') ends.push(e);
@@ -128,10 +152,19 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
   const reqTid = assignTracks(reqIv);
   ends.forEach((e, i) => {
     out.push({
-      name: e.requestId, cat: 'request', ph: 'X', pid: RUNTIME_PID, tid: 100 + reqTid[i], ts: reqIv[i].startUs, dur: reqIv[i].endUs - reqIv[i].startUs,
+      name: e.requestId,
+      cat: 'request',
+      ph: 'X',
+      pid: RUNTIME_PID,
+      tid: 100 + reqTid[i],
+      ts: reqIv[i].startUs,
+      dur: reqIv[i].endUs - reqIv[i].startUs,
       args: {
-        status: e.status, tokens: e.tokens.length, handoffs: e.handoffs,
-        ttftMs: e.firstTokenAt === null ? null : e.firstTokenAt - e.admittedAt, runs: e.runs.map((r) => `${r.model}:${r.count}`),
+        status: e.status,
+        tokens: e.tokens.length,
+        handoffs: e.handoffs,
+        ttftMs: e.firstTokenAt === null ? null : e.firstTokenAt - e.admittedAt,
+        runs: e.runs.map((r) => `${r.model}:${r.count}`),
       },
     });
   });
@@ -147,10 +180,13 @@ export function toChromeTrace(events: readonly TraceEvent[]): ChromeTrace {
     meta.push({ name: 'process_name', ph: 'M', pid, tid: 0, ts: 0, args: { name: model } });
     meta.push({ name: 'process_sort_index', ph: 'M', pid, tid: 0, ts: 0, args: { sort_index: pid } });
     const n = tracksPerPid.get(pid) ?? 1;
-    for (let k = 1; k <= n; k++) meta.push({ name: 'thread_name', ph: 'M', pid, tid: k, ts: 0, args: { name: k === 1 ? 'batches' : `batches (overlap ${k})` } });
+    for (let k = 1; k <= n; k++)
+      meta.push({ name: 'thread_name', ph: 'M', pid, tid: k, ts: 0, args: { name: k === 1 ? 'batches' : `batches (overlap ${k})` } });
   }
   return {
-    traceEvents: [...meta, ...out], displayTimeUnit: 'ms', otherData: { source: 'tokenrouter-ts timeline' },
+    traceEvents: [...meta, ...out],
+    displayTimeUnit: 'ms',
+    otherData: { source: 'tokenrouter-ts timeline' },
     tokenrouter: { format: EMBED_FORMAT, version: 1, events: [...events] },
   };
 }
@@ -171,7 +207,8 @@ export function fromChromeTrace(trace: { traceEvents: unknown[]; tokenrouter?: u
   if (emb && emb.format === EMBED_FORMAT && Array.isArray(emb.events)) return { events: emb.events, embedded: true };
   const evs = trace.traceEvents.filter((e): e is ChromeTraceEvent => typeof e === 'object' && e !== null && typeof (e as ChromeTraceEvent).ph === 'string');
   const model = new Map<number, string>();
-  for (const e of evs) if (e.ph === 'M' && e.name === 'process_name' && typeof e.args?.name === 'string' && e.pid !== RUNTIME_PID) model.set(e.pid, e.args.name);
+  for (const e of evs)
+    if (e.ph === 'M' && e.name === 'process_name' && typeof e.args?.name === 'string' && e.pid !== RUNTIME_PID) model.set(e.pid, e.args.name);
   const ms = (t: number): number => t / 1000;
   const out: unknown[] = [];
   const slices: { pid: number; tid: number; ts: number; end: number; batchId: unknown }[] = [];
@@ -179,12 +216,25 @@ export function fromChromeTrace(trace: { traceEvents: unknown[]; tokenrouter?: u
     const a = e.args ?? {};
     if (e.ph === 'X' && e.cat?.startsWith('batch') && model.has(e.pid)) {
       slices.push({ pid: e.pid, tid: e.tid, ts: e.ts, end: e.ts + (e.dur ?? 0), batchId: a.batchId });
-      out.push({ type: 'batch', model: model.get(e.pid), batchId: a.batchId, requestIds: a.requestIds, phase: a.phase, tokens: a.tokens, start: ms(e.ts), end: ms(e.ts + (e.dur ?? 0)) });
+      out.push({
+        type: 'batch',
+        model: model.get(e.pid),
+        batchId: a.batchId,
+        requestIds: a.requestIds,
+        phase: a.phase,
+        tokens: a.tokens,
+        start: ms(e.ts),
+        end: ms(e.ts + (e.dur ?? 0)),
+      });
     } else if (e.ph === 'C' && e.name === 'queue' && model.has(e.pid)) {
       out.push({ type: 'queue', t: ms(e.ts), model: model.get(e.pid), length: a.waiting });
     } else if (e.ph === 'i' && e.cat === 'config') {
       let thresholds: unknown = a.thresholds;
-      try { if (typeof thresholds === 'string') thresholds = JSON.parse(thresholds); } catch { /* left invalid: validation reports it */ }
+      try {
+        if (typeof thresholds === 'string') thresholds = JSON.parse(thresholds);
+      } catch {
+        /* left invalid: validation reports it */
+      }
       out.push({ type: 'config', t: ms(e.ts), mode: a.mode, retainState: a.retainState, maxWaitMs: a.maxWaitMs, thresholds });
     }
   }
@@ -193,8 +243,14 @@ export function fromChromeTrace(trace: { traceEvents: unknown[]; tokenrouter?: u
     const a = e.args ?? {};
     const enclosing = model.get(e.pid) !== a.from ? undefined : slices.find((s) => s.pid === e.pid && s.tid === e.tid && s.ts <= e.ts && e.ts <= s.end);
     out.push({
-      type: 'handoff', t: typeof a.tMs === 'number' ? a.tMs : ms(e.ts), requestId: a.requestId, from: a.from, to: a.to,
-      batchId: typeof a.batchId === 'number' ? a.batchId : enclosing?.batchId ?? -1, tokens: a.tokens, kept: a.kept,
+      type: 'handoff',
+      t: typeof a.tMs === 'number' ? a.tMs : ms(e.ts),
+      requestId: a.requestId,
+      from: a.from,
+      to: a.to,
+      batchId: typeof a.batchId === 'number' ? a.batchId : (enclosing?.batchId ?? -1),
+      tokens: a.tokens,
+      kept: a.kept,
     });
   }
   return { events: out, embedded: false };

@@ -28,7 +28,14 @@ export const graderSchema = z.discriminatedUnion('kind', [
    * group, else the whole match, equals the reference exactly. No match: wrong.
    */
   z
-    .object({ kind: z.literal('regex'), pattern: z.string().min(1), flags: z.string().regex(/^[dgimsuvy]*$/, 'flags: JavaScript RegExp flags (d g i m s u v y)').optional() })
+    .object({
+      kind: z.literal('regex'),
+      pattern: z.string().min(1),
+      flags: z
+        .string()
+        .regex(/^[dgimsuvy]*$/, 'flags: JavaScript RegExp flags (d g i m s u v y)')
+        .optional(),
+    })
     .strict()
     .superRefine((g, ctx) => {
       const why = regexError(g.pattern, g.flags);
@@ -70,6 +77,11 @@ export const taskLineSchema = z
   })
   .strict()
   .superRefine((l, ctx) => {
-    if ((l.prompt === undefined) === (l.messages === undefined)) ctx.addIssue({ code: 'custom', path: [l.prompt === undefined ? 'prompt' : 'messages'], message: 'give exactly one of "prompt" (one user message) and "messages" (a chat)' });
+    if ((l.prompt === undefined) === (l.messages === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: [l.prompt === undefined ? 'prompt' : 'messages'],
+        message: 'give exactly one of "prompt" (one user message) and "messages" (a chat)',
+      });
   });
 export type TaskLine = z.infer<typeof taskLineSchema>;

@@ -20,7 +20,16 @@ export function AdminTokenForm({ onSaved, refused }: { onSaved(): void; refused:
     >
       <b>{refused && had ? 'The server refused the kept admin token.' : 'This server needs its admin token.'}</b>
       <span className="token-hint">{TOKEN_HINT} It is kept in this browser until you forget it.</span>
-      <input type="password" autoComplete="off" spellCheck={false} placeholder="admin token" aria-label="admin token" value={value} onChange={(e) => setValue(e.target.value)} data-testid="admin-token-input" />
+      <input
+        type="password"
+        autoComplete="off"
+        spellCheck={false}
+        placeholder="admin token"
+        aria-label="admin token"
+        value={value}
+        onChange={(e) => setValue(e.target.value)}
+        data-testid="admin-token-input"
+      />
       <button type="submit" className="primary" disabled={!value.trim()} data-testid="admin-token-save">
         Use token
       </button>
@@ -32,7 +41,8 @@ export function AdminTokenForm({ onSaved, refused }: { onSaved(): void; refused:
 export function ForgetTokenButton({ onForgot }: { onForgot(): void }) {
   if (adminToken() === null) return null;
   return (
-    <button type="button"
+    <button
+      type="button"
       className="token-forget"
       title="Remove the admin token kept in this browser"
       data-testid="admin-token-forget"

@@ -29,7 +29,22 @@ interface Reference {
 }
 
 export function familyArch(c: WeightsManifest['config']): DecoderArch {
-  return { family: 'qwen3', hiddenSize: c.hidden, numLayers: c.layers, numHeads: c.heads, numKvHeads: c.kv, headDim: c.head_dim, intermediateSize: c.ffn, vocabSize: QWEN3_IDS.vocab, maxPositions: 40960, rmsNormEps: 1e-6, ropeTheta: 1_000_000, ropeScaling: null, tiedEmbeddings: true, qkNorm: true };
+  return {
+    family: 'qwen3',
+    hiddenSize: c.hidden,
+    numLayers: c.layers,
+    numHeads: c.heads,
+    numKvHeads: c.kv,
+    headDim: c.head_dim,
+    intermediateSize: c.ffn,
+    vocabSize: QWEN3_IDS.vocab,
+    maxPositions: 40960,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1_000_000,
+    ropeScaling: null,
+    tiedEmbeddings: true,
+    qkNorm: true,
+  };
 }
 
 /** Largest |ORT - PyTorch| over each reference prompt's compact logits (unused ids must sit at -1e9). */
@@ -41,17 +56,23 @@ async function checkReference(modelPath: string, arch: DecoderArch, vocab: numbe
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', BigInt64Array.from(r.prompt, BigInt), [1, S]),
       attention_mask: new ort.Tensor('int64', new BigInt64Array(S).fill(1n), [1, S]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: S }, (_, i) => BigInt(i)), [1, S]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: S }, (_, i) => BigInt(i)),
+        [1, S],
+      ),
       num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
     };
     for (let l = 0; l < arch.numLayers; l++) {
-      for (const k of ['key', 'value']) feeds[`past_key_values.${l}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [1, arch.numKvHeads, 0, arch.headDim]);
+      for (const k of ['key', 'value'])
+        feeds[`past_key_values.${l}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [1, arch.numKvHeads, 0, arch.headDim]);
     }
     const logits = (await session.run(feeds, ['logits'])).logits.data as Float32Array;
     if (logits.length !== arch.vocabSize) throw new Error(`exportFamily: logits have ${logits.length} columns, expected ${arch.vocabSize}`);
     vocab.forEach((id, i) => (worst = Math.max(worst, Math.abs(logits[id] - r.logits[i]))));
     const used = new Set(vocab);
-    for (let id = 0; id < logits.length; id += 997) if (!used.has(id) && logits[id] > -1e8) throw new Error(`exportFamily: unused id ${id} has logit ${logits[id]}, not masked`);
+    for (let id = 0; id < logits.length; id += 997)
+      if (!used.has(id) && logits[id] > -1e8) throw new Error(`exportFamily: unused id ${id} has logit ${logits[id]}, not masked`);
   }
   await session.release();
   return worst;

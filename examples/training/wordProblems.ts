@@ -32,34 +32,77 @@ type Rng = () => number;
 const int = (r: Rng, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
 const pick = <T>(r: Rng, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
 
-interface Person { name: string; they: string; their: string }
+interface Person {
+  name: string;
+  they: string;
+  their: string;
+}
 const PEOPLE: Person[] = [
-  ...['Mia', 'Ava', 'Lena', 'Sofia', 'Nora', 'Grace', 'Chloe', 'Ruth', 'Hana', 'Priya', 'Zoe', 'Elena', 'Amara', 'Julia', 'Ines', 'Maya'].map((name) => ({ name, they: 'she', their: 'her' })),
-  ...['Leo', 'Omar', 'Ben', 'Tom', 'Ravi', 'Sam', 'Jonas', 'Diego', 'Kai', 'Felix', 'Hugo', 'Noah', 'Ethan', 'Marco', 'Yusuf', 'Liam'].map((name) => ({ name, they: 'he', their: 'his' })),
+  ...['Mia', 'Ava', 'Lena', 'Sofia', 'Nora', 'Grace', 'Chloe', 'Ruth', 'Hana', 'Priya', 'Zoe', 'Elena', 'Amara', 'Julia', 'Ines', 'Maya'].map((name) => ({
+    name,
+    they: 'she',
+    their: 'her',
+  })),
+  ...['Leo', 'Omar', 'Ben', 'Tom', 'Ravi', 'Sam', 'Jonas', 'Diego', 'Kai', 'Felix', 'Hugo', 'Noah', 'Ethan', 'Marco', 'Yusuf', 'Liam'].map((name) => ({
+    name,
+    they: 'he',
+    their: 'his',
+  })),
 ];
 
 /** Countable things and what holds several of them. */
-interface Thing { one: string; many: string; pack: string; packs: string }
+interface Thing {
+  one: string;
+  many: string;
+  pack: string;
+  packs: string;
+}
 const THINGS: Thing[] = [
-  ['apple', 'apples', 'basket', 'baskets'], ['pencil', 'pencils', 'box', 'boxes'], ['marble', 'marbles', 'bag', 'bags'],
-  ['sticker', 'stickers', 'sheet', 'sheets'], ['cookie', 'cookies', 'tray', 'trays'], ['egg', 'eggs', 'carton', 'cartons'],
-  ['book', 'books', 'shelf', 'shelves'], ['card', 'cards', 'pack', 'packs'], ['shell', 'shells', 'jar', 'jars'],
-  ['stamp', 'stamps', 'album page', 'album pages'], ['orange', 'oranges', 'crate', 'crates'], ['muffin', 'muffins', 'tin', 'tins'],
-  ['bead', 'beads', 'string', 'strings'], ['plant', 'plants', 'row', 'rows'], ['toy car', 'toy cars', 'case', 'cases'],
-  ['candle', 'candles', 'box', 'boxes'], ['brick', 'bricks', 'stack', 'stacks'], ['flower', 'flowers', 'bunch', 'bunches'],
+  ['apple', 'apples', 'basket', 'baskets'],
+  ['pencil', 'pencils', 'box', 'boxes'],
+  ['marble', 'marbles', 'bag', 'bags'],
+  ['sticker', 'stickers', 'sheet', 'sheets'],
+  ['cookie', 'cookies', 'tray', 'trays'],
+  ['egg', 'eggs', 'carton', 'cartons'],
+  ['book', 'books', 'shelf', 'shelves'],
+  ['card', 'cards', 'pack', 'packs'],
+  ['shell', 'shells', 'jar', 'jars'],
+  ['stamp', 'stamps', 'album page', 'album pages'],
+  ['orange', 'oranges', 'crate', 'crates'],
+  ['muffin', 'muffins', 'tin', 'tins'],
+  ['bead', 'beads', 'string', 'strings'],
+  ['plant', 'plants', 'row', 'rows'],
+  ['toy car', 'toy cars', 'case', 'cases'],
+  ['candle', 'candles', 'box', 'boxes'],
+  ['brick', 'bricks', 'stack', 'stacks'],
+  ['flower', 'flowers', 'bunch', 'bunches'],
 ].map(([one, many, pack, packs]) => ({ one, many, pack, packs }));
 
 /** Amounts with a unit, and how one gains them over time. */
-interface Measure { unit: string; per: string; verb: string }
+interface Measure {
+  unit: string;
+  per: string;
+  verb: string;
+}
 const MEASURES: Measure[] = [
-  { unit: 'kilometres', per: 'day', verb: 'walks' }, { unit: 'pages', per: 'day', verb: 'reads' }, { unit: 'dollars', per: 'week', verb: 'saves' },
-  { unit: 'litres of water', per: 'day', verb: 'drinks' }, { unit: 'laps', per: 'day', verb: 'swims' }, { unit: 'minutes', per: 'day', verb: 'practises the piano for' },
-  { unit: 'points', per: 'game', verb: 'scores' }, { unit: 'photos', per: 'day', verb: 'takes' },
+  { unit: 'kilometres', per: 'day', verb: 'walks' },
+  { unit: 'pages', per: 'day', verb: 'reads' },
+  { unit: 'dollars', per: 'week', verb: 'saves' },
+  { unit: 'litres of water', per: 'day', verb: 'drinks' },
+  { unit: 'laps', per: 'day', verb: 'swims' },
+  { unit: 'minutes', per: 'day', verb: 'practises the piano for' },
+  { unit: 'points', per: 'game', verb: 'scores' },
+  { unit: 'photos', per: 'day', verb: 'takes' },
 ];
 const PLACES = ['at the market', 'at school', 'at the fair', 'in the garden', 'at the shop', 'at the library', 'at the park', 'at home'];
 const FRIENDS = ['friends', 'classmates', 'cousins', 'neighbours', 'teammates'];
 
-interface Drawn { nums: number[]; question: string; steps: string[]; final: number }
+interface Drawn {
+  nums: number[];
+  question: string;
+  steps: string[];
+  final: number;
+}
 type Template = (r: Rng) => Drawn;
 
 /** Two different people. */
@@ -74,80 +117,216 @@ const cap = (s: string): string => s[0].toUpperCase() + s.slice(1);
 
 export const TEMPLATES: Record<string, Template> = {
   'groups-give': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS);
-    const a = int(r, 2, 12), b = int(r, 2, 12), c = int(r, 1, a * b - 1);
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS);
+    const a = int(r, 2, 12),
+      b = int(r, 2, 12),
+      c = int(r, 1, a * b - 1);
     const total = a * b;
-    return { nums: [a, b, c], final: total - c, question: `${p.name} has ${a} ${t.packs} of ${t.many}. Each ${t.pack} holds ${b} ${t.many}. ${cap(p.they)} gives ${c} ${t.many} to a friend. How many ${t.many} does ${p.name} have left?`, steps: [`${p.name} has ${a} ${t.packs} with ${b} ${t.many} in each, so ${p.they} has ${a} * ${b} = ${total} ${t.many}.`, `After giving away ${c}, ${p.they} has ${total} - ${c} = ${total - c} ${t.many} left.`] };
+    return {
+      nums: [a, b, c],
+      final: total - c,
+      question: `${p.name} has ${a} ${t.packs} of ${t.many}. Each ${t.pack} holds ${b} ${t.many}. ${cap(p.they)} gives ${c} ${t.many} to a friend. How many ${t.many} does ${p.name} have left?`,
+      steps: [
+        `${p.name} has ${a} ${t.packs} with ${b} ${t.many} in each, so ${p.they} has ${a} * ${b} = ${total} ${t.many}.`,
+        `After giving away ${c}, ${p.they} has ${total} - ${c} = ${total - c} ${t.many} left.`,
+      ],
+    };
   },
   'buy-more': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS), place = pick(r, PLACES);
-    const a = int(r, 2, 12), b = int(r, 2, 12), c = int(r, 1, 40);
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS),
+      place = pick(r, PLACES);
+    const a = int(r, 2, 12),
+      b = int(r, 2, 12),
+      c = int(r, 1, 40);
     const total = a * b;
-    return { nums: [a, b, c], final: total + c, question: `${p.name} buys ${a} ${t.packs} of ${t.many} ${place}. There are ${b} ${t.many} in each ${t.pack}. Later ${p.they} finds ${c} more ${t.many}. How many ${t.many} does ${p.name} have now?`, steps: [`The ${t.packs} hold ${a} * ${b} = ${total} ${t.many}.`, `With the ${c} ${p.they} found, ${p.name} has ${total} + ${c} = ${total + c} ${t.many}.`] };
+    return {
+      nums: [a, b, c],
+      final: total + c,
+      question: `${p.name} buys ${a} ${t.packs} of ${t.many} ${place}. There are ${b} ${t.many} in each ${t.pack}. Later ${p.they} finds ${c} more ${t.many}. How many ${t.many} does ${p.name} have now?`,
+      steps: [
+        `The ${t.packs} hold ${a} * ${b} = ${total} ${t.many}.`,
+        `With the ${c} ${p.they} found, ${p.name} has ${total} + ${c} = ${total + c} ${t.many}.`,
+      ],
+    };
   },
   'share-equally': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS), who = pick(r, FRIENDS);
-    const c = int(r, 2, 9), each = int(r, 2, 12), a = int(r, 1, c * each - 1), b = c * each - a;
-    return { nums: [a, b, c], final: each, question: `${p.name} has ${a} ${t.many} and gets ${b} more ${t.many}. ${cap(p.they)} shares all of them equally among ${c} ${who}. How many ${t.many} does each of the ${who} get?`, steps: [`${p.name} has ${a} + ${b} = ${a + b} ${t.many} in all.`, `Shared among ${c} ${who}, each gets ${a + b} / ${c} = ${each} ${t.many}.`] };
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS),
+      who = pick(r, FRIENDS);
+    const c = int(r, 2, 9),
+      each = int(r, 2, 12),
+      a = int(r, 1, c * each - 1),
+      b = c * each - a;
+    return {
+      nums: [a, b, c],
+      final: each,
+      question: `${p.name} has ${a} ${t.many} and gets ${b} more ${t.many}. ${cap(p.they)} shares all of them equally among ${c} ${who}. How many ${t.many} does each of the ${who} get?`,
+      steps: [`${p.name} has ${a} + ${b} = ${a + b} ${t.many} in all.`, `Shared among ${c} ${who}, each gets ${a + b} / ${c} = ${each} ${t.many}.`],
+    };
   },
   'rows-extra-broken': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS);
-    const a = int(r, 2, 12), b = int(r, 2, 12), c = int(r, 1, 30), d = int(r, 1, Math.min(30, a * b + c - 1));
-    const total = a * b, more = total + c;
-    return { nums: [a, b, c, d], final: more - d, question: `${p.name} puts ${t.many} in ${a} ${t.packs} with ${b} in each. ${cap(p.they)} keeps ${c} extra ${t.many} on the side. Then ${d} of the ${t.many} get lost. How many ${t.many} are left?`, steps: [`The ${t.packs} hold ${a} * ${b} = ${total} ${t.many}.`, `With the ${c} extra, there are ${total} + ${c} = ${more} ${t.many}.`, `After losing ${d}, ${more} - ${d} = ${more - d} ${t.many} are left.`] };
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS);
+    const a = int(r, 2, 12),
+      b = int(r, 2, 12),
+      c = int(r, 1, 30),
+      d = int(r, 1, Math.min(30, a * b + c - 1));
+    const total = a * b,
+      more = total + c;
+    return {
+      nums: [a, b, c, d],
+      final: more - d,
+      question: `${p.name} puts ${t.many} in ${a} ${t.packs} with ${b} in each. ${cap(p.they)} keeps ${c} extra ${t.many} on the side. Then ${d} of the ${t.many} get lost. How many ${t.many} are left?`,
+      steps: [
+        `The ${t.packs} hold ${a} * ${b} = ${total} ${t.many}.`,
+        `With the ${c} extra, there are ${total} + ${c} = ${more} ${t.many}.`,
+        `After losing ${d}, ${more} - ${d} = ${more - d} ${t.many} are left.`,
+      ],
+    };
   },
   'change-back': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS), place = pick(r, PLACES);
-    const a = int(r, 2, 9), b = int(r, 2, 12), d = int(r, 1, 30), cost = a * b, all = cost + d;
-    const c = pick(r, [50, 100, 100, 200, 500].filter((x) => x > all));
-    return { nums: [a, b, d, c], final: c - all, question: `${p.name} buys ${a} ${t.many} ${place} for ${b} dollars each, and a bag for ${d} dollars. ${cap(p.they)} pays with ${c} dollars. How much change does ${p.name} get back?`, steps: [`The ${t.many} cost ${a} * ${b} = ${cost} dollars.`, `With the bag, ${p.they} spends ${cost} + ${d} = ${all} dollars.`, `The change is ${c} - ${all} = ${c - all} dollars.`] };
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS),
+      place = pick(r, PLACES);
+    const a = int(r, 2, 9),
+      b = int(r, 2, 12),
+      d = int(r, 1, 30),
+      cost = a * b,
+      all = cost + d;
+    const c = pick(
+      r,
+      [50, 100, 100, 200, 500].filter((x) => x > all),
+    );
+    return {
+      nums: [a, b, d, c],
+      final: c - all,
+      question: `${p.name} buys ${a} ${t.many} ${place} for ${b} dollars each, and a bag for ${d} dollars. ${cap(p.they)} pays with ${c} dollars. How much change does ${p.name} get back?`,
+      steps: [
+        `The ${t.many} cost ${a} * ${b} = ${cost} dollars.`,
+        `With the bag, ${p.they} spends ${cost} + ${d} = ${all} dollars.`,
+        `The change is ${c} - ${all} = ${c - all} dollars.`,
+      ],
+    };
   },
   'rate-then-more': (r) => {
-    const p = pick(r, PEOPLE), m = pick(r, MEASURES);
-    const a = int(r, 2, 12), b = int(r, 2, 12), c = int(r, 1, 40);
+    const p = pick(r, PEOPLE),
+      m = pick(r, MEASURES);
+    const a = int(r, 2, 12),
+      b = int(r, 2, 12),
+      c = int(r, 1, 40);
     const total = a * b;
-    return { nums: [a, b, c], final: total + c, question: `${p.name} ${m.verb} ${a} ${m.unit} each ${m.per} for ${b} ${m.per}s. On the last ${m.per} ${p.they} adds another ${c} ${m.unit}. How many ${m.unit} is that in all?`, steps: [`In ${b} ${m.per}s ${p.name} ${m.verb} ${a} * ${b} = ${total} ${m.unit}.`, `Adding the extra ${c} gives ${total} + ${c} = ${total + c} ${m.unit}.`] };
+    return {
+      nums: [a, b, c],
+      final: total + c,
+      question: `${p.name} ${m.verb} ${a} ${m.unit} each ${m.per} for ${b} ${m.per}s. On the last ${m.per} ${p.they} adds another ${c} ${m.unit}. How many ${m.unit} is that in all?`,
+      steps: [
+        `In ${b} ${m.per}s ${p.name} ${m.verb} ${a} * ${b} = ${total} ${m.unit}.`,
+        `Adding the extra ${c} gives ${total} + ${c} = ${total + c} ${m.unit}.`,
+      ],
+    };
   },
   'rate-minus-spent': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS);
-    const a = int(r, 2, 12), b = int(r, 2, 12), c = int(r, 1, a * b - 1);
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS);
+    const a = int(r, 2, 12),
+      b = int(r, 2, 12),
+      c = int(r, 1, a * b - 1);
     const total = a * b;
-    return { nums: [a, b, c], final: total - c, question: `Every day ${p.name} collects ${a} ${t.many}. After ${b} days ${p.they} uses ${c} of them for a project. How many ${t.many} does ${p.they} still have?`, steps: [`In ${b} days ${p.name} collects ${a} * ${b} = ${total} ${t.many}.`, `After using ${c}, ${p.they} has ${total} - ${c} = ${total - c} ${t.many}.`] };
+    return {
+      nums: [a, b, c],
+      final: total - c,
+      question: `Every day ${p.name} collects ${a} ${t.many}. After ${b} days ${p.they} uses ${c} of them for a project. How many ${t.many} does ${p.they} still have?`,
+      steps: [`In ${b} days ${p.name} collects ${a} * ${b} = ${total} ${t.many}.`, `After using ${c}, ${p.they} has ${total} - ${c} = ${total - c} ${t.many}.`],
+    };
   },
   'more-than-together': (r) => {
-    const [p, q] = two(r), t = pick(r, THINGS);
-    const a = int(r, 5, 90), b = int(r, 2, 40);
+    const [p, q] = two(r),
+      t = pick(r, THINGS);
+    const a = int(r, 5, 90),
+      b = int(r, 2, 40);
     const qs = a + b;
-    return { nums: [a, b], final: a + qs, question: `${p.name} has ${a} ${t.many}. ${q.name} has ${b} more ${t.many} than ${p.name}. How many ${t.many} do they have together?`, steps: [`${q.name} has ${a} + ${b} = ${qs} ${t.many}.`, `Together they have ${a} + ${qs} = ${a + qs} ${t.many}.`] };
+    return {
+      nums: [a, b],
+      final: a + qs,
+      question: `${p.name} has ${a} ${t.many}. ${q.name} has ${b} more ${t.many} than ${p.name}. How many ${t.many} do they have together?`,
+      steps: [`${q.name} has ${a} + ${b} = ${qs} ${t.many}.`, `Together they have ${a} + ${qs} = ${a + qs} ${t.many}.`],
+    };
   },
   'times-as-many-more': (r) => {
-    const [p, q] = two(r), t = pick(r, THINGS);
-    const a = int(r, 2, 15), c = int(r, 2, 9), d = int(r, 1, 30);
+    const [p, q] = two(r),
+      t = pick(r, THINGS);
+    const a = int(r, 2, 15),
+      c = int(r, 2, 9),
+      d = int(r, 1, 30);
     const qs = a * c;
-    return { nums: [a, c, d], final: qs + d - a, question: `${p.name} has ${a} ${t.many}. ${q.name} has ${c} times as many ${t.many} as ${p.name}, and then finds ${d} more. How many more ${t.many} than ${p.name} does ${q.name} have now?`, steps: [`${q.name} starts with ${a} * ${c} = ${qs} ${t.many}.`, `After finding ${d}, ${q.they} has ${qs} + ${d} = ${qs + d} ${t.many}.`, `That is ${qs + d} - ${a} = ${qs + d - a} more than ${p.name}.`] };
+    return {
+      nums: [a, c, d],
+      final: qs + d - a,
+      question: `${p.name} has ${a} ${t.many}. ${q.name} has ${c} times as many ${t.many} as ${p.name}, and then finds ${d} more. How many more ${t.many} than ${p.name} does ${q.name} have now?`,
+      steps: [
+        `${q.name} starts with ${a} * ${c} = ${qs} ${t.many}.`,
+        `After finding ${d}, ${q.they} has ${qs} + ${d} = ${qs + d} ${t.many}.`,
+        `That is ${qs + d} - ${a} = ${qs + d - a} more than ${p.name}.`,
+      ],
+    };
   },
   'bake-eat-bag': (r) => {
-    const p = pick(r, PEOPLE), t = pick(r, THINGS);
+    const p = pick(r, PEOPLE),
+      t = pick(r, THINGS);
     // redraw until the total splits as a * b with both in [2, 15] (a few draws; the same for a seed)
     for (;;) {
-      const d = int(r, 2, 9), bags = int(r, 2, 15), c = int(r, 1, 12);
+      const d = int(r, 2, 9),
+        bags = int(r, 2, 15),
+        c = int(r, 1, 12);
       const total = d * bags + c;
       const pairs: [number, number][] = [];
       for (let a = 2; a <= 15; a++) if (total % a === 0 && total / a >= 2 && total / a <= 15) pairs.push([a, total / a]);
       if (pairs.length === 0) continue;
       const [a, b] = pick(r, pairs);
-      return { nums: [a, b, c, d], final: bags, question: `${p.name} has ${a} ${t.packs} with ${b} ${t.many} each. ${cap(p.they)} keeps ${c} ${t.many} and packs the rest into bags of ${d}. How many bags does ${p.name} fill?`, steps: [`${p.name} has ${a} * ${b} = ${total} ${t.many}.`, `Keeping ${c} leaves ${total} - ${c} = ${total - c} ${t.many}.`, `In bags of ${d} that makes ${total - c} / ${d} = ${bags} bags.`] };
+      return {
+        nums: [a, b, c, d],
+        final: bags,
+        question: `${p.name} has ${a} ${t.packs} with ${b} ${t.many} each. ${cap(p.they)} keeps ${c} ${t.many} and packs the rest into bags of ${d}. How many bags does ${p.name} fill?`,
+        steps: [
+          `${p.name} has ${a} * ${b} = ${total} ${t.many}.`,
+          `Keeping ${c} leaves ${total} - ${c} = ${total - c} ${t.many}.`,
+          `In bags of ${d} that makes ${total - c} / ${d} = ${bags} bags.`,
+        ],
+      };
     }
   },
   'groups-of-each': (r) => {
-    const t = pick(r, THINGS), who = pick(r, FRIENDS);
-    const b = int(r, 2, 6), groups = int(r, 2, 10), c = int(r, 2, 9), d = int(r, 1, 25), a = b * groups;
-    return { nums: [a, b, c, d], final: groups * c + d, question: `A teacher splits ${a} ${who} into groups of ${b}. Each group gets ${c} ${t.many}, and the teacher keeps ${d} spare ${t.many}. How many ${t.many} does the teacher need in all?`, steps: [`${a} ${who} in groups of ${b} make ${a} / ${b} = ${groups} groups.`, `The groups get ${groups} * ${c} = ${groups * c} ${t.many}.`, `With the ${d} spare, the teacher needs ${groups * c} + ${d} = ${groups * c + d} ${t.many}.`] };
+    const t = pick(r, THINGS),
+      who = pick(r, FRIENDS);
+    const b = int(r, 2, 6),
+      groups = int(r, 2, 10),
+      c = int(r, 2, 9),
+      d = int(r, 1, 25),
+      a = b * groups;
+    return {
+      nums: [a, b, c, d],
+      final: groups * c + d,
+      question: `A teacher splits ${a} ${who} into groups of ${b}. Each group gets ${c} ${t.many}, and the teacher keeps ${d} spare ${t.many}. How many ${t.many} does the teacher need in all?`,
+      steps: [
+        `${a} ${who} in groups of ${b} make ${a} / ${b} = ${groups} groups.`,
+        `The groups get ${groups} * ${c} = ${groups * c} ${t.many}.`,
+        `With the ${d} spare, the teacher needs ${groups * c} + ${d} = ${groups * c + d} ${t.many}.`,
+      ],
+    };
   },
   'pages-left': (r) => {
     const p = pick(r, PEOPLE);
-    const b = int(r, 2, 12), c = int(r, 2, 9), a = b * c + int(r, 1, 90);
-    return { nums: [a, b, c], final: a - b * c, question: `A book has ${a} pages. ${p.name} reads ${b} pages a day for ${c} days. How many pages are left to read?`, steps: [`In ${c} days ${p.name} reads ${b} * ${c} = ${b * c} pages.`, `That leaves ${a} - ${b * c} = ${a - b * c} pages.`] };
+    const b = int(r, 2, 12),
+      c = int(r, 2, 9),
+      a = b * c + int(r, 1, 90);
+    return {
+      nums: [a, b, c],
+      final: a - b * c,
+      question: `A book has ${a} pages. ${p.name} reads ${b} pages a day for ${c} days. How many pages are left to read?`,
+      steps: [`In ${c} days ${p.name} reads ${b} * ${c} = ${b * c} pages.`, `That leaves ${a} - ${b * c} = ${a - b * c} pages.`],
+    };
   },
 };
 export const TEMPLATE_NAMES = Object.keys(TEMPLATES);

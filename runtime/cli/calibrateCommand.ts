@@ -44,8 +44,14 @@ export async function calibrateCommand(args: string[]): Promise<number> {
     },
   });
   const algorithm = values.algorithm ?? 'r-stitch';
-  if (!CALIBRATABLE[algorithm]) throw new TokenRouterError('invalid_request', `--algorithm: "${algorithm}" has no threshold to calibrate; one of ${Object.keys(CALIBRATABLE).join(', ')}`, 'algorithm');
-  if (values.target === undefined) throw new TokenRouterError('invalid_request', '--target is required: the share of tokens wanted on the large model, 0–1 (e.g. 0.2)', 'target');
+  if (!CALIBRATABLE[algorithm])
+    throw new TokenRouterError(
+      'invalid_request',
+      `--algorithm: "${algorithm}" has no threshold to calibrate; one of ${Object.keys(CALIBRATABLE).join(', ')}`,
+      'algorithm',
+    );
+  if (values.target === undefined)
+    throw new TokenRouterError('invalid_request', '--target is required: the share of tokens wanted on the large model, 0–1 (e.g. 0.2)', 'target');
   const target = numberFlag('target', values.target, 0, 1, false)!;
   const url = (values.url ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
   const token = adminToken(values.token, values['data-dir']);
@@ -59,9 +65,17 @@ export async function calibrateCommand(args: string[]): Promise<number> {
   console.log(`calibrating ${algorithm}'s ${CALIBRATABLE[algorithm].param} on ${url} for ${pct(target)} of tokens on ${body.model} …`);
   let res: Response;
   try {
-    res = await fetch(`${url}/admin/calibrate`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+    res = await fetch(`${url}/admin/calibrate`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
   } catch (e) {
-    throw new TokenRouterError('unavailable', `--url: cannot reach ${url}: ${(e as Error).cause ?? (e as Error).message}; start the server (npm start) or pass --url`, 'url');
+    throw new TokenRouterError(
+      'unavailable',
+      `--url: cannot reach ${url}: ${(e as Error).cause ?? (e as Error).message}; start the server (npm start) or pass --url`,
+      'url',
+    );
   }
   const json = (await res.json().catch(() => null)) as unknown;
   if (!res.ok) {
@@ -71,8 +85,12 @@ export async function calibrateCommand(args: string[]): Promise<number> {
   }
   const c: CalibrateResponse = calibrateResponseSchema.parse(json);
   for (const t of c.trials) console.log(`  ${c.param} ${String(t.value).padEnd(10)} ${pct(t.share).padStart(8)} on ${c.model}   accuracy ${pct(t.accuracy)}`);
-  console.log(`\n${c.param} = ${c.value}: ${pct(c.share)} of tokens on ${c.model} (target ${pct(c.target)}), accuracy ${pct(c.accuracy)} on ${c.problems} validation problems`);
+  console.log(
+    `\n${c.param} = ${c.value}: ${pct(c.share)} of tokens on ${c.model} (target ${pct(c.target)}), accuracy ${pct(c.accuracy)} on ${c.problems} validation problems`,
+  );
   if (!c.reached) console.log(`no ${c.param} in range reaches ${pct(c.target)}: this is the nearest end`);
-  console.log(`\ndeploy it: curl -s ${url}/admin/algorithms/${algorithm}/versions -H 'Content-Type: application/json' -d '${JSON.stringify({ builtin: algorithm, params: { [c.param]: c.value }, activate: true, replace: true })}'`);
+  console.log(
+    `\ndeploy it: curl -s ${url}/admin/algorithms/${algorithm}/versions -H 'Content-Type: application/json' -d '${JSON.stringify({ builtin: algorithm, params: { [c.param]: c.value }, activate: true, replace: true })}'`,
+  );
   return 0;
 }

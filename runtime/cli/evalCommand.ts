@@ -38,29 +38,47 @@ export async function evalCommand(args: string[]): Promise<number> {
   const concurrency = intFlag('concurrency', values.concurrency, 1, 4096, 8);
   const maxTokens = intFlag('max-tokens', values['max-tokens'], 1, 100_000, 64);
   const modelsDir = path.resolve(values.models!);
-  if (!(TASK_SPLITS as readonly string[]).includes(values.split!)) throw new TokenRouterError('invalid_request', `unknown split "${values.split}"; splits: ${TASK_SPLITS.join(', ')}`, 'split');
+  if (!(TASK_SPLITS as readonly string[]).includes(values.split!))
+    throw new TokenRouterError('invalid_request', `unknown split "${values.split}"; splits: ${TASK_SPLITS.join(', ')}`, 'split');
   const task = loadTask(values.task!, modelsDir);
   const split = task.split(values.split as TaskSplitName);
   const n = intFlag('problems', values.problems, 1, split.problems.length, split.problems.length);
   const problems = split.problems.slice(0, n);
   const splitLine = `task ${task.header.name}, split ${split.split}: ${problems.length} of ${split.problems.length} problems of ${path.relative(process.cwd(), split.file)}${split.seed === undefined ? '' : ` (seed ${split.seed}; ${split.use})`}; graded by ${task.header.grader.kind}`;
   console.error(splitLine);
-  if (!['default', 'ensemble', 'heads'].includes(values.plan!)) throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble, heads`, 'plan');
-  if (values.plan === 'heads' && split.split !== 'validation') throw new TokenRouterError('invalid_request', 'the heads plan calibrates thresholds: run it on --split validation', 'plan');
-  if (values.choose && (values.plan === 'default' || split.split !== 'validation')) throw new TokenRouterError('invalid_request', '--choose writes the ensemble weights or head thresholds chosen on validation: it needs --plan ensemble or heads and --split validation', 'choose');
+  if (!['default', 'ensemble', 'heads'].includes(values.plan!))
+    throw new TokenRouterError('invalid_request', `unknown plan "${values.plan}"; plans: default, ensemble, heads`, 'plan');
+  if (values.plan === 'heads' && split.split !== 'validation')
+    throw new TokenRouterError('invalid_request', 'the heads plan calibrates thresholds: run it on --split validation', 'plan');
+  if (values.choose && (values.plan === 'default' || split.split !== 'validation'))
+    throw new TokenRouterError(
+      'invalid_request',
+      '--choose writes the ensemble weights or head thresholds chosen on validation: it needs --plan ensemble or heads and --split validation',
+      'choose',
+    );
   const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));
-  if (!names.includes('small') || !names.includes('large')) throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
+  if (!names.includes('small') || !names.includes('large'))
+    throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
   console.error(`loading ${names.join(', ')} …`);
   const runners = new Map(await Promise.all(names.map(async (m) => [m, await WorkerRunner.start(path.join(modelsDir, m), { name: m })] as const)));
   const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
   // The ensemble plan runs the members and the weight grid; the default plan every algorithm and the mixes chosen on validation.
   const choiceFile = path.join(modelsDir, 'ensemble.json');
   const calibration = loadCalibration(path.join(modelsDir, 'small', 'routers', 'calibration.json'));
-  let plan = values.plan === 'ensemble' ? singlesPlan(names) : values.plan === 'heads' ? headsPlan(names) : defaultPlan(names, calibration && calibratedPlan(calibration, true));
-  let mixes: MixSpec[] = names.includes('medium') && values.plan !== 'heads' ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
+  let plan =
+    values.plan === 'ensemble'
+      ? singlesPlan(names)
+      : values.plan === 'heads'
+        ? headsPlan(names)
+        : defaultPlan(names, calibration && calibratedPlan(calibration, true));
+  let mixes: MixSpec[] =
+    names.includes('medium') && values.plan !== 'heads' ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
   if (values.only) {
     // Comma-separated name prefixes or factories; large-only stays in, as every paired test is against it.
-    const only = values.only.split(',').map((s) => s.trim()).filter(Boolean);
+    const only = values.only
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const keep = (name: string, factory?: string) => name === 'large-only' || only.some((o) => name.startsWith(o) || factory === o);
     plan = plan.filter((p) => keep(p.name, p.factory));
     mixes = mixes.filter((m) => keep(m.name));
@@ -91,7 +109,16 @@ export async function evalCommand(args: string[]): Promise<number> {
     });
     const mixResults: MixResult[] = [];
     for (const [k, spec] of mixes.entries()) {
-      mixResults.push(await mixEnsemble(spec, { runners, tokenizer, problems, grade: task.grade, maxTokens, onProgress: (done, total) => progress(`[mix ${k + 1}/${mixes.length}] ${spec.name}`, done, total) }));
+      mixResults.push(
+        await mixEnsemble(spec, {
+          runners,
+          tokenizer,
+          problems,
+          grade: task.grade,
+          maxTokens,
+          onProgress: (done, total) => progress(`[mix ${k + 1}/${mixes.length}] ${spec.name}`, done, total),
+        }),
+      );
     }
     printTable(
       entries.map((e) => ({
@@ -106,10 +133,27 @@ export async function evalCommand(args: string[]): Promise<number> {
           .join(' '),
       })),
     );
-    const mixPoints = mixResults.map((m) => mixPoint(m, entries.filter((e) => e.kind === 'single'), 'large-only'));
+    const mixPoints = mixResults.map((m) =>
+      mixPoint(
+        m,
+        entries.filter((e) => e.kind === 'single'),
+        'large-only',
+      ),
+    );
     if (mixPoints.length) {
       console.log('\nME-mix (reference loop; accuracy against large-only and against its best member, McNemar p):');
-      printTable(mixPoints.map((m) => ({ name: m.name, accuracy: `${(m.accuracy * 100).toFixed(1)}%`, p_large: m.p_value ?? '-', consult: `${(m.consult_share * 100).toFixed(2)}%`, changed: `${(m.changed_share * 100).toFixed(3)}%`, best_member: m.best_member ? `${m.best_member.name} ${(m.best_member.accuracy * 100).toFixed(1)}% p=${m.best_member.p_value.toPrecision(3)} ${m.best_member.versus}` : '-' })));
+      printTable(
+        mixPoints.map((m) => ({
+          name: m.name,
+          accuracy: `${(m.accuracy * 100).toFixed(1)}%`,
+          p_large: m.p_value ?? '-',
+          consult: `${(m.consult_share * 100).toFixed(2)}%`,
+          changed: `${(m.changed_share * 100).toFixed(3)}%`,
+          best_member: m.best_member
+            ? `${m.best_member.name} ${(m.best_member.accuracy * 100).toFixed(1)}% p=${m.best_member.p_value.toPrecision(3)} ${m.best_member.versus}`
+            : '-',
+        })),
+      );
     }
     if (values.choose) {
       const chosen = values.plan === 'heads' ? chooseThresholds(entries, split.split) : chooseMixes(mixResults);
@@ -122,10 +166,29 @@ export async function evalCommand(args: string[]): Promise<number> {
     fs.writeFileSync(svg, frontierSvg(points));
     const report = {
       suite: 'eval',
-      settings: { task: task.header.name, task_source: task.source, grader: task.header.grader, split: split.split, plan: values.plan, problems: problems.length, split_size: split.problems.length, split_file: path.relative(process.cwd(), split.file), split_seed: split.seed ?? null, concurrency, maxTokens, decoding: 'greedy', mode: 'async-delayed, thresholds 1, state retained', wallSeconds: (Date.now() - t0) / 1000, load_average_1m: { start: loadAtStart, end: os.loadavg()[0] } },
+      settings: {
+        task: task.header.name,
+        task_source: task.source,
+        grader: task.header.grader,
+        split: split.split,
+        plan: values.plan,
+        problems: problems.length,
+        split_size: split.problems.length,
+        split_file: path.relative(process.cwd(), split.file),
+        split_seed: split.seed ?? null,
+        concurrency,
+        maxTokens,
+        decoding: 'greedy',
+        mode: 'async-delayed, thresholds 1, state retained',
+        wallSeconds: (Date.now() - t0) / 1000,
+        load_average_1m: { start: loadAtStart, end: os.loadavg()[0] },
+      },
       results: { entries: entries.map(({ correct, ...e }) => ({ ...e, correct_bits: correct.map((c) => (c ? '1' : '0')).join('') })) },
       points: [...points, ...mixPoints],
-      error_overlap: errorOverlap(entries.filter((e) => e.kind === 'single'), 'large-only'),
+      error_overlap: errorOverlap(
+        entries.filter((e) => e.kind === 'single'),
+        'large-only',
+      ),
     };
     const json = values.json ?? path.join(values.out!, 'eval.json');
     fs.mkdirSync(path.dirname(json), { recursive: true });

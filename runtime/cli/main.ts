@@ -7,12 +7,14 @@ type Command = { summary: string; usage: string; run: (args: string[]) => Promis
 const COMMANDS: Record<string, Command> = {
   serve: {
     summary: 'run the server: OpenAI API, designer at /, timeline at /timeline',
-    usage: 'tokenrouter serve [--config FILE] [--port N] [--host ADDR] [--api-key KEY]...\n  PORT in the environment also sets the port; --port wins.\n  --api-key (repeatable), TOKENROUTER_API_KEY (comma-separated) and "apiKeys" in the config add keys; with any, /v1 needs Authorization: Bearer KEY.',
+    usage:
+      'tokenrouter serve [--config FILE] [--port N] [--host ADDR] [--api-key KEY]...\n  PORT in the environment also sets the port; --port wins.\n  --api-key (repeatable), TOKENROUTER_API_KEY (comma-separated) and "apiKeys" in the config add keys; with any, /v1 needs Authorization: Bearer KEY.',
     run: async (args) => (await import('./serveCommand.ts')).serveCommand(args),
   },
   models: {
     summary: 'list the model folders and check their files: the ONNX file, dtype, vocabulary and EOS ids each will use',
-    usage: 'tokenrouter models [--dir DIR]   (default examples/models)\n       tokenrouter models --config FILE   (the models a server config names, with their dtype)',
+    usage:
+      'tokenrouter models [--dir DIR]   (default examples/models)\n       tokenrouter models --config FILE   (the models a server config names, with their dtype)',
     run: async (args) => (await import('./modelsCommand.ts')).modelsCommand(args),
   },
   bench: {
@@ -21,11 +23,13 @@ const COMMANDS: Record<string, Command> = {
       'tokenrouter bench serve --url URL --model NAME [...]   (the load generator against any server; bench serve --help)\n' +
       '       tokenrouter bench <suite> [--json FILE] [--trace DIR]   (--trace: serving suites write one trace per server run)',
     // The suites live in test/bench (the one product import of test/, allowed in .dependency-cruiser.cjs); serve is product code.
-    run: async (args) => (args[0] === 'serve' ? (await import('../loadgen/cli.ts')).main(args.slice(1)) : (await import('../../test/bench/main.ts')).main(args)),
+    run: async (args) =>
+      args[0] === 'serve' ? (await import('../loadgen/cli.ts')).main(args.slice(1)) : (await import('../../test/bench/main.ts')).main(args),
   },
   eval: {
     summary: "accuracy vs throughput of every algorithm and baseline on a task's validation or held-out problems",
-    usage: 'tokenrouter eval [--task multiplication|PATH (a task folder: docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
+    usage:
+      'tokenrouter eval [--task multiplication|PATH (a task folder: docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
   calibrate: {
@@ -45,7 +49,7 @@ const COMMANDS: Record<string, Command> = {
     summary: 'delayed-batching thresholds for a recorded trace, with the predicted gain over thresholds of 1',
     usage:
       'tokenrouter optimize --trace FILE.jsonl [--concurrency N] [--max-batch B] [--fixed small=1] [--profile examples/models] [--slo tpot:MS[,ttft:MS]] [--request-rate R] [--json FILE]\n' +
-      '  P and C come from the trace; step latency from its batches, or with --profile from timing each model\'s real runner.',
+      "  P and C come from the trace; step latency from its batches, or with --profile from timing each model's real runner.",
     run: async (args) => (await import('./optimizeCommand.ts')).optimizeCommand(args),
   },
   simulate: {
@@ -53,7 +57,7 @@ const COMMANDS: Record<string, Command> = {
     usage:
       'tokenrouter simulate [--mode async-delayed] [--concurrency 16] [--requests 64] [--p 0.35] [--thresholds small=1,large=4] [--retain true] [--tokens 512] [--trace FILE.jsonl]\n' +
       '       tokenrouter simulate --replay RECORDED.jsonl [--mode M] [--thresholds ...] [--retain true] [--concurrency N] [--trace FILE.jsonl]\n' +
-      '  --replay re-runs a recorded trace\'s requests (same tokens, models and hand-offs; step cost fitted from its batches) under another setup.',
+      "  --replay re-runs a recorded trace's requests (same tokens, models and hand-offs; step cost fitted from its batches) under another setup.",
     run: async (args) => (await import('./simulateCommand.ts')).simulateCommand(args),
   },
 };

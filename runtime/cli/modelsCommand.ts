@@ -18,7 +18,9 @@ export async function modelsCommand(args: string[]): Promise<number> {
   if (values.config) {
     const config = loadServerConfig(values.config);
     where = values.config;
-    rows = config.models.filter((m) => !m.remote || m.path).map((m) => modelFolderStatus(m.path ?? path.resolve(config.modelsDir, m.name), { dtype: m.dtype }, m.name));
+    rows = config.models
+      .filter((m) => !m.remote || m.path)
+      .map((m) => modelFolderStatus(m.path ?? path.resolve(config.modelsDir, m.name), { dtype: m.dtype }, m.name));
   } else {
     where = path.resolve(values.dir ?? 'examples/models');
     rows = listModelFolders(where);

@@ -78,13 +78,17 @@ export function watchLauncher(stop: () => void, env: NodeJS.ProcessEnv = process
 }
 
 export async function serveCommand(args: string[]): Promise<number> {
-  const { values } = parseFlags({ args, options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, 'api-key': { type: 'string', multiple: true } } });
+  const { values } = parseFlags({
+    args,
+    options: { config: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, 'api-key': { type: 'string', multiple: true } },
+  });
   const config = loadServerConfig(values.config);
   config.apiKeys = withCommandLineKeys(config.apiKeys, values['api-key'], process.env.TOKENROUTER_API_KEY);
   const portText = values.port ?? process.env.PORT;
   if (portText !== undefined) {
     const port = Number(portText);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new TokenRouterError('invalid_request', `port must be an integer 0–65535, got "${portText}"`, 'port');
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw new TokenRouterError('invalid_request', `port must be an integer 0–65535, got "${portText}"`, 'port');
     config.port = port;
   }
   if (values.host) config.host = values.host;
@@ -93,7 +97,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   await checkPortFree(config.host, config.port);
   for (const line of loadingLines(config)) console.log(line);
   const service = await TokenRouterService.start(config);
-  for (const p of service.memoryPlan) console.log(`  ${p.name.padEnd(8)} weights ${(p.weightBytes / 2 ** 20).toFixed(1)} MiB, KV ${(p.kvBytes / 2 ** 20).toFixed(1)} MiB (${p.kvTokens} tokens)`);
+  for (const p of service.memoryPlan)
+    console.log(`  ${p.name.padEnd(8)} weights ${(p.weightBytes / 2 ** 20).toFixed(1)} MiB, KV ${(p.kvBytes / 2 ** 20).toFixed(1)} MiB (${p.kvTokens} tokens)`);
   let srv: Awaited<ReturnType<typeof startServer>>;
   try {
     srv = await startServer(service);
@@ -108,7 +113,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   console.log(`  designer   ${srv.url}/${tokenLink}`);
   console.log(`  timeline   ${srv.url}/timeline${tokenLink}`);
   console.log(`  OpenAI API ${srv.url}/v1   models: ${service.modelIds().join(', ')}`);
-  if (config.apiKeys.length > 0) console.log(`  API keys   ${config.apiKeys.map((k) => k.name).join(', ')}   (Authorization: Bearer KEY; the admin token passes too)`);
+  if (config.apiKeys.length > 0)
+    console.log(`  API keys   ${config.apiKeys.map((k) => k.name).join(', ')}   (Authorization: Bearer KEY; the admin token passes too)`);
   console.log(`  metrics    ${srv.url}/metrics`);
   console.log(`  health     ${srv.url}/health   ${srv.url}/healthz`);
   if (authRequired(config)) console.log(`  admin token: ${service.adminToken}   (Authorization: Bearer …)`);
@@ -124,7 +130,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     const grace = config.limits.shutdownGraceMs;
     console.log(`\ndraining: new requests get 503; running ones have up to ${grace} ms (limits.shutdownGraceMs; a second signal ends them now) …`);
     const r = await srv.drain(grace);
-    console.log(r.ended > 0 ? `grace period over after ${Math.round(r.waitedMs)} ms: ${r.running - r.ended} of ${r.running} requests finished, ${r.ended} ended with an error` : `drained: ${r.running} running requests finished in ${Math.round(r.waitedMs)} ms`);
+    console.log(
+      r.ended > 0
+        ? `grace period over after ${Math.round(r.waitedMs)} ms: ${r.running - r.ended} of ${r.running} requests finished, ${r.ended} ended with an error`
+        : `drained: ${r.running} running requests finished in ${Math.round(r.waitedMs)} ms`,
+    );
     console.log('shutting down …');
     await srv.close();
     await service.close();

@@ -66,7 +66,9 @@ export async function simulateCommand(args: string[]): Promise<number> {
   endProgressLine();
   const wall = performance.now() - t0;
   await trace?.close();
-  console.log(`${rep.completed} requests, ${rep.committed} committed tokens in ${(rep.spanMs / 1000).toFixed(2)} simulated s (${(wall / 1000).toFixed(2)} wall s)`);
+  console.log(
+    `${rep.completed} requests, ${rep.committed} committed tokens in ${(rep.spanMs / 1000).toFixed(2)} simulated s (${(wall / 1000).toFixed(2)} wall s)`,
+  );
   console.log(`throughput ${rep.throughputTokS.toFixed(1)} tok/s, mean E2E ${rep.meanE2eMs.toFixed(1)} ms, p99 E2E ${rep.p99E2eMs.toFixed(1)} ms`);
   if (trace) console.log(`trace: ${values.trace} (${trace.count} events)`);
   return 0;
@@ -85,10 +87,18 @@ async function replay(file: string, opts: Omit<ReplayOptions, 'trace'> & { trace
   const t0 = performance.now();
   const { recorded, report } = replayTrace(parsed.events, opts);
   await opts.trace?.close();
-  const lat = (m: number) => recorded.latency[m].slice(0, 4).map((x) => x.toFixed(2)).join(' ');
-  console.log(`replayed ${report.completed} recorded requests on ${recorded.models.join(', ')} at concurrency ${opts.concurrency ?? recorded.concurrency} (${((performance.now() - t0) / 1000).toFixed(2)} wall s)`);
+  const lat = (m: number) =>
+    recorded.latency[m]
+      .slice(0, 4)
+      .map((x) => x.toFixed(2))
+      .join(' ');
+  console.log(
+    `replayed ${report.completed} recorded requests on ${recorded.models.join(', ')} at concurrency ${opts.concurrency ?? recorded.concurrency} (${((performance.now() - t0) / 1000).toFixed(2)} wall s)`,
+  );
   console.log(`step ms by batch size 1..4, fitted from the recording: ${recorded.models.map((m, i) => `${m} ${lat(i)}`).join(' | ')}`);
-  console.log(`recorded ${recorded.throughputTokS.toFixed(1)} tok/s; replayed (${opts.mode}, retain ${opts.retainState}, thresholds ${JSON.stringify(opts.thresholds ?? {})}) ${report.throughputTokS.toFixed(1)} tok/s, mean E2E ${report.meanE2eMs.toFixed(1)} ms, p99 ${report.p99E2eMs.toFixed(1)} ms`);
+  console.log(
+    `recorded ${recorded.throughputTokS.toFixed(1)} tok/s; replayed (${opts.mode}, retain ${opts.retainState}, thresholds ${JSON.stringify(opts.thresholds ?? {})}) ${report.throughputTokS.toFixed(1)} tok/s, mean E2E ${report.meanE2eMs.toFixed(1)} ms, p99 ${report.p99E2eMs.toFixed(1)} ms`,
+  );
   if (tracePath) console.log(`trace: ${tracePath}`);
   return 0;
 }

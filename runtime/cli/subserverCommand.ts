@@ -93,11 +93,18 @@ export async function subserverCommand(args: string[]): Promise<number> {
     // the engine and its runner in this one process: a step never leaves it (onnxruntime runs it off the event loop)
     runner = await OnnxRunner.load(folder.dir, { intraOpNumThreads: positiveInt('threads', values.threads, 1), name: model });
   }
-  const [plan] = planMemory(budgetBytes, [{ name: model, weightBytes, kvBytesPerToken: runner.info.kvBytesPerToken, maxContext: runner.info.maxContext, maxBatch: 1 }]);
+  const [plan] = planMemory(budgetBytes, [
+    { name: model, weightBytes, kvBytesPerToken: runner.info.kvBytesPerToken, maxContext: runner.info.maxContext, maxBatch: 1 },
+  ]);
 
   let nc: Awaited<ReturnType<typeof openNats>>;
   try {
-    nc = await openNats({ servers: values.nats, token: values.token ?? process.env.NATS_TOKEN, credsFile: values.creds, name: `tokenrouter-subserver:${model}:${replica}` });
+    nc = await openNats({
+      servers: values.nats,
+      token: values.token ?? process.env.NATS_TOKEN,
+      credsFile: values.creds,
+      name: `tokenrouter-subserver:${model}:${replica}`,
+    });
   } catch (e) {
     await runner.close?.();
     throw new TokenRouterError('unavailable', (e as Error).message, 'nats');

@@ -8,9 +8,15 @@ export const apiKeySchema = z
     /** The label in /metrics and in refusals; the key itself is never shown anywhere. */
     name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, '1 to 64 letters, digits, dot, dash or underscore'),
     /** The key as clients send it (Authorization: Bearer KEY). */
-    key: z.string().regex(/^\S{1,512}$/, 'a key is 1 to 512 characters without spaces').optional(),
+    key: z
+      .string()
+      .regex(/^\S{1,512}$/, 'a key is 1 to 512 characters without spaces')
+      .optional(),
     /** Or only its SHA-256 (64 hex digits, `printf %s KEY | sha256sum`), so the config file holds no secret. */
-    sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, 'sha256 is the key\'s SHA-256 as 64 hex digits').optional(),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/, "sha256 is the key's SHA-256 as 64 hex digits")
+      .optional(),
     /** Requests this key may make in any 60 s; beyond it, 429 with Retry-After. */
     requestsPerMinute: z.number().int().min(1).optional(),
     /** Prompt plus completion tokens this key may use in any 60 s; beyond it, 429 with Retry-After. */
@@ -45,7 +51,11 @@ export const apiKeysSchema = z.array(apiKeySchema).superRefine((keys, ctx) => {
  * The config's keys plus those given on the command line and in the environment, checked by the same
  * schema. Those have no name to give, so they are named after where they came from (`flag-1`, `env-1`).
  */
-export function withCommandLineKeys(configured: readonly ApiKeyConfig[], flagKeys: readonly string[] = [], envValue: string | undefined = undefined): ApiKeyConfig[] {
+export function withCommandLineKeys(
+  configured: readonly ApiKeyConfig[],
+  flagKeys: readonly string[] = [],
+  envValue: string | undefined = undefined,
+): ApiKeyConfig[] {
   const extra = [
     ...flagKeys.map((key, i) => ({ name: `flag-${i + 1}`, key, from: '--api-key' })),
     ...(envValue ?? '')

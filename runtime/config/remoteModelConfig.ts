@@ -17,7 +17,10 @@ export const remoteModelSchema = z
     /** NATS credentials file (JWT + nkey), instead of a token. */
     credsFile: z.string().optional(),
     /** Subject prefix shared with the sub-servers (`tokenrouter subserver --prefix`). */
-    subjectPrefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/).default('tokenrouter'),
+    subjectPrefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/)
+      .default('tokenrouter'),
     /** A replica silent this long is declared dead. Must exceed the sub-servers' heartbeat interval several times. */
     heartbeatTimeoutMs: z.number().int().min(50).default(1500),
     /** How long startup waits for a first replica to announce itself. */

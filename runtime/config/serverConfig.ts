@@ -87,7 +87,10 @@ export const serverConfigSchema = z
     dataDir: z.string().default('.tokenrouter'),
     modelsDir: z.string().default('examples/models'),
     // prefault: an absent block is parsed as if written out empty, so its defaults are the fields' own (one place)
-    models: z.array(modelSchema).min(1).prefault([{ name: 'small' }, { name: 'medium' }, { name: 'large' }]),
+    models: z
+      .array(modelSchema)
+      .min(1)
+      .prefault([{ name: 'small' }, { name: 'medium' }, { name: 'large' }]),
     memory: z
       .object({
         /**
@@ -134,7 +137,11 @@ export const serverConfigSchema = z
         maxQueue: z.number().int().min(0).default(256),
         /** Upper bound on max_tokens. */
         maxTokens: z.number().int().min(1).default(256),
-        maxBodyBytes: z.number().int().min(1024).default(1 << 20),
+        maxBodyBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .default(1 << 20),
         /** A request (headers and body) must arrive within this; a slow or endless body is cut with 408. */
         bodyTimeoutMs: z.number().int().min(100).default(30_000),
         /** Open TCP connections (live feed included); beyond it new ones are closed at once. */
@@ -142,13 +149,21 @@ export const serverConfigSchema = z
         /** Live-feed WebSocket clients at once; one more is refused with 503. */
         maxLiveClients: z.number().int().min(0).default(32),
         /** Unsent bytes a live-feed client may hold before it is disconnected (close 1008). */
-        liveBufferBytes: z.number().int().min(16 * 1024).default(4 << 20),
+        liveBufferBytes: z
+          .number()
+          .int()
+          .min(16 * 1024)
+          .default(4 << 20),
         /**
          * Unsent bytes one streamed answer may hold (what its client has not read yet, beyond the
          * kernel's socket buffer); past it the request is cancelled and the stream ended with an
          * error event, so a client that stops reading holds neither memory nor a slot.
          */
-        streamBufferBytes: z.number().int().min(64 * 1024).default(1 << 20),
+        streamBufferBytes: z
+          .number()
+          .int()
+          .min(64 * 1024)
+          .default(1 << 20),
         /**
          * Committed tokens per streamed chunk (vLLM's --stream-interval): the first chunk goes at once,
          * later ones when this many tokens have gathered, and the rest at the end. A request's
@@ -211,7 +226,8 @@ export function parseServerConfig(raw: unknown, source = 'config'): ServerConfig
   }
   if (cfg.scheduling.thresholds !== 'auto') {
     for (const k of Object.keys(cfg.scheduling.thresholds)) {
-      if (!names.has(k)) throw new TokenRouterError('invalid_request', `${source}: scheduling.thresholds.${k}: no model named "${k}"`, `scheduling.thresholds.${k}`);
+      if (!names.has(k))
+        throw new TokenRouterError('invalid_request', `${source}: scheduling.thresholds.${k}: no model named "${k}"`, `scheduling.thresholds.${k}`);
     }
   }
   return cfg;
@@ -241,7 +257,8 @@ export function loadServerConfig(file: string | undefined): ServerConfig {
     throw new TokenRouterError('invalid_request', `config ${file} is not valid JSON: ${(e as Error).message}`, 'config');
   }
   const cfg = parseServerConfig(raw, path.basename(file));
-  const apiKeys = cfg.apiKeysFile === undefined ? cfg.apiKeys : [...cfg.apiKeys, ...readKeyFile(path.resolve(path.dirname(path.resolve(file)), cfg.apiKeysFile))];
+  const apiKeys =
+    cfg.apiKeysFile === undefined ? cfg.apiKeys : [...cfg.apiKeys, ...readKeyFile(path.resolve(path.dirname(path.resolve(file)), cfg.apiKeysFile))];
   // Paths the file spells out are relative to the file, as a user reading it would expect; a
   // default it leaves alone still names the project's folder (a file setting only dataDir must
   // not move the bundled models next to itself).
@@ -265,7 +282,12 @@ function readKeyFile(file: string): ApiKeyConfig[] {
     throw new TokenRouterError('invalid_request', `apiKeysFile ${file}: ${(e as Error).message}`, 'apiKeysFile');
   }
   const r = apiKeysSchema.safeParse(raw);
-  if (!r.success) throw new TokenRouterError('invalid_request', `apiKeysFile ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`, 'apiKeysFile');
+  if (!r.success)
+    throw new TokenRouterError(
+      'invalid_request',
+      `apiKeysFile ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`,
+      'apiKeysFile',
+    );
   return r.data;
 }
 

@@ -181,15 +181,26 @@ export class AutoThresholds {
     const N = slo ? limit : Math.max(1, Math.min(limit, Math.round(est.meanActive)));
     const { input, used } = optimiserInputFor(est, this.cluster.engines, N, this.estimator.maxBatch, this.opts.fixed);
     const rateRps = traffic?.arrivalRps ?? 0;
-    if (traffic && slo) input.open = { rateRps, outputTokens: traffic.meanOutputTokens, slo, maxWaitMs: this.cluster.maxWaitMs, maxWaitChoices: this.opts.maxWaitChoices };
+    if (traffic && slo)
+      input.open = { rateRps, outputTokens: traffic.meanOutputTokens, slo, maxWaitMs: this.cluster.maxWaitMs, maxWaitChoices: this.opts.maxWaitChoices };
     const lanes = used.map((i) => this.cluster.engines[i]);
     // Steady traffic gives the same answer again: re-solve only when the routing, N or the arrival rate moved.
     const last = this.lastSolved;
     const minChange = this.opts.minChange ?? 0.02;
     const rateSteady = !slo || (last !== null && Math.abs(rateRps - last.rateRps) <= (this.opts.minRateChange ?? 0.1) * last.rateRps);
-    if (last && rateSteady && last.N === N && last.P.length === est.P.length && last.P.every((row, i) => row.every((x, j) => Math.abs(x - est.P[i][j]) <= minChange))) return;
+    if (
+      last &&
+      rateSteady &&
+      last.N === N &&
+      last.P.length === est.P.length &&
+      last.P.every((row, i) => row.every((x, j) => Math.abs(x - est.P[i][j]) <= minChange))
+    )
+      return;
     this.lastSolved = { P: est.P, N, rateRps };
-    const answer = this.opts.optimise(input, lanes.map((l, k) => Math.min(l.threshold, input.maxBatch[k])));
+    const answer = this.opts.optimise(
+      input,
+      lanes.map((l, k) => Math.min(l.threshold, input.maxBatch[k])),
+    );
     const apply = (a: OptimiserAnswer) => this.apply(a, used, est, traffic);
     if (answer instanceof Promise) {
       this.solving = true;

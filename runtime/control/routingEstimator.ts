@@ -66,7 +66,15 @@ export class RoutingEstimator {
       // …and a batch with lookahead (older traces) made several forward passes of its size.
       const ms = (e.end - Math.max(e.start, this.lastEnd[m])) / (e.steps ?? 1);
       this.lastEnd[m] = Math.max(this.lastEnd[m], e.end);
-      this.batches.push({ t: e.end, start: e.start, model: m, size: e.requestIds.length, rowSteps: e.requestIds.length + (e.aheadRows ?? 0), ms, timed: e.phase !== 'prefill' });
+      this.batches.push({
+        t: e.end,
+        start: e.start,
+        model: m,
+        size: e.requestIds.length,
+        rowSteps: e.requestIds.length + (e.aheadRows ?? 0),
+        ms,
+        timed: e.phase !== 'prefill',
+      });
     } else if (e.type === 'handoff') {
       const from = this.index.get(e.from);
       const to = this.index.get(e.to);

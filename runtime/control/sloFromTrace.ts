@@ -28,14 +28,28 @@ function offeredLoad(events: readonly TraceEvent[]): { rateRps: number | null; o
   };
 }
 
-export function sloChoiceFromTrace(events: readonly TraceEvent[], r: TraceThresholds, slo: LatencySlo, opts: { rateRps?: number; fixed?: Readonly<Record<string, number>> } = {}): TraceSloChoice {
+export function sloChoiceFromTrace(
+  events: readonly TraceEvent[],
+  r: TraceThresholds,
+  slo: LatencySlo,
+  opts: { rateRps?: number; fixed?: Readonly<Record<string, number>> } = {},
+): TraceSloChoice {
   const load = offeredLoad(events);
   const rateRps = opts.rateRps ?? load.rateRps;
-  if (rateRps === null) throw new TokenRouterError('invalid_request', 'the trace has too few admitted requests to estimate the arrival rate; pass --request-rate', 'request-rate');
+  if (rateRps === null)
+    throw new TokenRouterError('invalid_request', 'the trace has too few admitted requests to estimate the arrival rate; pass --request-rate', 'request-rate');
   if (load.outputTokens === null) throw new TokenRouterError('invalid_request', 'the trace has no finished requests to estimate output length from', 'trace');
   const fixed = Object.fromEntries(r.models.flatMap((m, k) => (opts.fixed?.[m] === undefined ? [] : [[k, opts.fixed[m]]])));
   const cap = r.estimate.latency[0].length;
-  const input = { N: r.N, P: r.estimate.P, C: r.estimate.C, latency: r.estimate.latency, contendedLatency: r.estimate.contendedLatency, maxBatch: r.models.map(() => Math.min(cap, r.N)), outputTokens: Math.max(1, Math.round(load.outputTokens)) };
+  const input = {
+    N: r.N,
+    P: r.estimate.P,
+    C: r.estimate.C,
+    latency: r.estimate.latency,
+    contendedLatency: r.estimate.contendedLatency,
+    maxBatch: r.models.map(() => Math.min(cap, r.N)),
+    outputTokens: Math.max(1, Math.round(load.outputTokens)),
+  };
   const choice = optimiseForSlo(input, { rateRps, requests: 400 }, slo, { fixed, replications: 3 });
   return {
     rateRps,

@@ -14,7 +14,9 @@ export function sloOptimiser(input: OptimiserInput, open: OpenLoopTarget, curren
   // Settings that miss an SLO some other setting meets are worth nothing: any setting that meets it is a gain.
   const worth = (c: Pick<SloCandidate, 'goodputReqS' | 'meetsSlo'>) => (c.meetsSlo || !choice.meetsSlo ? c.goodputReqS : 0);
   const feasibleNow = current.reduce((s, t) => s + t - 1, 0) < input.N && current.every((t, i) => t <= input.maxBatch[i]);
-  let now: Pick<SloCandidate, 'goodputReqS' | 'meetsSlo'> | undefined = choice.table.find((c) => c.maxWaitMs === open.maxWaitMs && c.thresholds.every((t, i) => t === current[i]));
+  let now: Pick<SloCandidate, 'goodputReqS' | 'meetsSlo'> | undefined = choice.table.find(
+    (c) => c.maxWaitMs === open.maxWaitMs && c.thresholds.every((t, i) => t === current[i]),
+  );
   if (!now && feasibleNow) {
     const p = predictLatency({ ...latencyInput, thresholds: [...current], maxWaitMs: open.maxWaitMs }, load, open.slo, { replications: REPLICATIONS });
     now = { goodputReqS: p.goodputReqS, meetsSlo: meetsP99Slo(p, open.slo) };

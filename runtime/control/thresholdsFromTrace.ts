@@ -42,12 +42,14 @@ export interface TraceThresholds {
 
 export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceThresholdOptions = {}): TraceThresholds {
   const models = traceModels(events);
-  if (models.length === 0) throw new TokenRouterError('invalid_request', 'the trace has no batch events: nothing to estimate step latency or routing from', 'trace');
+  if (models.length === 0)
+    throw new TokenRouterError('invalid_request', 'the trace has no batch events: nothing to estimate step latency or routing from', 'trace');
   let N = opts.concurrency;
   const nSource = N === undefined ? 'trace' : 'given';
   if (N === undefined) {
     const mean = meanInFlight(events);
-    if (mean === null) throw new TokenRouterError('invalid_request', 'the trace has no finished requests to estimate concurrency from; pass --concurrency', 'concurrency');
+    if (mean === null)
+      throw new TokenRouterError('invalid_request', 'the trace has no finished requests to estimate concurrency from; pass --concurrency', 'concurrency');
     N = Math.max(1, Math.round(mean));
   }
   const cap = opts.maxBatch ?? Math.min(32, N);
@@ -60,7 +62,12 @@ export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceTh
     if (e.type === 'config') config = e;
   }
   const est = estimator.estimate(last, 1);
-  if (!est) throw new TokenRouterError('invalid_request', 'the trace has too few timed decode steps on a model that carried traffic to estimate its step latency', 'trace');
+  if (!est)
+    throw new TokenRouterError(
+      'invalid_request',
+      'the trace has too few timed decode steps on a model that carried traffic to estimate its step latency',
+      'trace',
+    );
   if (opts.latency) {
     for (const [i, m] of models.entries()) {
       const row = opts.latency[m];
@@ -88,7 +95,13 @@ export function thresholdsFromTrace(events: readonly TraceEvent[], opts: TraceTh
     models: usedNames,
     N,
     nSource,
-    estimate: { P: input.P, C: input.C, latency: input.latency, contendedLatency: input.contendedLatency ?? input.latency, steps: used.map((i) => est.rows[i]) },
+    estimate: {
+      P: input.P,
+      C: input.C,
+      latency: input.latency,
+      contendedLatency: input.contendedLatency ?? input.latency,
+      steps: used.map((i) => est.rows[i]),
+    },
     best: named(opt.best),
     predictedBest: opt.predicted,
     predictedOnes,

@@ -51,8 +51,30 @@ export class EngineStats {
 
 /** A batch of the planned rows, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
 export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
-  const rows = locals.map((local, k) => ({ cacheId: local.cacheId, requestId: local.id, tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]), position: local.fed, sampling: local.stepSampling, wants: local.wants }));
-  return { id, lane, locals, rows, start, phase: plan.phase, tokens: plan.tokens, wall0: performance.now(), wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens: 0, maskedRows: 0 };
+  const rows = locals.map((local, k) => ({
+    cacheId: local.cacheId,
+    requestId: local.id,
+    tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]),
+    position: local.fed,
+    sampling: local.stepSampling,
+    wants: local.wants,
+  }));
+  return {
+    id,
+    lane,
+    locals,
+    rows,
+    start,
+    phase: plan.phase,
+    tokens: plan.tokens,
+    wall0: performance.now(),
+    wallMs: 0,
+    applied: 0,
+    resultAt: 0,
+    modelMs: 0,
+    cachedTokens: 0,
+    maskedRows: 0,
+  };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */

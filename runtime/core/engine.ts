@@ -101,7 +101,13 @@ export class Engine implements LaneView {
 
   /** Takes the planned rows off the ready queue and records the batch as in flight. */
   private start(plan: BatchPlan, candidates: readonly LocalRequest[]): Batch {
-    const batch = newBatch(this.host.nextBatchId(), this.index, plan, plan.rows.map((i) => candidates[i]), this.host.clock.now());
+    const batch = newBatch(
+      this.host.nextBatchId(),
+      this.index,
+      plan,
+      plan.rows.map((i) => candidates[i]),
+      this.host.clock.now(),
+    );
     this.queues.take(plan.rows);
     for (const local of batch.locals) {
       batch.cachedTokens += local.cachedPrefix;
@@ -151,7 +157,8 @@ export class Engine implements LaneView {
     local.stepsHere++;
     if (local.grammarError) return this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name}: ${local.grammarError.message}`));
     const d = routeRow(local, sig, this.runner.info.eosTokenIds, spec.sampling.stopTokenIds);
-    if (d.kind === 'fail') return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
+    if (d.kind === 'fail')
+      return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
     if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
     if (d.kind === 'finish') return this.finish(local, 'done', d.reason);
     if (d.kind === 'stay') return this.enqueue(local);
@@ -168,7 +175,16 @@ export class Engine implements LaneView {
     }
     const { text } = local;
     const shown = text ? this.host.output!.push(text, local.spec, sig.token) : '';
-    this.events.push({ type: 'commit', requestId: local.id, index: local.generated - 1, token: sig.token, model: local.model, signals: local.spec.detail ? sig : undefined, atHandoff, text: shown });
+    this.events.push({
+      type: 'commit',
+      requestId: local.id,
+      index: local.generated - 1,
+      token: sig.token,
+      model: local.model,
+      signals: local.spec.detail ? sig : undefined,
+      atHandoff,
+      text: shown,
+    });
     if (text && text.stopAt >= 0) {
       this.finish(local, 'done', 'stop');
       return false;
@@ -184,7 +200,17 @@ export class Engine implements LaneView {
     local.counters.handoffs++;
     const known = local.known.slice();
     known[m] = local.tokens.length;
-    this.host.trace?.emit({ type: 'handoff', t: this.host.clock.now(), requestId: local.id, from: this.name, to, batchId: batch.id, tokens: handoff.tokens.length, kept: handoff.keep, at });
+    this.host.trace?.emit({
+      type: 'handoff',
+      t: this.host.clock.now(),
+      requestId: local.id,
+      from: this.name,
+      to,
+      batchId: batch.id,
+      tokens: handoff.tokens.length,
+      kept: handoff.keep,
+      at,
+    });
     const { retain } = this.host.policy;
     if (retain) {
       this.move(local, LOCAL_EVENTS.HANDOFF);
@@ -215,8 +241,22 @@ export class Engine implements LaneView {
     const { spec, handoff } = a;
     if (spec.constraint && heldForGrammar(this.host, a, this.info, this.locals.get(spec.id))) return;
     const got = receiveRow(spec.algorithm, handoff);
-    if ('fail' in got) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`) });
-    if (a.text && !this.host.output) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('internal', `model ${this.name}'s engine has no tokenizer beside it, so it cannot detokenise this request`, 'model') });
+    if ('fail' in got)
+      return void this.events.push({
+        type: 'finish',
+        requestId: spec.id,
+        status: 'failed',
+        reason: 'error',
+        error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`),
+      });
+    if (a.text && !this.host.output)
+      return void this.events.push({
+        type: 'finish',
+        requestId: spec.id,
+        status: 'failed',
+        reason: 'error',
+        error: new TokenRouterError('internal', `model ${this.name}'s engine has no tokenizer beside it, so it cannot detokenise this request`, 'model'),
+      });
     const meta = got.meta;
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
@@ -236,7 +276,18 @@ export class Engine implements LaneView {
       this.move(local, LOCAL_EVENTS.REQUEUE);
     } else {
       // Only after this engine restarted: the sender still counted on the KV that died with it.
-      if (!a.context && handoff.anchor !== 0) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: new TokenRouterError('unavailable', `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`, 'model') });
+      if (!a.context && handoff.anchor !== 0)
+        return void this.events.push({
+          type: 'finish',
+          requestId: spec.id,
+          status: 'failed',
+          reason: 'error',
+          error: new TokenRouterError(
+            'unavailable',
+            `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`,
+            'model',
+          ),
+        });
       const grammar = spec.constraint && newGrammarState(this.host, spec, this.info);
       if (grammar instanceof Error) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: grammar });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
@@ -292,7 +343,16 @@ export class Engine implements LaneView {
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
     // only the engine decoding it holds its text whole; what was held back goes with the finish
     const text = local.owned && local.text ? this.host.output!.finish(local.text) : undefined;
-    this.events.push({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, text, ...(local.owned ? { counters: local.counters } : {}) });
+    this.events.push({
+      type: 'finish',
+      requestId: local.id,
+      status,
+      reason,
+      error,
+      committed: local.generated,
+      text,
+      ...(local.owned ? { counters: local.counters } : {}),
+    });
     if (this.locals.get(local.id) === local) this.release(local.spec, status);
   }
 
@@ -357,7 +417,8 @@ export class Engine implements LaneView {
     const { locals } = batch;
     for (let i = 0; i < locals.length; i++) {
       batch.applied = i + 1;
-      if (!this.endedMeanwhile(locals[i])) this.finish(locals[i], 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
+      if (!this.endedMeanwhile(locals[i]))
+        this.finish(locals[i], 'failed', 'error', new TokenRouterError('runner_error', `${this.name} step failed: ${error.message}`));
     }
     return this.returned(batch);
   }

@@ -9,7 +9,8 @@ import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { Arrival } from './messages.ts';
 
 /** The engine's own settings, as its host received them (prefixCache may be left out by benches and tests: off). */
-export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'> & Partial<Pick<EngineSettings, 'prefixCache'>>;
+export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'> &
+  Partial<Pick<EngineSettings, 'prefixCache'>>;
 
 /** The host as its engine sees it: the clock, the serving policy (whether a request's state stays behind a handoff), the loop's lane. */
 export interface EngineEnv {

@@ -31,7 +31,8 @@ export function checkInvariants(cluster: CheckedCluster): void {
     const on = owners.get(req.id) ?? [];
     if (on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
   }
-  for (const id of owners.keys()) if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
+  for (const id of owners.keys())
+    if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
 }
 
 /** One engine alone: every local's state is one it may hold, and every cache its KV pool counts has one holder. */
@@ -42,7 +43,8 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
     // The ready queue admits only running requests (LaneQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
     if (s === 'running' || s === 'queued') {
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
-      if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local)) throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
+      if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local))
+        throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
       if (s === 'queued' && local.hasCache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
     } else if (s !== 'pending-return') throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
     if (local.cache) held.add(local.cache);
@@ -71,5 +73,6 @@ function checkPrefixes(lane: Engine, requestCaches: ReadonlySet<KvCache>): void 
   }
   if (held !== prefix.heldTokens) throw new InvariantError(`${lane.name}: prefix entries hold ${held} tokens, the prefix cache counts ${prefix.heldTokens}`);
   const { reservedTokenCount: reserved, capacityTokens: capacity } = lane.pool;
-  if (held > 0 && reserved + held > capacity) throw new InvariantError(`${lane.name}: cached prefixes (${held} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
+  if (held > 0 && reserved + held > capacity)
+    throw new InvariantError(`${lane.name}: cached prefixes (${held} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
 }

@@ -49,9 +49,7 @@ export class LaneQueues {
     private readonly locals: ReadonlyMap<string, LocalRequest>,
   ) {
     this.pool = new CachePool(kvCapacityTokens, kvBytesPerToken);
-    this.prefix = prefixCache
-      ? new PrefixCache((cacheId) => this.runner.release(cacheId))
-      : null;
+    this.prefix = prefixCache ? new PrefixCache((cacheId) => this.runner.release(cacheId)) : null;
     this.pool.prefix = this.prefix;
   }
 
@@ -127,7 +125,11 @@ export class LaneQueues {
   admit(local: LocalRequest): boolean {
     const need = local.spec.maxLength;
     if (need > this.pool.capacityTokens) {
-      throw new TokenRouterError('too_large', `request ${local.id} needs ${need} KV tokens (prompt + max_tokens), more than the whole KV pool holds (${this.pool.capacityTokens})`, 'max_tokens');
+      throw new TokenRouterError(
+        'too_large',
+        `request ${local.id} needs ${need} KV tokens (prompt + max_tokens), more than the whole KV pool holds (${this.pool.capacityTokens})`,
+        'max_tokens',
+      );
     }
     this.admissionQueue.push(local);
     return this.admitWaiting().includes(local);

@@ -12,7 +12,18 @@ interface LaneSource {
   readonly executing: boolean;
   readonly queues: { readonly waitingAdmission: number; readonly pendingReturnCount: number; readonly prefix: { readonly size: number } | null };
   readonly pool: { readonly usedBytes: number; readonly reservedBytes: number; readonly prefixTokenCount: number; readonly kvBytesPerToken: number };
-  readonly stats: { readonly batches: number; readonly rows: number; readonly chunks: number; readonly admissions: number; readonly evictions: number; readonly busyMs: number; readonly batchMs: number; readonly modelMs: number; readonly prefixQueries: number; readonly prefixHits: number };
+  readonly stats: {
+    readonly batches: number;
+    readonly rows: number;
+    readonly chunks: number;
+    readonly admissions: number;
+    readonly evictions: number;
+    readonly busyMs: number;
+    readonly batchMs: number;
+    readonly modelMs: number;
+    readonly prefixQueries: number;
+    readonly prefixHits: number;
+  };
 }
 
 export function laneStats(l: LaneSource): LaneStats {

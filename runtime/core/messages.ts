@@ -125,4 +125,15 @@ export interface EngineEntry {
 
 // --- across a thread boundary (shared/protocol/engineProtocol.ts): the algorithm goes by key, errors as data ---
 
-export type { CommitColumns, EngineSettings, FromEngine, PortLike, ToEngine, ToPeer, WireArrival, WireError, WireEvent, WireSpec } from '../../shared/protocol/engineProtocol.ts';
+export type {
+  CommitColumns,
+  EngineSettings,
+  FromEngine,
+  PortLike,
+  ToEngine,
+  ToPeer,
+  WireArrival,
+  WireError,
+  WireEvent,
+  WireSpec,
+} from '../../shared/protocol/engineProtocol.ts';

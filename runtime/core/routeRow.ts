@@ -1,5 +1,14 @@
 // Pure routing of one row's result: route → send (or stay), EOS and length limits, as data the step applies.
-import { routeInput, standardReceive, standardSend, type Algorithm, type Handoff, type ModelId, type SendRequest, type TokenSignals } from '../../shared/algorithm.ts';
+import {
+  routeInput,
+  standardReceive,
+  standardSend,
+  type Algorithm,
+  type Handoff,
+  type ModelId,
+  type SendRequest,
+  type TokenSignals,
+} from '../../shared/algorithm.ts';
 import { draw3 } from '../util/hash.ts';
 
 /** What routing reads about one request on the model that just stepped it. Never mutated here (route may update `meta`, which it owns). */
@@ -49,7 +58,15 @@ export function routeRow(v: RowView, sig: TokenSignals, eos: readonly number[], 
     return { kind: 'fail', fn: 'route', message: `returned ${target}; expected 0 or a model id in 1..${v.models}` };
   }
   const anchor = v.known[target];
-  const sendReq: SendRequest<unknown> = { requestId: v.requestId, from: m, to: target, result: input, unseen: v.tokens.slice(anchor), anchor, meta: input.meta };
+  const sendReq: SendRequest<unknown> = {
+    requestId: v.requestId,
+    from: m,
+    to: target,
+    result: input,
+    unseen: v.tokens.slice(anchor),
+    anchor,
+    meta: input.meta,
+  };
   let handoff: Handoff<unknown>;
   try {
     handoff = v.algorithm.send ? v.algorithm.send(sendReq) : standardSend(sendReq, true);

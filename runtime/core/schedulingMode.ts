@@ -27,14 +27,25 @@ export function checkFeasible(thresholds: readonly number[], concurrency: number
 }
 
 /** Thresholds a deployment may run: each within its model's max batch, Σ(T − 1) < N, and a deadline when any T > 1. */
-export function validateThresholds(mode: SchedulingMode, models: readonly { name: string; maxBatch: number }[], thresholds: readonly number[], concurrency: number, maxWaitMs: number): void {
+export function validateThresholds(
+  mode: SchedulingMode,
+  models: readonly { name: string; maxBatch: number }[],
+  thresholds: readonly number[],
+  concurrency: number,
+  maxWaitMs: number,
+): void {
   if (mode !== 'async-delayed') return;
   models.forEach((l, i) => {
     if (thresholds[i] > l.maxBatch) {
       throw new TokenRouterError('infeasible_thresholds', `threshold ${thresholds[i]} of ${l.name} exceeds its max batch ${l.maxBatch}`, 'thresholds');
     }
   });
-  if (Number.isFinite(concurrency)) checkFeasible(thresholds, concurrency, models.map((l) => l.name));
+  if (Number.isFinite(concurrency))
+    checkFeasible(
+      thresholds,
+      concurrency,
+      models.map((l) => l.name),
+    );
   // Fewer than N requests are in flight whenever traffic thins out; only a deadline keeps that live.
   if (thresholds.some((t) => t > 1) && !Number.isFinite(maxWaitMs)) {
     throw new TokenRouterError('infeasible_thresholds', 'thresholds above 1 need a finite max-wait deadline (maxWaitMs)', 'maxWaitMs');

@@ -50,7 +50,12 @@ export interface ServingPolicy {
 const NO_ROUNDS: Rounds = { open() {}, finished() {} };
 
 /** Async modes decide from the engine's own lane: past the max-wait deadline any ready request launches. */
-const asyncRule = (mayLaunch: (lane: LaneView) => boolean): LaunchRule => ({ mayLaunch, mayLaunchLate: (lane) => lane.readyCount > 0, launched() {}, allow() {} });
+const asyncRule = (mayLaunch: (lane: LaneView) => boolean): LaunchRule => ({
+  mayLaunch,
+  mayLaunchLate: (lane) => lane.readyCount > 0,
+  launched() {},
+  allow() {},
+});
 /** Async immediate: a step starts as soon as a request is ready. */
 const IMMEDIATE = asyncRule((lane) => lane.readyCount > 0);
 /** Async delayed (the product): a step waits for `threshold` ready requests, or for the max-wait deadline. */

@@ -74,7 +74,10 @@ export class Cluster implements EngineEntry {
       settingsFor: (i, t) => this.settingsFor(i, t),
     });
     for (const e of this.engines) this.failover.watch(e);
-    beginEngines(this.engines.map((e, i) => ({ engine: e, settings: this.settingsFor(i, modelLimits(opts.models[i])) })), this);
+    beginEngines(
+      this.engines.map((e, i) => ({ engine: e, settings: this.settingsFor(i, modelLimits(opts.models[i])) })),
+      this,
+    );
     this.validateThresholds(this.engines.map((l) => l.threshold));
     this.emitConfig();
   }
@@ -130,7 +133,18 @@ export class Cluster implements EngineEntry {
     let resolve!: (r: RequestResult) => void;
     const done = new Promise<RequestResult>((r) => (resolve = r));
     const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
-    const spec = requestSpec(id, ++this.serialSeq, alg as SubmitOptions['algorithm'], ref, opts.prompt, opts.maxTokens, minTokens, { ...GREEDY, ...opts.sampling }, maxContext, opts);
+    const spec = requestSpec(
+      id,
+      ++this.serialSeq,
+      alg as SubmitOptions['algorithm'],
+      ref,
+      opts.prompt,
+      opts.maxTokens,
+      minTokens,
+      { ...GREEDY, ...opts.sampling },
+      maxContext,
+      opts,
+    );
     const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
@@ -306,7 +320,15 @@ export class Cluster implements EngineEntry {
   }
 
   private settingsFor(index: number, limits: EngineLimits): EngineSettings {
-    return engineSettings(index, this.engines, limits, { mode: this.policy.mode, retainState: this.retainState, maxWaitMs: this.maxWaitMs, prefixCache: this.prefixCache, clock: this.clock, trace: this.trace !== undefined, checkInvariants: this.checked });
+    return engineSettings(index, this.engines, limits, {
+      mode: this.policy.mode,
+      retainState: this.retainState,
+      maxWaitMs: this.maxWaitMs,
+      prefixCache: this.prefixCache,
+      clock: this.clock,
+      trace: this.trace !== undefined,
+      checkInvariants: this.checked,
+    });
   }
 
   // --- request lifecycle ---

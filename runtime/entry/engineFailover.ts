@@ -108,7 +108,12 @@ export class EngineFailover {
   /** A request just sent to an engine that had died before its peer heard is lost with it. */
   lostOnTheWay(req: RequestState, to: EngineHandle): boolean {
     if (!to.failed || this.held.get(to.name)?.some((a) => a.spec.id === req.id)) return false;
-    this.host.end(req, 'failed', 'error', new TokenRouterError('unavailable', `model ${to.name} failed: ${to.failure?.message} (before this request reached it)`, 'model'));
+    this.host.end(
+      req,
+      'failed',
+      'error',
+      new TokenRouterError('unavailable', `model ${to.name} failed: ${to.failure?.message} (before this request reached it)`, 'model'),
+    );
     return true;
   }
 }

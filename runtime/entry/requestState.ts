@@ -114,7 +114,17 @@ export class RequestState {
   /** Its first arrival, at the algorithm's entry model: the prompt as a handoff from the entry (model 0). */
   firstArrival(): Arrival {
     const { spec } = this;
-    const handoff: Handoff<unknown> = { type: 'handoff', requestId: spec.id, from: 0, to: spec.algorithm.entry, anchor: 0, tokens: this.prompt, keep: true, done: false, meta: spec.algorithm.initMeta() };
+    const handoff: Handoff<unknown> = {
+      type: 'handoff',
+      requestId: spec.id,
+      from: 0,
+      to: spec.algorithm.entry,
+      anchor: 0,
+      tokens: this.prompt,
+      keep: true,
+      done: false,
+      meta: spec.algorithm.initMeta(),
+    };
     return { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length), text: spec.text && newTextState() };
   }
 
@@ -208,7 +218,18 @@ function maskedFrom(spec: RequestSpec, output: readonly number[]): { maskedFrom?
 }
 
 /** The fixed facts of a request, for every engine it visits. */
-export function requestSpec(id: string, serial: number, algorithm: Algorithm<unknown>, ref: AlgorithmRef | undefined, prompt: readonly number[], maxTokens: number, minTokens: number, sampling: SamplingParams, maxContext: number, out: Pick<SubmitOptions, 'text' | 'detail' | 'constraint'> = {}): RequestSpec {
+export function requestSpec(
+  id: string,
+  serial: number,
+  algorithm: Algorithm<unknown>,
+  ref: AlgorithmRef | undefined,
+  prompt: readonly number[],
+  maxTokens: number,
+  minTokens: number,
+  sampling: SamplingParams,
+  maxContext: number,
+  out: Pick<SubmitOptions, 'text' | 'detail' | 'constraint'> = {},
+): RequestSpec {
   return {
     ...(out.constraint ? { constraint: out.constraint } : {}),
     ...(out.text ? { text: out.text } : {}),
@@ -235,5 +256,16 @@ export function requestEndEvent(result: RequestResult): TraceEvent {
     if (last && last.model === name) last.count++;
     else runs.push({ model: name, count: 1 });
   }
-  return { type: 'request-end', t: result.endedAt, requestId: result.id, status: result.status, tokens: result.tokens, runs, handoffs: result.handoffs, admittedAt: result.submittedAt, firstTokenAt: result.firstTokenAt, ...(result.maskedFrom !== undefined ? { maskedFrom: result.maskedFrom } : {}) };
+  return {
+    type: 'request-end',
+    t: result.endedAt,
+    requestId: result.id,
+    status: result.status,
+    tokens: result.tokens,
+    runs,
+    handoffs: result.handoffs,
+    admittedAt: result.submittedAt,
+    firstTokenAt: result.firstTokenAt,
+    ...(result.maskedFrom !== undefined ? { maskedFrom: result.maskedFrom } : {}),
+  };
 }

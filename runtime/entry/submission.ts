@@ -26,7 +26,8 @@ export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMa
     throw new TokenRouterError('invalid_request', `max_tokens must be an integer ≥ 1, got ${opts.maxTokens}`, 'max_tokens');
   }
   const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
-  if (!opts.algorithmRef && lanes.some((l) => !l.core)) throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
+  if (!opts.algorithmRef && lanes.some((l) => !l.core))
+    throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
   if (opts.prompt.length >= maxContext) {
     throw new TokenRouterError('invalid_request', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
   }
@@ -34,7 +35,11 @@ export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMa
   const need = Math.min(opts.prompt.length + opts.maxTokens, maxContext);
   const tight = lanes.reduce((a, l) => (l.kvCapacityTokens < a.kvCapacityTokens ? l : a));
   if (need > tight.kvCapacityTokens) {
-    throw new TokenRouterError('too_large', `the request needs ${need} KV tokens (prompt ${opts.prompt.length} + max_tokens ${opts.maxTokens}), more than model ${tight.name}'s whole KV pool holds (${tight.kvCapacityTokens} tokens within memory.budgetMiB); lower max_tokens or raise the budget`, 'max_tokens');
+    throw new TokenRouterError(
+      'too_large',
+      `the request needs ${need} KV tokens (prompt ${opts.prompt.length} + max_tokens ${opts.maxTokens}), more than model ${tight.name}'s whole KV pool holds (${tight.kvCapacityTokens} tokens within memory.budgetMiB); lower max_tokens or raise the budget`,
+      'max_tokens',
+    );
   }
   return { lanes, maxContext };
 }

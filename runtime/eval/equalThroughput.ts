@@ -42,10 +42,15 @@ export function equalThroughputPairs(throughput: EvalReport, accuracy: EvalRepor
 
 export function pairsTable(pairs: readonly HeadPair[]): string {
   const pts = (v: number) => `${v >= 0 ? '+' : ''}${(v * 100).toFixed(1)}`;
-  const lines = ['| on-policy | × large-only | teacher-forced | × large-only | difference (points, 95 % CI) | only on-policy right / only teacher-forced right | McNemar p |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| on-policy | × large-only | teacher-forced | × large-only | difference (points, 95 % CI) | only on-policy right / only teacher-forced right | McNemar p |',
+    '|---|---|---|---|---|---|---|',
+  ];
   for (const p of pairs) {
     const c = p.comparison;
-    lines.push(`| ${p.onPolicy} | ${p.onPolicyRatio.toFixed(2)} | ${p.teacherForced} | ${p.teacherForcedRatio.toFixed(2)} | ${pts(c.difference)} (${pts(c.ci_low)} to ${pts(c.ci_high)}) | ${c.only_a} / ${c.only_b} | ${c.p_value < 0.0001 ? '< 0.0001' : c.p_value.toPrecision(2)} |`);
+    lines.push(
+      `| ${p.onPolicy} | ${p.onPolicyRatio.toFixed(2)} | ${p.teacherForced} | ${p.teacherForcedRatio.toFixed(2)} | ${pts(c.difference)} (${pts(c.ci_low)} to ${pts(c.ci_high)}) | ${c.only_a} / ${c.only_b} | ${c.p_value < 0.0001 ? '< 0.0001' : c.p_value.toPrecision(2)} |`,
+    );
   }
   return lines.join('\n');
 }

@@ -124,7 +124,9 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
       const send = () => {
         const i = next++;
         // The query-level router decides from the prompt text, so it is built per request.
-        const alg: Algorithm<unknown> = (spec.kind === 'query-level' ? factory({ ...spec.params, prompt: opts.problems[i].question }) : probe) as Algorithm<unknown>;
+        const alg: Algorithm<unknown> = (
+          spec.kind === 'query-level' ? factory({ ...spec.params, prompt: opts.problems[i].question }) : probe
+        ) as Algorithm<unknown>;
         cluster.submit({
           prompt: prompts[i],
           maxTokens: opts.maxTokens,
@@ -150,7 +152,10 @@ export async function evaluate(opts: EvalOptions): Promise<EvalEntry[]> {
     const byModel: Record<string, number> = {};
     const failed = results.filter((r) => r.status !== 'done');
     // A failing algorithm is a bug to report, not a row of wrong answers.
-    if (failed.length) throw new Error(`eval: ${spec.name}: ${failed.length} of ${results.length} requests ${failed[0].status}: ${failed[0].error?.message ?? 'no error message'}`);
+    if (failed.length)
+      throw new Error(
+        `eval: ${spec.name}: ${failed.length} of ${results.length} requests ${failed[0].status}: ${failed[0].error?.message ?? 'no error message'}`,
+      );
     results.forEach((r, i) => {
       const text = r.tokens.length ? opts.tokenizer.decode(r.tokens) : '';
       const right = r.status === 'done' && opts.grade(text, opts.problems[i].answer);
@@ -201,14 +206,21 @@ export function frontierSvg(points: readonly ComparedPoint[]): string {
   const y = (v: number) => H - m.b - ((v - yMin) / (1 - yMin)) * (H - m.t - m.b);
   const colour: Record<string, string> = { single: '#555', 'query-level': '#d9822b', 'token-level': '#2b6cd9' };
   const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-  const parts: string[] = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`, `<rect width="${W}" height="${H}" fill="white"/>`];
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="11">`,
+    `<rect width="${W}" height="${H}" fill="white"/>`,
+  ];
   for (let i = 0; i <= 5; i++) {
     const v = yMin + ((1 - yMin) * i) / 5;
-    parts.push(`<line x1="${m.l}" x2="${W - m.r}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${(v * 100).toFixed(0)}%</text>`);
+    parts.push(
+      `<line x1="${m.l}" x2="${W - m.r}" y1="${y(v)}" y2="${y(v)}" stroke="#eee"/><text x="${m.l - 6}" y="${y(v) + 4}" text-anchor="end">${(v * 100).toFixed(0)}%</text>`,
+    );
     const xv = (xMax * i) / 5;
     parts.push(`<text x="${x(xv)}" y="${H - m.b + 16}" text-anchor="middle">${xv.toFixed(0)}</text>`);
   }
-  parts.push(`<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${H - m.b}" stroke="#333"/><line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#333"/>`);
+  parts.push(
+    `<line x1="${m.l}" x2="${m.l}" y1="${m.t}" y2="${H - m.b}" stroke="#333"/><line x1="${m.l}" x2="${W - m.r}" y1="${H - m.b}" y2="${H - m.b}" stroke="#333"/>`,
+  );
   parts.push(`<text x="${(m.l + W - m.r) / 2}" y="${H - 15}" text-anchor="middle">committed throughput (tokens/s, concurrency 8)</text>`);
   parts.push(`<text transform="translate(18 ${(m.t + H - m.b) / 2}) rotate(-90)" text-anchor="middle">exact-match accuracy</text>`);
   // Dense clusters make inline labels collide: number the markers and list them beside the plot.
@@ -216,7 +228,9 @@ export function frontierSvg(points: readonly ComparedPoint[]): string {
     const cx = x(e.tok_s);
     const cy = y(e.accuracy);
     const c = colour[e.kind] ?? '#000';
-    parts.push(`<path d="${MARKS[e.versus_reference].path(cx, cy)}" fill="${c}" fill-opacity="0.85"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.tok_s.toFixed(0)} tok/s, ${e.versus_reference}${e.p_value === null ? '' : ` (p = ${e.p_value.toPrecision(2)})`}</title></path>`);
+    parts.push(
+      `<path d="${MARKS[e.versus_reference].path(cx, cy)}" fill="${c}" fill-opacity="0.85"><title>${esc(e.name)}: ${(e.accuracy * 100).toFixed(1)}%, ${e.tok_s.toFixed(0)} tok/s, ${e.versus_reference}${e.p_value === null ? '' : ` (p = ${e.p_value.toPrecision(2)})`}</title></path>`,
+    );
     parts.push(`<text x="${cx + 9}" y="${cy + 4}" font-size="10" fill="${c}">${k + 1}</text>`);
   });
   let ly = m.t;
@@ -232,7 +246,9 @@ export function frontierSvg(points: readonly ComparedPoint[]): string {
   }
   ly += 8;
   points.forEach((e, k) => {
-    parts.push(`<text x="${W - m.r + 10}" y="${ly}" fill="${colour[e.kind] ?? '#000'}">${k + 1}. ${esc(e.name)} — ${(e.accuracy * 100).toFixed(1)}%, ${e.tok_s.toFixed(0)}</text>`);
+    parts.push(
+      `<text x="${W - m.r + 10}" y="${ly}" fill="${colour[e.kind] ?? '#000'}">${k + 1}. ${esc(e.name)} — ${(e.accuracy * 100).toFixed(1)}%, ${e.tok_s.toFixed(0)}</text>`,
+    );
     ly += 15;
   });
   parts.push('</svg>');

@@ -39,7 +39,11 @@ export interface StoredRun {
 
 /** The batches in `events` that ended at or after `since`, less those inside the run's own span `ran` (its own, timed apart). */
 export function batchesIn(events: readonly TraceEvent[], since: number, ran: { from: number; to: number } | null): BatchTiming[] {
-  return events.flatMap((e) => (e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to) ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }] : []));
+  return events.flatMap((e) =>
+    e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to)
+      ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }]
+      : [],
+  );
 }
 
 /**
@@ -84,7 +88,12 @@ function deployableDraft(s: TokenRouterService, spec: AlgorithmSpec): Algorithm<
   } catch (e) {
     if (!(e instanceof IrCompileError)) throw e;
     const errors = e.details.filter((d) => d.severity === 'error');
-    throw new TokenRouterError('invalid_ir', `the draft does not compile: ${errors.map((d) => `${d.nodeId ?? 'graph'}: ${d.message}`).join('; ')}`, 'ir', e.details);
+    throw new TokenRouterError(
+      'invalid_ir',
+      `the draft does not compile: ${errors.map((d) => `${d.nodeId ?? 'graph'}: ${d.message}`).join('; ')}`,
+      'ir',
+      e.details,
+    );
   }
 }
 
@@ -151,17 +160,39 @@ export class EvaluationRuns {
     const task = this.task(body.task);
     const set = task.split('validation').problems;
     const n = body.problems ?? Math.min(EVALUATE_BOUNDS.defaultProblems, set.length);
-    if (n > set.length) throw new TokenRouterError('invalid_request', `problems: the validation set of task "${task.header.name}" has ${set.length} problems; ask for at most ${set.length}`, 'problems');
+    if (n > set.length)
+      throw new TokenRouterError(
+        'invalid_request',
+        `problems: the validation set of task "${task.header.name}" has ${set.length} problems; ask for at most ${set.length}`,
+        'problems',
+      );
     const cap = this.maxConcurrency();
     const concurrency = body.concurrency ?? Math.min(EVALUATE_BOUNDS.defaultConcurrency, cap);
-    if (concurrency > cap) throw new TokenRouterError('invalid_request', `concurrency: an evaluation may run at most ${cap} requests at once here (half the server's maxConcurrency, at most ${EVALUATE_BOUNDS.maxConcurrency}), so live traffic keeps the rest`, 'concurrency');
+    if (concurrency > cap)
+      throw new TokenRouterError(
+        'invalid_request',
+        `concurrency: an evaluation may run at most ${cap} requests at once here (half the server's maxConcurrency, at most ${EVALUATE_BOUNDS.maxConcurrency}), so live traffic keeps the rest`,
+        'concurrency',
+      );
     const maxTokens = Math.min(body.maxTokens ?? EVALUATE_BOUNDS.defaultMaxTokens, this.service.config.limits.maxTokens);
     for (const m of target.algorithm.models) {
-      if (this.service.cluster.engine(m)?.down) throw new TokenRouterError('model_unavailable', `model ${m} is down; evaluate again shortly`, 'model', { retry_after_s: 1 });
+      if (this.service.cluster.engine(m)?.down)
+        throw new TokenRouterError('model_unavailable', `model ${m} is down; evaluate again shortly`, 'model', { retry_after_s: 1 });
     }
     const mine = [...this.running.values()].find((r) => r.client === client);
-    if (mine) throw new TokenRouterError('conflict', `client "${client}" already has evaluation ${mine.runId} running: cancel it (DELETE /admin/evaluate/${mine.runId}) or wait for it to finish`, 'client');
-    if (this.running.size >= EVALUATE_BOUNDS.maxRuns) throw new TokenRouterError('overloaded', `${this.running.size} evaluations are running on this server, the most it runs at once; try again when one ends`, null, { retry_after_s: 5 });
+    if (mine)
+      throw new TokenRouterError(
+        'conflict',
+        `client "${client}" already has evaluation ${mine.runId} running: cancel it (DELETE /admin/evaluate/${mine.runId}) or wait for it to finish`,
+        'client',
+      );
+    if (this.running.size >= EVALUATE_BOUNDS.maxRuns)
+      throw new TokenRouterError(
+        'overloaded',
+        `${this.running.size} evaluations are running on this server, the most it runs at once; try again when one ends`,
+        null,
+        { retry_after_s: 5 },
+      );
     const runId = `ev${Date.now().toString(36)}${(++this.seq).toString(36)}`;
     const run = this.run(runId, target, task, set.slice(0, n), concurrency, maxTokens, emit);
     const entry: Running = { runId, client, cancel: run.cancel };
@@ -261,7 +292,8 @@ export class EvaluationRuns {
       const now = cluster.clock.now();
       if (now >= notBefore) while (!over && next < problems.length && inFlight.size < Math.ceil(share())) if (!send()) break;
       // held back for live traffic: look again shortly, since live requests end without telling this run
-      if (!over && next < problems.length && inFlight.size < concurrency && retry === null) retry = cluster.clock.setTimeout(fill, now < notBefore ? notBefore - now : RETRY_MS);
+      if (!over && next < problems.length && inFlight.size < concurrency && retry === null)
+        retry = cluster.clock.setTimeout(fill, now < notBefore ? notBefore - now : RETRY_MS);
     };
     const send = (): boolean => {
       const i = next++;
@@ -284,7 +316,23 @@ export class EvaluationRuns {
             if (r.status === 'done' && task.grade(tokenizer.decode(r.tokens), problems[i].answer)) correct++;
             emit({ type: 'progress', done, total: problems.length, correct, elapsedMs: cluster.clock.now() - t0 });
             paceAfter(startedAt);
-            if (done === problems.length) end({ type: 'result', result: this.keep(runId, target, task, results as RequestResult[], counts, liveBefore, concurrency, maxTokens, correct, cluster.clock.now() - t0, area) });
+            if (done === problems.length)
+              end({
+                type: 'result',
+                result: this.keep(
+                  runId,
+                  target,
+                  task,
+                  results as RequestResult[],
+                  counts,
+                  liveBefore,
+                  concurrency,
+                  maxTokens,
+                  correct,
+                  cluster.clock.now() - t0,
+                  area,
+                ),
+              });
             else fill();
           },
         });
@@ -294,7 +342,8 @@ export class EvaluationRuns {
       } catch (e) {
         next--;
         // live traffic filled the entry queue: this run waits its turn rather than failing
-        if (!(e instanceof TokenRouterError && e.code === 'overloaded')) end({ type: 'error', message: (e as Error).message, code: e instanceof TokenRouterError ? e.code : 'internal' });
+        if (!(e instanceof TokenRouterError && e.code === 'overloaded'))
+          end({ type: 'error', message: (e as Error).message, code: e instanceof TokenRouterError ? e.code : 'internal' });
         return false;
       }
     };
@@ -309,7 +358,19 @@ export class EvaluationRuns {
     };
   }
 
-  private keep(runId: string, target: RunTarget, task: Task, results: RequestResult[], counts: RoutingCounts, liveBefore: readonly BatchTiming[], concurrency: number, maxTokens: number, correct: number, durationMs: number, area: number): EvaluationResult {
+  private keep(
+    runId: string,
+    target: RunTarget,
+    task: Task,
+    results: RequestResult[],
+    counts: RoutingCounts,
+    liveBefore: readonly BatchTiming[],
+    concurrency: number,
+    maxTokens: number,
+    correct: number,
+    durationMs: number,
+    area: number,
+  ): EvaluationResult {
     const byModel: Record<string, number> = {};
     let committed = 0;
     let handoffs = 0;

@@ -63,7 +63,9 @@ export function graderOf(spec: GraderSpec): Grade {
 
 /** Why `reference` can never be graded right under `spec` (a final-number task whose answer is no number, say); null when it can. */
 export function referenceProblem(spec: GraderSpec, reference: string): string | null {
-  if (spec.kind === 'final-number' && normaliseNumber(reference) === null) return `"${reference}" is not a number (the final-number grader compares numbers such as 1234, 1,234, -3.5)`;
-  if (spec.kind === 'choice' && !(CHOICE_LETTERS as readonly string[]).includes(reference.trim())) return `"${reference}" is not one of the letters ${CHOICE_LETTERS.join(', ')}`;
+  if (spec.kind === 'final-number' && normaliseNumber(reference) === null)
+    return `"${reference}" is not a number (the final-number grader compares numbers such as 1234, 1,234, -3.5)`;
+  if (spec.kind === 'choice' && !(CHOICE_LETTERS as readonly string[]).includes(reference.trim()))
+    return `"${reference}" is not one of the letters ${CHOICE_LETTERS.join(', ')}`;
   return null;
 }

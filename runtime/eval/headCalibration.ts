@@ -7,7 +7,15 @@ import { TokenRouterError } from '../errors.ts';
 import { HEAD_ALGORITHMS, R_STITCH_GRID, headEntry, rStitchEntry, type EvalEntry, type EvalEntrySpec } from './evaluate.ts';
 
 // R-Stitch reads no head: its points have none.
-const ChosenPoint = z.object({ factory: z.string(), head: z.string().optional(), param: z.string(), value: z.number(), accuracy: z.number(), large_share: z.number(), why: z.string() });
+const ChosenPoint = z.object({
+  factory: z.string(),
+  head: z.string().optional(),
+  param: z.string(),
+  value: z.number(),
+  accuracy: z.number(),
+  large_share: z.number(),
+  why: z.string(),
+});
 export type ChosenPoint = z.infer<typeof ChosenPoint>;
 
 const Calibration = z.object({
@@ -34,9 +42,13 @@ export function chooseThresholds(entries: readonly EvalEntry[], split: string): 
   const chosen: ChosenPoint[] = [];
   const cheapest = <P extends { e: EvalEntry; share: number }>(pts: P[]): [P, string] => {
     const keep = pts.filter((p) => p.e.accuracy >= target).sort((a, b) => a.share - b.share);
-    return keep.length ? [keep[0], 'fewest large tokens at >= 99 % of large-only'] : [[...pts].sort((a, b) => b.e.accuracy - a.e.accuracy || a.share - b.share)[0], 'most accurate (none reaches 99 % of large-only)'];
+    return keep.length
+      ? [keep[0], 'fewest large tokens at >= 99 % of large-only']
+      : [[...pts].sort((a, b) => b.e.accuracy - a.e.accuracy || a.share - b.share)[0], 'most accurate (none reaches 99 % of large-only)'];
   };
-  const stitch = R_STITCH_GRID.flatMap((tau) => entries.filter((e) => e.name === rStitchEntry(tau).name).map((e) => ({ e, value: tau, share: e.token_share.large ?? 0 })));
+  const stitch = R_STITCH_GRID.flatMap((tau) =>
+    entries.filter((e) => e.name === rStitchEntry(tau).name).map((e) => ({ e, value: tau, share: e.token_share.large ?? 0 })),
+  );
   if (stitch.length) {
     const [p, why] = cheapest(stitch);
     chosen.push({ factory: 'r-stitch', param: 'tau', value: p.value, accuracy: p.e.accuracy, large_share: p.share, why });
@@ -46,7 +58,15 @@ export function chooseThresholds(entries: readonly EvalEntry[], split: string): 
       entries
         .filter((e) => e.params.head === head && alg.grid.some((v) => e.name === headEntry(alg, head, v).name))
         .map((e) => ({ e, value: e.params[alg.param] as number, share: e.token_share.large ?? 0 }));
-    const mk = (head: string, p: { e: EvalEntry; value: number; share: number }, why: string): ChosenPoint => ({ factory: alg.factory, head, param: alg.param, value: p.value, accuracy: p.e.accuracy, large_share: p.share, why });
+    const mk = (head: string, p: { e: EvalEntry; value: number; share: number }, why: string): ChosenPoint => ({
+      factory: alg.factory,
+      head,
+      param: alg.param,
+      value: p.value,
+      accuracy: p.e.accuracy,
+      large_share: p.share,
+      why,
+    });
     let own: ChosenPoint | undefined;
     for (const head of [alg.head, `${alg.head}-tf`]) {
       const pts = pointsOf(head);
@@ -60,14 +80,23 @@ export function chooseThresholds(entries: readonly EvalEntry[], split: string): 
       }
     }
   }
-  return { rule: `per router head and for R-Stitch, the grid point with the fewest large tokens among those with accuracy >= ${KEEP_RATIO} x large-only on ${split}; else the most accurate`, split, large_only_accuracy: large.accuracy, chosen };
+  return {
+    rule: `per router head and for R-Stitch, the grid point with the fewest large tokens among those with accuracy >= ${KEEP_RATIO} x large-only on ${split}; else the most accurate`,
+    split,
+    large_only_accuracy: large.accuracy,
+    chosen,
+  };
 }
 
 /** The calibration file, checked (it is read from disk); undefined when absent. */
 export function loadCalibration(file: string): Calibration | undefined {
   if (!fs.existsSync(file)) return undefined;
   const parsed = Calibration.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new TokenRouterError('invalid_request', `${file}: not a router-head calibration: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
+  if (!parsed.success)
+    throw new TokenRouterError(
+      'invalid_request',
+      `${file}: not a router-head calibration: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`,
+    );
   return parsed.data;
 }
 
@@ -84,7 +113,12 @@ export function calibratedPlan(cal: Calibration, neighbours = false): EvalEntryS
   };
   for (const c of cal.chosen) {
     const alg = HEAD_ALGORITHMS.find((a) => a.factory === c.factory);
-    const specs = c.factory === 'r-stitch' ? around(R_STITCH_GRID, c.value).map(rStitchEntry) : alg && c.head ? around(alg.grid, c.value).map((v) => headEntry(alg, c.head!, v)) : [];
+    const specs =
+      c.factory === 'r-stitch'
+        ? around(R_STITCH_GRID, c.value).map(rStitchEntry)
+        : alg && c.head
+          ? around(alg.grid, c.value).map((v) => headEntry(alg, c.head!, v))
+          : [];
     for (const s of specs) out.set(s.name, s);
   }
   return [...out.values()];

@@ -48,7 +48,11 @@ export const DEFAULT_TASK = 'multiplication';
  */
 const BUNDLED: Record<string, TaskHeader> = {
   // the number after the last "=" of a worked answer, exactly (runner/onnxAccuracy.ts's finalAnswer)
-  multiplication: { name: 'multiplication', description: 'worked multiplication a*b; graded by the number after the last "="', grader: { kind: 'regex', pattern: '=([^=]*)$' } },
+  multiplication: {
+    name: 'multiplication',
+    description: 'worked multiplication a*b; graded by the number after the last "="',
+    grader: { kind: 'regex', pattern: '=([^=]*)$' },
+  },
 };
 
 export const BUNDLED_TASKS: readonly TaskHeader[] = Object.values(BUNDLED);

@@ -49,7 +49,15 @@ const mix = (s: number, m: number, l: number, rule: 'linear' | 'log' = 'linear')
 export const MIX_GRID: readonly MixSpec[] = [
   ...[0.1, 0.2, 0.3, 0.4, 0.5].map((m) => mix(0, m, Number((1 - m).toFixed(2)))),
   ...[0.2, 0.3, 0.5].map((m) => mix(0, m, Number((1 - m).toFixed(2)), 'log')),
-  ...([[0.05, 0.15, 0.8], [0.1, 0.2, 0.7], [0.1, 0.3, 0.6], [0.2, 0.2, 0.6], [0.15, 0.35, 0.5]] as const).map(([s, m, l]) => mix(s, m, l)),
+  ...(
+    [
+      [0.05, 0.15, 0.8],
+      [0.1, 0.2, 0.7],
+      [0.1, 0.3, 0.6],
+      [0.2, 0.2, 0.6],
+      [0.15, 0.35, 0.5],
+    ] as const
+  ).map(([s, m, l]) => mix(s, m, l)),
   mix(0.1, 0.2, 0.7, 'log'),
   mix(0.2, 0.3, 0.5, 'log'),
 ];
@@ -58,7 +66,18 @@ export const MIX_GRID: readonly MixSpec[] = [
  * Greedy decoding of the weighted mixture Σ w_m p_m over the whole vocabulary: every model feeds every
  * committed token, so each keeps its own cache; problems run in batches of `batch` rows.
  */
-export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, ModelRunner>; tokenizer: TextTokenizer; problems: readonly TaskProblem[]; grade: Grade; maxTokens: number; batch?: number; onProgress?: (done: number, total: number) => void }): Promise<MixResult> {
+export async function mixEnsemble(
+  spec: MixSpec,
+  opts: {
+    runners: Map<string, ModelRunner>;
+    tokenizer: TextTokenizer;
+    problems: readonly TaskProblem[];
+    grade: Grade;
+    maxTokens: number;
+    batch?: number;
+    onProgress?: (done: number, total: number) => void;
+  },
+): Promise<MixResult> {
   const names = Object.keys(spec.weights).filter((m) => spec.weights[m] > 0);
   if (names.length === 0) throw new Error(`${spec.name}: every weight is 0`);
   const runners = names.map((m) => {
@@ -88,7 +107,15 @@ export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, Mo
     const fed = runners.map(() => chunk.map(() => 0));
     const live = new Set(chunk.map((_, i) => i));
     for (let n = 0; n < opts.maxTokens && live.size > 0; n++) {
-      const rowsOf = (k: number): StepRow[] => [...live].map((i) => ({ cacheId: start + i, requestId: `mix-${start + i}`, tokens: seqs[i].slice(fed[k][i]), position: fed[k][i], sampling: GREEDY, wants }));
+      const rowsOf = (k: number): StepRow[] =>
+        [...live].map((i) => ({
+          cacheId: start + i,
+          requestId: `mix-${start + i}`,
+          tokens: seqs[i].slice(fed[k][i]),
+          position: fed[k][i],
+          sampling: GREEDY,
+          wants,
+        }));
       const steps = await Promise.all(runners.map(async (r, k) => (await r.step(rowsOf(k))).rows));
       [...live].forEach((i, j) => {
         const mixed = new Float64Array(V);
@@ -127,7 +154,9 @@ export async function mixEnsemble(spec: MixSpec, opts: { runners: Map<string, Mo
 const choiceSchema = z.object({
   split: z.literal('validation'),
   rule: z.string(),
-  chosen: z.array(z.object({ name: z.string(), weights: z.record(z.string(), z.number().nonnegative()), rule: z.enum(['linear', 'log']), validation_accuracy: z.number() })),
+  chosen: z.array(
+    z.object({ name: z.string(), weights: z.record(z.string(), z.number().nonnegative()), rule: z.enum(['linear', 'log']), validation_accuracy: z.number() }),
+  ),
 });
 export type EnsembleChoice = z.infer<typeof choiceSchema>;
 
@@ -135,13 +164,17 @@ export type EnsembleChoice = z.infer<typeof choiceSchema>;
 export function loadEnsembleChoice(file: string): EnsembleChoice | null {
   if (!fs.existsSync(file)) return null;
   const parsed = choiceSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new TokenRouterError('invalid_request', `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'ensemble');
+  if (!parsed.success)
+    throw new TokenRouterError('invalid_request', `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'ensemble');
   return parsed.data;
 }
 
 /** Per family (medium + large; all three), the grid's most accurate setting; a tie goes to the one that consults less. */
 export function chooseMixes(results: readonly MixResult[]): EnsembleChoice {
-  const family = (r: MixResult) => Object.keys(r.weights).filter((m) => r.weights[m] > 0).join('+');
+  const family = (r: MixResult) =>
+    Object.keys(r.weights)
+      .filter((m) => r.weights[m] > 0)
+      .join('+');
   const best = new Map<string, MixResult>();
   for (const r of results) {
     const b = best.get(family(r));
@@ -195,6 +228,9 @@ export function mixPoint(mix: MixResult, singles: readonly { name: string; accur
     ci_low: vsRef?.ci_low ?? null,
     ci_high: vsRef?.ci_high ?? null,
     versus_reference: vsRef ? versus(vsRef) : 'untested',
-    best_member: top && vsTop ? { name: top.name, accuracy: top.accuracy, p_value: vsTop.p_value, ci_low: vsTop.ci_low, ci_high: vsTop.ci_high, versus: versus(vsTop) } : null,
+    best_member:
+      top && vsTop
+        ? { name: top.name, accuracy: top.accuracy, p_value: vsTop.p_value, ci_low: vsTop.ci_low, ci_high: vsTop.ci_high, versus: versus(vsTop) }
+        : null,
   };
 }

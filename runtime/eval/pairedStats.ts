@@ -66,7 +66,10 @@ export interface ComparedPoint {
 }
 
 /** Every entry's accuracy compared with the reference entry's on the same problems. */
-export function pointsAgainst(entries: readonly { name: string; kind: string; accuracy: number; throughput_tok_s: number; correct: readonly boolean[] }[], reference: string): ComparedPoint[] {
+export function pointsAgainst(
+  entries: readonly { name: string; kind: string; accuracy: number; throughput_tok_s: number; correct: readonly boolean[] }[],
+  reference: string,
+): ComparedPoint[] {
   const ref = entries.find((e) => e.name === reference);
   return entries.map((e) => {
     const base = { name: e.name, kind: e.kind, accuracy: e.accuracy, tok_s: e.throughput_tok_s };

@@ -90,7 +90,11 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const fitAt = (quantile: number) => fitStepLatency(input.batches, names, Math.max(...maxBatch), input.otherBatches, { quantile });
   const fit = fitAt(CENTRE);
   if (fit.missing.length > 0) {
-    throw new TokenRouterError('unavailable', `no step latency measured for model ${fit.missing.join(', ')} on this server yet: evaluate again or send it traffic`, 'runId');
+    throw new TokenRouterError(
+      'unavailable',
+      `no step latency measured for model ${fit.missing.join(', ')} on this server yet: evaluate again or send it traffic`,
+      'runId',
+    );
   }
   const P = used.map((i) => {
     const row = used.map((j) => routing.P[i][j]);
@@ -110,12 +114,22 @@ export function predictServing(input: ServingInput): ServingPrediction {
   const feasible = (t: readonly number[], n: number) => t.reduce((s, x) => s + x - 1, 0) < n;
   // The engine's concurrency under N clients with the entry's time left out: thresholds chosen there.
   const engineN = (thresholds: readonly number[], on = model) =>
-    closedLoopThroughput(N, outsideMs, input.meanOutputTokens || 1, (n) => evaluateThresholds({ ...on, N: n }, feasible(thresholds, n) ? [...thresholds] : ones).tokensPerSec);
+    closedLoopThroughput(
+      N,
+      outsideMs,
+      input.meanOutputTokens || 1,
+      (n) => evaluateThresholds({ ...on, N: n }, feasible(thresholds, n) ? [...thresholds] : ones).tokensPerSec,
+    );
   const opt = optimiseThresholds({ ...model, N: Math.max(1, Math.round(engineN(ones).inEngine)) });
   const setting = (thresholds: number[]) => {
     const { inEngine, tokS } = engineN(thresholds);
     const n = Math.max(1, Math.round(inEngine));
-    const lat = predictLatency({ ...model, N: feasible(thresholds, n) ? n : N, thresholds, maxWaitMs: input.maxWaitMs, outputTokens }, { requests: LATENCY_REQUESTS }, input.slo ?? {}, { replications: LATENCY_REPLICATIONS });
+    const lat = predictLatency(
+      { ...model, N: feasible(thresholds, n) ? n : N, thresholds, maxWaitMs: input.maxWaitMs, outputTokens },
+      { requests: LATENCY_REQUESTS },
+      input.slo ?? {},
+      { replications: LATENCY_REPLICATIONS },
+    );
     const slo = input.slo && (input.slo.tpotMs !== undefined || input.slo.ttftMs !== undefined);
     return {
       thresholds: named(thresholds),
@@ -124,7 +138,14 @@ export function predictServing(input: ServingInput): ServingPrediction {
       inEngine,
       p99TpotMs: lat.p99TpotMs,
       meanTpotMs: lat.meanTpotMs,
-      ...(slo ? { goodputRps: lat.goodputReqS, meetsSlo: (input.slo!.tpotMs === undefined || lat.p99TpotMs <= input.slo!.tpotMs) && (input.slo!.ttftMs === undefined || lat.p99TtftMs <= input.slo!.ttftMs) } : {}),
+      ...(slo
+        ? {
+            goodputRps: lat.goodputReqS,
+            meetsSlo:
+              (input.slo!.tpotMs === undefined || lat.p99TpotMs <= input.slo!.tpotMs) &&
+              (input.slo!.ttftMs === undefined || lat.p99TtftMs <= input.slo!.ttftMs),
+          }
+        : {}),
     };
   };
   const now = lanes.map((l, k) => Math.min(l.threshold, maxBatch[k]));

@@ -46,7 +46,12 @@ class Watch {
 
   private move(t: number, delta: number): void {
     const prev = this.area[this.area.length - 1];
-    this.area.push({ t, active: this.active + delta, integral: prev.integral + this.active * (t - this.last), busy: prev.busy + (this.active > 0 ? t - this.last : 0) });
+    this.area.push({
+      t,
+      active: this.active + delta,
+      integral: prev.integral + this.active * (t - this.last),
+      busy: prev.busy + (this.active > 0 ? t - this.last : 0),
+    });
     this.active += delta;
     this.last = t;
   }
@@ -160,7 +165,11 @@ export class PredictionChecks {
           transitMs: evaluated.transitMs,
         });
         const setting = p.current ?? p.best;
-        predicted = { tokS: setting.tokS, tokSBand: setting.tokSBand, handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0 };
+        predicted = {
+          tokS: setting.tokS,
+          tokSBand: setting.tokSBand,
+          handoffsPerToken: result.meanOutputTokens ? result.handoffsPerRequest / result.meanOutputTokens : 0,
+        };
       } catch (e) {
         predicted = null; // e.g. a model of the evaluation is gone: nothing to compare with, and the reason said
         failure = `nothing predicted: ${e instanceof Error ? e.message : String(e)}`;
@@ -175,7 +184,16 @@ export class PredictionChecks {
       const otherRows = rows.reduce((a, r) => a + r.other, 0);
       const tokensPerRequest = ended.length ? tokens / ended.length : 0;
       const r = evaluated.result;
-      const like = likeWithLike({ requests: ended.length, busyMs: busy.ms, timeAtActive: w.watch.timeAtActive(from, now), concurrency, tokensPerRequest, evaluatedTokensPerRequest: r.meanOutputTokens, ownRows, otherRows });
+      const like = likeWithLike({
+        requests: ended.length,
+        busyMs: busy.ms,
+        timeAtActive: w.watch.timeAtActive(from, now),
+        concurrency,
+        tokensPerRequest,
+        evaluatedTokensPerRequest: r.meanOutputTokens,
+        ownRows,
+        otherRows,
+      });
       notComparable = like.reasons;
       compared = {
         concurrency,

@@ -22,8 +22,20 @@ const MARK: Record<string, string> = { above: '▲ above', same: '● same', bel
 /** The frontier table (serving entries), the ME-mix table and the error overlap, as markdown. */
 export function qualityTables(report: EvalReport): string {
   const byName = new Map(report.results.entries.map((e) => [e.name, e]));
-  const st = report.settings as { split?: string; problems?: number; split_size?: number; split_file?: string; split_seed?: number; maxTokens?: number; concurrency?: number; wallSeconds?: number; load_average_1m?: { start: number; end: number } };
-  const load = st.load_average_1m ? `; load average (1 min) ${st.load_average_1m.start.toFixed(1)} at the start, ${st.load_average_1m.end.toFixed(1)} at the end` : '';
+  const st = report.settings as {
+    split?: string;
+    problems?: number;
+    split_size?: number;
+    split_file?: string;
+    split_seed?: number;
+    maxTokens?: number;
+    concurrency?: number;
+    wallSeconds?: number;
+    load_average_1m?: { start: number; end: number };
+  };
+  const load = st.load_average_1m
+    ? `; load average (1 min) ${st.load_average_1m.start.toFixed(1)} at the start, ${st.load_average_1m.end.toFixed(1)} at the end`
+    : '';
   const lines = [
     `Run: split ${st.split} (${st.problems} of ${st.split_size} problems, \`${st.split_file}\`, seed ${st.split_seed}), greedy, max ${st.maxTokens} tokens, concurrency ${st.concurrency}; wall time ${Math.round(st.wallSeconds ?? 0)} s${load}.`,
     '',
@@ -41,11 +53,17 @@ export function qualityTables(report: EvalReport): string {
       .join(' / ');
     const diff = large ? e.accuracy - large.accuracy : null;
     const ci = p.ci_low === null ? '' : ` (${pts(p.ci_low)} to ${pts(p.ci_high)})`;
-    lines.push(`| ${k} | ${p.name} | ${p.kind} | ${pct(p.accuracy)} | ${p.name === 'large-only' ? '–' : `${pts(diff)}${ci}`} | ${pval(p.p_value)} | ${MARK[p.versus_reference]} | ${p.tok_s.toFixed(0)} | ${large ? (p.tok_s / (e.reference_tok_s ?? large.throughput_tok_s)).toFixed(2) : '–'} | ${e.mean_latency_ms.toFixed(0)} | ${e.handoffs_per_request.toFixed(2)} | ${share} |`);
+    lines.push(
+      `| ${k} | ${p.name} | ${p.kind} | ${pct(p.accuracy)} | ${p.name === 'large-only' ? '–' : `${pts(diff)}${ci}`} | ${pval(p.p_value)} | ${MARK[p.versus_reference]} | ${p.tok_s.toFixed(0)} | ${large ? (p.tok_s / (e.reference_tok_s ?? large.throughput_tok_s)).toFixed(2) : '–'} | ${e.mean_latency_ms.toFixed(0)} | ${e.handoffs_per_request.toFixed(2)} | ${share} |`,
+    );
   }
   const mixes = report.points.filter((p): p is MixPoint => p.tok_s === null);
   if (mixes.length) {
-    lines.push('', '| ME-mix (reference loop) | rule | accuracy | vs large-only (points, 95 % CI) | McNemar p | best member | vs best member (points, 95 % CI) | p | consulted positions | changed tokens |', '|---|---|---|---|---|---|---|---|---|---|');
+    lines.push(
+      '',
+      '| ME-mix (reference loop) | rule | accuracy | vs large-only (points, 95 % CI) | McNemar p | best member | vs best member (points, 95 % CI) | p | consulted positions | changed tokens |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+    );
     for (const m of mixes) {
       const b = m.best_member;
       const d = large ? m.accuracy - large.accuracy : null;
@@ -59,7 +77,10 @@ export function qualityTables(report: EvalReport): string {
     const others = Object.entries(o.right_instead)
       .map(([n, c]) => `${n} right on ${c}`)
       .join(', ');
-    lines.push('', `Error overlap: ${o.reference} is wrong on ${o.reference_wrong} of ${report.settings.problems} problems; of those, ${others}; at least one of them right on ${o.any_right}.`);
+    lines.push(
+      '',
+      `Error overlap: ${o.reference} is wrong on ${o.reference_wrong} of ${report.settings.problems} problems; of those, ${others}; at least one of them right on ${o.any_right}.`,
+    );
   }
   lines.push(...overlapLines(report));
   return lines.join('\n');
@@ -81,11 +102,23 @@ function overlapLines(report: EvalReport): string[] {
     const key = singles.map((e) => (e.correct_bits![i] === '1' ? '✓' : '✗')).join(' | ');
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  const out = ['', `Per-problem overlap of the single models (✓ right, ✗ wrong; ${n} problems):`, '', `| ${singles.map((e) => e.name).join(' | ')} | problems |`, `|${singles.map(() => '---|').join('')}---|`];
+  const out = [
+    '',
+    `Per-problem overlap of the single models (✓ right, ✗ wrong; ${n} problems):`,
+    '',
+    `| ${singles.map((e) => e.name).join(' | ')} | problems |`,
+    `|${singles.map(() => '---|').join('')}---|`,
+  ];
   for (const [key, c] of [...counts].sort((a, b) => b[1] - a[1])) out.push(`| ${key} | ${c} |`);
   const routed = entries.filter((e) => e.kind !== 'single');
   if (routed.length) {
-    out.push('', `Routed entries against large-only, problem by problem (large-only wrong on ${[...large.correct_bits!].filter((b) => b === '0').length}):`, '', '| entry | fixes (right where large-only is wrong) | breaks (wrong where large-only is right) |', '|---|---|---|');
+    out.push(
+      '',
+      `Routed entries against large-only, problem by problem (large-only wrong on ${[...large.correct_bits!].filter((b) => b === '0').length}):`,
+      '',
+      '| entry | fixes (right where large-only is wrong) | breaks (wrong where large-only is right) |',
+      '|---|---|---|',
+    );
     for (const e of routed) {
       let fixes = 0;
       let breaks = 0;
@@ -126,7 +159,12 @@ export function mergeReports(reports: readonly EvalReport[]): EvalReport {
   const wall = reports.reduce((s, r) => s + Number(r.settings.wallSeconds ?? 0), 0);
   const loads = reports.map((r) => r.settings.load_average_1m as { start: number; end: number } | undefined).filter((l) => l !== undefined);
   return {
-    settings: { ...first.settings, wallSeconds: wall, runs: reports.length, load_average_1m: loads.length ? { start: Math.min(...loads.map((l) => l.start)), end: Math.max(...loads.map((l) => l.end)) } : undefined },
+    settings: {
+      ...first.settings,
+      wallSeconds: wall,
+      runs: reports.length,
+      load_average_1m: loads.length ? { start: Math.min(...loads.map((l) => l.start)), end: Math.max(...loads.map((l) => l.end)) } : undefined,
+    },
     results: { entries: [...entries.values()] },
     points: [...points.values()],
     error_overlap: first.error_overlap,

@@ -132,10 +132,20 @@ const NO_TRAFFIC_MS = 1000;
  * model idles between draws, r-stitch's hardly), so another's batches give their wall time and take
  * the algorithm's own mean gap at their batch size (at any size where that size has none).
  */
-export function fitStepLatency(batches: readonly BatchTiming[], models: readonly string[], maxBatch: number, other: readonly BatchTiming[] = [], fit: StepFit = {}): StepLatency {
+export function fitStepLatency(
+  batches: readonly BatchTiming[],
+  models: readonly string[],
+  maxBatch: number,
+  other: readonly BatchTiming[] = [],
+  fit: StepFit = {},
+): StepLatency {
   const names = [...new Set([...models, ...batches.map((b) => b.model), ...other.map((b) => b.model)])];
   const idx = new Map(names.map((m, i) => [m, i]));
-  const cycles = (list: readonly BatchTiming[]) => markCycles(list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })), NO_TRAFFIC_MS);
+  const cycles = (list: readonly BatchTiming[]) =>
+    markCycles(
+      list.map((b) => ({ model: idx.get(b.model)!, batch: b.size, startMs: b.start, endMs: b.end })),
+      NO_TRAFFIC_MS,
+    );
   const edges = fit.quantile === undefined ? new Set<number>() : edgeBatches(batches);
   const own = cycles(batches).map((s, i) => (edges.has(i) ? null : s));
   const theirs = cycles(other);
@@ -170,7 +180,12 @@ export function fitStepLatency(batches: readonly BatchTiming[], models: readonly
       latency.push([]);
       continue;
     }
-    latency.push(fitLatencyProfile(samples, { maxBatch, ...(fit.quantile === undefined ? {} : { quantile: fit.quantile, minSamples: MIN_SAMPLES, extrapolate: 'trend' as const }) }).table[0]);
+    latency.push(
+      fitLatencyProfile(samples, {
+        maxBatch,
+        ...(fit.quantile === undefined ? {} : { quantile: fit.quantile, minSamples: MIN_SAMPLES, extrapolate: 'trend' as const }),
+      }).table[0],
+    );
   }
   return { latency, counts, missing };
 }

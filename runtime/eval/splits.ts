@@ -28,11 +28,18 @@ export type SplitFile = z.infer<typeof splitFileSchema>;
 
 /** Reads and checks `<modelsDir>/<split>.json`; a missing or malformed file is a clear error, not a crash later. */
 export function loadSplit(modelsDir: string, split: string): SplitFile & { file: string } {
-  if (!(SPLIT_NAMES as readonly string[]).includes(split)) throw new TokenRouterError('invalid_request', `unknown split "${split}"; splits: ${SPLIT_NAMES.join(', ')}`, 'split');
+  if (!(SPLIT_NAMES as readonly string[]).includes(split))
+    throw new TokenRouterError('invalid_request', `unknown split "${split}"; splits: ${SPLIT_NAMES.join(', ')}`, 'split');
   const file = path.join(modelsDir, `${split}.json`);
   if (!fs.existsSync(file)) throw new TokenRouterError('not_found', `no ${split} split at ${file} (python3 examples/training/splits.py writes it)`, 'split');
   const parsed = splitFileSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new TokenRouterError('invalid_request', `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'split');
-  if (parsed.data.split !== split || parsed.data.rows.length !== parsed.data.n) throw new TokenRouterError('invalid_request', `${file}: says split "${parsed.data.split}" with n ${parsed.data.n} but holds ${parsed.data.rows.length} rows`, 'split');
+  if (!parsed.success)
+    throw new TokenRouterError('invalid_request', `${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, 'split');
+  if (parsed.data.split !== split || parsed.data.rows.length !== parsed.data.n)
+    throw new TokenRouterError(
+      'invalid_request',
+      `${file}: says split "${parsed.data.split}" with n ${parsed.data.n} but holds ${parsed.data.rows.length} rows`,
+      'split',
+    );
   return { ...parsed.data, file };
 }

@@ -14,7 +14,12 @@ import { loadXGrammar } from './xgrammar.ts';
  * mismatch names "model". `enforced: false`: a grammar only checked (a tool's parameters under
  * `tool_choice: "none"` or `"auto"`), not one the answer must begin with.
  */
-export async function checkConstraint(constraint: Constraint, vocabularies: readonly GrammarVocabulary[], param: string, opts: { enforced?: boolean } = {}): Promise<void> {
+export async function checkConstraint(
+  constraint: Constraint,
+  vocabularies: readonly GrammarVocabulary[],
+  param: string,
+  opts: { enforced?: boolean } = {},
+): Promise<void> {
   const parsed = constraintSchema.safeParse(constraint);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -37,7 +42,8 @@ export async function checkConstraint(constraint: Constraint, vocabularies: read
     // a vocabulary that cannot write the grammar's first character (a small raw vocabulary and JSON's "{") could only fail mid-step
     const state = new ConstraintState(await loadXGrammar(), compiled, 0, undefined);
     try {
-      if (!state.mask([])?.some((w) => w !== 0)) throw new TokenRouterError('invalid_request', `${param}: no token of model ${v.name}'s vocabulary can begin an answer this grammar accepts`, param);
+      if (!state.mask([])?.some((w) => w !== 0))
+        throw new TokenRouterError('invalid_request', `${param}: no token of model ${v.name}'s vocabulary can begin an answer this grammar accepts`, param);
     } finally {
       state.dispose();
     }

@@ -20,4 +20,3 @@ export async function compactTags(c: Constraint): Promise<Constraint> {
   }
   return { ...c, grammar: { kind: 'structural_tag', tag: JSON.stringify(tag) } };
 }
-

@@ -68,7 +68,8 @@ export class ConstraintState {
 
   /** Brings the matcher to `tokens` (prompt included). Throws GrammarViolation at a token the grammar refuses. */
   sync(tokens: readonly number[]): void {
-    if (this.start < 0 || tokens.length < this.start || (this.start > this.promptLength && !this.startAfter!.includes(tokens[this.start - 1]))) this.findStart(tokens);
+    if (this.start < 0 || tokens.length < this.start || (this.start > this.promptLength && !this.startAfter!.includes(tokens[this.start - 1])))
+      this.findStart(tokens);
     if (this.start < 0) return;
     const acc = this.accepted;
     const from = this.start;

@@ -29,8 +29,14 @@ export class EngineGrammar {
   /** The request's state on this engine; throws TokenRouterError when the grammar cannot be enforced here. */
   create(c: Constraint, promptLength: number, info: Info): ConstraintState {
     const vocab = engineVocabulary(this.decoder, info);
-    if (!vocab) throw new TokenRouterError('invalid_request', `model "${info.name}" has no tokenizer vocabulary beside its engine, so it cannot enforce a grammar`, 'model');
-    if (vocab.stopTokenIds.length === 0) throw new TokenRouterError('invalid_request', `model "${info.name}" has no EOS id, so a grammar could never end its answer`, 'model');
+    if (!vocab)
+      throw new TokenRouterError(
+        'invalid_request',
+        `model "${info.name}" has no tokenizer vocabulary beside its engine, so it cannot enforce a grammar`,
+        'model',
+      );
+    if (vocab.stopTokenIds.length === 0)
+      throw new TokenRouterError('invalid_request', `model "${info.name}" has no EOS id, so a grammar could never end its answer`, 'model');
     const xg = xgrammarNow();
     if (!xg) throw new TokenRouterError('internal', `model "${info.name}": xgrammar is not loaded (prepare first)`, 'constraint');
     try {

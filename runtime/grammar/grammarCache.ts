@@ -49,7 +49,16 @@ function compilerFor(xg: XGrammar, v: GrammarVocabulary): XgCompilerHandle {
     return c.compiler;
   }
   const { binding } = xg;
-  const info = xg.call(() => new binding.TokenizerInfo(binding.vecStringFromJSArray(v.encoded), v.type.toUpperCase(), v.vocabSize, binding.vecIntFromJSArray(v.stopTokenIds), v.prependSpace));
+  const info = xg.call(
+    () =>
+      new binding.TokenizerInfo(
+        binding.vecStringFromJSArray(v.encoded),
+        v.type.toUpperCase(),
+        v.vocabSize,
+        binding.vecIntFromJSArray(v.stopTokenIds),
+        v.prependSpace,
+      ),
+  );
   c = { info, compiler: xg.call(() => new binding.GrammarCompiler(info, 1, true)) };
   compilers.set(key, c);
   if (compilers.size > VOCAB_CAPACITY) {
@@ -83,7 +92,14 @@ function ebnfLiteral(s: string): string {
 }
 
 /** What the spec is, for messages: "JSON schema", "regex", ... */
-const WHAT: Record<GrammarSpec['kind'], string> = { json_object: 'JSON object grammar', json_schema: 'JSON schema', regex: 'regex', choice: 'choice list', ebnf: 'EBNF grammar', structural_tag: 'structural tag' };
+const WHAT: Record<GrammarSpec['kind'], string> = {
+  json_object: 'JSON object grammar',
+  json_schema: 'JSON schema',
+  regex: 'regex',
+  choice: 'choice list',
+  ebnf: 'EBNF grammar',
+  structural_tag: 'structural tag',
+};
 
 function jsonText(text: string, what: string): unknown {
   try {

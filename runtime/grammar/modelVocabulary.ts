@@ -18,7 +18,9 @@ function memoised(owner: object, key: string, make: () => GrammarVocabulary): Gr
 /** A model folder's vocabulary: its tokenizer.json at config.json's vocab size, ending at its EOS ids. */
 export function folderVocabulary(folder: Pick<ModelFolder, 'name' | 'tokenizerJson' | 'config'>): GrammarVocabulary {
   const { vocabSize, eosTokenIds } = folder.config;
-  return memoised(folder.tokenizerJson, `${vocabSize}/${eosTokenIds.join(',')}`, () => vocabularyFromTokenizerJson(folder.name, folder.tokenizerJson, vocabSize, eosTokenIds));
+  return memoised(folder.tokenizerJson, `${vocabSize}/${eosTokenIds.join(',')}`, () =>
+    vocabularyFromTokenizerJson(folder.name, folder.tokenizerJson, vocabSize, eosTokenIds),
+  );
 }
 
 /**
@@ -28,5 +30,7 @@ export function folderVocabulary(folder: Pick<ModelFolder, 'name' | 'tokenizerJs
 export function engineVocabulary(decoder: unknown, info: Pick<ModelInfo, 'name' | 'vocabSize' | 'eosTokenIds'>): GrammarVocabulary | undefined {
   if (!(decoder instanceof TextTokenizer)) return undefined;
   const json = decoder.tokenizerJson;
-  return memoised(json, `${info.vocabSize}/${info.eosTokenIds.join(',')}`, () => vocabularyFromTokenizerJson(info.name, json, info.vocabSize, info.eosTokenIds));
+  return memoised(json, `${info.vocabSize}/${info.eosTokenIds.join(',')}`, () =>
+    vocabularyFromTokenizerJson(info.name, json, info.vocabSize, info.eosTokenIds),
+  );
 }

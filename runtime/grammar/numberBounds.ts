@@ -19,7 +19,8 @@ export function numberBounds(schema: unknown, placeholder: (ebnf: string) => unk
   if (Array.isArray(schema)) return schema.map((s) => numberBounds(s, placeholder));
   if (schema === null || typeof schema !== 'object') return schema;
   const node: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema)) node[k] = k === 'const' || k === 'enum' || k === 'default' || k === 'examples' ? v : numberBounds(v, placeholder);
+  for (const [k, v] of Object.entries(schema))
+    node[k] = k === 'const' || k === 'enum' || k === 'default' || k === 'examples' ? v : numberBounds(v, placeholder);
   if ('enum' in node || 'const' in node) return node;
   const ebnf = node.type === 'integer' ? integerNode(node) : node.type === 'number' ? numberNode(node) : undefined;
   return ebnf === undefined ? node : placeholder(ebnf);
@@ -30,8 +31,18 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
 /** The node's bounds, each with whether it is exclusive (draft 4's boolean `exclusiveMinimum` included). */
 function bounds(node: Record<string, unknown>) {
   const { minimum, maximum, exclusiveMinimum: exMin, exclusiveMaximum: exMax } = node;
-  const lo = num(exMin) !== undefined && (num(minimum) === undefined || num(exMin)! >= num(minimum)!) ? { v: num(exMin)!, open: true } : num(minimum) !== undefined ? { v: num(minimum)!, open: exMin === true } : undefined;
-  const hi = num(exMax) !== undefined && (num(maximum) === undefined || num(exMax)! <= num(maximum)!) ? { v: num(exMax)!, open: true } : num(maximum) !== undefined ? { v: num(maximum)!, open: exMax === true } : undefined;
+  const lo =
+    num(exMin) !== undefined && (num(minimum) === undefined || num(exMin)! >= num(minimum)!)
+      ? { v: num(exMin)!, open: true }
+      : num(minimum) !== undefined
+        ? { v: num(minimum)!, open: exMin === true }
+        : undefined;
+  const hi =
+    num(exMax) !== undefined && (num(maximum) === undefined || num(exMax)! <= num(maximum)!)
+      ? { v: num(exMax)!, open: true }
+      : num(maximum) !== undefined
+        ? { v: num(maximum)!, open: exMax === true }
+        : undefined;
   return { lo, hi };
 }
 
@@ -61,14 +72,16 @@ function numberNode(node: Record<string, unknown>): string | undefined {
   const hi = h?.v;
   const { intLo, intHi } = integerBounds(node);
   // integer parts whose every fraction stays inside: "i.fff" is in [i, i + 1) for i ≥ 0 and in (i − 1, i] for i < 0
-  const fits = (i: number) => (lo === undefined || (i >= 0 ? (l!.open ? i > lo : i >= lo) : i - 1 >= lo)) && (hi === undefined || (i >= 0 ? i + 1 <= hi : h!.open ? i < hi : i <= hi));
+  const fits = (i: number) =>
+    (lo === undefined || (i >= 0 ? (l!.open ? i > lo : i >= lo) : i - 1 >= lo)) && (hi === undefined || (i >= 0 ? i + 1 <= hi : h!.open ? i < hi : i <= hi));
   let fracLo = lo === undefined ? undefined : Math.floor(lo) - 1;
   while (fracLo !== undefined && !fits(fracLo) && (hi === undefined || fracLo <= hi)) fracLo++;
   let fracHi = hi === undefined ? undefined : Math.ceil(hi) + 1;
   while (fracHi !== undefined && !fits(fracHi) && (lo === undefined || fracHi >= lo)) fracHi--;
   const alts: string[] = [];
   if (intLo === undefined || intHi === undefined || intLo <= intHi) alts.push(integerRange(big(intLo), big(intHi)));
-  const fracOk = (fracLo === undefined || fits(fracLo)) && (fracHi === undefined || fits(fracHi)) && (fracLo === undefined || fracHi === undefined || fracLo <= fracHi);
+  const fracOk =
+    (fracLo === undefined || fits(fracLo)) && (fracHi === undefined || fits(fracHi)) && (fracLo === undefined || fracHi === undefined || fracLo <= fracHi);
   if (fracOk) alts.push(`${integerRange(big(fracLo), big(fracHi))} ${FRACTION}`);
   return alts.length === 0 ? undefined : alts.join(' | ');
 }

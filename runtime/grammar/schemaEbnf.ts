@@ -3,7 +3,15 @@ import { numberBounds } from './numberBounds.ts';
 import type { XGrammar } from './xgrammar.ts';
 
 interface SchemaBinding {
-  _JSONSchemaToEBNF(schema: string, anyWhitespace: boolean, indent: undefined, separators: { first: string; second: string }, strict: boolean, maxWhitespace: undefined, format: unknown): string;
+  _JSONSchemaToEBNF(
+    schema: string,
+    anyWhitespace: boolean,
+    indent: undefined,
+    separators: { first: string; second: string },
+    strict: boolean,
+    maxWhitespace: undefined,
+    format: unknown,
+  ): string;
   JSONFormat: { kJSON: unknown };
 }
 

@@ -31,8 +31,14 @@ export function vocabularyFromTokenizerJson(name: string, json: Json, vocabSize:
   const model = (json.model ?? {}) as Json;
   const encoded: string[] = new Array(vocabSize).fill('');
   const put = (id: number, text: string) => {
-    if (!Number.isInteger(id) || id < 0) throw new TokenRouterError('invalid_request', `model "${name}": tokenizer.json has token ${JSON.stringify(text)} at id ${id}`, 'model');
-    if (id >= vocabSize) throw new TokenRouterError('invalid_request', `model "${name}": tokenizer.json has id ${id} (${JSON.stringify(text)}) but the model's logits are ${vocabSize} wide`, 'model');
+    if (!Number.isInteger(id) || id < 0)
+      throw new TokenRouterError('invalid_request', `model "${name}": tokenizer.json has token ${JSON.stringify(text)} at id ${id}`, 'model');
+    if (id >= vocabSize)
+      throw new TokenRouterError(
+        'invalid_request',
+        `model "${name}": tokenizer.json has id ${id} (${JSON.stringify(text)}) but the model's logits are ${vocabSize} wide`,
+        'model',
+      );
     encoded[id] = text;
   };
   if (Array.isArray(model.vocab)) (model.vocab as [string, number][]).forEach(([piece], id) => put(id, piece));
@@ -75,6 +81,10 @@ export function sameVocabulary(vocabularies: readonly GrammarVocabulary[], param
   const first = vocabularies[0];
   const other = vocabularies.find((v) => v.key !== first.key);
   if (first && other) {
-    throw new TokenRouterError('invalid_request', `models "${first.name}" and "${other.name}" have different vocabularies (${first.key} vs ${other.key}): one grammar cannot constrain a request that both write`, param);
+    throw new TokenRouterError(
+      'invalid_request',
+      `models "${first.name}" and "${other.name}" have different vocabularies (${first.key} vs ${other.key}): one grammar cannot constrain a request that both write`,
+      param,
+    );
   }
 }

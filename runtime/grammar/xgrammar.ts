@@ -11,7 +11,13 @@ export interface WasmHandle {
 
 /** The wasm module's bindings: the library's classes call these after an await; we call them directly, so masks are synchronous. */
 export interface XgBinding {
-  TokenizerInfo: new (vocab: unknown, type: string, vocabSize: number | undefined, stops: unknown, prependSpace: boolean) => WasmHandle & { GetVocabSize(): number };
+  TokenizerInfo: new (
+    vocab: unknown,
+    type: string,
+    vocabSize: number | undefined,
+    stops: unknown,
+    prependSpace: boolean,
+  ) => WasmHandle & { GetVocabSize(): number };
   GrammarCompiler: new (info: WasmHandle, threads: number, cache: boolean) => XgCompilerHandle;
   Grammar: { FromEBNF: new (ebnf: string, rootRule: string) => WasmHandle };
   GrammarMatcher: new (compiled: WasmHandle, stops: unknown, terminateWithoutStop: boolean, maxRollback: number) => XgMatcherHandle;
@@ -21,7 +27,14 @@ export interface XgBinding {
 }
 
 export interface XgCompilerHandle extends WasmHandle {
-  CompileJSONSchema(schema: string, anyWhitespace: boolean, indent: number | undefined, separators: unknown, strict: boolean, maxWhitespace: number | undefined): WasmHandle;
+  CompileJSONSchema(
+    schema: string,
+    anyWhitespace: boolean,
+    indent: number | undefined,
+    separators: unknown,
+    strict: boolean,
+    maxWhitespace: number | undefined,
+  ): WasmHandle;
   CompileBuiltinJSONGrammar(): WasmHandle;
   CompileGrammar(grammar: WasmHandle): WasmHandle;
   CompileStructuralTag(json: string): WasmHandle;
@@ -92,7 +105,8 @@ async function load(): Promise<XGrammar> {
 }
 
 function patch(src: string, find: string, replace: string): string {
-  if (!src.includes(find)) throw new Error(`@mlc-ai/web-xgrammar: this version's lib/index.js has no "${find}" (the loader in runtime/grammar/xgrammar.ts needs updating)`);
+  if (!src.includes(find))
+    throw new Error(`@mlc-ai/web-xgrammar: this version's lib/index.js has no "${find}" (the loader in runtime/grammar/xgrammar.ts needs updating)`);
   return src.replace(find, replace);
 }
 
@@ -102,7 +116,10 @@ function call<T>(fn: () => T): T {
   try {
     return fn();
   } catch (e) {
-    const fatal = printed.map(fatalMessage).filter((m) => m !== '').join('; ');
+    const fatal = printed
+      .map(fatalMessage)
+      .filter((m) => m !== '')
+      .join('; ');
     throw new Error(fatal || (e instanceof Error ? e.message : String(e)));
   } finally {
     printed = outer;

@@ -27,6 +27,16 @@ export function requireAdmin(config: ServerConfig, token: string) {
   const required = authRequired(config);
   return (req: Request, res: Response, next: NextFunction) => {
     if (!required || tokenMatches(token, bearerOf(req.headers.authorization))) return next();
-    res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: { message: 'admin endpoints need Authorization: Bearer <admin token> (printed at server start)', type: 'authentication_error', param: null, code: 'unauthorized' } });
+    res
+      .status(401)
+      .set('WWW-Authenticate', 'Bearer')
+      .json({
+        error: {
+          message: 'admin endpoints need Authorization: Bearer <admin token> (printed at server start)',
+          type: 'authentication_error',
+          param: null,
+          code: 'unauthorized',
+        },
+      });
   };
 }

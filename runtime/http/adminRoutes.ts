@@ -1,6 +1,13 @@
 // Admin API: models, status, thresholds, load generation and trace export, plus the algorithm registry (algorithmRoutes); bodies as shared/api/admin.ts defines them.
 import { Router } from 'express';
-import { loadRequestSchema, thresholdsRequestSchema, type LoadResponse, type ModelList, type StatusResponse, type ThresholdsResponse } from '../../shared/api/admin.ts';
+import {
+  loadRequestSchema,
+  thresholdsRequestSchema,
+  type LoadResponse,
+  type ModelList,
+  type StatusResponse,
+  type ThresholdsResponse,
+} from '../../shared/api/admin.ts';
 import { toChromeTrace } from '../../shared/perfetto.ts';
 import { TokenRouterError } from '../errors.ts';
 import { LoadGenerator } from './loadGenerator.ts';
@@ -21,14 +28,30 @@ export function adminRoutes(service: TokenRouterService): Router {
       models: service.catalog().map((c) => {
         const info = service.info(c.name)!;
         const plan = service.memoryPlan.find((p) => p.name === c.name);
-        return { name: c.name, vocabSize: info.vocabSize, heads: [...c.heads], maxContext: info.maxContext, kvBytesPerToken: info.kvBytesPerToken, memory: plan };
+        return {
+          name: c.name,
+          vocabSize: info.vocabSize,
+          heads: [...c.heads],
+          maxContext: info.maxContext,
+          kvBytesPerToken: info.kvBytesPerToken,
+          memory: plan,
+        };
       }),
     } satisfies ModelList);
   });
 
   r.get('/admin/status', (_req, res) => {
     const c = service.cluster;
-    res.json({ mode: c.mode, retainState: c.retainState, maxWaitMs: c.maxWaitMs, active: c.activeCount, queued: c.queuedCount, committed: c.committed, lanes: c.laneStats(), load: load.progress } satisfies StatusResponse);
+    res.json({
+      mode: c.mode,
+      retainState: c.retainState,
+      maxWaitMs: c.maxWaitMs,
+      active: c.activeCount,
+      queued: c.queuedCount,
+      committed: c.committed,
+      lanes: c.laneStats(),
+      load: load.progress,
+    } satisfies StatusResponse);
   });
 
   r.put('/admin/thresholds', (req, res) => {

@@ -1,6 +1,15 @@
 // Admin API for the algorithm registry: list, deploy (replace only when asked), activate, roll back, delete.
 import { Router } from 'express';
-import { activateRequestSchema, deployRequestSchema, type ActiveVersion, type AlgorithmList, type DeleteResponse, type AlgorithmSpec, type DeployResponse, type VersionView } from '../../shared/api/admin.ts';
+import {
+  activateRequestSchema,
+  deployRequestSchema,
+  type ActiveVersion,
+  type AlgorithmList,
+  type DeleteResponse,
+  type AlgorithmSpec,
+  type DeployResponse,
+  type VersionView,
+} from '../../shared/api/admin.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { AlgorithmVersion } from '../registry/algorithmRegistry.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
@@ -25,14 +34,19 @@ export function algorithmRoutes(service: TokenRouterService): Router {
     const body = parseBody(deployRequestSchema, req.body);
     const name = String(req.params.name);
     // A model's name is its own: an algorithm named so would shadow it in /v1/models and in requests.
-    if (service.info(name)) throw new TokenRouterError('conflict', `"${name}" is the name of a model this server serves; an algorithm cannot take it (choose another name)`, 'name');
+    if (service.info(name))
+      throw new TokenRouterError('conflict', `"${name}" is the name of a model this server serves; an algorithm cannot take it (choose another name)`, 'name');
     const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
     // Proven before storing (compiled, and its models served here): a stored version always loads.
     service.deployable(spec);
     const existing = service.registry.get(name);
     if (existing && body.replace !== true) {
       const active = existing.activeVersion === null ? 'none active' : `v${existing.activeVersion} active`;
-      throw new TokenRouterError('conflict', `algorithm "${name}" already exists (${active}, ${existing.versions.length} version${existing.versions.length === 1 ? '' : 's'}); pass replace: true to store this as its next version, or choose another name`, 'name');
+      throw new TokenRouterError(
+        'conflict',
+        `algorithm "${name}" already exists (${active}, ${existing.versions.length} version${existing.versions.length === 1 ? '' : 's'}); pass replace: true to store this as its next version, or choose another name`,
+        'name',
+      );
     }
     const v = service.registry.createVersion(name, spec, { activate: body.activate === true });
     // What runs changed (or may): operators read it in the server's log, not only in the designer.

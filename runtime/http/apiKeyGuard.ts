@@ -76,7 +76,12 @@ export class ApiKeyGuard {
       this.setHeaders(res, who);
       this.metrics.keyRequests.inc({ key: who.name, outcome: 'rate_limited' });
       const which = who.requests?.state().remaining === 0 ? `${who.requests.limit} requests` : `${who.tokens!.limit} tokens`;
-      return sendError(res, new TokenRouterError('rate_limit_exceeded', `API key "${who.name}" is limited to ${which} per minute; retry in ${Math.ceil(wait / 1000)} s`, null, { retry_after_s: Math.ceil(wait / 1000) }));
+      return sendError(
+        res,
+        new TokenRouterError('rate_limit_exceeded', `API key "${who.name}" is limited to ${which} per minute; retry in ${Math.ceil(wait / 1000)} s`, null, {
+          retry_after_s: Math.ceil(wait / 1000),
+        }),
+      );
     }
     who.requests?.add(1);
     this.metrics.keyRequests.inc({ key: who.name, outcome: 'accepted' });
@@ -94,7 +99,10 @@ export class ApiKeyGuard {
   };
 
   private setHeaders(res: Response, k: Key): void {
-    for (const [what, w] of [['requests', k.requests], ['tokens', k.tokens]] as const) {
+    for (const [what, w] of [
+      ['requests', k.requests],
+      ['tokens', k.tokens],
+    ] as const) {
       if (!w) continue;
       const s = w.state();
       res.set(`x-ratelimit-limit-${what}`, String(s.limit));

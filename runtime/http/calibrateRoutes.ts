@@ -13,7 +13,12 @@ export function calibrateRoutes(runs: EvaluationRuns): Router {
   r.post('/admin/calibrate', async (req, res) => {
     const body = parseBody(calibrateRequestSchema, req.body);
     const space = CALIBRATABLE[body.builtin];
-    if (!space) throw new TokenRouterError('invalid_request', `builtin: "${body.builtin}" has no threshold to calibrate; one of ${Object.keys(CALIBRATABLE).join(', ')}`, 'builtin');
+    if (!space)
+      throw new TokenRouterError(
+        'invalid_request',
+        `builtin: "${body.builtin}" has no threshold to calibrate; one of ${Object.keys(CALIBRATABLE).join(', ')}`,
+        'builtin',
+      );
     const client = body.client ?? `calibrate:${req.socket.remoteAddress ?? 'unknown'}`;
     const problems = body.problems ?? Math.min(CALIBRATE_BOUNDS.defaultProblems, runs.validationSet().length);
     const base = { builtin: body.builtin, problems, concurrency: body.concurrency, maxTokens: body.maxTokens, client };

@@ -140,6 +140,13 @@ function memoryReport(service: TokenRouterService) {
     rssBytes: process.memoryUsage.rss(),
     baseBytes,
     headroomBytes,
-    models: models.map((m) => ({ name: m.name, weightBytes: m.weightBytes, workspaceBytes: m.workspaceBytes, kvBytes: m.kvBytes, kvTokens: m.kvTokens, kvUsedBytes: lanes.get(m.name)?.kvBytes ?? 0 })),
+    models: models.map((m) => ({
+      name: m.name,
+      weightBytes: m.weightBytes,
+      workspaceBytes: m.workspaceBytes,
+      kvBytes: m.kvBytes,
+      kvTokens: m.kvTokens,
+      kvUsedBytes: lanes.get(m.name)?.kvBytes ?? 0,
+    })),
   };
 }

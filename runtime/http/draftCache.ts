@@ -27,7 +27,8 @@ export class DraftCache<T> {
   get(ir: unknown, compile: (ir: unknown, hash: string) => T): T {
     const text = JSON.stringify(ir) ?? 'null';
     const bytes = Buffer.byteLength(text);
-    if (bytes > MAX_DRAFT_IR_BYTES) throw new TokenRouterError('invalid_request', `tokenrouter_ir is ${bytes} bytes; a draft IR may be at most ${MAX_DRAFT_IR_BYTES}`, 'tokenrouter_ir');
+    if (bytes > MAX_DRAFT_IR_BYTES)
+      throw new TokenRouterError('invalid_request', `tokenrouter_ir is ${bytes} bytes; a draft IR may be at most ${MAX_DRAFT_IR_BYTES}`, 'tokenrouter_ir');
     const nodes = (ir as { nodes?: unknown } | null)?.nodes;
     if (Array.isArray(nodes) && nodes.length > LIMITS.maxNodes) {
       throw new TokenRouterError('invalid_request', `tokenrouter_ir has ${nodes.length} nodes; an IR may have at most ${LIMITS.maxNodes}`, 'tokenrouter_ir');

@@ -4,7 +4,10 @@ import { TokenRouterError } from '../errors.ts';
 import { sendError } from './httpErrors.ts';
 
 /** Answers ended at the deadline get this; a streamed one as an SSE error event, a unary one as a 503. */
-const SHUTDOWN = () => new TokenRouterError('unavailable', 'the server is shutting down and its grace period (limits.shutdownGraceMs) is over; retry the request', null, { retry_after_s: 1 });
+const SHUTDOWN = () =>
+  new TokenRouterError('unavailable', 'the server is shutting down and its grace period (limits.shutdownGraceMs) is over; retry the request', null, {
+    retry_after_s: 1,
+  });
 
 /** How long ended answers get to flush their last bytes before the caller closes every connection. */
 const FLUSH_MS = 1000;
@@ -46,7 +49,10 @@ export class Drain {
     if (!this.draining || OPEN_DURING_DRAIN.has(req.path)) return next();
     // A kept-alive client reconnects, so a load balancer can send it to another replica.
     res.set('Connection', 'close');
-    sendError(res, new TokenRouterError('unavailable', 'the server is shutting down; retry the request (on another replica, if there is one)', null, { retry_after_s: 1 }));
+    sendError(
+      res,
+      new TokenRouterError('unavailable', 'the server is shutting down; retry the request (on another replica, if there is one)', null, { retry_after_s: 1 }),
+    );
   };
 
   /** Stops admitting, waits up to `graceMs` for the running answers, ends the rest; resolves once they have had FLUSH_MS to flush. */

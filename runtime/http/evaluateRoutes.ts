@@ -1,6 +1,17 @@
 // Admin API for evaluating a draft before deploy: the run (NDJSON progress and result), its cancel, its predicted serving cost, and the live check after deploy.
 import { Router, type Request } from 'express';
-import { EVALUATE_BOUNDS, evaluateRequestSchema, taskRefSchema, PREDICT_LIVE_WINDOW_MS, predictRequestSchema, type CancelResponse, type EvaluateBounds, type EvaluateEvent, type Prediction, type PredictionCheck } from '../../shared/api/evaluate.ts';
+import {
+  EVALUATE_BOUNDS,
+  evaluateRequestSchema,
+  taskRefSchema,
+  PREDICT_LIVE_WINDOW_MS,
+  predictRequestSchema,
+  type CancelResponse,
+  type EvaluateBounds,
+  type EvaluateEvent,
+  type Prediction,
+  type PredictionCheck,
+} from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns, batchesIn, liveWindow } from '../eval/evaluateDraft.ts';
@@ -54,13 +65,20 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     const task = runs.task(ref?.data);
     const problems = task.split('validation').problems.length;
     const tasks = BUNDLED_TASKS.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), grader: t.grader.kind }));
-    res.json({ task: task.header.name, tasks, problems, defaultProblems: Math.min(EVALUATE_BOUNDS.defaultProblems, problems), concurrency: runs.maxConcurrency() } satisfies EvaluateBounds);
+    res.json({
+      task: task.header.name,
+      tasks,
+      problems,
+      defaultProblems: Math.min(EVALUATE_BOUNDS.defaultProblems, problems),
+      concurrency: runs.maxConcurrency(),
+    } satisfies EvaluateBounds);
   });
 
   r.delete('/admin/evaluate/:runId', (req, res) => {
     const runId = String(req.params.runId);
     const cancelled = runs.cancel(runId);
-    if (!cancelled && !runs.stored(runId)) throw new TokenRouterError('not_found', `no evaluation ${runId} (runs are kept in memory: a restart forgets them)`, 'runId');
+    if (!cancelled && !runs.stored(runId))
+      throw new TokenRouterError('not_found', `no evaluation ${runId} (runs are kept in memory: a restart forgets them)`, 'runId');
     res.json({ runId, cancelled } satisfies CancelResponse);
   });
 
@@ -100,7 +118,8 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     const algorithm = typeof req.query.algorithm === 'string' ? req.query.algorithm : '';
     if (!algorithm) throw new TokenRouterError('invalid_request', 'algorithm: name the deployed algorithm to check (?algorithm=NAME)', 'algorithm');
     const raw = req.query.windowMs === undefined ? 30_000 : Number(req.query.windowMs);
-    if (!Number.isInteger(raw) || raw < 1000 || raw > MAX_WINDOW_MS) throw new TokenRouterError('invalid_request', `windowMs: a whole number of ms from 1000 to ${MAX_WINDOW_MS}`, 'windowMs');
+    if (!Number.isInteger(raw) || raw < 1000 || raw > MAX_WINDOW_MS)
+      throw new TokenRouterError('invalid_request', `windowMs: a whole number of ms from 1000 to ${MAX_WINDOW_MS}`, 'windowMs');
     res.json(checks.check(algorithm, raw) satisfies PredictionCheck);
   });
 

@@ -61,8 +61,10 @@ const THROUGHPUT: Record<ThroughputErrorCode, ErrorCode> = {
 function asTokenRouterError(e: unknown): TokenRouterError {
   if (e instanceof TokenRouterError) return e;
   if (e instanceof IrCompileError) return new TokenRouterError('invalid_ir', e.message, 'ir', e.details);
-  if (e instanceof ThroughputError) return new TokenRouterError(THROUGHPUT[e.code], e.message, 'thresholds', Object.keys(e.details).length > 0 ? e.details : undefined);
-  if (e instanceof StepError || e instanceof WorkerRunnerError || e instanceof EngineThreadError || e instanceof RemoteRunnerError) return new TokenRouterError('runner_error', e.message, 'model');
+  if (e instanceof ThroughputError)
+    return new TokenRouterError(THROUGHPUT[e.code], e.message, 'thresholds', Object.keys(e.details).length > 0 ? e.details : undefined);
+  if (e instanceof StepError || e instanceof WorkerRunnerError || e instanceof EngineThreadError || e instanceof RemoteRunnerError)
+    return new TokenRouterError('runner_error', e.message, 'model');
   // ModelFolderError, LifecycleError, InvariantError and anything untyped: the server's own fault
   return new TokenRouterError('internal', 'internal error');
 }
@@ -76,7 +78,15 @@ export function toHttpError(e: unknown): HttpError {
   return {
     status,
     // OpenAI answers an unknown model with code model_not_found; its clients look for that code.
-    body: { error: { message: t.message, type: typeFor(status), param: t.param, code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code, ...(t.details === undefined ? {} : { details: t.details }) } },
+    body: {
+      error: {
+        message: t.message,
+        type: typeFor(status),
+        param: t.param,
+        code: t.code === 'not_found' && t.param === 'model' ? 'model_not_found' : t.code,
+        ...(t.details === undefined ? {} : { details: t.details }),
+      },
+    },
     // 503 too: a draining or recovering server says when to come back, as RFC 9110 lets it.
     headers: status === 429 || status === 503 ? { 'Retry-After': String(retryAfterOf(t.details)) } : status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {},
   };
@@ -121,7 +131,12 @@ export function errorMiddleware(err: unknown, _req: Request, res: Response, _nex
 export function refuseUpgrade(socket: Duplex, e: unknown): void {
   const h = toHttpError(e);
   const body = JSON.stringify(h.body);
-  const headers = Object.entries({ ...h.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close' })
+  const headers = Object.entries({
+    ...h.headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+  })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
   socket.end(`HTTP/1.1 ${h.status} ${STATUS_CODES[h.status] ?? ''}\r\n${headers}\r\n${body}`);

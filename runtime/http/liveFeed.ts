@@ -131,7 +131,14 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
     send({
       type: 'stats',
       now: service.cluster.clock.now(),
-      models: service.cluster.laneStats().map((l) => ({ name: l.name, running: l.running, waiting: l.waitingAdmission, pendingReturn: l.pendingReturn, kvBytes: l.kvBytes, threshold: l.threshold })),
+      models: service.cluster.laneStats().map((l) => ({
+        name: l.name,
+        running: l.running,
+        waiting: l.waitingAdmission,
+        pendingReturn: l.pendingReturn,
+        kvBytes: l.kvBytes,
+        threshold: l.threshold,
+      })),
     });
   }, STATS_MS);
   ws.on('message', (data, isBinary) => {
@@ -153,7 +160,10 @@ function serve(ws: WebSocket, service: TokenRouterService, bound: number): void 
     } catch {
       ok = false;
     }
-    send({ type: 'error', message: ok ? 'the live feed accepts no commands; it only streams events' : 'messages must be JSON text; this feed only streams events' });
+    send({
+      type: 'error',
+      message: ok ? 'the live feed accepts no commands; it only streams events' : 'messages must be JSON text; this feed only streams events',
+    });
   });
   function stop(): void {
     clearInterval(flush);

@@ -35,7 +35,12 @@ export async function measureWorkspaces(models: readonly WarmModel[]): Promise<M
   const out = new Map<string, number>();
   // every model remote: nothing runs here to measure
   if (models.length === 0) return out;
-  const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', prefixCache: false, models: models.map((m) => ({ ...m, kvCapacityTokens: Infinity })) });
+  const cluster = new Cluster({
+    clock: createRealClock(),
+    mode: 'async-immediate',
+    prefixCache: false,
+    models: models.map((m) => ({ ...m, kvCapacityTokens: Infinity })),
+  });
   for (const m of models) {
     const n = Math.max(1, Math.min(m.maxStepTokens, m.maxContext - 2));
     // any ids in the vocabulary do: the cost of a step does not depend on which
@@ -43,7 +48,13 @@ export async function measureWorkspaces(models: readonly WarmModel[]): Promise<M
     const key = `single:${m.name}`;
     const algorithm = buildAlgorithm({ kind: 'single', model: m.name });
     const before = rssBytes();
-    const r = await cluster.submit({ id: `warm-up-${m.name}`, prompt, maxTokens: 1, algorithm, algorithmRef: { key, source: { kind: 'single', model: m.name } } }).done;
+    const r = await cluster.submit({
+      id: `warm-up-${m.name}`,
+      prompt,
+      maxTokens: 1,
+      algorithm,
+      algorithmRef: { key, source: { kind: 'single', model: m.name } },
+    }).done;
     if (r.status !== 'done') throw new Error(`the warm-up step of model ${m.name} failed: ${r.error?.message ?? r.status}`);
     out.set(m.name, Math.max(0, rssBytes() - before));
   }

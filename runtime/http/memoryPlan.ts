@@ -41,7 +41,11 @@ export interface MemorySplit extends ProcessMemory {
  * every model of its algorithm, so their caches fill in step). Refuses a budget that cannot hold
  * all that plus one full-context request per model, saying what took the budget.
  */
-export function planMemory(budgetBytes: number, models: readonly ModelMemoryNeeds[], proc: ProcessMemory = { baseBytes: 0, headroomBytes: 0 }): ModelMemoryPlan[] {
+export function planMemory(
+  budgetBytes: number,
+  models: readonly ModelMemoryNeeds[],
+  proc: ProcessMemory = { baseBytes: 0, headroomBytes: 0 },
+): ModelMemoryPlan[] {
   const weights = models.reduce((s, m) => s + m.weightBytes, 0);
   const workspace = models.reduce((s, m) => s + (m.workspaceBytes ?? 0), 0);
   const fixed = proc.baseBytes + proc.headroomBytes + weights + workspace;

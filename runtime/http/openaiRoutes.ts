@@ -28,13 +28,22 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
   r.get('/v1/models/:id', (req, res) => {
     const id = String(req.params.id);
     if (service.modelIds().includes(id)) res.json(modelObject(id));
-    else sendError(res, new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${service.modelIds().join(', ')}`, 'model'));
+    else
+      sendError(
+        res,
+        new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${service.modelIds().join(', ')}`, 'model'),
+      );
   });
 
   r.post('/v1/completions', (req, res) => void handle('completion', req, res));
   r.post('/v1/chat/completions', (req, res) => void handle('chat', req, res));
   // Another method on a known route is 405 naming the one that works (as vLLM answers), not a 404 that suggests a wrong path.
-  for (const [path, allow] of [['/v1/completions', 'POST'], ['/v1/chat/completions', 'POST'], ['/v1/models', 'GET'], ['/v1/models/:id', 'GET']] as const) {
+  for (const [path, allow] of [
+    ['/v1/completions', 'POST'],
+    ['/v1/chat/completions', 'POST'],
+    ['/v1/models', 'GET'],
+    ['/v1/models/:id', 'GET'],
+  ] as const) {
     r.all(path, (req, res) => {
       res.set('Allow', allow);
       sendError(res, new TokenRouterError('method_not_allowed', `${req.method} is not allowed on ${req.path}: use ${allow}`, null));
@@ -77,4 +86,3 @@ function requestIdOf(req: Request): string | undefined {
   }
   return v;
 }
-

@@ -29,7 +29,14 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Refuses state-changing requests from foreign origins before their body is even read. */
 export function refuseForeignOrigin(req: Request, res: Response, next: NextFunction): void {
   if (SAFE.has(req.method) || !isForeignOrigin(req)) return next();
-  res.status(403).json({ error: { message: `cross-origin requests are refused: Origin ${req.headers.origin} is not this server`, type: 'invalid_request_error', param: null, code: 'forbidden_origin' } });
+  res.status(403).json({
+    error: {
+      message: `cross-origin requests are refused: Origin ${req.headers.origin} is not this server`,
+      type: 'invalid_request_error',
+      param: null,
+      code: 'forbidden_origin',
+    },
+  });
 }
 
 /** The names a `Host` header may carry besides loopback names and IP literals. */

@@ -12,7 +12,11 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
   if (first.code === 'unrecognized_keys') {
     // Strict schemas: a parameter this server does not know is refused by name, never silently dropped.
     const param = [...first.path, first.keys[0]].join('.');
-    throw new TokenRouterError('invalid_request', `unsupported parameter: ${param}${first.keys.length > 1 ? ` (also: ${first.keys.slice(1).join(', ')})` : ''}`, param);
+    throw new TokenRouterError(
+      'invalid_request',
+      `unsupported parameter: ${param}${first.keys.length > 1 ? ` (also: ${first.keys.slice(1).join(', ')})` : ''}`,
+      param,
+    );
   }
   const param = first.path.join('.');
   throw new TokenRouterError('invalid_request', `${param || 'body'}: ${first.message}`, param || null);

@@ -40,5 +40,10 @@ export function fewShotChat(i: number): Messages {
   const chat = Math.floor(Math.abs(i) / 2) + (i < 0 ? WARMUP_OFFSET : 0);
   const first = sampleQuestion(2 * chat);
   if (Math.abs(i) % 2 === 0) return [...FEW_SHOT, { role: 'user', content: first }];
-  return [...FEW_SHOT, { role: 'user', content: first }, { role: 'assistant', content: answer(first) }, { role: 'user', content: sampleQuestion(2 * chat + 1) }];
+  return [
+    ...FEW_SHOT,
+    { role: 'user', content: first },
+    { role: 'assistant', content: answer(first) },
+    { role: 'user', content: sampleQuestion(2 * chat + 1) },
+  ];
 }

@@ -64,7 +64,13 @@ export interface ServingRun {
 }
 
 function body(load: ServingLoad, i: number): CompletionBody {
-  const b: CompletionBody = { model: load.model, messages: load.messages ? load.messages(i) : [{ role: 'user', content: load.prompt(i) }], max_tokens: load.maxTokens, temperature: load.temperature ?? 0, seed: Math.abs(i) };
+  const b: CompletionBody = {
+    model: load.model,
+    messages: load.messages ? load.messages(i) : [{ role: 'user', content: load.prompt(i) }],
+    max_tokens: load.maxTokens,
+    temperature: load.temperature ?? 0,
+    seed: Math.abs(i),
+  };
   if (load.topP !== undefined) b.top_p = load.topP;
   if (load.ignoreEos) b.ignore_eos = true;
   return b;
@@ -106,13 +112,18 @@ export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: load.concurrency + 2 });
   try {
     if (load.warmup > 0) {
-      const warm = await runBatch(load, agent, Array.from({ length: load.warmup }, (_, k) => -(k + 1)));
+      const warm = await runBatch(
+        load,
+        agent,
+        Array.from({ length: load.warmup }, (_, k) => -(k + 1)),
+      );
       const bad = warm.find((r) => !r.ok);
       if (bad && warm.every((r) => !r.ok)) throw new Error(`every warm-up request failed: ${bad.error}`);
     }
     const rate = load.requestRate ?? Infinity;
     const t0 = performance.now();
-    const scheduledMs = rate === Infinity ? undefined : arrivalTimesMs(load.requests, rate, load.burstiness ?? 1, mulberry32(load.seed ?? 0)).map((t) => t0 + t);
+    const scheduledMs =
+      rate === Infinity ? undefined : arrivalTimesMs(load.requests, rate, load.burstiness ?? 1, mulberry32(load.seed ?? 0)).map((t) => t0 + t);
     const records = await runBatch(
       load,
       agent,
@@ -129,7 +140,15 @@ export async function benchmarkServing(load: ServingLoad): Promise<ServingRun> {
       handoffs += r.handoffs ?? 0;
       discardedTokens += r.discardedTokens ?? 0;
     }
-    return { metrics: servingMetrics(records, undefined, load.slo), records, tokensByModel, handoffs, discardedTokens, firstError: records.find((r) => !r.ok)?.error, scheduledMs };
+    return {
+      metrics: servingMetrics(records, undefined, load.slo),
+      records,
+      tokensByModel,
+      handoffs,
+      discardedTokens,
+      firstError: records.find((r) => !r.ok)?.error,
+      scheduledMs,
+    };
   } finally {
     agent.destroy();
   }

@@ -51,13 +51,27 @@ export interface LoadSettings {
 
 /** The run as JSON; per-request records (and the schedule) only when asked (they are large). */
 function runToJson(run: ServingRun, withRecords: boolean, load: LoadSettings): Record<string, unknown> {
-  return { load, metrics: run.metrics, tokens_by_model: run.tokensByModel, handoffs: run.handoffs, discarded_tokens: run.discardedTokens, first_error: run.firstError ?? null, cpu_ms: run.clientCpuMs ?? null, records: withRecords ? run.records : undefined, scheduled_ms: withRecords ? run.scheduledMs : undefined, monotonic_origin_ms: monotonicOriginMs() };
+  return {
+    load,
+    metrics: run.metrics,
+    tokens_by_model: run.tokensByModel,
+    handoffs: run.handoffs,
+    discarded_tokens: run.discardedTokens,
+    first_error: run.firstError ?? null,
+    cpu_ms: run.clientCpuMs ?? null,
+    records: withRecords ? run.records : undefined,
+    scheduled_ms: withRecords ? run.scheduledMs : undefined,
+    monotonic_origin_ms: monotonicOriginMs(),
+  };
 }
 
 /** --max-concurrency, or its older name --concurrency; both at once would be ambiguous. */
 function capFlag(f: { concurrency?: string; 'max-concurrency'?: string }): number {
-  if (f.concurrency !== undefined && f['max-concurrency'] !== undefined) throw new TokenRouterError('invalid_request', '--max-concurrency and --concurrency are one setting: give only one', 'max-concurrency');
-  return f['max-concurrency'] !== undefined ? intFlag('max-concurrency', f['max-concurrency'], 1, 100_000, 4) : intFlag('concurrency', f.concurrency, 1, 100_000, 4);
+  if (f.concurrency !== undefined && f['max-concurrency'] !== undefined)
+    throw new TokenRouterError('invalid_request', '--max-concurrency and --concurrency are one setting: give only one', 'max-concurrency');
+  return f['max-concurrency'] !== undefined
+    ? intFlag('max-concurrency', f['max-concurrency'], 1, 100_000, 4)
+    : intFlag('concurrency', f.concurrency, 1, 100_000, 4);
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -73,9 +87,11 @@ export async function main(argv: string[]): Promise<number> {
   const seed = intFlag('seed', f.seed, 0, 2 ** 32 - 1, 0);
   const slo = f.goodput === undefined ? undefined : parseGoodput(f.goodput);
   const latencyFrom = f['latency-from'] ?? 'arrival';
-  if (latencyFrom !== 'arrival' && latencyFrom !== 'send') throw new TokenRouterError('invalid_request', `--latency-from must be arrival or send, got "${latencyFrom}"`, 'latency-from');
+  if (latencyFrom !== 'arrival' && latencyFrom !== 'send')
+    throw new TokenRouterError('invalid_request', `--latency-from must be arrival or send, got "${latencyFrom}"`, 'latency-from');
   const workload = f.workload ?? 'task';
-  if (workload !== 'task' && workload !== 'few-shot-chat') throw new TokenRouterError('invalid_request', `--workload must be task or few-shot-chat, got "${workload}"`, 'workload');
+  if (workload !== 'task' && workload !== 'few-shot-chat')
+    throw new TokenRouterError('invalid_request', `--workload must be task or few-shot-chat, got "${workload}"`, 'workload');
   const quiet = boolFlag('quiet', f.quiet, false);
   const records = boolFlag('records', f.records, false);
   const progress = new ProgressLine();
@@ -101,16 +117,26 @@ export async function main(argv: string[]): Promise<number> {
   progress.end();
   const cpu = process.cpuUsage(cpu0);
   run.clientCpuMs = (cpu.user + cpu.system) / 1000;
-  const out = runToJson(run, records, { request_rate: requestRate === Infinity ? 'inf' : requestRate, latency_from: latencyFrom, burstiness, max_concurrency: concurrency, seed });
+  const out = runToJson(run, records, {
+    request_rate: requestRate === Infinity ? 'inf' : requestRate,
+    latency_from: latencyFrom,
+    burstiness,
+    max_concurrency: concurrency,
+    seed,
+  });
   // `--json -` is stdout, not a file named `-`
   if (f.json && f.json !== '-') writeFileSync(f.json, JSON.stringify(out));
   // Waits for the write: a pipe is asynchronous, and process.exit would cut a large run's records short.
-  if (f.json === '-' || records) await new Promise<void>((resolve, reject) => process.stdout.write(JSON.stringify(out) + '\n', (e) => (e ? reject(e) : resolve())));
+  if (f.json === '-' || records)
+    await new Promise<void>((resolve, reject) => process.stdout.write(JSON.stringify(out) + '\n', (e) => (e ? reject(e) : resolve())));
   else {
     const m = run.metrics;
-    const line = (name: string, s: { mean: number; median: number; p99: number }) => console.log(`${name.padEnd(6)} mean ${s.mean.toFixed(2)}  median ${s.median.toFixed(2)}  p99 ${s.p99.toFixed(2)} ms`);
+    const line = (name: string, s: { mean: number; median: number; p99: number }) =>
+      console.log(`${name.padEnd(6)} mean ${s.mean.toFixed(2)}  median ${s.median.toFixed(2)}  p99 ${s.p99.toFixed(2)} ms`);
     console.log(`completed ${m.completed}, failed ${m.failed}, duration ${(m.durationMs / 1000).toFixed(2)} s`);
-    console.log(`output throughput ${m.outputThroughputTokS.toFixed(1)} tok/s (${m.totalOutputTokens} committed tokens), request throughput ${m.requestThroughputRps.toFixed(2)} req/s`);
+    console.log(
+      `output throughput ${m.outputThroughputTokS.toFixed(1)} tok/s (${m.totalOutputTokens} committed tokens), request throughput ${m.requestThroughputRps.toFixed(2)} req/s`,
+    );
     if (m.goodputReqS !== undefined) console.log(`goodput ${m.goodputReqS.toFixed(2)} req/s (${m.sloMet} of ${m.completed} completed met ${f.goodput})`);
     if (requestRate !== Infinity) line('QUEUE', m.queueMs);
     line('TTFT', m.ttftMs);

@@ -17,11 +17,13 @@ export function parseGoodput(spec: string): Slo {
   if (pairs.length === 0) throw new TokenRouterError('invalid_request', '--goodput needs at least one of ttft:MS, tpot:MS, e2el:MS', 'goodput');
   for (const pair of pairs) {
     const [name, value, extra] = pair.split(':');
-    if (value === undefined || extra !== undefined) throw new TokenRouterError('invalid_request', `--goodput takes metric:MS pairs (ttft, tpot, e2el), got "${pair}"`, 'goodput');
+    if (value === undefined || extra !== undefined)
+      throw new TokenRouterError('invalid_request', `--goodput takes metric:MS pairs (ttft, tpot, e2el), got "${pair}"`, 'goodput');
     if (!Object.hasOwn(KEYS, name)) throw new TokenRouterError('invalid_request', `--goodput: unknown metric "${name}"; known: ttft, tpot, e2el`, 'goodput');
     const key = KEYS[name as keyof typeof KEYS];
     const ms = Number(value);
-    if (value.trim() === '' || !Number.isFinite(ms) || ms <= 0) throw new TokenRouterError('invalid_request', `--goodput: ${name} must be a number of ms > 0, got "${value}"`, 'goodput');
+    if (value.trim() === '' || !Number.isFinite(ms) || ms <= 0)
+      throw new TokenRouterError('invalid_request', `--goodput: ${name} must be a number of ms > 0, got "${value}"`, 'goodput');
     if (slo[key] !== undefined) throw new TokenRouterError('invalid_request', `--goodput: ${name} is given twice`, 'goodput');
     slo[key] = ms;
   }

@@ -26,7 +26,12 @@ interface StreamChunk {
  * content chunk. Output tokens come from the usage block (the server's committed count); the
  * per-chunk `tokenrouter.models` tally is the fallback when a server omits usage.
  */
-export function streamCompletion(baseUrl: string, body: CompletionBody, agent: http.Agent, now: () => number = () => performance.now()): Promise<RequestRecord> {
+export function streamCompletion(
+  baseUrl: string,
+  body: CompletionBody,
+  agent: http.Agent,
+  now: () => number = () => performance.now(),
+): Promise<RequestRecord> {
   const url = new URL('/v1/chat/completions', baseUrl);
   const payload = JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } });
   const rec: RequestRecord = { ok: false, sendMs: now(), contentChunkMs: [], endMs: 0, outputTokens: 0 };

@@ -57,17 +57,26 @@ export class AlgorithmRegistry {
   }
 
   get(name: string): AlgorithmEntry | undefined {
-    const row = this.db.prepare('SELECT name, active_version FROM algorithms WHERE name = ?').get(name) as { name: string; active_version: number | null } | undefined;
+    const row = this.db.prepare('SELECT name, active_version FROM algorithms WHERE name = ?').get(name) as
+      | { name: string; active_version: number | null }
+      | undefined;
     return row && { name: row.name, activeVersion: row.active_version, versions: this.versions(name) };
   }
 
   versions(name: string): AlgorithmVersion[] {
-    const rows = this.db.prepare('SELECT name, version, created_at, spec FROM versions WHERE name = ? ORDER BY version').all(name) as { name: string; version: number; created_at: string; spec: string }[];
+    const rows = this.db.prepare('SELECT name, version, created_at, spec FROM versions WHERE name = ? ORDER BY version').all(name) as {
+      name: string;
+      version: number;
+      created_at: string;
+      spec: string;
+    }[];
     return rows.map((r) => ({ name: r.name, version: r.version, createdAt: r.created_at, spec: JSON.parse(r.spec) as AlgorithmSpec }));
   }
 
   version(name: string, version: number): AlgorithmVersion | undefined {
-    const r = this.db.prepare('SELECT name, version, created_at, spec FROM versions WHERE name = ? AND version = ?').get(name, version) as { name: string; version: number; created_at: string; spec: string } | undefined;
+    const r = this.db.prepare('SELECT name, version, created_at, spec FROM versions WHERE name = ? AND version = ?').get(name, version) as
+      | { name: string; version: number; created_at: string; spec: string }
+      | undefined;
     return r && { name: r.name, version: r.version, createdAt: r.created_at, spec: JSON.parse(r.spec) as AlgorithmSpec };
   }
 
@@ -98,7 +107,9 @@ export class AlgorithmRegistry {
     const tx = this.changes(() => {
       this.db.prepare('INSERT OR IGNORE INTO algorithms (name, active_version) VALUES (?, NULL)').run(name);
       const { v } = this.db
-        .prepare('SELECT MAX(COALESCE((SELECT MAX(version) FROM versions WHERE name = @name), 0), COALESCE((SELECT last_version FROM deleted WHERE name = @name), 0)) + 1 AS v')
+        .prepare(
+          'SELECT MAX(COALESCE((SELECT MAX(version) FROM versions WHERE name = @name), 0), COALESCE((SELECT last_version FROM deleted WHERE name = @name), 0)) + 1 AS v',
+        )
         .get({ name }) as { v: number };
       const createdAt = new Date().toISOString();
       this.db.prepare('INSERT INTO versions (name, version, created_at, spec) VALUES (?, ?, ?, ?)').run(name, v, createdAt, JSON.stringify(spec));
@@ -122,7 +133,11 @@ export class AlgorithmRegistry {
       const versions = this.versions(name);
       if (!this.get(name)) return null;
       const last = Math.max(0, ...versions.map((v) => v.version));
-      this.db.prepare('INSERT INTO deleted (name, last_version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_version = MAX(last_version, excluded.last_version)').run(name, last);
+      this.db
+        .prepare(
+          'INSERT INTO deleted (name, last_version) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET last_version = MAX(last_version, excluded.last_version)',
+        )
+        .run(name, last);
       for (const table of ['versions', 'activations', 'algorithms']) this.db.prepare(`DELETE FROM ${table} WHERE name = ?`).run(name);
       return versions.length;
     })();

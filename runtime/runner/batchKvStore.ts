@@ -81,7 +81,11 @@ export class BatchKvStore {
   private readonly nT: number;
 
   /** `own`: the batches' buffers are the store's (a step's new slots are written in); else they are a step's `present` outputs. */
-  constructor(shape: KvShape, readonly own: boolean, private readonly stats: KvStats) {
+  constructor(
+    shape: KvShape,
+    readonly own: boolean,
+    private readonly stats: KvStats,
+  ) {
     ({ kv: this.kv, hd: this.hd, bytesPerToken: this.bytesPerToken, nT: this.nT } = shape);
     // two batches' worth (a re-pack's old and new) and one more for the stale ones routing leaves behind
     this.pool = own ? new KvBufferPool(3 * shape.nT) : undefined;
@@ -162,8 +166,9 @@ export class BatchKvStore {
     });
     batch.past = past.map((d) => new ort.Tensor('float32', d, [B, kv, cap, hd]));
     // only now, every row copied: a source batch no request lives in any more is gone
-    for (const src of sources) if (src.refs === 0) this.retire(src);
-    else this.toCompact.add(src);
+    for (const src of sources)
+      if (src.refs === 0) this.retire(src);
+      else this.toCompact.add(src);
     if (this.batch && this.batch.refs > 0) this.toCompact.add(this.batch);
     this.batch = batch;
     this.stats.repacks++;
@@ -264,7 +269,6 @@ export class BatchKvStore {
     batch.past = [];
   }
 
-
   /**
    * Prefix caching: the target gets its own compact copy of the source's first `tokens` KV slots
    * (wherever they live: a batch row or own storage), so it leaves the source untouched and joins
@@ -309,7 +313,6 @@ export class BatchKvStore {
     for (const e of this.caches.values()) n += e.len;
     return n;
   }
-
 
   clear(): void {
     this.caches.clear();

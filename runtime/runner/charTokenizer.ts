@@ -17,13 +17,25 @@ export function charTokenizer(opts: { chatTemplate?: string; modelName?: string 
     pre_tokenizer: null,
     post_processor: null,
     decoder: { type: 'Fuse' },
-    model: { type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: '<unk>',
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: [],
+    },
   };
   const cfg = {
     bos_token: '<s>',
     eos_token: '</s>',
     chat_template:
-      opts.chatTemplate ?? "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Q: {{ message['content'].strip() }}\nA: {% endif %}{% endfor %}",
+      opts.chatTemplate ??
+      "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}Q: {{ message['content'].strip() }}\nA: {% endif %}{% endfor %}",
   };
   return new TextTokenizer(json, cfg, { bos: 1, eos: 2 }, opts.modelName ?? 'small');
 }

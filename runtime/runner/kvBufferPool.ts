@@ -48,7 +48,8 @@ export class KvBufferPool {
     while (this.free.length > this.keep || this.bytes > this.keepBytes) {
       const overBytes = this.free.length <= this.keep;
       let pick = 0;
-      for (let i = 1; i < this.free.length; i++) if (overBytes ? this.free[i].length > this.free[pick].length : this.free[i].length < this.free[pick].length) pick = i;
+      for (let i = 1; i < this.free.length; i++)
+        if (overBytes ? this.free[i].length > this.free[pick].length : this.free[i].length < this.free[pick].length) pick = i;
       this.bytes -= this.free[pick].byteLength;
       this.free.splice(pick, 1);
     }

@@ -29,7 +29,18 @@ export function firstSlots(runs: readonly [number, number][], n: number): [numbe
 }
 
 /** Copies the valid slots (runs) of one row of a [B, kv, srcT, hd] tensor into slots dstStart.. of a row of [B, kv, dstT, hd]. */
-export function copyKv(src: Float32Array, srcRow: number, srcT: number, runs: readonly [number, number][], dst: Float32Array, dstRow: number, dstT: number, dstStart: number, kv: number, hd: number): void {
+export function copyKv(
+  src: Float32Array,
+  srcRow: number,
+  srcT: number,
+  runs: readonly [number, number][],
+  dst: Float32Array,
+  dstRow: number,
+  dstT: number,
+  dstStart: number,
+  kv: number,
+  hd: number,
+): void {
   for (let h = 0; h < kv; h++) {
     const sb = (srcRow * kv + h) * srcT * hd;
     let d = ((dstRow * kv + h) * dstT + dstStart) * hd;

@@ -144,7 +144,16 @@ export function analyzeMasked(logits: Float32Array, mask: Int32Array, opts: Anal
   const lse = max + Math.log(z);
   const top = topAmong(logits, ids, Math.max(2, opts.topK, opts.topLogitsK ?? 0));
   const token = drawMasked(logits, ids, opts);
-  return rowSignals(top.map((i) => logits[i]), top, lse, Math.log(z) - zd / z, V, logits[token], token, opts);
+  return rowSignals(
+    top.map((i) => logits[i]),
+    top,
+    lse,
+    Math.log(z) - zd / z,
+    V,
+    logits[token],
+    token,
+    opts,
+  );
 }
 
 /** The k ids of `ids` (ascending) with the largest x, best first, ties by lower id. */
@@ -211,7 +220,15 @@ function drawMasked(logits: Float32Array, allowed: Int32Array, opts: AnalyzeOpti
   if (n <= RANKED_MAX) {
     // every allowed token is a candidate: ranked by weight, ties by lower id, the draw is exact over them
     const order = Array.from({ length: n }, (_, j) => j).sort((a, b) => w[b] - w[a] || a - b);
-    return drawFromCandidates(order.map((j) => ids[j]), order.map((j) => w[j]), n, z, n, s, u);
+    return drawFromCandidates(
+      order.map((j) => ids[j]),
+      order.map((j) => w[j]),
+      n,
+      z,
+      n,
+      s,
+      u,
+    );
   }
   const row = new Float32Array(x.length);
   for (let j = 0; j < n; j++) row[ids[j]] = w[j];

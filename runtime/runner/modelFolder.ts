@@ -126,7 +126,8 @@ function eosIds(dir: string, file: string, obj: Record<string, unknown> | undefi
   const v = obj?.eos_token_id;
   if (v === undefined || v === null) return [];
   const list = Array.isArray(v) ? v : [v];
-  if (list.length === 0 || !list.every(isId)) throw new ModelFolderError(dir, file, 'eos_token_id', `expected a non-negative integer or a non-empty list of them, got ${JSON.stringify(v)}`);
+  if (list.length === 0 || !list.every(isId))
+    throw new ModelFolderError(dir, file, 'eos_token_id', `expected a non-negative integer or a non-empty list of them, got ${JSON.stringify(v)}`);
   return list;
 }
 
@@ -135,7 +136,12 @@ function optNumber(dir: string, obj: Record<string, unknown>, key: string, min: 
   const v = obj[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
-    throw new ModelFolderError(dir, 'generation_config.json', key, `expected ${integer ? 'an integer' : 'a number'} in [${min}, ${max}], got ${JSON.stringify(v)}`);
+    throw new ModelFolderError(
+      dir,
+      'generation_config.json',
+      key,
+      `expected ${integer ? 'an integer' : 'a number'} in [${min}, ${max}], got ${JSON.stringify(v)}`,
+    );
   }
   return v;
 }
@@ -153,7 +159,8 @@ function generationDefaults(dir: string, gen: Record<string, unknown> | undefine
   if (topK !== undefined) out.topK = Math.max(topK, 0);
   if (minP !== undefined) out.minP = minP;
   if (gen.do_sample !== undefined && gen.do_sample !== null) {
-    if (typeof gen.do_sample !== 'boolean') throw new ModelFolderError(dir, 'generation_config.json', 'do_sample', `expected true or false, got ${JSON.stringify(gen.do_sample)}`);
+    if (typeof gen.do_sample !== 'boolean')
+      throw new ModelFolderError(dir, 'generation_config.json', 'do_sample', `expected true or false, got ${JSON.stringify(gen.do_sample)}`);
     out.doSample = gen.do_sample;
   }
   return out;
@@ -209,7 +216,8 @@ export function loadModelFolder(dir: string, opts: ModelFolderOptions = {}): Mod
     eosTokenIds,
     padTokenId: int(abs, f, cfg, 'pad_token_id', eosTokenId),
   };
-  if (numKvHeads === 0 || numHeads % numKvHeads !== 0) throw new ModelFolderError(abs, f, 'num_key_value_heads', `must divide num_attention_heads (${numHeads})`);
+  if (numKvHeads === 0 || numHeads % numKvHeads !== 0)
+    throw new ModelFolderError(abs, f, 'num_key_value_heads', `must divide num_attention_heads (${numHeads})`);
   const tokenizerJson = readJson(abs, 'tokenizer.json', true)!;
   if (typeof tokenizerJson.model !== 'object' || tokenizerJson.model === null) throw new ModelFolderError(abs, 'tokenizer.json', 'model', 'missing');
   const tokenizerConfig = readJson(abs, 'tokenizer_config.json', false) ?? {};
@@ -231,11 +239,13 @@ export function loadModelFolder(dir: string, opts: ModelFolderOptions = {}): Mod
     for (const [name, raw] of Object.entries(heads as Record<string, unknown>)) {
       const h = raw as Record<string, unknown>;
       const file = typeof h.file === 'string' ? h.file : '';
-      if (!file || !fs.existsSync(path.join(abs, 'routers', file))) throw new ModelFolderError(abs, rf, `heads.${name}.file`, `router file "${file}" is missing`);
+      if (!file || !fs.existsSync(path.join(abs, 'routers', file)))
+        throw new ModelFolderError(abs, rf, `heads.${name}.file`, `router file "${file}" is missing`);
       const inputs: RouterInputSpec[] = [];
       for (const [iname, spec] of Object.entries((h.inputs ?? {}) as Record<string, Record<string, unknown>>)) {
         const source = spec.source;
-        if (source !== 'hidden' && source !== 'token' && source !== 'topk_logits') throw new ModelFolderError(abs, rf, `heads.${name}.inputs.${iname}.source`, `unknown source ${JSON.stringify(source)}`);
+        if (source !== 'hidden' && source !== 'token' && source !== 'topk_logits')
+          throw new ModelFolderError(abs, rf, `heads.${name}.inputs.${iname}.source`, `unknown source ${JSON.stringify(source)}`);
         inputs.push({ name: iname, source, dtype: spec.dtype === 'int64' ? 'int64' : 'float32' });
       }
       if (inputs.length === 0) throw new ModelFolderError(abs, rf, `heads.${name}.inputs`, 'no inputs');
@@ -289,7 +299,13 @@ export function modelFolderStatus(dir: string, opts: ModelFolderOptions = {}, na
       name,
       dir: m.dir,
       ok: true,
-      params: { layers: m.config.numLayers, hidden: m.config.hiddenSize, vocab: m.config.vocabSize, maxContext: m.config.maxContext, routers: Object.keys(m.routers) },
+      params: {
+        layers: m.config.numLayers,
+        hidden: m.config.hiddenSize,
+        vocab: m.config.vocabSize,
+        maxContext: m.config.maxContext,
+        routers: Object.keys(m.routers),
+      },
       dtype: m.dtype,
       file: path.relative(m.dir, m.onnxPath),
       externalData: m.externalData.map((f) => path.relative(m.dir, f)),

@@ -19,7 +19,11 @@ export interface HeldoutRow {
  * Greedy generation for many prompts with continuous batching: up to `batch` requests in flight,
  * a finished one is replaced by the next prompt mid-decode (so rows mix prefill and decode).
  */
-export async function generateGreedy(runner: ModelRunner, prompts: readonly (readonly number[])[], opts: { batch?: number; maxNew?: number } = {}): Promise<number[][]> {
+export async function generateGreedy(
+  runner: ModelRunner,
+  prompts: readonly (readonly number[])[],
+  opts: { batch?: number; maxNew?: number } = {},
+): Promise<number[][]> {
   const batch = opts.batch ?? 32;
   const maxNew = opts.maxNew ?? 64;
   const eos = runner.info.eosTokenIds;
@@ -72,7 +76,11 @@ export async function heldoutAccuracy(folder: string, opts: { n?: number; batch?
   const tok = TextTokenizer.fromFolder(mf);
   const runner = await OnnxRunner.load(folder, { intraOpNumThreads: opts.intraOpNumThreads ?? 1 });
   const t0 = performance.now();
-  const outs = await generateGreedy(runner, rows.map((r) => tok.encodeChat([{ role: 'user', content: r.question }])), { batch: opts.batch ?? 32 });
+  const outs = await generateGreedy(
+    runner,
+    rows.map((r) => tok.encodeChat([{ role: 'user', content: r.question }])),
+    { batch: opts.batch ?? 32 },
+  );
   const seconds = (performance.now() - t0) / 1000;
   await runner.close();
   let correct = 0;

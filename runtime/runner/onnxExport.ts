@@ -62,7 +62,13 @@ const FED = new Set(['input_ids', 'attention_mask', 'position_ids', 'num_logits_
  * GroupQueryAttention layout (a fixed-size KV buffer indexed by seqlens_k), no KV cache inputs, a
  * KV cache that is not float32, or inputs the runner does not know how to feed.
  */
-export function refuseUndrivable(file: string, model: Uint8Array, session: ort.InferenceSession, pastNames: readonly string[], alsoFed: readonly string[] = []): void {
+export function refuseUndrivable(
+  file: string,
+  model: Uint8Array,
+  session: ort.InferenceSession,
+  pastNames: readonly string[],
+  alsoFed: readonly string[] = [],
+): void {
   const ops = graphOps(model);
   const gqa = [...ops].find((o) => o.endsWith('GroupQueryAttention'));
   if (gqa) {
@@ -72,16 +78,23 @@ export function refuseUndrivable(file: string, model: Uint8Array, session: ort.I
   }
   const inputs = session.inputNames;
   if (!inputs.some((n) => n.startsWith('past_key_values.'))) {
-    throw new OnnxExportError(`${file}: this runner cannot drive it: it has no past_key_values.* inputs (an export without a KV cache; export with past, e.g. Optimum's --task text-generation-with-past). Inputs: ${inputs.join(', ')}`);
+    throw new OnnxExportError(
+      `${file}: this runner cannot drive it: it has no past_key_values.* inputs (an export without a KV cache; export with past, e.g. Optimum's --task text-generation-with-past). Inputs: ${inputs.join(', ')}`,
+    );
   }
   const missing = pastNames.filter((n) => !inputs.includes(n));
-  if (missing.length > 0) throw new OnnxExportError(`${file}: this runner cannot drive it: inputs ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ` and ${missing.length - 4} more` : ''} are missing (config.json's num_hidden_layers asks for ${pastNames.length / 2} layers)`);
+  if (missing.length > 0)
+    throw new OnnxExportError(
+      `${file}: this runner cannot drive it: inputs ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ` and ${missing.length - 4} more` : ''} are missing (config.json's num_hidden_layers asks for ${pastNames.length / 2} layers)`,
+    );
   const unknown = inputs.filter((n) => !FED.has(n) && !alsoFed.includes(n) && !n.startsWith('past_key_values.'));
   if (unknown.length > 0) throw new OnnxExportError(`${file}: this runner cannot drive it: it takes inputs the runner does not feed: ${unknown.join(', ')}`);
   const meta = session.inputMetadata.find((m) => m.name === pastNames[0]);
   const type = meta && meta.isTensor ? meta.type : 'float32';
   if (type !== 'float32') {
-    throw new OnnxExportError(`${file}: this runner cannot drive it: its KV cache (${pastNames[0]}) is ${type}, and the runner keeps float32 KV (choose a dtype whose file keeps float32 inputs and outputs: fp32, q8, int8, uint8, q4)`);
+    throw new OnnxExportError(
+      `${file}: this runner cannot drive it: its KV cache (${pastNames[0]}) is ${type}, and the runner keeps float32 KV (choose a dtype whose file keeps float32 inputs and outputs: fp32, q8, int8, uint8, q4)`,
+    );
   }
 }
 
@@ -102,7 +115,12 @@ function providerLibraries(ep: ExecutionProvider): { dir: string; missing: strin
  * The session for `model` (bytes; its external data in `so`'s folder). A provider that cannot start
  * is an error naming the provider and what it needs, rather than ONNX Runtime's bare message.
  */
-export async function createSession(file: string, model: Uint8Array, so: ort.InferenceSession.SessionOptions, ep: ExecutionProvider): Promise<ort.InferenceSession> {
+export async function createSession(
+  file: string,
+  model: Uint8Array,
+  so: ort.InferenceSession.SessionOptions,
+  ep: ExecutionProvider,
+): Promise<ort.InferenceSession> {
   try {
     return await ort.InferenceSession.create(model, so);
   } catch (e) {

@@ -171,7 +171,9 @@ export function convertToExternalData(src: string, dataFile: string, location = 
         const length = raw.end - raw.body;
         copyRange(c, raw.body, raw.end, out, at);
         const w = Writer.create();
-        const kept = fields.filter((t) => t !== raw && t.field !== TENSOR_DATA_LOCATION && t.field !== TENSOR_EXTERNAL_DATA).map((t) => read(c, t.start, t.end));
+        const kept = fields
+          .filter((t) => t !== raw && t.field !== TENSOR_DATA_LOCATION && t.field !== TENSOR_EXTERNAL_DATA)
+          .map((t) => read(c, t.start, t.end));
         entry(w, 'location', location);
         entry(w, 'offset', String(at));
         entry(w, 'length', String(length));
@@ -204,7 +206,11 @@ export function readGraphFile(onnxPath: string, externalData: readonly string[],
   if (externalData.length > 0 || st.size <= (opts.inlineLimitBytes ?? DEFAULT_INLINE_LIMIT)) {
     return { model: fs.readFileSync(onnxPath), dataDir: externalData.length > 0 ? path.dirname(onnxPath) : undefined, how: 'whole' };
   }
-  const key = crypto.createHash('sha256').update(`${path.resolve(onnxPath)}\0${st.size}\0${st.mtimeMs}`).digest('hex').slice(0, 24);
+  const key = crypto
+    .createHash('sha256')
+    .update(`${path.resolve(onnxPath)}\0${st.size}\0${st.mtimeMs}`)
+    .digest('hex')
+    .slice(0, 24);
   const dir = path.join(opts.cacheDir ?? path.join(os.tmpdir(), 'tokenrouter-onnx'), key);
   const graphFile = path.join(dir, 'model.onnx');
   if (fs.existsSync(graphFile)) return { model: fs.readFileSync(graphFile), dataDir: dir, how: 'cached' };

@@ -49,7 +49,8 @@ export async function routingCheck(head: string, opts: { n?: number; threshold?:
       const score = s.heads[head];
       let t = s.token;
       if (routeWhenLow ? score < threshold : score >= threshold) {
-        const l = (await large.step([{ cacheId: i, requestId: `r${i}`, tokens: seq.slice(largePos), position: largePos, sampling: GREEDY, wants: NO_WANTS }])).rows[0];
+        const l = (await large.step([{ cacheId: i, requestId: `r${i}`, tokens: seq.slice(largePos), position: largePos, sampling: GREEDY, wants: NO_WANTS }]))
+          .rows[0];
         largePos = seq.length;
         t = l.token;
         fromLarge++;
@@ -73,7 +74,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   (async () => {
     for (const h of heads.length ? heads : ['citer', 'r2r', 'colm']) {
       const r = await routingCheck(h);
-      console.log(`${h} (threshold ${r.threshold}): ${(100 * r.accuracy).toFixed(1)}% exact match on ${r.n} held-out problems, ${(100 * r.largeTokenShare).toFixed(1)}% of tokens from large`);
+      console.log(
+        `${h} (threshold ${r.threshold}): ${(100 * r.accuracy).toFixed(1)}% exact match on ${r.n} held-out problems, ${(100 * r.largeTokenShare).toFixed(1)}% of tokens from large`,
+      );
     }
   })().catch((e) => {
     console.error(e);

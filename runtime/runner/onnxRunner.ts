@@ -121,12 +121,17 @@ export class OnnxRunner implements ModelRunner {
       if (!session.inputNames.includes(n)) throw new StepError(`${folder.onnxPath}: ONNX input "${n}" is missing (inputs: ${session.inputNames.join(', ')})`);
     }
     for (const n of ['logits', ...this.presentNames]) {
-      if (!session.outputNames.includes(n)) throw new StepError(`${folder.onnxPath}: ONNX output "${n}" is missing (outputs: ${session.outputNames.join(', ')})`);
+      if (!session.outputNames.includes(n))
+        throw new StepError(`${folder.onnxPath}: ONNX output "${n}" is missing (outputs: ${session.outputNames.join(', ')})`);
     }
     this.hasHidden = session.outputNames.includes('hidden_states');
     this.hasPositionIds = session.inputNames.includes('position_ids');
     this.newNames = newNames;
-    this.kv = new BatchKvStore({ kv: c.numKvHeads, hd: c.headDim, bytesPerToken: folder.kvBytesPerToken, nT: this.pastNames.length }, newNames !== undefined, this.stats);
+    this.kv = new BatchKvStore(
+      { kv: c.numKvHeads, hd: c.headDim, bytesPerToken: folder.kvBytesPerToken, nT: this.pastNames.length },
+      newNames !== undefined,
+      this.stats,
+    );
     this.kvFetches = newNames ?? this.presentNames;
     this.signals = prepared?.signals === true;
     this.maskedGroup = prepared?.masked === true;
@@ -149,7 +154,12 @@ export class OnnxRunner implements ModelRunner {
     // Handing a step's whole KV back to JavaScript costs ~28 % of it (bench models, kv_fetch): the
     // graph is rewritten to hand back only the new slots, to compute logits at each row's last
     // position only, and to compute the signals and the draw natively (graph/prepareGraph.ts).
-    const prepared = prepareGraph(graph.model, { present: kvNames(folder.config.numLayers).present, newKv: opts.kvOutputs !== 'present', vocab: folder.config.vocabSize, masked: opts.masks !== 'js' });
+    const prepared = prepareGraph(graph.model, {
+      present: kvNames(folder.config.numLayers).present,
+      newKv: opts.kvOutputs !== 'present',
+      vocab: folder.config.vocabSize,
+      masked: opts.masks !== 'js',
+    });
     if (prepared.logits === 'full') console.warn(`${name}: ${prepared.logitsNote}: logits stay [B, S, V] and the last row is read`);
     const session = await createSession(folder.onnxPath, prepared.model, so, ep);
     try {
@@ -205,20 +215,26 @@ export class OnnxRunner implements ModelRunner {
       if (r.position !== 0) {
         const held = this.kv.caches.get(r.cacheId)?.len ?? 0;
         if (r.position !== held) {
-          throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`);
+          throw new StepError(
+            `${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`,
+          );
         }
       }
       if (r.position + r.tokens.length > this.info.maxContext) {
-        throw new StepError(`${this.info.name}: request ${r.requestId}: position ${r.position} + ${r.tokens.length} tokens exceeds max context ${this.info.maxContext}`);
+        throw new StepError(
+          `${this.info.name}: request ${r.requestId}: position ${r.position} + ${r.tokens.length} tokens exceeds max context ${this.info.maxContext}`,
+        );
       }
       if (r.mask) {
         const problem = maskProblem(r.mask, V);
         if (problem) throw new StepError(`${this.info.name}: request ${r.requestId}: ${problem}`);
       }
       for (const h of r.wants.heads) {
-        if (!this.heads.has(h)) throw new StepError(`${this.info.name}: router head "${h}" is not shipped with this model (has: ${[...this.heads.keys()].join(', ') || 'none'})`);
+        if (!this.heads.has(h))
+          throw new StepError(`${this.info.name}: router head "${h}" is not shipped with this model (has: ${[...this.heads.keys()].join(', ') || 'none'})`);
       }
-      if ((r.wants.hidden || r.wants.heads.length) && !this.hasHidden) throw new StepError(`${this.info.name}: hidden state asked for but the ONNX export has no "hidden_states" output`);
+      if ((r.wants.hidden || r.wants.heads.length) && !this.hasHidden)
+        throw new StepError(`${this.info.name}: hidden state asked for but the ONNX export has no "hidden_states" output`);
     }
   }
 
@@ -232,14 +248,33 @@ export class OnnxRunner implements ModelRunner {
     const split = splitFeeds(rows);
     if (split) {
       // the decode rows first: their batch is usually the last step's, reused as is
-      const d = await this.passOver(split.decode.map((i) => rows[i]), split.decode.map((i) => entries[i]));
-      const m = await this.passOver(split.multi.map((i) => rows[i]), split.multi.map((i) => entries[i]));
+      const d = await this.passOver(
+        split.decode.map((i) => rows[i]),
+        split.decode.map((i) => entries[i]),
+      );
+      const m = await this.passOver(
+        split.multi.map((i) => rows[i]),
+        split.multi.map((i) => entries[i]),
+      );
       const signals = new Array<TokenSignals>(rows.length);
       split.decode.forEach((i, k) => (signals[i] = d.out.signals[k]!));
       split.multi.forEach((i, k) => (signals[i] = m.out.signals[k]!));
       this.stats.steps++;
       this.stats.splits++;
-      return { rows: signals, modelMs: d.out.modelMs + m.out.modelMs, passes: [pass(split.decode.map((i) => rows[i]), d.out.modelMs), pass(split.multi.map((i) => rows[i]), m.out.modelMs)] };
+      return {
+        rows: signals,
+        modelMs: d.out.modelMs + m.out.modelMs,
+        passes: [
+          pass(
+            split.decode.map((i) => rows[i]),
+            d.out.modelMs,
+          ),
+          pass(
+            split.multi.map((i) => rows[i]),
+            m.out.modelMs,
+          ),
+        ],
+      };
     }
     const { out } = await this.passOver(rows, entries);
     this.stats.steps++;
@@ -247,16 +282,32 @@ export class OnnxRunner implements ModelRunner {
   }
 
   /** One pass of `rows` over their batch (BatchKvStore.place). */
-  private async passOver(rows: readonly StepRow[], entries: CacheEntry[]): Promise<{ out: { signals: (TokenSignals | undefined)[]; modelMs: number }; order: number[] }> {
+  private async passOver(
+    rows: readonly StepRow[],
+    entries: CacheEntry[],
+  ): Promise<{ out: { signals: (TokenSignals | undefined)[]; modelMs: number }; order: number[] }> {
     const order = this.kv.place(rows, entries, Math.max(...rows.map((r) => r.tokens.length)));
-    return { out: await this.forward(rows, entries, order, rows.map((r) => r.tokens)), order };
+    return {
+      out: await this.forward(
+        rows,
+        entries,
+        order,
+        rows.map((r) => r.tokens),
+      ),
+      order,
+    };
   }
 
   /**
    * One forward pass over the current batch tensors: row i feeds `feeds[i]` at the end of its cache
    * (null: feeds nothing, its new slot masked) and gets the signals of the next position.
    */
-  private async forward(rows: readonly StepRow[], entries: CacheEntry[], order: number[], feeds: readonly (readonly number[] | null)[]): Promise<{ signals: (TokenSignals | undefined)[]; modelMs: number }> {
+  private async forward(
+    rows: readonly StepRow[],
+    entries: CacheEntry[],
+    order: number[],
+    feeds: readonly (readonly number[] | null)[],
+  ): Promise<{ signals: (TokenSignals | undefined)[]; modelMs: number }> {
     const batch = this.kv.batch!;
     const B = rows.length;
     const S = Math.max(...feeds.map((f) => f?.length ?? 0));
@@ -300,19 +351,54 @@ export class OnnxRunner implements ModelRunner {
     }
     wantHidden ||= wantHeads;
     // only a row whose router heads read the top logits needs them (most steps run no head at all)
-    const needTopLogits = wantHeads ? Math.max(0, ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0))) : 0;
+    const needTopLogits = wantHeads
+      ? Math.max(
+          0,
+          ...rows.map((r) => (r.wants.heads.some((h) => this.heads.get(h)!.spec.inputs.some((s) => s.source === 'topk_logits')) ? this.folder.routerTopK : 0)),
+        )
+      : 0;
     const fetches = [...this.kvFetches];
     if (wantHidden) fetches.push('hidden_states');
     if (this.keepFeed) inputs[(this.logitsMode as { input: string }).input] = this.keepFeed;
-    const plan = this.signals ? planHead(rows, order, feeds, { V: this.info.vocabSize, model: this.info.name, eosIds: this.info.eosTokenIds, topLogitsK: needTopLogits, lengths: entries.map((e) => e.len), maskedGroup: this.maskedGroup, scratch: this.headScratch }, inputs) : undefined;
+    const plan = this.signals
+      ? planHead(
+          rows,
+          order,
+          feeds,
+          {
+            V: this.info.vocabSize,
+            model: this.info.name,
+            eosIds: this.info.eosTokenIds,
+            topLogitsK: needTopLogits,
+            lengths: entries.map((e) => e.len),
+            maskedGroup: this.maskedGroup,
+            scratch: this.headScratch,
+          },
+          inputs,
+        )
+      : undefined;
     if (plan) fetches.push(...plan.fetches);
     else fetches.push('logits');
     const t0 = performance.now();
     const out = await this.session.run(inputs, fetches);
     let modelMs = performance.now() - t0;
 
-    if (own) this.kv.writeNew(batch, this.newNames!.map((n) => out[n].data as Float32Array), S, mask, valid);
-    else this.kv.takePresent(batch, this.presentNames.map((n) => out[n]), mask, valid, T2);
+    if (own)
+      this.kv.writeNew(
+        batch,
+        this.newNames!.map((n) => out[n].data as Float32Array),
+        S,
+        mask,
+        valid,
+      );
+    else
+      this.kv.takePresent(
+        batch,
+        this.presentNames.map((n) => out[n]),
+        mask,
+        valid,
+        T2,
+      );
     for (let b = 0; b < B; b++) {
       const e = entries[order[b]];
       const f = feeds[order[b]];
@@ -345,7 +431,11 @@ export class OnnxRunner implements ModelRunner {
       };
       // a masked row outside the masked group (penalties, or masks: 'js') is analysed from its row of logits
       const inJs = r.mask && !(plan && plan.masked[b] >= 0);
-      const a = inJs ? analyzeMasked(rowLogits!(b), r.mask!, opts) : plan ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts) : analyzeRow(rowLogits!(b), opts);
+      const a = inJs
+        ? analyzeMasked(rowLogits!(b), r.mask!, opts)
+        : plan
+          ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts)
+          : analyzeRow(rowLogits!(b), opts);
       topLogits[i] = a.topLogits;
       const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
       hiddenRows[i] = h;
@@ -362,7 +452,13 @@ export class OnnxRunner implements ModelRunner {
         heads: {},
       };
     }
-    if (wantHeads) modelMs += await runRouterHeads(this.heads, rows, { fed: feeds, results, hidden: hiddenRows, topLogits }, { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK });
+    if (wantHeads)
+      modelMs += await runRouterHeads(
+        this.heads,
+        rows,
+        { fed: feeds, results, hidden: hiddenRows, topLogits },
+        { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK },
+      );
     return { signals: results, modelMs };
   }
 

@@ -42,7 +42,11 @@ export async function runRouterHeads(
         idx.forEach((i, j) => x.set(hidden[i]!, j * H));
         feeds[inp.name] = new ort.Tensor('float32', x, [n, H]);
       } else if (inp.source === 'token') {
-        feeds[inp.name] = new ort.Tensor('int64', BigInt64Array.from(idx, (i) => BigInt(results[i]!.token)), [n, 1]);
+        feeds[inp.name] = new ort.Tensor(
+          'int64',
+          BigInt64Array.from(idx, (i) => BigInt(results[i]!.token)),
+          [n, 1],
+        );
       } else {
         const K = dims.topK;
         const x = new Float32Array(n * K);

@@ -105,7 +105,16 @@ export function analyzeRow(logits: Float32Array, opts: AnalyzeOptions): RowAnaly
   const kl = opts.topLogitsK ?? 0;
   const top = topIndices(logits, Math.max(2, opts.topK, kl));
   const token = drawRow(logits, opts, bannedIds(opts, V), top[0]);
-  return rowSignals(top.map((i) => logits[i]), top, lse, Math.log(z) - zd / z, V, logits[token], token, opts);
+  return rowSignals(
+    top.map((i) => logits[i]),
+    top,
+    lse,
+    Math.log(z) - zd / z,
+    V,
+    logits[token],
+    token,
+    opts,
+  );
 }
 
 /** What the signal nodes hand back for one row (graph/signalHead.ts), best candidates first. */
@@ -167,7 +176,16 @@ export function analyzeHead(h: HeadRow, V: number, opts: AnalyzeOptions): RowAna
 }
 
 /** The signals of a row (its top logits and ids, best first, log-sum-exp, entropy in nats); a NaN `lse` (a row that reads none: stepHead.ts readsSignals) leaves them 0. */
-export function rowSignals(topLogits: readonly number[], topIds: readonly number[], lse: number, entropyNats: number, V: number, tokenLogit: number, token: number, opts: AnalyzeOptions): RowAnalysis {
+export function rowSignals(
+  topLogits: readonly number[],
+  topIds: readonly number[],
+  lse: number,
+  entropyNats: number,
+  V: number,
+  tokenLogit: number,
+  token: number,
+  opts: AnalyzeOptions,
+): RowAnalysis {
   if (Number.isNaN(lse)) lse = Infinity;
   const p1 = Math.exp(topLogits[0] - lse);
   const p2 = topLogits.length > 1 ? Math.exp(topLogits[1] - lse) : 0;

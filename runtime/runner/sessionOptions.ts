@@ -11,7 +11,11 @@ export interface SessionMemory {
 }
 
 /** ONNX Runtime's settings for a served model's session (and its router heads). */
-export function sessionOptions(intraOpNumThreads: number, place: { executionProvider?: ExecutionProvider; externalDataDir?: string } = {}, memory: SessionMemory = {}): ort.InferenceSession.SessionOptions {
+export function sessionOptions(
+  intraOpNumThreads: number,
+  place: { executionProvider?: ExecutionProvider; externalDataDir?: string } = {},
+  memory: SessionMemory = {},
+): ort.InferenceSession.SessionOptions {
   const session: Record<string, unknown> = {};
   // without prepacking, load peaks at 0.15-0.5x the weights instead of 1.9-2.6x, but decode at B = 8 ran 20-30 % slower (qwen3-42m)
   if (memory.prepacking === false) session.disable_prepacking = '1';

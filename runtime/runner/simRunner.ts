@@ -121,7 +121,8 @@ export class SimRunner implements ModelRunner {
         throw new Error(`${this.info.name}: cache ${row.cacheId} of ${row.requestId} is unknown (released or never prefilled)`);
       } else if (row.tokens.length > 1) c.extendRows++;
       else c.decodeRows++;
-      if (cache.length !== row.position) throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
+      if (cache.length !== row.position)
+        throw new Error(`${this.info.name}: row for ${row.requestId} starts at ${row.position} but its cache holds ${cache.length} tokens`);
       if (row.tokens.length === 0) throw new Error(`${this.info.name}: row for ${row.requestId} feeds no token`);
       const { tokens } = row;
       const { trail } = cache;
@@ -143,7 +144,17 @@ export class SimRunner implements ModelRunner {
       const h = mix(cache.hash, this.modelSalt);
       const entropy = (h >>> 8) / 16777216;
       const maxProb = 1 - entropy / 2;
-      return { token: this.allowed(h % this.info.vocabSize, row), entropy, maxProb, margin: maxProb / 2, tokenProb: maxProb, topIds: NONE, topProbs: NONE, heads: NO_HEADS, hidden: undefined };
+      return {
+        token: this.allowed(h % this.info.vocabSize, row),
+        entropy,
+        maxProb,
+        margin: maxProb / 2,
+        tokenProb: maxProb,
+        topIds: NONE,
+        topProbs: NONE,
+        heads: NO_HEADS,
+        hidden: undefined,
+      };
     }
     const o = this.next({ model: this.info.name, requestId: row.requestId, contextHash: cache.hash, position: cache.length, seed: row.sampling.seed });
     return {

@@ -63,7 +63,13 @@ const rowIndex = (list: number[]): ort.Tensor => new ort.Tensor('int64', BigInt6
  * A grammar-masked row goes to the masked group, fed its allowed tokens as bools; with penalties
  * (or a graph without the masked group) it fetches its row of logits for maskedRow.ts analyzeMasked.
  */
-export function planHead(rows: readonly StepRow[], order: readonly number[], feeds: readonly (readonly number[] | null)[], ctx: HeadContext, inputs: Record<string, ort.Tensor>): HeadPlan {
+export function planHead(
+  rows: readonly StepRow[],
+  order: readonly number[],
+  feeds: readonly (readonly number[] | null)[],
+  ctx: HeadContext,
+  inputs: Record<string, ort.Tensor>,
+): HeadPlan {
   const B = rows.length;
   const V = ctx.V;
   let K = 2;
@@ -155,7 +161,10 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
     inputs[MASKED.cutRows] = rowIndex(maskedGroups[2]);
   }
   const fetches: string[] = [SIG.topLogits, SIG.topIds];
-  for (const [names, g] of [[SIG, groups], [MASKED, maskedGroups]] as const) {
+  for (const [names, g] of [
+    [SIG, groups],
+    [MASKED, maskedGroups],
+  ] as const) {
     if (names === MASKED && maskRows.length > 0) fetches.push(MASKED.topLogits, MASKED.topIds);
     if (g[0].length > 0) fetches.push(names.lse, names.entropy);
     if (g[1].length > 0) fetches.push(names.draw, names.drawLogit);
@@ -170,7 +179,13 @@ export function planHead(rows: readonly StepRow[], order: readonly number[], fee
  * logits when fetched; NaN log-sum-exp and entropy when the row reads no signal. A masked row's come
  * from the masked group, its candidates cut to the allowed tokens.
  */
-export function headRow(out: ort.InferenceSession.ReturnType, b: number, plan: HeadPlan, V: number, rowLogits: ((b: number) => Float32Array) | undefined): HeadRow {
+export function headRow(
+  out: ort.InferenceSession.ReturnType,
+  b: number,
+  plan: HeadPlan,
+  V: number,
+  rowLogits: ((b: number) => Float32Array) | undefined,
+): HeadRow {
   const m = plan.masked[b];
   const names: GroupNames = m >= 0 ? MASKED : SIG;
   const at = (m >= 0 ? m : b) * plan.K;

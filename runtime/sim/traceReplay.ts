@@ -52,15 +52,21 @@ export function recordedWorkload(events: readonly TraceEvent[]): RecordedWorkloa
       h.push({ from: e.from, to: e.to, at: e.at, kept: e.kept });
       handoffs.set(e.requestId, h);
     } else if (e.type === 'request-end' && e.status === 'done' && e.tokens.length > 0) {
-      requests.push({ tokens: e.tokens, producedBy: e.runs.flatMap((r) => new Array<string>(r.count).fill(r.model)), handoffs: handoffs.get(e.requestId) ?? [] });
+      requests.push({
+        tokens: e.tokens,
+        producedBy: e.runs.flatMap((r) => new Array<string>(r.count).fill(r.model)),
+        handoffs: handoffs.get(e.requestId) ?? [],
+      });
       lo = Math.min(lo, e.admittedAt);
       hi = Math.max(hi, e.t);
     }
   }
   if (requests.length === 0) throw new TokenRouterError('invalid_request', 'the trace has no finished requests with output to replay', 'replay');
   for (const r of requests) {
-    if (r.producedBy.length !== r.tokens.length) throw new TokenRouterError('invalid_request', 'a request-end event whose runs do not cover its tokens', 'replay');
-    for (const m of r.producedBy) if (!models.includes(m)) throw new TokenRouterError('invalid_request', `model ${m} wrote tokens but ran no batch in the trace`, 'replay');
+    if (r.producedBy.length !== r.tokens.length)
+      throw new TokenRouterError('invalid_request', 'a request-end event whose runs do not cover its tokens', 'replay');
+    for (const m of r.producedBy)
+      if (!models.includes(m)) throw new TokenRouterError('invalid_request', `model ${m} wrote tokens but ran no batch in the trace`, 'replay');
   }
   const maxBatch = samples.reduce((m, s) => Math.max(m, s.batch), 1);
   // Step cost = L(b) from batches that fed one token a row, plus a per-token charge for the rest,

@@ -63,4 +63,3 @@ export interface EngineHandle {
   laneStats(): LaneStats;
   close(): Promise<void>;
 }
-

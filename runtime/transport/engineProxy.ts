@@ -17,7 +17,27 @@ export interface ProxyLink {
 
 export type MirroredLane = LaneStats;
 
-export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = { ready: 0, running: 0, waitingAdmission: 0, pendingReturn: 0, executing: false, kvBytes: 0, kvReservedBytes: 0, batches: 0, rows: 0, chunks: 0, admissions: 0, evictions: 0, busyMs: 0, batchMs: 0, modelMs: 0, prefixQueries: 0, prefixHits: 0, prefixEntries: 0, kvPrefixBytes: 0 };
+export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = {
+  ready: 0,
+  running: 0,
+  waitingAdmission: 0,
+  pendingReturn: 0,
+  executing: false,
+  kvBytes: 0,
+  kvReservedBytes: 0,
+  batches: 0,
+  rows: 0,
+  chunks: 0,
+  admissions: 0,
+  evictions: 0,
+  busyMs: 0,
+  batchMs: 0,
+  modelMs: 0,
+  prefixQueries: 0,
+  prefixHits: 0,
+  prefixEntries: 0,
+  kvPrefixBytes: 0,
+};
 
 /**
  * An engine the entry drives through messages: the same client whatever carries them. Subclasses
@@ -157,7 +177,11 @@ export class EngineProxy implements EngineHandle {
   }
 
   replaceRunner(_runner: ModelRunner): void {
-    throw new TokenRouterError('invalid_request', `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`, 'model');
+    throw new TokenRouterError(
+      'invalid_request',
+      `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`,
+      'model',
+    );
   }
 
   onFailure(listener: (error: Error) => void): void {

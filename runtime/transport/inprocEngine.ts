@@ -72,7 +72,16 @@ export class InprocEngine implements EngineHandle {
 
   begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
     this.host?.dispose();
-    this.host = new EngineHost({ inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) }, settings, this.runner, this.decoder, this.clock, this.trace, this.cascade, () => entry.settled?.());
+    this.host = new EngineHost(
+      { inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) },
+      settings,
+      this.runner,
+      this.decoder,
+      this.clock,
+      this.trace,
+      this.cascade,
+      () => entry.settled?.(),
+    );
   }
 
   addPeer(): void {

@@ -6,7 +6,20 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { toEngineSchema, toPeerSchema, type ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, FromEngine, PeerLink, PortLike, ToEngine, ToPeer, WireArrival, WireEvent } from '../core/messages.ts';
+import type {
+  Arrival,
+  Finish,
+  Moved,
+  EngineOutlet,
+  EngineSettings,
+  FromEngine,
+  PeerLink,
+  PortLike,
+  ToEngine,
+  ToPeer,
+  WireArrival,
+  WireEvent,
+} from '../core/messages.ts';
 import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
 /**
@@ -68,7 +81,10 @@ export class PortedEngine {
   }
 
   addPeer(name: string, port: PortLike): void {
-    const link: PeerLink = { arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer), close: () => port.close() };
+    const link: PeerLink = {
+      arrive: (arrivals: readonly Arrival[]) => port.postMessage({ type: 'arrive', arrivals: arrivals.map(toWireArrival) } satisfies ToPeer),
+      close: () => port.close(),
+    };
     port.on('message', (m) => {
       const { arrivals } = this.trusted ? (m as ToPeer) : toPeerSchema.parse(m);
       // sent just before that peer died (or was replaced): what it had seen of these requests died with it

@@ -7,7 +7,12 @@ import { COMMIT_COLUMNS } from '../../shared/protocol/engineProtocol.ts';
 
 export function toWireArrival(a: Arrival): WireArrival {
   const { algorithm, ref, ...rest } = a.spec;
-  if (!ref) throw new TokenRouterError('invalid_request', `algorithm ${algorithm.name} has no reference (AlgorithmRef), so it cannot run on an engine in another thread`, 'algorithm');
+  if (!ref)
+    throw new TokenRouterError(
+      'invalid_request',
+      `algorithm ${algorithm.name} has no reference (AlgorithmRef), so it cannot run on an engine in another thread`,
+      'algorithm',
+    );
   return { ...a, spec: { ...rest, algorithm: ref.key } };
 }
 
@@ -90,7 +95,16 @@ export function applyWireStep(entry: EngineEntry, m: Extract<FromEngine, { type:
       for (let i = 0; i < n; i++) {
         const end = columns[4 * n + i];
         const sig = s < signals.length && signals[s][0] === i ? signals[s++][1] : undefined;
-        entry.commit({ type: 'commit', requestId: ids[i], index: columns[i], token: columns[n + i], model: columns[2 * n + i], signals: sig, atHandoff: columns[3 * n + i] === 1, text: end > from ? text.slice(from, end) : '' });
+        entry.commit({
+          type: 'commit',
+          requestId: ids[i],
+          index: columns[i],
+          token: columns[n + i],
+          model: columns[2 * n + i],
+          signals: sig,
+          atHandoff: columns[3 * n + i] === 1,
+          text: end > from ? text.slice(from, end) : '',
+        });
         from = end;
       }
     }

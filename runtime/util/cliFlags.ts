@@ -33,8 +33,11 @@ function flagError(e: unknown, options: Options): unknown {
   const code = (e as { code?: string }).code;
   const message = (e as Error).message ?? String(e);
   const quoted = /'(-[^' ]+)/.exec(message)?.[1];
-  const known = Object.keys(options).map((k) => `--${k}`).join(', ');
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return new TokenRouterError('invalid_request', `unknown flag ${quoted ?? ''}; known flags: ${known || 'none'}`.trim(), 'flags');
+  const known = Object.keys(options)
+    .map((k) => `--${k}`)
+    .join(', ');
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
+    return new TokenRouterError('invalid_request', `unknown flag ${quoted ?? ''}; known flags: ${known || 'none'}`.trim(), 'flags');
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
     const arg = /'([^']*)'/.exec(message)?.[1] ?? '';
     return new TokenRouterError('invalid_request', `unexpected argument "${arg}"; flags take the form --name value`, 'flags');
@@ -54,7 +57,8 @@ export function intFlag(name: string, v: string | undefined, min: number, max: n
 export function intFlag(name: string, v: string | undefined, min: number, max: number, fallback?: number): number | undefined {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new TokenRouterError('invalid_request', `--${name} must be an integer from ${min} to ${max}, got "${v}"`, name);
+  if (v.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+    throw new TokenRouterError('invalid_request', `--${name} must be an integer from ${min} to ${max}, got "${v}"`, name);
   return n;
 }
 
@@ -64,7 +68,8 @@ export function numFlag(name: string, v: string | undefined, min: number, max: n
 export function numFlag(name: string, v: string | undefined, min: number, max: number, fallback?: number): number | undefined {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new TokenRouterError('invalid_request', `--${name} must be a number from ${min} to ${max}, got "${v}"`, name);
+  if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+    throw new TokenRouterError('invalid_request', `--${name} must be a number from ${min} to ${max}, got "${v}"`, name);
   return n;
 }
 

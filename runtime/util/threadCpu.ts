@@ -54,7 +54,10 @@ export function processThreadsCpuMs(): Map<number, number> {
  * CPU ms each thread spent between two `processThreadsCpuMs` readings, split as the offline loop
  * needs it: this process's main thread, its busiest other thread (a lone model worker's), the rest.
  */
-export function threadSplit(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): { mainMs: number; busiestMs: number; restMs: number } | null {
+export function threadSplit(
+  before: ReadonlyMap<number, number>,
+  after: ReadonlyMap<number, number>,
+): { mainMs: number; busiestMs: number; restMs: number } | null {
   if (after.size === 0) return null;
   let mainMs = 0;
   let busiestMs = 0;
@@ -101,7 +104,10 @@ export interface RunqueueWait {
 }
 
 /** Run-queue wait between two `processSchedstat` readings (null without /proc): how much of its runnable time each group spent waiting for a CPU. */
-export function runqueueWait(before: ReadonlyMap<number, { runNs: number; waitNs: number }>, after: ReadonlyMap<number, { runNs: number; waitNs: number }>): RunqueueWait | null {
+export function runqueueWait(
+  before: ReadonlyMap<number, { runNs: number; waitNs: number }>,
+  after: ReadonlyMap<number, { runNs: number; waitNs: number }>,
+): RunqueueWait | null {
   if (after.size === 0) return null;
   const share = (run: number, wait: number) => (run + wait > 0 ? wait / (run + wait) : 0);
   let main = { run: 0, wait: 0 };

@@ -82,13 +82,27 @@ export const modelViewSchema = z.object({
   maxContext: z.number().int(),
   kvBytesPerToken: z.number(),
   /** Absent for a model without a plan here. */
-  memory: z.object({ name: z.string(), weightBytes: z.number(), workspaceBytes: z.number().optional(), kvBytes: z.number(), kvTokens: z.number(), fullContextRequests: z.number() }).optional(),
+  memory: z
+    .object({
+      name: z.string(),
+      weightBytes: z.number(),
+      workspaceBytes: z.number().optional(),
+      kvBytes: z.number(),
+      kvTokens: z.number(),
+      fullContextRequests: z.number(),
+    })
+    .optional(),
 });
 export const modelListSchema = z.object({ models: z.array(modelViewSchema) });
 export type ModelList = z.infer<typeof modelListSchema>;
 
 export const loadRequestSchema = z
-  .object({ concurrency: z.number().int().min(1).max(256), requests: z.number().int().min(1).max(10_000), maxTokens: z.number().int().min(1).max(1024), model: z.string().optional() })
+  .object({
+    concurrency: z.number().int().min(1).max(256),
+    requests: z.number().int().min(1).max(10_000),
+    maxTokens: z.number().int().min(1).max(1024),
+    model: z.string().optional(),
+  })
   .strict();
 export type LoadRequest = z.infer<typeof loadRequestSchema>;
 

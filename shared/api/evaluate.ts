@@ -74,7 +74,14 @@ export type EvaluationResult = z.infer<typeof evaluationResultSchema>;
 
 /** One line of the NDJSON stream POST /admin/evaluate answers with. */
 export const evaluateEventSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('started'), runId: z.string(), problems: z.number().int(), concurrency: z.number().int(), maxTokens: z.number().int(), models: z.array(z.string()) }),
+  z.object({
+    type: z.literal('started'),
+    runId: z.string(),
+    problems: z.number().int(),
+    concurrency: z.number().int(),
+    maxTokens: z.number().int(),
+    models: z.array(z.string()),
+  }),
   z.object({ type: z.literal('progress'), done: z.number().int(), total: z.number().int(), correct: z.number().int(), elapsedMs: z.number() }),
   z.object({ type: z.literal('result'), result: evaluationResultSchema }),
   z.object({ type: z.literal('cancelled'), done: z.number().int(), total: z.number().int() }),

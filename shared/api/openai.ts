@@ -17,10 +17,18 @@ const stop = z
 export const MAX_CHOICES = 128;
 
 /** A parameter this server does not implement: absent or null passes, anything else is refused with `why`. */
-const refused = (why: string) => z.unknown().refine((v) => v === undefined || v === null, { message: why }).optional();
+const refused = (why: string) =>
+  z
+    .unknown()
+    .refine((v) => v === undefined || v === null, { message: why })
+    .optional();
 
 /** Accepted only where it means what this server does anyway (e.g. best_of 1). */
-const onlyIf = (ok: (v: unknown) => boolean, why: string) => z.unknown().refine((v) => v === undefined || v === null || ok(v), { message: why }).optional();
+const onlyIf = (ok: (v: unknown) => boolean, why: string) =>
+  z
+    .unknown()
+    .refine((v) => v === undefined || v === null || ok(v), { message: why })
+    .optional();
 
 const DEPRECATED_FUNCTIONS = 'deprecated by OpenAI and not supported: use tools and tool_choice';
 
@@ -30,11 +38,21 @@ const common = {
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
   /** vLLM extensions: the draw keeps the k most likely tokens (-1 or 0: no cut), and those at least min_p times the most likely one's probability. */
-  top_k: z.number().int().min(-1, 'must be -1 or 0 (no cut) or a positive integer').max(2 ** 31 - 1).nullish(),
+  top_k: z
+    .number()
+    .int()
+    .min(-1, 'must be -1 or 0 (no cut) or a positive integer')
+    .max(2 ** 31 - 1)
+    .nullish(),
   min_p: z.number().min(0).max(1).nullish(),
   /** vLLM extension: token ids that end the answer as an EOS does (finish_reason "stop", the token not shown). */
   stop_token_ids: z.array(z.number().int().min(0)).max(1024).nullish(),
-  seed: z.number().int().min(-(2 ** 53)).max(2 ** 53).nullish(),
+  seed: z
+    .number()
+    .int()
+    .min(-(2 ** 53))
+    .max(2 ** 53)
+    .nullish(),
   stop,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullish(),
@@ -111,11 +129,15 @@ const chatMessage = z
   })
   .strict()
   .superRefine((m, ctx) => {
-    if (m.role === 'function') ctx.addIssue({ code: 'custom', path: ['role'], message: `"function" messages are ${DEPRECATED_FUNCTIONS} (role "tool" with tool_call_id)` });
-    else if (m.role === 'tool' && m.tool_call_id === undefined) ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'a tool message needs the tool_call_id of the call it answers' });
+    if (m.role === 'function')
+      ctx.addIssue({ code: 'custom', path: ['role'], message: `"function" messages are ${DEPRECATED_FUNCTIONS} (role "tool" with tool_call_id)` });
+    else if (m.role === 'tool' && m.tool_call_id === undefined)
+      ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'a tool message needs the tool_call_id of the call it answers' });
     else if (m.content == null && m.role !== 'assistant') ctx.addIssue({ code: 'custom', path: ['content'], message: `a ${m.role} message needs content` });
-    if (m.tool_calls != null && m.role !== 'assistant') ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'only an assistant message carries tool_calls' });
-    if (m.tool_call_id !== undefined && m.role !== 'tool') ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'only a tool message carries tool_call_id' });
+    if (m.tool_calls != null && m.role !== 'assistant')
+      ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'only an assistant message carries tool_calls' });
+    if (m.tool_call_id !== undefined && m.role !== 'tool')
+      ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'only a tool message carries tool_call_id' });
   });
 
 export const chatRequestSchema = z
@@ -205,7 +227,16 @@ export const chatChunkSchema = z.object({
             /** With a reasoning parser: the thought, apart from the answer. */
             reasoning_content: z.string().optional(),
             /** A call's id, type and name first (arguments ""), then its arguments, as OpenAI streams them. */
-            tool_calls: z.array(z.object({ index: z.number().int(), id: z.string().optional(), type: z.literal('function').optional(), function: z.object({ name: z.string().optional(), arguments: z.string().optional() }) })).optional(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number().int(),
+                  id: z.string().optional(),
+                  type: z.literal('function').optional(),
+                  function: z.object({ name: z.string().optional(), arguments: z.string().optional() }),
+                }),
+              )
+              .optional(),
           })
           .optional(),
         finish_reason: z.string().nullable().optional(),

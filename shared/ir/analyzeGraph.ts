@@ -67,7 +67,14 @@ export function analyzeGraph(
 ): GraphAnalysis {
   const issues: IrIssue[] = [];
   if (graph.nodes.length > LIMITS.maxNodes || graph.edges.length > LIMITS.maxEdges) {
-    issues.push(issue(null, 'too_large', `The graph has ${graph.nodes.length} nodes and ${graph.edges.length} edges.`, `Keep to ${LIMITS.maxNodes} nodes and ${LIMITS.maxEdges} edges.`));
+    issues.push(
+      issue(
+        null,
+        'too_large',
+        `The graph has ${graph.nodes.length} nodes and ${graph.edges.length} edges.`,
+        `Keep to ${LIMITS.maxNodes} nodes and ${LIMITS.maxEdges} edges.`,
+      ),
+    );
     return { issues };
   }
   const { present, known } = checkNodes(graph.nodes, catalog, registry, issues);
@@ -103,7 +110,12 @@ export function analyzeGraph(
 }
 
 /** Unique ids, known types, parameters; a decision may not send a request to its own model. */
-function checkNodes(nodes: readonly GraphNode[], catalog: readonly ModelCatalogEntry[] | null, registry: NodeRegistry, issues: IrIssue[]): { present: Set<string>; known: Map<string, Known> } {
+function checkNodes(
+  nodes: readonly GraphNode[],
+  catalog: readonly ModelCatalogEntry[] | null,
+  registry: NodeRegistry,
+  issues: IrIssue[],
+): { present: Set<string>; known: Map<string, Known> } {
   const present = new Set<string>();
   const typed: Omit<Known, 'params'>[] = [];
   nodes.forEach((node, index) => {
@@ -155,7 +167,14 @@ function wire(edges: readonly GraphEdge[], present: ReadonlySet<string>, known: 
       continue;
     }
     if (out.type !== inp.type) {
-      issues.push(issue(e.target, 'type_mismatch', `Input "${inp.label}" takes a ${inp.type}, but ${src.def.label} gives a ${out.type}.`, `Connect a ${inp.type} output, or convert it first (e.g. Compare turns a number into a boolean).`));
+      issues.push(
+        issue(
+          e.target,
+          'type_mismatch',
+          `Input "${inp.label}" takes a ${inp.type}, but ${src.def.label} gives a ${out.type}.`,
+          `Connect a ${inp.type} output, or convert it first (e.g. Compare turns a number into a boolean).`,
+        ),
+      );
       continue;
     }
     const slots = inputs.get(e.target)!;
@@ -182,7 +201,7 @@ function wire(edges: readonly GraphEdge[], present: ReadonlySet<string>, known: 
 /** Each node's model scope, in evaluation order: signals, decisions and receive nodes name theirs; operators take their inputs'. */
 function modelScopes(order: readonly string[], known: KnownNodes, inputs: Inputs, issues: IrIssue[]): Map<string, string | null> {
   const scope = new Map<string, string | null>();
-  const outputScope = (ref: IrPortRef): string | null => (known.get(ref.node)!.def.category === 'memory' ? null : scope.get(ref.node) ?? null);
+  const outputScope = (ref: IrPortRef): string | null => (known.get(ref.node)!.def.category === 'memory' ? null : (scope.get(ref.node) ?? null));
   for (const id of order) {
     const { def, params: p } = known.get(id)!;
     const ins = Object.values(inputs.get(id)!);
@@ -194,13 +213,27 @@ function modelScopes(order: readonly string[], known: KnownNodes, inputs: Inputs
     if (def.category === 'decision' || def.category === 'receive') {
       const foreign = scopes.filter((s) => s !== p.model);
       if (foreign.length) {
-        issues.push(issue(id, 'wrong_model_scope', `Decides on "${p.model}" but reads signals of "${foreign.join('", "')}".`, `Read signals set to "${p.model}", or set this node's model to "${foreign[0]}".`));
+        issues.push(
+          issue(
+            id,
+            'wrong_model_scope',
+            `Decides on "${p.model}" but reads signals of "${foreign.join('", "')}".`,
+            `Read signals set to "${p.model}", or set this node's model to "${foreign[0]}".`,
+          ),
+        );
       }
       scope.set(id, p.model as string);
       continue;
     }
     if (scopes.length > 1) {
-      issues.push(issue(id, 'mixed_models', `Combines signals of "${scopes.join('" and "')}", which never exist in the same step.`, 'Feed it signals of one model, or carry the other through a memory node.'));
+      issues.push(
+        issue(
+          id,
+          'mixed_models',
+          `Combines signals of "${scopes.join('" and "')}", which never exist in the same step.`,
+          'Feed it signals of one model, or carry the other through a memory node.',
+        ),
+      );
     }
     scope.set(id, scopes[0] ?? null);
   }
@@ -221,7 +254,8 @@ function structure(known: KnownNodes, inputs: Inputs, issues: IrIssue[]): Struct
   if (starts.length === 0) issues.push(issue(null, 'missing_start', 'The graph has no Start node.', 'Add a Start node and choose the entry model.'));
   for (const extra of starts.slice(1)) issues.push(issue(extra.node.id, 'duplicate_start', 'A graph has exactly one Start node.', 'Delete this Start node.'));
   // Ties break by id, not document position: the IR's node order differs from the designer's.
-  const byPriority = (a: string, b: string) => (known.get(a)!.params.priority as number) - (known.get(b)!.params.priority as number) || (a < b ? -1 : a > b ? 1 : 0);
+  const byPriority = (a: string, b: string) =>
+    (known.get(a)!.params.priority as number) - (known.get(b)!.params.priority as number) || (a < b ? -1 : a > b ? 1 : 0);
   const decisions = new Map<string, string[]>();
   for (const { node, def, params } of known.values()) {
     if (def.category !== 'decision') continue;
@@ -252,12 +286,28 @@ function structure(known: KnownNodes, inputs: Inputs, issues: IrIssue[]): Struct
       if (decisions.has(m)) continue;
       const at = m === entry ? starts[0].node.id : cameFrom.get(m)!;
       const how = m === entry ? 'is the entry model' : `receives requests from ${at}`;
-      issues.push(issue(at, 'missing_decision', `Model "${m}" ${how} but has no decision: route() would have nothing to run there.`, `Add a Stay, Hand off or Hand back node on model "${m}".`));
+      issues.push(
+        issue(
+          at,
+          'missing_decision',
+          `Model "${m}" ${how} but has no decision: route() would have nothing to run there.`,
+          `Add a Stay, Hand off or Hand back node on model "${m}".`,
+        ),
+      );
     }
   }
   for (const [m, list] of decisions) {
     if (!reachable.has(m)) {
-      for (const d of list) issues.push(issue(d, 'unreachable_decision', `No request ever reaches "${m}", so this decision never runs.`, `Hand off to "${m}" from a reachable model, or delete this node.`, 'warning'));
+      for (const d of list)
+        issues.push(
+          issue(
+            d,
+            'unreachable_decision',
+            `No request ever reaches "${m}", so this decision never runs.`,
+            `Hand off to "${m}" from a reachable model, or delete this node.`,
+            'warning',
+          ),
+        );
       continue;
     }
     // A decision that counts calls (`after`) or has a condition may not fire; the first that always does shadows the rest.
@@ -266,14 +316,23 @@ function structure(known: KnownNodes, inputs: Inputs, issues: IrIssue[]): Struct
       return !('after' in r && r.after !== undefined) && !Object.hasOwn(inputs.get(d)!, 'when');
     });
     for (const d of list.slice(always < 0 ? list.length : always + 1)) {
-      issues.push(issue(d, 'shadowed_decision', `${list[always]} always fires first on "${m}", so this decision never runs.`, `Give this node a lower priority number than ${list[always]}, or connect a condition to ${list[always]}.`, 'warning'));
+      issues.push(
+        issue(
+          d,
+          'shadowed_decision',
+          `${list[always]} always fires first on "${m}", so this decision never runs.`,
+          `Give this node a lower priority number than ${list[always]}, or connect a condition to ${list[always]}.`,
+          'warning',
+        ),
+      );
     }
   }
   const receive: Record<string, string> = {};
   for (const { node, def, params } of [...known.values()].sort((a, b) => a.index - b.index)) {
     if (def.category !== 'receive') continue;
     const m = params.model as string;
-    if (Object.hasOwn(receive, m)) issues.push(issue(node.id, 'duplicate_receive', `Model "${m}" already has receive policy ${receive[m]}.`, 'Keep one receive node per model.'));
+    if (Object.hasOwn(receive, m))
+      issues.push(issue(node.id, 'duplicate_receive', `Model "${m}" already has receive policy ${receive[m]}.`, 'Keep one receive node per model.'));
     else if (reachable.has(m)) receive[m] = node.id;
   }
   return { entry, reachable, decisions, receive };
@@ -318,7 +377,10 @@ function topologicalOrder(known: KnownNodes, inputs: Inputs, issues: IrIssue[]):
     at = deps.get(at)!.find((d) => left.has(d))!;
   }
   const cycle = walk.slice(walk.indexOf(at));
-  const path = [...cycle].reverse().concat(cycle[cycle.length - 1]).join(' → ');
+  const path = [...cycle]
+    .reverse()
+    .concat(cycle[cycle.length - 1])
+    .join(' → ');
   for (const id of cycle) {
     issues.push(issue(id, 'cycle', `Part of a loop: ${path}.`, "Break the loop, or read the memory node's prev output instead of value."));
   }

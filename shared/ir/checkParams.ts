@@ -54,7 +54,9 @@ export function checkParams(
     const entry = catalog.find((m) => m.name === model);
     const head = out.head as string;
     if (entry && !entry.heads.includes(head)) {
-      const fix = entry.heads.length ? `Pick a head "${model}" ships: ${entry.heads.join(', ')}.` : `"${model}" ships no router heads: read a head on a model that has one.`;
+      const fix = entry.heads.length
+        ? `Pick a head "${model}" ships: ${entry.heads.join(', ')}.`
+        : `"${model}" ships no router heads: read a head on a model that has one.`;
       issues.push(issue(nodeId, 'unknown_head', `Model "${model}" has no router head "${head}".`, fix));
     }
   }
@@ -71,14 +73,17 @@ function checkOne(p: ParamSpec, v: unknown, catalog: readonly ModelCatalogEntry[
   const names = catalog?.map((m) => m.name) ?? [];
   const badModel = (m: string): Problem | null => {
     if (!NAME_RE.test(m)) return { code: 'invalid_param', message: `"${m}" is not a model name.`, fix: 'Pick a model from the list.' };
-    if (catalog && !names.includes(m)) return { code: 'unknown_model', message: `model "${m}" is not deployed.`, fix: `Pick one of: ${names.join(', ') || '(no models deployed)'}.` };
+    if (catalog && !names.includes(m))
+      return { code: 'unknown_model', message: `model "${m}" is not deployed.`, fix: `Pick one of: ${names.join(', ') || '(no models deployed)'}.` };
     return null;
   };
   switch (p.kind) {
     case 'number':
     case 'int': {
-      if (typeof v !== 'number' || !Number.isFinite(v)) return { code: 'invalid_param', message: 'must be a number.', fix: `Enter a number between ${fmt(p.min)} and ${fmt(p.max)}.` };
-      if (p.kind === 'int' && !Number.isInteger(v)) return { code: 'invalid_param', message: `${fmt(v)} is not a whole number.`, fix: `Enter a whole number between ${p.min} and ${p.max}.` };
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        return { code: 'invalid_param', message: 'must be a number.', fix: `Enter a number between ${fmt(p.min)} and ${fmt(p.max)}.` };
+      if (p.kind === 'int' && !Number.isInteger(v))
+        return { code: 'invalid_param', message: `${fmt(v)} is not a whole number.`, fix: `Enter a whole number between ${p.min} and ${p.max}.` };
       const low = p.kind === 'number' && p.minExclusive ? v <= p.min : v < p.min;
       if (low || v > p.max) {
         const range = `${p.kind === 'number' && p.minExclusive ? '(' : '['}${fmt(p.min)}, ${fmt(p.max)}]`;
@@ -89,17 +94,25 @@ function checkOne(p: ParamSpec, v: unknown, catalog: readonly ModelCatalogEntry[
     case 'boolean':
       return typeof v === 'boolean' ? null : { code: 'invalid_param', message: 'must be true or false.', fix: 'Toggle the switch.' };
     case 'enum':
-      return typeof v === 'string' && p.options.includes(v) ? null : { code: 'invalid_param', message: `${JSON.stringify(v)} is not an option.`, fix: `Pick one of: ${p.options.join(' ')}.` };
+      return typeof v === 'string' && p.options.includes(v)
+        ? null
+        : { code: 'invalid_param', message: `${JSON.stringify(v)} is not an option.`, fix: `Pick one of: ${p.options.join(' ')}.` };
     case 'model':
       return typeof v === 'string' ? badModel(v) : { code: 'invalid_param', message: 'must be a model name.', fix: 'Pick a model from the list.' };
     case 'head':
-      return typeof v === 'string' && NAME_RE.test(v) ? null : { code: 'invalid_param', message: 'must be a head name.', fix: 'Enter a head name such as citer, r2r or colm.' };
+      return typeof v === 'string' && NAME_RE.test(v)
+        ? null
+        : { code: 'invalid_param', message: 'must be a head name.', fix: 'Enter a head name such as citer, r2r or colm.' };
     case 'text':
-      return typeof v === 'string' && v.length <= p.maxLength ? null : { code: 'invalid_param', message: `must be text of at most ${p.maxLength} characters.`, fix: 'Shorten the text.' };
+      return typeof v === 'string' && v.length <= p.maxLength
+        ? null
+        : { code: 'invalid_param', message: `must be text of at most ${p.maxLength} characters.`, fix: 'Shorten the text.' };
     case 'ids':
-      if (!Array.isArray(v) || v.length > p.maxItems) return { code: 'invalid_param', message: `must be a list of at most ${p.maxItems} token ids.`, fix: 'Enter token ids separated by commas.' };
+      if (!Array.isArray(v) || v.length > p.maxItems)
+        return { code: 'invalid_param', message: `must be a list of at most ${p.maxItems} token ids.`, fix: 'Enter token ids separated by commas.' };
       for (const id of v) {
-        if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID) return { code: 'param_out_of_range', message: `${JSON.stringify(id)} is not a token id.`, fix: 'Use whole numbers ≥ 0.' };
+        if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > MAX_TOKEN_ID)
+          return { code: 'param_out_of_range', message: `${JSON.stringify(id)} is not a token id.`, fix: 'Use whole numbers ≥ 0.' };
       }
       return null;
     case 'weights': {
@@ -108,15 +121,26 @@ function checkOne(p: ParamSpec, v: unknown, catalog: readonly ModelCatalogEntry[
       for (const [model, w] of Object.entries(v)) {
         const bad = badModel(model);
         if (bad) return bad;
-        if (typeof w !== 'number' || !Number.isFinite(w) || w < 0 || w > 1e6) return { code: 'invalid_weights', message: `weight of "${model}" must be a number in [0, 1e6].`, fix: `Set the weight of "${model}" to a number ≥ 0.` };
+        if (typeof w !== 'number' || !Number.isFinite(w) || w < 0 || w > 1e6)
+          return {
+            code: 'invalid_weights',
+            message: `weight of "${model}" must be a number in [0, 1e6].`,
+            fix: `Set the weight of "${model}" to a number ≥ 0.`,
+          };
         total += w;
       }
       return total > 0 ? null : { code: 'invalid_weights', message: 'all weights are zero.', fix: 'Give at least one model a positive weight.' };
     }
     case 'memoryRefs':
-      if (!Array.isArray(v) || v.length > p.maxItems) return { code: 'invalid_param', message: `must list at most ${p.maxItems} memory nodes.`, fix: 'Pick memory nodes from the list.' };
+      if (!Array.isArray(v) || v.length > p.maxItems)
+        return { code: 'invalid_param', message: `must list at most ${p.maxItems} memory nodes.`, fix: 'Pick memory nodes from the list.' };
       for (const ref of v) {
-        if (typeof ref !== 'string' || !memoryIds.has(ref)) return { code: 'unknown_memory', message: `${JSON.stringify(ref)} is not a memory node of this graph.`, fix: 'Pick Counter or Moving-average nodes from the list.' };
+        if (typeof ref !== 'string' || !memoryIds.has(ref))
+          return {
+            code: 'unknown_memory',
+            message: `${JSON.stringify(ref)} is not a memory node of this graph.`,
+            fix: 'Pick Counter or Moving-average nodes from the list.',
+          };
       }
       return null;
   }

@@ -56,10 +56,7 @@ export const irSchema = z.object({
   name,
   models: z.array(name).min(1).max(16),
   entry: name,
-  wants: boundedRecord(
-    z.object({ topK: z.number().int().min(0).max(LIMITS.maxTopK), hidden: z.boolean(), heads: z.array(name).max(16) }),
-    16,
-  ),
+  wants: boundedRecord(z.object({ topK: z.number().int().min(0).max(LIMITS.maxTopK), hidden: z.boolean(), heads: z.array(name).max(16) }), 16),
   nodes: z
     .array(
       z.object({

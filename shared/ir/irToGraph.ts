@@ -27,5 +27,12 @@ export function irToGraph(ir: IrDocument): GraphDocument {
     const placed = ir.layout && Object.hasOwn(ir.layout, n.id) ? ir.layout[n.id] : { x: col * 260, y: row * 140 };
     return { id: n.id, type: n.type, params: { ...n.params }, position: { x: placed.x, y: placed.y } };
   });
-  return { schemaVersion: GRAPH_SCHEMA_VERSION, kind: 'tokenrouter.graph', name: ir.name, ...(ir.description ? { description: ir.description } : {}), nodes, edges };
+  return {
+    schemaVersion: GRAPH_SCHEMA_VERSION,
+    kind: 'tokenrouter.graph',
+    name: ir.name,
+    ...(ir.description ? { description: ir.description } : {}),
+    nodes,
+    edges,
+  };
 }

@@ -53,7 +53,14 @@ export function validateIr(raw: unknown, catalog: readonly ModelCatalogEntry[] |
   ];
   for (const [field, said, derived] of declared) {
     if (canonical(said) !== canonical(derived)) {
-      issues.push(issue(null, 'ir_inconsistent', `Declared ${field} ${canonical(said).slice(0, 120)} differ from the nodes' ${canonical(derived).slice(0, 120)}.`, RECOMPILE));
+      issues.push(
+        issue(
+          null,
+          'ir_inconsistent',
+          `Declared ${field} ${canonical(said).slice(0, 120)} differ from the nodes' ${canonical(derived).slice(0, 120)}.`,
+          RECOMPILE,
+        ),
+      );
     }
   }
   if (errorsOf(issues).length) return { ok: false, issues };

@@ -318,7 +318,14 @@ export const toPeerSchema = z.object({ type: z.literal('arrive'), arrivals: list
 export const fromEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready'), info: modelInfoSchema }),
   z.object({ type: z.literal('load-error'), message: z.string() }),
-  z.object({ type: z.literal('step'), commits: commitColumnsSchema.optional(), events: list(wireEventSchema), trace: list(traceEventSchema), lane: laneReportSchema, returned: int }),
+  z.object({
+    type: z.literal('step'),
+    commits: commitColumnsSchema.optional(),
+    events: list(wireEventSchema),
+    trace: list(traceEventSchema),
+    lane: laneReportSchema,
+    returned: int,
+  }),
   /** A wave's handoffs to a model whose engine runs at the entry. */
   z.object({ type: z.literal('deliver'), to: z.string(), arrivals: list(wireArrivalSchema) }),
   z.object({ type: z.literal('closed') }),

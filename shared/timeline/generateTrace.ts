@@ -52,7 +52,6 @@ export const ME_MODELS: SimModel[] = [
   { name: 'tiny-c', baseMs: 15, perRowMs: 0.2, perTokenMs: 0.03, threshold: 3 },
 ];
 
-
 interface SimRequest {
   id: string;
   admittedAt: number;
@@ -87,7 +86,9 @@ export interface TraceStream {
  */
 export function generateTrace(opts: GenerateOptions = {}): TraceEvent[] {
   const s = createTraceStream(opts);
-  while (s.step()) { /* run to completion */ }
+  while (s.step()) {
+    /* run to completion */
+  }
   return s.buffer;
 }
 
@@ -148,7 +149,8 @@ class TraceSimulation implements TraceStream {
     this.maxRequests = opts.requests ?? Infinity;
     this.targetEvents = opts.targetEvents ?? Infinity;
     this.endless = opts.endless === true;
-    if (!this.endless && !Number.isFinite(this.maxRequests) && !Number.isFinite(this.targetEvents)) throw new Error('generateTrace: set requests, targetEvents or endless');
+    if (!this.endless && !Number.isFinite(this.maxRequests) && !Number.isFinite(this.targetEvents))
+      throw new Error('generateTrace: set requests, targetEvents or endless');
     this.maxTokens = opts.maxTokens ?? 64;
     this.promptTokens = opts.promptTokens ?? 48;
     this.maxWaitMs = opts.maxWaitMs ?? 40;
@@ -201,7 +203,11 @@ class TraceSimulation implements TraceStream {
 
   private config(t: number): void {
     this.buffer.push({
-      type: 'config', t, mode: this.mode, retainState: true, maxWaitMs: this.maxWaitMs,
+      type: 'config',
+      t,
+      mode: this.mode,
+      retainState: true,
+      maxWaitMs: this.maxWaitMs,
       thresholds: Object.fromEntries(this.models.map((m) => [m.name, m.threshold])),
     });
   }
@@ -213,8 +219,18 @@ class TraceSimulation implements TraceStream {
 
   private admit(t: number): void {
     const req: SimRequest = {
-      id: `req-${(this.admitted++).toString().padStart(5, '0')}`, admittedAt: t, firstTokenAt: null, tokens: [], producers: [],
-      at: 0, seen: this.models.map(() => 0), visited: new Set([0]), handoffs: 0, pendingFeed: this.promptTokens, readySince: t, queued: true,
+      id: `req-${(this.admitted++).toString().padStart(5, '0')}`,
+      admittedAt: t,
+      firstTokenAt: null,
+      tokens: [],
+      producers: [],
+      at: 0,
+      seen: this.models.map(() => 0),
+      visited: new Set([0]),
+      handoffs: 0,
+      pendingFeed: this.promptTokens,
+      readySince: t,
+      queued: true,
     };
     this.active++;
     this.buffer.push({ type: 'request-state', t, requestId: req.id, model: null, state: 'admitted' });
@@ -241,8 +257,15 @@ class TraceSimulation implements TraceStream {
       else runs.push({ model: models[m].name, count: 1 });
     }
     buffer.push({
-      type: 'request-end', t, requestId: req.id, status: 'done', tokens: req.tokens, runs, handoffs: req.handoffs,
-      admittedAt: req.admittedAt, firstTokenAt: req.firstTokenAt,
+      type: 'request-end',
+      t,
+      requestId: req.id,
+      status: 'done',
+      tokens: req.tokens,
+      runs,
+      handoffs: req.handoffs,
+      admittedAt: req.admittedAt,
+      firstTokenAt: req.firstTokenAt,
     });
     this.active--;
   }
@@ -294,7 +317,16 @@ class TraceSimulation implements TraceStream {
     this.running[m] = null;
     const t = b.end;
     const model = models[m];
-    buffer.push({ type: 'batch', model: model.name, batchId: b.id, requestIds: b.rows.map((r) => r.id), phase: b.phase, tokens: b.fed, start: b.start, end: b.end });
+    buffer.push({
+      type: 'batch',
+      model: model.name,
+      batchId: b.id,
+      requestIds: b.rows.map((r) => r.id),
+      phase: b.phase,
+      tokens: b.fed,
+      start: b.start,
+      end: b.end,
+    });
     const stay: SimRequest[] = [];
     for (const r of b.rows) {
       r.pendingFeed = 1;
@@ -309,8 +341,14 @@ class TraceSimulation implements TraceStream {
         }
       }
       r.seen[m] = promptTokens + r.tokens.length;
-      if (r.tokens.length >= this.maxTokens) { this.finish(r, t); continue; }
-      if (to < 0) { stay.push(r); continue; }
+      if (r.tokens.length >= this.maxTokens) {
+        this.finish(r, t);
+        continue;
+      }
+      if (to < 0) {
+        stay.push(r);
+        continue;
+      }
       const unseen = promptTokens + r.tokens.length - r.seen[to];
       r.handoffs++;
       r.visited.add(to);
@@ -321,7 +359,10 @@ class TraceSimulation implements TraceStream {
     }
     // Requests that stay keep decoding here: straight back into the next batch (continuous batching),
     // not counted as waiting in the queue.
-    for (const r of stay) { r.at = m; r.readySince = t; }
+    for (const r of stay) {
+      r.at = m;
+      r.readySince = t;
+    }
     this.ready[m].unshift(...stay);
     this.admitWhileRoom(t);
   }

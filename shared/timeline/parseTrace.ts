@@ -42,7 +42,12 @@ export function parseTrace(text: string): ParsedTrace {
   let whole: unknown;
   let wholeOk = false;
   if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
-    try { whole = JSON.parse(trimmed); wholeOk = true; } catch { /* maybe JSON lines whose first line is an object */ }
+    try {
+      whole = JSON.parse(trimmed);
+      wholeOk = true;
+    } catch {
+      /* maybe JSON lines whose first line is an object */
+    }
   }
   if (wholeOk && isChromeTrace(whole)) {
     format = 'chrome';
@@ -58,7 +63,13 @@ export function parseTrace(text: string): ParsedTrace {
     for (let n = 0; n < lines.length; n++) {
       const l = lines[n].trim();
       if (!l) continue;
-      try { raw.push(JSON.parse(l)); lineOf.push(n + 1); } catch { invalid++; firstError ??= `line ${n + 1} is not JSON`; }
+      try {
+        raw.push(JSON.parse(l));
+        lineOf.push(n + 1);
+      } catch {
+        invalid++;
+        firstError ??= `line ${n + 1} is not JSON`;
+      }
     }
     where = (i) => `line ${lineOf[i]}`;
   }
@@ -66,14 +77,21 @@ export function parseTrace(text: string): ParsedTrace {
   raw.forEach((r, i) => {
     const res = traceEventSchema.safeParse(r);
     if (res.success) events.push(res.data);
-    else { invalid++; firstError ??= describeInvalid(r, where(i), res.error.issues); }
+    else {
+      invalid++;
+      firstError ??= describeInvalid(r, where(i), res.error.issues);
+    }
   });
   if (!events.length) {
     const ours = raw.some((r) => typeof r === 'object' && r !== null && KINDS.has(String((r as { type?: unknown }).type)));
-    const error = format === 'chrome'
-      ? 'This Chrome trace was not exported from the TokenRouter timeline: it has no TokenRouter batches or events in it.'
-      : ours ? `This file looks like TokenRouter trace events, but none of them could be read (first problem: ${firstError}).`
-        : raw.length === 0 && format !== 'jsonl' ? 'This file holds no trace events.' : NOT_A_TRACE;
+    const error =
+      format === 'chrome'
+        ? 'This Chrome trace was not exported from the TokenRouter timeline: it has no TokenRouter batches or events in it.'
+        : ours
+          ? `This file looks like TokenRouter trace events, but none of them could be read (first problem: ${firstError}).`
+          : raw.length === 0 && format !== 'jsonl'
+            ? 'This file holds no trace events.'
+            : NOT_A_TRACE;
     return { events: [], invalid, firstError: ours ? firstError : undefined, error, format };
   }
   // Replay in emission order, exactly as a live feed would deliver it (stable for ties).

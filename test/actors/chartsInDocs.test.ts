@@ -16,12 +16,30 @@ describe('statecharts in docs/runtime.md', () => {
   });
 
   it('a chart names every transition with its event, guard, delay and effects (not assignments), and its final states', () => {
-    const m = setup({ types: { context: {} as { n: number } }, guards: { ok: () => true }, delays: { wait: 5 }, actions: { count: assign({ n: 1 }), ring: () => {} } }).createMachine({
+    const m = setup({
+      types: { context: {} as { n: number } },
+      guards: { ok: () => true },
+      delays: { wait: 5 },
+      actions: { count: assign({ n: 1 }), ring: () => {} },
+    }).createMachine({
       context: { n: 0 },
       initial: 'a',
       on: { TICK: { actions: 'count' } },
-      states: { a: { on: { GO: { target: 'b-c', guard: 'ok', actions: ['count', 'ring'] } }, after: { wait: 'b-c' }, always: { target: 'b-c', guard: 'ok' } }, 'b-c': { type: 'final' } },
+      states: {
+        a: { on: { GO: { target: 'b-c', guard: 'ok', actions: ['count', 'ring'] } }, after: { wait: 'b-c' }, always: { target: 'b-c', guard: 'ok' } },
+        'b-c': { type: 'final' },
+      },
     });
-    expect(chartText(m)).toBe(['stateDiagram-v2', '  state "b-c" as b_c', '  [*] --> a', '  a --> b_c: after wait', '  a --> b_c: GO [ok] / ring', '  a --> b_c: always [ok]', '  b_c --> [*]'].join('\n'));
+    expect(chartText(m)).toBe(
+      [
+        'stateDiagram-v2',
+        '  state "b-c" as b_c',
+        '  [*] --> a',
+        '  a --> b_c: after wait',
+        '  a --> b_c: GO [ok] / ring',
+        '  a --> b_c: always [ok]',
+        '  b_c --> [*]',
+      ].join('\n'),
+    );
   });
 });

@@ -16,7 +16,14 @@ function local(): LocalRequest {
 }
 
 /** The events that lead from queued to `state`. */
-const PATH: Record<LocalStatus, LocalEvent['type'][]> = { queued: [], running: ['ADMIT'], 'pending-return': ['ADMIT', 'HANDOFF'], done: ['FINISH'], cancelled: ['CANCEL'], failed: ['FAIL'] };
+const PATH: Record<LocalStatus, LocalEvent['type'][]> = {
+  queued: [],
+  running: ['ADMIT'],
+  'pending-return': ['ADMIT', 'HANDOFF'],
+  done: ['FINISH'],
+  cancelled: ['CANCEL'],
+  failed: ['FAIL'],
+};
 
 describe('local request lifecycle', () => {
   it('runs queued → running → pending-return → resume or requeue → done, its status read off the snapshot', () => {

@@ -32,7 +32,10 @@ describe('request actor', () => {
 
   it('fails or is cancelled from either live state', () => {
     for (const path of [[], [{ type: 'FIRST_TOKEN' }]] as RequestEvent[][]) {
-      for (const [end, state] of [[{ type: 'FAIL', error: new Error('x') }, 'failed'], [{ type: 'CANCEL' }, 'cancelled']] as const) {
+      for (const [end, state] of [
+        [{ type: 'FAIL', error: new Error('x') }, 'failed'],
+        [{ type: 'CANCEL' }, 'cancelled'],
+      ] as const) {
         const a = createActor(requestMachine).start();
         for (const e of path) a.send(e);
         a.send(end);

@@ -70,58 +70,74 @@ describe('worker runners', () => {
     for (const w of Object.values(workers)) await w.close();
   });
 
-  it.each(['r-stitch', 'r2r'])('%s commits what the sequential oracle commits', async (name) => {
-    const algorithm = builtinFactory(name)();
-    const cluster = new Cluster({
-      clock: createRealClock(),
-      mode: 'async-delayed',
-      retainState: true,
-      maxConcurrency: 8,
-      checkInvariants: true,
-      models: algorithm.models.map((m) => ({ name: m, runner: workers[m] })),
-    });
-    const sampling = (i: number) => ({ temperature: 0.7, seed: 2000 + i });
-    const served = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done));
-    for (const [i, prompt] of prompts.entries()) {
-      const oracle = await runOracle(algorithm, runners, { id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
-      expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
-      expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
-    }
-    for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
-  }, 60_000);
-});
-
-// Thread placement, the default for ONNX models: each model's engine (scheduler, KV pool, routing) and
-// its runner together in one worker thread; handoffs go thread to thread.
-describe('thread placement', () => {
-  it.each(SETTINGS)('$name, sampled $sampled, commits what the sequential oracle commits', async ({ name, sampled }) => {
-    const algorithm = builtinFactory(name)();
-    const threads = await Promise.all(algorithm.models.map((m) => ThreadEngine.start(m, { kind: 'onnx', folder: modelDir(m), opts: { intraOpNumThreads: 1 } })));
-    try {
+  it.each(['r-stitch', 'r2r'])(
+    '%s commits what the sequential oracle commits',
+    async (name) => {
+      const algorithm = builtinFactory(name)();
       const cluster = new Cluster({
         clock: createRealClock(),
         mode: 'async-delayed',
         retainState: true,
         maxConcurrency: 8,
         checkInvariants: true,
-        models: algorithm.models.map((m, i) => ({ name: m, thread: threads[i] })),
+        models: algorithm.models.map((m) => ({ name: m, runner: workers[m] })),
       });
-      const sampling = (i: number) => (sampled ? { temperature: 0.7, seed: 3000 + i } : { temperature: 0 });
-      const algorithmRef = { key: `${name}@1`, source: { kind: 'builtin' as const, factory: name } };
-      const served = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `t-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, algorithmRef, sampling: sampling(i) }).done));
-      let handoffs = 0;
+      const sampling = (i: number) => ({ temperature: 0.7, seed: 2000 + i });
+      const served = await Promise.all(
+        prompts.map((prompt, i) => cluster.submit({ id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done),
+      );
       for (const [i, prompt] of prompts.entries()) {
-        const oracle = await runOracle(algorithm, runners, { id: `t-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
-        expect(served[i].status, served[i].error?.message).toBe('done');
+        const oracle = await runOracle(algorithm, runners, { id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
         expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
         expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
-        expect(served[i].handoffs).toBe(oracle.handoffs);
-        handoffs += oracle.handoffs;
       }
-      expect(handoffs).toBeGreaterThan(PROMPTS);
-      await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual(algorithm.models.map(() => 0));
-    } finally {
-      await Promise.all(threads.map((t) => t.close()));
-    }
-  }, 90_000);
+      for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
+    },
+    60_000,
+  );
+});
+
+// Thread placement, the default for ONNX models: each model's engine (scheduler, KV pool, routing) and
+// its runner together in one worker thread; handoffs go thread to thread.
+describe('thread placement', () => {
+  it.each(SETTINGS)(
+    '$name, sampled $sampled, commits what the sequential oracle commits',
+    async ({ name, sampled }) => {
+      const algorithm = builtinFactory(name)();
+      const threads = await Promise.all(
+        algorithm.models.map((m) => ThreadEngine.start(m, { kind: 'onnx', folder: modelDir(m), opts: { intraOpNumThreads: 1 } })),
+      );
+      try {
+        const cluster = new Cluster({
+          clock: createRealClock(),
+          mode: 'async-delayed',
+          retainState: true,
+          maxConcurrency: 8,
+          checkInvariants: true,
+          models: algorithm.models.map((m, i) => ({ name: m, thread: threads[i] })),
+        });
+        const sampling = (i: number) => (sampled ? { temperature: 0.7, seed: 3000 + i } : { temperature: 0 });
+        const algorithmRef = { key: `${name}@1`, source: { kind: 'builtin' as const, factory: name } };
+        const served = await Promise.all(
+          prompts.map(
+            (prompt, i) => cluster.submit({ id: `t-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, algorithmRef, sampling: sampling(i) }).done,
+          ),
+        );
+        let handoffs = 0;
+        for (const [i, prompt] of prompts.entries()) {
+          const oracle = await runOracle(algorithm, runners, { id: `t-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
+          expect(served[i].status, served[i].error?.message).toBe('done');
+          expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
+          expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
+          expect(served[i].handoffs).toBe(oracle.handoffs);
+          handoffs += oracle.handoffs;
+        }
+        expect(handoffs).toBeGreaterThan(PROMPTS);
+        await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual(algorithm.models.map(() => 0));
+      } finally {
+        await Promise.all(threads.map((t) => t.close()));
+      }
+    },
+    90_000,
+  );
 });

@@ -39,7 +39,8 @@ describe('rStitch', () => {
   });
 
   it('knows only its own parameters: inherited names and an own __proto__ key (as JSON.parse makes it) are unknown', () => {
-    for (const key of ['constructor', 'toString', 'hasOwnProperty', 'valueOf'] as const) expect(() => rStitch({ [key]: 1 } as never)).toThrow(`unknown parameter "${key}"`);
+    for (const key of ['constructor', 'toString', 'hasOwnProperty', 'valueOf'] as const)
+      expect(() => rStitch({ [key]: 1 } as never)).toThrow(`unknown parameter "${key}"`);
     expect(() => rStitch(JSON.parse('{"__proto__": {"tau": 0.5}}') as never)).toThrow('unknown parameter "__proto__"');
   });
 });

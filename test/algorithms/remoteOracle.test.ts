@@ -39,7 +39,13 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
     remoteRunner = await OnnxRunner.load(modelDir('large'));
     server = await RemoteEngineServer.start(nc, remoteRunner, { model: 'large', replica: 'large-a', kvCapacityTokens: 1e6, heartbeatMs: 50, log: () => {} });
     remoteSmall = await OnnxRunner.load(modelDir('small'));
-    smallServer = await RemoteEngineServer.start(nc, remoteSmall, { model: 'small', replica: 'small-a', kvCapacityTokens: 1e6, heartbeatMs: 50, log: () => {} });
+    smallServer = await RemoteEngineServer.start(nc, remoteSmall, {
+      model: 'small',
+      replica: 'small-a',
+      kvCapacityTokens: 1e6,
+      heartbeatMs: 50,
+      log: () => {},
+    });
   }, 60_000);
   afterAll(async () => {
     await server?.close();
@@ -51,53 +57,62 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
 
   // every mode, and standard serving (retainState false: each return re-prefills on the remote engine);
   // small in the entry, or remote too (both engine servers in one mesh: handoffs go engine to engine)
-  const SETTINGS = (['large', 'both'] as const).flatMap((remote) => ['r-stitch', 'r2r'].flatMap((name) => SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ remote, name, mode, retain })))));
+  const SETTINGS = (['large', 'both'] as const).flatMap((remote) =>
+    ['r-stitch', 'r2r'].flatMap((name) => SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ remote, name, mode, retain })))),
+  );
 
-  it.each(SETTINGS)('$remote remote, $name, $mode, retainState $retain: commits what the sequential oracle commits, token for token and model for model', async ({ remote, name, mode, retain }) => {
-    const algorithm = builtinFactory(name)();
-    expect(algorithm.models).toEqual(['small', 'large']);
-    const mesh = remote === 'both' ? new RemoteMesh() : undefined;
-    const large = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, mesh, log: () => {} });
-    const small = mesh ? await RemoteEngine.connect({ model: 'small', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, mesh, log: () => {} }) : null;
-    const direct = server.peerStats.direct + smallServer.peerStats.direct;
-    try {
-      const cluster = new Cluster({
-        clock: createRealClock(),
-        mode,
-        retainState: retain,
-        maxConcurrency: 8,
-        checkInvariants: true,
-        models: [
-          small ? { name: 'small', thread: small } : { name: 'small', runner: runners.small },
-          { name: 'large', thread: large },
-        ],
-      });
-      const sampling = (i: number) => ({ temperature: 0.7, seed: 4000 + i });
-      const algorithmRef = { key: `${name}@1`, source: { kind: 'builtin' as const, factory: name } };
-      const served = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `r-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, algorithmRef, sampling: sampling(i) }).done));
-      let handoffs = 0;
-      let byLarge = 0;
-      for (const [i, prompt] of prompts.entries()) {
-        const oracle = await runOracle(algorithm, runners, { id: `r-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
-        expect(served[i].status, served[i].error?.message).toBe('done');
-        expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
-        expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
-        expect(served[i].handoffs).toBe(oracle.handoffs);
-        handoffs += oracle.handoffs;
-        byLarge += served[i].producedBy.filter((m) => m === 'large').length;
+  it.each(SETTINGS)(
+    '$remote remote, $name, $mode, retainState $retain: commits what the sequential oracle commits, token for token and model for model',
+    async ({ remote, name, mode, retain }) => {
+      const algorithm = builtinFactory(name)();
+      expect(algorithm.models).toEqual(['small', 'large']);
+      const mesh = remote === 'both' ? new RemoteMesh() : undefined;
+      const large = await RemoteEngine.connect({ model: 'large', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, mesh, log: () => {} });
+      const small = mesh
+        ? await RemoteEngine.connect({ model: 'small', nats: nats.url, heartbeatTimeoutMs: 1500, connectTimeoutMs: 10_000, mesh, log: () => {} })
+        : null;
+      const direct = server.peerStats.direct + smallServer.peerStats.direct;
+      try {
+        const cluster = new Cluster({
+          clock: createRealClock(),
+          mode,
+          retainState: retain,
+          maxConcurrency: 8,
+          checkInvariants: true,
+          models: [small ? { name: 'small', thread: small } : { name: 'small', runner: runners.small }, { name: 'large', thread: large }],
+        });
+        const sampling = (i: number) => ({ temperature: 0.7, seed: 4000 + i });
+        const algorithmRef = { key: `${name}@1`, source: { kind: 'builtin' as const, factory: name } };
+        const served = await Promise.all(
+          prompts.map(
+            (prompt, i) => cluster.submit({ id: `r-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, algorithmRef, sampling: sampling(i) }).done,
+          ),
+        );
+        let handoffs = 0;
+        let byLarge = 0;
+        for (const [i, prompt] of prompts.entries()) {
+          const oracle = await runOracle(algorithm, runners, { id: `r-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
+          expect(served[i].status, served[i].error?.message).toBe('done');
+          expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
+          expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
+          expect(served[i].handoffs).toBe(oracle.handoffs);
+          handoffs += oracle.handoffs;
+          byLarge += served[i].producedBy.filter((m) => m === 'large').length;
+        }
+        // the comparison means something only if requests crossed to the remote engine and back
+        expect(handoffs).toBeGreaterThan(PROMPTS);
+        expect(byLarge).toBeGreaterThan(0);
+        expect(large.replicaViews()[0].placed).toBeGreaterThan(0);
+        await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual([0, 0]);
+        await expect.poll(() => server.held, { timeout: 2000 }).toBe(0);
+        await expect.poll(() => smallServer.held, { timeout: 2000 }).toBe(0);
+        // both remote, every handoff went engine to engine; small in the entry, none could
+        expect(server.peerStats.direct + smallServer.peerStats.direct - direct).toBe(small ? handoffs : 0);
+      } finally {
+        await large.close();
+        await small?.close();
       }
-      // the comparison means something only if requests crossed to the remote engine and back
-      expect(handoffs).toBeGreaterThan(PROMPTS);
-      expect(byLarge).toBeGreaterThan(0);
-      expect(large.replicaViews()[0].placed).toBeGreaterThan(0);
-      await expect.poll(() => cluster.laneStats().map((l) => l.kvBytes), { timeout: 2000 }).toEqual([0, 0]);
-      await expect.poll(() => server.held, { timeout: 2000 }).toBe(0);
-      await expect.poll(() => smallServer.held, { timeout: 2000 }).toBe(0);
-      // both remote, every handoff went engine to engine; small in the entry, none could
-      expect(server.peerStats.direct + smallServer.peerStats.direct - direct).toBe(small ? handoffs : 0);
-    } finally {
-      await large.close();
-      await small?.close();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

@@ -33,7 +33,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   let done = 0;
 
   // Paper profile in virtual time: the same ladder, 512-token outputs.
-  const vbase = { concurrency, requests: concurrency * PAPER_SETTING.requestsPerClient, promptLength: PAPER_SETTING.promptLength, maxTokens: f.num('paper-max-tokens', 512) };
+  const vbase = {
+    concurrency,
+    requests: concurrency * PAPER_SETTING.requestsPerClient,
+    promptLength: PAPER_SETTING.promptLength,
+    maxTokens: f.num('paper-max-tokens', 512),
+  };
   const paperRaw = LADDER.map(({ step, mode }) => {
     if (mode === 'delayed') {
       const s = sweepVirtual(vbase);
@@ -61,7 +66,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     kind = set.kind;
     const c = { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency, requests, warmup, maxTokens, ignoreEos };
     try {
-      const s = await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`ablation ${set.kind} ${what}`, ++done, total) });
+      const s = await chooseTokenRouterMode(set, c, {
+        method,
+        slowLane: 'large',
+        calibrationRequests: f.sized('calibration-requests', 64, 8),
+        onStep: (what) => progress(`ablation ${set.kind} ${what}`, ++done, total),
+      });
       sweep = choiceJson(s);
       // Repeats walk the whole ladder again, every other walk backwards (ABBA), so a drift over the run (background
       // load, the process warming up) hits every step alike instead of favouring the first steps of each walk.
@@ -79,7 +89,14 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         const m = modeOf(mode);
         const r = poolResults(results[i]);
         const met = r.run.metrics;
-        return { step, tok_s: met.outputThroughputTokS, mean_e2e_ms: met.e2eMs.mean, p99_e2e_ms: met.e2eMs.p99, thresholds: `1/${m.thresholds?.large ?? 1}`, handoffs_per_req: r.run.handoffs / Math.max(1, met.completed) };
+        return {
+          step,
+          tok_s: met.outputThroughputTokS,
+          mean_e2e_ms: met.e2eMs.mean,
+          p99_e2e_ms: met.e2eMs.p99,
+          thresholds: `1/${m.thresholds?.large ?? 1}`,
+          handoffs_per_req: r.run.handoffs / Math.max(1, met.completed),
+        };
       });
       ladder = withRatios(raw);
     } finally {
@@ -104,9 +121,30 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         ? `${l.step}: async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep'}`
         : `${l.step}: ${l.mode.mode}, retainState ${l.mode.retainState}`,
     ),
-    bundled: skipBundled ? 'skipped (--runners none)' : { ...runnerDesc, requests_per_step: requests, warmup_requests_per_step: warmup, repeats: `${repeats} (the ladder is walked ${repeats}×, every other walk backwards; figures pool every walk)`, max_tokens: maxTokens, eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', transport: 'HTTP/SSE, in-process server', max_wait_ms: 20, max_batch: 32 },
-    paper_profile: { clock: 'virtual', step_ms: PAPER_SETTING.profile.stepMs, routing: `Markov p=${PAPER_SETTING.p}`, prompt_tokens: PAPER_SETTING.promptLength, max_tokens: vbase.maxTokens, requests: vbase.requests, max_wait_ms: PAPER_SETTING.maxWaitMs },
-    not_reproduced: "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
+    bundled: skipBundled
+      ? 'skipped (--runners none)'
+      : {
+          ...runnerDesc,
+          requests_per_step: requests,
+          warmup_requests_per_step: warmup,
+          repeats: `${repeats} (the ladder is walked ${repeats}×, every other walk backwards; figures pool every walk)`,
+          max_tokens: maxTokens,
+          eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
+          transport: 'HTTP/SSE, in-process server',
+          max_wait_ms: 20,
+          max_batch: 32,
+        },
+    paper_profile: {
+      clock: 'virtual',
+      step_ms: PAPER_SETTING.profile.stepMs,
+      routing: `Markov p=${PAPER_SETTING.p}`,
+      prompt_tokens: PAPER_SETTING.promptLength,
+      max_tokens: vbase.maxTokens,
+      requests: vbase.requests,
+      max_wait_ms: PAPER_SETTING.maxWaitMs,
+    },
+    not_reproduced:
+      "the paper's CUDA-graph step has no CPU counterpart; its ladder starts from the official R2R implementation instead of our standard-serving baseline",
     ...servingSettings(serving),
     quick: f.quick,
   };
@@ -116,7 +154,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     settings,
     results: { ladder: primary, ladder_source: ladder.length ? kind : 'paper_profile', threshold_choice: sweep, paper_profile: { ladder: paperLadder } },
   };
-  const chart = (title: string, rows: Row[]) => barChart({ title, yLabel: 'tok/s', categories: rows.map((r) => String(r.step).replace(/ \(.*\)/, '')), series: [{ name: 'committed tok/s', values: rows.map((r) => r.tok_s as number) }] });
+  const chart = (title: string, rows: Row[]) =>
+    barChart({
+      title,
+      yLabel: 'tok/s',
+      categories: rows.map((r) => String(r.step).replace(/ \(.*\)/, '')),
+      series: [{ name: 'committed tok/s', values: rows.map((r) => r.tok_s as number) }],
+    });
   const charts: Record<string, string> = { paper_profile: chart(`Ablation ladder, paper R2R profile, N=${concurrency} (virtual time)`, paperLadder) };
   if (ladder.length) charts.bundled = chart(`Ablation ladder, ${kind} models over HTTP, R2R, N=${concurrency}`, ladder);
   return { ...report, output: { tables: { 'Bundled models (HTTP)': ladder, 'Paper profile (virtual time)': paperLadder }, charts } };

@@ -16,7 +16,16 @@ describe('the standard-serving baseline with and without a prefix cache', () => 
   it('off: a return finds nothing cached; on: it re-admits from its own cached KV; TokenRouter mode keeps its cache either way', async () => {
     const set = simulatedRunners(['small', 'large']);
     try {
-      const base = { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: 4, requests: 16, warmup: 0, maxTokens: 24, ignoreEos: true, client: 'inline' as const };
+      const base = {
+        algorithm: 'r2r',
+        lanes: { small: 'small', large: 'large' },
+        concurrency: 4,
+        requests: 16,
+        warmup: 0,
+        maxTokens: 24,
+        ignoreEos: true,
+        client: 'inline' as const,
+      };
       const cache = async (mode: ServingMode, baselinePrefixCache: boolean) => {
         const r = await runServingCase(set, { ...base, mode, baselinePrefixCache });
         expect(r.run.metrics.completed).toBe(16);

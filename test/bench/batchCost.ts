@@ -37,7 +37,22 @@ export function parseSize(text: string): SizeSpec {
 
 /** Qwen3-0.6B's fixed fields with this size and vocabulary (tied head, q/k norm). */
 export function qwen3Arch(s: SizeSpec, vocab: number): DecoderArch {
-  return { family: 'qwen3', hiddenSize: s.hidden, numLayers: s.layers, numHeads: s.heads, numKvHeads: s.kvHeads, headDim: s.headDim, intermediateSize: s.ffn, vocabSize: vocab, maxPositions: 40960, rmsNormEps: 1e-6, ropeTheta: 1_000_000, ropeScaling: null, tiedEmbeddings: true, qkNorm: true };
+  return {
+    family: 'qwen3',
+    hiddenSize: s.hidden,
+    numLayers: s.layers,
+    numHeads: s.heads,
+    numKvHeads: s.kvHeads,
+    headDim: s.headDim,
+    intermediateSize: s.ffn,
+    vocabSize: vocab,
+    maxPositions: 40960,
+    rmsNormEps: 1e-6,
+    ropeTheta: 1_000_000,
+    ropeScaling: null,
+    tiedEmbeddings: true,
+    qkNorm: true,
+  };
 }
 
 /** Median of `xs` (sorted copy). */
@@ -50,7 +65,11 @@ const median = (xs: readonly number[]): number => {
 function stepFeeds(a: DecoderArch, batch: number, ctx: number, keep: boolean): Record<string, ort.Tensor> {
   const past = ctx - 1;
   const feeds: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor('int64', BigInt64Array.from({ length: batch }, (_, i) => BigInt((i * 7919) % a.vocabSize)), [batch, 1]),
+    input_ids: new ort.Tensor(
+      'int64',
+      BigInt64Array.from({ length: batch }, (_, i) => BigInt((i * 7919) % a.vocabSize)),
+      [batch, 1],
+    ),
     attention_mask: new ort.Tensor('int64', new BigInt64Array(batch * ctx).fill(1n), [batch, ctx]),
     position_ids: new ort.Tensor('int64', new BigInt64Array(batch).fill(BigInt(past)), [batch, 1]),
   };
@@ -67,7 +86,15 @@ function stepFeeds(a: DecoderArch, batch: number, ctx: number, keep: boolean): R
  * Each batch's step time, the batches taken in turn round after round (so a burst of load from other
  * processes falls on all of them alike): median and minimum over `reps` rounds after two warm-up rounds.
  */
-async function stepTimes(session: ort.InferenceSession, a: DecoderArch, fetches: string[], batches: number[], ctx: number, reps: number, keep: boolean): Promise<{ median: Record<number, number>; min: Record<number, number> }> {
+async function stepTimes(
+  session: ort.InferenceSession,
+  a: DecoderArch,
+  fetches: string[],
+  batches: number[],
+  ctx: number,
+  reps: number,
+  keep: boolean,
+): Promise<{ median: Record<number, number>; min: Record<number, number> }> {
   const feeds = batches.map((b) => stepFeeds(a, b, ctx, keep));
   const times = batches.map(() => [] as number[]);
   for (let r = 0; r < reps + 2; r++) {
@@ -77,7 +104,10 @@ async function stepTimes(session: ort.InferenceSession, a: DecoderArch, fetches:
       if (r >= 2) times[i].push(performance.now() - t0);
     }
   }
-  return { median: Object.fromEntries(batches.map((b, i) => [b, median(times[i])])), min: Object.fromEntries(batches.map((b, i) => [b, Math.min(...times[i])])) };
+  return {
+    median: Object.fromEntries(batches.map((b, i) => [b, median(times[i])])),
+    min: Object.fromEntries(batches.map((b, i) => [b, Math.min(...times[i])])),
+  };
 }
 
 /** A vocabulary to try: `V` (a full table of V rows) or `V/U` (V ids, a compact table of U rows: graph option vocabIds). */
@@ -90,7 +120,8 @@ export function parseVocab(text: string): VocabSpec {
   const m = /^(\d+)(?:\/(\d+))?$/.exec(text.trim());
   const V = m ? Number(m[1]) : NaN;
   const rows = m?.[2] === undefined ? undefined : Number(m[2]);
-  if (!m || V < 2 || (rows !== undefined && (rows < 1 || rows > V))) throw new TokenRouterError('invalid_request', `--vocabs: "${text}" is not V or V/rows (rows <= V)`, 'vocabs');
+  if (!m || V < 2 || (rows !== undefined && (rows < 1 || rows > V)))
+    throw new TokenRouterError('invalid_request', `--vocabs: "${text}" is not V or V/rows (rows <= V)`, 'vocabs');
   return { V, rows };
 }
 
@@ -109,7 +140,16 @@ export interface CostRow {
 }
 
 /** Builds each size at each vocabulary (random weights) and times its step; `onRow` hears of each row as it is done. */
-export async function measureBatchCost(sizes: SizeSpec[], vocabs: VocabSpec[], batches: number[], threads: number[], ctx: number, reps: number, storage: 'fp32' | 'fp16', onRow?: (r: CostRow) => void): Promise<CostRow[]> {
+export async function measureBatchCost(
+  sizes: SizeSpec[],
+  vocabs: VocabSpec[],
+  batches: number[],
+  threads: number[],
+  ctx: number,
+  reps: number,
+  storage: 'fp32' | 'fp16',
+  onRow?: (r: CostRow) => void,
+): Promise<CostRow[]> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'batch-cost-'));
   const rows: CostRow[] = [];
   try {
@@ -120,7 +160,10 @@ export async function measureBatchCost(sizes: SizeSpec[], vocabs: VocabSpec[], b
         const file = path.join(dir, `${s.name}-${vocab}.onnx`);
         const compact = vs.rows !== undefined;
         // a compact head's logits go through a Gather: the export takes num_logits_to_keep, as the exporter's folders do
-        const written = writeOnnxModel(file, buildDecoderGraph(a, { seed: `batch-cost/${s.name}`, storage, vocabIds: compact ? spreadIds(vocab, vs.rows!) : undefined, logitsToKeep: compact }));
+        const written = writeOnnxModel(
+          file,
+          buildDecoderGraph(a, { seed: `batch-cost/${s.name}`, storage, vocabIds: compact ? spreadIds(vocab, vs.rows!) : undefined, logitsToKeep: compact }),
+        );
         const present = Array.from({ length: a.numLayers }, (_, l) => [`present.${l}.key`, `present.${l}.value`]).flat();
         // the runner's own rewrite: new KV slots as outputs, logits at the last position, no signal nodes
         const prepared = prepareGraph(fs.readFileSync(file), { present, newKv: true, vocab, signals: false });
@@ -153,12 +196,20 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const threads = f.nums('threads', [1, 2]);
   const ctx = f.num('ctx', 256);
   const reps = f.sized('reps', 15, 3);
-  for (const [k, list] of [['batches', batches], ['threads', threads], ['ctx', [ctx]], ['reps', [reps]]] as const) {
-    for (const v of list) if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must hold positive integers (got ${v})`, k);
+  for (const [k, list] of [
+    ['batches', batches],
+    ['threads', threads],
+    ['ctx', [ctx]],
+    ['reps', [reps]],
+  ] as const) {
+    for (const v of list)
+      if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must hold positive integers (got ${v})`, k);
   }
   const b1 = batches[0];
   const rows = await measureBatchCost(sizes, vocabs, batches, threads, ctx, reps, storage, (r) => {
-    process.stderr.write(`batch-cost ${r.size} V=${r.vocab} threads=${r.threads}: ${batches.map((b) => `B${b} ${r.ms[b].toFixed(2)} (min ${r.minMs[b].toFixed(2)}) ms`).join(', ')}\n`);
+    process.stderr.write(
+      `batch-cost ${r.size} V=${r.vocab} threads=${r.threads}: ${batches.map((b) => `B${b} ${r.ms[b].toFixed(2)} (min ${r.minMs[b].toFixed(2)}) ms`).join(', ')}\n`,
+    );
   });
   const table: Row[] = rows.map((r) => {
     const row: Row = { size: r.size, vocab: r.vocab, 'params (M)': (r.params / 1e6).toFixed(1), 'file MB': r.fileMB.toFixed(1), threads: r.threads };
@@ -167,11 +218,28 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (const b of batches.slice(1)) row[`min B=${b} / B=${b1}`] = (r.minMs[b] / r.minMs[b1]).toFixed(2);
     return row;
   });
-  const settings = { ctx, reps, batches, threads, vocabs, sizes, storage, loadAverage: os.loadavg(), node: process.version, cpus: os.cpus().length, graph: 'Qwen3 (tied head, q/k norm), random fp32 weights, runner rewrite (new KV outputs, last-position logits, no signal nodes)' };
+  const settings = {
+    ctx,
+    reps,
+    batches,
+    threads,
+    vocabs,
+    sizes,
+    storage,
+    loadAverage: os.loadavg(),
+    node: process.version,
+    cpus: os.cpus().length,
+    graph: 'Qwen3 (tied head, q/k norm), random fp32 weights, runner rewrite (new KV outputs, last-position logits, no signal nodes)',
+  };
   return {
     suite: 'batch-cost',
     settings,
     results: { rows },
-    output: { tables: { 'batch-cost': table }, notes: [`decode step at context ${ctx} (one new token after ${ctx - 1} cached), batches in turn, median (and min) of ${reps} rounds after 2 warm-up rounds; weights stored ${storage}; V/rows: compact table of rows ids; ORT session as the runner makes it`] },
+    output: {
+      tables: { 'batch-cost': table },
+      notes: [
+        `decode step at context ${ctx} (one new token after ${ctx - 1} cached), batches in turn, median (and min) of ${reps} rounds after 2 warm-up rounds; weights stored ${storage}; V/rows: compact table of rows ids; ORT session as the runner makes it`,
+      ],
+    },
   };
 }

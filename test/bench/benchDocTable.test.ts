@@ -26,7 +26,14 @@ describe('the benchmarks results table', () => {
   });
 
   it("shows a fresh suite report's scalar results, and refuses an unknown suite by name", () => {
-    const report = { suite: 'overhead', settings: { commit: 'abc1234', machine: { cpus: 2, node: 'v20.1.0', started_at: '2026-12-06T10:00:00.000Z', load_avg_1m_at_start: 0.5, load_avg_1m_at_end: 1.25 } }, results: { us_per_committed_token: 1.23456, sim_speedup: 812, rows: [] } };
+    const report = {
+      suite: 'overhead',
+      settings: {
+        commit: 'abc1234',
+        machine: { cpus: 2, node: 'v20.1.0', started_at: '2026-12-06T10:00:00.000Z', load_avg_1m_at_start: 0.5, load_avg_1m_at_end: 1.25 },
+      },
+      results: { us_per_committed_token: 1.23456, sim_speedup: 812, rows: [] },
+    };
     fs.writeFileSync(path.join(tmp, 'overhead.json'), JSON.stringify(report));
     expect(resultsTable(readReports(tmp))).toBe(
       [
@@ -42,7 +49,11 @@ describe('the benchmarks results table', () => {
   });
 
   it('keeps a | inside a figure within its cell', () => {
-    const report = { suite: 'dtmc-onnx', settings: { commit: 'abc1234', machine: { cpus: 2, started_at: '2026-12-06T10:00:00Z' } }, results: { headline: [{ figure: 'max |error|', result: '8 %' }] } };
+    const report = {
+      suite: 'dtmc-onnx',
+      settings: { commit: 'abc1234', machine: { cpus: 2, started_at: '2026-12-06T10:00:00Z' } },
+      results: { headline: [{ figure: 'max |error|', result: '8 %' }] },
+    };
     expect(resultsTable([report]).split('\n')[2]).toBe('| `dtmc-onnx` | max \\|error\\| | 8 % |  |  | 2 vCPU | `abc1234` | 2026-12-06 10:00 |');
   });
 

@@ -47,9 +47,22 @@ function figures(r: BenchReport): Headline[] {
 
 /** Machine, commit and date as the report's settings record them. */
 function provenance(r: BenchReport): { machine: string; commit: string; date: string } {
-  const m = (r.settings.machine ?? {}) as { cpus?: number; node?: string; started_at?: string; load_avg_1m?: number; load_avg_1m_at_start?: number; load_avg_1m_at_end?: number };
+  const m = (r.settings.machine ?? {}) as {
+    cpus?: number;
+    node?: string;
+    started_at?: string;
+    load_avg_1m?: number;
+    load_avg_1m_at_start?: number;
+    load_avg_1m_at_end?: number;
+  };
   const load = m.load_avg_1m ?? (m.load_avg_1m_at_start !== undefined ? Math.max(m.load_avg_1m_at_start, m.load_avg_1m_at_end ?? 0) : undefined);
-  const machine = [m.cpus !== undefined ? `${m.cpus} vCPU` : undefined, m.node ? `Node ${m.node.replace(/^v/, '')}` : undefined, load !== undefined ? `load ${load.toFixed(1)}` : undefined].filter(Boolean).join(', ');
+  const machine = [
+    m.cpus !== undefined ? `${m.cpus} vCPU` : undefined,
+    m.node ? `Node ${m.node.replace(/^v/, '')}` : undefined,
+    load !== undefined ? `load ${load.toFixed(1)}` : undefined,
+  ]
+    .filter(Boolean)
+    .join(', ');
   const commit = typeof r.settings.commit === 'string' ? `\`${r.settings.commit}\`` : '?';
   const date = m.started_at ? `${m.started_at.slice(0, 10)} ${m.started_at.slice(11, 16)}` : '?';
   return { machine: machine || '?', commit, date };
@@ -63,7 +76,17 @@ export function resultsTable(reports: readonly BenchReport[]): string {
   const rows: Row[] = [];
   for (const r of reports) {
     const p = provenance(r);
-    for (const f of figures(r)) rows.push({ suite: `\`${r.suite}\``, figure: cell(f.figure), result: cell(f.result), target: cell(f.target), status: cell(f.status), machine: p.machine, commit: p.commit, 'date (UTC)': p.date });
+    for (const f of figures(r))
+      rows.push({
+        suite: `\`${r.suite}\``,
+        figure: cell(f.figure),
+        result: cell(f.result),
+        target: cell(f.target),
+        status: cell(f.status),
+        machine: p.machine,
+        commit: p.commit,
+        'date (UTC)': p.date,
+      });
   }
   return markdownTable(rows);
 }

@@ -46,7 +46,12 @@ describe('bench main', () => {
   it('writes report.json, results.md and --json for a suite that returns no tables of its own', async () => {
     const json = path.join(dir, 'out', 'overhead.json');
     expect(await main(['overhead', '--quick', '1', '--json', json, '--tag', 't1'])).toBe(0);
-    const report = JSON.parse(fs.readFileSync(path.join(dir, 'overhead-t1', 'report.json'), 'utf8')) as { suite: string; settings: Record<string, unknown>; results: Record<string, unknown>; output?: unknown };
+    const report = JSON.parse(fs.readFileSync(path.join(dir, 'overhead-t1', 'report.json'), 'utf8')) as {
+      suite: string;
+      settings: Record<string, unknown>;
+      results: Record<string, unknown>;
+      output?: unknown;
+    };
     expect(report.suite).toBe('overhead');
     expect(Object.keys(report).sort()).toEqual(['results', 'settings', 'suite']);
     expect(report.settings.machine).toMatchObject({ cpus: os.cpus().length });
@@ -56,7 +61,12 @@ describe('bench main', () => {
   }, 60_000);
 
   it('refuses a bad serving flag before loading a suite, in one line', async () => {
-    for (const args of [['--client', 'remote'], ['--request-rate', '0'], ['--goodput', 'ttft'], ['--placement', 'gpu']]) {
+    for (const args of [
+      ['--client', 'remote'],
+      ['--request-rate', '0'],
+      ['--goodput', 'ttft'],
+      ['--placement', 'gpu'],
+    ]) {
       expect(await main(['serving', ...args]), args.join(' ')).toBe(2);
     }
   });
@@ -68,9 +78,22 @@ describe('bench main', () => {
 });
 
 describe('the one table formatter', () => {
-  const rows = [{ model: 'small', tok_s: 1234.5678, share: 0.25 }, { model: 'large', tok_s: 12, share: 0.5, note: 'late column' }];
+  const rows = [
+    { model: 'small', tok_s: 1234.5678, share: 0.25 },
+    { model: 'large', tok_s: 12, share: 0.5, note: 'late column' },
+  ];
   it('aligns text and markdown alike, with columns from every row', () => {
-    expect(textTable(rows)).toBe(['model   tok_s  share         note', '-----  ------  -----  -----------', 'small  1234.6  0.250             ', 'large      12  0.500  late column', ''].join('\n'));
-    expect(markdownTable(rows)).toBe('| model | tok_s | share | note |\n|---|---:|---:|---|\n| small | 1234.6 | 0.250 |  |\n| large | 12 | 0.500 | late column |\n');
+    expect(textTable(rows)).toBe(
+      [
+        'model   tok_s  share         note',
+        '-----  ------  -----  -----------',
+        'small  1234.6  0.250             ',
+        'large      12  0.500  late column',
+        '',
+      ].join('\n'),
+    );
+    expect(markdownTable(rows)).toBe(
+      '| model | tok_s | share | note |\n|---|---:|---:|---|\n| small | 1234.6 | 0.250 |  |\n| large | 12 | 0.500 | late column |\n',
+    );
   });
 });

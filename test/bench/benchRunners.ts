@@ -50,7 +50,12 @@ export async function loadBundledRunners(dir = BUNDLED_MODELS_DIR, names: readon
     description: {
       runners: `bundled ONNX models, one worker thread each (the model alone, or with its engine under --placement thread), intraOpNumThreads ${intraOpNumThreads}`,
       models_dir: path.relative(process.cwd(), dir),
-      models: Object.fromEntries(folders.map((f, i) => [names[i], { layers: f.config.numLayers, hidden: f.config.hiddenSize, max_context: f.config.maxContext, heads: Object.keys(f.routers) }])),
+      models: Object.fromEntries(
+        folders.map((f, i) => [
+          names[i],
+          { layers: f.config.numLayers, hidden: f.config.hiddenSize, max_context: f.config.maxContext, heads: Object.keys(f.routers) },
+        ]),
+      ),
     },
     close: async () => {
       await Promise.all([...[...runners.values()].map((r) => r.shutdown()), ...engines.map((t) => t.close())]);

@@ -61,7 +61,17 @@ describe('benchmarkServing over HTTP', () => {
   });
 
   it('open loop at a finite rate: each request is sent at or after its seeded arrival, spread as scheduled', async () => {
-    const load = { baseUrl: srv.url, model: 'r-stitch', concurrency: 8, requests: 12, warmup: 2, maxTokens: 4, requestRate: 40, seed: 5, prompt: (i: number) => `${100 + Math.abs(i)}*7=` };
+    const load = {
+      baseUrl: srv.url,
+      model: 'r-stitch',
+      concurrency: 8,
+      requests: 12,
+      warmup: 2,
+      maxTokens: 4,
+      requestRate: 40,
+      seed: 5,
+      prompt: (i: number) => `${100 + Math.abs(i)}*7=`,
+    };
     const run = await benchmarkServing(load);
     expect(run.metrics.completed).toBe(12);
     const at = run.scheduledMs!;
@@ -80,7 +90,17 @@ describe('benchmarkServing over HTTP', () => {
   it('open loop past capacity: the cap still holds, and goodput ≤ request throughput (0 for an SLO nobody meets)', async () => {
     let peak = 0;
     const timer = setInterval(() => (peak = Math.max(peak, srv.service.cluster.activeCount)), 1);
-    const base = { baseUrl: srv.url, model: 'r-stitch', concurrency: 2, requests: 10, warmup: 0, maxTokens: 10, requestRate: 1000, burstiness: 0.5, prompt: (i: number) => `${100 + Math.abs(i)}*3=` };
+    const base = {
+      baseUrl: srv.url,
+      model: 'r-stitch',
+      concurrency: 2,
+      requests: 10,
+      warmup: 0,
+      maxTokens: 10,
+      requestRate: 1000,
+      burstiness: 0.5,
+      prompt: (i: number) => `${100 + Math.abs(i)}*3=`,
+    };
     const loose = await benchmarkServing({ ...base, slo: { ttftMs: 60_000, tpotMs: 60_000, e2elMs: 60_000 } });
     const none = await benchmarkServing({ ...base, slo: { ttftMs: 0.001 } });
     clearInterval(timer);
@@ -99,7 +119,17 @@ describe('benchmarkServing over HTTP', () => {
   });
 
   it('open loop behind the cap: each request records its arrival, and TTFT includes the wait for a permit (unless latencyFrom send)', async () => {
-    const base = { baseUrl: srv.url, model: 'r-stitch', concurrency: 1, requests: 6, warmup: 0, maxTokens: 8, requestRate: 1000, seed: 3, prompt: (i: number) => `${100 + Math.abs(i)}*3=` };
+    const base = {
+      baseUrl: srv.url,
+      model: 'r-stitch',
+      concurrency: 1,
+      requests: 6,
+      warmup: 0,
+      maxTokens: 8,
+      requestRate: 1000,
+      seed: 3,
+      prompt: (i: number) => `${100 + Math.abs(i)}*3=`,
+    };
     const run = await benchmarkServing(base);
     const waits = run.records.map((r, k) => {
       expect(r.arrivalMs).toBe(run.scheduledMs![k]);
@@ -116,7 +146,18 @@ describe('benchmarkServing over HTTP', () => {
   });
 
   it('a child process takes the rate, seed and SLO and returns the schedule with its records', async () => {
-    const run = await benchmarkServingInChild({ baseUrl: srv.url, model: 'r2r', concurrency: 4, requests: 6, warmup: 1, maxTokens: 4, requestRate: 50, burstiness: 2, seed: 9, slo: { ttftMs: 0.001, e2elMs: 60_000 } });
+    const run = await benchmarkServingInChild({
+      baseUrl: srv.url,
+      model: 'r2r',
+      concurrency: 4,
+      requests: 6,
+      warmup: 1,
+      maxTokens: 4,
+      requestRate: 50,
+      burstiness: 2,
+      seed: 9,
+      slo: { ttftMs: 0.001, e2elMs: 60_000 },
+    });
     expect(run.metrics.completed).toBe(6);
     const expected = arrivalTimesMs(6, 50, 2, mulberry32(9));
     run.scheduledMs!.forEach((t, k) => expect(t - run.scheduledMs![0]).toBeCloseTo(expected[k], 6));
@@ -136,7 +177,9 @@ describe('benchmarkServing over HTTP', () => {
   });
 
   it('a child whose warm-up fails entirely rejects with the server error', async () => {
-    await expect(benchmarkServingInChild({ baseUrl: srv.url, model: 'nope', concurrency: 1, requests: 1, warmup: 1, maxTokens: 2 })).rejects.toThrow(/404|does not exist/);
+    await expect(benchmarkServingInChild({ baseUrl: srv.url, model: 'nope', concurrency: 1, requests: 1, warmup: 1, maxTokens: 2 })).rejects.toThrow(
+      /404|does not exist/,
+    );
   });
 
   it('records failures (unknown model) without throwing', async () => {

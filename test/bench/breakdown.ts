@@ -76,7 +76,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const c = { ...serving, algorithm, lanes, concurrency, requests, warmup, maxTokens, ignoreEos };
       let tr: ServingMode;
       if (fixed) tr = { label: 'tokenrouter', mode: 'async-delayed', retainState: true, thresholds: { large: fixed } };
-      else tr = (await chooseTokenRouterMode(set, c, { method, slowLane: 'large', calibrationRequests: f.sized('calibration-requests', 64, 8), onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total) })).mode;
+      else
+        tr = (
+          await chooseTokenRouterMode(set, c, {
+            method,
+            slowLane: 'large',
+            calibrationRequests: f.sized('calibration-requests', 64, 8),
+            onStep: (what) => progress(`breakdown ${algorithm} ${what}`, ++done, total),
+          })
+        ).mode;
       const entry: Record<string, unknown> = { algorithm, thresholds: tr.thresholds };
       for (const mode of [tr, BASELINE]) {
         const r = await runServingCase(set, { ...c, mode });
@@ -101,7 +109,12 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           lanes: lanesBd.map((l) => {
             // an engine in its own thread: its CPU, and how long it sat runnable with no core free (schedstat); both fall inside model and other time alike
             const thread = r.lanes.find((x) => x.name === l.lane)?.thread;
-            return { ...l, model_busy_share_of_run: l.model_ms / duration, engine_thread_cpu_ms: thread?.cpuMs ?? null, engine_thread_wait_ms: thread?.waitMs ?? null };
+            return {
+              ...l,
+              model_busy_share_of_run: l.model_ms / duration,
+              engine_thread_cpu_ms: thread?.cpuMs ?? null,
+              engine_thread_wait_ms: thread?.waitMs ?? null,
+            };
           }),
         };
         for (const l of lanesBd) {
@@ -128,12 +141,18 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   printTable(rows);
   for (const e of perAlg) {
     for (const m of ['tokenrouter', 'baseline']) {
-      const c = (e[m] as { cpu: { cores: number; cpu_busy_share: number; server_cpu_ms: number; client_cpu_ms: number | null; model_ms: number; wall_ms: number } }).cpu;
-      console.log(`${e.algorithm} ${m}: CPU ${(100 * c.cpu_busy_share).toFixed(0)}% of ${c.cores} cores busy (server ${(c.server_cpu_ms / c.wall_ms).toFixed(2)} cores, client ${c.client_cpu_ms === null ? 'n/a' : (c.client_cpu_ms / c.wall_ms).toFixed(2)}, models ${(c.model_ms / c.wall_ms).toFixed(2)})`);
+      const c = (
+        e[m] as { cpu: { cores: number; cpu_busy_share: number; server_cpu_ms: number; client_cpu_ms: number | null; model_ms: number; wall_ms: number } }
+      ).cpu;
+      console.log(
+        `${e.algorithm} ${m}: CPU ${(100 * c.cpu_busy_share).toFixed(0)}% of ${c.cores} cores busy (server ${(c.server_cpu_ms / c.wall_ms).toFixed(2)} cores, client ${c.client_cpu_ms === null ? 'n/a' : (c.client_cpu_ms / c.wall_ms).toFixed(2)}, models ${(c.model_ms / c.wall_ms).toFixed(2)})`,
+      );
     }
   }
   const first = perAlg[0] as { tokenrouter: { model_fraction: number }; baseline: { model_fraction: number } };
-  console.log(`model execution share of busy time (TokenRouter mode, ${algorithms[0]}, N=${concurrency}): ${(100 * first.tokenrouter.model_fraction).toFixed(1)}% (target ≥ 90%); baseline ${(100 * first.baseline.model_fraction).toFixed(1)}%`);
+  console.log(
+    `model execution share of busy time (TokenRouter mode, ${algorithms[0]}, N=${concurrency}): ${(100 * first.tokenrouter.model_fraction).toFixed(1)}% (target ≥ 90%); baseline ${(100 * first.baseline.model_fraction).toFixed(1)}%`,
+  );
   const settings = {
     concurrency,
     algorithms,
@@ -141,35 +160,47 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     warmup_requests: warmup,
     max_tokens: maxTokens,
     eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
-    tokenrouter_mode: fixed ? `async-delayed, retainState true, large threshold ${fixed}` : `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep of the large lane'}`,
+    tokenrouter_mode: fixed
+      ? `async-delayed, retainState true, large threshold ${fixed}`
+      : `async-delayed, retainState true, thresholds from ${method === 'model' ? 'the throughput model' : 'a sweep of the large lane'}`,
     baseline_mode: 'step-sync, retainState false',
-    busy_time: 'the engines\' counters over the measured run (LaneStats batchMs: launch → the batch\'s rows applied, real clock), per lane; no trace is read, so engines make no trace events (since 5 Dec 13:00; before, per batch from the trace)',
+    busy_time:
+      "the engines' counters over the measured run (LaneStats batchMs: launch → the batch's rows applied, real clock), per lane; no trace is read, so engines make no trace events (since 5 Dec 13:00; before, per batch from the trace)",
     model_time: 'modelMs the runner reports (ONNX session.run + router heads, inside the worker); simulated runners: their step latency',
-    run_queue_wait: 'engine_thread_cpu_ms / engine_thread_wait_ms: the lane engine thread\'s CPU and its time runnable but waiting for a core over the run (/proc/thread-self/stat and schedstat, read by the engine at most every 25 ms; thread placement only). Model and other time are wall time: a wait inside session.run counts as model time, one elsewhere as other',
+    run_queue_wait:
+      "engine_thread_cpu_ms / engine_thread_wait_ms: the lane engine thread's CPU and its time runnable but waiting for a core over the run (/proc/thread-self/stat and schedstat, read by the engine at most every 25 ms; thread placement only). Model and other time are wall time: a wait inside session.run counts as model time, one elsewhere as other",
     parts: {
-      runner_other: 'launch → the runner\'s results (LaneStats busyMs), minus model time (tensors, KV re-packing, sampling, waits for a core)',
-      route_stream: 'results → the batch\'s rows applied (batchMs − busyMs: route(), commits, handoffs, the engine\'s outputs; the entry\'s SSE writes run on its own thread)',
+      runner_other: "launch → the runner's results (LaneStats busyMs), minus model time (tensors, KV re-packing, sampling, waits for a core)",
+      route_stream:
+        "results → the batch's rows applied (batchMs − busyMs: route(), commits, handoffs, the engine's outputs; the entry's SSE writes run on its own thread)",
     },
     transport: 'HTTP/SSE to a server in the bench process (the client: see below)',
     ...set.description,
     ...servingSettings(serving),
     quick: f.quick,
   };
-  const report: BenchReport = { suite: 'breakdown', settings, results: { model_fraction: first.tokenrouter.model_fraction, baseline_model_fraction: first.baseline.model_fraction, algorithms: perAlg } };
+  const report: BenchReport = {
+    suite: 'breakdown',
+    settings,
+    results: { model_fraction: first.tokenrouter.model_fraction, baseline_model_fraction: first.baseline.model_fraction, algorithms: perAlg },
+  };
   const cats = rows.map((r) => `${r.algorithm} ${r.mode === 'tokenrouter' ? 'TR' : 'base'} ${r.lane}`);
-  return { ...report, output: {
-    tables: { 'Busy time by part (% of each lane busy time)': rows },
-    charts: {
-      breakdown: barChart({
-        title: `Share of sub-server busy time, N=${concurrency} (${set.kind} models)`,
-        yLabel: '% of busy time',
-        categories: cats,
-        series: [
-          { name: 'model', values: rows.map((r) => r.model_pct as number) },
-          { name: 'runner other', values: rows.map((r) => r.runner_other_pct as number) },
-          { name: 'route+stream', values: rows.map((r) => r.route_stream_pct as number) },
-        ],
-      }),
+  return {
+    ...report,
+    output: {
+      tables: { 'Busy time by part (% of each lane busy time)': rows },
+      charts: {
+        breakdown: barChart({
+          title: `Share of sub-server busy time, N=${concurrency} (${set.kind} models)`,
+          yLabel: '% of busy time',
+          categories: cats,
+          series: [
+            { name: 'model', values: rows.map((r) => r.model_pct as number) },
+            { name: 'runner other', values: rows.map((r) => r.runner_other_pct as number) },
+            { name: 'route+stream', values: rows.map((r) => r.route_stream_pct as number) },
+          ],
+        }),
+      },
     },
-  } };
+  };
 }

@@ -46,7 +46,17 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         const all = Object.values(t).reduce((x, y) => x + y, 0);
         return all > 0 ? (t.large ?? 0) / all : 0;
       };
-      combos.push({ combo: name, tokenrouter_tok_s: tr.tok_s, baseline_tok_s: bl.tok_s, speedup: tr.tok_s / bl.tok_s, thresholds: cmp.choice.mode.thresholds, threshold_choice: choiceJson(cmp.choice), tokenrouter: tr, baseline: bl, second_model_token_share: share(cmp.tokenrouter.run.tokensByModel) });
+      combos.push({
+        combo: name,
+        tokenrouter_tok_s: tr.tok_s,
+        baseline_tok_s: bl.tok_s,
+        speedup: tr.tok_s / bl.tok_s,
+        thresholds: cmp.choice.mode.thresholds,
+        threshold_choice: choiceJson(cmp.choice),
+        tokenrouter: tr,
+        baseline: bl,
+        second_model_token_share: share(cmp.tokenrouter.run.tokensByModel),
+      });
       rows.push({
         combo: name,
         thresholds: `1/${cmp.choice.mode.thresholds?.large ?? 1}`,
@@ -78,18 +88,21 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     quick: f.quick,
   };
   const report: BenchReport = { suite: 'combos', settings, results: { combos } };
-  return { ...report, output: {
-    tables: { 'Model combinations': table },
-    charts: {
-      throughput: barChart({
-        title: `${algorithm} on each model pair, concurrency ${concurrency} (${set.kind} models)`,
-        yLabel: 'tok/s',
-        categories: table.map((r) => String(r.combo)),
-        series: [
-          { name: 'TokenRouter', values: table.map((r) => r.tokenrouter_tok_s as number) },
-          { name: 'baseline', values: table.map((r) => r.baseline_tok_s as number) },
-        ],
-      }),
+  return {
+    ...report,
+    output: {
+      tables: { 'Model combinations': table },
+      charts: {
+        throughput: barChart({
+          title: `${algorithm} on each model pair, concurrency ${concurrency} (${set.kind} models)`,
+          yLabel: 'tok/s',
+          categories: table.map((r) => String(r.combo)),
+          series: [
+            { name: 'TokenRouter', values: table.map((r) => r.tokenrouter_tok_s as number) },
+            { name: 'baseline', values: table.map((r) => r.baseline_tok_s as number) },
+          ],
+        }),
+      },
     },
-  } };
+  };
 }

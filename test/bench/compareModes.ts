@@ -1,7 +1,17 @@
 // TokenRouter mode with optimised thresholds, and its side-by-side comparison with the standard-serving baseline.
 import type { RunnerSet } from './benchRunners.ts';
 import { modelThresholds, type ModelChoice } from './modelThresholds.ts';
-import { BASELINE, poolResults, runServingCase, sweepSlowLane, thresholdCandidates, type ServingCase, type ServingMode, type ServingResult, type SweepPoint } from './servingCase.ts';
+import {
+  BASELINE,
+  poolResults,
+  runServingCase,
+  sweepSlowLane,
+  thresholdCandidates,
+  type ServingCase,
+  type ServingMode,
+  type ServingResult,
+  type SweepPoint,
+} from './servingCase.ts';
 
 /** How "optimised thresholds" are found: the throughput model (default) or a measured sweep of the slowest lane. */
 export type ThresholdMethod = 'model' | 'sweep';
@@ -45,7 +55,18 @@ export function choiceJson(ch: TokenRouterChoice): Record<string, unknown> {
     method: ch.method === 'model' ? 'throughput model (calibrated P, C, L_i(b); optimiseThresholds)' : 'sweep of the slowest lane',
     thresholds: ch.mode.thresholds,
     ...(ch.sweep ? { sweep: ch.sweep } : {}),
-    ...(ch.model ? { predicted_tok_s: ch.model.predicted, best_predicted: ch.model.best_predicted, calibration_tok_s: ch.model.calibration_tok_s, P: ch.model.P, C: ch.model.C, latency_ms: ch.model.latency_ms, contended_latency_ms: ch.model.contended_latency_ms, candidates: ch.model.table } : {}),
+    ...(ch.model
+      ? {
+          predicted_tok_s: ch.model.predicted,
+          best_predicted: ch.model.best_predicted,
+          calibration_tok_s: ch.model.calibration_tok_s,
+          P: ch.model.P,
+          C: ch.model.C,
+          latency_ms: ch.model.latency_ms,
+          contended_latency_ms: ch.model.contended_latency_ms,
+          candidates: ch.model.table,
+        }
+      : {}),
   };
 }
 

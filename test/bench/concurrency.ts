@@ -117,9 +117,23 @@ async function bundledModels(s: ConcurrencySettings, serving: ServingDefaults, t
   try {
     for (const n of s.levels) {
       const requests = Math.max(8, n * s.bundledRequestsPerClient);
-      const c = { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: n, requests, warmup: n * 2, maxTokens: s.maxTokens, ignoreEos: s.ignoreEos };
+      const c = {
+        ...serving,
+        algorithm: 'r2r',
+        lanes: { small: 'small', large: 'large' },
+        concurrency: n,
+        requests,
+        warmup: n * 2,
+        maxTokens: s.maxTokens,
+        ignoreEos: s.ignoreEos,
+      };
       const label = `concurrency ${set.kind} N=${n}`;
-      const choice = await chooseTokenRouterMode(set, c, { method: s.method, slowLane: 'large', calibrationRequests: Math.max(8, n * s.calibrationRequestsPerClient), onStep: (what) => tick(`${label} ${what}`) });
+      const choice = await chooseTokenRouterMode(set, c, {
+        method: s.method,
+        slowLane: 'large',
+        calibrationRequests: Math.max(8, n * s.calibrationRequestsPerClient),
+        onStep: (what) => tick(`${label} ${what}`),
+      });
       choices[n] = choiceJson(choice);
       const bs: ServingResult[] = [];
       const ts: ServingResult[] = [];
@@ -164,7 +178,15 @@ function describeSettings(s: ConcurrencySettings, serving: ServingDefaults, runn
     },
     bundled: s.skipBundled
       ? 'skipped (--runners none)'
-      : { ...runnerDesc, repeats: `${s.repeats} per level (baseline and TokenRouter alternate, pooled)`, max_tokens: s.maxTokens, eos: s.ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural', tokenrouter_mode: `async-delayed, retainState true, thresholds per N from ${s.method === 'model' ? 'the throughput model (calibrated per N)' : 'a sweep of the large lane'}`, baseline_mode: 'step-sync, retainState false', transport: 'HTTP/SSE, in-process server' },
+      : {
+          ...runnerDesc,
+          repeats: `${s.repeats} per level (baseline and TokenRouter alternate, pooled)`,
+          max_tokens: s.maxTokens,
+          eos: s.ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural',
+          tokenrouter_mode: `async-delayed, retainState true, thresholds per N from ${s.method === 'model' ? 'the throughput model (calibrated per N)' : 'a sweep of the large lane'}`,
+          baseline_mode: 'step-sync, retainState false',
+          transport: 'HTTP/SSE, in-process server',
+        },
     ...servingSettings(serving),
     quick,
   };
@@ -173,10 +195,19 @@ function describeSettings(s: ConcurrencySettings, serving: ServingDefaults, runn
 /** Throughput and per-request speed against concurrency, both modes; `stem` prefixes the chart names. */
 function scalingCharts(stem: string, titles: { throughput: string; perRequest: string }, rows: readonly Row[]): Record<string, string> {
   const series = (mode: string, key: string) => rows.filter((r) => r.mode === mode).map((r) => [r.concurrency as number, r[key] as number] as [number, number]);
-  const both = (key: string) => [{ name: 'TokenRouter', points: series('tokenrouter', key) }, { name: 'baseline', points: series('baseline', key) }];
+  const both = (key: string) => [
+    { name: 'TokenRouter', points: series('tokenrouter', key) },
+    { name: 'baseline', points: series('baseline', key) },
+  ];
   return {
     [`${stem}_throughput`]: lineChart({ title: titles.throughput, xLabel: 'concurrency', yLabel: 'tok/s', logX: true, series: both('tok_s') }),
-    [`${stem}_per_request`]: lineChart({ title: titles.perRequest, xLabel: 'concurrency', yLabel: 'tok/s per request', logX: true, series: both('per_request_tok_s') }),
+    [`${stem}_per_request`]: lineChart({
+      title: titles.perRequest,
+      xLabel: 'concurrency',
+      yLabel: 'tok/s per request',
+      logX: true,
+      series: both('per_request_tok_s'),
+    }),
   };
 }
 
@@ -201,15 +232,31 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   console.log(`paper profile (virtual time), R2R p=${PAPER_SETTING.p}, ${s.maxTokensPaper} output tokens:`);
   printTable(paperSweep.rows);
   const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
-  console.log(`N=${lo} → ${hi}: TokenRouter throughput ×${paper.throughput_growth.toFixed(2)}, keeps ${pct(paper.single_user_retention)} of single-user speed (target ≥ 8.61× and ≥ 51.7%); baseline ×${paper.baseline.throughput_growth.toFixed(2)}, ${pct(paper.baseline.single_user_retention)}`);
+  console.log(
+    `N=${lo} → ${hi}: TokenRouter throughput ×${paper.throughput_growth.toFixed(2)}, keeps ${pct(paper.single_user_retention)} of single-user speed (target ≥ 8.61× and ≥ 51.7%); baseline ×${paper.baseline.throughput_growth.toFixed(2)}, ${pct(paper.baseline.single_user_retention)}`,
+  );
   if (bundled) {
     console.log(`bundled models over HTTP (${bundled.runners}), R2R:`);
     printTable(bundledRows);
-    console.log(`N=${lo} → ${hi}: TokenRouter throughput ×${bundled.throughput_growth.toFixed(2)}, keeps ${pct(bundled.single_user_retention)}; baseline ×${bundled.baseline.throughput_growth.toFixed(2)}, ${pct(bundled.baseline.single_user_retention)}`);
+    console.log(
+      `N=${lo} → ${hi}: TokenRouter throughput ×${bundled.throughput_growth.toFixed(2)}, keeps ${pct(bundled.single_user_retention)}; baseline ×${bundled.baseline.throughput_growth.toFixed(2)}, ${pct(bundled.baseline.single_user_retention)}`,
+    );
   }
   const settings = describeSettings(s, serving, measured?.description ?? {}, f.quick);
   const report: BenchReport = { suite: 'concurrency', settings, results: { paper_profile: paper, bundled, paper_rows: paperSweep.rows } };
-  const charts = scalingCharts('paper', { throughput: 'Throughput vs concurrency, paper R2R profile (virtual time)', perRequest: 'Per-request decode speed vs concurrency, paper profile' }, paperSweep.rows);
-  if (bundledRows.length) Object.assign(charts, scalingCharts('bundled', { throughput: 'Throughput vs concurrency, bundled models, R2R', perRequest: 'Per-request decode speed vs concurrency, bundled models' }, bundledRows));
+  const charts = scalingCharts(
+    'paper',
+    { throughput: 'Throughput vs concurrency, paper R2R profile (virtual time)', perRequest: 'Per-request decode speed vs concurrency, paper profile' },
+    paperSweep.rows,
+  );
+  if (bundledRows.length)
+    Object.assign(
+      charts,
+      scalingCharts(
+        'bundled',
+        { throughput: 'Throughput vs concurrency, bundled models, R2R', perRequest: 'Per-request decode speed vs concurrency, bundled models' },
+        bundledRows,
+      ),
+    );
   return { ...report, output: { tables: { 'Paper profile (virtual time)': paperSweep.rows, 'Bundled models (HTTP)': bundledRows }, charts } };
 }

@@ -64,16 +64,45 @@ describe('DelayedEngine', () => {
   const spec = r2rMarkov(0.35);
   const algorithm = markovAlgorithm(spec) as Algorithm<unknown>;
   // an engine with no core (as a remote one) is sent the algorithm by reference
-  const algorithmRef: AlgorithmRef = { key: 'markov-r2r-0.35', source: { kind: 'module', module: fileURLToPath(new URL('../../runtime/sim/markovAlgorithm.ts', import.meta.url)), export: 'markovAlgorithm', args: [spec] } };
+  const algorithmRef: AlgorithmRef = {
+    key: 'markov-r2r-0.35',
+    source: {
+      kind: 'module',
+      module: fileURLToPath(new URL('../../runtime/sim/markovAlgorithm.ts', import.meta.url)),
+      export: 'markovAlgorithm',
+      args: [spec],
+    },
+  };
 
   /** Four requests through small and a large model in this process, or behind `line`: their tokens, handoffs and wall time. */
   async function serve(line: DelayLine | null) {
     const clock = createRealClock();
     const large: ClusterModel = line
-      ? { name: 'large', thread: new DelayedEngine('large', simModel({ name: 'large', latency: LARGE, vocab: 'hash' }), clock, { maxBatch: 8, maxStepTokens: Infinity, threshold: 1, kvCapacityTokens: Infinity }, line) }
+      ? {
+          name: 'large',
+          thread: new DelayedEngine(
+            'large',
+            simModel({ name: 'large', latency: LARGE, vocab: 'hash' }),
+            clock,
+            { maxBatch: 8, maxStepTokens: Infinity, threshold: 1, kvCapacityTokens: Infinity },
+            line,
+          ),
+        }
       : { name: 'large', runner: simModel({ name: 'large', latency: LARGE, vocab: 'hash' }) };
-    const cluster = new Cluster({ clock, mode: 'async-delayed', maxConcurrency: 4, maxWaitMs: 20, prefixCache: false, models: [{ name: 'small', runner: simModel({ name: 'small', latency: SMALL, vocab: 'hash' }), maxBatch: 8 }, { ...large, maxBatch: 8 }] });
-    return Promise.all([0, 1, 2, 3].map((i) => cluster.submit({ id: `r${i}`, prompt: [5, 6, 7, 8 + i], maxTokens: 24, sampling: { seed: i }, algorithm, algorithmRef }).done));
+    const cluster = new Cluster({
+      clock,
+      mode: 'async-delayed',
+      maxConcurrency: 4,
+      maxWaitMs: 20,
+      prefixCache: false,
+      models: [
+        { name: 'small', runner: simModel({ name: 'small', latency: SMALL, vocab: 'hash' }), maxBatch: 8 },
+        { ...large, maxBatch: 8 },
+      ],
+    });
+    return Promise.all(
+      [0, 1, 2, 3].map((i) => cluster.submit({ id: `r${i}`, prompt: [5, 6, 7, 8 + i], maxTokens: 24, sampling: { seed: i }, algorithm, algorithmRef }).done),
+    );
   }
 
   it('gives the in-process outputs, each visit to large paying the delay both ways', async () => {

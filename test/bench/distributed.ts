@@ -43,7 +43,10 @@ function workloadSpec(w: Workload): MarkovSpec {
 
 /** The same algorithm by reference, for a remote engine to build beside its model. */
 function workloadRef(w: Workload): AlgorithmRef {
-  return { key: `markov-${JSON.stringify(workloadSpec(w))}`, source: { kind: 'module', module: path.resolve(HERE, '../../runtime/sim/markovAlgorithm.ts'), export: 'markovAlgorithm', args: [workloadSpec(w)] } };
+  return {
+    key: `markov-${JSON.stringify(workloadSpec(w))}`,
+    source: { kind: 'module', module: path.resolve(HERE, '../../runtime/sim/markovAlgorithm.ts'), export: 'markovAlgorithm', args: [workloadSpec(w)] },
+  };
 }
 
 interface CaseResult {
@@ -88,7 +91,13 @@ function sample(p: Probe) {
     wire.bytes += w.bytesIn + w.bytesOut;
   }
   const cpu = process.cpuUsage();
-  return { ...wire, entry: (cpu.user + cpu.system) / 1000, main: cpuMs(`self/task/${process.pid}`), subs: p.pids.reduce((a, pid) => a + cpuMs(pid), 0), nats: cpuMs(p.natsPid) };
+  return {
+    ...wire,
+    entry: (cpu.user + cpu.system) / 1000,
+    main: cpuMs(`self/task/${process.pid}`),
+    subs: p.pids.reduce((a, pid) => a + cpuMs(pid), 0),
+    nats: cpuMs(p.natsPid),
+  };
 }
 
 const latencyOf = (name: 'small' | 'large'): SimLatency => ({
@@ -98,11 +107,19 @@ const latencyOf = (name: 'small' | 'large'): SimLatency => ({
 });
 
 /** N closed-loop clients on the real clock; throughput = committed tokens / (first dispatch → last completion). */
-async function closedLoop(label: string, large: RemoteEngine | DelayLine | null, w: Workload, probe: Probe, smallRemote: RemoteEngine | null = null): Promise<CaseResult> {
+async function closedLoop(
+  label: string,
+  large: RemoteEngine | DelayLine | null,
+  w: Workload,
+  probe: Probe,
+  smallRemote: RemoteEngine | null = null,
+): Promise<CaseResult> {
   const clock = createRealClock();
   const simLarge = () => simModel({ name: 'large', latency: latencyOf('large'), vocab: 'hash' });
   const largeLimits = { maxBatch: 64, maxStepTokens: Infinity, threshold: w.thresholds.large ?? 1 };
-  const smallAt: ClusterModel = smallRemote ? { name: 'small', thread: smallRemote } : { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }) };
+  const smallAt: ClusterModel = smallRemote
+    ? { name: 'small', thread: smallRemote }
+    : { name: 'small', runner: simModel({ name: 'small', latency: latencyOf('small'), vocab: 'hash' }) };
   const largeAt: ClusterModel =
     large instanceof RemoteEngine
       ? { name: 'large', thread: large }
@@ -148,7 +165,7 @@ async function closedLoop(label: string, large: RemoteEngine | DelayLine | null,
           e2eSum += r.endedAt - r.submittedAt;
           tEnd = performance.now();
           if (sent < w.requests) send();
-          else if (completed === w.requests) (failed ? reject(failed) : resolve());
+          else if (completed === w.requests) failed ? reject(failed) : resolve();
         },
       });
     };
@@ -214,7 +231,11 @@ async function inEntryRelay(listenHost: string, natsPort: number, delayMs: numbe
 /** The relay in its own process (`--relay process`): its timers do not share the entry's event loop. */
 function spawnRelay(listenHost: string, natsPort: number, delayMs: number): Promise<RelayHandle> {
   const script = path.resolve(HERE, '../support/rigs/delayRelay.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', script, '--listen', `${listenHost}:0`, '--target', `127.0.0.1:${natsPort}`, '--delay-ms', String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', script, '--listen', `${listenHost}:0`, '--target', `127.0.0.1:${natsPort}`, '--delay-ms', String(delayMs)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let out = '';
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
@@ -243,7 +264,21 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   const delayMs = f.num('delay-ms', 1);
   const subArgs = (url: string, replica: string, model: 'small' | 'large' = 'large') => {
     const l = latencyOf(model);
-    return ['--model', model, '--nats', url, '--replica', replica, '--prefix', `bench.${replica}`.replace(/-/g, '_'), '--sim', '--sim-vocab', 'hash', '--sim-latency', `${l.baseMs},${l.perRowMs},${l.perTokenMs}`];
+    return [
+      '--model',
+      model,
+      '--nats',
+      url,
+      '--replica',
+      replica,
+      '--prefix',
+      `bench.${replica}`.replace(/-/g, '_'),
+      '--sim',
+      '--sim-vocab',
+      'hash',
+      '--sim-latency',
+      `${l.baseMs},${l.perRowMs},${l.perTokenMs}`,
+    ];
   };
   const rounds = f.sized('rounds', 3, 1);
   const rows: CaseResult[] = [];
@@ -263,8 +298,13 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     nats = await startNatsServer();
     subs.push(await spawnSubServer({ args: subArgs(nats.url, 'bench-local'), timeoutMs: 90_000 }));
     if (!netnsReason) pair = createNetnsPair();
-    relay = relayWhere === 'process' ? await spawnRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs) : await inEntryRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs);
-    subs.push(await spawnSubServer({ args: subArgs(`nats://${pair?.hostIp ?? '127.0.0.1'}:${relay.port}`, 'bench-remote'), wrap: pair?.wrap, timeoutMs: 90_000 }));
+    relay =
+      relayWhere === 'process'
+        ? await spawnRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs)
+        : await inEntryRelay(pair?.hostIp ?? '127.0.0.1', nats.port, delayMs);
+    subs.push(
+      await spawnSubServer({ args: subArgs(`nats://${pair?.hostIp ?? '127.0.0.1'}:${relay.port}`, 'bench-remote'), wrap: pair?.wrap, timeoutMs: 90_000 }),
+    );
     // two sub-servers of one model name: each pair talks on its own subject prefix, so each runner reaches only its own
     const separate = await connectTo(nats.url, 'bench-local');
     engines.push(separate);
@@ -276,7 +316,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const mesh = new RemoteMesh();
     const both = { small: await connectTo(nats.url, 'bench-both', 'small', mesh), large: await connectTo(nats.url, 'bench-both', 'large', mesh) };
     engines.push(both.small, both.large);
-    console.error(`[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`);
+    console.error(
+      `[distributed] cross-host: ${netnsReason ? `relay on loopback (${netnsReason})` : 'sub-server in its own network namespace'}, ${delayMs} ms each way; ${rounds} rounds`,
+    );
     for (let round = 1; round <= rounds; round++) {
       console.error(`[distributed] round ${round}/${rounds}`);
       const natsPid = nats.child.pid ?? -1;
@@ -284,7 +326,10 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       rows.push({ ...(await closedLoop('delay-only', delayOnly, w, { engines: [], pids: [], natsPid })), round });
       rows.push({ ...(await closedLoop('separate-process', separate, w, { engines: [separate], pids: [subs[0].pid], natsPid })), round });
       rows.push({ ...(await closedLoop('cross-host', cross, w, { engines: [cross], pids: [subs[1].pid], natsPid })), round });
-      rows.push({ ...(await closedLoop('both-remote', both.large, w, { engines: [both.small, both.large], pids: [subs[2].pid, subs[3].pid], natsPid }, both.small)), round });
+      rows.push({
+        ...(await closedLoop('both-remote', both.large, w, { engines: [both.small, both.large], pids: [subs[2].pid, subs[3].pid], natsPid }, both.small)),
+        round,
+      });
     }
   } finally {
     for (const e of engines) await e.close().catch(() => {});
@@ -296,18 +341,30 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   }
   const relayStats = relay?.stats() ?? '';
   printTable(rows as unknown as Record<string, unknown>[]);
-  const median = (label: string) => percentile(rows.filter((r) => r.case === label).map((r) => r.tok_s), 50);
+  const median = (label: string) =>
+    percentile(
+      rows.filter((r) => r.case === label).map((r) => r.tok_s),
+      50,
+    );
   const [inProc, delayed, sep, cross, bothRemote] = ['in-process', 'delay-only', 'separate-process', 'cross-host', 'both-remote'].map(median);
   const held = delayOnly.stats();
-  console.log(`median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 93% at concurrency 8, issue 31), both remote ${bothRemote.toFixed(1)} (${((bothRemote / inProc) * 100).toFixed(1)}%)`);
-  console.log(`the delay alone (large in-process, every message to and from it held ${held.meanHoldMs.toFixed(3)} ms on average): ${delayed.toFixed(1)} tok/s, ${((delayed / inProc) * 100).toFixed(1)}% of in-process; cross-host keeps ${((cross / delayed) * 100).toFixed(1)}% of that`);
+  console.log(
+    `median of ${rounds} rounds: in-process ${inProc.toFixed(1)} tok/s, separate process ${sep.toFixed(1)} (${((sep / inProc) * 100).toFixed(1)}%), cross-host ${cross.toFixed(1)} (${((cross / inProc) * 100).toFixed(1)}%; target ≥ 93% at concurrency 8, issue 31), both remote ${bothRemote.toFixed(1)} (${((bothRemote / inProc) * 100).toFixed(1)}%)`,
+  );
+  console.log(
+    `the delay alone (large in-process, every message to and from it held ${held.meanHoldMs.toFixed(3)} ms on average): ${delayed.toFixed(1)} tok/s, ${((delayed / inProc) * 100).toFixed(1)}% of in-process; cross-host keeps ${((cross / delayed) * 100).toFixed(1)}% of that`,
+  );
   if (relayStats) console.log(relayStats);
   return {
     suite: 'distributed',
     settings: {
-      models: 'small in the entry; large in-process / its engine in a sub-server process over NATS (loopback) / in a sub-server across network namespaces; both-remote: small and large each in a sub-server process (loopback), handing off to each other over NATS',
+      models:
+        'small in the entry; large in-process / its engine in a sub-server process over NATS (loopback) / in a sub-server across network namespaces; both-remote: small and large each in a sub-server process (loopback), handing off to each other over NATS',
       runners: `simulated, real clock: small ${PAPER_R2R_PROFILE.stepMs.small} ms/step, large ${PAPER_R2R_PROFILE.stepMs.large} ms/step (paper R2R profile, + prefill ms/token ${JSON.stringify(PAPER_R2R_PROFILE.prefillMsPerToken)})`,
-      routing: w.largeStay > 0 ? `Markov: small→large with p=${w.p} (token discarded), large keeps the request with probability ${w.largeStay} per token (${(1 / (1 - w.largeStay)).toFixed(1)} tokens a visit)` : `R2R Markov p=${w.p}: small→large token discarded, large hands back after one kept token`,
+      routing:
+        w.largeStay > 0
+          ? `Markov: small→large with p=${w.p} (token discarded), large keeps the request with probability ${w.largeStay} per token (${(1 / (1 - w.largeStay)).toFixed(1)} tokens a visit)`
+          : `R2R Markov p=${w.p}: small→large token discarded, large hands back after one kept token`,
       mode: 'async-delayed',
       ...w,
       rounds,
@@ -315,7 +372,8 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
       cross_host: `${!netnsReason ? 'sub-server in its own network namespace (veth pair)' : `sub-server on loopback (ip netns unavailable: ${netnsReason})`}, reaching nats-server through a relay (${relayWhere === 'entry' ? "on the entry's event loop" : 'own process'}) that holds every chunk ${delayMs} ms each way`,
       relay: relayStats,
       delay_only: `the large model in the entry's process behind a delay line holding every arrival, release, report and handoff ${delayMs} ms each way (mean hold ${held.meanHoldMs.toFixed(3)} ms, ${held.items} items): the relay's added latency without NATS, serialising or another process`,
-      transport: 'remote engine: the engine protocol over one ordered NATS link per replica (structured clone frames, one per turn of the sender\'s loop, each carrying the cumulative ack); only handoffs, commits and finishes cross',
+      transport:
+        "remote engine: the engine protocol over one ordered NATS link per replica (structured clone frames, one per turn of the sender's loop, each carrying the cumulative ack); only handoffs, commits and finishes cross",
     },
     results: {
       in_process_tok_s: inProc,

@@ -32,7 +32,12 @@ const median = (xs: readonly number[]) => quantile(xs, 0.5);
 
 function readSettings(f: SuiteFlags): SweepSettings {
   const N = f.num('concurrency', 8);
-  const thresholds = f.nums('thresholds', Array.from({ length: N }, (_, i) => i + 1)).filter((t) => t >= 1 && t <= N);
+  const thresholds = f
+    .nums(
+      'thresholds',
+      Array.from({ length: N }, (_, i) => i + 1),
+    )
+    .filter((t) => t >= 1 && t <= N);
   if (!thresholds.includes(1)) thresholds.unshift(1);
   return {
     N,
@@ -52,7 +57,10 @@ type Sample = LatencySample & { setting: number };
 function modelInputs(s: SweepSettings, m: Measurement, samples: readonly Sample[], keep: (setting: number) => boolean) {
   const { N, thresholds } = s;
   const maxBatch = LANES.map(() => N);
-  const est = estimateRouting(m.steps.filter((x) => keep(x.setting)), { models: [...LANES], entryModel: 'small' });
+  const est = estimateRouting(
+    m.steps.filter((x) => keep(x.setting)),
+    { models: [...LANES], entryModel: 'small' },
+  );
   const sm = samples.filter((x) => keep(x.setting));
   const profile = fitLatencyProfile(sm, { maxBatch });
   const predicted = new Map(
@@ -63,7 +71,8 @@ function modelInputs(s: SweepSettings, m: Measurement, samples: readonly Sample[
   const predictedContended = new Map(
     thresholds.map((t) => [
       t,
-      solveThroughput({ N, P: est.P, C: est.C, latency: split.alone.table, contendedLatency: split.contended.table, maxBatch, thresholds: [1, t] }).tokensPerSec,
+      solveThroughput({ N, P: est.P, C: est.C, latency: split.alone.table, contendedLatency: split.contended.table, maxBatch, thresholds: [1, t] })
+        .tokensPerSec,
     ]),
   );
   return { est, profile, split, predicted, predictedContended, samples: sm };
@@ -87,7 +96,15 @@ function fitModels(s: SweepSettings, m: Measurement) {
   // Each setting with the step latency measured in its own windows (P, C pooled): the chain's
   // queueing dynamics alone, with the latency model's error (how L_i(b) shifts with the mix of
   // work the other model runs on the shared cores) taken out.
-  const ownProfiles = new Map(thresholds.map((t) => [t, fitLatencyProfile(samples.filter((x) => x.setting === t), { maxBatch })]));
+  const ownProfiles = new Map(
+    thresholds.map((t) => [
+      t,
+      fitLatencyProfile(
+        samples.filter((x) => x.setting === t),
+        { maxBatch },
+      ),
+    ]),
+  );
   const { P, C } = pooled.est;
   const own = new Map(thresholds.map((t) => [t, solveThroughput({ N, P, C, latency: ownProfiles.get(t)!.table, maxBatch, thresholds: [1, t] }).tokensPerSec]));
   return { samples, pooled, t1, ownProfiles, own };
@@ -198,7 +215,9 @@ function printReport(s: SweepSettings, rows: readonly SettingRow[], sum: Summary
   console.log(
     `latency by batch size only (no contention): predicted best ${sum.batch_only_predicted_best}, best_gap ${pct(sum.batch_only_best_gap, 2)}%, max |error| ${pct(sum.batch_only_max_rel_error, 1)}%`,
   );
-  console.log(`calibrated on the T = 1 windows only: predicted best ${sum.t1_cal_predicted_best}, best_gap ${pct(sum.t1_cal_best_gap, 2)}%, max |error| ${pct(sum.t1_cal_max_rel_error, 1)}%`);
+  console.log(
+    `calibrated on the T = 1 windows only: predicted best ${sum.t1_cal_predicted_best}, best_gap ${pct(sum.t1_cal_best_gap, 2)}%, max |error| ${pct(sum.t1_cal_max_rel_error, 1)}%`,
+  );
   console.log(
     `with each setting's own step latency: predicted best ${sum.own_latency_predicted_best}, best_gap ${pct(sum.own_latency_best_gap, 2)}%, max |error| ${pct(sum.own_latency_max_rel_error, 1)}%; ` +
       `round-normalised measured best ${sum.round_norm_measured_best}`,
@@ -215,7 +234,8 @@ function printReport(s: SweepSettings, rows: readonly SettingRow[], sum: Summary
 function latencyRows(N: number, fits: Fits): Row[] {
   const { samples, t1 } = fits;
   const { profile, split } = fits.pooled;
-  const count = (xs: readonly Sample[], model: number, batch: number, contendedOnly = false) => xs.filter((x) => x.model === model && x.batch === batch && (!contendedOnly || x.contended)).length;
+  const count = (xs: readonly Sample[], model: number, batch: number, contendedOnly = false) =>
+    xs.filter((x) => x.model === model && x.batch === batch && (!contendedOnly || x.contended)).length;
   return Array.from({ length: N }, (_, k) => ({
     batch: k + 1,
     small_ms: profile.table[0][k],
@@ -244,12 +264,14 @@ function describeSettings(s: SweepSettings, m: Measurement, quick: boolean): Rec
     rounds: `${s.rounds} (each round visits every setting once, in a fresh seeded random order)`,
     settle_ms: s.settleMs,
     window_ms: s.windowMs,
-    statistic: 'median over rounds of committed tok/s in each window; measured_round_norm: each window ÷ its round’s geometric mean × the grand geometric mean, then the median',
+    statistic:
+      'median over rounds of committed tok/s in each window; measured_round_norm: each window ÷ its round’s geometric mean × the grand geometric mean, then the median',
     clock: 'real (performance.now)',
     workload: `closed loop: ${N} clients resubmit at once; prompts are the bundled task's questions, greedy, natural EOS, max_tokens ${s.maxTokens}`,
     cluster: 'one in-process cluster for the whole sweep (no HTTP), async-delayed, retainState true, maxBatch N, maxWait 60 s',
     warmup_ms: s.warmupMs,
-    model_inputs: 'P, C from every request step recorded in the measured windows (finishes folded back to small, estimateRouting); L_i(b) = batch wall time launch → results routed, split by whether the other model was running at launch (markContended, fitContendedLatency; the chain picks the table at each launch). Primary: all windows pooled, contention-aware; batch_only: one L_i(b) per batch size; t1_cal: the T = 1 windows only (contention-aware)',
+    model_inputs:
+      'P, C from every request step recorded in the measured windows (finishes folded back to small, estimateRouting); L_i(b) = batch wall time launch → results routed, split by whether the other model was running at launch (markContended, fitContendedLatency; the chain picks the table at each launch). Primary: all windows pooled, contention-aware; batch_only: one L_i(b) per batch size; t1_cal: the T = 1 windows only (contention-aware)',
     wall_s: m.wallMs / 1000,
     quick,
   };
@@ -271,7 +293,13 @@ function modelInputsReport(fits: Fits): Record<string, unknown> {
       contended_batch_samples: samples.filter((x) => x.contended).length,
     },
     own_latency_ms: Object.fromEntries([...ownProfiles].map(([t, p]) => [`1/${t}`, { small: p.table[0], large: p.table[1] }])),
-    t1_calibration: { P: t1.est.P, C: t1.est.C, counts: t1.est.counts, latency_ms: { small: t1.profile.table[0], large: t1.profile.table[1] }, batch_samples: t1.samples.length },
+    t1_calibration: {
+      P: t1.est.P,
+      C: t1.est.C,
+      counts: t1.est.counts,
+      latency_ms: { small: t1.profile.table[0], large: t1.profile.table[1] },
+      batch_samples: t1.samples.length,
+    },
   };
 }
 
@@ -311,6 +339,10 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       model_inputs: modelInputsReport(fits),
     },
   };
-  const tables = { Summary: [summary], 'Predicted vs measured': rows, 'Fitted step latency (all windows; t1 columns: T = 1 windows only)': latencyRows(s.N, fits) };
+  const tables = {
+    Summary: [summary],
+    'Predicted vs measured': rows,
+    'Fitted step latency (all windows; t1 columns: T = 1 windows only)': latencyRows(s.N, fits),
+  };
   return { ...report, output: { tables, charts: { predicted_vs_measured: predictionChart(s, m, fits) } } };
 }

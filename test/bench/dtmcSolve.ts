@@ -40,8 +40,14 @@ const p = 0.35;
 export function r2rInput(N: number, thresholds: number[]): ThroughputInput {
   return {
     N,
-    P: [[1 - p, p], [1, 0]],
-    C: [[1, 0], [1, 0]],
+    P: [
+      [1 - p, p],
+      [1, 0],
+    ],
+    C: [
+      [1, 0],
+      [1, 0],
+    ],
     latency: (i) => (i === 0 ? 6.0 : 27.9),
     maxBatch: [N, N],
     thresholds,
@@ -52,8 +58,16 @@ export function r2rInput(N: number, thresholds: number[]): ThroughputInput {
 export function threeModelInput(N: number, thresholds: number[]): ThroughputInput {
   return {
     N,
-    P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-    C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+    P: [
+      [0.7, 0.2, 0.1],
+      [0.6, 0.3, 0.1],
+      [1, 0, 0],
+    ],
+    C: [
+      [1, 0, 0],
+      [1, 1, 0],
+      [1, 1, 1],
+    ],
     latency: (i) => [5, 12, 25][i],
     maxBatch: [N, N, N],
     thresholds,
@@ -128,8 +142,16 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
   const c0 = process.cpuUsage();
   const { thresholds: _unused, ...sweepInput } = r2rInput(16, [1, 1]);
   const opt = optimiseThresholds(sweepInput, { fixed: { 0: 1 } });
-  const sweep = { wall_ms: performance.now() - t0, cpu_ms: process.cpuUsage(c0).user / 1000, solves: opt.table.length, best: opt.best, predicted: opt.predicted };
-  console.log(`R2R N=16 sweep T_l=1..16: ${opt.table.length} solves, wall ${(sweep.wall_ms / 1000).toFixed(2)} s, cpu ${(sweep.cpu_ms / 1000).toFixed(2)} s, argmax ${opt.best.join('/')}`);
+  const sweep = {
+    wall_ms: performance.now() - t0,
+    cpu_ms: process.cpuUsage(c0).user / 1000,
+    solves: opt.table.length,
+    best: opt.best,
+    predicted: opt.predicted,
+  };
+  console.log(
+    `R2R N=16 sweep T_l=1..16: ${opt.table.length} solves, wall ${(sweep.wall_ms / 1000).toFixed(2)} s, cpu ${(sweep.cpu_ms / 1000).toFixed(2)} s, argmax ${opt.best.join('/')}`,
+  );
 
   // Three models: climb N to show how the chain grows and where it stops fitting.
   const ladder = quick ? [8, 12] : [8, 12, 16, 20, 24];
@@ -163,7 +185,15 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
     const sim = predictThroughput(threeModelInput(r.N, [1, 1, 1]), { method: 'simulate' });
     const rel = sim.tokensPerSec / r.tokens_per_sec - 1;
     const hw = sim.simulation?.relHalfWidth ?? null;
-    agreement.push({ N: r.N, chain: r.tokens_per_sec, simulated: sim.tokensPerSec, rel_diff: rel, rel_half_width: hw, replications: sim.simulation?.replications, wall_ms: sim.wallMs });
+    agreement.push({
+      N: r.N,
+      chain: r.tokens_per_sec,
+      simulated: sim.tokensPerSec,
+      rel_diff: rel,
+      rel_half_width: hw,
+      replications: sim.simulation?.replications,
+      wall_ms: sim.wallMs,
+    });
     console.log(
       `three models N=${r.N} simulated ${sim.tokensPerSec.toFixed(2)} ± ${((hw ?? 0) * 100).toFixed(2)} % vs chain ${r.tokens_per_sec.toFixed(2)}: ` +
         `${(rel * 100).toFixed(2)} %, wall ${(sim.wallMs / 1000).toFixed(2)} s`,
@@ -196,13 +226,24 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
   const horizonMs = 2_000_000;
   const mc = simulateThroughput(threeModelInput(32, [1, 1, 1]), { horizonMs, seed: 1 });
   const monteCarloN32 = { horizonMs, wall_ms: performance.now() - t1, cpu_ms: process.cpuUsage(c1).user / 1000, tokens_per_sec: mc.tokensPerSec };
-  console.log(`three models N=32 Monte Carlo (${horizonMs / 1000} s simulated): ${mc.tokensPerSec.toFixed(2)} tok/s, wall ${(monteCarloN32.wall_ms / 1000).toFixed(2)} s`);
+  console.log(
+    `three models N=32 Monte Carlo (${horizonMs / 1000} s simulated): ${mc.tokensPerSec.toFixed(2)} tok/s, wall ${(monteCarloN32.wall_ms / 1000).toFixed(2)} s`,
+  );
 
   return {
     suite: 'dtmc-solve',
     settings: {
       r2r: { P: 'p = 0.35', latencyMs: [6.0, 27.9], maxBatch: 'N' },
-      threeModels: { P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]], latencyMs: [5, 12, 25], maxBatch: 'N', from: 'dtmc-validate suite' },
+      threeModels: {
+        P: [
+          [0.7, 0.2, 0.1],
+          [0.6, 0.3, 0.1],
+          [1, 0, 0],
+        ],
+        latencyMs: [5, 12, 25],
+        maxBatch: 'N',
+        from: 'dtmc-validate suite',
+      },
       maxStates,
       budgetS: budgetMs / 1000,
       tolerance: 1e-10,
@@ -211,6 +252,14 @@ export async function run(opts: DtmcSolveOptions): Promise<{ suite: string; sett
       loadAverageAtStart: load0,
       loadAverageAtEnd: loadavg()[0],
     },
-    results: { solves: rows, r2rSweepN16: sweep, ladder: stopped ?? 'complete', exactN32: { estimatedStates: estimateN32, outcome: exactN32 }, simulationVsChain: agreement, predictN32, monteCarloN32 },
+    results: {
+      solves: rows,
+      r2rSweepN16: sweep,
+      ladder: stopped ?? 'complete',
+      exactN32: { estimatedStates: estimateN32, outcome: exactN32 },
+      simulationVsChain: agreement,
+      predictN32,
+      monteCarloN32,
+    },
   };
 }

@@ -33,10 +33,16 @@ export function measure(s: ValidationSetting, thresholds: number[], horizonMs: n
     // The model has no deadline; a long one keeps the runtime live without firing in steady state.
     maxWaitMs: 60_000,
     prefixCache: false,
-    models: s.spec.models.map((name, i) => ({ name, runner: new SimRunner({ name, latency: (b) => s.latency(i, b) }), maxBatch: s.N, threshold: thresholds[i] })),
+    models: s.spec.models.map((name, i) => ({
+      name,
+      runner: new SimRunner({ name, latency: (b) => s.latency(i, b) }),
+      maxBatch: s.N,
+      threshold: thresholds[i],
+    })),
   });
   // Requests long enough that start-up is rare; prompt prefill costs nothing here because the model has no prefill.
-  return measureSteady(cluster, clock, markovAlgorithm(s.spec), { concurrency: s.N, promptLength: 8, maxTokens: 100_000, warmupMs: horizonMs / 10, horizonMs }).tokS;
+  return measureSteady(cluster, clock, markovAlgorithm(s.spec), { concurrency: s.N, promptLength: 8, maxTokens: 100_000, warmupMs: horizonMs / 10, horizonMs })
+    .tokS;
 }
 
 export function predict(s: ValidationSetting, thresholds: number[]): number {
@@ -110,7 +116,9 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     const maxRel = Math.max(...rows.map((r) => Math.abs(r.rel_error)));
     console.log(`\n${s.name}`);
     printTable(rows);
-    console.log(`predicted best ${bestPred.thresholds}, measured best ${bestMeas.thresholds}, best_gap ${(gap * 100).toFixed(2)}%, max |error| ${(maxRel * 100).toFixed(1)}%`);
+    console.log(
+      `predicted best ${bestPred.thresholds}, measured best ${bestMeas.thresholds}, best_gap ${(gap * 100).toFixed(2)}%, max |error| ${(maxRel * 100).toFixed(1)}%`,
+    );
     tables[s.name] = rows;
     cases.push({ name: s.name, N: s.N, predicted_best: bestPred.thresholds, measured_best: bestMeas.thresholds, best_gap: gap, max_rel_error: maxRel });
   }
@@ -118,7 +126,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   printTable(cases);
   return {
     suite: 'dtmc-validate',
-    settings: { horizonMs, warmupMs: horizonMs / 10, clock: 'virtual', runner: 'simulated (no prefill charge: the model has none)', mode: 'async-delayed, maxWait 60 s', quick },
+    settings: {
+      horizonMs,
+      warmupMs: horizonMs / 10,
+      clock: 'virtual',
+      runner: 'simulated (no prefill charge: the model has none)',
+      mode: 'async-delayed, maxWait 60 s',
+      quick,
+    },
     results: { cases, tables },
   };
 }

@@ -46,7 +46,12 @@ function measure(alg: Algorithm<unknown>, concurrency: number, requests: number,
   collect();
   const clock = new VirtualClock();
   const rs = runners();
-  const cluster = new Cluster({ clock, maxConcurrency: concurrency, prefixCache: false, models: rs.filter((r) => alg.models.includes(r.info.name)).map((runner) => ({ name: runner.info.name, runner, maxBatch: 64 })) });
+  const cluster = new Cluster({
+    clock,
+    maxConcurrency: concurrency,
+    prefixCache: false,
+    models: rs.filter((r) => alg.models.includes(r.info.name)).map((runner) => ({ name: runner.info.name, runner, maxBatch: 64 })),
+  });
   const t0 = performance.now();
   const rep = runClosedLoop(cluster, clock, alg, { concurrency, requests, promptLength: 16, maxTokens: tokens, keepResults: false });
   const wall = performance.now() - t0;
@@ -96,7 +101,16 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   printTable(rows.map(({ pair_ratios: _p, ...r }) => ({ ...r, ir_over_ts: pct(r.ir_over_ts), ir_over_ts_best_of: pct(r.ir_over_ts_best_of) })));
   return {
     suite: 'ir-overhead',
-    settings: { concurrency, requests, tokens, runs: reps, runner: 'zero-latency simulated', mode: 'async-delayed, thresholds 1', measure: 'non-model µs per committed token; ir_over_ts = median over runs of the paired ratio (TS and IR back to back, order alternating, full GC before each measurement)' },
+    settings: {
+      concurrency,
+      requests,
+      tokens,
+      runs: reps,
+      runner: 'zero-latency simulated',
+      mode: 'async-delayed, thresholds 1',
+      measure:
+        'non-model µs per committed token; ir_over_ts = median over runs of the paired ratio (TS and IR back to back, order alternating, full GC before each measurement)',
+    },
     results: { rows, max_ir_over_ts: Math.max(...rows.map((r) => r.ir_over_ts as number)) },
   };
 }

@@ -31,7 +31,8 @@ export async function kvFetchCost(folderPath: string, opts: { batch: number; ctx
     attention_mask: new ort.Tensor('int64', new BigInt64Array(B * (T + 1)).fill(1n), [B, T + 1]),
   };
   if (session.inputNames.includes('position_ids')) feeds.position_ids = new ort.Tensor('int64', new BigInt64Array(B).fill(BigInt(T)), [B, 1]);
-  for (const n of session.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', new Float32Array(B * kv * T * hd).fill(0.01), [B, kv, T, hd]);
+  for (const n of session.inputNames)
+    if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', new Float32Array(B * kv * T * hd).fill(0.01), [B, kv, T, hd]);
   const all = session.outputNames.filter((n) => n === 'logits' || n.startsWith('present.'));
   const time = async (fetches: string[]): Promise<number> => {
     const c0 = process.cpuUsage();
@@ -56,5 +57,12 @@ export async function kvFetchCost(folderPath: string, opts: { batch: number; ctx
   await session.release();
   const w = percentile(withKv, 50);
   const l = percentile(logitsOnly, 50);
-  return { model: folder.name, batch: B, ctx: T, with_kv_us: Math.round(w), logits_only_us: Math.round(l), kv_fetch_share: Math.round((1 - l / w) * 1000) / 1000 };
+  return {
+    model: folder.name,
+    batch: B,
+    ctx: T,
+    with_kv_us: Math.round(w),
+    logits_only_us: Math.round(l),
+    kv_fetch_share: Math.round((1 - l / w) * 1000) / 1000,
+  };
 }

@@ -76,15 +76,34 @@ function paperProfile(s: LengthSettings, tick: Tick): Row[] {
 }
 
 /** 2. The bundled models over HTTP, up to their context window, every request run to max_tokens. */
-async function bundledModels(s: LengthSettings, serving: ServingDefaults, tick: Tick): Promise<{ rows: Row[]; kind: string; description: Record<string, unknown> }> {
+async function bundledModels(
+  s: LengthSettings,
+  serving: ServingDefaults,
+  tick: Tick,
+): Promise<{ rows: Row[]; kind: string; description: Record<string, unknown> }> {
   const set = await loadRunnerSet(s.runners);
   const rows: Row[] = [];
   try {
     for (const maxTokens of s.bundledLengths) {
       const cmp = await tokenRouterVsBaseline(
         set,
-        { ...serving, algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, concurrency: s.concurrency, requests: s.requests, warmup: s.concurrency * 2, maxTokens, ignoreEos: true },
-        { method: s.method, slowLane: 'large', calibrationRequests: s.calibrationRequests, repeats: s.repeats, onStep: (what) => tick(`length ${set.kind} ${maxTokens} ${what}`) },
+        {
+          ...serving,
+          algorithm: 'r2r',
+          lanes: { small: 'small', large: 'large' },
+          concurrency: s.concurrency,
+          requests: s.requests,
+          warmup: s.concurrency * 2,
+          maxTokens,
+          ignoreEos: true,
+        },
+        {
+          method: s.method,
+          slowLane: 'large',
+          calibrationRequests: s.calibrationRequests,
+          repeats: s.repeats,
+          onStep: (what) => tick(`length ${set.kind} ${maxTokens} ${what}`),
+        },
       );
       const tr = runFigures(cmp.tokenrouter);
       const bl = runFigures(cmp.baseline);
@@ -168,11 +187,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const pct = (x: number) => (100 * x).toFixed(1);
   console.log(`paper profile (virtual time), R2R p=${PAPER_SETTING.p}, concurrency ${concurrency}:`);
   printTable(paperRows);
-  console.log(`throughput drop ${paperLengths[0]} → ${paperLengths[paperLengths.length - 1]}: TokenRouter ${pct(paperDrops.tokenrouter_drop)}%, baseline ${pct(paperDrops.baseline_drop)}% (target: TokenRouter ≤ 15%)`);
+  console.log(
+    `throughput drop ${paperLengths[0]} → ${paperLengths[paperLengths.length - 1]}: TokenRouter ${pct(paperDrops.tokenrouter_drop)}%, baseline ${pct(paperDrops.baseline_drop)}% (target: TokenRouter ≤ 15%)`,
+  );
   if (bundled) {
     console.log(`bundled models over HTTP (${bundled.runners}), R2R, ignore_eos:`);
     printTable(bundledRows);
-    console.log(`throughput drop ${bundledLengths[0]} → ${bundledLengths[bundledLengths.length - 1]}: TokenRouter ${pct(bundled.tokenrouter_drop)}%, baseline ${pct(bundled.baseline_drop)}%`);
+    console.log(
+      `throughput drop ${bundledLengths[0]} → ${bundledLengths[bundledLengths.length - 1]}: TokenRouter ${pct(bundled.tokenrouter_drop)}%, baseline ${pct(bundled.baseline_drop)}%`,
+    );
   }
   const settings = describeSettings(s, serving, measured?.description ?? {}, f.quick);
   const report: BenchReport = { suite: 'length', settings, results: { ...paperDrops, paper_profile: { rows: paperRows }, bundled } };

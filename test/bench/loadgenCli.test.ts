@@ -47,7 +47,24 @@ describe('loadgen cli flags', () => {
   it('an open-loop run reports its arrival settings, request throughput and goodput', async () => {
     const srv = await startTestServer({ latency: { small: 1, large: 2 } });
     try {
-      const flags = ['--requests', '4', '--warmup', '0', '--max-tokens', '3', '--max-concurrency', '2', '--request-rate', '100', '--burstiness', '2', '--seed', '3', '--goodput', 'ttft:60000,e2el:60000'];
+      const flags = [
+        '--requests',
+        '4',
+        '--warmup',
+        '0',
+        '--max-tokens',
+        '3',
+        '--max-concurrency',
+        '2',
+        '--request-rate',
+        '100',
+        '--burstiness',
+        '2',
+        '--seed',
+        '3',
+        '--goodput',
+        'ttft:60000,e2el:60000',
+      ];
       const [json, text] = await Promise.all([loadgen([...flags, '--json', '-'], srv.url), loadgen([...flags, '--quiet', 'true'], srv.url)]);
       expect(json.code, json.stderr).toBe(0);
       const out = JSON.parse(json.stdout.trim().split('\n').pop()!);
@@ -63,7 +80,7 @@ describe('loadgen cli flags', () => {
     }
   }, 30_000);
 
-  it('a child process sends the few-shot chats when asked, and its times land on this process\'s clock', async () => {
+  it("a child process sends the few-shot chats when asked, and its times land on this process's clock", async () => {
     const srv = await startTestServer({ latency: { small: 1, large: 2 } });
     try {
       const load = { baseUrl: srv.url, model: 'small', concurrency: 2, requests: 4, warmup: 0, maxTokens: 2 };

@@ -16,7 +16,12 @@ describe('percentile', () => {
     expect(percentile(v, 99)).toBeCloseTo(3.97, 12);
     expect(percentile(v, 100)).toBe(4);
     // np.percentile(range(1, 101), 99) = 99.01
-    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBeCloseTo(99.01, 10);
+    expect(
+      percentile(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        99,
+      ),
+    ).toBeCloseTo(99.01, 10);
   });
 
   it('handles one value and no values', () => {
@@ -91,7 +96,11 @@ describe('open-loop latency from the arrival', () => {
     expect(m.queueMs.max).toBe(2_500);
     expect(m.durationMs).toBe(2_525);
     // the old accounting (from the send) would have let both through
-    const sendOnly = servingMetrics([early, late].map((r) => ({ ...r, arrivalMs: undefined })), undefined, { ttftMs: 2_000 });
+    const sendOnly = servingMetrics(
+      [early, late].map((r) => ({ ...r, arrivalMs: undefined })),
+      undefined,
+      { ttftMs: 2_000 },
+    );
     expect(sendOnly.sloMet).toBe(2);
   });
 

@@ -16,7 +16,11 @@ const CHECKOUT = new URL('../..', import.meta.url).pathname;
 
 /** About `target` tokens of prose opening with `opening` (so no two prompts share a prefix past the template). */
 function prose(tokenizer: TextTokenizer, target: number, opening: string): string {
-  const rest = ['The river bends twice before it reaches the mill.', 'In spring the orchard fills with bees.', 'A letter from the city asked how many barrels the farm could send.'];
+  const rest = [
+    'The river bends twice before it reaches the mill.',
+    'In spring the orchard fills with bees.',
+    'A letter from the city asked how many barrels the farm could send.',
+  ];
   let text = opening;
   for (let i = 0; tokenizer.encodeChat([{ role: 'user', content: text }]).length < target; i++) text += ` ${rest[i % rest.length]}`;
   return text;
@@ -25,7 +29,9 @@ function prose(tokenizer: TextTokenizer, target: number, opening: string): strin
 /** Gaps between a stream's content chunks that end inside [from, to). */
 function gapsIn(records: readonly RequestRecord[], from: number, to: number): number[] {
   const out: number[] = [];
-  for (const r of records) for (let i = 1; i < r.contentChunkMs.length; i++) if (r.contentChunkMs[i] >= from && r.contentChunkMs[i] < to) out.push(r.contentChunkMs[i] - r.contentChunkMs[i - 1]);
+  for (const r of records)
+    for (let i = 1; i < r.contentChunkMs.length; i++)
+      if (r.contentChunkMs[i] >= from && r.contentChunkMs[i] < to) out.push(r.contentChunkMs[i] - r.contentChunkMs[i - 1]);
   return out;
 }
 
@@ -54,19 +60,61 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const agent = new http.Agent({ keepAlive: true, maxSockets: streams + longCount + 2 });
       try {
         // untimed: a short request on each model, and one long prompt on the large (first-use costs)
-        for (const m of [small, large]) await streamCompletion(server.url, { model: m, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 }, agent);
-        await streamCompletion(server.url, { model: large, messages: [{ role: 'user', content: prose(tokenizer, longTokens, 'Warm-up: the ferry leaves at dawn.') }], max_tokens: 2, temperature: 0 }, agent);
-        const lone = await streamCompletion(server.url, { model: large, messages: [{ role: 'user', content: prose(tokenizer, longTokens, 'Alone: the lighthouse keeper wrote every night.') }], max_tokens: 2, temperature: 0 }, agent);
+        for (const m of [small, large])
+          await streamCompletion(server.url, { model: m, messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 }, agent);
+        await streamCompletion(
+          server.url,
+          {
+            model: large,
+            messages: [{ role: 'user', content: prose(tokenizer, longTokens, 'Warm-up: the ferry leaves at dawn.') }],
+            max_tokens: 2,
+            temperature: 0,
+          },
+          agent,
+        );
+        const lone = await streamCompletion(
+          server.url,
+          {
+            model: large,
+            messages: [{ role: 'user', content: prose(tokenizer, longTokens, 'Alone: the lighthouse keeper wrote every night.') }],
+            max_tokens: 2,
+            temperature: 0,
+          },
+          agent,
+        );
         const loneTtft = lone.contentChunkMs[0] - lone.sendMs;
         const { value, peakMiB } = await withRssPeak(server, async () => {
           const t0 = performance.now();
           const running = Array.from({ length: streams }, (_, i) =>
-            streamCompletion(server.url, { model: i % 2 === 0 ? small : large, messages: [{ role: 'user', content: `Story ${i}: tell me about the harbour.` }], max_tokens: 4000, temperature: 0, ignore_eos: true }, agent),
+            streamCompletion(
+              server.url,
+              {
+                model: i % 2 === 0 ? small : large,
+                messages: [{ role: 'user', content: `Story ${i}: tell me about the harbour.` }],
+                max_tokens: 4000,
+                temperature: 0,
+                ignore_eos: true,
+              },
+              agent,
+            ),
           );
           // before: the streams alone for settleMs; during: the long prompts, all at once
           await new Promise((r) => setTimeout(r, settleMs));
           const tLong = performance.now();
-          const longs = await Promise.all(Array.from({ length: longCount }, (_, k) => streamCompletion(server.url, { model: large, messages: [{ role: 'user', content: prose(tokenizer, longTokens, `Prompt ${k}: the baker counted loaves at ${k + 4} o'clock.`) }], max_tokens: 8, temperature: 0 }, agent)));
+          const longs = await Promise.all(
+            Array.from({ length: longCount }, (_, k) =>
+              streamCompletion(
+                server.url,
+                {
+                  model: large,
+                  messages: [{ role: 'user', content: prose(tokenizer, longTokens, `Prompt ${k}: the baker counted loaves at ${k + 4} o'clock.`) }],
+                  max_tokens: 8,
+                  temperature: 0,
+                },
+                agent,
+              ),
+            ),
+          );
           const tEnd = performance.now();
           agent.destroy(); // ends the endless streams
           const streamed = await Promise.all(running);
@@ -81,9 +129,30 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           const during = gapsIn(byModel(m), value.tLong, value.tEnd);
           const p99b = percentile(before, 99);
           const p99d = percentile(during, 99);
-          rows.push({ budget_mib: budgetMiB, max_step_tokens: maxStepTokens, model: m, itl_p50_before_ms: percentile(before, 50), itl_p99_before_ms: p99b, itl_p50_during_ms: percentile(during, 50), itl_p99_during_ms: p99d, p99_ratio: p99d / p99b, fourth_ttft_ms: longTtfts[longTtfts.length - 1], lone_ttft_ms: loneTtft, fourth_vs_lone: longTtfts[longTtfts.length - 1] / loneTtft, peak_rss_mib: peakMiB, under_budget: peakMiB <= budgetMiB ? 'yes' : 'NO' });
+          rows.push({
+            budget_mib: budgetMiB,
+            max_step_tokens: maxStepTokens,
+            model: m,
+            itl_p50_before_ms: percentile(before, 50),
+            itl_p99_before_ms: p99b,
+            itl_p50_during_ms: percentile(during, 50),
+            itl_p99_during_ms: p99d,
+            p99_ratio: p99d / p99b,
+            fourth_ttft_ms: longTtfts[longTtfts.length - 1],
+            lone_ttft_ms: loneTtft,
+            fourth_vs_lone: longTtfts[longTtfts.length - 1] / loneTtft,
+            peak_rss_mib: peakMiB,
+            under_budget: peakMiB <= budgetMiB ? 'yes' : 'NO',
+          });
         }
-        runs.push({ budget_mib: budgetMiB, max_step_tokens: maxStepTokens, lone_ttft_ms: loneTtft, long_ttfts_ms: longTtfts, peak_rss_mib: peakMiB, process_peak_mib: server.memory().hwmMiB });
+        runs.push({
+          budget_mib: budgetMiB,
+          max_step_tokens: maxStepTokens,
+          lone_ttft_ms: loneTtft,
+          long_ttfts_ms: longTtfts,
+          peak_rss_mib: peakMiB,
+          process_peak_mib: server.memory().hwmMiB,
+        });
       } finally {
         agent.destroy();
         await server.stop();
@@ -99,10 +168,10 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       fixtures: 'test/support/realShape (Qwen3 architecture, vocabulary 151,936, seeded weights)',
       streams: `${streams} decode streams (alternating small and large, greedy, ignore_eos) started ${settleMs} ms before the long prompts`,
       long_prompts: `${longCount} prompts of ~${longTokens} tokens to the large at once, max_tokens 8; the lone TTFT is one such prompt on the idle server`,
-      itl: 'gaps between content chunks of the running streams: before = from 0.5 s after their start to the long prompts; during = from the long prompts to the last one\'s end',
+      itl: "gaps between content chunks of the running streams: before = from 0.5 s after their start to the long prompts; during = from the long prompts to the last one's end",
       budgets_mib: budgets,
       max_step_tokens: `${stepTokens.join(', ')} (2,048: each long prompt in one step, as without chunked prefill)`,
-      rss: 'the server process\'s VmRSS sampled every 25 ms from /proc over the measured part',
+      rss: "the server process's VmRSS sampled every 25 ms from /proc over the measured part",
       quick: f.quick,
     },
     results: { runs, rows },

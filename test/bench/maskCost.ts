@@ -26,10 +26,11 @@ function masks(V: number, kind: 'dense' | 'sparse', n: number): Int32Array[] {
   return Array.from({ length: n }, () => {
     const m = new Int32Array(maskWords(V));
     if (kind === 'dense') for (let w = 0; w < m.length; w++) m[w] = (rnd() * 4294967296) | 0;
-    else for (let k = 0; k < 3; k++) {
-      const t = Math.floor(rnd() * V);
-      m[t >>> 5] |= 1 << (t & 31);
-    }
+    else
+      for (let k = 0; k < 3; k++) {
+        const t = Math.floor(rnd() * V);
+        m[t >>> 5] |= 1 << (t & 31);
+      }
     if (V & 31) m[m.length - 1] &= (1 << (V & 31)) - 1;
     return m;
   });
@@ -62,13 +63,23 @@ interface Lane {
  * order rotating), so drift on a shared machine falls on all of them alike.
  */
 async function decodeMs(lanes: readonly Lane[], batch: number, tokens: number, pool: Record<'dense' | 'sparse', Int32Array[]>): Promise<number[]> {
-  const live = lanes.map((lane) => Array.from({ length: batch }, (_, i) => ({ cacheId: lane.firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 })));
+  const live = lanes.map((lane) =>
+    Array.from({ length: batch }, (_, i) => ({ cacheId: lane.firstCache + i, tokens: [9707 + i, 11, 1246, 525, 279, 1156 + i], position: 0 })),
+  );
   const ms = lanes.map(() => 0);
   for (let s = 0; s <= tokens; s++) {
     for (let n = 0; n < lanes.length; n++) {
       const k = (n + s) % lanes.length;
       const { runner, c } = lanes[k];
-      const rows: StepRow[] = live[k].map((l, i) => ({ cacheId: l.cacheId, requestId: `m${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: { ...c.sampling, seed: i }, wants: NO_WANTS, mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined }));
+      const rows: StepRow[] = live[k].map((l, i) => ({
+        cacheId: l.cacheId,
+        requestId: `m${l.cacheId}`,
+        tokens: l.tokens,
+        position: l.position,
+        sampling: { ...c.sampling, seed: i },
+        wants: NO_WANTS,
+        mask: c.mask ? pool[c.mask][(s * batch + i) % pool[c.mask].length] : undefined,
+      }));
       const t0 = performance.now();
       const out = await runner.step(rows);
       // the prefill is not timed
@@ -89,7 +100,11 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const B = f.num('batch', 8);
   const tokens = f.sized('tokens', 32, 8);
   const rounds = f.sized('rounds', 3, 1);
-  for (const [k, v] of [['batch', B], ['tokens', tokens], ['rounds', rounds]] as const) {
+  for (const [k, v] of [
+    ['batch', B],
+    ['tokens', tokens],
+    ['rounds', rounds],
+  ] as const) {
     if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must be a positive integer (got ${v})`, k);
   }
   // the masked rows' two paths side by side: the graph's masked group, and analyzeMasked over fetched logits
@@ -115,7 +130,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   }
   const key = (path: string, c: Case): string => `${path}: ${c.name}`;
   const lanes: (Lane & { key: string })[] = [];
-  for (const [p, [path, runner]] of Object.entries(runners).entries()) for (const [k, c] of CASES.entries()) lanes.push({ runner, c, firstCache: 1000 * p + 100 * k, key: key(path, c) });
+  for (const [p, [path, runner]] of Object.entries(runners).entries())
+    for (const [k, c] of CASES.entries()) lanes.push({ runner, c, firstCache: 1000 * p + 100 * k, key: key(path, c) });
   const perCase = new Map<string, number[]>(lanes.map((l) => [l.key, []]));
   await decodeMs(lanes, B, 4, pool);
   for (let r = 0; r < rounds; r++) (await decodeMs(lanes, B, tokens, pool)).forEach((ms, k) => perCase.get(lanes[k].key)!.push(ms));
@@ -130,7 +146,15 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const perRow = c.mask ? (step - base) / B : 0;
       // a committed token's served time at c = B is the step's time over its B rows
       const share = c.mask ? perRow / (greedy / B) : 0;
-      results.push({ path, case: c.name, stepMs: step, tokPerS: (1000 * B) / step, maskMsPerRow: perRow, shareOfGreedyToken: share, jsMsPerRow: path === 'js' ? jsMs[c.name] : boolMs[c.name] });
+      results.push({
+        path,
+        case: c.name,
+        stepMs: step,
+        tokPerS: (1000 * B) / step,
+        maskMsPerRow: perRow,
+        shareOfGreedyToken: share,
+        jsMsPerRow: path === 'js' ? jsMs[c.name] : boolMs[c.name],
+      });
       table.push({
         path,
         case: c.name,
@@ -147,13 +171,21 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   for (const sampling of [GREEDY, TOP_P]) {
     const t = sampling === GREEDY ? 'greedy' : 'top_p 0.9';
     headCases.push({ name: `${t}, no masked group`, sampling, masked: false }, { name: `${t}, masked group, unmasked rows`, sampling, masked: true });
-    headCases.push({ name: `${t}, masked group, dense masks`, sampling, masked: true, masks: pool.dense }, { name: `${t}, masked group, sparse masks`, sampling, masked: true, masks: pool.sparse });
+    headCases.push(
+      { name: `${t}, masked group, dense masks`, sampling, masked: true, masks: pool.dense },
+      { name: `${t}, masked group, sparse masks`, sampling, masked: true, masks: pool.sparse },
+    );
   }
   const headMs = await headAloneMs(V, B, 10 * rounds, headCases);
   const greedyRowMs = median(perCase.get(key('graph', CASES[0]))!) / B;
   const headTable: Row[] = headCases.map((c, k) => {
     const over = headMs[k] - headMs[k - (k % 4)];
-    return { case: c.name, 'head ms / row': headMs[k].toFixed(3), 'over no masked group': over.toFixed(3), '% of a greedy token': k % 4 ? `${((100 * over) / greedyRowMs).toFixed(1)} %` : '-' };
+    return {
+      case: c.name,
+      'head ms / row': headMs[k].toFixed(3),
+      'over no masked group': over.toFixed(3),
+      '% of a greedy token': k % 4 ? `${((100 * over) / greedyRowMs).toFixed(1)} %` : '-',
+    };
   });
   results.push(...headCases.map((c, k) => ({ head: c.name, msPerRow: headMs[k] })));
   const note = `${model} (real-shaped, V = ${V}), batch ${B} (c = ${B}), ${tokens} decode steps after a 6-token prefill, median of ${rounds} rounds, every case and path stepping in turn; one ORT thread; node ${process.version}. "% of a greedy token": the mask's ms per row over an unmasked greedy step's ms per row (a token's served time at c = ${B}), each path against its own unmasked steps. Paths: graph (the masked group of signal nodes, in an If its unmasked steps skip), js (analyzeMasked over the fetched row of logits). "JS alone": analyzeMasked for js, the bools from the bitmask (fillAllowed) for graph, over a synthetic row.`;
@@ -164,8 +196,23 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   };
   const pair = (name: string) => `${share('graph', name)} (js path ${share('js', name)})`;
   const headline = [
-    { figure: `grammar mask's cost per committed token ÷ a greedy token's served time, ${model}, c = ${B}: greedy, dense mask`, result: pair(CASES[1].name), target: '≤ 5 %', status: '' },
-    { figure: 'the same: greedy, sparse mask (3 allowed) / top_p 0.9, dense mask', result: `${pair(CASES[2].name)} / ${pair(CASES[4].name)}`, target: '≤ 5 %', status: '' },
+    {
+      figure: `grammar mask's cost per committed token ÷ a greedy token's served time, ${model}, c = ${B}: greedy, dense mask`,
+      result: pair(CASES[1].name),
+      target: '≤ 5 %',
+      status: '',
+    },
+    {
+      figure: 'the same: greedy, sparse mask (3 allowed) / top_p 0.9, dense mask',
+      result: `${pair(CASES[2].name)} / ${pair(CASES[4].name)}`,
+      target: '≤ 5 %',
+      status: '',
+    },
   ];
-  return { suite: 'mask', settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version }, results: { headline, rows: results }, output: { tables: { mask: table, 'head alone': headTable }, notes: [note, headNote] } };
+  return {
+    suite: 'mask',
+    settings: { model, batch: B, tokens, rounds, vocab: V, ortThreads: 1, node: process.version },
+    results: { headline, rows: results },
+    output: { tables: { mask: table, 'head alone': headTable }, notes: [note, headNote] },
+  };
 }

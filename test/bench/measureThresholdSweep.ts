@@ -49,7 +49,9 @@ function shuffled<T>(xs: readonly T[], seed: number): T[] {
 async function runnerSet(choice: string): Promise<RunnerSet> {
   if (choice === 'simulated') return simulatedRunners(LANES);
   if (!bundledModelsPresent(BUNDLED_MODELS_DIR, LANES)) {
-    throw new Error(`bundled ONNX models not found in ${path.relative(process.cwd(), BUNDLED_MODELS_DIR)}/{small,large}/onnx/model.onnx (or pass --runners simulated for a smoke run)`);
+    throw new Error(
+      `bundled ONNX models not found in ${path.relative(process.cwd(), BUNDLED_MODELS_DIR)}/{small,large}/onnx/model.onnx (or pass --runners simulated for a smoke run)`,
+    );
   }
   return loadBundledRunners(BUNDLED_MODELS_DIR, LANES);
 }
@@ -68,7 +70,13 @@ function recordModelInputs(trace: TraceRecorder): ModelInputRecorder {
   const handoffs = new Map<string, { to: string; kept: boolean }>();
   trace.subscribe((e) => {
     if (e.type === 'batch') {
-      rec.timed.push({ setting: rec.setting, model: LANES.indexOf(e.model as (typeof LANES)[number]), batch: e.requestIds.length, startMs: e.start, endMs: e.end });
+      rec.timed.push({
+        setting: rec.setting,
+        model: LANES.indexOf(e.model as (typeof LANES)[number]),
+        batch: e.requestIds.length,
+        startMs: e.start,
+        endMs: e.end,
+      });
     }
     if (rec.setting === null) return;
     const setting = rec.setting;
@@ -78,7 +86,9 @@ function recordModelInputs(trace: TraceRecorder): ModelInputRecorder {
       const key = `${e.batchId}:${id}`;
       const h = handoffs.get(key);
       handoffs.delete(key);
-      rec.steps.push(h ? { setting, requestId: id, model: e.model, next: h.to, committed: h.kept ? 1 : 0 } : { setting, requestId: id, model: e.model, committed: 1 });
+      rec.steps.push(
+        h ? { setting, requestId: id, model: e.model, next: h.to, committed: h.kept ? 1 : 0 } : { setting, requestId: id, model: e.model, committed: 1 },
+      );
     }
   });
   return rec;

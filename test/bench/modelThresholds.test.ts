@@ -25,12 +25,22 @@ function calibration(largeMs: (rows: number) => number, period = 4): ServingResu
       t += 100;
     }
   }
-  return { run: { metrics: servingMetrics([]), records: [], tokensByModel: {}, handoffs: 0, discardedTokens: 0 }, lanes: [], batches, steps, cpu: { serverMs: 0, clientMs: null, wallMs: 0 , entryMainMs: null } };
+  return {
+    run: { metrics: servingMetrics([]), records: [], tokensByModel: {}, handoffs: 0, discardedTokens: 0 },
+    lanes: [],
+    batches,
+    steps,
+    cpu: { serverMs: 0, clientMs: null, wallMs: 0, entryMainMs: null },
+  };
 }
 
 describe('chooseThresholds', () => {
   it('estimates P and C from the recorded steps', () => {
-    const ch = chooseThresholds(calibration(() => 28), ['small', 'large'], 4);
+    const ch = chooseThresholds(
+      calibration(() => 28),
+      ['small', 'large'],
+      4,
+    );
     expect(ch.P[0][1]).toBeCloseTo(10 / 40, 2); // 10 of every 40 small steps hand off
     expect(ch.P[1][0]).toBeCloseTo(1, 9);
     expect(ch.C[0][1]).toBe(0); // the handed-off small token is discarded
@@ -47,8 +57,16 @@ describe('chooseThresholds', () => {
 
   it('batches the large model when its batches are nearly free, not when they cost per row', () => {
     // Every other step on large: delaying it pays off well past the hysteresis.
-    const flat = chooseThresholds(calibration(() => 28, 2), ['small', 'large'], 8);
-    const linear = chooseThresholds(calibration((b) => 28 * b, 2), ['small', 'large'], 8);
+    const flat = chooseThresholds(
+      calibration(() => 28, 2),
+      ['small', 'large'],
+      8,
+    );
+    const linear = chooseThresholds(
+      calibration((b) => 28 * b, 2),
+      ['small', 'large'],
+      8,
+    );
     expect(flat.mode.thresholds!.large).toBeGreaterThan(1);
     expect(flat.predicted).toBe(flat.best_predicted.predicted_tok_s);
     expect(linear.mode.thresholds!.large).toBe(1);
@@ -56,7 +74,11 @@ describe('chooseThresholds', () => {
 
   it('keeps thresholds at 1 when the best beats them by no more than the live controller’s hysteresis', () => {
     // Every 4th step on large, N = 8: the model's best delays large, for a gain under 5 %.
-    const ch = chooseThresholds(calibration(() => 28), ['small', 'large'], 8);
+    const ch = chooseThresholds(
+      calibration(() => 28),
+      ['small', 'large'],
+      8,
+    );
     expect(ch.best_predicted.thresholds.large).toBeGreaterThan(1);
     expect(ch.best_predicted.predicted_tok_s).toBeGreaterThan(ch.predicted);
     expect(ch.best_predicted.predicted_tok_s).toBeLessThanOrEqual(ch.predicted * (1 + THRESHOLD_HYSTERESIS));

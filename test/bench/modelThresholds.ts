@@ -29,7 +29,12 @@ export interface ModelChoice {
  * the latency is each batch's wall time from launch to results routed, so scheduling costs count,
  * split by whether another lane was running at launch.
  */
-export function chooseThresholds(calibration: ServingResult, laneOrder: readonly string[], concurrency: number, maxBatch = 32): Omit<ModelChoice, 'calibration_tok_s'> {
+export function chooseThresholds(
+  calibration: ServingResult,
+  laneOrder: readonly string[],
+  concurrency: number,
+  maxBatch = 32,
+): Omit<ModelChoice, 'calibration_tok_s'> {
   const routing: RoutingStep[] = calibration.steps.map((s) => (s.next === undefined ? { requestId: s.requestId, model: s.model, committed: s.committed } : s));
   const est = estimateRouting(routing, { models: laneOrder, entryModel: laneOrder[0] });
   // Split by whether another lane was running at launch: lanes that share cores slow each other.

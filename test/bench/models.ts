@@ -27,7 +27,19 @@ export interface ModelsBenchResult {
     rows: ModelsBenchRow[];
     parallel_ratio: number;
     kv_fetch: KvFetchCost[];
-    parallel: { model_a: string; model_b: string; batch: number; ctx: number; steps: number; steps_a: number; serial_ms: number; parallel_ms: number; rounds_serial_ms: number[]; rounds_parallel_ms: number[]; cores_busy_together: number };
+    parallel: {
+      model_a: string;
+      model_b: string;
+      batch: number;
+      ctx: number;
+      steps: number;
+      steps_a: number;
+      serial_ms: number;
+      parallel_ms: number;
+      rounds_serial_ms: number[];
+      rounds_parallel_ms: number[];
+      cores_busy_together: number;
+    };
   };
 }
 
@@ -47,7 +59,14 @@ const synthetic = (n: number, salt: number): number[] => Array.from({ length: n 
 /** Median step time, and the share of all timed wall time spent outside session.run. */
 async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBase: number): Promise<{ stepMs: number; outside: number }> {
   const start = ctx - WARMUP - MEASURE;
-  let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({ cacheId: cacheBase + i, requestId: `b${i}`, tokens: synthetic(start, i), position: 0, sampling: GREEDY, wants: NO_WANTS }));
+  let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({
+    cacheId: cacheBase + i,
+    requestId: `b${i}`,
+    tokens: synthetic(start, i),
+    position: 0,
+    sampling: GREEDY,
+    wants: NO_WANTS,
+  }));
   const walls: number[] = [];
   let wall = 0;
   let model = 0;
@@ -67,7 +86,14 @@ async function measure(runner: ModelRunner, batch: number, ctx: number, cacheBas
 }
 
 async function decodeLoop(runner: ModelRunner, batch: number, ctx: number, steps: number, cacheBase: number): Promise<void> {
-  let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({ cacheId: cacheBase + i, requestId: `p${i}`, tokens: synthetic(ctx - steps, i), position: 0, sampling: GREEDY, wants: NO_WANTS }));
+  let rows: StepRow[] = Array.from({ length: batch }, (_, i) => ({
+    cacheId: cacheBase + i,
+    requestId: `p${i}`,
+    tokens: synthetic(ctx - steps, i),
+    position: 0,
+    sampling: GREEDY,
+    wants: NO_WANTS,
+  }));
   for (let s = 0; s < steps; s++) {
     const out = await runner.step(rows);
     rows = rows.map((r, i) => ({ ...r, position: r.position + r.tokens.length, tokens: [out.rows[i].token] }));
@@ -96,7 +122,9 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
         const m = await measure(runner, batch, ctx, 1_000_000);
         const row = { model: name, batch, ctx, step_ms: round(m.stepMs), outside_run_fraction: round(m.outside, 4) };
         rows.push(row);
-        console.log(`${name.padEnd(8)}${pad(batch, 6)}${pad(ctx, 6)}${pad(row.step_ms.toFixed(2), 10)}${pad((100 * row.outside_run_fraction).toFixed(1) + '%', 9)}`);
+        console.log(
+          `${name.padEnd(8)}${pad(batch, 6)}${pad(ctx, 6)}${pad(row.step_ms.toFixed(2), 10)}${pad((100 * row.outside_run_fraction).toFixed(1) + '%', 9)}`,
+        );
       }
     }
     await runner.close();
@@ -139,7 +167,9 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
     parallels.push(performance.now() - t0);
     const cpu = process.cpuUsage(cpu0);
     utils.push((cpu.user + cpu.system) / 1000 / parallels[round]);
-    console.log(`parallel round ${round + 1}/${ROUNDS}: serial ${serials[round].toFixed(0)} ms, together ${parallels[round].toFixed(0)} ms (${utils[round].toFixed(2)} cores busy)`);
+    console.log(
+      `parallel round ${round + 1}/${ROUNDS}: serial ${serials[round].toFixed(0)} ms, together ${parallels[round].toFixed(0)} ms (${utils[round].toFixed(2)} cores busy)`,
+    );
   }
   const serial = median(serials);
   const parallel = median(parallels);
@@ -152,7 +182,9 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
   for (const name of models) {
     const k = await kvFetchCost(path.join(dir, name), { batch: KV_FETCH.batch, ctx: KV_FETCH.ctx, steps: KV_FETCH.steps, rounds: KV_FETCH.rounds });
     kvFetch.push(k);
-    console.log(`kv fetch: ${name} batch ${k.batch} ctx ${k.ctx}: ${k.with_kv_us} µs CPU a step with the KV outputs, ${k.logits_only_us} µs with logits alone (${(100 * k.kv_fetch_share).toFixed(1)} % of the step)`);
+    console.log(
+      `kv fetch: ${name} batch ${k.batch} ctx ${k.ctx}: ${k.with_kv_us} µs CPU a step with the KV outputs, ${k.logits_only_us} µs with logits alone (${(100 * k.kv_fetch_share).toFixed(1)} % of the step)`,
+    );
   }
 
   const result: ModelsBenchResult = {
@@ -177,7 +209,19 @@ export async function run(opts: { json?: string; flags?: Record<string, string> 
       rows,
       parallel_ratio: ratio,
       kv_fetch: kvFetch,
-      parallel: { model_a: a, model_b: b, batch: pBatch, ctx: pCtx, steps: pSteps, steps_a: stepsA, serial_ms: round(serial), parallel_ms: round(parallel), rounds_serial_ms: serials.map((x) => round(x)), rounds_parallel_ms: parallels.map((x) => round(x)), cores_busy_together: round(median(utils), 2) },
+      parallel: {
+        model_a: a,
+        model_b: b,
+        batch: pBatch,
+        ctx: pCtx,
+        steps: pSteps,
+        steps_a: stepsA,
+        serial_ms: round(serial),
+        parallel_ms: round(parallel),
+        rounds_serial_ms: serials.map((x) => round(x)),
+        rounds_parallel_ms: parallels.map((x) => round(x)),
+        cores_busy_together: round(median(utils), 2),
+      },
     },
   };
   return result;
@@ -191,8 +235,10 @@ function round(x: number, d = 3): number {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const i = process.argv.indexOf('--json');
   const json = i >= 0 ? process.argv[i + 1] : undefined;
-  run({ json }).then((r) => json && fs.writeFileSync(json, JSON.stringify(r, null, 1))).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
+  run({ json })
+    .then((r) => json && fs.writeFileSync(json, JSON.stringify(r, null, 1)))
+    .catch((e) => {
+      console.error(e);
+      process.exit(1);
+    });
 }

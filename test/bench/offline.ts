@@ -5,7 +5,15 @@ import type { ModelRunner, SamplingParams, StepRow } from '../../runtime/runner/
 import type { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { progress } from '../../runtime/util/progressLine.ts';
-import { machineBusyCores, machineCpuTicks, processSchedstat, processThreadsCpuMs, runqueueWait, threadSplit, type RunqueueWait } from '../../runtime/util/threadCpu.ts';
+import {
+  machineBusyCores,
+  machineCpuTicks,
+  processSchedstat,
+  processThreadsCpuMs,
+  runqueueWait,
+  threadSplit,
+  type RunqueueWait,
+} from '../../runtime/util/threadCpu.ts';
 import type { BenchOptions, BenchReport, SuiteRun } from './benchSuite.ts';
 import { printTable, type Row } from '../../runtime/util/table.ts';
 import { loadRunnerSet, MODEL_NAMES } from './benchRunners.ts';
@@ -90,7 +98,14 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   while (nextPrompt < c.prompts.length || active.length > 0) {
     // Static batching refills only once the whole batch has ended; continuous refills every free slot.
     if (c.batching === 'continuous' || active.length === 0) while (active.length < c.batch && nextPrompt < c.prompts.length) active.push(admit());
-    const rows: StepRow[] = active.map((r) => ({ cacheId: r.cacheId, requestId: `offline-${r.cacheId - CACHE_BASE}`, tokens: r.next, position: r.fed, sampling: r.sampling, wants: NO_WANTS }));
+    const rows: StepRow[] = active.map((r) => ({
+      cacheId: r.cacheId,
+      requestId: `offline-${r.cacheId - CACHE_BASE}`,
+      tokens: r.next,
+      position: r.fed,
+      sampling: r.sampling,
+      wants: NO_WANTS,
+    }));
     const out = await runner.step(rows);
     // A simulated runner answers at once and charges clock time instead: wait it out, as a server on the real clock does.
     if (out.durationMs !== undefined && out.durationMs > 0) await new Promise((res) => setTimeout(res, out.durationMs));
@@ -118,7 +133,17 @@ export async function runOffline(c: OfflineCase): Promise<OfflineRun> {
   const cpu = process.cpuUsage(cpu0);
   const threads = threadSplit(threads0, processThreadsCpuMs());
   const machine = machineBusyCores(machine0, machineCpuTicks(), wallMs);
-  return { outputTokens, wallMs, tokS: (outputTokens / wallMs) * 1000, steps, meanBatch: rowSteps / Math.max(1, steps), cpuMs: (cpu.user + cpu.system) / 1000, threads, machineBusyCores: machine, runqueueWait: runqueueWait(sched0, processSchedstat()) };
+  return {
+    outputTokens,
+    wallMs,
+    tokS: (outputTokens / wallMs) * 1000,
+    steps,
+    meanBatch: rowSteps / Math.max(1, steps),
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    threads,
+    machineBusyCores: machine,
+    runqueueWait: runqueueWait(sched0, processSchedstat()),
+  };
 }
 
 /** The server's default scheduling for a single model: TokenRouter mode; with one lane there is nothing to hand off. */
@@ -163,7 +188,21 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await runOffline({ ...base, prompts: Array.from({ length: warmup }, (_, k) => -(k + 1)) });
       const measured = Array.from({ length: requests }, (_, i) => i);
       const offline: OfflineRun[] = [];
-      const served: { tokS: number; outputTokens: number; failed: number; wallMs: number; cpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; meanE2eMs: number; meanTtftMs: number; p99TtftMs: number; engine: { cpuMs: number; gcMs: number } | undefined; machineBusyCores: number | null; runqueueWait: RunqueueWait | null }[] = [];
+      const served: {
+        tokS: number;
+        outputTokens: number;
+        failed: number;
+        wallMs: number;
+        cpuMs: number;
+        clientCpuMs: number | null;
+        entryMainMs: number | null;
+        meanE2eMs: number;
+        meanTtftMs: number;
+        p99TtftMs: number;
+        engine: { cpuMs: number; gcMs: number } | undefined;
+        machineBusyCores: number | null;
+        runqueueWait: RunqueueWait | null;
+      }[] = [];
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first, so a drift in the shared machine's load does not favour one.
         const order = r % 2 === 0 ? ['offline', 'served'] : ['served', 'offline'];
@@ -171,16 +210,53 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           if (side === 'offline') {
             offline.push(await runOffline({ ...base, prompts: measured }));
           } else {
-            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos, streamInterval });
+            const s = await runServingCase(set, {
+              ...serving,
+              placement,
+              algorithm: model,
+              lanes: { [model]: model },
+              mode: SERVED,
+              concurrency,
+              requests,
+              warmup,
+              maxTokens,
+              ignoreEos,
+              streamInterval,
+            });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, failed: m.failed, wallMs: m.durationMs, cpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, meanE2eMs: m.e2eMs.mean, meanTtftMs: m.ttftMs.mean, p99TtftMs: m.ttftMs.p99, engine: s.lanes.find((l) => l.name === model)?.thread, machineBusyCores: s.cpu.machineBusyCores ?? null, runqueueWait: s.cpu.runqueueWait ?? null });
+            served.push({
+              tokS: m.outputThroughputTokS,
+              outputTokens: m.totalOutputTokens,
+              failed: m.failed,
+              wallMs: m.durationMs,
+              cpuMs: s.cpu.serverMs,
+              clientCpuMs: s.cpu.clientMs,
+              entryMainMs: s.cpu.entryMainMs,
+              meanE2eMs: m.e2eMs.mean,
+              meanTtftMs: m.ttftMs.mean,
+              p99TtftMs: m.ttftMs.p99,
+              engine: s.lanes.find((l) => l.name === model)?.thread,
+              machineBusyCores: s.cpu.machineBusyCores ?? null,
+              runqueueWait: s.cpu.runqueueWait ?? null,
+            });
           }
           progress(`offline ${model} round ${r + 1} ${side}`, ++done, total);
         }
         const o = offline[r];
         const s = served[r];
-        roundRows.push({ model, round: r + 1, first: order[0], offline_tok_s: o.tokS, served_tok_s: s.tokS, ratio: s.tokS / o.tokS, served_machine_cores: s.machineBusyCores ?? '-', offline_machine_cores: o.machineBusyCores ?? '-', offline_out_tokens: o.outputTokens, served_out_tokens: s.outputTokens });
+        roundRows.push({
+          model,
+          round: r + 1,
+          first: order[0],
+          offline_tok_s: o.tokS,
+          served_tok_s: s.tokS,
+          ratio: s.tokS / o.tokS,
+          served_machine_cores: s.machineBusyCores ?? '-',
+          offline_machine_cores: o.machineBusyCores ?? '-',
+          offline_out_tokens: o.outputTokens,
+          served_out_tokens: s.outputTokens,
+        });
       }
       const offTok = median(offline.map((o) => o.tokS));
       const srvTok = median(served.map((s) => s.tokS));
@@ -204,12 +280,21 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           }
         : null;
       // the machine while each side ran: every process's busy cores, and how long this process's runnable threads waited for a core
-      const medianOf = <T>(xs: readonly T[], f: (x: T) => number | null | undefined): number | null => (xs.every((x) => f(x) != null) ? median(xs.map((x) => f(x)!)) : null);
+      const medianOf = <T>(xs: readonly T[], f: (x: T) => number | null | undefined): number | null =>
+        xs.every((x) => f(x) != null) ? median(xs.map((x) => f(x)!)) : null;
       const contention = {
         served_machine_busy_cores: medianOf(served, (s) => s.machineBusyCores),
         offline_machine_busy_cores: medianOf(offline, (o) => o.machineBusyCores),
-        served_runqueue_wait: { entry_main: medianOf(served, (s) => s.runqueueWait?.main), engine_thread: medianOf(served, (s) => s.runqueueWait?.busiest), all_threads: medianOf(served, (s) => s.runqueueWait?.all) },
-        offline_runqueue_wait: { main: medianOf(offline, (o) => o.runqueueWait?.main), model_thread: medianOf(offline, (o) => o.runqueueWait?.busiest), all_threads: medianOf(offline, (o) => o.runqueueWait?.all) },
+        served_runqueue_wait: {
+          entry_main: medianOf(served, (s) => s.runqueueWait?.main),
+          engine_thread: medianOf(served, (s) => s.runqueueWait?.busiest),
+          all_threads: medianOf(served, (s) => s.runqueueWait?.all),
+        },
+        offline_runqueue_wait: {
+          main: medianOf(offline, (o) => o.runqueueWait?.main),
+          model_thread: medianOf(offline, (o) => o.runqueueWait?.busiest),
+          all_threads: medianOf(offline, (o) => o.runqueueWait?.all),
+        },
       };
       perModel.push({
         model,
@@ -225,7 +310,17 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         served_client_cpu_cores: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => s.clientCpuMs! / s.wallMs)) : null,
         offline_cpu_cores: median(offline.map((o) => o.cpuMs / o.wallMs)),
         rounds: offline.map((o, r) => ({
-          offline: { tok_s: o.tokS, output_tokens: o.outputTokens, wall_ms: o.wallMs, steps: o.steps, mean_batch: o.meanBatch, cpu_cores: o.cpuMs / o.wallMs, thread_cpu_ms: o.threads, machine_busy_cores: o.machineBusyCores, runqueue_wait: o.runqueueWait },
+          offline: {
+            tok_s: o.tokS,
+            output_tokens: o.outputTokens,
+            wall_ms: o.wallMs,
+            steps: o.steps,
+            mean_batch: o.meanBatch,
+            cpu_cores: o.cpuMs / o.wallMs,
+            thread_cpu_ms: o.threads,
+            machine_busy_cores: o.machineBusyCores,
+            runqueue_wait: o.runqueueWait,
+          },
           served: {
             tok_s: served[r].tokS,
             output_tokens: served[r].outputTokens,
@@ -241,7 +336,24 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
           },
         })),
       });
-      rows.push({ model, offline_tok_s: offTok, served_tok_s: srvTok, ratio, served_ttft_ms: median(served.map((s) => s.meanTtftMs)), target: ratio >= 0.9 ? 'met' : 'missed', entry_us_per_token: entryUs ?? '-', machine_cores: contention.served_machine_busy_cores ?? '-', entry_wait: contention.served_runqueue_wait.entry_main ?? '-', engine_us_per_token: threads?.engine_thread_us_per_token ?? '-', engine_gc: threads?.engine_gc_share ?? '-', other_us_per_token: threads?.other_threads_us_per_token ?? '-', offline_model_us: offThreads?.offline_model_thread_us_per_token ?? '-', offline_main_us: offThreads?.offline_main_us_per_token ?? '-', offline_out_tokens: offline[0].outputTokens, served_out_tokens: served[0].outputTokens });
+      rows.push({
+        model,
+        offline_tok_s: offTok,
+        served_tok_s: srvTok,
+        ratio,
+        served_ttft_ms: median(served.map((s) => s.meanTtftMs)),
+        target: ratio >= 0.9 ? 'met' : 'missed',
+        entry_us_per_token: entryUs ?? '-',
+        machine_cores: contention.served_machine_busy_cores ?? '-',
+        entry_wait: contention.served_runqueue_wait.entry_main ?? '-',
+        engine_us_per_token: threads?.engine_thread_us_per_token ?? '-',
+        engine_gc: threads?.engine_gc_share ?? '-',
+        other_us_per_token: threads?.other_threads_us_per_token ?? '-',
+        offline_model_us: offThreads?.offline_model_thread_us_per_token ?? '-',
+        offline_main_us: offThreads?.offline_main_us_per_token ?? '-',
+        offline_out_tokens: offline[0].outputTokens,
+        served_out_tokens: served[0].outputTokens,
+      });
     }
   } finally {
     await set.close();
@@ -249,7 +361,9 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   printTable(roundRows);
   console.log('');
   printTable(rows);
-  console.log(`served / offline (medians of ${rounds} rounds), target ≥ 0.90 for every model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`);
+  console.log(
+    `served / offline (medians of ${rounds} rounds), target ≥ 0.90 for every model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`,
+  );
   const settings = {
     models,
     requests_per_run: requests,
@@ -264,7 +378,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       runner: `the very runner objects the server uses (${set.kind === 'bundled' ? 'WorkerRunner: OnnxRunner in a worker thread, intraOpNumThreads 1' : 'simulated SimRunner'}, behind the bench MeteredRunner), called from the bench’s main thread`,
       excludes: 'HTTP, tokenizer decode, scheduler, engine, routing (one runner.step per decode step)',
       tok_s: 'generated output tokens / wall time from the first step call to the last result',
-      threads: 'offline_model_thread_us_per_token: the CPU of the busiest thread other than the main one over the offline run (the model\'s worker: ORT run, sampling, the KV) ÷ generated tokens, set beside the served engine thread\'s; offline_main_us_per_token: the bench\'s main thread (the loop, the step messages); offline_other_threads_us_per_token: the rest; each from /proc/self/task/*/stat (10 ms ticks); medians over rounds',
+      threads:
+        "offline_model_thread_us_per_token: the CPU of the busiest thread other than the main one over the offline run (the model's worker: ORT run, sampling, the KV) ÷ generated tokens, set beside the served engine thread's; offline_main_us_per_token: the bench's main thread (the loop, the step messages); offline_other_threads_us_per_token: the rest; each from /proc/self/task/*/stat (10 ms ticks); medians over rounds",
     },
     served: {
       server: 'runServingCase: a fresh TokenRouterService + HTTP server per run, one lane, algorithm = the bare model name (singleModel at /v1)',
@@ -273,10 +388,14 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       stream_interval: streamInterval,
       ...servingSettings({ ...serving, placement }),
       placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
-      entry_us_per_token: 'CPU time of this process\'s main thread (the entry: HTTP, admission, request actors, SSE) over the measured served run, from /proc/self/task/<pid>/stat utime+stime (10 ms ticks), ÷ committed output tokens; the load generator runs in a child process, engines and models in their own threads, so neither counts; median over rounds',
-      threads: 'thread placement: engine_thread_us_per_token, the engine thread\'s CPU (its /proc/thread-self/stat, sent with its lane) ÷ committed tokens; engine_gc_share, its garbage-collection pauses (perf_hooks gc entries in that thread) ÷ its CPU time; other_threads_us_per_token, the server process\'s CPU less the entry\'s main thread and the engine thread (ONNX Runtime\'s pool, libuv) ÷ tokens; medians over rounds',
-      contention: 'served_machine_busy_cores / offline_machine_busy_cores: cores the whole machine (every process: this one, the load generator, anything else) kept busy over each side\'s run, from /proc/stat; served_runqueue_wait / offline_runqueue_wait: the share of its runnable time a thread group spent waiting for a core (/proc/self/task/*/schedstat, ns): the main thread (the entry; the offline loop), the busiest other thread (the engine; the model worker) and all of this process\'s threads; medians over rounds',
-      cpu_cores: 'served_server_cpu_cores: this process (entry, engine threads, model threads) CPU ÷ wall over the served run; served_client_cpu_cores: the load generator process\'s; offline_cpu_cores: this process over the offline loop',
+      entry_us_per_token:
+        "CPU time of this process's main thread (the entry: HTTP, admission, request actors, SSE) over the measured served run, from /proc/self/task/<pid>/stat utime+stime (10 ms ticks), ÷ committed output tokens; the load generator runs in a child process, engines and models in their own threads, so neither counts; median over rounds",
+      threads:
+        "thread placement: engine_thread_us_per_token, the engine thread's CPU (its /proc/thread-self/stat, sent with its lane) ÷ committed tokens; engine_gc_share, its garbage-collection pauses (perf_hooks gc entries in that thread) ÷ its CPU time; other_threads_us_per_token, the server process's CPU less the entry's main thread and the engine thread (ONNX Runtime's pool, libuv) ÷ tokens; medians over rounds",
+      contention:
+        "served_machine_busy_cores / offline_machine_busy_cores: cores the whole machine (every process: this one, the load generator, anything else) kept busy over each side's run, from /proc/stat; served_runqueue_wait / offline_runqueue_wait: the share of its runnable time a thread group spent waiting for a core (/proc/self/task/*/schedstat, ns): the main thread (the entry; the offline loop), the busiest other thread (the engine; the model worker) and all of this process's threads; medians over rounds",
+      cpu_cores:
+        "served_server_cpu_cores: this process (entry, engine threads, model threads) CPU ÷ wall over the served run; served_client_cpu_cores: the load generator process's; offline_cpu_cores: this process over the offline loop",
       tok_s: 'Σ committed output tokens (usage.completion_tokens) / wall time first dispatch → last completion, as every serving suite',
     },
     target: 'served_tok_s ≥ 0.90 × offline_tok_s for every bundled model (issue 17)',
@@ -284,18 +403,21 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     ...set.description,
   };
   const report: BenchReport = { suite: 'offline', settings, results: { models: perModel } };
-  return { ...report, output: {
-    tables: { 'Served vs offline (medians)': rows, 'Every round': roundRows },
-    charts: {
-      offline: barChart({
-        title: `Output throughput: offline ${batching} batch ${concurrency} vs served at concurrency ${concurrency} (${set.kind} models)`,
-        yLabel: 'tok/s',
-        categories: models,
-        series: [
-          { name: 'offline', values: rows.map((r) => r.offline_tok_s as number) },
-          { name: 'served', values: rows.map((r) => r.served_tok_s as number) },
-        ],
-      }),
+  return {
+    ...report,
+    output: {
+      tables: { 'Served vs offline (medians)': rows, 'Every round': roundRows },
+      charts: {
+        offline: barChart({
+          title: `Output throughput: offline ${batching} batch ${concurrency} vs served at concurrency ${concurrency} (${set.kind} models)`,
+          yLabel: 'tok/s',
+          categories: models,
+          series: [
+            { name: 'offline', values: rows.map((r) => r.offline_tok_s as number) },
+            { name: 'served', values: rows.map((r) => r.served_tok_s as number) },
+          ],
+        }),
+      },
     },
-  } };
+  };
 }

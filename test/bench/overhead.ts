@@ -115,23 +115,76 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   }
   const simSpeedup = sim.spanMs / simWall;
 
-  printTable(runs.map((r, i) => ({ run: i + 1, committed: r.committed, wall_ms: r.wallMs, runner_ms: r.runnerMs, us_per_committed_token: r.usPerToken, batches: r.batches })));
-  console.log(`µs of non-model work per committed token: best ${best.toFixed(2)}, median ${median.toFixed(2)} of ${nRuns} runs (on a real model's step of milliseconds this must stay under 2 %)`);
-  console.log(`request actor, whole life (create, start, first token, finish, stop): ${actors.requestActorUs.toFixed(2)} µs; an engine's local-request actor (admit, handoff, return, finish): ${actors.localActorUs.toFixed(2)} µs; measured before the runs${actorsGc ? ', a collection before each round' : ''}`);
-  console.log(`simulation (best of 3 after warm-up): ${(sim.spanMs / 1000).toFixed(1)} simulated s in ${(simWall / 1000).toFixed(2)} wall s = ${simSpeedup.toFixed(0)}× real time (target ≥ 100×)`);
+  printTable(
+    runs.map((r, i) => ({
+      run: i + 1,
+      committed: r.committed,
+      wall_ms: r.wallMs,
+      runner_ms: r.runnerMs,
+      us_per_committed_token: r.usPerToken,
+      batches: r.batches,
+    })),
+  );
+  console.log(
+    `µs of non-model work per committed token: best ${best.toFixed(2)}, median ${median.toFixed(2)} of ${nRuns} runs (on a real model's step of milliseconds this must stay under 2 %)`,
+  );
+  console.log(
+    `request actor, whole life (create, start, first token, finish, stop): ${actors.requestActorUs.toFixed(2)} µs; an engine's local-request actor (admit, handoff, return, finish): ${actors.localActorUs.toFixed(2)} µs; measured before the runs${actorsGc ? ', a collection before each round' : ''}`,
+  );
+  console.log(
+    `simulation (best of 3 after warm-up): ${(sim.spanMs / 1000).toFixed(1)} simulated s in ${(simWall / 1000).toFixed(2)} wall s = ${simSpeedup.toFixed(0)}× real time (target ≥ 100×)`,
+  );
   return {
     suite: 'overhead',
     settings: {
-      overhead: { concurrency, requests, maxTokens, models: 2, maxBatch: 64, prefixCache: false, routing: 'R2R-like Markov p=0.35, back after 1 kept token', mode: 'async-delayed, thresholds 1/1', runner: 'zero-latency simulated' },
+      overhead: {
+        concurrency,
+        requests,
+        maxTokens,
+        models: 2,
+        maxBatch: 64,
+        prefixCache: false,
+        routing: 'R2R-like Markov p=0.35, back after 1 kept token',
+        mode: 'async-delayed, thresholds 1/1',
+        runner: 'zero-latency simulated',
+      },
       sim: { ...SIM_SETTINGS, concurrency: 16, thresholds: '1/9', mode: 'async-delayed' },
-      actors: { lives: 20_000, rounds: 5, reported: 'best round, µs per life', measured: actorsGc ? 'before the runs, gc() before each round' : 'before the runs (no --expose-gc)' },
+      actors: {
+        lives: 20_000,
+        rounds: 5,
+        reported: 'best round, µs per life',
+        measured: actorsGc ? 'before the runs, gc() before each round' : 'before the runs (no --expose-gc)',
+      },
     },
     results: {
       headline: [
-        { figure: 'µs of non-model work per committed token, zero-latency runners (best / median of 5); the actors run on XState\'s own interpreter', result: `${best.toFixed(2)} / ${median.toFixed(2)}`, target: '', status: '' },
-        { figure: 'simulation speed over real time (paper profile, c = 16)', result: `${simSpeedup.toFixed(0)}×`, target: '≥ 100×', status: simSpeedup >= 100 ? 'met' : 'missed' },
-        { figure: 'request actor µs per life / local-request actor µs per life', result: `${actors.requestActorUs.toFixed(1)} / ${actors.localActorUs.toFixed(1)}`, target: '', status: '' },
+        {
+          figure: "µs of non-model work per committed token, zero-latency runners (best / median of 5); the actors run on XState's own interpreter",
+          result: `${best.toFixed(2)} / ${median.toFixed(2)}`,
+          target: '',
+          status: '',
+        },
+        {
+          figure: 'simulation speed over real time (paper profile, c = 16)',
+          result: `${simSpeedup.toFixed(0)}×`,
+          target: '≥ 100×',
+          status: simSpeedup >= 100 ? 'met' : 'missed',
+        },
+        {
+          figure: 'request actor µs per life / local-request actor µs per life',
+          result: `${actors.requestActorUs.toFixed(1)} / ${actors.localActorUs.toFixed(1)}`,
+          target: '',
+          status: '',
+        },
       ],
-      request_actor_us: actors.requestActorUs, local_actor_us: actors.localActorUs, us_per_committed_token: best, us_per_committed_token_median: median, runs, sim_speedup: simSpeedup, sim_seconds: sim.spanMs / 1000, sim_wall_seconds: simWall / 1000 },
+      request_actor_us: actors.requestActorUs,
+      local_actor_us: actors.localActorUs,
+      us_per_committed_token: best,
+      us_per_committed_token_median: median,
+      runs,
+      sim_speedup: simSpeedup,
+      sim_seconds: sim.spanMs / 1000,
+      sim_wall_seconds: simWall / 1000,
+    },
   };
 }

@@ -24,7 +24,13 @@ function mainThreadCpuMs(): number {
 
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
-async function evaluateOnce(url: string, model: string, problems: number, concurrency: number, maxTokens: number): Promise<{ result: EvaluationResult; wallMs: number; mainCpuMs: number }> {
+async function evaluateOnce(
+  url: string,
+  model: string,
+  problems: number,
+  concurrency: number,
+  maxTokens: number,
+): Promise<{ result: EvaluationResult; wallMs: number; mainCpuMs: number }> {
   const t0 = performance.now();
   const cpu0 = mainThreadCpuMs();
   const res = await post(`${url}/admin/evaluate`, { model, problems, concurrency, maxTokens, client: `bench-${model}` });
@@ -40,7 +46,14 @@ async function evaluateOnce(url: string, model: string, problems: number, concur
  * second of wall time, and `clientMs`, each request's wall time at the client less its time at the
  * server (`Server-Timing: total`): the client's own part, which a prediction needs told.
  */
-async function closedLoop(url: string, model: string, questions: readonly string[], c: number, ms: number, maxTokens: number): Promise<{ tokS: number; requests: number; tokens: number; mainCpuMs: number; clientMs: number }> {
+async function closedLoop(
+  url: string,
+  model: string,
+  questions: readonly string[],
+  c: number,
+  ms: number,
+  maxTokens: number,
+): Promise<{ tokS: number; requests: number; tokens: number; mainCpuMs: number; clientMs: number }> {
   const end = performance.now() + ms;
   const t0 = performance.now();
   const cpu0 = mainThreadCpuMs();
@@ -64,7 +77,13 @@ async function closedLoop(url: string, model: string, questions: readonly string
       }
     }),
   );
-  return { tokS: (tokens / (performance.now() - t0)) * 1000, requests, tokens, mainCpuMs: mainThreadCpuMs() - cpu0, clientMs: Math.max(0, outside / Math.max(1, requests)) };
+  return {
+    tokS: (tokens / (performance.now() - t0)) * 1000,
+    requests,
+    tokens,
+    mainCpuMs: mainThreadCpuMs() - cpu0,
+    clientMs: Math.max(0, outside / Math.max(1, requests)),
+  };
 }
 
 export async function run(opts: BenchOptions): Promise<SuiteRun> {
@@ -99,7 +118,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       await new Promise((r) => setTimeout(r, LIVE_MEMORY_MS + 200));
       const { result, wallMs, mainCpuMs: evalCpu } = await evaluateOnce(server.url, algorithm, problems, concurrency, maxTokens);
       evalMs = Math.max(evalMs, wallMs);
-      const predict = async (body: Record<string, unknown>, runId = result.runId) => predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${runId}/predict`, body)).json());
+      const predict = async (body: Record<string, unknown>, runId = result.runId) =>
+        predictionSchema.parse(await (await post(`${server.url}/admin/evaluate/${runId}/predict`, body)).json());
       const p = await predict({ concurrency, clientMs });
       // the same run predicted for clients that take no time of their own: the two side by side
       const p0 = await predict({ concurrency });
@@ -108,7 +128,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const predictedNoClient = (p0.current ?? p0.best).tokS;
       const band = (p.current ?? p.best).tokSBand;
       // the timeline's check watches from its first question: asked before and after the loop, it refits step latency from the serving window
-      const check = async () => predictionCheckSchema.parse(await (await fetch(`${server.url}/admin/prediction-check?algorithm=${algorithm}&windowMs=${measureMs + 5000}`)).json());
+      const check = async () =>
+        predictionCheckSchema.parse(await (await fetch(`${server.url}/admin/prediction-check?algorithm=${algorithm}&windowMs=${measureMs + 5000}`)).json());
       await check();
       const measured = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
       const live = await check();
@@ -121,8 +142,16 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         const p2 = await predict({ concurrency, clientMs: measured.clientMs }, r2.result.runId);
         const m2 = await closedLoop(server.url, algorithm, questions, concurrency, measureMs, maxTokens);
         const predicted2 = (p2.current ?? p2.best).tokS;
-        again = { predicted_tok_s: predicted2, measured_tok_s: m2.tokS, predicted_moved: predicted2 / predicted - 1, measured_moved: m2.tokS / measured.tokS - 1, diff: (predicted2 - m2.tokS) / m2.tokS };
-        console.error(`${algorithm} again: predicted ${predicted2.toFixed(0)} (${(again.predicted_moved * 100).toFixed(1)} % from the first), measured ${m2.tokS.toFixed(0)} (${(again.measured_moved * 100).toFixed(1)} %), diff ${(again.diff * 100).toFixed(1)} %`);
+        again = {
+          predicted_tok_s: predicted2,
+          measured_tok_s: m2.tokS,
+          predicted_moved: predicted2 / predicted - 1,
+          measured_moved: m2.tokS / measured.tokS - 1,
+          diff: (predicted2 - m2.tokS) / m2.tokS,
+        };
+        console.error(
+          `${algorithm} again: predicted ${predicted2.toFixed(0)} (${(again.predicted_moved * 100).toFixed(1)} % from the first), measured ${m2.tokS.toFixed(0)} (${(again.measured_moved * 100).toFixed(1)} %), diff ${(again.diff * 100).toFixed(1)} %`,
+        );
       }
       const diffNoClient = (predictedNoClient - measured.tokS) / measured.tokS;
       // the evaluation is itself a closed loop of c through the cluster (no HTTP): its own throughput, for comparison
@@ -160,8 +189,24 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         thresholds: (p.current ?? p.best).thresholds,
         ...(again ? { again } : {}),
       });
-      rows.push({ algorithm, accuracy: `${(result.accuracy * 100).toFixed(1)}%`, eval_s: wallMs / 1000, eval_tok_s: evalTokS, predicted_tok_s: predicted, band: `${band.low.toFixed(0)}–${band.high.toFixed(0)}`, measured_tok_s: measured.tokS, diff: `${(diff * 100).toFixed(1)}%`, client_ms: clientMsPassed, diff_no_client: `${(diffNoClient * 100).toFixed(1)}%`, check_pred: live.predicted?.tokS ?? NaN, check_meas: live.measured.tokS, check_like: live.comparable ? 'yes' : 'no' });
-      console.error(`${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} (${band.low.toFixed(0)}–${band.high.toFixed(0)}) tok/s with the clients' ${clientMsPassed.toFixed(1)} ms (${predictedNoClient.toFixed(0)} without), measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %, ${(diffNoClient * 100).toFixed(1)} % without)`);
+      rows.push({
+        algorithm,
+        accuracy: `${(result.accuracy * 100).toFixed(1)}%`,
+        eval_s: wallMs / 1000,
+        eval_tok_s: evalTokS,
+        predicted_tok_s: predicted,
+        band: `${band.low.toFixed(0)}–${band.high.toFixed(0)}`,
+        measured_tok_s: measured.tokS,
+        diff: `${(diff * 100).toFixed(1)}%`,
+        client_ms: clientMsPassed,
+        diff_no_client: `${(diffNoClient * 100).toFixed(1)}%`,
+        check_pred: live.predicted?.tokS ?? NaN,
+        check_meas: live.measured.tokS,
+        check_like: live.comparable ? 'yes' : 'no',
+      });
+      console.error(
+        `${algorithm}: evaluated ${problems} in ${(wallMs / 1000).toFixed(1)} s, predicted ${predicted.toFixed(0)} (${band.low.toFixed(0)}–${band.high.toFixed(0)}) tok/s with the clients' ${clientMsPassed.toFixed(1)} ms (${predictedNoClient.toFixed(0)} without), measured ${measured.tokS.toFixed(0)} tok/s (${(diff * 100).toFixed(1)} %, ${(diffNoClient * 100).toFixed(1)} % without)`,
+      );
     }
     // An evaluation's cost to live traffic: r-stitch at c = 4 (what is left beside an evaluation's 8 slots of 16), alone and while an
     // evaluation of r2r runs, alternating for `live-rounds` rounds: one pair of windows moves by up to 2x on a shared machine, so the
@@ -177,18 +222,36 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const [beside, evaluated] = await Promise.all([besideRun, evaluateOnce(server.url, 'r2r', problems, concurrency, maxTokens)]);
       const cost = 1 - beside.tokS / alone.tokS;
       rounds.push({ alone_tok_s: alone.tokS, beside_tok_s: beside.tokS, cost, eval_s: evaluated.wallMs / 1000 });
-      console.error(`live ${live} at c=${liveC}, round ${k + 1}: ${alone.tokS.toFixed(0)} tok/s alone, ${beside.tokS.toFixed(0)} beside an evaluation of ${problems} (${(cost * 100).toFixed(1)} % less; evaluation ${(evaluated.wallMs / 1000).toFixed(1)} s)`);
+      console.error(
+        `live ${live} at c=${liveC}, round ${k + 1}: ${alone.tokS.toFixed(0)} tok/s alone, ${beside.tokS.toFixed(0)} beside an evaluation of ${problems} (${(cost * 100).toFixed(1)} % less; evaluation ${(evaluated.wallMs / 1000).toFixed(1)} s)`,
+      );
     }
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const sd = (xs: number[]) => Math.sqrt(xs.reduce((a, x) => a + (x - mean(xs)) ** 2, 0) / Math.max(1, xs.length - 1));
     const alones = rounds.map((r) => r.alone_tok_s);
     // pooled: all tokens beside over all tokens alone (equal windows), the figure the target is about
     const pooledCost = 1 - mean(rounds.map((r) => r.beside_tok_s)) / mean(alones);
-    console.error(`live cost over ${liveRounds} rounds: pooled ${(pooledCost * 100).toFixed(1)} %, per round ${rounds.map((r) => (r.cost * 100).toFixed(1)).join(' / ')} %; alone windows vary by ${((sd(alones) / mean(alones)) * 100).toFixed(1)} % (sd/mean)`);
+    console.error(
+      `live cost over ${liveRounds} rounds: pooled ${(pooledCost * 100).toFixed(1)} %, per round ${rounds.map((r) => (r.cost * 100).toFixed(1)).join(' / ')} %; alone windows vary by ${((sd(alones) / mean(alones)) * 100).toFixed(1)} % (sd/mean)`,
+    );
     printTable(rows);
     return {
       suite: 'predict',
-      settings: { models: 'bundled small/medium/large (ONNX, thread placement)', concurrency, problems, maxTokens, measureSeconds: measureMs / 1000, repeat, thresholds: 'those in force (1 each)', decoding: 'greedy', client: 'in-process fetch', client_time: 'clientMs measured on the loop before (client wall less Server-Timing total); predicted_no_client_tok_s without it', mode: config.scheduling.mode, load_start: loadStart, load: os.loadavg() },
+      settings: {
+        models: 'bundled small/medium/large (ONNX, thread placement)',
+        concurrency,
+        problems,
+        maxTokens,
+        measureSeconds: measureMs / 1000,
+        repeat,
+        thresholds: 'those in force (1 each)',
+        decoding: 'greedy',
+        client: 'in-process fetch',
+        client_time: 'clientMs measured on the loop before (client wall less Server-Timing total); predicted_no_client_tok_s without it',
+        mode: config.scheduling.mode,
+        load_start: loadStart,
+        load: os.loadavg(),
+      },
       results: {
         algorithms: results,
         evaluation: {

@@ -65,14 +65,18 @@ async function runOnce(set: RunnerSet, s: Settings, on: boolean): Promise<Figure
   const taps = new Map(Object.entries(lanes).map(([lane, model]) => [lane, new PassTap(set.runners.get(model)!)]));
   const service = await TokenRouterService.start(
     config,
-    inThreads ? { threads: new Map(Object.keys(lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer } : { runners: new Map(taps), tokenizer: set.tokenizer },
+    inThreads
+      ? { threads: new Map(Object.keys(lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer }
+      : { runners: new Map(taps), tokenizer: set.tokenizer },
   );
   const server = await startServer(service, 0, '127.0.0.1');
   const traceFile = s.trace?.open(`prefix-${on ? 'on' : 'off'}`);
   try {
     const base = { baseUrl: server.url, model: s.algorithm, concurrency: s.concurrency, maxTokens: s.maxTokens, ignoreEos: s.ignoreEos };
     const drive = (requests: number, warmup: number): Promise<ServingRun> =>
-      s.client === 'process' ? benchmarkServingInChild({ ...base, requests, warmup, workload: 'few-shot-chat' }) : benchmarkServing({ ...base, requests, warmup, prompt: benchPrompt, messages: fewShotChat });
+      s.client === 'process'
+        ? benchmarkServingInChild({ ...base, requests, warmup, workload: 'few-shot-chat' })
+        : benchmarkServing({ ...base, requests, warmup, prompt: benchPrompt, messages: fewShotChat });
     // the warm-up's chats are their own: the measured run starts with an empty cache of its questions, not of the preamble
     if (s.warmup > 0) await drive(0, s.warmup);
     const before = service.cluster.laneStats();
@@ -91,7 +95,14 @@ async function runOnce(set: RunnerSet, s: Settings, on: boolean): Promise<Figure
     const delta = (pick: (l: LaneStats) => number) => service.cluster.laneStats().reduce((a, l, i) => a + pick(l) - pick(before[i]), 0);
     const clockOffset = (service.cluster.clock.origin ?? performance.timeOrigin) - performance.timeOrigin;
     const breakdown = breakdownOf(events, run, clockOffset, inThreads ? null : taps, host);
-    return { ttftMs: run.metrics.ttftMs.mean, tokS: run.metrics.outputThroughputTokS, queries: delta((l) => l.prefixQueries), hits: delta((l) => l.prefixHits), outputTokens: run.metrics.totalOutputTokens, breakdown };
+    return {
+      ttftMs: run.metrics.ttftMs.mean,
+      tokS: run.metrics.outputThroughputTokS,
+      queries: delta((l) => l.prefixQueries),
+      hits: delta((l) => l.prefixHits),
+      outputTokens: run.metrics.totalOutputTokens,
+      breakdown,
+    };
   } finally {
     await server.close();
     await service.close();
@@ -184,7 +195,13 @@ interface Breakdown {
  * request's time to first token cut at admission, the first model's queue, the batches it rode
  * before its first token (on each model), the waits between them and the streaming back.
  */
-function breakdownOf(events: readonly TraceEvent[], run: ServingRun, clockOffset: number, taps: Map<string, PassTap> | null, host: Breakdown['host']): Breakdown {
+function breakdownOf(
+  events: readonly TraceEvent[],
+  run: ServingRun,
+  clockOffset: number,
+  taps: Map<string, PassTap> | null,
+  host: Breakdown['host'],
+): Breakdown {
   const lanes: Record<string, LaneBreakdown> = {};
   const batchesOf = new Map<string, TraceEventOf<'batch'>[]>();
   const byReq = new Map<string, TraceEvent[]>();
@@ -195,7 +212,16 @@ function breakdownOf(events: readonly TraceEvent[], run: ServingRun, clockOffset
   };
   for (const e of events) {
     if (e.type === 'batch') {
-      const l = (lanes[e.model] ??= { batches: 0, meanRows: 0, busyMs: 0, prefillBatchBusyMs: 0, decodeBatchBusyMs: 0, modelMs: 0, tokensFed: 0, cachedTokens: 0 });
+      const l = (lanes[e.model] ??= {
+        batches: 0,
+        meanRows: 0,
+        busyMs: 0,
+        prefillBatchBusyMs: 0,
+        decodeBatchBusyMs: 0,
+        modelMs: 0,
+        tokensFed: 0,
+        cachedTokens: 0,
+      });
       const busy = e.end - e.start;
       l.batches++;
       l.meanRows += e.requestIds.length;
@@ -309,7 +335,10 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const mean = (xs: Figures[], k: Num) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
   const sum = (xs: Figures[], k: Num) => xs.reduce((a, x) => a + x[k], 0);
   const preamble = set.tokenizer.encodeChat(FEW_SHOT, false);
-  const cost = set.kind === 'bundled' ? await Promise.all(['small', 'large'].map(async (m) => ({ model: m, ...(await copyVersusPrefill(m, preamble, f.sized('cost-reps', 20, 5))) }))) : [];
+  const cost =
+    set.kind === 'bundled'
+      ? await Promise.all(['small', 'large'].map(async (m) => ({ model: m, ...(await copyVersusPrefill(m, preamble, f.sized('cost-reps', 20, 5))) })))
+      : [];
   // each lane's figures and the TTFT decomposition, averaged over the repeats of each side
   const avgOf = (xs: Figures[], pick: (b: Breakdown) => Record<string, number>) => {
     const out: Record<string, number> = {};
@@ -318,12 +347,31 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   };
   const laneNames = Object.keys(on[0]?.breakdown.lanes ?? {});
   const breakdown = {
-    off: { ttft: avgOf(off, (b) => b.ttft), host: avgOf(off, (b) => b.host), lanes: Object.fromEntries(laneNames.map((l) => [l, avgOf(off, (b) => b.lanes[l] as unknown as Record<string, number>)])) },
-    on: { ttft: avgOf(on, (b) => b.ttft), host: avgOf(on, (b) => b.host), lanes: Object.fromEntries(laneNames.map((l) => [l, avgOf(on, (b) => b.lanes[l] as unknown as Record<string, number>)])) },
+    off: {
+      ttft: avgOf(off, (b) => b.ttft),
+      host: avgOf(off, (b) => b.host),
+      lanes: Object.fromEntries(laneNames.map((l) => [l, avgOf(off, (b) => b.lanes[l] as unknown as Record<string, number>)])),
+    },
+    on: {
+      ttft: avgOf(on, (b) => b.ttft),
+      host: avgOf(on, (b) => b.host),
+      lanes: Object.fromEntries(laneNames.map((l) => [l, avgOf(on, (b) => b.lanes[l] as unknown as Record<string, number>)])),
+    },
   };
   const ttftRows: Row[] = Object.keys(breakdown.on.ttft).map((k) => ({ ttft_part_ms: k, off: breakdown.off.ttft[k] ?? 0, on: breakdown.on.ttft[k] ?? 0 }));
-  const laneRows: Row[] = (['off', 'on'] as const).flatMap((side) => laneNames.map((l) => ({ cache: side, lane: l, ...Object.fromEntries(Object.entries(breakdown[side].lanes[l]).map(([k, v]) => [k, Math.round(v * 10) / 10])) })));
-  const hostRows: Row[] = (['off', 'on'] as const).map((side) => ({ cache: side, wall_ms: breakdown[side].host.wallMs, process_cpu_ms: breakdown[side].host.cpuMs, entry_thread_elu: breakdown[side].host.eluEntry }));
+  const laneRows: Row[] = (['off', 'on'] as const).flatMap((side) =>
+    laneNames.map((l) => ({
+      cache: side,
+      lane: l,
+      ...Object.fromEntries(Object.entries(breakdown[side].lanes[l]).map(([k, v]) => [k, Math.round(v * 10) / 10])),
+    })),
+  );
+  const hostRows: Row[] = (['off', 'on'] as const).map((side) => ({
+    cache: side,
+    wall_ms: breakdown[side].host.wallMs,
+    process_cpu_ms: breakdown[side].host.cpuMs,
+    entry_thread_elu: breakdown[side].host.eluEntry,
+  }));
   const results = {
     ttft_ms_on: mean(on, 'ttftMs'),
     ttft_ms_off: mean(off, 'ttftMs'),
@@ -333,15 +381,29 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     ttft_improvement: mean(off, 'ttftMs') / mean(on, 'ttftMs'),
     throughput_gain: mean(on, 'tokS') / mean(off, 'tokS'),
     kv_copy_vs_prefill_us_per_token: Object.fromEntries(cost.map((c) => [c.model, { fork: c.fork, prefill: c.prefill }])),
-    runs: off.flatMap((x, r) => [{ repeat: r + 1, cache: 'off', ttft_ms: x.ttftMs, tok_s: x.tokS }, { repeat: r + 1, cache: 'on', ttft_ms: on[r].ttftMs, tok_s: on[r].tokS }]),
+    runs: off.flatMap((x, r) => [
+      { repeat: r + 1, cache: 'off', ttft_ms: x.ttftMs, tok_s: x.tokS },
+      { repeat: r + 1, cache: 'on', ttft_ms: on[r].ttftMs, tok_s: on[r].tokS },
+    ]),
     output_tokens_per_request: { off: mean(off, 'outputTokens') / s.requests, on: mean(on, 'outputTokens') / s.requests },
     breakdown,
   };
   const rows: Row[] = [
-    { prefix_cache: 'off', mean_ttft_ms: results.ttft_ms_off, tok_s: results.tok_s_off, hit_rate: sum(off, 'queries') ? sum(off, 'hits') / sum(off, 'queries') : 0 },
+    {
+      prefix_cache: 'off',
+      mean_ttft_ms: results.ttft_ms_off,
+      tok_s: results.tok_s_off,
+      hit_rate: sum(off, 'queries') ? sum(off, 'hits') / sum(off, 'queries') : 0,
+    },
     { prefix_cache: 'on', mean_ttft_ms: results.ttft_ms_on, tok_s: results.tok_s_on, hit_rate: results.hit_rate },
   ];
-  const costRows: Row[] = cost.map((c) => ({ model: c.model, tokens: preamble.length, fork_us_per_token: c.fork, prefill_us_per_token: c.prefill, prefill_over_fork: c.prefill / c.fork }));
+  const costRows: Row[] = cost.map((c) => ({
+    model: c.model,
+    tokens: preamble.length,
+    fork_us_per_token: c.fork,
+    prefill_us_per_token: c.prefill,
+    prefill_over_fork: c.prefill / c.fork,
+  }));
   printTable(rows);
   printTable(ttftRows);
   printTable(laneRows);
@@ -355,12 +417,24 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     warmup_requests: s.warmup,
     repeats: `${s.repeats} (off and on alternate; figures are means over repeats)`,
     max_tokens: s.ignoreEos ? `${s.maxTokens}, ignore_eos (every request runs to max_tokens)` : `${s.maxTokens}, natural EOS`,
-    placement: s.placement === 'thread' ? 'thread (each engine in its own thread with its runner)' : 'in-process (engines on the entry thread, each ONNX runner in a worker thread)',
-    client: s.client === 'process' ? 'load generator in a child process (as every serving suite)' : 'load generator in the bench process, on the entry thread\'s event loop',
+    placement:
+      s.placement === 'thread'
+        ? 'thread (each engine in its own thread with its runner)'
+        : 'in-process (engines on the entry thread, each ONNX runner in a worker thread)',
+    client:
+      s.client === 'process'
+        ? 'load generator in a child process (as every serving suite)'
+        : "load generator in the bench process, on the entry thread's event loop",
     workload: `few-shot chats: ${preamble.length}-token preamble of 3 worked examples, then two turns per chat (the second resends the first question and its answer); prompts ${set.tokenizer.encodeChat(fewShotChat(0)).length}-${set.tokenizer.encodeChat(fewShotChat(1)).length} tokens`,
     scheduling: 'async-delayed, retainState true, thresholds 1 (the config defaults); prefix cache off vs on',
     hit_rate: 'prefix cache hits / queries in tokens over every model of the on runs (vLLM: context tokens at admission)',
-    breakdown: 'from the measured runs\' traces: per lane, batches with a multi-token row (prefill/extend) vs one-token batches; the runner\'s passes split the same way (in-process only); TTFT cut per request on the server clock, the client\'s send and receipt joined by means',
+    breakdown:
+      "from the measured runs' traces: per lane, batches with a multi-token row (prefill/extend) vs one-token batches; the runner's passes split the same way (in-process only); TTFT cut per request on the server clock, the client's send and receipt joined by means",
   };
-  return { suite: 'prefix', settings, results, output: { tables: { prefix: rows, ttft_breakdown: ttftRows, lanes: laneRows, host: hostRows, kv_copy_vs_prefill: costRows } } };
+  return {
+    suite: 'prefix',
+    settings,
+    results,
+    output: { tables: { prefix: rows, ttft_breakdown: ttftRows, lanes: laneRows, host: hostRows, kv_copy_vs_prefill: costRows } },
+  };
 }

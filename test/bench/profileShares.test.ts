@@ -46,7 +46,11 @@ describe('profileShares: the model share of a thread on-CPU', () => {
     const dir = mkdtempSync(join(tmpdir(), 'shares-'));
     writeFileSync(join(dir, 'busy.cpuprofile'), JSON.stringify(profile([4, 4, 6, 7])));
     writeFileSync(join(dir, 'idle.cpuprofile'), JSON.stringify(profile([2, 2, 2, 6])));
-    const out = execFileSync(process.execPath, ['--import', 'tsx', 'test/bench/profileShares.ts', join(dir, 'busy.cpuprofile'), join(dir, 'idle.cpuprofile'), '--min-busy', '2'], { encoding: 'utf8' });
+    const out = execFileSync(
+      process.execPath,
+      ['--import', 'tsx', 'test/bench/profileShares.ts', join(dir, 'busy.cpuprofile'), join(dir, 'idle.cpuprofile'), '--min-busy', '2'],
+      { encoding: 'utf8' },
+    );
     expect(out).toContain('busy.cpuprofile: 4 busy samples; model (onnxruntime run) 50.0%, GC 25.0%');
     expect(out).not.toContain('idle.cpuprofile');
   });

@@ -78,14 +78,22 @@ export function profileShares(p: CpuProfile, fromS = 0, toS = Infinity, topN = 1
     timeline: [...perSecond].sort((a, b) => a[0] - b[0]).map(([second, v]) => ({ second, busy: v.busy / v.all })),
     model: share(model),
     gc: share(gc),
-    top: [...self].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([name, v]) => ({ name, share: share(v) })),
+    top: [...self]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, topN)
+      .map(([name, v]) => ({ name, share: share(v) })),
   };
 }
 
 function main(): void {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { from: { type: 'string', default: '0' }, to: { type: 'string' }, top: { type: 'string', default: '15' }, 'min-busy': { type: 'string', default: '1000' } },
+    options: {
+      from: { type: 'string', default: '0' },
+      to: { type: 'string' },
+      top: { type: 'string', default: '15' },
+      'min-busy': { type: 'string', default: '1000' },
+    },
   });
   if (positionals.length === 0) {
     console.error('usage: tsx test/bench/profileShares.ts PROFILE.cpuprofile… [--from S] [--to S] [--top N] [--min-busy SAMPLES]');

@@ -6,7 +6,14 @@
 import { arrivalTimesMs } from '../../runtime/loadgen/arrivals.ts';
 import type { ServingMetrics } from '../../runtime/loadgen/requestMetrics.ts';
 import { PAPER_R2R_PROFILE } from '../../runtime/sim/paperProfile.ts';
-import { chooseForSlo, feasibleThresholds, optimiseForSlo, optimiseThresholds, predictLatency, type LatencySlo } from '../../runtime/control/throughput/index.ts';
+import {
+  chooseForSlo,
+  feasibleThresholds,
+  optimiseForSlo,
+  optimiseThresholds,
+  predictLatency,
+  type LatencySlo,
+} from '../../runtime/control/throughput/index.ts';
 import { mulberry32 } from '../../shared/rng.ts';
 import { progress } from '../../runtime/util/progressLine.ts';
 import type { BenchOptions, SuiteRun } from './benchSuite.ts';
@@ -87,8 +94,14 @@ function modelInput(s: Settings) {
   const prof = PAPER_R2R_PROFILE;
   return {
     N: s.concurrency,
-    P: [[1 - s.p, s.p], [1, 0]],
-    C: [[1, 0], [1, 0]],
+    P: [
+      [1 - s.p, s.p],
+      [1, 0],
+    ],
+    C: [
+      [1, 0],
+      [1, 0],
+    ],
     latency: (m: number) => (m === 0 ? prof.stepMs.small : prof.stepMs.large),
     maxBatch: [64, 64],
     outputTokens: s.maxTokens,
@@ -98,7 +111,8 @@ function modelInput(s: Settings) {
 }
 
 function measure(s: Settings, arrivalsMs: number[], c: Pick<VirtualCase, 'mode' | 'retainState' | 'thresholds' | 'maxWaitMs'>): ServingMetrics {
-  return runVirtual({ ...c, concurrency: s.concurrency, requests: s.requests, promptLength: s.promptLength, maxTokens: s.maxTokens, arrivalsMs, slo: s.slo }).metrics;
+  return runVirtual({ ...c, concurrency: s.concurrency, requests: s.requests, promptLength: s.promptLength, maxTokens: s.maxTokens, arrivalsMs, slo: s.slo })
+    .metrics;
 }
 
 function asMeasured(thresholds: number[], maxWaitMs: number, m: ServingMetrics): Measured {
@@ -110,7 +124,10 @@ function sweep(s: Settings, arrivalsMs: number[]): Map<string, Measured> {
   const out = new Map<string, Measured>();
   for (const t of feasibleThresholds([1, s.concurrency], s.concurrency, { 0: 1 })) {
     for (const w of t[1] === 1 ? [s.waits[0]] : s.waits) {
-      out.set(key(t, w), asMeasured(t, w, measure(s, arrivalsMs, { mode: 'async-delayed', retainState: true, thresholds: { small: t[0], large: t[1] }, maxWaitMs: w })));
+      out.set(
+        key(t, w),
+        asMeasured(t, w, measure(s, arrivalsMs, { mode: 'async-delayed', retainState: true, thresholds: { small: t[0], large: t[1] }, maxWaitMs: w })),
+      );
     }
   }
   return out;
@@ -123,13 +140,24 @@ function lookup(all: Map<string, Measured>, t: number[], w: number, waits: numbe
 
 function row(runtime: string, rate: number, m: Measured | ServingMetrics): Row {
   const x = 'metrics' in m ? m.metrics : m;
-  return { runtime, profile: PROFILE, rate, throughput_tok_s: x.outputThroughputTokS, goodput_req_s: x.goodputReqS ?? 0, p99_tpot_ms: x.tpotMs.p99, p99_ttft_ms: x.ttftMs.p99 };
+  return {
+    runtime,
+    profile: PROFILE,
+    rate,
+    throughput_tok_s: x.outputThroughputTokS,
+    goodput_req_s: x.goodputReqS ?? 0,
+    p99_tpot_ms: x.tpotMs.p99,
+    p99_ttft_ms: x.ttftMs.p99,
+  };
 }
 
 function runRates(s: Settings): { rows: Row[]; sloChoice: Row[] } {
   const input = modelInput(s);
   // Throughput-only: the closed-loop optimum at N (the chain), with the deployment's default deadline.
-  const tOnly = optimiseThresholds({ N: s.concurrency, P: input.P, C: input.C, latency: input.latency, maxBatch: [s.concurrency, s.concurrency] }, { fixed: { 0: 1 } }).best;
+  const tOnly = optimiseThresholds(
+    { N: s.concurrency, P: input.P, C: input.C, latency: input.latency, maxBatch: [s.concurrency, s.concurrency] },
+    { fixed: { 0: 1 } },
+  ).best;
   const rows: Row[] = [];
   const sloChoice: Row[] = [];
   for (const [i, rate] of s.rates.entries()) {
@@ -140,7 +168,9 @@ function runRates(s: Settings): { rows: Row[]; sloChoice: Row[] } {
     const throughputOnly = lookup(all, tOnly, s.defaultWaitMs, s.waits);
     const sweepBest = chooseForSlo([...all.values()], s.slo);
     const standard = measure(s, arrivals, { mode: 'step-sync', retainState: false });
-    const predicted = predictLatency({ ...input, thresholds: chosen.thresholds, maxWaitMs: chosen.maxWaitMs }, { rateRps: rate, requests: s.requests }, s.slo, { replications: 4 });
+    const predicted = predictLatency({ ...input, thresholds: chosen.thresholds, maxWaitMs: chosen.maxWaitMs }, { rateRps: rate, requests: s.requests }, s.slo, {
+      replications: 4,
+    });
     rows.push(row('tokenrouter', rate, chosen), row('throughput-only', rate, throughputOnly), row('standard', rate, standard));
     sloChoice.push({
       profile: PROFILE,
@@ -168,13 +198,44 @@ const prefixed = (p: string, o: Record<string, string>) => Object.fromEntries(Ob
 
 /** p99 TPOT and goodput against rate; with `bounds`, p99 TTFT too, each latency chart with its SLO bound drawn flat across. */
 function charts(rows: Row[], runtimes: string[], what: string, bounds?: { tpotMs?: number; ttftMs?: number }): Record<string, string> {
-  const series = (metric: string) => runtimes.map((r) => ({ name: r, points: rows.filter((x) => x.runtime === r).map((x) => [x.rate as number, x[metric] as number] as [number, number]) }));
+  const series = (metric: string) =>
+    runtimes.map((r) => ({ name: r, points: rows.filter((x) => x.runtime === r).map((x) => [x.rate as number, x[metric] as number] as [number, number]) }));
   const rates = rows.map((r) => r.rate as number);
-  const bound = (ms: number | undefined) => (ms === undefined || rates.length === 0 ? [] : [{ name: `SLO ${ms} ms`, points: [[Math.min(...rates), ms], [Math.max(...rates), ms]] as [number, number][] }]);
+  const bound = (ms: number | undefined) =>
+    ms === undefined || rates.length === 0
+      ? []
+      : [
+          {
+            name: `SLO ${ms} ms`,
+            points: [
+              [Math.min(...rates), ms],
+              [Math.max(...rates), ms],
+            ] as [number, number][],
+          },
+        ];
   return {
-    p99_tpot: lineChart({ title: `p99 TPOT vs request rate (${what})`, yLabel: 'p99 TPOT (ms)', xLabel: 'request rate (req/s, Poisson)', series: [...series('p99_tpot_ms'), ...bound(bounds?.tpotMs)] }),
-    goodput: lineChart({ title: `Goodput vs request rate (${what})`, yLabel: 'goodput (req/s)', xLabel: 'request rate (req/s, Poisson)', series: series('goodput_req_s') }),
-    ...(bounds ? { p99_ttft: lineChart({ title: `p99 TTFT (from arrival) vs request rate (${what})`, yLabel: 'p99 TTFT (ms)', xLabel: 'request rate (req/s, Poisson)', series: [...series('p99_ttft_ms'), ...bound(bounds.ttftMs)] }) } : {}),
+    p99_tpot: lineChart({
+      title: `p99 TPOT vs request rate (${what})`,
+      yLabel: 'p99 TPOT (ms)',
+      xLabel: 'request rate (req/s, Poisson)',
+      series: [...series('p99_tpot_ms'), ...bound(bounds?.tpotMs)],
+    }),
+    goodput: lineChart({
+      title: `Goodput vs request rate (${what})`,
+      yLabel: 'goodput (req/s)',
+      xLabel: 'request rate (req/s, Poisson)',
+      series: series('goodput_req_s'),
+    }),
+    ...(bounds
+      ? {
+          p99_ttft: lineChart({
+            title: `p99 TTFT (from arrival) vs request rate (${what})`,
+            yLabel: 'p99 TTFT (ms)',
+            xLabel: 'request rate (req/s, Poisson)',
+            series: [...series('p99_ttft_ms'), ...bound(bounds.ttftMs)],
+          }),
+        }
+      : {}),
   };
 }
 
@@ -185,14 +246,16 @@ function bundledSettings(b: BundledRateSettings, r: BundledRateResult): Record<s
     algorithm: b.algorithm,
     mode: 'tokenrouter: async-delayed, thresholds 1 on every lane, retainState; standard: step-sync, no retention (every return re-prefills)',
     concurrency_cap: `${b.concurrency} in flight (client permits = server maxConcurrency); the rest wait for a permit`,
-    latency_from: 'each request\'s scheduled arrival: the wait for a permit counts in TTFT and E2E (TPOT is unchanged by where latency starts)',
+    latency_from: "each request's scheduled arrival: the wait for a permit counts in TTFT and E2E (TPOT is unchanged by where latency starts)",
     output: b.ignoreEos ? `ignore_eos, ${b.maxTokens} tokens` : `natural EOS, max_tokens ${b.maxTokens}`,
     arrivals: `Poisson, ${b.durationS} s of arrivals per rate (at least ${b.minRequests} requests), one seed per rate shared by both runtimes, run order alternating by rate`,
     warmup: `${b.warmup} untimed closed-loop requests before each measured run`,
-    rates: r.derivedRates ? `from the capacity probe (${b.probeRequests} closed-loop requests per runtime): ${b.rateFractions.join('/')} x standard serving's req/s, plus 1.2 x TokenRouter's` : 'given (--bundled-rates)',
+    rates: r.derivedRates
+      ? `from the capacity probe (${b.probeRequests} closed-loop requests per runtime): ${b.rateFractions.join('/')} x standard serving's req/s, plus 1.2 x TokenRouter's`
+      : 'given (--bundled-rates)',
     swept_rates: r.rates,
     slo_ms: b.slo,
-    first_miss: 'the first swept rate where standard serving\'s p99 TPOT or p99 TTFT exceeds its bound',
+    first_miss: "the first swept rate where standard serving's p99 TPOT or p99 TTFT exceeds its bound",
   };
 }
 
@@ -208,10 +271,17 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     printTable(bundled.rows);
     printTable(bundled.runs);
     const fm = bundled.firstMiss;
-    console.log(fm ? `bundled: standard serving first misses the SLO at ${fm.rate} req/s (p99 ${fm.missed.join(' and ')}); TokenRouter goodput ${fm.ratio.toFixed(2)}x standard's there` : 'bundled: standard serving met the SLO at every rate');
+    console.log(
+      fm
+        ? `bundled: standard serving first misses the SLO at ${fm.rate} req/s (p99 ${fm.missed.join(' and ')}); TokenRouter goodput ${fm.ratio.toFixed(2)}x standard's there`
+        : 'bundled: standard serving met the SLO at every rate',
+    );
     const cap = bundled.sloCapacity;
-    console.log(`bundled: highest rate within the SLO: ${cap.runtimes.map((c) => `${c.runtime} ${c.rate === null ? 'none' : `${c.at_least ? '≥ ' : ''}${c.rate} req/s`}`).join(', ')}${cap.ratio === null ? '' : ` (${cap.ratio.toFixed(2)}x)`}`);
-    if (!bundled.standardMeetsAtLightest) console.log('bundled: standard serving misses the SLO even at the lightest rate: the SLO is too tight for this comparison');
+    console.log(
+      `bundled: highest rate within the SLO: ${cap.runtimes.map((c) => `${c.runtime} ${c.rate === null ? 'none' : `${c.at_least ? '≥ ' : ''}${c.rate} req/s`}`).join(', ')}${cap.ratio === null ? '' : ` (${cap.ratio.toFixed(2)}x)`}`,
+    );
+    if (!bundled.standardMeetsAtLightest)
+      console.log('bundled: standard serving misses the SLO even at the lightest rate: the SLO is too tight for this comparison');
   }
   const settings = {
     profile: 'paper R2R (small 6.0 ms, large 27.9 ms per step; prefill/extend 0.01 / 0.1 ms per token), virtual time',
@@ -234,11 +304,44 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     results: {
       rows: allRows,
       slo_choice: sloChoice,
-      ...(bundled ? { bundled_first_miss: bundled.firstMiss, bundled_capacity: bundled.capacity, bundled_runs: bundled.runs, bundled_slo_capacity: bundled.sloCapacity, bundled_standard_meets_slo_at_lightest: bundled.standardMeetsAtLightest } : {}),
+      ...(bundled
+        ? {
+            bundled_first_miss: bundled.firstMiss,
+            bundled_capacity: bundled.capacity,
+            bundled_runs: bundled.runs,
+            bundled_slo_capacity: bundled.sloCapacity,
+            bundled_standard_meets_slo_at_lightest: bundled.standardMeetsAtLightest,
+          }
+        : {}),
     },
     output: {
-      tables: { 'Rate sweep (paper profile, virtual time)': rows, 'SLO-aware choice vs exhaustive sweep': sloChoice, 'Bundled models over HTTP': bundled?.rows ?? [], 'Bundled models: capacity probe (closed loop)': (bundled?.capacity ?? []) as unknown as Row[], 'Bundled models: every run': bundled?.runs ?? [] },
-      charts: { ...(rows.length ? charts(rows, ['tokenrouter', 'throughput-only', 'standard'], `paper R2R profile, virtual time, N=${s.concurrency}, ${s.maxTokens} tokens, p99 TPOT SLO ${s.slo.tpotMs} ms`) : {}), ...(bundled ? prefixed('bundled_', charts(bundled.rows, ['tokenrouter', 'standard'], `bundled models over HTTP, ${s.bundled!.algorithm}, N=${s.bundled!.concurrency}, ${s.bundled!.ignoreEos ? `${s.bundled!.maxTokens} tokens (ignore_eos)` : `natural EOS (max ${s.bundled!.maxTokens})`}, SLO p99 TPOT ${s.bundled!.slo.tpotMs} / TTFT ${s.bundled!.slo.ttftMs} ms`, s.bundled!.slo)) : {}) },
+      tables: {
+        'Rate sweep (paper profile, virtual time)': rows,
+        'SLO-aware choice vs exhaustive sweep': sloChoice,
+        'Bundled models over HTTP': bundled?.rows ?? [],
+        'Bundled models: capacity probe (closed loop)': (bundled?.capacity ?? []) as unknown as Row[],
+        'Bundled models: every run': bundled?.runs ?? [],
+      },
+      charts: {
+        ...(rows.length
+          ? charts(
+              rows,
+              ['tokenrouter', 'throughput-only', 'standard'],
+              `paper R2R profile, virtual time, N=${s.concurrency}, ${s.maxTokens} tokens, p99 TPOT SLO ${s.slo.tpotMs} ms`,
+            )
+          : {}),
+        ...(bundled
+          ? prefixed(
+              'bundled_',
+              charts(
+                bundled.rows,
+                ['tokenrouter', 'standard'],
+                `bundled models over HTTP, ${s.bundled!.algorithm}, N=${s.bundled!.concurrency}, ${s.bundled!.ignoreEos ? `${s.bundled!.maxTokens} tokens (ignore_eos)` : `natural EOS (max ${s.bundled!.maxTokens})`}, SLO p99 TPOT ${s.bundled!.slo.tpotMs} / TTFT ${s.bundled!.slo.ttftMs} ms`,
+                s.bundled!.slo,
+              ),
+            )
+          : {}),
+      },
       notes: [JSON.stringify(settings)],
     },
   };

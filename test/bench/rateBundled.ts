@@ -78,7 +78,10 @@ export interface BundledRateResult {
 }
 
 const TOKENROUTER: ServingMode = { label: 'tokenrouter', mode: 'async-delayed', retainState: true };
-const RUNTIMES = [['tokenrouter', TOKENROUTER], ['standard', BASELINE]] as const;
+const RUNTIMES = [
+  ['tokenrouter', TOKENROUTER],
+  ['standard', BASELINE],
+] as const;
 
 /** Requests for one rate: `durationS` of arrivals, at least `minRequests`. */
 export function requestsForRate(rate: number, s: Pick<BundledRateSettings, 'durationS' | 'minRequests'>): number {
@@ -102,7 +105,18 @@ export function ratesFromCapacity(standardReqS: number, tokenrouterReqS: number,
 function caseFor(s: BundledRateSettings, serving: ServingDefaults): Omit<ServingCase, 'mode'> {
   const lanes = ALGORITHM_LANES[s.algorithm];
   if (!lanes) throw new Error(`unknown algorithm "${s.algorithm}"; known: ${Object.keys(ALGORITHM_LANES).join(', ')}`);
-  return { ...serving, algorithm: s.algorithm, lanes, concurrency: s.concurrency, requests: 0, warmup: s.warmup, maxTokens: s.maxTokens, ignoreEos: s.ignoreEos, burstiness: 1, slo: s.slo };
+  return {
+    ...serving,
+    algorithm: s.algorithm,
+    lanes,
+    concurrency: s.concurrency,
+    requests: 0,
+    warmup: s.warmup,
+    maxTokens: s.maxTokens,
+    ignoreEos: s.ignoreEos,
+    burstiness: 1,
+    slo: s.slo,
+  };
 }
 
 async function probe(set: RunnerSet, s: BundledRateSettings, base: Omit<ServingCase, 'mode'>): Promise<Capacity[]> {
@@ -124,10 +138,17 @@ export async function bundledRates(s: BundledRateSettings, serving: ServingDefau
   let capacity: Capacity[] = [];
   let rates = s.rates;
   try {
-    if (rates.length === 0 && !(s.probeRequests > 0)) throw new Error('the bundled rate grid needs --bundled-rates or a capacity probe (--bundled-probe-requests > 0)');
+    if (rates.length === 0 && !(s.probeRequests > 0))
+      throw new Error('the bundled rate grid needs --bundled-rates or a capacity probe (--bundled-probe-requests > 0)');
     if (s.probeRequests > 0) capacity = await probe(set, s, base);
-    for (const c of capacity) console.error(`[rate bundled] capacity, closed loop of ${s.concurrency}: ${c.runtime} ${c.req_s.toFixed(2)} req/s, ${c.tok_s.toFixed(0)} tok/s`);
-    if (rates.length === 0) rates = ratesFromCapacity(capacity.find((c) => c.runtime === 'standard')!.req_s, capacity.find((c) => c.runtime === 'tokenrouter')!.req_s, s.rateFractions);
+    for (const c of capacity)
+      console.error(`[rate bundled] capacity, closed loop of ${s.concurrency}: ${c.runtime} ${c.req_s.toFixed(2)} req/s, ${c.tok_s.toFixed(0)} tok/s`);
+    if (rates.length === 0)
+      rates = ratesFromCapacity(
+        capacity.find((c) => c.runtime === 'standard')!.req_s,
+        capacity.find((c) => c.runtime === 'tokenrouter')!.req_s,
+        s.rateFractions,
+      );
     for (const [i, rate] of rates.entries()) {
       const requests = requestsForRate(rate, s);
       // Both runtimes take the same seeded arrivals; the order alternates by rate so a drift in the machine's load favours neither.
@@ -136,8 +157,18 @@ export async function bundledRates(s: BundledRateSettings, serving: ServingDefau
       for (const [runtime, mode] of order) {
         const load1 = os.loadavg()[0];
         const m = (await runServingCase(set, { ...base, mode, requests, requestRate: rate, seed: i + 1 })).run.metrics;
-        console.error(`[rate bundled] ${rate} req/s ${runtime}: goodput ${(m.goodputReqS ?? 0).toFixed(2)} req/s, p99 TPOT ${m.tpotMs.p99.toFixed(1)} ms, p99 TTFT ${m.ttftMs.p99.toFixed(0)} ms, ${m.completed}/${requests} done, load ${load1.toFixed(1)}`);
-        atRate.push({ runtime, profile: `${set.kind}-http`, rate, throughput_tok_s: m.outputThroughputTokS, goodput_req_s: m.goodputReqS ?? 0, p99_tpot_ms: m.tpotMs.p99, p99_ttft_ms: m.ttftMs.p99 });
+        console.error(
+          `[rate bundled] ${rate} req/s ${runtime}: goodput ${(m.goodputReqS ?? 0).toFixed(2)} req/s, p99 TPOT ${m.tpotMs.p99.toFixed(1)} ms, p99 TTFT ${m.ttftMs.p99.toFixed(0)} ms, ${m.completed}/${requests} done, load ${load1.toFixed(1)}`,
+        );
+        atRate.push({
+          runtime,
+          profile: `${set.kind}-http`,
+          rate,
+          throughput_tok_s: m.outputThroughputTokS,
+          goodput_req_s: m.goodputReqS ?? 0,
+          p99_tpot_ms: m.tpotMs.p99,
+          p99_ttft_ms: m.ttftMs.p99,
+        });
         runs.push({
           runtime,
           rate,
@@ -165,7 +196,17 @@ export async function bundledRates(s: BundledRateSettings, serving: ServingDefau
     await set.close();
   }
   const lightest = rows.find((r) => r.runtime === 'standard' && r.rate === rates[0]);
-  return { kind: set.kind, rows, runs, capacity, rates, derivedRates: s.rates.length === 0, firstMiss: firstMiss(rows, rates, s.slo), sloCapacity: sloCapacities(rows, rates, s.slo), standardMeetsAtLightest: lightest !== undefined && meets(lightest, s.slo) };
+  return {
+    kind: set.kind,
+    rows,
+    runs,
+    capacity,
+    rates,
+    derivedRates: s.rates.length === 0,
+    firstMiss: firstMiss(rows, rates, s.slo),
+    sloCapacity: sloCapacities(rows, rates, s.slo),
+    standardMeetsAtLightest: lightest !== undefined && meets(lightest, s.slo),
+  };
 }
 
 export function firstMiss(rows: readonly Row[], rates: readonly number[], slo: Slo): FirstMiss | null {
@@ -178,7 +219,15 @@ export function firstMiss(rows: readonly Row[], rates: readonly number[], slo: S
     if ((std.p99_tpot_ms as number) > (slo.tpotMs ?? Infinity)) missed.push('tpot');
     const tr = at('tokenrouter');
     const ratio = (tr.goodput_req_s as number) / Math.max(std.goodput_req_s as number, 1e-9);
-    return { rate, missed, standard_p99_tpot_ms: std.p99_tpot_ms as number, standard_p99_ttft_ms: std.p99_ttft_ms as number, tokenrouter_goodput_req_s: tr.goodput_req_s as number, standard_goodput_req_s: std.goodput_req_s as number, ratio };
+    return {
+      rate,
+      missed,
+      standard_p99_tpot_ms: std.p99_tpot_ms as number,
+      standard_p99_ttft_ms: std.p99_ttft_ms as number,
+      tokenrouter_goodput_req_s: tr.goodput_req_s as number,
+      standard_goodput_req_s: std.goodput_req_s as number,
+      ratio,
+    };
   }
   return null;
 }

@@ -8,7 +8,8 @@ describe('bench rate', () => {
     const rows = r.results.rows as Record<string, unknown>[];
     const choice = r.results.slo_choice as Record<string, unknown>[];
     expect(rows).toHaveLength(6);
-    for (const row of rows) expect(Object.keys(row).sort()).toEqual(['goodput_req_s', 'p99_tpot_ms', 'p99_ttft_ms', 'profile', 'rate', 'runtime', 'throughput_tok_s']);
+    for (const row of rows)
+      expect(Object.keys(row).sort()).toEqual(['goodput_req_s', 'p99_tpot_ms', 'p99_ttft_ms', 'profile', 'rate', 'runtime', 'throughput_tok_s']);
     expect(choice.map((c) => c.rate)).toEqual([0.5, 6]);
     for (const c of choice) {
       expect(c).toMatchObject({ profile: 'paper-virtual' });

@@ -36,7 +36,13 @@ function logits(V: number, kind: 'flat' | 'peaked', seed: number): Float32Array 
 async function headSession(V: number): Promise<ort.InferenceSession> {
   const w = protobuf.Writer.create();
   w.uint32(1 << 3).int64(8);
-  w.uint32((8 << 3) | 2).fork().uint32((1 << 3) | 2).string('').uint32(2 << 3).int64(14).ldelim();
+  w.uint32((8 << 3) | 2)
+    .fork()
+    .uint32((1 << 3) | 2)
+    .string('')
+    .uint32(2 << 3)
+    .int64(14)
+    .ldelim();
   const graph = concat([valueInfo(GRAPH_INPUT, 'logits', FLOAT), ...signalHead('logits', { opset: 14, vocab: V, lastOnly: true })]);
   return ort.InferenceSession.create(concat([w.finish(), wrap(MODEL_GRAPH, graph)]), { ...sessionOptions(1), logSeverityLevel: 3 });
 }
@@ -48,7 +54,11 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const V = f.num('vocab', 151936);
   const REPS = f.sized('reps', 200, 20);
   const B = f.num('batch', 8);
-  for (const [k, v] of [['vocab', V], ['reps', REPS], ['batch', B]] as const) {
+  for (const [k, v] of [
+    ['vocab', V],
+    ['reps', REPS],
+    ['batch', B],
+  ] as const) {
     if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must be a positive integer (got ${v})`, k);
   }
   const session = await headSession(V);
@@ -79,7 +89,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     const wants = c.signals ? NO_WANTS : { ...NO_WANTS, signals: false };
     const stepRows: StepRow[] = rows.map((_, b) => ({ cacheId: b, requestId: `r${b}`, tokens: [1], position: 99 + b, sampling: c.s, wants }));
     const inputs: Record<string, ort.Tensor> = {};
-    const plan = planHead(stepRows, [...stepRows.keys()], stepRows.map((r) => r.tokens), { V, model: 'bench', eosIds: [], topLogitsK: 0, lengths: stepRows.map((r) => r.position) }, inputs);
+    const plan = planHead(
+      stepRows,
+      [...stepRows.keys()],
+      stepRows.map((r) => r.tokens),
+      { V, model: 'bench', eosIds: [], topLogitsK: 0, lengths: stepRows.map((r) => r.position) },
+      inputs,
+    );
     const all = new Float32Array(B * V);
     rows.forEach((x, b) => all.set(x, b * V));
     inputs.logits = new ort.Tensor('float32', all, [B, 1, V]);
@@ -97,11 +113,34 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     const newMs = ms(t0, REPS);
     results.push({ case: c.name, oldJsMsPerRow: oldMs, newJsMsPerRow: newMs, ortMsPerRow: ortMs, K: plan.K, fetches: plan.fetches });
     const fmt = (x: number): string => (Number.isNaN(x) ? '-' : x.toFixed(4));
-    table.push({ case: c.name, 'old JS ms/row': fmt(oldMs), 'new JS ms/row': fmt(newMs), 'ORT signal nodes + fetch ms/row': fmt(ortMs), 'new total ms/row': fmt(newMs + ortMs), K: plan.K, fetches: plan.fetches.length });
+    table.push({
+      case: c.name,
+      'old JS ms/row': fmt(oldMs),
+      'new JS ms/row': fmt(newMs),
+      'ORT signal nodes + fetch ms/row': fmt(ortMs),
+      'new total ms/row': fmt(newMs + ortMs),
+      K: plan.K,
+      fetches: plan.fetches.length,
+    });
   }
   await session.release();
-  const settings = { vocab: V, batch: B, reps: REPS, ortThreads: 1, node: process.version, logits: 'seeded: flat = Gaussian std 0.3; peaked = the same plus one token at +15 and eight at +10' };
-  return { suite: 'sampling', settings, results: { rows: results }, output: { tables: { sampling: table }, notes: [`V = ${V}, batch ${B}, ${REPS} repetitions (old top_p: ${Math.max(2, Math.floor(REPS / 20))}); one ORT thread; node ${process.version}`] } };
+  const settings = {
+    vocab: V,
+    batch: B,
+    reps: REPS,
+    ortThreads: 1,
+    node: process.version,
+    logits: 'seeded: flat = Gaussian std 0.3; peaked = the same plus one token at +15 and eight at +10',
+  };
+  return {
+    suite: 'sampling',
+    settings,
+    results: { rows: results },
+    output: {
+      tables: { sampling: table },
+      notes: [`V = ${V}, batch ${B}, ${REPS} repetitions (old top_p: ${Math.max(2, Math.floor(REPS / 20))}); one ORT thread; node ${process.version}`],
+    },
+  };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

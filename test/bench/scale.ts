@@ -78,7 +78,13 @@ function runScale(s: ScaleSettings): ScaleRun {
     maxWaitMs: PAPER_SETTING.maxWaitMs,
     prefixCache: false,
     // KV pools sized so that every in-flight request fits: memory is bounded by concurrency, not by requests.
-    models: [...runners].map(([name, runner]) => ({ name, runner, maxBatch, threshold: name === 'large' ? largeThreshold : 1, kvCapacityTokens: concurrency * (promptLength + maxTokens) })),
+    models: [...runners].map(([name, runner]) => ({
+      name,
+      runner,
+      maxBatch,
+      threshold: name === 'large' ? largeThreshold : 1,
+      kvCapacityTokens: concurrency * (promptLength + maxTokens),
+    })),
   });
   const algorithm = markovAlgorithm(r2rMarkov(PAPER_SETTING.p)) as Algorithm<unknown>;
   const status = { done: 0, failed: 0, cancelled: 0, short: 0 };
@@ -124,7 +130,9 @@ function runScale(s: ScaleSettings): ScaleRun {
   clock.run({ stop: () => ended === requests });
   const wallMs = performance.now() - t0;
   if (ended !== requests) throw new Error(`scale run stalled: ${ended}/${requests} ended at t=${clock.now()}`);
-  const leftover = cluster.laneStats().map((l) => ({ name: l.name, kv_bytes: l.kvBytes, kv_reserved_bytes: l.kvReservedBytes, pending_return: l.pendingReturn, ready: l.ready }));
+  const leftover = cluster
+    .laneStats()
+    .map((l) => ({ name: l.name, kv_bytes: l.kvBytes, kv_reserved_bytes: l.kvReservedBytes, pending_return: l.pendingReturn, ready: l.ready }));
   return { status, committed, maxActive, samples, gcForced: gc !== null, wallMs, virtualMs: clock.now(), leftover };
 }
 
@@ -193,20 +201,25 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const heap = { first: results.heap_first_half_peak_mb, second: results.heap_second_half_peak_mb };
   printTable([{ requests, concurrency, completed, lost, wall_s, virtual_s, peak_rss_mb, heap_1st_half_mb: heap.first, heap_2nd_half_mb: heap.second }]);
   const clean = lost === 0 && results.short_outputs === 0 && !leaked(measured);
-  console.log(`${clean ? 'no request lost, every output full length, no state left behind' : 'LOSSES OR LEAKS: see results'}; memory ${results.memory_bounded ? 'bounded' : 'GREW'} (heap peak ${heap.first.toFixed(0)} MB in the first half, ${heap.second.toFixed(0)} MB in the second)`);
+  console.log(
+    `${clean ? 'no request lost, every output full length, no state left behind' : 'LOSSES OR LEAKS: see results'}; memory ${results.memory_bounded ? 'bounded' : 'GREW'} (heap peak ${heap.first.toFixed(0)} MB in the first half, ${heap.second.toFixed(0)} MB in the second)`,
+  );
   const report: BenchReport = { suite: 'scale', settings: describeSettings(s, measured.gcForced, f.quick), results };
-  return { ...report, output: {
-    tables: { Scale: [{ requests, concurrency, completed, lost, wall_s, virtual_s, peak_rss_mb }] },
-    charts: {
-      memory: lineChart({
-        title: `Memory while ${requests.toLocaleString('en')} requests run at concurrency ${concurrency} (virtual time)`,
-        xLabel: 'requests finished',
-        yLabel: 'MB',
-        series: [
-          { name: 'heap used', points: measured.samples.map((x) => [x.done, x.heap_mb]) },
-          { name: 'RSS', points: measured.samples.map((x) => [x.done, x.rss_mb]) },
-        ],
-      }),
+  return {
+    ...report,
+    output: {
+      tables: { Scale: [{ requests, concurrency, completed, lost, wall_s, virtual_s, peak_rss_mb }] },
+      charts: {
+        memory: lineChart({
+          title: `Memory while ${requests.toLocaleString('en')} requests run at concurrency ${concurrency} (virtual time)`,
+          xLabel: 'requests finished',
+          yLabel: 'MB',
+          series: [
+            { name: 'heap used', points: measured.samples.map((x) => [x.done, x.heap_mb]) },
+            { name: 'RSS', points: measured.samples.map((x) => [x.done, x.rss_mb]) },
+          ],
+        }),
+      },
     },
-  } };
+  };
 }

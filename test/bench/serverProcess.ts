@@ -39,7 +39,11 @@ export async function startServerProcess(checkout: string, config: Record<string
   const file = path.join(dir, 'config.json');
   fs.writeFileSync(file, JSON.stringify({ dataDir: path.join(dir, 'data'), ...config, host: '127.0.0.1', port }));
   const tsx = path.join(checkout, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs');
-  const child: ChildProcess = spawn(process.execPath, ['--import', `file://${tsx}`, path.join(checkout, 'runtime', 'cli', 'main.ts'), 'serve', '--config', file], { cwd: checkout, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', `file://${tsx}`, path.join(checkout, 'runtime', 'cli', 'main.ts'), 'serve', '--config', file],
+    { cwd: checkout, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let log = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-4000)));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (log = (log + d).slice(-4000)));

@@ -54,7 +54,9 @@ interface AlgorithmOutcome {
 function comparedAlgorithm(algorithm: string, lanes: Record<string, string>, cmp: Comparison): AlgorithmOutcome {
   const tr = runFigures(cmp.tokenrouter);
   const base = runFigures(cmp.baseline);
-  const thresholds = Object.keys(lanes).map((l) => cmp.choice.mode.thresholds?.[l] ?? 1).join('/');
+  const thresholds = Object.keys(lanes)
+    .map((l) => cmp.choice.mode.thresholds?.[l] ?? 1)
+    .join('/');
   return {
     report: {
       algorithm,
@@ -161,7 +163,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         cmp = await tokenRouterVsBaseline(
           set,
           { ...serving, algorithm, lanes, concurrency: s.concurrency, requests: s.requests, warmup: s.warmup, maxTokens: s.maxTokens, ignoreEos: s.ignoreEos },
-          { method: s.method, slowLane: 'large', calibrationRequests: s.calibrationRequests, repeats: s.repeats, onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total) },
+          {
+            method: s.method,
+            slowLane: 'large',
+            calibrationRequests: s.calibrationRequests,
+            repeats: s.repeats,
+            onStep: (what) => progress(`serving ${algorithm} ${what}`, ++done, total),
+          },
         );
       } catch (e) {
         // One algorithm that cannot run must not hide the others.
@@ -179,5 +187,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const algs = outcomes.map((o) => o.report);
   printTable(rows);
   const report: BenchReport = { suite: 'serving', settings: describeSettings(s, serving, set, f.quick), results: { algorithms: algs } };
-  return { ...report, output: { tables: { 'Throughput and latency': rows, 'All metrics': outcomes.flatMap((o) => o.details) }, charts: servingCharts(s, algs, set.kind) } };
+  return {
+    ...report,
+    output: { tables: { 'Throughput and latency': rows, 'All metrics': outcomes.flatMap((o) => o.details) }, charts: servingCharts(s, algs, set.kind) },
+  };
 }

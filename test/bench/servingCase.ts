@@ -96,7 +96,14 @@ export interface ServingResult {
    * Linux); machineBusyCores: every process on the machine (/proc/stat); runqueueWait: the share of
    * this process's runnable time its threads spent waiting for a core (schedstat).
    */
-  cpu: { serverMs: number; clientMs: number | null; wallMs: number; entryMainMs: number | null; machineBusyCores?: number | null; runqueueWait?: RunqueueWait | null };
+  cpu: {
+    serverMs: number;
+    clientMs: number | null;
+    wallMs: number;
+    entryMainMs: number | null;
+    machineBusyCores?: number | null;
+    runqueueWait?: RunqueueWait | null;
+  };
 }
 
 /** As the server's scheduling.placement; "auto" (the default, what users run): engines beside ONNX models in threads, simulated runners in-process. */
@@ -144,7 +151,8 @@ export interface ServingDefaults {
 /** `--client`, `--placement`, `--request-rate`, `--burstiness`, `--goodput`, `--baseline-prefix-cache`, checked (main.ts calls it before a suite runs). */
 export function servingFlags(f: SuiteFlags): Omit<ServingDefaults, 'traceDir'> {
   const client = f.str('client') ?? 'process';
-  if (client !== 'process' && client !== 'inline') throw new TokenRouterError('invalid_request', `--client must be process or inline, got "${client}"`, 'client');
+  if (client !== 'process' && client !== 'inline')
+    throw new TokenRouterError('invalid_request', `--client must be process or inline, got "${client}"`, 'client');
   const goodput = f.str('goodput');
   return {
     client,
@@ -167,16 +175,23 @@ export function servingSettings(d: ServingDefaults): Record<string, unknown> {
   return {
     client: d.client === 'process' ? 'load generator in a child process (as vLLM’s client)' : 'load generator in the server process',
     placement: d.placement,
-    arrivals: d.requestRate === Infinity ? 'closed loop: every measured request queued at once behind the concurrency cap' : `open loop: ${d.requestRate} req/s, gamma gaps with burstiness ${d.burstiness} (1 = Poisson), capped at the concurrency`,
+    arrivals:
+      d.requestRate === Infinity
+        ? 'closed loop: every measured request queued at once behind the concurrency cap'
+        : `open loop: ${d.requestRate} req/s, gamma gaps with burstiness ${d.burstiness} (1 = Poisson), capped at the concurrency`,
     ...(d.slo ? { goodput_slo_ms: d.slo } : {}),
-    baseline_prefix_cache: d.baselinePrefixCache ? 'on: a re-admission copies the request’s own cached KV (SGLang’s radix cache)' : 'off: every return re-prefills the whole context (the paper’s standard serving)',
+    baseline_prefix_cache: d.baselinePrefixCache
+      ? 'on: a re-admission copies the request’s own cached KV (SGLang’s radix cache)'
+      : 'off: every return re-prefills the whole context (the paper’s standard serving)',
   };
 }
 
 /** The load generator's open-loop options, passed only when set so a closed-loop run's load is as before. */
 function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; seed?: number; slo?: Slo } {
   return {
-    ...(c.requestRate !== undefined && c.requestRate !== Infinity ? { requestRate: c.requestRate, burstiness: c.burstiness ?? 1, ...(c.seed !== undefined ? { seed: c.seed } : {}) } : {}),
+    ...(c.requestRate !== undefined && c.requestRate !== Infinity
+      ? { requestRate: c.requestRate, burstiness: c.burstiness ?? 1, ...(c.seed !== undefined ? { seed: c.seed } : {}) }
+      : {}),
     ...(c.slo ? { slo: c.slo } : {}),
   };
 }
@@ -184,7 +199,19 @@ function openLoop(c: ServingCase): { requestRate?: number; burstiness?: number; 
 function diffStats(after: LaneStats[], before: LaneStats[]): LaneStats[] {
   return after.map((a, i) => {
     const b = before[i];
-    return { ...a, batches: a.batches - b.batches, rows: a.rows - b.rows, admissions: a.admissions - b.admissions, evictions: a.evictions - b.evictions, busyMs: a.busyMs - b.busyMs, batchMs: a.batchMs - b.batchMs, modelMs: a.modelMs - b.modelMs, ...(a.thread && b.thread ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs, waitMs: a.thread.waitMs - b.thread.waitMs } } : {}) };
+    return {
+      ...a,
+      batches: a.batches - b.batches,
+      rows: a.rows - b.rows,
+      admissions: a.admissions - b.admissions,
+      evictions: a.evictions - b.evictions,
+      busyMs: a.busyMs - b.busyMs,
+      batchMs: a.batchMs - b.batchMs,
+      modelMs: a.modelMs - b.modelMs,
+      ...(a.thread && b.thread
+        ? { thread: { cpuMs: a.thread.cpuMs - b.thread.cpuMs, gcMs: a.thread.gcMs - b.thread.gcMs, waitMs: a.thread.waitMs - b.thread.waitMs } }
+        : {}),
+    };
   });
 }
 
@@ -208,13 +235,21 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       maxWaitMs: c.maxWaitMs ?? 20,
       prefixCache: c.mode.retainState || c.baselinePrefixCache !== false,
     },
-    limits: { maxConcurrency: c.concurrency, maxQueue: 100_000, maxTokens: Math.max(c.maxTokens, 1), ...(c.streamInterval === undefined ? {} : { streamInterval: c.streamInterval }) },
+    limits: {
+      maxConcurrency: c.concurrency,
+      maxQueue: 100_000,
+      maxTokens: Math.max(c.maxTokens, 1),
+      ...(c.streamInterval === undefined ? {} : { streamInterval: c.streamInterval }),
+    },
     defaultAlgorithm: c.algorithm,
   });
-  const inThreads = resolvedPlacement(c.placement ?? 'auto', set) === 'thread' && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
+  const inThreads =
+    resolvedPlacement(c.placement ?? 'auto', set) === 'thread' && Object.entries(c.lanes).every(([lane, r]) => lane === r && set.threads!.has(r));
   const service = await TokenRouterService.start(
     config,
-    inThreads ? { threads: new Map(Object.keys(c.lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer } : { runners: new Map(laneRunners), tokenizer: set.tokenizer },
+    inThreads
+      ? { threads: new Map(Object.keys(c.lanes).map((l) => [l, set.threads!.get(l)!])), tokenizer: set.tokenizer }
+      : { runners: new Map(laneRunners), tokenizer: set.tokenizer },
   );
   const traceFile = c.traceDir?.open(`${c.algorithm}-${c.mode.label}`);
   let stopTrace = () => {};
@@ -225,7 +260,16 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
   }
   const server = await startServer(service, 0, '127.0.0.1');
   try {
-    const load = { baseUrl: server.url, model: c.algorithm, concurrency: c.concurrency, maxTokens: c.maxTokens, ignoreEos: c.ignoreEos === true, prompt: benchPrompt, warmup: 0, ...openLoop(c) };
+    const load = {
+      baseUrl: server.url,
+      model: c.algorithm,
+      concurrency: c.concurrency,
+      maxTokens: c.maxTokens,
+      ignoreEos: c.ignoreEos === true,
+      prompt: benchPrompt,
+      warmup: 0,
+      ...openLoop(c),
+    };
     const inChild = (c.client ?? 'process') === 'process';
     const drive = (requests: number, warmup: number, onProgress?: (d: number, t: number) => void) =>
       inChild ? benchmarkServingInChild({ ...load, requests, warmup }) : benchmarkServing({ ...load, requests, warmup, onProgress });
@@ -271,7 +315,8 @@ export async function runServingCase(set: RunnerSet, c: ServingCase): Promise<Se
       runqueueWait: runqueueWait(sched0, processSchedstat()),
     };
     unsubscribe();
-    if (run.metrics.failed > 0) console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
+    if (run.metrics.failed > 0)
+      console.error(`[bench] ${c.algorithm} [${c.mode.label}]: ${run.metrics.failed} of ${c.requests} requests failed: ${run.firstError}`);
     return { run, lanes: diffStats(service.cluster.laneStats(), before), batches, steps, cpu };
   } finally {
     await server.close();
@@ -378,5 +423,11 @@ export function runFigures(r: ServingResult): Record<string, number> {
 
 /** The columns every TokenRouter-vs-baseline row shares, from the two runs' figures (runFigures). */
 export function versusColumns(tr: Record<string, number>, bl: Record<string, number>): Record<string, number> {
-  return { tokenrouter_tok_s: tr.tok_s, baseline_tok_s: bl.tok_s, speedup: tr.tok_s / bl.tok_s, tr_mean_e2e_ms: tr.mean_e2e_ms, base_mean_e2e_ms: bl.mean_e2e_ms };
+  return {
+    tokenrouter_tok_s: tr.tok_s,
+    baseline_tok_s: bl.tok_s,
+    speedup: tr.tok_s / bl.tok_s,
+    tr_mean_e2e_ms: tr.mean_e2e_ms,
+    base_mean_e2e_ms: bl.mean_e2e_ms,
+  };
 }

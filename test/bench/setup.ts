@@ -36,7 +36,12 @@ const SINK: GenerateSink = { onToken: () => {}, onEnd: () => {} };
  * checks), service.generate (resolving the algorithm, admission, the request's actor, the arrival
  * posted to its engine). Each request is cancelled after its timing, outside it.
  */
-async function measure(service: TokenRouterService, model: string, prompt: (i: number) => string, n: number): Promise<{ us: number[]; phases: Phases; cpuUs: number | null }> {
+async function measure(
+  service: TokenRouterService,
+  model: string,
+  prompt: (i: number) => string,
+  n: number,
+): Promise<{ us: number[]; phases: Phases; cpuUs: number | null }> {
   const us: number[] = [];
   const cpu0 = mainThreadCpuMs();
   const phases: Phases = { json: 0, validate: 0, plan: 0, generate: 0 };
@@ -112,19 +117,35 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       rounds_median_us: a.medians,
     };
   });
-  const rows: Row[] = results.map((x) => ({ model: x.model, prompts: x.prompts, median_us: x.median_us, mean_us: x.mean_us, p90_us: x.p90_us, cpu_us: x.main_thread_cpu_us ?? '-', json_us: x.phases_mean_us.json, validate_us: x.phases_mean_us.validate, plan_us: x.phases_mean_us.plan, generate_us: x.phases_mean_us.generate, target: x.median_us <= TARGET_US ? 'met' : 'missed' }));
+  const rows: Row[] = results.map((x) => ({
+    model: x.model,
+    prompts: x.prompts,
+    median_us: x.median_us,
+    mean_us: x.mean_us,
+    p90_us: x.p90_us,
+    cpu_us: x.main_thread_cpu_us ?? '-',
+    json_us: x.phases_mean_us.json,
+    validate_us: x.phases_mean_us.validate,
+    plan_us: x.phases_mean_us.plan,
+    generate_us: x.phases_mean_us.generate,
+    target: x.median_us <= TARGET_US ? 'met' : 'missed',
+  }));
   printTable(rows);
   const settings = {
     models,
     requests_per_case: requests,
     rounds: `${rounds}; figures are medians over rounds of each round's per-request median / mean / p90`,
-    server: 'TokenRouterService with the default config over the bundled small and large models (engines in threads beside their ONNX models), no HTTP listener',
+    server:
+      'TokenRouterService with the default config over the bundled small and large models (engines in threads beside their ONNX models), no HTTP listener',
     path: 'JSON.parse of the body text, zod parse (chatRequestSchema), planRequest (chat template, token checks, sampling), service.generate (algorithm resolved, admission, request actor, arrival posted to its engine); the request is cancelled after its timing, outside it',
-    prompts: 'distinct: a chat "<a>*<b>=" never asked before in the run (the chat-prompt cache misses); repeated: one conversation asked again and again (it hits)',
+    prompts:
+      'distinct: a chat "<a>*<b>=" never asked before in the run (the chat-prompt cache misses); repeated: one conversation asked again and again (it hits)',
     request: 'stream true, max_tokens 64, temperature 0',
     warmup: 'up to 300 untimed requests per case first',
-    median_us: 'wall µs per request (performance.now around the four steps): the median is what a request costs when the thread is not preempted; the mean and p90 add the preemptions of a loaded machine',
-    main_thread_cpu_us: 'CPU of the main thread (/proc/self/task/<pid>/stat, 10 ms ticks) over a round ÷ its requests: the four steps plus the cancel and the engines\' reports about it, robust to load',
+    median_us:
+      'wall µs per request (performance.now around the four steps): the median is what a request costs when the thread is not preempted; the mean and p90 add the preemptions of a loaded machine',
+    main_thread_cpu_us:
+      "CPU of the main thread (/proc/self/task/<pid>/stat, 10 ms ticks) over a round ÷ its requests: the four steps plus the cancel and the engines' reports about it, robust to load",
     target_us: TARGET_US,
   };
   return { suite: 'setup', settings, results: { cases: results }, output: { tables: { 'Per-request set-up (µs)': rows } } };

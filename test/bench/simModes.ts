@@ -49,7 +49,10 @@ export function simulate(c: SimCase, s = SIM_SETTINGS): ClosedLoopReport {
 }
 
 /** Sweeps the large model's threshold 1..N (small at 1) and returns the best. */
-export function sweepLargeThreshold(concurrency: number, s = SIM_SETTINGS): { threshold: number; report: ClosedLoopReport; sweep: { threshold: number; tok_s: number }[] } {
+export function sweepLargeThreshold(
+  concurrency: number,
+  s = SIM_SETTINGS,
+): { threshold: number; report: ClosedLoopReport; sweep: { threshold: number; tok_s: number }[] } {
   let best: { threshold: number; report: ClosedLoopReport } | null = null;
   const sweep: { threshold: number; tok_s: number }[] = [];
   for (let t = 1; t <= concurrency; t++) {
@@ -79,7 +82,14 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
     }
     const best = sweepLargeThreshold(n);
     sweeps[`N=${n}`] = best.sweep;
-    rows.push({ mode: 'async-delayed', retainState: true, concurrency: n, thresholds: `1/${best.threshold}`, throughput_tok_s: best.report.throughputTokS, mean_e2e_ms: best.report.meanE2eMs });
+    rows.push({
+      mode: 'async-delayed',
+      retainState: true,
+      concurrency: n,
+      thresholds: `1/${best.threshold}`,
+      throughput_tok_s: best.report.throughputTokS,
+      mean_e2e_ms: best.report.meanE2eMs,
+    });
     progress(`sim-modes N=${n}`, ++done, steps);
     const base = simulate({ mode: 'step-sync', retainState: false, concurrency: n });
     rows.push({ mode: 'step-sync', retainState: false, concurrency: n, thresholds: '1/1', throughput_tok_s: base.throughputTokS, mean_e2e_ms: base.meanE2eMs });
@@ -87,7 +97,7 @@ export async function run(opts: BenchOptions): Promise<BenchReport> {
   }
   rows.sort((a, b) => (a.concurrency as number) - (b.concurrency as number) || (b.throughput_tok_s as number) - (a.throughput_tok_s as number));
   // The figures are simulated: a reader comparing them with the served suites' must not take them for this machine's.
-  console.log('virtual time: simulated runners with the paper\'s R2R step costs, not this machine\'s speed (tok/s and ms are simulated)');
+  console.log("virtual time: simulated runners with the paper's R2R step costs, not this machine's speed (tok/s and ms are simulated)");
   printTable(rows);
   return {
     suite: 'sim-modes',

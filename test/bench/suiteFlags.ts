@@ -41,7 +41,12 @@ export class SuiteFlags {
 
   list(key: string, fallback: readonly string[]): string[] {
     const v = this.flags[key];
-    return v === undefined ? [...fallback] : v.split(',').map((s) => s.trim()).filter(Boolean);
+    return v === undefined
+      ? [...fallback]
+      : v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
   }
 
   nums(key: string, fallback: readonly number[]): number[] {

@@ -12,7 +12,13 @@ import { thresholdCandidates } from './servingCase.ts';
 import { markdownTable } from '../../runtime/util/table.ts';
 import { barChart, lineChart } from './svgChart.ts';
 
-const rec = (sendMs: number, chunks: number[], tokens: number): RequestRecord => ({ ok: true, sendMs, contentChunkMs: chunks, endMs: chunks[chunks.length - 1], outputTokens: tokens });
+const rec = (sendMs: number, chunks: number[], tokens: number): RequestRecord => ({
+  ok: true,
+  sendMs,
+  contentChunkMs: chunks,
+  endMs: chunks[chunks.length - 1],
+  outputTokens: tokens,
+});
 
 describe('ablation ratios', () => {
   it('gives each step its ratio to the one before and to the baseline', () => {
@@ -59,9 +65,17 @@ describe('poolRuns', () => {
 });
 
 describe('breakdown', () => {
-  it('splits each lane\'s busy time from its counters into model, runner overhead and routing', () => {
-    const lane = (name: string, batches: number, rows: number, busyMs: number, batchMs: number, modelMs: number): LaneStats =>
-      ({ ...EMPTY_LANE, name, threshold: 1, batches, rows, busyMs, batchMs, modelMs });
+  it("splits each lane's busy time from its counters into model, runner overhead and routing", () => {
+    const lane = (name: string, batches: number, rows: number, busyMs: number, batchMs: number, modelMs: number): LaneStats => ({
+      ...EMPTY_LANE,
+      name,
+      threshold: 1,
+      batches,
+      rows,
+      busyMs,
+      batchMs,
+      modelMs,
+    });
     const lanes = breakdownOf([lane('small', 2, 6, 17, 20, 14), lane('large', 1, 1, 40, 40, 40), lane('medium', 0, 0, 0, 0, 0)]);
     expect(lanes.map((l) => l.lane)).toEqual(['small', 'large']); // a lane that ran nothing is left out
     const small = lanes[0];
@@ -89,11 +103,33 @@ describe('threshold candidates', () => {
 describe('outputs', () => {
   it('renders markdown tables and well-formed SVG', () => {
     expect(markdownTable([{ a: 'x', b: 1.23456 }])).toBe('| a | b |\n|---|---:|\n| x | 1.235 |\n');
-    const bar = barChart({ title: 'T <1>', yLabel: 'tok/s', categories: ['r2r', 'me'], series: [{ name: 'A', values: [10, 20] }, { name: 'B', values: [5, NaN] }] });
+    const bar = barChart({
+      title: 'T <1>',
+      yLabel: 'tok/s',
+      categories: ['r2r', 'me'],
+      series: [
+        { name: 'A', values: [10, 20] },
+        { name: 'B', values: [5, NaN] },
+      ],
+    });
     expect(bar.startsWith('<svg')).toBe(true);
     expect(bar).toContain('T &lt;1&gt;');
     expect(bar.match(/<rect [^>]*fill="#/g)!.length).toBe(3 + 2); // 3 finite bars + 2 legend swatches
-    const line = lineChart({ title: 'L', xLabel: 'N', yLabel: 'y', logX: true, series: [{ name: 's', points: [[1, 1], [16, 8]] }] });
+    const line = lineChart({
+      title: 'L',
+      xLabel: 'N',
+      yLabel: 'y',
+      logX: true,
+      series: [
+        {
+          name: 's',
+          points: [
+            [1, 1],
+            [16, 8],
+          ],
+        },
+      ],
+    });
     expect(line).toContain('<polyline');
     expect(line.trim().endsWith('</svg>')).toBe(true);
   });

@@ -9,7 +9,6 @@ import { markdownTable } from '../../runtime/util/table.ts';
 const LOAD_AT_START = os.loadavg()[0];
 const STARTED_AT = new Date().toISOString();
 
-
 /** Where a suite's outputs go; `TR_RESULTS_DIR` moves the root (tests). */
 export function resultsDir(suite: string): string {
   return path.resolve(process.env.TR_RESULTS_DIR ?? 'results', suite);
@@ -23,7 +22,13 @@ export function checkTag(tag: string | undefined): void {
 /** `tag` (a suite's --tag flag) keeps a variant's outputs apart: results/<suite>-<tag>/. */
 export function writeSuiteOutput(report: BenchReport, out: SuiteOutput, tag?: string): string {
   checkTag(tag);
-  report.settings.machine = { cpus: os.cpus().length, node: process.version, started_at: STARTED_AT, load_avg_1m_at_start: LOAD_AT_START, load_avg_1m_at_end: os.loadavg()[0] };
+  report.settings.machine = {
+    cpus: os.cpus().length,
+    node: process.version,
+    started_at: STARTED_AT,
+    load_avg_1m_at_start: LOAD_AT_START,
+    load_avg_1m_at_end: os.loadavg()[0],
+  };
   const dir = resultsDir(tag ? `${report.suite}-${tag}` : report.suite);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'report.json'), JSON.stringify(report, null, 2));
@@ -35,6 +40,15 @@ export function writeSuiteOutput(report: BenchReport, out: SuiteOutput, tag?: st
     md.push(`![${stem}](${stem}.svg)`, '');
   }
   writeFileSync(path.join(dir, 'results.md'), md.join('\n'));
-  console.log(`results: ${path.relative(process.cwd(), dir)}/ (report.json, results.md${out.charts ? ', ' + Object.keys(out.charts).map((s) => s + '.svg').join(', ') : ''})`);
+  console.log(
+    `results: ${path.relative(process.cwd(), dir)}/ (report.json, results.md${
+      out.charts
+        ? ', ' +
+          Object.keys(out.charts)
+            .map((s) => s + '.svg')
+            .join(', ')
+        : ''
+    })`,
+  );
   return dir;
 }

@@ -16,7 +16,16 @@ const M = { left: 70, right: 20, top: 40, bottom: 70 };
 const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1'];
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const fmt = (v: number) => (Math.abs(v) >= 10_000 ? `${+(v / 1000).toFixed(1)}k` : Number.isInteger(v) ? String(v) : Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2));
+const fmt = (v: number) =>
+  Math.abs(v) >= 10_000
+    ? `${+(v / 1000).toFixed(1)}k`
+    : Number.isInteger(v)
+      ? String(v)
+      : Math.abs(v) >= 100
+        ? v.toFixed(0)
+        : Math.abs(v) >= 10
+          ? v.toFixed(1)
+          : v.toFixed(2);
 
 /** 0 and a "nice" maximum above `max`, with tick values. */
 function niceScale(max: number): { top: number; ticks: number[] } {
@@ -32,7 +41,10 @@ function niceScale(max: number): { top: number; ticks: number[] } {
 
 function frame(title: string, yLabel: string, xLabel: string, body: string, legend: string[]): string {
   const legendSvg = legend
-    .map((name, i) => `<g transform="translate(${M.left + i * 150},${H - 22})"><rect width="12" height="12" fill="${COLORS[i % COLORS.length]}"/><text x="17" y="11" font-size="12">${esc(name)}</text></g>`)
+    .map(
+      (name, i) =>
+        `<g transform="translate(${M.left + i * 150},${H - 22})"><rect width="12" height="12" fill="${COLORS[i % COLORS.length]}"/><text x="17" y="11" font-size="12">${esc(name)}</text></g>`,
+    )
     .join('');
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">`,
@@ -79,7 +91,13 @@ export function barChart(opts: { title: string; yLabel: string; xLabel?: string;
     body += `<text x="${M.left + ci * gw + gw / 2}" y="${M.top + ph + 16}" text-anchor="middle" font-size="12">${esc(c)}</text>`;
   });
   body += `<line x1="${M.left}" x2="${W - M.right}" y1="${M.top + ph}" y2="${M.top + ph}" stroke="#333"/>`;
-  return frame(opts.title, opts.yLabel, opts.xLabel ?? '', body, series.map((s) => s.name));
+  return frame(
+    opts.title,
+    opts.yLabel,
+    opts.xLabel ?? '',
+    body,
+    series.map((s) => s.name),
+  );
 }
 
 /** Lines with markers; `logX` spaces x by log2 (concurrency and lengths double). */
@@ -108,5 +126,11 @@ export function lineChart(opts: { title: string; yLabel: string; xLabel: string;
     body += `<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts.map((p) => `${px(p[0])},${py(p[1])}`).join(' ')}"/>`;
     for (const p of pts) body += `<circle cx="${px(p[0])}" cy="${py(p[1])}" r="3.5" fill="${c}"><title>${fmt(p[0])}: ${fmt(p[1])}</title></circle>`;
   });
-  return frame(opts.title, opts.yLabel, opts.xLabel, body, opts.series.map((s) => s.name));
+  return frame(
+    opts.title,
+    opts.yLabel,
+    opts.xLabel,
+    body,
+    opts.series.map((s) => s.name),
+  );
 }

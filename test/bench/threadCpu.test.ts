@@ -42,7 +42,7 @@ describe('threadSplit', () => {
 });
 
 describe('the machine and the run queue', () => {
-  it('counts a spinning worker in the machine\'s busy cores', async () => {
+  it("counts a spinning worker in the machine's busy cores", async () => {
     const before = machineCpuTicks()!;
     const t0 = performance.now();
     await spin(300);

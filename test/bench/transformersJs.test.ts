@@ -27,7 +27,9 @@ describe('transformers.js beside the server runner', () => {
     let tokens = prompt;
     let position = 0;
     while (out.length < NEW_TOKENS) {
-      const step = await runner.step([{ cacheId, requestId: `r${cacheId}`, tokens, position, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0, suppressEos: true }, wants: NO_WANTS }]);
+      const step = await runner.step([
+        { cacheId, requestId: `r${cacheId}`, tokens, position, sampling: { temperature: 0, topP: 1, topK: 0, seed: 0, suppressEos: true }, wants: NO_WANTS },
+      ]);
       position += tokens.length;
       tokens = [step.rows[0].token];
       out.push(step.rows[0].token);

@@ -29,8 +29,17 @@ export interface GenerateRun {
 }
 
 /** transformers.js in its own process: its ONNX Runtime and threads never share ours, and its CPU is its own. */
-export async function runGenerate(model: string, job: { warmup: number[][]; prompts: number[][]; batch: number; maxTokens: number; padTokenId: number }, dir: string = BUNDLED_MODELS_DIR, threads?: number): Promise<GenerateRun> {
-  const r = await runTsChild<{ output_tokens: number; wall_ms: number; cpu_ms: number; first_batch_tokens: number[][] }>(CHILD, ['--dir', dir, '--model', model, ...(threads ? ['--threads', String(threads)] : [])], { what: `transformers.js child for ${model}`, stdin: JSON.stringify(job) });
+export async function runGenerate(
+  model: string,
+  job: { warmup: number[][]; prompts: number[][]; batch: number; maxTokens: number; padTokenId: number },
+  dir: string = BUNDLED_MODELS_DIR,
+  threads?: number,
+): Promise<GenerateRun> {
+  const r = await runTsChild<{ output_tokens: number; wall_ms: number; cpu_ms: number; first_batch_tokens: number[][] }>(
+    CHILD,
+    ['--dir', dir, '--model', model, ...(threads ? ['--threads', String(threads)] : [])],
+    { what: `transformers.js child for ${model}`, stdin: JSON.stringify(job) },
+  );
   return { outputTokens: r.output_tokens, wallMs: r.wall_ms, tokS: (r.output_tokens / r.wall_ms) * 1000, cpuMs: r.cpu_ms, firstBatch: r.first_batch_tokens };
 }
 
@@ -55,7 +64,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   const warmup = f.sized('warmup', 32 * concurrency, 2 * concurrency);
   const rounds = f.sized('rounds', 2, 1);
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be an integer ≥ 1, got ${rounds}`);
-  if (requests % concurrency !== 0) throw new Error(`--requests (${requests}) must be a multiple of --concurrency (${concurrency}): transformers.js generates whole batches`);
+  if (requests % concurrency !== 0)
+    throw new Error(`--requests (${requests}) must be a multiple of --concurrency (${concurrency}): transformers.js generates whole batches`);
   // The server's models[].intraOpNumThreads: 1 by default (the model leaves a core to the entry); 2 is one model on both cores, as transformers.js runs.
   const intraOp = f.num('intra-op-threads', 1);
   if (!Number.isInteger(intraOp) || intraOp < 1) throw new Error(`--intra-op-threads must be an integer ≥ 1, got ${intraOp}`);
@@ -81,21 +91,57 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       const pad = set.runners.get(model)?.info;
       if (!pad) throw new Error(`no runner "${model}" (have ${[...set.runners.keys()].join(', ')})`);
       const tjs: GenerateRun[] = [];
-      const served: { tokS: number; outputTokens: number; wallMs: number; serverCpuMs: number; clientCpuMs: number | null; entryMainMs: number | null; engineCpuMs: number | null }[] = [];
+      const served: {
+        tokS: number;
+        outputTokens: number;
+        wallMs: number;
+        serverCpuMs: number;
+        clientCpuMs: number | null;
+        entryMainMs: number | null;
+        engineCpuMs: number | null;
+      }[] = [];
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? ['transformers.js', 'served'] : ['served', 'transformers.js'];
         for (const side of order) {
           if (side === 'transformers.js') {
             tjs.push(await runGenerate(model, { warmup: warmPrompts, prompts, batch: concurrency, maxTokens, padTokenId: 0 }));
           } else {
-            const s = await runServingCase(set, { ...serving, placement, algorithm: model, lanes: { [model]: model }, mode: SERVED, concurrency, requests, warmup, maxTokens, ignoreEos: true });
+            const s = await runServingCase(set, {
+              ...serving,
+              placement,
+              algorithm: model,
+              lanes: { [model]: model },
+              mode: SERVED,
+              concurrency,
+              requests,
+              warmup,
+              maxTokens,
+              ignoreEos: true,
+            });
             const m = s.run.metrics;
             if (m.failed > 0) throw new Error(`served ${model}: ${m.failed} of ${requests} requests failed: ${s.run.firstError}`);
-            served.push({ tokS: m.outputThroughputTokS, outputTokens: m.totalOutputTokens, wallMs: m.durationMs, serverCpuMs: s.cpu.serverMs, clientCpuMs: s.cpu.clientMs, entryMainMs: s.cpu.entryMainMs, engineCpuMs: s.lanes.find((l) => l.name === model)?.thread?.cpuMs ?? null });
+            served.push({
+              tokS: m.outputThroughputTokS,
+              outputTokens: m.totalOutputTokens,
+              wallMs: m.durationMs,
+              serverCpuMs: s.cpu.serverMs,
+              clientCpuMs: s.cpu.clientMs,
+              entryMainMs: s.cpu.entryMainMs,
+              engineCpuMs: s.lanes.find((l) => l.name === model)?.thread?.cpuMs ?? null,
+            });
           }
           progress(`transformers-js ${model} round ${r + 1} ${side}`, ++done, total);
         }
-        roundRows.push({ model, round: r + 1, first: order[0], transformers_js_tok_s: tjs[r].tokS, served_tok_s: served[r].tokS, ratio: served[r].tokS / tjs[r].tokS, transformers_js_tokens: tjs[r].outputTokens, served_tokens: served[r].outputTokens });
+        roundRows.push({
+          model,
+          round: r + 1,
+          first: order[0],
+          transformers_js_tok_s: tjs[r].tokS,
+          served_tok_s: served[r].tokS,
+          ratio: served[r].tokS / tjs[r].tokS,
+          transformers_js_tokens: tjs[r].outputTokens,
+          served_tokens: served[r].outputTokens,
+        });
       }
       const tjsTok = median(tjs.map((t) => t.tokS));
       const srvTok = median(served.map((s) => s.tokS));
@@ -107,15 +153,36 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
         transformers_js_cpu_us_per_token: median(tjs.map((t) => (t.cpuMs * 1000) / t.outputTokens)),
         transformers_js_cpu_cores: median(tjs.map((t) => t.cpuMs / t.wallMs)),
         served_server_cpu_us_per_token: median(served.map((s) => (s.serverCpuMs * 1000) / s.outputTokens)),
-        served_client_cpu_us_per_token: served.every((s) => s.clientCpuMs !== null) ? median(served.map((s) => (s.clientCpuMs! * 1000) / s.outputTokens)) : null,
+        served_client_cpu_us_per_token: served.every((s) => s.clientCpuMs !== null)
+          ? median(served.map((s) => (s.clientCpuMs! * 1000) / s.outputTokens))
+          : null,
         served_server_cpu_cores: median(served.map((s) => s.serverCpuMs / s.wallMs)),
         // where the server's CPU goes: its engine thread (the model's one ORT thread and the engine) and the entry's main thread
         served_engine_thread_cores: served.every((s) => s.engineCpuMs !== null) ? median(served.map((s) => s.engineCpuMs! / s.wallMs)) : null,
-        served_engine_thread_us_per_token: served.every((s) => s.engineCpuMs !== null) ? median(served.map((s) => (s.engineCpuMs! * 1000) / s.outputTokens)) : null,
-        served_entry_main_us_per_token: served.every((s) => s.entryMainMs !== null) ? median(served.map((s) => (s.entryMainMs! * 1000) / s.outputTokens)) : null,
+        served_engine_thread_us_per_token: served.every((s) => s.engineCpuMs !== null)
+          ? median(served.map((s) => (s.engineCpuMs! * 1000) / s.outputTokens))
+          : null,
+        served_entry_main_us_per_token: served.every((s) => s.entryMainMs !== null)
+          ? median(served.map((s) => (s.entryMainMs! * 1000) / s.outputTokens))
+          : null,
       };
-      perModel.push({ model, ...figures, rounds: tjs.map((t, r) => ({ transformers_js: { tok_s: t.tokS, output_tokens: t.outputTokens, wall_ms: t.wallMs, cpu_ms: t.cpuMs }, served: served[r] })) });
-      rows.push({ model, ...figures, served_client_cpu_us_per_token: figures.served_client_cpu_us_per_token ?? '-', served_engine_thread_cores: figures.served_engine_thread_cores ?? '-', served_engine_thread_us_per_token: figures.served_engine_thread_us_per_token ?? '-', served_entry_main_us_per_token: figures.served_entry_main_us_per_token ?? '-', target: ratio > 1 ? 'met' : 'missed' });
+      perModel.push({
+        model,
+        ...figures,
+        rounds: tjs.map((t, r) => ({
+          transformers_js: { tok_s: t.tokS, output_tokens: t.outputTokens, wall_ms: t.wallMs, cpu_ms: t.cpuMs },
+          served: served[r],
+        })),
+      });
+      rows.push({
+        model,
+        ...figures,
+        served_client_cpu_us_per_token: figures.served_client_cpu_us_per_token ?? '-',
+        served_engine_thread_cores: figures.served_engine_thread_cores ?? '-',
+        served_engine_thread_us_per_token: figures.served_engine_thread_us_per_token ?? '-',
+        served_entry_main_us_per_token: figures.served_entry_main_us_per_token ?? '-',
+        target: ratio > 1 ? 'met' : 'missed',
+      });
     }
   } finally {
     await set.close();
@@ -123,7 +190,9 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   printTable(roundRows);
   console.log('');
   printTable(rows);
-  console.log(`served ÷ transformers.js (medians of ${rounds} rounds), target > 1 for each model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`);
+  console.log(
+    `served ÷ transformers.js (medians of ${rounds} rounds), target > 1 for each model: ${rows.map((r) => `${r.model} ${(r.ratio as number).toFixed(2)}×`).join(', ')}`,
+  );
   const settings = {
     models,
     requests_per_run: requests,
@@ -146,7 +215,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       ...servingSettings({ ...serving, placement }),
       placement: `${placement}${placement === 'auto' ? ` (resolved: ${resolved})` : ''}`,
       tok_s: 'Σ committed output tokens / wall time first dispatch → last completion, streamed over HTTP to a load generator in a child process',
-      cpu: 'served_server_cpu_us_per_token: this process (entry, engine and model threads) ÷ tokens; served_client_cpu_us_per_token: the load generator’s process; served_engine_thread_*: the model\'s engine thread (thread placement: its ORT session runs there, one intra-op thread by default), its /proc/thread-self/stat CPU ÷ wall (cores busy) and ÷ tokens; served_entry_main_us_per_token: the entry\'s main thread (/proc/self/task/<pid>/stat) ÷ tokens',
+      cpu: "served_server_cpu_us_per_token: this process (entry, engine and model threads) ÷ tokens; served_client_cpu_us_per_token: the load generator’s process; served_engine_thread_*: the model's engine thread (thread placement: its ORT session runs there, one intra-op thread by default), its /proc/thread-self/stat CPU ÷ wall (cores busy) and ÷ tokens; served_entry_main_us_per_token: the entry's main thread (/proc/self/task/<pid>/stat) ÷ tokens",
     },
     target: 'served_tok_s > transformers_js_tok_s for each model (issue 31)',
     quick: f.quick,

@@ -21,17 +21,23 @@ env.allowRemoteModels = false;
 env.localModelPath = path.resolve(values.dir) + path.sep;
 // --threads N pins ONNX Runtime's intra-op pool (the served side's models[].intraOpNumThreads); absent: its own default.
 const threads = values.threads === undefined ? undefined : Number(values.threads);
-const model = await AutoModelForCausalLM.from_pretrained(values.model, { dtype: 'fp32', device: 'cpu', ...(threads ? { session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } } : {}) });
+const model = await AutoModelForCausalLM.from_pretrained(values.model, {
+  dtype: 'fp32',
+  device: 'cpu',
+  ...(threads ? { session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } } : {}),
+});
 
 /** Left-padded, as transformers.js pads a batch of prompts for a decoder-only model. */
 function batchInputs(prompts: number[][]): { input_ids: Tensor; attention_mask: Tensor } {
   const width = Math.max(...prompts.map((p) => p.length));
   const ids = new BigInt64Array(prompts.length * width).fill(BigInt(job.padTokenId));
   const mask = new BigInt64Array(prompts.length * width);
-  prompts.forEach((p, b) => p.forEach((t, k) => {
-    ids[b * width + width - p.length + k] = BigInt(t);
-    mask[b * width + width - p.length + k] = 1n;
-  }));
+  prompts.forEach((p, b) =>
+    p.forEach((t, k) => {
+      ids[b * width + width - p.length + k] = BigInt(t);
+      mask[b * width + width - p.length + k] = 1n;
+    }),
+  );
   return { input_ids: new Tensor('int64', ids, [prompts.length, width]), attention_mask: new Tensor('int64', mask, [prompts.length, width]) };
 }
 
@@ -55,5 +61,7 @@ const t0 = performance.now();
 const { tokens: outputTokens, firstBatch } = await generateAll(job.prompts);
 const wallMs = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
-process.stdout.write(`${JSON.stringify({ output_tokens: outputTokens, wall_ms: wallMs, cpu_ms: (cpu.user + cpu.system) / 1000, first_batch_tokens: firstBatch })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ output_tokens: outputTokens, wall_ms: wallMs, cpu_ms: (cpu.user + cpu.system) / 1000, first_batch_tokens: firstBatch })}\n`,
+);
 await model.dispose();

@@ -100,7 +100,11 @@ export function runVirtual(c: VirtualCase): VirtualRun {
 }
 
 /** Sweeps the large model's threshold over every feasible value (small at 1) and keeps the fastest. */
-export function sweepVirtual(c: Omit<VirtualCase, 'mode' | 'retainState' | 'thresholds'>): { threshold: number; run: VirtualRun; sweep: { threshold: number; tok_s: number }[] } {
+export function sweepVirtual(c: Omit<VirtualCase, 'mode' | 'retainState' | 'thresholds'>): {
+  threshold: number;
+  run: VirtualRun;
+  sweep: { threshold: number; tok_s: number }[];
+} {
   let best: { threshold: number; run: VirtualRun } | null = null;
   const sweep: { threshold: number; tok_s: number }[] = [];
   for (let t = 1; t <= Math.min(c.concurrency, c.maxBatch ?? PAPER_SETTING.maxBatch); t++) {

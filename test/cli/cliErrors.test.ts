@@ -88,7 +88,12 @@ describe('tokenrouter serve', () => {
   });
 
   it('the start-up log names each configured model folder, not modelsDir', async () => {
-    const file = write('own-paths/config.json', { models: [{ name: 'mine', path: path.join(ROOT, 'examples/models/small') }, { name: 'big', path: path.join(ROOT, 'examples/models/large') }] });
+    const file = write('own-paths/config.json', {
+      models: [
+        { name: 'mine', path: path.join(ROOT, 'examples/models/small') },
+        { name: 'big', path: path.join(ROOT, 'examples/models/large') },
+      ],
+    });
     const r = await cli(['serve', '--config', file, '--port', '0'], { until: /loading 2 models …\n(.*\n){2}/, timeoutMs: 60_000 });
     expect(r.stdout).toMatch(new RegExp(`^  mine +${path.join(ROOT, 'examples/models/small')}$`, 'm'));
     expect(r.stdout).toMatch(new RegExp(`^  big +${path.join(ROOT, 'examples/models/large')}$`, 'm'));
@@ -101,13 +106,21 @@ describe('tokenrouter serve', () => {
     const pathFile = write('bad-path/config.json', { models: [{ name: 'small', path: 'missing' }] });
     const [dir, p] = await Promise.all([cli(['serve', '--config', dirFile, '--port', '0']), cli(['serve', '--config', pathFile, '--port', '0'])]);
     oneLineError(dir, new RegExp(`^error: modelsDir: no model folder for "small" at ${path.join(tmp, 'bad-dir/nowhere/small')}; set "modelsDir" in `));
-    oneLineError(p, new RegExp(`^error: models\\[0\\]\\.path: no model folder for "small" at ${path.join(tmp, 'bad-path/missing')}; set "models\\[0\\]\\.path"`));
+    oneLineError(
+      p,
+      new RegExp(`^error: models\\[0\\]\\.path: no model folder for "small" at ${path.join(tmp, 'bad-path/missing')}; set "models\\[0\\]\\.path"`),
+    );
   });
 });
 
 describe('tokenrouter serve under a budget its models cannot fit', () => {
   it('says what took the memory in one line and exits (the loaded models do not keep it alive)', async () => {
-    const file = write('tight/config.json', { dataDir: 'data', modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }], memory: { budgetMiB: 100 } });
+    const file = write('tight/config.json', {
+      dataDir: 'data',
+      modelsDir: path.join(ROOT, 'examples/models'),
+      models: [{ name: 'small' }],
+      memory: { budgetMiB: 100 },
+    });
     const r = await cli(['serve', '--config', file, '--port', '0'], { timeoutMs: 60_000 });
     oneLineError(r, /^error: memory\.budgetMiB is too small: .*weights as loaded take [0-9.]+ MiB.*at least \d+ MiB are needed$/);
   }, 90_000);
@@ -130,7 +143,10 @@ describe('flags', () => {
     ];
     const runs = await Promise.all(cases.map(([args]) => cli(args)));
     runs.forEach((r, i) => oneLineError(r, cases[i][1]));
-    oneLineError(await loadgen(['--url', 'http://127.0.0.1:9', '--model', 'r2r', '--concurrency', '0']), /^--concurrency must be an integer from 1 to .*, got "0"$/);
+    oneLineError(
+      await loadgen(['--url', 'http://127.0.0.1:9', '--model', 'r2r', '--concurrency', '0']),
+      /^--concurrency must be an integer from 1 to .*, got "0"$/,
+    );
   });
 
   it('an unknown flag is an error naming it, in every CLI (tokenrouter, bench, load generator)', async () => {
@@ -150,7 +166,23 @@ describe('flags', () => {
   it('bench --help lists every suite on its own line with a rough duration', async () => {
     const r = await cli(['bench', '--help']);
     expect(r.code).toBe(0);
-    for (const suite of ['sim-modes', 'overhead', 'models', 'ir-overhead', 'dtmc-validate', 'dtmc-solve', 'dtmc-onnx', 'serving', 'length', 'concurrency', 'scale', 'distributed', 'ablation', 'breakdown', 'combos']) {
+    for (const suite of [
+      'sim-modes',
+      'overhead',
+      'models',
+      'ir-overhead',
+      'dtmc-validate',
+      'dtmc-solve',
+      'dtmc-onnx',
+      'serving',
+      'length',
+      'concurrency',
+      'scale',
+      'distributed',
+      'ablation',
+      'breakdown',
+      'combos',
+    ]) {
       expect(r.stdout, suite).toMatch(new RegExp(`^  ${suite} +~[\\d.]+ (s|min)  \\S`, 'm'));
     }
   });

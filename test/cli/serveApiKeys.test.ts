@@ -18,14 +18,28 @@ afterAll(() => {
 
 function config(name: string, extra: Record<string, unknown>): string {
   const file = path.join(tmp, `${name}.json`);
-  fs.writeFileSync(file, JSON.stringify({ port: 0, host: '0.0.0.0', dataDir: path.join(tmp, name), modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }], ...extra }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      port: 0,
+      host: '0.0.0.0',
+      dataDir: path.join(tmp, name),
+      modelsDir: path.join(ROOT, 'examples/models'),
+      models: [{ name: 'small' }],
+      ...extra,
+    }),
+  );
   return file;
 }
 
 /** Starts serve and resolves once the banner names the port; the one small model loads in a few seconds. */
 function serve(args: string[], env: Record<string, string> = {}): Promise<{ port: number; stdout: string; stderr: string; child: ChildProcess }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', ...args], { cwd: tmp, env: { ...process.env, TOKENROUTER_API_KEY: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+      cwd: tmp,
+      env: { ...process.env, TOKENROUTER_API_KEY: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let stdout = '';
     let stderr = '';

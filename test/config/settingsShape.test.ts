@@ -39,7 +39,12 @@ function expectArrived(settings: EngineSettings | undefined, config: ServerConfi
 describe('a setting in the config file arrives unchanged at the engine', () => {
   it('in-process placement: scheduling fields, maxBatch and threshold', async () => {
     const begin = vi.spyOn(InprocEngine.prototype, 'begin');
-    t = await startTestServer({ config: { models: [{ name: 'small', maxBatch: 7 }, { name: 'medium' }], scheduling: { mode: 'async-immediate', retainState: false, maxWaitMs: 13, prefixCache: false, thresholds: { small: 2 } } } });
+    t = await startTestServer({
+      config: {
+        models: [{ name: 'small', maxBatch: 7 }, { name: 'medium' }],
+        scheduling: { mode: 'async-immediate', retainState: false, maxWaitMs: 13, prefixCache: false, thresholds: { small: 2 } },
+      },
+    });
     const got = begun(begin);
     expectArrived(got.get('small'), t.service.config, 'small');
     expect(got.get('small')).toMatchObject({ mode: 'async-immediate', retainState: false, maxWaitMs: 13, prefixCache: false, maxBatch: 7, threshold: 2 });
@@ -47,7 +52,7 @@ describe('a setting in the config file arrives unchanged at the engine', () => {
     expect(t.service.cluster.lane('small')).toMatchObject({ maxBatch: 7, threshold: 2 });
   });
 
-  it('in-process placement: a setting left out reaches the engine as the schema\'s default', async () => {
+  it("in-process placement: a setting left out reaches the engine as the schema's default", async () => {
     const begin = vi.spyOn(InprocEngine.prototype, 'begin');
     t = await startTestServer({ config: { models: [{ name: 'small' }] } });
     const settings = begun(begin).get('small');
@@ -56,13 +61,24 @@ describe('a setting in the config file arrives unchanged at the engine', () => {
     expect(settings!.maxBatch).toBe(modelSchema.shape.maxBatch.parse(undefined));
   });
 
-  it.runIf(HAVE_ONNX)('thread placement: the settings the engine thread is sent', async () => {
-    const begin = vi.spyOn(EngineProxy.prototype, 'begin');
-    const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-shape-')), modelsDir: MODELS_DIR, models: [{ name: 'small', maxBatch: 5 }], defaultAlgorithm: 'small', scheduling: { placement: 'thread', retainState: false, maxWaitMs: 11, prefixCache: false } });
-    service = await TokenRouterService.start(config);
-    expectArrived(begun(begin).get('small'), config, 'small');
-    expect(service.threads.get('small')).toMatchObject({ maxBatch: 5 });
-  }, 60_000);
+  it.runIf(HAVE_ONNX)(
+    'thread placement: the settings the engine thread is sent',
+    async () => {
+      const begin = vi.spyOn(EngineProxy.prototype, 'begin');
+      const config = parseServerConfig({
+        port: 0,
+        dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-shape-')),
+        modelsDir: MODELS_DIR,
+        models: [{ name: 'small', maxBatch: 5 }],
+        defaultAlgorithm: 'small',
+        scheduling: { placement: 'thread', retainState: false, maxWaitMs: 11, prefixCache: false },
+      });
+      service = await TokenRouterService.start(config);
+      expectArrived(begun(begin).get('small'), config, 'small');
+      expect(service.threads.get('small')).toMatchObject({ maxBatch: 5 });
+    },
+    60_000,
+  );
 });
 
 describe('config defaults live in the schema', () => {

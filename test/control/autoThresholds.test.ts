@@ -32,7 +32,21 @@ describe('auto thresholds', () => {
     const half = 60_000;
     const end = 150_000;
     // Where the model says the optimum is for each routing probability.
-    const optFor = (p: number) => dtmcOptimiser({ N, P: r2rMarkov(p).P, C: [[1, 0], [1, 0]], latency: LAT.map((l) => Array(N).fill(l)), maxBatch: [N, N], fixed: { 0: 1 } }, [1, 1]).best;
+    const optFor = (p: number) =>
+      dtmcOptimiser(
+        {
+          N,
+          P: r2rMarkov(p).P,
+          C: [
+            [1, 0],
+            [1, 0],
+          ],
+          latency: LAT.map((l) => Array(N).fill(l)),
+          maxBatch: [N, N],
+          fixed: { 0: 1 },
+        },
+        [1, 1],
+      ).best;
     const optBefore = optFor(before);
     const optAfter = optFor(after);
     expect(optAfter).not.toEqual(optBefore);
@@ -73,7 +87,13 @@ describe('auto thresholds', () => {
 
     // Reference: the right thresholds for the new routing from the start.
     const ref = cluster(optAfter);
-    const rr = measureSteady(ref.c, ref.clock, markovAlgorithm(r2rMarkov(after)), { concurrency: N, promptLength: 8, maxTokens: 2000, warmupMs: 30_000, horizonMs: 120_000 });
+    const rr = measureSteady(ref.c, ref.clock, markovAlgorithm(r2rMarkov(after)), {
+      concurrency: N,
+      promptLength: 8,
+      maxTokens: 2000,
+      warmupMs: 30_000,
+      horizonMs: 120_000,
+    });
     expect(r.tokS / rr.tokS).toBeGreaterThan(0.9);
   }, 240_000);
 });

@@ -10,7 +10,12 @@ describe('planBatch', () => {
     ['nothing ready plans an empty decode', [], 4, { rows: [], feed: [], phase: 'decode', tokens: 0 }],
     ['FIFO up to maxBatch', [decode(), decode(), decode()], 2, { rows: [0, 1], feed: [1, 1], phase: 'decode', tokens: 2 }],
     ['a fresh cache makes it a prefill', [decode(), decode({ fed: 0, unfed: 12 })], 4, { rows: [0, 1], feed: [1, 12], phase: 'prefill', tokens: 13 }],
-    ['a returning row with unseen tokens makes it an extend, after the decode rows', [decode({ unfed: 3 }), decode()], 4, { rows: [1, 0], feed: [1, 3], phase: 'extend', tokens: 4 }],
+    [
+      'a returning row with unseen tokens makes it an extend, after the decode rows',
+      [decode({ unfed: 3 }), decode()],
+      4,
+      { rows: [1, 0], feed: [1, 3], phase: 'extend', tokens: 4 },
+    ],
     ['prefill wins over extend', [decode({ unfed: 3 }), decode({ fed: 0, unfed: 5 })], 4, { rows: [0, 1], feed: [3, 5], phase: 'prefill', tokens: 8 }],
   ];
   it.each(cases)('%s', (_name, ready, maxBatch, expected) => {
@@ -19,9 +24,24 @@ describe('planBatch', () => {
 
   const budgeted: [name: string, ready: ReadyRow[], maxStepTokens: number, expected: BatchPlan][] = [
     ['a long prompt is cut to the budget', [decode({ fed: 0, unfed: 100 })], 16, { rows: [0], feed: [16], phase: 'prefill', tokens: 16 }],
-    ['decode rows go first, the prompt gets what is left', [decode({ fed: 0, unfed: 100 }), decode(), decode()], 16, { rows: [1, 2, 0], feed: [1, 1, 14], phase: 'prefill', tokens: 16 }],
-    ['a later prompt gets what the first leaves', [decode({ fed: 0, unfed: 10 }), decode({ fed: 0, unfed: 10 })], 16, { rows: [0, 1], feed: [10, 6], phase: 'prefill', tokens: 16 }],
-    ['a spent budget leaves prompts for later steps', [decode({ fed: 0, unfed: 10 }), decode(), decode()], 2, { rows: [1, 2], feed: [1, 1], phase: 'decode', tokens: 2 }],
+    [
+      'decode rows go first, the prompt gets what is left',
+      [decode({ fed: 0, unfed: 100 }), decode(), decode()],
+      16,
+      { rows: [1, 2, 0], feed: [1, 1, 14], phase: 'prefill', tokens: 16 },
+    ],
+    [
+      'a later prompt gets what the first leaves',
+      [decode({ fed: 0, unfed: 10 }), decode({ fed: 0, unfed: 10 })],
+      16,
+      { rows: [0, 1], feed: [10, 6], phase: 'prefill', tokens: 16 },
+    ],
+    [
+      'a spent budget leaves prompts for later steps',
+      [decode({ fed: 0, unfed: 10 }), decode(), decode()],
+      2,
+      { rows: [1, 2], feed: [1, 1], phase: 'decode', tokens: 2 },
+    ],
     ['a later chunk of a prompt is an extend', [decode({ fed: 16, unfed: 84 })], 16, { rows: [0], feed: [16], phase: 'extend', tokens: 16 }],
     ['the budget caps decode rows too', [decode(), decode(), decode()], 2, { rows: [0, 1], feed: [1, 1], phase: 'decode', tokens: 2 }],
   ];

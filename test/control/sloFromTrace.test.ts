@@ -42,6 +42,8 @@ describe('sloChoiceFromTrace', () => {
       log.mockRestore();
       err.mockRestore();
     }
-    expect(out.join('\n')).toMatch(/under --slo tpot:35 at 1\.00 req\/s \(--request-rate\), 64 output tokens:\n {2}thresholds small=1,large=\d+, maxWaitMs \d+: predicted goodput [\d.]+ req\/s, p99 TPOT [\d.]+ ms/);
+    expect(out.join('\n')).toMatch(
+      /under --slo tpot:35 at 1\.00 req\/s \(--request-rate\), 64 output tokens:\n {2}thresholds small=1,large=\d+, maxWaitMs \d+: predicted goodput [\d.]+ req\/s, p99 TPOT [\d.]+ ms/,
+    );
   });
 });

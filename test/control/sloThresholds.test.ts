@@ -42,26 +42,43 @@ function run(auto: boolean) {
   trace.subscribe((e) => {
     if (e.type === 'config') configs.push({ t: e.t, large: e.thresholds.large, maxWaitMs: e.maxWaitMs });
   });
-  const ctl = auto ? new AutoThresholds(c, { optimise: dtmcOptimiser, everyMs: 5000, windowMs: 60_000, hysteresis: 0.03, maxBatchCap: N, fixed: { small: 1 }, slo: SLO }) : null;
+  const ctl = auto
+    ? new AutoThresholds(c, { optimise: dtmcOptimiser, everyMs: 5000, windowMs: 60_000, hysteresis: 0.03, maxBatchCap: N, fixed: { small: 1 }, slo: SLO })
+    : null;
   if (ctl) {
     trace.subscribe(ctl.onEvent);
     ctl.start();
   }
   // 0.8 req/s, then 1.6 req/s from HALF on (Poisson both).
   const rng = mulberry32(5);
-  const times = [...arrivalTimesMs(Math.round((HALF / 1000) * 0.8), 0.8, 1, rng), ...arrivalTimesMs(Math.round(((END - HALF) / 1000) * 1.6), 1.6, 1, rng).map((t) => HALF + t)];
+  const times = [
+    ...arrivalTimesMs(Math.round((HALF / 1000) * 0.8), 0.8, 1, rng),
+    ...arrivalTimesMs(Math.round(((END - HALF) / 1000) * 1.6), 1.6, 1, rng).map((t) => HALF + t),
+  ];
   const sent: Sent[] = [];
   const alg = markovAlgorithm(r2rMarkov(0.35));
   times.forEach((at, i) =>
     clock.setTimeout(() => {
       const s: Sent = { at, first: NaN, end: NaN, tokens: 0 };
       sent.push(s);
-      c.submit({ id: `r${i}`, prompt: [4, 5, 6, 7], maxTokens: OUT, sampling: { seed: i }, algorithm: alg, onToken: () => Number.isNaN(s.first) && (s.first = clock.now()), onEnd: (r) => ((s.end = r.endedAt), (s.tokens = r.tokens.length)) });
+      c.submit({
+        id: `r${i}`,
+        prompt: [4, 5, 6, 7],
+        maxTokens: OUT,
+        sampling: { seed: i },
+        algorithm: alg,
+        onToken: () => Number.isNaN(s.first) && (s.first = clock.now()),
+        onEnd: (r) => ((s.end = r.endedAt), (s.tokens = r.tokens.length)),
+      });
     }, at),
   );
   clock.run({ stop: () => clock.now() >= END + 60_000 || (sent.length === times.length && sent.every((s) => !Number.isNaN(s.end))) });
   ctl?.stop();
-  const p99Tpot = (from: number, to: number) => percentile(sent.filter((s) => s.at >= from && s.at < to && s.tokens > 1).map((s) => (s.end - s.first) / (s.tokens - 1)), 99);
+  const p99Tpot = (from: number, to: number) =>
+    percentile(
+      sent.filter((s) => s.at >= from && s.at < to && s.tokens > 1).map((s) => (s.end - s.first) / (s.tokens - 1)),
+      99,
+    );
   return { ctl, configs, p99Tpot };
 }
 

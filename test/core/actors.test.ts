@@ -214,7 +214,14 @@ describe('sync barriers', () => {
 describe('failures stay local', () => {
   it('an exception in route fails that request only', async () => {
     const { clock, cluster, small, large } = setup();
-    const bad: Algorithm<null> = { ...everyN(2), name: 'bad', route: (r) => { if (r.position > 6) throw new Error('boom'); return 0; } };
+    const bad: Algorithm<null> = {
+      ...everyN(2),
+      name: 'bad',
+      route: (r) => {
+        if (r.position > 6) throw new Error('boom');
+        return 0;
+      },
+    };
     const b = cluster.submit({ prompt: [1, 2, 3], maxTokens: 10, algorithm: bad });
     const g = cluster.submit({ prompt: [1, 2, 3], maxTokens: 10, algorithm: everyN(2) });
     clock.run();
@@ -261,7 +268,15 @@ describe('a sub-server whose runner dies', () => {
     const small = new SimRunner({ name: 'small', latency: () => 1 });
     const large = new SimRunner({ name: 'large', latency: () => 3 });
     const medium = new SimRunner({ name: 'medium', latency: () => 2 });
-    const cluster = new Cluster({ clock, checkInvariants: true, models: [{ name: 'small', runner: small }, { name: 'large', runner: large }, { name: 'medium', runner: medium }] });
+    const cluster = new Cluster({
+      clock,
+      checkInvariants: true,
+      models: [
+        { name: 'small', runner: small },
+        { name: 'large', runner: large },
+        { name: 'medium', runner: medium },
+      ],
+    });
     const onSmallMedium: Algorithm<null> = { ...everyN(2), name: 'sm', models: ['small', 'medium'] };
     const touching = [0, 1, 2].map((i) => cluster.submit({ prompt: [i + 1], maxTokens: 40, algorithm: everyN(2) }));
     const apart = [0, 1].map((i) => cluster.submit({ prompt: [i + 1], maxTokens: 40, algorithm: onSmallMedium }));

@@ -89,13 +89,25 @@ describe('prompts under way keep their place', () => {
   it('the first of two long prompts is fed to the end before the second, and the decode row behind both keeps committing', () => {
     const clock = new VirtualClock();
     const runner = new SimRunner({ name: 'small', vocabSize: 64, latency: (b, t) => 2 + b * 0.1 + t * 0.05 });
-    const cluster = new Cluster({ clock, mode: 'async-immediate', checkInvariants: true, models: [{ name: 'small', runner, maxBatch: 8, maxStepTokens: 16, kvCapacityTokens: Infinity }] });
+    const cluster = new Cluster({
+      clock,
+      mode: 'async-immediate',
+      checkInvariants: true,
+      models: [{ name: 'small', runner, maxBatch: 8, maxStepTokens: 16, kvCapacityTokens: Infinity }],
+    });
     const algorithm = singleModelAlgorithm('small');
     const first = new Map<string, number>();
     let decodes = 0;
     const done = new Set<string>();
     const submit = (id: string, prompt: number[], maxTokens: number) =>
-      cluster.submit({ id, prompt, maxTokens, algorithm, onToken: () => (id === 'running' ? decodes++ : first.has(id) || first.set(id, clock.now())), onEnd: () => void done.add(id) });
+      cluster.submit({
+        id,
+        prompt,
+        maxTokens,
+        algorithm,
+        onToken: () => (id === 'running' ? decodes++ : first.has(id) || first.set(id, clock.now())),
+        onEnd: () => void done.add(id),
+      });
     submit('running', [5, 6, 7], 80);
     clock.run({ stop: () => decodes >= 2 });
     const long = Array.from({ length: 150 }, (_, i) => 4 + (i % 30));
@@ -141,7 +153,9 @@ describe('chunked prefill on the bundled models (greedy)', () => {
           models: algorithm.models.map((m) => ({ name: m, runner: runners[m], maxStepTokens })),
         });
         const prompts = [long, ...short];
-        const out = await Promise.all(prompts.map((prompt, i) => cluster.submit({ id: `${name}-${i}`, prompt, maxTokens: 24, algorithm, sampling: { temperature: 0 } }).done));
+        const out = await Promise.all(
+          prompts.map((prompt, i) => cluster.submit({ id: `${name}-${i}`, prompt, maxTokens: 24, algorithm, sampling: { temperature: 0 } }).done),
+        );
         return { out, chunks: cluster.laneStats().reduce((s, l) => s + l.chunks, 0) };
       };
       const chunked = await run(16);

@@ -30,7 +30,11 @@ describe('an engine host going away', () => {
     const algorithm = buildAlgorithm({ kind: 'single', model: 'small' });
     for (const round of [0, 1]) {
       const cluster = make();
-      const done = await Promise.all(heldoutQuestions(4).map((q, i) => cluster.submit({ id: `r${round}-${i}`, prompt: tok.encodeChat([{ role: 'user', content: q }]), maxTokens: 8, algorithm }).done));
+      const done = await Promise.all(
+        heldoutQuestions(4).map(
+          (q, i) => cluster.submit({ id: `r${round}-${i}`, prompt: tok.encodeChat([{ role: 'user', content: q }]), maxTokens: 8, algorithm }).done,
+        ),
+      );
       expect(done.map((d) => d.status)).toEqual(['done', 'done', 'done', 'done']);
       await expect.poll(() => cluster.laneStats()[0].prefixEntries, { timeout: 2000 }).toBeGreaterThan(0);
       // what the runner holds now is exactly what the prefix cache kept

@@ -23,8 +23,14 @@ const PROMPT = [1, 5, 6, 7];
  * everyN(2): small commits one token, hands the next position to large (discarding its own), large
  * commits it and hands back: every boundary between two output tokens is a handoff between threads.
  */
-const handing: How = { algorithm: everyN(2) as Algorithm<unknown>, algorithmRef: { key: 'every-2', source: { kind: 'module' as const, module: EVERY, export: 'everyN', args: [2] } } };
-const alone: How = { algorithm: buildAlgorithm({ kind: 'single', model: 'small' }), algorithmRef: { key: 'single:small', source: { kind: 'single' as const, model: 'small' } } };
+const handing: How = {
+  algorithm: everyN(2) as Algorithm<unknown>,
+  algorithmRef: { key: 'every-2', source: { kind: 'module' as const, module: EVERY, export: 'everyN', args: [2] } },
+};
+const alone: How = {
+  algorithm: buildAlgorithm({ kind: 'single', model: 'small' }),
+  algorithmRef: { key: 'single:small', source: { kind: 'single' as const, model: 'small' } },
+};
 
 type How = { algorithm: Algorithm<unknown>; algorithmRef: AlgorithmRef };
 
@@ -35,14 +41,39 @@ interface Streamed {
 }
 
 /** Two engine threads reading `scripts`, each detokenising with `decoder` (a module export of textSim.ts). */
-async function withThreads(scripts: Record<string, number[]>, vocabSize: number, decoder: 'charDecoder' | 'byteDecoder', fn: (run: (id: string, stop: string[], how?: How) => Promise<Streamed>) => Promise<void>): Promise<void> {
+async function withThreads(
+  scripts: Record<string, number[]>,
+  vocabSize: number,
+  decoder: 'charDecoder' | 'byteDecoder',
+  fn: (run: (id: string, stop: string[], how?: How) => Promise<Streamed>) => Promise<void>,
+): Promise<void> {
   const threads = await Promise.all(
-    ['small', 'large'].map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'scriptRunner', args: [n, i, PROMPT.length, scripts, vocabSize], tokenizer: { module: SIM, export: decoder } })),
+    ['small', 'large'].map((n, i) =>
+      ThreadEngine.start(n, {
+        kind: 'module',
+        module: SIM,
+        export: 'scriptRunner',
+        args: [n, i, PROMPT.length, scripts, vocabSize],
+        tokenizer: { module: SIM, export: decoder },
+      }),
+    ),
   );
-  const cluster = new Cluster({ clock: createRealClock(), checkInvariants: true, maxWaitMs: 5, models: threads.map((thread) => ({ name: thread.name, thread })) });
+  const cluster = new Cluster({
+    clock: createRealClock(),
+    checkInvariants: true,
+    maxWaitMs: 5,
+    models: threads.map((thread) => ({ name: thread.name, thread })),
+  });
   const run = async (id: string, stop: string[], how = handing): Promise<Streamed> => {
     const deltas: string[] = [];
-    const result = await cluster.submit({ id, prompt: PROMPT, maxTokens: scripts[id].length, ...how, text: { stop }, onToken: (_t, _m, _i, _s, _h, text) => deltas.push(text) }).done;
+    const result = await cluster.submit({
+      id,
+      prompt: PROMPT,
+      maxTokens: scripts[id].length,
+      ...how,
+      text: { stop },
+      onToken: (_t, _m, _i, _s, _h, text) => deltas.push(text),
+    }).done;
     deltas.push(result.text.slice(deltas.join('').length));
     return { result, deltas };
   };
@@ -99,7 +130,11 @@ describe('detokenising on the engines, across handoffs between threads', () => {
       expect(fixed.deltas[at + emoji.length + 1]).toBe('é');
       const dangling = await run('dangling', []);
       checkAgainstDecode(dangling, dec, scripts.dangling);
-      const random = await Promise.all(Object.keys(scripts).filter((id) => id.startsWith('r')).map((id) => run(id, [])));
+      const random = await Promise.all(
+        Object.keys(scripts)
+          .filter((id) => id.startsWith('r'))
+          .map((id) => run(id, [])),
+      );
       for (const s of random) checkAgainstDecode(s, dec, scripts[s.result.id]);
     });
   }, 120_000);
@@ -127,8 +162,16 @@ describe('detokenising on the engines, across handoffs between threads', () => {
       expect(stopped.result.tokens.length).toBe(8);
       const one = await run('alone', stops.alone, alone);
       expect(one.result.producedBy.every((m) => m === 'small')).toBe(true);
-      expect({ text: one.result.text, tokens: one.result.tokens, reason: one.result.finishReason }).toEqual({ text: stopped.result.text, tokens: stopped.result.tokens, reason: stopped.result.finishReason });
-      const random = await Promise.all(Object.keys(scripts).filter((id) => id.startsWith('r')).map((id) => run(id, stops[id])));
+      expect({ text: one.result.text, tokens: one.result.tokens, reason: one.result.finishReason }).toEqual({
+        text: stopped.result.text,
+        tokens: stopped.result.tokens,
+        reason: stopped.result.finishReason,
+      });
+      const random = await Promise.all(
+        Object.keys(scripts)
+          .filter((id) => id.startsWith('r'))
+          .map((id) => run(id, stops[id])),
+      );
       for (const s of random) checkAgainstDecode(s, dec, scripts[s.result.id], stops[s.result.id]);
       expect(random.filter((s) => s.result.finishReason === 'stop').length).toBeGreaterThanOrEqual(5);
     });

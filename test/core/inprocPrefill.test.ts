@@ -60,10 +60,18 @@ describe('batched prefill in the in-process placement (small)', () => {
     batches.length = 0;
 
     // two hits (the warm prompt itself, and it extended) and three misses (no chat frame, so no cached BOS start)
-    const prompts = [warm.slice(), tok.encode(qs[1], false), [...warm, ...tok.encode(qs[2].slice(0, 3), false)], tok.encode(qs[3], false), tok.encode(qs[4], false)];
+    const prompts = [
+      warm.slice(),
+      tok.encode(qs[1], false),
+      [...warm, ...tok.encode(qs[2].slice(0, 3), false)],
+      tok.encode(qs[3], false),
+      tok.encode(qs[4], false),
+    ];
     const ids = prompts.map((_, i) => `burst-${i}`);
     // one setImmediate callback per request, all run in the same turn: the way a burst of HTTP requests reaches the entry
-    const results = await Promise.all(prompts.map((p, i) => new Promise<Awaited<ReturnType<typeof run>>>((resolve) => setImmediate(() => void run(ids[i], p).then(resolve)))));
+    const results = await Promise.all(
+      prompts.map((p, i) => new Promise<Awaited<ReturnType<typeof run>>>((resolve) => setImmediate(() => void run(ids[i], p).then(resolve)))),
+    );
 
     // the first runner call prefilled every one of them; every later call decodes one token per row
     expect(calls[0].length).toBe(prompts.length);

@@ -10,7 +10,14 @@ import { SimRunner } from '../../runtime/runner/simRunner.ts';
 function cluster(clock: VirtualClock) {
   const runner = new SimRunner({ name: 'small', vocabSize: 64, latency: (b, t) => 2 + b * 0.1 + t * 0.01 });
   // room for one request of 30 KV tokens at a time
-  return new Cluster({ clock, mode: 'async-immediate', checkInvariants: true, maxConcurrency: 3, maxQueue: 1, models: [{ name: 'small', runner, maxStepTokens: 8, kvCapacityTokens: 40 }] });
+  return new Cluster({
+    clock,
+    mode: 'async-immediate',
+    checkInvariants: true,
+    maxConcurrency: 3,
+    maxQueue: 1,
+    models: [{ name: 'small', runner, maxStepTokens: 8, kvCapacityTokens: 40 }],
+  });
 }
 
 describe('KV admission under a bounded pool', () => {

@@ -11,7 +11,6 @@ import { randomAlgorithm } from './randomAlgorithm.ts';
 
 const CASES_PER_SETTING = 64; // × 8 settings = 512 cases
 
-
 describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => ({ mode, retain }))))('mode $mode, retainState $retain', ({ mode, retain }) => {
   it(`matches the oracle on ${CASES_PER_SETTING} random cases`, async () => {
     let requestsChecked = 0;
@@ -20,7 +19,10 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
       const seed = (c * 7919 + (retain ? 1 : 2) * 104729 + SCHEDULING_MODES.indexOf(mode) * 1299709) >>> 0;
       const { k, names, eos, concurrency, requests, maxBatch, maxStepTokens, thresholds, kvCapacityTokens, maxWaitMs } = randomCase(seed, mode);
       const clock = new VirtualClock();
-      const mkRunners = () => names.map((name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenIds: eos >= 0 ? [eos] : [], latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }));
+      const mkRunners = () =>
+        names.map(
+          (name, i) => new SimRunner({ name, vocabSize: 50 + i, eosTokenIds: eos >= 0 ? [eos] : [], latency: (b, t) => (i + 1) * (2 + b * 0.1 + t * 0.01) }),
+        );
       const runners = mkRunners();
       const cluster = new Cluster({
         clock,
@@ -29,7 +31,14 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         maxConcurrency: concurrency,
         checkInvariants: true,
         maxWaitMs,
-        models: names.map((name, i) => ({ name, runner: runners[i], maxBatch: maxBatch[i], maxStepTokens: maxStepTokens[i], threshold: thresholds[i], kvCapacityTokens: kvCapacityTokens(i) })),
+        models: names.map((name, i) => ({
+          name,
+          runner: runners[i],
+          maxBatch: maxBatch[i],
+          maxStepTokens: maxStepTokens[i],
+          threshold: thresholds[i],
+          kvCapacityTokens: kvCapacityTokens(i),
+        })),
       });
       const alg = randomAlgorithm(seed, names);
       const results = runWorkload(cluster, clock, alg, requests);

@@ -5,7 +5,21 @@ import { PortedEngine } from '../../runtime/transport/serveEngine.ts';
 import type { EngineSettings, WireArrival } from '../../runtime/core/messages.ts';
 import { caseRunner } from './threadSim.ts';
 
-const settings: EngineSettings = { index: 0, models: ['small', 'large'], maxBatch: 4, maxStepTokens: Infinity, threshold: 1, kvCapacityTokens: Infinity, mode: 'async-immediate', retainState: true, maxWaitMs: 5, prefixCache: false, trace: false, checkInvariants: false, origin: 0 };
+const settings: EngineSettings = {
+  index: 0,
+  models: ['small', 'large'],
+  maxBatch: 4,
+  maxStepTokens: Infinity,
+  threshold: 1,
+  kvCapacityTokens: Infinity,
+  mode: 'async-immediate',
+  retainState: true,
+  maxWaitMs: 5,
+  prefixCache: false,
+  trace: false,
+  checkInvariants: false,
+  origin: 0,
+};
 // only what the link reads: a handback from large (model 2) that had seen 7 tokens, small 5
 const handback = (id: string) => ({ spec: { id, models: ['small', 'large'] }, known: [0, 5, 7] }) as unknown as WireArrival;
 const open: { close(): void }[] = [];

@@ -26,7 +26,10 @@ describe('PrefixCache', () => {
     c.insert(2, [1, 2]);
     expect(dropped).toEqual([[2, 2]]);
     c.insert(3, [1, 2, 3, 4, 5]);
-    expect(dropped).toEqual([[2, 2], [1, 3]]);
+    expect(dropped).toEqual([
+      [2, 2],
+      [1, 3],
+    ]);
     expect([...c.entries()].map((e) => e.cacheId)).toEqual([3]);
     expect(c.heldTokens).toBe(5);
     expect(c.match([1, 2, 3, 4, 5, 6], 10)).toMatchObject({ entry: { cacheId: 3 }, length: 5 });

@@ -23,7 +23,9 @@ describe.each([true, false])('thread placement with the prefix cache, retainStat
       const requests = sharingRequests(seed, rc.requests);
       const maxLen = Math.max(...requests.map((r) => r.prompt.length + r.maxTokens));
       const tight = c % 2 === 1;
-      const threads = await Promise.all(rc.names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, rc.eos] })));
+      const threads = await Promise.all(
+        rc.names.map((n, i) => ThreadEngine.start(n, { kind: 'module', module: SIM, export: 'caseRunner', args: [n, i, rc.eos] })),
+      );
       const cluster = new Cluster({
         clock: createRealClock(),
         mode: 'async-immediate',
@@ -32,7 +34,13 @@ describe.each([true, false])('thread placement with the prefix cache, retainStat
         maxConcurrency: rc.concurrency,
         checkInvariants: true,
         maxWaitMs: rc.maxWaitMs,
-        models: rc.names.map((name, i) => ({ name, thread: threads[i], maxBatch: rc.maxBatch[i], threshold: 1, kvCapacityTokens: tight ? maxLen + pick(seed, 910 + i, 0, maxLen) : Infinity })),
+        models: rc.names.map((name, i) => ({
+          name,
+          thread: threads[i],
+          maxBatch: rc.maxBatch[i],
+          threshold: 1,
+          kvCapacityTokens: tight ? maxLen + pick(seed, 910 + i, 0, maxLen) : Infinity,
+        })),
       });
       try {
         const alg = randomAlgorithm(seed, rc.names);
@@ -46,7 +54,11 @@ describe.each([true, false])('thread placement with the prefix cache, retainStat
           expect(results[i].tokens, ctx).toEqual(want.tokens);
         }
         // once the releases reached them, every engine holds only its prefix entries
-        await expect.poll(() => cluster.laneStats().map((l) => [l.kvBytes - l.kvPrefixBytes, l.kvReservedBytes, l.ready + l.waitingAdmission + l.pendingReturn]), { timeout: 2000 }).toEqual(rc.names.map(() => [0, 0, 0]));
+        await expect
+          .poll(() => cluster.laneStats().map((l) => [l.kvBytes - l.kvPrefixBytes, l.kvReservedBytes, l.ready + l.waitingAdmission + l.pendingReturn]), {
+            timeout: 2000,
+          })
+          .toEqual(rc.names.map(() => [0, 0, 0]));
         hits += cluster.laneStats().reduce((a, l) => a + l.prefixHits, 0);
       } finally {
         await Promise.all(threads.map((t) => t.close()));

@@ -5,7 +5,8 @@ import { lifeProblems, parseLife, RUNTIME_DOC, withCounts } from '../support/req
 
 const doc = fs.readFileSync(RUNTIME_DOC, 'utf8');
 
-const fake = (budget: string, rows: string[], total: number) => `x\n<!-- life budget: ${budget} -->\n| file | lines | what |\n|---|---:|---|\n${rows.join('\n')}\n| **total** | **${total}** | ${rows.length} files |\n<!-- /life -->\ny`;
+const fake = (budget: string, rows: string[], total: number) =>
+  `x\n<!-- life budget: ${budget} -->\n| file | lines | what |\n|---|---:|---|\n${rows.join('\n')}\n| **total** | **${total}** | ${rows.length} files |\n<!-- /life -->\ny`;
 
 describe("one request's life in docs/runtime.md", () => {
   it('lists files that exist, open with a role comment, with their true counts, within the budget (rewrite: npx tsx test/support/requestLife.ts)', () => {
@@ -20,10 +21,22 @@ describe("one request's life in docs/runtime.md", () => {
     const head = () => '// role';
     const ok = fake('2 files, 30 lines', ['| `a.ts` | 10 | a |', '| `b.ts` | 20 | b |'], 30);
     expect(lifeProblems(ok, lines, head)).toEqual([]);
-    expect(lifeProblems(fake('2 files, 30 lines', ['| `a.ts` | 10 | a |', '| `c.ts` | 20 | c |'], 30), lines, head)).toEqual(['c.ts: listed, but no such file']);
-    expect(lifeProblems(fake('2 files, 30 lines', ['| `a.ts` | 9 | a |', '| `b.ts` | 20 | b |'], 29), lines, head)).toEqual(['a.ts: 10 lines, the table says 9']);
-    expect(lifeProblems(fake('2 files, 30 lines', ['| `a.ts` | 10 | a |', '| `b.ts` | 20 | b |'], 31), lines, head)).toEqual(["the table's total 31 is not the sum of its rows"]);
-    expect(lifeProblems(fake('1 files, 25 lines', ['| `a.ts` | 10 | a |', '| `b.ts` | 20 | b |'], 30), lines, head)).toEqual(['2 files, over the budget of 1', '30 lines, over the budget of 25']);
-    expect(lifeProblems(ok, lines, () => 'import x')).toEqual(['a.ts: does not open with a one-line role comment', 'b.ts: does not open with a one-line role comment']);
+    expect(lifeProblems(fake('2 files, 30 lines', ['| `a.ts` | 10 | a |', '| `c.ts` | 20 | c |'], 30), lines, head)).toEqual([
+      'c.ts: listed, but no such file',
+    ]);
+    expect(lifeProblems(fake('2 files, 30 lines', ['| `a.ts` | 9 | a |', '| `b.ts` | 20 | b |'], 29), lines, head)).toEqual([
+      'a.ts: 10 lines, the table says 9',
+    ]);
+    expect(lifeProblems(fake('2 files, 30 lines', ['| `a.ts` | 10 | a |', '| `b.ts` | 20 | b |'], 31), lines, head)).toEqual([
+      "the table's total 31 is not the sum of its rows",
+    ]);
+    expect(lifeProblems(fake('1 files, 25 lines', ['| `a.ts` | 10 | a |', '| `b.ts` | 20 | b |'], 30), lines, head)).toEqual([
+      '2 files, over the budget of 1',
+      '30 lines, over the budget of 25',
+    ]);
+    expect(lifeProblems(ok, lines, () => 'import x')).toEqual([
+      'a.ts: does not open with a one-line role comment',
+      'b.ts: does not open with a one-line role comment',
+    ]);
   });
 });

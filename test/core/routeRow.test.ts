@@ -14,7 +14,20 @@ function alg(route: Algorithm['route'], send?: Algorithm['send']): Algorithm<unk
 }
 
 function view(over: Partial<RowView>): RowView {
-  return { requestId: 'r', algorithm: alg(() => 0), model: 1, models: 2, tokens: [5, 6, 7, 8], known: [0, 4, 2], stepsHere: 1, generated: 2, drawSeed: 1, meta: {}, maxLength: 20, ...over };
+  return {
+    requestId: 'r',
+    algorithm: alg(() => 0),
+    model: 1,
+    models: 2,
+    tokens: [5, 6, 7, 8],
+    known: [0, 4, 2],
+    stepsHere: 1,
+    generated: 2,
+    drawSeed: 1,
+    meta: {},
+    maxLength: 20,
+    ...over,
+  };
 }
 
 const sig = (token: number): TokenSignals => ({ token, entropy: 0.5, maxProb: 0.5, margin: 0.1, tokenProb: 0.5, topIds: [], topProbs: [], heads: {} });
@@ -39,9 +52,38 @@ const cases: [name: string, v: Partial<RowView>, token: number, expected: Partia
   ['kept token at the length limit finishes', { algorithm: alg(() => 2, keepSend), maxLength: 5 }, 9, { kind: 'finish', reason: 'length', commit: 9 }],
   ['route out of range fails', { algorithm: alg(() => 3) }, 9, { kind: 'fail', fn: 'route' }],
   ['route not an integer fails', { algorithm: alg(() => 1.5) }, 9, { kind: 'fail', fn: 'route' }],
-  ['route throwing fails with its message', { algorithm: alg(() => { throw new Error('boom'); }) }, 9, { kind: 'fail', fn: 'route', message: 'boom' }],
-  ['send with a wrong anchor fails', { algorithm: alg(() => 2, (req) => ({ ...standardSend(req, true), anchor: 0 })) }, 9, { kind: 'fail', fn: 'send' }],
-  ['send missing the unseen suffix fails', { algorithm: alg(() => 2, (req) => ({ ...standardSend(req, false), tokens: [] })) }, 9, { kind: 'fail', fn: 'send' }],
+  [
+    'route throwing fails with its message',
+    {
+      algorithm: alg(() => {
+        throw new Error('boom');
+      }),
+    },
+    9,
+    { kind: 'fail', fn: 'route', message: 'boom' },
+  ],
+  [
+    'send with a wrong anchor fails',
+    {
+      algorithm: alg(
+        () => 2,
+        (req) => ({ ...standardSend(req, true), anchor: 0 }),
+      ),
+    },
+    9,
+    { kind: 'fail', fn: 'send' },
+  ],
+  [
+    'send missing the unseen suffix fails',
+    {
+      algorithm: alg(
+        () => 2,
+        (req) => ({ ...standardSend(req, false), tokens: [] }),
+      ),
+    },
+    9,
+    { kind: 'fail', fn: 'send' },
+  ],
 ];
 
 describe('routeRow', () => {

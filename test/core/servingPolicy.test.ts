@@ -4,7 +4,13 @@ import { servingPolicy, type RoundLane } from '../../runtime/core/servingPolicy.
 
 function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
   const granted: number[] = [];
-  const list: RoundLane[] = ready.map((readyCount, index) => ({ index, readyCount, threshold: 1, executing: executing[index], grant: () => void granted.push(index) }));
+  const list: RoundLane[] = ready.map((readyCount, index) => ({
+    index,
+    readyCount,
+    threshold: 1,
+    executing: executing[index],
+    grant: () => void granted.push(index),
+  }));
   return { list, granted };
 }
 

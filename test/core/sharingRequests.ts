@@ -4,7 +4,9 @@ import type { WorkloadRequest } from './runWorkload.ts';
 
 /** Prompts that share: a few preambles, each request one of them plus its own turn, and some resending an earlier request's prompt plus more (a chat's next turn). */
 export function sharingRequests(seed: number, base: readonly WorkloadRequest[]): WorkloadRequest[] {
-  const preambles = Array.from({ length: pick(seed, 400, 1, 3) }, (_, p) => Array.from({ length: pick(seed, 410 + p, 4, 20) }, (_, j) => pick(seed, 420 + 50 * p + j, 4, 40)));
+  const preambles = Array.from({ length: pick(seed, 400, 1, 3) }, (_, p) =>
+    Array.from({ length: pick(seed, 410 + p, 4, 20) }, (_, j) => pick(seed, 420 + 50 * p + j, 4, 40)),
+  );
   const out: WorkloadRequest[] = [];
   for (const [r, req] of base.entries()) {
     const earlier = r > 0 && pick(seed, 500 + r, 0, 2) === 0 ? out[pick(seed, 600 + r, 0, r - 1)] : null;

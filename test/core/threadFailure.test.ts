@@ -62,7 +62,9 @@ describe('a dead engine thread (thread placement, simulated runners)', () => {
         expect(r.tokens, r.id).toEqual(want.tokens);
         expect(r.producedBy, r.id).toEqual(want.producedBy);
       }
-      await expect.poll(() => cluster.laneStats().map((l) => [l.kvBytes, l.ready + l.waitingAdmission + l.pendingReturn]), { timeout: 2000 }).toEqual(NAMES.map(() => [0, 0]));
+      await expect
+        .poll(() => cluster.laneStats().map((l) => [l.kvBytes, l.ready + l.waitingAdmission + l.pendingReturn]), { timeout: 2000 })
+        .toEqual(NAMES.map(() => [0, 0]));
       expect(cluster.idle).toBe(true);
       console.log(`[thread-failure] ${failed.length} failed, ${done.length} done (${survivors.length} had KV on large and were on small at the crash)`);
     } finally {

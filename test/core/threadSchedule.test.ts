@@ -14,7 +14,13 @@ describe('a schedule change in thread placement', () => {
   it('a lone request below the threshold waits for the deadline in force now, not the one the thread started with', async () => {
     const thread = await ThreadEngine.start('small', { kind: 'module', module: SIM, export: 'caseRunner', args: ['small', 0, -1] });
     // threshold 2 with one request: only the deadline launches its steps; 60 s would outlast the test
-    const cluster = new Cluster({ clock: createRealClock(), mode: 'async-delayed', maxConcurrency: 4, maxWaitMs: 60_000, models: [{ name: 'small', thread, maxBatch: 8, threshold: 2 }] });
+    const cluster = new Cluster({
+      clock: createRealClock(),
+      mode: 'async-delayed',
+      maxConcurrency: 4,
+      maxWaitMs: 60_000,
+      models: [{ name: 'small', thread, maxBatch: 8, threshold: 2 }],
+    });
     try {
       const h = cluster.submit({ id: 'lone', prompt: [1, 2, 3], maxTokens: 5, algorithm: buildAlgorithm(REF.source), algorithmRef: REF });
       const t0 = performance.now();
@@ -31,8 +37,14 @@ describe('a schedule change in thread placement', () => {
     }
   }, 20_000);
 
-  it('the same on the entry\'s thread: the deadline timer already running is re-armed with the new deadline', async () => {
-    const cluster = new Cluster({ clock: createRealClock(), mode: 'async-delayed', maxConcurrency: 4, maxWaitMs: 60_000, models: [{ name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8, threshold: 2 }] });
+  it("the same on the entry's thread: the deadline timer already running is re-armed with the new deadline", async () => {
+    const cluster = new Cluster({
+      clock: createRealClock(),
+      mode: 'async-delayed',
+      maxConcurrency: 4,
+      maxWaitMs: 60_000,
+      models: [{ name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8, threshold: 2 }],
+    });
     const h = cluster.submit({ id: 'lone', prompt: [1, 2, 3], maxTokens: 5, algorithm: buildAlgorithm(REF.source) });
     await new Promise((r) => setTimeout(r, 100));
     expect(cluster.laneStats()[0].batches).toBe(0);
@@ -43,7 +55,13 @@ describe('a schedule change in thread placement', () => {
 
   it('a deadline that makes the thresholds infeasible is refused and the one in force stays', async () => {
     const thread = await ThreadEngine.start('small', { kind: 'module', module: SIM, export: 'caseRunner', args: ['small', 0, -1] });
-    const cluster = new Cluster({ clock: createRealClock(), mode: 'async-delayed', maxConcurrency: 2, maxWaitMs: 20, models: [{ name: 'small', thread, maxBatch: 8, threshold: 1 }] });
+    const cluster = new Cluster({
+      clock: createRealClock(),
+      mode: 'async-delayed',
+      maxConcurrency: 2,
+      maxWaitMs: 20,
+      models: [{ name: 'small', thread, maxBatch: 8, threshold: 1 }],
+    });
     try {
       // a threshold above N can only be reached by the deadline: without one (Infinity) it is refused
       expect(() => cluster.setThresholds({ small: 3 }, Infinity)).toThrow();

@@ -10,7 +10,14 @@ const catalog = MODELS.map((m) => ({ ...m }));
 /** What a fresh server lists: r-stitch v1 as the built-in it seeds, with default parameters. */
 function seededBuiltin(params: Record<string, unknown> = {}): FakeServer {
   const server = new FakeServer();
-  const entry: ApiAlgorithm = { name: 'r-stitch', activeVersion: 1, rollbackTo: null, isDefault: true, served: true, versions: [{ version: 1, createdAt: new Date(0).toISOString(), kind: 'builtin', factory: 'r-stitch', params }] };
+  const entry: ApiAlgorithm = {
+    name: 'r-stitch',
+    activeVersion: 1,
+    rollbackTo: null,
+    isDefault: true,
+    served: true,
+    versions: [{ version: 1, createdAt: new Date(0).toISOString(), kind: 'builtin', factory: 'r-stitch', params }],
+  };
   server.algorithms.push(entry);
   return server;
 }
@@ -34,7 +41,11 @@ describe('a seeded built-in as the live version', () => {
     store.setParam('tau', 'value', 0.05);
     expect(store.deployBlocker()).toBeNull();
     await store.deploy();
-    expect(store.getState().confirm).toMatchObject({ kind: 'replace', liveKind: 'builtin', diff: [{ type: 'param', nodeId: 'tau', param: 'value', from: '0.03', to: '0.05' }] });
+    expect(store.getState().confirm).toMatchObject({
+      kind: 'replace',
+      liveKind: 'builtin',
+      diff: [{ type: 'param', nodeId: 'tau', param: 'value', from: '0.03', to: '0.05' }],
+    });
     expect(server.argsOf('deploy')).toEqual([]);
   });
 

@@ -19,7 +19,9 @@ describe('connectionProblem', () => {
   });
 
   it('explains a drag started at the input end the same way', () => {
-    expect(dragProblem(g, { node: 'handoff1', port: 'when', side: 'target' }, { node: 'entropy1', port: 'out', side: 'source' })).toMatch(/output “entropy” is a number, input “when” expects a boolean/);
+    expect(dragProblem(g, { node: 'handoff1', port: 'when', side: 'target' }, { node: 'entropy1', port: 'out', side: 'source' })).toMatch(
+      /output “entropy” is a number, input “when” expects a boolean/,
+    );
   });
 
   it('explains two outputs', () => {

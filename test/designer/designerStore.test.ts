@@ -178,7 +178,11 @@ describe('designer store: playground', () => {
     r.store.setPlaygroundOptions({ schemaText: '{"type": "object"}', toolsText: '[{"type": "function", "function": {"name": "f"}}]', toolChoice: 'required' });
     const done = r.store.run();
     expect(r.server.argsOf('streamChat')[0][0]).toMatchObject({
-      extra: { response_format: { type: 'json_schema', json_schema: { name: 'response', schema: { type: 'object' }, strict: true } }, tools: [{ function: { name: 'f' } }], tool_choice: 'required' },
+      extra: {
+        response_format: { type: 'json_schema', json_schema: { name: 'response', schema: { type: 'object' }, strict: true } },
+        tools: [{ function: { name: 'f' } }],
+        tool_choice: 'required',
+      },
     });
     const chat = r.server.chats[0];
     chat.run.onReasoning?.('think ');
@@ -189,7 +193,9 @@ describe('designer store: playground', () => {
     chat.end('tool_calls');
     await done;
     expect(r.store.getState().playground).toMatchObject({
-      status: 'done', finish: 'tool_calls', reasoning: 'think more',
+      status: 'done',
+      finish: 'tool_calls',
+      reasoning: 'think more',
       toolCalls: [{ index: 0, id: 'c1', name: 'f', arguments: '{"a":1}' }],
       usage: { prompt_tokens_details: { cached_tokens: 4 } },
     });

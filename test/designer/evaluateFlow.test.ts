@@ -8,7 +8,37 @@ import { EvaluateFlow, type EvaluateServer } from '../../designer/src/designer/e
 const IR = { version: 1 } as unknown as IrDocument;
 
 function result(runId: string, accuracy: number): EvaluationResult {
-  return { runId, label: 'x', irKey: null, task: 'multiplication', grader: 'regex', problems: 4, correct: accuracy * 4, accuracy, meanOutputTokens: 10, handoffsPerRequest: 1, tokenShare: { small: 0.7, large: 0.3 }, routing: { models: ['small', 'large'], P: [[0.9, 0.1], [0.5, 0.5]], C: [[1, 0], [1, 1]], steps: [30, 10] }, concurrency: 4, maxTokens: 16, durationMs: 100, meanInFlight: 4, tokS: 400, failed: 0 };
+  return {
+    runId,
+    label: 'x',
+    irKey: null,
+    task: 'multiplication',
+    grader: 'regex',
+    problems: 4,
+    correct: accuracy * 4,
+    accuracy,
+    meanOutputTokens: 10,
+    handoffsPerRequest: 1,
+    tokenShare: { small: 0.7, large: 0.3 },
+    routing: {
+      models: ['small', 'large'],
+      P: [
+        [0.9, 0.1],
+        [0.5, 0.5],
+      ],
+      C: [
+        [1, 0],
+        [1, 1],
+      ],
+      steps: [30, 10],
+    },
+    concurrency: 4,
+    maxTokens: 16,
+    durationMs: 100,
+    meanInFlight: 4,
+    tokS: 400,
+    failed: 0,
+  };
 }
 
 /** A server whose runs the test drives: each evaluate() waits until the test ends it. */
@@ -21,7 +51,13 @@ class FakeServer implements EvaluateServer {
   async bounds(task: string) {
     this.boundsAsked.push(task);
     if (task.startsWith('/bad')) throw new ApiError(`task: no bundled task "${task}" (bundled: multiplication) and no file or folder at ${task}`, 400);
-    return { task, tasks: [{ name: 'multiplication', grader: 'regex' }], problems: task === 'multiplication' ? this.setSize : 7, defaultProblems: 100, concurrency: 8 };
+    return {
+      task,
+      tasks: [{ name: 'multiplication', grader: 'regex' }],
+      problems: task === 'multiplication' ? this.setSize : 7,
+      defaultProblems: 100,
+      concurrency: 8,
+    };
   }
   evaluate(run: EvaluateRun): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -38,15 +74,33 @@ class FakeServer implements EvaluateServer {
   async predict(runId: string, concurrency: number, clientMs: number): Promise<Prediction> {
     this.predicted.push([runId, concurrency, clientMs]);
     // clients with time of their own keep fewer on the models: fewer tok/s
-    const setting = { thresholds: { small: 1, large: 2 }, tokS: (100 * concurrency) / (1 + clientMs / 10), tokSBand: { low: (90 * concurrency) / (1 + clientMs / 10), high: (110 * concurrency) / (1 + clientMs / 10) }, inEngine: concurrency, p99TpotMs: 12, meanTpotMs: 8 };
-    return { runId, concurrency, best: setting, current: setting, entryMs: null, transitMs: null, clientMs, latencyBatches: { small: 5, large: 5 }, liveBatches: { small: 0, large: 5 }, method: 'chain' };
+    const setting = {
+      thresholds: { small: 1, large: 2 },
+      tokS: (100 * concurrency) / (1 + clientMs / 10),
+      tokSBand: { low: (90 * concurrency) / (1 + clientMs / 10), high: (110 * concurrency) / (1 + clientMs / 10) },
+      inEngine: concurrency,
+      p99TpotMs: 12,
+      meanTpotMs: 8,
+    };
+    return {
+      runId,
+      concurrency,
+      best: setting,
+      current: setting,
+      entryMs: null,
+      transitMs: null,
+      clientMs,
+      latencyBatches: { small: 5, large: 5 },
+      liveBatches: { small: 0, large: 5 },
+      method: 'chain',
+    };
   }
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
 describe('EvaluateFlow', () => {
-  it('bounds the problems field by the server\'s set once it has said, and leaves it open while it has not', async () => {
+  it("bounds the problems field by the server's set once it has said, and leaves it open while it has not", async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
     flow.setProblems(5000);
@@ -84,11 +138,15 @@ describe('EvaluateFlow', () => {
     await second;
     expect(server.runs[1].run.body).toMatchObject({ task: '/tasks/caps', problems: 7 });
     await flow.setTask('/bad/path', true);
-    expect(flow.getState()).toMatchObject({ status: 'error', maxProblems: null, message: expect.stringMatching(/^Task \/bad\/path: .*no file or folder at \/bad\/path/) });
+    expect(flow.getState()).toMatchObject({
+      status: 'error',
+      maxProblems: null,
+      message: expect.stringMatching(/^Task \/bad\/path: .*no file or folder at \/bad\/path/),
+    });
     expect(server.boundsAsked).toEqual(['multiplication', '/tasks/caps', '/bad/path']);
   });
 
-  it('runs at the concurrency it predicts for, within the server\'s bound, so the latencies are measured at the batch sizes predicted', async () => {
+  it("runs at the concurrency it predicts for, within the server's bound, so the latencies are measured at the batch sizes predicted", async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
     // bounds unknown: the server's own default, nothing sent
@@ -114,7 +172,7 @@ describe('EvaluateFlow', () => {
     expect(server.runs[3].run.body).toMatchObject({ concurrency: 8 });
   });
 
-  it('progress, result and prediction make the draft\'s point; the next draft replaces it', async () => {
+  it("progress, result and prediction make the draft's point; the next draft replaces it", async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
     flow.setProblems(4);
@@ -150,7 +208,10 @@ describe('EvaluateFlow', () => {
   it('compares with served names one at a time, then a new concurrency re-prices every point', async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
-    const all = flow.compare([{ name: 'small', kind: 'model' }, { name: 'r2r', kind: 'algorithm' }]);
+    const all = flow.compare([
+      { name: 'small', kind: 'model' },
+      { name: 'r2r', kind: 'algorithm' },
+    ]);
     expect(server.runs).toHaveLength(1);
     expect(server.runs[0].run.body).toMatchObject({ model: 'small' });
     server.runs[0].end({ type: 'result', result: result('run1', 0.25) });
@@ -158,14 +219,23 @@ describe('EvaluateFlow', () => {
     expect(server.runs[1].run.body).toMatchObject({ model: 'r2r' });
     server.runs[1].end({ type: 'result', result: result('run2', 1) });
     await all;
-    expect(flow.getState().points.map((p) => [p.label, p.kind, p.tokS])).toEqual([['small', 'model', 800], ['r2r', 'algorithm', 800]]);
+    expect(flow.getState().points.map((p) => [p.label, p.kind, p.tokS])).toEqual([
+      ['small', 'model', 800],
+      ['r2r', 'algorithm', 800],
+    ]);
     await flow.setConcurrency(2);
     expect(flow.getState().points.map((p) => p.tokS)).toEqual([200, 200]);
-    expect(server.predicted.slice(-2)).toEqual([['run1', 2, 0], ['run2', 2, 0]]);
+    expect(server.predicted.slice(-2)).toEqual([
+      ['run1', 2, 0],
+      ['run2', 2, 0],
+    ]);
     // the clients' own time re-prices every point too, and a bad entry reads as none
     await flow.setClientMs(10);
     expect(flow.getState().points.map((p) => p.tokS)).toEqual([100, 100]);
-    expect(server.predicted.slice(-2)).toEqual([['run1', 2, 10], ['run2', 2, 10]]);
+    expect(server.predicted.slice(-2)).toEqual([
+      ['run1', 2, 10],
+      ['run2', 2, 10],
+    ]);
     await flow.setClientMs(Number('x'));
     expect(flow.getState().clientMs).toBe(0);
   });
@@ -194,7 +264,10 @@ describe('EvaluateFlow', () => {
   it('a new concurrency changes the plot and the table together, once every point is priced (issue 53 item 15)', async () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
-    const all = flow.compare([{ name: 'small', kind: 'model' }, { name: 'r2r', kind: 'algorithm' }]);
+    const all = flow.compare([
+      { name: 'small', kind: 'model' },
+      { name: 'r2r', kind: 'algorithm' },
+    ]);
     server.runs[0].end({ type: 'result', result: result('run1', 0.25) });
     while (server.runs.length < 2) await tick();
     server.runs[1].end({ type: 'result', result: result('run2', 1) });

@@ -24,7 +24,11 @@ const issue = { nodeId: 'c', code: 'missing_input' as const, message: 'm', fix: 
 describe('flowNodes / flowEdges', () => {
   it('carries selection, issues, connected inputs and the model colour; an unknown type gets a placeholder spec', () => {
     const ns = flowNodes(graph, ['c'], { e: { width: 180, height: 60 } }, [issue], catalog);
-    expect(ns.map((n) => [n.id, n.selected])).toEqual([['e', false], ['c', true], ['x', false]]);
+    expect(ns.map((n) => [n.id, n.selected])).toEqual([
+      ['e', false],
+      ['c', true],
+      ['x', false],
+    ]);
     expect(ns[0].measured).toEqual({ width: 180, height: 60 });
     expect(ns[0].data.modelColor).not.toBeNull();
     expect(ns[1].data.modelColor).toBeNull();
@@ -54,7 +58,10 @@ describe('nodeEdits / edgeSelection', () => {
       graph,
       { nodes: ['c'], edges: [] },
     );
-    expect([...edits.positions]).toEqual([['e', { x: 10, y: 20 }], ['c', { x: 200, y: 0 }]]);
+    expect([...edits.positions]).toEqual([
+      ['e', { x: 10, y: 20 }],
+      ['c', { x: 200, y: 0 }],
+    ]);
     expect(edits.dragging).toBe(true);
     expect(edits.selected).toEqual(['x']);
     expect(edits.measured).toEqual([['e', { width: 100, height: 40 }]]);
@@ -63,6 +70,14 @@ describe('nodeEdits / edgeSelection', () => {
   it('leaves selection alone when nothing selects, and toggles edges otherwise', () => {
     expect(nodeEdits([{ type: 'dimensions', id: 'e', dimensions: { width: 1, height: 1 } }], graph, { nodes: ['c'], edges: [] }).selected).toBeNull();
     expect(edgeSelection([{ type: 'remove', id: 'ok' }], { nodes: [], edges: ['ok'] })).toBeNull();
-    expect(edgeSelection([{ type: 'select', id: 'bad', selected: true }, { type: 'select', id: 'ok', selected: false }], { nodes: [], edges: ['ok'] })).toEqual(['bad']);
+    expect(
+      edgeSelection(
+        [
+          { type: 'select', id: 'bad', selected: true },
+          { type: 'select', id: 'ok', selected: false },
+        ],
+        { nodes: [], edges: ['ok'] },
+      ),
+    ).toEqual(['bad']);
   });
 });

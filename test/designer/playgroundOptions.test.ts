@@ -17,9 +17,13 @@ describe('playground options', () => {
       ok: true,
       body: { response_format: { type: 'json_schema', json_schema: { name: 'Answer', schema, strict: true } } },
     });
-    expect(opts({ format: 'json_schema', schemaText: '{"type":"object"}' })).toMatchObject({ body: { response_format: { json_schema: { name: 'response' } } } });
+    expect(opts({ format: 'json_schema', schemaText: '{"type":"object"}' })).toMatchObject({
+      body: { response_format: { json_schema: { name: 'response' } } },
+    });
     const whole = { name: 'calc', schema: { type: 'object' }, strict: false };
-    expect(opts({ format: 'json_schema', schemaText: JSON.stringify(whole) })).toMatchObject({ body: { response_format: { type: 'json_schema', json_schema: whole } } });
+    expect(opts({ format: 'json_schema', schemaText: JSON.stringify(whole) })).toMatchObject({
+      body: { response_format: { type: 'json_schema', json_schema: whole } },
+    });
   });
 
   it('refuses a schema that is empty, not JSON (with line and column) or not an object, naming the schema field', () => {
@@ -27,7 +31,10 @@ describe('playground options', () => {
     expect(empty).toMatchObject({ ok: false, problems: [{ field: 'schema', message: expect.stringMatching(/^Schema: empty/) }] });
     const broken = opts({ format: 'json_schema', schemaText: '{\n  "type": "object",\n  properties: {}\n}' });
     expect(broken).toMatchObject({ ok: false, problems: [{ field: 'schema', message: expect.stringMatching(/^Schema: not valid JSON: .*line 3 column 3/) }] });
-    expect(opts({ format: 'json_schema', schemaText: '[1]' })).toMatchObject({ ok: false, problems: [{ field: 'schema', message: 'Schema: must be a JSON object (a JSON Schema), got an array' }] });
+    expect(opts({ format: 'json_schema', schemaText: '[1]' })).toMatchObject({
+      ok: false,
+      problems: [{ field: 'schema', message: 'Schema: must be a JSON object (a JSON Schema), got an array' }],
+    });
     // the schema text is not checked unless the format asks for it
     expect(opts({ format: 'none', schemaText: '{oops' }).ok).toBe(true);
   });
@@ -36,11 +43,16 @@ describe('playground options', () => {
     const tools = JSON.stringify([weather]);
     expect(opts({ toolsText: tools })).toEqual({ ok: true, body: { tools: [weather], tool_choice: 'auto' }, toolNames: ['get_weather'] });
     expect(opts({ toolsText: tools, toolChoice: 'required' })).toMatchObject({ body: { tool_choice: 'required' } });
-    expect(opts({ toolsText: tools, toolChoice: 'function:get_weather' })).toMatchObject({ body: { tool_choice: { type: 'function', function: { name: 'get_weather' } } } });
+    expect(opts({ toolsText: tools, toolChoice: 'function:get_weather' })).toMatchObject({
+      body: { tool_choice: { type: 'function', function: { name: 'get_weather' } } },
+    });
   });
 
   it('refuses bad tools naming the entry, and a tool choice naming a missing function', () => {
-    expect(opts({ toolsText: '{}' })).toMatchObject({ ok: false, problems: [{ field: 'tools', message: 'Tools: must be a JSON array of tool definitions, got an object' }] });
+    expect(opts({ toolsText: '{}' })).toMatchObject({
+      ok: false,
+      problems: [{ field: 'tools', message: 'Tools: must be a JSON array of tool definitions, got an object' }],
+    });
     expect(opts({ toolsText: JSON.stringify([weather, { type: 'function', function: {} }]) })).toMatchObject({
       ok: false,
       problems: [{ field: 'tools', message: 'Tools: tools[1].function.name must be 1-64 letters, digits, _ or -' }],

@@ -5,12 +5,36 @@ import { mergeToolCalls } from '../../designer/src/designer/chatExtras.ts';
 import { LAYOUT, prettyChips } from '../../designer/src/designer/prettyChips.ts';
 import { tokenChips } from '../../designer/src/designer/tokenChips.ts';
 
-const tok = (text: string, model = 'small', kept = true): StreamToken => ({ id: 1, text, model, signals: { entropy: 0, maxProb: 1, margin: 1, heads: {} }, decision: 'stay', kept });
-const pretty = (tokens: StreamToken[], content = tokens.filter((t) => t.kept).map((t) => t.text).join('')) => prettyChips(tokenChips(tokens, content), tokens, content);
+const tok = (text: string, model = 'small', kept = true): StreamToken => ({
+  id: 1,
+  text,
+  model,
+  signals: { entropy: 0, maxProb: 1, margin: 1, heads: {} },
+  decision: 'stay',
+  kept,
+});
+const pretty = (
+  tokens: StreamToken[],
+  content = tokens
+    .filter((t) => t.kept)
+    .map((t) => t.text)
+    .join(''),
+) => prettyChips(tokenChips(tokens, content), tokens, content);
 
 describe('prettyChips', () => {
   it('lays out JSON as JSON.stringify(…, null, 2) does, keeping each piece on its token', () => {
-    const tokens = [tok('{"'), tok('name', 'large'), tok('": "'), tok('a, b', 'large'), tok('","'), tok('tags'), tok('":['), tok('1,'), tok(' 2', 'large'), tok('],"e":{}, "z": []}')];
+    const tokens = [
+      tok('{"'),
+      tok('name', 'large'),
+      tok('": "'),
+      tok('a, b', 'large'),
+      tok('","'),
+      tok('tags'),
+      tok('":['),
+      tok('1,'),
+      tok(' 2', 'large'),
+      tok('],"e":{}, "z": []}'),
+    ];
     const chips = pretty(tokens)!;
     const content = tokens.map((t) => t.text).join('');
     expect(chips.map((c) => c.text).join('')).toBe(JSON.stringify(JSON.parse(content), null, 2));
@@ -44,7 +68,10 @@ describe('prettyChips', () => {
 describe('mergeToolCalls', () => {
   it('folds streamed pieces by index into whole calls, the name once', () => {
     let calls = mergeToolCalls([], [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }]);
-    calls = mergeToolCalls(calls, [{ index: 0, function: { arguments: '{"city":' } }, { index: 1, id: 'call_2', function: { name: 'get_time', arguments: '{}' } }]);
+    calls = mergeToolCalls(calls, [
+      { index: 0, function: { arguments: '{"city":' } },
+      { index: 1, id: 'call_2', function: { name: 'get_time', arguments: '{}' } },
+    ]);
     calls = mergeToolCalls(calls, [{ index: 0, function: { name: 'get_weather', arguments: '"Paris"}' } }]);
     expect(calls).toEqual([
       { index: 0, id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },

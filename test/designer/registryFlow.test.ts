@@ -43,7 +43,15 @@ describe('registry flow: deploy', () => {
     store.setParam('tau', 'value', 0.05);
     await store.deploy();
     expect(server.argsOf('deploy')).toEqual([]);
-    expect(store.getState().confirm).toEqual({ kind: 'replace', name: 'r-stitch', live: 1, liveKind: 'ir', versions: 1, next: 2, diff: [tauRow('0.03', '0.05')] });
+    expect(store.getState().confirm).toEqual({
+      kind: 'replace',
+      name: 'r-stitch',
+      live: 1,
+      liveKind: 'ir',
+      versions: 1,
+      next: 2,
+      diff: [tauRow('0.03', '0.05')],
+    });
     store.cancelConfirm();
     expect(store.getState().confirm).toBeNull();
     expect(server.argsOf('deploy')).toEqual([]);
@@ -159,7 +167,14 @@ describe('registry flow: delete', () => {
 
   it('refuses the default algorithm without asking or calling the server', async () => {
     const server = new FakeServer();
-    server.algorithms.push({ name: 'citer', activeVersion: 1, rollbackTo: null, isDefault: true, served: true, versions: [{ version: 1, createdAt: '2025-01-01T00:00:00.000Z', kind: 'builtin', factory: 'citer', params: {} }] });
+    server.algorithms.push({
+      name: 'citer',
+      activeVersion: 1,
+      rollbackTo: null,
+      isDefault: true,
+      served: true,
+      versions: [{ version: 1, createdAt: '2025-01-01T00:00:00.000Z', kind: 'builtin', factory: 'citer', params: {} }],
+    });
     const { store } = rig({ server });
     await store.start();
     store.deleteAlgorithm('citer');

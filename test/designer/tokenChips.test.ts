@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import type { StreamToken } from '../../designer/src/designer/api.ts';
 import { tokenChips } from '../../designer/src/designer/tokenChips.ts';
 
-const tok = (text: string, kept = true): StreamToken => ({ id: 1, text, model: 'small', signals: { entropy: 0, maxProb: 1, margin: 1, heads: {} }, decision: 'stay', kept });
+const tok = (text: string, kept = true): StreamToken => ({
+  id: 1,
+  text,
+  model: 'small',
+  signals: { entropy: 0, maxProb: 1, margin: 1, heads: {} },
+  decision: 'stay',
+  kept,
+});
 const view = (tokens: StreamToken[], content: string) => tokenChips(tokens, content).map((c) => (c.continuation ? '+' : c.text));
 
 describe('tokenChips', () => {

@@ -31,9 +31,16 @@ async function axe(page: Page, where: string, include?: string): Promise<void> {
     return r.violations.map((v) => ({ id: v.id, impact: v.impact ?? null, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
   }, include ?? null);
   const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of bad) console.log(`  ${v.impact} ${v.id}: ${v.help}\n    ${v.targets.slice(0, 8).join('\n    ')}${v.targets.length > 8 ? `\n    … ${v.targets.length - 8} more` : ''}`);
+  for (const v of bad)
+    console.log(
+      `  ${v.impact} ${v.id}: ${v.help}\n    ${v.targets.slice(0, 8).join('\n    ')}${v.targets.length > 8 ? `\n    … ${v.targets.length - 8} more` : ''}`,
+    );
   const minor = violations.filter((v) => !bad.includes(v)).map((v) => `${v.id} (${v.impact})`);
-  checks.check(`axe: ${where} has no serious or critical violation`, bad.length === 0, bad.length ? bad.map((v) => v.id).join(', ') : minor.length ? `minor: ${minor.join(', ')}` : '');
+  checks.check(
+    `axe: ${where} has no serious or critical violation`,
+    bad.length === 0,
+    bad.length ? bad.map((v) => v.id).join(', ') : minor.length ? `minor: ${minor.join(', ')}` : '',
+  );
 }
 
 const nodeIds = (page: Page) => page.evaluate(() => window.__designer!.graph().nodes.map((n) => n.id));
@@ -54,7 +61,10 @@ async function inspectorStates(page: Page): Promise<void> {
   for (const { type } of NODE_REGISTRY.defs) {
     await newGraph(page);
     // A memory node first, so the reset list of a memory node has a choice to label.
-    await page.evaluate((t) => (window.__designer!.store.addNode('counter', { x: 0, y: 300 }), window.__designer!.store.addNode(t as 'counter', { x: 0, y: 0 })), type);
+    await page.evaluate(
+      (t) => (window.__designer!.store.addNode('counter', { x: 0, y: 300 }), window.__designer!.store.addNode(t as 'counter', { x: 0, y: 0 })),
+      type,
+    );
     await page.locator('[data-testid="inspector"] .insp-head').waitFor();
     await axe(page, `inspector: ${type}`, '[data-testid="inspector"]');
   }
@@ -113,8 +123,14 @@ async function clickAddsApart(page: Page): Promise<string[]> {
       const b = boxes[j]!;
       if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) overlaps.push(`${ids[i]}/${ids[j]}`);
     }
-  checks.check('three click-added nodes do not overlap', boxes.every(Boolean) && overlaps.length === 0, overlaps.length ? overlaps : boxes.map((b) => b && `${Math.round(b.x)},${Math.round(b.y)} ${Math.round(b.width)}×${Math.round(b.height)}`));
-  const inside = boxes.every((b) => b && b.x >= canvas.x && b.y >= canvas.y && b.x + b.width <= canvas.x + canvas.width && b.y + b.height <= canvas.y + canvas.height);
+  checks.check(
+    'three click-added nodes do not overlap',
+    boxes.every(Boolean) && overlaps.length === 0,
+    overlaps.length ? overlaps : boxes.map((b) => b && `${Math.round(b.x)},${Math.round(b.y)} ${Math.round(b.width)}×${Math.round(b.height)}`),
+  );
+  const inside = boxes.every(
+    (b) => b && b.x >= canvas.x && b.y >= canvas.y && b.x + b.width <= canvas.x + canvas.width && b.y + b.height <= canvas.y + canvas.height,
+  );
   checks.check('they sit in view, near its centre', inside);
   return ids;
 }
@@ -133,7 +149,11 @@ async function refusedConnection(page: Page, [entropy, , handoff]: string[]): Pr
   const status = page.locator('[data-testid="connect-refusal"]');
   const text = (await status.count()) ? await status.innerText() : '';
   const role = (await status.count()) ? await status.getAttribute('role') : null;
-  checks.check('the refusal says why, naming both port types', /number/.test(text) && /boolean/.test(text) && text.includes(entropy) && text.includes(handoff), text);
+  checks.check(
+    'the refusal says why, naming both port types',
+    /number/.test(text) && /boolean/.test(text) && text.includes(entropy) && text.includes(handoff),
+    text,
+  );
   checks.check('the refusal is announced (role="status")', role === 'status', role);
   await page.screenshot({ path: path.join(artifacts, 'a11y-refused.png') });
 }
@@ -142,7 +162,16 @@ async function timeline(page: Page, url: string): Promise<void> {
   await page.goto(`${url}/timeline`);
   await page.waitForFunction(() => window.__timeline?.snapshot().connection === 'open', undefined, { timeout: 90_000 });
   await axe(page, 'timeline, no data yet');
-  const res = await page.evaluate(async () => (await fetch('/admin/load', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ concurrency: 4, requests: 8, maxTokens: 24 }) })).status);
+  const res = await page.evaluate(
+    async () =>
+      (
+        await fetch('/admin/load', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ concurrency: 4, requests: 8, maxTokens: 24 }),
+        })
+      ).status,
+  );
   checks.check('load started for the timeline', res === 202, res);
   await page.waitForFunction(() => window.__timeline!.snapshot().store.requests >= 4, undefined, { timeout: 60_000 });
   await page.locator('[data-testid="request-list"] button').first().click();

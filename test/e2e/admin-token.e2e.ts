@@ -74,7 +74,9 @@ async function main(): Promise<void> {
     assert.ok(!back.includes(TOKEN), `history without the token: ${back}`);
 
     assert.deepEqual(errors, [], 'no page errors');
-    console.log('admin-token e2e: ok (asked with the file named, wrong token refused, kept over a reload, forgotten, taken from #token= and dropped from history)');
+    console.log(
+      'admin-token e2e: ok (asked with the file named, wrong token refused, kept over a reload, forgotten, taken from #token= and dropped from history)',
+    );
   } finally {
     await browser.close();
     await srv.close();

@@ -54,7 +54,10 @@ async function main(): Promise<void> {
           const m = path.getScreenCTM()!;
           for (let at = 0; at <= path.getTotalLength(); at += 4) {
             const p = new DOMPoint(path.getPointAtLength(at).x, path.getPointAtLength(at).y).matrixTransform(m);
-            if (p.x > node.left && p.x < node.right && p.y > node.top && p.y < node.bottom) { hits.push(path.closest('.react-flow__edge')!.getAttribute('data-id') ?? '?'); break; }
+            if (p.x > node.left && p.x < node.right && p.y > node.top && p.y < node.bottom) {
+              hits.push(path.closest('.react-flow__edge')!.getAttribute('data-id') ?? '?');
+              break;
+            }
           }
         }
         return hits;

@@ -9,13 +9,18 @@ import { startTestServer } from '../http/testService.ts';
 
 /** Descendants of `inner` (matching `what`) that stick out of `outer`'s box, with how far. */
 const outside = (page: Page, outer: string, inner: string) =>
-  page.evaluate(([o, i]) => {
-    const box = document.querySelector(o)!.getBoundingClientRect();
-    return [...document.querySelectorAll(i)].flatMap((el) => {
-      const r = el.getBoundingClientRect();
-      return r.width > 0 && (r.right > box.right + 0.5 || r.left < box.left - 0.5) ? [`${el.textContent?.trim() || el.tagName} ${Math.round(r.left)}..${Math.round(r.right)} outside ${Math.round(box.left)}..${Math.round(box.right)}`] : [];
-    });
-  }, [outer, inner] as const);
+  page.evaluate(
+    ([o, i]) => {
+      const box = document.querySelector(o)!.getBoundingClientRect();
+      return [...document.querySelectorAll(i)].flatMap((el) => {
+        const r = el.getBoundingClientRect();
+        return r.width > 0 && (r.right > box.right + 0.5 || r.left < box.left - 0.5)
+          ? [`${el.textContent?.trim() || el.tagName} ${Math.round(r.left)}..${Math.round(r.right)} outside ${Math.round(box.left)}..${Math.round(box.right)}`]
+          : [];
+      });
+    },
+    [outer, inner] as const,
+  );
 
 async function main(): Promise<void> {
   if (!process.env.SKIP_BUILD) execSync('npm run build:web', { cwd: ROOT, stdio: 'ignore' });
@@ -39,7 +44,14 @@ async function main(): Promise<void> {
     assert.match(await page.locator('[data-testid="ev-prediction-at"]').innerText(), /at concurrency 8/);
     assert.match(await page.locator('[data-testid="ev-result"]').innerText(), /hand-off rate/);
     await page.click('[data-testid="ev-compare"]');
-    await page.waitForFunction(() => { const e = window.__designer!.evaluation(); return e.status !== 'running' && e.queue.length === 0 && e.points.every((p) => p.tokS !== null) && e.points.length > 0; }, undefined, { timeout: 120_000 });
+    await page.waitForFunction(
+      () => {
+        const e = window.__designer!.evaluation();
+        return e.status !== 'running' && e.queue.length === 0 && e.points.every((p) => p.tokS !== null) && e.points.length > 0;
+      },
+      undefined,
+      { timeout: 120_000 },
+    );
     assert.deepEqual(await outside(page, '[data-testid="ev-plot"] svg', '[data-testid="ev-plot"] .ev-tick'), [], 'the plot’s axis labels fit');
     await page.screenshot({ path: '/tmp/ui-clip-2-plot.png' });
 

@@ -12,7 +12,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 async function main(): Promise<void> {
   execSync('npm run build:web', { cwd: root, stdio: 'ignore' });
   const srv = await startTestServer();
-  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
   try {
     for (const route of ['/', '/timeline']) {
       const page = await (await browser.newContext()).newPage();

@@ -119,7 +119,9 @@ async function main(): Promise<void> {
     assert.ok(await page.locator('[data-testid="delete-algorithm"]').isDisabled(), 'Delete is disabled for the default algorithm');
 
     assert.deepEqual(pageErrors, [], 'no page errors');
-    console.log('deploys e2e: ok (replace asked twice with its diff, cancel and Escape stored nothing, rollback v3 → v2 → v1 with the canvas on v2, delete removed citer, default not deletable)');
+    console.log(
+      'deploys e2e: ok (replace asked twice with its diff, cancel and Escape stored nothing, rollback v3 → v2 → v1 with the canvas on v2, delete removed citer, default not deletable)',
+    );
   } finally {
     await browser.close();
     await srv.close();

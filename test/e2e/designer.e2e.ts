@@ -105,7 +105,9 @@ async function main(): Promise<void> {
     assert.ok(pg.tokens.length > 5, 'tokens streamed');
     const models = new Set(pg.tokens.map((t) => t.model));
     assert.ok(models.has('small') && models.has('large'), `both models wrote tokens (${[...models].join(', ')})`);
-    const colours = await page.$$eval('[data-testid="pg-token"]', (els) => [...new Set(els.map((e) => `${e.getAttribute('data-model')}=${getComputedStyle(e).borderBottomColor}`))]);
+    const colours = await page.$$eval('[data-testid="pg-token"]', (els) => [
+      ...new Set(els.map((e) => `${e.getAttribute('data-model')}=${getComputedStyle(e).borderBottomColor}`)),
+    ]);
     const byModel = new Map(colours.map((c) => c.split('=') as [string, string]));
     assert.notEqual(byModel.get('small'), byModel.get('large'), 'each model has its own colour');
     await page.locator('[data-testid="pg-token"][data-model="large"]').first().hover();
@@ -168,7 +170,9 @@ async function main(): Promise<void> {
     await page.click('[data-testid="rollback"]');
     await page.locator('[data-testid="confirm-dialog"][data-kind="rollback"] [data-testid="confirm-ok"]').click();
     await page.waitForFunction(
-      async ([name, v]) => ((await (await fetch('/admin/algorithms')).json()) as { algorithms: { name: string; activeVersion: number }[] }).algorithms.find((a) => a.name === name)?.activeVersion === v,
+      async ([name, v]) =>
+        ((await (await fetch('/admin/algorithms')).json()) as { algorithms: { name: string; activeVersion: number }[] }).algorithms.find((a) => a.name === name)
+          ?.activeVersion === v,
       [NAME, deploy.version!] as const,
     );
     await page.locator(`[data-testid="version-${deploy.version}"] .active-badge`).waitFor();

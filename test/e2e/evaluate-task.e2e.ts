@@ -35,7 +35,11 @@ async function main(): Promise<void> {
     const lines: unknown[] = [];
     for (let i = 0; i < N; i++) {
       const messages = [{ role: 'user', content: `${20 + i}*${4 + i}` }];
-      const res = await fetch(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', messages, max_tokens: MAX_TOKENS, temperature: 0 }) });
+      const res = await fetch(`${srv.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'small', messages, max_tokens: MAX_TOKENS, temperature: 0 }),
+      });
       assert.equal(res.status, 200);
       const text = ((await res.json()) as { choices: { message: { content: string } }[] }).choices[0].message.content;
       const pair = text.slice(2, 4);
@@ -44,7 +48,10 @@ async function main(): Promise<void> {
     }
     const dir = path.join(tmp, 'digits');
     fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, 'task.json'), JSON.stringify({ name: 'digits-3-4', description: 'the third and fourth digits', grader: { kind: 'regex', pattern: '^\\d\\d(?<answer>\\d\\d)' } }));
+    fs.writeFileSync(
+      path.join(dir, 'task.json'),
+      JSON.stringify({ name: 'digits-3-4', description: 'the third and fourth digits', grader: { kind: 'regex', pattern: '^\\d\\d(?<answer>\\d\\d)' } }),
+    );
     fs.writeFileSync(path.join(dir, 'validation.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
 
     const { page, errors } = await openDesigner(browser, srv.url);
@@ -66,10 +73,12 @@ async function main(): Promise<void> {
     await page.fill('[data-testid="ev-task-path"]', dir);
     await page.keyboard.press('Enter');
     await page.waitForFunction((n) => document.querySelector('[data-testid="ev-problems"]')?.getAttribute('max') === String(n), N);
-    assert.equal(await page.locator('[data-testid="ev-problems"]').inputValue(), String(N), 'the problem count comes down to the task\'s set');
+    assert.equal(await page.locator('[data-testid="ev-problems"]').inputValue(), String(N), "the problem count comes down to the task's set");
     await page.screenshot({ path: path.join(ARTIFACTS, 'evaluate-task-1-picked.png') });
     await page.click('[data-testid="ev-run"]');
-    await page.waitForFunction(() => window.__designer!.evaluation().status !== 'running' && window.__designer!.evaluation().result !== null, undefined, { timeout: 60_000 });
+    await page.waitForFunction(() => window.__designer!.evaluation().status !== 'running' && window.__designer!.evaluation().result !== null, undefined, {
+      timeout: 60_000,
+    });
     const ev = await page.evaluate(() => window.__designer!.evaluation());
     assert.equal(ev.status, 'done', `evaluation: ${ev.message}`);
     assert.equal(ev.result!.task, 'digits-3-4');

@@ -20,7 +20,11 @@ async function traffic(srv: TestServer, model: string, c: number, ms: number): P
   await Promise.all(
     Array.from({ length: c }, async () => {
       while (Date.now() < end) {
-        const res = await fetch(`${srv.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: '347*26' }], max_tokens: 32 }) });
+        const res = await fetch(`${srv.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ model, messages: [{ role: 'user', content: '347*26' }], max_tokens: 32 }),
+        });
         assert.equal(res.status, 200);
         await res.json();
         done++;
@@ -85,23 +89,55 @@ async function main(): Promise<void> {
     await page.focus('[data-testid="ev-client-ms"]');
     await page.keyboard.press('Control+a');
     await page.keyboard.type('5000');
-    await page.waitForFunction((before) => { const s = window.__designer!.evaluation(); return s.clientMs === 5000 && !s.predicting && s.prediction!.clientMs === 5000 && s.prediction!.best.tokS < 0.8 * before; }, draftTokS, { timeout: 15_000 });
+    await page.waitForFunction(
+      (before) => {
+        const s = window.__designer!.evaluation();
+        return s.clientMs === 5000 && !s.predicting && s.prediction!.clientMs === 5000 && s.prediction!.best.tokS < 0.8 * before;
+      },
+      draftTokS,
+      { timeout: 15_000 },
+    );
     await shot(page, '1b-client-ms');
     await page.keyboard.press('Control+a');
     await page.keyboard.type('0');
-    await page.waitForFunction(() => { const s = window.__designer!.evaluation(); return s.clientMs === 0 && !s.predicting && s.prediction!.clientMs === 0; }, undefined, { timeout: 15_000 });
+    await page.waitForFunction(
+      () => {
+        const s = window.__designer!.evaluation();
+        return s.clientMs === 0 && !s.predicting && s.prediction!.clientMs === 0;
+      },
+      undefined,
+      { timeout: 15_000 },
+    );
     // a model no live request has stepped on gets its step latency from the evaluation alone, and the panel says so
     const live = (await page.evaluate(() => window.__designer!.evaluation().prediction!.liveBatches)) as Record<string, number>;
     const unseen = Object.keys(live).filter((m) => live[m] === 0);
-    assert.equal(await page.locator('[data-testid="ev-latency-note"]').count(), unseen.length > 0 ? 1 : 0, 'the note shows exactly when a model has no live traffic');
-    if (unseen.length > 0) assert.match(await page.locator('[data-testid="ev-latency-note"]').innerText(), new RegExp(`No live traffic on ${unseen.join(', ')} `));
+    assert.equal(
+      await page.locator('[data-testid="ev-latency-note"]').count(),
+      unseen.length > 0 ? 1 : 0,
+      'the note shows exactly when a model has no live traffic',
+    );
+    if (unseen.length > 0)
+      assert.match(await page.locator('[data-testid="ev-latency-note"]').innerText(), new RegExp(`No live traffic on ${unseen.join(', ')} `));
 
     // The served models and algorithms beside it.
     await page.click('[data-testid="ev-compare"]');
-    await page.waitForFunction(() => { const s = window.__designer!.evaluation(); return s.status !== 'running' && s.queue.length === 0 && s.points.every((p) => p.tokS !== null); }, undefined, { timeout: 180_000 });
+    await page.waitForFunction(
+      () => {
+        const s = window.__designer!.evaluation();
+        return s.status !== 'running' && s.queue.length === 0 && s.points.every((p) => p.tokS !== null);
+      },
+      undefined,
+      { timeout: 180_000 },
+    );
     const points = await page.evaluate(() => window.__designer!.evaluation().points);
-    assert.ok(points.some((p) => p.kind === 'model' && p.label === 'large'), 'the large model is on the plot');
-    assert.ok(points.some((p) => p.kind === 'algorithm'), 'deployed algorithms are on the plot');
+    assert.ok(
+      points.some((p) => p.kind === 'model' && p.label === 'large'),
+      'the large model is on the plot',
+    );
+    assert.ok(
+      points.some((p) => p.kind === 'algorithm'),
+      'deployed algorithms are on the plot',
+    );
     assert.equal(await page.locator('[data-testid="ev-point-draft"]').count(), 1, 'one highlighted draft point');
     await page.locator('[data-testid="ev-plot"]').scrollIntoViewIfNeeded();
     await shot(page, '2-plot');
@@ -130,14 +166,22 @@ async function main(): Promise<void> {
     // what was compared is said; a percentage only for like-with-like traffic, else why not
     assert.match(await tl.locator('[data-testid="prediction-compared"]').innerText(), /predicted at c = \d+ · \d+ tokens\/request live, \d+ evaluated/);
     // read together: the bar re-polls every 2 s
-    const [toksNow, like] = await tl.evaluate(() => [(document.querySelector('[data-testid="prediction-toks"]') as HTMLElement).innerText, !document.querySelector('[data-testid="prediction-not-compared"]')] as const);
+    const [toksNow, like] = await tl.evaluate(
+      () =>
+        [
+          (document.querySelector('[data-testid="prediction-toks"]') as HTMLElement).innerText,
+          !document.querySelector('[data-testid="prediction-not-compared"]'),
+        ] as const,
+    );
     assert.equal(/% off/.test(toksNow), like, 'a percentage exactly when the window is like the prediction');
     assert.match(handoffs, /predicted \d\.\d{3} · measured \d\.\d{3}/);
     const flagged = (await tl.locator('[data-testid="prediction-bar"]').getAttribute('data-flagged')) === 'true';
     assert.equal(await tl.locator('[data-testid="prediction-flag"]').count(), flagged ? 1 : 0, 'the flag shows exactly when the check is flagged');
     await shot(tl, '3-timeline');
     assert.deepEqual(errors, [], 'no page errors');
-    console.log(`evaluate e2e: ok (draft ${(ev.result!.accuracy * 100).toFixed(0)} %, ${draftTokS.toFixed(0)} tok/s predicted; ${points.length} points; ${sent} requests; timeline: ${toks} | ${handoffs}${flagged ? ' | flagged' : ''})`);
+    console.log(
+      `evaluate e2e: ok (draft ${(ev.result!.accuracy * 100).toFixed(0)} %, ${draftTokS.toFixed(0)} tok/s predicted; ${points.length} points; ${sent} requests; timeline: ${toks} | ${handoffs}${flagged ? ' | flagged' : ''})`,
+    );
   } finally {
     await browser.close();
     await srv.close();

@@ -10,7 +10,11 @@ import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { artifactPath, Checks, launch, newPage, openDesigner, ROOT } from './timelineHarness.ts';
 
-declare global { interface Window { __timeline?: TimelineHook } }
+declare global {
+  interface Window {
+    __timeline?: TimelineHook;
+  }
+}
 
 const checks = new Checks();
 
@@ -29,7 +33,11 @@ async function main(): Promise<void> {
     await designer.fill('[data-testid="playground-prompt"]', '347*26');
     await designer.click('[data-testid="playground-run"]');
     await designer.waitForFunction(() => ['done', 'error'].includes(window.__designer!.playground().status), undefined, { timeout: 60_000 });
-    const inDesigner = new Map((await designer.$$eval('[data-testid="pg-token"]', (els) => els.map((e) => [e.getAttribute('data-model') ?? '', getComputedStyle(e).borderBottomColor] as const))));
+    const inDesigner = new Map(
+      await designer.$$eval('[data-testid="pg-token"]', (els) =>
+        els.map((e) => [e.getAttribute('data-model') ?? '', getComputedStyle(e).borderBottomColor] as const),
+      ),
+    );
     checks.check('the playground shows tokens of small and large', inDesigner.has('small') && inDesigner.has('large'), [...inDesigner]);
     await designer.screenshot({ path: artifactPath('model-colours-designer.png') });
 
@@ -40,11 +48,26 @@ async function main(): Promise<void> {
     await timeline.evaluate(() => window.__timeline!.fitAll());
     await timeline.waitForTimeout(1200); // the side panels update on a throttle
     const lanes = (await timeline.evaluate(() => window.__timeline!.snapshot())).lanes;
-    checks.check('timeline lanes follow the server\'s model list', JSON.stringify(lanes) === JSON.stringify(['small', 'medium', 'large']), lanes);
-    const bar = await timeline.locator('[data-testid=config-bar]').innerText().catch(() => '');
-    checks.check('the THRESHOLDS field names every model (it was empty with engines in threads)', /small\s*1/.test(bar) && /medium\s*1/.test(bar) && /large\s*1/.test(bar), bar);
-    const inTimeline = new Map(await timeline.$$eval('[data-testid=range-stats] tbody tr', (rows) => rows.map((r) => [r.textContent?.match(/^[a-z]+/)?.[0] ?? '', getComputedStyle(r.querySelector('i.dot')!).backgroundColor] as const)));
-    for (const m of ['small', 'large']) checks.check(`${m} has one colour on both pages`, inDesigner.get(m) !== undefined && inDesigner.get(m) === inTimeline.get(m), { designer: inDesigner.get(m), timeline: inTimeline.get(m) });
+    checks.check("timeline lanes follow the server's model list", JSON.stringify(lanes) === JSON.stringify(['small', 'medium', 'large']), lanes);
+    const bar = await timeline
+      .locator('[data-testid=config-bar]')
+      .innerText()
+      .catch(() => '');
+    checks.check(
+      'the THRESHOLDS field names every model (it was empty with engines in threads)',
+      /small\s*1/.test(bar) && /medium\s*1/.test(bar) && /large\s*1/.test(bar),
+      bar,
+    );
+    const inTimeline = new Map(
+      await timeline.$$eval('[data-testid=range-stats] tbody tr', (rows) =>
+        rows.map((r) => [r.textContent?.match(/^[a-z]+/)?.[0] ?? '', getComputedStyle(r.querySelector('i.dot')!).backgroundColor] as const),
+      ),
+    );
+    for (const m of ['small', 'large'])
+      checks.check(`${m} has one colour on both pages`, inDesigner.get(m) !== undefined && inDesigner.get(m) === inTimeline.get(m), {
+        designer: inDesigner.get(m),
+        timeline: inTimeline.get(m),
+      });
     await timeline.screenshot({ path: artifactPath('model-colours-timeline.png') });
     checks.check('no page errors', dErrors.length === 0 && tErrors.length === 0, [...dErrors, ...tErrors]);
   } finally {

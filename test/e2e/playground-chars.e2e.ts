@@ -7,7 +7,14 @@ import { execSync } from 'node:child_process';
 import { ROOT, launch, openDesigner } from './timelineHarness.ts';
 import { startTestServer } from '../http/testService.ts';
 
-const token = (text: string, model: string) => ({ id: 7, text, model, signals: { entropy: 0.01, maxProb: 0.99, margin: 0.9, heads: {} }, decision: 'stay', kept: true });
+const token = (text: string, model: string) => ({
+  id: 7,
+  text,
+  model,
+  signals: { entropy: 0.01, maxProb: 0.99, margin: 0.9, heads: {} },
+  decision: 'stay',
+  kept: true,
+});
 const chunk = (content: string, tokens: ReturnType<typeof token>[], finish: string | null = null) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content }, finish_reason: finish }], tokenrouter: { tokens } })}\n\n`;
 
@@ -35,8 +42,13 @@ async function main(): Promise<void> {
     await page.click('[data-testid="tab-playground"]');
     await page.click('[data-testid="playground-run"]');
     await page.locator('[data-testid="playground-status"][data-status="done"]').waitFor();
-    const chips = await page.locator('[data-testid="pg-token"]').evaluateAll((els) => els.map((e) => ({ text: e.textContent, cont: e.getAttribute('data-continuation') === 'true' })));
-    assert.deepEqual(chips.map((c) => (c.cont ? '+' : c.text)), ['Caf', 'é', '+', ' ', '日', '+', '+', '!']);
+    const chips = await page
+      .locator('[data-testid="pg-token"]')
+      .evaluateAll((els) => els.map((e) => ({ text: e.textContent, cont: e.getAttribute('data-continuation') === 'true' })));
+    assert.deepEqual(
+      chips.map((c) => (c.cont ? '+' : c.text)),
+      ['Caf', 'é', '+', ' ', '日', '+', '+', '!'],
+    );
     const output = await page.locator('[data-testid="playground-output"]').innerText();
     assert.ok(!output.includes('\uFFFD'), `no replacement character on the page: ${JSON.stringify(output)}`);
     await page.locator('[data-testid="playground-output"]').screenshot({ path: '/tmp/ui-playground-chars.png' });

@@ -10,12 +10,20 @@ import type { TimelineSnapshot } from '../../designer/src/timeline/timelineSnaps
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { Checks, newPage, artifactPath, buildTimeline, launch, serveStatic } from './timelineHarness.ts';
 
-declare global { interface Window { __timeline?: TimelineHook } }
+declare global {
+  interface Window {
+    __timeline?: TimelineHook;
+  }
+}
 
 const checks = new Checks();
 const snap = (page: Page): Promise<TimelineSnapshot> => page.evaluate(() => window.__timeline!.snapshot());
 const key = (e: TraceEvent): string => (e.type === 'batch' ? `${e.model}/${e.batchId}` : e.type === 'handoff' ? `${e.requestId}@${e.t}:${e.from}>${e.to}` : '');
-const keys = (events: TraceEvent[], type: 'batch' | 'handoff'): string[] => events.filter((e) => e.type === type).map(key).sort();
+const keys = (events: TraceEvent[], type: 'batch' | 'handoff'): string[] =>
+  events
+    .filter((e) => e.type === type)
+    .map(key)
+    .sort();
 const sameList = (a: string[], b: string[]): boolean => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Clicks an export button and returns the downloaded file (path and text), or null when nothing was downloaded. */
@@ -33,8 +41,17 @@ async function openFile(page: Page, file: string | { name: string; mimeType: str
   const name = typeof file === 'string' ? basename(file) : file.name;
   await page.setInputFiles('[data-testid=trace-file]', file);
   // The status names the file once it is read (panels update on a throttle).
-  await page.waitForFunction((n) => document.querySelector('[data-testid=source-status]')?.textContent?.includes(n), name, { timeout: 5000 })
-    .catch(async (err) => { console.log('status now:', await status(page), await snap(page).then((x) => x.store.batches), await page.$eval('[data-testid=trace-file]', (el) => [(el as HTMLInputElement).files?.[0]?.name, (el as HTMLInputElement).value])); throw err; });
+  await page
+    .waitForFunction((n) => document.querySelector('[data-testid=source-status]')?.textContent?.includes(n), name, { timeout: 5000 })
+    .catch(async (err) => {
+      console.log(
+        'status now:',
+        await status(page),
+        await snap(page).then((x) => x.store.batches),
+        await page.$eval('[data-testid=trace-file]', (el) => [(el as HTMLInputElement).files?.[0]?.name, (el as HTMLInputElement).value]),
+      );
+      throw err;
+    });
   await page.waitForTimeout(300);
 }
 
@@ -65,13 +82,22 @@ async function main(): Promise<void> {
     await openFile(page, viewFile.path);
     let s = await snap(page);
     let opened = await page.evaluate(() => window.__timeline!.exportEvents('all'));
-    checks.check('Open trace… reads the Export view file: the same batches', sameList(keys(opened, 'batch'), keys(inView, 'batch')) && s.store.batches > 0,
-      { opened: s.store.batches, exported: inView.filter((e) => e.type === 'batch').length });
+    checks.check('Open trace… reads the Export view file: the same batches', sameList(keys(opened, 'batch'), keys(inView, 'batch')) && s.store.batches > 0, {
+      opened: s.store.batches,
+      exported: inView.filter((e) => e.type === 'batch').length,
+    });
     checks.check('… and the same handoffs', sameList(keys(opened, 'handoff'), keys(inView, 'handoff')), { opened: s.store.handoffs });
     checks.check('… and draws them', (s.drawn?.batchBoxes ?? 0) > 0, s.drawn);
-    checks.check('no invalid-event or file banner', s.feed.invalid === 0 && (await page.$('[data-testid=banner-file]')) === null && (await page.$('[data-testid=banner-invalid]')) === null);
+    checks.check(
+      'no invalid-event or file banner',
+      s.feed.invalid === 0 && (await page.$('[data-testid=banner-file]')) === null && (await page.$('[data-testid=banner-invalid]')) === null,
+    );
     let st = await status(page);
-    checks.check('status says it shows a file, with no green "connected" dot', st.text.includes(basename(viewFile.path)) && st.text.startsWith('file') && !/\bok\b/.test(st.cls), st);
+    checks.check(
+      'status says it shows a file, with no green "connected" dot',
+      st.text.includes(basename(viewFile.path)) && st.text.startsWith('file') && !/\bok\b/.test(st.cls),
+      st,
+    );
     await page.screenshot({ path: artifactPath('timeline-file-opened-export.png') });
 
     // Export all from the page that opened a file, and open that too.
@@ -80,7 +106,11 @@ async function main(): Promise<void> {
     if (!allFile) throw new Error('no download for Export all');
     await openFile(page, allFile.path);
     opened = await page.evaluate(() => window.__timeline!.exportEvents('all'));
-    checks.check('Export all → Open trace…: the same batches and handoffs', sameList(keys(opened, 'batch'), keys(before, 'batch')) && sameList(keys(opened, 'handoff'), keys(before, 'handoff')), (await snap(page)).store);
+    checks.check(
+      'Export all → Open trace…: the same batches and handoffs',
+      sameList(keys(opened, 'batch'), keys(before, 'batch')) && sameList(keys(opened, 'handoff'), keys(before, 'handoff')),
+      (await snap(page)).store,
+    );
 
     // Export view with nothing in view: a message, no file.
     const end = (await snap(page)).view.t1;
@@ -95,7 +125,11 @@ async function main(): Promise<void> {
     s = await snap(page);
     const banner = await page.textContent('[data-testid=banner-file]').catch(() => null);
     st = await status(page);
-    checks.check('wrong JSON: one plain sentence, no schema message', /not a TokenRouter trace/.test(banner ?? '') && !/invalid_type|Expected|Required|received/.test(banner ?? ''), banner);
+    checks.check(
+      'wrong JSON: one plain sentence, no schema message',
+      /not a TokenRouter trace/.test(banner ?? '') && !/invalid_type|Expected|Required|received/.test(banner ?? ''),
+      banner,
+    );
     checks.check('wrong JSON: the dot is red and names the file', /\bbad\b/.test(st.cls) && st.text.includes('notes.json'), st);
     checks.check('wrong JSON: nothing drawn', s.store.batches === 0, s.store);
     await page.screenshot({ path: artifactPath('timeline-file-unreadable.png') });
@@ -110,4 +144,7 @@ async function main(): Promise<void> {
   checks.finish();
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

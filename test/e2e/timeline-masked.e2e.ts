@@ -36,19 +36,42 @@ async function main(): Promise<void> {
     await page.evaluate((id) => window.__timeline!.selectRequest(id), end.requestId);
     const panel = page.locator('[data-testid="request-panel"]');
     await panel.locator('[data-testid="tokens"] span').first().waitFor();
-    const marks = await panel.locator('[data-testid="tokens"] span').evaluateAll((els) => els.map((e) => ({ masked: e.getAttribute('data-masked') === 'true', hatched: getComputedStyle(e).backgroundImage.includes('gradient'), title: e.getAttribute('title') ?? '' })));
+    const marks = await panel.locator('[data-testid="tokens"] span').evaluateAll((els) =>
+      els.map((e) => ({
+        masked: e.getAttribute('data-masked') === 'true',
+        hatched: getComputedStyle(e).backgroundImage.includes('gradient'),
+        title: e.getAttribute('title') ?? '',
+      })),
+    );
     const expected = end.tokens.map((_, i) => i >= MASKED_FROM);
-    checks.check('tokens at output index ≥ maskedFrom are marked, the earlier ones not', JSON.stringify(marks.map((m) => m.masked)) === JSON.stringify(expected), marks.map((m) => (m.masked ? 'M' : '.')).join(''));
-    checks.check('the mark is visible (hatched), and only on masked tokens', marks.every((m) => m.hatched === m.masked));
-    checks.check('a masked token says so in its title', marks.filter((m) => m.masked).every((m) => m.title.endsWith('· grammar-masked')));
+    checks.check(
+      'tokens at output index ≥ maskedFrom are marked, the earlier ones not',
+      JSON.stringify(marks.map((m) => m.masked)) === JSON.stringify(expected),
+      marks.map((m) => (m.masked ? 'M' : '.')).join(''),
+    );
+    checks.check(
+      'the mark is visible (hatched), and only on masked tokens',
+      marks.every((m) => m.hatched === m.masked),
+    );
+    checks.check(
+      'a masked token says so in its title',
+      marks.filter((m) => m.masked).every((m) => m.title.endsWith('· grammar-masked')),
+    );
     const legend = await panel.locator('[data-testid="masked-legend"]').innerText();
-    checks.check('the legend names grammar-masked and the count', /grammar-masked/.test(legend) && legend.includes(`from token #${MASKED_FROM} on (${end.tokens.length - MASKED_FROM} of ${end.tokens.length})`), legend);
+    checks.check(
+      'the legend names grammar-masked and the count',
+      /grammar-masked/.test(legend) && legend.includes(`from token #${MASKED_FROM} on (${end.tokens.length - MASKED_FROM} of ${end.tokens.length})`),
+      legend,
+    );
     await panel.screenshot({ path: artifactPath('timeline-masked-request.png') });
 
     // A request no grammar constrained: no marks, no legend.
     await page.evaluate((id) => window.__timeline!.selectRequest(id), plainEnd.requestId);
     await page.locator(`[data-testid="request-panel"] h3 code:text-is("${plainEnd.requestId}")`).waitFor();
-    checks.check('an unconstrained request has no marks and no legend', (await page.locator('[data-testid="tokens"] span[data-masked]').count()) === 0 && (await page.locator('[data-testid="masked-legend"]').count()) === 0);
+    checks.check(
+      'an unconstrained request has no marks and no legend',
+      (await page.locator('[data-testid="tokens"] span[data-masked]').count()) === 0 && (await page.locator('[data-testid="masked-legend"]').count()) === 0,
+    );
 
     // A masked batch: its panel lists the masked rows; its tooltip too (drawn on the canvas: see the screenshot).
     await page.evaluate(([a, b]) => window.__timeline!.setView(a, b), [wide.start - 3, wide.end + 3] as const);
@@ -61,7 +84,11 @@ async function main(): Promise<void> {
       const batchPanel = page.locator('[data-testid="batch-panel"]');
       await batchPanel.waitFor();
       const text = await batchPanel.innerText();
-      checks.check('the batch panel lists its grammar-masked rows', new RegExp(`rows grammar-masked\\s*${wide.maskedRows} of ${wide.requestIds.length}`, 'i').test(text), text.replace(/\n/g, ' | '));
+      checks.check(
+        'the batch panel lists its grammar-masked rows',
+        new RegExp(`rows grammar-masked\\s*${wide.maskedRows} of ${wide.requestIds.length}`, 'i').test(text),
+        text.replace(/\n/g, ' | '),
+      );
       await page.mouse.move(box.x + at.x, box.y + at.y);
       await page.waitForTimeout(300);
       await page.screenshot({ path: artifactPath('timeline-masked-batch.png') });

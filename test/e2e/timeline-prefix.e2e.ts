@@ -6,7 +6,11 @@ import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import { startTestServer } from '../http/testService.ts';
 import { Checks, artifactPath, launch, newPage } from './timelineHarness.ts';
 
-declare global { interface Window { __timeline?: TimelineHook } }
+declare global {
+  interface Window {
+    __timeline?: TimelineHook;
+  }
+}
 
 const checks = new Checks();
 // A shared preamble of worked examples (the bundled vocabulary is digits and arithmetic): the second request finds it cached.
@@ -31,10 +35,17 @@ async function main(): Promise<void> {
     // one after the other: the first leaves its KV in the cache, the second starts from it
     await chat(srv.url, '12+7=');
     await chat(srv.url, '3*4=');
-    const events = (await (await fetch(`${srv.url}/admin/trace?format=jsonl`)).text()).split('\n').filter(Boolean).map((l) => JSON.parse(l) as TraceEvent);
+    const events = (await (await fetch(`${srv.url}/admin/trace?format=jsonl`)).text())
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as TraceEvent);
     const hit = events.find((e): e is TraceEventOf<'batch'> => e.type === 'batch' && (e.cachedTokens ?? 0) > 0);
     // the preamble is 99 characters, one token each with the bundled vocabulary
-    checks.check('the server traced a batch that took the preamble from the cache', hit !== undefined && hit.cachedTokens! >= PREAMBLE.length, hit ? { model: hit.model, batchId: hit.batchId, cachedTokens: hit.cachedTokens } : 'none');
+    checks.check(
+      'the server traced a batch that took the preamble from the cache',
+      hit !== undefined && hit.cachedTokens! >= PREAMBLE.length,
+      hit ? { model: hit.model, batchId: hit.batchId, cachedTokens: hit.cachedTokens } : 'none',
+    );
     if (hit) await showBatch(page, hit, events.filter((e) => e.type === 'batch').length);
     checks.check('no page errors', errors.length === 0, errors.slice(0, 3));
   } finally {
@@ -64,4 +75,7 @@ async function showBatch(page: Page, hit: TraceEventOf<'batch'>, traced: number)
   await page.screenshot({ path: artifactPath('timeline-prefix-batch.png') });
 }
 
-main().catch((err) => { console.error(err); process.exitCode = 1; });
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -6,7 +6,11 @@ import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
 import type { TimelineSnapshot } from '../../designer/src/timeline/timelineSnapshot.ts';
 import { Checks, newPage, artifactPath, buildTimeline, launch, serveStatic } from './timelineHarness.ts';
 
-declare global { interface Window { __timeline?: TimelineHook } }
+declare global {
+  interface Window {
+    __timeline?: TimelineHook;
+  }
+}
 
 const checks = new Checks();
 const snap = (page: Page): Promise<TimelineSnapshot> => page.evaluate(() => window.__timeline!.snapshot());
@@ -33,16 +37,19 @@ async function main(): Promise<void> {
     await page.screenshot({ path: artifactPath('timeline-reopen-first.png') });
 
     await page.setInputFiles('[data-testid=trace-file]', { name: 'second.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(traceWith(second, 4)) });
-    await page.waitForFunction(() => document.querySelector('[data-testid=source-status]')?.textContent?.includes('second.jsonl'), undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => document.querySelector('[data-testid=source-status]')?.textContent?.includes('second.jsonl'), undefined, {
+      timeout: 10_000,
+    });
     await page.waitForFunction(() => (window.__timeline?.snapshot().drawn?.batchBoxes ?? 0) > 0, undefined, { timeout: 10_000 });
     await page.waitForTimeout(300);
     s = await snap(page);
-    checks.check('the store holds the second file\'s order', JSON.stringify(s.lanes) === JSON.stringify(second), s.lanes);
-    checks.check('the lane names drawn are the second file\'s, not the first page\'s', JSON.stringify(s.drawn?.lanes) === JSON.stringify(second), s.drawn?.lanes);
+    checks.check("the store holds the second file's order", JSON.stringify(s.lanes) === JSON.stringify(second), s.lanes);
+    checks.check("the lane names drawn are the second file's, not the first page's", JSON.stringify(s.drawn?.lanes) === JSON.stringify(second), s.drawn?.lanes);
     // the batch a lane shows is that lane's model's: pick one batch of "large" and find it in the top lane
     const events = await page.evaluate(() => window.__timeline!.exportEvents('all'));
     const large = events.find((e) => e.type === 'batch' && e.model === 'large');
-    const at = large && large.type === 'batch' ? await page.evaluate(([m, id]) => window.__timeline!.batchCenter(m, id), ['large', large.batchId] as const) : null;
+    const at =
+      large && large.type === 'batch' ? await page.evaluate(([m, id]) => window.__timeline!.batchCenter(m, id), ['large', large.batchId] as const) : null;
     checks.check('a batch of "large" sits in the first lane, the one labelled large', at !== null && at.y < 30 + 900 / 3, at);
     await page.screenshot({ path: artifactPath('timeline-reopen-second.png') });
     checks.check('no page errors', errors.length === 0, errors);

@@ -8,7 +8,12 @@ export const ROOT = resolve(import.meta.dirname, '../..');
 export const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 const TYPES: Record<string, string> = {
-  '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.json': 'application/json', '.jsonl': 'application/x-ndjson', '.svg': 'image/svg+xml',
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.json': 'application/json',
+  '.jsonl': 'application/x-ndjson',
+  '.svg': 'image/svg+xml',
 };
 
 /**
@@ -33,14 +38,22 @@ export async function buildTimeline(): Promise<string> {
 export async function serveStatic(dist: string, extra: Record<string, string> = {}): Promise<{ url: string; close(): Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
-    if (path === '/favicon.ico') { res.writeHead(204); res.end(); return; }
+    if (path === '/favicon.ico') {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
     if (extra[path] !== undefined) {
       res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'text/plain' });
       res.end(extra[path]);
       return;
     }
     const file = normalize(join(dist, path === '/' ? 'timeline.html' : path));
-    if (!file.startsWith(dist) || !existsSync(file)) { res.writeHead(404); res.end('not found'); return; }
+    if (!file.startsWith(dist) || !existsSync(file)) {
+      res.writeHead(404);
+      res.end('not found');
+      return;
+    }
     res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' });
     res.end(readFileSync(file));
   });

@@ -46,7 +46,14 @@ async function main(): Promise<void> {
     const compare = page.locator('[data-testid="ev-compare"]');
     const total = Number(/\((\d+)\)/.exec(await compare.innerText())![1]);
     await compare.click();
-    await page.waitForFunction(() => { const e = window.__designer!.evaluation(); return e.status !== 'running' && e.queue.length === 0 && e.notCompared.length > 0; }, undefined, { timeout: 120_000 });
+    await page.waitForFunction(
+      () => {
+        const e = window.__designer!.evaluation();
+        return e.status !== 'running' && e.queue.length === 0 && e.notCompared.length > 0;
+      },
+      undefined,
+      { timeout: 120_000 },
+    );
     const ev = await page.evaluate(() => window.__designer!.evaluation());
     const skipped = ev.notCompared.map((n) => n.name).sort();
     assert.deepEqual(skipped, [...unserved, 'citer'].sort(), `not compared: ${JSON.stringify(ev.notCompared)}`);
@@ -67,7 +74,9 @@ async function main(): Promise<void> {
     await page.screenshot({ path: '/tmp/ui-unserved-3-timeline.png' });
 
     assert.deepEqual(errors, [], 'no page errors');
-    console.log(`unserved-builtins e2e: ok (not served: ${unserved.join(', ')}; compared ${ev.points.length} of ${total}, citer's 404 and the unserved said why)`);
+    console.log(
+      `unserved-builtins e2e: ok (not served: ${unserved.join(', ')}; compared ${ev.points.length} of ${total}, citer's 404 and the unserved said why)`,
+    );
   } finally {
     await browser.close();
     await srv.close();

@@ -12,7 +12,7 @@ describe('closedLoopThroughput', () => {
   it('leaves every client in the engine without an entry cost', () => {
     expect(closedLoopThroughput(8, 0, L, X)).toEqual({ inEngine: 8, tokS: X(8) });
   });
-  it('takes the entry time out of the engine by Little\'s law: c · R / (R + d) in flight', () => {
+  it("takes the entry time out of the engine by Little's law: c · R / (R + d) in flight", () => {
     // 25 ms outside the engine per 100 ms inside: 8 · 100 / 125 = 6.4 in the engine, 64 req/s
     const r = closedLoopThroughput(8, 25, L, X);
     expect(r.inEngine).toBeCloseTo(6.4, 9);
@@ -30,7 +30,7 @@ describe('closedLoopThroughput', () => {
 });
 
 describe('EntryProfile', () => {
-  it('times real HTTP requests at the server and subtracts each one\'s own time in the cluster, with no trace', async () => {
+  it("times real HTTP requests at the server and subtracts each one's own time in the cluster, with no trace", async () => {
     let clock = 0;
     const profile = new EntryProfile(() => clock);
     const app = express();

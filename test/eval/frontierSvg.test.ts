@@ -17,7 +17,11 @@ describe('frontierSvg', () => {
     const points = pointsAgainst(entries, 'large-only');
     expect(points.map((p) => p.versus_reference)).toEqual(['reference', 'above', 'below', 'same']);
     const svg = frontierSvg(points);
-    const titles = [...svg.matchAll(/<path d="([^"]+)"[^>]*><title>([^:]+):/g)].map((m) => [m[2], m[1][0], m[1].includes('a6 6') ? 'circle' : m[1].split('L').length]);
+    const titles = [...svg.matchAll(/<path d="([^"]+)"[^>]*><title>([^:]+):/g)].map((m) => [
+      m[2],
+      m[1][0],
+      m[1].includes('a6 6') ? 'circle' : m[1].split('L').length,
+    ]);
     expect(titles).toEqual([
       ['large-only', 'M', 4],
       ['better', 'M', 3],
@@ -31,7 +35,8 @@ describe('frontierSvg', () => {
     };
     expect(apex('better')).toBe('up');
     expect(apex('worse')).toBe('down');
-    for (const label of ['significantly above large-only', 'significantly below large-only', 'not different from large-only', 'large-only (the reference)']) expect(svg).toContain(label);
+    for (const label of ['significantly above large-only', 'significantly below large-only', 'not different from large-only', 'large-only (the reference)'])
+      expect(svg).toContain(label);
     expect(svg).not.toContain('untested');
     // Well-formed XML: every '<' opens a tag (a bare '<' in a label broke the committed plot once).
     expect(svg.replace(/<\/?[a-z][^>]*>/g, '')).not.toContain('<');

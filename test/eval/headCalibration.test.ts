@@ -8,7 +8,18 @@ import { headEntry, HEAD_ALGORITHMS, rStitchEntry, type EvalEntry } from '../../
 
 const citerAlg = HEAD_ALGORITHMS[0];
 function entry(name: string, accuracy: number, large: number, params: Record<string, unknown> = {}): EvalEntry {
-  return { name, kind: 'token-level', params, accuracy, throughput_tok_s: 1, mean_latency_ms: 1, token_share: { small: 1 - large, large }, handoffs_per_request: 0, problems: 100, correct: [] };
+  return {
+    name,
+    kind: 'token-level',
+    params,
+    accuracy,
+    throughput_tok_s: 1,
+    mean_latency_ms: 1,
+    token_share: { small: 1 - large, large },
+    handoffs_per_request: 0,
+    problems: 100,
+    correct: [],
+  };
 }
 const point = (head: string, tau: number, accuracy: number, large: number) => {
   const spec = headEntry(citerAlg, head, tau);
@@ -50,10 +61,13 @@ describe('chooseThresholds', () => {
     expect(() => loadCalibration(f)).toThrow(/not a router-head calibration/);
   });
 
-  it('calibrates R-Stitch by the same rule, and the held-out plan adds each choice\'s grid neighbours', () => {
+  it("calibrates R-Stitch by the same rule, and the held-out plan adds each choice's grid neighbours", () => {
     const stitch = (tau: number, accuracy: number, large: number) => entry(rStitchEntry(tau).name, accuracy, large, { tau });
     // 0.05 and 0.1 keep 99 % of 0.9; 0.1 writes fewer large tokens; 0.15 falls below
-    const c = chooseThresholds([...entries, stitch(0.03, 0.9, 0.12), stitch(0.05, 0.895, 0.1), stitch(0.1, 0.892, 0.08), stitch(0.15, 0.88, 0.06)], 'validation');
+    const c = chooseThresholds(
+      [...entries, stitch(0.03, 0.9, 0.12), stitch(0.05, 0.895, 0.1), stitch(0.1, 0.892, 0.08), stitch(0.15, 0.88, 0.06)],
+      'validation',
+    );
     expect(c.chosen[0]).toMatchObject({ factory: 'r-stitch', param: 'tau', value: 0.1, large_share: 0.08 });
     expect(c.chosen[0].head).toBeUndefined();
     expect(calibratedPlan(c, true).map((e) => e.name)).toEqual([

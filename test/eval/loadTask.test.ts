@@ -16,14 +16,19 @@ let n = 0;
 function folder(files: Record<string, unknown>): string {
   const dir = path.join(tmp, `t${++n}`);
   fs.mkdirSync(dir);
-  for (const [name, body] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), Array.isArray(body) ? body.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') : JSON.stringify(body));
+  for (const [name, body] of Object.entries(files))
+    fs.writeFileSync(
+      path.join(dir, name),
+      Array.isArray(body) ? body.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') : JSON.stringify(body),
+    );
   return dir;
 }
 const header = { name: 'caps', grader: { kind: 'exact' } };
 
 describe('task schemas', () => {
   it('accepts each grader kind and refuses an unknown one, a bad pattern and unknown keys', () => {
-    for (const grader of [{ kind: 'final-number' }, { kind: 'exact' }, { kind: 'choice' }, { kind: 'regex', pattern: '(\\d+)$', flags: 'i' }]) expect(taskHeaderSchema.safeParse({ name: 'x', grader }).success, grader.kind).toBe(true);
+    for (const grader of [{ kind: 'final-number' }, { kind: 'exact' }, { kind: 'choice' }, { kind: 'regex', pattern: '(\\d+)$', flags: 'i' }])
+      expect(taskHeaderSchema.safeParse({ name: 'x', grader }).success, grader.kind).toBe(true);
     expect(taskHeaderSchema.safeParse({ name: 'x', grader: { kind: 'fuzzy' } }).success).toBe(false);
     const badPattern = taskHeaderSchema.safeParse({ name: 'x', grader: { kind: 'regex', pattern: '(' } });
     expect(badPattern.error?.issues[0].path).toEqual(['grader', 'pattern']);
@@ -43,7 +48,17 @@ describe('loadTask', () => {
   it('reads a folder or its task.json, both splits, prompts and chats', () => {
     const dir = folder({
       'task.json': header,
-      'validation.jsonl': [{ prompt: 'capital of France?', answer: 'Paris' }, '', { messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'capital of Italy?' }], answer: 'Rome' }],
+      'validation.jsonl': [
+        { prompt: 'capital of France?', answer: 'Paris' },
+        '',
+        {
+          messages: [
+            { role: 'system', content: 'be brief' },
+            { role: 'user', content: 'capital of Italy?' },
+          ],
+          answer: 'Rome',
+        },
+      ],
       'heldout.jsonl': [{ prompt: 'capital of Spain?', answer: 'Madrid' }],
     });
     for (const ref of [dir, path.join(dir, 'task.json')]) {
@@ -51,7 +66,10 @@ describe('loadTask', () => {
       expect(t.header.name).toBe('caps');
       expect(t.splits()).toEqual(['validation', 'heldout']);
       const v = t.split('validation').problems;
-      expect(v.map((p) => [p.question, p.answer])).toEqual([['capital of France?', 'Paris'], ['capital of Italy?', 'Rome']]);
+      expect(v.map((p) => [p.question, p.answer])).toEqual([
+        ['capital of France?', 'Paris'],
+        ['capital of Italy?', 'Rome'],
+      ]);
       expect(chatOf(v[0])).toEqual([{ role: 'user', content: 'capital of France?' }]);
       expect(chatOf(v[1])).toHaveLength(2);
       expect(t.grade(' Rome ', v[1].answer)).toBe(true);
@@ -60,7 +78,7 @@ describe('loadTask', () => {
 
   it('names the file, line and key of a bad line', () => {
     const lines = (l: unknown) => folder({ 'task.json': header, 'validation.jsonl': [{ prompt: 'ok', answer: 'x' }, l] });
-    const err = (dir: string) => (() => loadTask(dir, MODELS));
+    const err = (dir: string) => () => loadTask(dir, MODELS);
     let dir = lines({ prompt: 'q' });
     expect(err(dir)).toThrow(`${path.join(dir, 'validation.jsonl')}:2: "answer":`);
     dir = lines({ prompt: 'q', answer: 'a', anwser: 'b' });
@@ -78,7 +96,9 @@ describe('loadTask', () => {
     expect(() => loadTask(path.join(tmp, 'nowhere'), MODELS)).toThrow(/no bundled task ".*nowhere" \(bundled: multiplication\) and no file or folder at/);
     expect(() => loadTask(folder({ 'validation.jsonl': [{ prompt: 'q', answer: 'a' }] }), MODELS)).toThrow(/has no task\.json/);
     expect(() => loadTask(folder({ 'task.json': header }), MODELS)).toThrow(/has neither validation\.jsonl nor heldout\.jsonl/);
-    expect(() => loadTask(folder({ 'task.json': { name: 'n', grader: { kind: 'regex', pattern: '[' } }, 'validation.jsonl': [{ prompt: 'q', answer: 'a' }] }), MODELS)).toThrow(/task\.json: "grader\.pattern": not a JavaScript regular expression/);
+    expect(() =>
+      loadTask(folder({ 'task.json': { name: 'n', grader: { kind: 'regex', pattern: '[' } }, 'validation.jsonl': [{ prompt: 'q', answer: 'a' }] }), MODELS),
+    ).toThrow(/task\.json: "grader\.pattern": not a JavaScript regular expression/);
     expect(() => loadTask(folder({ 'task.json': header, 'validation.jsonl': ['', ' '] }), MODELS)).toThrow(/validation\.jsonl: holds no problem/);
     const onlyHeldout = loadTask(folder({ 'task.json': header, 'heldout.jsonl': [{ prompt: 'q', answer: 'a' }] }), MODELS);
     expect(() => onlyHeldout.split('validation')).toThrow(/task "caps" \(.*\) has no validation split: no validation\.jsonl/);

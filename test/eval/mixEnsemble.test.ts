@@ -50,8 +50,12 @@ describe('mixEnsemble', () => {
   });
 
   it('rejects weights that run no model and models that are not loaded', async () => {
-    await expect(mixEnsemble({ name: 'none', weights: { large: 0 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 8 })).rejects.toThrow(/every weight is 0/);
-    await expect(mixEnsemble({ name: 'small', weights: { small: 1 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 8 })).rejects.toThrow(/model small is not loaded/);
+    await expect(mixEnsemble({ name: 'none', weights: { large: 0 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 8 })).rejects.toThrow(
+      /every weight is 0/,
+    );
+    await expect(mixEnsemble({ name: 'small', weights: { small: 1 } }, { runners, tokenizer: tok, problems, grade, maxTokens: 8 })).rejects.toThrow(
+      /model small is not loaded/,
+    );
   });
 });
 
@@ -95,6 +99,11 @@ describe('choosing and comparing mixes', () => {
     expect(p.p_value).toBeCloseTo(2 / 64, 12);
     expect(p.versus_reference).toBe('above');
     expect(p.tok_s).toBeNull();
-    expect(errorOverlap(singles, 'large-only')).toEqual({ reference: 'large-only', reference_wrong: 8, right_instead: { 'small-only': 8, 'medium-only': 8 }, any_right: 8 });
+    expect(errorOverlap(singles, 'large-only')).toEqual({
+      reference: 'large-only',
+      reference_wrong: 8,
+      right_instead: { 'small-only': 8, 'medium-only': 8 },
+      any_right: 8,
+    });
   });
 });

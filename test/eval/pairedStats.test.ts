@@ -26,10 +26,10 @@ describe('comparePaired', () => {
     // 100 problems: A right on 60, B right on 50; A alone on 15, B alone on 5.
     const a: boolean[] = [];
     const b: boolean[] = [];
-    for (let i = 0; i < 45; i++) (a.push(true), b.push(true));
-    for (let i = 0; i < 15; i++) (a.push(true), b.push(false));
-    for (let i = 0; i < 5; i++) (a.push(false), b.push(true));
-    for (let i = 0; i < 35; i++) (a.push(false), b.push(false));
+    for (let i = 0; i < 45; i++) a.push(true), b.push(true);
+    for (let i = 0; i < 15; i++) a.push(true), b.push(false);
+    for (let i = 0; i < 5; i++) a.push(false), b.push(true);
+    for (let i = 0; i < 35; i++) a.push(false), b.push(false);
     const c = comparePaired(a, b, { resamples: 4000, seed: 3 });
     expect(c.only_a).toBe(15);
     expect(c.only_b).toBe(5);
@@ -55,7 +55,13 @@ describe('pointsAgainst', () => {
     const better = ref.map((x, i) => x || i % 4 === 1); // +25 points, all discordant one way
     const worse = ref.map((x, i) => x && i % 4 !== 0); // −25 points
     const level = ref.map((x, i) => (i < 2 ? !x : x)); // one swap each way
-    const entry = (name: string, correct: boolean[]) => ({ name, kind: 'token-level', accuracy: correct.filter(Boolean).length / correct.length, throughput_tok_s: 1, correct });
+    const entry = (name: string, correct: boolean[]) => ({
+      name,
+      kind: 'token-level',
+      accuracy: correct.filter(Boolean).length / correct.length,
+      throughput_tok_s: 1,
+      correct,
+    });
     const pts = pointsAgainst([entry('large-only', ref), entry('better', better), entry('worse', worse), entry('level', level)], 'large-only');
     expect(pts.map((p) => p.versus_reference)).toEqual(['reference', 'above', 'below', 'same']);
     expect(pts[0].p_value).toBeNull();

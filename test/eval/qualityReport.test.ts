@@ -2,17 +2,52 @@
 import { describe, expect, it } from 'vitest';
 import { mergeReports, qualityTables } from '../../runtime/eval/qualityReport.ts';
 
-const entry = (name: string, kind: string, accuracy: number, tok: number) => ({ name, kind: kind as 'single', params: {}, accuracy, throughput_tok_s: tok, mean_latency_ms: 50, token_share: { large: 1 }, handoffs_per_request: 0, problems: 100 });
+const entry = (name: string, kind: string, accuracy: number, tok: number) => ({
+  name,
+  kind: kind as 'single',
+  params: {},
+  accuracy,
+  throughput_tok_s: tok,
+  mean_latency_ms: 50,
+  token_share: { large: 1 },
+  handoffs_per_request: 0,
+  problems: 100,
+});
 
 describe('qualityTables', () => {
   it('writes one row per serving point, a row per mix and the error overlap', () => {
     const md = qualityTables({
-      settings: { split: 'heldout', problems: 100, split_size: 2000, split_file: 'examples/models/heldout.json', split_seed: 7, maxTokens: 64, concurrency: 8, wallSeconds: 12.4, load_average_1m: { start: 3.21, end: 4 } },
+      settings: {
+        split: 'heldout',
+        problems: 100,
+        split_size: 2000,
+        split_file: 'examples/models/heldout.json',
+        split_seed: 7,
+        maxTokens: 64,
+        concurrency: 8,
+        wallSeconds: 12.4,
+        load_average_1m: { start: 3.21, end: 4 },
+      },
       results: { entries: [entry('large-only', 'single', 0.9, 1000), entry('fast', 'token-level', 0.85, 2500)] },
       points: [
         { name: 'large-only', kind: 'single', accuracy: 0.9, tok_s: 1000, p_value: null, ci_low: null, ci_high: null, versus_reference: 'reference' },
         { name: 'fast', kind: 'token-level', accuracy: 0.85, tok_s: 2500, p_value: 0.0312, ci_low: -0.09, ci_high: -0.01, versus_reference: 'below' },
-        { name: 'mix', kind: 'token-level', accuracy: 0.91, tok_s: null, measured: 'reference loop', weights: { large: 0.8, medium: 0.2 }, rule: 'linear', consult_share: 0.0123, changed_share: 0.0004, p_value: 1, ci_low: -0.01, ci_high: 0.03, versus_reference: 'same', best_member: { name: 'large-only', accuracy: 0.9, p_value: 1, ci_low: -0.01, ci_high: 0.03, versus: 'same' } },
+        {
+          name: 'mix',
+          kind: 'token-level',
+          accuracy: 0.91,
+          tok_s: null,
+          measured: 'reference loop',
+          weights: { large: 0.8, medium: 0.2 },
+          rule: 'linear',
+          consult_share: 0.0123,
+          changed_share: 0.0004,
+          p_value: 1,
+          ci_low: -0.01,
+          ci_high: 0.03,
+          versus_reference: 'same',
+          best_member: { name: 'large-only', accuracy: 0.9, p_value: 1, ci_low: -0.01, ci_high: 0.03, versus: 'same' },
+        },
       ],
       error_overlap: { reference: 'large-only', reference_wrong: 10, right_instead: { 'medium-only': 2 }, any_right: 2 },
     });
@@ -26,7 +61,7 @@ describe('qualityTables', () => {
 });
 
 describe('the per-problem overlap', () => {
-  it('counts each pattern of right and wrong among the singles, and each routed entry\'s fixes and breaks against large-only', () => {
+  it("counts each pattern of right and wrong among the singles, and each routed entry's fixes and breaks against large-only", () => {
     const bits = (name: string, kind: string, b: string) => ({ ...entry(name, kind, 0, 1), correct_bits: b });
     const md = qualityTables({
       settings: { split: 'heldout', problems: 5 },
@@ -46,21 +81,63 @@ describe('the per-problem overlap', () => {
 describe('mergeReports', () => {
   const run = (entries: { name: string; accuracy: number; tok_s: number }[], wall: number) => ({
     settings: { split: 'heldout', problems: 10, maxTokens: 64, wallSeconds: wall, load_average_1m: { start: 1, end: 2 } },
-    results: { entries: entries.map((e) => ({ name: e.name, kind: 'single' as const, params: {}, accuracy: e.accuracy, throughput_tok_s: e.tok_s, mean_latency_ms: 1, token_share: { large: 1 }, handoffs_per_request: 0, problems: 10 })) },
-    points: entries.map((e) => ({ name: e.name, kind: 'single' as const, accuracy: e.accuracy, tok_s: e.tok_s, p_value: null, ci_low: null, ci_high: null, versus_reference: 'reference' as const })),
+    results: {
+      entries: entries.map((e) => ({
+        name: e.name,
+        kind: 'single' as const,
+        params: {},
+        accuracy: e.accuracy,
+        throughput_tok_s: e.tok_s,
+        mean_latency_ms: 1,
+        token_share: { large: 1 },
+        handoffs_per_request: 0,
+        problems: 10,
+      })),
+    },
+    points: entries.map((e) => ({
+      name: e.name,
+      kind: 'single' as const,
+      accuracy: e.accuracy,
+      tok_s: e.tok_s,
+      p_value: null,
+      ci_low: null,
+      ci_high: null,
+      versus_reference: 'reference' as const,
+    })),
     error_overlap: null,
   });
 
   it('joins runs by name, keeps each entry’s own large-only throughput and sums the wall times', () => {
-    const m = mergeReports([run([{ name: 'large-only', accuracy: 0.9, tok_s: 100 }, { name: 'a', accuracy: 0.5, tok_s: 300 }], 5), run([{ name: 'large-only', accuracy: 0.9, tok_s: 50 }, { name: 'b', accuracy: 0.8, tok_s: 200 }], 7)]);
-    expect(m.results.entries.map((e) => [e.name, e.reference_tok_s])).toEqual([['large-only', 100], ['a', 100], ['b', 50]]);
+    const m = mergeReports([
+      run(
+        [
+          { name: 'large-only', accuracy: 0.9, tok_s: 100 },
+          { name: 'a', accuracy: 0.5, tok_s: 300 },
+        ],
+        5,
+      ),
+      run(
+        [
+          { name: 'large-only', accuracy: 0.9, tok_s: 50 },
+          { name: 'b', accuracy: 0.8, tok_s: 200 },
+        ],
+        7,
+      ),
+    ]);
+    expect(m.results.entries.map((e) => [e.name, e.reference_tok_s])).toEqual([
+      ['large-only', 100],
+      ['a', 100],
+      ['b', 50],
+    ]);
     expect(m.settings.wallSeconds).toBe(12);
     // b ran at 4x its own run's large-only, not 2x the first run's
     expect(qualityTables(m)).toMatch(/\| b \| single \| 80\.0% .*\| 200 \| 4\.00 \|/);
   });
 
   it('refuses runs whose large-only disagree, or on another split', () => {
-    expect(() => mergeReports([run([{ name: 'large-only', accuracy: 0.9, tok_s: 1 }], 1), run([{ name: 'large-only', accuracy: 0.8, tok_s: 1 }], 1)])).toThrow(/large-only differs/);
+    expect(() => mergeReports([run([{ name: 'large-only', accuracy: 0.9, tok_s: 1 }], 1), run([{ name: 'large-only', accuracy: 0.8, tok_s: 1 }], 1)])).toThrow(
+      /large-only differs/,
+    );
     const other = run([], 1);
     other.settings.split = 'validation';
     expect(() => mergeReports([run([], 1), other])).toThrow(/different splits/);

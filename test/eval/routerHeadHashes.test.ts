@@ -8,7 +8,11 @@ const MODELS = path.resolve('examples/models');
 const readme = fs.readFileSync(path.join(MODELS, 'README.md'), 'utf8');
 /** Rows `| \`small/routers/x.onnx\` | \`<sha256>\` |` of the README's hash table. */
 const recorded = [...readme.matchAll(/^\| `([^`]+)` \| `([0-9a-f]{64})` \|/gm)].map((m) => ({ file: m[1], sha: m[2] }));
-const sha256 = (f: string) => crypto.createHash('sha256').update(fs.readFileSync(path.join(MODELS, f))).digest('hex');
+const sha256 = (f: string) =>
+  crypto
+    .createHash('sha256')
+    .update(fs.readFileSync(path.join(MODELS, f)))
+    .digest('hex');
 
 describe('router head hashes', () => {
   it('cover every head routers.json ships, and routers.json itself', () => {

@@ -60,7 +60,8 @@ describe('problem splits', () => {
   });
 
   it('list the shipped models’ training runs with the step counts their training.json records', () => {
-    const info = (m: string) => JSON.parse(fs.readFileSync(path.join(MODELS, m, 'training.json'), 'utf8')) as { steps: number; previous_phases?: { steps: number }[] };
+    const info = (m: string) =>
+      JSON.parse(fs.readFileSync(path.join(MODELS, m, 'training.json'), 'utf8')) as { steps: number; previous_phases?: { steps: number }[] };
     const runs = heldout.excluded_runs;
     expect(runs).toEqual(validation.excluded_runs);
     const steps = (name: string) => runs.find((r) => r.run === name)?.batches;

@@ -15,7 +15,7 @@ describe('fitStepLatency', () => {
     expect(fit.counts).toEqual({ small: 11 });
   });
 
-  it('gives other traffic\'s batches their wall time and the algorithm\'s own gap, size by size', () => {
+  it("gives other traffic's batches their wall time and the algorithm's own gap, size by size", () => {
     // gaps 0.5 at b = 2, 0.1 at b = 4 (each run's last batch has none: a pause of 1 s or more follows)
     const own = [...run('small', 2, 11, 1, 1.5, 0), ...run('small', 4, 11, 2, 2.1, 5000)];
     // another algorithm's traffic idles between its batches (5 ms gaps): its walls are slower, its gaps are its own
@@ -34,7 +34,7 @@ describe('fitStepLatency', () => {
     expect(asTimed.latency[0][1]).toBeGreaterThan(fit.latency[0][1] * 1.8);
   });
 
-  it('keeps other traffic\'s times as they were when the algorithm has no batch on that model', () => {
+  it("keeps other traffic's times as they were when the algorithm has no batch on that model", () => {
     const fit = fitStepLatency(run('small', 1, 5, 1, 1, 0), ['small', 'large'], 1, run('large', 1, 11, 4, 5, 10_000));
     expect(fit.latency[1][0]).toBeCloseTo((10 * 5 + 4) / 11, 9);
   });

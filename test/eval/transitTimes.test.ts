@@ -3,13 +3,41 @@ import { describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TransitTimes } from '../../runtime/eval/transitTimes.ts';
 
-const batch = (model: string, ids: string[], start: number, end: number): TraceEvent => ({ type: 'batch', model, batchId: start, requestIds: ids, phase: 'decode', tokens: ids.length, start, end });
+const batch = (model: string, ids: string[], start: number, end: number): TraceEvent => ({
+  type: 'batch',
+  model,
+  batchId: start,
+  requestIds: ids,
+  phase: 'decode',
+  tokens: ids.length,
+  start,
+  end,
+});
 const state = (id: string, model: string | null, state: string, t: number): TraceEvent => ({ type: 'request-state', t, requestId: id, model, state });
-const handoff = (id: string, from: string, to: string, t: number): TraceEvent => ({ type: 'handoff', t, requestId: id, from, to, batchId: 0, tokens: 1, kept: false });
-const end = (id: string, t: number, admittedAt: number, status: 'done' | 'cancelled' = 'done'): TraceEvent => ({ type: 'request-end', t, requestId: id, status, tokens: [1], runs: [], handoffs: 0, admittedAt, firstTokenAt: null });
+const handoff = (id: string, from: string, to: string, t: number): TraceEvent => ({
+  type: 'handoff',
+  t,
+  requestId: id,
+  from,
+  to,
+  batchId: 0,
+  tokens: 1,
+  kept: false,
+});
+const end = (id: string, t: number, admittedAt: number, status: 'done' | 'cancelled' = 'done'): TraceEvent => ({
+  type: 'request-end',
+  t,
+  requestId: id,
+  status,
+  tokens: [1],
+  runs: [],
+  handoffs: 0,
+  admittedAt,
+  firstTokenAt: null,
+});
 
 describe('TransitTimes', () => {
-  it('adds entry → engine, each crossing beyond the target\'s running batch, and last batch → end', () => {
+  it("adds entry → engine, each crossing beyond the target's running batch, and last batch → end", () => {
     const t = new TransitTimes((id) => id.startsWith('ev'));
     const events: TraceEvent[] = [
       state('ev-0', null, 'admitted', 0),
@@ -37,7 +65,7 @@ describe('TransitTimes', () => {
     expect(t.meanMs(batches)).toBeCloseTo(2 + 2 + 1.5 + 1, 9);
   });
 
-  it('counts a batch the busy target launched without the hand-off as the hand-off\'s time', () => {
+  it("counts a batch the busy target launched without the hand-off as the hand-off's time", () => {
     const t = new TransitTimes(() => true);
     const events: TraceEvent[] = [
       state('ev-0', null, 'admitted', 0),

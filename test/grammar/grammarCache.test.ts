@@ -65,7 +65,11 @@ describe('vocabulary', () => {
 
 describe('compile and cache', () => {
   it('compiles a schema cold, then answers from the cache', async () => {
-    const schema = JSON.stringify({ type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 } }, required: ['name', 'age'] });
+    const schema = JSON.stringify({
+      type: 'object',
+      properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 } },
+      required: ['name', 'age'],
+    });
     // the vocabulary's own setup (tokenizer info, compiler: once per vocabulary) is not the schema's
     const v0 = performance.now();
     await compileGrammar({ kind: 'json_object' }, vocab);
@@ -76,7 +80,9 @@ describe('compile and cache', () => {
     const t1 = performance.now();
     const b = await compileGrammar({ kind: 'json_schema', schema }, vocab);
     const cached = performance.now() - t1;
-    console.log(`compile at V=151936: vocabulary setup + json_object ${setup.toFixed(1)} ms; schema cold ${cold.toFixed(1)} ms, cached ${cached.toFixed(3)} ms`);
+    console.log(
+      `compile at V=151936: vocabulary setup + json_object ${setup.toFixed(1)} ms; schema cold ${cold.toFixed(1)} ms, cached ${cached.toFixed(3)} ms`,
+    );
     expect(b).toBe(a);
     expect(cached).toBeLessThan(cold);
   });
@@ -165,7 +171,10 @@ describe('constraint state', () => {
   });
 
   it('mask cost per row at V=151,936 (reported)', async () => {
-    const s = await state({ kind: 'json_schema', schema: JSON.stringify({ type: 'object', properties: { a: { type: 'array', items: { type: 'number' } } } }) }, prompt.length);
+    const s = await state(
+      { kind: 'json_schema', schema: JSON.stringify({ type: 'object', properties: { a: { type: 'array', items: { type: 'number' } } } }) },
+      prompt.length,
+    );
     const seq = [...prompt, ...tok.encode('{"a":[1.5,', false)];
     s.mask(seq);
     const n = 200;

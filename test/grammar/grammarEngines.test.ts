@@ -32,7 +32,14 @@ const SCHEMAS = [
     properties: { point: { $ref: '#/$defs/pt' }, path: { type: 'array', items: { $ref: '#/$defs/pt' }, maxItems: 3 } },
     required: ['point', 'path'],
     additionalProperties: false,
-    $defs: { pt: { type: 'object', properties: { x: { type: 'integer', minimum: -99, maximum: 99 }, y: { type: 'integer', minimum: 0, maximum: 9999 } }, required: ['x', 'y'], additionalProperties: false } },
+    $defs: {
+      pt: {
+        type: 'object',
+        properties: { x: { type: 'integer', minimum: -99, maximum: 99 }, y: { type: 'integer', minimum: 0, maximum: 9999 } },
+        required: ['x', 'y'],
+        additionalProperties: false,
+      },
+    },
   },
 ];
 const REGEX = '[a-z]{3,8}-[0-9]{2,5}(\\.[a-z]{2,3})?';
@@ -60,7 +67,12 @@ interface Run {
 }
 
 /** Submits each constraint `n` times (sampled, seeds differ) on a fresh cluster and waits for all. */
-async function serve(algorithm: Algorithm<unknown>, constraints: Constraint[], n: number, opts: { kvSmall?: number; retainState?: boolean } = {}): Promise<Run> {
+async function serve(
+  algorithm: Algorithm<unknown>,
+  constraints: Constraint[],
+  n: number,
+  opts: { kvSmall?: number; retainState?: boolean } = {},
+): Promise<Run> {
   const events: TraceEvent[] = [];
   const cluster = new Cluster({
     clock: createRealClock(),
@@ -75,7 +87,12 @@ async function serve(algorithm: Algorithm<unknown>, constraints: Constraint[], n
     ],
   });
   const prompt = tok.encode('Answer:', false);
-  const jobs = constraints.flatMap((constraint, k) => Array.from({ length: n }, (_, i) => cluster.submit({ prompt, maxTokens: 120, algorithm, constraint, sampling: { temperature: 1, topP: 1, topK: 0, seed: 1000 * k + i + 1 } }).done));
+  const jobs = constraints.flatMap((constraint, k) =>
+    Array.from(
+      { length: n },
+      (_, i) => cluster.submit({ prompt, maxTokens: 120, algorithm, constraint, sampling: { temperature: 1, topP: 1, topK: 0, seed: 1000 * k + i + 1 } }).done,
+    ),
+  );
   const results = await Promise.all(jobs);
   const evictions = cluster.lanes.reduce((s, l) => s + l.stats.evictions, 0);
   return { results, events, evictions };
@@ -96,7 +113,11 @@ function expectValid(r: RequestResult, c: Constraint): void {
   else if (g.kind === 'choice') expect(g.choices, ctx).toContain(out);
 }
 
-const ALL: Constraint[] = [...SCHEMAS.map((s) => ({ grammar: { kind: 'json_schema' as const, schema: JSON.stringify(s) } })), { grammar: { kind: 'regex', pattern: REGEX } }, { grammar: { kind: 'choice', choices: CHOICES } }];
+const ALL: Constraint[] = [
+  ...SCHEMAS.map((s) => ({ grammar: { kind: 'json_schema' as const, schema: JSON.stringify(s) } })),
+  { grammar: { kind: 'regex', pattern: REGEX } },
+  { grammar: { kind: 'choice', choices: CHOICES } },
+];
 
 describe('grammars through the engines', () => {
   it('R-Stitch: every output is valid, with handoffs between the models', async () => {
@@ -137,8 +158,20 @@ describe('grammars through the engines', () => {
   }, 300_000);
 
   it('a grammar the engine cannot compile fails the request clearly (the API refuses it before)', async () => {
-    const cluster = new Cluster({ clock: createRealClock(), tokenizer: tok, models: [{ name: 'small', runner: small }, { name: 'large', runner: large }] });
-    const r = await cluster.submit({ prompt: [1, 2], maxTokens: 5, algorithm: alternate() as Algorithm<unknown>, constraint: { grammar: { kind: 'regex', pattern: '(' } } }).done;
+    const cluster = new Cluster({
+      clock: createRealClock(),
+      tokenizer: tok,
+      models: [
+        { name: 'small', runner: small },
+        { name: 'large', runner: large },
+      ],
+    });
+    const r = await cluster.submit({
+      prompt: [1, 2],
+      maxTokens: 5,
+      algorithm: alternate() as Algorithm<unknown>,
+      constraint: { grammar: { kind: 'regex', pattern: '(' } },
+    }).done;
     expect(r.status).toBe('failed');
     expect(r.error?.message).toMatch(/regex does not compile/);
   }, 60_000);

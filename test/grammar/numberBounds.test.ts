@@ -27,12 +27,38 @@ async function acceptsEbnf(ebnf: string, text: string): Promise<boolean> {
 const accepts = (schema: unknown, text: string) => acceptsEbnf(schemaEbnf(xg, schema), text);
 
 /** integerRange's EBNF subset (literals, classes, groups, `|`, `*`) read as a JS regex, to check every integer of a span quickly. */
-const asRegex = (ebnf: string) => new RegExp(`^(?:${ebnf.replace(/"([^"]*)"/g, '$1').replace(/ /g, '').replace(/\(/g, '(?:')})$`);
+const asRegex = (ebnf: string) =>
+  new RegExp(
+    `^(?:${ebnf
+      .replace(/"([^"]*)"/g, '$1')
+      .replace(/ /g, '')
+      .replace(/\(/g, '(?:')})$`,
+  );
 
 describe('integerRange', () => {
   const ranges: [number | undefined, number | undefined][] = [
-    [0, 120], [0, 127], [18, 65], [-50, 50], [-120, 0], [-128, -7], [1, undefined], [undefined, 100], [undefined, -13], [-999, undefined],
-    [7, 7], [0, 0], [-1, -1], [10, 99], [99, 1001], [1, 9], [0, 10], [9, 10], [123, 456], [-1000, 1000], [100, 199], [1099, 1100],
+    [0, 120],
+    [0, 127],
+    [18, 65],
+    [-50, 50],
+    [-120, 0],
+    [-128, -7],
+    [1, undefined],
+    [undefined, 100],
+    [undefined, -13],
+    [-999, undefined],
+    [7, 7],
+    [0, 0],
+    [-1, -1],
+    [10, 99],
+    [99, 1001],
+    [1, 9],
+    [0, 10],
+    [9, 10],
+    [123, 456],
+    [-1000, 1000],
+    [100, 199],
+    [1099, 1100],
   ];
   for (const [lo, hi] of ranges) {
     it(`matches exactly the integers of [${lo ?? '-∞'}, ${hi ?? '∞'}]`, () => {
@@ -49,11 +75,53 @@ describe('integerRange', () => {
 
   it('is read by xgrammar as it is by the regex', async () => {
     const ebnf = `root ::= ${integerRange(0n, 120n)}`;
-    for (const [v, ok] of [['0', true], ['120', true], ['99', true], ['121', false], ['128', false], ['129', false], ['1000', false], ['-1', false]] as const) expect(await acceptsEbnf(ebnf, v), v).toBe(ok);
+    for (const [v, ok] of [
+      ['0', true],
+      ['120', true],
+      ['99', true],
+      ['121', false],
+      ['128', false],
+      ['129', false],
+      ['1000', false],
+      ['-1', false],
+    ] as const)
+      expect(await acceptsEbnf(ebnf, v), v).toBe(ok);
   });
 });
 
-const CANDIDATES = ['-129', '-121', '-41', '-40.5', '-40', '-39.5', '-2.25', '-1', '-0.5', '0', '0.25', '0.5', '0.999', '1', '1.5', '2', '2.25', '2.5', '9.75', '10', '10.5', '59.9', '60', '60.5', '119', '120', '120.5', '121', '125.5', '128', '129'];
+const CANDIDATES = [
+  '-129',
+  '-121',
+  '-41',
+  '-40.5',
+  '-40',
+  '-39.5',
+  '-2.25',
+  '-1',
+  '-0.5',
+  '0',
+  '0.25',
+  '0.5',
+  '0.999',
+  '1',
+  '1.5',
+  '2',
+  '2.25',
+  '2.5',
+  '9.75',
+  '10',
+  '10.5',
+  '59.9',
+  '60',
+  '60.5',
+  '119',
+  '120',
+  '120.5',
+  '121',
+  '125.5',
+  '128',
+  '129',
+];
 
 describe('bounded numbers and integers in a schema', () => {
   it('shows the converter bugs worked around: 128 passes a maximum of 120, 1.5 a maximum of 1', async () => {
@@ -120,7 +188,11 @@ describe('bounded numbers and integers in a schema', () => {
   });
 
   it('a schema already holding the marker text still gets its own ranges', async () => {
-    const schema = { type: 'object', properties: { m: { const: '__tokenrouter_range_0__' }, n: { type: 'integer', minimum: 1, maximum: 3 } }, required: ['m', 'n'] };
+    const schema = {
+      type: 'object',
+      properties: { m: { const: '__tokenrouter_range_0__' }, n: { type: 'integer', minimum: 1, maximum: 3 } },
+      required: ['m', 'n'],
+    };
     expect(await accepts(schema, '{"m":"__tokenrouter_range_0__","n":2}')).toBe(true);
     expect(await accepts(schema, '{"m":"__tokenrouter_range_0__","n":4}')).toBe(false);
   });

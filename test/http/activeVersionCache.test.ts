@@ -10,7 +10,11 @@ afterEach(async () => {
 
 type Json = { error?: { code: string }; tokenrouter?: { version: number | null }; activeVersion?: number; version?: number } & Record<string, unknown>;
 const call = async (url: string, method: string, body?: unknown): Promise<{ status: number; json: Json }> => {
-  const res = await fetch(url, { method, headers: body === undefined ? {} : { 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as Json };
 };
 const complete = async (s: TestServer, model: string) => call(`${s.url}/v1/completions`, 'POST', { model, prompt: '2*3=', max_tokens: 3, temperature: 0 });
@@ -46,11 +50,16 @@ describe('the active version, cached', () => {
   it('under concurrent admin calls and requests, each request serves a version that was active while it ran, and the last one stands', async () => {
     t = await startTestServer();
     const s = t;
-    for (let v = 0; v < 3; v++) await call(`${s.url}/admin/algorithms/mine/versions`, 'POST', { builtin: 'r-stitch', activate: true, ...(v > 0 ? { replace: true } : {}) });
+    for (let v = 0; v < 3; v++)
+      await call(`${s.url}/admin/algorithms/mine/versions`, 'POST', { builtin: 'r-stitch', activate: true, ...(v > 0 ? { replace: true } : {}) });
     const stored = new Set([1, 2, 3]);
     for (let round = 0; round < 4; round++) {
       const admin = Array.from({ length: 6 }, (_, i) =>
-        i % 3 === 2 ? call(`${s.url}/admin/algorithms/mine/versions`, 'POST', { builtin: 'r-stitch', activate: true, replace: true }).then((r) => stored.add(r.json.version!)) : call(`${s.url}/admin/algorithms/mine/activate`, 'POST', { version: 1 + ((round + i) % 3) }),
+        i % 3 === 2
+          ? call(`${s.url}/admin/algorithms/mine/versions`, 'POST', { builtin: 'r-stitch', activate: true, replace: true }).then((r) =>
+              stored.add(r.json.version!),
+            )
+          : call(`${s.url}/admin/algorithms/mine/activate`, 'POST', { version: 1 + ((round + i) % 3) }),
       );
       const requests = Array.from({ length: 8 }, () => served(s, 'mine'));
       const [, versions] = await Promise.all([Promise.all(admin), Promise.all(requests)]);

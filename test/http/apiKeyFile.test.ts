@@ -19,7 +19,7 @@ function write(name: string, json: unknown): string {
 }
 
 describe('apiKeysFile', () => {
-  it('adds the file\'s hashed keys to the config\'s, and they open /v1 on a real server', async () => {
+  it("adds the file's hashed keys to the config's, and they open /v1 on a real server", async () => {
     write('secrets/keys.json', [{ name: 'ci', sha256: hex('sk-ci-only-hashed'), requestsPerMinute: 100 }]);
     const cfg = loadServerConfig(write('conf/config.json', { apiKeys: [{ name: 'dev', key: 'sk-dev-plain' }], apiKeysFile: '../secrets/keys.json' }));
     expect(cfg.apiKeys.map((k) => k.name)).toEqual(['dev', 'ci']);
@@ -37,8 +37,12 @@ describe('apiKeysFile', () => {
   it('a missing file, a bad entry, or a name in both is one error naming apiKeysFile or apiKeys', () => {
     expect(() => loadServerConfig(write('a.json', { apiKeysFile: 'nowhere.json' }))).toThrow(/apiKeysFile .*nowhere\.json/);
     write('bad-keys.json', [{ name: 'x', sha256: 'short' }]);
-    expect(() => loadServerConfig(write('b.json', { apiKeysFile: 'bad-keys.json' }))).toThrow(/apiKeysFile .*bad-keys\.json: 0\.sha256: sha256 is the key's SHA-256/);
+    expect(() => loadServerConfig(write('b.json', { apiKeysFile: 'bad-keys.json' }))).toThrow(
+      /apiKeysFile .*bad-keys\.json: 0\.sha256: sha256 is the key's SHA-256/,
+    );
     write('dup-keys.json', [{ name: 'dev', sha256: hex('other') }]);
-    expect(() => loadServerConfig(write('c.json', { apiKeys: [{ name: 'dev', key: 'sk-1' }], apiKeysFile: 'dup-keys.json' }))).toThrow(/apiKeys with apiKeysFile: "dev" is listed twice/);
+    expect(() => loadServerConfig(write('c.json', { apiKeys: [{ name: 'dev', key: 'sk-1' }], apiKeysFile: 'dup-keys.json' }))).toThrow(
+      /apiKeys with apiKeysFile: "dev" is listed twice/,
+    );
   });
 });

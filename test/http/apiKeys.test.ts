@@ -9,7 +9,11 @@ const ALICE = 'sk-alice-0123456789abcdef';
 const BOB = 'sk-bob-only-hashed-in-config';
 const CAROL = 'sk-carol-two-requests';
 const DAVE = 'sk-dave-thirty-tokens';
-type Answer = { choices: { message: { content: string } }[]; usage: { prompt_tokens: number; total_tokens: number }; error: Record<string, unknown> & { message: string } };
+type Answer = {
+  choices: { message: { content: string } }[];
+  usage: { prompt_tokens: number; total_tokens: number };
+  error: Record<string, unknown> & { message: string };
+};
 const json = async (r: Response) => (await r.json()) as Answer;
 const hex = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
 
@@ -17,7 +21,11 @@ let t: TestServer;
 const chat = { model: 'small', messages: [{ role: 'user', content: '12*34' }], max_tokens: 8, temperature: 0 };
 
 function post(path: string, body: unknown, auth?: string, extra: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${t.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(auth ? { Authorization: `Bearer ${auth}` } : {}), ...extra }, body: JSON.stringify(body) });
+  return fetch(`${t.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(auth ? { Authorization: `Bearer ${auth}` } : {}), ...extra },
+    body: JSON.stringify(body),
+  });
 }
 
 beforeAll(async () => {
@@ -38,7 +46,13 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('with API keys set, /v1 needs one', () => {
   it('a missing or wrong key is 401 with an OpenAI-shaped invalid_api_key body, on every /v1 route', async () => {
-    for (const r of [await post('/v1/chat/completions', chat), await post('/v1/chat/completions', chat, 'sk-wrong'), await fetch(`${t.url}/v1/models`), await post('/v1/completions', { model: 'small', prompt: 'x' }, `${ALICE}x`), await fetch(`${t.url}/v1/no-such-route`)]) {
+    for (const r of [
+      await post('/v1/chat/completions', chat),
+      await post('/v1/chat/completions', chat, 'sk-wrong'),
+      await fetch(`${t.url}/v1/models`),
+      await post('/v1/completions', { model: 'small', prompt: 'x' }, `${ALICE}x`),
+      await fetch(`${t.url}/v1/no-such-route`),
+    ]) {
       expect(r.status).toBe(401);
       expect(r.headers.get('www-authenticate')).toBe('Bearer');
       const body: unknown = await r.json();
@@ -104,7 +118,11 @@ describe('with API keys set, /v1 needs one', () => {
     expect(retry).toBeLessThanOrEqual(60);
     expect(refused.headers.get('x-ratelimit-remaining-requests')).toBe('0');
     expect(refused.headers.get('x-ratelimit-limit-tokens')).toBeNull();
-    expect((await json(refused)).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded', message: expect.stringContaining('2 requests per minute') });
+    expect((await json(refused)).error).toMatchObject({
+      type: 'rate_limit_error',
+      code: 'rate_limit_exceeded',
+      message: expect.stringContaining('2 requests per minute'),
+    });
     // another key is not limited by carol's window
     expect((await post('/v1/chat/completions', chat, ALICE)).status).toBe(200);
   });
@@ -130,9 +148,18 @@ describe('with API keys set, /v1 needs one', () => {
     const usage = (await json(r)).usage;
     const after = await scrape();
     const text = after.text;
-    expect(value(after, 'tokenrouter_api_key_requests_total', { key: 'alice', outcome: 'accepted' }) - value(before, 'tokenrouter_api_key_requests_total', { key: 'alice', outcome: 'accepted' })).toBe(1);
-    expect(value(after, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'prompt' }) - value(before, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'prompt' })).toBe(usage.prompt_tokens);
-    expect(value(after, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'completion' }) - value(before, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'completion' })).toBe(5);
+    expect(
+      value(after, 'tokenrouter_api_key_requests_total', { key: 'alice', outcome: 'accepted' }) -
+        value(before, 'tokenrouter_api_key_requests_total', { key: 'alice', outcome: 'accepted' }),
+    ).toBe(1);
+    expect(
+      value(after, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'prompt' }) -
+        value(before, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'prompt' }),
+    ).toBe(usage.prompt_tokens);
+    expect(
+      value(after, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'completion' }) -
+        value(before, 'tokenrouter_api_key_tokens_total', { key: 'alice', kind: 'completion' }),
+    ).toBe(5);
     expect(value(after, 'tokenrouter_api_key_requests_total', { key: 'carol', outcome: 'rate_limited' })).toBeGreaterThanOrEqual(1);
     expect(value(after, 'tokenrouter_api_key_requests_total', { key: '(none)', outcome: 'invalid_api_key' })).toBeGreaterThanOrEqual(1);
     for (const secret of [ALICE, BOB, CAROL, DAVE, hex(BOB), t.service.adminToken]) expect(text).not.toContain(secret);
@@ -149,7 +176,8 @@ describe('with API keys set, /v1 needs one', () => {
     const r = await client.chat.completions.create({ ...chat, messages: [{ role: 'user', content: '12*34' }] });
     expect(r.choices[0].message.content).toHaveLength(8);
     let streamed = '';
-    for await (const c of await client.completions.create({ model: 'small', prompt: 'Q: 5*6=\nA: ', max_tokens: 6, temperature: 0, stream: true })) streamed += c.choices[0]?.text ?? '';
+    for await (const c of await client.completions.create({ model: 'small', prompt: 'Q: 5*6=\nA: ', max_tokens: 6, temperature: 0, stream: true }))
+      streamed += c.choices[0]?.text ?? '';
     expect(streamed).toHaveLength(6);
     expect((await client.models.list()).data.map((m) => m.id)).toContain('small');
   });
@@ -170,7 +198,8 @@ describe('with no key set', () => {
   it('in dev mode on loopback the designer page (same-origin) passes a keyed /v1 as it passes admin; other clients still need a key', async () => {
     const dev = await startTestServer({ config: { apiKeys: [{ name: 'k', key: 'sk-dev-key' }] } });
     try {
-      const url = (extra: Record<string, string>) => fetch(`${dev.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...extra }, body: JSON.stringify(chat) });
+      const url = (extra: Record<string, string>) =>
+        fetch(`${dev.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...extra }, body: JSON.stringify(chat) });
       expect((await url({ 'Sec-Fetch-Site': 'same-origin' })).status).toBe(200);
       expect((await url({ 'Sec-Fetch-Site': 'cross-site' })).status).toBe(401);
       expect((await url({})).status).toBe(401);

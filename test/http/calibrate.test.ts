@@ -27,7 +27,8 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-const post = (p: string, body: unknown) => fetch(`${srv.url}${p}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+const post = (p: string, body: unknown) =>
+  fetch(`${srv.url}${p}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
 async function evaluate(body: unknown): Promise<EvaluationResult> {
   const lines = (await (await post('/admin/evaluate', body)).text()).trim().split('\n');
@@ -86,7 +87,11 @@ describe('POST /admin/calibrate on the bundled models', () => {
 describe('tokenrouter calibrate', () => {
   it('prints each trial, the chosen τ and how to deploy it', async () => {
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'calibrate', '--url', srv.url, '--target', '0.3', '--problems', '4', '--iterations', '3'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'calibrate', '--url', srv.url, '--target', '0.3', '--problems', '4', '--iterations', '3'],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -102,7 +107,9 @@ describe('tokenrouter calibrate', () => {
 
   it('a target out of 0–1 is one line naming --target', async () => {
     const out = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'calibrate', '--url', srv.url, '--target', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'calibrate', '--url', srv.url, '--target', '2'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.on('close', (code) => resolve({ code, stderr }));

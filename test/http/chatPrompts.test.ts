@@ -29,7 +29,7 @@ describe('ChatPrompts', () => {
 });
 
 describe('ChatPrompts with template variables', () => {
-  it('keys on the variables and the messages\' other fields, not only role and content', () => {
+  it("keys on the variables and the messages' other fields, not only role and content", () => {
     const tok = charTokenizer();
     const render = vi.spyOn(tok, 'applyChatTemplate');
     const prompts = new ChatPrompts(tok);

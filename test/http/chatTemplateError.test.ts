@@ -15,13 +15,20 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 async function chat(messages: { role: string; content: string }[]) {
-  const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', messages, max_tokens: 4 }) });
+  const res = await fetch(`${t.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'small', messages, max_tokens: 4 }),
+  });
   return { status: res.status, json: (await res.json()) as { error?: { message: string; type: string; param: string | null; code: string | null } } };
 }
 
 describe('chat template errors over HTTP', () => {
   it('a template raise_exception is a 400 naming the model, not a 500', async () => {
-    const r = await chat([{ role: 'system', content: 'be brief' }, { role: 'user', content: '1+2' }]);
+    const r = await chat([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: '1+2' },
+    ]);
     expect(r.status).toBe(400);
     expect(r.json.error).toEqual({
       message: 'model "small": its chat template failed to render these messages: Conversation roles must alternate user/assistant/user/assistant/...',
@@ -39,11 +46,19 @@ describe('chat template errors over HTTP', () => {
   it('a template that does not parse: the server starts, and chat is a 400 naming the model', async () => {
     const broken = await startTestServer({ tokenizer: charTokenizer({ chatTemplate: '{% for m in messages %}{{ m.content }}', modelName: 'small' }) });
     try {
-      const res = await fetch(`${broken.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: '1+2' }], max_tokens: 4 }) });
+      const res = await fetch(`${broken.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: '1+2' }], max_tokens: 4 }),
+      });
       const j = (await res.json()) as { error: { message: string } };
       expect(res.status).toBe(400);
       expect(j.error.message).toMatch(/^model "small": its chat template does not parse: /);
-      const plain = await fetch(`${broken.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', prompt: 'Q: 1+2=\nA: ', max_tokens: 4 }) });
+      const plain = await fetch(`${broken.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'small', prompt: 'Q: 1+2=\nA: ', max_tokens: 4 }),
+      });
       expect(plain.status).toBe(200);
     } finally {
       await broken.close();

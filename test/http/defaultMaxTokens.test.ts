@@ -5,7 +5,11 @@ import { startTestServer, type TestServer } from './testService.ts';
 type Answer = { choices: { finish_reason: string }[]; usage: { prompt_tokens: number; completion_tokens: number } };
 
 async function post(t: TestServer, route: string, body: Record<string, unknown>): Promise<Answer> {
-  const r = await fetch(`${t.url}/v1/${route}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ temperature: 0, ...body }) });
+  const r = await fetch(`${t.url}/v1/${route}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ temperature: 0, ...body }),
+  });
   expect(r.status).toBe(200);
   return (await r.json()) as Answer;
 }
@@ -43,7 +47,11 @@ describe('default max_tokens', () => {
   it('an explicit max_tokens still wins, and one above the cap is still refused', async () => {
     const text = await post(capped, 'completions', { model: 'small', prompt: 'Q: 1+1=\nA: ', max_tokens: 5 });
     expect(text.usage.completion_tokens).toBe(5);
-    const r = await fetch(`${capped.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', prompt: 'x', max_tokens: 101 }) });
+    const r = await fetch(`${capped.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'small', prompt: 'x', max_tokens: 101 }),
+    });
     expect(r.status).toBe(400);
   });
 });

@@ -10,7 +10,11 @@ afterEach(async () => {
 
 type Json = { error?: { message: string; code: string; param: string | null } } & Record<string, unknown>;
 const call = async (url: string, method: string, body?: unknown) => {
-  const res = await fetch(url, { method, headers: body === undefined ? {} : { 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: res.status, json: (await res.json()) as Json };
 };
 const deploy = (s: TestServer, name: string, body: unknown) => call(`${s.url}/admin/algorithms/${name}/versions`, 'POST', body);
@@ -47,7 +51,12 @@ describe('deploying over an existing algorithm', () => {
   it('the list says which version a rollback re-activates and which algorithm is the default', async () => {
     t = await startTestServer();
     await deploy(t, 'r2r', { builtin: 'r2r', params: { tau: 0.4 }, activate: true, replace: true });
-    const list = (await call(`${t.url}/admin/algorithms`, 'GET')).json.algorithms as { name: string; activeVersion: number; rollbackTo: number | null; isDefault: boolean }[];
+    const list = (await call(`${t.url}/admin/algorithms`, 'GET')).json.algorithms as {
+      name: string;
+      activeVersion: number;
+      rollbackTo: number | null;
+      isDefault: boolean;
+    }[];
     expect(list.find((a) => a.name === 'r2r')).toMatchObject({ activeVersion: 2, rollbackTo: 1, isDefault: false });
     expect(list.find((a) => a.name === 'r-stitch')).toMatchObject({ activeVersion: 1, rollbackTo: null, isDefault: true });
   });

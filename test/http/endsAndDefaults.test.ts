@@ -35,7 +35,15 @@ beforeAll(async () => {
   // config.json keeps 2; generation_config.json lists both (as Llama 3 and Qwen3 do)
   const small = copy('small', (d) => editJson(path.join(d, 'generation_config.json'), (j) => (j.eos_token_id = [2, SECOND_EOS])));
   const large = copy('large', (d) => editJson(path.join(d, 'generation_config.json'), (j) => Object.assign(j, LARGE_DEFAULTS)));
-  const config = parseServerConfig({ port: 0, dataDir: path.join(tmp, 'data'), memory: { budgetMiB: 1024 }, models: [{ name: 'small', path: small }, { name: 'large', path: large }] });
+  const config = parseServerConfig({
+    port: 0,
+    dataDir: path.join(tmp, 'data'),
+    memory: { budgetMiB: 1024 },
+    models: [
+      { name: 'small', path: small },
+      { name: 'large', path: large },
+    ],
+  });
   service = await TokenRouterService.start(config);
   srv = await startServer(service, 0, '127.0.0.1');
 }, 120_000);
@@ -55,18 +63,35 @@ interface Answer {
 
 async function ask(kind: 'chat' | 'completion', body: Record<string, unknown>, stream: boolean): Promise<Answer> {
   const url = `${srv.url}/v1/${kind === 'chat' ? 'chat/completions' : 'completions'}`;
-  const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...body, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
+  });
   if (r.status !== 200 || !stream) {
-    const j = (await r.json()) as { error?: Answer['error']; choices?: { text?: string; message?: { content: string }; finish_reason: string }[]; usage?: { completion_tokens: number } };
+    const j = (await r.json()) as {
+      error?: Answer['error'];
+      choices?: { text?: string; message?: { content: string }; finish_reason: string }[];
+      usage?: { completion_tokens: number };
+    };
     const c = j.choices?.[0];
-    return { status: r.status, text: c ? (c.text ?? c.message!.content) : '', finish: c?.finish_reason ?? '', tokens: j.usage?.completion_tokens ?? -1, error: j.error };
+    return {
+      status: r.status,
+      text: c ? (c.text ?? c.message!.content) : '',
+      finish: c?.finish_reason ?? '',
+      tokens: j.usage?.completion_tokens ?? -1,
+      error: j.error,
+    };
   }
   let text = '';
   let finish = '';
   let tokens = -1;
   for (const line of (await r.text()).split('\n')) {
     if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-    const j = JSON.parse(line.slice(6)) as { choices: { text?: string; delta?: { content?: string }; finish_reason: string | null }[]; usage?: { completion_tokens: number } };
+    const j = JSON.parse(line.slice(6)) as {
+      choices: { text?: string; delta?: { content?: string }; finish_reason: string | null }[];
+      usage?: { completion_tokens: number };
+    };
     for (const c of j.choices) {
       text += c.text ?? c.delta?.content ?? '';
       if (c.finish_reason) finish = c.finish_reason;
@@ -101,12 +126,24 @@ describe('every end', () => {
     for (const stream of [false, true]) {
       const a = await ask('completion', { model: 'large', prompt: row.input_ids, max_tokens: 12, temperature: 0, stop_token_ids: [stopId] }, stream);
       expect([a.text, a.finish, a.tokens]).toEqual([service.tokenizer.decode(ids.slice(0, k)), 'stop', k]);
-      const chatFree = await ask('chat', { model: 'large', messages: [{ role: 'user', content: '436*40' }], max_tokens: 12, temperature: 0, ignore_eos: true }, stream);
+      const chatFree = await ask(
+        'chat',
+        { model: 'large', messages: [{ role: 'user', content: '436*40' }], max_tokens: 12, temperature: 0, ignore_eos: true },
+        stream,
+      );
       const c = service.tokenizer.encode(chatFree.text, false);
-      const chat = await ask('chat', { model: 'large', messages: [{ role: 'user', content: '436*40' }], max_tokens: 12, temperature: 0, stop_token_ids: [c[1]] }, stream);
+      const chat = await ask(
+        'chat',
+        { model: 'large', messages: [{ role: 'user', content: '436*40' }], max_tokens: 12, temperature: 0, stop_token_ids: [c[1]] },
+        stream,
+      );
       expect([chat.finish, chat.text]).toEqual(['stop', service.tokenizer.decode(c.slice(0, c.indexOf(c[1])))]);
     }
-    const held = await ask('completion', { model: 'large', prompt: row.input_ids, max_tokens: 12, temperature: 0, stop_token_ids: [stopId], min_tokens: 12 }, false);
+    const held = await ask(
+      'completion',
+      { model: 'large', prompt: row.input_ids, max_tokens: 12, temperature: 0, stop_token_ids: [stopId], min_tokens: 12 },
+      false,
+    );
     expect([held.finish, held.tokens]).toEqual(['length', 12]);
     expect(service.tokenizer.encode(held.text, false)).not.toContain(stopId);
   });
@@ -124,7 +161,10 @@ describe('every end', () => {
     ];
     for (const kind of ['chat', 'completion'] as const) {
       for (const [extra, param] of bad) {
-        const body = kind === 'chat' ? { model: 'small', messages: [{ role: 'user', content: '1*2' }], max_tokens: 4, ...extra } : { model: 'small', prompt: 'Q: 1*2=\nA: ', max_tokens: 4, ...extra };
+        const body =
+          kind === 'chat'
+            ? { model: 'small', messages: [{ role: 'user', content: '1*2' }], max_tokens: 4, ...extra }
+            : { model: 'small', prompt: 'Q: 1*2=\nA: ', max_tokens: 4, ...extra };
         const a = await ask(kind, body, false);
         // an item of a list is named by its index (stop_token_ids.0)
         expect([a.status, a.error?.param?.split('.')[0]], JSON.stringify(extra)).toEqual([400, param]);
@@ -134,7 +174,8 @@ describe('every end', () => {
 });
 
 describe('sampling parameters and generation_config.json defaults', () => {
-  const plan = (body: Record<string, unknown>) => planRequest(service, 'completion', { prompt: 'Q: 1*2=\nA: ', max_tokens: 4, ...body } as never, undefined).jobs[0].params.sampling;
+  const plan = (body: Record<string, unknown>) =>
+    planRequest(service, 'completion', { prompt: 'Q: 1*2=\nA: ', max_tokens: 4, ...body } as never, undefined).jobs[0].params.sampling;
 
   it('top_k and min_p reach SamplingParams; -1 and 0 mean no cut', () => {
     expect(plan({ model: 'small', top_k: 3, min_p: 0.2, temperature: 1 })).toMatchObject({ topK: 3, minP: 0.2, temperature: 1 });
@@ -151,7 +192,7 @@ describe('sampling parameters and generation_config.json defaults', () => {
     expect(plan({ model: 'small', temperature: 0.9 })).toMatchObject({ temperature: 0.9 });
   });
 
-  it('an algorithm over models that disagree takes its entry model\'s defaults', () => {
+  it("an algorithm over models that disagree takes its entry model's defaults", () => {
     for (const name of ['r-stitch', 'query-router']) {
       const { algorithm } = service.resolve(name);
       const entry = algorithm.models[algorithm.entry - 1];
@@ -164,7 +205,11 @@ describe('sampling parameters and generation_config.json defaults', () => {
   it('seeded draws with the folder defaults equal the same parameters set by the request', async () => {
     const prompt = row.input_ids;
     const byDefault = await ask('completion', { model: 'large', prompt, max_tokens: 16, seed: 11, ignore_eos: true }, false);
-    const spelled = await ask('completion', { model: 'large', prompt, max_tokens: 16, seed: 11, ignore_eos: true, temperature: 0.7, top_p: 0.9, top_k: 5, min_p: 0.05 }, false);
+    const spelled = await ask(
+      'completion',
+      { model: 'large', prompt, max_tokens: 16, seed: 11, ignore_eos: true, temperature: 0.7, top_p: 0.9, top_k: 5, min_p: 0.05 },
+      false,
+    );
     expect(byDefault.text).toBe(spelled.text);
     expect(byDefault.tokens).toBe(16);
   });

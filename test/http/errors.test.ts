@@ -4,12 +4,19 @@ import { startTestServer, until, type TestServer } from './testService.ts';
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer({ config: { limits: { maxConcurrency: 2, maxQueue: 1, maxTokens: 100, maxBodyBytes: 64 * 1024 } }, latency: { small: 20, large: 20 } });
+  t = await startTestServer({
+    config: { limits: { maxConcurrency: 2, maxQueue: 1, maxTokens: 100, maxBodyBytes: 64 * 1024 } },
+    latency: { small: 20, large: 20 },
+  });
 });
 afterAll(() => t.close());
 
 async function post(path: string, body: unknown, raw = false) {
-  const res = await fetch(t.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: raw ? (body as string) : JSON.stringify(body) });
+  const res = await fetch(t.url + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: raw ? (body as string) : JSON.stringify(body),
+  });
   const json = (await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } };
   return { status: res.status, json, headers: res.headers };
 }

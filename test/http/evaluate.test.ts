@@ -13,7 +13,8 @@ afterEach(async () => {
 
 type ErrorJson = { error: { message: string; code: string; param: string | null; details?: { nodeId?: string; code: string }[] } };
 
-const post = (url: string, body: unknown, signal?: AbortSignal) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal });
+const post = (url: string, body: unknown, signal?: AbortSignal) =>
+  fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal });
 
 /** Reads an NDJSON answer line by line, checking every line against the schema. */
 async function* events(res: Response): AsyncGenerator<EvaluateEvent> {
@@ -90,13 +91,21 @@ describe('the bounds of a run', () => {
     expect(big).toMatchObject({ code: 'invalid_request', param: 'problems' });
     expect(big.message).toMatch(/has 1000 problems; ask for at most 1000/);
     // what the panel bounds its field by: the same set's size, and this server's most in flight
-    expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json())).toEqual({ task: 'multiplication', tasks: [{ name: 'multiplication', description: expect.any(String), grader: 'regex' }], problems: 1000, defaultProblems: 100, concurrency: Math.min(8, Math.floor(t.service.cluster.maxConcurrency / 2)) });
+    expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json())).toEqual({
+      task: 'multiplication',
+      tasks: [{ name: 'multiplication', description: expect.any(String), grader: 'regex' }],
+      problems: 1000,
+      defaultProblems: 100,
+      concurrency: Math.min(8, Math.floor(t.service.cluster.maxConcurrency / 2)),
+    });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), problems: 0 }), 400)).toMatchObject({ param: 'problems' });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), maxTokens: 257 }), 400)).toMatchObject({ param: 'maxTokens' });
-    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), speed: 'fast' }), 400)).toMatchObject({ message: expect.stringMatching(/unsupported parameter|speed/) });
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), speed: 'fast' }), 400)).toMatchObject({
+      message: expect.stringMatching(/unsupported parameter|speed/),
+    });
   });
 
-  it('refuses a concurrency past the bound and past half the server\'s concurrency', async () => {
+  it("refuses a concurrency past the bound and past half the server's concurrency", async () => {
     t = await startTestServer({ config: { limits: { maxConcurrency: 6 } } });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: rStitchIr(), concurrency: 9 }), 400)).toMatchObject({ param: 'concurrency' });
     expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json()).concurrency).toBe(3);
@@ -172,7 +181,9 @@ describe('the bounds of a run', () => {
     const abort = new AbortController();
     const long = { ir: rStitchIr(), problems: 200, maxTokens: 64, concurrency: 1 };
     expect((await post(`${t.url}/admin/evaluate`, long, abort.signal)).status).toBe(200);
-    expect(await refused(await post(`${t.url}/admin/evaluate`, long), 409)).toMatchObject({ message: expect.stringMatching(/client "(::ffff:)?127\.0\.0\.1"/) });
+    expect(await refused(await post(`${t.url}/admin/evaluate`, long), 409)).toMatchObject({
+      message: expect.stringMatching(/client "(::ffff:)?127\.0\.0\.1"/),
+    });
     abort.abort();
   });
 });

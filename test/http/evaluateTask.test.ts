@@ -24,7 +24,13 @@ const post = (url: string, body: unknown) => fetch(url, { method: 'POST', header
 /** A draft that keeps every token on small: its answers are small's, which the chat API gives too. */
 function smallAloneIr(): IrDocument {
   const node = (id: string, type: 'start' | 'stay', y: number) => ({ id, type, params: { ...defaultParams(type), model: 'small' }, position: { x: 0, y } });
-  const g = { schemaVersion: 1, kind: 'tokenrouter.graph', name: 'small-alone', nodes: [node('start', 'start', 0), node('stay', 'stay', 100)], edges: [] } as unknown as GraphDocument;
+  const g = {
+    schemaVersion: 1,
+    kind: 'tokenrouter.graph',
+    name: 'small-alone',
+    nodes: [node('start', 'start', 0), node('stay', 'stay', 100)],
+    edges: [],
+  } as unknown as GraphDocument;
   const r = compileGraph(g, RIG_CATALOG);
   if (!r.ok) throw new Error(JSON.stringify(r.issues));
   return JSON.parse(JSON.stringify(r.ir)) as IrDocument;
@@ -47,7 +53,10 @@ function writeTask(name: string, header: unknown, lines: unknown[]): string {
 
 async function result(res: Response): Promise<EvaluationResult> {
   expect(res.status).toBe(200);
-  const lines = (await res.text()).split('\n').filter(Boolean).map((l) => evaluateEventSchema.parse(JSON.parse(l)));
+  const lines = (await res.text())
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => evaluateEventSchema.parse(JSON.parse(l)));
   const last = lines.at(-1)!;
   if (last.type !== 'result') throw new Error(`ended with ${JSON.stringify(last)}`);
   return last.result;
@@ -88,11 +97,21 @@ describe('evaluating a draft on a task file', () => {
       return ((await res.json()) as { error: { message: string; param: string | null; code: string } }).error;
     };
     const missing = path.join(tmp, 'no-such-task');
-    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), task: missing }))).toMatchObject({ code: 'invalid_request', param: 'task', message: expect.stringContaining(`no bundled task "${missing}" (bundled: multiplication) and no file or folder at ${missing}`) });
-    const dir = writeTask('bad-line', { name: 'bad', grader: { kind: 'choice' } }, [{ prompt: '1*2', answer: 'A' }, { prompt: '1*3', answer: 'G' }]);
+    expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), task: missing }))).toMatchObject({
+      code: 'invalid_request',
+      param: 'task',
+      message: expect.stringContaining(`no bundled task "${missing}" (bundled: multiplication) and no file or folder at ${missing}`),
+    });
+    const dir = writeTask('bad-line', { name: 'bad', grader: { kind: 'choice' } }, [
+      { prompt: '1*2', answer: 'A' },
+      { prompt: '1*3', answer: 'G' },
+    ]);
     const e = await refused(await post(`${t.url}/admin/evaluate`, { model: 'small', task: dir }));
     expect(e).toMatchObject({ param: 'task', message: `${path.join(dir, 'validation.jsonl')}:2: "answer": "G" is not one of the letters A, B, C, D, E` });
-    expect(await refused(await fetch(`${t.url}/admin/evaluate/bounds?task=${encodeURIComponent(dir)}`))).toMatchObject({ param: 'task', message: expect.stringMatching(/validation\.jsonl:2: "answer"/) });
+    expect(await refused(await fetch(`${t.url}/admin/evaluate/bounds?task=${encodeURIComponent(dir)}`))).toMatchObject({
+      param: 'task',
+      message: expect.stringMatching(/validation\.jsonl:2: "answer"/),
+    });
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), task: ' ' }))).toMatchObject({ param: 'task' });
     expect(t.service.cluster.activeCount).toBe(0);
   });

@@ -12,9 +12,12 @@ describe('entry hot path', () => {
   it('a request for a model by name never reads the algorithm registry (a database read per request)', async () => {
     t = await startTestServer();
     const active = vi.spyOn(t.service.registry, 'active');
-    const res = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', prompt: '2+2=', max_tokens: 4, temperature: 0 }) });
+    const res = await fetch(`${t.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'small', prompt: '2+2=', max_tokens: 4, temperature: 0 }),
+    });
     expect(res.status).toBe(200);
     expect(active).not.toHaveBeenCalled();
   });
-
 });

@@ -23,7 +23,12 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 /** One request on a kept-alive agent, so a refused body must leave the connection usable for the next. */
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-function send(body: string | Buffer | null, headers: Record<string, string> = {}, method = 'POST', chunked = false): Promise<{ status: number; json: { body?: unknown; error?: { code: string; message: string } } }> {
+function send(
+  body: string | Buffer | null,
+  headers: Record<string, string> = {},
+  method = 'POST',
+  chunked = false,
+): Promise<{ status: number; json: { body?: unknown; error?: { code: string; message: string } } }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, path: '/echo', method, agent, headers: { 'Content-Type': 'application/json', ...headers } }, (res) => {
       let text = '';
@@ -82,10 +87,20 @@ describe('jsonBody', () => {
   });
 
   it('reads the charset as body-parser does: a utf- charset it decodes, anything else is a 415', async () => {
-    for (const ct of ['application/json; charset="utf-8"', 'application/json; charset=UTF-8; charset=latin1', 'application/json; charset=', 'application/json; x=1; charset=utf-8']) {
+    for (const ct of [
+      'application/json; charset="utf-8"',
+      'application/json; charset=UTF-8; charset=latin1',
+      'application/json; charset=',
+      'application/json; x=1; charset=utf-8',
+    ]) {
       expect((await send('{"a":1}', { 'Content-Type': ct })).json.body, ct).toEqual({ a: 1 });
     }
-    for (const ct of ['application/json; charset=utf8', 'application/json; charset=utf-8 x', 'application/json; charset=latin1; charset=utf-8', 'application/json; x="a;charset=utf-8"; charset=latin1']) {
+    for (const ct of [
+      'application/json; charset=utf8',
+      'application/json; charset=utf-8 x',
+      'application/json; charset=latin1; charset=utf-8',
+      'application/json; x="a;charset=utf-8"; charset=latin1',
+    ]) {
       const r = await send('{"a":1}', { 'Content-Type': ct });
       expect([r.status, r.json.error?.code], ct).toEqual([415, 'charset.unsupported']);
     }
@@ -118,7 +133,13 @@ describe('jsonBody after an asynchronous middleware', () => {
     });
     const s = http.createServer(app);
     await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-    const req = http.request({ host: '127.0.0.1', port: (s.address() as { port: number }).port, path: '/echo', method: 'POST', headers: { 'Content-Length': '100' } });
+    const req = http.request({
+      host: '127.0.0.1',
+      port: (s.address() as { port: number }).port,
+      path: '/echo',
+      method: 'POST',
+      headers: { 'Content-Length': '100' },
+    });
     req.on('error', () => {});
     req.write('{"a":');
     setTimeout(() => req.destroy(), 20);

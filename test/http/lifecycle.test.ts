@@ -53,11 +53,14 @@ describe('hot deploy', () => {
   it('a deploy during load switches new requests only', async () => {
     t = await startTestServer({ latency: { small: 10, large: 10 } });
     const s = t;
-    const admin = (p: string, body: unknown) => fetch(s.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const admin = (p: string, body: unknown) =>
+      fetch(s.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     const chat = (max: number) =>
-      fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '3*3' }], max_tokens: max, temperature: 0 }) }).then(
-        (r) => r.json() as Promise<{ tokenrouter: { version: number; tokens_by_model: Record<string, number> } }>,
-      );
+      fetch(`${s.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '3*3' }], max_tokens: max, temperature: 0 }),
+      }).then((r) => r.json() as Promise<{ tokenrouter: { version: number; tokens_by_model: Record<string, number> } }>);
     const inflight = [chat(60), chat(60)];
     await until(() => s.service.cluster.activeCount === 2);
     // v2: τ = 1 means R-Stitch never leaves the small model (r-stitch exists: replacing it is explicit).
@@ -81,7 +84,11 @@ describe('hot deploy', () => {
 
   it('an invalid deploy is refused with details and stores nothing', async () => {
     t = await startTestServer();
-    const res = await fetch(`${t.url}/admin/algorithms/mine/versions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ir: { schemaVersion: 99 } }) });
+    const res = await fetch(`${t.url}/admin/algorithms/mine/versions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ir: { schemaVersion: 99 } }),
+    });
     expect(res.status).toBe(400);
     const j = (await res.json()) as { error: { code: string; details: unknown[] } };
     expect(j.error.code).toBe('invalid_ir');
@@ -111,11 +118,29 @@ describe('metrics', () => {
   it('/metrics parses as Prometheus text format and counts what happened', async () => {
     // traced, to check the metrics (read from lane counters, not from trace events) against the trace
     t = await startTestServer({ traced: true });
-    const answer = (await (await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '4*4' }], max_tokens: 30 }) })).json()) as { tokenrouter: { handoffs: number } };
+    const answer = (await (
+      await fetch(`${t.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '4*4' }], max_tokens: 30 }),
+      })
+    ).json()) as { tokenrouter: { handoffs: number } };
     const text = await (await fetch(`${t.url}/metrics`)).text();
     const families = parsePrometheusTextFormat(text) as { name: string; type: string; metrics: { labels?: Record<string, string>; value?: string }[] }[];
     const byName = new Map(families.map((f) => [f.name, f]));
-    for (const n of ['tokenrouter_requests_running', 'tokenrouter_requests_pending_return', 'tokenrouter_batch_rows_total', 'tokenrouter_model_busy_seconds_total', 'tokenrouter_committed_tokens_total', 'tokenrouter_handoffs_total', 'tokenrouter_kv_cache_used_bytes', 'tokenrouter_time_to_first_token_seconds', 'tokenrouter_inter_token_latency_seconds', 'tokenrouter_e2e_request_latency_seconds', 'tokenrouter_batch_threshold']) {
+    for (const n of [
+      'tokenrouter_requests_running',
+      'tokenrouter_requests_pending_return',
+      'tokenrouter_batch_rows_total',
+      'tokenrouter_model_busy_seconds_total',
+      'tokenrouter_committed_tokens_total',
+      'tokenrouter_handoffs_total',
+      'tokenrouter_kv_cache_used_bytes',
+      'tokenrouter_time_to_first_token_seconds',
+      'tokenrouter_inter_token_latency_seconds',
+      'tokenrouter_e2e_request_latency_seconds',
+      'tokenrouter_batch_threshold',
+    ]) {
       expect(byName.has(n), n).toBe(true);
     }
     const committed = byName.get('tokenrouter_committed_tokens_total')!.metrics.reduce((a, m) => a + Number(m.value), 0);
@@ -130,8 +155,14 @@ describe('metrics', () => {
     // the busy-time split the breakdown suite reads with no trace on: the same sums as the trace's batch events
     const lanes = t.service.cluster.laneStats();
     const traced = (f: (e: Extract<(typeof batches)[number], { type: 'batch' }>) => number) => batches.reduce((a, e) => a + (e.type === 'batch' ? f(e) : 0), 0);
-    expect(lanes.reduce((a, l) => a + l.modelMs, 0)).toBeCloseTo(traced((e) => e.modelMs ?? 0), 6);
-    expect(lanes.reduce((a, l) => a + l.batchMs, 0)).toBeCloseTo(traced((e) => e.end - e.start), 6);
+    expect(lanes.reduce((a, l) => a + l.modelMs, 0)).toBeCloseTo(
+      traced((e) => e.modelMs ?? 0),
+      6,
+    );
+    expect(lanes.reduce((a, l) => a + l.batchMs, 0)).toBeCloseTo(
+      traced((e) => e.end - e.start),
+      6,
+    );
     expect(sum('tokenrouter_model_compute_seconds_total')).toBeCloseTo(traced((e) => e.modelMs ?? 0) / 1000, 6);
     expect(sum('tokenrouter_model_compute_seconds_total')).toBeGreaterThan(0);
     expect(answer.tokenrouter.handoffs).toBeGreaterThan(0);
@@ -145,7 +176,11 @@ describe('thresholds: "auto" on the live server', () => {
     expect(s.service.auto).not.toBeNull();
     await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
-        fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', prompt: `Q: ${i}*7=\nA: `, max_tokens: 120 }) }),
+        fetch(`${s.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ model: 'r-stitch', prompt: `Q: ${i}*7=\nA: `, max_tokens: 120 }),
+        }),
       ),
     );
     const est = s.service.auto!.estimator.estimate(s.service.cluster.clock.now(), 10);

@@ -34,7 +34,11 @@ describe('429 from the server', () => {
   afterAll(() => t.close());
 
   const ask = () =>
-    fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'small', prompt: 'hi', max_tokens: 16 }) });
+    fetch(`${t.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'small', prompt: 'hi', max_tokens: 16 }),
+    });
 
   it('refuses requests whose predicted wait exceeds the bound, with Retry-After, and /metrics counts them', async () => {
     // A few requests one after another give the shedder its admission rate (one per ~80 ms here).

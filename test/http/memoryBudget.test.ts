@@ -14,7 +14,15 @@ const dataDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'tr-mem-'));
 describe('the memory plan measures what it takes off the budget', () => {
   it('weights as loaded, a workspace from a warm-up step, the process before models; KV gets exactly the rest', async () => {
     const budget = 1024;
-    const service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir: dataDir(), modelsDir: MODELS_DIR, models: [{ name: 'small' }, { name: 'large' }], memory: { budgetMiB: budget, headroomMiB: 32 } }));
+    const service = await TokenRouterService.start(
+      parseServerConfig({
+        port: 0,
+        dataDir: dataDir(),
+        modelsDir: MODELS_DIR,
+        models: [{ name: 'small' }, { name: 'large' }],
+        memory: { budgetMiB: budget, headroomMiB: 32 },
+      }),
+    );
     try {
       const m = service.memory;
       expect(m.budgetBytes).toBe(budget * MiB);
@@ -38,9 +46,11 @@ describe('the memory plan measures what it takes off the budget', () => {
 
   it('refuses a budget the process and the loaded models already pass, saying what took it', async () => {
     // the file sizes (1.5 MiB) and one full-context request fit in 60 MiB; the process itself does not
-    await expect(TokenRouterService.start(parseServerConfig({ port: 0, dataDir: dataDir(), modelsDir: MODELS_DIR, models: [{ name: 'small' }], memory: { budgetMiB: 60 } }))).rejects.toThrow(
-      /memory.budgetMiB is too small: the process took [\d.]+ MiB before loading models, weights as loaded take [\d.]+ MiB, step workspaces/,
-    );
+    await expect(
+      TokenRouterService.start(
+        parseServerConfig({ port: 0, dataDir: dataDir(), modelsDir: MODELS_DIR, models: [{ name: 'small' }], memory: { budgetMiB: 60 } }),
+      ),
+    ).rejects.toThrow(/memory.budgetMiB is too small: the process took [\d.]+ MiB before loading models, weights as loaded take [\d.]+ MiB, step workspaces/);
   }, 120_000);
 });
 
@@ -58,10 +68,21 @@ describe('a real server under a small budget', () => {
       const qs = heldoutQuestions(40);
       const long = (i: number) => qs.slice(i % 20, (i % 20) + 18).join('\n\n');
       const ask = (i: number) =>
-        fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: long(i) }], max_tokens: 48, stream: true }) }).then((r) => r.text());
+        fetch(`${s.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: long(i) }], max_tokens: 48, stream: true }),
+        }).then((r) => r.text());
       const answers = await Promise.all(Array.from({ length: 48 }, (_, i) => ask(i)));
       expect(answers.every((a) => a.endsWith('data: [DONE]\n\n'))).toBe(true);
-      const health = (await (await fetch(`${s.url}/healthz`)).json()) as { memory: { budgetBytes: number; rssBytes: number; baseBytes: number; models: { name: string; weightBytes: number; workspaceBytes: number; kvBytes: number }[] } };
+      const health = (await (await fetch(`${s.url}/healthz`)).json()) as {
+        memory: {
+          budgetBytes: number;
+          rssBytes: number;
+          baseBytes: number;
+          models: { name: string; weightBytes: number; workspaceBytes: number; kvBytes: number }[];
+        };
+      };
       expect(health.memory.budgetBytes).toBe(BUDGET * MiB);
       expect(health.memory.rssBytes).toBeGreaterThan(0);
       expect(health.memory.models.map((m) => m.name)).toEqual(['small']);

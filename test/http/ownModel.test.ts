@@ -23,7 +23,15 @@ function plainExport(name: string): string {
 }
 
 beforeAll(async () => {
-  const config = parseServerConfig({ port: 0, dataDir: path.join(tmp, 'data'), memory: { budgetMiB: 1024 }, models: [{ name: 'small', path: plainExport('small') }, { name: 'large', path: plainExport('large') }] });
+  const config = parseServerConfig({
+    port: 0,
+    dataDir: path.join(tmp, 'data'),
+    memory: { budgetMiB: 1024 },
+    models: [
+      { name: 'small', path: plainExport('small') },
+      { name: 'large', path: plainExport('large') },
+    ],
+  });
   service = await TokenRouterService.start(config);
   srv = await startServer(service, 0, '127.0.0.1');
 }, 120_000);
@@ -38,12 +46,20 @@ describe('models without router heads', () => {
     const ids = ((await (await fetch(`${srv.url}/v1/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
     expect(ids).toContain('r-stitch');
     for (const headed of ['r2r', 'citer', 'co-llm']) expect(ids).not.toContain(headed);
-    const r = await fetch(`${srv.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', prompt: 'Q: 12*34=\nA: ', max_tokens: 8, temperature: 0 }) });
+    const r = await fetch(`${srv.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'r-stitch', prompt: 'Q: 12*34=\nA: ', max_tokens: 8, temperature: 0 }),
+    });
     expect(r.status).toBe(200);
   });
 
   it('deploying a router-head algorithm is a 400 naming the head, the model and the hidden_states output', async () => {
-    const r = await fetch(`${srv.url}/admin/algorithms/mine/versions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ builtin: 'r2r', activate: true }) });
+    const r = await fetch(`${srv.url}/admin/algorithms/mine/versions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ builtin: 'r2r', activate: true }),
+    });
     expect(r.status).toBe(400);
     const { error } = (await r.json()) as { error: { message: string; param: string } };
     expect(error.param).toBe('builtin');
@@ -51,14 +67,17 @@ describe('models without router heads', () => {
   });
 });
 
-describe('the worked config for one\'s own models', () => {
-  it('examples/configs/own-hf-models.json is valid and is docs/models.md\'s config', () => {
+describe("the worked config for one's own models", () => {
+  it("examples/configs/own-hf-models.json is valid and is docs/models.md's config", () => {
     const cfg = loadServerConfig(path.join(ROOT, 'examples/configs/own-hf-models.json'));
     const section = fs.readFileSync(path.join(ROOT, 'docs/models.md'), 'utf8');
     const block = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)![1]) as Record<string, unknown>;
     const file = JSON.parse(fs.readFileSync(path.join(ROOT, 'examples/configs/own-hf-models.json'), 'utf8')) as Record<string, unknown>;
     for (const key of Object.keys(block)) expect(file[key], key).toEqual(block[key]);
-    expect(cfg.models.map((m) => [m.name, m.path, m.dtype])).toEqual([['small', '/srv/models/Qwen3-0.6B-ONNX', 'fp32'], ['large', '/srv/models/Qwen3-1.7B-ONNX', 'q8']]);
+    expect(cfg.models.map((m) => [m.name, m.path, m.dtype])).toEqual([
+      ['small', '/srv/models/Qwen3-0.6B-ONNX', 'fp32'],
+      ['large', '/srv/models/Qwen3-1.7B-ONNX', 'q8'],
+    ]);
   });
 
   it('copied anywhere, its dataDir stays beside the copy (never escapes to /)', () => {

@@ -11,10 +11,17 @@ afterAll(async () => {
   await t.close();
 });
 
-type Answer = { usage: { completion_tokens: number }; tokenrouter: { tokens?: { model: string }[]; tokens_by_model: Record<string, number>; handoffs: number } };
+type Answer = {
+  usage: { completion_tokens: number };
+  tokenrouter: { tokens?: { model: string }[]; tokens_by_model: Record<string, number>; handoffs: number };
+};
 
 async function post(body: Record<string, unknown>): Promise<Answer> {
-  const r = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r2r', messages: [{ role: 'user', content: '347*26' }], max_tokens: 24, temperature: 0, ...body }) });
+  const r = await fetch(`${t.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'r2r', messages: [{ role: 'user', content: '347*26' }], max_tokens: 24, temperature: 0, ...body }),
+  });
   expect(r.status).toBe(200);
   return (await r.json()) as Answer;
 }
@@ -33,10 +40,24 @@ describe('tokenrouter.tokens in non-streamed answers', () => {
     expect(asked.tokenrouter.tokens!.filter((x) => x.model === 'small').length).toBe(asked.tokenrouter.tokens_by_model.small);
   });
 
-  type Chunk = { id: string; object: string; created: number; model: string; choices: { delta: { content?: string }; finish_reason: string | null }[]; tokenrouter?: { models?: Record<string, number>; tokens?: { model: string; text: string }[]; tokens_by_model?: Record<string, number> } };
+  type Chunk = {
+    id: string;
+    object: string;
+    created: number;
+    model: string;
+    choices: { delta: { content?: string }; finish_reason: string | null }[];
+    tokenrouter?: { models?: Record<string, number>; tokens?: { model: string; text: string }[]; tokens_by_model?: Record<string, number> };
+  };
   const stream = async (body: Record<string, unknown>): Promise<Chunk[]> => {
-    const r = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r2r', messages: [{ role: 'user', content: '347*26' }], max_tokens: 24, temperature: 0, stream: true, ...body }) });
-    return (await r.text()).split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as Chunk);
+    const r = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'r2r', messages: [{ role: 'user', content: '347*26' }], max_tokens: 24, temperature: 0, stream: true, ...body }),
+    });
+    return (await r.text())
+      .split('\n\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)) as Chunk);
   };
 
   it('streamed chunks are lean by default: OpenAI fields plus which model wrote their tokens; the finish chunk has the totals', async () => {

@@ -22,53 +22,82 @@ afterEach(async () => {
   t = undefined;
 });
 
-const config = (scheduling: Record<string, unknown>) => parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-placement-')), modelsDir: MODELS_DIR, models: [{ name: 'small' }], defaultAlgorithm: 'small', scheduling });
+const config = (scheduling: Record<string, unknown>) =>
+  parseServerConfig({
+    port: 0,
+    dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-placement-')),
+    modelsDir: MODELS_DIR,
+    models: [{ name: 'small' }],
+    defaultAlgorithm: 'small',
+    scheduling,
+  });
 
 describe('engine placement', () => {
   it('defaults to auto', () => {
     expect(config({}).scheduling.placement).toBe('auto');
   });
 
-  it.runIf(HAVE_ONNX)('auto puts an ONNX model folder\'s engine in its own thread, beside the model', async () => {
-    service = await TokenRouterService.start(config({}));
-    expect(service.threads.get('small')).toBeInstanceOf(ThreadEngine);
-    expect(service.runners.size).toBe(0);
-    expect(service.cluster.lanes).toHaveLength(0);
-  }, 60_000);
+  it.runIf(HAVE_ONNX)(
+    "auto puts an ONNX model folder's engine in its own thread, beside the model",
+    async () => {
+      service = await TokenRouterService.start(config({}));
+      expect(service.threads.get('small')).toBeInstanceOf(ThreadEngine);
+      expect(service.runners.size).toBe(0);
+      expect(service.cluster.lanes).toHaveLength(0);
+    },
+    60_000,
+  );
 
-  it.runIf(HAVE_ONNX)('in-process keeps the engine on the entry\'s thread, the model alone in a worker', async () => {
-    service = await TokenRouterService.start(config({ placement: 'in-process' }));
-    expect(service.threads.size).toBe(0);
-    expect(service.cluster.lane('small')).toBeDefined();
-  }, 60_000);
+  it.runIf(HAVE_ONNX)(
+    "in-process keeps the engine on the entry's thread, the model alone in a worker",
+    async () => {
+      service = await TokenRouterService.start(config({ placement: 'in-process' }));
+      expect(service.threads.size).toBe(0);
+      expect(service.cluster.lane('small')).toBeDefined();
+    },
+    60_000,
+  );
 
-  it.runIf(HAVE_ONNX)('the engine thread streams the text and per-token signals the in-process engine streams (detokenised beside the model, signals only when asked)', async () => {
-    const run = async (placement: string, perToken: boolean) => {
-      const s = await TokenRouterService.start(config({ placement }));
-      try {
-        const promptIds = s.chatPrompts.ids([{ role: 'user', content: '12*34' }]);
-        const deltas: string[] = [];
-        const tokens: (StreamToken | null)[] = [];
-        const outcome = await new Promise<GenerateOutcome>((resolve) => s.generate({ model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken }, { onToken: (id, m, _i, sig, atHandoff, d) => (deltas.push(d), tokens.push(sig ? s.streamToken(id, m, sig, atHandoff, undefined) : null)), onEnd: resolve }));
-        return { text: outcome.text, streamed: deltas.join(''), ids: outcome.result.tokens, tokens };
-      } finally {
-        await s.close();
-      }
-    };
-    const thread = await run('auto', true);
-    const inproc = await run('in-process', true);
-    expect(thread.text.length).toBeGreaterThan(0);
-    expect(thread.streamed).toBe(thread.text);
-    expect(thread.text).toBe(inproc.text);
-    expect(thread.ids).toEqual(inproc.ids);
-    const sig = (ts: (StreamToken | null)[]) => ts.filter((x) => x !== null).map((x) => ({ id: x.id, text: x.text, model: x.model, entropy: x.signals.entropy, maxProb: x.signals.maxProb }));
-    expect(sig(thread.tokens)).toHaveLength(thread.ids.length);
-    expect(sig(thread.tokens)).toEqual(sig(inproc.tokens));
-    // a lean request gets no per-token detail across the port
-    const lean = await run('auto', false);
-    expect(lean.text).toBe(thread.text);
-    expect(lean.tokens.every((x) => x === null)).toBe(true);
-  }, 120_000);
+  it.runIf(HAVE_ONNX)(
+    'the engine thread streams the text and per-token signals the in-process engine streams (detokenised beside the model, signals only when asked)',
+    async () => {
+      const run = async (placement: string, perToken: boolean) => {
+        const s = await TokenRouterService.start(config({ placement }));
+        try {
+          const promptIds = s.chatPrompts.ids([{ role: 'user', content: '12*34' }]);
+          const deltas: string[] = [];
+          const tokens: (StreamToken | null)[] = [];
+          const outcome = await new Promise<GenerateOutcome>((resolve) =>
+            s.generate(
+              { model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken },
+              {
+                onToken: (id, m, _i, sig, atHandoff, d) => (deltas.push(d), tokens.push(sig ? s.streamToken(id, m, sig, atHandoff, undefined) : null)),
+                onEnd: resolve,
+              },
+            ),
+          );
+          return { text: outcome.text, streamed: deltas.join(''), ids: outcome.result.tokens, tokens };
+        } finally {
+          await s.close();
+        }
+      };
+      const thread = await run('auto', true);
+      const inproc = await run('in-process', true);
+      expect(thread.text.length).toBeGreaterThan(0);
+      expect(thread.streamed).toBe(thread.text);
+      expect(thread.text).toBe(inproc.text);
+      expect(thread.ids).toEqual(inproc.ids);
+      const sig = (ts: (StreamToken | null)[]) =>
+        ts.filter((x) => x !== null).map((x) => ({ id: x.id, text: x.text, model: x.model, entropy: x.signals.entropy, maxProb: x.signals.maxProb }));
+      expect(sig(thread.tokens)).toHaveLength(thread.ids.length);
+      expect(sig(thread.tokens)).toEqual(sig(inproc.tokens));
+      // a lean request gets no per-token detail across the port
+      const lean = await run('auto', false);
+      expect(lean.text).toBe(thread.text);
+      expect(lean.tokens.every((x) => x === null)).toBe(true);
+    },
+    120_000,
+  );
 
   it('auto keeps injected runners (simulated, virtual clock) in-process', async () => {
     t = await startTestServer();

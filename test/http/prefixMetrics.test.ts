@@ -20,7 +20,11 @@ async function prefixCounters(s: TestServer): Promise<Record<string, { queries: 
 }
 
 const ask = (s: TestServer, prompt: string) =>
-  fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', prompt, max_tokens: 8 }) }).then((r) => r.json());
+  fetch(`${s.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'small', prompt, max_tokens: 8 }),
+  }).then((r) => r.json());
 
 const PREAMBLE = 'Q: 12*3=\nA: 36\nQ: 7*8=\nA: 56\nQ: 9*9=\nA: 81\n';
 

@@ -37,8 +37,12 @@ function curlRequest(body: string): { path: string; json: unknown } {
 /** The documents whose examples run here; each example's answer is the block after it in the same document. */
 const DOCS = ['README.md', 'docs/api.md'];
 const examples = DOCS.map((doc) => ({ doc, blocks: fencedBlocks(fs.readFileSync(path.join(ROOT, doc), 'utf8')) }));
-const curls = examples.flatMap(({ doc, blocks }) => blocks.flatMap((b, i) => (b.lang === 'bash' && /curl -s http/.test(b.body) ? [{ at: `${doc}:${b.line}`, block: b, shown: blocks[i + 1] }] : [])));
-const clients = examples.flatMap(({ doc, blocks }) => blocks.flatMap((b, i) => (b.lang === 'ts' && b.body.includes("from 'openai'") ? [{ at: `${doc}:${b.line}`, block: b, shown: blocks[i + 1] }] : [])));
+const curls = examples.flatMap(({ doc, blocks }) =>
+  blocks.flatMap((b, i) => (b.lang === 'bash' && /curl -s http/.test(b.body) ? [{ at: `${doc}:${b.line}`, block: b, shown: blocks[i + 1] }] : [])),
+);
+const clients = examples.flatMap(({ doc, blocks }) =>
+  blocks.flatMap((b, i) => (b.lang === 'ts' && b.body.includes("from 'openai'") ? [{ at: `${doc}:${b.line}`, block: b, shown: blocks[i + 1] }] : [])),
+);
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-readme-'));
 let service: TokenRouterService;

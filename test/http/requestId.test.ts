@@ -11,7 +11,11 @@ afterAll(async () => {
 });
 
 async function post(route: string, body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${t.url}/v1/${route}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify({ temperature: 0, max_tokens: 8, ...body }) });
+  return fetch(`${t.url}/v1/${route}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify({ temperature: 0, max_tokens: 8, ...body }),
+  });
 }
 
 /** Request ids the trace knows, from its JSON-lines export. */
@@ -46,7 +50,10 @@ describe('request ids', () => {
     const r = await post('chat/completions', { model: 'r2r', messages: [{ role: 'user', content: '12*34' }], stream: true }, { 'X-Request-Id': 'client-42.a' });
     expect(r.headers.get('x-request-id')).toBe('client-42.a');
     const sse = await r.text();
-    const chunks = sse.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { id: string });
+    const chunks = sse
+      .split('\n\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)) as { id: string });
     expect(chunks.length).toBeGreaterThan(1);
     expect(new Set(chunks.map((c) => c.id))).toEqual(new Set(['client-42.a']));
     const n = await post('completions', { model: 'small', prompt: 'Q: 1+2=\nA: ', n: 2, temperature: 1, seed: 5 }, { 'X-Request-Id': 'client-43' });

@@ -36,7 +36,11 @@ interface Reply {
 }
 
 async function post(p: string, body: Record<string, unknown>): Promise<Reply> {
-  const res = await fetch(server.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ tokenrouter_tokens: true, ...body }) });
+  const res = await fetch(server.url + p, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ tokenrouter_tokens: true, ...body }),
+  });
   const text = await res.text();
   expect(res.status, text.slice(0, 300)).toBe(200);
   return JSON.parse(text) as Reply;
@@ -125,7 +129,11 @@ describe('logprobs', () => {
   it('streamed chunks carry their tokens’ logprobs: together they equal the non-streamed ones', async () => {
     const body = chatBody({ temperature: 0.9, seed: 5, logprobs: true, top_logprobs: 3 });
     const whole = await post('/v1/chat/completions', body);
-    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }) });
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...body, stream: true }),
+    });
     const events = (await res.text()).split('\n\n').filter((l) => l.startsWith('data: {'));
     const streamed: ChatTokenLogprob[] = [];
     for (const e of events) {
@@ -134,13 +142,23 @@ describe('logprobs', () => {
     }
     expect(streamed.length).toBe(whole.usage.completion_tokens);
     const want = chatLogprobs(whole);
-    expect(streamed.map((x) => [x.token, x.tokenrouter_model, x.top_logprobs.map((y) => y.token)])).toEqual(want.map((x) => [x.token, x.tokenrouter_model, x.top_logprobs.map((y) => y.token)]));
+    expect(streamed.map((x) => [x.token, x.tokenrouter_model, x.top_logprobs.map((y) => y.token)])).toEqual(
+      want.map((x) => [x.token, x.tokenrouter_model, x.top_logprobs.map((y) => y.token)]),
+    );
     // the numbers agree up to float noise: a batch of another shape rounds the logits' last bits differently
     streamed.forEach((x, i) => expect(x.logprob).toBeCloseTo(want[i].logprob, 5));
   });
 
   it('the official openai client reads logprobs, non-streamed and streamed', async () => {
-    const params = { model: 'r-stitch', messages: [{ role: 'user' as const, content: '5*67' }], max_tokens: 12, temperature: 0, seed: 9, logprobs: true, top_logprobs: 4 };
+    const params = {
+      model: 'r-stitch',
+      messages: [{ role: 'user' as const, content: '5*67' }],
+      max_tokens: 12,
+      temperature: 0,
+      seed: 9,
+      logprobs: true,
+      top_logprobs: 4,
+    };
     const r = await client.chat.completions.create(params);
     const content = r.choices[0].logprobs!.content!;
     expect(content.length).toBe(r.usage!.completion_tokens);
@@ -168,7 +186,15 @@ describe('n', () => {
     expect(b).toEqual(a);
     const other = texts(await post('/v1/chat/completions', { ...body, seed: 43 }));
     expect(other).not.toEqual(a);
-    const s = await client.chat.completions.create({ model: 'r-stitch', messages: [{ role: 'user', content: 'hello' }], max_tokens: 20, temperature: 1.3, seed: 42, n: 4, stream: true });
+    const s = await client.chat.completions.create({
+      model: 'r-stitch',
+      messages: [{ role: 'user', content: 'hello' }],
+      max_tokens: 20,
+      temperature: 1.3,
+      seed: 42,
+      n: 4,
+      stream: true,
+    });
     const streamed = ['', '', '', ''];
     for await (const chunk of s) for (const c of chunk.choices) streamed[c.index] += c.delta.content ?? '';
     expect(streamed).toEqual(a);

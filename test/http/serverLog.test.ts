@@ -14,7 +14,11 @@ const logged = () => {
   vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void lines.push(a.map(String).join(' ')));
   return lines;
 };
-const chat = (key?: string) => ({ method: 'POST', headers: { 'Content-Type': 'application/json', ...(key ? { Authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: '1*2' }], max_tokens: 3 }) });
+const chat = (key?: string) => ({
+  method: 'POST',
+  headers: { 'Content-Type': 'application/json', ...(key ? { Authorization: `Bearer ${key}` } : {}) },
+  body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: '1*2' }], max_tokens: 3 }),
+});
 
 describe('access log', () => {
   it('off by default: no line per request', async () => {
@@ -42,7 +46,12 @@ describe('registry changes are logged', () => {
   it('deploy, activate, rollback and delete each print one line', async () => {
     t = await startTestServer();
     const lines = logged();
-    const admin = (path: string, body?: unknown, method = 'POST') => fetch(`${t!.url}/admin/algorithms/${path}`, { method, headers: { 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const admin = (path: string, body?: unknown, method = 'POST') =>
+      fetch(`${t!.url}/admin/algorithms/${path}`, {
+        method,
+        headers: { 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     expect((await admin('mine/versions', { builtin: 'r-stitch', activate: true })).status).toBe(201);
     expect((await admin('mine/versions', { builtin: 'r-stitch', params: { tau: 0.05 }, replace: true })).status).toBe(201);
     expect((await admin('mine/activate', { version: 2 })).status).toBe(200);

@@ -11,12 +11,19 @@ import { startTestServer, type TestServer } from './testService.ts';
 
 type Chunk = { choices: { delta?: { content?: string }; text?: string; finish_reason: string | null }[]; tokenrouter?: { models?: Record<string, number> } };
 
-async function streamed(url: string, body: Record<string, unknown>, path = '/v1/chat/completions'): Promise<{ status: number; chunks: Chunk[]; text: string; finish: string | null; tokens: number }> {
+async function streamed(
+  url: string,
+  body: Record<string, unknown>,
+  path = '/v1/chat/completions',
+): Promise<{ status: number; chunks: Chunk[]; text: string; finish: string | null; tokens: number }> {
   const r = await fetch(url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) });
   const raw = await r.text();
   if (r.status !== 200) return { status: r.status, chunks: [], text: raw, finish: null, tokens: 0 };
   expect(raw.endsWith('data: [DONE]\n\n')).toBe(true);
-  const chunks = raw.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as Chunk);
+  const chunks = raw
+    .split('\n\n')
+    .filter((l) => l.startsWith('data: {'))
+    .map((l) => JSON.parse(l.slice(6)) as Chunk);
   const content = chunks.filter((c) => c.choices[0]?.finish_reason === null);
   const text = content.map((c) => c.choices[0].delta?.content ?? c.choices[0].text ?? '').join('');
   const tokens = content.reduce((n, c) => n + Object.values(c.tokenrouter?.models ?? {}).reduce((a, b) => a + b, 0), 0);
@@ -44,19 +51,33 @@ describe('stream_interval (simulated models)', () => {
   });
 
   it('stop strings stay exact: the streamed text equals the unary text, cut before the match, with finish_reason stop', async () => {
-    const unary = await (await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', prompt: 'Q: 347*26=\nA: ', max_tokens: 48, temperature: 0.7, seed: 11 }) })).json() as { choices: { text: string }[] };
+    const unary = (await (
+      await fetch(`${t.url}/v1/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'r-stitch', prompt: 'Q: 347*26=\nA: ', max_tokens: 48, temperature: 0.7, seed: 11 }),
+      })
+    ).json()) as { choices: { text: string }[] };
     const whole = unary.choices[0].text;
     // a two-character stop taken from the middle of the text, so the cut is known
     const stop = whole.slice(20, 22);
     const cut = whole.slice(0, whole.indexOf(stop));
     for (const interval of [1, 3, 7]) {
-      const s = await streamed(t.url, { model: 'r-stitch', prompt: 'Q: 347*26=\nA: ', max_tokens: 48, temperature: 0.7, seed: 11, stop, stream_interval: interval }, '/v1/completions');
+      const s = await streamed(
+        t.url,
+        { model: 'r-stitch', prompt: 'Q: 347*26=\nA: ', max_tokens: 48, temperature: 0.7, seed: 11, stop, stream_interval: interval },
+        '/v1/completions',
+      );
       expect([s.text, s.finish], `interval ${interval}`).toEqual([cut, 'stop']);
     }
   });
 
   it('the server setting is the default; a request overrides it; it needs stream: true', async () => {
-    const r = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...base, stream_interval: 4 }) });
+    const r = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...base, stream_interval: 4 }),
+    });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { param: string } }).error.param).toBe('stream_interval');
     const zero = await streamed(t.url, { ...base, stream_interval: 0 });
@@ -80,7 +101,13 @@ describe.runIf(HAVE_ONNX)('coalescing (the small model in its engine thread)', (
   let service: TokenRouterService;
   let server: RunningServer;
   beforeAll(async () => {
-    const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-coalesce-')), modelsDir: MODELS_DIR, models: [{ name: 'small' }], defaultAlgorithm: 'small' });
+    const config = parseServerConfig({
+      port: 0,
+      dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-coalesce-')),
+      modelsDir: MODELS_DIR,
+      models: [{ name: 'small' }],
+      defaultAlgorithm: 'small',
+    });
     service = await TokenRouterService.start(config);
     server = await startServer(service, 0, '127.0.0.1');
   }, 60_000);

@@ -12,7 +12,9 @@ import { startServer, type RunningServer } from '../../runtime/http/createServer
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { realShapeFolder } from '../support/realShape/realShapeFolder.ts';
 
-const SCHEMAS: Record<string, Record<string, unknown>> = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '../fixtures/schemas/structured20.json'), 'utf8'));
+const SCHEMAS: Record<string, Record<string, unknown>> = JSON.parse(
+  fs.readFileSync(path.join(import.meta.dirname, '../fixtures/schemas/structured20.json'), 'utf8'),
+);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-structured-handoffs-'));
 const ADMIN = 'handoff-test-admin-token';
 let service: TokenRouterService;
@@ -25,7 +27,17 @@ type Attributed = { tokenrouter?: { handoffs: number; tokens_by_model: Record<st
 beforeAll(async () => {
   const dir = realShapeFolder('qwen3-tiny').dir;
   service = await TokenRouterService.start(
-    parseServerConfig({ port: 0, dataDir: tmp, adminToken: ADMIN, memory: { budgetMiB: 2048 }, limits: { maxTokens: 400 }, models: [{ name: 'small', path: dir }, { name: 'large', path: dir }] }),
+    parseServerConfig({
+      port: 0,
+      dataDir: tmp,
+      adminToken: ADMIN,
+      memory: { budgetMiB: 2048 },
+      limits: { maxTokens: 400 },
+      models: [
+        { name: 'small', path: dir },
+        { name: 'large', path: dir },
+      ],
+    }),
   );
   server = await startServer(service, 0, '127.0.0.1');
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120_000 });
@@ -54,7 +66,14 @@ describe('a constraint spans handoffs', () => {
     it(`every-token, ${name}: unary answers validate, written alternately by both models`, async () => {
       const check = ajv.compile(SCHEMAS[name]);
       for (const seed of [1, 2]) {
-        const r = await client.chat.completions.create({ model: 'every-token', messages: [{ role: 'user', content: `JSON for ${name}` }], response_format: format(name), max_tokens: 200, temperature: 1, seed });
+        const r = await client.chat.completions.create({
+          model: 'every-token',
+          messages: [{ role: 'user', content: `JSON for ${name}` }],
+          response_format: format(name),
+          max_tokens: 200,
+          temperature: 1,
+          seed,
+        });
         const text = r.choices[0].message.content ?? '';
         expect(check(JSON.parse(text)), `${text}: ${ajv.errorsText(check.errors)}`).toBe(true);
         const t = (r as unknown as Attributed).tokenrouter!;
@@ -68,7 +87,15 @@ describe('a constraint spans handoffs', () => {
   it('every-token, streamed with n = 2: each choice validates', async () => {
     const check = ajv.compile(SCHEMAS.address);
     const parts = ['', ''];
-    for await (const c of await client.chat.completions.create({ model: 'every-token', messages: [{ role: 'user', content: 'Where?' }], response_format: format('address'), max_tokens: 200, n: 2, seed: 7, stream: true })) {
+    for await (const c of await client.chat.completions.create({
+      model: 'every-token',
+      messages: [{ role: 'user', content: 'Where?' }],
+      response_format: format('address'),
+      max_tokens: 200,
+      n: 2,
+      seed: 7,
+      stream: true,
+    })) {
       for (const ch of c.choices) parts[ch.index] += ch.delta.content ?? '';
     }
     for (const p of parts) expect(check(JSON.parse(p)), `${p}: ${ajv.errorsText(check.errors)}`).toBe(true);
@@ -78,7 +105,14 @@ describe('a constraint spans handoffs', () => {
     let discarded = 0;
     for (const name of ['user', 'version', 'tree']) {
       const check = ajv.compile(SCHEMAS[name]);
-      const r = await client.chat.completions.create({ model: 'r-stitch', messages: [{ role: 'user', content: `JSON for ${name}` }], response_format: format(name), max_tokens: 200, temperature: 1, seed: 3 });
+      const r = await client.chat.completions.create({
+        model: 'r-stitch',
+        messages: [{ role: 'user', content: `JSON for ${name}` }],
+        response_format: format(name),
+        max_tokens: 200,
+        temperature: 1,
+        seed: 3,
+      });
       const text = r.choices[0].message.content ?? '';
       expect(check(JSON.parse(text)), `${text}: ${ajv.errorsText(check.errors)}`).toBe(true);
       discarded += (r as unknown as { tokenrouter: { discarded_tokens: number } }).tokenrouter.discarded_tokens;

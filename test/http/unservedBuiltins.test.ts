@@ -30,7 +30,11 @@ describe('built-ins the served models cannot run', () => {
     for (const n of unserved) expect(ids).not.toContain(n);
     expect(logged.filter((l) => /no stored version loads/.test(l))).toEqual([]);
     // Asked for: the request is refused and the log says why, once.
-    const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: unserved[0], messages: [{ role: 'user', content: '1+1' }] }) });
+    const res = await fetch(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: unserved[0], messages: [{ role: 'user', content: '1+1' }] }),
+    });
     expect(res.status).toBe(404);
     expect(logged.filter((l) => l.includes(`algorithm ${unserved[0]}: no stored version loads`))).toHaveLength(1);
   });

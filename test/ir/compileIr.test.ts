@@ -21,7 +21,13 @@ function run(alg: Algorithm<IrMeta>, inputs: Partial<RouteInput<IrMeta>>[], meta
 
 describe('compileIr', () => {
   it('counts a visit with handBack: stays N−1 times, then returns and keeps the tokens', () => {
-    const alg = build(graph([['start', 'start', { model: 'large' }], ['back', 'handBack', { model: 'large', to: 'small', after: 3 }], ['st', 'stay', { model: 'small' }]]));
+    const alg = build(
+      graph([
+        ['start', 'start', { model: 'large' }],
+        ['back', 'handBack', { model: 'large', to: 'small', after: 3 }],
+        ['st', 'stay', { model: 'small' }],
+      ]),
+    );
     const meta = alg.initMeta();
     expect(run(alg, [{ model: 2 }, { model: 2 }, { model: 2 }], meta)).toEqual([0, 0, 1]);
     const out = alg.send!(sendRequest(routeInput(meta, { model: 2, token: 5 }), 1, []));
@@ -82,8 +88,18 @@ describe('compileIr', () => {
       ['d2', 'drawModel', { model: 'large', weights: { small: 1, large: 3 }, keep: true }],
     ]);
     const alg = build(g);
-    expect(run(alg, [0, 0.2499, 0.25, 0.99].map((draw) => ({ model: 1, draw })))).toEqual([0, 0, 2, 2]);
-    expect(run(alg, [0.1, 0.5].map((draw) => ({ model: 2, draw })))).toEqual([1, 0]);
+    expect(
+      run(
+        alg,
+        [0, 0.2499, 0.25, 0.99].map((draw) => ({ model: 1, draw })),
+      ),
+    ).toEqual([0, 0, 2, 2]);
+    expect(
+      run(
+        alg,
+        [0.1, 0.5].map((draw) => ({ model: 2, draw })),
+      ),
+    ).toEqual([1, 0]);
   });
 
   it('matches tokens by id, and by text when the server gives the vocabulary', () => {
@@ -99,7 +115,12 @@ describe('compileIr', () => {
     );
     const vocab = { small: ['a', 'b', ' =', 'c', '=='] };
     const alg = build(g, { vocab });
-    expect(run(alg, [0, 2, 3, 4].map((token) => ({ model: 1, token })))).toEqual([0, 2, 2, 0]);
+    expect(
+      run(
+        alg,
+        [0, 2, 3, 4].map((token) => ({ model: 1, token })),
+      ),
+    ).toEqual([0, 2, 2, 0]);
     const r = compileGraph(g, CATALOG);
     const noVocab = tryCompileIr(r.ok ? r.ir : null, { models: CATALOG });
     expect(noVocab.ok).toBe(false);
@@ -132,17 +153,32 @@ describe('compileIr', () => {
 
   it('treats a head the runner did not provide as unknown: no comparison holds', () => {
     const g = graph(
-      [['start', 'start'], ['s', 'head', { head: 'citer' }], ['c', 'compare', { op: '<', value: 0.9 }], ['go', 'handoff', { model: 'small', to: 'large' }], ['back', 'handBack', { model: 'large', to: 'small' }]],
+      [
+        ['start', 'start'],
+        ['s', 'head', { head: 'citer' }],
+        ['c', 'compare', { op: '<', value: 0.9 }],
+        ['go', 'handoff', { model: 'small', to: 'large' }],
+        ['back', 'handBack', { model: 'large', to: 'small' }],
+      ],
       ['s.out>c.a', 'c.out>go.when'],
     );
     const alg = build(g);
-    expect(run(alg, [{ model: 1, heads: {} }, { model: 1, heads: { citer: 0.5 } }])).toEqual([0, 2]);
+    expect(
+      run(alg, [
+        { model: 1, heads: {} },
+        { model: 1, heads: { citer: 0.5 } },
+      ]),
+    ).toEqual([0, 2]);
   });
 
   it('computes a value read by several nodes once per step: a chain of And(x, x) stays linear', () => {
     // Each And reads the one before it twice: giving every reader its own copy would make a 2^22-leaf tree.
     const n = 22;
-    const nodes: NodeDef[] = [['start', 'start'], ['h', 'entropy'], ['c', 'compare', { op: '>', value: 0.5 }]];
+    const nodes: NodeDef[] = [
+      ['start', 'start'],
+      ['h', 'entropy'],
+      ['c', 'compare', { op: '>', value: 0.5 }],
+    ];
     const edges = ['h.out>c.a', 'c.out>x0.a', 'c.out>x0.b'];
     for (let i = 0; i < n; i++) {
       nodes.push([`x${i}`, 'and']);
@@ -159,7 +195,17 @@ describe('compileIr', () => {
   });
 
   it('keeps its metadata plain: it survives JSON and structured clone', () => {
-    const alg = build(graph([['start', 'start'], ['c', 'counter'], ['k', 'compare', { value: 2 }], ['st', 'stay', { model: 'small' }]], ['c.value>k.a', 'k.out>st.when']));
+    const alg = build(
+      graph(
+        [
+          ['start', 'start'],
+          ['c', 'counter'],
+          ['k', 'compare', { value: 2 }],
+          ['st', 'stay', { model: 'small' }],
+        ],
+        ['c.value>k.a', 'k.out>st.when'],
+      ),
+    );
     const meta = alg.initMeta();
     run(alg, [{ model: 1 }, { model: 1 }], meta);
     expect(JSON.parse(JSON.stringify(meta))).toEqual(meta);

@@ -65,7 +65,10 @@ describe('bounds', () => {
   it('compiles the largest graph the limits allow, and one route() over it stays cheap', () => {
     // 195 arithmetic nodes in one chain (the longest dependency path possible), under a single decision.
     const n = LIMITS.maxNodes - 5;
-    const nodes: NodeDef[] = [['start', 'start'], ['h', 'entropy']];
+    const nodes: NodeDef[] = [
+      ['start', 'start'],
+      ['h', 'entropy'],
+    ];
     const edges: string[] = ['h.out>a0.a'];
     for (let i = 0; i < n; i++) {
       nodes.push([`a${i}`, 'arith', { op: '+', value: 0.001 }]);
@@ -81,7 +84,22 @@ describe('bounds', () => {
     const alg = timed(() => tryCompileIr(r.ir, { models: CATALOG }));
     if (!alg.ok) throw new Error('IR did not load');
     const meta = alg.algorithm.initMeta();
-    const input = (entropy: number): RouteInput<IrMeta> => ({ token: 1, entropy, maxProb: 1, margin: 1, tokenProb: 1, topIds: [], topProbs: [], heads: {}, model: 1, position: 5, stepsHere: 1, generated: 0, draw: 0.5, meta });
+    const input = (entropy: number): RouteInput<IrMeta> => ({
+      token: 1,
+      entropy,
+      maxProb: 1,
+      margin: 1,
+      tokenProb: 1,
+      topIds: [],
+      topProbs: [],
+      heads: {},
+      model: 1,
+      position: 5,
+      stepsHere: 1,
+      generated: 0,
+      draw: 0.5,
+      meta,
+    });
     // 0.3 + 195 × 0.001 = 0.495 stays; 0.31 + 0.195 = 0.505 hands off: the whole chain ran.
     expect(alg.algorithm.route(input(0.3))).toBe(0);
     expect(alg.algorithm.route(input(0.31))).toBe(2);

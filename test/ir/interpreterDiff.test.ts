@@ -91,7 +91,8 @@ function soundGraph(r: Rng): GraphDocument {
     } else {
       const type = r() < 0.5 ? 'counter' : 'movingAverage';
       const scope = r() < 0.2 ? null : pick(r, MODELS);
-      const params: Record<string, number> = type === 'counter' ? { value: pick(r, VALUES), step: pick(r, [1, -1, 0.5]) } : { value: pick(r, VALUES), alpha: pick(r, [0.5, 0.1, 1]) };
+      const params: Record<string, number> =
+        type === 'counter' ? { value: pick(r, VALUES), step: pick(r, [1, -1, 0.5]) } : { value: pick(r, VALUES), alpha: pick(r, [0.5, 0.1, 1]) };
       const wires: string[] = [];
       if (type === 'movingAverage') {
         const src = source('number', scope);

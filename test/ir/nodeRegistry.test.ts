@@ -44,7 +44,8 @@ describe('node registry', () => {
   });
 
   it('summarises what the parameters and connections say', () => {
-    const summary = (type: string, params: Record<string, unknown>, connected: string[] = []) => nodeSpec(type)!.summary({ ...defaultParams(type), ...(params as object) }, new Set(connected));
+    const summary = (type: string, params: Record<string, unknown>, connected: string[] = []) =>
+      nodeSpec(type)!.summary({ ...defaultParams(type), ...(params as object) }, new Set(connected));
     expect(summary('compare', { op: '<', value: 0.1234567 })).toBe('a < 0.123457');
     expect(summary('arith', { op: '/' }, ['b'])).toBe('a / b');
     expect(summary('tokenMatch', { ids: [1, 2, 3, 4, 5], text: 'x' })).toBe('ids 1,2,3,4… or “x”');
@@ -53,7 +54,9 @@ describe('node registry', () => {
   });
 
   it('names only real, optional inputs as what replaces a parameter', () => {
-    const replaced = NODE_REGISTRY.defs.flatMap((d) => d.params.flatMap((p) => (p.kind === 'number' && p.replacedBy ? [[d.type, d.inputs.find((i) => i.name === p.replacedBy)?.optional]] : [])));
+    const replaced = NODE_REGISTRY.defs.flatMap((d) =>
+      d.params.flatMap((p) => (p.kind === 'number' && p.replacedBy ? [[d.type, d.inputs.find((i) => i.name === p.replacedBy)?.optional]] : [])),
+    );
     expect(replaced).toEqual([
       ['compare', true],
       ['arith', true],

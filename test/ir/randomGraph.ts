@@ -6,7 +6,25 @@ import { int, pick, type Rng } from './rng.ts';
 
 const TYPES = NODE_REGISTRY.defs.map((d) => d.type);
 const MODELS = ['small', 'medium', 'large', 'huge', ''];
-const JUNK: unknown[] = [null, undefined, -1, 0, 1, 1e308, -0.5, Number.NaN, 'x', '', '__proto__', true, [], {}, [1, 'a'], { small: 'heavy' }, { __proto__: 1 }];
+const JUNK: unknown[] = [
+  null,
+  undefined,
+  -1,
+  0,
+  1,
+  1e308,
+  -0.5,
+  Number.NaN,
+  'x',
+  '',
+  '__proto__',
+  true,
+  [],
+  {},
+  [1, 'a'],
+  { small: 'heavy' },
+  { __proto__: 1 },
+];
 
 function junk(r: Rng, depth = 0): unknown {
   const k = r();

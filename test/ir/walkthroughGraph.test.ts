@@ -7,7 +7,11 @@ import { compileGraph } from '../../shared/ir/compileGraph.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const doc = fs.readFileSync(path.join(ROOT, 'docs/walkthrough.md'), 'utf8');
-const CATALOG = [{ name: 'small', heads: [] }, { name: 'medium', heads: [] }, { name: 'large', heads: [] }];
+const CATALOG = [
+  { name: 'small', heads: [] },
+  { name: 'medium', heads: [] },
+  { name: 'large', heads: [] },
+];
 
 type Node = { id: string; type: string; params: Record<string, unknown> };
 const graph = (nodes: Node[], edges: [string, string, string, string][]) => ({
@@ -15,7 +19,13 @@ const graph = (nodes: Node[], edges: [string, string, string, string][]) => ({
   kind: 'tokenrouter.graph',
   name: 'my-stitch',
   nodes: nodes.map((n, i) => ({ ...n, position: { x: 200 * i, y: 0 } })),
-  edges: edges.map(([source, sourceHandle, target, targetHandle]) => ({ id: `${source}.${sourceHandle}-${target}.${targetHandle}`, source, sourceHandle, target, targetHandle })),
+  edges: edges.map(([source, sourceHandle, target, targetHandle]) => ({
+    id: `${source}.${sourceHandle}-${target}.${targetHandle}`,
+    source,
+    sourceHandle,
+    target,
+    targetHandle,
+  })),
 });
 const codes = (r: ReturnType<typeof compileGraph>) => (r.ok ? [] : r.issues.map((i) => i.code));
 

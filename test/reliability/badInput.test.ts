@@ -44,7 +44,13 @@ const HTTP_CASES: Case[] = [
   { name: 'messages is a string', path: '/v1/chat/completions', body: chat({ messages: 'hi' }), status: 400, param: 'messages' },
   { name: 'messages is empty', path: '/v1/chat/completions', body: chat({ messages: [] }), status: 400, param: 'messages' },
   { name: 'unknown role', path: '/v1/chat/completions', body: chat({ messages: [{ role: 'wizard', content: 'x' }] }), status: 400, param: 'messages.0.role' },
-  { name: 'content is a number', path: '/v1/chat/completions', body: chat({ messages: [{ role: 'user', content: 7 }] }), status: 400, param: 'messages.0.content' },
+  {
+    name: 'content is a number',
+    path: '/v1/chat/completions',
+    body: chat({ messages: [{ role: 'user', content: 7 }] }),
+    status: 400,
+    param: 'messages.0.content',
+  },
   { name: 'prompt is an object', body: cmpl({ prompt: { text: 'x' } }), status: 400, param: 'prompt' },
   { name: 'max_tokens as a string', body: cmpl({ max_tokens: '10' }), status: 400, param: 'max_tokens' },
   { name: 'max_tokens negative', body: cmpl({ max_tokens: -1 }), status: 400, param: 'max_tokens' },
@@ -53,7 +59,13 @@ const HTTP_CASES: Case[] = [
   { name: 'max_tokens 1e308', body: cmpl({ max_tokens: 1e308 }), status: 400, param: 'max_tokens' },
   { name: 'max_tokens 1e400 (Infinity)', body: '{"model":"small","prompt":"1","max_tokens":1e400}', status: 400, param: 'max_tokens' },
   { name: 'max_tokens above the server limit', body: cmpl({ max_tokens: 100_000 }), status: 400, param: 'max_tokens', message: /at most 256/ },
-  { name: 'max_completion_tokens negative', path: '/v1/chat/completions', body: chat({ max_completion_tokens: -3 }), status: 400, param: 'max_completion_tokens' },
+  {
+    name: 'max_completion_tokens negative',
+    path: '/v1/chat/completions',
+    body: chat({ max_completion_tokens: -3 }),
+    status: 400,
+    param: 'max_completion_tokens',
+  },
   { name: 'temperature negative', body: cmpl({ temperature: -0.5 }), status: 400, param: 'temperature' },
   { name: 'temperature huge', body: cmpl({ temperature: 1e30 }), status: 400, param: 'temperature' },
   { name: 'temperature a string', body: cmpl({ temperature: 'hot' }), status: 400, param: 'temperature' },
@@ -65,22 +77,52 @@ const HTTP_CASES: Case[] = [
   { name: 'stream a string', body: cmpl({ stream: 'yes' }), status: 400, param: 'stream' },
   { name: 'five stop strings', body: cmpl({ stop: ['a', 'b', 'c', 'd', 'e'] }), status: 400, param: 'stop' },
   { name: 'stop a number', body: cmpl({ stop: 5 }), status: 400, param: 'stop' },
-  { name: 'stream_options wrong type', body: cmpl({ stream: true, stream_options: { include_usage: 'y' } }), status: 400, param: 'stream_options.include_usage' },
+  {
+    name: 'stream_options wrong type',
+    body: cmpl({ stream: true, stream_options: { include_usage: 'y' } }),
+    status: 400,
+    param: 'stream_options.include_usage',
+  },
   { name: 'unknown model', body: cmpl({ model: 'gpt-9' }), status: 404, param: 'model', message: /does not exist/ },
   { name: 'unknown model (chat)', path: '/v1/chat/completions', body: chat({ model: '../../etc/passwd' }), status: 404, param: 'model' },
   { name: 'draft without an IR', body: cmpl({ model: 'draft' }), status: 400, param: 'tokenrouter_ir' },
   { name: 'draft with a broken IR', body: cmpl({ model: 'draft', tokenrouter_ir: { schemaVersion: 1 } }), status: 400, param: 'ir' },
   { name: 'empty prompt', body: cmpl({ prompt: '' }), status: 400, param: 'prompt', message: /empty/ },
   { name: 'empty prompt array', body: cmpl({ prompt: [] }), status: 400, param: 'prompt' },
-  { name: 'whitespace-only messages', path: '/v1/chat/completions', body: chat({ messages: [{ role: 'user', content: '   ' }] }), status: 400, param: 'messages', message: /no content/ },
+  {
+    name: 'whitespace-only messages',
+    path: '/v1/chat/completions',
+    body: chat({ messages: [{ role: 'user', content: '   ' }] }),
+    status: 400,
+    param: 'messages',
+    message: /no content/,
+  },
   { name: 'negative token id', body: cmpl({ prompt: [5, -1] }), status: 400, param: 'prompt.1' },
   { name: 'token id 1e300', body: cmpl({ prompt: [1e300] }), status: 400, param: 'prompt.0' },
   { name: 'token id outside the vocabulary', body: cmpl({ prompt: [5, 30] }), status: 400, param: 'prompt', message: /outside the vocabulary \(size 30\)/ },
   { name: 'prompt over the context window (text)', body: cmpl({ prompt: '1'.repeat(300) }), status: 400, param: 'prompt', message: /context window is 256/ },
-  { name: 'prompt over the context window (ids)', body: cmpl({ prompt: new Array(400).fill(5) }), status: 400, param: 'prompt', message: /context window is 256/ },
-  { name: 'chat over the context window', path: '/v1/chat/completions', body: chat({ messages: [{ role: 'user', content: '7'.repeat(1000) }] }), status: 400, param: 'messages' },
+  {
+    name: 'prompt over the context window (ids)',
+    body: cmpl({ prompt: new Array(400).fill(5) }),
+    status: 400,
+    param: 'prompt',
+    message: /context window is 256/,
+  },
+  {
+    name: 'chat over the context window',
+    path: '/v1/chat/completions',
+    body: chat({ messages: [{ role: 'user', content: '7'.repeat(1000) }] }),
+    status: 400,
+    param: 'messages',
+  },
   { name: 'over-long prompt of 900 kB', body: cmpl({ prompt: '9'.repeat(900_000) }), status: 400, param: 'prompt', message: /context window/ },
-  { name: 'over-long chat of 900 kB', path: '/v1/chat/completions', body: chat({ messages: [{ role: 'user', content: [{ type: 'text', text: '9'.repeat(900_000) }] }] }), status: 400, param: 'messages' },
+  {
+    name: 'over-long chat of 900 kB',
+    path: '/v1/chat/completions',
+    body: chat({ messages: [{ role: 'user', content: [{ type: 'text', text: '9'.repeat(900_000) }] }] }),
+    status: 400,
+    param: 'messages',
+  },
   { name: 'body of 10 MB', body: JSON.stringify(cmpl({ prompt: 'x'.repeat(10 * 2 ** 20) })), status: 413, message: /too large/ },
   {
     name: 'gzip bomb (50 MB inflated from ~50 kB)',
@@ -93,11 +135,18 @@ const HTTP_CASES: Case[] = [
   { name: 'unsupported charset', body: '{}', headers: { 'Content-Type': 'application/json; charset=latin1' }, status: 415, message: /charset/ },
   {
     name: 'invalid UTF-8 bytes',
-    body: new Uint8Array(Buffer.concat([Buffer.from('{"model":"small","prompt":"ab'), Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xed, 0xa0, 0x80]), Buffer.from('"}')])),
+    body: new Uint8Array(
+      Buffer.concat([Buffer.from('{"model":"small","prompt":"ab'), Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+    ),
     status: 400,
     message: /UTF-8/,
   },
-  { name: 'deeply nested unknown field', body: `{"model":"small","prompt":"1","user":${'['.repeat(100_000)}${']'.repeat(100_000)}}`, status: 400, param: 'user' },
+  {
+    name: 'deeply nested unknown field',
+    body: `{"model":"small","prompt":"1","user":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+    status: 400,
+    param: 'user',
+  },
 ];
 
 describe('HTTP API: bad input', () => {
@@ -186,8 +235,19 @@ describe('deploy API: bad input', () => {
       ['not an object', () => 'r-stitch', /invalid_document/],
       ['no nodes', (ir) => ({ ...ir, nodes: [] }), /.+/],
       ['unknown model', (ir) => JSON.parse(JSON.stringify(ir).replaceAll('"large"', '"huge"')) as unknown, /unknown_model|model/],
-      ['unknown node type', (ir) => ({ ...ir, nodes: (ir.nodes as { type: string }[]).map((n, i) => (i === 1 ? { ...n, type: 'eval' } : n)) }), /unknown_node_type/],
-      ['dangling input', (ir) => ({ ...ir, nodes: (ir.nodes as { inputs: object }[]).map((n) => (Object.keys(n.inputs).length ? { ...n, inputs: { a: { node: 'ghost', port: 'out' } } } : n)) }), /.+/],
+      [
+        'unknown node type',
+        (ir) => ({ ...ir, nodes: (ir.nodes as { type: string }[]).map((n, i) => (i === 1 ? { ...n, type: 'eval' } : n)) }),
+        /unknown_node_type/,
+      ],
+      [
+        'dangling input',
+        (ir) => ({
+          ...ir,
+          nodes: (ir.nodes as { inputs: object }[]).map((n) => (Object.keys(n.inputs).length ? { ...n, inputs: { a: { node: 'ghost', port: 'out' } } } : n)),
+        }),
+        /.+/,
+      ],
       ['declared routes differ', (ir) => ({ ...ir, routes: { small: [], large: [] } }), /ir_inconsistent/],
       ['NaN-ish parameter', (ir) => JSON.parse(JSON.stringify(ir).replace('0.03', '"0.03"')) as unknown, /.+/],
       ['parameter out of range', (ir) => JSON.parse(JSON.stringify(ir).replace('0.03', '1e300')) as unknown, /param_out_of_range|out_of_range|range/],
@@ -320,7 +380,9 @@ describe('live feed: bad frames', () => {
     const rawUpgrade = (path: string, key: string | null, after = '') =>
       new Promise<string>((resolve) => {
         const s = net.connect(port, '127.0.0.1', () =>
-          s.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n${key ? `Sec-WebSocket-Key: ${key}\r\n` : ''}\r\n${after}`),
+          s.write(
+            `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n${key ? `Sec-WebSocket-Key: ${key}\r\n` : ''}\r\n${after}`,
+          ),
         );
         let out = Buffer.alloc(0);
         s.on('data', (d) => (out = Buffer.concat([out, d])));

@@ -20,7 +20,9 @@ const mib = (b: number) => (b / 2 ** 20).toFixed(1);
 function nonReader(port: number): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const sock = net.connect(port, '127.0.0.1', () => {
-      sock.write(`GET /live HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+      sock.write(
+        `GET /live HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+      );
       sock.pause();
       resolve(sock);
     });
@@ -57,10 +59,14 @@ describe('live feed: a bounded number of clients, each with a bounded buffer', (
 
   it('non-reading clients are dropped (1008 with a reason) while events flow; memory stays bounded; reading clients are unaffected', async () => {
     const bound = 256 * 1024;
-    rig = await startRig({ latency: { small: 1, medium: 1, large: 1 }, config: { limits: { maxLiveClients: 64, liveBufferBytes: bound, maxConcurrency: 32, maxQueue: 512, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+    rig = await startRig({
+      latency: { small: 1, medium: 1, large: 1 },
+      config: { limits: { maxLiveClients: 64, liveBufferBytes: bound, maxConcurrency: 32, maxQueue: 512, maxTokens: 256, maxBodyBytes: 2 ** 20 } },
+    });
     const s = rig;
     const port = portOf(s);
-    const load = (n: number) => pool(n, 32, (i) => call(`${s.url}/v1/completions`, 'POST', { model: 'r-stitch', prompt: `${i % 97}*7=`, max_tokens: 128, temperature: 0 }));
+    const load = (n: number) =>
+      pool(n, 32, (i) => call(`${s.url}/v1/completions`, 'POST', { model: 'r-stitch', prompt: `${i % 97}*7=`, max_tokens: 128, temperature: 0 }));
     await load(64); // a full trace, so each new client's snapshot is large
     const readers = [reader(s.url), reader(s.url)];
     await Promise.all(readers.map((r) => r.ready));
@@ -118,10 +124,12 @@ describe('draft IRs are admitted before they are compiled, bounded in size, and 
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const healthz = () =>
       new Promise<void>((resolve, reject) => {
-        http.get(`${s.url}/healthz`, { agent }, (res) => {
-          res.resume();
-          res.on('end', () => resolve());
-        }).on('error', reject);
+        http
+          .get(`${s.url}/healthz`, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve());
+          })
+          .on('error', reject);
       });
     await healthz();
     const poller = (async () => {
@@ -136,7 +144,9 @@ describe('draft IRs are admitted before they are compiled, bounded in size, and 
     await new Promise((r) => setTimeout(r, 100));
     const t0 = performance.now();
     const replies = await Promise.all(
-      Array.from({ length: 300 }, (_, i) => call(`${s.url}/v1/chat/completions`, 'POST', { model: 'draft', tokenrouter_ir: ir, messages: [{ role: 'user', content: `${i}*3` }], max_tokens: 8 })),
+      Array.from({ length: 300 }, (_, i) =>
+        call(`${s.url}/v1/chat/completions`, 'POST', { model: 'draft', tokenrouter_ir: ir, messages: [{ role: 'user', content: `${i}*3` }], max_tokens: 8 }),
+      ),
     );
     const floodMs = performance.now() - t0;
     flooding = false;
@@ -163,7 +173,12 @@ describe('draft IRs are admitted before they are compiled, bounded in size, and 
     expect(big.status).toBe(400);
     expect(big.json.error?.param).toBe('tokenrouter_ir');
     expect(big.json.error?.message).toMatch(/201 nodes; an IR may have at most 200/);
-    const huge = await call(`${s.url}/v1/completions`, 'POST', { model: 'draft', tokenrouter_ir: { ...ir, name: 'x'.repeat(300_000) }, prompt: '1*1=', max_tokens: 2 });
+    const huge = await call(`${s.url}/v1/completions`, 'POST', {
+      model: 'draft',
+      tokenrouter_ir: { ...ir, name: 'x'.repeat(300_000) },
+      prompt: '1*1=',
+      max_tokens: 2,
+    });
     expect(huge.status).toBe(400);
     expect(huge.json.error?.message).toMatch(/a draft IR may be at most 262144/);
     expect(s.service.drafts.compiles).toBe(0);
@@ -214,7 +229,9 @@ describe('slow bodies and open connections are bounded', () => {
       sock.resume();
     });
     const st = await stream;
-    console.log(`[slow-body] bound 1000 ms: byte/250 ms cut after ${cuts[0].cutAfterMs.toFixed(0)} ms (status ${cuts[0].status}, ${cuts[0].sent} bytes sent), byte/s cut after ${cuts[1].cutAfterMs.toFixed(0)} ms (status ${cuts[1].status}); headers never finished cut after ${headersOnly.toFixed(0)} ms; SSE stream of ${st.chunks.length} chunks ran ${st.e2eMs.toFixed(0)} ms to ${st.finishReason}`);
+    console.log(
+      `[slow-body] bound 1000 ms: byte/250 ms cut after ${cuts[0].cutAfterMs.toFixed(0)} ms (status ${cuts[0].status}, ${cuts[0].sent} bytes sent), byte/s cut after ${cuts[1].cutAfterMs.toFixed(0)} ms (status ${cuts[1].status}); headers never finished cut after ${headersOnly.toFixed(0)} ms; SSE stream of ${st.chunks.length} chunks ran ${st.e2eMs.toFixed(0)} ms to ${st.finishReason}`,
+    );
     for (const c of cuts) {
       expect(c.status).toBe(408);
       expect(c.cutAfterMs).toBeGreaterThan(900);
@@ -230,7 +247,15 @@ describe('slow bodies and open connections are bounded', () => {
   it('connections beyond limits.maxConnections are closed at once; a freed slot serves again', async () => {
     rig = await startRig({ config: { limits: { maxConnections: 4 } } });
     const port = portOf(rig);
-    const held = await Promise.all(Array.from({ length: 4 }, () => new Promise<net.Socket>((resolve) => { const k = net.connect(port, '127.0.0.1', () => resolve(k)); })));
+    const held = await Promise.all(
+      Array.from(
+        { length: 4 },
+        () =>
+          new Promise<net.Socket>((resolve) => {
+            const k = net.connect(port, '127.0.0.1', () => resolve(k));
+          }),
+      ),
+    );
     await until(() => (rig!.server.server as unknown as { _connections: number })._connections === 4);
     const t0 = performance.now();
     const over = await new Promise<{ data: string; ms: number }>((resolve) => {
@@ -253,7 +278,9 @@ describe('a client that half-closes after its request gets its answer', () => {
   const half = (port: number, body: string) =>
     new Promise<string>((resolve) => {
       const sock = net.connect(port, '127.0.0.1', () => {
-        sock.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+        sock.write(
+          `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
         sock.end();
       });
       let out = '';
@@ -274,6 +301,8 @@ describe('a client that half-closes after its request gets its answer', () => {
     const streamed = await half(port, JSON.stringify({ model: 'r-stitch', prompt: '4*4=', max_tokens: 40, stream: true }));
     expect(streamed).toMatch(/HTTP\/1\.1 200 OK/);
     expect(streamed).toContain('data: [DONE]');
-    console.log(`[half-close] unary: ${parts.slice(0, final).length} interim 102 probes, then 200 with ${json.usage.completion_tokens} tokens; streamed: ${(streamed.match(/data: /g) ?? []).length} events to [DONE]`);
+    console.log(
+      `[half-close] unary: ${parts.slice(0, final).length} interim 102 probes, then 200 with ${json.usage.completion_tokens} tokens; streamed: ${(streamed.match(/data: /g) ?? []).length} events to [DONE]`,
+    );
   });
 });

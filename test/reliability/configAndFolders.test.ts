@@ -46,11 +46,31 @@ describe('config files', () => {
     ['no models', () => write('nomodels.json', '{"models": []}'), /models: /, 'models'],
     ['a model name with a slash', () => write('mname.json', '{"models": [{"name": "../x"}]}'), /models\.0\.name: letters, digits/, 'models.0.name'],
     ['a model listed twice', () => write('dup.json', '{"models": [{"name": "a"}, {"name": "a"}]}'), /"a" is listed twice/, 'models'],
-    ['a threshold for an unknown model', () => write('thr.json', '{"models": [{"name": "a"}], "scheduling": {"thresholds": {"b": 2}}}'), /scheduling\.thresholds\.b: no model named "b"/, 'scheduling.thresholds.b'],
+    [
+      'a threshold for an unknown model',
+      () => write('thr.json', '{"models": [{"name": "a"}], "scheduling": {"thresholds": {"b": 2}}}'),
+      /scheduling\.thresholds\.b: no model named "b"/,
+      'scheduling.thresholds.b',
+    ],
     ['an admin token too short to be safe', () => write('tok.json', '{"adminToken": "abc"}'), /adminToken: /, 'adminToken'],
-    ['a remote model with a key of the removed per-step runner', () => write('pipe.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "pipelineDepth": 2}}]}'), /models\.0\.remote\.pipelineDepth: remote\.pipelineDepth was removed: steps no longer cross the network/, 'models.0.remote.pipelineDepth'],
-    ['the removed scheduling.lookahead', () => write('look.json', '{"scheduling": {"lookahead": 8}}'), /scheduling\.lookahead: scheduling\.lookahead was removed: routing runs beside the model, so there is no round trip to hide/, 'scheduling.lookahead'],
-    ['an unknown replica-loss policy', () => write('recompute.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "onReplicaLoss": "retry"}}]}'), /models\.0\.remote\.onReplicaLoss: .*"fail"\|"recompute"/, 'models.0.remote.onReplicaLoss'],
+    [
+      'a remote model with a key of the removed per-step runner',
+      () => write('pipe.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "pipelineDepth": 2}}]}'),
+      /models\.0\.remote\.pipelineDepth: remote\.pipelineDepth was removed: steps no longer cross the network/,
+      'models.0.remote.pipelineDepth',
+    ],
+    [
+      'the removed scheduling.lookahead',
+      () => write('look.json', '{"scheduling": {"lookahead": 8}}'),
+      /scheduling\.lookahead: scheduling\.lookahead was removed: routing runs beside the model, so there is no round trip to hide/,
+      'scheduling.lookahead',
+    ],
+    [
+      'an unknown replica-loss policy',
+      () => write('recompute.json', '{"models": [{"name": "large", "remote": {"nats": "nats://10.0.0.5:4222", "onReplicaLoss": "retry"}}]}'),
+      /models\.0\.remote\.onReplicaLoss: .*"fail"\|"recompute"/,
+      'models.0.remote.onReplicaLoss',
+    ],
   ])('refuses %s with the key named', (_what, file, message, param) => {
     const e = thrown(() => loadServerConfig(file()));
     expect(e).toBeInstanceOf(TokenRouterError);
@@ -76,7 +96,17 @@ describe('config files', () => {
 });
 
 describe('model folders', () => {
-  const CONFIG = { model_type: 'llama', hidden_size: 64, num_attention_heads: 4, num_key_value_heads: 2, num_hidden_layers: 2, vocab_size: 30, max_position_embeddings: 256, bos_token_id: 1, eos_token_id: 2 };
+  const CONFIG = {
+    model_type: 'llama',
+    hidden_size: 64,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    num_hidden_layers: 2,
+    vocab_size: 30,
+    max_position_embeddings: 256,
+    bos_token_id: 1,
+    eos_token_id: 2,
+  };
   /** A folder that loads: config, tokenizer and a (fake, never run) ONNX file. */
   function folder(name: string, edit: (dir: string) => void = () => {}): string {
     const dir = path.join(root, 'models', name);
@@ -111,17 +141,53 @@ describe('model folders', () => {
     ['config.json is an array', (d) => fs.writeFileSync(path.join(d, 'config.json'), '[]'), 'config.json', undefined, /expected a JSON object/],
     ['hidden_size is missing', (d) => editJson(path.join(d, 'config.json'), (j) => delete j.hidden_size), 'config.json', 'hidden_size', /missing/],
     ['vocab_size is a string', (d) => editJson(path.join(d, 'config.json'), (j) => (j.vocab_size = '30')), 'config.json', 'vocab_size', /non-negative integer/],
-    ['num_hidden_layers is negative', (d) => editJson(path.join(d, 'config.json'), (j) => (j.num_hidden_layers = -2)), 'config.json', 'num_hidden_layers', /non-negative integer/],
-    ['num_attention_heads is 0', (d) => editJson(path.join(d, 'config.json'), (j) => (j.num_attention_heads = 0)), 'config.json', 'num_attention_heads', /positive/],
-    ['kv heads do not divide heads', (d) => editJson(path.join(d, 'config.json'), (j) => (j.num_key_value_heads = 3)), 'config.json', 'num_key_value_heads', /divide/],
+    [
+      'num_hidden_layers is negative',
+      (d) => editJson(path.join(d, 'config.json'), (j) => (j.num_hidden_layers = -2)),
+      'config.json',
+      'num_hidden_layers',
+      /non-negative integer/,
+    ],
+    [
+      'num_attention_heads is 0',
+      (d) => editJson(path.join(d, 'config.json'), (j) => (j.num_attention_heads = 0)),
+      'config.json',
+      'num_attention_heads',
+      /positive/,
+    ],
+    [
+      'kv heads do not divide heads',
+      (d) => editJson(path.join(d, 'config.json'), (j) => (j.num_key_value_heads = 3)),
+      'config.json',
+      'num_key_value_heads',
+      /divide/,
+    ],
     ['tokenizer.json is missing', (d) => fs.rmSync(path.join(d, 'tokenizer.json')), 'tokenizer.json', undefined, /file is missing/],
     ['tokenizer.json has no model', (d) => fs.writeFileSync(path.join(d, 'tokenizer.json'), '{}'), 'tokenizer.json', 'model', /missing/],
     ['the ONNX file is missing', (d) => fs.rmSync(path.join(d, 'onnx'), { recursive: true }), 'onnx/model.onnx', undefined, /file is missing/],
     ['the ONNX file is truncated', (d) => fs.writeFileSync(path.join(d, 'onnx', 'model.onnx'), 'x'), 'onnx/model.onnx', undefined, /truncated/],
     ['routers.json has no heads', (d) => routers(d, { topk: 4 }), 'routers/routers.json', 'heads', /missing/],
-    ['a router file is missing', (d) => routers(d, { heads: { citer: { file: 'citer.onnx', inputs: { h: { source: 'hidden' } } } } }), 'routers/routers.json', 'heads.citer.file', /missing/],
-    ['a router input has an unknown source', (d) => routers(d, { heads: { citer: { file: 'c.onnx', inputs: { h: { source: 'vibes' } } } } }, ['c.onnx']), 'routers/routers.json', 'heads.citer.inputs.h.source', /unknown source/],
-    ['a router has no inputs', (d) => routers(d, { heads: { citer: { file: 'c.onnx', inputs: {} } } }, ['c.onnx']), 'routers/routers.json', 'heads.citer.inputs', /no inputs/],
+    [
+      'a router file is missing',
+      (d) => routers(d, { heads: { citer: { file: 'citer.onnx', inputs: { h: { source: 'hidden' } } } } }),
+      'routers/routers.json',
+      'heads.citer.file',
+      /missing/,
+    ],
+    [
+      'a router input has an unknown source',
+      (d) => routers(d, { heads: { citer: { file: 'c.onnx', inputs: { h: { source: 'vibes' } } } } }, ['c.onnx']),
+      'routers/routers.json',
+      'heads.citer.inputs.h.source',
+      /unknown source/,
+    ],
+    [
+      'a router has no inputs',
+      (d) => routers(d, { heads: { citer: { file: 'c.onnx', inputs: {} } } }, ['c.onnx']),
+      'routers/routers.json',
+      'heads.citer.inputs',
+      /no inputs/,
+    ],
   ])('refuses a folder where %s, naming the file and key', (what, edit, file, key, problem) => {
     const dir = folder(what.replace(/\W+/g, '-'), edit);
     const e = thrown(() => loadModelFolder(dir));

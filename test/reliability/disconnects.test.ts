@@ -28,13 +28,17 @@ describe('disconnects', () => {
     for (const holder of ['small', 'large'] as const) {
       // holder = the model keeping pending-return state while the request runs on the other one.
       let sawPending = false;
-      const r = await streamChat(s.url, { model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 200 }, {
-        hangUp: () => {
-          const l = laneOf(s, holder);
-          sawPending = l.pendingReturn === 1 && l.kvBytes > 0;
-          return sawPending;
+      const r = await streamChat(
+        s.url,
+        { model: 'r-stitch', messages: [{ role: 'user', content: '12*34' }], max_tokens: 200 },
+        {
+          hangUp: () => {
+            const l = laneOf(s, holder);
+            sawPending = l.pendingReturn === 1 && l.kvBytes > 0;
+            return sawPending;
+          },
         },
-      });
+      );
       expect(r.aborted, `hung up while pending-return on ${holder}`).toBe(true);
       expect(sawPending).toBe(true);
       await expectNothingLeft(s.service);
@@ -44,16 +48,24 @@ describe('disconnects', () => {
 
   it('a hang-up while queued at the entry, or waiting for KV admission, removes the request before it ever runs', async () => {
     // One request decodes at a time; a 4 MiB budget holds ~341 KV tokens per model (three 110-token requests).
-    rig = await startRig({ traced: true, latency: { small: 5, large: 5 }, config: { memory: { budgetMiB: 4 }, limits: { maxConcurrency: 6, maxQueue: 16, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+    rig = await startRig({
+      traced: true,
+      latency: { small: 5, large: 5 },
+      config: { memory: { budgetMiB: 4 }, limits: { maxConcurrency: 6, maxQueue: 16, maxTokens: 256, maxBodyBytes: 2 ** 20 } },
+    });
     const s = rig;
     const c = s.service.cluster;
     const long = () => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: '1*1' }], max_tokens: 100 });
     const running = [long(), long(), long()];
     await until(() => laneOf(s, 'small').running === 3);
     const ac = new AbortController();
-    const waiting = Array.from({ length: 3 }, () => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: '2*2' }], max_tokens: 100 }, { signal: ac.signal }));
+    const waiting = Array.from({ length: 3 }, () =>
+      streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: '2*2' }], max_tokens: 100 }, { signal: ac.signal }),
+    );
     await until(() => laneOf(s, 'small').waitingAdmission === 3);
-    const queued = Array.from({ length: 4 }, () => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: '3*3' }], max_tokens: 100 }, { signal: ac.signal }));
+    const queued = Array.from({ length: 4 }, () =>
+      streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: '3*3' }], max_tokens: 100 }, { signal: ac.signal }),
+    );
     await until(() => c.queuedCount === 4);
     ac.abort();
     await until(() => c.queuedCount === 0 && laneOf(s, 'small').waitingAdmission === 0);
@@ -74,7 +86,11 @@ describe('disconnects', () => {
     const port = Number(new URL(s.url).port);
     const body = JSON.stringify({ model: 'r-stitch', messages: [{ role: 'user', content: '9*9' }], max_tokens: 200, stream: true });
     await new Promise<void>((resolve) => {
-      const sock = net.connect(port, '127.0.0.1', () => sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`));
+      const sock = net.connect(port, '127.0.0.1', () =>
+        sock.write(
+          `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        ),
+      );
       let seen = 0;
       sock.on('data', (d) => {
         seen += (String(d).match(/data: /g) ?? []).length;
@@ -83,7 +99,12 @@ describe('disconnects', () => {
       sock.on('close', () => resolve());
     });
     const ac = new AbortController();
-    const unary = fetch(`${s.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', prompt: '5*5=', max_tokens: 200 }), signal: ac.signal });
+    const unary = fetch(`${s.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'r-stitch', prompt: '5*5=', max_tokens: 200 }),
+      signal: ac.signal,
+    });
     await until(() => s.service.cluster.activeCount === 1 && s.service.cluster.committed > 10);
     ac.abort();
     await expect(unary).rejects.toThrow();
@@ -92,7 +113,11 @@ describe('disconnects', () => {
   });
 
   it('80 clients hanging up at seeded random points: every request ends, none fails, nothing is left', async () => {
-    rig = await startRig({ traced: true, latency: { small: 2, large: 5 }, config: { limits: { maxConcurrency: 16, maxQueue: 200, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+    rig = await startRig({
+      traced: true,
+      latency: { small: 2, large: 5 },
+      config: { limits: { maxConcurrency: 16, maxQueue: 200, maxTokens: 256, maxBodyBytes: 2 ** 20 } },
+    });
     const s = rig;
     const r = rng(4242);
     const modes = { early: 0, mid: 0, pending: 0, complete: 0 };
@@ -141,7 +166,9 @@ describe('disconnects', () => {
     // Some hang-ups reached the server before the request's first token (queued or prefilling).
     const beforeFirst = s.service.trace.events.filter((e) => e.type === 'request-end' && e.status === 'cancelled' && e.firstTokenAt === null).length;
     expect(beforeFirst).toBeGreaterThan(0);
-    console.log(`[disconnects] 80 clients ${JSON.stringify(modes)}; hung up after tokens ${hungUpAfterTokens} (while pending-return somewhere ${hungUpPending}); server ends ${JSON.stringify(t)} (cancelled before the first token ${beforeFirst}); leftovers ${JSON.stringify(leftovers(s.service))}`);
+    console.log(
+      `[disconnects] 80 clients ${JSON.stringify(modes)}; hung up after tokens ${hungUpAfterTokens} (while pending-return somewhere ${hungUpPending}); server ends ${JSON.stringify(t)} (cancelled before the first token ${beforeFirst}); leftovers ${JSON.stringify(leftovers(s.service))}`,
+    );
     await expectStillServing(s.url);
   });
 });

@@ -50,7 +50,15 @@ describe('algorithm faults (cluster, virtual time, invariants checked every batc
     const clock = new VirtualClock();
     const small = new SimRunner({ name: 'small', latency: () => 1 });
     const large = new SimRunner({ name: 'large', latency: () => 4 });
-    const cluster = new Cluster({ clock, checkInvariants: true, maxConcurrency: 16, models: [{ name: 'small', runner: small, kvCapacityTokens: 4000 }, { name: 'large', runner: large, kvCapacityTokens: 4000 }] });
+    const cluster = new Cluster({
+      clock,
+      checkInvariants: true,
+      maxConcurrency: 16,
+      models: [
+        { name: 'small', runner: small, kvCapacityTokens: 4000 },
+        { name: 'large', runner: large, kvCapacityTokens: 4000 },
+      ],
+    });
     const byPrompt = new Map<number, string>();
     const alg = faulty(byPrompt);
     const wheres: Where[] = ['route', 'send', 'receive', 'target', 'handoff'];
@@ -106,7 +114,16 @@ describe('algorithm faults over HTTP', () => {
     // Test-only built-in: R-Stitch's route, throwing on the request's 5th step.
     builtinAlgorithms.set('test-throws', () => {
       const base = builtinFactory('r-stitch')();
-      return { ...base, name: 'test-throws', route: (s) => (s.generated >= 4 ? (() => { throw new Error('deliberate failure at step 5'); })() : base.route(s)) } as Algorithm;
+      return {
+        ...base,
+        name: 'test-throws',
+        route: (s) =>
+          s.generated >= 4
+            ? (() => {
+                throw new Error('deliberate failure at step 5');
+              })()
+            : base.route(s),
+      } as Algorithm;
     });
     // The server logs every 500 with its stack; collected here instead of flooding the test output.
     const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
@@ -116,7 +133,9 @@ describe('algorithm faults over HTTP', () => {
     expect(dep.status, dep.text).toBe(201);
     const good = Array.from({ length: 6 }, (_, i) => streamChat(url, { model: 'r-stitch', messages: [{ role: 'user', content: `${i}*7` }], max_tokens: 20 }));
     const badStream = Array.from({ length: 3 }, (_, i) => streamChat(url, { model: 'boom', messages: [{ role: 'user', content: `${i}*9` }], max_tokens: 20 }));
-    const badUnary = Array.from({ length: 3 }, (_, i) => call(`${url}/v1/chat/completions`, 'POST', { model: 'boom', messages: [{ role: 'user', content: `${i}*3` }], max_tokens: 20 }));
+    const badUnary = Array.from({ length: 3 }, (_, i) =>
+      call(`${url}/v1/chat/completions`, 'POST', { model: 'boom', messages: [{ role: 'user', content: `${i}*3` }], max_tokens: 20 }),
+    );
     for (const g of await Promise.all(good)) {
       expect(g.status).toBe(200);
       expect(g.error).toBeNull();
@@ -147,14 +166,22 @@ describe('a runner killed mid-load (simulated runner with onFailure; the ONNX-wo
   it('fails only the requests holding state on it, refuses new ones with 503 while down, restarts by itself, leaks nothing', async () => {
     let release!: () => void;
     const restartGate = new Promise<void>((r) => (release = r));
-    rig = await startRig({ latency: { small: 3, large: 8 }, restartGate, config: { limits: { maxConcurrency: 32, maxQueue: 64, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+    rig = await startRig({
+      latency: { small: 3, large: 8 },
+      restartGate,
+      config: { limits: { maxConcurrency: 32, maxQueue: 64, maxTokens: 256, maxBodyBytes: 2 ** 20 } },
+    });
     const s = rig;
     const touched = new Set<string>();
     s.service.trace.subscribe((e) => {
       if (e.type === 'request-state' && e.model === 'large') touched.add(e.requestId);
     });
-    const routed = Array.from({ length: 12 }, (_, i) => streamChat(s.url, { model: 'r-stitch', messages: [{ role: 'user', content: `${i + 10}*${i + 3}` }], max_tokens: 80 }));
-    const smallOnly = Array.from({ length: 8 }, (_, i) => streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: `${i}*5` }], max_tokens: 80 }));
+    const routed = Array.from({ length: 12 }, (_, i) =>
+      streamChat(s.url, { model: 'r-stitch', messages: [{ role: 'user', content: `${i + 10}*${i + 3}` }], max_tokens: 80 }),
+    );
+    const smallOnly = Array.from({ length: 8 }, (_, i) =>
+      streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: `${i}*5` }], max_tokens: 80 }),
+    );
     const dead = s.runner('large');
     // Kill it when all 20 are in and several hold state there (running or pending-return).
     await until(() => s.service.cluster.activeCount + s.service.cluster.completed >= 20, 20_000);
@@ -205,7 +232,9 @@ describe('a runner killed mid-load (simulated runner with onFailure; the ONNX-wo
     expect(again.error).toBeNull();
     expect((again.chunks.at(-1) as { tokenrouter: { tokens_by_model: Record<string, number> } }).tokenrouter.tokens_by_model.large).toBeGreaterThan(0);
     await expectNothingLeft(s.service);
-    console.log(`[runner-crash/sim] in flight 20, holding state on large at the crash ${holding.running + holding.pendingReturn}, failed ${failed}, refused (arrived while down) ${refusedLate}, restarts ${s.service.restarts.get('large')}, leftovers ${JSON.stringify(leftovers(s.service))}`);
+    console.log(
+      `[runner-crash/sim] in flight 20, holding state on large at the crash ${holding.running + holding.pendingReturn}, failed ${failed}, refused (arrived while down) ${refusedLate}, restarts ${s.service.restarts.get('large')}, leftovers ${JSON.stringify(leftovers(s.service))}`,
+    );
   });
 
   it('survives repeated crashes of either model under continuous load', async () => {

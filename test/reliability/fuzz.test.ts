@@ -21,7 +21,9 @@ describe('fuzz: 500 generated bad requests', () => {
 
     const out = await runFuzz(rig.url, FUZZ_SEED, 0, 500, 8, { allowHuge: false });
     const heap1 = await heapAfterGc();
-    console.log(`[fuzz-500] statuses ${JSON.stringify(out.byStatus)} families ${JSON.stringify(out.byFamily)} heap ${(heap0 / 2 ** 20).toFixed(1)} → ${(heap1 / 2 ** 20).toFixed(1)} MiB`);
+    console.log(
+      `[fuzz-500] statuses ${JSON.stringify(out.byStatus)} families ${JSON.stringify(out.byFamily)} heap ${(heap0 / 2 ** 20).toFixed(1)} → ${(heap1 / 2 ** 20).toFixed(1)} MiB`,
+    );
 
     expect(out.failures.slice(0, 5)).toEqual([]);
     expect(out.sent).toBe(500);

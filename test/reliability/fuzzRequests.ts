@@ -52,11 +52,20 @@ const BAD_MESSAGES: readonly unknown[] = [
 ];
 
 function goodCompletion(r: Rand): Record<string, unknown> {
-  return { model: pick(r, ['r-stitch', 'small', 'r2r', 'me']), prompt: `Q: ${int(r, 1, 999)}*${int(r, 1, 99)}=\nA: `, max_tokens: int(r, 1, 8), temperature: r() < 0.5 ? 0 : 1 };
+  return {
+    model: pick(r, ['r-stitch', 'small', 'r2r', 'me']),
+    prompt: `Q: ${int(r, 1, 999)}*${int(r, 1, 99)}=\nA: `,
+    max_tokens: int(r, 1, 8),
+    temperature: r() < 0.5 ? 0 : 1,
+  };
 }
 
 function goodChat(r: Rand): Record<string, unknown> {
-  return { model: pick(r, ['r-stitch', 'small', 'co-llm']), messages: [{ role: 'user', content: `${int(r, 1, 999)}*${int(r, 1, 99)}` }], max_tokens: int(r, 1, 8) };
+  return {
+    model: pick(r, ['r-stitch', 'small', 'co-llm']),
+    messages: [{ role: 'user', content: `${int(r, 1, 999)}*${int(r, 1, 99)}` }],
+    max_tokens: int(r, 1, 8),
+  };
 }
 
 const json = (path: string, body: unknown, family: string, defect: string, method = 'POST'): FuzzRequest => ({
@@ -119,7 +128,14 @@ function syntaxDefect(r: Rand): FuzzRequest {
     const bytes = Buffer.from(text);
     const at = int(r, 0, bytes.length);
     const bad = pick(r, [[0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xc0, 0xaf], [0xe2, 0x82]]);
-    return { family: 'syntax', defect: `invalid UTF-8 ${bad.map((b) => b.toString(16)).join(' ')} at ${at}`, method: 'POST', path, headers: { 'Content-Type': 'application/json' }, body: new Uint8Array(Buffer.concat([bytes.subarray(0, at), Buffer.from(bad), bytes.subarray(at)])) };
+    return {
+      family: 'syntax',
+      defect: `invalid UTF-8 ${bad.map((b) => b.toString(16)).join(' ')} at ${at}`,
+      method: 'POST',
+      path,
+      headers: { 'Content-Type': 'application/json' },
+      body: new Uint8Array(Buffer.concat([bytes.subarray(0, at), Buffer.from(bad), bytes.subarray(at)])),
+    };
   }
   const prefix = pick(r, ['', ' ', '\n']);
   const junk = pick(r, ['}', ',', 'NaN', 'undefined', "{'model':'small'}", '{"a":1}{', '0x10', '//']);
@@ -133,7 +149,14 @@ function garbage(r: Rand): FuzzRequest {
   for (let i = 0; i < n; i++) bytes[i] = int(r, 0, 255);
   // Random bytes could in theory spell a JSON object; a leading NUL makes sure they never do.
   if (n > 0) bytes[0] = 0;
-  return { family: 'garbage', defect: `${n} random bytes`, method: 'POST', path: pick(r, ['/v1/completions', '/v1/chat/completions', '/admin/algorithms/x/versions', '/admin/load']), headers: { 'Content-Type': pick(r, ['application/json', 'text/plain', 'application/octet-stream']) }, body: bytes };
+  return {
+    family: 'garbage',
+    defect: `${n} random bytes`,
+    method: 'POST',
+    path: pick(r, ['/v1/completions', '/v1/chat/completions', '/admin/algorithms/x/versions', '/admin/load']),
+    headers: { 'Content-Type': pick(r, ['application/json', 'text/plain', 'application/octet-stream']) },
+    body: bytes,
+  };
 }
 
 /** Bodies past the size limit, compressed bombs, unsupported charsets and encodings. */
@@ -146,11 +169,41 @@ function transportDefect(r: Rand, allowHuge: boolean): FuzzRequest {
   }
   if (roll < 0.4) {
     const mb = pick(r, [2, 6]);
-    return { family: 'transport', defect: `gzip inflating to ${mb} MB`, method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, body: gzipBomb(mb) };
+    return {
+      family: 'transport',
+      defect: `gzip inflating to ${mb} MB`,
+      method: 'POST',
+      path,
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: gzipBomb(mb),
+    };
   }
-  if (roll < 0.6) return { family: 'transport', defect: 'corrupt deflate', method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Encoding': pick(r, ['gzip', 'deflate', 'br']) }, body: new Uint8Array([1, 2, 3, int(r, 0, 255)]) };
-  if (roll < 0.8) return { family: 'transport', defect: 'unknown encoding', method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Encoding': pick(r, ['x-martian', 'compress', 'zstd2', 'gzip, x']) }, body: JSON.stringify(goodCompletion(r)) };
-  return { family: 'transport', defect: 'unsupported charset', method: 'POST', path, headers: { 'Content-Type': `application/json; charset=${pick(r, ['latin1', 'windows-1252', 'ebcdic', 'x-unknown', 'shift_jis'])}` }, body: JSON.stringify(goodCompletion(r)) };
+  if (roll < 0.6)
+    return {
+      family: 'transport',
+      defect: 'corrupt deflate',
+      method: 'POST',
+      path,
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': pick(r, ['gzip', 'deflate', 'br']) },
+      body: new Uint8Array([1, 2, 3, int(r, 0, 255)]),
+    };
+  if (roll < 0.8)
+    return {
+      family: 'transport',
+      defect: 'unknown encoding',
+      method: 'POST',
+      path,
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': pick(r, ['x-martian', 'compress', 'zstd2', 'gzip, x']) },
+      body: JSON.stringify(goodCompletion(r)),
+    };
+  return {
+    family: 'transport',
+    defect: 'unsupported charset',
+    method: 'POST',
+    path,
+    headers: { 'Content-Type': `application/json; charset=${pick(r, ['latin1', 'windows-1252', 'ebcdic', 'x-unknown', 'shift_jis'])}` },
+    body: JSON.stringify(goodCompletion(r)),
+  };
 }
 
 const bombs = new Map<number, Uint8Array>();
@@ -167,7 +220,9 @@ function deployDefect(r: Rand, ir: Record<string, unknown>): FuzzRequest {
   const path = `/admin/algorithms/${name}/versions`;
   const roll = r();
   if (roll < 0.5) {
-    const doc = JSON.parse(JSON.stringify(ir)) as Record<string, unknown> & { nodes: { id: string; type: string; params: Record<string, unknown>; inputs: Record<string, unknown> }[] };
+    const doc = JSON.parse(JSON.stringify(ir)) as Record<string, unknown> & {
+      nodes: { id: string; type: string; params: Record<string, unknown>; inputs: Record<string, unknown> }[];
+    };
     const k = int(r, 0, 9);
     let what: string;
     switch (k) {
@@ -211,7 +266,7 @@ function deployDefect(r: Rand, ir: Record<string, unknown>): FuzzRequest {
         break;
       default:
         for (const n of doc.nodes) if ('value' in n.params) n.params.value = pick(r, [1e300, -1e300, 'x', [1, 2]]);
-        doc.nodes[0].params = { model: pick(r, [7, 'nobody', ''])};
+        doc.nodes[0].params = { model: pick(r, [7, 'nobody', '']) };
         what = 'params';
     }
     return json(path, { ir: doc }, 'deploy', `IR: ${what}`);
@@ -238,23 +293,68 @@ function deployDefect(r: Rand, ir: Record<string, unknown>): FuzzRequest {
 function adminDefect(r: Rand): FuzzRequest {
   const roll = r();
   if (roll < 0.35) {
-    const body = pick<unknown>(r, [{ version: int(r, 1000, 1e6) }, { version: 0 }, { version: -1 }, { version: 1.5 }, { version: '1' }, {}, { version: 1, extra: true }]);
+    const body = pick<unknown>(r, [
+      { version: int(r, 1000, 1e6) },
+      { version: 0 },
+      { version: -1 },
+      { version: 1.5 },
+      { version: '1' },
+      {},
+      { version: 1, extra: true },
+    ]);
     return json(`/admin/algorithms/${pick(r, ['r-stitch', 'r2r', 'ghost'])}/activate`, body, 'admin', `activate ${JSON.stringify(body)}`);
   }
   if (roll < 0.45) return json(`/admin/algorithms/${pick(r, ['r2r', 'citer', 'ghost'])}/rollback`, {}, 'admin', 'rollback without history');
   if (roll < 0.75) {
-    const body = pick<unknown>(r, [{ small: 0 }, { small: -1 }, { small: 1.5 }, { small: 'x' }, { small: 1000 }, { ghost: 2 }, { small: 16, large: 16, medium: 16 }, [], { small: null }]);
+    const body = pick<unknown>(r, [
+      { small: 0 },
+      { small: -1 },
+      { small: 1.5 },
+      { small: 'x' },
+      { small: 1000 },
+      { ghost: 2 },
+      { small: 16, large: 16, medium: 16 },
+      [],
+      { small: null },
+    ]);
     return json('/admin/thresholds', body, 'admin', `thresholds ${JSON.stringify(body)}`, 'PUT');
   }
-  const body = pick<unknown>(r, [{ concurrency: 0, requests: 1, maxTokens: 1 }, { concurrency: 1, requests: 1e9, maxTokens: 1 }, { concurrency: 1, requests: 1, maxTokens: 5000 }, { concurrency: 1, requests: 1, maxTokens: 1, model: 'ghost' }, { concurrency: 1 }, { concurrency: 1, requests: 1, maxTokens: 1, extra: 1 }]);
+  const body = pick<unknown>(r, [
+    { concurrency: 0, requests: 1, maxTokens: 1 },
+    { concurrency: 1, requests: 1e9, maxTokens: 1 },
+    { concurrency: 1, requests: 1, maxTokens: 5000 },
+    { concurrency: 1, requests: 1, maxTokens: 1, model: 'ghost' },
+    { concurrency: 1 },
+    { concurrency: 1, requests: 1, maxTokens: 1, extra: 1 },
+  ]);
   return json('/admin/load', body, 'admin', `load ${JSON.stringify(body)}`);
 }
 
 /** Paths and methods nothing serves, including traversal attempts and broken escapes. */
 function routeDefect(r: Rand): FuzzRequest {
-  const path = pick(r, ['/v2/completions', '/v1/completions/x', '/admin', '/admin/algorithms/x', '/../package.json', '/%2e%2e/package.json', '/assets/%2e%2e%2f%2e%2e%2fpackage.json', '/v1/%E0%A4%A', '/admin/algorithms/%zz/versions', '/.env', '/admin/trace/../../etc/passwd', `/${'a'.repeat(int(r, 1, 4000))}`]);
+  const path = pick(r, [
+    '/v2/completions',
+    '/v1/completions/x',
+    '/admin',
+    '/admin/algorithms/x',
+    '/../package.json',
+    '/%2e%2e/package.json',
+    '/assets/%2e%2e%2f%2e%2e%2fpackage.json',
+    '/v1/%E0%A4%A',
+    '/admin/algorithms/%zz/versions',
+    '/.env',
+    '/admin/trace/../../etc/passwd',
+    `/${'a'.repeat(int(r, 1, 4000))}`,
+  ]);
   const method = pick(r, ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']);
-  return { family: 'route', defect: `${method} ${path.slice(0, 60)}`, method, path, headers: { 'Content-Type': 'application/json' }, body: method === 'GET' ? undefined : '{}' };
+  return {
+    family: 'route',
+    defect: `${method} ${path.slice(0, 60)}`,
+    method,
+    path,
+    headers: { 'Content-Type': 'application/json' },
+    body: method === 'GET' ? undefined : '{}',
+  };
 }
 
 /** The i-th request of a seeded run: the same (seed, i) always gives the same request. */
@@ -284,7 +384,14 @@ export interface FuzzOutcome {
 }
 
 /** Sends requests [from, to) of a seeded run with `concurrency` in flight and tallies the answers. */
-export async function runFuzz(url: string, seed: number, from: number, to: number, concurrency: number, opts: { allowHuge?: boolean } = {}): Promise<FuzzOutcome> {
+export async function runFuzz(
+  url: string,
+  seed: number,
+  from: number,
+  to: number,
+  concurrency: number,
+  opts: { allowHuge?: boolean } = {},
+): Promise<FuzzOutcome> {
   const out: FuzzOutcome = { sent: 0, byStatus: {}, byFamily: {}, failures: [] };
   let next = from;
   const worker = async () => {

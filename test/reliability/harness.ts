@@ -176,12 +176,16 @@ export function leftovers(service: TokenRouterService): string[] {
   const c = service.cluster;
   if (c.activeCount) out.push(`${c.activeCount} requests active`);
   // which, and where the entry last heard they were: a stuck one names its engine
-  for (const r of c.activeRequests()) out.push(`request ${r.id} (${r.spec.models.join('+')}): at ${r.whereabouts.model || 'none'} after ${r.whereabouts.hops} handoffs, ${r.output.length} tokens, ${r.finished ? 'finished' : 'open'}`);
+  for (const r of c.activeRequests())
+    out.push(
+      `request ${r.id} (${r.spec.models.join('+')}): at ${r.whereabouts.model || 'none'} after ${r.whereabouts.hops} handoffs, ${r.output.length} tokens, ${r.finished ? 'finished' : 'open'}`,
+    );
   if (c.queuedCount) out.push(`${c.queuedCount} requests queued at the entry`);
   for (const l of c.laneStats()) {
     if (l.kvBytes !== l.kvPrefixBytes) out.push(`${l.name}: ${l.kvBytes} KV bytes cached, ${l.kvPrefixBytes} of them in the prefix cache`);
     if (l.kvReservedBytes) out.push(`${l.name}: ${l.kvReservedBytes} KV bytes reserved`);
-    if (l.running + l.pendingReturn + l.waitingAdmission) out.push(`${l.name}: ${l.running} running, ${l.pendingReturn} pending-return, ${l.waitingAdmission} waiting`);
+    if (l.running + l.pendingReturn + l.waitingAdmission)
+      out.push(`${l.name}: ${l.running} running, ${l.pendingReturn} pending-return, ${l.waitingAdmission} waiting`);
     if (l.executing) out.push(`${l.name}: still executing a batch`);
   }
   const kept = new Map(c.laneStats().map((l) => [l.name, l.prefixEntries]));
@@ -309,9 +313,25 @@ export async function streamChat(
   const ac = new AbortController();
   opts.signal?.addEventListener('abort', () => ac.abort());
   const t0 = performance.now();
-  const out: StreamResult = { status: 0, chunks: [], text: '', done: false, finishReason: null, error: null, ttftMs: null, e2eMs: 0, aborted: false, retryAfter: null };
+  const out: StreamResult = {
+    status: 0,
+    chunks: [],
+    text: '',
+    done: false,
+    finishReason: null,
+    error: null,
+    ttftMs: null,
+    e2eMs: 0,
+    aborted: false,
+    retryAfter: null,
+  };
   try {
-    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }), signal: ac.signal });
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...body, stream: true }),
+      signal: ac.signal,
+    });
     out.status = res.status;
     out.retryAfter = res.headers.get('retry-after');
     if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {

@@ -19,7 +19,11 @@ describe('nesting depth is bounded for every JSON body (issue 34 finding 3)', ()
     const body = `{"model":"draft","messages":[{"role":"user","content":"12*3"}],"max_tokens":4,"tokenrouter_ir":${nestedArrays(20_000)}}`;
     expect(body.length).toBeGreaterThan(40_000);
     for (const path of ['/v1/chat/completions', '/v1/completions']) {
-      const r = await call(`${rig.url}${path}`, 'POST', path.includes('chat') ? body : body.replace('"messages":[{"role":"user","content":"12*3"}]', '"prompt":"12*3"'));
+      const r = await call(
+        `${rig.url}${path}`,
+        'POST',
+        path.includes('chat') ? body : body.replace('"messages":[{"role":"user","content":"12*3"}]', '"prompt":"12*3"'),
+      );
       expect(r.status, r.text.slice(0, 300)).toBe(400);
       expect(r.json.error).toMatchObject({ param: 'tokenrouter_ir', code: 'invalid_request', type: 'invalid_request_error' });
       expect(r.json.error?.message).toMatch(`deeper than ${MAX_JSON_DEPTH} levels`);
@@ -29,7 +33,11 @@ describe('nesting depth is bounded for every JSON body (issue 34 finding 3)', ()
 
   it('the same bound holds on every route and shape: nested objects, streamed requests, messages, admin deploys', async () => {
     const cases: [string, string, string][] = [
-      ['/v1/chat/completions', `{"model":"draft","stream":true,"messages":[{"role":"user","content":"1"}],"tokenrouter_ir":${nestedObjects(5000)}}`, 'tokenrouter_ir'],
+      [
+        '/v1/chat/completions',
+        `{"model":"draft","stream":true,"messages":[{"role":"user","content":"1"}],"tokenrouter_ir":${nestedObjects(5000)}}`,
+        'tokenrouter_ir',
+      ],
       ['/v1/chat/completions', `{"model":"r-stitch","messages":${nestedArrays(5000)}}`, 'messages'],
       ['/admin/algorithms/deep/versions', `{"ir":${nestedArrays(20_000)}}`, 'ir'],
       ['/admin/algorithms/deep/versions', `{"builtin":"r2r","params":{"tau":${nestedObjects(100)}}}`, 'params'],
@@ -48,10 +56,19 @@ describe('nesting depth is bounded for every JSON body (issue 34 finding 3)', ()
 
   it('a body at the bound is parsed as before, and a real draft IR still runs', async () => {
     // MAX_JSON_DEPTH levels in all: the request object is the first, so the parameter holds one fewer.
-    const atBound = await call(`${rig.url}/v1/completions`, 'POST', `{"model":"r-stitch","prompt":"1","max_tokens":2,"user":${nestedArrays(MAX_JSON_DEPTH - 1)}}`);
+    const atBound = await call(
+      `${rig.url}/v1/completions`,
+      'POST',
+      `{"model":"r-stitch","prompt":"1","max_tokens":2,"user":${nestedArrays(MAX_JSON_DEPTH - 1)}}`,
+    );
     // past the depth check, the schema refuses the array as `user` (a string): proof the body got through
     expect([atBound.status, atBound.json.error?.param]).toEqual([400, 'user']);
-    const draft = await call(`${rig.url}/v1/chat/completions`, 'POST', { model: 'draft', messages: [{ role: 'user', content: '12*3' }], max_tokens: 4, tokenrouter_ir: rStitchIr() });
+    const draft = await call(`${rig.url}/v1/chat/completions`, 'POST', {
+      model: 'draft',
+      messages: [{ role: 'user', content: '12*3' }],
+      max_tokens: 4,
+      tokenrouter_ir: rStitchIr(),
+    });
     expect(draft.status, draft.text.slice(0, 300)).toBe(200);
   });
 });
@@ -84,7 +101,11 @@ describe('`__proto__` keys are refused by name (issue 34 finding 4)', () => {
   });
 
   it('a __proto__ key elsewhere (logit_bias, a message) is refused with its path, never silently dropped', async () => {
-    const lb = await call(`${rig.url}/v1/chat/completions`, 'POST', '{"model":"r-stitch","messages":[{"role":"user","content":"1"}],"max_tokens":2,"logit_bias":{"__proto__":100}}');
+    const lb = await call(
+      `${rig.url}/v1/chat/completions`,
+      'POST',
+      '{"model":"r-stitch","messages":[{"role":"user","content":"1"}],"max_tokens":2,"logit_bias":{"__proto__":100}}',
+    );
     expect([lb.status, lb.json.error?.param]).toEqual([400, 'logit_bias.__proto__']);
     const msg = await call(`${rig.url}/v1/chat/completions`, 'POST', '{"model":"r-stitch","messages":[{"role":"user","content":"1","__proto__":{}}]}');
     expect([msg.status, msg.json.error?.param]).toEqual([400, 'messages.0.__proto__']);

@@ -19,13 +19,23 @@ afterEach(() => {
 /** A service on a virtual clock, so a batch's checks run inside clock.run() where a throw can be caught. */
 async function service(): Promise<{ s: TokenRouterService; clock: VirtualClock }> {
   const clock = new VirtualClock();
-  const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-inv-')), memory: { budgetMiB: 64 }, models: [{ name: 'small' }, { name: 'large' }] });
-  const runners = new Map(['small', 'large'].map((n) => [n, new SimRunner({ name: n, vocabSize: VOCAB.length, maxContext: 256, kvBytesPerToken: 4096, latency: () => 1 })]));
+  const config = parseServerConfig({
+    port: 0,
+    dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-inv-')),
+    memory: { budgetMiB: 64 },
+    models: [{ name: 'small' }, { name: 'large' }],
+  });
+  const runners = new Map(
+    ['small', 'large'].map((n) => [n, new SimRunner({ name: n, vocabSize: VOCAB.length, maxContext: 256, kvBytesPerToken: 4096, latency: () => 1 })]),
+  );
   return { s: await TokenRouterService.start(config, { runners, tokenizer: charTokenizer(), clock }), clock };
 }
 
 function generate(s: TokenRouterService): void {
-  s.generate({ model: 'r-stitch', promptIds: [1, 5, 6, 7], maxTokens: 20, sampling: { temperature: 0, topP: 1, topK: 0, seed: 1 }, stop: [] }, { onToken: () => {}, onEnd: () => {} });
+  s.generate(
+    { model: 'r-stitch', promptIds: [1, 5, 6, 7], maxTokens: 20, sampling: { temperature: 0, topP: 1, topK: 0, seed: 1 }, stop: [] },
+    { onToken: () => {}, onEnd: () => {} },
+  );
 }
 
 describe('invariant checker in the serving process', () => {

@@ -55,7 +55,12 @@ export function chainGraph(nodes: number = LIMITS.maxNodes): GraphDocument {
     schemaVersion: 1,
     kind: 'tokenrouter.graph',
     name: `chain-${nodes}`,
-    nodes: list.map(([id, type, params], i) => ({ id, type, params: { ...defaultParams(type), ...params } as GraphDocument['nodes'][number]['params'], position: { x: i, y: 0 } })),
+    nodes: list.map(([id, type, params], i) => ({
+      id,
+      type,
+      params: { ...defaultParams(type), ...params } as GraphDocument['nodes'][number]['params'],
+      position: { x: i, y: 0 },
+    })),
     edges: edges.map((e) => {
       const [from, to] = e.split('>');
       const [source, sourceHandle] = from.split('.');

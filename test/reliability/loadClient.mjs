@@ -10,7 +10,13 @@ async function one(i) {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ model: i % 4 === 0 ? 'small' : 'r-stitch', messages: [{ role: 'user', content: `${100 + i}*${(i % 89) + 2}` }], max_tokens: maxTokens, temperature: 0, stream: true }),
+      body: JSON.stringify({
+        model: i % 4 === 0 ? 'small' : 'r-stitch',
+        messages: [{ role: 'user', content: `${100 + i}*${(i % 89) + 2}` }],
+        max_tokens: maxTokens,
+        temperature: 0,
+        stream: true,
+      }),
     });
     out.status = res.status;
     out.retryAfter = res.headers.get('retry-after');

@@ -113,8 +113,26 @@ export async function runOverload(rig: Rig, clients: number, maxTokens: number):
     withRetryAfter: refused.filter((r) => Number(r.retryAfter) >= 1).length,
     other,
     e2eMs: { p50: percentile(e2e, 50), p99: percentile(e2e, 99), max: Math.max(...e2e) },
-    ttftMs: { p50: percentile(ok.map((r) => r.ttftMs ?? r.e2eMs), 50), p99: percentile(ok.map((r) => r.ttftMs ?? r.e2eMs), 99) },
-    refusedMs: { p50: percentile(refused.map((r) => r.e2eMs), 50), p99: percentile(refused.map((r) => r.e2eMs), 99) },
+    ttftMs: {
+      p50: percentile(
+        ok.map((r) => r.ttftMs ?? r.e2eMs),
+        50,
+      ),
+      p99: percentile(
+        ok.map((r) => r.ttftMs ?? r.e2eMs),
+        99,
+      ),
+    },
+    refusedMs: {
+      p50: percentile(
+        refused.map((r) => r.e2eMs),
+        50,
+      ),
+      p99: percentile(
+        refused.map((r) => r.e2eMs),
+        99,
+      ),
+    },
     serverE2eMs: { p50: percentile(serverOk, 50), p99: percentile(serverOk, 99) },
     serverRefusedMs: { p50: percentile(serverRefused, 50), p99: percentile(serverRefused, 99) },
     peakRssMiB: peakRss / 2 ** 20,

@@ -25,7 +25,11 @@ function raw(port: number, method: string, p: string, headers: Record<string, st
   return new Promise((resolve, reject) => {
     const sock = net.connect(port, '127.0.0.1', () => {
       const h = { ...headers, Connection: 'close', ...(body ? { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } : {}) };
-      sock.write(`${method} ${p} HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n${body}`);
+      sock.write(
+        `${method} ${p} HTTP/1.1\r\n${Object.entries(h)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n${body}`,
+      );
     });
     let out = '';
     sock.on('data', (d) => {
@@ -47,7 +51,11 @@ function wsUpgrade(port: number, host: string): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const sock = net.connect(port, '127.0.0.1', () => {
       const h = { Host: host, Origin: `http://${host}`, ...upgrade };
-      sock.write(`GET /live HTTP/1.1\r\n${Object.entries(h).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+      sock.write(
+        `GET /live HTTP/1.1\r\n${Object.entries(h)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n`,
+      );
     });
     let out = '';
     const done = () => {
@@ -83,7 +91,13 @@ describe('DNS rebinding: Host must name this server', () => {
       ['PUT', '/admin/thresholds', JSON.stringify({ small: 3 })],
     ];
     for (const [method, p, body] of refused) {
-      for (const host of [`attacker.example:${port}`, 'attacker.example', `ATTACKER.example.:${port}`, `127.0.0.1.nip.io:${port}`, `localhost.attacker.example:${port}`]) {
+      for (const host of [
+        `attacker.example:${port}`,
+        'attacker.example',
+        `ATTACKER.example.:${port}`,
+        `127.0.0.1.nip.io:${port}`,
+        `localhost.attacker.example:${port}`,
+      ]) {
         const r = await raw(port, method, p, { ...evil, Host: host, Origin: `http://${host}` }, body);
         expect(r.status, `${method} ${p} Host ${host}`).toBe(403);
         expect(JSON.parse(r.body).error.code).toBe('forbidden_host');

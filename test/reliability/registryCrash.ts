@@ -82,7 +82,8 @@ export function checkRegistry(dataDir: string, announced: readonly string[]): Re
       versions += list.length;
       list.forEach((v, i) => {
         if (v.version !== i + 1) problems.push(`${name}: version ${v.version} at index ${i} (a gap)`);
-        if (JSON.stringify(v.spec) !== JSON.stringify(expectedSpec(name, v.version))) problems.push(`${name} v${v.version}: spec differs from what was written`);
+        if (JSON.stringify(v.spec) !== JSON.stringify(expectedSpec(name, v.version)))
+          problems.push(`${name} v${v.version}: spec differs from what was written`);
       });
       if (entry && entry.activeVersion !== null) {
         const active = registry.active(name);

@@ -114,7 +114,10 @@ describe('admin endpoints and live feed need the bearer token unless dev mode on
 describe('foreign origins', () => {
   it('no CORS headers for a foreign origin, on preflight or on a plain request', async () => {
     rig = await startRig();
-    const pre = await fetch(`${rig.url}/v1/chat/completions`, { method: 'OPTIONS', headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type, authorization' } });
+    const pre = await fetch(`${rig.url}/v1/chat/completions`, {
+      method: 'OPTIONS',
+      headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type, authorization' },
+    });
     const get = await fetch(`${rig.url}/admin/trace`, { headers: { Origin: 'https://evil.example' } });
     for (const res of [pre, get]) {
       const acHeaders = [...res.headers.keys()].filter((k) => k.startsWith('access-control-'));
@@ -221,7 +224,12 @@ describe('the IR interpreter is bounded in time and memory per step', () => {
       schemaVersion: 1,
       kind: 'tokenrouter.graph',
       name: 'worst',
-      nodes: nodes.map(([id, type, params], i) => ({ id, type, params: { ...defaultParams(type as 'start'), ...params } as GraphDocument['nodes'][number]['params'], position: { x: i, y: 0 } })),
+      nodes: nodes.map(([id, type, params], i) => ({
+        id,
+        type,
+        params: { ...defaultParams(type as 'start'), ...params } as GraphDocument['nodes'][number]['params'],
+        position: { x: i, y: 0 },
+      })),
       edges: edges.map((e) => {
         const [from, to] = e.split('>');
         const [source, sourceHandle] = from.split('.');
@@ -234,7 +242,23 @@ describe('the IR interpreter is bounded in time and memory per step', () => {
   function input(meta: IrMeta, over: Partial<RouteInput<IrMeta>> = {}): RouteInput<IrMeta> {
     const ids = Array.from({ length: 64 }, (_, i) => i);
     const probs = ids.map(() => 1 / 64);
-    return { token: 5, entropy: 0.5, maxProb: 0.5, margin: 0.1, tokenProb: 0.5, topIds: ids, topProbs: probs, heads: {}, model: 1, position: 10, stepsHere: 1, generated: 3, draw: 0.3, meta, ...over } as RouteInput<IrMeta>;
+    return {
+      token: 5,
+      entropy: 0.5,
+      maxProb: 0.5,
+      margin: 0.1,
+      tokenProb: 0.5,
+      topIds: ids,
+      topProbs: probs,
+      heads: {},
+      model: 1,
+      position: 10,
+      stepsHere: 1,
+      generated: 3,
+      draw: 0.3,
+      meta,
+      ...over,
+    } as RouteInput<IrMeta>;
   }
 
   it('the largest legal graphs compile fast, one node more is refused, and a step costs bounded time and no memory', async () => {
@@ -264,7 +288,9 @@ describe('the IR interpreter is bounded in time and memory per step', () => {
     }
     const meanUs = ((performance.now() - t1) / steps) * 1000;
     const heap1 = await heapAfterGc();
-    console.log(`[ir-bounds] 200-node worst-case IR: compile ${compileMs.toFixed(1)} ms, route mean ${meanUs.toFixed(1)} µs, max ${worst.toFixed(2)} ms over ${steps} steps, heap ${((heap1 - heap0) / 1024).toFixed(0)} KiB after`);
+    console.log(
+      `[ir-bounds] 200-node worst-case IR: compile ${compileMs.toFixed(1)} ms, route mean ${meanUs.toFixed(1)} µs, max ${worst.toFixed(2)} ms over ${steps} steps, heap ${((heap1 - heap0) / 1024).toFixed(0)} KiB after`,
+    );
     // Loose bounds (a shared, loaded CI machine): the point is a fixed ceiling, not speed.
     expect(meanUs).toBeLessThan(500);
     expect(heap1 - heap0).toBeLessThan(2 * 2 ** 20);

@@ -24,12 +24,24 @@ export interface ServeProcess {
 export async function spawnServe(config: Record<string, unknown> = {}): Promise<ServeProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-serve-'));
   const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify({ port: 0, dataDir: path.join(dir, 'data'), modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }], memory: { budgetMiB: 512 }, ...config }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      port: 0,
+      dataDir: path.join(dir, 'data'),
+      modelsDir: path.join(ROOT, 'examples/models'),
+      models: [{ name: 'small' }],
+      memory: { budgetMiB: 512 },
+      ...config,
+    }),
+  );
   const child = spawn(process.execPath, [BIN, 'serve', '--config', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');

@@ -36,12 +36,16 @@ describe('SIGTERM drains the entry (issue 34 finding 1)', () => {
       started.push(new Promise<void>((r) => (mark = r)));
       const long = i % 2 === 1;
       streams.push(
-        streamChat(s.url, { model: 'small', messages: [{ role: 'user', content: `${21 + i}*${4 + i}` }], max_tokens: long ? 250 : 20, ignore_eos: true }, {
-          hangUp: (chunks) => {
-            if (chunks >= 1) mark();
-            return false;
+        streamChat(
+          s.url,
+          { model: 'small', messages: [{ role: 'user', content: `${21 + i}*${4 + i}` }], max_tokens: long ? 250 : 20, ignore_eos: true },
+          {
+            hangUp: (chunks) => {
+              if (chunks >= 1) mark();
+              return false;
+            },
           },
-        }),
+        ),
       );
     }
     await Promise.all(started);
@@ -52,7 +56,11 @@ describe('SIGTERM drains the entry (issue 34 finding 1)', () => {
     let health = await probe(`${s.url}/health`);
     while (health.status === 200 && performance.now() - t0 < 5000) health = await probe(`${s.url}/health`);
     const healthz = await probe(`${s.url}/healthz`);
-    const refused = await probe(chat, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: '1*2' }], max_tokens: 4 }) });
+    const refused = await probe(chat, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'small', messages: [{ role: 'user', content: '1*2' }], max_tokens: 4 }),
+    });
     const refusedAtMs = performance.now() - t0;
 
     const results = await Promise.all(streams.map((p) => p.catch((e: Error) => ({ cut: e.message }) as const)));
@@ -111,7 +119,9 @@ describe('SIGTERM drains the entry (issue 34 finding 1)', () => {
     });
     const report = await r.server.drain(300);
     const answer = await unary;
-    console.log(`[shutdown] in-process drain of one unary request: ${JSON.stringify(report)}; answer ${answer.status} (Retry-After ${answer.headers.get('retry-after')})`);
+    console.log(
+      `[shutdown] in-process drain of one unary request: ${JSON.stringify(report)}; answer ${answer.status} (Retry-After ${answer.headers.get('retry-after')})`,
+    );
     expect(report).toMatchObject({ running: 1, ended: 1 });
     expect(answer.status).toBe(503);
     expect(answer.headers.get('retry-after')).toBe('1');

@@ -17,10 +17,20 @@ const MiB = 2 ** 20;
 const mib = (b: number) => (b / MiB).toFixed(1);
 
 /** The issue's heavy request: 64 choices × 192 tokens with 20 top logprobs each, ~20 MB of SSE. */
-const HEAVY = { model: 'small', messages: [{ role: 'user', content: '347*26' }], n: 64, max_tokens: 192, ignore_eos: true, logprobs: true, top_logprobs: 20, stream: true };
+const HEAVY = {
+  model: 'small',
+  messages: [{ role: 'user', content: '347*26' }],
+  n: 64,
+  max_tokens: 192,
+  ignore_eos: true,
+  logprobs: true,
+  top_logprobs: 20,
+  stream: true,
+};
 
 /** Eight ordinary streams that run beside the heavy ones. */
-const ordinaryLoad = () => Array.from({ length: 8 }, (_, i) => ({ model: 'small', messages: [{ role: 'user', content: `${12 + i}*${3 + i}` }], max_tokens: 48, ignore_eos: true }));
+const ordinaryLoad = () =>
+  Array.from({ length: 8 }, (_, i) => ({ model: 'small', messages: [{ role: 'user', content: `${12 + i}*${3 + i}` }], max_tokens: 48, ignore_eos: true }));
 
 /** Sends the request on a raw socket and never reads a byte of the answer. */
 function stalledReader(url: string, body: unknown): Promise<net.Socket> {
@@ -29,7 +39,9 @@ function stalledReader(url: string, body: unknown): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const sock = net.connect(Number(port), hostname, () => {
       sock.pause();
-      sock.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+      sock.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+      );
       resolve(sock);
     });
     sock.on('error', reject);
@@ -65,7 +77,8 @@ describe('a client that stops reading (issue 34 finding 2)', () => {
     const ordinary = await Promise.all(ordinaryLoad().map((b) => streamChat(s.url, b)));
     // every stalled request is cancelled and counted, and nothing of theirs is left running
     let aborts = 0;
-    for (let t = Date.now(); Date.now() - t < 30_000 && (aborts = await metric(s.url, 'tokenrouter_slow_client_aborts_total')) < 6; ) await new Promise((r) => setTimeout(r, 100));
+    for (let t = Date.now(); Date.now() - t < 30_000 && (aborts = await metric(s.url, 'tokenrouter_slow_client_aborts_total')) < 6; )
+      await new Promise((r) => setTimeout(r, 100));
     const abortedMs = performance.now() - t0;
     let left = await status(s.url);
     for (let t = Date.now(); Date.now() - t < 10_000 && left.active + left.queued > 0; ) {
@@ -93,23 +106,38 @@ describe('a client that stops reading (issue 34 finding 2)', () => {
   }, 90_000);
 
   it('a reader that stalls past the bound and then reads gets what was queued and, last, an error event saying why', async () => {
-    rig = await startRig({ latency: { small: 1 }, checkInvariants: false, config: { limits: { maxConcurrency: 64, maxQueue: 256, streamBufferBytes: 64 * 1024 } } });
+    rig = await startRig({
+      latency: { small: 1 },
+      checkInvariants: false,
+      config: { limits: { maxConcurrency: 64, maxQueue: 256, streamBufferBytes: 64 * 1024 } },
+    });
     const r = rig;
-    const sock = await stalledReader(r.url, { model: 'small', messages: [{ role: 'user', content: '12*3' }], n: 64, max_tokens: 250, ignore_eos: true, logprobs: true, stream: true });
+    const sock = await stalledReader(r.url, {
+      model: 'small',
+      messages: [{ role: 'user', content: '12*3' }],
+      n: 64,
+      max_tokens: 250,
+      ignore_eos: true,
+      logprobs: true,
+      stream: true,
+    });
     let text = '';
     // the response ends (the chunked body's last chunk) while the kept-alive connection stays open
     const ended = new Promise<void>((resolve) => {
       sock.on('data', () => text.endsWith('\r\n0\r\n\r\n') && resolve());
       sock.once('close', () => resolve());
     });
-    for (let t = Date.now(); Date.now() - t < 20_000 && (await metric(r.url, 'tokenrouter_slow_client_aborts_total')) < 1; ) await new Promise((res) => setTimeout(res, 50));
+    for (let t = Date.now(); Date.now() - t < 20_000 && (await metric(r.url, 'tokenrouter_slow_client_aborts_total')) < 1; )
+      await new Promise((res) => setTimeout(res, 50));
     sock.prependListener('data', (d: Buffer) => (text += d.toString('latin1')));
     sock.resume();
     await ended;
     sock.destroy();
     const events = text.split('\n\n').filter((e) => e.includes('data: '));
     const last = events.at(-1) ?? '';
-    console.log(`[slow-readers] a reader stalled past a 64 KiB bound, then reading: ${mib(text.length)} MiB, ${events.length} events, last: ${last.slice(last.indexOf('data: '), 200)}`);
+    console.log(
+      `[slow-readers] a reader stalled past a 64 KiB bound, then reading: ${mib(text.length)} MiB, ${events.length} events, last: ${last.slice(last.indexOf('data: '), 200)}`,
+    );
     expect(await metric(r.url, 'tokenrouter_slow_client_aborts_total')).toBe(1);
     expect(text).toMatch(/^HTTP\/1\.1 200/);
     expect(text).not.toContain('[DONE]');

@@ -46,7 +46,14 @@ describe('batched prefill on an engine thread (small)', () => {
     // Hits: the warm prompt extended by a worked-answer chunk, and the warm prompt itself (all but its last token).
     // Misses: questions without the chat frame (no BOS, so nothing cached starts them). Lengths all differ.
     const [a, b] = qs[0].split('*');
-    const prompts = [[...warm, ...tok.encode(`${a}*${b.slice(-1)}=`, false)], tok.encode(qs[1], false), warm.slice(), tok.encode(`${qs[2]} ${qs[3]}`, false), [...warm, ...tok.encode(`${a}*`, false)], tok.encode(qs[4], false)];
+    const prompts = [
+      [...warm, ...tok.encode(`${a}*${b.slice(-1)}=`, false)],
+      tok.encode(qs[1], false),
+      warm.slice(),
+      tok.encode(`${qs[2]} ${qs[3]}`, false),
+      [...warm, ...tok.encode(`${a}*`, false)],
+      tok.encode(qs[4], false),
+    ];
     expect(new Set(prompts.map((p) => p.length)).size).toBe(prompts.length);
 
     // the warm request ends first, so its cache is in the prefix cache when the others come

@@ -8,7 +8,14 @@ import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { generateGreedy } from '../../runtime/runner/onnxAccuracy.ts';
 import { MODEL_NAMES, heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
 
-const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({ cacheId, requestId: `r${cacheId}`, tokens, position, sampling: GREEDY, wants: NO_WANTS });
+const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({
+  cacheId,
+  requestId: `r${cacheId}`,
+  tokens,
+  position,
+  sampling: GREEDY,
+  wants: NO_WANTS,
+});
 
 describe.each(MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s', (name) => {
   let runner: OnnxRunner;
@@ -62,7 +69,11 @@ describe.each(MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s',
     // the peers decoded correctly despite the padding holes in their cache
     expect(mixed.rows[1].token).toBe(solo[1][1]);
     expect(mixed.rows[2].token).toBe(solo[2][1]);
-    const next = await runner.step([row(2, [ext.token], p.length + suffix.length), row(3, [solo[1][1]], prompts[1].length + 1), row(4, [solo[2][1]], prompts[2].length + 1)]);
+    const next = await runner.step([
+      row(2, [ext.token], p.length + suffix.length),
+      row(3, [solo[1][1]], prompts[1].length + 1),
+      row(4, [solo[2][1]], prompts[2].length + 1),
+    ]);
     expect(next.rows[0].token).toBe(refNext.rows[0].token);
     expect(next.rows[1].token).toBe(solo[1][2]);
     expect(next.rows[2].token).toBe(solo[2][2]);

@@ -9,7 +9,7 @@ function bytesToUnicode(): string[] {
   for (let b = 174; b <= 255; b++) bs.push(b);
   const cs = [...bs];
   let n = 0;
-  for (let b = 0; b < 256; b++) if (!bs.includes(b)) (bs.push(b), cs.push(256 + n++));
+  for (let b = 0; b < 256; b++) if (!bs.includes(b)) bs.push(b), cs.push(256 + n++);
   const out: string[] = [];
   bs.forEach((b, i) => (out[b] = String.fromCodePoint(cs[i])));
   return out;
@@ -53,8 +53,18 @@ export function byteLevelTokenizer(): { tok: Tokenizer; vocabSize: number } {
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges,
+    },
   };
   return { tok: new Tokenizer(json, { eos_token: '<|endoftext|>' }), vocabSize: Object.keys(vocab).length };
 }
-

@@ -7,7 +7,22 @@ import { encodeOnnxModel } from '../support/realShape/onnxWriter.ts';
 import { float16Bits } from '../support/realShape/quantizeWeights.ts';
 import { seededNormal } from '../support/realShape/seededNormal.ts';
 
-const ARCH: DecoderArch = { family: 'qwen3', hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 64, vocabSize: 300, maxPositions: 4096, rmsNormEps: 1e-6, ropeTheta: 1_000_000, ropeScaling: null, tiedEmbeddings: true, qkNorm: true };
+const ARCH: DecoderArch = {
+  family: 'qwen3',
+  hiddenSize: 32,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  headDim: 16,
+  intermediateSize: 64,
+  vocabSize: 300,
+  maxPositions: 4096,
+  rmsNormEps: 1e-6,
+  ropeTheta: 1_000_000,
+  ropeScaling: null,
+  tiedEmbeddings: true,
+  qkNorm: true,
+};
 const IDS = [3, 17, 40, 41, 99, 150, 299];
 const TABLE = 'model.embed_tokens.weight';
 
@@ -30,7 +45,9 @@ const halfRounded = (x: Float32Array): Float32Array => {
   for (let i = 0; i < h.length; i++) {
     view.setUint16(0, h[i]);
     const b = view.getUint16(0);
-    const e = (b >> 10) & 0x1f, m = b & 0x3ff, s = b & 0x8000 ? -1 : 1;
+    const e = (b >> 10) & 0x1f,
+      m = b & 0x3ff,
+      s = b & 0x8000 ? -1 : 1;
     out[i] = e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
   }
   return out;
@@ -38,16 +55,24 @@ const halfRounded = (x: Float32Array): Float32Array => {
 
 /** Logits [S, V] of one prompt (empty past). */
 async function logits(opts: Omit<DecoderGraphOptions, 'seed'>, prompt: number[]): Promise<Float32Array> {
-  const session = await ort.InferenceSession.create(encodeOnnxModel(buildDecoderGraph(ARCH, { seed: 'unused', ...opts })), { intraOpNumThreads: 1, logSeverityLevel: 3 });
+  const session = await ort.InferenceSession.create(encodeOnnxModel(buildDecoderGraph(ARCH, { seed: 'unused', ...opts })), {
+    intraOpNumThreads: 1,
+    logSeverityLevel: 3,
+  });
   const S = prompt.length;
   const feeds: Record<string, ort.Tensor> = {
     input_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, BigInt), [1, S]),
     attention_mask: new ort.Tensor('int64', new BigInt64Array(S).fill(1n), [1, S]),
-    position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: S }, (_, i) => BigInt(i)), [1, S]),
+    position_ids: new ort.Tensor(
+      'int64',
+      BigInt64Array.from({ length: S }, (_, i) => BigInt(i)),
+      [1, S],
+    ),
   };
   if (opts.logitsToKeep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(0n), []);
   for (let l = 0; l < ARCH.numLayers; l++) {
-    for (const k of ['key', 'value']) feeds[`past_key_values.${l}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [1, ARCH.numKvHeads, 0, ARCH.headDim]);
+    for (const k of ['key', 'value'])
+      feeds[`past_key_values.${l}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [1, ARCH.numKvHeads, 0, ARCH.headDim]);
   }
   const out = (await session.run(feeds, ['logits'])).logits;
   await session.release();
@@ -58,7 +83,7 @@ async function logits(opts: Omit<DecoderGraphOptions, 'seed'>, prompt: number[])
 describe('decoder graph: compact vocabulary and fp16 storage', () => {
   const prompt = [17, 3, 99, 299, 40];
 
-  it('gives the full table\'s logits at the kept ids and -1e9 at every other id', async () => {
+  it("gives the full table's logits at the kept ids and -1e9 at every other id", async () => {
     const full = await logits({ weightsFrom }, prompt);
     const compact = await logits({ weightsFrom, vocabIds: IDS, logitsToKeep: true }, prompt);
     const kept = new Set(IDS);

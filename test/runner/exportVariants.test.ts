@@ -110,22 +110,31 @@ function modelWithOp(op: string, domain: string): Uint8Array {
 describe('exports this runner cannot drive', () => {
   const past = kvNames(2).past;
   const session = (inputNames: string[], kvType = 'float32') =>
-    ({ inputNames, inputMetadata: inputNames.map((name) => ({ name, isTensor: true, type: name.startsWith('past') ? kvType : 'int64', shape: [] })) }) as unknown as ort.InferenceSession;
+    ({
+      inputNames,
+      inputMetadata: inputNames.map((name) => ({ name, isTensor: true, type: name.startsWith('past') ? kvType : 'int64', shape: [] })),
+    }) as unknown as ort.InferenceSession;
   const optimum = ['input_ids', 'attention_mask', 'position_ids', ...past];
 
   it('are refused naming what they lack', () => {
     expect(graphOps(modelWithOp('GroupQueryAttention', 'com.microsoft'))).toEqual(new Set(['com.microsoft.GroupQueryAttention']));
-    expect(() => refuseUndrivable('m.onnx', modelWithOp('GroupQueryAttention', 'com.microsoft'), session([...optimum, 'seqlens_k', 'total_sequence_length']), past)).toThrow(/GroupQueryAttention \(ONNX Runtime GenAI's layout/);
+    expect(() =>
+      refuseUndrivable('m.onnx', modelWithOp('GroupQueryAttention', 'com.microsoft'), session([...optimum, 'seqlens_k', 'total_sequence_length']), past),
+    ).toThrow(/GroupQueryAttention \(ONNX Runtime GenAI's layout/);
     const plain = modelWithOp('MatMul', '');
     expect(() => refuseUndrivable('m.onnx', plain, session(['input_ids', 'attention_mask']), past)).toThrow(/no past_key_values\.\* inputs/);
-    expect(() => refuseUndrivable('m.onnx', plain, session(['input_ids', 'attention_mask', ...past.slice(0, 2)]), past)).toThrow(/past_key_values\.1\.key, past_key_values\.1\.value are missing/);
+    expect(() => refuseUndrivable('m.onnx', plain, session(['input_ids', 'attention_mask', ...past.slice(0, 2)]), past)).toThrow(
+      /past_key_values\.1\.key, past_key_values\.1\.value are missing/,
+    );
     expect(() => refuseUndrivable('m.onnx', plain, session([...optimum, 'token_type_ids']), past)).toThrow(/does not feed: token_type_ids/);
     expect(() => refuseUndrivable('m.onnx', plain, session(optimum, 'float16'), past)).toThrow(/KV cache \(past_key_values\.0\.key\) is float16/);
     expect(() => refuseUndrivable('m.onnx', plain, session(optimum), past)).not.toThrow();
   });
 
   it('executionProvider cuda without the CUDA libraries fails at load naming what is missing', async () => {
-    await expect(OnnxRunner.load(modelDir('small'), { executionProvider: 'cuda' })).rejects.toThrow(/executionProvider "cuda" cannot start: .*libonnxruntime_providers_\w+\.so.* missing from /);
+    await expect(OnnxRunner.load(modelDir('small'), { executionProvider: 'cuda' })).rejects.toThrow(
+      /executionProvider "cuda" cannot start: .*libonnxruntime_providers_\w+\.so.* missing from /,
+    );
   });
 });
 
@@ -135,9 +144,19 @@ describe('tokenrouter models', () => {
       fs.renameSync(path.join(d, 'onnx', 'model.onnx'), path.join(d, 'onnx', 'model_q4.onnx'));
       editJson(path.join(d, 'generation_config.json'), (j) => (j.eos_token_id = [2, 3]));
     });
-    expect(describeStatus(modelFolderStatus(dir, { dtype: 'q4' }, 'mine'))).toMatch(/^ok {3}mine {7}onnx\/model_q4\.onnx \(dtype q4, [0-9.]+ MiB\) {2}vocab 30 {2}eos 2, 3 /);
+    expect(describeStatus(modelFolderStatus(dir, { dtype: 'q4' }, 'mine'))).toMatch(
+      /^ok {3}mine {7}onnx\/model_q4\.onnx \(dtype q4, [0-9.]+ MiB\) {2}vocab 30 {2}eos 2, 3 /,
+    );
     const config = path.join(tmp, 'server.json');
-    fs.writeFileSync(config, JSON.stringify({ models: [{ name: 'mine', path: dir, dtype: 'q4' }, { name: 'bad', path: dir }] }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({
+        models: [
+          { name: 'mine', path: dir, dtype: 'q4' },
+          { name: 'bad', path: dir },
+        ],
+      }),
+    );
     const lines: string[] = [];
     const log = console.log;
     console.log = (s: string) => void lines.push(s);

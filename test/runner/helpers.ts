@@ -26,7 +26,14 @@ export function heldoutQuestions(n: number): string[] {
 }
 
 /** One request alone: prefill, then decode one token per step until EOS or maxNew. */
-export async function soloGenerate(runner: ModelRunner, cacheId: number, prompt: readonly number[], maxNew: number, sampling: SamplingParams = GREEDY, wants: StepWants = NO_WANTS): Promise<number[]> {
+export async function soloGenerate(
+  runner: ModelRunner,
+  cacheId: number,
+  prompt: readonly number[],
+  maxNew: number,
+  sampling: SamplingParams = GREEDY,
+  wants: StepWants = NO_WANTS,
+): Promise<number[]> {
   const out: number[] = [];
   let toks = [...prompt];
   let pos = 0;

@@ -35,21 +35,44 @@ function exampleTokenizer(model: string): TextTokenizer {
  * ▁ -> space, bytes fused, the leading space stripped), the other way real models split characters.
  */
 function byteFallbackTokenizer(): { tok: Tokenizer; vocabSize: number } {
-  const vocab: [string, number][] = [['<unk>', 0], ['<s>', 0], ['</s>', 0]];
+  const vocab: [string, number][] = [
+    ['<unk>', 0],
+    ['<s>', 0],
+    ['</s>', 0],
+  ];
   for (let b = 0; b < 256; b++) vocab.push([`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`, 0]);
   for (const p of ['▁', '▁the', '▁and', 'hello', '▁world', 'a', 'b', 'c', '中', '▁中', 'é', '1', '2', '+', '=']) vocab.push([p, -1]);
-  const specials = ['<unk>', '<s>', '</s>'].map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+  const specials = ['<unk>', '<s>', '</s>'].map((content, id) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  }));
   const json = {
     version: '1.0',
     truncation: null,
     padding: null,
     added_tokens: specials,
-    normalizer: { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '▁' }, { type: 'Replace', pattern: { String: ' ' }, content: '▁' }] },
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [
+        { type: 'Prepend', prepend: '▁' },
+        { type: 'Replace', pattern: { String: ' ' }, content: '▁' },
+      ],
+    },
     pre_tokenizer: null,
     post_processor: null,
     decoder: {
       type: 'Sequence',
-      decoders: [{ type: 'Replace', pattern: { String: '▁' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, { type: 'Strip', content: ' ', start: 1, stop: 0 }],
+      decoders: [
+        { type: 'Replace', pattern: { String: '▁' }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+        { type: 'Strip', content: ' ', start: 1, stop: 0 },
+      ],
     },
     model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: true },
   };
@@ -132,7 +155,7 @@ describe('IncrementalDetokenizer', () => {
       const full = () => {
         const seen: number[] = [];
         let text = '';
-        for (const id of ids) (seen.push(id), (text = tok.decode(seen)));
+        for (const id of ids) seen.push(id), (text = tok.decode(seen));
         return text;
       };
       const incremental = () => {
@@ -157,7 +180,11 @@ describe('IncrementalDetokenizer', () => {
     };
     const r = rng(6);
     const example = exampleTokenizer('small');
-    measure('examples/models char vocabulary', example, Array.from({ length: 1024 }, () => 4 + Math.floor(r() * 26)));
+    measure(
+      'examples/models char vocabulary',
+      example,
+      Array.from({ length: 1024 }, () => 4 + Math.floor(r() * 26)),
+    );
     const { tok } = byteLevelTokenizer();
     const text = Array.from({ length: 600 }, (_, i) => ['hello', ' the', ' 中文', ' 😀', ' world', ' and', ' é'][i % 7]).join('');
     measure('byte-level BPE', hfDecoder(tok), tok.encode(text, { add_special_tokens: false }).ids.slice(0, 1024));

@@ -16,7 +16,13 @@ const B = 4;
 async function session(): Promise<ort.InferenceSession> {
   const w = protobuf.Writer.create();
   w.uint32(1 << 3).int64(8);
-  w.uint32((8 << 3) | 2).fork().uint32((1 << 3) | 2).string('').uint32(2 << 3).int64(17).ldelim();
+  w.uint32((8 << 3) | 2)
+    .fork()
+    .uint32((1 << 3) | 2)
+    .string('')
+    .uint32(2 << 3)
+    .int64(17)
+    .ldelim();
   const graph = concat([valueInfo(GRAPH_INPUT, 'logits', FLOAT), ...signalHead('logits', { opset: 17, vocab: V, lastOnly: true, masked: true })]);
   return ort.InferenceSession.create(concat([w.finish(), wrap(MODEL_GRAPH, graph)]), { ...sessionOptions(1), logSeverityLevel: 3 });
 }
@@ -24,14 +30,32 @@ async function session(): Promise<ort.InferenceSession> {
 describe('the masked group in an If', () => {
   it('an unmasked step gets empty masked outputs (no stand-in row); a step with masked rows gets one row each', async () => {
     const s = await session();
-    const logits = new ort.Tensor('float32', Float32Array.from({ length: B * V }, (_, i) => Math.sin(i * 12.9898) * 3), [B, 1, V]);
+    const logits = new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: B * V }, (_, i) => Math.sin(i * 12.9898) * 3),
+      [B, 1, V],
+    );
     const order = Array.from({ length: B }, (_, b) => b);
     const mask = new Int32Array(maskWords(V));
     mask[0] = 0b1011;
     for (const masked of [[], [1, 3]]) {
-      const rows: StepRow[] = order.map((i) => ({ cacheId: i, requestId: `r${i}`, tokens: [1], position: 5, sampling: { temperature: 0, topP: 1, topK: 0, seed: i }, wants: NO_WANTS, mask: masked.includes(i) ? mask : undefined }));
+      const rows: StepRow[] = order.map((i) => ({
+        cacheId: i,
+        requestId: `r${i}`,
+        tokens: [1],
+        position: 5,
+        sampling: { temperature: 0, topP: 1, topK: 0, seed: i },
+        wants: NO_WANTS,
+        mask: masked.includes(i) ? mask : undefined,
+      }));
       const inputs: Record<string, ort.Tensor> = { logits };
-      planHead(rows, order, rows.map((r) => r.tokens), { V, model: 'm', eosIds: [], topLogitsK: 0, lengths: rows.map(() => 5), maskedGroup: true }, inputs);
+      planHead(
+        rows,
+        order,
+        rows.map((r) => r.tokens),
+        { V, model: 'm', eosIds: [], topLogitsK: 0, lengths: rows.map(() => 5), maskedGroup: true },
+        inputs,
+      );
       const out = await s.run(inputs, [MASKED.topIds, MASKED.topLogits]);
       expect(out[MASKED.topIds].dims[0]).toBe(masked.length);
       if (masked.length > 0) {

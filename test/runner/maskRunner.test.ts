@@ -16,7 +16,12 @@ const SAMPLED: SamplingParams[] = [
   { temperature: 0.7, topP: 1, topK: 0, minP: 0.1, seed: 1, penalties: { frequency: 0.5, presence: 0.2, outputFrom: 0, logitBias: [[5, 3]] } },
 ];
 const WANTS: StepWants = { ...NO_WANTS, topK: 3 };
-const PROMPTS = [[9707, 11, 1246, 525], [785, 3974, 13876], [40, 1079, 264, 1273, 13], [3838, 374]];
+const PROMPTS = [
+  [9707, 11, 1246, 525],
+  [785, 3974, 13876],
+  [40, 1079, 264, 1273, 13],
+  [3838, 374],
+];
 
 interface Live {
   cacheId: number;
@@ -27,9 +32,18 @@ interface Live {
 /** Decodes the prompts together for `steps` steps; `row` shapes each step's row (its mask, sampling); returns every step's rows and outputs. */
 async function decode(runner: ModelRunner, firstCache: number, steps: number, row: (i: number, step: number) => Partial<StepRow>) {
   const live: Live[] = PROMPTS.map((p, i) => ({ cacheId: firstCache + i, tokens: p, position: 0 }));
-  const seen: { row: StepRow; token: number; entropy: number; maxProb: number; tokenProb: number; topIds: readonly number[]; topProbs: readonly number[] }[] = [];
+  const seen: { row: StepRow; token: number; entropy: number; maxProb: number; tokenProb: number; topIds: readonly number[]; topProbs: readonly number[] }[] =
+    [];
   for (let s = 0; s < steps; s++) {
-    const rows: StepRow[] = live.map((l, i) => ({ cacheId: l.cacheId, requestId: `q${l.cacheId}`, tokens: l.tokens, position: l.position, sampling: GREEDY, wants: WANTS, ...row(i, s) }));
+    const rows: StepRow[] = live.map((l, i) => ({
+      cacheId: l.cacheId,
+      requestId: `q${l.cacheId}`,
+      tokens: l.tokens,
+      position: l.position,
+      sampling: GREEDY,
+      wants: WANTS,
+      ...row(i, s),
+    }));
     const out = await runner.step(rows);
     live.forEach((l, i) => {
       l.position += l.tokens.length;
@@ -56,7 +70,9 @@ function maskCases(name: string, runner: () => ModelRunner, V: number): void {
       let masked = 0;
       for (let seed = 1; seed <= 6; seed++) {
         const sampling = (i: number): SamplingParams => (i === 0 ? GREEDY : { ...SAMPLED[(i + seed) % SAMPLED.length], seed });
-        const seen = await decode(runner(), 100 + seed * 10, 3, (i, s) => (i === 3 ? { sampling: sampling(i) } : { sampling: sampling(i), mask: randomMask(V, i === 1 ? 3 / V : 0.5, seed * 100 + s * 10 + i) }));
+        const seen = await decode(runner(), 100 + seed * 10, 3, (i, s) =>
+          i === 3 ? { sampling: sampling(i) } : { sampling: sampling(i), mask: randomMask(V, i === 1 ? 3 / V : 0.5, seed * 100 + s * 10 + i) },
+        );
         expectAllowed(seen);
         masked += seen.filter((s) => s.row.mask).length;
         // the unmasked row decodes as it does alone in a batch of unmasked rows
@@ -67,7 +83,10 @@ function maskCases(name: string, runner: () => ModelRunner, V: number): void {
     });
 
     it('a one-token mask always yields that token, with certain signals', async () => {
-      const seen = await decode(runner(), 400, 3, (i, s) => ({ sampling: i === 0 ? GREEDY : SAMPLED[(i + s) % 3], mask: maskOf(V, [(i * 7919 + s * 104729 + 11) % V]) }));
+      const seen = await decode(runner(), 400, 3, (i, s) => ({
+        sampling: i === 0 ? GREEDY : SAMPLED[(i + s) % 3],
+        mask: maskOf(V, [(i * 7919 + s * 104729 + 11) % V]),
+      }));
       for (const s of seen) {
         expect(s.token).toBe(allowedIds(s.row.mask!, V)[0]);
         expect(s).toMatchObject({ entropy: 0, maxProb: 1, tokenProb: 1 });
@@ -75,7 +94,9 @@ function maskCases(name: string, runner: () => ModelRunner, V: number): void {
     });
 
     it('a mask allowing nothing fails the step, naming the request', async () => {
-      const rows: StepRow[] = [{ cacheId: 500, requestId: 'req-empty-mask', tokens: PROMPTS[0], position: 0, sampling: GREEDY, wants: NO_WANTS, mask: new Int32Array(maskWords(V)) }];
+      const rows: StepRow[] = [
+        { cacheId: 500, requestId: 'req-empty-mask', tokens: PROMPTS[0], position: 0, sampling: GREEDY, wants: NO_WANTS, mask: new Int32Array(maskWords(V)) },
+      ];
       await expect(Promise.resolve().then(() => runner().step(rows))).rejects.toThrow(/req-empty-mask.*allows no token/);
       runner().release(500);
     });
@@ -128,7 +149,15 @@ describe('grammar masks', () => {
     const js = await OnnxRunner.load(realShapeFolder('qwen3-tiny').dir, { masks: 'js' });
     try {
       const eos = onnx.info.eosTokenIds[0];
-      const samplings: SamplingParams[] = [GREEDY, ...SAMPLED, { temperature: 0.9, topP: 0.8, topK: 0, seed: 1 }, { temperature: 1.1, topP: 1, topK: 7, seed: 1 }, { temperature: 1, topP: 1, topK: 0, minP: 0.2, seed: 1 }, { ...GREEDY, suppressEos: true }, { temperature: 0.8, topP: 0.95, topK: 0, seed: 1, suppressEos: true }];
+      const samplings: SamplingParams[] = [
+        GREEDY,
+        ...SAMPLED,
+        { temperature: 0.9, topP: 0.8, topK: 0, seed: 1 },
+        { temperature: 1.1, topP: 1, topK: 7, seed: 1 },
+        { temperature: 1, topP: 1, topK: 0, minP: 0.2, seed: 1 },
+        { ...GREEDY, suppressEos: true },
+        { temperature: 0.8, topP: 0.95, topK: 0, seed: 1, suppressEos: true },
+      ];
       const densities = [0.5, 0.02, 3 / V, 1 / V];
       let rows = 0;
       for (let seed = 1; seed <= 8; seed++) {
@@ -160,7 +189,10 @@ describe('grammar masks', () => {
   });
 
   it('the worker runner draws the same masked tokens as the in-thread runner', async () => {
-    const row = (i: number, s: number): Partial<StepRow> => ({ sampling: i % 2 ? { ...SAMPLED[i % 3], seed: 7 } : GREEDY, mask: randomMask(V, i === 1 ? 3 / V : 0.5, 40 + s * 4 + i) });
+    const row = (i: number, s: number): Partial<StepRow> => ({
+      sampling: i % 2 ? { ...SAMPLED[i % 3], seed: 7 } : GREEDY,
+      mask: randomMask(V, i === 1 ? 3 / V : 0.5, 40 + s * 4 + i),
+    });
     const a = await decode(onnx, 700, 3, row);
     const b = await decode(worker, 700, 3, row);
     expect(b.map((s) => s.token)).toEqual(a.map((s) => s.token));

@@ -22,7 +22,10 @@ function logitsOf(seed: number): Float32Array {
 /** The reference: the whole-row path over logits where refused tokens sit at -1e30 (their weight underflows to 0). */
 function reference(logits: Float32Array, mask: Int32Array, opts: AnalyzeOptions) {
   const ids = new Set(allowedIds(mask, V));
-  return analyzeRow(logits.map((x, i) => (ids.has(i) ? x : -1e30)), opts);
+  return analyzeRow(
+    logits.map((x, i) => (ids.has(i) ? x : -1e30)),
+    opts,
+  );
 }
 
 describe('analyzeMasked', () => {

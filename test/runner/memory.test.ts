@@ -105,7 +105,13 @@ describe('KV accounting on the bundled models', () => {
   }, 120_000);
 
   it('plans one memory budget across models and refuses one that cannot hold them', () => {
-    const needs = [small, large].map((r) => ({ name: r.info.name, weightBytes: 5e6, kvBytesPerToken: r.info.kvBytesPerToken, maxContext: r.info.maxContext, maxBatch: 16 }));
+    const needs = [small, large].map((r) => ({
+      name: r.info.name,
+      weightBytes: 5e6,
+      kvBytesPerToken: r.info.kvBytesPerToken,
+      maxContext: r.info.maxContext,
+      maxBatch: 16,
+    }));
     const plan = planMemory(256 * 2 ** 20, needs);
     const total = plan.reduce((a, p) => a + p.weightBytes + p.kvBytes, 0);
     expect(total).toBeLessThanOrEqual(256 * 2 ** 20);

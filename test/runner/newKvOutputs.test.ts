@@ -10,7 +10,8 @@ import { NO_WANTS } from '../../shared/algorithm.ts';
 import { modelDir } from './helpers.ts';
 
 /** The new-KV rewrite alone: logits and signals as exported. */
-const newKvOnly = (model: Uint8Array, present: readonly string[], vocab: number) => prepareGraph(model, { present, newKv: true, vocab, lastPosition: false, signals: false });
+const newKvOnly = (model: Uint8Array, present: readonly string[], vocab: number) =>
+  prepareGraph(model, { present, newKv: true, vocab, lastPosition: false, signals: false });
 
 describe('the new-KV rewrite (prepareGraph)', () => {
   it('adds one output per present tensor: the slots the step appended, equal to the last slots of present', async () => {
@@ -22,18 +23,33 @@ describe('the new-KV rewrite (prepareGraph)', () => {
     const { numKvHeads: kv, headDim: hd } = folder.config;
     const [B, T, S] = [3, 7, 2];
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(4 + (i % 9))), [B, S]),
+      input_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: B * S }, (_, i) => BigInt(4 + (i % 9))),
+        [B, S],
+      ),
       attention_mask: new ort.Tensor('int64', new BigInt64Array(B * (T + S)).fill(1n), [B, T + S]),
-      position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(T + (i % S))), [B, S]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: B * S }, (_, i) => BigInt(T + (i % S))),
+        [B, S],
+      ),
     };
-    for (const n of rewritten.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', Float32Array.from({ length: B * kv * T * hd }, (_, i) => Math.sin(i)), [B, kv, T, hd]);
+    for (const n of rewritten.inputNames)
+      if (n.startsWith('past_key_values.'))
+        feeds[n] = new ort.Tensor(
+          'float32',
+          Float32Array.from({ length: B * kv * T * hd }, (_, i) => Math.sin(i)),
+          [B, kv, T, hd],
+        );
     const out = await rewritten.run(feeds, [...names, ...r.newNames!]);
     names.forEach((p, i) => {
       const full = out[p].data as Float32Array;
       const added = out[r.newNames![i]];
       expect(added.dims).toEqual([B, kv, S, hd]);
       const mine = added.data as Float32Array;
-      for (let row = 0; row < B * kv; row++) expect(mine.subarray(row * S * hd, (row + 1) * S * hd)).toEqual(full.subarray((row * (T + S) + T) * hd, (row + 1) * (T + S) * hd));
+      for (let row = 0; row < B * kv; row++)
+        expect(mine.subarray(row * S * hd, (row + 1) * S * hd)).toEqual(full.subarray((row * (T + S) + T) * hd, (row + 1) * (T + S) * hd));
     });
     await rewritten.release();
   });
@@ -67,7 +83,14 @@ describe('OnnxRunner with new KV slots only (small)', () => {
     seq.push([0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5]);
     let steps = 0;
     for (const which of seq) {
-      const rows: StepRow[] = which.map((i) => ({ cacheId: state[i].id, requestId: `r${i}`, tokens: state[i].toks, position: state[i].pos, sampling: GREEDY, wants: { ...NO_WANTS, topK: 3 } }));
+      const rows: StepRow[] = which.map((i) => ({
+        cacheId: state[i].id,
+        requestId: `r${i}`,
+        tokens: state[i].toks,
+        position: state[i].pos,
+        sampling: GREEDY,
+        wants: { ...NO_WANTS, topK: 3 },
+      }));
       const [a, b] = [await own.step(rows), await whole.step(rows)];
       which.forEach((i, k) => {
         const [x, y] = [a.rows[k], b.rows[k]];

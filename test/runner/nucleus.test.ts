@@ -46,7 +46,16 @@ function row(V: number, seed: number, kind: 'flat' | 'peaked'): Float32Array {
   return Float32Array.from(x, (v) => Math.exp(v - max));
 }
 
-const cases: Partial<SamplingParams>[] = [{ topP: 0.9 }, { topP: 0.5 }, { topK: 5 }, { topK: 300 }, { minP: 0.1 }, { minP: 0.6, topP: 0.8 }, { topK: 40, topP: 0.7 }, { topP: 0.999 }];
+const cases: Partial<SamplingParams>[] = [
+  { topP: 0.9 },
+  { topP: 0.5 },
+  { topK: 5 },
+  { topK: 300 },
+  { minP: 0.1 },
+  { minP: 0.6, topP: 0.8 },
+  { topK: 40, topP: 0.7 },
+  { topP: 0.999 },
+];
 
 describe('drawExact', () => {
   it('equals a full sort over flat and peaked rows, every cut and many uniforms', () => {
@@ -96,11 +105,21 @@ describe('drawFromCandidates', () => {
         const w = row(3000, seed, kind);
         let z = 0;
         for (const x of w) z += x;
-        const order = Array.from(w.keys()).sort((a, b) => w[b] - w[a] || a - b).slice(0, 64);
+        const order = Array.from(w.keys())
+          .sort((a, b) => w[b] - w[a] || a - b)
+          .slice(0, 64);
         for (const c of cases) {
           const s: SamplingParams = { temperature: 1, topP: 1, topK: 0, seed: 0, ...c };
           for (const u of [0, 0.37, 0.9999]) {
-            const t = drawFromCandidates(order, order.map((i) => w[i]), order.length, z, w.length, s, u);
+            const t = drawFromCandidates(
+              order,
+              order.map((i) => w[i]),
+              order.length,
+              z,
+              w.length,
+              s,
+              u,
+            );
             if (t < 0) handed++;
             else {
               answered++;
@@ -121,7 +140,17 @@ describe('drawFromCandidates', () => {
     for (const x of w) z += x;
     for (const c of cases) {
       const s: SamplingParams = { temperature: 1, topP: 1, topK: 0, seed: 0, ...c };
-      expect(drawFromCandidates(order, order.map((i) => w[i]), 50, z, 50, s, 0.42)).toBe(reference(w, s, 0.42));
+      expect(
+        drawFromCandidates(
+          order,
+          order.map((i) => w[i]),
+          50,
+          z,
+          50,
+          s,
+          0.42,
+        ),
+      ).toBe(reference(w, s, 0.42));
     }
   });
 });

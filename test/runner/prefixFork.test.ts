@@ -7,7 +7,14 @@ import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
 
-const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({ cacheId, requestId: `r${cacheId}`, tokens, position, sampling: GREEDY, wants: NO_WANTS });
+const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({
+  cacheId,
+  requestId: `r${cacheId}`,
+  tokens,
+  position,
+  sampling: GREEDY,
+  wants: NO_WANTS,
+});
 
 /** Greedy from a cache already holding `from` tokens of `prompt`. */
 async function continueFrom(runner: OnnxRunner, cacheId: number, prompt: readonly number[], from: number, maxNew: number): Promise<number[]> {
@@ -34,7 +41,10 @@ describe('OnnxRunner.fork (small)', () => {
     const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
     // two questions after one shared turn: the second prompt shares the first's opening
     const [q1, q2, q3] = heldoutQuestions(3);
-    const shared = [{ role: 'user' as const, content: q1 }, { role: 'assistant' as const, content: q1.split('*')[0] }];
+    const shared = [
+      { role: 'user' as const, content: q1 },
+      { role: 'assistant' as const, content: q1.split('*')[0] },
+    ];
     prompts = [q2, q3].map((q) => tok.encodeChat([...shared, { role: 'user', content: q }]));
   }, 60_000);
   afterAll(async () => runner?.close());

@@ -20,18 +20,36 @@ const [B, T, S] = [3, 4, 5];
 
 function feeds(extra: Record<string, ort.Tensor> = {}): Record<string, ort.Tensor> {
   const f: Record<string, ort.Tensor> = {
-    input_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(3 + ((i * 7) % 20))), [B, S]),
+    input_ids: new ort.Tensor(
+      'int64',
+      BigInt64Array.from({ length: B * S }, (_, i) => BigInt(3 + ((i * 7) % 20))),
+      [B, S],
+    ),
     attention_mask: new ort.Tensor('int64', new BigInt64Array(B * (T + S)).fill(1n), [B, T + S]),
-    position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: B * S }, (_, i) => BigInt(T + (i % S))), [B, S]),
+    position_ids: new ort.Tensor(
+      'int64',
+      BigInt64Array.from({ length: B * S }, (_, i) => BigInt(T + (i % S))),
+      [B, S],
+    ),
     ...extra,
   };
-  for (const n of kvNames(folder.config.numLayers).past) f[n] = new ort.Tensor('float32', Float32Array.from({ length: B * kv * T * hd }, (_, i) => Math.sin(i * 0.37)), [B, kv, T, hd]);
+  for (const n of kvNames(folder.config.numLayers).past)
+    f[n] = new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: B * kv * T * hd }, (_, i) => Math.sin(i * 0.37)),
+      [B, kv, T, hd],
+    );
   return f;
 }
 
 const ALL = [0, 1, 2];
 const rowList = (rows: number[]): ort.Tensor => new ort.Tensor('int64', BigInt64Array.from(rows, BigInt), [rows.length]);
-const signalFeeds = (k: number, invT: number[], u: number[], groups: { sig?: number[]; draw?: number[]; cut?: number[]; ban?: number[] } = {}): Record<string, ort.Tensor> => ({
+const signalFeeds = (
+  k: number,
+  invT: number[],
+  u: number[],
+  groups: { sig?: number[]; draw?: number[]; cut?: number[]; ban?: number[] } = {},
+): Record<string, ort.Tensor> => ({
   [SIG.k]: new ort.Tensor('int64', BigInt64Array.from([BigInt(k)]), [1]),
   [SIG.invT]: new ort.Tensor('float32', Float32Array.from(invT), [B, 1, 1]),
   [SIG.u]: new ort.Tensor('float32', Float32Array.from(u), [B, 1, 1]),
@@ -125,25 +143,47 @@ describe('prepareGraph (small)', () => {
 
   it('runs each group of nodes over the rows named for it only: a group of none yields empty outputs', async () => {
     const all = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9])), [SIG.topIds, SIG.lse, SIG.entropy, SIG.draw, SIG.weights]);
-    const none = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [], draw: [], cut: [] })), [SIG.topIds, SIG.lse, SIG.draw, SIG.weights]);
+    const none = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [], draw: [], cut: [] })), [
+      SIG.topIds,
+      SIG.lse,
+      SIG.draw,
+      SIG.weights,
+    ]);
     expect(none[SIG.topIds].data).toEqual(all[SIG.topIds].data);
     // ORT may shape an empty group's outputs loosely; it holds no row
     for (const o of [SIG.lse, SIG.draw, SIG.weights]) expect(none[o].dims[0]).toBe(0);
-    const some = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [2], draw: [0, 2], cut: [1] })), [SIG.lse, SIG.entropy, SIG.draw, SIG.weights]);
+    const some = await rewritten.run(feeds(signalFeeds(3, [1, 2, 0.5], [0.3, 0.6, 0.9], { sig: [2], draw: [0, 2], cut: [1] })), [
+      SIG.lse,
+      SIG.entropy,
+      SIG.draw,
+      SIG.weights,
+    ]);
     expect(Array.from(some[SIG.lse].data as Float32Array)).toEqual([(all[SIG.lse].data as Float32Array)[2]]);
     expect(Array.from(some[SIG.entropy].data as Float32Array)).toEqual([(all[SIG.entropy].data as Float32Array)[2]]);
     expect(Array.from(some[SIG.draw].data as BigInt64Array)).toEqual([(all[SIG.draw].data as BigInt64Array)[0], (all[SIG.draw].data as BigInt64Array)[2]]);
     expect(Array.from(some[SIG.weights].data as Float32Array)).toEqual(Array.from((all[SIG.weights].data as Float32Array).subarray(V, 2 * V)));
   });
 
-  it('leaves each row\'s banned id out of its draws (probability 0, the rest redrawn), not out of its signals', async () => {
+  it("leaves each row's banned id out of its draws (probability 0, the rest redrawn), not out of its signals", async () => {
     const plain = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5])), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
     // each row bans the token its unbanned draw picked; row 1 bans nothing (-1)
     const picked = Array.from(plain[SIG.draw].data as BigInt64Array, Number);
     const ban = [picked[0], -1, picked[2]];
-    const o = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5], { ban: ban.map((t) => Math.max(t, 0)) })), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    const o = await rewritten.run(feeds(signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5], { ban: ban.map((t) => Math.max(t, 0)) })), [
+      SIG.topIds,
+      SIG.draw,
+      SIG.weights,
+      SIG.lse,
+    ]);
     const fix = (t: number) => (t < 0 ? -1 : t);
-    const on = await rewritten.run(feeds({ ...signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5]), [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(ban.map((t) => BigInt(Math.max(t, 0)))), [B, 1, 1]), [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from(ban.map((t) => (fix(t) >= 0 ? 1 : 0))), [B, 1, 1]) }), [SIG.topIds, SIG.draw, SIG.weights, SIG.lse]);
+    const on = await rewritten.run(
+      feeds({
+        ...signalFeeds(3, [1, 1, 1], [0.5, 0.5, 0.5]),
+        [SIG.banIds]: new ort.Tensor('int64', BigInt64Array.from(ban.map((t) => BigInt(Math.max(t, 0)))), [B, 1, 1]),
+        [SIG.banOn]: new ort.Tensor('bool', Uint8Array.from(ban.map((t) => (fix(t) >= 0 ? 1 : 0))), [B, 1, 1]),
+      }),
+      [SIG.topIds, SIG.draw, SIG.weights, SIG.lse],
+    );
     expect(on[SIG.lse].data).toEqual(plain[SIG.lse].data);
     expect(on[SIG.topIds].data).toEqual(plain[SIG.topIds].data);
     const w = on[SIG.weights].data as Float32Array;
@@ -184,7 +224,8 @@ describe('rows that read no signal (StepWants.signals false)', () => {
     const runner = await OnnxRunner.load(modelDir('small'));
     const prompt = [5, 9, 12, 4, 7, 3];
     const quiet = { topK: 0, hidden: false, heads: [], signals: false };
-    const step = async (cacheId: number, sampling: typeof GREEDY, wants: typeof quiet | typeof NO_WANTS) => (await runner.step([{ cacheId, requestId: `q${cacheId}`, tokens: prompt, position: 0, sampling, wants }])).rows[0];
+    const step = async (cacheId: number, sampling: typeof GREEDY, wants: typeof quiet | typeof NO_WANTS) =>
+      (await runner.step([{ cacheId, requestId: `q${cacheId}`, tokens: prompt, position: 0, sampling, wants }])).rows[0];
     try {
       for (const sampling of [GREEDY, { temperature: 0.8, topP: 1, topK: 0, seed: 3 }, { temperature: 0.8, topP: 0.9, topK: 0, seed: 3 }]) {
         const read = await step(1, sampling, NO_WANTS);
@@ -214,7 +255,9 @@ describe('an export with its own num_logits_to_keep input', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keep-'));
     fs.cpSync(modelDir('small'), dir, { recursive: true });
     const top = fields(fs.readFileSync(folder.onnxPath));
-    const parts = top.map((f) => (f.field === MODEL_GRAPH ? wrap(MODEL_GRAPH, concat([f.bytes!, valueInfo(GRAPH_INPUT, 'num_logits_to_keep', INT64)])) : f.raw));
+    const parts = top.map((f) =>
+      f.field === MODEL_GRAPH ? wrap(MODEL_GRAPH, concat([f.bytes!, valueInfo(GRAPH_INPUT, 'num_logits_to_keep', INT64)])) : f.raw,
+    );
     fs.writeFileSync(path.join(dir, 'onnx', 'model.onnx'), concat(parts));
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

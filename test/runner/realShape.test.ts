@@ -27,7 +27,9 @@ async function greedy(runner: OnnxRunner, prompts: readonly number[][], firstCac
   const rows: (Row & { position: number; out: number[] })[] = prompts.map((p, i) => ({ cacheId: firstCache + i, tokens: p, position: 0, out: [] }));
   for (const _ of rows) entropies.push([]);
   while (rows[0].out.length < NEW_TOKENS) {
-    const step = await runner.step(rows.map((r) => ({ cacheId: r.cacheId, requestId: `r${r.cacheId}`, tokens: r.tokens, position: r.position, sampling: GREEDY, wants: NO_WANTS })));
+    const step = await runner.step(
+      rows.map((r) => ({ cacheId: r.cacheId, requestId: `r${r.cacheId}`, tokens: r.tokens, position: r.position, sampling: GREEDY, wants: NO_WANTS })),
+    );
     rows.forEach((r, i) => {
       r.position += r.tokens.length;
       r.tokens = [step.rows[i].token];
@@ -42,7 +44,10 @@ async function greedy(runner: OnnxRunner, prompts: readonly number[][], firstCac
 /** transformers.js' batched greedy generate on the folder (local files only, dtype fp32), in a child process of its own. */
 async function transformersJs(dir: string, prompts: number[][], padTokenId: number): Promise<number[][]> {
   const job = { warmup: [], prompts, batch: prompts.length, maxTokens: NEW_TOKENS, padTokenId };
-  const r = await runTsChild<{ first_batch_tokens: number[][] }>(TJS_CHILD, ['--dir', path.dirname(dir), '--model', path.basename(dir)], { what: `transformers.js on ${dir}`, stdin: JSON.stringify(job) });
+  const r = await runTsChild<{ first_batch_tokens: number[][] }>(TJS_CHILD, ['--dir', path.dirname(dir), '--model', path.basename(dir)], {
+    what: `transformers.js on ${dir}`,
+    stdin: JSON.stringify(job),
+  });
   return r.first_batch_tokens;
 }
 
@@ -53,14 +58,21 @@ function prefillFeeds(rows: readonly number[][], numLayers: number, kv: number, 
   const ids = new BigInt64Array(B * S);
   const mask = new BigInt64Array(B * S);
   const pos = new BigInt64Array(B * S);
-  rows.forEach((r, b) => r.forEach((t, j) => {
-    const at = b * S + S - r.length + j;
-    ids[at] = BigInt(t);
-    mask[at] = 1n;
-    pos[at] = BigInt(j);
-  }));
-  const feeds: Record<string, ort.Tensor> = { input_ids: new ort.Tensor('int64', ids, [B, S]), attention_mask: new ort.Tensor('int64', mask, [B, S]), position_ids: new ort.Tensor('int64', pos, [B, S]) };
-  for (let i = 0; i < numLayers; i++) for (const k of ['key', 'value']) feeds[`past_key_values.${i}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [B, kv, 0, hd]);
+  rows.forEach((r, b) =>
+    r.forEach((t, j) => {
+      const at = b * S + S - r.length + j;
+      ids[at] = BigInt(t);
+      mask[at] = 1n;
+      pos[at] = BigInt(j);
+    }),
+  );
+  const feeds: Record<string, ort.Tensor> = {
+    input_ids: new ort.Tensor('int64', ids, [B, S]),
+    attention_mask: new ort.Tensor('int64', mask, [B, S]),
+    position_ids: new ort.Tensor('int64', pos, [B, S]),
+  };
+  for (let i = 0; i < numLayers; i++)
+    for (const k of ['key', 'value']) feeds[`past_key_values.${i}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [B, kv, 0, hd]);
   return feeds;
 }
 
@@ -77,7 +89,11 @@ async function logitsOf(file: string, feeds: Record<string, ort.Tensor>): Promis
 
 describe.each([
   { name: 'qwen3-tiny', chat: '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n', specials: [151644, 151645] },
-  { name: 'llama3-tiny', chat: '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n', specials: [128000, 128006, 128007, 128009] },
+  {
+    name: 'llama3-tiny',
+    chat: '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+    specials: [128000, 128006, 128007, 128009],
+  },
 ])('real-shape $name', ({ name, chat, specials }) => {
   let dir: string;
   let runner: OnnxRunner;
@@ -187,13 +203,28 @@ describe('real-shape variants', () => {
     const full = await logitsOf(path.join(realShapeFolder('qwen3-tiny').dir, 'onnx/model.onnx'), prefillFeeds(rows, cfg.numLayers, cfg.kv, cfg.hd));
     const file = path.join(realShapeFolder('qwen3-tiny', 'logits-to-keep').dir, 'onnx/model.onnx');
     const [B, S, V] = full.dims;
-    const last = await logitsOf(file, { ...prefillFeeds(rows, cfg.numLayers, cfg.kv, cfg.hd), num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.from([1n]), []) });
+    const last = await logitsOf(file, {
+      ...prefillFeeds(rows, cfg.numLayers, cfg.kv, cfg.hd),
+      num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.from([1n]), []),
+    });
     expect(last.dims).toEqual([B, 1, V]);
     const f = full.data as Float32Array;
-    for (let b = 0; b < B; b++) expect(Array.from((last.data as Float32Array).subarray(b * V, (b + 1) * V))).toEqual(Array.from(f.subarray((b * S + S - 1) * V, (b * S + S) * V)));
-    const all = await logitsOf(file, { ...prefillFeeds(rows, cfg.numLayers, cfg.kv, cfg.hd), num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.from([0n]), []) });
+    for (let b = 0; b < B; b++)
+      expect(Array.from((last.data as Float32Array).subarray(b * V, (b + 1) * V))).toEqual(Array.from(f.subarray((b * S + S - 1) * V, (b * S + S) * V)));
+    const all = await logitsOf(file, {
+      ...prefillFeeds(rows, cfg.numLayers, cfg.kv, cfg.hd),
+      num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.from([0n]), []),
+    });
     expect(all.dims).toEqual(full.dims);
-    const masked = prefillFeeds([[1, 2, 3], [4, 5, 6]], cfg.numLayers, cfg.kv, cfg.hd);
+    const masked = prefillFeeds(
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+      cfg.numLayers,
+      cfg.kv,
+      cfg.hd,
+    );
     (masked.attention_mask.data as BigInt64Array).fill(0n, 3, 6);
     const m = (await logitsOf(path.join(realShapeFolder('qwen3-tiny').dir, 'onnx/model.onnx'), masked)).data as Float32Array;
     expect(m.every(Number.isFinite)).toBe(true);
@@ -204,7 +235,10 @@ describe('real-shape variants', () => {
     const dir = realShapeFolder('qwen3-tiny', 'quantized').dir;
     const full = (await logitsOf(path.join(dir, 'onnx/model.onnx'), feeds)).data as Float32Array;
     const std = Math.sqrt(full.reduce((a, x) => a + x * x, 0) / full.length);
-    for (const [file, tolerance] of [['model_quantized.onnx', 0.05], ['model_q4.onnx', 0.3]] as const) {
+    for (const [file, tolerance] of [
+      ['model_quantized.onnx', 0.05],
+      ['model_q4.onnx', 0.3],
+    ] as const) {
       const q = (await logitsOf(path.join(dir, 'onnx', file), feeds)).data as Float32Array;
       expect(q.length).toBe(full.length);
       const rms = Math.sqrt(q.reduce((a, x, i) => a + (x - full[i]) ** 2, 0) / q.length);

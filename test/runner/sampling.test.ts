@@ -47,7 +47,9 @@ describe('analyzeRow', () => {
     expect(Array.from(logits)).toEqual(Array.from(new Float32Array([0, Math.log(6), Math.log(3), 0])));
     const counts = [0, 0, 0, 0];
     for (let seed = 0; seed < 4000; seed++) {
-      counts[analyzeRow(logits, { ...base, position: seed, sampling: { temperature: 1, topP: 1, topK: 0, seed, suppressEos: true }, eosTokenIds: [eos] }).token]++;
+      counts[
+        analyzeRow(logits, { ...base, position: seed, sampling: { temperature: 1, topP: 1, topK: 0, seed, suppressEos: true }, eosTokenIds: [eos] }).token
+      ]++;
     }
     expect(counts[eos]).toBe(0);
     // What is left is drawn as renormalised: 1/5, 3/5, 1/5.
@@ -83,7 +85,7 @@ describe('seeded draws', () => {
       sum += u;
     }
     expect(sum / n).toBeCloseTo(0.5, 1);
-    for (const b of bins) expect(Math.abs(b - n / 10)).toBeLessThan(n / 10 * 0.1);
+    for (const b of bins) expect(Math.abs(b - n / 10)).toBeLessThan((n / 10) * 0.1);
   });
 
   it('top-k 1 is greedy; top-p keeps the nucleus; temperature sampling follows the distribution', () => {
@@ -117,7 +119,14 @@ describe('sampling through the runner', () => {
     const next = reqs.map((r) => r.prompt);
     const pos = reqs.map(() => 0);
     for (let s = 0; s < steps; s++) {
-      const rows: StepRow[] = reqs.map((r, i) => ({ cacheId: r.id, requestId: `s${r.id}`, tokens: next[i], position: pos[i], sampling: sampling(r.seed), wants: NO_WANTS }));
+      const rows: StepRow[] = reqs.map((r, i) => ({
+        cacheId: r.id,
+        requestId: `s${r.id}`,
+        tokens: next[i],
+        position: pos[i],
+        sampling: sampling(r.seed),
+        wants: NO_WANTS,
+      }));
       const res = await runner.step(rows);
       res.rows.forEach((t, i) => {
         pos[i] += next[i].length;
@@ -144,7 +153,10 @@ describe('sampling through the runner', () => {
     );
     expect(crowd[1]).toEqual(alone[0]);
     // other seeds give other continuations
-    const others = await together([8, 9, 10, 11].map((seed, i) => ({ id: 20 + i, prompt: prompts[0], seed })), 16);
+    const others = await together(
+      [8, 9, 10, 11].map((seed, i) => ({ id: 20 + i, prompt: prompts[0], seed })),
+      16,
+    );
     expect(others.some((o) => JSON.stringify(o) !== JSON.stringify(alone[0]))).toBe(true);
   });
 

@@ -27,7 +27,14 @@ describe('a prefill beside decoding peers (bundled small model)', () => {
   let runner: OnnxRunner;
   let prompts: number[][];
   let solo: number[][];
-  const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({ cacheId, requestId: `r${cacheId}`, tokens, position, sampling: GREEDY, wants: NO_WANTS });
+  const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({
+    cacheId,
+    requestId: `r${cacheId}`,
+    tokens,
+    position,
+    sampling: GREEDY,
+    wants: NO_WANTS,
+  });
   beforeAll(async () => {
     runner = await OnnxRunner.load(modelDir('small'));
     const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));

@@ -49,7 +49,9 @@ describe('WorkerRunner', () => {
   });
 
   it('rejects a bad step with the runner error and stays usable', async () => {
-    await expect(worker.step([{ cacheId: 9, requestId: 'x', tokens: [5], position: 4, sampling: GREEDY, wants: NO_WANTS }])).rejects.toThrow(/cache holds 0 tokens/);
+    await expect(worker.step([{ cacheId: 9, requestId: 'x', tokens: [5], position: 4, sampling: GREEDY, wants: NO_WANTS }])).rejects.toThrow(
+      /cache holds 0 tokens/,
+    );
     const ok = await worker.step([{ cacheId: 9, requestId: 'x', tokens: prompts[0], position: 0, sampling: GREEDY, wants: NO_WANTS }]);
     expect(ok.rows).toHaveLength(1);
     expect(ok.modelMs).toBeGreaterThan(0);
@@ -62,7 +64,9 @@ describe('WorkerRunner', () => {
     const pending = w.step([{ cacheId: 1, requestId: 'c', tokens: prompts[0], position: 0, sampling: GREEDY, wants: NO_WANTS }]);
     await expect(pending).rejects.toBeInstanceOf(WorkerRunnerError);
     await expect(pending).rejects.toThrow(/worker for model "small" crashed: boom/);
-    await expect(w.step([{ cacheId: 1, requestId: 'c', tokens: prompts[0], position: 0, sampling: GREEDY, wants: NO_WANTS }])).rejects.toThrow(/worker for model "small"/);
+    await expect(w.step([{ cacheId: 1, requestId: 'c', tokens: prompts[0], position: 0, sampling: GREEDY, wants: NO_WANTS }])).rejects.toThrow(
+      /worker for model "small"/,
+    );
     await w.close();
   }, 30_000);
 

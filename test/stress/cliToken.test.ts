@@ -12,8 +12,20 @@ describe('the served admin token', () => {
   it('is generated on first start, printed, saved privately, and is what the admin API accepts', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-cli-'));
     const cfg = path.join(dir, 'config.json');
-    fs.writeFileSync(cfg, JSON.stringify({ port: 0, dev: false, dataDir: path.join(dir, 'data'), modelsDir: path.join(ROOT, 'examples/models'), models: [{ name: 'small' }, { name: 'large' }] }));
-    const child = spawn(process.execPath, [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'serve', '--config', cfg], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    fs.writeFileSync(
+      cfg,
+      JSON.stringify({
+        port: 0,
+        dev: false,
+        dataDir: path.join(dir, 'data'),
+        modelsDir: path.join(ROOT, 'examples/models'),
+        models: [{ name: 'small' }, { name: 'large' }],
+      }),
+    );
+    const child = spawn(process.execPath, [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'serve', '--config', cfg], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

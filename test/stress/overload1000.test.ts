@@ -8,7 +8,10 @@ const MAX_QUEUE = 256;
 
 let rig: Rig;
 beforeAll(async () => {
-  rig = await startRig({ latency: { small: 3, large: 6 }, config: { limits: { maxConcurrency: MAX_CONCURRENCY, maxQueue: MAX_QUEUE, maxTokens: 256, maxBodyBytes: 2 ** 20 } } });
+  rig = await startRig({
+    latency: { small: 3, large: 6 },
+    config: { limits: { maxConcurrency: MAX_CONCURRENCY, maxQueue: MAX_QUEUE, maxTokens: 256, maxBodyBytes: 2 ** 20 } },
+  });
 });
 afterAll(() => rig.close());
 
@@ -16,7 +19,9 @@ describe('overload: 1,000 concurrent streaming clients', () => {
   it('refuses past capacity with 429 and Retry-After, completes every admitted stream, stays within its bounds, leaks nothing', async () => {
     const heap0 = await heapAfterGc();
     const r = await runOverload(rig, 1000, 48);
-    console.log(`[overload-1000] maxConcurrency ${MAX_CONCURRENCY}, maxQueue ${MAX_QUEUE}, 48 tokens each (r-stitch 3/4, small 1/4), simulated steps 3/6 ms: ${formatOverload(r)}`);
+    console.log(
+      `[overload-1000] maxConcurrency ${MAX_CONCURRENCY}, maxQueue ${MAX_QUEUE}, 48 tokens each (r-stitch 3/4, small 1/4), simulated steps 3/6 ms: ${formatOverload(r)}`,
+    );
     expect(r.other).toEqual([]);
     expect(r.completed).toBe(r.admitted);
     expect(r.refused429).toBeGreaterThan(0);
@@ -26,7 +31,9 @@ describe('overload: 1,000 concurrent streaming clients', () => {
     await expectNothingLeft(rig.service);
     await expectStillServing(rig.url);
     const heap1 = await heapAfterGc();
-    console.log(`[overload-1000] heap after GC ${(heap0 / 2 ** 20).toFixed(1)} → ${(heap1 / 2 ** 20).toFixed(1)} MiB; invariant checks (one per batch) ${rig.service.cluster.laneStats().reduce((a, l) => a + l.batches, 0)}`);
+    console.log(
+      `[overload-1000] heap after GC ${(heap0 / 2 ** 20).toFixed(1)} → ${(heap1 / 2 ** 20).toFixed(1)} MiB; invariant checks (one per batch) ${rig.service.cluster.laneStats().reduce((a, l) => a + l.batches, 0)}`,
+    );
     expect(heap1 - heap0).toBeLessThan(16 * 2 ** 20);
   });
 });

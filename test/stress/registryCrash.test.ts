@@ -40,6 +40,8 @@ describe(`registry persistence: ${ROUNDS} kills mid-deploy`, () => {
       await rig.close();
     }
     expect(served).toBeGreaterThan(0);
-    console.log(`[registry-crash-20] ${ROUNDS} kills (SIGKILL), ${announced} changes announced before them, ${versions} versions stored at the end, kills landed ${JSON.stringify(landed)}, 0 problems; ${served} active algorithms served afterwards`);
+    console.log(
+      `[registry-crash-20] ${ROUNDS} kills (SIGKILL), ${announced} changes announced before them, ${versions} versions stored at the end, kills landed ${JSON.stringify(landed)}, 0 problems; ${served} active algorithms served afterwards`,
+    );
   });
 });

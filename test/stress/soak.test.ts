@@ -65,14 +65,35 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
   it('shows no growth in heap, open handles or KV bytes across idle checkpoints', async () => {
     const s = rig;
     const t: Tally = { streams: 0, unary: 0, hangUps: 0, bad: 0, deploys: 0, refused429: 0, unexpected: [] };
-    const points: { round: number; heapMiB: number; heapNoTraceMiB: number; handles: number; kvBytes: number; prefixBytes: number; peakKvBytes: number; rssMiB: number }[] = [];
+    const points: {
+      round: number;
+      heapMiB: number;
+      heapNoTraceMiB: number;
+      handles: number;
+      kvBytes: number;
+      prefixBytes: number;
+      peakKvBytes: number;
+      rssMiB: number;
+    }[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       // One hot deploy a round: compiled versions are cached, and must stay a bounded cost.
-      const dep = await call(`${s.url}/admin/algorithms/soak/versions`, 'POST', { builtin: 'r-stitch', params: { tau: 0.01 + (round % 5) / 100 }, activate: true, replace: true });
+      const dep = await call(`${s.url}/admin/algorithms/soak/versions`, 'POST', {
+        builtin: 'r-stitch',
+        params: { tau: 0.01 + (round % 5) / 100 },
+        activate: true,
+        replace: true,
+      });
       expect(dep.status, dep.text).toBe(201);
       t.deploys++;
       let peakKv = 0;
-      const probe = setInterval(() => (peakKv = Math.max(peakKv, s.service.cluster.laneStats().reduce((a, l) => a + l.kvBytes, 0))), 250);
+      const probe = setInterval(
+        () =>
+          (peakKv = Math.max(
+            peakKv,
+            s.service.cluster.laneStats().reduce((a, l) => a + l.kvBytes, 0),
+          )),
+        250,
+      );
       const stopAt = Date.now() + ROUND_MS - 8000;
       await Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(s, round * 1000 + w, stopAt, t)));
       clearInterval(probe);
@@ -122,7 +143,9 @@ describe(`soak: ${MINUTES} minutes of mixed traffic`, () => {
     // differ by under 3 MiB rule out any leak of more than ~250 bytes a request at this traffic.
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const third = Math.max(1, Math.floor(n / 3));
-    console.log(`[soak] heap medians without the trace ring: first third ${median(heaps.slice(0, third)).toFixed(1)} MiB, last third ${median(heaps.slice(-third)).toFixed(1)} MiB`);
+    console.log(
+      `[soak] heap medians without the trace ring: first third ${median(heaps.slice(0, third)).toFixed(1)} MiB, last third ${median(heaps.slice(-third)).toFixed(1)} MiB`,
+    );
     expect(median(heaps.slice(-third)) - median(heaps.slice(0, third))).toBeLessThan(3);
     expect(raw.at(-1)! - raw[0]).toBeLessThan(10);
     if (n >= 5) expect(slope).toBeLessThan(0.5);

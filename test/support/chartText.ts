@@ -64,11 +64,17 @@ function region(node: AnyStateNode, ind: string, effect: (a: unknown) => string 
 
 /** The machines docs/runtime.md draws, by the name its markers use. */
 export async function documentedCharts(): Promise<Record<string, string>> {
-  const [{ subServerMachine }, { localRequestMachine }, { requestMachine }] = await Promise.all([import('../../runtime/core/subServerMachine.ts'), import('../../runtime/core/localRequestMachine.ts'), import('../../runtime/entry/requestMachine.ts')]);
+  const [{ subServerMachine }, { localRequestMachine }, { requestMachine }] = await Promise.all([
+    import('../../runtime/core/subServerMachine.ts'),
+    import('../../runtime/core/localRequestMachine.ts'),
+    import('../../runtime/entry/requestMachine.ts'),
+  ]);
   return { engine: chartText(subServerMachine), 'local-request': chartText(localRequestMachine), request: chartText(requestMachine) };
 }
 
 /** `text` with each `<!-- chart:NAME -->` … `<!-- /chart -->` block holding NAME's chart as a mermaid code block. */
 export function withCharts(text: string, charts: Record<string, string>): string {
-  return text.replace(/<!-- chart:([\w-]+) -->[\s\S]*?<!-- \/chart -->/g, (whole, name: string) => (charts[name] === undefined ? whole : `<!-- chart:${name} -->\n\`\`\`mermaid\n${charts[name]}\n\`\`\`\n<!-- /chart -->`));
+  return text.replace(/<!-- chart:([\w-]+) -->[\s\S]*?<!-- \/chart -->/g, (whole, name: string) =>
+    charts[name] === undefined ? whole : `<!-- chart:${name} -->\n\`\`\`mermaid\n${charts[name]}\n\`\`\`\n<!-- /chart -->`,
+  );
 }

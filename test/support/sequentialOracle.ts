@@ -58,7 +58,14 @@ export async function runOracle<M>(
     for (;;) {
       const runner = models[owner - 1];
       const out = await runner.step([
-        { cacheId: cacheIds[owner], requestId: id, tokens: tokens.slice(fed[owner]), position: fed[owner], sampling: producedBy.length < minTokens ? belowMin : sampling, wants: wantsFor(algorithm as Algorithm<unknown>, owner) },
+        {
+          cacheId: cacheIds[owner],
+          requestId: id,
+          tokens: tokens.slice(fed[owner]),
+          position: fed[owner],
+          sampling: producedBy.length < minTokens ? belowMin : sampling,
+          wants: wantsFor(algorithm as Algorithm<unknown>, owner),
+        },
       ]);
       fed[owner] = tokens.length;
       const sig = out.rows[0];

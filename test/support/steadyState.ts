@@ -19,7 +19,12 @@ export interface SteadyOptions {
  * and a tail with fewer than N requests. Here clients resubmit forever and only tokens committed
  * in [warmup, horizon] count, so measurement and model describe the same thing.
  */
-export function measureSteady(cluster: Cluster, clock: VirtualClock, algorithm: Algorithm<unknown> | (() => Algorithm<unknown>), opts: SteadyOptions): { tokS: number; committed: number } {
+export function measureSteady(
+  cluster: Cluster,
+  clock: VirtualClock,
+  algorithm: Algorithm<unknown> | (() => Algorithm<unknown>),
+  opts: SteadyOptions,
+): { tokS: number; committed: number } {
   let sent = 0;
   let counted = 0;
   const pick = typeof algorithm === 'function' ? algorithm : () => algorithm;

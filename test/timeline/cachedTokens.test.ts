@@ -14,9 +14,20 @@ describe('cached prompt tokens in the timeline', () => {
   it('every batch says how many prompt tokens its rows took from the prefix cache, and the panel lists it', () => {
     const events: TraceEvent[] = [];
     const clock = new VirtualClock();
-    const cluster = new Cluster({ clock, prefixCache: true, maxConcurrency: 1, trace: { emit: (e) => events.push(e) }, models: [{ name: 'm', runner: new SimRunner({ name: 'm', latency: () => 1 }) }] });
+    const cluster = new Cluster({
+      clock,
+      prefixCache: true,
+      maxConcurrency: 1,
+      trace: { emit: (e) => events.push(e) },
+      models: [{ name: 'm', runner: new SimRunner({ name: 'm', latency: () => 1 }) }],
+    });
     const preamble = Array.from({ length: 40 }, (_, i) => 4 + (i % 30));
-    runWorkload(cluster, clock, singleModelAlgorithm('m'), [0, 1, 2].map((i) => ({ id: `r${i}`, prompt: [...preamble, 50 + i], maxTokens: 4 })));
+    runWorkload(
+      cluster,
+      clock,
+      singleModelAlgorithm('m'),
+      [0, 1, 2].map((i) => ({ id: `r${i}`, prompt: [...preamble, 50 + i], maxTokens: 4 })),
+    );
     const batches = events.filter((e): e is TraceEventOf<'batch'> => e.type === 'batch');
     const cached = batches.reduce((a, b) => a + (b.cachedTokens ?? 0), 0);
     // r1 and r2 each start from the 40-token preamble r0 left behind

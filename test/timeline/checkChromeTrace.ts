@@ -29,7 +29,10 @@ export function checkChromeTrace(trace: ChromeTrace): string[] {
       if (!list) tracks.set(key, (list = []));
       list.push(e);
     } else if (e.ph === 's' || e.ph === 'f') {
-      if (typeof e.id !== 'number' && typeof e.id !== 'string') { problems.push(`flow ${i} without id`); return; }
+      if (typeof e.id !== 'number' && typeof e.id !== 'string') {
+        problems.push(`flow ${i} without id`);
+        return;
+      }
       const id = Number(e.id);
       let f = flows.get(id);
       if (!f) flows.set(id, (f = { s: [], f: [] }));
@@ -45,14 +48,19 @@ export function checkChromeTrace(trace: ChromeTrace): string[] {
     for (const e of list) {
       const end = e.ts + e.dur!;
       while (stack.length && stack[stack.length - 1] <= e.ts) stack.pop();
-      if (stack.length && end > stack[stack.length - 1]) { problems.push(`track ${key}: slice at ${e.ts} overlaps (ends ${end} past ${stack[stack.length - 1]})`); break; }
+      if (stack.length && end > stack[stack.length - 1]) {
+        problems.push(`track ${key}: slice at ${e.ts} overlaps (ends ${end} past ${stack[stack.length - 1]})`);
+        break;
+      }
       stack.push(end);
     }
   }
-  const enclosing = (e: ChromeTraceEvent): ChromeTraceEvent | undefined =>
-    tracks.get(`${e.pid}/${e.tid}`)?.find((x) => x.ts <= e.ts && e.ts <= x.ts + x.dur!);
+  const enclosing = (e: ChromeTraceEvent): ChromeTraceEvent | undefined => tracks.get(`${e.pid}/${e.tid}`)?.find((x) => x.ts <= e.ts && e.ts <= x.ts + x.dur!);
   for (const [id, f] of flows) {
-    if (f.s.length !== 1 || f.f.length !== 1) { problems.push(`flow ${id}: ${f.s.length} s and ${f.f.length} f`); continue; }
+    if (f.s.length !== 1 || f.f.length !== 1) {
+      problems.push(`flow ${id}: ${f.s.length} s and ${f.f.length} f`);
+      continue;
+    }
     const s = f.s[0];
     const fin = f.f[0];
     if (!enclosing(s)) problems.push(`flow ${id}: s at ${s.ts} is not inside a slice of ${s.pid}/${s.tid}`);

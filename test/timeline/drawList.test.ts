@@ -36,8 +36,10 @@ function parse(text: string): Map<string, { ops: string[]; stats: string }> {
   for (const line of text.split('\n')) {
     if (!line) continue;
     const head = JSON.parse(line) as unknown[];
-    if (head[0] === 'scene') { cur = { ops: [], stats: '' }; out.set(String(head[1]), cur); }
-    else if (head[0] === 'stats' && cur && !cur.stats) cur.stats = JSON.stringify(head[1]);
+    if (head[0] === 'scene') {
+      cur = { ops: [], stats: '' };
+      out.set(String(head[1]), cur);
+    } else if (head[0] === 'stats' && cur && !cur.stats) cur.stats = JSON.stringify(head[1]);
     else cur!.ops.push(line);
   }
   return out;

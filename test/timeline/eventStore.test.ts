@@ -22,7 +22,8 @@ function storeArrows(store: EventStore): Map<string, [number | null, number | nu
     const from = store.batches.physOfAbs(h.cols.fromAbs[p]);
     const to = store.batches.physOfAbs(h.cols.toAbs[p]);
     out.set(`${store.requestName(h.cols.req[p])}@${h.cols.t[p]}`, [
-      from < 0 ? null : store.batches.cols.batchId[from], to < 0 ? null : store.batches.cols.batchId[to],
+      from < 0 ? null : store.batches.cols.batchId[from],
+      to < 0 ? null : store.batches.cols.batchId[to],
     ]);
   }
   return out;
@@ -30,9 +31,12 @@ function storeArrows(store: EventStore): Map<string, [number | null, number | nu
 
 function expectedArrows(ev: TraceEvent[]): Map<string, [number | null, number | null]> {
   const b = batchesOf(ev);
-  return new Map(pairHandoffs(b, handoffsOf(ev)).map(({ handoff: h, from, to }) => [
-    `${h.requestId}@${h.t}`, [from < 0 ? null : b[from].batchId, to < 0 ? null : b[to].batchId],
-  ]));
+  return new Map(
+    pairHandoffs(b, handoffsOf(ev)).map(({ handoff: h, from, to }) => [
+      `${h.requestId}@${h.t}`,
+      [from < 0 ? null : b[from].batchId, to < 0 ? null : b[to].batchId],
+    ]),
+  );
 }
 
 describe('EventStore arrow pairing', () => {
@@ -111,8 +115,12 @@ describe('EventStore bounds', () => {
       const chunk = generateTrace({ algorithm: seed % 2 ? 'r2r' : 'me', requests: 80, concurrency: 16, maxTokens: 32, seed: seed++, t0 });
       // Fresh request ids per chunk, like a long-running server.
       for (const e of chunk) {
-        const ev = 'requestId' in e ? { ...e, requestId: `${seed}-${e.requestId}` }
-          : e.type === 'batch' ? { ...e, requestIds: e.requestIds.map((r) => `${seed}-${r}`) } : e;
+        const ev =
+          'requestId' in e
+            ? { ...e, requestId: `${seed}-${e.requestId}` }
+            : e.type === 'batch'
+              ? { ...e, requestIds: e.requestIds.map((r) => `${seed}-${r}`) }
+              : e;
         store.add(ev as TraceEvent);
       }
       fed += chunk.length;
@@ -141,7 +149,17 @@ describe('EventStore bounds', () => {
   it('bounds the output token ids kept from request-end events', () => {
     const store = new EventStore({ maxEndTokens: 10_000 });
     for (let i = 0; i < 100; i++) {
-      store.add({ type: 'request-end', t: i, requestId: `r${i}`, status: 'done', tokens: new Array(1000).fill(7), runs: [{ model: 'a', count: 1000 }], handoffs: 0, admittedAt: i - 1, firstTokenAt: i - 0.5 });
+      store.add({
+        type: 'request-end',
+        t: i,
+        requestId: `r${i}`,
+        status: 'done',
+        tokens: new Array(1000).fill(7),
+        runs: [{ model: 'a', count: 1000 }],
+        handoffs: 0,
+        admittedAt: i - 1,
+        firstTokenAt: i - 0.5,
+      });
     }
     expect(store.table.endTokens).toBeLessThanOrEqual(10_000);
     expect(store.footprint().endTokens).toBe([...store.requests.values()].reduce((a, r) => a + (r.end?.tokens.length ?? 0), 0));
@@ -179,17 +197,29 @@ describe('window queries', () => {
       const [i0, i1] = batchRange(store, t0, t1);
       const b = store.batches;
       let inRange = 0;
-      for (let i = i0; i < i1; i++) { const p = b.phys(i); if (b.cols.end[p] >= t0 && b.cols.start[p] <= t1) inRange++; }
+      for (let i = i0; i < i1; i++) {
+        const p = b.phys(i);
+        if (b.cols.end[p] >= t0 && b.cols.start[p] <= t1) inRange++;
+      }
       let all = 0;
-      for (let i = 0; i < b.length; i++) { const p = b.phys(i); if (b.cols.end[p] >= t0 && b.cols.start[p] <= t1) all++; }
+      for (let i = 0; i < b.length; i++) {
+        const p = b.phys(i);
+        if (b.cols.end[p] >= t0 && b.cols.start[p] <= t1) all++;
+      }
       expect(inRange).toBe(all);
       expect(i1 - i0).toBeLessThan(b.length);
       const q = store.queues;
       const [q0, q1] = pointRange(store, q, t0, t1);
       let qin = 0;
       let qall = 0;
-      for (let i = q0; i < q1; i++) { const t = q.cols.t[q.phys(i)]; if (t >= t0 && t <= t1) qin++; }
-      for (let i = 0; i < q.length; i++) { const t = q.cols.t[q.phys(i)]; if (t >= t0 && t <= t1) qall++; }
+      for (let i = q0; i < q1; i++) {
+        const t = q.cols.t[q.phys(i)];
+        if (t >= t0 && t <= t1) qin++;
+      }
+      for (let i = 0; i < q.length; i++) {
+        const t = q.cols.t[q.phys(i)];
+        if (t >= t0 && t <= t1) qall++;
+      }
       expect(qin).toBe(qall);
     }
   });
@@ -225,7 +255,9 @@ describe('round trip and request paths', () => {
     expect(inc.batches).toEqual(full.batches);
     expect(inc.handoffs).toEqual(full.handoffs);
     expect(inc.states).toEqual(full.states);
-    const wantBatches = batchesOf(trace).filter((b) => b.requestIds.includes(id)).map((b) => b.batchId);
+    const wantBatches = batchesOf(trace)
+      .filter((b) => b.requestIds.includes(id))
+      .map((b) => b.batchId);
     expect(full.batches.map((a) => store.batches.cols.batchId[store.batches.physOfAbs(a)])).toEqual(wantBatches);
     expect(full.handoffs.length).toBe(handoffsOf(trace).filter((h) => h.requestId === id).length);
     expect(full.states.map((s) => s.state)).toContain('done');
@@ -233,13 +265,25 @@ describe('round trip and request paths', () => {
 });
 
 describe('config events (issue 53 item 13)', () => {
-  const cfg = (t: number, large: number): TraceEventOf<'config'> => ({ type: 'config', t, mode: 'async', retainState: true, thresholds: { small: 1, large }, maxWaitMs: 20, lookahead: 0 });
+  const cfg = (t: number, large: number): TraceEventOf<'config'> => ({
+    type: 'config',
+    t,
+    mode: 'async',
+    retainState: true,
+    thresholds: { small: 1, large },
+    maxWaitMs: 20,
+    lookahead: 0,
+  });
   it('the same values said again (a reader started tracing) are no change; new values are', () => {
     const store = new EventStore();
     store.addMany([cfg(0, 4), cfg(100, 4), cfg(200, 4)]);
     expect(store.configs.map((c) => c.t)).toEqual([0]);
     store.addMany([cfg(300, 2), cfg(400, 2), cfg(500, 4)]);
-    expect(store.configs.map((c) => [c.t, c.thresholds.large])).toEqual([[0, 4], [300, 2], [500, 4]]);
+    expect(store.configs.map((c) => [c.t, c.thresholds.large])).toEqual([
+      [0, 4],
+      [300, 2],
+      [500, 4],
+    ]);
     // arriving late, before an identical one: the earlier time stands for it
     store.add(cfg(250, 2));
     expect(store.configs.map((c) => c.t)).toEqual([0, 250, 500]);

@@ -11,7 +11,14 @@ import type { TraceEventOf } from '../../shared/trace.ts';
 import { RecordingContext, RecordingPath } from './recordingCanvas.ts';
 
 const batch = (batchId: number, maskedRows?: number): TraceEventOf<'batch'> => ({
-  type: 'batch', model: 'small', batchId, requestIds: ['a', 'b', 'c'], phase: 'decode', tokens: 3, start: batchId, end: batchId + 0.5,
+  type: 'batch',
+  model: 'small',
+  batchId,
+  requestIds: ['a', 'b', 'c'],
+  phase: 'decode',
+  tokens: 3,
+  start: batchId,
+  end: batchId + 0.5,
   ...(maskedRows === undefined ? {} : { maskedRows }),
 });
 
@@ -33,10 +40,19 @@ describe('grammar-masked batches on the canvas', () => {
   it('draws a strip along the bottom of a masked batch only', () => {
     const store = new EventStore();
     // 0..100 ms over 1000 px: batch 1 (masked) at 10..20 ms, batch 2 (not) at 30..40 ms
-    store.addMany([{ ...batch(1, 2), start: 10, end: 20 }, { ...batch(2), start: 30, end: 40 }]);
+    store.addMany([
+      { ...batch(1, 2), start: 10, end: 20 },
+      { ...batch(2), start: 30, end: 40 },
+    ]);
     const layout = computeLayout(store.lanes, 176 + 1000 + 12, 500);
     const v = { t0: 0, t1: 100, x0: layout.plotX0, width: layout.plotWidth };
-    const frame = makeFrame(store, layout, v, { path: null, selectedBatch: -1, range: null, hover: null, liveNow: null, origin: 0, gauges: new Map() }, () => new RecordingPath());
+    const frame = makeFrame(
+      store,
+      layout,
+      v,
+      { path: null, selectedBatch: -1, range: null, hover: null, liveNow: null, origin: 0, gauges: new Map() },
+      () => new RecordingPath(),
+    );
     const ctx = new RecordingContext();
     drawBatches(ctx, frame);
     const lane = layout.lanes[0];

@@ -12,8 +12,25 @@ import { EventStore } from '../../designer/src/timeline/eventStore.ts';
 import { modelColor as laneColor } from '../../designer/src/timeline/modelColors.ts';
 
 const MODELS = ['small', 'medium', 'large'];
-const config: TraceEvent = { type: 'config', t: 0, mode: 'async-delayed', retainState: true, thresholds: Object.fromEntries(MODELS.map((m) => [m, 1])), maxWaitMs: 20, lookahead: 0 };
-const batch = (t: number, model: string): TraceEvent => ({ type: 'batch', model, batchId: t, requestIds: ['r'], phase: 'decode', tokens: 1, start: t, end: t + 1 });
+const config: TraceEvent = {
+  type: 'config',
+  t: 0,
+  mode: 'async-delayed',
+  retainState: true,
+  thresholds: Object.fromEntries(MODELS.map((m) => [m, 1])),
+  maxWaitMs: 20,
+  lookahead: 0,
+};
+const batch = (t: number, model: string): TraceEvent => ({
+  type: 'batch',
+  model,
+  batchId: t,
+  requestIds: ['r'],
+  phase: 'decode',
+  tokens: 1,
+  start: t,
+  end: t + 1,
+});
 
 describe('lane order and colours', () => {
   it('a timeline opened late still lays lanes out in the server order, whichever model stepped first in its window', () => {
@@ -45,9 +62,17 @@ describe('lane order and colours', () => {
     const thread = await ThreadEngine.start('medium', { kind: 'module', module: sim, export: 'caseRunner', args: ['medium', 1, -1] });
     const trace = new TraceRecorder(100);
     try {
-      new Cluster({ clock: createRealClock(), mode: 'async-delayed', maxConcurrency: 4, trace, models: [
-        { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8 }, { name: 'medium', thread, maxBatch: 8 }, { name: 'large', runner: caseRunner('large', 2, -1), maxBatch: 8 },
-      ] });
+      new Cluster({
+        clock: createRealClock(),
+        mode: 'async-delayed',
+        maxConcurrency: 4,
+        trace,
+        models: [
+          { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8 },
+          { name: 'medium', thread, maxBatch: 8 },
+          { name: 'large', runner: caseRunner('large', 2, -1), maxBatch: 8 },
+        ],
+      });
       const cfg = trace.recent(100).find((e) => e.type === 'config');
       expect(Object.keys(cfg?.type === 'config' ? cfg.thresholds : {})).toEqual(MODELS);
       const store = new EventStore();

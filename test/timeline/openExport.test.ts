@@ -27,12 +27,19 @@ class Page {
     this.invalid = f.source.error ? 0 : f.source.invalid;
     return this;
   }
-  setView(t0: number, t1: number): void { this.view = { t0, t1 }; }
-  exportEvents(scope: 'view' | 'all'): TraceEvent[] { return scope === 'all' ? toEvents(this.store) : toEvents(this.store, this.view.t0, this.view.t1); }
+  setView(t0: number, t1: number): void {
+    this.view = { t0, t1 };
+  }
+  exportEvents(scope: 'view' | 'all'): TraceEvent[] {
+    return scope === 'all' ? toEvents(this.store) : toEvents(this.store, this.view.t0, this.view.t1);
+  }
   /** The saved file's text, or null (and a notice) when there is nothing to export. */
   download(scope: 'view' | 'all'): string | null {
     const f = exportTraceFile(this.exportEvents(scope), scope, this.store.size);
-    if ('nothing' in f) { this.notice = f.nothing; return null; }
+    if ('nothing' in f) {
+      this.notice = f.nothing;
+      return null;
+    }
     return f.json;
   }
   counts() {
@@ -42,7 +49,16 @@ class Page {
       const p = s.handoffs.phys(i);
       if (s.batches.physOfAbs(s.handoffs.cols.fromAbs[p]) >= 0 && s.batches.physOfAbs(s.handoffs.cols.toAbs[p]) >= 0) paired++;
     }
-    return { batches: s.batches.length, handoffs: s.handoffs.length, queues: s.queues.length, states: s.states.length, requests: s.requests.size, configs: s.configs.length, lanes: s.lanes.slice(), paired };
+    return {
+      batches: s.batches.length,
+      handoffs: s.handoffs.length,
+      queues: s.queues.length,
+      states: s.states.length,
+      requests: s.requests.size,
+      configs: s.configs.length,
+      lanes: s.lanes.slice(),
+      paired,
+    };
   }
 }
 
@@ -55,8 +71,17 @@ function picture(c: Page) {
 const opened = (text: string, name = 'trace.json'): Page => new Page().open(text, name);
 
 /** Key order does not matter (the store rebuilds objects), values do. */
-const canon = (x: unknown): unknown => (Array.isArray(x) ? x.map(canon) : x && typeof x === 'object'
-  ? Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, canon(v)])) : x);
+const canon = (x: unknown): unknown =>
+  Array.isArray(x)
+    ? x.map(canon)
+    : x && typeof x === 'object'
+      ? Object.fromEntries(
+          Object.entries(x)
+            .filter(([, v]) => v !== undefined)
+            .sort(([a], [b]) => (a < b ? -1 : 1))
+            .map(([k, v]) => [k, canon(v)]),
+        )
+      : x;
 const sortKey = (e: TraceEvent): string => JSON.stringify(canon(e));
 const same = (a: readonly TraceEvent[], b: readonly TraceEvent[]) => expect([...a].map(sortKey).sort()).toEqual([...b].map(sortKey).sort());
 
@@ -118,8 +143,17 @@ describe('Open trace… reads what Export writes', () => {
       expect(g.start).toBeCloseTo(w.start, 2);
       expect(g.end).toBeCloseTo(w.end, 2);
     }
-    same(parsed.events.filter((e) => e.type === 'handoff'), all.filter((e) => e.type === 'handoff'));
-    same(parsed.events.filter((e) => e.type === 'config'), all.filter((e) => e.type === 'config').map((e) => ({ ...e, lookahead: undefined })).map((e) => JSON.parse(JSON.stringify(e))));
+    same(
+      parsed.events.filter((e) => e.type === 'handoff'),
+      all.filter((e) => e.type === 'handoff'),
+    );
+    same(
+      parsed.events.filter((e) => e.type === 'config'),
+      all
+        .filter((e) => e.type === 'config')
+        .map((e) => ({ ...e, lookahead: undefined }))
+        .map((e) => JSON.parse(JSON.stringify(e))),
+    );
     const c = opened(JSON.stringify(trace));
     expect(c.counts().batches).toBe(want.length);
     // Slice times are whole µs there, so a handoff at the very instant its receiving batch starts may not pair: nearly all do.
@@ -138,7 +172,11 @@ describe('a file it cannot read gets a sentence a person understands', () => {
     ['JSON of the wrong kind', JSON.stringify({ name: 'package', version: '1.0.0', dependencies: { zod: '^3' } }), /not a TokenRouter trace/],
     ['JSON lines of the wrong kind', '{"level":"info","msg":"listening"}\n{"level":"warn","msg":"slow"}\n', /not a TokenRouter trace/],
     ['a JSON array of other things', JSON.stringify([{ id: 1 }, { id: 2 }]), /not a TokenRouter trace/],
-    ['somebody else\'s Chrome trace', JSON.stringify({ traceEvents: [{ name: 'Layout', ph: 'X', ts: 1, dur: 2, pid: 7, tid: 7 }] }), /Chrome trace was not exported from the TokenRouter timeline/],
+    [
+      "somebody else's Chrome trace",
+      JSON.stringify({ traceEvents: [{ name: 'Layout', ph: 'X', ts: 1, dur: 2, pid: 7, tid: 7 }] }),
+      /Chrome trace was not exported from the TokenRouter timeline/,
+    ],
     ['an empty file', '  \n', /empty/],
   ];
   for (const [what, text, re] of cases) {

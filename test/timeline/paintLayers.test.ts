@@ -58,7 +58,9 @@ const absOf = (model: string, batchId: number): number => {
 const r1 = (): ReturnType<typeof requestPath> => requestPath(store, store.requestIndex('r1'));
 /** Path ops (M/L/Z) of each strokePath or fillPath, with the style in force. */
 const paths = (ctx: RecordingContext, name: 'strokePath' | 'fillPath'): { ops: DrawOp[]; stroke: string; fill: string; dash: number[]; width: number }[] =>
-  ctx.withState(name).map(({ op, s, dash }) => ({ ops: op[1] as DrawOp[], stroke: String(s.strokeStyle), fill: String(s.fillStyle), dash, width: Number(s.lineWidth) }));
+  ctx
+    .withState(name)
+    .map(({ op, s, dash }) => ({ ops: op[1] as DrawOp[], stroke: String(s.strokeStyle), fill: String(s.fillStyle), dash, width: Number(s.lineWidth) }));
 
 describe('lanes layer', () => {
   it('fills the background, then one band per lane in alternating colours', () => {
@@ -111,7 +113,10 @@ describe('batches layer', () => {
     // Decode steps at 50.0 and 50.1 ms: columns 500 and 501 of the plot, one run two pixels wide.
     expect(rects).toContainEqual({ x: x(50), y: A.batchTop, w: 2, h: A.batchH, color: THEME.phase.decode, alpha: 1 });
     expect(rects).toHaveLength(3);
-    expect(ctx.texts().map((t) => [t.text, t.x])).toEqual([['2', (x(0) + x(10)) / 2], ['1', (x(20) + x(40)) / 2]]);
+    expect(ctx.texts().map((t) => [t.text, t.x])).toEqual([
+      ['2', (x(0) + x(10)) / 2],
+      ['1', (x(20) + x(40)) / 2],
+    ]);
   });
   it('dims every box while a request is selected', () => {
     const ctx = new RecordingContext();
@@ -153,11 +158,17 @@ describe('handoffs layer', () => {
     const strokes = paths(ctx, 'strokePath');
     // A → B leaves A's bottom edge at A1's end (10 ms) and lands on B's top edge at B5's start (20 ms).
     const disc = strokes.find((s) => s.stroke === THEME.discarded)!;
-    expect(disc.ops).toEqual([['M', x(10), A.batchTop + A.batchH], ['L', x(20), B.batchTop]]);
+    expect(disc.ops).toEqual([
+      ['M', x(10), A.batchTop + A.batchH],
+      ['L', x(20), B.batchTop],
+    ]);
     expect(disc.dash).toEqual([4, 3]);
     // B → A goes up: from B's top edge at 40 ms to A's bottom edge at A2's start (50 ms), solid.
     const kept = strokes.find((s) => s.stroke === THEME.kept)!;
-    expect(kept.ops).toEqual([['M', x(40), B.batchTop], ['L', x(50), A.batchTop + A.batchH]]);
+    expect(kept.ops).toEqual([
+      ['M', x(40), B.batchTop],
+      ['L', x(50), A.batchTop + A.batchH],
+    ]);
     expect(kept.dash).toEqual([]);
     // Heads: a closed triangle with its tip on the receiver.
     const heads = paths(ctx, 'fillPath');
@@ -168,15 +179,24 @@ describe('handoffs layer', () => {
     const s = new EventStore();
     s.addMany(events.slice(0, 3));
     const ctx = new RecordingContext();
-    const stats = drawHandoffs(ctx, makeFrame(s, computeLayout(s.lanes, layout.width, 500), v, base, () => new RecordingPath()));
+    const stats = drawHandoffs(
+      ctx,
+      makeFrame(s, computeLayout(s.lanes, layout.width, 500), v, base, () => new RecordingPath()),
+    );
     expect(stats).toMatchObject({ arrows: 0, inFlight: 1 });
     const stub = paths(ctx, 'strokePath').find((p) => p.stroke === THEME.inFlight)!;
-    expect(stub.ops).toEqual([['M', x(10), A.batchTop + A.batchH], ['L', x(10) + 8, A.batchTop + A.batchH + (B.batchTop - A.batchTop - A.batchH) / 2]]);
+    expect(stub.ops).toEqual([
+      ['M', x(10), A.batchTop + A.batchH],
+      ['L', x(10) + 8, A.batchTop + A.batchH + (B.batchTop - A.batchTop - A.batchH) / 2],
+    ]);
   });
   it('a dense view draws histogram bins in the corridor instead of arrows', () => {
     const sc = scenes()[0];
     const ctx = new RecordingContext();
-    const stats = drawHandoffs(ctx, makeFrame(sc.store, sc.layout, sc.v, sc.o, () => new RecordingPath()));
+    const stats = drawHandoffs(
+      ctx,
+      makeFrame(sc.store, sc.layout, sc.v, sc.o, () => new RecordingPath()),
+    );
     expect(stats.arrows).toBeGreaterThan(1200);
     expect(paths(ctx, 'strokePath').filter((p) => p.ops.length > 0)).toEqual([]);
     const bins = ctx.rects();
@@ -204,11 +224,18 @@ describe('selection layer', () => {
     // r1 is in A1, B5 and A2 (not A3), and has two handoffs.
     expect(stats).toEqual({ highlightedBoxes: 3, highlightedArrows: 2 });
     const outlines = ctx.withState('strokeRect').map(({ op, s }) => [op[1], op[2], s.strokeStyle, s.lineWidth]);
-    expect(outlines).toEqual([[x(0) + 1, A.batchTop + 1, THEME.select, 2], [x(20) + 1, B.batchTop + 1, THEME.select, 2], [x(50) + 1, A.batchTop + 1, THEME.select, 2]]);
+    expect(outlines).toEqual([
+      [x(0) + 1, A.batchTop + 1, THEME.select, 2],
+      [x(20) + 1, B.batchTop + 1, THEME.select, 2],
+      [x(50) + 1, A.batchTop + 1, THEME.select, 2],
+    ]);
     // A box shorter than 3 px is drawn 3 px wide so that it stays visible.
     expect(ctx.rects()).toContainEqual({ x: x(50), y: A.batchTop, w: 3, h: A.batchH, color: THEME.phase.decode, alpha: 1 });
     const arrows = ctx.withState('stroke').map(({ s, dash }) => [s.strokeStyle, s.lineWidth, dash]);
-    expect(arrows).toEqual([[THEME.discarded, 2.5, [6, 4]], [THEME.kept, 2.5, []]]);
+    expect(arrows).toEqual([
+      [THEME.discarded, 2.5, [6, 4]],
+      [THEME.kept, 2.5, []],
+    ]);
   });
   it('frames the clicked batch with a dashed outline', () => {
     const ctx = new RecordingContext();
@@ -225,8 +252,14 @@ describe('config marks layer', () => {
     const ctx = new RecordingContext();
     expect(drawConfigMarks(ctx, frame())).toBe(2);
     const lines = ctx.withState('stroke').map(({ s, dash }) => [s.strokeStyle, dash]);
-    expect(lines).toEqual([[THEME.config, [5, 4]], [THEME.config, [5, 4]]]);
-    expect(ctx.calls('moveTo')).toEqual([['moveTo', x(0) + 0.5, layout.axisH], ['moveTo', x(70) + 0.5, layout.axisH]]);
+    expect(lines).toEqual([
+      [THEME.config, [5, 4]],
+      [THEME.config, [5, 4]],
+    ]);
+    expect(ctx.calls('moveTo')).toEqual([
+      ['moveTo', x(0) + 0.5, layout.axisH],
+      ['moveTo', x(70) + 0.5, layout.axisH],
+    ]);
     expect(ctx.texts().map((t) => [t.text, t.x, t.color])).toEqual([
       ['config: async · T A=1 B=4', x(0) + 0.5 + 8, THEME.config],
       ['config changed: sync · T A=2 B=4', x(70) + 0.5 + 8, THEME.config],
@@ -264,12 +297,25 @@ describe('lane labels layer', () => {
     drawLaneLabels(ctx, frame({ gauges }), [6, 1], [0, 17]);
     const texts = ctx.texts();
     expect(texts.filter((t) => t.x < X0).length).toBe(texts.length);
-    expect(texts).toContainEqual({ text: 'A', x: 26, y: A.batchTop + 9, color: THEME.text, font: '600 13px system-ui, -apple-system, Segoe UI, sans-serif', align: 'left' });
+    expect(texts).toContainEqual({
+      text: 'A',
+      x: 26,
+      y: A.batchTop + 9,
+      color: THEME.text,
+      font: '600 13px system-ui, -apple-system, Segoe UI, sans-serif',
+      align: 'left',
+    });
     // The view ends at 100 ms, after the change at 70 ms: A's threshold is 2 there.
     expect(texts.map((t) => t.text)).toEqual([
-      'A', 'batches · threshold 2', 'queue (max 6)',
-      'B', 'batches · threshold 4', 'queue (max 1) · KV 2.0 KiB',
-      'handoffs / 0.30 ms', '(max 17)', 'run 3 · wait 1 · at peer 2',
+      'A',
+      'batches · threshold 2',
+      'queue (max 6)',
+      'B',
+      'batches · threshold 4',
+      'queue (max 1) · KV 2.0 KiB',
+      'handoffs / 0.30 ms',
+      '(max 17)',
+      'run 3 · wait 1 · at peer 2',
     ]);
     // The gutter is repainted so that nothing from the plot shows under the labels.
     expect(ctx.rects()[0]).toEqual({ x: 0, y: A.top, w: X0 - 1, h: A.bottom - A.top, color: THEME.laneA, alpha: 1 });
@@ -282,7 +328,12 @@ describe('gutter under a lane: gauges and the corridor caption', () => {
     const l = computeLayout(['A', 'B', 'C'], X0 + 1000 + 12, h);
     const ctx = new RecordingContext();
     const gauges = new Map(['A', 'B', 'C'].map((m) => [m, { running: 3, waiting: 1, pendingReturn: 2, kvBytes: 2048 }]));
-    drawLaneLabels(ctx, makeFrame(store, l, { ...v, x0: l.plotX0, width: l.plotWidth }, { ...base, gauges }, () => new RecordingPath()), [1, 1, 1], [0, 5, 9]);
+    drawLaneLabels(
+      ctx,
+      makeFrame(store, l, { ...v, x0: l.plotX0, width: l.plotWidth }, { ...base, gauges }, () => new RecordingPath()),
+      [1, 1, 1],
+      [0, 5, 9],
+    );
     return { l, texts: ctx.texts().filter((t) => t.font.startsWith('11px')) };
   };
   it.each([150 * 3 + 38, 110 * 3 + 38, 240 * 3 + 38])('at %i px no two lines of the gutter overlap, and each stays above the next lane', (h) => {

@@ -8,12 +8,22 @@ import { generateTrace } from '../../shared/timeline/generateTrace.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 
 /** What drawTimeline takes besides the context. */
-export interface Scene { name: string; store: EventStore; layout: Layout; v: Viewport; o: DrawOptions; }
+export interface Scene {
+  name: string;
+  store: EventStore;
+  layout: Layout;
+  v: Viewport;
+  o: DrawOptions;
+}
 
 const W = 900;
 const H = 480;
 
-const storeOf = (events: TraceEvent[]): EventStore => { const s = new EventStore(); s.addMany(events); return s; };
+const storeOf = (events: TraceEvent[]): EventStore => {
+  const s = new EventStore();
+  s.addMany(events);
+  return s;
+};
 const viewOf = (layout: Layout, t0: number, t1: number): Viewport => ({ t0, t1, x0: layout.plotX0, width: layout.plotWidth });
 const noOptions = (): Scene['o'] => ({ path: null, selectedBatch: -1, range: null, hover: null, liveNow: null, origin: 0, gauges: new Map() });
 
@@ -41,10 +51,21 @@ export function scenes(): Scene[] {
   const path = requestPath(store, req);
   const hoverAbs = path.batches[Math.floor(path.batches.length / 2)];
   out.push({
-    name: 'zoomed-selected', store, layout, v: viewOf(layout, t0, t1),
+    name: 'zoomed-selected',
+    store,
+    layout,
+    v: viewOf(layout, t0, t1),
     o: {
-      ...noOptions(), path, selectedBatch: path.batches[0], range: [395, 340], hover: { x: 600, y: 120, batch: store.batches.physOfAbs(hoverAbs) }, origin: 2.5,
-      gauges: new Map([[store.lanes[0], { running: 7, waiting: 3, pendingReturn: 2, kvBytes: 3.5 * 1024 ** 2 }], [store.lanes[1], { running: 4, waiting: 0, pendingReturn: 0, kvBytes: 900 }]]),
+      ...noOptions(),
+      path,
+      selectedBatch: path.batches[0],
+      range: [395, 340],
+      hover: { x: 600, y: 120, batch: store.batches.physOfAbs(hoverAbs) },
+      origin: 2.5,
+      gauges: new Map([
+        [store.lanes[0], { running: 7, waiting: 3, pendingReturn: 2, kvBytes: 3.5 * 1024 ** 2 }],
+        [store.lanes[1], { running: 4, waiting: 0, pendingReturn: 0, kvBytes: 900 }],
+      ]),
     },
   });
 

@@ -44,7 +44,10 @@ describe('checkChromeTrace (the checker itself can fail)', () => {
 });
 
 describe('toChromeTrace', () => {
-  for (const [name, events] of [['r2r', r2r], ['me (3 models)', me]] as const) {
+  for (const [name, events] of [
+    ['r2r', r2r],
+    ['me (3 models)', me],
+  ] as const) {
     it(`${name}: well formed, one named pid per model`, () => {
       const trace = toChromeTrace(events);
       expect(checkChromeTrace(trace)).toEqual([]);
@@ -87,9 +90,7 @@ describe('toChromeTrace', () => {
         const h = handoffs.find((x) => x.requestId === s.args!.requestId && x.batchId === from.args!.batchId)!;
         expect(h, 'sending slice is the handoff batch').toBeDefined();
         // Independent check of "next batch on `to` holding the request".
-        const next = batches
-          .filter((b) => b.model === h.to && b.requestIds.includes(h.requestId) && b.start >= h.t)
-          .sort((a, b) => a.start - b.start)[0];
+        const next = batches.filter((b) => b.model === h.to && b.requestIds.includes(h.requestId) && b.start >= h.t).sort((a, b) => a.start - b.start)[0];
         expect(to.args!.batchId).toBe(next.batchId);
       }
     });
@@ -111,8 +112,7 @@ describe('toChromeTrace', () => {
     const iv = Array.from({ length: 500 }, (_, i) => ({ startUs: (i * 37) % 1000, endUs: ((i * 37) % 1000) + 1 + (i % 50) }));
     const tr = assignTracks(iv);
     for (let i = 0; i < iv.length; i++)
-      for (let j = i + 1; j < iv.length; j++)
-        if (tr[i] === tr[j]) expect(iv[i].endUs <= iv[j].startUs || iv[j].endUs <= iv[i].startUs).toBe(true);
+      for (let j = i + 1; j < iv.length; j++) if (tr[i] === tr[j]) expect(iv[i].endUs <= iv[j].startUs || iv[j].endUs <= iv[i].startUs).toBe(true);
   });
 
   it('survives a JSON round trip (what Perfetto reads)', () => {

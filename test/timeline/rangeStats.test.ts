@@ -86,7 +86,11 @@ describe('hit testing and viewport', () => {
 
 describe('parseTrace', () => {
   it('reads JSON lines and arrays, skips invalid events, replays in emission order', () => {
-    const lines = events.map((e) => JSON.stringify(e)).reverse().join('\n') + '\n{"type":"batch"}\nnot json\n';
+    const lines =
+      events
+        .map((e) => JSON.stringify(e))
+        .reverse()
+        .join('\n') + '\n{"type":"batch"}\nnot json\n';
     const a = parseTrace(lines);
     expect(a.events.length).toBe(events.length);
     expect(a.invalid).toBe(2);

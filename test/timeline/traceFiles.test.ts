@@ -60,7 +60,17 @@ describe('npm run bench -- <serving suite> --trace', () => {
         { label: 'baseline', mode: 'step-sync', retainState: false },
         { label: 'tokenrouter', mode: 'async-delayed', retainState: true },
       ] as const) {
-        await runServingCase(set, { algorithm: 'r2r', lanes: { small: 'small', large: 'large' }, mode, concurrency: 2, requests: 4, warmup: 1, maxTokens: 16, client: 'inline', traceDir });
+        await runServingCase(set, {
+          algorithm: 'r2r',
+          lanes: { small: 'small', large: 'large' },
+          mode,
+          concurrency: 2,
+          requests: 4,
+          warmup: 1,
+          maxTokens: 16,
+          client: 'inline',
+          traceDir,
+        });
       }
     } finally {
       await set.close();

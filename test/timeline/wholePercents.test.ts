@@ -7,7 +7,13 @@ describe('wholePercents', () => {
     expect(wholePercents([5, 3])).toEqual([63, 37]); // alone: 63 + 38
     expect(wholePercents([1, 1, 1])).toEqual([34, 33, 33]); // alone: 33 * 3
     expect(wholePercents([10, 54])).toEqual([16, 84]);
-    for (const c of [[1, 2, 3, 4], [7, 7, 7, 7, 7, 7], [1, 998, 1], [13, 29, 41]]) expect(wholePercents(c).reduce((a, b) => a + b, 0)).toBe(100);
+    for (const c of [
+      [1, 2, 3, 4],
+      [7, 7, 7, 7, 7, 7],
+      [1, 998, 1],
+      [13, 29, 41],
+    ])
+      expect(wholePercents(c).reduce((a, b) => a + b, 0)).toBe(100);
   });
 
   it('nothing counted: all zero', () => {

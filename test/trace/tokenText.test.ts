@@ -26,7 +26,11 @@ describe('the served trace', () => {
   afterAll(() => t.close());
 
   it('each request-end holds its text, piece by piece, equal to the answer', async () => {
-    const r = await fetch(`${t.url}/v1/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'r-stitch', prompt: 'Q: 12*34=\nA: ', max_tokens: 20, temperature: 0 }) });
+    const r = await fetch(`${t.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ model: 'r-stitch', prompt: 'Q: 12*34=\nA: ', max_tokens: 20, temperature: 0 }),
+    });
     const answer = (await r.json()) as { id: string; choices: { text: string }[] };
     const end = t.service.trace.events.find((e): e is TraceEventOf<'request-end'> => e.type === 'request-end' && e.requestId === answer.id);
     expect(end?.text).toHaveLength(20);

@@ -3,7 +3,15 @@ import { describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
 
-const config = (t: number, large: number): TraceEvent => ({ type: 'config', t, mode: 'async-delayed', retainState: true, thresholds: { small: 1, large }, maxWaitMs: 20, lookahead: 0 });
+const config = (t: number, large: number): TraceEvent => ({
+  type: 'config',
+  t,
+  mode: 'async-delayed',
+  retainState: true,
+  thresholds: { small: 1, large },
+  maxWaitMs: 20,
+  lookahead: 0,
+});
 const queue = (t: number): TraceEvent => ({ type: 'queue', t, model: 'small', length: t });
 
 describe('TraceRecorder', () => {
@@ -33,7 +41,7 @@ describe('TraceRecorder', () => {
     expect(r.events.filter((e) => e.type === 'config')).toHaveLength(1);
   });
 
-  it('a shorter slice (the live feed\'s snapshot) is led by the config in force too', () => {
+  it("a shorter slice (the live feed's snapshot) is led by the config in force too", () => {
     const r = new TraceRecorder(100);
     r.emit(config(0, 3));
     for (let t = 1; t <= 50; t++) r.emit(queue(t));

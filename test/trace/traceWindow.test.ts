@@ -13,9 +13,11 @@ import { MODELS_DIR } from '../runner/helpers.ts';
 import { startTestServer } from '../http/testService.ts';
 
 const chat = (url: string, model: string, maxTokens = 12) =>
-  fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content: '12*34' }], max_tokens: maxTokens, temperature: 0 }) }).then(
-    (r) => r.json() as Promise<{ id: string; tokenrouter: { tokens_by_model: Record<string, number> } }>,
-  );
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: '12*34' }], max_tokens: maxTokens, temperature: 0 }),
+  }).then((r) => r.json() as Promise<{ id: string; tokenrouter: { tokens_by_model: Record<string, number> } }>);
 
 /** The trace as GET /admin/trace?format=jsonl exports it. */
 async function exported(url: string): Promise<TraceEvent[]> {
@@ -37,7 +39,11 @@ describe('the trace window on a server nobody watched (engines on the entry thre
       expect(events[0]?.type).toBe('config');
       expect(idsIn(events).has(answer.id)).toBe(true);
       const mine = events.filter((e) => ('requestId' in e && e.requestId === answer.id) || ('requestIds' in e && e.requestIds.includes(answer.id)));
-      for (const ty of ['batch', 'request-state', 'request-end']) expect(mine.some((e) => e.type === ty), ty).toBe(true);
+      for (const ty of ['batch', 'request-state', 'request-end'])
+        expect(
+          mine.some((e) => e.type === ty),
+          ty,
+        ).toBe(true);
       // the Chrome trace export names it too
       expect(await (await fetch(`${t.url}/admin/trace`)).text()).toContain(answer.id);
       // a timeline opened now starts with it
@@ -83,7 +89,13 @@ describe.runIf(HAVE_ONNX)('the trace window on a server nobody watched (each mod
   let service: TokenRouterService;
   let server: RunningServer;
   beforeAll(async () => {
-    const config = parseServerConfig({ port: 0, dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-tracing-')), modelsDir: MODELS_DIR, models: [{ name: 'small' }, { name: 'large' }], defaultAlgorithm: 'r2r' });
+    const config = parseServerConfig({
+      port: 0,
+      dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-tracing-')),
+      modelsDir: MODELS_DIR,
+      models: [{ name: 'small' }, { name: 'large' }],
+      defaultAlgorithm: 'r2r',
+    });
     service = await TokenRouterService.start(config);
     server = await startServer(service, 0, '127.0.0.1');
   }, 60_000);
@@ -92,7 +104,7 @@ describe.runIf(HAVE_ONNX)('the trace window on a server nobody watched (each mod
     await service?.close();
   });
 
-  it("holds the finished request and the batches of every engine thread that wrote, with no reader", async () => {
+  it('holds the finished request and the batches of every engine thread that wrote, with no reader', async () => {
     const answer = await chat(server.url, 'r2r');
     const wrote = Object.entries(answer.tokenrouter.tokens_by_model)
       .filter(([, n]) => n > 0)

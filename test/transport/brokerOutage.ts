@@ -47,7 +47,13 @@ const REMOTE_EVERY_MS = 125;
  * under mixed traffic: 2 closed-loop clients on `small`, an open loop on `large` and R-Stitch.
  * nats-server is SIGKILLed for `outageMs` and started again on its port.
  */
-export async function brokerOutage(opts: { outageMs: number; boundMs?: number; beforeMs?: number; afterMs?: number; log?: (l: string) => void }): Promise<OutageFigures> {
+export async function brokerOutage(opts: {
+  outageMs: number;
+  boundMs?: number;
+  beforeMs?: number;
+  afterMs?: number;
+  log?: (l: string) => void;
+}): Promise<OutageFigures> {
   const log = opts.log ?? console.log;
   const beforeMs = opts.beforeMs ?? 3000;
   const afterMs = opts.afterMs ?? 8000;
@@ -56,9 +62,17 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
   let entry: Served | undefined;
   try {
     nats = await startNatsServer();
-    sub = await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'], timeoutMs: 90_000 });
+    sub = await spawnSubServer({
+      args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'],
+      timeoutMs: 90_000,
+    });
     const runners = new Map<string, ModelRunner>([['small', simModel({ name: 'small', latency: { baseMs: 1, perRowMs: 0, perTokenMs: 0 } })]]);
-    const remote = { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000, ...(opts.boundMs === undefined ? {} : { unreachableAfterMs: opts.boundMs }) };
+    const remote = {
+      nats: nats.url,
+      heartbeatTimeoutMs: 2500,
+      connectTimeoutMs: 20_000,
+      ...(opts.boundMs === undefined ? {} : { unreachableAfterMs: opts.boundMs }),
+    };
     entry = await serve([{ name: 'small' }, { name: 'large', remote }], runners, { maxConcurrency: 8, maxQueue: 256 });
     const engine = entry.service.threads.get('large') as RemoteEngine;
     const boundMs = opts.boundMs ?? 5000;
@@ -74,8 +88,21 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
         body: JSON.stringify({ model, messages: [{ role: 'user', content: `${Math.round(start) % 900}*7` }], max_tokens: maxTokens }),
         signal: AbortSignal.timeout(120_000),
       });
-      const body = (await res.json()) as { choices?: { message: { content: string } }[]; usage?: { completion_tokens: number }; error?: { message: string; code: string } };
-      const c: Call = { model, start, ms: now() - start, status: res.status, code: body.error?.code, retryAfter: res.headers.get('retry-after'), error: body.error?.message, tokens: body.usage?.completion_tokens };
+      const body = (await res.json()) as {
+        choices?: { message: { content: string } }[];
+        usage?: { completion_tokens: number };
+        error?: { message: string; code: string };
+      };
+      const c: Call = {
+        model,
+        start,
+        ms: now() - start,
+        status: res.status,
+        code: body.error?.code,
+        retryAfter: res.headers.get('retry-after'),
+        error: body.error?.message,
+        tokens: body.usage?.completion_tokens,
+      };
       calls.push(c);
       return c;
     };
@@ -102,7 +129,13 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
       const hz = (await hzRes.json()) as { ok: boolean; models: { name: string; down: boolean }[] };
       const healthStatus = (await fetch(`${url}/health`)).status;
       // /healthz: not everything serves (503, ok false); /health: the entry can still serve its local model (200)
-      const healthzDuring = { large: hz.models.find((m) => m.name === 'large')!.down, small: hz.models.find((m) => m.name === 'small')!.down, ok: hz.ok, status: hzRes.status, health: healthStatus };
+      const healthzDuring = {
+        large: hz.models.find((m) => m.name === 'large')!.down,
+        small: hz.models.find((m) => m.name === 'small')!.down,
+        ok: hz.ok,
+        status: hzRes.status,
+        health: healthStatus,
+      };
       await sleep(Math.max(0, opts.outageMs - (now() - cut)));
       nats = await startNatsServer({ port });
       const back = now();
@@ -132,7 +165,10 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
       const small = calls.filter((c) => c.model === 'small');
       const big = calls.filter((c) => c.model !== 'small');
       // every local request answered, before, during and after
-      expect(small.filter((c) => c.status !== 200), JSON.stringify(small.find((c) => c.status !== 200))).toEqual([]);
+      expect(
+        small.filter((c) => c.status !== 200),
+        JSON.stringify(small.find((c) => c.status !== 200)),
+      ).toEqual([]);
       const local = {
         before: lat(small.filter((c) => c.start + c.ms < cut)),
         during: lat(small.filter((c) => c.start >= cut && c.start < back)),
@@ -148,8 +184,20 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
         outageMs: back - cut,
         boundMs,
         local,
-        refused: { n: refusedCalls.length, p50: percentile(refusedCalls.map((c) => c.ms), 50), max: Math.max(...refusedCalls.map((c) => c.ms)) },
-        inFlight: { n: inFlightCalls.length, ok: inFlightCalls.filter((c) => c.status === 200).length, failed: inFlightCalls.filter((c) => c.status !== 200).length, endedByMs: Math.max(0, ...inFlightCalls.map((c) => c.start + c.ms - cut)) },
+        refused: {
+          n: refusedCalls.length,
+          p50: percentile(
+            refusedCalls.map((c) => c.ms),
+            50,
+          ),
+          max: Math.max(...refusedCalls.map((c) => c.ms)),
+        },
+        inFlight: {
+          n: inFlightCalls.length,
+          ok: inFlightCalls.filter((c) => c.status === 200).length,
+          failed: inFlightCalls.filter((c) => c.status !== 200).length,
+          endedByMs: Math.max(0, ...inFlightCalls.map((c) => c.start + c.ms - cut)),
+        },
         recoveryMs: firstOk ? firstOk.start + firstOk.ms - back : Infinity,
         after: { n: afterCalls.length, ok: afterCalls.filter((c) => c.status === 200).length },
         queuedMax,
@@ -172,7 +220,9 @@ export async function brokerOutage(opts: { outageMs: number; boundMs?: number; b
       }
       expect(figures.refused.max).toBeLessThan(boundMs);
       // those in flight at the cut ended by the bound (with a clear error), none waited for the broker
-      for (const c of inFlightCalls) if (c.status !== 200) expect(c.error).toMatch(/model large (cannot go on with this request|is down|cannot take requests): its NATS server has been unreachable/);
+      for (const c of inFlightCalls)
+        if (c.status !== 200)
+          expect(c.error).toMatch(/model large (cannot go on with this request|is down|cannot take requests): its NATS server has been unreachable/);
       expect(figures.inFlight.endedByMs).toBeLessThan(boundMs + 2000);
       expect(healthzDuring).toEqual({ large: true, small: false, ok: false, status: 503, health: 200 });
       // recovery by itself within 5 s of the broker's return; every remote request after that served

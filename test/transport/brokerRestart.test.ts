@@ -10,7 +10,9 @@ import { complete, serve, type Served } from './serving.ts';
 
 const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
 const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
-const WORKLOAD = ['r2r', 'r-stitch', 'large'].flatMap((model, m) => [0, 1, 2].map((k) => ({ model, prompt: `${13 * (k + 3) + m}/${k}`, seed: 700 + 10 * m + k })));
+const WORKLOAD = ['r2r', 'r-stitch', 'large'].flatMap((model, m) =>
+  [0, 1, 2].map((k) => ({ model, prompt: `${13 * (k + 3) + m}/${k}`, seed: 700 + 10 * m + k })),
+);
 /** Generous, so that a starved process on a busy machine is not declared lost; the outage is twice as long (and well inside unreachableAfterMs, which would fail what waits). */
 const HEARTBEAT_TIMEOUT_MS = 1500;
 
@@ -23,9 +25,15 @@ describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    sub = await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`], timeoutMs: 90_000 });
+    sub = await spawnSubServer({
+      args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`],
+      timeoutMs: 90_000,
+    });
     local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
-    remote = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, unreachableAfterMs: 60_000 } }], sim(['small']));
+    remote = await serve(
+      [{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, unreachableAfterMs: 60_000 } }],
+      sim(['small']),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -46,9 +54,21 @@ describe.skipIf(!HAVE_NATS)('a NATS restart under load', () => {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ model: 'large', messages: [{ role: 'user', content: '9*9' }], max_tokens: 256, ignore_eos: true, stream: true }),
       signal: leaver.signal,
-    }).then(async (res) => { for await (const _chunk of res.body!) { /* read until aborted */ } }).catch((e: Error) => e.name);
+    })
+      .then(async (res) => {
+        for await (const _chunk of res.body!) {
+          /* read until aborted */
+        }
+      })
+      .catch((e: Error) => e.name);
     // every request admitted before the cut (one that reaches the entry while it is cut off is refused at once, by design) and several holding state on the remote model
-    await until(() => remote.service.cluster.activeCount + remote.service.cluster.queuedCount + remote.service.cluster.completed >= WORKLOAD.length + 1 && engine.replicaViews()[0]?.requests >= 6, 30_000, 'requests admitted, several holding state on the remote model');
+    await until(
+      () =>
+        remote.service.cluster.activeCount + remote.service.cluster.queuedCount + remote.service.cluster.completed >= WORKLOAD.length + 1 &&
+        engine.replicaViews()[0]?.requests >= 6,
+      30_000,
+      'requests admitted, several holding state on the remote model',
+    );
     const { port } = nats;
     nats.child.kill('SIGKILL');
     await sleep(HEARTBEAT_TIMEOUT_MS);

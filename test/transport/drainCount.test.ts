@@ -17,7 +17,13 @@ describe.skipIf(!HAVE_NATS)('drained and lost replicas in /metrics', () => {
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    for (const name of ['large-a', 'large-b']) subs.push(await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'], timeoutMs: 90_000 }));
+    for (const name of ['large-a', 'large-b'])
+      subs.push(
+        await spawnSubServer({
+          args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', '8,0,0'],
+          timeoutMs: 90_000,
+        }),
+      );
     const runners = new Map<string, ModelRunner>([['small', simModel({ name: 'small', latency: { baseMs: 1, perRowMs: 0, perTokenMs: 0 } })]]);
     entry = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 } }], runners);
   }, 120_000);
@@ -83,7 +89,8 @@ describe.skipIf(!HAVE_NATS)('a drain that begins while a placement is on the wir
     let drained: Promise<number> | undefined;
     // Only the frame that carries the placement: the link's keepalive acks go to the same subject every 100 ms,
     // and a drain begun on one of those makes the model down before the request is even sent (a 503 at admission).
-    const placement = (bytes: unknown) => bytes instanceof Uint8Array && (decodeFrame(bytes)?.messages ?? []).some((m) => (m as { type?: string }).type === 'arrive');
+    const placement = (bytes: unknown) =>
+      bytes instanceof Uint8Array && (decodeFrame(bytes)?.messages ?? []).some((m) => (m as { type?: string }).type === 'arrive');
     nc.publish = (subject: string, ...rest: unknown[]) => {
       const sent = (publish as (s: string, ...r: unknown[]) => void)(subject, ...rest);
       if (!drained && subject === replica.server.subject + '.in' && replica.server.held === 0 && placement(rest[0])) drained = replica.server.drain(10_000);

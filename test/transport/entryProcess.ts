@@ -79,7 +79,10 @@ export async function stream(url: string, model: string, prompt: string, maxToke
       while ((i = text.indexOf('\n\n')) >= 0) {
         const event = text.slice(0, i);
         text = text.slice(i + 2);
-        const data = event.split('\n').find((l) => l.startsWith('data: '))?.slice(6);
+        const data = event
+          .split('\n')
+          .find((l) => l.startsWith('data: '))
+          ?.slice(6);
         if (data === undefined) continue;
         if (data === '[DONE]') return { end: 'done', status: res.status, chunks };
         const body = JSON.parse(data) as { error?: { message: string } };
@@ -96,7 +99,10 @@ export async function stream(url: string, model: string, prompt: string, maxToke
 
 /** The latest heartbeat of every replica of `model` (and when it came, performance.now()), read on a connection of the test's own. */
 /** `model` '*': every model's replicas. */
-export async function watchHeartbeats(natsUrl: string, model: string): Promise<{ latest: Map<string, ReplicaAnnouncement & { at: number }>; close(): Promise<void> }> {
+export async function watchHeartbeats(
+  natsUrl: string,
+  model: string,
+): Promise<{ latest: Map<string, ReplicaAnnouncement & { at: number }>; close(): Promise<void> }> {
   const nc = await openNats({ servers: natsUrl, name: 'test-heartbeats' });
   const latest = new Map<string, ReplicaAnnouncement & { at: number }>();
   const decoder = new TextDecoder();

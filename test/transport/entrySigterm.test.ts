@@ -9,7 +9,9 @@ describe.skipIf(!HAVE_NATS)('SIGTERM of the entry while streams run', () => {
     expect(rounds).toHaveLength(10);
     const total = { done: 0, 'sse-error': 0, cut: 0, refused: 0 };
     for (const r of rounds) for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += r.ends[k];
-    console.log(`10 rounds: ${JSON.stringify(total)}; entry exit after SIGTERM max ${Math.round(Math.max(...rounds.map((r) => r.exitMs)))} ms; replicas free max ${Math.round(Math.max(...rounds.map((r) => r.freedMs)))} ms`);
+    console.log(
+      `10 rounds: ${JSON.stringify(total)}; entry exit after SIGTERM max ${Math.round(Math.max(...rounds.map((r) => r.exitMs)))} ms; replicas free max ${Math.round(Math.max(...rounds.map((r) => r.freedMs)))} ms`,
+    );
     // every stream ended, none hangs, and none by a bare cut: it finished, or the entry's drain (finding 1) ended it with an SSE error event
     expect(total.done + total['sse-error']).toBe(100);
     expect(total.cut).toBe(0);

@@ -28,11 +28,23 @@ export async function sigtermRounds(rounds: number, log: (line: string) => void 
   try {
     nats = await startNatsServer();
     const replicas = [['large', 'large-a', '8'], ['large', 'large-b', '8'], ...(opts.smallRemote ? [['small', 'small-a', '2']] : [])];
-    for (const [model, name, ms] of replicas) subs.push(await spawnSubServer({ args: ['--model', model, '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${ms},0,0`], timeoutMs: 90_000 }));
+    for (const [model, name, ms] of replicas)
+      subs.push(
+        await spawnSubServer({
+          args: ['--model', model, '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${ms},0,0`],
+          timeoutMs: 90_000,
+        }),
+      );
     beats = await watchHeartbeats(nats.url, opts.smallRemote ? '*' : 'large');
     // a short grace, so some streams finish and the rest end with the drain's SSE error event
     const remote = { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 };
-    const config = { models: [{ name: 'small', ...(opts.smallRemote ? { remote } : {}) }, { name: 'large', remote }], limits: { shutdownGraceMs: 1000 } };
+    const config = {
+      models: [
+        { name: 'small', ...(opts.smallRemote ? { remote } : {}) },
+        { name: 'large', remote },
+      ],
+      limits: { shutdownGraceMs: 1000 },
+    };
     const up = () => subs.every((s) => s.child.exitCode === null && s.child.signalCode === null);
     /** Requests the replicas hold, by heartbeats sent after `since`. */
     const heldSince = (since: number) => {
@@ -45,7 +57,8 @@ export async function sigtermRounds(rounds: number, log: (line: string) => void 
       let chunks = 0;
       const started = new Set<number>();
       const streams: Promise<StreamResult>[] = [];
-      for (let k = 0; k < 10; k++) streams.push(stream(entry.url, k % 2 === 0 ? 'large' : 'r-stitch', `${round * 10 + k + 12}*${k + 3}`, 240, () => (chunks++, started.add(k))));
+      for (let k = 0; k < 10; k++)
+        streams.push(stream(entry.url, k % 2 === 0 ? 'large' : 'r-stitch', `${round * 10 + k + 12}*${k + 3}`, 240, () => (chunks++, started.add(k))));
       // as the issue's runs did: SIGTERM while every stream is under way
       await until(() => started.size === 10, 30_000, 'all 10 streams under way');
       const chunksAtSignal = chunks;
@@ -62,7 +75,9 @@ export async function sigtermRounds(rounds: number, log: (line: string) => void 
       const ends: Record<StreamEnd, number> = { done: 0, 'sse-error': 0, cut: 0, refused: 0 };
       for (const e of ended) ends[e.end]++;
       results.push({ ends, chunksAtSignal, exitMs, freedMs });
-      log(`round ${round + 1}/${rounds}: ${JSON.stringify(ends)}, ${chunksAtSignal} chunks before SIGTERM, entry exited after ${Math.round(exitMs)} ms, replicas free after ${Math.round(freedMs)} ms`);
+      log(
+        `round ${round + 1}/${rounds}: ${JSON.stringify(ends)}, ${chunksAtSignal} chunks before SIGTERM, entry exited after ${Math.round(exitMs)} ms, replicas free after ${Math.round(freedMs)} ms`,
+      );
       // every stream ended (none was left hanging) and none was refused: each was streaming at the signal
       expect(ends.refused).toBe(0);
     }

@@ -20,10 +20,23 @@ export interface TestReplica {
 }
 
 /** A simulated model's engine server in this process, on its own NATS connection. */
-export async function startReplica(url: string, model: string, replica: string, opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number; runner?: ModelRunner } = {}): Promise<TestReplica> {
+export async function startReplica(
+  url: string,
+  model: string,
+  replica: string,
+  opts: { latency?: SimLatency; heartbeatMs?: number; entryTimeoutMs?: number; kvCapacityTokens?: number; runner?: ModelRunner } = {},
+): Promise<TestReplica> {
   const nc = await openNats({ servers: url, name: `test-replica-${replica}` });
   const runner = opts.runner ?? simModel({ name: model, latency: opts.latency ?? ZERO });
-  const server = await RemoteEngineServer.start(nc, runner, { model, replica, decoder: charTokenizer(), kvCapacityTokens: opts.kvCapacityTokens ?? 10_000, heartbeatMs: opts.heartbeatMs ?? 50, entryTimeoutMs: opts.entryTimeoutMs, log: () => {} });
+  const server = await RemoteEngineServer.start(nc, runner, {
+    model,
+    replica,
+    decoder: charTokenizer(),
+    kvCapacityTokens: opts.kvCapacityTokens ?? 10_000,
+    heartbeatMs: opts.heartbeatMs ?? 50,
+    entryTimeoutMs: opts.entryTimeoutMs,
+    log: () => {},
+  });
   return {
     server,
     nc,

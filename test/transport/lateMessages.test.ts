@@ -20,7 +20,10 @@ describe.skipIf(!HAVE_NATS)("an entry's late and unknown messages at a sub-serve
 
   beforeAll(async () => {
     nats = await startNatsServer();
-    sub = await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', '2,0,0'], timeoutMs: 90_000 });
+    sub = await spawnSubServer({
+      args: ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', '--sim', '--sim-latency', '2,0,0'],
+      timeoutMs: 90_000,
+    });
     nc = await openNats({ servers: nats.url, name: 'test-fake-entry' });
   }, 120_000);
 
@@ -63,7 +66,11 @@ describe.skipIf(!HAVE_NATS)("an entry's late and unknown messages at a sub-serve
       for (let i = 0; i < 3; i++) link.postMessage({ type: 'release', id: `req-${i}`, serial: i + 1, status: 'cancelled' }); // after close, as a SIGTERMed entry's cancellations came
       const sentAt = performance.now();
       const exited = () => sub.child.exitCode !== null || sub.child.signalCode !== null;
-      await until(() => exited() || ((beats.latest.get('large-a')?.ignoredMessages ?? 0) >= 7 && beats.latest.get('large-a')!.at > sentAt), 10_000, 'the replica counting 7 messages');
+      await until(
+        () => exited() || ((beats.latest.get('large-a')?.ignoredMessages ?? 0) >= 7 && beats.latest.get('large-a')!.at > sentAt),
+        10_000,
+        'the replica counting 7 messages',
+      );
       link.close();
       await sleep(300);
       expect(exited(), sub.output()).toBe(false);

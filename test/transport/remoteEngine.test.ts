@@ -63,7 +63,11 @@ describe('NatsLink', () => {
     expect(fromA.map((f) => f.messages)).toEqual([['a1', 'a2']]);
     // a has b's first frame: its frame acks it without a frame of its own
     expect(fromA[0].ack).toBe(1);
-    expect(numbered.filter((f) => f.session === 'b').map((f) => [f.seq, f.messages?.length])).toEqual([[1, 1], [2, 1], [3, 1]]);
+    expect(numbered.filter((f) => f.session === 'b').map((f) => [f.seq, f.messages?.length])).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 1],
+    ]);
     expect(got.map((m) => (typeof m === 'string' ? m : (m as { big: string }).big.length))).toEqual(['b1', 200_000, 200_000]);
     a.close();
     b.close();
@@ -85,10 +89,16 @@ describe('NatsLink', () => {
 describe("RemoteEngine's options are the config's remote block", () => {
   it('what the config file refuses, connect() refuses with the same words, before reaching NATS', async () => {
     const bad = { nats: 'localhost:4222', heartbeatTimeoutMs: 10 };
-    expect(() => parseServerConfig({ models: [{ name: 'large', remote: bad }] })).toThrow(/models\.0\.remote\.nats: a nats:\/\/ URL[\s\S]*models\.0\.remote\.heartbeatTimeoutMs: Too small/);
-    await expect(RemoteEngine.connect({ model: 'large', ...bad })).rejects.toThrow(/model large: remote\.nats: a nats:\/\/ URL.*; remote\.heartbeatTimeoutMs: Too small/);
+    expect(() => parseServerConfig({ models: [{ name: 'large', remote: bad }] })).toThrow(
+      /models\.0\.remote\.nats: a nats:\/\/ URL[\s\S]*models\.0\.remote\.heartbeatTimeoutMs: Too small/,
+    );
+    await expect(RemoteEngine.connect({ model: 'large', ...bad })).rejects.toThrow(
+      /model large: remote\.nats: a nats:\/\/ URL.*; remote\.heartbeatTimeoutMs: Too small/,
+    );
     // a key of the removed per-step runner is refused by name, as in the file
-    await expect(RemoteEngine.connect({ model: 'large', nats: 'nats://127.0.0.1:1', pipelineDepth: 2 } as never)).rejects.toThrow(/remote\.pipelineDepth: remote\.pipelineDepth was removed/);
+    await expect(RemoteEngine.connect({ model: 'large', nats: 'nats://127.0.0.1:1', pipelineDepth: 2 } as never)).rejects.toThrow(
+      /remote\.pipelineDepth: remote\.pipelineDepth was removed/,
+    );
   });
 });
 
@@ -109,7 +119,9 @@ describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
   });
 
   it('connect() names the missing sub-server when none announces itself', async () => {
-    await expect(RemoteEngine.connect({ model: 'nobody', nats: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(/no sub-server for model "nobody".*tokenrouter subserver --model nobody/);
+    await expect(RemoteEngine.connect({ model: 'nobody', nats: nats.url, connectTimeoutMs: 300, log: () => {} })).rejects.toThrow(
+      /no sub-server for model "nobody".*tokenrouter subserver --model nobody/,
+    );
   });
 
   it('places new requests by capacity (three times the KV, three times the requests), and a replica frees what an entry held when it closes', async () => {
@@ -119,7 +131,9 @@ describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
     const engine = await RemoteEngine.connect({ model: 'large', nats: nats.url, log: () => {} });
     await until(() => engine.replicaViews().length === 2, 3000, 'both replicas');
     const cluster = new Cluster({ clock: createRealClock(), mode: 'async-immediate', models: [{ name: 'large', thread: engine }] });
-    const handles = Array.from({ length: 40 }, (_, i) => cluster.submit({ id: `p-${i}`, prompt: [1, 5, 6], maxTokens: 400, algorithm: ALG, algorithmRef: REF }));
+    const handles = Array.from({ length: 40 }, (_, i) =>
+      cluster.submit({ id: `p-${i}`, prompt: [1, 5, 6], maxTokens: 400, algorithm: ALG, algorithmRef: REF }),
+    );
     await until(() => big.server.held + small.server.held === 40, 5000, 'all placed');
     expect(big.server.held).toBe(30);
     expect(small.server.held).toBe(10);
@@ -131,7 +145,7 @@ describe.skipIf(!HAVE_NATS)('RemoteEngine over a real nats-server', () => {
     for (const h of handles) h.cancel();
   }, 30_000);
 
-  it('a replica that crashes holding requests fails exactly those, and the other replica\'s requests finish', async () => {
+  it("a replica that crashes holding requests fails exactly those, and the other replica's requests finish", async () => {
     for (const r of replicas.splice(0)) await r.close();
     const a = await startReplica(nats.url, 'large', 'a', { latency: LATENCY });
     const b = await startReplica(nats.url, 'large', 'b', { latency: LATENCY });

@@ -35,13 +35,24 @@ describe.skipIf(!HAVE_NATS)(`remote large model over NATS (${ONNX ? 'bundled ONN
   let sub: SubServerProcess;
   let local: Served;
   let remote: Served;
-  const subArgs = () => ['--model', 'large', '--nats', nats.url, '--replica', 'large-a', '--heartbeat-ms', '100', ...(ONNX ? [] : ['--sim', '--sim-latency', `${LARGE.baseMs},0,0`])];
+  const subArgs = () => [
+    '--model',
+    'large',
+    '--nats',
+    nats.url,
+    '--replica',
+    'large-a',
+    '--heartbeat-ms',
+    '100',
+    ...(ONNX ? [] : ['--sim', '--sim-latency', `${LARGE.baseMs},0,0`]),
+  ];
   const largeRemote = () => ({ name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 800, connectTimeoutMs: 20_000 } });
 
   beforeAll(async () => {
     nats = await startNatsServer();
     sub = await spawnSubServer({ args: subArgs(), timeoutMs: 90_000 });
-    const sim = (names: string[]) => (ONNX ? undefined : new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })])));
+    const sim = (names: string[]) =>
+      ONNX ? undefined : new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })]));
     local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
     remote = await serve([{ name: 'small' }, largeRemote()], sim(['small']));
   }, 120_000);
@@ -70,7 +81,9 @@ describe.skipIf(!HAVE_NATS)(`remote large model over NATS (${ONNX ? 'bundled ONN
     const engine = remote.service.threads.get('large') as RemoteEngine;
     // Simulated models write until max_tokens; the ONNX ones stop at their answer's end, so more of them keep the remote busy.
     const long = (ONNX ? [...WORKLOAD, ...WORKLOAD, ...WORKLOAD] : WORKLOAD).map((w, i) => ({ ...w, seed: w.seed + 1000 * i, maxTokens: 200 }));
-    const expectedSmall = await Promise.all(long.filter((w) => w.model === 'small').map((w) => complete(local.server.url, w.model, w.prompt, w.seed, w.maxTokens)));
+    const expectedSmall = await Promise.all(
+      long.filter((w) => w.model === 'small').map((w) => complete(local.server.url, w.model, w.prompt, w.seed, w.maxTokens)),
+    );
     const inflight = long.map((w) => complete(remote.server.url, w.model, w.prompt, w.seed, w.maxTokens));
     await until(() => engine.replicaViews()[0]?.requests >= (ONNX ? 2 : 6), 60_000, 'requests holding state on the remote model');
     const killedAt = performance.now();

@@ -17,7 +17,9 @@ const LATENCY: Record<string, SimLatency> = { small: { baseMs: 1, perRowMs: 0, p
  * (R2R and CITER at their validation-chosen defaults, τ 0.01 and 0.999, reject nearly every small token of the
  * simulated models' random signals, so `large` writes almost every token and "both models wrote" would not hold.)
  */
-const WORKLOAD = ['r-stitch', 'co-llm', 'large'].flatMap((model, m) => [0, 1, 2, 3, 4, 5].map((k) => ({ model, prompt: `${17 * (k + 3) + m}*${k}`, seed: 40 + 10 * m + k })));
+const WORKLOAD = ['r-stitch', 'co-llm', 'large'].flatMap((model, m) =>
+  [0, 1, 2, 3, 4, 5].map((k) => ({ model, prompt: `${17 * (k + 3) + m}*${k}`, seed: 40 + 10 * m + k })),
+);
 
 /** Every numbered message on the deployment's subjects once (resends of a frame counted once), by path and kind. */
 class NatsTap {
@@ -63,9 +65,15 @@ describe.skipIf(!HAVE_NATS)('remote ↔ remote: both models in sub-server proces
   beforeAll(async () => {
     nats = await startNatsServer();
     const sub = (model: string, replica: string) =>
-      spawnSubServer({ args: ['--model', model, '--nats', nats.url, '--replica', replica, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LATENCY[model].baseMs},0,0`], timeoutMs: 90_000 });
+      spawnSubServer({
+        args: ['--model', model, '--nats', nats.url, '--replica', replica, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LATENCY[model].baseMs},0,0`],
+        timeoutMs: 90_000,
+      });
     subs.push(...(await Promise.all([sub('small', 'small-a'), sub('large', 'large-a'), sub('large', 'large-b')])));
-    local = await serve([{ name: 'small' }, { name: 'large' }], new Map<string, ModelRunner>(['small', 'large'].map((n) => [n, simModel({ name: n, latency: LATENCY[n] })])));
+    local = await serve(
+      [{ name: 'small' }, { name: 'large' }],
+      new Map<string, ModelRunner>(['small', 'large'].map((n) => [n, simModel({ name: n, latency: LATENCY[n] })])),
+    );
     tapNc = await openNats({ servers: nats.url, name: 'test-tap' });
   }, 120_000);
 
@@ -80,18 +88,28 @@ describe.skipIf(!HAVE_NATS)('remote ↔ remote: both models in sub-server proces
     const tap = new NatsTap(tapNc);
     await tapNc.flush();
     const remoteCfg = { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000 };
-    const remote = await serve([{ name: 'small', remote: remoteCfg }, { name: 'large', remote: remoteCfg }], new Map());
+    const remote = await serve(
+      [
+        { name: 'small', remote: remoteCfg },
+        { name: 'large', remote: remoteCfg },
+      ],
+      new Map(),
+    );
     try {
       const large = remote.service.threads.get('large') as RemoteEngine;
       await until(() => large.replicaViews().length === 2, 5000, 'both large replicas');
-      const [want, got] = await Promise.all([local, remote].map((s) => Promise.all(WORKLOAD.map((w) => complete(s.server.url, w.model, w.prompt, w.seed, 64)))));
+      const [want, got] = await Promise.all(
+        [local, remote].map((s) => Promise.all(WORKLOAD.map((w) => complete(s.server.url, w.model, w.prompt, w.seed, 64)))),
+      );
       for (const g of got) expect(g.status, g.error).toBe(200);
       expect(got).toEqual(want);
       // the algorithms did switch: large wrote part of the routed requests' output
       const routed = got.filter((_g, i) => WORKLOAD[i].model !== 'large');
       expect(routed.every((g) => (g.byModel?.large ?? 0) > 0 && (g.byModel?.small ?? 0) > 0)).toBe(true);
       await until(() => remote.service.cluster.activeRequests().next().done === true, 5000, 'all released');
-      console.log(`[remote-handoff] NATS messages by path and kind: ${JSON.stringify(Object.fromEntries(tap.kinds))}; arrivals engine to engine by replica: ${JSON.stringify(Object.fromEntries(tap.peerArrivals))}`);
+      console.log(
+        `[remote-handoff] NATS messages by path and kind: ${JSON.stringify(Object.fromEntries(tap.kinds))}; arrivals engine to engine by replica: ${JSON.stringify(Object.fromEntries(tap.peerArrivals))}`,
+      );
 
       // the entry placed each request once, at its first model, and never passed a handoff on
       expect(tap.get('entry→engine arrivals')).toBe(WORKLOAD.length);

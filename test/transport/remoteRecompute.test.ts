@@ -48,7 +48,9 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
       checkInvariants: true,
       maxWaitMs: 5,
       models: [
-        smallEngine ? { name: 'small', thread: smallEngine, maxBatch: 8, threshold: 1 } : { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8, threshold: 1, kvCapacityTokens: Infinity },
+        smallEngine
+          ? { name: 'small', thread: smallEngine, maxBatch: 8, threshold: 1 }
+          : { name: 'small', runner: caseRunner('small', 0, -1), maxBatch: 8, threshold: 1, kvCapacityTokens: Infinity },
         { name: 'large', thread: engine, maxBatch: 8, threshold: 1 },
       ],
     });
@@ -75,7 +77,9 @@ describe.skipIf(!HAVE_NATS)('a lost replica with onReplicaLoss "recompute"', () 
     const failed = results.filter((r) => r.status === 'failed');
     for (const f of failed) expect(f.error?.message).toMatch(/replica a of model large is gone/);
     const { failedOnLoss, spared, recomputed } = engine.stats;
-    console.log(`[remote-recompute] ${onReplicaLoss}, small ${small}: at the loss ${failedOnLoss} failed, ${spared} spared (${recomputed} of them re-prefilled on b); ${failed.length} failed in all`);
+    console.log(
+      `[remote-recompute] ${onReplicaLoss}, small ${small}: at the loss ${failedOnLoss} failed, ${spared} spared (${recomputed} of them re-prefilled on b); ${failed.length} failed in all`,
+    );
     return { failed: failed.length, failedOnLoss, spared, recomputed, smallReplica: mesh ? replicas[2].server.peerStats : null };
   }
 

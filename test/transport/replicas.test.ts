@@ -11,7 +11,9 @@ import { complete, serve, type Completion, type Served } from './serving.ts';
 const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
 const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
 /** Simulated requests write until max_tokens, so every one of them holds a cache on the large model to the end. */
-const WORKLOAD = ['r-stitch', 'r2r', 'co-llm', 'large'].flatMap((model, m) => [0, 1, 2, 3].map((k) => ({ model, prompt: `${19 * (k + 2) + m}-${k}`, seed: 300 + 10 * m + k })));
+const WORKLOAD = ['r-stitch', 'r2r', 'co-llm', 'large'].flatMap((model, m) =>
+  [0, 1, 2, 3].map((k) => ({ model, prompt: `${19 * (k + 2) + m}-${k}`, seed: 300 + 10 * m + k })),
+);
 
 describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own process', () => {
   let nats: NatsServerProcess;
@@ -19,7 +21,13 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
   let local: Served;
   const sim = (names: string[]) => new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })]));
   const startReplica = async (name: string) => {
-    subs.set(name, await spawnSubServer({ args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`], timeoutMs: 90_000 }));
+    subs.set(
+      name,
+      await spawnSubServer({
+        args: ['--model', 'large', '--nats', nats.url, '--replica', name, '--heartbeat-ms', '100', '--sim', '--sim-latency', `${LARGE.baseMs},0,0`],
+        timeoutMs: 90_000,
+      }),
+    );
   };
   let spawned = 0;
   /** Each test starts from two live replicas, whatever the one before it killed. */
@@ -30,7 +38,10 @@ describe.skipIf(!HAVE_NATS)('two replicas of the large model, each its own proce
   // starved replica lost, which would fail requests this test expects to finish.
   const entry = async (onReplicaLoss: 'fail' | 'recompute' = 'recompute') => {
     await ensureTwo();
-    const served = await serve([{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000, onReplicaLoss } }], sim(['small']));
+    const served = await serve(
+      [{ name: 'small' }, { name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 2500, connectTimeoutMs: 20_000, onReplicaLoss } }],
+      sim(['small']),
+    );
     const runner = served.service.threads.get('large') as RemoteEngine;
     await until(() => runner.replicaViews().length === 2, 5000, 'both replicas known');
     // the model's capacity counts both replicas' memory, whichever the entry heard first

@@ -44,6 +44,10 @@ export async function complete(url: string, model: string, prompt: string, seed:
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: prompt }], max_tokens: maxTokens, temperature: 0.8, seed }),
   });
-  const body = (await res.json()) as { choices?: { message: { content: string } }[]; tokenrouter?: { tokens_by_model: Record<string, number> }; error?: { message: string } };
+  const body = (await res.json()) as {
+    choices?: { message: { content: string } }[];
+    tokenrouter?: { tokens_by_model: Record<string, number> };
+    error?: { message: string };
+  };
   return { status: res.status, text: body.choices?.[0]?.message.content, byModel: body.tokenrouter?.tokens_by_model, error: body.error?.message };
 }

@@ -41,7 +41,12 @@ function AlgoNodeView({ id, data, selected }: NodeProps<AlgoFlowNode>) {
   const rows = Math.max(spec.inputs.length, spec.outputs.length);
   const state = errors.length ? 'error' : warnings.length ? 'warning' : 'ok';
   return (
-    <div className={`an an-${state}${selected ? ' an-selected' : ''}`} data-testid={`node-${id}`} data-node-type={spec.type} data-issues={issues.map((i) => i.code).join(' ')}>
+    <div
+      className={`an an-${state}${selected ? ' an-selected' : ''}`}
+      data-testid={`node-${id}`}
+      data-node-type={spec.type}
+      data-issues={issues.map((i) => i.code).join(' ')}
+    >
       <div className="an-head" style={{ borderTopColor: CATEGORY_COLORS[spec.category] }}>
         {!spec.label.toLowerCase().startsWith(CATEGORY_SHORT[spec.category]) && (
           <span className="an-cat" style={{ color: CATEGORY_COLORS[spec.category] }}>

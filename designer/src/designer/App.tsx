@@ -80,7 +80,15 @@ function SidePanel() {
     <aside className="side">
       <div className="tabs" role="tablist">
         {TABS.map((t) => (
-          <button type="button" key={t.id} role="tab" aria-selected={tab === t.id} className={tab === t.id ? 'on' : ''} onClick={() => store.setTab(t.id)} data-testid={`tab-${t.id}`}>
+          <button
+            type="button"
+            key={t.id}
+            role="tab"
+            aria-selected={tab === t.id}
+            className={tab === t.id ? 'on' : ''}
+            onClick={() => store.setTab(t.id)}
+            data-testid={`tab-${t.id}`}
+          >
             {t.label}
             {t.id === 'inspect' && errorCount > 0 && <span className="tab-badge">{errorCount}</span>}
           </button>

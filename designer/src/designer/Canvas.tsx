@@ -63,7 +63,10 @@ export function Canvas() {
   );
 
   const isValidConnection = useCallback(
-    (c: Connection | Edge) => !!c.sourceHandle && !!c.targetHandle && connectionProblem(store.getState().graph, { node: c.source, port: c.sourceHandle }, { node: c.target, port: c.targetHandle }) === null,
+    (c: Connection | Edge) =>
+      !!c.sourceHandle &&
+      !!c.targetHandle &&
+      connectionProblem(store.getState().graph, { node: c.source, port: c.sourceHandle }, { node: c.target, port: c.targetHandle }) === null,
     [store],
   );
 
@@ -78,7 +81,14 @@ export function Canvas() {
     [store, setRefusal],
   );
 
-  const onDelete = useCallback(({ nodes: ns, edges: es }: { nodes: AlgoFlowNode[]; edges: Edge[] }) => store.remove(ns.map((n) => n.id), es.map((e) => e.id)), [store]);
+  const onDelete = useCallback(
+    ({ nodes: ns, edges: es }: { nodes: AlgoFlowNode[]; edges: Edge[] }) =>
+      store.remove(
+        ns.map((n) => n.id),
+        es.map((e) => e.id),
+      ),
+    [store],
+  );
 
   return (
     <div className="canvas" data-testid="canvas" onDragOver={drop.onDragOver} onDrop={drop.onDrop}>

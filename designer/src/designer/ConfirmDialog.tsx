@@ -10,7 +10,8 @@ function Body({ c }: { c: Confirm }) {
   if (c.kind === 'delete') {
     return (
       <p>
-        Removes <b>{c.name}</b> and its {plural(c.versions, 'version')} from the server{c.live !== null && <> (v{c.live} is live)</>}. Requests already running on it finish; new requests naming it get 404. The draft on the canvas stays.
+        Removes <b>{c.name}</b> and its {plural(c.versions, 'version')} from the server{c.live !== null && <> (v{c.live} is live)</>}. Requests already running
+        on it finish; new requests naming it get 404. The draft on the canvas stays.
       </p>
     );
   }
@@ -18,13 +19,16 @@ function Body({ c }: { c: Confirm }) {
   const intro =
     c.kind === 'replace' ? (
       <p>
-        <b>{c.name}</b> already exists ({c.live === null ? 'no version live' : `v${c.live} live`}, {plural(c.versions, 'version')}). Deploying stores this graph as <b>v{c.next}</b> and makes it live; earlier versions stay for rollback.
+        <b>{c.name}</b> already exists ({c.live === null ? 'no version live' : `v${c.live} live`}, {plural(c.versions, 'version')}). Deploying stores this graph
+        as <b>v{c.next}</b> and makes it live; earlier versions stay for rollback.
         {c.liveKind === 'builtin' && <> v{c.live} is a built-in: its parameters live in code, so every node of the graph shows as new.</>}
       </p>
     ) : (
       <p>
         <b>{c.name}</b> goes back from v{c.from} to <b>v{c.to}</b> for new requests (running ones finish on v{c.from}).
-        {c.toKind === 'ir' ? ` If the canvas holds ${c.name}, it then shows v${c.to} (your draft stays in undo).` : ` v${c.to} is a built-in with no graph: the toolbar flags the draft as differing from it.`}
+        {c.toKind === 'ir'
+          ? ` If the canvas holds ${c.name}, it then shows v${c.to} (your draft stays in undo).`
+          : ` v${c.to} is a built-in with no graph: the toolbar flags the draft as differing from it.`}
       </p>
     );
   const from = c.kind === 'replace' ? (c.live === null ? 'nothing live' : `live v${c.live}`) : `v${c.from}`;

@@ -63,7 +63,12 @@ function TaskPicker({ flow, s }: { flow: EvaluateFlow; s: EvaluateState }) {
     <>
       <label className="muted small">
         task{' '}
-        <select value={s.taskByPath ? BY_PATH : s.task} disabled={running} onChange={(e) => (e.target.value === BY_PATH ? void flow.setTask(path.trim(), true) : void flow.setTask(e.target.value, false))} data-testid="ev-task">
+        <select
+          value={s.taskByPath ? BY_PATH : s.task}
+          disabled={running}
+          onChange={(e) => (e.target.value === BY_PATH ? void flow.setTask(path.trim(), true) : void flow.setTask(e.target.value, false))}
+          data-testid="ev-task"
+        >
           {bundled.map((t) => (
             <option key={t.name} value={t.name} title={'description' in t ? t.description : undefined}>
               {t.name}
@@ -105,7 +110,11 @@ export function EvaluatePanel() {
     if (s.maxProblems === null && s.tasks.length === 0) void flow.loadBounds();
   }, [flow, s.maxProblems, s.tasks.length]);
   // models whose step latency no live request has measured: the prediction rests on the evaluation alone for them
-  const unseen = pred ? Object.entries(pred.liveBatches).filter(([, n]) => n === 0).map(([m]) => m) : [];
+  const unseen = pred
+    ? Object.entries(pred.liveBatches)
+        .filter(([, n]) => n === 0)
+        .map(([m]) => m)
+    : [];
   const references = [
     ...catalog.map((m) => ({ name: m.name, kind: 'model' as const })),
     ...registry.algorithms
@@ -122,7 +131,16 @@ export function EvaluatePanel() {
         <TaskPicker flow={flow} s={s} />
         <label className="muted small">
           problems{' '}
-          <input type="number" min={1} max={s.maxProblems ?? undefined} value={s.problems} disabled={running} onChange={(e) => flow.setProblems(Number(e.target.value))} title={s.maxProblems === null ? undefined : `up to ${s.maxProblems}, the task's validation set's size`} data-testid="ev-problems" />
+          <input
+            type="number"
+            min={1}
+            max={s.maxProblems ?? undefined}
+            value={s.problems}
+            disabled={running}
+            onChange={(e) => flow.setProblems(Number(e.target.value))}
+            title={s.maxProblems === null ? undefined : `up to ${s.maxProblems}, the task's validation set's size`}
+            data-testid="ev-problems"
+          />
         </label>
         <div className="tb-spacer" />
         {running ? (
@@ -130,7 +148,20 @@ export function EvaluatePanel() {
             Cancel
           </button>
         ) : (
-          <button type="button" className="primary" onClick={evaluate} disabled={errorCount > 0 || !s.task} title={errorCount > 0 ? 'The draft has errors: fix them to evaluate it' : !s.task ? 'Give the task folder’s path first' : `Run the draft on the validation problems of task ${s.task}`} data-testid="ev-run">
+          <button
+            type="button"
+            className="primary"
+            onClick={evaluate}
+            disabled={errorCount > 0 || !s.task}
+            title={
+              errorCount > 0
+                ? 'The draft has errors: fix them to evaluate it'
+                : !s.task
+                  ? 'Give the task folder’s path first'
+                  : `Run the draft on the validation problems of task ${s.task}`
+            }
+            data-testid="ev-run"
+          >
             Evaluate draft
           </button>
         )}
@@ -145,7 +176,12 @@ export function EvaluatePanel() {
         </div>
       )}
       <div className="ev-status" role="status" data-testid="ev-status" data-status={s.status}>
-        {s.status === 'idle' && <span className="muted">Runs the graph on the canvas (not deployed) on the first N validation problems of the task through the live server, grades each answer by the task's grader, then predicts what serving it costs.</span>}
+        {s.status === 'idle' && (
+          <span className="muted">
+            Runs the graph on the canvas (not deployed) on the first N validation problems of the task through the live server, grades each answer by the task's
+            grader, then predicts what serving it costs.
+          </span>
+        )}
         {s.message && <span className={s.status === 'error' ? 'bad' : 'muted'}>{s.message}</span>}
         {s.queue.length > 0 && <span className="muted"> · {s.queue.length} more to compare</span>}
       </div>
@@ -181,7 +217,10 @@ export function EvaluatePanel() {
               </td>
             </tr>
             <tr>
-              <th scope="row" title="P[a→b]: the share of steps on model a that were followed by work on model b (a hand-off), measured in this evaluation; the throughput model prices the draft from these">
+              <th
+                scope="row"
+                title="P[a→b]: the share of steps on model a that were followed by work on model b (a hand-off), measured in this evaluation; the throughput model prices the draft from these"
+              >
                 hand-off rate <span className="muted small">(per step)</span>
               </th>
               <td className="ev-matrix">
@@ -202,11 +241,29 @@ export function EvaluatePanel() {
       <div className="ev-controls">
         <label className="muted small">
           predict at concurrency{' '}
-          <input type="number" min={1} max={32} value={s.concurrency} onChange={(e) => void flow.setConcurrency(Number(e.target.value))} data-testid="ev-concurrency" />
+          <input
+            type="number"
+            min={1}
+            max={32}
+            value={s.concurrency}
+            onChange={(e) => void flow.setConcurrency(Number(e.target.value))}
+            data-testid="ev-concurrency"
+          />
         </label>
-        <label className="muted small" title="Each client's own time per request outside the server: the network both ways and its turnaround before it asks again">
+        <label
+          className="muted small"
+          title="Each client's own time per request outside the server: the network both ways and its turnaround before it asks again"
+        >
           client ms per request{' '}
-          <input type="number" min={0} max={60000} step="any" value={s.clientMs} onChange={(e) => void flow.setClientMs(Number(e.target.value))} data-testid="ev-client-ms" />
+          <input
+            type="number"
+            min={0}
+            max={60000}
+            step="any"
+            value={s.clientMs}
+            onChange={(e) => void flow.setClientMs(Number(e.target.value))}
+            data-testid="ev-client-ms"
+          />
         </label>
       </div>
       {s.predicting && !s.repricing && <div className="muted small">Predicting…</div>}
@@ -221,15 +278,27 @@ export function EvaluatePanel() {
             at concurrency {pred.concurrency}
           </caption>
           <tbody>
-            <SettingRow label="best thresholds" setting={pred.best} testId="ev-predicted" hint="The thresholds the throughput model would choose for this concurrency, and what it predicts with them" />
-            {pred.current && <SettingRow label="today's thresholds" setting={pred.current} testId="ev-current" hint="The thresholds in force on the server now (what a deploy runs with unless thresholds are auto), and what the model predicts with them" />}
+            <SettingRow
+              label="best thresholds"
+              setting={pred.best}
+              testId="ev-predicted"
+              hint="The thresholds the throughput model would choose for this concurrency, and what it predicts with them"
+            />
+            {pred.current && (
+              <SettingRow
+                label="today's thresholds"
+                setting={pred.current}
+                testId="ev-current"
+                hint="The thresholds in force on the server now (what a deploy runs with unless thresholds are auto), and what the model predicts with them"
+              />
+            )}
           </tbody>
         </table>
       )}
       {unseen.length > 0 && (
         <div className="muted small" role="note" data-testid="ev-latency-note">
-          No live traffic on {unseen.join(', ')} in the last {PREDICT_LIVE_WINDOW_MS / 1000} s: {unseen.length === 1 ? 'its' : 'their'} step latency is this evaluation's alone, measured without the HTTP entry's work beside it, so the
-          prediction can be off by 15 % or more either way.
+          No live traffic on {unseen.join(', ')} in the last {PREDICT_LIVE_WINDOW_MS / 1000} s: {unseen.length === 1 ? 'its' : 'their'} step latency is this
+          evaluation's alone, measured without the HTTP entry's work beside it, so the prediction can be off by 15 % or more either way.
         </div>
       )}
       {s.notCompared.length > 0 && (
@@ -243,7 +312,13 @@ export function EvaluatePanel() {
       )}
       {s.points.length > 0 && <FrontierPlot points={s.points} concurrency={s.pricedAt} />}
       <div className="ev-controls">
-        <button type="button" onClick={() => void flow.compare(references)} disabled={running || references.length === 0} title="Evaluate each served model and deployed algorithm with the same settings, for the plot; one that cannot run says why and the rest go on" data-testid="ev-compare">
+        <button
+          type="button"
+          onClick={() => void flow.compare(references)}
+          disabled={running || references.length === 0}
+          title="Evaluate each served model and deployed algorithm with the same settings, for the plot; one that cannot run says why and the rest go on"
+          data-testid="ev-compare"
+        >
           Compare with served ({references.length})
         </button>
       </div>

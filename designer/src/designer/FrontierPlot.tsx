@@ -35,7 +35,14 @@ export function FrontierPlot({ points, concurrency }: { points: PlotPoint[]; con
         </text>
         {order.map((p) => (
           <g key={p.runId} data-testid={`ev-point-${p.kind}`} data-label={p.label}>
-            <circle cx={x(p.tokS)} cy={y(p.accuracy)} r={p.kind === 'draft' ? 6.5 : 4.5} fill={COLOUR[p.kind]} stroke={p.kind === 'draft' ? '#fff' : 'none'} strokeWidth={1.5}>
+            <circle
+              cx={x(p.tokS)}
+              cy={y(p.accuracy)}
+              r={p.kind === 'draft' ? 6.5 : 4.5}
+              fill={COLOUR[p.kind]}
+              stroke={p.kind === 'draft' ? '#fff' : 'none'}
+              strokeWidth={1.5}
+            >
               <title>{`${p.label}: ${(p.accuracy * 100).toFixed(1)}%, ${p.tokS.toFixed(0)} tok/s`}</title>
             </circle>
             {/* only the draft is named on the plot: close points' names would collide; the table below names them all */}

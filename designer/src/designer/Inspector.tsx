@@ -26,7 +26,11 @@ export function Inspector() {
           {e > 0 && `${e} edge${e > 1 ? 's' : ''}`} selected
         </div>
         <div className="insp-actions">
-          {n > 0 && <button type="button" onClick={() => store.copy()}>Copy</button>}
+          {n > 0 && (
+            <button type="button" onClick={() => store.copy()}>
+              Copy
+            </button>
+          )}
           <button type="button" className="danger" onClick={() => store.removeSelection()} data-testid="delete-selection">
             Delete
           </button>
@@ -107,7 +111,9 @@ export function Inspector() {
         </div>
       )}
       <div className="insp-actions">
-        <button type="button" onClick={() => (store.copy(), store.paste())}>Duplicate</button>
+        <button type="button" onClick={() => (store.copy(), store.paste())}>
+          Duplicate
+        </button>
         <button type="button" className="danger" onClick={() => store.remove([node.id], [])} data-testid="delete-node">
           Delete
         </button>
@@ -135,7 +141,15 @@ function AlgorithmSettings() {
         <label className="pf-label" htmlFor="graph-name">
           Name <span className="pf-range">deploys as</span>
         </label>
-        <input id="graph-name" data-testid="graph-name" className={nameOk ? '' : 'invalid'} aria-invalid={!nameOk} aria-describedby={nameOk ? undefined : 'graph-name-note'} value={graph.name} onChange={(e) => store.setName(e.target.value)} />
+        <input
+          id="graph-name"
+          data-testid="graph-name"
+          className={nameOk ? '' : 'invalid'}
+          aria-invalid={!nameOk}
+          aria-describedby={nameOk ? undefined : 'graph-name-note'}
+          value={graph.name}
+          onChange={(e) => store.setName(e.target.value)}
+        />
         {!nameOk && (
           <div className="pf-note" id="graph-name-note" data-testid="graph-name-note">
             {nameProblem.charAt(0).toUpperCase() + nameProblem.slice(1)}.
@@ -151,7 +165,13 @@ function AlgorithmSettings() {
       <div className="insp-summary">
         <div>
           <span className="muted">Status</span>
-          {errorCount ? <b className="bad">{errorCount} error{errorCount > 1 ? 's' : ''}</b> : <b className="ok">compiles</b>}
+          {errorCount ? (
+            <b className="bad">
+              {errorCount} error{errorCount > 1 ? 's' : ''}
+            </b>
+          ) : (
+            <b className="ok">compiles</b>
+          )}
         </div>
         {compiled.ok && (
           <>
@@ -176,7 +196,13 @@ function AlgorithmSettings() {
         )}
         <div>
           <span className="muted">Models from</span>
-          {catalogSource === 'server' ? 'server (/admin/models)' : catalogSource === 'loading' ? 'loading…' : catalogSource === 'locked' ? 'built-in list (admin token needed)' : 'built-in list (server unreachable)'}
+          {catalogSource === 'server'
+            ? 'server (/admin/models)'
+            : catalogSource === 'loading'
+              ? 'loading…'
+              : catalogSource === 'locked'
+                ? 'built-in list (admin token needed)'
+                : 'built-in list (server unreachable)'}
         </div>
       </div>
       <p className="insp-desc muted">Select a node to edit it. Drag from an output handle to an input of the same colour to connect.</p>

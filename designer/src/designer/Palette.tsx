@@ -37,7 +37,14 @@ export function Palette() {
   return (
     <aside className="palette" data-testid="palette">
       <div className="panel-title">Nodes</div>
-      <input className="palette-search" aria-label="Search nodes" placeholder="Search nodes…" value={query} onChange={(e) => setQuery(e.target.value)} data-testid="palette-search" />
+      <input
+        className="palette-search"
+        aria-label="Search nodes"
+        placeholder="Search nodes…"
+        value={query}
+        onChange={(e) => setQuery(e.target.value)}
+        data-testid="palette-search"
+      />
       <div className="palette-groups" onKeyDown={moveFocus}>
         {groups.map((g) => (
           <section key={g.category}>

@@ -76,7 +76,16 @@ export function ParamField({ nodeId, spec, value, catalog, graph, model, overrid
 }
 
 /** The control of one parameter kind; `labelId` captions the kinds made of several controls. */
-function Editor({ spec, value, catalog, graph, model, onChange, testId, labelId }: Omit<Props, 'nodeId' | 'overridden'> & { testId: string; labelId: string }): ReactElement {
+function Editor({
+  spec,
+  value,
+  catalog,
+  graph,
+  model,
+  onChange,
+  testId,
+  labelId,
+}: Omit<Props, 'nodeId' | 'overridden'> & { testId: string; labelId: string }): ReactElement {
   switch (spec.kind) {
     case 'number':
     case 'int':
@@ -116,7 +125,11 @@ function Editor({ spec, value, catalog, graph, model, onChange, testId, labelId 
       const v = String(value ?? '');
       return (
         <select id={testId} data-testid={testId} value={v} onChange={(e) => onChange(e.target.value)}>
-          {!heads.includes(v) && <option value={v}>{v} (not on {model})</option>}
+          {!heads.includes(v) && (
+            <option value={v}>
+              {v} (not on {model})
+            </option>
+          )}
           {heads.map((h) => (
             <option key={h}>{h}</option>
           ))}
@@ -181,7 +194,10 @@ function IdsBox({ value, onCommit, testId }: { value: number[]; onCommit(v: numb
       value={text}
       onChange={(e) => {
         setText(e.target.value);
-        const parts = e.target.value.split(/[\s,]+/).filter(Boolean).map(Number);
+        const parts = e.target.value
+          .split(/[\s,]+/)
+          .filter(Boolean)
+          .map(Number);
         if (parts.every((n) => Number.isFinite(n))) onCommit(parts);
       }}
     />

@@ -103,12 +103,25 @@ export function Playground() {
             </option>
           ))}
         </select>
-        <textarea rows={3} value={pg.prompt} onChange={(e) => store.setPlayground({ prompt: e.target.value })} placeholder="Prompt" data-testid="playground-prompt" />
+        <textarea
+          rows={3}
+          value={pg.prompt}
+          onChange={(e) => store.setPlayground({ prompt: e.target.value })}
+          placeholder="Prompt"
+          data-testid="playground-prompt"
+        />
         <PlaygroundOptionsPanel />
         <div className="pg-row">
           <label className="muted small">
             max tokens{' '}
-            <input type="number" min={1} max={2048} value={pg.maxTokens} onChange={(e) => store.setPlayground({ maxTokens: Math.max(1, Math.min(2048, Number(e.target.value) || 1)) })} data-testid="playground-max" />
+            <input
+              type="number"
+              min={1}
+              max={2048}
+              value={pg.maxTokens}
+              onChange={(e) => store.setPlayground({ maxTokens: Math.max(1, Math.min(2048, Number(e.target.value) || 1)) })}
+              data-testid="playground-max"
+            />
           </label>
           <div className="tb-spacer" />
           {running ? (
@@ -116,7 +129,14 @@ export function Playground() {
               Stop
             </button>
           ) : (
-            <button type="button" className="primary" onClick={() => void store.run()} disabled={pg.target === 'draft' && errorCount > 0} title={pg.target === 'draft' && errorCount > 0 ? 'The draft has errors' : 'Send the prompt'} data-testid="playground-run">
+            <button
+              type="button"
+              className="primary"
+              onClick={() => void store.run()}
+              disabled={pg.target === 'draft' && errorCount > 0}
+              title={pg.target === 'draft' && errorCount > 0 ? 'The draft has errors' : 'Send the prompt'}
+              data-testid="playground-run"
+            >
               Run ▸
             </button>
           )}
@@ -127,12 +147,21 @@ export function Playground() {
         {pg.status === 'running' && 'Streaming…'}
         {pg.status === 'done' && `Done${pg.finish ? ` · ${pg.finish}` : ''} · ${pg.tokens.filter((t) => t.kept).length} tokens`}
         {pg.requestId && pg.status !== 'idle' && (
-          <a href={`/timeline?request=${encodeURIComponent(pg.requestId)}`} target="_blank" rel="noreferrer" data-testid="playground-timeline-link" title={`Request ${pg.requestId} on the live timeline`}>
-            {' '}· on the timeline
+          <a
+            href={`/timeline?request=${encodeURIComponent(pg.requestId)}`}
+            target="_blank"
+            rel="noreferrer"
+            data-testid="playground-timeline-link"
+            title={`Request ${pg.requestId} on the live timeline`}
+          >
+            {' '}
+            · on the timeline
           </a>
         )}
         {pg.status === 'error' && <span className="bad">{pg.message}</span>}
-        {pg.status === 'idle' && <span className="muted">Tokens appear here as they stream, coloured by the model that wrote them. Hover one for its signals.</span>}
+        {pg.status === 'idle' && (
+          <span className="muted">Tokens appear here as they stream, coloured by the model that wrote them. Hover one for its signals.</span>
+        )}
       </div>
       {(stats.byModel.length > 0 || pg.usage || isJson) && (
         <div className="pg-legend">

@@ -5,13 +5,27 @@ import { modelColor } from './modelColors.ts';
 import { tokenChips } from './tokenChips.ts';
 
 /** The thought, folded; its tokens in their models' colours when the server attributed them. */
-export function ReasoningBlock({ text, tokens, streaming, catalog }: { text: string; tokens: readonly StreamToken[]; streaming: boolean; catalog: readonly { name: string }[] }) {
+export function ReasoningBlock({
+  text,
+  tokens,
+  streaming,
+  catalog,
+}: {
+  text: string;
+  tokens: readonly StreamToken[];
+  streaming: boolean;
+  catalog: readonly { name: string }[];
+}) {
   if (!text && !tokens.length) return null;
   const size = tokens.length ? `${tokens.length.toLocaleString()} tokens` : `${text.length.toLocaleString()} characters`;
   return (
     <details className="pg-reasoning" data-testid="pg-reasoning">
       <summary>
-        Reasoning <span className="muted">· {size}{streaming ? ' · thinking…' : ''}</span>
+        Reasoning{' '}
+        <span className="muted">
+          · {size}
+          {streaming ? ' · thinking…' : ''}
+        </span>
       </summary>
       <div className="pg-reasoning-text" data-testid="pg-reasoning-text">
         {tokens.length
@@ -59,7 +73,12 @@ export function UsageLine({ usage }: { usage: ChatUsage | null }) {
   const cached = usage.prompt_tokens_details?.cached_tokens;
   const prompt = typeof cached === 'number' ? `prompt ${usage.prompt_tokens} (${cached} cached)` : `prompt ${usage.prompt_tokens}`;
   return (
-    <span className="muted" data-testid="pg-usage" data-cached={cached ?? undefined} title="Usage as the server reported it at the end of the stream; cached: prompt tokens taken from the prefix cache">
+    <span
+      className="muted"
+      data-testid="pg-usage"
+      data-cached={cached ?? undefined}
+      title="Usage as the server reported it at the end of the stream; cached: prompt tokens taken from the prefix cache"
+    >
       {`${prompt} · completion ${usage.completion_tokens}`}
     </span>
   );

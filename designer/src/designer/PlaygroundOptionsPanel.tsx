@@ -4,7 +4,8 @@ import { buildChatOptions, type OptionField, type PlaygroundOptions, type Respon
 import { useDesigner, useStore } from './useDesigner.ts';
 
 const SCHEMA_HINT = '{\n  "type": "object",\n  "properties": { "answer": { "type": "integer" } },\n  "required": ["answer"]\n}';
-const TOOLS_HINT = '[{"type": "function", "function": {"name": "get_weather",\n  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]';
+const TOOLS_HINT =
+  '[{"type": "function", "function": {"name": "get_weather",\n  "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]';
 
 function FieldError({ field, message }: { field: OptionField; message: string | undefined }) {
   if (!message) return null;
@@ -23,7 +24,12 @@ export function PlaygroundOptionsPanel() {
   const set = (patch: Partial<PlaygroundOptions>) => store.setPlaygroundOptions(patch);
   const hasTools = o.toolsText.trim() !== '';
   const [open, setOpen] = useState(o.format !== 'none' || hasTools);
-  const summary = [o.format === 'json_object' ? 'JSON object' : o.format === 'json_schema' ? 'JSON schema' : null, hasTools ? `${built.toolNames.length || '?'} tool${built.toolNames.length === 1 ? '' : 's'}` : null].filter(Boolean).join(' · ');
+  const summary = [
+    o.format === 'json_object' ? 'JSON object' : o.format === 'json_schema' ? 'JSON schema' : null,
+    hasTools ? `${built.toolNames.length || '?'} tool${built.toolNames.length === 1 ? '' : 's'}` : null,
+  ]
+    .filter(Boolean)
+    .join(' · ');
   // the named choice stays listed while the tools are being edited, so it is not silently switched
   const named = o.toolChoice.startsWith('function:') ? o.toolChoice.slice('function:'.length) : null;
   const names = named && !built.toolNames.includes(named) ? [...built.toolNames, named] : built.toolNames;
@@ -31,17 +37,27 @@ export function PlaygroundOptionsPanel() {
     <details className="pg-options" data-testid="pg-options" open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>
         Response format &amp; tools {summary && <span className="muted">· {summary}</span>}
-        {!built.ok && <span className="bad" title={built.problems.map((p) => p.message).join('\n')}> · fix before running</span>}
+        {!built.ok && (
+          <span className="bad" title={built.problems.map((p) => p.message).join('\n')}>
+            {' '}
+            · fix before running
+          </span>
+        )}
       </summary>
       <div className="pg-options-body">
         <label className="pf-label" htmlFor="pg-format">
           Response format
         </label>
-        <select id="pg-format" value={o.format} onChange={(e) => {
+        <select
+          id="pg-format"
+          value={o.format}
+          onChange={(e) => {
             const format = e.target.value as ResponseFormatKind;
             // an empty schema field starts from an example rather than an error
             set(format === 'json_schema' && !o.schemaText.trim() ? { format, schemaText: SCHEMA_HINT } : { format });
-          }} data-testid="pg-format">
+          }}
+          data-testid="pg-format"
+        >
           <option value="none">None: free text</option>
           <option value="json_object">JSON object</option>
           <option value="json_schema">JSON schema</option>

@@ -37,7 +37,8 @@ function OpenMenu() {
         <div className="menu-pop" role="menu">
           <div className="menu-title">Examples</div>
           {EXAMPLES.map((x) => (
-            <button type="button"
+            <button
+              type="button"
               key={x.name}
               role="menuitem"
               className="menu-item"
@@ -52,7 +53,8 @@ function OpenMenu() {
             </button>
           ))}
           <div className="menu-sep" />
-          <button type="button"
+          <button
+            type="button"
             className="menu-item"
             data-testid="new-graph"
             onClick={() => {
@@ -118,7 +120,11 @@ export function Toolbar() {
         <span className="tb-name" title="Algorithm name (edit in the inspector with nothing selected)">
           {name}
         </span>
-        <span className={`save-state ${dirty ? 'dirty' : 'clean'}`} data-testid="save-state" title="Drafts are kept in this browser; the save point moves on Save, Export and Deploy.">
+        <span
+          className={`save-state ${dirty ? 'dirty' : 'clean'}`}
+          data-testid="save-state"
+          title="Drafts are kept in this browser; the save point moves on Save, Export and Deploy."
+        >
           {dirty ? '● Unsaved changes' : '✓ Saved'}
         </span>
       </div>
@@ -130,7 +136,8 @@ export function Toolbar() {
         <button type="button" onClick={() => download(`${name}.graph.json`, store.exportGraph())} data-testid="export-graph" title="Download the graph as JSON">
           Export
         </button>
-        <button type="button"
+        <button
+          type="button"
           onClick={() => {
             const ir = store.compiledIr();
             if (ir) download(`${name}.ir.json`, `${JSON.stringify(ir, null, 2)}\n`);
@@ -152,7 +159,14 @@ export function Toolbar() {
       </div>
       <div className="tb-spacer" />
       <span className={`conn conn-${catalogSource}`} title="Models come from GET /admin/models">
-        <i /> {catalogSource === 'server' ? 'server connected' : catalogSource === 'loading' ? 'connecting…' : catalogSource === 'locked' ? 'admin token needed' : 'offline'}
+        <i />{' '}
+        {catalogSource === 'server'
+          ? 'server connected'
+          : catalogSource === 'loading'
+            ? 'connecting…'
+            : catalogSource === 'locked'
+              ? 'admin token needed'
+              : 'offline'}
       </span>
       <ForgetTokenButton onForgot={store.tokenChanged} />
       <div className="tb-deploy">
@@ -162,7 +176,11 @@ export function Toolbar() {
           </span>
         )}
         {live && !entry?.served && (
-          <span className="deploy-note warn" data-testid="deploy-status" title={`v${live.version} is stored and active, but it does not load on the models this server serves (the server log says why when it is asked for): requests for “${name}” get 404.`}>
+          <span
+            className="deploy-note warn"
+            data-testid="deploy-status"
+            title={`v${live.version} is stored and active, but it does not load on the models this server serves (the server log says why when it is asked for): requests for “${name}” get 404.`}
+          >
             Not served: {name} v{live.version}
           </span>
         )}
@@ -170,7 +188,11 @@ export function Toolbar() {
           <span
             className="deploy-note warn"
             data-testid="draft-differs"
-            title={Number.isFinite(changes) ? `The draft differs from live v${live.version} in ${changes} place${changes === 1 ? '' : 's'} (Versions tab: compare with draft)` : 'The draft has errors, so it is not what runs'}
+            title={
+              Number.isFinite(changes)
+                ? `The draft differs from live v${live.version} in ${changes} place${changes === 1 ? '' : 's'} (Versions tab: compare with draft)`
+                : 'The draft has errors, so it is not what runs'
+            }
           >
             Draft ≠ v{live.version}
           </span>
@@ -185,7 +207,14 @@ export function Toolbar() {
             {blocker}
           </span>
         )}
-        <button type="button" className="primary" disabled={blocker !== null} onClick={() => void store.deploy()} title={blocker ?? `Store a new version of “${name}” and make it active`} data-testid="deploy">
+        <button
+          type="button"
+          className="primary"
+          disabled={blocker !== null}
+          onClick={() => void store.deploy()}
+          title={blocker ?? `Store a new version of “${name}” and make it active`}
+          data-testid="deploy"
+        >
           {deploy.status === 'deploying' ? 'Deploying…' : 'Deploy'}
         </button>
       </div>

@@ -36,7 +36,8 @@ export function VersionsPanel() {
 
   const entry = registry.algorithms.find((a) => a.name === name);
   const versions = useMemo(() => [...(entry?.versions ?? [])].sort((a, b) => b.version - a.version), [entry]);
-  const selected: ApiVersion | undefined = versions.find((v) => v.version === picked) ?? versions.find((v) => v.version === entry?.activeVersion) ?? versions[0];
+  const selected: ApiVersion | undefined =
+    versions.find((v) => v.version === picked) ?? versions.find((v) => v.version === entry?.activeVersion) ?? versions[0];
   const names = [...new Set([graphName, ...registry.algorithms.map((a) => a.name)])];
 
   // biome-ignore lint/correctness/useExhaustiveDependencies: store.compiledIr reads the live graph, which the hook above subscribes to; irOf reads catalog
@@ -58,15 +59,21 @@ export function VersionsPanel() {
         <button type="button" onClick={() => void store.refreshRegistry()} title="Reload from the server">
           ⟳
         </button>
-        <button type="button"
+        <button
+          type="button"
           disabled={!entry?.rollbackTo}
           onClick={() => store.rollback(name)}
           data-testid="rollback"
-          title={entry?.rollbackTo ? `Re-activate v${entry.rollbackTo}, the version that was active before v${entry.activeVersion}` : 'No earlier active version to roll back to'}
+          title={
+            entry?.rollbackTo
+              ? `Re-activate v${entry.rollbackTo}, the version that was active before v${entry.activeVersion}`
+              : 'No earlier active version to roll back to'
+          }
         >
           Roll back
         </button>
-        <button type="button"
+        <button
+          type="button"
           className="danger"
           disabled={!entry || entry.isDefault}
           onClick={() => store.deleteAlgorithm(name)}
@@ -82,7 +89,12 @@ export function VersionsPanel() {
       {versions.length > 0 && (
         <ul className="v-list">
           {versions.map((v) => (
-            <li key={v.version} className={`${v.version === selected?.version ? 'sel' : ''}`} onClick={() => setPicked(v.version)} data-testid={`version-${v.version}`}>
+            <li
+              key={v.version}
+              className={`${v.version === selected?.version ? 'sel' : ''}`}
+              onClick={() => setPicked(v.version)}
+              data-testid={`version-${v.version}`}
+            >
               <b>v{v.version}</b>
               <span className={`kind ${v.kind}`}>{v.kind}</span>
               {v.version === entry?.activeVersion && <span className="active-badge">active</span>}
@@ -94,7 +106,12 @@ export function VersionsPanel() {
       {selected && (
         <div className="v-detail">
           <div className="v-actions">
-            <button type="button" disabled={selected.version === entry?.activeVersion} onClick={() => void store.activate(name, selected.version)} data-testid="activate">
+            <button
+              type="button"
+              disabled={selected.version === entry?.activeVersion}
+              onClick={() => void store.activate(name, selected.version)}
+              data-testid="activate"
+            >
               Activate v{selected.version}
             </button>
             <button type="button" disabled={selected.kind !== 'ir'} onClick={() => store.openVersion(name, selected)} data-testid="open-version">
@@ -110,12 +127,20 @@ export function VersionsPanel() {
             ))}
           </div>
           {selected.kind === 'builtin' && <div className="muted pad">A built-in algorithm: its parameters live in code, not in a graph.</div>}
-          {diff === null && <div className="muted pad">{baseline === 'draft' ? 'The draft has errors, so there is nothing to compare yet.' : `No ${baseline} version to compare with.`}</div>}
+          {diff === null && (
+            <div className="muted pad">
+              {baseline === 'draft' ? 'The draft has errors, so there is nothing to compare yet.' : `No ${baseline} version to compare with.`}
+            </div>
+          )}
           {diff && diff.length === 0 && <div className="muted pad">Identical.</div>}
           {diff && diff.length > 0 && <DiffTable rows={diff} testId="version-diff" />}
           {diff && diff.length > 0 && (
             <div className="muted small pad">
-              {baseline === 'draft' ? `Red: v${selected.version}; green: the draft.` : baseline === 'previous' ? `Red: the previous version; green: v${selected.version}.` : `Red: the active version; green: v${selected.version}.`}
+              {baseline === 'draft'
+                ? `Red: v${selected.version}; green: the draft.`
+                : baseline === 'previous'
+                  ? `Red: the previous version; green: v${selected.version}.`
+                  : `Red: the active version; green: v${selected.version}.`}
             </div>
           )}
         </div>

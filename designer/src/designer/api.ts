@@ -2,8 +2,25 @@
 import { createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import { chatChunkSchema, openAIErrorBodySchema, type TokenAttribution } from '../../../shared/api/openai.ts';
-import { activeVersionSchema, algorithmListSchema, deleteResponseSchema, deployResponseSchema, modelListSchema, type AlgorithmView, type ModelList, type VersionView } from '../../../shared/api/admin.ts';
-import { cancelResponseSchema, evaluateBoundsSchema, evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluateRequest } from '../../../shared/api/evaluate.ts';
+import {
+  activeVersionSchema,
+  algorithmListSchema,
+  deleteResponseSchema,
+  deployResponseSchema,
+  modelListSchema,
+  type AlgorithmView,
+  type ModelList,
+  type VersionView,
+} from '../../../shared/api/admin.ts';
+import {
+  cancelResponseSchema,
+  evaluateBoundsSchema,
+  evaluateEventSchema,
+  predictionCheckSchema,
+  predictionSchema,
+  type EvaluateEvent,
+  type EvaluateRequest,
+} from '../../../shared/api/evaluate.ts';
 import { irIssueSchema, type IrIssue } from '../../../shared/ir/irIssue.ts';
 import { irSchema, type IrDocument } from '../../../shared/ir/irSchema.ts';
 import { liveUrl } from '../timeline/feedMessages.ts';
@@ -234,5 +251,6 @@ export const evaluateApi = {
   bounds: (task: string) => admin('GET', `/admin/evaluate/bounds?task=${encodeURIComponent(task)}`, evaluateBoundsSchema),
   cancel: (runId: string) => admin('DELETE', evalAt(runId), cancelResponseSchema),
   predict: (runId: string, concurrency: number, clientMs: number) => admin('POST', `${evalAt(runId)}/predict`, predictionSchema, { concurrency, clientMs }),
-  check: (algorithm: string, windowMs: number) => admin('GET', `/admin/prediction-check?algorithm=${encodeURIComponent(algorithm)}&windowMs=${windowMs}`, predictionCheckSchema),
+  check: (algorithm: string, windowMs: number) =>
+    admin('GET', `/admin/prediction-check?algorithm=${encodeURIComponent(algorithm)}&windowMs=${windowMs}`, predictionCheckSchema),
 };

@@ -160,8 +160,19 @@ export class DesignerStore {
     const nodeIds = new Set(graph.nodes.map((n) => n.id));
     const edgeIds = new Set(graph.edges.map((e) => e.id));
     const sel = this.state.selection;
-    const selection = sel.nodes.every((n) => nodeIds.has(n)) && sel.edges.every((e) => edgeIds.has(e)) ? sel : { nodes: sel.nodes.filter((n) => nodeIds.has(n)), edges: sel.edges.filter((e) => edgeIds.has(e)) };
-    this.state = { ...this.state, graph, selection, canUndo: this.past.length > 0, canRedo: this.future.length > 0, dirty: edits.documentKey(graph) !== this.savedKey, ...extra };
+    const selection =
+      sel.nodes.every((n) => nodeIds.has(n)) && sel.edges.every((e) => edgeIds.has(e))
+        ? sel
+        : { nodes: sel.nodes.filter((n) => nodeIds.has(n)), edges: sel.edges.filter((e) => edgeIds.has(e)) };
+    this.state = {
+      ...this.state,
+      graph,
+      selection,
+      canUndo: this.past.length > 0,
+      canRedo: this.future.length > 0,
+      dirty: edits.documentKey(graph) !== this.savedKey,
+      ...extra,
+    };
     this.revalidate();
     this.draft.schedule();
     for (const fn of this.listeners) fn();
@@ -241,7 +252,11 @@ export class DesignerStore {
     this.set({ selection: { nodes: [...nodes], edges: [...edges] }, ...(nodes.length === 1 ? { tab: 'inspect' as const } : {}) });
   };
 
-  selectAll = (): void => this.select(this.state.graph.nodes.map((n) => n.id), this.state.graph.edges.map((e) => e.id));
+  selectAll = (): void =>
+    this.select(
+      this.state.graph.nodes.map((n) => n.id),
+      this.state.graph.edges.map((e) => e.id),
+    );
 
   copy = (): number => {
     if (!this.state.selection.nodes.length) return 0;
@@ -368,7 +383,8 @@ export class DesignerStore {
 
   // ---- playground -----------------------------------------------------------------------------
 
-  setPlayground = (patch: Partial<Pick<PlaygroundState, 'prompt' | 'maxTokens' | 'target'>>): void => this.set({ playground: { ...this.state.playground, ...patch } });
+  setPlayground = (patch: Partial<Pick<PlaygroundState, 'prompt' | 'maxTokens' | 'target'>>): void =>
+    this.set({ playground: { ...this.state.playground, ...patch } });
 
   setPlaygroundOptions = (patch: Partial<PlaygroundOptions>): void => {
     const p = this.state.playground;

@@ -136,7 +136,8 @@ export class EvaluateFlow {
       this.set({ maxProblems: b.problems, maxRunConcurrency: b.concurrency, problems: Math.min(this.state.problems, b.problems), tasks: b.tasks });
     } catch (e) {
       // a task that does not load says why at once; otherwise the field stays open and a run's refusal names the limit
-      if (this.state.task === task && task !== DEFAULT_TASK && this.state.status !== 'running') this.set({ status: 'error', message: `Task ${task}: ${errorText(e)}` });
+      if (this.state.task === task && task !== DEFAULT_TASK && this.state.status !== 'running')
+        this.set({ status: 'error', message: `Task ${task}: ${errorText(e)}` });
     }
   };
 
@@ -189,7 +190,8 @@ export class EvaluateFlow {
       }
     }
     const ran = names.length - notCompared.length;
-    if (notCompared.length > 0) this.set({ status: ran > 0 ? 'done' : 'error', message: `Compared ${ran} of ${names.length}; ${notCompared.length} could not run (listed below).` });
+    if (notCompared.length > 0)
+      this.set({ status: ran > 0 ? 'done' : 'error', message: `Compared ${ran} of ${names.length}; ${notCompared.length} could not run (listed below).` });
   };
 
   cancel = async (): Promise<void> => {

@@ -17,7 +17,13 @@ function unknownSpec(type: string): NodeSpec {
 }
 
 /** One flow node per graph node, carrying its spec, issues, connected inputs and model colour. */
-export function flowNodes(graph: GraphDocument, selectedNodes: readonly string[], measured: Readonly<Record<string, Size>>, issues: readonly IrIssue[], catalog: readonly { name: string }[]): AlgoFlowNode[] {
+export function flowNodes(
+  graph: GraphDocument,
+  selectedNodes: readonly string[],
+  measured: Readonly<Record<string, Size>>,
+  issues: readonly IrIssue[],
+  catalog: readonly { name: string }[],
+): AlgoFlowNode[] {
   const selected = new Set(selectedNodes);
   const byNode = new Map<string, IrIssue[]>();
   for (const i of issues) if (i.nodeId) byNode.set(i.nodeId, [...(byNode.get(i.nodeId) ?? []), i]);
@@ -32,7 +38,13 @@ export function flowNodes(graph: GraphDocument, selectedNodes: readonly string[]
       position: n.position,
       selected: selected.has(n.id),
       measured: measured[n.id],
-      data: { spec, params: n.params, issues: byNode.get(n.id) ?? [], connected: connected.get(n.id) ?? new Set(), modelColor: hasModel ? modelColor(n.params.model as string, catalog) : null },
+      data: {
+        spec,
+        params: n.params,
+        issues: byNode.get(n.id) ?? [],
+        connected: connected.get(n.id) ?? new Set(),
+        modelColor: hasModel ? modelColor(n.params.model as string, catalog) : null,
+      },
     };
   });
 }

@@ -22,7 +22,12 @@ export function freshId(type: string, taken: ReadonlySet<string>): string {
   }
 }
 
-export function addNode(g: GraphDocument, type: NodeType, position: { x: number; y: number }, params?: Record<string, ParamValue>): { graph: GraphDocument; id: string } {
+export function addNode(
+  g: GraphDocument,
+  type: NodeType,
+  position: { x: number; y: number },
+  params?: Record<string, ParamValue>,
+): { graph: GraphDocument; id: string } {
   const id = freshId(type, new Set(g.nodes.map((n) => n.id)));
   const node: GraphNode = { id, type, params: { ...defaultParams(type), ...params }, position: { x: Math.round(position.x), y: Math.round(position.y) } };
   return { graph: { ...g, nodes: [...g.nodes, node] }, id };
@@ -44,7 +49,8 @@ export function connectionProblem(g: GraphDocument, from: PortEnd, to: PortEnd):
   const out = portSpec(g, from, 'out');
   const inp = portSpec(g, to, 'in');
   if (!out || !inp) return `Can't connect ${from.node}.${from.port} → ${to.node}.${to.port}: no such port.`;
-  if (out.type !== inp.type) return `Can't connect ${from.node} → ${to.node}: output “${out.label}” is a ${out.type}, input “${inp.label}” expects a ${inp.type}.`;
+  if (out.type !== inp.type)
+    return `Can't connect ${from.node} → ${to.node}: output “${out.label}” is a ${out.type}, input “${inp.label}” expects a ${inp.type}.`;
   return null;
 }
 
@@ -91,7 +97,10 @@ export function setParam(g: GraphDocument, id: string, name: string, value: Para
 /** The selected nodes and the edges among them. */
 export function copy(g: GraphDocument, nodeIds: readonly string[]): Fragment {
   const ids = new Set(nodeIds);
-  return { nodes: structuredClone(g.nodes.filter((n) => ids.has(n.id))), edges: structuredClone(g.edges.filter((e) => ids.has(e.source) && ids.has(e.target))) };
+  return {
+    nodes: structuredClone(g.nodes.filter((n) => ids.has(n.id))),
+    edges: structuredClone(g.edges.filter((e) => ids.has(e.source) && ids.has(e.target))),
+  };
 }
 
 /** Pastes a fragment with fresh ids, shifted by `offset`; returns the new node ids. */

@@ -45,7 +45,12 @@ export function nodeBoxes(g: GraphDocument, measured: Readonly<Record<string, Si
 }
 
 /** Top-left for a node of `size` centred as near `centre` as the grid allows, it and its callout GAP clear of every taken box and of the `avoid` points (the edges' lines). */
-export function freeSpot(centre: { x: number; y: number }, taken: readonly Box[], size: Size = UNMEASURED, avoid: readonly Point[] = []): { x: number; y: number } {
+export function freeSpot(
+  centre: { x: number; y: number },
+  taken: readonly Box[],
+  size: Size = UNMEASURED,
+  avoid: readonly Point[] = [],
+): { x: number; y: number } {
   const x0 = Math.round(centre.x - size.width / 2);
   const y0 = Math.round(centre.y - size.height / 2);
   for (const [dx, dy] of OFFSETS) {

@@ -77,7 +77,8 @@ function parseTools(text: string): { tools?: unknown[]; names: string[]; problem
     if (!isObject(fn)) return { names, problem: `${at}.function must be an object with a name` };
     if (typeof fn.name !== 'string' || !NAME.test(fn.name)) return { names, problem: `${at}.function.name must be 1-64 letters, digits, _ or -` };
     if (names.includes(fn.name)) return { names, problem: `${at}.function.name "${fn.name}" is given twice` };
-    if (fn.parameters !== undefined && !isObject(fn.parameters)) return { names, problem: `${at}.function.parameters must be a JSON Schema object, got ${kindOf(fn.parameters)}` };
+    if (fn.parameters !== undefined && !isObject(fn.parameters))
+      return { names, problem: `${at}.function.parameters must be a JSON Schema object, got ${kindOf(fn.parameters)}` };
     names.push(fn.name);
   }
   return { tools: v, names };
@@ -102,7 +103,8 @@ export function buildChatOptions(o: PlaygroundOptions): BuiltOptions {
       body.tools = t.tools;
       if (o.toolChoice.startsWith('function:')) {
         const name = o.toolChoice.slice('function:'.length);
-        if (!toolNames.includes(name)) problems.push({ field: 'tool_choice', message: `Tool choice: names "${name}", which is not among the tools (${toolNames.join(', ')})` });
+        if (!toolNames.includes(name))
+          problems.push({ field: 'tool_choice', message: `Tool choice: names "${name}", which is not among the tools (${toolNames.join(', ')})` });
         else body.tool_choice = { type: 'function', function: { name } };
       } else body.tool_choice = o.toolChoice;
     }

@@ -22,7 +22,10 @@ export function prettyChips(chips: readonly Chip[], tokens: readonly StreamToken
     return null;
   }
   if (typeof parsed !== 'object' || parsed === null) return null;
-  const spelled = chips.filter((c) => tokens[c.index]?.kept).map((c) => c.text).join('');
+  const spelled = chips
+    .filter((c) => tokens[c.index]?.kept)
+    .map((c) => c.text)
+    .join('');
   if (spelled !== content) return null;
 
   const out: Chip[] = [];

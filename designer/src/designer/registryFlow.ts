@@ -22,7 +22,8 @@ export interface RegistryState {
 /** Why `name` cannot be deployed under, or null: the server's rules (a served model keeps its name), said on the field before Deploy. */
 export function algorithmNameProblem(name: string, models: readonly { name: string }[]): string | null {
   if (!isDeployableName(name)) return 'lowercase letters, digits, “.”, “_” or “-”; not “draft”';
-  if (models.some((m) => m.name === name)) return `“${name}” is a model this server serves: requests for it get the model, so an algorithm cannot take its name`;
+  if (models.some((m) => m.name === name))
+    return `“${name}” is a model this server serves: requests for it get the model, so an algorithm cannot take its name`;
   return null;
 }
 
@@ -135,7 +136,17 @@ export class RegistryFlow {
     const entry = this.entry(name)!;
     const live = entry.versions.find((v) => v.version === entry.activeVersion);
     const next = Math.max(0, ...entry.versions.map((v) => v.version)) + 1;
-    this.host.set({ confirm: { kind: 'replace', name, live: entry.activeVersion, liveKind: live?.kind ?? null, versions: entry.versions.length, next, diff: versionDiff(live ? this.host.comparableIr(live) : null, ir) } });
+    this.host.set({
+      confirm: {
+        kind: 'replace',
+        name,
+        live: entry.activeVersion,
+        liveKind: live?.kind ?? null,
+        versions: entry.versions.length,
+        next,
+        diff: versionDiff(live ? this.host.comparableIr(live) : null, ir),
+      },
+    });
   }
 
   activate = async (name: string, version: number): Promise<void> => {
@@ -153,7 +164,16 @@ export class RegistryFlow {
     const from = entry?.versions.find((v) => v.version === entry.activeVersion);
     const to = entry?.versions.find((v) => v.version === entry.rollbackTo);
     if (!from || !to) return this.host.notify('error', `${name} has no earlier active version to roll back to`);
-    this.host.set({ confirm: { kind: 'rollback', name, from: from.version, to: to.version, toKind: to.kind, diff: versionDiff(this.host.comparableIr(from), this.host.comparableIr(to)) } });
+    this.host.set({
+      confirm: {
+        kind: 'rollback',
+        name,
+        from: from.version,
+        to: to.version,
+        toKind: to.kind,
+        diff: versionDiff(this.host.comparableIr(from), this.host.comparableIr(to)),
+      },
+    });
   };
 
   askDelete = (name: string): void => {

@@ -19,16 +19,27 @@ export function App({ c }: { c: TimelineController }) {
     return () => c.detach();
   }, [c]);
   return (
-    <div className="tl-app"
-      onDragOver={(e) => { if (e.dataTransfer.types.includes('Files')) e.preventDefault(); }}
-      onDrop={async (e) => { const f = e.dataTransfer.files[0]; if (!f) return; e.preventDefault(); c.loadText(await f.text(), f.name); }}>
+    <div
+      className="tl-app"
+      onDragOver={(e) => {
+        if (e.dataTransfer.types.includes('Files')) e.preventDefault();
+      }}
+      onDrop={async (e) => {
+        const f = e.dataTransfer.files[0];
+        if (!f) return;
+        e.preventDefault();
+        c.loadText(await f.text(), f.name);
+      }}
+    >
       <Toolbar c={c} />
       <Banner c={c} />
       <ConfigBar c={c} />
       <PredictionBar c={c} />
       <main className="tl-main">
         <div className="tl-plot">
-          <div className="tl-canvas-wrap"><canvas ref={canvas} data-testid="timeline-canvas" tabIndex={0} /></div>
+          <div className="tl-canvas-wrap">
+            <canvas ref={canvas} data-testid="timeline-canvas" tabIndex={0} />
+          </div>
           <Legend />
         </div>
         <SidePanel c={c} />

@@ -10,15 +10,22 @@ export function BatchPanel({ c }: { c: TimelineController }) {
   const members = c.store.batchMembers(p);
   return (
     <section className="tl-card" data-testid="batch-panel">
-      <h3>Batch <code>{col.batchId[p]}</code> on {c.store.lanes[col.lane[p]]}</h3>
+      <h3>
+        Batch <code>{col.batchId[p]}</code> on {c.store.lanes[col.lane[p]]}
+      </h3>
       <div className="tl-figures">
         {batchFigures(c.store, p, c.origin ?? 0).map(([label, value]) => (
-          <div key={label}><label>{label}</label><b>{value}</b></div>
+          <div key={label}>
+            <label>{label}</label>
+            <b>{value}</b>
+          </div>
         ))}
       </div>
       <div className="tl-chips">
         {members.map((r) => (
-          <button type="button" key={r} className={c.selected?.req === r ? 'chip on' : 'chip'} onClick={() => c.selectBatchRequest(r)}>{c.store.requestName(r)}</button>
+          <button type="button" key={r} className={c.selected?.req === r ? 'chip on' : 'chip'} onClick={() => c.selectBatchRequest(r)}>
+            {c.store.requestName(r)}
+          </button>
         ))}
       </div>
     </section>

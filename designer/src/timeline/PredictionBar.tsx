@@ -10,7 +10,7 @@ const WINDOW_MS = 30_000;
 const POLL_MS = 2000;
 
 const BAND_HINT =
-  'The range: the same prediction with every step at the 75th and at the 25th percentile of the step latencies it is fitted on (the evaluation and this window). A percentage shows only when the window ran as predicted: a steady concurrency, the evaluation\'s request shape, this algorithm alone on the models.';
+  "The range: the same prediction with every step at the 75th and at the 25th percentile of the step latencies it is fitted on (the evaluation and this window). A percentage shows only when the window ran as predicted: a steady concurrency, the evaluation's request shape, this algorithm alone on the models.";
 
 const signed = (x: number | null) => (x === null ? '' : ` (${(x * 100).toFixed(0)} % off)`);
 
@@ -81,13 +81,20 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
       </select>
       {error && <span className="bad">{error}</span>}
       {c && !c.evaluated && <span className="muted">v{c.version} was not evaluated in the designer: nothing predicted to compare with.</span>}
-      {c && c.evaluated && c.requests === 0 && <span className="muted">v{c.version}: no request of it ended in the last {Math.round(c.windowMs / 1000)} s.</span>}
+      {c && c.evaluated && c.requests === 0 && (
+        <span className="muted">
+          v{c.version}: no request of it ended in the last {Math.round(c.windowMs / 1000)} s.
+        </span>
+      )}
       {c && c.requests > 0 && (
         <>
           <span className="k">tok/s</span>
           <span className="v" data-testid="prediction-toks" title={c.predicted ? BAND_HINT : undefined}>
             predicted <b>{c.predicted ? c.predicted.tokS.toFixed(0) : '—'}</b>
-            {c.predicted && <span className="muted" data-testid="prediction-band">{` (${c.predicted.tokSBand.low.toFixed(0)}–${c.predicted.tokSBand.high.toFixed(0)})`}</span>} · measured <b>{c.measured.tokS.toFixed(0)}</b>
+            {c.predicted && (
+              <span className="muted" data-testid="prediction-band">{` (${c.predicted.tokSBand.low.toFixed(0)}–${c.predicted.tokSBand.high.toFixed(0)})`}</span>
+            )}{' '}
+            · measured <b>{c.measured.tokS.toFixed(0)}</b>
             {signed(c.tokSDiff)}
           </span>
           <span className="k">handoffs / token</span>
@@ -95,9 +102,14 @@ export function PredictionBar({ c: tl }: { c: TimelineController }) {
             predicted <b>{c.predicted ? c.predicted.handoffsPerToken.toFixed(3) : '—'}</b> · measured <b>{c.measured.handoffsPerToken.toFixed(3)}</b>
             {signed(c.handoffDiff)}
           </span>
-          <span className="muted" data-testid="prediction-compared" title="What the prediction was held against: this algorithm's requests that ended in the window, over the time some were in flight, at the concurrency predicted for">
+          <span
+            className="muted"
+            data-testid="prediction-compared"
+            title="What the prediction was held against: this algorithm's requests that ended in the window, over the time some were in flight, at the concurrency predicted for"
+          >
             last {Math.round(c.windowMs / 1000)} s · {plural(c.requests, 'request')} · {c.meanActive.toFixed(1)} in flight
-            {c.compared && ` · predicted at c = ${c.compared.concurrency} · ${c.compared.tokensPerRequest.toFixed(0)} tokens/request live, ${c.compared.evaluatedTokensPerRequest.toFixed(0)} evaluated`}
+            {c.compared &&
+              ` · predicted at c = ${c.compared.concurrency} · ${c.compared.tokensPerRequest.toFixed(0)} tokens/request live, ${c.compared.evaluatedTokensPerRequest.toFixed(0)} evaluated`}
           </span>
           {!c.comparable && c.notComparable.length > 0 && (
             <span className="warn" role="note" data-testid="prediction-not-compared">

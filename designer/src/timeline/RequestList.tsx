@@ -19,22 +19,29 @@ export function RequestList({ c }: { c: TimelineController }) {
   // Re-render the rows only when what they show changed (the panel ticks several times a second while live).
   const sig = `${filter}|${c.selected?.req ?? -1}|${rows.map((r) => `${r.idx}:${r.status}:${r.end ? 1 : 0}`).join(',')}`;
   // biome-ignore lint/correctness/useExhaustiveDependencies: sig stands for everything the rows show
-  const list = useMemo(() => (
-    <div className="tl-list" data-testid="request-list">
-      {rows.map((r) => (
-        <button type="button" key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
-          <code title={r.id}>{r.id}</code>
-          <span className={`badge ${r.status}`}>{r.status}</span>
-          {/* The muted grey is too faint on the selected row's blue. */}
-          <span className="muted" style={c.selected?.req === r.idx ? { color: 'inherit' } : undefined}>{r.end ? `${plural(r.end.tokens.length || r.tokensDropped || 0, 'token')} · ${plural(r.end.handoffs, 'handoff')}` : ''}</span>
-        </button>
-      ))}
-      {!rows.length ? <p className="muted small">No requests yet.</p> : null}
-    </div>
-  ), [sig]);
+  const list = useMemo(
+    () => (
+      <div className="tl-list" data-testid="request-list">
+        {rows.map((r) => (
+          <button type="button" key={r.idx} data-request={r.id} className={c.selected?.req === r.idx ? 'on' : ''} onClick={() => c.selectRequest(r.id)}>
+            <code title={r.id}>{r.id}</code>
+            <span className={`badge ${r.status}`}>{r.status}</span>
+            {/* The muted grey is too faint on the selected row's blue. */}
+            <span className="muted" style={c.selected?.req === r.idx ? { color: 'inherit' } : undefined}>
+              {r.end ? `${plural(r.end.tokens.length || r.tokensDropped || 0, 'token')} · ${plural(r.end.handoffs, 'handoff')}` : ''}
+            </span>
+          </button>
+        ))}
+        {!rows.length ? <p className="muted small">No requests yet.</p> : null}
+      </div>
+    ),
+    [sig],
+  );
   return (
     <section className="tl-card grow">
-      <h3>Requests <span className="muted small">{c.store.requests.size.toLocaleString()} known</span></h3>
+      <h3>
+        Requests <span className="muted small">{c.store.requests.size.toLocaleString()} known</span>
+      </h3>
       <input className="tl-filter" placeholder="filter by id…" value={filter} onChange={(e) => setFilter(e.target.value)} />
       {list}
     </section>

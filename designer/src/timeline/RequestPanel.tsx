@@ -11,19 +11,27 @@ export function RequestPanel({ c }: { c: TimelineController }) {
   const sel = c.selected;
   const info = sel ? c.store.requests.get(sel.req) : undefined;
   // The drill-down (hundreds of token chips) is rebuilt only when the request's data changed.
-  const sig = sel ? `${sel.req}|${sel.path.batches.length}|${sel.path.handoffs.length}|${sel.path.states.length}|${info?.status}|${info?.end ? 1 : 0}|${info?.tokensDropped ?? 0}` : '';
+  const sig = sel
+    ? `${sel.req}|${sel.path.batches.length}|${sel.path.handoffs.length}|${sel.path.states.length}|${info?.status}|${info?.end ? 1 : 0}|${info?.tokensDropped ?? 0}`
+    : '';
   // biome-ignore lint/correctness/useExhaustiveDependencies: sig stands for the request's data the detail shows
   return useMemo(() => <RequestDetail c={c} />, [sig, c]);
 }
 
 function RequestDetail({ c }: { c: TimelineController }) {
   const sel = c.selected;
-  if (!sel) return <section className="tl-card"><h3>Request</h3><p className="muted">Click a batch or pick a request below: its path lights up across the lanes.</p></section>;
+  if (!sel)
+    return (
+      <section className="tl-card">
+        <h3>Request</h3>
+        <p className="muted">Click a batch or pick a request below: its path lights up across the lanes.</p>
+      </section>
+    );
   const info = c.store.requests.get(sel.req);
   const path = sel.path;
   const end = info?.end;
   const admitted = end?.admittedAt ?? path.states.find((s) => s.model === null && s.state === 'admitted')?.t ?? info?.firstT ?? 0;
-  const firstTok = end ? end.firstTokenAt : path.states.find((s) => s.model === null && s.state === 'streaming')?.t ?? null;
+  const firstTok = end ? end.firstTokenAt : (path.states.find((s) => s.model === null && s.state === 'streaming')?.t ?? null);
   const ttft = firstTok === null || firstTok === undefined ? null : firstTok - admitted;
   const e2e = end ? end.t - admitted : null;
   const n = end ? end.tokens.length || info?.tokensDropped || 0 : 0;
@@ -40,15 +48,37 @@ function RequestDetail({ c }: { c: TimelineController }) {
   const masked = (i: number): boolean => maskedFrom !== undefined && i >= maskedFrom;
   return (
     <section className="tl-card" data-testid="request-panel">
-      <h3>Request <code>{path.requestId}</code> <span className={`badge ${info?.status ?? ''}`}>{info?.status ?? 'unknown'}</span>
-        <button type="button" className="link right" onClick={() => c.selectRequest(null)}>clear</button></h3>
+      <h3>
+        Request <code>{path.requestId}</code> <span className={`badge ${info?.status ?? ''}`}>{info?.status ?? 'unknown'}</span>
+        <button type="button" className="link right" onClick={() => c.selectRequest(null)}>
+          clear
+        </button>
+      </h3>
       <div className="tl-figures">
-        <div><label>TTFT</label><b data-testid="ttft">{ttft === null ? '—' : formatMs(ttft, 0.1)}</b></div>
-        <div><label>E2E</label><b data-testid="e2e">{e2e === null ? 'running' : formatMs(e2e, 0.1)}</b></div>
-        <div><label>TPOT</label><b>{tpot === null ? '—' : formatMs(tpot, 0.01)}</b></div>
-        <div><label>tokens</label><b>{end ? n : '—'}</b></div>
-        <div><label>handoffs</label><b>{end ? end.handoffs : path.handoffs.length}</b></div>
-        <div><label>batches</label><b>{path.batches.length}</b></div>
+        <div>
+          <label>TTFT</label>
+          <b data-testid="ttft">{ttft === null ? '—' : formatMs(ttft, 0.1)}</b>
+        </div>
+        <div>
+          <label>E2E</label>
+          <b data-testid="e2e">{e2e === null ? 'running' : formatMs(e2e, 0.1)}</b>
+        </div>
+        <div>
+          <label>TPOT</label>
+          <b>{tpot === null ? '—' : formatMs(tpot, 0.01)}</b>
+        </div>
+        <div>
+          <label>tokens</label>
+          <b>{end ? n : '—'}</b>
+        </div>
+        <div>
+          <label>handoffs</label>
+          <b>{end ? end.handoffs : path.handoffs.length}</b>
+        </div>
+        <div>
+          <label>batches</label>
+          <b>{path.batches.length}</b>
+        </div>
       </div>
       {end ? (
         <>
@@ -58,9 +88,16 @@ function RequestDetail({ c }: { c: TimelineController }) {
             ))}
           </div>
           <div className="tl-sharelegend">
-            {[...perModel].map(([m, k], i) => <span key={m}><i style={{ background: modelColor(laneOf(m)) }} />{m} {k} ({shares[i]}%)</span>)}
+            {[...perModel].map(([m, k], i) => (
+              <span key={m}>
+                <i style={{ background: modelColor(laneOf(m)) }} />
+                {m} {k} ({shares[i]}%)
+              </span>
+            ))}
           </div>
-          <h4>Output tokens <span className="muted">{end.text ? '(text; hover for the id)' : '(ids: this trace was recorded without the text)'}</span></h4>
+          <h4>
+            Output tokens <span className="muted">{end.text ? '(text; hover for the id)' : '(ids: this trace was recorded without the text)'}</span>
+          </h4>
           {maskedFrom !== undefined && (
             <p className="tl-masklegend small" data-testid="masked-legend">
               <span className="tl-masked-sw" /> grammar-masked: a grammar chose among the allowed tokens
@@ -76,12 +113,18 @@ function RequestDetail({ c }: { c: TimelineController }) {
                 data-masked={masked(i) ? 'true' : undefined}
                 style={{ borderColor: modelColor(laneOf(owners[i] ?? '')), color: modelColor(laneOf(owners[i] ?? '')) }}
                 title={`#${i} id ${t} by ${owners[i] ?? '?'}${masked(i) ? ' · grammar-masked' : ''}`}
-              >{end.text ? visible(end.text[i] ?? '') : t}</span>
+              >
+                {end.text ? visible(end.text[i] ?? '') : t}
+              </span>
             ))}
             {n > MAX_TOKENS_SHOWN ? <span className="muted">… {n - MAX_TOKENS_SHOWN} more</span> : null}
           </div>
         </>
-      ) : <p className="muted small">No <code>request-end</code> yet: tokens appear when the request finishes.</p>}
+      ) : (
+        <p className="muted small">
+          No <code>request-end</code> yet: tokens appear when the request finishes.
+        </p>
+      )}
       <h4>States over time</h4>
       <StateGantt c={c} admitted={admitted} />
     </section>
@@ -108,20 +151,40 @@ function StateGantt({ c, admitted }: { c: TimelineController; admitted: number }
           <div className="bar">
             {list.map((s, i) => {
               const next = list[i + 1]?.t ?? tEnd;
-              return <span key={i} style={{ left: `${pct(s.t)}%`, width: `${Math.max(0.6, pct(next) - pct(s.t))}%`, background: STATE_COLORS[s.state] ?? '#555' }} title={`${s.state} at +${formatMs(s.t - admitted, 0.01)}`} />;
+              return (
+                <span
+                  key={i}
+                  style={{ left: `${pct(s.t)}%`, width: `${Math.max(0.6, pct(next) - pct(s.t))}%`, background: STATE_COLORS[s.state] ?? '#555' }}
+                  title={`${s.state} at +${formatMs(s.t - admitted, 0.01)}`}
+                />
+              );
             })}
           </div>
         </div>
       ))}
-      <div className="axis"><span>+0</span><span>+{formatMs(span, 0.1)}</span></div>
+      <div className="axis">
+        <span>+0</span>
+        <span>+{formatMs(span, 0.1)}</span>
+      </div>
       <div className="tl-statelegend">
-        {Object.entries(STATE_COLORS).map(([k, col]) => <span key={k}><i style={{ background: col }} />{k}</span>)}
+        {Object.entries(STATE_COLORS).map(([k, col]) => (
+          <span key={k}>
+            <i style={{ background: col }} />
+            {k}
+          </span>
+        ))}
       </div>
       <details>
         <summary>{states.length} state changes</summary>
         <table className="tl-table small">
           <tbody>
-            {states.slice(0, 400).map((s, i) => <tr key={i}><td>+{formatMs(s.t - admitted, 0.01)}</td><td>{s.model ?? 'request'}</td><td>{s.state}</td></tr>)}
+            {states.slice(0, 400).map((s, i) => (
+              <tr key={i}>
+                <td>+{formatMs(s.t - admitted, 0.01)}</td>
+                <td>{s.model ?? 'request'}</td>
+                <td>{s.state}</td>
+              </tr>
+            ))}
           </tbody>
         </table>
       </details>

@@ -32,7 +32,11 @@ export function bindCanvasInput(canvas: HTMLCanvasElement, t: CanvasInputTarget)
     const inAxis = layout ? p.y < layout.axisH : false;
     down = { ...p, view: t.viewport(), mode: e.shiftKey || inAxis ? 'range' : 'pan', moved: false };
     // Synthetic pointers (tests, some pens) may not be capturable; dragging still works without capture.
-    try { canvas.setPointerCapture(e.pointerId); } catch { /* no capture */ }
+    try {
+      canvas.setPointerCapture(e.pointerId);
+    } catch {
+      /* no capture */
+    }
   };
   const onMove = (e: PointerEvent): void => {
     const p = pos(e);

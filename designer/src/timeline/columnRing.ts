@@ -22,7 +22,11 @@ export class ColumnRing<S extends ColumnSchema> {
   /** Rows evicted so far = absolute id of the oldest retained row. */
   evicted = 0;
 
-  constructor(private readonly schema: S, readonly maxLength: number, initial = 1024) {
+  constructor(
+    private readonly schema: S,
+    readonly maxLength: number,
+    initial = 1024,
+  ) {
     this.capacity = Math.min(pow2(initial), pow2(maxLength));
     this.mask = this.capacity - 1;
     this.cols = this.alloc(this.capacity);
@@ -35,9 +39,13 @@ export class ColumnRing<S extends ColumnSchema> {
   }
 
   /** Absolute id the next pushed row will get. */
-  get nextAbs(): number { return this.evicted + this.length; }
+  get nextAbs(): number {
+    return this.evicted + this.length;
+  }
 
-  phys(i: number): number { return (this.head + i) & this.mask; }
+  phys(i: number): number {
+    return (this.head + i) & this.mask;
+  }
 
   /** Physical index of an absolute id, or -1 when that row was evicted (or never existed). */
   physOfAbs(abs: number): number {

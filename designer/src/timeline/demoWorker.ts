@@ -19,9 +19,12 @@ self.onmessage = (msg: MessageEvent<{ rate: number; tickMs: number; algorithm: '
   const at = (t: number): number => first + (t - first) / speed;
   const restamp = (e: TraceEvent): TraceEvent => {
     switch (e.type) {
-      case 'batch': return { ...e, start: at(e.start), end: at(e.end) };
-      case 'request-end': return { ...e, t: at(e.t), admittedAt: at(e.admittedAt), firstTokenAt: e.firstTokenAt === null ? null : at(e.firstTokenAt) };
-      default: return { ...e, t: at(e.t) };
+      case 'batch':
+        return { ...e, start: at(e.start), end: at(e.end) };
+      case 'request-end':
+        return { ...e, t: at(e.t), admittedAt: at(e.admittedAt), firstTokenAt: e.firstTokenAt === null ? null : at(e.firstTokenAt) };
+      default:
+        return { ...e, t: at(e.t) };
     }
   };
   self.postMessage(JSON.stringify({ type: 'snapshot', events: [], now: at(now()) }));
@@ -42,9 +45,13 @@ self.onmessage = (msg: MessageEvent<{ rate: number; tickMs: number; algorithm: '
     if (performance.now() - lastStats > 500) {
       lastStats = performance.now();
       const stats: LiveMessage = {
-        type: 'stats', now: at(tNow),
+        type: 'stats',
+        now: at(tNow),
         models: [...lastBatch.keys()].map((name) => ({
-          name, running: lastBatch.get(name) ?? 0, waiting: lastQueue.get(name) ?? 0, pendingReturn: 0,
+          name,
+          running: lastBatch.get(name) ?? 0,
+          waiting: lastQueue.get(name) ?? 0,
+          pendingReturn: 0,
           // Illustrative only: ~96 KiB of KV per token of a 64-token context per running row.
           kvBytes: (lastBatch.get(name) ?? 0) * 96 * 1024 * 64,
           threshold: 1,

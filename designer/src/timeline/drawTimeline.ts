@@ -15,7 +15,6 @@ import { drawQueues } from './paint/queues.ts';
 import { drawSelection } from './paint/selection.ts';
 import { drawTooltip } from './paint/tooltip.ts';
 
-
 /**
  * The order is the picture: the selection goes over the dimmed boxes and arrows, the marks and the range
  * over the selection, and the gutter labels after the plot's clip is lifted so that nothing covers them.

@@ -11,10 +11,16 @@ export type Phase = (typeof PHASES)[number];
 export type ConfigEvent = TraceEventOf<'config'>;
 
 const BATCH = {
-  lane: Uint16Array, batchId: Float64Array, phase: Uint8Array, size: Uint32Array, tokens: Float64Array,
-  start: Float64Array, end: Float64Array,
+  lane: Uint16Array,
+  batchId: Float64Array,
+  phase: Uint8Array,
+  size: Uint32Array,
+  tokens: Float64Array,
+  start: Float64Array,
+  end: Float64Array,
   /** Forward passes (1 + lookahead steps) and row results taken from lookahead. */
-  steps: Uint16Array, aheadRows: Uint32Array,
+  steps: Uint16Array,
+  aheadRows: Uint32Array,
   /** Prompt tokens its rows took from the prefix cache instead of feeding them. */
   cached: Uint32Array,
   /** Rows whose draw a grammar masked (structured outputs, tool calls). */
@@ -25,10 +31,17 @@ const BATCH = {
   members: Float64Array,
 };
 const HANDOFF = {
-  t: Float64Array, maxT: Float64Array, from: Uint16Array, to: Uint16Array, req: Int32Array, batchId: Float64Array,
-  tokens: Float64Array, kept: Uint8Array,
+  t: Float64Array,
+  maxT: Float64Array,
+  from: Uint16Array,
+  to: Uint16Array,
+  req: Int32Array,
+  batchId: Float64Array,
+  tokens: Float64Array,
+  kept: Uint8Array,
   /** Absolute batch ids of the sending and receiving batch, -1 until known. */
-  fromAbs: Float64Array, toAbs: Float64Array,
+  fromAbs: Float64Array,
+  toAbs: Float64Array,
 };
 const QUEUE = { t: Float64Array, maxT: Float64Array, lane: Uint16Array, length: Int32Array };
 const STATE = { t: Float64Array, maxT: Float64Array, lane: Int16Array, req: Int32Array, state: Uint8Array };
@@ -105,7 +118,9 @@ export class EventStore {
     this.members = new MemberRing(opts.memberCapacity ?? this.capacity * 8);
   }
 
-  get size(): number { return this.batches.length + this.handoffs.length + this.queues.length + this.states.length; }
+  get size(): number {
+    return this.batches.length + this.handoffs.length + this.queues.length + this.states.length;
+  }
 
   lane(model: string): number {
     let i = this.laneIdx.get(model);
@@ -119,18 +134,30 @@ export class EventStore {
     return i;
   }
 
-  laneOf(model: string): number { return this.laneIdx.get(model) ?? -1; }
+  laneOf(model: string): number {
+    return this.laneIdx.get(model) ?? -1;
+  }
 
-  get requests(): ReadonlyMap<number, RequestInfo> { return this.table.requests; }
+  get requests(): ReadonlyMap<number, RequestInfo> {
+    return this.table.requests;
+  }
 
   /** Recently seen request indices, newest last (for the request list). */
-  get recent(): readonly number[] { return this.table.recent; }
+  get recent(): readonly number[] {
+    return this.table.recent;
+  }
 
-  requestIndex(id: string): number { return this.table.index(id); }
+  requestIndex(id: string): number {
+    return this.table.index(id);
+  }
 
-  requestName(idx: number): string { return this.table.name(idx); }
+  requestName(idx: number): string {
+    return this.table.name(idx);
+  }
 
-  private touch(id: string, t: number): RequestInfo { return this.table.touch(id, t); }
+  private touch(id: string, t: number): RequestInfo {
+    return this.table.touch(id, t);
+  }
 
   addMany(events: readonly TraceEvent[]): void {
     for (const e of events) this.add(e);
@@ -144,8 +171,10 @@ export class EventStore {
     const t0 = e.type === 'batch' ? e.start : e.type === 'request-end' ? e.admittedAt : e.t;
     if (t0 < this.earliestT) this.earliestT = t0;
     switch (e.type) {
-      case 'batch': return this.addBatch(e);
-      case 'handoff': return this.addHandoff(e);
+      case 'batch':
+        return this.addBatch(e);
+      case 'handoff':
+        return this.addHandoff(e);
       case 'queue': {
         this.makeRoom();
         const q = this.queues;
@@ -174,9 +203,15 @@ export class EventStore {
         while (i > 0 && this.configs[i - 1].t > e.t) i--;
         // The server says the config again whenever a reader starts tracing: the same values are no change.
         if (i > 0 && sameConfig(this.configs[i - 1], e)) return;
-        if (i < this.configs.length && sameConfig(this.configs[i], e)) { this.configs[i] = e; return; }
+        if (i < this.configs.length && sameConfig(this.configs[i], e)) {
+          this.configs[i] = e;
+          return;
+        }
         this.configs.splice(i, 0, e);
-        if (this.configs.length > this.maxConfigs) { this.configs.shift(); this.evicted.config++; }
+        if (this.configs.length > this.maxConfigs) {
+          this.configs.shift();
+          this.evicted.config++;
+        }
         return;
       }
     }
@@ -290,7 +325,11 @@ export class EventStore {
       if (b.cols.lane[p] !== lane || !isReceivingBatch({ t }, b.cols.start[p]) || b.cols.start[p] >= bestStart) continue;
       const m0 = b.cols.members[p];
       for (let k = 0; k < b.cols.size[p]; k++) {
-        if (this.members.at(m0 + k) === req) { best = b.evicted + i; bestStart = b.cols.start[p]; break; }
+        if (this.members.at(m0 + k) === req) {
+          best = b.evicted + i;
+          bestStart = b.cols.start[p];
+          break;
+        }
       }
     }
     return best;
@@ -307,8 +346,13 @@ export class EventStore {
       const min = Math.min(kb, kh, kq, ks);
       if (min === kb) this.evictBatch();
       else if (min === kh) this.evictHandoff();
-      else if (min === kq) { q.shift(); this.evicted.queue++; }
-      else { s.shift(); this.evicted['request-state']++; }
+      else if (min === kq) {
+        q.shift();
+        this.evicted.queue++;
+      } else {
+        s.shift();
+        this.evicted['request-state']++;
+      }
     }
   }
 
@@ -350,8 +394,10 @@ export class EventStore {
   oldestRetainedT(): number {
     const { batches: b, handoffs: h, queues: q, states: s } = this;
     return Math.min(
-      b.length ? b.cols.start[b.phys(0)] : Infinity, h.length ? h.cols.t[h.phys(0)] : Infinity,
-      q.length ? q.cols.t[q.phys(0)] : Infinity, s.length ? s.cols.t[s.phys(0)] : Infinity,
+      b.length ? b.cols.start[b.phys(0)] : Infinity,
+      h.length ? h.cols.t[h.phys(0)] : Infinity,
+      q.length ? q.cols.t[q.phys(0)] : Infinity,
+      s.length ? s.cols.t[s.phys(0)] : Infinity,
     );
   }
 
@@ -383,7 +429,12 @@ export class EventStore {
     let batchKeys = 0;
     for (const m of this.batchByKey) batchKeys += m.size;
     return {
-      events: this.size, requests: this.requests.size, members: this.members.length, pending, batchKeys, endTokens: this.table.endTokens,
+      events: this.size,
+      requests: this.requests.size,
+      members: this.members.length,
+      pending,
+      batchKeys,
+      endTokens: this.table.endTokens,
       bytes: this.batches.bytes() + this.handoffs.bytes() + this.queues.bytes() + this.states.bytes() + this.members.buf.byteLength,
     };
   }

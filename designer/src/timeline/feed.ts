@@ -16,7 +16,10 @@ export function connectFeed(handlers: FeedHandlers, url = (): string => liveUrl(
   const open = (): void => {
     handlers.onStatus('connecting');
     ws = new WebSocket(url()); // read each time: a token given after a refusal is used on the next try
-    ws.onopen = () => { attempt = 0; handlers.onStatus('open'); };
+    ws.onopen = () => {
+      attempt = 0;
+      handlers.onStatus('open');
+    };
     ws.onmessage = (ev: MessageEvent) => onMessage(typeof ev.data === 'string' ? ev.data : '');
     ws.onerror = () => handlers.onStatus('error', 'connection error');
     ws.onclose = (ev) => {
@@ -38,7 +41,11 @@ export function connectFeed(handlers: FeedHandlers, url = (): string => liveUrl(
   };
 }
 
-export interface LoadResult { ok: boolean; status: number; message: string; }
+export interface LoadResult {
+  ok: boolean;
+  status: number;
+  message: string;
+}
 
 /** Asks the server to generate load (8 concurrent, 32 requests, 64 tokens each). */
 export async function generateLoad(body = { concurrency: 8, requests: 32, maxTokens: 64 }): Promise<LoadResult> {
@@ -57,7 +64,11 @@ export async function generateLoad(body = { concurrency: 8, requests: 32, maxTok
 }
 
 function safeJson(text: string): unknown {
-  try { return JSON.parse(text); } catch { return null; }
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }
 
 /** Whether the admin endpoints let this page in: a closed feed says no more than 1006, so ask over HTTP. */

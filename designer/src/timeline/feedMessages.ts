@@ -2,7 +2,10 @@
 import { liveEnvelopeSchema, type LaneLiveStats } from '../../../shared/api/live.ts';
 import { traceEventSchema, type TraceEvent } from '../../../shared/trace.ts';
 
-export interface LiveStats { now: number; models: LaneLiveStats[]; }
+export interface LiveStats {
+  now: number;
+  models: LaneLiveStats[];
+}
 
 export type FeedStatus = 'connecting' | 'open' | 'closed' | 'error';
 
@@ -16,7 +19,9 @@ export interface FeedHandlers {
   onInvalid?(count: number, firstError: string): void;
 }
 
-export interface FeedConnection { close(): void; }
+export interface FeedConnection {
+  close(): void;
+}
 
 /** ws(s)://<host>/live, with ?token= when an admin token is set. */
 export function liveUrl(loc: { protocol: string; host: string }, token: string | null): string {
@@ -31,7 +36,10 @@ function validEvents(raw: unknown[], onInvalid?: FeedHandlers['onInvalid']): Tra
   for (const r of raw) {
     const res = traceEventSchema.safeParse(r);
     if (res.success) out.push(res.data);
-    else { bad++; first ||= res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '); }
+    else {
+      bad++;
+      first ||= res.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    }
   }
   if (bad && onInvalid) onInvalid(bad, first);
   return out;
@@ -41,16 +49,34 @@ function validEvents(raw: unknown[], onInvalid?: FeedHandlers['onInvalid']): Tra
 export function createMessageHandler(handlers: FeedHandlers): (text: string) => void {
   return (text) => {
     let data: unknown;
-    try { data = JSON.parse(text); } catch { handlers.onInvalid?.(1, 'message is not JSON'); return; }
+    try {
+      data = JSON.parse(text);
+    } catch {
+      handlers.onInvalid?.(1, 'message is not JSON');
+      return;
+    }
     const msg = liveEnvelopeSchema.safeParse(data);
-    if (!msg.success) { handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`); return; }
+    if (!msg.success) {
+      handlers.onInvalid?.(1, `bad message: ${msg.error.issues[0]?.message ?? ''}`);
+      return;
+    }
     const m = msg.data;
     switch (m.type) {
-      case 'snapshot': handlers.onSnapshot(validEvents(m.events, handlers.onInvalid), m.now); break;
-      case 'events': handlers.onEvents(validEvents(m.events, handlers.onInvalid)); break;
-      case 'stats': handlers.onStats({ now: m.now, models: m.models }); break;
-      case 'dropped': handlers.onDropped(m.count); break;
-      case 'error': handlers.onStatus('error', m.message); break;
+      case 'snapshot':
+        handlers.onSnapshot(validEvents(m.events, handlers.onInvalid), m.now);
+        break;
+      case 'events':
+        handlers.onEvents(validEvents(m.events, handlers.onInvalid));
+        break;
+      case 'stats':
+        handlers.onStats({ now: m.now, models: m.models });
+        break;
+      case 'dropped':
+        handlers.onDropped(m.count);
+        break;
+      case 'error':
+        handlers.onStatus('error', m.message);
+        break;
     }
   };
 }

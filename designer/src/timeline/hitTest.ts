@@ -21,7 +21,10 @@ export function hitBatch(store: EventStore, layout: Layout, v: Viewport, x: numb
     const xs = timeToX(v, c.start[p]);
     const xe = timeToX(v, c.end[p]);
     const d = x < xs ? xs - x : x > xe ? x - xe : 0;
-    if (d < bestD) { bestD = d; best = p; }
+    if (d < bestD) {
+      bestD = d;
+      best = p;
+    }
   }
   return best;
 }

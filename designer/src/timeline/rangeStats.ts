@@ -46,7 +46,10 @@ export function rangeStats(store: EventStore, t0: number, t1: number): RangeStat
     const e = c.end[p];
     if (e < t0 || s > t1) continue;
     const lane = c.lane[p];
-    if (s >= t0 && s < t1) { batches[lane]++; sizeSum[lane] += c.size[p]; }
+    if (s >= t0 && s < t1) {
+      batches[lane]++;
+      sizeSum[lane] += c.size[p];
+    }
     if (e >= t0 && e < t1) sampled[lane] += c.size[p];
     intervals[lane].push(Math.max(s, t0), Math.min(e, t1));
   }
@@ -66,15 +69,29 @@ export function rangeStats(store: EventStore, t0: number, t1: number): RangeStat
   const models = store.lanes.map((model, lane) => {
     const busyMs = unionLength(intervals[lane]);
     return {
-      model, batches: batches[lane], meanBatchSize: batches[lane] ? sizeSum[lane] / batches[lane] : 0, sampled: sampled[lane],
-      busyMs, idleMs: Math.max(0, dur - busyMs), idleFrac: Math.max(0, dur - busyMs) / dur,
+      model,
+      batches: batches[lane],
+      meanBatchSize: batches[lane] ? sizeSum[lane] / batches[lane] : 0,
+      sampled: sampled[lane],
+      busyMs,
+      idleMs: Math.max(0, dur - busyMs),
+      idleFrac: Math.max(0, dur - busyMs) / dur,
     };
   });
   const totalSampled = sampled.reduce((a, x) => a + x, 0);
   const committed = totalSampled - discarded;
   return {
-    t0, t1, durationMs: dur, sampled: totalSampled, discarded, committed, committedPerSec: (committed * 1000) / dur,
-    handoffs, handoffsPerSec: (handoffs * 1000) / dur, completedRequests, models,
+    t0,
+    t1,
+    durationMs: dur,
+    sampled: totalSampled,
+    discarded,
+    committed,
+    committedPerSec: (committed * 1000) / dur,
+    handoffs,
+    handoffsPerSec: (handoffs * 1000) / dur,
+    completedRequests,
+    models,
   };
 }
 
@@ -88,8 +105,11 @@ export function unionLength(flat: number[]): number {
   for (const i of order) {
     const s = flat[2 * i];
     const e = flat[2 * i + 1];
-    if (s > curE) { if (curE > curS) total += curE - curS; curS = s; curE = e; }
-    else if (e > curE) curE = e;
+    if (s > curE) {
+      if (curE > curS) total += curE - curS;
+      curS = s;
+      curE = e;
+    } else if (e > curE) curE = e;
   }
   if (curE > curS) total += curE - curS;
   return total;

@@ -1,7 +1,11 @@
 // A request's whole path through the lanes: its batches, its handoffs and its state changes, found incrementally.
 import { STATE_NAMES, type EventStore } from './eventStore.ts';
 
-export interface StateChange { t: number; model: string | null; state: string; }
+export interface StateChange {
+  t: number;
+  model: string | null;
+  state: string;
+}
 
 export interface RequestPath {
   req: number;
@@ -20,9 +24,10 @@ export interface RequestPath {
 /** Builds (or extends `prev`) the path of request index `req` from what the store retains. */
 export function requestPath(store: EventStore, req: number, prev?: RequestPath): RequestPath {
   const { batches: b, handoffs: h, states: s } = store;
-  const path: RequestPath = prev && prev.req === req
-    ? { ...prev, batches: prev.batches.filter((a) => a >= b.evicted), handoffs: prev.handoffs.filter((a) => a >= h.evicted) }
-    : { req, requestId: store.requestName(req), batches: [], handoffs: [], states: [], nextBatch: 0, nextHandoff: 0, nextState: 0 };
+  const path: RequestPath =
+    prev && prev.req === req
+      ? { ...prev, batches: prev.batches.filter((a) => a >= b.evicted), handoffs: prev.handoffs.filter((a) => a >= h.evicted) }
+      : { req, requestId: store.requestName(req), batches: [], handoffs: [], states: [], nextBatch: 0, nextHandoff: 0, nextState: 0 };
   for (let a = Math.max(path.nextBatch, b.evicted); a < b.nextAbs; a++) if (store.batchHas(b.physOfAbs(a), req)) path.batches.push(a);
   for (let a = Math.max(path.nextHandoff, h.evicted); a < h.nextAbs; a++) if (h.cols.req[h.physOfAbs(a)] === req) path.handoffs.push(a);
   const states = prev && prev.req === req ? prev.states.slice() : [];

@@ -29,7 +29,9 @@ export interface TimelineHook {
 }
 
 declare global {
-  interface Window { __timeline?: TimelineHook; }
+  interface Window {
+    __timeline?: TimelineHook;
+  }
 }
 
 export function installTestHook(c: TimelineController): void {

@@ -21,12 +21,7 @@ import { rangeStats, type RangeStats } from './rangeStats.ts';
 import { requestPath, type RequestPath } from './requestPath.ts';
 import { endAt, fit, panBy, zoomAt, type Viewport } from './viewport.ts';
 
-export type Source =
-  | { kind: 'none' }
-  | { kind: 'live' }
-  | { kind: 'demo'; rate: number }
-  | FileSource;
-
+export type Source = { kind: 'none' } | { kind: 'live' } | { kind: 'demo'; rate: number } | FileSource;
 
 export class TimelineController {
   store: EventStore;
@@ -52,7 +47,9 @@ export class TimelineController {
   private drawnVersion = -1;
   private layout: Layout | null = null;
   /** The layout of the last frame drawn; null before the first. */
-  get drawnLayout(): Layout | null { return this.layout; }
+  get drawnLayout(): Layout | null {
+    return this.layout;
+  }
   private readonly canvas = new TimelineCanvas({
     frame: (ts) => this.frame(ts),
     resized: () => {
@@ -70,8 +67,13 @@ export class TimelineController {
   private readonly panels = new PanelNotifier();
   subscribe = this.panels.subscribe;
   getTick = this.panels.getTick;
-  private notify(): void { this.panels.notify(); }
-  private changed(): void { this.dirty = true; this.notify(); }
+  private notify(): void {
+    this.panels.notify();
+  }
+  private changed(): void {
+    this.dirty = true;
+    this.notify();
+  }
 
   // ---- ingestion ----
   private reset(): void {
@@ -89,7 +91,10 @@ export class TimelineController {
     for (const e of events) this.feed.received[e.type]++;
     if (this.paused) {
       for (const e of events) this.held.push(e);
-      if (this.held.length > this.capacity) { this.heldDropped += this.held.length - this.capacity; this.held.splice(0, this.held.length - this.capacity); }
+      if (this.held.length > this.capacity) {
+        this.heldDropped += this.held.length - this.capacity;
+        this.held.splice(0, this.held.length - this.capacity);
+      }
       this.notify();
       return;
     }
@@ -168,7 +173,7 @@ export class TimelineController {
     this.source = parsed.source;
     // A file that could not be read at all gets one sentence (the file banner), not an invalid-event count too.
     this.feed.invalid = parsed.source.error ? 0 : parsed.source.invalid;
-    this.feed.invalidMessage = parsed.source.error ? '' : parsed.source.firstError ?? '';
+    this.feed.invalidMessage = parsed.source.error ? '' : (parsed.source.firstError ?? '');
     this.paused = false;
     this.follow = false;
     this.ingest(parsed.events);
@@ -252,11 +257,17 @@ export class TimelineController {
     this.changed();
   }
 
-  get heldCount(): number { return this.held.length; }
+  get heldCount(): number {
+    return this.held.length;
+  }
 
   // ---- selection ----
   selectRequest(id: string | null): boolean {
-    if (id === null) { this.selected = null; this.changed(); return true; }
+    if (id === null) {
+      this.selected = null;
+      this.changed();
+      return true;
+    }
     const idx = this.store.requestIndex(id);
     if (idx < 0) return false;
     this.selected = { req: idx, path: requestPath(this.store, idx) };
@@ -268,7 +279,12 @@ export class TimelineController {
   selectAt(x: number, y: number): boolean {
     if (!this.layout) return false;
     const p = hitBatch(this.store, this.layout, this.viewport(), x, y);
-    if (p < 0) { this.selectedBatch = -1; this.selected = null; this.changed(); return false; }
+    if (p < 0) {
+      this.selectedBatch = -1;
+      this.selected = null;
+      this.changed();
+      return false;
+    }
     const b = this.store.batches;
     this.selectedBatch = b.evicted + ((p - b.head + b.capacity) & b.mask);
     const members = this.store.batchMembers(p);
@@ -309,14 +325,21 @@ export class TimelineController {
   private say(text: string): void {
     this.notice = text;
     if (this.noticeTimer) clearTimeout(this.noticeTimer);
-    this.noticeTimer = setTimeout(() => { this.notice = ''; this.noticeTimer = null; this.changed(); }, 8000);
+    this.noticeTimer = setTimeout(() => {
+      this.notice = '';
+      this.noticeTimer = null;
+      this.changed();
+    }, 8000);
     this.changed();
   }
 
   /** Saves a Chrome trace (which this page also opens); says so instead of saving an empty file. Returns whether it saved. */
   download(scope: 'view' | 'all'): boolean {
     const file = exportTraceFile(this.exportEvents(scope), scope, this.store.size);
-    if ('nothing' in file) { this.say(file.nothing); return false; }
+    if ('nothing' in file) {
+      this.say(file.nothing);
+      return false;
+    }
     this.notice = '';
     saveJsonFile(file.json, `tokenrouter-trace-${scope}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     this.changed();
@@ -340,7 +363,10 @@ export class TimelineController {
     if (this.follow && now !== null) {
       const span = this.view.t1 - this.view.t0;
       const end = now + span * 0.02;
-      if (end !== this.view.t1) { this.view = { t0: end - span, t1: end }; this.dirty = true; }
+      if (end !== this.view.t1) {
+        this.view = { t0: end - span, t1: end };
+        this.dirty = true;
+      }
     }
     const { ctx, cssW, cssH } = this.canvas;
     if (!ctx) return;
@@ -354,8 +380,13 @@ export class TimelineController {
       this.selected = { req: this.selected.req, path: requestPath(this.store, this.selected.req, this.selected.path) };
     }
     this.lastDraw = drawTimeline(ctx, this.store, this.layout, this.viewport(), {
-      path: this.selected?.path ?? null, selectedBatch: this.selectedBatch, range: this.range, hover: this.hover,
-      liveNow: this.source.kind === 'file' ? null : now, origin: this.origin ?? 0, gauges: this.feed.gauges,
+      path: this.selected?.path ?? null,
+      selectedBatch: this.selectedBatch,
+      range: this.range,
+      hover: this.hover,
+      liveNow: this.source.kind === 'file' ? null : now,
+      origin: this.origin ?? 0,
+      gauges: this.feed.gauges,
     });
     this.frames.draw(performance.now() - t0);
     this.dirty = false;

@@ -15,30 +15,43 @@ export function describeTimeline(c: TimelineController): TimelineSnapshot {
     lanes: s.lanes.slice(),
     drawn: c.lastDraw ? { ...c.lastDraw, lanes: c.lastDraw.lanes.slice() } : null,
     store: {
-      batches: s.batches.length, handoffs: s.handoffs.length, queues: s.queues.length, states: s.states.length,
-      requests: s.requests.size, configs: s.configs.length, received: { ...s.received }, evicted: { ...s.evicted },
-      pairedHandoffs: countPaired(s), bytes: s.footprint().bytes,
+      batches: s.batches.length,
+      handoffs: s.handoffs.length,
+      queues: s.queues.length,
+      states: s.states.length,
+      requests: s.requests.size,
+      configs: s.configs.length,
+      received: { ...s.received },
+      evicted: { ...s.evicted },
+      pairedHandoffs: countPaired(s),
+      bytes: s.footprint().bytes,
     },
     feed: { received: { ...c.feed.received }, serverDropped: c.feed.serverDropped, invalid: c.feed.invalid, snapshots: c.feed.snapshots, held: c.heldCount },
     view: { t0: c.view.t0, t1: c.view.t1, follow: c.follow, paused: c.paused, range: c.range },
-    selected: path ? {
-      requestId: path.requestId,
-      batches: path.batches.map((a) => {
-        const p = s.batches.physOfAbs(a);
-        return { model: s.lanes[s.batches.cols.lane[p]], batchId: s.batches.cols.batchId[p] };
-      }),
-      handoffs: path.handoffs.map((a) => {
-        const p = s.handoffs.physOfAbs(a);
-        const c = s.handoffs.cols;
-        const fp = s.batches.physOfAbs(c.fromAbs[p]);
-        const tp = s.batches.physOfAbs(c.toAbs[p]);
-        return {
-          from: s.lanes[c.from[p]], to: s.lanes[c.to[p]], kept: c.kept[p] === 1, t: c.t[p],
-          fromBatch: fp < 0 ? null : s.batches.cols.batchId[fp], toBatch: tp < 0 ? null : s.batches.cols.batchId[tp],
-        };
-      }),
-      states: path.states.length,
-    } : null,
+    selected: path
+      ? {
+          requestId: path.requestId,
+          batches: path.batches.map((a) => {
+            const p = s.batches.physOfAbs(a);
+            return { model: s.lanes[s.batches.cols.lane[p]], batchId: s.batches.cols.batchId[p] };
+          }),
+          handoffs: path.handoffs.map((a) => {
+            const p = s.handoffs.physOfAbs(a);
+            const c = s.handoffs.cols;
+            const fp = s.batches.physOfAbs(c.fromAbs[p]);
+            const tp = s.batches.physOfAbs(c.toAbs[p]);
+            return {
+              from: s.lanes[c.from[p]],
+              to: s.lanes[c.to[p]],
+              kept: c.kept[p] === 1,
+              t: c.t[p],
+              fromBatch: fp < 0 ? null : s.batches.cols.batchId[fp],
+              toBatch: tp < 0 ? null : s.batches.cols.batchId[tp],
+            };
+          }),
+          states: path.states.length,
+        }
+      : null,
   };
 }
 
@@ -60,8 +73,16 @@ export interface TimelineSnapshot {
   lanes: string[];
   drawn: DrawStats | null;
   store: {
-    batches: number; handoffs: number; queues: number; states: number; requests: number; configs: number;
-    received: Counts; evicted: Counts; pairedHandoffs: number; bytes: number;
+    batches: number;
+    handoffs: number;
+    queues: number;
+    states: number;
+    requests: number;
+    configs: number;
+    received: Counts;
+    evicted: Counts;
+    pairedHandoffs: number;
+    bytes: number;
   };
   feed: { received: Counts; serverDropped: number; invalid: number; snapshots: number; held: number };
   view: { t0: number; t1: number; follow: boolean; paused: boolean; range: [number, number] | null };

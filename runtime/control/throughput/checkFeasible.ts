@@ -26,11 +26,11 @@ export function checkFeasible(thresholds: readonly number[], N: number, maxBatch
   thresholds.forEach((t, i) => {
     const cap = maxBatch?.[i] ?? Infinity;
     if (!Number.isInteger(t) || t < 1 || t > cap) {
-      throw new ThroughputError(
-        'INVALID_INPUT',
-        `threshold T_${i} = ${t} must be an integer in [1, ${cap}] (maxBatch)`,
-        { model: i, threshold: t, maxBatch: cap },
-      );
+      throw new ThroughputError('INVALID_INPUT', `threshold T_${i} = ${t} must be an integer in [1, ${cap}] (maxBatch)`, {
+        model: i,
+        threshold: t,
+        maxBatch: cap,
+      });
     }
   });
   const r = isFeasible(thresholds, N);

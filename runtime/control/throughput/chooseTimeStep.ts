@@ -81,7 +81,10 @@ export function chooseTimeStep(latencyMs: readonly (readonly number[])[], errorT
 }
 
 /** The model's time step: Δ as given or chosen, over both latency tables (alone, then contended). */
-export function timeStepOf(m: Pick<NormalisedModel, 'latencyMs' | 'contendedMs'>, input: Pick<ThroughputInput, 'dtMs' | 'maxLatencyError' | 'rounding'>): TimeStep {
+export function timeStepOf(
+  m: Pick<NormalisedModel, 'latencyMs' | 'contendedMs'>,
+  input: Pick<ThroughputInput, 'dtMs' | 'maxLatencyError' | 'rounding'>,
+): TimeStep {
   const rows = [...m.latencyMs, ...m.contendedMs];
   return input.dtMs === undefined ? chooseTimeStep(rows, input.maxLatencyError) : roundLatencies(rows, input.dtMs, input.rounding ?? 'nearest');
 }

@@ -101,11 +101,26 @@ export function fitLatencyProfile(samples: readonly LatencySample[], opts: FitOp
     let sizes = [...m.keys()].sort((a, b) => a - b);
     const enough = sizes.filter((b) => m.get(b)!.length >= (opts.minSamples ?? 1));
     if (enough.length > 0) sizes = enough;
-    const figure = (xs: number[]) => (q === undefined ? xs.reduce((a, x) => a + x, 0) / xs.length : quantileOf([...xs].sort((a, b) => a - b), q));
-    const fitted = isotonic(sizes.map((b) => figure(m.get(b)!)), sizes.map((b) => m.get(b)!.length));
+    const figure = (xs: number[]) =>
+      q === undefined
+        ? xs.reduce((a, x) => a + x, 0) / xs.length
+        : quantileOf(
+            [...xs].sort((a, b) => a - b),
+            q,
+          );
+    const fitted = isotonic(
+      sizes.map((b) => figure(m.get(b)!)),
+      sizes.map((b) => m.get(b)!.length),
+    );
     knots.push(sizes.map((batch, k) => ({ batch, ms: fitted[k], n: m.get(batch)!.length })));
   }
-  const slopes = knots.map((k) => (k.length < 2 ? 0 : opts.extrapolate === 'trend' ? trendSlope(k) : (k[k.length - 1].ms - k[k.length - 2].ms) / (k[k.length - 1].batch - k[k.length - 2].batch)));
+  const slopes = knots.map((k) =>
+    k.length < 2
+      ? 0
+      : opts.extrapolate === 'trend'
+        ? trendSlope(k)
+        : (k[k.length - 1].ms - k[k.length - 2].ms) / (k[k.length - 1].batch - k[k.length - 2].batch),
+  );
   const at = (model: number, batch: number): number => {
     const k = knots[model];
     if (!k) throw new ThroughputError('INVALID_INPUT', `no latency profile for model ${model}`);

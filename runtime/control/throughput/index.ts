@@ -33,7 +33,15 @@ export {
   type SimulatedEstimate,
 } from './predictThroughput.ts';
 export { predictLatency, type LatencyOptions, type LatencyPrediction } from './latencyModel.ts';
-export { chooseForSlo, DEFAULT_MAX_WAIT_CHOICES, meetsP99Slo, optimiseForSlo, type SloCandidate, type SloChoice, type SloOptimiseOptions } from './optimiseForSlo.ts';
+export {
+  chooseForSlo,
+  DEFAULT_MAX_WAIT_CHOICES,
+  meetsP99Slo,
+  optimiseForSlo,
+  type SloCandidate,
+  type SloChoice,
+  type SloOptimiseOptions,
+} from './optimiseForSlo.ts';
 export { simulateLatency, type LatencyInput, type LatencyLoad, type LatencyRun, type LatencySlo } from './simulateLatency.ts';
 export { simulateThroughput, type SimulationOptions, type SimulationResult } from './simulateThroughput.ts';
 export { solveThroughput } from './solveThroughput.ts';

@@ -52,7 +52,10 @@ export function meetsP99Slo(c: { p99TpotMs: number; p99TtftMs: number }, slo: La
 }
 
 /** Chooses among candidates already priced (the optimiser's table, or a measured sweep). */
-export function chooseForSlo<T extends { goodputReqS: number; p99TpotMs: number; p99TtftMs: number }>(rows: readonly T[], slo: LatencySlo): { best: T; meetsSlo: boolean } {
+export function chooseForSlo<T extends { goodputReqS: number; p99TpotMs: number; p99TtftMs: number }>(
+  rows: readonly T[],
+  slo: LatencySlo,
+): { best: T; meetsSlo: boolean } {
   const ok = rows.filter((r) => meetsP99Slo(r, slo));
   const pool = ok.length > 0 ? ok : rows;
   const top = Math.max(...pool.map((r) => r.goodputReqS));
@@ -61,16 +64,33 @@ export function chooseForSlo<T extends { goodputReqS: number; p99TpotMs: number;
   return { best, meetsSlo: ok.length > 0 };
 }
 
-export function optimiseForSlo(input: Omit<LatencyInput, 'thresholds' | 'maxWaitMs'>, load: LatencyLoad, slo: LatencySlo, opts: SloOptimiseOptions = {}): SloChoice {
+export function optimiseForSlo(
+  input: Omit<LatencyInput, 'thresholds' | 'maxWaitMs'>,
+  load: LatencyLoad,
+  slo: LatencySlo,
+  opts: SloOptimiseOptions = {},
+): SloChoice {
   const table: SloCandidate[] = [];
   const waits = opts.maxWaitChoices ?? DEFAULT_MAX_WAIT_CHOICES;
-  let vectors = feasibleThresholds(input.maxBatch.map((b) => Math.min(b, input.N)), input.N, opts.fixed ?? {});
+  let vectors = feasibleThresholds(
+    input.maxBatch.map((b) => Math.min(b, input.N)),
+    input.N,
+    opts.fixed ?? {},
+  );
   if (vectors.length * waits.length > (opts.maxCandidates ?? 300)) vectors = vectors.filter((t) => t.every(onLadder));
   for (const thresholds of vectors) {
     // All thresholds 1 never wait, so the deadline cannot matter: price it once.
     for (const maxWaitMs of thresholds.every((t) => t === 1) ? [waits[0]] : waits) {
       const p = predictLatency({ ...input, thresholds, maxWaitMs }, load, slo, opts);
-      const row = { thresholds, maxWaitMs, goodputReqS: p.goodputReqS, throughputTokS: p.throughputTokS, p99TpotMs: p.p99TpotMs, p99TtftMs: p.p99TtftMs, meanQueueMs: p.meanQueueMs };
+      const row = {
+        thresholds,
+        maxWaitMs,
+        goodputReqS: p.goodputReqS,
+        throughputTokS: p.throughputTokS,
+        p99TpotMs: p.p99TpotMs,
+        p99TtftMs: p.p99TtftMs,
+        meanQueueMs: p.meanQueueMs,
+      };
       table.push({ ...row, meetsSlo: meetsP99Slo(row, slo) });
     }
   }

@@ -54,7 +54,11 @@ function chainRow(thresholds: number[], r: ThroughputResult): ThresholdRow {
 }
 
 /** One candidate's prediction: the exact chain while it is affordable, else simulation with a stated error. */
-export function evaluateThresholds(input: OptimiseInput, thresholds: number[], opts: Pick<OptimiseOptions, 'maxChainStates' | 'simulation'> = {}): ThresholdRow {
+export function evaluateThresholds(
+  input: OptimiseInput,
+  thresholds: number[],
+  opts: Pick<OptimiseOptions, 'maxChainStates' | 'simulation'> = {},
+): ThresholdRow {
   const full = { ...input, thresholds };
   if (estimateChainStates(full) <= (opts.maxChainStates ?? 600_000)) return chainRow(thresholds, solveThroughput(full));
   const sim = simulateWithConfidence(full, { relTolerance: 0.005, budgetMs: 2000, replicationMs: 100_000, ...opts.simulation });
@@ -121,7 +125,12 @@ export function optimiseThresholds(input: OptimiseInput, opts: OptimiseOptions =
 }
 
 /** A vector's row: from the optimiser's table when it was evaluated there, else priced now (the thresholds in force, or all ones). */
-export function rowFor(input: OptimiseInput, result: OptimiseResult, thresholds: readonly number[], opts: Pick<OptimiseOptions, 'maxChainStates' | 'simulation'> = {}): ThresholdRow {
+export function rowFor(
+  input: OptimiseInput,
+  result: OptimiseResult,
+  thresholds: readonly number[],
+  opts: Pick<OptimiseOptions, 'maxChainStates' | 'simulation'> = {},
+): ThresholdRow {
   const key = thresholds.join(',');
   return result.table.find((r) => r.thresholds.join(',') === key) ?? evaluateThresholds(input, [...thresholds], opts);
 }

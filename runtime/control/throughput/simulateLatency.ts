@@ -173,7 +173,14 @@ export function simulateLatency(input: LatencyInput, load: LatencyLoad, slo: Lat
   return summariseRun(arrival, start, first, last, committed, slo);
 }
 
-function summariseRun(arrival: readonly number[], start: Float64Array, first: Float64Array, last: Float64Array, committed: Float64Array, slo: LatencySlo): LatencyRun {
+function summariseRun(
+  arrival: readonly number[],
+  start: Float64Array,
+  first: Float64Array,
+  last: Float64Array,
+  committed: Float64Array,
+  slo: LatencySlo,
+): LatencyRun {
   const n = arrival.length;
   const ttft: number[] = [];
   const tpot: number[] = [];
@@ -193,7 +200,10 @@ function summariseRun(arrival: readonly number[], start: Float64Array, first: Fl
     if (p !== undefined) tpot.push(p);
     end = Math.max(end, last[r]);
     tokens += committed[r];
-    const ok = !(slo.ttftMs !== undefined && t > slo.ttftMs) && !(slo.tpotMs !== undefined && p !== undefined && p > slo.tpotMs) && !(slo.e2elMs !== undefined && e > slo.e2elMs);
+    const ok =
+      !(slo.ttftMs !== undefined && t > slo.ttftMs) &&
+      !(slo.tpotMs !== undefined && p !== undefined && p > slo.tpotMs) &&
+      !(slo.e2elMs !== undefined && e > slo.e2elMs);
     if (ok) met++;
   }
   const durationMs = end - arrival[0];

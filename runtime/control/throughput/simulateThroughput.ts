@@ -23,7 +23,6 @@ export interface SimulationResult {
   batches: number[];
 }
 
-
 export function simulateThroughput(input: ThroughputInput, opts: SimulationOptions): SimulationResult {
   const m = normaliseInput(input);
   const { K, N, P, C, maxBatch, thresholds, latencyMs, contendedMs } = m;

@@ -29,7 +29,13 @@ const BURST_BOUNDS = 4;
  * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
  * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
  */
-export function answerStream({ service, metrics, drain, turns, onCompletionTokens }: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+export function answerStream(
+  { service, metrics, drain, turns, onCompletionTokens }: AnswerContext,
+  plan: Plan,
+  res: Response,
+  req: Request,
+  includeUsage: boolean,
+): void {
   const { kind, id, model, jobs } = plan;
   const createdAt = Math.floor(Date.now() / 1000);
   const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
@@ -114,7 +120,9 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
     const unsent = res.writableLength;
     cancelAll();
     metrics.slowClientAborts.inc();
-    res.end(`data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`);
+    res.end(
+      `data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`,
+    );
     const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
     cut.unref();
     res.once('close', () => clearTimeout(cut));
@@ -147,7 +155,15 @@ export function answerStream({ service, metrics, drain, turns, onCompletionToken
         choices[k].end();
         if (choices[k].pending) take(k);
         const reason = finishReasonOf(o.finishReason, choices[k].callCount);
-        event({ ...base, choices: [kind === 'chat' ? { index: jobs[k].index, delta: {}, finish_reason: reason, logprobs: null } : { index: jobs[k].index, text: '', finish_reason: reason, logprobs: null }], tokenrouter: attribution(o) });
+        event({
+          ...base,
+          choices: [
+            kind === 'chat'
+              ? { index: jobs[k].index, delta: {}, finish_reason: reason, logprobs: null }
+              : { index: jobs[k].index, text: '', finish_reason: reason, logprobs: null },
+          ],
+          tokenrouter: attribution(o),
+        });
         if (++finished < jobs.length) return turns.request(flush);
         if (includeUsage) event({ ...base, choices: [], usage: usageOf(plan.promptTokens, outs, jobs.length / plan.promptCount) });
         over = true;
@@ -252,9 +268,14 @@ export class ChoiceChunks {
   /** The pending output as SSE events (one, or more for tool calls), and the choice emptied. */
   take(): string {
     const logprobs = this.logprobsOf();
-    const ext = this.count === 0 ? undefined : { models: Object.fromEntries(this.models), ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
+    const ext =
+      this.count === 0 ? undefined : { models: Object.fromEntries(this.models), ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
     const events: object[] = [];
-    const chunk = (choice: object, withExt: boolean) => ({ ...this.base, choices: [{ index: this.index, ...choice }], ...(withExt && ext ? { tokenrouter: ext } : {}) });
+    const chunk = (choice: object, withExt: boolean) => ({
+      ...this.base,
+      choices: [{ index: this.index, ...choice }],
+      ...(withExt && ext ? { tokenrouter: ext } : {}),
+    });
     if (this.kind === 'completion') {
       events.push(chunk({ text: this.echo + this.content, finish_reason: null, logprobs }, true));
     } else {
@@ -292,7 +313,9 @@ export class ChoiceChunks {
 
   private logprobsOf(): unknown {
     if (this.logprobs === undefined || this.tokens.length === 0) return null;
-    return this.kind === 'chat' ? { content: this.tokens.map((t) => chatLogprob(this.service, t)) } : completionLogprobs(this.service, this.tokens, this.offset);
+    return this.kind === 'chat'
+      ? { content: this.tokens.map((t) => chatLogprob(this.service, t)) }
+      : completionLogprobs(this.service, this.tokens, this.offset);
   }
 }
 

@@ -32,7 +32,10 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
   const perTokenOf = (ts: StreamToken[]) => (plan.perToken ? { tokens: plainTokens(ts) } : {});
   handles = startAll(service, plan, (k) => ({
     // the answer's text is the whole text at the end; only per-token detail is gathered as it comes
-    onToken: wantsDetail(jobs[k].params) ? (token, model, _i, signals, atHandoff) => void tokens[k].push(service.streamToken(token, model, signals!, atHandoff, jobs[k].params.sampling.topLogprobs)) : () => {},
+    onToken: wantsDetail(jobs[k].params)
+      ? (token, model, _i, signals, atHandoff) =>
+          void tokens[k].push(service.streamToken(token, model, signals!, atHandoff, jobs[k].params.sampling.topLogprobs))
+      : () => {},
     onEnd: (o) => {
       metrics.observeRequest(o, started);
       spentInCluster(res, o.result);
@@ -49,8 +52,16 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
       if (++done < jobs.length) return;
       const choices = jobs.map((job, i) => {
         const o = outs[i];
-        const lp = plan.logprobs === undefined ? null : kind === 'chat' ? { content: tokens[i].map((t) => chatLogprob(service, t)) } : completionLogprobs(service, tokens[i], { offset: job.echo.length });
-        const choice = kind === 'chat' ? { index: job.index, ...chatMessage(plan, o), logprobs: lp } : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
+        const lp =
+          plan.logprobs === undefined
+            ? null
+            : kind === 'chat'
+              ? { content: tokens[i].map((t) => chatLogprob(service, t)) }
+              : completionLogprobs(service, tokens[i], { offset: job.echo.length });
+        const choice =
+          kind === 'chat'
+            ? { index: job.index, ...chatMessage(plan, o), logprobs: lp }
+            : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs: lp };
         return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), ...perTokenOf(tokens[i]) } };
       });
       serverTiming(res);
@@ -73,4 +84,3 @@ export function answerUnary({ service, metrics, drain, onCompletionTokens }: Ans
     sendError(res, e);
   });
 }
-

@@ -30,7 +30,6 @@ export function startAll(service: TokenRouterService, plan: Plan, sinkFor: (k: n
   return handles;
 }
 
-
 /** Cancels the request everywhere (pending-return state included) when the client hangs up first. */
 export function onClientGone(req: Request, res: Response, cancel: () => void): void {
   res.on('close', () => {
@@ -38,4 +37,3 @@ export function onClientGone(req: Request, res: Response, cancel: () => void): v
   });
   req.on('aborted', cancel);
 }
-

@@ -49,7 +49,8 @@ export function requestedGrammar(body: ChatRequest | CompletionRequest): FieldGr
   }
   const so = body.structured_outputs;
   if (so) {
-    if (so.json !== undefined) found.push({ param: 'structured_outputs.json', grammar: { kind: 'json_schema', schema: schemaText(so.json, 'structured_outputs.json') } });
+    if (so.json !== undefined)
+      found.push({ param: 'structured_outputs.json', grammar: { kind: 'json_schema', schema: schemaText(so.json, 'structured_outputs.json') } });
     if (so.regex !== undefined) found.push({ param: 'structured_outputs.regex', grammar: regexOf(so.regex, 'structured_outputs.regex') });
     if (so.choice !== undefined) found.push({ param: 'structured_outputs.choice', grammar: { kind: 'choice', choices: so.choice } });
     if (so.grammar !== undefined) found.push({ param: 'structured_outputs.grammar', grammar: { kind: 'ebnf', grammar: so.grammar } });

@@ -62,7 +62,12 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     const chat = body as ChatRequest;
     refuseTextBeyondWindow(chatChars(chat), maxContext, 'messages');
     const tools = planTools(chat, entry?.toolCallParser, entry?.name ?? body.model);
-    if (tools.grammar && grammar) throw new TokenRouterError('invalid_request', `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`, tools.grammar.param);
+    if (tools.grammar && grammar)
+      throw new TokenRouterError(
+        'invalid_request',
+        `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`,
+        tools.grammar.param,
+      );
     grammar ??= tools.grammar;
     if (tools.parser) output.tools = tools.parser;
     checks.push(...tools.schemas);
@@ -74,7 +79,8 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const constraint = grammar && constraintOf(service, grammar, output);
   for (const p of prompts) {
     // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
-    if (p.ids.length >= maxContext) throw new TokenRouterError('invalid_request', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
+    if (p.ids.length >= maxContext)
+      throw new TokenRouterError('invalid_request', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
   }
   const explicit = kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens;
   if (explicit != null && explicit > service.config.limits.maxTokens) {
@@ -87,10 +93,17 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     throw new TokenRouterError('invalid_request', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`, 'min_tokens');
   }
   const n = body.n ?? 1;
-  if (prompts.length * n > MAX_CHOICES) throw new TokenRouterError('invalid_request', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`, 'n');
-  const logprobs = kind === 'chat' ? ((body as ChatRequest).logprobs === true ? ((body as ChatRequest).top_logprobs ?? 0) : undefined) : ((body as CompletionRequest).logprobs ?? undefined);
+  if (prompts.length * n > MAX_CHOICES)
+    throw new TokenRouterError('invalid_request', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`, 'n');
+  const logprobs =
+    kind === 'chat'
+      ? (body as ChatRequest).logprobs === true
+        ? ((body as ChatRequest).top_logprobs ?? 0)
+        : undefined
+      : ((body as CompletionRequest).logprobs ?? undefined);
   const echo = kind === 'completion' && (body as CompletionRequest).echo === true;
-  if (echo && logprobs !== undefined) throw new TokenRouterError('invalid_request', 'echo with logprobs would need the prompt tokens\' logprobs, which this server does not compute', 'echo');
+  if (echo && logprobs !== undefined)
+    throw new TokenRouterError('invalid_request', "echo with logprobs would need the prompt tokens' logprobs, which this server does not compute", 'echo');
   const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
   const outside = logitBias.find(([t]) => t >= vocab);
   if (outside) throw new TokenRouterError('invalid_request', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`, 'logit_bias');
@@ -101,7 +114,8 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
   const stopIds = body.stop_token_ids ?? [];
   const badStop = stopIds.find((t) => t >= vocab);
-  if (badStop !== undefined) throw new TokenRouterError('invalid_request', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`, 'stop_token_ids');
+  if (badStop !== undefined)
+    throw new TokenRouterError('invalid_request', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`, 'stop_token_ids');
   const base = samplingFor(body, generationDefaults(service, body));
   if (stopIds.length > 0) base.stopTokenIds = [...new Set(stopIds)];
   const jobs: Job[] = [];
@@ -113,14 +127,37 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
       jobs.push({
         index: i * n + j,
         echo: echo ? p.text : '',
-        params: { model: body.model, promptIds: p.ids, maxTokens: budgetFor(p.ids.length), minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0), sampling, stop, draftIr: body.tokenrouter_ir, perToken: body.tokenrouter_tokens === true, ...(constraint ? { constraint: constraint.constraint } : {}) },
+        params: {
+          model: body.model,
+          promptIds: p.ids,
+          maxTokens: budgetFor(p.ids.length),
+          minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0),
+          sampling,
+          stop,
+          draftIr: body.tokenrouter_ir,
+          perToken: body.tokenrouter_tokens === true,
+          ...(constraint ? { constraint: constraint.constraint } : {}),
+        },
       });
     }
   });
   const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   // One id from the response through the trace and the timeline; choice k of several is id-k there.
   jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
-  return { kind, id, model: body.model, jobs, promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0), promptCount: prompts.length, logprobs, perToken: body.tokenrouter_tokens === true, streamInterval: body.stream_interval ?? service.config.limits.streamInterval, output, checks, ...(constraint ? { constraint } : {}) };
+  return {
+    kind,
+    id,
+    model: body.model,
+    jobs,
+    promptTokens: prompts.reduce((a, p) => a + p.ids.length, 0),
+    promptCount: prompts.length,
+    logprobs,
+    perToken: body.tokenrouter_tokens === true,
+    streamInterval: body.stream_interval ?? service.config.limits.streamInterval,
+    output,
+    checks,
+    ...(constraint ? { constraint } : {}),
+  };
 }
 
 /** The config of the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats hold for the answer. */
@@ -137,7 +174,12 @@ function entryModel(service: TokenRouterService, body: ChatRequest | CompletionR
 function constraintOf(service: TokenRouterService, g: FieldGrammar, output: OutputSpec): { constraint: Constraint; param: string } {
   if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
   const ids = service.tokenizer.encode(THINK_CLOSE, false);
-  if (ids.length !== 1) throw new TokenRouterError('invalid_request', `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`, g.param);
+  if (ids.length !== 1)
+    throw new TokenRouterError(
+      'invalid_request',
+      `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`,
+      g.param,
+    );
   return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
 }
 
@@ -180,7 +222,11 @@ const MAX_CHARS_PER_TOKEN = 32;
 
 function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
   if (chars > maxContext * MAX_CHARS_PER_TOKEN) {
-    throw new TokenRouterError('invalid_request', `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`, param);
+    throw new TokenRouterError(
+      'invalid_request',
+      `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`,
+      param,
+    );
   }
 }
 
@@ -216,13 +262,20 @@ function messageText(m: ChatMessage): string {
  * `parser`: set when calls are read back (tool_choice not "none"). A template that does not render
  * tools gets them written into the messages then (toolPrompt.ts); under "none" they are left out.
  */
-function chatPrompt(service: TokenRouterService, body: ChatRequest, tools: readonly unknown[] | undefined, parser: ModelConfig['toolCallParser'], model: string): number[] {
+function chatPrompt(
+  service: TokenRouterService,
+  body: ChatRequest,
+  tools: readonly unknown[] | undefined,
+  parser: ModelConfig['toolCallParser'],
+  model: string,
+): number[] {
   let messages = body.messages.map((m, i) => templateMessage(m, i));
   if (tools && !service.tokenizer.templateReadsTools) {
     if (parser) messages = toolPromptMessages(messages, tools, parser, model);
     tools = undefined;
   }
-  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined)) throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
+  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined))
+    throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
   const variables: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
   for (const k of ['messages', 'tools', 'add_generation_prompt']) {
     if (k in variables) throw new TokenRouterError('invalid_request', `chat_template_kwargs.${k} is set by the request itself`, `chat_template_kwargs.${k}`);

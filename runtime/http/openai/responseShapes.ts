@@ -61,7 +61,12 @@ export function usageOf(promptTokens: number, outs: readonly GenerateOutcome[], 
   const completion = outs.reduce((a, o) => a + o.result.tokens.length, 0);
   let cached = 0;
   for (let i = 0; i < outs.length; i += perPrompt) cached += Math.max(...outs.slice(i, i + perPrompt).map((o) => o.result.cachedPromptTokens));
-  return { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion, prompt_tokens_details: { cached_tokens: cached } };
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: cached },
+  };
 }
 
 /** A parsed call as OpenAI's message.tool_calls entry. */
@@ -75,13 +80,24 @@ export function finishReasonOf(reason: string, calls: number): string {
 }
 
 export function attribution(o: GenerateOutcome): RequestAttribution {
-  return { algorithm: o.algorithm, version: o.version, tokens_by_model: o.result.tokensByModel, handoffs: o.result.handoffs, discarded_tokens: o.result.discarded };
+  return {
+    algorithm: o.algorithm,
+    version: o.version,
+    tokens_by_model: o.result.tokensByModel,
+    handoffs: o.result.handoffs,
+    discarded_tokens: o.result.discarded,
+  };
 }
 
 /** Several choices: their attributions summed (each choice carries its own too). */
 export function sumAttribution(outs: readonly GenerateOutcome[]): RequestAttribution {
   const byModel: Record<string, number> = {};
   for (const o of outs) for (const [m, c] of Object.entries(o.result.tokensByModel)) byModel[m] = (byModel[m] ?? 0) + c;
-  return { algorithm: outs[0].algorithm, version: outs[0].version, tokens_by_model: byModel, handoffs: outs.reduce((a, o) => a + o.result.handoffs, 0), discarded_tokens: outs.reduce((a, o) => a + o.result.discarded, 0) };
+  return {
+    algorithm: outs[0].algorithm,
+    version: outs[0].version,
+    tokens_by_model: byModel,
+    handoffs: outs.reduce((a, o) => a + o.result.handoffs, 0),
+    discarded_tokens: outs.reduce((a, o) => a + o.result.discarded, 0),
+  };
 }
-

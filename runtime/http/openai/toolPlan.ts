@@ -33,26 +33,44 @@ export function planTools(body: ChatRequest, parser: ToolCallParserName | undefi
   tools.forEach((t, i) => {
     const param = `tools.${i}.function`;
     if (schemas.has(t.function.name)) throw new TokenRouterError('invalid_request', `${param}.name: "${t.function.name}" is given twice`, `${param}.name`);
-    schemas.set(t.function.name, t.function.parameters === undefined ? '{"type": "object", "properties": {}}' : schemaText(t.function.parameters, `${param}.parameters`));
+    schemas.set(
+      t.function.name,
+      t.function.parameters === undefined ? '{"type": "object", "properties": {}}' : schemaText(t.function.parameters, `${param}.parameters`),
+    );
   });
-  const plan: ToolPlan = { schemas: [...schemas].map(([_name, schema], i) => ({ param: `tools.${i}.function.parameters`, grammar: { kind: 'json_schema', schema } })) };
+  const plan: ToolPlan = {
+    schemas: [...schemas].map(([_name, schema], i) => ({ param: `tools.${i}.function.parameters`, grammar: { kind: 'json_schema', schema } })),
+  };
   if (tools.length > 0) plan.templateTools = tools;
   if (choice === 'none') return plan;
   if (tools.length === 0) throw new TokenRouterError('invalid_request', `tool_choice ${JSON.stringify(choice)} needs tools`, 'tool_choice');
   if (parser === undefined) {
-    throw new TokenRouterError('invalid_request', `model "${model}" has no toolCallParser in the server config, so its tool calls cannot be read back (tool_choice "none" is accepted)`, 'tools');
+    throw new TokenRouterError(
+      'invalid_request',
+      `model "${model}" has no toolCallParser in the server config, so its tool calls cannot be read back (tool_choice "none" is accepted)`,
+      'tools',
+    );
   }
   plan.parser = parser;
   if (choice === 'auto') return plan;
   let names = [...schemas.keys()];
   if (typeof choice === 'object') {
     if (!schemas.has(choice.function.name)) {
-      throw new TokenRouterError('invalid_request', `tool_choice names function "${choice.function.name}", which is not among the tools (${names.join(', ')})`, 'tool_choice');
+      throw new TokenRouterError(
+        'invalid_request',
+        `tool_choice names function "${choice.function.name}", which is not among the tools (${names.join(', ')})`,
+        'tool_choice',
+      );
     }
     names = [choice.function.name];
   }
   const shape = CALL_SHAPE[parser];
-  const tags = names.map((name) => ({ type: 'tag', begin: shape.begin(name), content: { type: 'json_schema', json_schema: JSON.parse(schemas.get(name)!) as unknown }, end: shape.end }));
+  const tags = names.map((name) => ({
+    type: 'tag',
+    begin: shape.begin(name),
+    content: { type: 'json_schema', json_schema: JSON.parse(schemas.get(name)!) as unknown },
+    end: shape.end,
+  }));
   const once = typeof choice === 'object' || body.parallel_tool_calls === false;
   const tag = { type: 'structural_tag', format: { type: 'tags_with_separator', tags, separator: shape.separator, at_least_one: true, stop_after_first: once } };
   plan.grammar = { param: typeof choice === 'object' ? 'tool_choice' : 'tools', grammar: { kind: 'structural_tag', tag: JSON.stringify(tag) } };

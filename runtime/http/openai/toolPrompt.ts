@@ -18,19 +18,35 @@ const LLAMA3_PREAMBLE =
  * turn, Llama 3.1's role for tool output. Only the llama3_json format has such a prompt: another is a
  * 400 naming `tools`.
  */
-export function toolPromptMessages(messages: readonly TemplateMessage[], tools: readonly unknown[], parser: ToolCallParserName, model: string): TemplateMessage[] {
+export function toolPromptMessages(
+  messages: readonly TemplateMessage[],
+  tools: readonly unknown[],
+  parser: ToolCallParserName,
+  model: string,
+): TemplateMessage[] {
   if (parser !== 'llama3_json') {
-    throw new TokenRouterError('invalid_request', `model "${model}": its chat template does not render tools, and its toolCallParser "${parser}" has no tool prompt to write them in; give the model a chat template that reads "tools"`, 'tools');
+    throw new TokenRouterError(
+      'invalid_request',
+      `model "${model}": its chat template does not render tools, and its toolCallParser "${parser}" has no tool prompt to write them in; give the model a chat template that reads "tools"`,
+      'tools',
+    );
   }
   const first = messages.findIndex((m) => m.role === 'user');
-  if (first < 0) throw new TokenRouterError('invalid_request', `model "${model}": its chat template does not render tools, so they go in the first user message, and messages have none`, 'messages');
+  if (first < 0)
+    throw new TokenRouterError(
+      'invalid_request',
+      `model "${model}": its chat template does not render tools, so they go in the first user message, and messages have none`,
+      'messages',
+    );
   const toolText = tools.map((t) => JSON.stringify(t, null, 4)).join('\n\n');
   return messages.map((m, i) => {
     const { tool_calls, tool_call_id: _id, ...rest } = m;
     if (i === first) return { ...rest, content: `${LLAMA3_PREAMBLE}${toolText}\n\n${m.content}` };
     if (m.role === 'tool') return { ...rest, role: 'ipython' };
     if (tool_calls && tool_calls.length > 0) {
-      const calls = (tool_calls as { function: { name: string; arguments: unknown } }[]).map((c) => `{"name": ${JSON.stringify(c.function.name)}, "parameters": ${tojson(c.function.arguments)}}`);
+      const calls = (tool_calls as { function: { name: string; arguments: unknown } }[]).map(
+        (c) => `{"name": ${JSON.stringify(c.function.name)}, "parameters": ${tojson(c.function.arguments)}}`,
+      );
       return { ...rest, content: calls.join('; ') };
     }
     return rest;
@@ -40,6 +56,9 @@ export function toolPromptMessages(messages: readonly TemplateMessage[], tools: 
 /** JSON as Jinja's `tojson` writes it (Python's separators ", " and ": "), as the template would write the call. */
 function tojson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(tojson).join(', ')}]`;
-  if (v !== null && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}: ${tojson(x)}`).join(', ')}}`;
+  if (v !== null && typeof v === 'object')
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}: ${tojson(x)}`)
+      .join(', ')}}`;
   return JSON.stringify(v);
 }

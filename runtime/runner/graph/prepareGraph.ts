@@ -1,5 +1,24 @@
 // The load-time rewrites of a decoder's ONNX graph, composed: new-KV outputs, logits at the last position only, and the signal nodes.
-import { concat, defaultOpset, fields, GRAPH_INPUT, GRAPH_NODE, GRAPH_OUTPUT, GRAPH_VALUE_INFO, INT64, FLOAT, initializer, MODEL_GRAPH, node, nodeInfo, valueInfo, valueInfoName, withInput, wrap, type NodeInfo } from './onnxProto.ts';
+import {
+  concat,
+  defaultOpset,
+  fields,
+  GRAPH_INPUT,
+  GRAPH_NODE,
+  GRAPH_OUTPUT,
+  GRAPH_VALUE_INFO,
+  INT64,
+  FLOAT,
+  initializer,
+  MODEL_GRAPH,
+  node,
+  nodeInfo,
+  valueInfo,
+  valueInfoName,
+  withInput,
+  wrap,
+  type NodeInfo,
+} from './onnxProto.ts';
 import { signalHead } from './signalHead.ts';
 
 /** How the graph yields logits for each row's last position only. */
@@ -107,13 +126,18 @@ export function prepareGraph(model: Uint8Array, opts: PrepareOptions): PreparedG
       // the outer Reshape's target [B, S, V] becomes [B, -1, V] (0: B, copied from the 2-D [B, V])
       outer = { index: indexOf(nodes, p), node: p };
       logits = 'sliced';
-    } else logitsNote = `logits are made by ${p ? `a ${p.op}` : 'no node found'}, not a MatMul (possibly behind a Cast or Identity) nor Reshape(Gemm/MatMul(Reshape(hidden)))`;
+    } else
+      logitsNote = `logits are made by ${p ? `a ${p.op}` : 'no node found'}, not a MatMul (possibly behind a Cast or Identity) nor Reshape(Gemm/MatMul(Reshape(hidden)))`;
   }
 
   const parts: Uint8Array[] = [];
   graph.forEach((f, i) => {
     if (head && i === head.index) {
-      parts.push(initializer('tr/last_start', INT64, [1], [-1]), initializer('tr/last_end', INT64, [1], [2 ** 53 - 1]), initializer('tr/last_axis', INT64, [1], [1]));
+      parts.push(
+        initializer('tr/last_start', INT64, [1], [-1]),
+        initializer('tr/last_end', INT64, [1], [2 ** 53 - 1]),
+        initializer('tr/last_axis', INT64, [1], [1]),
+      );
       parts.push(node('Slice', [head.node.inputs[0], 'tr/last_start', 'tr/last_end', 'tr/last_axis'], [LAST_HIDDEN]));
       parts.push(withInput(head.node, 0, LAST_HIDDEN));
       return;

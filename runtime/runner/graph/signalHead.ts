@@ -49,7 +49,10 @@ export const SIG = {
 } as const;
 
 /** The names one group of rows reads and writes: its row lists and its outputs (SIG's meanings). */
-export type GroupNames = Record<'sigRows' | 'drawRows' | 'cutRows' | 'topLogits' | 'topIds' | 'lse' | 'entropy' | 'draw' | 'drawLogit' | 'weights' | 'weightSum' | 'topWeights', string>;
+export type GroupNames = Record<
+  'sigRows' | 'drawRows' | 'cutRows' | 'topLogits' | 'topIds' | 'lse' | 'entropy' | 'draw' | 'drawLogit' | 'weights' | 'weightSum' | 'topWeights',
+  string
+>;
 
 /**
  * The masked rows' group: SIG's nodes over each masked row's logits with every refused token at
@@ -115,7 +118,18 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
   const c = (n: string): string => `tr/${n}`;
   const reduce = (op: string, input: string, output: string, axis: -1 | 1 = -1): void => {
     const attrAxes = op === 'ReduceSum' ? opset < 13 : opset < 18;
-    if (attrAxes) out.push(node(op, [input], [output], [{ name: 'axes', ints: [axis] }, { name: 'keepdims', i: 1 }]));
+    if (attrAxes)
+      out.push(
+        node(
+          op,
+          [input],
+          [output],
+          [
+            { name: 'axes', ints: [axis] },
+            { name: 'keepdims', i: 1 },
+          ],
+        ),
+      );
     else out.push(node(op, [input, c(axis === 1 ? 'axis_seq' : 'axis_last')], [output], [{ name: 'keepdims', i: 1 }]));
   };
   const le = opset >= 12 ? 'LessOrEqual' : 'Less';
@@ -145,7 +159,19 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
       op('Gather', [input, list], g(name), [{ name: 'axis', i: 0 }]);
       return g(name);
     };
-    out.push(node('TopK', [src.x, SIG.k], [names.topLogits, names.topIds], [{ name: 'axis', i: -1 }, { name: 'largest', i: 1 }, { name: 'sorted', i: 1 }], `${p}topk`));
+    out.push(
+      node(
+        'TopK',
+        [src.x, SIG.k],
+        [names.topLogits, names.topIds],
+        [
+          { name: 'axis', i: -1 },
+          { name: 'largest', i: 1 },
+          { name: 'sorted', i: 1 },
+        ],
+        `${p}topk`,
+      ),
+    );
     // log-sum-exp and entropy of the sigRows; Softmax is one vectorised kernel, where elementwise ops
     // with a per-row operand cost several times an Exp in ORT
     const xs = rows(src.x, names.sigRows, 's_x');
@@ -207,7 +233,8 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
     op('Softmax', [g('ct')], names.weights, [{ name: 'axis', i: -1 }]);
     reduce('ReduceSum', names.weights, names.weightSum);
     op('GatherElements', [names.weights, rows(names.topIds, names.cutRows, 'c_ids')], names.topWeights, [{ name: 'axis', i: -1 }]);
-    for (const o of [names.topLogits, names.lse, names.entropy, names.weights, names.weightSum, names.topWeights, names.drawLogit]) out.push(valueInfo(GRAPH_OUTPUT, o, FLOAT));
+    for (const o of [names.topLogits, names.lse, names.entropy, names.weights, names.weightSum, names.topWeights, names.drawLogit])
+      out.push(valueInfo(GRAPH_OUTPUT, o, FLOAT));
     for (const o of [names.topIds, names.draw]) out.push(valueInfo(GRAPH_OUTPUT, o, INT64));
   };
 
@@ -244,7 +271,18 @@ export function signalHead(logits: string, opts: { opset: number; vocab: number;
     ]);
     op('Size', [SIG.maskRows], c('mask_count'));
     op('Greater', [c('mask_count'), c('zero_scalar')], c('mask_any'));
-    out.push(node('If', [c('mask_any')], outputs, [{ name: 'then_branch', g: thenBranch }, { name: 'else_branch', g: elseBranch }], 'mask_if'));
+    out.push(
+      node(
+        'If',
+        [c('mask_any')],
+        outputs,
+        [
+          { name: 'then_branch', g: thenBranch },
+          { name: 'else_branch', g: elseBranch },
+        ],
+        'mask_if',
+      ),
+    );
     for (const k of MASKED_OUTPUTS) out.push(valueInfo(GRAPH_OUTPUT, MASKED[k], k === 'topIds' || k === 'draw' ? INT64 : FLOAT));
   }
   const inputs = signalInputs(opts.masked === true);

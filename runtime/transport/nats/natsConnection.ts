@@ -12,7 +12,10 @@ export interface NatsAuthOptions {
 }
 
 export async function openNats(opts: NatsAuthOptions & { name: string; connectTimeoutMs?: number }): Promise<NatsConnection> {
-  const servers = opts.servers.split(',').map((s) => s.trim()).filter(Boolean);
+  const servers = opts.servers
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   let authenticator: ReturnType<typeof credsAuthenticator> | undefined;
   if (opts.credsFile) {
     try {

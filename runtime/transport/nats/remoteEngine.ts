@@ -54,7 +54,21 @@ export interface ReplicaView {
   msSinceHeard: number;
 }
 
-const LANE_SUMS = ['ready', 'running', 'waitingAdmission', 'pendingReturn', 'kvBytes', 'kvReservedBytes', 'batches', 'rows', 'admissions', 'evictions', 'busyMs', 'batchMs', 'modelMs'] as const;
+const LANE_SUMS = [
+  'ready',
+  'running',
+  'waitingAdmission',
+  'pendingReturn',
+  'kvBytes',
+  'kvReservedBytes',
+  'batches',
+  'rows',
+  'admissions',
+  'evictions',
+  'busyMs',
+  'batchMs',
+  'modelMs',
+] as const;
 
 /**
  * The remote model's replicas behind one EngineProxy. A request is placed on a replica the first
@@ -79,7 +93,18 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
    * `recomputed`: of those, re-prefilled on a live replica. `outages`: times NATS stayed unreachable past the
    * bound; `failedUnreachable`: requests failed by it (held there, or arriving while it lasted).
    */
-  readonly stats = { placed: 0, replicasLost: 0, replicasDrained: 0, reconnects: 0, resent: 0, failedOnLoss: 0, spared: 0, recomputed: 0, outages: 0, failedUnreachable: 0 };
+  readonly stats = {
+    placed: 0,
+    replicasLost: 0,
+    replicasDrained: 0,
+    reconnects: 0,
+    resent: 0,
+    failedOnLoss: 0,
+    spared: 0,
+    recomputed: 0,
+    outages: 0,
+    failedUnreachable: 0,
+  };
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -112,9 +137,19 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
 
   /** Connects to NATS, waits for a first replica to announce itself, then for the others (one heartbeat period). */
   static async connect({ model, mesh, log: given, ...block }: RemoteEngineOptions): Promise<RemoteEngine> {
-    const opts: EngineOptions = { ...parseRemoteModel(block, model), model, mesh, log: given ?? ((l: string) => console.error(`[tokenrouter] remote ${model}: ${l}`)) };
+    const opts: EngineOptions = {
+      ...parseRemoteModel(block, model),
+      model,
+      mesh,
+      log: given ?? ((l: string) => console.error(`[tokenrouter] remote ${model}: ${l}`)),
+    };
     const { log } = opts;
-    const nc = await openNats({ servers: opts.nats, token: opts.token ?? process.env.NATS_TOKEN, credsFile: opts.credsFile, name: `tokenrouter-entry:${model}` });
+    const nc = await openNats({
+      servers: opts.nats,
+      token: opts.token ?? process.env.NATS_TOKEN,
+      credsFile: opts.credsFile,
+      name: `tokenrouter-entry:${model}`,
+    });
     let engine: RemoteEngine | null = null;
     const subjects = modelSubjects(opts.subjectPrefix, model);
     const replicas = new RemoteReplicas(
@@ -138,7 +173,10 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     if (!replicas.info) {
       replicas.stop();
       await nc.close();
-      throw new RemoteRunnerError('no_replicas', `no sub-server for model "${model}" announced itself on ${opts.nats} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${model} --nats ${opts.nats}`);
+      throw new RemoteRunnerError(
+        'no_replicas',
+        `no sub-server for model "${model}" announced itself on ${opts.nats} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${model} --nats ${opts.nats}`,
+      );
     }
     engine = new RemoteEngine(nc, replicas, replicas.info, opts);
     for (const a of replicas.live.values()) engine.join(a);
@@ -170,7 +208,12 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     const cut = this.replicas.cutOffMs();
     if (cut === 0) return null;
     const how = this.replicas.unreachable ? 'is down' : 'cannot take requests';
-    return new TokenRouterError('model_unavailable', `model ${this.name} ${how}: its NATS server has been unreachable for ${Math.round(cut)} ms; retry shortly`, 'model', { retry_after_s: 1 });
+    return new TokenRouterError(
+      'model_unavailable',
+      `model ${this.name} ${how}: its NATS server has been unreachable for ${Math.round(cut)} ms; retry shortly`,
+      'model',
+      { retry_after_s: 1 },
+    );
   }
 
   /**
@@ -180,7 +223,12 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
    */
   private cutOff(ms: number): void {
     this.stats.outages++;
-    const error = new TokenRouterError('model_unavailable', `model ${this.name} cannot go on with this request: its NATS server has been unreachable for ${Math.round(ms)} ms`, 'model', { retry_after_s: 1 });
+    const error = new TokenRouterError(
+      'model_unavailable',
+      `model ${this.name} cannot go on with this request: its NATS server has been unreachable for ${Math.round(ms)} ms`,
+      'model',
+      { retry_after_s: 1 },
+    );
     const ids = [...this.records.values()].flatMap((r) => [...r.homes]);
     this.opts.log?.(`NATS unreachable for ${Math.round(ms)} ms: model ${this.name} is down; failing the ${ids.length} requests held there`);
     for (const id of ids) {
@@ -194,7 +242,15 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     const now = performance.now();
     return [...this.records.values()].map((r) => {
       const a = this.replicas.live.get(r.subject);
-      return { name: r.name, subject: r.subject, requests: r.homes.size, placed: r.placed, draining: a?.draining ?? false, kvCapacityTokens: a?.kvCapacityTokens ?? 0, msSinceHeard: now - (a?.lastHeard ?? now) };
+      return {
+        name: r.name,
+        subject: r.subject,
+        requests: r.homes.size,
+        placed: r.placed,
+        draining: a?.draining ?? false,
+        kvCapacityTokens: a?.kvCapacityTokens ?? 0,
+        msSinceHeard: now - (a?.lastHeard ?? now),
+      };
     });
   }
 
@@ -224,11 +280,17 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     else this.stats.replicasLost++;
     this.stats.resent += r.link.stats.resent;
     this.sumLanes();
-    const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`, 'model');
+    const error = new TokenRouterError(
+      'unavailable',
+      `model ${this.name} cannot go on with this request: replica ${r.name} of model ${this.name} is gone (${reason})`,
+      'model',
+    );
     // Recompute spares the requests away at another model: the entry's copy of what the replica held re-prefills them elsewhere.
     // Those decoding there fail: their routing state died with the replica.
     const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.isAway(id)) : [];
-    this.opts.log?.(`replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`);
+    this.opts.log?.(
+      `replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`,
+    );
     for (const id of r.homes) {
       if (spared.includes(id)) {
         this.orphans.add(id);
@@ -271,7 +333,11 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     if (this.closing || !this.entry?.whereabouts?.(id)) return;
     const r = this.records.get(subject);
     if (!r) {
-      const error = new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: it was handed to a replica of model ${this.name} that is gone`, 'model');
+      const error = new TokenRouterError(
+        'unavailable',
+        `model ${this.name} cannot go on with this request: it was handed to a replica of model ${this.name} that is gone`,
+        'model',
+      );
       this.stats.failedOnLoss++;
       this.forgetRequest(id);
       return this.entry?.cascade(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
@@ -378,7 +444,8 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     }
     if (this.opts.onReplicaLoss === 'recompute') {
       const rebuilt = this.rehome(arrival);
-      if (rebuilt instanceof Error) return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
+      if (rebuilt instanceof Error)
+        return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
       arrival = rebuilt;
     }
     let r = this.homeOf(id);
@@ -407,7 +474,11 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     const committed = this.entry?.sequence?.(id) ?? [];
     if (committed.length < anchor) {
       this.forgetRequest(id);
-      return new TokenRouterError('unavailable', `model ${this.name} cannot go on with this request: its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`, 'model');
+      return new TokenRouterError(
+        'unavailable',
+        `model ${this.name} cannot go on with this request: its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`,
+        'model',
+      );
     }
     this.stats.recomputed++;
     return { ...a, context: [...committed.slice(0, anchor), ...tokens] };

@@ -224,7 +224,13 @@ export class RemoteEngineServer {
         onBegin: () => {
           for (const other of [...this.sessions.keys()]) if (other !== entry) this.forget(other, 'another entry took the model over');
           session.peers?.close();
-          session.peers = new NatsPeers({ nc: this.nc, model: this.opts.model, subject: this.subject, stats: this.peerStats, log: (l) => this.log(`entry ${entry}: ${l}`) });
+          session.peers = new NatsPeers({
+            nc: this.nc,
+            model: this.opts.model,
+            subject: this.subject,
+            stats: this.peerStats,
+            log: (l) => this.log(`entry ${entry}: ${l}`),
+          });
         },
       }),
     };
@@ -238,7 +244,9 @@ export class RemoteEngineServer {
     this.ignoredSinceLog++;
     const now = performance.now();
     if (now - this.lastIgnoredLog < 1000) return;
-    this.log(`ignored ${this.ignoredSinceLog === 1 ? '' : `${this.ignoredSinceLog} messages, last `}${what} of entry ${entry} (${why}); ${this.stats.ignored} ignored in all`);
+    this.log(
+      `ignored ${this.ignoredSinceLog === 1 ? '' : `${this.ignoredSinceLog} messages, last `}${what} of entry ${entry} (${why}); ${this.stats.ignored} ignored in all`,
+    );
     this.lastIgnoredLog = now;
     this.ignoredSinceLog = 0;
   }
@@ -250,7 +258,9 @@ export class RemoteEngineServer {
    */
   private engineFailed(entry: string, e: Error): void {
     this.stats.failed++;
-    this.log(`entry ${entry}: the engine could not handle a message: ${e.message}; failing that entry's requests here (${this.stats.failed} such messages in all)`);
+    this.log(
+      `entry ${entry}: the engine could not handle a message: ${e.message}; failing that entry's requests here (${this.stats.failed} such messages in all)`,
+    );
     const server = this.sessions.get(entry)?.serving.server;
     server?.host.failHeld(e);
     this.opts.onError?.(e);
@@ -272,7 +282,8 @@ export class RemoteEngineServer {
     // cut off ourselves, we hear no keepalive: that says nothing about the entries
     if (this.disconnected) return;
     const now = performance.now();
-    for (const [entry, s] of [...this.sessions]) if (now - s.link.lastHeard > timeoutMs) this.forget(entry, `no keepalive for ${Math.round(now - s.link.lastHeard)} ms`);
+    for (const [entry, s] of [...this.sessions])
+      if (now - s.link.lastHeard > timeoutMs) this.forget(entry, `no keepalive for ${Math.round(now - s.link.lastHeard)} ms`);
   }
 
   /** Back on NATS: keepalives missed meanwhile are not held against the entries; what was in flight goes again. */

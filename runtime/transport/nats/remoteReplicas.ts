@@ -61,8 +61,12 @@ export class RemoteReplicas {
     if (a.bye) return this.lose(a.subject, a.draining ? 'it drained and shut down' : 'it shut down', true);
     const known = this.live.get(a.subject);
     if (!known) {
-      if (a.protocol !== WIRE_PROTOCOL) return this.hooks.log(`replica ${a.replica} of ${this.model} speaks wire protocol ${a.protocol}, this entry ${WIRE_PROTOCOL}: ignored`);
-      if (this.info && !sameInfo(this.info, a.info)) return this.hooks.log(`replica ${a.replica} of ${this.model} serves a different model (${JSON.stringify(a.info)} vs ${JSON.stringify(this.info)}): ignored`);
+      if (a.protocol !== WIRE_PROTOCOL)
+        return this.hooks.log(`replica ${a.replica} of ${this.model} speaks wire protocol ${a.protocol}, this entry ${WIRE_PROTOCOL}: ignored`);
+      if (this.info && !sameInfo(this.info, a.info))
+        return this.hooks.log(
+          `replica ${a.replica} of ${this.model} serves a different model (${JSON.stringify(a.info)} vs ${JSON.stringify(this.info)}): ignored`,
+        );
       this.info ??= a.info;
     }
     this.live.set(a.subject, { ...a, lastHeard: performance.now() });
@@ -95,7 +99,8 @@ export class RemoteReplicas {
       for (const r of this.live.values()) r.lastHeard = now;
       return;
     }
-    for (const r of [...this.live.values()]) if (now - r.lastHeard > this.timeoutMs) this.lose(r.subject, `no heartbeat for ${Math.round(now - r.lastHeard)} ms`);
+    for (const r of [...this.live.values()])
+      if (now - r.lastHeard > this.timeoutMs) this.lose(r.subject, `no heartbeat for ${Math.round(now - r.lastHeard)} ms`);
   }
 
   linkDown(): void {
@@ -137,5 +142,11 @@ export class RemoteReplicas {
 }
 
 function sameInfo(a: ModelInfo, b: ModelInfo): boolean {
-  return a.vocabSize === b.vocabSize && a.eosTokenIds.join() === b.eosTokenIds.join() && a.maxContext === b.maxContext && a.kvBytesPerToken === b.kvBytesPerToken && a.hiddenSize === b.hiddenSize;
+  return (
+    a.vocabSize === b.vocabSize &&
+    a.eosTokenIds.join() === b.eosTokenIds.join() &&
+    a.maxContext === b.maxContext &&
+    a.kvBytesPerToken === b.kvBytesPerToken &&
+    a.hiddenSize === b.hiddenSize
+  );
 }

@@ -3,8 +3,24 @@ import { LIMITS, type ParamSpec, type ParamValue, type PortSpec } from '../nodeT
 import type { Params, SignalDef, SignalField } from '../nodeTypeDef.ts';
 
 export const modelParam = (label = 'Model', def = 'small', help?: string): ParamSpec => ({ kind: 'model', name: 'model', label, default: def, help });
-export const priority: ParamSpec = { kind: 'int', name: 'priority', label: 'Priority', min: 0, max: 99, default: 10, help: 'Lower runs first; the first decision that fires wins.' };
-export const value = (label: string, def: number, replacedBy?: string): ParamSpec => ({ kind: 'number', name: 'value', label, min: -LIMITS.maxAbsValue, max: LIMITS.maxAbsValue, default: def, replacedBy });
+export const priority: ParamSpec = {
+  kind: 'int',
+  name: 'priority',
+  label: 'Priority',
+  min: 0,
+  max: 99,
+  default: 10,
+  help: 'Lower runs first; the first decision that fires wins.',
+};
+export const value = (label: string, def: number, replacedBy?: string): ParamSpec => ({
+  kind: 'number',
+  name: 'value',
+  label,
+  min: -LIMITS.maxAbsValue,
+  max: LIMITS.maxAbsValue,
+  default: def,
+  replacedBy,
+});
 export const when: PortSpec = { name: 'when', type: 'boolean', label: 'when', optional: true };
 export const num = (name: string, label = name, optional = false): PortSpec => ({ name, type: 'number', label, optional });
 export const bool = (name: string, label = name, optional = false): PortSpec => ({ name, type: 'boolean', label, optional });
@@ -16,7 +32,13 @@ export const fmt = (v: ParamValue | undefined): string => (typeof v === 'number'
 export const onModel = (p: Params): string => `on ${p.model}`;
 
 /** A signal read on the model `model`, with any extra parameters. */
-export function signal(def: Omit<SignalDef, 'category' | 'inputs' | 'outputs' | 'params' | 'summary'> & { out?: PortSpec; extra?: readonly ParamSpec[]; summary?: SignalDef['summary'] }): SignalDef {
+export function signal(
+  def: Omit<SignalDef, 'category' | 'inputs' | 'outputs' | 'params' | 'summary'> & {
+    out?: PortSpec;
+    extra?: readonly ParamSpec[];
+    summary?: SignalDef['summary'];
+  },
+): SignalDef {
   const { out, extra = [], summary = onModel, ...rest } = def;
   return {
     ...rest,

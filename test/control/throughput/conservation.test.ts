@@ -10,14 +10,33 @@ const p = 0.35;
 const cases: [string, ThroughputInput][] = [
   [
     'R2R N=8 T=(1,3)',
-    { N: 8, P: [[1 - p, p], [1, 0]], C: [[1, 0], [1, 0]], latency: (i) => (i === 0 ? 6 : 27.9), maxBatch: [8, 8], thresholds: [1, 3] },
+    {
+      N: 8,
+      P: [
+        [1 - p, p],
+        [1, 0],
+      ],
+      C: [
+        [1, 0],
+        [1, 0],
+      ],
+      latency: (i) => (i === 0 ? 6 : 27.9),
+      maxBatch: [8, 8],
+      thresholds: [1, 3],
+    },
   ],
   [
     'R2R batch-dependent N=6 maxBatch 4',
     {
       N: 6,
-      P: [[1 - p, p], [1, 0]],
-      C: [[1, 0], [1, 0]],
+      P: [
+        [1 - p, p],
+        [1, 0],
+      ],
+      C: [
+        [1, 0],
+        [1, 0],
+      ],
       latency: (i, b) => (i === 0 ? 4 + 0.5 * b : 18 + 3 * b),
       maxBatch: [4, 4],
       thresholds: [1, 2],
@@ -27,8 +46,14 @@ const cases: [string, ThroughputInput][] = [
     'R2R contended N=6 T=(1,2)',
     {
       N: 6,
-      P: [[1 - p, p], [1, 0]],
-      C: [[1, 0], [1, 0]],
+      P: [
+        [1 - p, p],
+        [1, 0],
+      ],
+      C: [
+        [1, 0],
+        [1, 0],
+      ],
       latency: (i) => (i === 0 ? 6 : 27),
       contendedLatency: (i) => (i === 0 ? 9 : 30),
       maxBatch: [6, 6],
@@ -39,8 +64,16 @@ const cases: [string, ThroughputInput][] = [
     'three models N=5',
     {
       N: 5,
-      P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-      C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+      P: [
+        [0.7, 0.2, 0.1],
+        [0.6, 0.3, 0.1],
+        [1, 0, 0],
+      ],
+      C: [
+        [1, 0, 0],
+        [1, 1, 0],
+        [1, 1, 1],
+      ],
       latency: (i, b) => [5, 12, 25][i] * (1 + 0.05 * (b - 1)),
       maxBatch: [5, 3, 3],
       thresholds: [1, 2, 1],

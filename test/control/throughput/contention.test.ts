@@ -16,8 +16,14 @@ const p = 0.35;
 // On a 3 ms lattice the chain is exact, so it must agree with the continuous-time simulation.
 const r2r: ThroughputInput = {
   N: 8,
-  P: [[1 - p, p], [1, 0]],
-  C: [[1, 0], [1, 0]],
+  P: [
+    [1 - p, p],
+    [1, 0],
+  ],
+  C: [
+    [1, 0],
+    [1, 0],
+  ],
   latency: (i) => (i === 0 ? 6 : 27),
   contendedLatency: (i) => (i === 0 ? 9 : 30),
   maxBatch: [8, 8],
@@ -25,8 +31,16 @@ const r2r: ThroughputInput = {
 };
 const three: ThroughputInput = {
   N: 5,
-  P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-  C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+  P: [
+    [0.7, 0.2, 0.1],
+    [0.6, 0.3, 0.1],
+    [1, 0, 0],
+  ],
+  C: [
+    [1, 0, 0],
+    [1, 1, 0],
+    [1, 1, 1],
+  ],
   latency: (i) => [4, 12, 24][i],
   contendedLatency: (i) => [8, 16, 28][i],
   maxBatch: [5, 3, 3],
@@ -91,7 +105,7 @@ describe('markContended', () => {
 });
 
 describe('markCycles', () => {
-  it('times each batch from its launch to its model\'s next launch, a gap of maxGapMs or more left out, tagged as markContended tags it', () => {
+  it("times each batch from its launch to its model's next launch, a gap of maxGapMs or more left out, tagged as markContended tags it", () => {
     const batches = [
       { model: 1, batch: 1, startMs: 40, endMs: 60 }, // large's last batch: its wall time
       { model: 0, batch: 1, startMs: 0, endMs: 5 }, // small's next launch at 5: no gap
@@ -107,7 +121,7 @@ describe('markCycles', () => {
 });
 
 describe('fitContendedLatency', () => {
-  it('fits each class from its own samples, fills a class\'s unseen sizes from the other, and a model seen one way gets one profile', () => {
+  it("fits each class from its own samples, fills a class's unseen sizes from the other, and a model seen one way gets one profile", () => {
     const samples: LatencySample[] = [];
     for (let k = 0; k < 10; k++) {
       samples.push({ model: 0, batch: 1, ms: 1 + (k % 2) * 0.2, contended: false });

@@ -5,7 +5,7 @@ import { estimateRouting, fitLatencyProfile, ThroughputError, type RoutingStep }
 /** Seeded LCG, so the sampled traces are the same every run. */
 function lcg(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
 }
 
 describe('estimateRouting', () => {

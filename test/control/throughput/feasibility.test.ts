@@ -42,7 +42,19 @@ describe('feasibility Σ(T_i − 1) < N', () => {
     expect(codeOf(() => solveThroughput({ ...base, N: 4, thresholds: [0, 1] }))).toBe('INVALID_INPUT');
     expect(codeOf(() => solveThroughput({ ...base, N: 20, maxBatch: [8, 4], thresholds: [1, 5] }))).toBe('INVALID_INPUT');
     expect(codeOf(() => solveThroughput({ ...base, N: 4, thresholds: [1.5, 1] }))).toBe('INVALID_INPUT');
-    expect(codeOf(() => solveThroughput({ ...base, N: 4, P: [[0.5, 0.4], [1, 0]], thresholds: [1, 1] }))).toBe('INVALID_INPUT');
+    expect(
+      codeOf(() =>
+        solveThroughput({
+          ...base,
+          N: 4,
+          P: [
+            [0.5, 0.4],
+            [1, 0],
+          ],
+          thresholds: [1, 1],
+        }),
+      ),
+    ).toBe('INVALID_INPUT');
     expect(codeOf(() => solveThroughput({ ...base, N: 4, latency: [[6], [27.9]], thresholds: [1, 1] }))).toBe('INVALID_INPUT');
   });
 
@@ -54,6 +66,11 @@ describe('feasibility Σ(T_i − 1) < N', () => {
     let n = 0;
     for (let a = 1; a <= 4; a++) for (let b = 1; b <= 4; b++) for (let c = 1; c <= 4; c++) if (a + b + c - 3 < 4) n++;
     expect(all.length).toBe(n);
-    expect(feasibleThresholds([4, 4], 4, { 0: 1 })).toEqual([[1, 1], [1, 2], [1, 3], [1, 4]]);
+    expect(feasibleThresholds([4, 4], 4, { 0: 1 })).toEqual([
+      [1, 1],
+      [1, 2],
+      [1, 3],
+      [1, 4],
+    ]);
   });
 });

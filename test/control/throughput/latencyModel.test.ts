@@ -8,7 +8,22 @@ import { mulberry32 } from '../../../shared/rng.ts';
 const p = 0.35;
 const N = 12;
 const OUT = 32;
-const paper = { N, P: [[1 - p, p], [1, 0]], C: [[1, 0], [1, 0]], latency: (m: number) => (m === 0 ? 6.0 : 27.9), maxBatch: [64, 64], outputTokens: OUT, promptLength: 128, feedMsPerToken: [0.01, 0.1] };
+const paper = {
+  N,
+  P: [
+    [1 - p, p],
+    [1, 0],
+  ],
+  C: [
+    [1, 0],
+    [1, 0],
+  ],
+  latency: (m: number) => (m === 0 ? 6.0 : 27.9),
+  maxBatch: [64, 64],
+  outputTokens: OUT,
+  promptLength: 128,
+  feedMsPerToken: [0.01, 0.1],
+};
 
 describe('latency model', () => {
   it.each([
@@ -17,13 +32,23 @@ describe('latency model', () => {
   ])('predicts p99 TPOT of the runtime within 15 per cent at %d req/s (large threshold %d, deadline %d ms)', (rate, T, wait) => {
     const requests = 300;
     const pred = predictLatency({ ...paper, thresholds: [1, T], maxWaitMs: wait }, { rateRps: rate, requests }, {}, { replications: 4 });
-    const run = runVirtual({ mode: 'async-delayed', retainState: true, thresholds: { small: 1, large: T }, concurrency: N, requests, promptLength: 128, maxTokens: OUT, maxWaitMs: wait, arrivalsMs: arrivalTimesMs(requests, rate, 1, mulberry32(11)) });
+    const run = runVirtual({
+      mode: 'async-delayed',
+      retainState: true,
+      thresholds: { small: 1, large: T },
+      concurrency: N,
+      requests,
+      promptLength: 128,
+      maxTokens: OUT,
+      maxWaitMs: wait,
+      arrivalsMs: arrivalTimesMs(requests, rate, 1, mulberry32(11)),
+    });
     expect(Math.abs(pred.p99TpotMs / run.metrics.tpotMs.p99 - 1)).toBeLessThan(0.15);
     expect(Math.abs(pred.meanTpotMs / run.metrics.tpotMs.mean - 1)).toBeLessThan(0.05);
     expect(Math.abs(pred.throughputTokS / run.metrics.outputThroughputTokS - 1)).toBeLessThan(0.05);
   });
 
-  it('in a closed loop agrees with the chain on throughput and with Little\'s law on mean E2E', () => {
+  it("in a closed loop agrees with the chain on throughput and with Little's law on mean E2E", () => {
     const closed = { N: 8, P: paper.P, C: paper.C, latency: paper.latency, maxBatch: [8, 8], thresholds: [1, 3] };
     const chain = solveThroughput(closed);
     const sim = simulateLatency({ ...closed, maxWaitMs: 200, outputTokens: 400 }, { requests: 800, seed: 3 });

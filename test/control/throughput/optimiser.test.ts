@@ -4,8 +4,16 @@ import { estimateChainStates, optimiseThresholds, solveThroughput, ThroughputErr
 
 const three: OptimiseInput = {
   N: 4,
-  P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-  C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+  P: [
+    [0.7, 0.2, 0.1],
+    [0.6, 0.3, 0.1],
+    [1, 0, 0],
+  ],
+  C: [
+    [1, 0, 0],
+    [1, 1, 0],
+    [1, 1, 1],
+  ],
   latency: (i) => [5, 12, 25][i],
   maxBatch: [4, 4, 4],
 };
@@ -38,7 +46,19 @@ describe('optimiseThresholds', () => {
   });
 
   it('candidates whose chain is too big are simulated: same choice as the chain, within the stated error', () => {
-    const r2r: OptimiseInput = { N: 8, P: [[0.65, 0.35], [1, 0]], C: [[1, 0], [1, 0]], latency: (i) => [6, 27.9][i], maxBatch: [8, 8] };
+    const r2r: OptimiseInput = {
+      N: 8,
+      P: [
+        [0.65, 0.35],
+        [1, 0],
+      ],
+      C: [
+        [1, 0],
+        [1, 0],
+      ],
+      latency: (i) => [6, 27.9][i],
+      maxBatch: [8, 8],
+    };
     const exact = optimiseThresholds(r2r, { fixed: { 0: 1 } });
     const sim = optimiseThresholds(r2r, { fixed: { 0: 1 }, maxChainStates: 0, simulation: { relTolerance: 0.002, budgetMs: 20_000 } });
     expect(exact.table.every((row) => row.method === 'chain')).toBe(true);

@@ -16,8 +16,7 @@ import { optimiseThresholds } from '../../../runtime/control/throughput/index.ts
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-optimize-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-const recordedRun = (concurrency: number) =>
-  recordR2r({ concurrency, requests: concurrency * 6, promptLength: 32, maxTokens: 256, maxWaitMs: 100 }).events;
+const recordedRun = (concurrency: number) => recordR2r({ concurrency, requests: concurrency * 6, promptLength: 32, maxTokens: 256, maxWaitMs: 100 }).events;
 
 describe('thresholdsFromTrace', () => {
   const events = recordedRun(8);
@@ -30,7 +29,19 @@ describe('thresholdsFromTrace', () => {
     expect(r.estimate.C[0][1]).toBe(0); // R2R discards the small token it hands off
     expect(r.estimate.latency[0][0]).toBeCloseTo(PAPER_R2R_PROFILE.stepMs.small, 6);
     const truth = optimiseThresholds(
-      { N: 8, P: [[0.65, 0.35], [1, 0]], C: [[1, 0], [1, 0]], latency: (i) => (i === 0 ? 6.0 : 27.9), maxBatch: [8, 8] },
+      {
+        N: 8,
+        P: [
+          [0.65, 0.35],
+          [1, 0],
+        ],
+        C: [
+          [1, 0],
+          [1, 0],
+        ],
+        latency: (i) => (i === 0 ? 6.0 : 27.9),
+        maxBatch: [8, 8],
+      },
       { fixed: { 0: 1 } },
     );
     const truthLarge = truth.best[1];
@@ -71,7 +82,12 @@ describe('tokenrouter optimize', () => {
 
   it('prints the thresholds and the predicted gain over thresholds of 1, and writes JSON', async () => {
     const file = path.join(tmp, 'trace.jsonl');
-    fs.writeFileSync(file, recordedRun(8).map((e) => JSON.stringify(e)).join('\n') + '\n{"type":"nonsense"}\n');
+    fs.writeFileSync(
+      file,
+      recordedRun(8)
+        .map((e) => JSON.stringify(e))
+        .join('\n') + '\n{"type":"nonsense"}\n',
+    );
     const json = path.join(tmp, 'opt.json');
     const { code, text } = await run(['--trace', file, '--concurrency', '8', '--fixed', 'small=1', '--json', json]);
     expect(code).toBe(0);

@@ -1,11 +1,25 @@
 // predictThroughput: the chain while its size estimate fits, else Monte Carlo replications with a stated 95% half-width.
 import { describe, expect, it } from 'vitest';
-import { estimateChainStates, predictThroughput, simulateWithConfidence, solveThroughput, type ThroughputInput } from '../../../runtime/control/throughput/index.ts';
+import {
+  estimateChainStates,
+  predictThroughput,
+  simulateWithConfidence,
+  solveThroughput,
+  type ThroughputInput,
+} from '../../../runtime/control/throughput/index.ts';
 
 const three = (N: number, T: number[] = [1, 1, 1]): ThroughputInput => ({
   N,
-  P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-  C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+  P: [
+    [0.7, 0.2, 0.1],
+    [0.6, 0.3, 0.1],
+    [1, 0, 0],
+  ],
+  C: [
+    [1, 0, 0],
+    [1, 1, 0],
+    [1, 1, 1],
+  ],
   latency: (i) => [5, 12, 25][i],
   maxBatch: [N, N, N],
   thresholds: T,
@@ -29,7 +43,10 @@ describe('predictThroughput', () => {
   });
 
   it('falls back to simulation past maxStates, and the simulated mean agrees with the exact chain within its half-width (plus 0.3%)', () => {
-    for (const T of [[1, 1, 1], [1, 2, 3]]) {
+    for (const T of [
+      [1, 1, 1],
+      [1, 2, 3],
+    ]) {
       const exact = solveThroughput(three(6, T)).tokensPerSec;
       const p = predictThroughput(three(6, T), { maxStates: 10, relTolerance: 0.003 });
       expect(p.method).toBe('simulate');

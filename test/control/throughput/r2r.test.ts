@@ -5,8 +5,14 @@ import { optimiseThresholds, simulateThroughput, solveThroughput, type Throughpu
 const p = 0.35;
 const r2r = (N: number, Tl = 1): ThroughputInput => ({
   N,
-  P: [[1 - p, p], [1, 0]],
-  C: [[1, 0], [1, 0]],
+  P: [
+    [1 - p, p],
+    [1, 0],
+  ],
+  C: [
+    [1, 0],
+    [1, 0],
+  ],
   latency: (i) => (i === 0 ? 6.0 : 27.9),
   maxBatch: [N, N],
   thresholds: [1, Tl],
@@ -20,7 +26,8 @@ describe('R2R (p = 0.35, L_small = 6.0 ms, L_large = 27.9 ms), small threshold 1
     expect(opt.table).toHaveLength(N);
     const rows = [...opt.table].sort((a, b) => a.thresholds[1] - b.thresholds[1]);
     console.log(
-      `R2R N=${N}: ` + rows.map((r) => `T_l=${r.thresholds[1]} ${r.tokensPerSec.toFixed(2)}`).join(', ') +
+      `R2R N=${N}: ` +
+        rows.map((r) => `T_l=${r.thresholds[1]} ${r.tokensPerSec.toFixed(2)}`).join(', ') +
         ` → argmax T_l=${opt.best[1]} (${opt.predicted.toFixed(2)} tok/s, margin ${(opt.margin * 100).toFixed(2)}%)`,
     );
     expect(opt.best[0]).toBe(1);
@@ -51,8 +58,16 @@ describe('beyond the paper setting', () => {
   it('three models with batch-dependent latency: agrees with Monte Carlo within 1.5%', () => {
     const x: ThroughputInput = {
       N: 5,
-      P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-      C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+      P: [
+        [0.7, 0.2, 0.1],
+        [0.6, 0.3, 0.1],
+        [1, 0, 0],
+      ],
+      C: [
+        [1, 0, 0],
+        [1, 1, 0],
+        [1, 1, 1],
+      ],
       latency: (i, b) => [5, 12, 25][i] + [0.5, 1, 2][i] * (b - 1),
       maxBatch: [5, 5, 5],
       thresholds: [1, 2, 1],
@@ -65,7 +80,10 @@ describe('beyond the paper setting', () => {
   });
 
   it('latency given as a table ms[model][batch − 1] equals the same latency as a function', () => {
-    const table = [[6, 6.5, 7, 7.5], [28, 30, 32, 34]];
+    const table = [
+      [6, 6.5, 7, 7.5],
+      [28, 30, 32, 34],
+    ];
     const a = solveThroughput({ ...r2r(4, 2), latency: table });
     const b = solveThroughput({ ...r2r(4, 2), latency: (i, n) => table[i][n - 1] });
     expect(a.tokensPerSec).toBe(b.tokensPerSec);
@@ -74,8 +92,16 @@ describe('beyond the paper setting', () => {
   it('pruneBelow drops only negligible outcomes: a smaller chain, the same answer to 0.1%', () => {
     const x: ThroughputInput = {
       N: 8,
-      P: [[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [1, 0, 0]],
-      C: [[1, 0, 0], [1, 1, 0], [1, 1, 1]],
+      P: [
+        [0.7, 0.2, 0.1],
+        [0.6, 0.3, 0.1],
+        [1, 0, 0],
+      ],
+      C: [
+        [1, 0, 0],
+        [1, 1, 0],
+        [1, 1, 1],
+      ],
       latency: (i) => [5, 10, 25][i],
       maxBatch: [8, 8, 8],
       thresholds: [1, 2, 2],

@@ -6,8 +6,14 @@ const p = 0.35;
 // Latencies on no common lattice, growing with batch size: the case where rounding can bite.
 const offLattice: ThroughputInput = {
   N: 6,
-  P: [[1 - p, p], [1, 0]],
-  C: [[1, 0], [1, 0]],
+  P: [
+    [1 - p, p],
+    [1, 0],
+  ],
+  C: [
+    [1, 0],
+    [1, 0],
+  ],
   latency: (i, b) => (i === 0 ? 6 + 0.13 * (b - 1) : 27.9 + 0.71 * (b - 1)),
   maxBatch: [6, 6],
   thresholds: [1, 2],
@@ -17,7 +23,10 @@ const rel = (a: number, b: number) => Math.abs(a - b) / b;
 
 describe('time step Δ', () => {
   it('auto choice: coarsest near-exact lattice, else mean-preserving split', () => {
-    const onLattice = chooseTimeStep([[NaN, 6], [NaN, 27.9]]);
+    const onLattice = chooseTimeStep([
+      [NaN, 6],
+      [NaN, 27.9],
+    ]);
     expect(onLattice.rounding).toBe('nearest');
     expect(onLattice.dtMs).toBe(2); // 6 = 3·2, 27.9 ≈ 14·2 (0.36 %)
     expect(onLattice.maxRelError).toBeLessThanOrEqual(0.005);

@@ -126,7 +126,10 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   const allowed = g.op('And', [causal, padOk]); // [B, 1, S, T]
   const allowed5 = g.op('Unsqueeze', [allowed, g.i64([1])]); // [B, 1, 1, S, T]
   const invFreq = ropeInvFreq(arch);
-  const freqs = g.op('Mul', [g.op('Unsqueeze', [g.op('Cast', [positionIds], { to: { i: 1 } }), g.i64([2])]), g.init('rope.inv_freq', 'float32', [hd / 2], () => invFreq)]);
+  const freqs = g.op('Mul', [
+    g.op('Unsqueeze', [g.op('Cast', [positionIds], { to: { i: 1 } }), g.i64([2])]),
+    g.init('rope.inv_freq', 'float32', [hd / 2], () => invFreq),
+  ]);
   const emb = g.op('Concat', [freqs, freqs], { axis: { i: -1 } }); // [B, S, hd]
   const cos = g.op('Cos', [emb]);
   const sin = g.op('Sin', [emb]);
@@ -156,7 +159,9 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   const tableF32 = weights === 'fp32' ? floatWeight(table, [ids ? U + 1 : V, H], tableData) : g.init(table, 'float32', [V, H], tableData);
   let vocabMap = '';
   if (ids) {
-    const unused = g.op('ConstantOfShape', [g.i64([V])], { value: { t: { name: 'vocab_unused', type: 'int64', dims: [1], data: () => BigInt64Array.of(BigInt(U)) } } });
+    const unused = g.op('ConstantOfShape', [g.i64([V])], {
+      value: { t: { name: 'vocab_unused', type: 'int64', dims: [1], data: () => BigInt64Array.of(BigInt(U)) } },
+    });
     const idsInit = g.init('vocab_ids', 'int64', [U], () => BigInt64Array.from(ids, (v) => BigInt(v)));
     const rows = g.init('vocab_rows', 'int64', [U], () => BigInt64Array.from({ length: U }, (_, i) => BigInt(i)));
     vocabMap = g.op('ScatterElements', [unused, idsInit, rows], { axis: { i: 0 } });
@@ -182,7 +187,12 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
       const flat = (t: string) => g.op('Reshape', [t, g.i64([0, 0, -1])]);
       const qr = flat(rope(q, cosG, sinG));
       const kr = flat(rope(k, cosG, sinG));
-      ctx = g.ops('GroupQueryAttention', [qr, kr, flat(v), pastK, pastV, gqaLens, gqaTotal], { num_heads: { i: nH }, kv_num_heads: { i: kv }, scale: { f: 1 / Math.sqrt(hd) } }, { domain: 'com.microsoft', outputs: [`${p}/gqa_out`, presentK, presentV] })[0];
+      ctx = g.ops(
+        'GroupQueryAttention',
+        [qr, kr, flat(v), pastK, pastV, gqaLens, gqaTotal],
+        { num_heads: { i: nH }, kv_num_heads: { i: kv }, scale: { f: 1 / Math.sqrt(hd) } },
+        { domain: 'com.microsoft', outputs: [`${p}/gqa_out`, presentK, presentV] },
+      )[0];
     } else {
       // q as [B, kv, group, S, hd]: query head h reads KV head h / group (transformers' repeat_kv), by broadcasting
       const q5 = rope(g.op('Transpose', [g.op('Reshape', [q, g.i64([0, 0, kv, group, hd])])], { perm: { ints: [0, 2, 3, 1, 4] } }), cosQ, sinQ);

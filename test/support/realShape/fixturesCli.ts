@@ -13,7 +13,10 @@ const USAGE = `usage: npm run fixtures -- [--rebuild] [--cache DIR] <name[:varia
 
 const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { rebuild: { type: 'boolean' }, cache: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { rebuild: { type: 'boolean' }, cache: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+});
 if (values.help || positionals.length === 0) {
   console.log(USAGE);
   process.exit(values.help ? 0 : 2);
@@ -33,7 +36,10 @@ for (const arg of positionals) {
   if (values.rebuild) fs.rmSync(path.join(cacheDir, label), { recursive: true, force: true });
   const t0 = performance.now();
   console.log(`${label}: building…`);
-  const f = realShapeFolder(name, variant, { cacheDir, onFile: (w) => console.log(`  ${w.file.padEnd(28)} ${mib(w.bytes).padStart(11)}  ${(w.ms / 1000).toFixed(2)} s`) });
+  const f = realShapeFolder(name, variant, {
+    cacheDir,
+    onFile: (w) => console.log(`  ${w.file.padEnd(28)} ${mib(w.bytes).padStart(11)}  ${(w.ms / 1000).toFixed(2)} s`),
+  });
   const total = f.files.reduce((a, w) => a + w.bytes, 0);
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   console.log(`${label}: ${f.built ? `built in ${secs} s` : 'already in the cache'}; ${(f.params / 1e6).toFixed(1)} M parameters, ${mib(total)} in ${f.dir}`);

@@ -15,7 +15,12 @@ export class GraphBuilder {
    * Adds a node; returns its outputs' names. `outputs`: how many (generated names) or the names
    * themselves (a graph output's name, e.g. `present.0.key`).
    */
-  ops(op: string, inputs: readonly string[], attrs: Record<string, AttrValue> = {}, opts: { outputs?: number | readonly string[]; domain?: string; prefix?: string } = {}): string[] {
+  ops(
+    op: string,
+    inputs: readonly string[],
+    attrs: Record<string, AttrValue> = {},
+    opts: { outputs?: number | readonly string[]; domain?: string; prefix?: string } = {},
+  ): string[] {
     const id = this.counter++;
     const base = `${opts.prefix ?? ''}/${op}_${id}`;
     const outs = typeof opts.outputs === 'object' ? [...opts.outputs] : Array.from({ length: opts.outputs ?? 1 }, (_, i) => `${base}_out${i}`);

@@ -93,7 +93,8 @@ function varintLength(n: number): number {
 function checkTensor(t: TensorSpec, data: ArrayBufferView): void {
   const count = t.dims.reduce((a, b) => a * b, 1);
   const per = (data as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1;
-  if (data.byteLength / per !== count) throw new Error(`initializer "${t.name}": dims [${t.dims.join(', ')}] hold ${count} elements but its data has ${data.byteLength / per}`);
+  if (data.byteLength / per !== count)
+    throw new Error(`initializer "${t.name}": dims [${t.dims.join(', ')}] hold ${count} elements but its data has ${data.byteLength / per}`);
 }
 
 /** A TensorProto without its data (dims, type, name), to which raw_data or external_data is appended. */
@@ -227,7 +228,11 @@ export function writeOnnxModel(file: string, spec: ModelSpec, opts: WriteOptions
     if (opts.externalData && byteLength >= minBytes) {
       offset = Math.ceil(offset / EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
       const w = Writer.create();
-      for (const [k, v] of [['location', opts.externalData], ['offset', String(offset)], ['length', String(byteLength)]]) {
+      for (const [k, v] of [
+        ['location', opts.externalData],
+        ['offset', String(offset)],
+        ['length', String(byteLength)],
+      ]) {
         w.uint32(tag(13, LEN)).fork().uint32(tag(1, LEN)).string(k).uint32(tag(2, LEN)).string(v).ldelim();
       }
       w.uint32(tag(14, VARINT)).int32(1);

@@ -34,7 +34,13 @@ export function quantizeInt8PerRow(w: Float32Array, N: number, K: number): { q: 
  * byte (the first in the low nibble), each stored as q + 8 with q in [-8, 7] (the default zero point
  * 8), and one float scale a block ([N × blocks]). `rowMajorNK`: w is [N, K] (a tied table) rather than [K, N].
  */
-export function quantizeQ4(w: Float32Array, K: number, N: number, block: number, rowMajorNK = false): { packed: Uint8Array; scales: Float32Array; blocks: number } {
+export function quantizeQ4(
+  w: Float32Array,
+  K: number,
+  N: number,
+  block: number,
+  rowMajorNK = false,
+): { packed: Uint8Array; scales: Float32Array; blocks: number } {
   if (w.length !== K * N) throw new Error(`quantizeQ4: ${w.length} weights are not ${K} × ${N}`);
   if (block < 16 || (block & (block - 1)) !== 0) throw new Error(`quantizeQ4: block ${block} must be a power of 2 ≥ 16`);
   const blocks = Math.ceil(K / block);
@@ -91,12 +97,12 @@ export function float16Bits(values: Float32Array): Uint16Array {
       let h = mant >>> shift;
       const rem = mant & ((1 << shift) - 1);
       const half = 1 << (shift - 1);
-      if (rem > half || (rem === half && (h & 1))) h++;
+      if (rem > half || (rem === half && h & 1)) h++;
       out[i] = sign | h;
     } else {
       let h = (e << 10) | (mant >>> 13);
       const rem = mant & 0x1fff;
-      if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+      if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
       out[i] = sign | h;
     }
   }

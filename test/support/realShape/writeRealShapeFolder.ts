@@ -32,7 +32,8 @@ export interface WrittenFolder {
 
 export function checkVariant(variant: string | undefined): RealShapeVariant | undefined {
   if (variant === undefined) return undefined;
-  if (!(REAL_SHAPE_VARIANTS as readonly string[]).includes(variant)) throw new Error(`real-shape variant "${variant}" is unknown (known: ${REAL_SHAPE_VARIANTS.join(', ')})`);
+  if (!(REAL_SHAPE_VARIANTS as readonly string[]).includes(variant))
+    throw new Error(`real-shape variant "${variant}" is unknown (known: ${REAL_SHAPE_VARIANTS.join(', ')})`);
   return variant as RealShapeVariant;
 }
 
@@ -47,7 +48,11 @@ function tokenizerFile(pkg: string, file: 'tokenizer.json' | 'tokenizer_config.j
  * Writes `size` (variant `variant`) into `dir`, which must not exist yet. `seed` fixes every weight;
  * `onFile` hears of each file as it is written (for progress).
  */
-export function writeRealShapeFolder(dir: string, size: RealShapeSize, opts: { variant?: RealShapeVariant; seed?: string; onFile?: (f: WrittenFile) => void } = {}): WrittenFolder {
+export function writeRealShapeFolder(
+  dir: string,
+  size: RealShapeSize,
+  opts: { variant?: RealShapeVariant; seed?: string; onFile?: (f: WrittenFile) => void } = {},
+): WrittenFolder {
   if (fs.existsSync(dir)) throw new Error(`writeRealShapeFolder: ${dir} already exists`);
   const seed = opts.seed ?? size.name;
   const a = size.arch;

@@ -7,7 +7,11 @@ import type { Frame } from './frame.ts';
 import { RectBatch } from './rectBatch.ts';
 import { THEME } from './theme.ts';
 
-export interface BatchStats { visibleBatches: number; batchBoxes: number; columnRuns: number; }
+export interface BatchStats {
+  visibleBatches: number;
+  batchBoxes: number;
+  columnRuns: number;
+}
 
 /** Phase index -> priority: prefill > extend > decode when a pixel column holds several phases. */
 const PRIORITY = [3, 2, 1];
@@ -85,7 +89,10 @@ function drawColumnRuns(ctx: Paint2D, f: Frame): number {
       const pr = columns[base + k];
       let e = k + 1;
       while (e < W && columns[base + e] === pr) e++;
-      if (pr) { colRects[pr].add(plotL + k, l.batchTop, e - k, l.batchH); runs++; }
+      if (pr) {
+        colRects[pr].add(plotL + k, l.batchTop, e - k, l.batchH);
+        runs++;
+      }
       k = e;
     }
   }

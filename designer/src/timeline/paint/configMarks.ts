@@ -28,7 +28,9 @@ export function drawConfigMarks(ctx: Paint2D, f: Frame): number {
     const nextX = k + 1 < store.configs.length ? timeToX(v, store.configs[k + 1].t) : plotR;
     const room = Math.min(nextX, plotR) - x - 18;
     if (room < 30) continue;
-    const full = `${k === 0 ? 'config' : 'config changed'}: ${cf.mode} · T ${Object.entries(cf.thresholds).map(([m, n]) => `${short(m)}=${n}`).join(' ')}`;
+    const full = `${k === 0 ? 'config' : 'config changed'}: ${cf.mode} · T ${Object.entries(cf.thresholds)
+      .map(([m, n]) => `${short(m)}=${n}`)
+      .join(' ')}`;
     const text = ellipsize(ctx, full, room);
     const tw = ctx.measureText(text).width;
     ctx.fillStyle = 'rgba(11,15,21,0.85)';

@@ -6,7 +6,12 @@ import { tickStep, type Viewport } from '../viewport.ts';
 import { browserPath, type PathSink } from './canvas.ts';
 
 /** Live per-model gauges from the server's `stats` messages, drawn in the lane labels. */
-export interface LaneGauge { running: number; waiting: number; pendingReturn: number; kvBytes: number; }
+export interface LaneGauge {
+  running: number;
+  waiting: number;
+  pendingReturn: number;
+  kvBytes: number;
+}
 
 export interface DrawOptions {
   path: RequestPath | null;
@@ -68,7 +73,18 @@ export interface Frame {
 export function makeFrame(store: EventStore, layout: Layout, v: Viewport, o: DrawOptions, newPath: () => PathSink = browserPath): Frame {
   const plotL = layout.plotX0;
   return {
-    store, layout, v, o, width: layout.width, height: layout.height, plotL, plotR: plotL + layout.plotWidth,
-    W: Math.ceil(layout.plotWidth) + 2, nl: layout.lanes.length, dim: o.path !== null, step: tickStep(v), newPath,
+    store,
+    layout,
+    v,
+    o,
+    width: layout.width,
+    height: layout.height,
+    plotL,
+    plotR: plotL + layout.plotWidth,
+    W: Math.ceil(layout.plotWidth) + 2,
+    nl: layout.lanes.length,
+    dim: o.path !== null,
+    step: tickStep(v),
+    newPath,
   };
 }

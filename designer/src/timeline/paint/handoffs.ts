@@ -30,7 +30,12 @@ const corridorMax: number[] = [];
 const keptRects = new RectBatch();
 const discRects = new RectBatch();
 
-interface Paths { kept: PathSink; disc: PathSink; flight: PathSink; heads: [PathSink, PathSink]; }
+interface Paths {
+  kept: PathSink;
+  disc: PathSink;
+  flight: PathSink;
+  heads: [PathSink, PathSink];
+}
 
 export function drawHandoffs(ctx: Paint2D, f: Frame): HandoffStats {
   const { store, v, W, nl } = f;
@@ -39,12 +44,21 @@ export function drawHandoffs(ctx: Paint2D, f: Frame): HandoffStats {
   const margin = Math.max(60, (v.t1 - v.t0) * 0.25);
   const [h0, h1] = pointRange(store, h, v.t0 - margin, v.t1);
   let visibleHandoffs = 0;
-  for (let i = h0; i < h1; i++) { const t = h.cols.t[h.phys(i)]; if (t >= v.t0 && t <= v.t1) visibleHandoffs++; }
+  for (let i = h0; i < h1; i++) {
+    const t = h.cols.t[h.phys(i)];
+    if (t >= v.t0 && t <= v.t1) visibleHandoffs++;
+  }
   const dense = h1 - h0 > DENSE;
   corridorMax.length = 0;
   const nb = Math.ceil(W / BIN);
-  if (binKept.length < nb * nl) { binKept = new Float32Array(nb * nl); binDisc = new Float32Array(nb * nl); }
-  if (dense) { binKept.fill(0, 0, nb * nl); binDisc.fill(0, 0, nb * nl); }
+  if (binKept.length < nb * nl) {
+    binKept = new Float32Array(nb * nl);
+    binDisc = new Float32Array(nb * nl);
+  }
+  if (dense) {
+    binKept.fill(0, 0, nb * nl);
+    binDisc.fill(0, 0, nb * nl);
+  }
   const paths: Paths = { kept: f.newPath(), disc: f.newPath(), flight: f.newPath(), heads: [f.newPath(), f.newPath()] };
   const counts = collectHandoffs(f, h0, h1, dense, nb, paths);
   ctx.globalAlpha = f.dim ? 0.25 : dense ? 0.35 : 0.85;
@@ -107,14 +121,16 @@ function collectHandoffs(f: Frame, h0: number, h1: number, dense: boolean, nb: n
       const bin = Math.floor((xs - plotL) / BIN);
       if (bin < 0 || bin >= nb) continue;
       const k = Math.max(fromLane, toLane) * nb + bin;
-      if (kept) binKept[k]++; else binDisc[k]++;
+      if (kept) binKept[k]++;
+      else binDisc[k]++;
     } else {
       const path = kept ? paths.kept : paths.disc;
       path.moveTo(xs, ys);
       path.lineTo(xr, yr);
     }
     n.arrows++;
-    if (kept) n.keptArrows++; else n.discardedArrows++;
+    if (kept) n.keptArrows++;
+    else n.discardedArrows++;
     if (!dense) arrowHead(paths.heads[kept ? 0 : 1], xs, ys, xr, yr, 5);
   }
   return n;

@@ -48,7 +48,7 @@ export function drawLaneLabels(ctx: Paint2D, f: Frame, queueMax: readonly number
     const g = o.gauges.get(l.model);
     const max = next ? corridorMax[next.lane] : 0;
     const gauges = g ? [`run ${g.running} · wait ${g.waiting} · at peer ${g.pendingReturn}`] : [];
-    const bin = max ? formatMs(BIN * (v.t1 - v.t0) / v.width, 0.01) : '';
+    const bin = max ? formatMs((BIN * (v.t1 - v.t0)) / v.width, 0.01) : '';
     const caption = max ? { lines: [`handoffs / ${bin}`, `(max ${max})`], short: `handoffs ≤ ${max} / ${bin}` } : null;
     const top = l.queueTop + l.queueH;
     const room = (next ? next.batchTop : l.bottom) - top;
@@ -67,7 +67,11 @@ export function drawLaneLabels(ctx: Paint2D, f: Frame, queueMax: readonly number
  * The gauge lines, then the caption lines, in `room` px: every line while they fit, else the
  * caption's short form and then the gauges joined on one line.
  */
-export function stackGutter(gauges: readonly string[], caption: { lines: readonly string[]; short: string } | null, room: number): { text: string; gauge: boolean }[] {
+export function stackGutter(
+  gauges: readonly string[],
+  caption: { lines: readonly string[]; short: string } | null,
+  room: number,
+): { text: string; gauge: boolean }[] {
   const fits = (n: number) => n * LINE_H + 4 <= room;
   let g = [...gauges];
   let c = caption ? [...caption.lines] : [];

@@ -62,7 +62,12 @@ function fillQueueColumns(f: Frame): number {
   for (let i = q0 - 1; i >= 0 && need > 0 && i > q0 - 50_000; i--) {
     const p = q.phys(i);
     const lane = q.cols.lane[p];
-    if (lane < nl && !seen[lane] && q.cols.t[p] < v.t0) { seen[lane] = true; lastV[lane] = q.cols.length[p]; lastX[lane] = 0; need--; }
+    if (lane < nl && !seen[lane] && q.cols.t[p] < v.t0) {
+      seen[lane] = true;
+      lastV[lane] = q.cols.length[p];
+      lastX[lane] = 0;
+      need--;
+    }
   }
   let events = 0;
   for (let i = q0; i < q1; i++) {

@@ -10,9 +10,16 @@ export class RectBatch {
   private buf = new Float32Array(4096);
   n = 0;
   add(x: number, y: number, w: number, h: number): void {
-    if (this.n * 4 + 4 > this.buf.length) { const b = new Float32Array(this.buf.length * 2); b.set(this.buf); this.buf = b; }
+    if (this.n * 4 + 4 > this.buf.length) {
+      const b = new Float32Array(this.buf.length * 2);
+      b.set(this.buf);
+      this.buf = b;
+    }
     const i = this.n++ * 4;
-    this.buf[i] = x; this.buf[i + 1] = y; this.buf[i + 2] = w; this.buf[i + 3] = h;
+    this.buf[i] = x;
+    this.buf[i + 1] = y;
+    this.buf[i + 2] = w;
+    this.buf[i + 3] = h;
   }
   fill(ctx: Paint2D, color: string): void {
     ctx.fillStyle = color;

@@ -6,7 +6,10 @@ import type { Frame } from './frame.ts';
 import { arrowHead, edgeY } from './handoffs.ts';
 import { THEME } from './theme.ts';
 
-export interface SelectionStats { highlightedBoxes: number; highlightedArrows: number; }
+export interface SelectionStats {
+  highlightedBoxes: number;
+  highlightedArrows: number;
+}
 
 export function drawSelection(ctx: Paint2D, f: Frame): SelectionStats {
   const stats: SelectionStats = { highlightedBoxes: 0, highlightedArrows: 0 };
