@@ -1,4 +1,4 @@
-// The designer's state and every action on it, apart from rendering and I/O: graph + history and validation here; the playground (playgroundRun.ts), the stored draft (savedDraft.ts) and the registry (registryFlow.ts) as parts; the server, storage, clock and clipboard come in as ports (designerPorts.ts).
+// The designer's state and every action on it, apart from rendering and I/O: graph and validation here, history in editHistory.ts; the playground (playgroundRun.ts), the stored draft (savedDraft.ts) and the registry (registryFlow.ts) as parts; the server, storage, clock and clipboard come in as ports (designerPorts.ts).
 import { compileGraph } from '../../../shared/ir/compileGraph.ts';
 import type { ModelCatalogEntry } from '../../../shared/ir/checkParams.ts';
 import { emptyGraph, graphSchema, type GraphDocument } from '../../../shared/ir/graph.ts';
@@ -9,6 +9,7 @@ import type { NodeType, ParamValue } from '../../../shared/ir/nodeTypes.ts';
 import { versionIr, type ApiVersion } from './api.ts';
 import { comparableIr } from './comparableIr.ts';
 import type { DesignerPorts } from './designerPorts.ts';
+import { EditHistory } from './editHistory.ts';
 import * as edits from './graphEdits.ts';
 import type { PlaygroundOptions } from './playgroundOptions.ts';
 import { INITIAL_PLAYGROUND, PlaygroundRun, type PlaygroundState } from './playgroundRun.ts';
@@ -55,16 +56,10 @@ export const FALLBACK_CATALOG: ModelCatalogEntry[] = [
   { name: 'large', heads: [] },
 ];
 
-const HISTORY_LIMIT = 200;
-const COALESCE_MS = 1200;
-
 export class DesignerStore {
   private state: DesignerState;
   private readonly listeners = new Set<() => void>();
-  private past: GraphDocument[] = [];
-  private future: GraphDocument[] = [];
-  private lastCoalesce: { key: string; at: number } | null = null;
-  private dragStart: GraphDocument | null = null;
+  private readonly history: EditHistory;
   private clipboard: edits.Fragment | null = null;
   private pasteCount = 0;
   private savedKey: string;
@@ -80,6 +75,7 @@ export class DesignerStore {
     initial: GraphDocument,
     private readonly ports: DesignerPorts,
   ) {
+    this.history = new EditHistory(() => ports.clock.now());
     this.draft = new SavedDraft(ports.storage, ports.clock, () => ({ graph: this.state.graph, savedKey: this.savedKey }));
     const draft = this.draft.read();
     const graph = draft?.graph ?? initial;
@@ -144,14 +140,7 @@ export class DesignerStore {
   /** Replaces the graph as one undoable step; `coalesce` merges quick repeated edits (typing). */
   private commit(next: GraphDocument, coalesce?: string): void {
     if (next === this.state.graph) return;
-    const now = this.ports.clock.now();
-    const merge = coalesce !== undefined && this.lastCoalesce?.key === coalesce && now - this.lastCoalesce.at < COALESCE_MS;
-    if (!merge) {
-      this.past.push(this.state.graph);
-      if (this.past.length > HISTORY_LIMIT) this.past.shift();
-    }
-    this.lastCoalesce = coalesce === undefined ? null : { key: coalesce, at: now };
-    this.future = [];
+    this.history.record(this.state.graph, coalesce);
     this.replace(next);
   }
 
@@ -168,8 +157,8 @@ export class DesignerStore {
       ...this.state,
       graph,
       selection,
-      canUndo: this.past.length > 0,
-      canRedo: this.future.length > 0,
+      canUndo: this.history.canUndo,
+      canRedo: this.history.canRedo,
       dirty: edits.documentKey(graph) !== this.savedKey,
       ...extra,
     };
@@ -191,19 +180,13 @@ export class DesignerStore {
   }
 
   undo = (): void => {
-    const prev = this.past.pop();
-    if (!prev) return;
-    this.future.push(this.state.graph);
-    this.lastCoalesce = null;
-    this.replace(prev);
+    const prev = this.history.undo(this.state.graph);
+    if (prev) this.replace(prev);
   };
 
   redo = (): void => {
-    const next = this.future.pop();
-    if (!next) return;
-    this.past.push(this.state.graph);
-    this.lastCoalesce = null;
-    this.replace(next);
+    const next = this.history.redo(this.state.graph);
+    if (next) this.replace(next);
   };
 
   addNode = (type: NodeType, position: { x: number; y: number }): string => {
@@ -224,19 +207,9 @@ export class DesignerStore {
 
   /** Node drags: positions move live; the whole drag becomes one undo step when it ends. */
   moveNodes = (positions: ReadonlyMap<string, { x: number; y: number }>, dragging: boolean): void => {
-    if (dragging && !this.dragStart) this.dragStart = this.state.graph;
+    if (dragging) this.history.dragging(this.state.graph);
     const moved = edits.move(this.state.graph, positions);
-    if (dragging) {
-      this.replace(moved);
-      return;
-    }
-    const start = this.dragStart;
-    this.dragStart = null;
-    if (start) {
-      this.past.push(start);
-      this.future = [];
-      this.lastCoalesce = null;
-    }
+    if (!dragging) this.history.dragEnded();
     this.replace(moved);
   };
 

@@ -1,7 +1,8 @@
-// Bounded columnar store of trace events: batches, handoffs (paired to batches as they arrive), queues, states; the requests they name in requestTable.ts.
+// Bounded columnar store of trace events: batches, handoffs (paired to batches in handoffPairing.ts), queues, states; the requests they name in requestTable.ts.
 import { LOCAL_STATES, PHASES, REQUEST_STATES, type TraceEvent, type TraceEventOf } from '../../../shared/trace.ts';
-import { isReceivingBatch } from '../../../shared/timeline/pairHandoffs.ts';
 import { ColumnRing } from './columnRing.ts';
+import { EVENT_COLUMNS, type BatchRing, type HandoffRing, type QueueRing, type StateRing } from './eventColumns.ts';
+import { HandoffPairing } from './handoffPairing.ts';
 import { MemberRing } from './memberRing.ts';
 import { RequestTable, type RequestInfo } from './requestTable.ts';
 
@@ -9,42 +10,6 @@ export const STATE_NAMES: readonly string[] = Array.from(new Set<string>([...LOC
 export const PHASE_NAMES = PHASES;
 export type Phase = (typeof PHASES)[number];
 export type ConfigEvent = TraceEventOf<'config'>;
-
-const BATCH = {
-  lane: Uint16Array,
-  batchId: Float64Array,
-  phase: Uint8Array,
-  size: Uint32Array,
-  tokens: Float64Array,
-  start: Float64Array,
-  end: Float64Array,
-  /** Forward passes (1 + lookahead steps) and row results taken from lookahead. */
-  steps: Uint16Array,
-  aheadRows: Uint32Array,
-  /** Prompt tokens its rows took from the prefix cache instead of feeding them. */
-  cached: Uint32Array,
-  /** Rows whose draw a grammar masked (structured outputs, tool calls). */
-  masked: Uint32Array,
-  /** Running max of `end` over the ring: non-decreasing, so binary search works on slightly unordered input. */
-  maxEnd: Float64Array,
-  /** Absolute position of the first request index in the member ring. */
-  members: Float64Array,
-};
-const HANDOFF = {
-  t: Float64Array,
-  maxT: Float64Array,
-  from: Uint16Array,
-  to: Uint16Array,
-  req: Int32Array,
-  batchId: Float64Array,
-  tokens: Float64Array,
-  kept: Uint8Array,
-  /** Absolute batch ids of the sending and receiving batch, -1 until known. */
-  fromAbs: Float64Array,
-  toAbs: Float64Array,
-};
-const QUEUE = { t: Float64Array, maxT: Float64Array, lane: Uint16Array, length: Int32Array };
-const STATE = { t: Float64Array, maxT: Float64Array, lane: Int16Array, req: Int32Array, state: Uint8Array };
 
 export interface StoreOptions {
   /** Cap on retained batch + handoff + queue + state events; the oldest are dropped past it. */
@@ -73,22 +38,13 @@ export class EventStore {
   readonly table: RequestTable;
   lanes: string[] = [];
   private laneIdx = new Map<string, number>();
-  batches: ColumnRing<typeof BATCH>;
-  handoffs: ColumnRing<typeof HANDOFF>;
-  queues: ColumnRing<typeof QUEUE>;
-  states: ColumnRing<typeof STATE>;
+  batches: BatchRing;
+  handoffs: HandoffRing;
+  queues: QueueRing;
+  states: StateRing;
   members: MemberRing;
   configs: ConfigEvent[] = [];
-  /** (lane, batchId) -> absolute batch id, for handoff.batchId lookups. */
-  private batchByKey: Map<number, number>[] = [];
-  /** Handoffs whose sending batch has not arrived yet, by lane then batchId. */
-  private pendingFrom: Map<number, number[]>[] = [];
-  /**
-   * A request's latest few handoffs, by request index: each one takes the earliest batch of the
-   * request on its receiver that starts after it. Several, because with out-of-order input a
-   * request's next handoff can arrive before the batch that received the previous one.
-   */
-  private pendingTo = new Map<number, number[]>();
+  private readonly pairing: HandoffPairing;
   received: Counts = zeroCounts();
   evicted: Counts = zeroCounts();
   /** Longest batch and worst lateness seen: they bound how far a window query must look past its edges. */
@@ -107,15 +63,16 @@ export class EventStore {
     this.table = new RequestTable(opts.maxRequests ?? 20_000, opts.maxEndTokens ?? 2_000_000, {
       oldestRetainedT: () => this.oldestRetainedT(),
       forgotten: (idx, ended) => {
-        this.pendingTo.delete(idx);
+        this.pairing.forget(idx);
         if (ended) this.evicted['request-end']++;
       },
     });
-    this.batches = new ColumnRing(BATCH, this.capacity);
-    this.handoffs = new ColumnRing(HANDOFF, this.capacity);
-    this.queues = new ColumnRing(QUEUE, this.capacity);
-    this.states = new ColumnRing(STATE, this.capacity);
+    this.batches = new ColumnRing(EVENT_COLUMNS.batch, this.capacity);
+    this.handoffs = new ColumnRing(EVENT_COLUMNS.handoff, this.capacity);
+    this.queues = new ColumnRing(EVENT_COLUMNS.queue, this.capacity);
+    this.states = new ColumnRing(EVENT_COLUMNS.state, this.capacity);
     this.members = new MemberRing(opts.memberCapacity ?? this.capacity * 8);
+    this.pairing = new HandoffPairing(this.batches, this.handoffs, this.members);
   }
 
   get size(): number {
@@ -128,8 +85,7 @@ export class EventStore {
       i = this.lanes.length;
       this.lanes.push(model);
       this.laneIdx.set(model, i);
-      this.batchByKey.push(new Map());
-      this.pendingFrom.push(new Map());
+      this.pairing.addLane();
     }
     return i;
   }
@@ -218,7 +174,7 @@ export class EventStore {
   }
 
   /** Appends a point event at time t; the running max time keeps the ring searchable when events arrive out of order. */
-  private pushPoint(ring: ColumnRing<typeof QUEUE> | ColumnRing<typeof STATE>, t: number): number {
+  private pushPoint(ring: QueueRing | StateRing, t: number): number {
     const p = ring.push();
     const prevMax = ring.length > 1 ? ring.cols.maxT[ring.phys(ring.length - 2)] : -Infinity;
     ring.cols.t[p] = t;
@@ -251,32 +207,12 @@ export class EventStore {
     b.cols.members[p] = this.members.head;
     this.batchDisorderMs = Math.max(this.batchDisorderMs, prevMax - e.end);
     this.maxBatchMs = Math.max(this.maxBatchMs, e.end - e.start);
-    this.batchByKey[lane].set(e.batchId, abs);
-    const h = this.handoffs;
     for (const id of e.requestIds) {
       const info = this.touch(id, e.end);
       this.members.push(info.idx);
-      // Is this the batch the request's latest handoff was waiting for? The entry stays after a match:
-      // with out-of-order input an earlier batch of the same request may still arrive and win.
-      const list = this.pendingTo.get(info.idx);
-      if (list) {
-        for (const ha of list) {
-          const hp = h.physOfAbs(ha);
-          if (hp < 0 || h.cols.to[hp] !== lane || !isReceivingBatch({ t: h.cols.t[hp] }, e.start)) continue;
-          const cur = b.physOfAbs(h.cols.toAbs[hp]);
-          if (cur < 0 || e.start < b.cols.start[cur]) h.cols.toAbs[hp] = abs;
-        }
-      }
+      this.pairing.memberAdded(info.idx, lane, e.start, abs);
     }
-    // Handoffs that named this batch before it arrived.
-    const waiting = this.pendingFrom[lane].get(e.batchId);
-    if (waiting) {
-      for (const ha of waiting) {
-        const hp = h.physOfAbs(ha);
-        if (hp >= 0) h.cols.fromAbs[hp] = abs;
-      }
-      this.pendingFrom[lane].delete(e.batchId);
-    }
+    this.pairing.batchAdded(lane, e.batchId, abs);
   }
 
   private addHandoff(e: TraceEventOf<'handoff'>): void {
@@ -297,42 +233,7 @@ export class EventStore {
     h.cols.batchId[p] = e.batchId;
     h.cols.tokens[p] = e.tokens;
     h.cols.kept[p] = e.kept ? 1 : 0;
-    const fromAbs = this.batchByKey[from].get(e.batchId);
-    h.cols.fromAbs[p] = fromAbs ?? -1;
-    if (fromAbs === undefined) {
-      let list = this.pendingFrom[from].get(e.batchId);
-      if (!list) this.pendingFrom[from].set(e.batchId, (list = []));
-      list.push(abs);
-    }
-    h.cols.toAbs[p] = this.findReceivingBatch(to, info.idx, e.t);
-    let list = this.pendingTo.get(info.idx);
-    if (!list) this.pendingTo.set(info.idx, (list = []));
-    list.push(abs);
-    if (list.length > 4) list.shift();
-  }
-
-  /**
-   * For input where the receiving batch arrived before the handoff: scan back over batches that
-   * end after the handoff (in live order, usually none) for the earliest one of the request on `to`.
-   */
-  private findReceivingBatch(lane: number, req: number, t: number): number {
-    const b = this.batches;
-    let best = -1;
-    let bestStart = Infinity;
-    for (let i = b.length - 1; i >= 0; i--) {
-      const p = b.phys(i);
-      if (b.cols.maxEnd[p] < t) break;
-      if (b.cols.lane[p] !== lane || !isReceivingBatch({ t }, b.cols.start[p]) || b.cols.start[p] >= bestStart) continue;
-      const m0 = b.cols.members[p];
-      for (let k = 0; k < b.cols.size[p]; k++) {
-        if (this.members.at(m0 + k) === req) {
-          best = b.evicted + i;
-          bestStart = b.cols.start[p];
-          break;
-        }
-      }
-    }
-    return best;
+    this.pairing.handoffAdded(p, abs);
   }
 
   /** Keeps the total under the cap by dropping the globally oldest event (by emission time). */
@@ -359,9 +260,7 @@ export class EventStore {
   private evictBatch(): void {
     const b = this.batches;
     const p = b.phys(0);
-    const lane = b.cols.lane[p];
-    const map = this.batchByKey[lane];
-    if (map.get(b.cols.batchId[p]) === b.evicted) map.delete(b.cols.batchId[p]);
+    this.pairing.batchEvicted(p);
     this.members.tail = b.cols.members[p] + b.cols.size[p];
     b.shift();
     this.evicted.batch++;
@@ -370,22 +269,7 @@ export class EventStore {
   private evictHandoff(): void {
     const h = this.handoffs;
     const p = h.phys(0);
-    const abs = h.evicted;
-    if (h.cols.fromAbs[p] < 0) {
-      const m = this.pendingFrom[h.cols.from[p]];
-      const list = m.get(h.cols.batchId[p]);
-      if (list) {
-        const rest = list.filter((a) => a !== abs);
-        if (rest.length) m.set(h.cols.batchId[p], rest);
-        else m.delete(h.cols.batchId[p]);
-      }
-    }
-    const waiting = this.pendingTo.get(h.cols.req[p]);
-    if (waiting) {
-      const rest = waiting.filter((a) => a !== abs);
-      if (rest.length) this.pendingTo.set(h.cols.req[p], rest);
-      else this.pendingTo.delete(h.cols.req[p]);
-    }
+    this.pairing.handoffEvicted(p);
     h.shift();
     this.evicted.handoff++;
   }
@@ -424,10 +308,7 @@ export class EventStore {
 
   /** Sizes of everything that grows with input: what the memory-bound tests watch. */
   footprint(): { events: number; requests: number; members: number; pending: number; batchKeys: number; endTokens: number; bytes: number } {
-    let pending = this.pendingTo.size;
-    for (const m of this.pendingFrom) pending += m.size;
-    let batchKeys = 0;
-    for (const m of this.batchByKey) batchKeys += m.size;
+    const { pending, batchKeys } = this.pairing.footprint();
     return {
       events: this.size,
       requests: this.requests.size,

@@ -1,4 +1,4 @@
-// The timeline page's state and actions: the event store, where it comes from (live feed, demo, file), the view, the selection, export and drawing each frame.
+// The timeline page's state and actions: the event store, where it comes from (live feed, demo, file), the view, export and drawing each frame; the selection in timelineSelection.ts.
 import { toChromeTrace, type ChromeTrace } from '../../../shared/perfetto.ts';
 import type { TraceEvent } from '../../../shared/trace.ts';
 import { startDemoFeed } from './demoFeed.ts';
@@ -17,8 +17,8 @@ import { TimelineCanvas } from './timelineCanvas.ts';
 import { PanelNotifier } from './panelNotifier.ts';
 import { hitBatch } from './hitTest.ts';
 import { computeLayout, layoutFits, type Layout } from './layout.ts';
-import { rangeStats, type RangeStats } from './rangeStats.ts';
-import { requestPath, type RequestPath } from './requestPath.ts';
+import type { RangeStats } from './rangeStats.ts';
+import { TimelineSelection, type SelectedRequest } from './timelineSelection.ts';
 import { endAt, fit, panBy, zoomAt, type Viewport } from './viewport.ts';
 
 export type Source = { kind: 'none' } | { kind: 'live' } | { kind: 'demo'; rate: number } | FileSource;
@@ -35,9 +35,20 @@ export class TimelineController {
   /** What the feed says about itself and the server's clock. */
   readonly feed = new FeedState(() => this.changed());
   origin: number | null = null;
-  selected: { req: number; path: RequestPath } | null = null;
-  selectedBatch = -1;
-  range: [number, number] | null = null;
+  /** The picked request, batch and range; the getters below read it. */
+  readonly selection = new TimelineSelection(
+    () => this.store,
+    () => this.changed(),
+  );
+  get selected(): SelectedRequest | null {
+    return this.selection.request;
+  }
+  get selectedBatch(): number {
+    return this.selection.batch;
+  }
+  get range(): [number, number] | null {
+    return this.selection.range;
+  }
   private hover: { x: number; y: number; batch: number } | null = null;
   lastDraw: DrawStats | null = null;
   /** Frame intervals and draw times, for the toolbar's fps and the perf e2e. */
@@ -78,9 +89,7 @@ export class TimelineController {
   // ---- ingestion ----
   private reset(): void {
     this.store = new EventStore({ capacity: this.capacity });
-    this.selected = null;
-    this.selectedBatch = -1;
-    this.range = null;
+    this.selection.clear();
     this.origin = null;
     this.held = [];
     this.feed.received = zeroCounts();
@@ -101,17 +110,9 @@ export class TimelineController {
     this.apply(events);
   }
 
-  /** A request to select once its events arrive (`?request=<id>`, the playground's link). */
-  private wanted: string | null = null;
-
-  /** Selects the request now if it is known, else as soon as its events arrive. */
-  selectWhenSeen(id: string): void {
-    this.wanted = this.selectRequest(id) ? null : id;
-  }
-
   private apply(events: readonly TraceEvent[]): void {
     this.store.addMany(events);
-    if (this.wanted !== null && this.selectRequest(this.wanted)) this.wanted = null;
+    this.selection.eventsArrived();
     if (this.feed.serverNow() !== null && Number.isFinite(this.store.latestT)) this.feed.observeClock(this.store.latestT);
     if (this.origin === null && Number.isFinite(this.store.earliestT)) this.origin = this.store.earliestT;
     this.feed.applied(events.length);
@@ -261,54 +262,16 @@ export class TimelineController {
     return this.held.length;
   }
 
-  // ---- selection ----
-  selectRequest(id: string | null): boolean {
-    if (id === null) {
-      this.selected = null;
-      this.changed();
-      return true;
-    }
-    const idx = this.store.requestIndex(id);
-    if (idx < 0) return false;
-    this.selected = { req: idx, path: requestPath(this.store, idx) };
-    this.changed();
-    return true;
-  }
-
+  // ---- selection (timelineSelection.ts) ----
+  /** Selects the request now if it is known, else as soon as its events arrive. */
+  selectWhenSeen = (id: string): void => this.selection.selectWhenSeen(id);
+  selectRequest = (id: string | null): boolean => this.selection.selectRequest(id);
   /** Click at canvas CSS pixel (x, y): selects the batch there and one of its requests (keeps the current one if it is in it). */
-  selectAt(x: number, y: number): boolean {
-    if (!this.layout) return false;
-    const p = hitBatch(this.store, this.layout, this.viewport(), x, y);
-    if (p < 0) {
-      this.selectedBatch = -1;
-      this.selected = null;
-      this.changed();
-      return false;
-    }
-    const b = this.store.batches;
-    this.selectedBatch = b.evicted + ((p - b.head + b.capacity) & b.mask);
-    const members = this.store.batchMembers(p);
-    const keep = this.selected && members.includes(this.selected.req);
-    if (!keep && members.length) this.selected = { req: members[0], path: requestPath(this.store, members[0]) };
-    this.changed();
-    return true;
-  }
-
-  selectBatchRequest(req: number): void {
-    this.selected = { req, path: requestPath(this.store, req) };
-    this.changed();
-  }
-
-  setRange(a: number | null, b?: number): void {
-    this.range = a === null || b === undefined ? null : [Math.min(a, b), Math.max(a, b)];
-    this.changed();
-  }
-
+  selectAt = (x: number, y: number): boolean => this.selection.selectAt(this.layout, this.viewport(), x, y);
+  selectBatchRequest = (req: number): void => this.selection.selectBatchRequest(req);
+  setRange = (a: number | null, b?: number): void => this.selection.setRange(a, b);
   /** Stats over the selected range, or over the visible window when none is selected. */
-  stats(): RangeStats {
-    const [a, b] = this.range ?? [this.view.t0, this.view.t1];
-    return rangeStats(this.store, a, b);
-  }
+  stats = (): RangeStats => this.selection.stats(this.view);
 
   // ---- export ----
   exportEvents(scope: 'view' | 'all' = 'view'): TraceEvent[] {
@@ -376,9 +339,7 @@ export class TimelineController {
     if (!this.layout || !layoutFits(this.layout, this.store.lanes)) {
       this.layout = computeLayout(this.store.lanes, cssW, cssH);
     }
-    if (this.selected && this.selected.path.nextBatch !== this.store.batches.nextAbs) {
-      this.selected = { req: this.selected.req, path: requestPath(this.store, this.selected.req, this.selected.path) };
-    }
+    this.selection.refreshPath();
     this.lastDraw = drawTimeline(ctx, this.store, this.layout, this.viewport(), {
       path: this.selected?.path ?? null,
       selectedBatch: this.selectedBatch,
@@ -416,12 +377,7 @@ export class TimelineController {
       clearRange: () => this.setRange(null),
       pan: (dx) => this.pan(dx),
       zoom: (f, x) => this.zoom(f, x),
-      escape: () => {
-        this.setRange(null);
-        this.selected = null;
-        this.selectedBatch = -1;
-        this.changed();
-      },
+      escape: () => this.selection.drop(),
     });
   }
 }
