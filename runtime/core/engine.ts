@@ -13,6 +13,7 @@ import type { EngineEnv, EngineOptions } from './engineEnv.ts';
 import type { Arrival, EngineEvent, EngineOutputs } from './messages.ts';
 import { laneStats, type LaneStats } from './laneStats.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
+import { refuseArrival } from './refuseArrival.ts';
 import type { LaneView } from './servingPolicy.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
@@ -241,26 +242,12 @@ export class Engine implements LaneView {
     const { spec, handoff } = a;
     if (spec.constraint && heldForGrammar(this.host, a, this.info, this.locals.get(spec.id))) return;
     const got = receiveRow(spec.algorithm, handoff);
-    if ('fail' in got)
-      return void this.events.push({
-        type: 'finish',
-        requestId: spec.id,
-        status: 'failed',
-        reason: 'error',
-        error: new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`),
-      });
-    if (a.text && !this.host.output)
-      return void this.events.push({
-        type: 'finish',
-        requestId: spec.id,
-        status: 'failed',
-        reason: 'error',
-        error: new TokenRouterError('internal', `model ${this.name}'s engine has no tokenizer beside it, so it cannot detokenise this request`, 'model'),
-      });
+    let local = this.locals.get(spec.id);
+    const refused = refuseArrival(this.name, a, 'fail' in got ? got.fail : undefined, this.host.output !== undefined, local !== undefined);
+    if (refused || 'fail' in got) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: refused! });
     const meta = got.meta;
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
-    let local = this.locals.get(spec.id);
     if (local) {
       // Back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held.
       local.tokens.push(...handoff.tokens);
@@ -275,19 +262,6 @@ export class Engine implements LaneView {
       }
       this.move(local, LOCAL_EVENTS.REQUEUE);
     } else {
-      // Only after this engine restarted: the sender still counted on the KV that died with it.
-      if (!a.context && handoff.anchor !== 0)
-        return void this.events.push({
-          type: 'finish',
-          requestId: spec.id,
-          status: 'failed',
-          reason: 'error',
-          error: new TokenRouterError(
-            'unavailable',
-            `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`,
-            'model',
-          ),
-        });
       const grammar = spec.constraint && newGrammarState(this.host, spec, this.info);
       if (grammar instanceof Error) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: grammar });
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);

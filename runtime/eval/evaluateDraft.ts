@@ -1,9 +1,7 @@
 // Evaluation runs on the live server: a draft (or a built-in, or a served name) on the first N validation problems of a task, bounded, cancellable, with progress and routing statistics.
-import crypto from 'node:crypto';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { AlgorithmSpec } from '../../shared/api/admin.ts';
 import { EVALUATE_BOUNDS, PREDICT_LIVE_WINDOW_MS, type EvaluateEvent, type EvaluateRequest, type EvaluationResult } from '../../shared/api/evaluate.ts';
-import type { TraceEvent } from '../../shared/trace.ts';
 import { IrCompileError } from '../ir/compileIr.ts';
 import type { RequestResult } from '../entry/requestState.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -12,6 +10,8 @@ import type { TokenRouterService } from '../http/tokenRouterService.ts';
 import { entryProfileOf } from './entryProfile.ts';
 import { DEFAULT_TASK, chatOf, loadTask, type Task, type TaskProblem } from './loadTask.ts';
 import { RoutingCounts, type BatchTiming } from './routingCounts.ts';
+import { batchesIn } from './liveWindow.ts';
+import { specKey } from './specKey.ts';
 
 /** What a run evaluates: the algorithm, its reference for engine threads, and the spec a deploy of it stores. */
 export interface RunTarget {
@@ -37,24 +37,6 @@ export interface StoredRun {
   specKey: string | null;
 }
 
-/** The batches in `events` that ended at or after `since`, less those inside the run's own span `ran` (its own, timed apart). */
-export function batchesIn(events: readonly TraceEvent[], since: number, ran: { from: number; to: number } | null): BatchTiming[] {
-  return events.flatMap((e) =>
-    e.type === 'batch' && e.end >= since && !(ran && e.start >= ran.from && e.end <= ran.to)
-      ? [{ model: e.model, size: e.requestIds.length, start: e.start, end: e.end }]
-      : [],
-  );
-}
-
-/**
- * The live batches a prediction reads: those the trace still holds (`recent`) and, of those taken at
- * the run's start (`before`), the ones still in the window and no longer held; in time order.
- */
-export function liveWindow(before: readonly BatchTiming[], recent: readonly BatchTiming[], since: number): BatchTiming[] {
-  const held = new Set(recent.map((b) => `${b.model}@${b.start}`));
-  return [...before.filter((b) => b.end >= since && !held.has(`${b.model}@${b.start}`)), ...recent].sort((a, b) => a.start - b.start);
-}
-
 /** Finished runs kept in memory (the newest). */
 const KEEP_RUNS = 32;
 /** A run held back (the entry queue full, or its share of live traffic taken) looks again after this long. */
@@ -63,20 +45,6 @@ const RETRY_MS = 50;
 export const LIVE_SHARE = 0.15;
 /** Live traffic seen this recently still counts: closed-loop clients leave the cluster for a moment between requests. */
 export const LIVE_MEMORY_MS = 1000;
-
-/**
- * The same behaviour always gives the same key, whether it came from an evaluation or the registry:
- * an IR's name, description and layout are left out, since a draft is evaluated, then named, then deployed.
- */
-export function specKey(spec: AlgorithmSpec): string {
-  const behaviour = (ir: unknown) => {
-    if (ir === null || typeof ir !== 'object' || Array.isArray(ir)) return ir;
-    const { name: _n, description: _d, layout: _l, ...rest } = ir as Record<string, unknown>;
-    return rest;
-  };
-  const canonical = spec.kind === 'ir' ? { kind: 'ir', ir: behaviour(spec.ir) } : { kind: 'builtin', factory: spec.factory, params: spec.params };
-  return crypto.createHash('sha256').update(JSON.stringify(canonical)).digest('hex').slice(0, 32);
-}
 
 /**
  * The draft built as a deploy would build it. A compile error keeps its issues (the designer marks

@@ -5,7 +5,8 @@ import { TokenRouterError } from '../errors.ts';
 import type { TokenRouterService } from '../http/tokenRouterService.ts';
 import { entryProfileOf } from './entryProfile.ts';
 import { likeWithLike, modeOf } from './likeWithLike.ts';
-import { specKey, type EvaluationRuns } from './evaluateDraft.ts';
+import type { EvaluationRuns } from './evaluateDraft.ts';
+import { specKey } from './specKey.ts';
 import { predictServing } from './predictServing.ts';
 import type { BatchTiming } from './routingCounts.ts';
 

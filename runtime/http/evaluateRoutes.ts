@@ -14,7 +14,8 @@ import {
 } from '../../shared/api/evaluate.ts';
 import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
-import { EvaluationRuns, batchesIn, liveWindow } from '../eval/evaluateDraft.ts';
+import { EvaluationRuns } from '../eval/evaluateDraft.ts';
+import { batchesIn, liveWindow } from '../eval/liveWindow.ts';
 import { BUNDLED_TASKS } from '../eval/loadTask.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';

@@ -8,10 +8,13 @@ import { createSession, refuseUndrivable, type ExecutionProvider } from './onnxE
 import { sessionOptions, type SessionMemory } from './sessionOptions.ts';
 
 export { sessionOptions, type SessionMemory } from './sessionOptions.ts';
+export { StepError } from './stepError.ts';
 import { runRouterHeads, type RouterHead } from './runRouterHeads.ts';
-import { analyzeHead, analyzeRow } from './sampling.ts';
-import { analyzeMasked, maskProblem } from './maskedRow.ts';
-import { headRow, planHead } from './stepHead.ts';
+import { planHead } from './stepHead.ts';
+import { passInputs } from './passInputs.ts';
+import { rowSignals } from './rowSignals.ts';
+import { StepError } from './stepError.ts';
+import { validateStep } from './validateStep.ts';
 import { BatchKvStore, HEADROOM, type CacheEntry } from './batchKvStore.ts';
 import { splitFeeds } from './splitFeeds.ts';
 import { prepareGraph, type LogitsMode, type PreparedGraph } from './graph/prepareGraph.ts';
@@ -52,11 +55,6 @@ function pass(rows: readonly StepRow[], modelMs: number): StepPass {
     longest = Math.max(longest, r.tokens.length);
   }
   return { rows: rows.length, tokens, longest, modelMs };
-}
-
-/** Thrown for a step the runner cannot execute as asked (bad position, unknown head, context overflow). */
-export class StepError extends Error {
-  override readonly name = 'StepError';
 }
 
 /** The export's KV inputs and outputs, layer by layer, key before value (the Optimum layout). */
@@ -202,45 +200,9 @@ export class OnnxRunner implements ModelRunner {
     }
   }
 
-  private validate(rows: readonly StepRow[]): void {
-    const seen = new Set<number>();
-    const V = this.info.vocabSize;
-    for (const r of rows) {
-      if (seen.has(r.cacheId)) throw new StepError(`${this.info.name}: cacheId ${r.cacheId} appears twice in one step`);
-      seen.add(r.cacheId);
-      if (r.tokens.length === 0) throw new StepError(`${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) feeds no tokens`);
-      for (const t of r.tokens) {
-        if (!Number.isInteger(t) || t < 0 || t >= V) throw new StepError(`${this.info.name}: request ${r.requestId}: token ${t} outside vocabulary [0, ${V})`);
-      }
-      if (r.position !== 0) {
-        const held = this.kv.caches.get(r.cacheId)?.len ?? 0;
-        if (r.position !== held) {
-          throw new StepError(
-            `${this.info.name}: request ${r.requestId} (cache ${r.cacheId}) steps at position ${r.position} but its cache holds ${held} tokens`,
-          );
-        }
-      }
-      if (r.position + r.tokens.length > this.info.maxContext) {
-        throw new StepError(
-          `${this.info.name}: request ${r.requestId}: position ${r.position} + ${r.tokens.length} tokens exceeds max context ${this.info.maxContext}`,
-        );
-      }
-      if (r.mask) {
-        const problem = maskProblem(r.mask, V);
-        if (problem) throw new StepError(`${this.info.name}: request ${r.requestId}: ${problem}`);
-      }
-      for (const h of r.wants.heads) {
-        if (!this.heads.has(h))
-          throw new StepError(`${this.info.name}: router head "${h}" is not shipped with this model (has: ${[...this.heads.keys()].join(', ') || 'none'})`);
-      }
-      if ((r.wants.hidden || r.wants.heads.length) && !this.hasHidden)
-        throw new StepError(`${this.info.name}: hidden state asked for but the ONNX export has no "hidden_states" output`);
-    }
-  }
-
   private async runStep(rows: readonly StepRow[]): Promise<StepOutput> {
     if (rows.length === 0) return { rows: [], modelMs: 0 };
-    this.validate(rows);
+    validateStep(rows, { info: this.info, held: (id) => this.cacheLength(id), heads: this.heads, hasHidden: this.hasHidden });
     for (const r of rows) {
       if (r.position === 0) this.kv.begin(r.cacheId, r.sampling.penalties !== undefined);
     }
@@ -313,34 +275,11 @@ export class OnnxRunner implements ModelRunner {
     const S = Math.max(...feeds.map((f) => f?.length ?? 0));
     const own = this.newNames !== undefined;
     if (own && batch.T + S > batch.cap) this.kv.grow(batch, batch.T + S + HEADROOM);
-    // every allocated slot is fed (the free ones masked): the buffers go in as they are
-    const P = batch.cap;
-    const T2 = P + S;
-    const pad = BigInt(this.folder.config.padTokenId);
-    const inputIds = new BigInt64Array(B * S).fill(pad);
-    const positionIds = new BigInt64Array(B * S);
-    const mask = new BigInt64Array(B * T2);
-    const valid = new Uint8Array(B * T2);
-    for (let b = 0; b < B; b++) {
-      const f = feeds[order[b]];
-      const k = f?.length ?? 0;
-      const pos = entries[order[b]].len;
-      // new tokens are left-padded so every row's last fed token sits at S-1
-      for (let j = 0; j < k; j++) {
-        inputIds[b * S + S - k + j] = BigInt(f![j]);
-        positionIds[b * S + S - k + j] = BigInt(pos + j);
-      }
-      mask.set(batch.mask.subarray(b * P, b * P + P), b * T2);
-      mask.fill(1n, b * T2 + P + S - k, b * T2 + T2);
-      valid.set(batch.valid.subarray(b * P, b * P + P), b * T2);
-      valid.fill(1, b * T2 + P + S - k, b * T2 + T2);
-    }
-    const inputs: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', inputIds, [B, S]),
-      attention_mask: new ort.Tensor('int64', mask, [B, T2]),
-    };
-    if (this.hasPositionIds) inputs.position_ids = new ort.Tensor('int64', positionIds, [B, S]);
-    for (let i = 0; i < this.pastNames.length; i++) inputs[this.pastNames[i]] = batch.past[i];
+    const { inputs, mask, valid, T2 } = passInputs(batch, entries, order, feeds, S, {
+      padTokenId: this.folder.config.padTokenId,
+      hasPositionIds: this.hasPositionIds,
+      pastNames: this.pastNames,
+    });
     let wantHeads = false;
     let wantHidden = false;
     for (let i = 0; i < B; i++) {
@@ -406,57 +345,12 @@ export class OnnxRunner implements ModelRunner {
       e.len += f?.length ?? 0;
     }
 
-    // logits, when fetched, are [B, L, V]: L is 1 when the graph computes the last position only
-    const logits = out.logits as ort.Tensor | undefined;
-    const L = logits ? logits.dims[1] : 0;
-    const V = this.info.vocabSize;
-    const rowLogits = logits ? (b: number) => (logits.data as Float32Array).subarray((b * L + L - 1) * V, (b * L + L) * V) : undefined;
-    const H = this.info.hiddenSize;
-    const hid = wantHidden ? (out.hidden_states.data as Float32Array) : undefined;
-    const results: (TokenSignals | undefined)[] = new Array(B);
-    const topLogits: number[][] = new Array(B);
-    const hiddenRows: (Float32Array | undefined)[] = new Array(B);
-    for (let b = 0; b < B; b++) {
-      const i = order[b];
-      if (feeds[i] === null) continue;
-      const r = rows[i];
-      const opts = {
-        sampling: r.sampling,
-        position: entries[i].len,
-        model: this.info.name,
-        topK: Math.max(r.wants.topK, r.sampling.topLogprobs ?? 0),
-        topLogitsK: needTopLogits,
-        eosTokenIds: this.info.eosTokenIds,
-        history: entries[i].ids,
-      };
-      // a masked row outside the masked group (penalties, or masks: 'js') is analysed from its row of logits
-      const inJs = r.mask && !(plan && plan.masked[b] >= 0);
-      const a = inJs
-        ? analyzeMasked(rowLogits!(b), r.mask!, opts)
-        : plan
-          ? analyzeHead(headRow(out, b, plan, V, rowLogits), V, opts)
-          : analyzeRow(rowLogits!(b), opts);
-      topLogits[i] = a.topLogits;
-      const h = hid ? hid.subarray((b * S + S - 1) * H, (b * S + S) * H) : undefined;
-      hiddenRows[i] = h;
-      results[i] = {
-        token: a.token,
-        entropy: a.entropy,
-        maxProb: a.maxProb,
-        margin: a.margin,
-        tokenProb: a.tokenProb,
-        topIds: a.topIds,
-        topProbs: a.topProbs,
-        // fixed object shape: hidden is always present (undefined unless asked for)
-        hidden: r.wants.hidden && h ? h.slice() : undefined,
-        heads: {},
-      };
-    }
+    const { results, topLogits, hidden } = rowSignals(out, this.info, { rows, entries, order, feeds, S, plan, wantHidden, topLogitsK: needTopLogits });
     if (wantHeads)
       modelMs += await runRouterHeads(
         this.heads,
         rows,
-        { fed: feeds, results, hidden: hiddenRows, topLogits },
+        { fed: feeds, results, hidden, topLogits },
         { hiddenSize: this.info.hiddenSize, topK: this.folder.routerTopK },
       );
     return { signals: results, modelMs };

@@ -1,6 +1,6 @@
 // The live batches a prediction reads: the trace's recent ones, and those taken when the run started, which a long run pushes out of the trace.
 import { describe, expect, it } from 'vitest';
-import { batchesIn, liveWindow } from '../../runtime/eval/evaluateDraft.ts';
+import { batchesIn, liveWindow } from '../../runtime/eval/liveWindow.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 
 const batch = (model: string, start: number, end: number, rows = 2): TraceEvent => ({

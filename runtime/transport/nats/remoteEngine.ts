@@ -2,73 +2,19 @@
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EMPTY_LANE, EngineProxy, type MirroredLane } from '../engineProxy.ts';
-import { keepsOneReplica } from '../../core/servingPolicy.ts';
+import { EngineProxy, type MirroredLane } from '../engineProxy.ts';
 import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../../core/messages.ts';
 import { TokenRouterError } from '../../errors.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
 import type { RemotePeer, ReplicaAnnouncement } from '../../../shared/protocol/engineProtocol.ts';
 import { modelSubjects } from './modelSubjects.ts';
-import { openNats, watchLink } from './natsConnection.ts';
-import { parseRemoteModel, type RemoteModelConfig, type RemoteModelInput } from '../../config/remoteModelConfig.ts';
+import { watchLink } from './natsConnection.ts';
+import { type EngineOptions, openRemoteModel, type RemoteEngineOptions } from './openRemoteModel.ts';
 import { decodeFrame, NatsLink } from './natsLink.ts';
-import { RemoteReplicas } from './remoteReplicas.ts';
-import type { MeshMember, RemoteMesh } from './remoteMesh.ts';
-import { RemoteRunnerError } from './remoteRunnerError.ts';
-
-/**
- * The model's `remote` block of the config, in the config's one shape (its schema fills the
- * defaults and refuses what is wrong), and what the entry adds.
- */
-export type RemoteEngineOptions = RemoteModelInput & {
-  model: string;
-  /**
-   * The entry's other remote models: handoffs between them go straight from replica to replica.
-   * Absent, this model's replicas know no peer and their handoffs pass through the entry.
-   */
-  mesh?: RemoteMesh;
-  log?: (line: string) => void;
-};
-
-type EngineOptions = RemoteModelConfig & { model: string; mesh?: RemoteMesh; log: (line: string) => void };
-
-/** One replica's engine as this entry links to it. */
-interface Replica {
-  subject: string;
-  name: string;
-  link: NatsLink;
-  lane: MirroredLane | null;
-  /** Requests placed here that have not ended: their KV is here, so their later handoffs come back here. */
-  homes: Set<string>;
-  placed: number;
-}
-
-export interface ReplicaView {
-  name: string;
-  subject: string;
-  /** Requests this entry has there now, and has placed there in all. */
-  requests: number;
-  placed: number;
-  draining: boolean;
-  kvCapacityTokens: number;
-  msSinceHeard: number;
-}
-
-const LANE_SUMS = [
-  'ready',
-  'running',
-  'waitingAdmission',
-  'pendingReturn',
-  'kvBytes',
-  'kvReservedBytes',
-  'batches',
-  'rows',
-  'admissions',
-  'evictions',
-  'busyMs',
-  'batchMs',
-  'modelMs',
-] as const;
+import type { RemoteReplicas } from './remoteReplicas.ts';
+import { type Replica, ReplicaRecords, type ReplicaView } from './replicaRecords.ts';
+import type { MeshMember } from './remoteMesh.ts';
+import { Orphans } from './orphans.ts';
 
 /**
  * The remote model's replicas behind one EngineProxy. A request is placed on a replica the first
@@ -82,11 +28,11 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   private readonly session: string;
   private readonly inbox: string;
   /** The live replicas by subject; each lists the requests homed there, the one record of where a request's KV is. */
-  private readonly records = new Map<string, Replica>();
+  private readonly records: ReplicaRecords;
   private settings: EngineSettings | null = null;
   private wentDown = false;
   /** Away when their home died: their next visit re-prefills on a live replica. */
-  private readonly orphans = new Set<string>();
+  private readonly orphans: Orphans;
   /**
    * `replicasLost`: declared dead (silent, malformed); `replicasDrained`: left on purpose, with a goodbye.
    * `failedOnLoss`: requests failed because their replica died; `spared`: away then, so recompute kept them;
@@ -116,6 +62,8 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     super(opts.model, info, { postMessage: () => {} }, false);
     this.session = opts.mesh?.session ?? crypto.randomBytes(6).toString('hex');
     this.inbox = `${modelSubjects(opts.subjectPrefix, opts.model).entries}.${this.session}`;
+    this.records = new ReplicaRecords(replicas);
+    this.orphans = new Orphans(this.name, () => this.entry, this.stats);
     nc.subscribe(this.inbox, {
       callback: (err, msg) => {
         const f = err ? null : decodeFrame(msg.data);
@@ -136,51 +84,16 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   /** Connects to NATS, waits for a first replica to announce itself, then for the others (one heartbeat period). */
-  static async connect({ model, mesh, log: given, ...block }: RemoteEngineOptions): Promise<RemoteEngine> {
-    const opts: EngineOptions = {
-      ...parseRemoteModel(block, model),
-      model,
-      mesh,
-      log: given ?? ((l: string) => console.error(`[tokenrouter] remote ${model}: ${l}`)),
-    };
-    const { log } = opts;
-    const nc = await openNats({
-      servers: opts.nats,
-      token: opts.token ?? process.env.NATS_TOKEN,
-      credsFile: opts.credsFile,
-      name: `tokenrouter-entry:${model}`,
-    });
+  static async connect(options: RemoteEngineOptions): Promise<RemoteEngine> {
     let engine: RemoteEngine | null = null;
-    const subjects = modelSubjects(opts.subjectPrefix, model);
-    const replicas = new RemoteReplicas(
-      nc,
-      subjects.heartbeat,
-      model,
-      opts.heartbeatTimeoutMs,
-      {
-        joined: (a) => engine?.join(a),
-        lost: (subject, reason, drained) => engine?.lose(subject, reason, drained),
-        unreachable: (ms) => engine?.cutOff(ms),
-        draining: () => mesh?.changed(),
-        reachable: () => log(`NATS is back: model ${model} takes requests again`),
-        log,
-      },
-      opts.unreachableAfterMs,
-    );
-    const timeout = opts.connectTimeoutMs;
-    const deadline = performance.now() + timeout;
-    while (!replicas.info && performance.now() < deadline) await sleep(20);
-    if (!replicas.info) {
-      replicas.stop();
-      await nc.close();
-      throw new RemoteRunnerError(
-        'no_replicas',
-        `no sub-server for model "${model}" announced itself on ${opts.nats} (subject ${subjects.heartbeat}) within ${timeout} ms; start one with: tokenrouter subserver --model ${model} --nats ${opts.nats}`,
-      );
-    }
-    engine = new RemoteEngine(nc, replicas, replicas.info, opts);
+    const { nc, replicas, info, opts } = await openRemoteModel(options, {
+      joined: (a) => engine?.join(a),
+      lost: (subject, reason, drained) => engine?.lose(subject, reason, drained),
+      unreachable: (ms) => engine?.cutOff(ms),
+    });
+    engine = new RemoteEngine(nc, replicas, info, opts);
     for (const a of replicas.live.values()) engine.join(a);
-    mesh?.add(engine);
+    opts.mesh?.add(engine);
     // the others announce themselves within one heartbeat period
     const period = Math.max(...[...replicas.live.values()].map((a) => a.heartbeatMs));
     await sleep(Math.min(1000, period * 1.5));
@@ -196,7 +109,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
 
   /** No replica to place a request on, or NATS unreachable past the bound: new requests are refused at once rather than left waiting. */
   override get down(): boolean {
-    return super.down || this.replicas.unreachable || this.placeable().length === 0;
+    return super.down || this.replicas.unreachable || this.records.placeable().length === 0;
   }
 
   /**
@@ -239,19 +152,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   replicaViews(): ReplicaView[] {
-    const now = performance.now();
-    return [...this.records.values()].map((r) => {
-      const a = this.replicas.live.get(r.subject);
-      return {
-        name: r.name,
-        subject: r.subject,
-        requests: r.homes.size,
-        placed: r.placed,
-        draining: a?.draining ?? false,
-        kvCapacityTokens: a?.kvCapacityTokens ?? 0,
-        msSinceHeard: now - (a?.lastHeard ?? now),
-      };
-    });
+    return this.records.views();
   }
 
   private join(a: ReplicaAnnouncement): void {
@@ -263,7 +164,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       if (malformed) this.replicas.lose(r.subject, malformed.message, false);
       else this.track(m as FromEngine);
     });
-    this.records.set(a.subject, r);
+    this.records.set(r);
     // a replica that joins a running deployment begins with it, and the peers' replicas hear of it
     if (this.settings) this.beginOn(r, this.settings);
     this.opts.mesh?.changed();
@@ -287,18 +188,17 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     );
     // Recompute spares the requests away at another model: the entry's copy of what the replica held re-prefills them elsewhere.
     // Those decoding there fail: their routing state died with the replica.
-    const spared = this.opts.onReplicaLoss === 'recompute' ? [...r.homes].filter((id) => this.isAway(id)) : [];
+    const spared = this.opts.onReplicaLoss === 'recompute' ? this.orphans.awayOf(r.homes) : [];
     this.opts.log?.(
       `replica ${r.name} left (${reason}); ${r.homes.size - spared.length} requests decoding there fail${spared.length ? `, ${spared.length} away from it re-prefill elsewhere when they come back` : ''}`,
     );
     for (const id of r.homes) {
       if (spared.includes(id)) {
-        this.orphans.add(id);
-        this.stats.spared++;
+        this.orphans.spare(id);
         continue;
       }
       this.stats.failedOnLoss++;
-      this.forgetRequest(id);
+      this.orphans.forget(id);
       this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error });
     }
     this.entry?.reported(0);
@@ -311,17 +211,14 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   peerReplicas(): RemotePeer['replicas'] {
-    return [...this.records.values()].map((r) => {
-      const a = this.replicas.live.get(r.subject);
-      return { subject: r.subject, kvCapacityTokens: a?.kvCapacityTokens ?? 0, draining: a?.draining ?? true };
-    });
+    return this.records.peerReplicas();
   }
 
   /** At every member's `begin` and at every change of a member's replicas. */
   sendPeers(): void {
     const mesh = this.opts.mesh;
     if (!this.settings || !mesh || this.closing) return;
-    this.toAll({ type: 'remote-peers', session: mesh.session, peers: mesh.peersOf(this) });
+    this.records.toAll({ type: 'remote-peers', session: mesh.session, peers: mesh.peersOf(this) });
   }
 
   /**
@@ -339,37 +236,17 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         'model',
       );
       this.stats.failedOnLoss++;
-      this.forgetRequest(id);
+      this.orphans.forget(id);
       return this.entry?.cascade(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
     }
-    const was = this.homeOf(id);
+    const was = this.records.homeOf(id);
     if (was !== r) {
       was?.homes.delete(id);
       r.homes.add(id);
       r.placed++;
       this.stats.placed++;
     }
-    if (this.orphans.delete(id)) this.stats.recomputed++;
-  }
-
-  /** The replica a request is homed on (a few replicas: a look at each beats keeping a second index). */
-  private homeOf(id: string): Replica | undefined {
-    for (const r of this.records.values()) if (r.homes.has(id)) return r;
-    return undefined;
-  }
-
-  private placeable(): Replica[] {
-    return [...this.records.values()].filter((r) => this.replicas.live.get(r.subject)?.draining === false);
-  }
-
-  /** Fewest requests per KV token of capacity; sync modes keep to one replica. */
-  private place(): Replica | undefined {
-    const open = this.placeable();
-    if (this.settings && keepsOneReplica(this.settings.mode)) return open.sort((a, b) => a.subject.localeCompare(b.subject))[0];
-    const load = (r: Replica) => (r.homes.size + 1) / Math.max(1, this.replicas.live.get(r.subject)!.kvCapacityTokens);
-    let best: Replica | undefined;
-    for (const r of open) if (!best || load(r) < load(best)) best = r;
-    return best;
+    this.orphans.placed(id);
   }
 
   private beginOn(r: Replica, settings: EngineSettings): void {
@@ -394,7 +271,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         // the peers begun with the same entry before this one now list it
         return this.opts.mesh?.changed();
       case 'deploy':
-        return this.toAll(m);
+        return this.records.toAll(m);
       case 'arrive': {
         // each to its replica (the request's home there, or one placed now), one message per replica:
         // the replica admits them together, as a thread engine does, instead of launching on the first few
@@ -410,25 +287,25 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
         return;
       }
       case 'release': {
-        this.forgetRequest(m.id);
-        const r = this.homeOf(m.id);
+        this.orphans.forget(m.id);
+        const r = this.records.homeOf(m.id);
         // With a mesh a peer may have sent it here before the entry heard where: every replica lets it go (or drops it on arrival).
-        if (!r) return this.opts.mesh ? this.toAll(m) : undefined;
+        if (!r) return this.opts.mesh ? this.records.toAll(m) : undefined;
         r.homes.delete(m.id);
         return r.link.postMessage(m);
       }
       case 'down':
         this.wentDown = m.down;
-        return this.toAll(m);
+        return this.records.toAll(m);
       case 'trace':
         // a replica that joins later begins with tracing as it stands now
         if (this.settings) this.settings = { ...this.settings, trace: m.on };
-        return this.toAll(m);
+        return this.records.toAll(m);
       case 'threshold':
       case 'grant':
       case 'peer-lost':
       case 'close':
-        return this.toAll(m);
+        return this.records.toAll(m);
       default:
       // 'peer', 'crash': threads only
     }
@@ -443,14 +320,14 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
       return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
     }
     if (this.opts.onReplicaLoss === 'recompute') {
-      const rebuilt = this.rehome(arrival);
+      const rebuilt = this.orphans.rehome(arrival);
       if (rebuilt instanceof Error)
         return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error: rebuilt }));
       arrival = rebuilt;
     }
-    let r = this.homeOf(id);
+    let r = this.records.homeOf(id);
     if (!r) {
-      r = this.place();
+      r = this.records.place(this.settings);
       if (!r) {
         const error = new TokenRouterError('unavailable', `model ${this.name} has no live replica to take this request; retry shortly`, 'model');
         return void queueMicrotask(() => this.entry?.finish({ type: 'finish', requestId: id, status: 'failed', reason: 'error', error }));
@@ -462,46 +339,10 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     return { r, arrival };
   }
 
-  /**
-   * Gives an orphan's arrival the whole sequence, so the
-   * replica it lands on (holding nothing of it) prefills it all. The entry has every commit and the
-   * prompt: what was before the handoff's anchor comes from there, the rest with the handoff.
-   */
-  private rehome(a: WireArrival): WireArrival | Error {
-    const id = a.spec.id;
-    const { anchor, tokens } = a.handoff;
-    if (!this.orphans.delete(id) || a.context || anchor === 0) return a;
-    const committed = this.entry?.sequence?.(id) ?? [];
-    if (committed.length < anchor) {
-      this.forgetRequest(id);
-      return new TokenRouterError(
-        'unavailable',
-        `model ${this.name} cannot go on with this request: its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`,
-        'model',
-      );
-    }
-    this.stats.recomputed++;
-    return { ...a, context: [...committed.slice(0, anchor), ...tokens] };
-  }
-
-  /** Away at another model, as the entry heard from the `moved` events (read after the report that said so was applied). */
-  private isAway(id: string): boolean {
-    const at = this.entry?.whereabouts?.(id);
-    return at !== undefined && at.model !== this.name;
-  }
-
   /** A replica's report (validated, applied at the entry already): where a peer's replica took the requests it handed away. */
   private track(m: FromEngine): void {
     if (m.type !== 'step' || !this.opts.mesh) return;
     for (const e of m.events) if (e.type === 'moved' && e.replica !== undefined) this.opts.mesh.placed(e.to, e.requestId, e.replica);
-  }
-
-  private forgetRequest(id: string): void {
-    this.orphans.delete(id);
-  }
-
-  private toAll(m: ToEngine): void {
-    for (const r of this.records.values()) r.link.postMessage(m);
   }
 
   protected override mirror(lane: MirroredLane, from: unknown): void {
@@ -510,13 +351,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
   }
 
   private sumLanes(): void {
-    const sum: MirroredLane = { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
-    for (const r of this.records.values()) {
-      if (!r.lane) continue;
-      for (const k of LANE_SUMS) sum[k] += r.lane[k];
-      sum.executing ||= r.lane.executing;
-    }
-    this.lane = sum;
+    this.lane = this.records.sumLanes(this.name, this.threshold);
   }
 
   override async close(): Promise<void> {
@@ -524,7 +359,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
     this.closing = true;
     this.opts.mesh?.remove(this);
     // the replicas forget this entry and free what it held; they outlive it
-    this.toAll({ type: 'close' });
+    this.records.toAll({ type: 'close' });
     for (const r of this.records.values()) r.link.flush();
     await this.nc.flush().catch(() => {});
     for (const r of this.records.values()) r.link.close();
@@ -540,6 +375,6 @@ export class RemoteEngine extends EngineProxy implements MeshMember {
 
   /** Resends over all live links so far (a NATS restart makes the links send what was in flight again). */
   get resent(): number {
-    return [...this.records.values()].reduce((n, r) => n + r.link.stats.resent, this.stats.resent);
+    return this.stats.resent + this.records.resent();
   }
 }
