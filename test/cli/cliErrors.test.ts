@@ -138,8 +138,8 @@ describe('flags', () => {
       [['optimize', '--trace', 'x.jsonl', '--concurrency', '0'], /^error: cannot read --trace x\.jsonl|^error: --concurrency must be/],
       // --lookahead is no flag of serve: refused like any unknown one
       [['bench', 'scale', '--lookahead', '8'], /^error: unknown flag --lookahead/],
-      // bench serve is the load generator itself, with its own flags and messages
-      [['bench', 'serve', '--url', 'http://127.0.0.1:9', '--model', 'r2r', '--concurrency', '0'], /^--concurrency must be an integer from 1 to .*, got "0"$/],
+      // bench serve is the load generator, with its own flags and messages under the CLI's error prefix
+      [['bench', 'serve', '--url', 'http://127.0.0.1:9', '--model', 'r2r', '--concurrency', '0'], /^error: --concurrency must be an integer from 1 to .*, got "0"$/],
     ];
     const runs = await Promise.all(cases.map(([args]) => cli(args)));
     runs.forEach((r, i) => oneLineError(r, cases[i][1]));
