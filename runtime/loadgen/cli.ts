@@ -8,7 +8,7 @@ import { TokenRouterError } from '../errors.ts';
 import { boolFlag, intFlag, parseFlags, positiveFlag, requestRateFlag } from '../util/cliFlags.ts';
 import { ProgressLine } from '../util/progressLine.ts';
 
-const USAGE = `usage: tsx runtime/loadgen/cli.ts --url http://127.0.0.1:8080 --model r2r [--max-concurrency 4] [--requests 64]
+const USAGE = `usage: tokenrouter bench serve --url http://127.0.0.1:8080 --model r2r [--max-concurrency 4] [--requests 64]
        [--request-rate inf] [--burstiness 1] [--seed 0] [--goodput "ttft:MS tpot:MS e2el:MS"] [--latency-from arrival]
        [--warmup 8] [--max-tokens 128] [--ignore-eos true] [--workload task|few-shot-chat] [--json FILE] [--records true] [--quiet true]
 Streams chat completions (vLLM benchmark_serving style): --request-rate R sends the measured requests
