@@ -139,7 +139,10 @@ describe('flags', () => {
       // --lookahead is no flag of serve: refused like any unknown one
       [['bench', 'scale', '--lookahead', '8'], /^error: unknown flag --lookahead/],
       // bench serve is the load generator, with its own flags and messages under the CLI's error prefix
-      [['bench', 'serve', '--url', 'http://127.0.0.1:9', '--model', 'r2r', '--concurrency', '0'], /^error: --concurrency must be an integer from 1 to .*, got "0"$/],
+      [
+        ['bench', 'serve', '--url', 'http://127.0.0.1:9', '--model', 'r2r', '--concurrency', '0'],
+        /^error: --concurrency must be an integer from 1 to .*, got "0"$/,
+      ],
     ];
     const runs = await Promise.all(cases.map(([args]) => cli(args)));
     runs.forEach((r, i) => oneLineError(r, cases[i][1]));
