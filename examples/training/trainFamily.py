@@ -5,7 +5,7 @@ The corpus comes from Node (the serving runner's own Qwen3 tokenizer and chat te
     npx tsx examples/training/makeCorpus.ts --out /work/family-out/corpus --train 60000
 Then, with Debian's python3-torch (1.13; the product never needs Python) and libopenblas0-pthread
 (Debian's torch uses the system BLAS: the generic one ran a 1024^2 matmul at 5.5 GFLOPS, OpenBLAS at 49):
-    nice -n 15 /usr/bin/python3 examples/training/trainFamily.py train small      # TR_STEPS, TR_BS, TR_LR override
+    nice -n 15 /usr/bin/python3 examples/training/trainFamily.py train small      # TR_STEPS, TR_BS, TR_LR override; resumes from ckpt/small.state.pt
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py eval small 300   # greedy exact match on validation
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py weights small    # weights + reference logits from ckpt/small.pt
     npx tsx examples/training/exportFamily.ts --name small                        # HF / Optimum folder
@@ -214,8 +214,18 @@ def train(name):
     opt = torch.optim.AdamW(model.parameters(), lr=c['lr'], betas=(0.9, 0.98), weight_decay=0.01)
     os.makedirs(os.path.join(OUT, 'ckpt'), exist_ok=True)
     print(f'[{name}] params={n_params} (compact vocab {len(vocab["ids"])}) steps={c["steps"]} bs={c["bs"]} threads={torch.get_num_threads()}', flush=True)
-    t0, log, order = time.time(), [], []
-    for step in range(1, c['steps'] + 1):
+    t0, log, order, first = time.time(), [], [], 1
+    state_path = os.path.join(OUT, 'ckpt', f'{name}.state.pt')
+    if os.path.exists(state_path) and os.environ.get('TR_RESUME', '1') != '0':
+        # a run cut short (a session ends, a machine restarts) goes on from its last checkpoint
+        st = torch.load(state_path)
+        model.load_state_dict(st['model'])
+        opt.load_state_dict(st['opt'])
+        rng.setstate(st['rng'])
+        order, log, first = st['order'], st['log'], st['step'] + 1
+        t0 -= st['seconds']
+        print(f'[{name}] resuming after step {st["step"]} ({st["seconds"]:.0f}s trained)', flush=True)
+    for step in range(first, c['steps'] + 1):
         lr = c['lr'] * min(1.0, step / 100) * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * step / c['steps'])))
         for g in opt.param_groups:
             g['lr'] = lr
@@ -232,8 +242,12 @@ def train(name):
         if step % 50 == 0 or step == c['steps']:
             log.append({'step': step, 'loss': round(loss.item(), 4), 'seconds': round(time.time() - t0, 1)})
             print(f'[{name}] step {step} loss {loss.item():.4f} lr {lr:.2e} {time.time() - t0:.0f}s', flush=True)
-        if step % 250 == 0:
+        if step % 100 == 0:
             torch.save(model.state_dict(), os.path.join(OUT, 'ckpt', f'{name}.pt'))
+            st = dict(model=model.state_dict(), opt=opt.state_dict(), rng=rng.getstate(), order=order, log=log, step=step,
+                      seconds=time.time() - t0)
+            torch.save(st, state_path + '.tmp')
+            os.replace(state_path + '.tmp', state_path)
     seconds = time.time() - t0
     torch.save(model.state_dict(), os.path.join(OUT, 'ckpt', f'{name}.pt'))
     model.eval()
