@@ -49,9 +49,8 @@ export interface EngineHandle {
   /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */
   peerLost(name: string): void;
   /**
-   * The runner died. An engine in this process fails what it held and stays down until a runner is
-   * put in place, and says how many failed; across a port the engine died with it (null): the entry
-   * fails the requests decoding there.
+   * The runner died: an engine in this process fails what it held, stays down until replaceRunner and
+   * says how many failed; across a port the engine died with it (null).
    */
   runnerLost(error: Error): number | null;
   /** Puts a fresh runner in place of a dead one (an engine in this process only). */

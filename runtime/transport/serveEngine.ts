@@ -153,11 +153,7 @@ interface ServeOptions {
   remotePeers?(server: PortedEngine, m: RemotePeers): void;
 }
 
-/**
- * Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host (a new
- * deployment, such as a bench's next server, takes the engine over: the old one held nothing any
- * more). Messages are validated and handled in order; deploys are asynchronous, later messages wait.
- */
+/** Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host; messages are handled in order (later ones wait for a deploy). */
 export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
   let server: PortedEngine | null = null;
   let chain: Promise<void> = Promise.resolve();
