@@ -10,7 +10,7 @@ import { checkInvariants } from '../core/invariants.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from '../core/messages.ts';
 import { EngineFailover } from './engineFailover.ts';
-import { beginEngines } from '../transport/beginEngines.ts';
+import { beginEngines } from '../transport/engineHandle.ts';
 import { Cascade } from '../core/engineLoop.ts';
 import { servingPolicy, type ServingPolicy } from '../core/servingPolicy.ts';
 import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';

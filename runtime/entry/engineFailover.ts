@@ -4,7 +4,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
 import type { FinishReason, RequestState } from './requestState.ts';
-import { rejoinEngine } from '../transport/beginEngines.ts';
+import { rejoinEngine } from '../transport/engineHandle.ts';
 
 /** What failover reads and does at the entry (the cluster). */
 export interface FailoverHost {

@@ -1,14 +1,14 @@
-// Entry side of an engine in another thread or process: posts the protocol on a link and mirrors what the engine reports.
+// The entry's client of an engine in another thread or process: posts the protocol on a link and mirrors the lane it reports.
 import type { MessagePort } from 'node:worker_threads';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
 import type { LaneStats } from '../core/laneStats.ts';
 import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
-import type { EngineHandle } from './engineHandle.ts';
-import type { Arrival, EngineEntry, EngineSettings, FromEngine, ToEngine } from '../core/messages.ts';
-import { applyWireStep, toWireArrival } from './wire.ts';
-import { fromEngineSchema, type WireArrival } from '../../shared/protocol/engineProtocol.ts';
+import { reportToEntry, type EngineHandle } from './engineHandle.ts';
+import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
+import { fromWireStep, toWireArrival } from './wire.ts';
+import { fromEngineSchema, type FromEngine, type ToEngine, type WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
 export interface ProxyLink {
@@ -39,10 +39,7 @@ export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = {
   kvPrefixBytes: 0,
 };
 
-/**
- * An engine the entry drives through messages: the same client whatever carries them. Subclasses
- * own the link's lifecycle (a worker thread, a NATS connection) and call `receive` and `fail`.
- */
+/** An engine the entry drives through messages, whatever carries them: subclasses own the link and call `receive` and `fail`. */
 export class EngineProxy implements EngineHandle {
   index = -1;
   maxBatch = 1;
@@ -55,7 +52,6 @@ export class EngineProxy implements EngineHandle {
   /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
   protected readonly deployed = new Map<string, AlgorithmRef>();
   private readonly failureListeners: ((e: Error) => void)[] = [];
-  /** Arrivals of this turn of the entry's event loop, posted together at its end (see `arrive`). */
   private arrivals: WireArrival[] = [];
   private readonly postArrivals = (): void => {
     if (this.arrivals.length === 0) return;
@@ -65,23 +61,18 @@ export class EngineProxy implements EngineHandle {
   };
   protected dead: Error | null = null;
   protected closing = false;
-  /** Debug mode (checkInvariants): every message is checked, a trusted thread's too. */
+  /** checkInvariants: every message is checked, a trusted thread's too. */
   private checked = false;
 
   constructor(
     readonly name: string,
     readonly info: ModelInfo,
     private readonly link: ProxyLink,
-    /** MessagePorts can travel to it (a worker thread): peers get direct channels. */
     readonly acceptsPorts: boolean,
     /** The peer is this program in another thread: its messages are not checked (a NATS peer's are). */
     private readonly trusted = false,
   ) {}
 
-  /**
-   * Gives the engine its place in a deployment and ports to its peers; from here it takes requests.
-   * Called again, it joins a new deployment (benches reuse loaded models across servers).
-   */
   begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
     this.index = settings.index;
     this.maxBatch = settings.maxBatch;
@@ -95,12 +86,10 @@ export class EngineProxy implements EngineHandle {
     this.send({ type: 'begin', settings, peers }, Object.values(peers));
   }
 
-  /** A peer engine thread was (re)started: its new port. */
   addPeer(name: string, port: MessagePort): void {
     this.send({ type: 'peer', name, port }, [port]);
   }
 
-  /** Makes sure the engine can build the algorithm before a request of it arrives. */
   deploy(ref: AlgorithmRef): void {
     if (this.deployed.has(ref.key)) return;
     this.deployed.set(ref.key, ref);
@@ -137,17 +126,12 @@ export class EngineProxy implements EngineHandle {
     this.send({ type: 'trace', on });
   }
 
-  /** The engine died (its link is gone for good). */
   get failed(): boolean {
     return this.dead !== null;
   }
-
-  /** Why it died, when it did. */
   get failure(): Error | null {
     return this.dead;
   }
-
-  /** Taken down by the operator, or the engine died (until a fresh one takes its place). */
   get down(): boolean {
     return this.takenDown || this.dead !== null;
   }
@@ -161,17 +145,14 @@ export class EngineProxy implements EngineHandle {
     this.send({ type: 'grant' });
   }
 
-  /** The engine of model `name` restarted empty. */
   peerLost(name: string): void {
     this.send({ type: 'peer-lost', model: name });
   }
 
   laneStats(): LaneStats {
-    const lane = this.lane ?? { name: this.name, threshold: this.threshold, ...EMPTY_LANE };
-    return { ...lane, threshold: this.threshold };
+    return { ...(this.lane ?? { name: this.name, ...EMPTY_LANE }), threshold: this.threshold };
   }
 
-  /** The engine died with its runner: the entry fails what decodes there. */
   runnerLost(): null {
     return null;
   }
@@ -208,37 +189,21 @@ export class EngineProxy implements EngineHandle {
     this.lane = lane;
   }
 
-  /** The link's message listener: the engine's messages reach `receive` with no hop between; a malformed one breaks the link. */
-  protected readonly onMessage = (raw: unknown): void => {
-    const malformed = this.receive(raw);
-    if (malformed) this.broken(malformed);
-  };
-
-  /** The link carried a malformed message: the engine is failed (a subclass also tears its link down). */
-  protected broken(e: Error): void {
-    this.fail(e);
-  }
-
-  /** A message from the engine, validated here unless the peer is trusted; an error: it was malformed (the link is no longer trusted). */
+  /** A message from the engine, checked unless the peer is trusted; an error: it was malformed (the link is no longer trusted). */
   protected receive(raw: unknown, from?: unknown): Error | null {
     const entry = this.entry;
     if (!entry) return null;
     let m = raw as FromEngine;
     if (!this.trusted || this.checked) {
       const parsed = fromEngineSchema.safeParse(raw);
-      if (!parsed.success) return this.linkError(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
+      if (!parsed.success) return new Error(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
       m = parsed.data;
     }
     if (m.type === 'deliver') entry.cascade(() => entry.deliverWire(m.to, m.arrivals));
     if (m.type !== 'step') return null;
     this.mirror(m.lane, from);
-    applyWireStep(entry, m);
+    reportToEntry(entry, fromWireStep(m));
     return null;
-  }
-
-  /** The error a broken link fails requests with (the transport's own type, so HTTP maps it). */
-  protected linkError(message: string): Error {
-    return new Error(message);
   }
 
   protected fail(e: Error): void {

@@ -9,9 +9,8 @@ import type { Cascade } from '../core/engineLoop.ts';
 import type { Engine } from '../core/engine.ts';
 import type { LaneStats } from '../core/laneStats.ts';
 import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
-import type { EngineHandle } from './engineHandle.ts';
+import { reportToEntry, type EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
-import { reportToEntry } from './reportToEntry.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 
 export class InprocEngine implements EngineHandle {
@@ -84,13 +83,11 @@ export class InprocEngine implements EngineHandle {
     );
   }
 
-  addPeer(): void {
-    // ports are for engines in threads
-  }
+  /** Ports are for engines in threads. */
+  addPeer(): void {}
 
-  deploy(): void {
-    // the request's spec carries its algorithm itself
-  }
+  /** The request's spec carries its algorithm itself. */
+  deploy(): void {}
 
   arrive(a: Arrival): void {
     this.holdTurn();
@@ -98,11 +95,9 @@ export class InprocEngine implements EngineHandle {
   }
 
   /**
-   * In wall time an arrival from outside a cascade (a client's request) keeps the engines of this
-   * thread from launching until the end of this turn of the event loop: the requests that reach the
-   * entry in one turn are admitted together and prefilled in one step, as an engine thread's are
-   * (EngineProxy posts a turn's arrivals in one message), not the first alone and the rest a step later.
-   * Arrivals inside a cascade (handoffs, answers to a report) are held by the cascade already.
+   * In wall time a client's arrival (outside a cascade, which holds its own) keeps this thread's engines
+   * from launching until the end of the event loop's turn: a turn's requests are prefilled in one step,
+   * as EngineProxy's are.
    */
   private holdTurn(): void {
     const endOfTurn = this.clock.endOfTurn;
@@ -144,7 +139,7 @@ export class InprocEngine implements EngineHandle {
     this.h.replaceRunner(runner);
   }
 
-  /** Its engine never dies as a whole here: its runner does, and whoever started the runner watches it (lose, replaceRunner). */
+  /** The engine never dies as a whole here; its runner does, watched by whoever started it (runnerLost, replaceRunner). */
   onFailure(): void {}
 
   laneStats(): LaneStats {

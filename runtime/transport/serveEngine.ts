@@ -3,31 +3,25 @@ import type { Algorithm } from '../../shared/algorithm.ts';
 import { createRealClock } from '../clock/clock.ts';
 import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { toEngineSchema, toPeerSchema, type ThreadStats } from '../../shared/protocol/engineProtocol.ts';
+import {
+  toEngineSchema,
+  toPeerSchema,
+  type FromEngine,
+  type PortLike,
+  type ThreadStats,
+  type ToEngine,
+  type ToPeer,
+  type WireArrival,
+  type WireEvent,
+} from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type {
-  Arrival,
-  Finish,
-  Moved,
-  EngineOutlet,
-  EngineSettings,
-  FromEngine,
-  PeerLink,
-  PortLike,
-  ToEngine,
-  ToPeer,
-  WireArrival,
-  WireEvent,
-} from '../core/messages.ts';
+import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, PeerLink } from '../core/messages.ts';
 import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
-/**
- * Handoffs to peers reached by address rather than by a port each (remote engines over NATS, where
- * a peer model may have several replicas): it sends each request to its home there, or places it.
- */
+/** Handoffs to peers reached by address, not a port each (over NATS, a peer model may have several replicas). */
 export interface PeerRouter {
-  /** Every arrival here, from the entry or a peer, before the engine takes it (a peer's says where the request's state is). */
+  /** Every arrival here, before the engine takes it (a peer's says where the request's state is). */
   arrived(arrivals: readonly WireArrival[]): void;
   /** The request ended here: released by the entry, or finished here. */
   ended(id: string): void;
@@ -71,7 +65,6 @@ export class PortedEngine {
     this.host = new EngineHost(outlet, settings, runner, decoder, createRealClock(settings.origin));
   }
 
-  /** Requests this engine holds state for. */
   get held(): number {
     return this.host.held;
   }
@@ -145,28 +138,22 @@ export class PortedEngine {
   }
 }
 
-export interface ServeOptions {
+interface ServeOptions {
   /** The entry said `close`: a worker closes its runner and leaves; a sub-server outlives its entries and only forgets this one. */
   onClose(): Promise<void>;
   /** A message that cannot be handled (a bug, a malformed message): a worker dies as a crash would. */
   onError(e: Error): void;
-  /** A new engine (a `begin`) replaced the one before. */
   onBegin?(server: PortedEngine): void;
-  /** The entry is this program in another thread (a worker's parent): its messages and its peers' are not checked. */
+  /** The entry is this program in another thread: its messages and its peers' are not checked. */
   trusted?: boolean;
-  /** The model's tokenizer, loaded beside the runner: the engine detokenises requests that ask for text. */
   decoder?: Decoder;
-  /** An engine alone in its thread: the thread's CPU and GC time, sent with its lane. */
+  /** An engine alone in its thread: the thread's figures, sent with its lane. */
   threadStats?: () => ThreadStats;
-  /** Over NATS: the entry named its other remote models (`remote-peers`); absent, the message is refused. */
+  /** Over NATS: the entry named its other remote models; absent, `remote-peers` is refused. */
   remotePeers?(server: PortedEngine, m: RemotePeers): void;
 }
 
-/**
- * Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host (a new
- * deployment, such as a bench's next server, takes the engine over: the old one held nothing any
- * more). Messages are validated and handled in order; deploys are asynchronous, later messages wait.
- */
+/** Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host; messages are handled in order (later ones wait for a deploy). */
 export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
   let server: PortedEngine | null = null;
   let chain: Promise<void> = Promise.resolve();

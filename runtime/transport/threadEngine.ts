@@ -1,13 +1,15 @@
-// An engine in its own worker thread, as the entry sees it: an engine proxy over the worker's port, and the thread's lifecycle.
-import path from 'node:path';
+// An engine in its own worker thread: the entry's proxy over the worker's port with the thread's lifecycle, and the worker's main.
+import { once } from 'node:events';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import v8 from 'node:v8';
-import type { Worker } from 'node:worker_threads';
+import { parentPort, workerData, type Worker } from 'node:worker_threads';
 import type { ModelInfo } from '../runner/modelRunner.ts';
-import type { RunnerSource } from '../runner/runnerSource.ts';
+import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
+import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import { startTsWorker } from '../util/tsWorker.ts';
 import { EngineProxy } from './engineProxy.ts';
-import type { FromEngine } from '../core/messages.ts';
+import { serveEngine } from './serveEngine.ts';
+import type { FromEngine, ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 
 /** The worker died or failed to load. */
 export class EngineThreadError extends Error {
@@ -21,46 +23,37 @@ export class ThreadEngine extends EngineProxy {
     info: ModelInfo,
   ) {
     super(name, info, worker, true, true);
-    worker.on('message', this.onMessage);
+    worker.on('message', (raw) => {
+      const malformed = this.receive(raw);
+      if (!malformed) return;
+      this.fail(new EngineThreadError(malformed.message));
+      void worker.terminate();
+    });
     worker.on('error', (e) => this.fail(new EngineThreadError(`engine thread of model "${name}" crashed: ${e.message}`)));
     worker.on('exit', (code) => {
       if (!this.closing) this.fail(new EngineThreadError(`engine thread of model "${name}" exited (code ${code})`));
     });
   }
 
-  protected override broken(e: Error): void {
-    this.fail(e);
-    void this.worker.terminate();
-  }
-
   /** Starts the thread and loads the model's runner in it; resolves when it is ready. */
-  static start(name: string, source: RunnerSource): Promise<ThreadEngine> {
-    roomyOldSpace();
-    const worker = startTsWorker(path.join(path.dirname(fileURLToPath(import.meta.url)), 'engineThread.ts'), source);
-    return new Promise<ThreadEngine>((resolve, reject) => {
-      const cleanup = () => {
-        worker.off('message', onMsg);
-        worker.off('error', onErr);
-        worker.off('exit', onExit);
-      };
-      const onMsg = (m: FromEngine) => {
-        cleanup();
-        if (m.type === 'ready') return resolve(new ThreadEngine(name, worker, m.info));
-        void worker.terminate();
-        reject(new EngineThreadError(`engine thread of model "${name}" failed to load: ${m.type === 'load-error' ? m.message : m.type}`));
-      };
-      const onErr = (e: Error) => {
-        cleanup();
-        reject(new EngineThreadError(`engine thread of model "${name}" crashed while loading: ${e.message}`));
-      };
-      const onExit = (code: number) => {
-        cleanup();
-        reject(new EngineThreadError(`engine thread of model "${name}" exited while loading (code ${code})`));
-      };
-      worker.on('message', onMsg);
-      worker.on('error', onErr);
-      worker.on('exit', onExit);
-    });
+  static async start(name: string, source: RunnerSource): Promise<ThreadEngine> {
+    const worker = startTsWorker(fileURLToPath(import.meta.url), { engineThread: source });
+    const fail = (why: string) => new EngineThreadError(`engine thread of model "${name}" ${why}`);
+    const loading = new AbortController();
+    try {
+      const [m] = (await Promise.race([
+        once(worker, 'message', loading),
+        once(worker, 'exit', loading).then(([code]) => Promise.reject(fail(`exited while loading (code ${code})`))),
+      ])) as [FromEngine];
+      if (m.type === 'ready') return new ThreadEngine(name, worker, m.info);
+      void worker.terminate();
+      throw fail(`failed to load: ${m.type === 'load-error' ? m.message : m.type}`);
+    } catch (e) {
+      // `once` rejects with the worker's 'error' event
+      throw e instanceof EngineThreadError ? e : fail(`crashed while loading: ${(e as Error).message}`);
+    } finally {
+      loading.abort();
+    }
   }
 
   /** Test hook: the thread dies with an uncaught error before it handles anything sent after. */
@@ -80,25 +73,45 @@ export class ThreadEngine extends EngineProxy {
     await closed;
     await this.worker.terminate();
   }
-
-  protected override linkError(message: string): Error {
-    return new EngineThreadError(message.replace(/^engine of/, 'engine thread of'));
-  }
 }
 
-/** MiB of old space a worker's heap starts with (V8's `--initial-old-space-size`), unless the user set it. */
-const ENGINE_INITIAL_OLD_SPACE_MB = 64;
-
-/**
- * An engine thread keeps a small old space (~12 MiB live) while it churns through ORT's output
- * tensors (~1 MiB of KV a step on the small model at batch 8), and V8 kept starting incremental
- * marking on it with the old space far below its limit, most likely because the room left there was
- * under the young generation's size. Measured with --trace-gc over one served run of the small model
- * (64 requests × 128 tokens, c = 8): 26–33 mark-compacts on the engine thread, 1 on the offline
- * loop's model worker; with the old space started at 64 MiB, none (scavenges only). The flag is read
- * when an isolate is made: it applies to workers started after it, not to the main thread.
- */
-function roomyOldSpace(): void {
-  if (process.execArgv.some((a) => a.startsWith('--initial-old-space-size')) || process.env.NODE_OPTIONS?.includes('--initial-old-space-size')) return;
-  v8.setFlagsFromString(`--initial-old-space-size=${ENGINE_INITIAL_OLD_SPACE_MB}`);
+/** The worker's main: the model's runner and its engine server together, on the parent's port. */
+async function engineThread(port: NonNullable<typeof parentPort>, source: RunnerSource): Promise<void> {
+  let gcMs = 0;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMs += e.duration;
+  }).observe({ entryTypes: ['gc'] });
+  const post = (m: FromEngine) => port.postMessage(m);
+  const [runner, decoder] = await Promise.all([loadRunner(source), loadDecoder(source)]).catch((e: Error) => {
+    post({ type: 'load-error', message: e.message });
+    return [];
+  });
+  if (!runner) return;
+  post({ type: 'ready', info: runner.info });
+  let stats: ThreadStats = { cpuMs: 0, gcMs: 0, waitMs: 0 };
+  let statsAt = -Infinity;
+  serveEngine(port, runner, {
+    trusted: true,
+    decoder,
+    // read from /proc at most every 25 ms: the benches divide them over a second or two
+    threadStats: () => {
+      if (performance.now() - statsAt >= 25) {
+        stats = { cpuMs: threadCpuMs() ?? 0, gcMs, waitMs: threadWaitMs() ?? 0 };
+        statsAt = performance.now();
+      }
+      return stats;
+    },
+    onClose: async () => {
+      await runner.close?.();
+      post({ type: 'closed' });
+      port.close();
+    },
+    // a bug or a crash request: die as a native crash would, so the entry fails this engine's requests and restarts it
+    onError: (e) =>
+      setImmediate(() => {
+        throw e;
+      }),
+  });
 }
+
+if (parentPort && workerData?.engineThread) void engineThread(parentPort, workerData.engineThread);

@@ -1,4 +1,4 @@
-// The engine protocol, defined once: what crosses between the entry and engine threads, and from engine to engine.
+// The engine protocol, defined once: what crosses between the entry and its engines, and from engine to engine.
 import { z } from 'zod';
 import { traceEventSchema } from '../trace.ts';
 import { constraintSchema } from './constraint.ts';
@@ -6,21 +6,16 @@ import { constraintSchema } from './constraint.ts';
 const int = z.number().int();
 /** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
 const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
-/** Arrays as the runtime holds them: read-only once built. */
 const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
 
-/**
- * OpenAI penalties and logit bias, applied to the logits of the draw only, as OpenAI and vLLM define them:
- * logit[t] += bias[t] - frequency * count[t] - presence * (count[t] > 0), count over the output tokens.
- * Signals (entropy, top-k, logprobs) still describe the model's own distribution.
- */
-export const penaltiesSchema = z.object({
+/** OpenAI's penalties and logit bias (as vLLM applies them): on the logits of the draw only, so signals still describe the model. */
+const penaltiesSchema = z.object({
   frequency: z.number(),
   presence: z.number(),
   /** [token id, bias] pairs, bias in [-100, 100]. */
   logitBias: list(z.tuple([int, z.number()]).readonly()),
-  /** Where the request's output starts in its sequence (the prompt length): the runner counts the tokens its cache holds from here on, which after any handoff are the committed output. */
+  /** Where the output starts (the prompt length): after any handoff the runner's cache from here on is the committed output. */
   outputFrom: int,
 });
 
@@ -30,22 +25,22 @@ export const samplingSchema = z.object({
   topP: z.number(),
   /** 0 = no top-k cut. */
   topK: int,
-  /** vLLM's min_p: tokens below minP times the most likely one's probability are left out of the draw; absent or 0 = none. */
+  /** vLLM's min_p; absent or 0 = none. */
   minP: z.number().optional(),
-  /** Per-request seed; draws are keyed by (seed, position, model) so a run replays exactly. */
+  /** Draws are keyed by (seed, position, model), so a run replays exactly. */
   seed: z.number(),
-  /** vLLM's stop_token_ids: these end the answer as an EOS does (finish "stop", the token not shown) and, below min_tokens, are left out of the draw with it. */
+  /** vLLM's stop_token_ids: they end the answer as an EOS does. */
   stopTokenIds: tokens.optional(),
-  /** The model's EOS tokens and `stopTokenIds` are left out of the draw (the request has not reached its `min_tokens`); signals still describe the whole distribution. */
+  /** Below `min_tokens`: EOS and `stopTokenIds` are left out of the draw (signals still describe the whole distribution). */
   suppressEos: z.boolean().optional(),
-  /** The client asked for this many top logprobs: the runner reports at least this many top (id, prob) pairs, more than `wants.topK` if need be. */
+  /** The runner reports at least this many top (id, prob) pairs, for the client's logprobs. */
   topLogprobs: int.optional(),
-  /** Absent on the hot path (no history kept, no logits copied). */
+  /** Absent on the hot path: no history kept, no logits copied. */
   penalties: penaltiesSchema.optional(),
 });
 
-/** A request's fixed facts, with its algorithm by key (the engine built it from a `deploy`). */
-export const wireSpecSchema = z.object({
+/** A request's fixed facts, its algorithm by key (the engine built it from a `deploy`). */
+const wireSpecSchema = z.object({
   id: z.string(),
   serial: int,
   algorithm: z.string(),
@@ -56,20 +51,18 @@ export const wireSpecSchema = z.object({
   sampling: samplingSchema,
   samplingBelowMin: samplingSchema,
   drawSeed: z.number(),
-  /** Present: the engines detokenise its output (the stop strings end it where its text first holds one, from `minTokens` tokens on). */
+  /** Present: the engines detokenise its output and end it at the first stop string (from `minTokens` tokens on). */
   text: z.object({ stop: list(z.string()) }).optional(),
-  /** The entry reads each committed token's signals (per-token detail, logprobs): engines across a port send them; otherwise they stay there. */
+  /** The entry reads each token's signals (per-token detail, logprobs), so they cross ports. */
   detail: z.boolean().optional(),
-  /** Present: every engine masks its draws with this grammar (shared/protocol/constraint.ts). */
   constraint: constraintSchema.optional(),
 });
 
-/** A request's detokenising as it stands (runtime/core/outputProcessor.ts): owned by the engine decoding it, carried by every handoff. */
-export const textStateSchema = z.object({
+/** A request's detokenising as it stands (runtime/core/outputProcessor.ts): it travels with every handoff. */
+const textStateSchema = z.object({
   detok: z.object({ ids: z.array(int), read: int, prefixText: z.string() }),
-  /** Tokens pushed. */
   count: int,
-  /** The output text from character `tailAt` on: as far back as a stop string can reach, and what is held back. */
+  /** The output text from character `tailAt` on: as far back as a stop string can reach. */
   tail: z.string(),
   tailAt: int,
   /** Characters the client has been given. */
@@ -78,7 +71,7 @@ export const textStateSchema = z.object({
   stopAt: int,
 });
 
-export const handoffSchema = z.object({
+const handoffSchema = z.object({
   type: z.literal('handoff'),
   requestId: z.string(),
   from: int,
@@ -90,49 +83,43 @@ export const handoffSchema = z.object({
   meta: z.unknown(),
 });
 
-/** Per-request tallies, indexed by model id; the engine that owns the request has them whole. Mutable: that engine counts into them. */
-/** `cachedPrompt`: prompt tokens the entry model's first prefill found in the prefix cache (usage.prompt_tokens_details.cached_tokens). */
-export const countersSchema = z.object({ handoffs: int, discarded: int, admissions: z.array(int), tokensFed: z.array(int), cachedPrompt: int.default(0) });
+/** Per-request tallies by model id, counted into by the engine that owns the request; `cachedPrompt`: the entry model's prefix-cache hit. */
+const countersSchema = z.object({ handoffs: int, discarded: int, admissions: z.array(int), tokensFed: z.array(int), cachedPrompt: int.default(0) });
 
-/** A request arriving at an engine: the unseen suffix and its anchor, what each model has seen, the owner's tallies; never KV. */
-export const wireArrivalSchema = z.object({
+/** A request arriving at an engine: the unseen suffix, what each model has seen, the owner's tallies; never KV. */
+const wireArrivalSchema = z.object({
   spec: wireSpecSchema,
   handoff: handoffSchema,
   known: z.array(int),
   counters: countersSchema,
-  /** The whole committed sequence, when the receiver may hold no state (standard serving, or a replica re-placed after its home was lost). */
+  /** The whole committed sequence, when the receiver may hold no state (standard serving, a replica re-placed). */
   context: tokens.optional(),
-  /** Engine to engine over NATS: per model, the replica (its subject) that holds the request's state, so a return goes home. */
+  /** Over NATS: per model, the replica that holds the request's state, so a return goes home. */
   homes: z.record(z.string(), z.string()).optional(),
-  /** The request's text so far, when it is detokenised (spec.text). */
   text: textStateSchema.optional(),
 });
 
 /** What a model's step says about the token it sampled for one request. */
 export const signalsSchema = z.object({
-  /** The sampled token id. */
   token: int,
-  /** Normalised entropy: -Σ p log p / log |V|, in [0, 1]. */
+  /** -Σ p log p / log |V|, in [0, 1]. */
   entropy: z.number(),
-  /** Largest probability. */
   maxProb: z.number(),
-  /** Difference between the two largest probabilities. */
+  /** Between the two largest probabilities. */
   margin: z.number(),
-  /** Probability of the sampled token. */
   tokenProb: z.number(),
-  /** Top-k ids and probabilities, best first (length = wants.topK). */
+  /** Best first, wants.topK of them. */
   topIds: list(int),
   topProbs: list(z.number()),
-  /** Last-layer hidden state, when asked for. */
   hidden: z.custom<Float32Array>((v) => v instanceof Float32Array, 'a Float32Array').optional(),
-  /** Outputs of auxiliary router networks, by head name. */
+  /** Auxiliary router networks' outputs, by head name. */
   heads: z.record(z.string(), z.number()).readonly(),
 });
 
-export const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
+const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
 
 /** What crosses a port besides commits (those travel as columns). */
-export const wireEventSchema = z.discriminatedUnion('type', [
+const wireEventSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('finish'),
     requestId: z.string(),
@@ -140,41 +127,29 @@ export const wireEventSchema = z.discriminatedUnion('type', [
     reason: z.enum(['stop', 'length', 'cancelled', 'error']),
     error: wireErrorSchema.optional(),
     counters: countersSchema.optional(),
+    /** Output tokens committed before it: the entry waits for them. */
     committed: int.optional(),
     /** The text held back until the end (a forming stop string, an incomplete character). */
     text: z.string().optional(),
   }),
-  /** The request left for model `to` (its `hops`-th handoff): the entry knows which engine holds it without asking. */
-  z.object({
-    type: z.literal('moved'),
-    requestId: z.string(),
-    to: z.string(),
-    hops: int,
-    /** Sent straight to a replica of a remote peer (its subject): the entry learns where the request's state now is without seeing the handoff. */
-    replica: z.string().optional(),
-  }),
+  /** The request left for model `to` (`replica`: the remote replica it went to), so the entry knows where it is without asking. */
+  z.object({ type: z.literal('moved'), requestId: z.string(), to: z.string(), hops: int, replica: z.string().optional() }),
 ]);
 
-const int32s = z.custom<Int32Array>((v) => v instanceof Int32Array, 'an Int32Array');
-
 /**
- * A wave's commits in columns, row i the i-th commit: one Int32Array (transferred, not cloned) holding
- * `index`, `token`, `model`, `atHandoff` (0/1) and `textEnd` one column after the other, the text deltas
- * joined in one string (row i's is text[textEnd[i-1]..textEnd[i])), and signals only for the rows whose
- * request reads them (spec.detail), as [row, signals] pairs.
+ * A step's commits in columns, row i the i-th commit: one transferred Int32Array (`index`, `token`, `model`, `atHandoff`,
+ * `textEnd`, one column after the other), the text deltas joined, signals only for rows whose request reads them (spec.detail).
  */
-export const commitColumnsSchema = z.object({
+const commitColumnsSchema = z.object({
   ids: list(z.string()),
-  columns: int32s,
+  columns: z.custom<Int32Array>((v) => v instanceof Int32Array, 'an Int32Array'),
   text: z.string(),
   signals: list(z.tuple([int, signalsSchema])),
 });
 export const COMMIT_COLUMNS = 5;
 
-/** One engine's figures for /admin/status, /metrics and the benches. */
-export const threadStatsSchema = z.object({ cpuMs: z.number(), gcMs: z.number(), waitMs: z.number() });
-
-export const laneReportSchema = z.object({
+/** One engine's figures for /admin/status, /metrics and the benches; times in ms, summed over batches. */
+const laneReportSchema = z.object({
   name: z.string(),
   threshold: int,
   ready: int,
@@ -186,36 +161,28 @@ export const laneReportSchema = z.object({
   kvReservedBytes: z.number(),
   batches: int,
   rows: int,
-  /** Rows that fed one chunk of a longer prompt or suffix (chunked prefill), their outputs unused. */
+  /** Rows that fed one chunk of a longer prompt (chunked prefill). */
   chunks: int,
   admissions: int,
   evictions: int,
-  /** Launch → the runner's results, summed over batches, ms. */
+  /** Launch → the runner's results; → the rows applied; inside the model as the runner timed it. */
   busyMs: z.number(),
-  /** Launch → the batch's rows applied (busyMs plus routing them), summed, ms. */
   batchMs: z.number(),
-  /** Inside the model (session.run and router heads) as the runner timed it, summed, ms. */
   modelMs: z.number(),
-  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
+  /** Prefix cache in tokens as vLLM counts them: looked up at admission, found; what it holds now. */
   prefixQueries: int,
   prefixHits: int,
-  /** What the prefix cache holds now: caches kept for later prompts (included in kvBytes), and their KV bytes. */
   prefixEntries: int,
   kvPrefixBytes: z.number(),
-  /**
-   * An engine in its own thread: that thread's CPU, garbage-collection pause and run-queue wait
-   * (runnable, waiting for a core: 0 without /proc) since it started, ms (read at most every 25 ms).
-   */
-  thread: threadStatsSchema.optional(),
+  /** An engine in its own thread: that thread's CPU, GC pauses and run-queue wait since it started. */
+  thread: z.object({ cpuMs: z.number(), gcMs: z.number(), waitMs: z.number() }).optional(),
 });
 
-export type ThreadStats = z.infer<typeof threadStatsSchema>;
-
 export const modelInfoSchema = z.object({
-  /** Model folder name, e.g. "small". */
+  /** Model folder name. */
   name: z.string(),
   vocabSize: int,
-  /** Every token id that ends an answer (config.json's and generation_config.json's, each once); [] for none. */
+  /** Every token id that ends an answer (config.json's and generation_config.json's). */
   eosTokenIds: list(int),
   maxContext: int,
   hiddenSize: int,
@@ -223,44 +190,36 @@ export const modelInfoSchema = z.object({
   kvBytesPerToken: z.number(),
 });
 
-export const algorithmSourceSchema = z.discriminatedUnion('kind', [
+const algorithmSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('builtin'), factory: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
   z.object({ kind: z.literal('ir'), ir: z.unknown() }),
   z.object({ kind: z.literal('single'), model: z.string() }),
   z.object({ kind: z.literal('module'), module: z.string(), export: z.string(), args: list(z.unknown()).optional() }),
 ]);
 
-export const algorithmRefSchema = z.object({
+const algorithmRefSchema = z.object({
   key: z.string(),
   source: algorithmSourceSchema,
   catalog: list(z.object({ name: z.string(), heads: list(z.string()), vocabSize: int.optional() })).optional(),
 });
 
-/** The scheduling modes (runtime/core/schedulingMode.ts explains them); the config schema and the engine wire share this one list. */
+/** The scheduling modes (runtime/core/schedulingMode.ts), shared by the config schema and the engine wire. */
 export const SCHEDULING_MODES = ['step-sync', 'model-sync', 'async-immediate', 'async-delayed'] as const;
 
 /**
- * What an engine begins with: the config file's settings under their config names (models[].maxBatch,
- * scheduling.mode, .retainState, .maxWaitMs, .prefixCache), plus what the entry adds (index, models,
- * threshold, kvCapacityTokens from the memory plan, origin, trace, checkInvariants). Runtime types
- * (EngineOptions, EngineLimits, DeploymentSettings) are Picks of this; ClusterOptions picks the config's.
+ * What an engine begins with: the config's settings under their config names, plus what the entry
+ * adds. `amount`s may be Infinity (no bound); `retainState: false` is standard serving.
  */
-export const engineSettingsSchema = z.object({
+const engineSettingsSchema = z.object({
   index: int,
   models: list(z.string()),
   maxBatch: int,
-  /** Tokens one step feeds at most (models[].maxStepTokens): longer prompts and suffixes are fed in chunks; Infinity = no bound. */
   maxStepTokens: amount,
-  /** Delayed-batching threshold T: launch when this many requests are ready (async-delayed). */
   threshold: int,
-  /** KV capacity in tokens; Infinity = unbounded (hence `amount`, not the config's finite numbers: Infinity crosses the wire). */
   kvCapacityTokens: amount,
   mode: z.enum(SCHEDULING_MODES),
-  /** false: a request that leaves drops its state in the engine (standard serving). */
   retainState: z.boolean(),
-  /** Longest a ready request waits for its threshold, in clock ms; Infinity = none (benches and tests pass it, so `amount`). */
   maxWaitMs: amount,
-  /** Keep the caches requests let go of, and start new caches from their longest cached prefix. */
   prefixCache: z.boolean(),
   origin: z.number(),
   trace: z.boolean(),
@@ -275,46 +234,38 @@ export interface PortLike {
 }
 const portSchema = z.custom<PortLike>((p) => typeof p === 'object' && p !== null && 'postMessage' in p && 'close' in p, 'a MessagePort');
 
-const status = z.enum(['done', 'failed', 'cancelled']);
-
-/** A remote model as a remote peer engine reaches it: its live replicas, with what the entry's placement rule reads. */
-export const remotePeerSchema = z.object({
+/** A remote model as a peer engine reaches it: its live replicas, with what the entry's placement rule reads. */
+const remotePeerSchema = z.object({
   model: z.string(),
   replicas: list(z.object({ subject: z.string(), kvCapacityTokens: amount, draining: z.boolean() })),
 });
 
-/** Entry → engine thread. */
+/** Entry → engine. */
 export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('begin'), settings: engineSettingsSchema, peers: z.record(z.string(), portSchema) }),
   z.object({ type: z.literal('peer'), name: z.string(), port: portSchema }),
-  /**
-   * Over NATS: the other remote models of this entry and their live replicas, sent after `begin` and
-   * whenever a replica joins, leaves or starts draining. Handoffs to them go straight to a replica
-   * (a request's home there, or one placed by the entry's rule), on `${subject}.peer` frames
-   * tagged with `session`, the entry's session at every replica.
-   */
+  /** Over NATS: the entry's other remote models and their live replicas, whenever they change; `session` tags the peer frames. */
   z.object({ type: z.literal('remote-peers'), session: z.string(), peers: list(remotePeerSchema) }),
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
-  /** Requests arriving, those of one turn of the entry's event loop together (admitted, and prefilled, in one step). */
+  /** The requests of one turn of the entry's event loop, admitted (and prefilled) in one step. */
   z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) }),
-  z.object({ type: z.literal('release'), id: z.string(), serial: int, status }),
+  z.object({ type: z.literal('release'), id: z.string(), serial: int, status: z.enum(['done', 'failed', 'cancelled']) }),
   z.object({ type: z.literal('threshold'), threshold: int, maxWaitMs: amount }),
   /** A sync mode's round lets the engine launch one step. */
   z.object({ type: z.literal('grant') }),
   z.object({ type: z.literal('down'), down: z.boolean() }),
-  /** Trace events on (something at the entry reads them) or off. */
   z.object({ type: z.literal('trace'), on: z.boolean() }),
-  /** The engine of model `model` restarted empty: handoffs there carry the whole sequence again. */
+  /** The engine of `model` restarted empty: handoffs there carry the whole sequence again. */
   z.object({ type: z.literal('peer-lost'), model: z.string() }),
   z.object({ type: z.literal('close') }),
   /** Test hook: the thread dies with an uncaught error, as a native crash would kill it. */
   z.object({ type: z.literal('crash'), message: z.string() }),
 ]);
 
-/** Engine thread → engine thread: a wave's handoffs to this peer, together. */
+/** Engine → engine: a step's handoffs to this peer, together. */
 export const toPeerSchema = z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) });
 
-/** Engine thread → entry. One `step` message per wave: every row's commits and finishes in order, the trace, the lane. */
+/** Engine → entry: one `step` message per step, its commits and events in order, the trace, the lane. */
 export const fromEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('ready'), info: modelInfoSchema }),
   z.object({ type: z.literal('load-error'), message: z.string() }),
@@ -326,59 +277,35 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
     lane: laneReportSchema,
     returned: int,
   }),
-  /** A wave's handoffs to a model whose engine runs at the entry. */
+  /** Handoffs to a model this engine has no link to: the entry passes them on. */
   z.object({ type: z.literal('deliver'), to: z.string(), arrivals: list(wireArrivalSchema) }),
   z.object({ type: z.literal('closed') }),
 ]);
 
-export type WireSpec = z.infer<typeof wireSpecSchema>;
-export type SamplingParams = z.infer<typeof samplingSchema>;
-export type SamplingPenalties = z.infer<typeof penaltiesSchema>;
-export type TokenSignals = z.infer<typeof signalsSchema>;
-export type RequestCounters = z.infer<typeof countersSchema>;
-export type LaneStats = z.infer<typeof laneReportSchema>;
-export type ModelInfo = z.infer<typeof modelInfoSchema>;
-export type WireArrival = z.infer<typeof wireArrivalSchema>;
-export type WireError = z.infer<typeof wireErrorSchema>;
-export type WireEvent = z.infer<typeof wireEventSchema>;
-export type CommitColumns = z.infer<typeof commitColumnsSchema>;
-export type TextState = z.infer<typeof textStateSchema>;
-export type EngineSettings = z.infer<typeof engineSettingsSchema>;
-export type AlgorithmSourceData = z.infer<typeof algorithmSourceSchema>;
-export type ToEngine = z.infer<typeof toEngineSchema>;
-export type ToPeer = z.infer<typeof toPeerSchema>;
-export type FromEngine = z.infer<typeof fromEngineSchema>;
-export type RemotePeer = z.infer<typeof remotePeerSchema>;
-
-// --- over NATS: a remote engine's announcements and the frames of its ordered link ---
-
-/** What a remote engine (`tokenrouter subserver`) publishes on its model's heartbeat subject, every heartbeat period. */
+/** What a remote engine (`tokenrouter subserver`) publishes on its model's heartbeat subject. */
 export const replicaAnnouncementSchema = z.object({
   protocol: int,
-  /** Human name (`--replica`). */
+  /** `--replica`. */
   replica: z.string(),
-  /** Subject of this replica instance (a restarted process gets a new one): entries link to `${subject}.in`. */
+  /** This process's (a restart gets a new one): entries link to `${subject}.in`. */
   subject: z.string(),
   info: modelInfoSchema,
   kvCapacityTokens: amount,
   heartbeatMs: z.number(),
-  /** Its load, for placing new requests: requests it holds, KV tokens they use. */
+  /** Load, for placing new requests. */
   requests: int,
   kvTokens: z.number(),
-  /** Leaving gracefully: serves the requests it holds, takes no new ones. */
+  /** Leaving gracefully: serves what it holds, takes nothing new. */
   draining: z.boolean(),
-  /** The last heartbeat of a replica shutting down. */
   bye: z.boolean(),
-  /** Entries' messages it dropped (late, stray, of an unknown kind) or whose handling failed, since it started; optional for older replicas. */
+  /** Messages it dropped or failed to handle since it started; absent from older replicas. */
   ignoredMessages: int.optional(),
 });
 
 /**
- * One frame of a link over NATS, either way: messages (those its sender posted in one turn)
- * numbered as one within the sender's session, and an ack of every frame up to `ack`, or the ack
- * alone. `reply`: where the other side answers (the entry's inbox on
- * entry → engine frames, the sending replica's subject on engine → engine frames). `entry`: on
- * engine → engine frames, the session of the entry whose deployment they belong to.
+ * One frame of a link over NATS, either way: the messages its sender posted in one turn, numbered
+ * within the sender's session, and an ack of every frame up to `ack`. `reply`: where the other side
+ * answers; `entry`: on engine → engine frames, the session of the entry they belong to.
  */
 export const linkFrameSchema = z.object({
   session: z.string(),
@@ -389,5 +316,23 @@ export const linkFrameSchema = z.object({
   ack: int.optional(),
 });
 
+export type WireSpec = z.infer<typeof wireSpecSchema>;
+export type SamplingParams = z.infer<typeof samplingSchema>;
+export type SamplingPenalties = z.infer<typeof penaltiesSchema>;
+export type TokenSignals = z.infer<typeof signalsSchema>;
+export type RequestCounters = z.infer<typeof countersSchema>;
+export type ThreadStats = NonNullable<LaneStats['thread']>;
+export type LaneStats = z.infer<typeof laneReportSchema>;
+export type ModelInfo = z.infer<typeof modelInfoSchema>;
+export type WireArrival = z.infer<typeof wireArrivalSchema>;
+export type WireError = z.infer<typeof wireErrorSchema>;
+export type WireEvent = z.infer<typeof wireEventSchema>;
+export type CommitColumns = z.infer<typeof commitColumnsSchema>;
+export type TextState = z.infer<typeof textStateSchema>;
+export type EngineSettings = z.infer<typeof engineSettingsSchema>;
+export type ToEngine = z.infer<typeof toEngineSchema>;
+export type ToPeer = z.infer<typeof toPeerSchema>;
+export type FromEngine = z.infer<typeof fromEngineSchema>;
+export type RemotePeer = z.infer<typeof remotePeerSchema>;
 export type ReplicaAnnouncement = z.infer<typeof replicaAnnouncementSchema>;
 export type LinkFrame = z.infer<typeof linkFrameSchema>;
