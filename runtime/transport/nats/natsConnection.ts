@@ -14,15 +14,8 @@ export class RemoteRunnerError extends Error {
   }
 }
 
-export interface NatsAuthOptions {
-  /** nats://host:port, or several separated by commas (a NATS cluster). */
-  servers: string;
-  token?: string;
-  /** A NATS .creds file (JWT + nkey seed), as `nsc` writes them. */
-  credsFile?: string;
-}
-
-export async function openNats(opts: NatsAuthOptions & { name: string }): Promise<NatsConnection> {
+/** `servers`: nats://host:port, or several separated by commas (a NATS cluster); `credsFile`: a .creds file (JWT + nkey seed), as `nsc` writes them. */
+export async function openNats(opts: { servers: string; name: string; token?: string; credsFile?: string }): Promise<NatsConnection> {
   const servers = opts.servers
     .split(',')
     .map((s) => s.trim())

@@ -15,6 +15,9 @@ export const newPeerStats = () => ({ direct: 0, placed: 0, recomputed: 0, viaEnt
 
 export interface NatsPeersOptions {
   nc: NatsConnection;
+  /** The engine begun by the entry whose session is `entry` (the mesh's: its peers' frames carry it). */
+  server: PortedEngine;
+  entry: string;
   /** This engine's model and replica subject: a peer's return comes home here. */
   model: string;
   subject: string;
@@ -33,19 +36,15 @@ export interface NatsPeersOptions {
  */
 export class NatsPeers implements PeerRouter {
   private readonly session = crypto.randomBytes(6).toString('hex');
-  private entry = '';
   private readonly links = new Map<string, NatsLink>();
   private models = new Map<string, RemotePeer['replicas']>();
   /** Per request: per model, the replica (subject) holding its state. */
   private readonly homes = new Map<string, Record<string, string>>();
-  private server: PortedEngine | null = null;
 
   constructor(private readonly opts: NatsPeersOptions) {}
 
   /** The entry named its remote models and their live replicas (after `begin`, and at every change). */
-  setPeers(server: PortedEngine, session: string, peers: readonly RemotePeer[]): void {
-    this.server = server;
-    this.entry = session;
+  setPeers(peers: readonly RemotePeer[]): void {
     this.models = new Map(peers.filter((p) => p.model !== this.opts.model).map((p) => [p.model, p.replicas]));
     for (const [subject, link] of this.links) {
       if (this.listed(subject)) continue;
@@ -53,7 +52,7 @@ export class NatsPeers implements PeerRouter {
       link.close();
       this.links.delete(subject);
     }
-    server.routeTo(this, [...this.models.keys()]);
+    this.opts.server.routeTo(this, [...this.models.keys()]);
   }
 
   private listed(subject: string): boolean {
@@ -109,7 +108,7 @@ export class NatsPeers implements PeerRouter {
     }
     if (viaEntry.length > 0) {
       stats.viaEntry += viaEntry.length;
-      this.server?.post({ type: 'deliver', to, arrivals: viaEntry });
+      this.opts.server.post({ type: 'deliver', to, arrivals: viaEntry });
     }
   }
 
@@ -119,7 +118,7 @@ export class NatsPeers implements PeerRouter {
    * null: it has not (then the entry, which has every commit, decides).
    */
   private wholeSequence(w: WireArrival): readonly number[] | null {
-    const tokens = this.server?.engine.locals.get(w.spec.id)?.tokens;
+    const tokens = this.opts.server.engine.locals.get(w.spec.id)?.tokens;
     return tokens && tokens.length === w.handoff.anchor + w.handoff.tokens.length ? tokens.slice() : null;
   }
 
@@ -127,14 +126,18 @@ export class NatsPeers implements PeerRouter {
   private place(model: string, replicas: RemotePeer['replicas']): string | undefined {
     const held = new Map<string, number>();
     for (const { [model]: at } of this.homes.values()) if (at) held.set(at, (held.get(at) ?? 0) + 1);
-    const mode = this.server?.host.policy.mode;
-    return pickReplica(replicas, (s) => held.get(s) ?? 0, !mode || keepsOneReplica(mode));
+    return pickReplica(replicas, (s) => held.get(s) ?? 0, keepsOneReplica(this.opts.server.host.policy.mode));
   }
 
   private link(subject: string): NatsLink {
     let link = this.links.get(subject);
     if (link) return link;
-    link = new NatsLink({ session: this.session, reply: this.opts.subject, entry: this.entry, publish: (b) => this.opts.nc.publish(peerSubject(subject), b) });
+    link = new NatsLink({
+      session: this.session,
+      reply: this.opts.subject,
+      entry: this.opts.entry,
+      publish: (b) => this.opts.nc.publish(peerSubject(subject), b),
+    });
     link.on('message', (m) => this.receive(subject, m));
     this.links.set(subject, link);
     return link;
@@ -149,7 +152,7 @@ export class NatsPeers implements PeerRouter {
 
   private receive(from: string, m: unknown): void {
     const parsed = toPeerSchema.safeParse(m);
-    if (parsed.success) return this.server?.arrive(parsed.data.arrivals);
+    if (parsed.success) return this.opts.server.arrive(parsed.data.arrivals);
     this.opts.stats.malformed++;
     this.opts.log(`refused a malformed handoff from peer ${from}: ${parsed.error.issues[0]?.message}`);
   }

@@ -7,10 +7,8 @@ import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../../co
 import { type ErrorCode, TokenRouterError } from '../../errors.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
 import { parseRemoteModel, type RemoteModelConfig, type RemoteModelInput } from '../../config/remoteModelConfig.ts';
-import type { RemotePeer } from '../../../shared/protocol/engineProtocol.ts';
 import { modelSubjects, openNats, RemoteRunnerError } from './natsConnection.ts';
 import { type Replica, type ReplicaEvents, RemoteReplicas } from './remoteReplicas.ts';
-import type { MeshMember, RemoteMesh } from './remoteMesh.ts';
 
 /** The model's `remote` block of the config (its schema fills the defaults and refuses what is wrong), and what the entry adds. */
 export type RemoteEngineOptions = RemoteModelInput & {
@@ -28,9 +26,8 @@ type Options = RemoteModelConfig & { model: string; mesh?: RemoteMesh; log: (lin
  * where its later handoffs go, until it ends. Controls go to every replica; the lane the entry
  * reads is their sum. A replica lost fails only the requests homed there.
  */
-export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEvents {
+export class RemoteEngine extends EngineProxy implements ReplicaEvents {
   private settings: EngineSettings | null = null;
-  private wentDown = false;
   /** Homed on a lost replica while away at another model: their next arrival re-prefills on a live replica. */
   private readonly orphans = new Set<string>();
   /**
@@ -92,6 +89,10 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
 
   private error(code: ErrorCode, why: string, retry = false): TokenRouterError {
     return new TokenRouterError(code, `model ${this.name} ${why}`, 'model', retry ? { retry_after_s: 1 } : undefined);
+  }
+
+  private cannotGoOn(why: string): TokenRouterError {
+    return this.error('unavailable', `cannot go on with this request: ${why}`);
   }
 
   /**
@@ -167,25 +168,19 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
     for (const id of spared) this.orphans.add(id);
     this.stats.spared += spared.length;
     this.stats.failedOnLoss += failed.length;
-    const error = this.error('unavailable', `cannot go on with this request: replica ${name} of model ${this.name} is gone (${reason})`);
+    const error = this.cannotGoOn(`replica ${name} of model ${this.name} is gone (${reason})`);
     for (const id of failed) this.failHere(id, error);
     this.entry?.reported(0);
     // the peers' replicas place the spared requests anew, with their whole sequence
     this.opts.mesh?.changed();
   }
 
-  get deployment(): object | null {
-    return this.entry;
-  }
-
-  peerReplicas(): RemotePeer['replicas'] {
-    return this.replicas.peerReplicas();
-  }
-
-  /** At every member's `begin` and at every change of a member's replicas. */
+  /** Tells the replicas where the other models of the mesh begun with the same entry have theirs: at every `begin` and change. */
   sendPeers(): void {
     const { mesh } = this.opts;
-    if (this.settings && mesh && !this.closing) this.replicas.toAll({ type: 'remote-peers', session: mesh.session, peers: mesh.peersOf(this) });
+    if (!this.settings || !mesh || this.closing) return;
+    const others = [...mesh.members.values()].filter((o) => o !== this && o.entry === this.entry);
+    this.replicas.toAll({ type: 'remote-peers', session: mesh.session, peers: others.map((o) => ({ model: o.name, replicas: o.replicas.peerReplicas() })) });
   }
 
   /**
@@ -198,7 +193,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
     const r = this.replicas.get(subject);
     if (!r) {
       this.stats.failedOnLoss++;
-      const error = this.error('unavailable', `cannot go on with this request: it was handed to a replica of model ${this.name} that is gone`);
+      const error = this.cannotGoOn(`it was handed to a replica of model ${this.name} that is gone`);
       return this.entry.cascade(() => this.failHere(id, error));
     }
     const was = this.replicas.homeOf(id);
@@ -218,7 +213,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
   private beginOn(r: Replica, settings: EngineSettings): void {
     r.link.postMessage({ type: 'begin', settings: { ...settings, kvCapacityTokens: r.announced.kvCapacityTokens }, peers: {} } satisfies ToEngine);
     for (const ref of this.deployed.values()) r.link.postMessage({ type: 'deploy', ref } satisfies ToEngine);
-    if (this.wentDown) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
+    if (super.down) r.link.postMessage({ type: 'down', down: true } satisfies ToEngine);
   }
 
   protected override post(m: ToEngine): void {
@@ -254,16 +249,10 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
         if (this.opts.mesh) this.replicas.toAll(m);
         return;
       }
-      case 'down':
-        this.wentDown = m.down;
-        return this.replicas.toAll(m);
       case 'trace':
         // a replica that joins later begins with tracing as it stands now
         if (this.settings) this.settings = { ...this.settings, trace: m.on };
         return this.replicas.toAll(m);
-      case 'peer':
-      case 'crash':
-        return; // threads only
       default:
         return this.replicas.toAll(m);
     }
@@ -279,12 +268,7 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
     if (this.orphans.delete(id) && !a.context && anchor > 0) {
       const committed = this.entry?.sequence?.(id) ?? [];
       if (committed.length < anchor)
-        return fail(
-          this.error(
-            'unavailable',
-            `cannot go on with this request: its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`,
-          ),
-        );
+        return fail(this.cannotGoOn(`its replica was lost and this entry has ${committed.length} of the ${anchor} tokens it held`));
       this.stats.recomputed++;
       a = { ...a, context: [...committed.slice(0, anchor), ...tokens] };
     }
@@ -328,5 +312,35 @@ export class RemoteEngine extends EngineProxy implements MeshMember, ReplicaEven
   /** Frames resent so far (a NATS restart makes the links send what was in flight again). */
   get resent(): number {
     return this.replicas.resent;
+  }
+}
+
+/**
+ * The remote models of one entry: one session at all their replicas, and each told of the others'
+ * replicas, so that handoffs between them go engine to engine. Without a mesh, a remote engine
+ * knows no peer: its handoffs go through the entry, which passes them on.
+ */
+export class RemoteMesh {
+  readonly session = crypto.randomBytes(6).toString('hex');
+  readonly members = new Map<string, RemoteEngine>();
+
+  add(m: RemoteEngine): void {
+    this.members.set(m.name, m);
+    this.changed();
+  }
+
+  remove(m: RemoteEngine): void {
+    if (this.members.get(m.name) === m) this.members.delete(m.name);
+    this.changed();
+  }
+
+  /** A member's replicas changed (joined, lost, draining): every member tells its replicas. */
+  changed(): void {
+    for (const m of this.members.values()) m.sendPeers();
+  }
+
+  /** A `moved` event a member heard names the replica of another member the request went to. */
+  placed(model: string, id: string, subject: string): void {
+    this.members.get(model)?.placedByPeer(id, subject);
   }
 }

@@ -158,16 +158,16 @@ export class RemoteEngineServer {
       peers: null,
       serving: serveEngine(port, this.runner, {
         decoder: this.opts.decoder,
-        remotePeers: (server, m) => s.peers?.setPeers(server, m.session, m.peers),
+        remotePeers: (_server, m) => s.peers?.setPeers(m.peers),
         // the entry is done with this engine: free what it held (a takeover by a later entry would too)
         onClose: async () => this.forget(entry, 'it closed'),
         onError: (e) => this.engineFailed(entry, e),
         // one entry at a time: a new deployment takes the model over from the ones before
-        onBegin: () => {
+        onBegin: (server) => {
           for (const other of [...this.sessions.keys()]) if (other !== entry) this.forget(other, 'another entry took the model over');
           s.peers?.close();
           const log = (l: string) => this.log(`entry ${entry}: ${l}`);
-          s.peers = new NatsPeers({ nc: this.nc, model: this.opts.model, subject: this.subject, stats: this.peerStats, log });
+          s.peers = new NatsPeers({ nc: this.nc, server, entry, model: this.opts.model, subject: this.subject, stats: this.peerStats, log });
         },
       }),
     };

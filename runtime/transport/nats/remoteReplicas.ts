@@ -23,6 +23,8 @@ export interface Replica {
 /** The lane figures summed over replicas (every count and time; `executing` is an or). */
 const SUMMED = Object.keys(EMPTY_LANE).filter((k) => k !== 'executing') as Exclude<keyof typeof EMPTY_LANE, 'executing' | 'thread'>[];
 
+const asPeer = ({ announced: { subject, kvCapacityTokens, draining } }: Replica) => ({ subject, kvCapacityTokens, draining });
+
 /** What the remote model's engine does when its replicas change. */
 export interface ReplicaEvents {
   joined(r: Replica): void;
@@ -187,18 +189,12 @@ export class RemoteReplicas {
   }
 
   peerReplicas(): RemotePeer['replicas'] {
-    return this.all.map(({ announced: a }) => ({ subject: a.subject, kvCapacityTokens: a.kvCapacityTokens, draining: a.draining }));
+    return this.all.map(asPeer);
   }
 
+  /** Each replica with the requests homed there now and placed there in all. */
   views() {
-    return this.all.map(({ announced: a, homes, placed }) => ({
-      name: a.replica,
-      subject: a.subject,
-      requests: homes.size,
-      placed,
-      draining: a.draining,
-      kvCapacityTokens: a.kvCapacityTokens,
-    }));
+    return this.all.map((r) => ({ ...asPeer(r), name: r.announced.replica, requests: r.homes.size, placed: r.placed }));
   }
 
   /** The lane the entry reads: the sum of the replicas' lanes. */
