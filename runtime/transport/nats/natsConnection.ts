@@ -14,12 +14,9 @@ export class RemoteRunnerError extends Error {
   }
 }
 
-/** `servers`: nats://host:port, or several separated by commas (a NATS cluster); `credsFile`: a .creds file (JWT + nkey seed), as `nsc` writes them. */
+/** `servers`: nats://host:port, or several separated by commas (a NATS cluster); `credsFile`: a .creds file (JWT + nkey seed), as `nsc` writes them; the token defaults to $NATS_TOKEN. */
 export async function openNats(opts: { servers: string; name: string; token?: string; credsFile?: string }): Promise<NatsConnection> {
-  const servers = opts.servers
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const servers = opts.servers.match(/[^,\s]+/g) ?? [];
   let authenticator: ReturnType<typeof credsAuthenticator> | undefined;
   if (opts.credsFile) {
     try {
@@ -31,7 +28,8 @@ export async function openNats(opts: { servers: string; name: string; token?: st
   try {
     // a sub-server or entry outlives NATS restarts: the client reconnects and resubscribes by itself (the entry
     // bounds what waits for it: it refuses new requests while cut off, and fails held ones past unreachableAfterMs)
-    return await connect({ servers, name: opts.name, token: opts.token, authenticator, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 10_000 });
+    const { name, token = process.env.NATS_TOKEN } = opts;
+    return await connect({ servers, name, token, authenticator, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 10_000 });
   } catch (e) {
     throw new RemoteRunnerError('no_replicas', `cannot connect to NATS at ${servers.join(',')}: ${(e as Error).message}`, { cause: e });
   }

@@ -50,12 +50,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
   /** Connects to NATS, waits for a first replica to announce itself (none is an error saying how to start one), then for the others. */
   static async connect({ model, mesh, log, ...block }: RemoteEngineOptions): Promise<RemoteEngine> {
     const opts: Options = { ...parseRemoteModel(block, model), model, mesh, log: log ?? ((l) => console.error(`[tokenrouter] remote ${model}: ${l}`)) };
-    const nc = await openNats({
-      servers: opts.nats,
-      token: opts.token ?? process.env.NATS_TOKEN,
-      credsFile: opts.credsFile,
-      name: `tokenrouter-entry:${model}`,
-    });
+    const nc = await openNats({ ...opts, servers: opts.nats, name: `tokenrouter-entry:${model}` });
     const subjects = modelSubjects(opts.subjectPrefix, model);
     // the models of one mesh share a session: a replica finds the deployment a peer's frame belongs to by it
     const replicas = new RemoteReplicas(nc, subjects, mesh?.session ?? crypto.randomBytes(6).toString('hex'), opts);
@@ -190,7 +185,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
    */
   placedByPeer(id: string, subject: string): void {
     if (this.closing || !this.entry?.whereabouts?.(id)) return;
-    const r = this.replicas.get(subject);
+    const r = this.replicas.bySubject.get(subject);
     if (!r) {
       this.stats.failedOnLoss++;
       const error = this.cannotGoOn(`it was handed to a replica of model ${this.name} that is gone`);

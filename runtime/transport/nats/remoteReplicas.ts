@@ -55,7 +55,7 @@ export function pickReplica(replicas: RemotePeer['replicas'], held: (subject: st
  * cannot be reached.
  */
 export class RemoteReplicas {
-  private readonly bySubject = new Map<string, Replica>();
+  readonly bySubject = new Map<string, Replica>();
   /** The model every replica must serve: the first one heard says what it is. */
   info: ModelInfo | null = null;
   /** The engine, once it exists (it needs the first replica's `info`). */
@@ -172,10 +172,6 @@ export class RemoteReplicas {
 
   get all(): Replica[] {
     return [...this.bySubject.values()];
-  }
-
-  get(subject: string): Replica | undefined {
-    return this.bySubject.get(subject);
   }
 
   /** The replica a request is homed on (a few replicas: a look at each beats keeping a second index). */
