@@ -2,8 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_SUBJECT_PREFIX } from '../transport/nats/modelSubjects.ts';
-import { openNats, watchLink } from '../transport/nats/natsConnection.ts';
+import { DEFAULT_SUBJECT_PREFIX, openNats, watchLink } from '../transport/nats/natsConnection.ts';
 import { RemoteEngineServer } from '../transport/nats/remoteEngineServer.ts';
 import { parseSimLatency, simModel } from '../runner/simModel.ts';
 import { TokenRouterError } from '../errors.ts';

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import type { OpenAIErrorBody } from '../../shared/api/openai.ts';
 import { IrCompileError } from '../ir/compileIr.ts';
-import { RemoteRunnerError } from '../transport/nats/remoteRunnerError.ts';
+import { RemoteRunnerError } from '../transport/nats/natsConnection.ts';
 import { EngineThreadError } from '../transport/threadEngine.ts';
 import { TokenRouterError, type ErrorCode } from '../errors.ts';
 import { StepError } from '../runner/onnxRunner.ts';

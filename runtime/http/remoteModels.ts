@@ -3,8 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelMemoryPlan } from './memoryPlan.ts';
 import type { RemoteModelConfig } from '../config/remoteModelConfig.ts';
-import { RemoteEngine } from '../transport/nats/remoteEngine.ts';
-import { RemoteMesh } from '../transport/nats/remoteMesh.ts';
+import { RemoteEngine, RemoteMesh } from '../transport/nats/remoteEngine.ts';
 
 interface ModelEntry {
   name: string;

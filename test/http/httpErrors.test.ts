@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { LifecycleError } from '../../runtime/core/localRequestMachine.ts';
 import { IrCompileError } from '../../runtime/ir/compileIr.ts';
-import { RemoteRunnerError } from '../../runtime/transport/nats/remoteRunnerError.ts';
+import { RemoteRunnerError } from '../../runtime/transport/nats/natsConnection.ts';
 import { InvariantError } from '../../runtime/core/invariants.ts';
 import { EngineThreadError } from '../../runtime/transport/threadEngine.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';

@@ -1,21 +1,22 @@
-// Opens a NATS connection with the transport's defaults: reconnect forever, token or credentials file auth.
+// NATS as both sides reach it: a connection with the transport's defaults, a model's subject names, the transport's error type.
 import fs from 'node:fs';
 import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
-import { RemoteRunnerError } from './remoteRunnerError.ts';
 
-export interface NatsAuthOptions {
-  /** nats://host:port, or several separated by commas (a NATS cluster). */
-  servers: string;
-  token?: string;
-  /** A NATS .creds file (JWT + nkey seed), as `nsc` writes them. */
-  credsFile?: string;
+/** What went wrong reaching a remote model: `no_replicas` (no NATS, or no sub-server announced itself), `protocol` (unreadable credentials). */
+export class RemoteRunnerError extends Error {
+  override readonly name = 'RemoteRunnerError';
+  constructor(
+    readonly code: 'no_replicas' | 'protocol',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
 }
 
-export async function openNats(opts: NatsAuthOptions & { name: string; connectTimeoutMs?: number }): Promise<NatsConnection> {
-  const servers = opts.servers
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+/** `servers`: nats://host:port, or several separated by commas (a NATS cluster); `credsFile`: a .creds file (JWT + nkey seed), as `nsc` writes them; the token defaults to $NATS_TOKEN. */
+export async function openNats(opts: { servers: string; name: string; token?: string; credsFile?: string }): Promise<NatsConnection> {
+  const servers = opts.servers.match(/[^,\s]+/g) ?? [];
   let authenticator: ReturnType<typeof credsAuthenticator> | undefined;
   if (opts.credsFile) {
     try {
@@ -25,23 +26,16 @@ export async function openNats(opts: NatsAuthOptions & { name: string; connectTi
     }
   }
   try {
-    return await connect({
-      servers,
-      name: opts.name,
-      token: opts.token,
-      authenticator,
-      // a sub-server or entry outlives NATS restarts: the client resubscribes by itself (what may wait for it is
-      // bounded by the entry: RemoteEngine refuses new requests while cut off, and fails held ones past unreachableAfterMs)
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: 250,
-      timeout: opts.connectTimeoutMs ?? 10_000,
-    });
+    // a sub-server or entry outlives NATS restarts: the client reconnects and resubscribes by itself (the entry
+    // bounds what waits for it: it refuses new requests while cut off, and fails held ones past unreachableAfterMs)
+    const { name, token = process.env.NATS_TOKEN } = opts;
+    return await connect({ servers, name, token, authenticator, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 10_000 });
   } catch (e) {
     throw new RemoteRunnerError('no_replicas', `cannot connect to NATS at ${servers.join(',')}: ${(e as Error).message}`, { cause: e });
   }
 }
 
-/** Calls `down` when the link to NATS drops and `up` when the client has reconnected (it does so by itself). */
+/** Calls `down` when the link to NATS drops and `up` when the client has reconnected. */
 export function watchLink(nc: NatsConnection, on: { down(): void; up(): void }): void {
   void (async () => {
     for await (const status of nc.status()) {
@@ -49,4 +43,23 @@ export function watchLink(nc: NatsConnection, on: { down(): void; up(): void }):
       else if (status.type === 'reconnect') on.up();
     }
   })();
+}
+
+export const DEFAULT_SUBJECT_PREFIX = 'tokenrouter';
+
+/** Subject tokens may not contain '.', '*', '>' or whitespace: model and replica names are escaped. */
+const token = (s: string): string => s.replace(/[.*>\s%]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+
+/**
+ * One model's subjects: `heartbeat`, where replicas announce themselves, their load and their leave;
+ * `entries`, the prefix of the entries' inboxes (`${entries}.${session}`); `replica`, one replica
+ * instance's subject (entries link to `${subject}.in`, its peers to `${subject}.peer`).
+ */
+export function modelSubjects(prefix: string, model: string) {
+  const base = `${prefix}.${token(model)}`;
+  return {
+    heartbeat: `${base}.heartbeat`,
+    entries: `${base}.entries`,
+    replica: (name: string, incarnation: string) => `${base}.r.${token(name)}.${incarnation}`,
+  };
 }

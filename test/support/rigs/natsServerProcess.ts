@@ -1,7 +1,7 @@
 // Starts a private nats-server on a random port (tests and benches) and stops it; never touches a system instance.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { RemoteRunnerError } from '../../../runtime/transport/nats/remoteRunnerError.ts';
+import { RemoteRunnerError } from '../../../runtime/transport/nats/natsConnection.ts';
 
 export interface NatsServerProcess {
   url: string;

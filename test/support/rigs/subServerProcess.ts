@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stopChild } from './natsServerProcess.ts';
-import { RemoteRunnerError } from '../../../runtime/transport/nats/remoteRunnerError.ts';
+import { RemoteRunnerError } from '../../../runtime/transport/nats/natsConnection.ts';
 
 export interface SubServerProcess {
   child: ChildProcess;
