@@ -2,7 +2,7 @@
 import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { Engine } from './engine.ts';
+import { Engine, type EngineEnv } from './engine.ts';
 import { Cascade, EngineLoop } from './engineLoop.ts';
 import { servingPolicy, type ServingPolicy } from './servingPolicy.ts';
 import { OutputProcessor } from './outputProcessor.ts';
@@ -10,7 +10,6 @@ import { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, EngineOutlet, EngineSettings, PeerLink } from './messages.ts';
 import type { RequestCounters } from './localRequest.ts';
-import type { EngineEnv } from './engineEnv.ts';
 
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
 const TOMBSTONES = 4096;

@@ -5,8 +5,7 @@ import { subServerMachine, type LaneFacts, type SubServerEvent } from './subServ
 import type { Clock } from '../clock/clock.ts';
 import type { Engine } from './engine.ts';
 import { checkEngine } from './invariants.ts';
-import type { LaneStats } from './laneStats.ts';
-import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, PeerLink } from './messages.ts';
+import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, LaneStats, PeerLink } from './messages.ts';
 import type { LaunchRule } from './servingPolicy.ts';
 
 /**

@@ -1,9 +1,8 @@
 // What crosses between the entry and the engines, and from engine to engine: one module for every message.
 import type { Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
-import type { LaneStats } from './laneStats.ts';
 import type { RequestCounters, RequestSpec } from './localRequest.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import type { TextState, WireArrival } from '../../shared/protocol/engineProtocol.ts';
+import type { LaneStats, TextState, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /**
  * A request arriving at an engine: from the entry (first placement: `handoff.from` is 0 and its
@@ -129,6 +128,7 @@ export type {
   CommitColumns,
   EngineSettings,
   FromEngine,
+  LaneStats,
   PortLike,
   ToEngine,
   ToPeer,

@@ -5,7 +5,7 @@ import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
 import { validateThresholds, type SchedulingMode } from '../core/schedulingMode.ts';
 import type { Engine } from '../core/engine.ts';
-import type { LaneStats } from '../core/laneStats.ts';
+import type { LaneStats } from '../core/messages.ts';
 import { checkInvariants } from '../core/invariants.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from '../core/messages.ts';
