@@ -24,8 +24,6 @@ export type SubServerEvent =
   | { type: 'DOWN'; lane: LaneFacts } // the runner is gone or taken down: steps fail at once
   | { type: 'UP'; lane: LaneFacts }; // a runner is in place again
 
-export type SubServerState = 'idle' | 'collecting' | 'executing' | 'failing' | 'down';
-
 type SubServerContext = { lane: LaneFacts; maxWaitMs: number };
 
 /**

@@ -3,7 +3,7 @@ import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
-import { validateThresholds, type SchedulingMode } from '../core/schedulingMode.ts';
+import { validateThresholds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { Engine } from '../core/engine.ts';
 import type { LaneStats } from '../core/messages.ts';
 import { checkInvariants } from '../core/invariants.ts';

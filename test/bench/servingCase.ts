@@ -11,7 +11,7 @@ import { benchmarkServing, poolRuns, type ServingRun } from '../../runtime/loadg
 import { benchPrompt } from '../../runtime/loadgen/benchPrompt.ts';
 import { parseGoodput, type Slo } from '../../runtime/loadgen/goodput.ts';
 import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
-import type { SchedulingMode } from '../../runtime/core/schedulingMode.ts';
+import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';
 import { startServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { TraceDir } from '../../runtime/trace/traceDir.ts';
