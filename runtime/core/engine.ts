@@ -16,10 +16,6 @@ import { receiveRow, routeRow } from './routeRow.ts';
 import type { LaneView, ServingPolicy } from './servingPolicy.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
-/** The engine's own settings, as its host received them (prefixCache may be left out by benches and tests: off). */
-export type EngineOptions = { name: string; runner: ModelRunner } & Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'> &
-  Partial<Pick<EngineSettings, 'prefixCache'>>;
-
 /** The host as its engine sees it (EngineHost). */
 export interface EngineEnv {
   readonly clock: Clock;
@@ -40,6 +36,7 @@ export interface EngineEnv {
 const END_EVENT = { done: LOCAL_EVENTS.FINISH, failed: LOCAL_EVENTS.FAIL, cancelled: LOCAL_EVENTS.CANCEL } as const;
 
 export class Engine implements LaneView {
+  readonly index: number;
   readonly name: string;
   /** Replaced when a crashed runner is restarted. */
   runner: ModelRunner;
@@ -58,17 +55,18 @@ export class Engine implements LaneView {
   private sent: EngineOutputs['sent'] = [];
 
   constructor(
-    readonly index: number,
-    opts: EngineOptions,
+    settings: EngineSettings,
+    runner: ModelRunner,
     private readonly host: EngineEnv,
   ) {
-    this.name = opts.name;
-    this.runner = opts.runner;
-    this.maxBatch = opts.maxBatch;
-    this.maxStepTokens = opts.maxStepTokens;
-    this.threshold = opts.threshold;
-    const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
-    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
+    this.index = settings.index;
+    this.name = settings.models[settings.index];
+    this.runner = runner;
+    this.maxBatch = settings.maxBatch;
+    this.maxStepTokens = settings.maxStepTokens;
+    this.threshold = settings.threshold;
+    const current = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
+    this.queues = new LaneQueues(settings.kvCapacityTokens, runner.info.kvBytesPerToken, this.stats, current, settings.prefixCache, this.locals);
   }
 
   get info() {
