@@ -94,8 +94,17 @@ export class EngineStats {
   runnerWallMs = 0;
 }
 
-/** A batch of the planned rows, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
-export function newBatch(id: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
+/**
+ * A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next
+ * `plan.feed[k]` tokens its cache has not seen; it counts what their caches took from the prefix cache.
+ */
+export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalRequest[], start: number): Batch {
+  const locals = plan.rows.map((i) => ready[i]);
+  let cachedTokens = 0;
+  for (const local of locals) {
+    cachedTokens += local.cachedPrefix;
+    local.cachedPrefix = 0;
+  }
   const rows = locals.map((local, k) => ({
     cacheId: local.cacheId,
     requestId: local.id,
@@ -105,7 +114,7 @@ export function newBatch(id: number, plan: BatchPlan, locals: LocalRequest[], st
     wants: local.wants,
   }));
   const { phase, tokens } = plan;
-  return { id, locals, rows, start, phase, tokens, wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens: 0, maskedRows: 0 };
+  return { id, locals, rows, start, phase, tokens, wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens, maskedRows: 0 };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */

@@ -19,9 +19,8 @@ import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './co
 /** The host as its engine sees it (EngineHost). */
 export interface EngineEnv {
   readonly clock: Clock;
-  /** Whether a request's state stays behind a handoff. */
   readonly policy: Pick<ServingPolicy, 'retain'>;
-  /** The loop that launches this engine's steps: its lane actor's state says whether one is in flight, or the engine is down. */
+  /** Its lane actor's state says whether a step is in flight, or the engine is down. */
   readonly loop: { readonly executing: boolean; readonly down: boolean };
   readonly trace: TraceSink | undefined;
   /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
@@ -32,7 +31,6 @@ export interface EngineEnv {
   nextBatchId(): number;
 }
 
-/** The local event that ends a request the way the entry ended it. */
 const END_EVENT = { done: LOCAL_EVENTS.FINISH, failed: LOCAL_EVENTS.FAIL, cancelled: LOCAL_EVENTS.CANCEL } as const;
 
 export class Engine implements LaneView {
@@ -69,20 +67,15 @@ export class Engine implements LaneView {
     this.queues = new LaneQueues(settings.kvCapacityTokens, runner.info.kvBytesPerToken, this.stats, current, settings.prefixCache, this.locals);
   }
 
-  get info() {
-    return this.runner.info;
-  }
   get pool() {
     return this.queues.pool;
   }
   get readyCount(): number {
     return this.queues.readyCount;
   }
-  /** A batch in flight (the loop's lane actor is executing or failing). */
   get executing(): boolean {
     return this.host.loop.executing;
   }
-  /** Down (a state of the loop's lane actor): steps fail at once until the runner is replaced. */
   get down(): boolean {
     return this.host.loop.down;
   }
@@ -120,24 +113,13 @@ export class Engine implements LaneView {
     };
   }
 
-  // --- the step: plan → execute → apply ---
-
   /** Plans a batch, takes its rows off the ready queue and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
   step(down: boolean): { batch: Batch; result: PromiseLike<StepOutput> } {
     // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
     const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
     const plan = planBatch(ready.rows, this);
-    const batch = newBatch(
-      this.host.nextBatchId(),
-      plan,
-      plan.rows.map((i) => ready.locals[i]),
-      this.host.clock.now(),
-    );
+    const batch = newBatch(this.host.nextBatchId(), plan, ready.locals, this.host.clock.now());
     this.queues.take(plan.rows);
-    for (const local of batch.locals) {
-      batch.cachedTokens += local.cachedPrefix;
-      local.cachedPrefix = 0;
-    }
     maskRows(batch);
     this.inFlight = batch;
     const wall0 = performance.now();
@@ -159,7 +141,7 @@ export class Engine implements LaneView {
     batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
     this.stats.batches++;
     this.stats.rows += batch.rows.length;
-    this.settle(batch);
+    this.stats.busyMs += batch.resultAt - batch.start;
     const chunked: LocalRequest[] = [];
     for (let i = 0; i < batch.locals.length; i++) {
       const local = batch.locals[i];
@@ -227,10 +209,9 @@ export class Engine implements LaneView {
     counters.handoffs++;
     const known = local.known.slice();
     known[local.model] = local.tokens.length;
-    const t = this.host.clock.now();
     this.host.trace?.emit({
       type: 'handoff',
-      t,
+      t: this.host.clock.now(),
       requestId: local.id,
       from: this.name,
       to,
@@ -255,7 +236,6 @@ export class Engine implements LaneView {
     this.sent.push({ to, arrival });
   }
 
-  /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */
   take(): EngineOutputs {
     const out = { events: this.events, sent: this.sent };
     this.events = [];
@@ -267,7 +247,7 @@ export class Engine implements LaneView {
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
     let local = this.locals.get(spec.id);
-    if (spec.constraint && heldForGrammar(this.host, a, this.info, local)) return;
+    if (spec.constraint && heldForGrammar(this.host, a, this.runner.info, local)) return;
     const got = receiveRow(spec.algorithm, handoff);
     if ('fail' in got) return this.refuse(spec, new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`));
     if (a.text && !this.host.output)
@@ -296,7 +276,7 @@ export class Engine implements LaneView {
       }
       this.move(local, LOCAL_EVENTS.REQUEUE);
     } else {
-      const grammar = spec.constraint && newGrammarState(this.host, spec, this.info);
+      const grammar = spec.constraint && newGrammarState(this.host, spec, this.runner.info);
       if (grammar instanceof Error) return this.refuse(spec, grammar);
       local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, got.meta, a.counters);
       local.grammar = grammar;
@@ -315,7 +295,6 @@ export class Engine implements LaneView {
     this.queues.enqueue([local]);
   }
 
-  /** An arrival this engine cannot take fails before it holds anything of the request. */
   private refuse(spec: RequestSpec, error: TokenRouterError): void {
     this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error });
   }
@@ -344,7 +323,6 @@ export class Engine implements LaneView {
     }
   }
 
-  /** Fails every request that holds state here (the runner died with their caches). */
   failAll(error: Error): number {
     const held = [...this.locals.values()].filter((l) => !l.ended);
     for (const l of held) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model'));
@@ -395,26 +373,20 @@ export class Engine implements LaneView {
     this.host.trace?.emit({ type: 'request-state', t: this.host.clock.now(), requestId: local.id, model: this.name, state });
   }
 
-  // --- batches ending ---
-
-  private settle(batch: Batch): void {
-    this.stats.busyMs += this.host.clock.now() - batch.start;
-    this.stats.runnerWallMs += batch.wallMs;
-  }
-
   private returned(batch: Batch): EngineOutputs {
     const end = this.host.clock.now();
     // counters, not trace events, give the benches' and /metrics' split: they cost nothing without a reader
     this.stats.batchMs += end - batch.start;
     this.stats.modelMs += batch.modelMs;
+    this.stats.runnerWallMs += batch.wallMs;
     this.host.trace?.emit(batchEvent(batch, this.name, end));
     this.inFlight = null;
     return this.take();
   }
 
-  /** The runner could not run the batch: its requests fail. Returns what that produced. */
+  /** The runner could not run the batch: its requests fail. */
   fail(batch: Batch, error: Error): EngineOutputs {
-    this.settle(batch);
+    this.stats.busyMs += this.host.clock.now() - batch.start;
     const { locals } = batch;
     for (let i = 0; i < locals.length; i++) {
       batch.applied = i + 1;
