@@ -76,7 +76,7 @@ export interface Batch {
 export class EngineStats {
   batches = 0;
   rows = 0;
-  /** Rows that fed a chunk of a longer prompt or suffix (chunked prefill): their outputs were not used. */
+  /** Rows that fed a chunk of a longer prompt or suffix: their outputs were not used. */
   chunks = 0;
   admissions = 0;
   evictions = 0;
@@ -84,13 +84,10 @@ export class EngineStats {
   prefixQueries = 0;
   prefixHits = 0;
   prefixEvictions = 0;
-  /** Launch → the runner's results, summed over batches. */
+  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it; wall ms in runner.step. */
   busyMs = 0;
-  /** Launch → the batch's rows applied (its outputs made), summed: `busyMs` plus routing them. */
   batchMs = 0;
-  /** Inside the model (session.run and router heads), as the runner timed it, summed. */
   modelMs = 0;
-  /** Wall ms spent inside runner.step (the model itself for real runners). */
   runnerWallMs = 0;
 }
 

@@ -112,7 +112,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
     this.loop.schedule(threshold, maxWaitMs);
   }
 
-  /** The entry's round lets this engine launch one step (sync modes). */
   allow(): void {
     this.loop.allow();
   }

@@ -53,7 +53,7 @@ export class Cascade {
   }
 }
 
-/** What the loop ships through and reads, as its host (EngineHost) holds it. */
+/** What the loop reads and ships through: its host (EngineHost). */
 export interface LoopPorts {
   readonly clock: Clock;
   readonly settings: Pick<EngineSettings, 'maxWaitMs' | 'checkInvariants'>;
@@ -61,7 +61,6 @@ export interface LoopPorts {
   readonly outlet: EngineOutlet;
   /** Links to the peers this engine hands requests to directly; any other goes through the entry. */
   readonly peers: ReadonlyMap<string, PeerLink>;
-  /** Where trace events go now (undefined: nobody reads them). */
   readonly trace: TraceSink | undefined;
   readonly cascade: Cascade;
   /** A step's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
@@ -118,7 +117,6 @@ export class EngineLoop {
     return { ready, mayLaunch: rule.mayLaunch(e), atDeadline: ready && rule.mayLaunchLate(e) };
   }
 
-  /** Sends the lane actor an event with the lane as it is now. */
   tell(type: Exclude<SubServerEvent['type'], 'SCHEDULE'>): void {
     this.actor.send({ type, lane: this.facts() });
   }
@@ -142,7 +140,6 @@ export class EngineLoop {
     );
   }
 
-  /** The entry's round lets this engine launch one step (sync modes). */
   allow(): void {
     this.input(() => {
       this.host.policy.launch.allow();
@@ -150,7 +147,6 @@ export class EngineLoop {
     });
   }
 
-  /** The delayed-batching threshold and the max-wait deadline from now on. */
   schedule(threshold: number, maxWaitMs: number): void {
     this.input(() => {
       this.engine.threshold = threshold;
@@ -158,13 +154,12 @@ export class EngineLoop {
     });
   }
 
-  /** A step is in flight (the lane actor is executing or failing). */
   get executing(): boolean {
     const state = this.actor.getSnapshot().value;
     return state === 'executing' || state === 'failing';
   }
 
-  /** Down (a state of the lane actor): steps fail at once until the runner is replaced. */
+  /** Steps fail at once until the runner is replaced. */
   get down(): boolean {
     const state = this.actor.getSnapshot().value;
     return state === 'down' || state === 'failing';

@@ -13,7 +13,6 @@ let nextCacheId = 1;
 
 /** One engine's KV pool: owns the caches its requests hold (id, tokens cached, room reserved); every count is a sum over them. */
 export class CachePool {
-  /** The caches requests hold, the only record of them. */
   private readonly open = new Set<KvCache>();
 
   constructor(
@@ -37,7 +36,7 @@ export class CachePool {
     this.open.delete(cache);
   }
 
-  /** The caches requests hold now (the debug checker compares them with the requests). */
+  /** For the debug checker. */
   caches(): IterableIterator<KvCache> {
     return this.open.values();
   }
@@ -73,9 +72,8 @@ export interface AdmissionView {
 }
 
 export interface AdmissionPlan {
-  /** Admit the first `admit` waiting requests. */
+  /** Admit the first `admit` waiting requests, after evicting the first `evict` pending-return caches. */
   admit: number;
-  /** Evict the first `evict` pending-return caches first. */
   evict: number;
 }
 
@@ -149,7 +147,6 @@ export class LaneQueues {
     else this.ready.push(...locals);
   }
 
-  /** Takes a local off every queue (it ended). */
   dequeue(local: LocalRequest): void {
     remove(this.ready, local);
     remove(this.admissionQueue, local);
@@ -245,7 +242,6 @@ export class LaneQueues {
     this.stats.prefixHits += hit.length;
   }
 
-  /** A step appended `n` tokens to the local's cache. */
   fed(local: LocalRequest, n: number): void {
     local.cache!.fed += n;
     local.counters.tokensFed[local.model] += n;
@@ -265,7 +261,7 @@ export class LaneQueues {
     while (this.pool.capacityTokens === Infinity && this.prefix.size > MAX_PREFIX_ENTRIES) this.prefix.evictOne();
   }
 
-  /** Frees a local's cache and reservation. Never while it is in a batch. */
+  /** Never while it is in a batch. */
   private dropCache(local: LocalRequest): void {
     if (!local.cache) return;
     this.runner.release(local.cacheId);

@@ -62,7 +62,7 @@ export class LifecycleError extends Error {
   }
 }
 
-/** The events by name (the machine reads only `type`). */
+/** The events by name, made once. */
 export const LOCAL_EVENTS: { readonly [T in LocalEvent['type']]: Readonly<Extract<LocalEvent, { type: T }>> } = {
   ADMIT: { type: 'ADMIT' },
   HANDOFF: { type: 'HANDOFF' },

@@ -135,5 +135,4 @@ export type {
   WireArrival,
   WireError,
   WireEvent,
-  WireSpec,
 } from '../../shared/protocol/engineProtocol.ts';
