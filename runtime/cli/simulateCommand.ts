@@ -4,7 +4,7 @@ import { parseTrace } from '../../shared/timeline/parseTrace.ts';
 import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../entry/cluster.ts';
 import { TokenRouterError } from '../errors.ts';
-import { SCHEDULING_MODES, type SchedulingMode } from '../core/schedulingMode.ts';
+import { SCHEDULING_MODES, type SchedulingMode } from '../core/servingPolicy.ts';
 import { runClosedLoop } from '../sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../sim/paperProfile.ts';

@@ -1,24 +1,70 @@
-// A batch in flight on one engine, and the engine's running tallies.
+// A step's batch on one engine: which ready rows it takes (a pure planner), the batch in flight, the engine's tallies.
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
-import type { BatchPlan } from './planBatch.ts';
+
+/** One ready request, in FIFO order, as the planner sees it. */
+export interface ReadyRow {
+  /** Tokens in its cache here (0: the step prefills). */
+  readonly fed: number;
+  /** Tokens the step would feed to catch up (the committed sequence past its cache). */
+  readonly unfed: number;
+}
+
+export interface BatchPolicy {
+  maxBatch: number;
+  /** Tokens one step feeds at most, all rows together (vLLM's `max_num_batched_tokens`); absent or Infinity: no bound. */
+  maxStepTokens?: number;
+}
+
+export interface BatchPlan {
+  /** Indices into the ready list, in launch order: decode rows first, then prompt chunks. */
+  rows: number[];
+  /** Tokens each planned row feeds (same order as `rows`): below its `unfed` for a chunk that leaves the rest to later steps. */
+  feed: number[];
+  phase: StepPhase;
+  /** Tokens fed in all. */
+  tokens: number;
+}
+
+/**
+ * Decode rows (one token to feed) first, in FIFO order, then the rows with several tokens to feed
+ * (prefills, a handoff's unseen suffix) in FIFO order, each given what is left of the token budget:
+ * a long prompt is fed in chunks across steps, so it never holds the decoding rows up for its whole
+ * length (vLLM's chunked prefill). Each row taken feeds at least one token, so a step always makes progress.
+ */
+export function planBatch(ready: readonly ReadyRow[], policy: BatchPolicy): BatchPlan {
+  const plan: BatchPlan = { rows: [], feed: [], phase: 'decode', tokens: 0 };
+  let budget = policy.maxStepTokens ?? Infinity;
+  for (const decode of [true, false]) {
+    for (let i = 0; i < ready.length && plan.rows.length < policy.maxBatch && budget > 0; i++) {
+      const r = ready[i];
+      if (r.unfed <= 1 !== decode) continue;
+      const n = decode ? r.unfed : Math.min(r.unfed, budget);
+      plan.rows.push(i);
+      plan.feed.push(n);
+      plan.tokens += n;
+      budget -= Math.max(1, n);
+      if (r.fed === 0) plan.phase = 'prefill';
+      else if (n > 1 && plan.phase === 'decode') plan.phase = 'extend';
+    }
+  }
+  return plan;
+}
 
 export interface Batch {
   id: number;
-  /** Index of the engine that ran it. */
-  lane: number;
   locals: LocalRequest[];
   rows: StepRow[];
+  /** Clock ms at launch. */
   start: number;
   phase: StepPhase;
   tokens: number;
-  /** performance.now() at launch, and the wall ms the runner's own call took. */
-  wall0: number;
+  /** Wall ms the runner's own call took. */
   wallMs: number;
   /** Rows whose results are applied so far: the locals past them are still in the step. */
   applied: number;
-  /** Clock ms when the runner's (first) results came back; model ms the runner reported for it. */
+  /** Clock ms when the runner's results came back; model ms the runner reported for it. */
   resultAt: number;
   modelMs: number;
   /** Prompt tokens its rows did not feed because their caches started from the prefix cache. */
@@ -30,27 +76,32 @@ export interface Batch {
 export class EngineStats {
   batches = 0;
   rows = 0;
-  tokensFed = 0;
-  /** Rows that fed a chunk of a longer prompt or suffix (chunked prefill): their outputs were not used. */
+  /** Rows that fed a chunk of a longer prompt or suffix: their outputs were not used. */
   chunks = 0;
   admissions = 0;
   evictions = 0;
-  /** Prefix cache, in tokens: context looked up at admission, and found cached. */
+  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached; entries dropped for room. */
   prefixQueries = 0;
   prefixHits = 0;
   prefixEvictions = 0;
-  /** Launch → the runner's results, summed over batches. */
+  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it; wall ms in runner.step. */
   busyMs = 0;
-  /** Launch → the batch's rows applied (its outputs made), summed: `busyMs` plus routing them. */
   batchMs = 0;
-  /** Inside the model (session.run and router heads), as the runner timed it, summed. */
   modelMs = 0;
-  /** Wall ms spent inside runner.step (the model itself for real runners). */
   runnerWallMs = 0;
 }
 
-/** A batch of the planned rows, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
-export function newBatch(id: number, lane: number, plan: BatchPlan, locals: LocalRequest[], start: number): Batch {
+/**
+ * A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next
+ * `plan.feed[k]` tokens its cache has not seen; it counts what their caches took from the prefix cache.
+ */
+export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalRequest[], start: number): Batch {
+  const locals = plan.rows.map((i) => ready[i]);
+  let cachedTokens = 0;
+  for (const local of locals) {
+    cachedTokens += local.cachedPrefix;
+    local.cachedPrefix = 0;
+  }
   const rows = locals.map((local, k) => ({
     cacheId: local.cacheId,
     requestId: local.id,
@@ -59,22 +110,8 @@ export function newBatch(id: number, lane: number, plan: BatchPlan, locals: Loca
     sampling: local.stepSampling,
     wants: local.wants,
   }));
-  return {
-    id,
-    lane,
-    locals,
-    rows,
-    start,
-    phase: plan.phase,
-    tokens: plan.tokens,
-    wall0: performance.now(),
-    wallMs: 0,
-    applied: 0,
-    resultAt: 0,
-    modelMs: 0,
-    cachedTokens: 0,
-    maskedRows: 0,
-  };
+  const { phase, tokens } = plan;
+  return { id, locals, rows, start, phase, tokens, wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens, maskedRows: 0 };
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */

@@ -2,10 +2,16 @@
 import type { LocalRequest, RequestSpec } from './localRequest.ts';
 import type { Batch } from './batch.ts';
 import type { Arrival } from './messages.ts';
-import type { EngineEnv } from './engineEnv.ts';
+import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
 import type { ModelInfo } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
+
+/** What of its host an engine's grammars need: the grammars beside it, and a way to run an arrival again later. */
+interface GrammarHost {
+  readonly grammar: EngineGrammar;
+  deferArrival(ready: Promise<unknown>, a: Arrival): void;
+}
 
 /**
  * Rows that sample their request's next token draw under its grammar's mask, synced to the sequence
@@ -48,8 +54,7 @@ export function acceptCommitted(local: LocalRequest, model: string): TokenRouter
 }
 
 /** A constrained request's grammar state for a new local here, or the TokenRouterError saying why this engine cannot enforce it. */
-export function newGrammarState(host: EngineEnv, spec: RequestSpec, info: ModelInfo): ConstraintState | TokenRouterError {
-  if (!host.grammar) return new TokenRouterError('invalid_request', `model ${info.name}'s engine enforces no grammars`, 'model');
+export function newGrammarState(host: GrammarHost, spec: RequestSpec, info: ModelInfo): ConstraintState | TokenRouterError {
   try {
     return host.grammar.create(spec.constraint!, spec.promptLength, info);
   } catch (e) {
@@ -63,8 +68,8 @@ export function newGrammarState(host: EngineEnv, spec: RequestSpec, info: ModelI
  * compiles (or xgrammar loads) off this call, so the loop runs on; the host runs the arrival again
  * then. True: it waits.
  */
-export function heldForGrammar(host: EngineEnv, a: Arrival, info: ModelInfo, held: LocalRequest | undefined): boolean {
-  if (held?.grammar || !host.grammar || !host.deferArrival) return false;
+export function heldForGrammar(host: GrammarHost, a: Arrival, info: ModelInfo, held: LocalRequest | undefined): boolean {
+  if (held?.grammar) return false;
   const ready = host.grammar.prepare(a.spec.constraint!, info);
   if (!ready) return false;
   host.deferArrival(ready, a);

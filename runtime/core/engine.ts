@@ -1,23 +1,40 @@
 // One model's engine: its requests, queues, KV pool and routing; a step reads plan → execute → apply.
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
-import type { LocalStatus } from '../../shared/trace.ts';
-import { endEvent, LOCAL_EVENTS, type LocalEvent } from './localRequestMachine.ts';
+import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
+import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
-import { planBatch, type BatchPlan } from './planBatch.ts';
-import { batchEvent, EngineStats, newBatch, type Batch } from './batch.ts';
+import type { EngineGrammar } from '../grammar/engineGrammar.ts';
+import { batchEvent, EngineStats, newBatch, planBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
-import { LocalRequest, type RequestSpec } from './localRequest.ts';
-import type { EngineEnv, EngineOptions } from './engineEnv.ts';
-import type { Arrival, EngineEvent, EngineOutputs } from './messages.ts';
-import { laneStats, type LaneStats } from './laneStats.ts';
+import { LOCAL_EVENTS, LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
+import type { OutputProcessor } from './outputProcessor.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
-import { refuseArrival } from './refuseArrival.ts';
-import type { LaneView } from './servingPolicy.ts';
+import type { LaneView, ServingPolicy } from './servingPolicy.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
+/** The host as its engine sees it (EngineHost). */
+export interface EngineEnv {
+  readonly clock: Clock;
+  readonly policy: Pick<ServingPolicy, 'retain'>;
+  /** Its lane actor's state says whether a step is in flight, or the engine is down. */
+  readonly loop: { readonly executing: boolean; readonly down: boolean };
+  readonly trace: TraceSink | undefined;
+  /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
+  readonly output: OutputProcessor | undefined;
+  readonly grammar: EngineGrammar;
+  /** Runs the arrival again once `ready` settles (its grammar compiles meanwhile). */
+  deferArrival(ready: Promise<unknown>, a: Arrival): void;
+  nextBatchId(): number;
+}
+
+const END_EVENT = { done: LOCAL_EVENTS.FINISH, failed: LOCAL_EVENTS.FAIL, cancelled: LOCAL_EVENTS.CANCEL } as const;
+
 export class Engine implements LaneView {
+  readonly index: number;
   readonly name: string;
   /** Replaced when a crashed runner is restarted. */
   runner: ModelRunner;
@@ -36,25 +53,18 @@ export class Engine implements LaneView {
   private sent: EngineOutputs['sent'] = [];
 
   constructor(
-    readonly index: number,
-    opts: EngineOptions,
+    settings: EngineSettings,
+    runner: ModelRunner,
     private readonly host: EngineEnv,
   ) {
-    this.name = opts.name;
-    this.runner = opts.runner;
-    this.maxBatch = opts.maxBatch;
-    this.maxStepTokens = opts.maxStepTokens;
-    this.threshold = opts.threshold;
-    const runner = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
-    this.queues = new LaneQueues(opts.kvCapacityTokens, opts.runner.info.kvBytesPerToken, this.stats, runner, opts.prefixCache ?? false, this.locals);
-  }
-
-  get info() {
-    return this.runner.info;
-  }
-  /** This engine's figures for /admin/status, /metrics and the benches. */
-  laneStats(): LaneStats {
-    return laneStats(this);
+    this.index = settings.index;
+    this.name = settings.models[settings.index];
+    this.runner = runner;
+    this.maxBatch = settings.maxBatch;
+    this.maxStepTokens = settings.maxStepTokens;
+    this.threshold = settings.threshold;
+    const current = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
+    this.queues = new LaneQueues(settings.kvCapacityTokens, runner.info.kvBytesPerToken, this.stats, current, settings.prefixCache, this.locals);
   }
 
   get pool() {
@@ -63,11 +73,9 @@ export class Engine implements LaneView {
   get readyCount(): number {
     return this.queues.readyCount;
   }
-  /** A batch in flight (the loop's lane actor is executing or failing). */
   get executing(): boolean {
     return this.host.loop.executing;
   }
-  /** Down (a state of the loop's lane actor): steps fail at once until the runner is replaced. */
   get down(): boolean {
     return this.host.loop.down;
   }
@@ -76,23 +84,50 @@ export class Engine implements LaneView {
     const b = this.inFlight;
     return b !== null && b.locals.indexOf(local, b.applied) >= 0;
   }
-  get inFlightRows(): number {
-    return this.inFlight?.locals.length ?? 0;
+
+  /** This engine's figures for /admin/status, /metrics and the benches. */
+  laneStats(): LaneStats {
+    const { stats: s, queues: q, pool } = this;
+    return {
+      name: this.name,
+      threshold: this.threshold,
+      ready: this.readyCount,
+      running: this.readyCount + (this.inFlight?.locals.length ?? 0),
+      waitingAdmission: q.waitingAdmission,
+      pendingReturn: q.evictable().length,
+      executing: this.executing,
+      kvBytes: pool.usedBytes,
+      kvReservedBytes: pool.reservedBytes,
+      batches: s.batches,
+      rows: s.rows,
+      chunks: s.chunks,
+      admissions: s.admissions,
+      evictions: s.evictions,
+      busyMs: s.busyMs,
+      batchMs: s.batchMs,
+      modelMs: s.modelMs,
+      prefixQueries: s.prefixQueries,
+      prefixHits: s.prefixHits,
+      prefixEntries: q.prefix?.size ?? 0,
+      kvPrefixBytes: pool.prefixTokenCount * pool.kvBytesPerToken,
+    };
   }
 
-  // --- the step: plan → execute → apply ---
-
-  /** Plans a batch and starts the runner on it (the loop launches it); `apply` (or `fail`) turns its answer into outputs. */
+  /** Plans a batch, takes its rows off the ready queue and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
   step(down: boolean): { batch: Batch; result: PromiseLike<StepOutput> } {
     // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
     const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
-    const plan = planBatch(ready.rows, { maxBatch: this.maxBatch, maxStepTokens: this.maxStepTokens });
-    const batch = this.start(plan, ready.locals);
+    const plan = planBatch(ready.rows, this);
+    const batch = newBatch(this.host.nextBatchId(), plan, ready.locals, this.host.clock.now());
+    this.queues.take(plan.rows);
+    maskRows(batch);
+    this.inFlight = batch;
+    const wall0 = performance.now();
     try {
       if (down) throw new Error(`sub-server ${this.name} is down`);
       const result = this.runner.step(batch.rows);
       // the runner's own call: all of a simulated runner's work, the launch of a real one's
-      batch.wallMs = performance.now() - batch.wall0;
+      batch.wallMs = performance.now() - wall0;
       return { batch, result };
     } catch (e) {
       // a step that cannot start fails as one that ran would, after the launch, on the clock
@@ -100,60 +135,33 @@ export class Engine implements LaneView {
     }
   }
 
-  /** Takes the planned rows off the ready queue and records the batch as in flight. */
-  private start(plan: BatchPlan, candidates: readonly LocalRequest[]): Batch {
-    const batch = newBatch(
-      this.host.nextBatchId(),
-      this.index,
-      plan,
-      plan.rows.map((i) => candidates[i]),
-      this.host.clock.now(),
-    );
-    this.queues.take(plan.rows);
-    for (const local of batch.locals) {
-      batch.cachedTokens += local.cachedPrefix;
-      local.cachedPrefix = 0;
-    }
-    maskRows(batch);
-    this.inFlight = batch;
-    return batch;
-  }
-
   /** The only place a step's results change state: per row, routeRow's decision is applied. Returns what it produced. */
   apply(batch: Batch, out: StepOutput): EngineOutputs {
-    const st = this.stats;
     batch.resultAt = this.host.clock.now();
     batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
-    st.batches++;
-    st.rows += batch.rows.length;
-    st.tokensFed += batch.tokens;
-    this.settle(batch);
-    const { locals, rows } = batch;
+    this.stats.batches++;
+    this.stats.rows += batch.rows.length;
+    this.stats.busyMs += batch.resultAt - batch.start;
     const chunked: LocalRequest[] = [];
-    for (let i = 0; i < locals.length; i++) {
-      const local = locals[i];
+    for (let i = 0; i < batch.locals.length; i++) {
+      const local = batch.locals[i];
+      const row = batch.rows[i];
       batch.applied = i + 1;
-      const row = rows[i];
       this.queues.fed(local, row.tokens.length);
+      if (this.endedMeanwhile(local)) continue;
       // a chunk of a longer feed: its sampled token is not the next one, so it is neither routed nor committed
-      if (row.position + row.tokens.length < local.tokens.length) this.chunkFed(local, chunked);
-      else this.applyRow(local, out.rows[i], batch);
+      if (row.position + row.tokens.length < local.tokens.length) {
+        this.stats.chunks++;
+        chunked.push(local);
+      } else this.applyRow(local, out.rows[i], batch);
     }
     // prompts under way keep their place ahead of later ones (a prompt's first token is not pushed back by each new arrival)
-    if (chunked.length > 0) this.queues.enqueueFront(chunked);
+    if (chunked.length > 0) this.queues.enqueue(chunked, true);
     return this.returned(batch);
-  }
-
-  /** A row fed one chunk of what its cache has not seen: the request stays running and waits for the next chunk's step. */
-  private chunkFed(local: LocalRequest, chunked: LocalRequest[]): void {
-    if (this.endedMeanwhile(local)) return;
-    this.stats.chunks++;
-    chunked.push(local);
   }
 
   /** One row's result: route it (pure), then commit, hand off or finish. */
   private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
-    if (this.endedMeanwhile(local)) return;
     const { spec } = local;
     local.stepsHere++;
     if (local.grammarError) return this.finish(local, 'failed', 'error', new TokenRouterError('runner_error', `${this.name}: ${local.grammarError.message}`));
@@ -162,7 +170,7 @@ export class Engine implements LaneView {
       return this.finish(local, 'failed', 'error', new TokenRouterError('algorithm_error', `${spec.algorithm.name}.${d.fn}: ${d.message}`));
     if (d.commit !== undefined && !this.commit(local, sig, d.kind === 'handoff')) return;
     if (d.kind === 'finish') return this.finish(local, 'done', d.reason);
-    if (d.kind === 'stay') return this.enqueue(local);
+    if (d.kind === 'stay') return this.queues.enqueue([local]);
     this.sendOut(local, d.handoff, batch, d.at);
   }
 
@@ -195,12 +203,12 @@ export class Engine implements LaneView {
 
   /** The request leaves for a peer: it keeps its state here (pending-return) unless standard serving drops it. */
   private sendOut(local: LocalRequest, handoff: Handoff<unknown>, batch: Batch, at: number): void {
-    const { spec, model: m } = local;
+    const { spec, counters } = local;
     const to = spec.models[handoff.to - 1];
-    if (!handoff.keep) local.counters.discarded++;
-    local.counters.handoffs++;
+    if (!handoff.keep) counters.discarded++;
+    counters.handoffs++;
     const known = local.known.slice();
-    known[m] = local.tokens.length;
+    known[local.model] = local.tokens.length;
     this.host.trace?.emit({
       type: 'handoff',
       t: this.host.clock.now(),
@@ -216,55 +224,61 @@ export class Engine implements LaneView {
     if (retain) {
       this.move(local, LOCAL_EVENTS.HANDOFF);
       this.queues.left(local);
-      // Its cache just became evictable: a request waiting for memory here may now fit.
-      if (this.queues.waitingAdmission > 0) this.admitWaiting();
+      // its cache just became evictable: a request waiting for memory here may now fit
+      this.admitWaiting();
     } else {
       this.move(local, LOCAL_EVENTS.FINISH);
       this.forget(local);
     }
-    const { counters } = local;
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
-    // Standard serving: the peer may hold nothing of this request any more, so the whole context goes too.
-    const { text } = local;
-    this.sent.push({ to, arrival: retain ? { spec, handoff, known, counters, text } : { spec, handoff, known, counters, context: local.tokens, text } });
+    // standard serving: the peer may hold nothing of this request any more, so the whole context goes too
+    const arrival: Arrival = { spec, handoff, known, counters, text: local.text, ...(retain ? {} : { context: local.tokens }) };
+    this.sent.push({ to, arrival });
   }
 
-  /** What this engine produced since the last call, for the host to ship; the engine starts afresh. */
   take(): EngineOutputs {
     const out = { events: this.events, sent: this.sent };
-    if (this.events.length > 0) this.events = [];
-    if (this.sent.length > 0) this.sent = [];
+    this.events = [];
+    this.sent = [];
     return out;
   }
 
   /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
-    if (spec.constraint && heldForGrammar(this.host, a, this.info, this.locals.get(spec.id))) return;
-    const got = receiveRow(spec.algorithm, handoff);
     let local = this.locals.get(spec.id);
-    const refused = refuseArrival(this.name, a, 'fail' in got ? got.fail : undefined, this.host.output !== undefined, local !== undefined);
-    if (refused || 'fail' in got) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: refused! });
-    const meta = got.meta;
+    if (spec.constraint && heldForGrammar(this.host, a, this.runner.info, local)) return;
+    const got = receiveRow(spec.algorithm, handoff);
+    if ('fail' in got) return this.refuse(spec, new TokenRouterError('algorithm_error', `${spec.algorithm.name}.receive: ${got.fail}`));
+    if (a.text && !this.host.output)
+      return this.refuse(
+        spec,
+        new TokenRouterError('internal', `model ${this.name}'s engine has no tokenizer beside it, so it cannot detokenise this request`, 'model'),
+      );
+    // only after this engine restarted: the sender still counted on the KV that died with it
+    if (!local && !a.context && handoff.anchor !== 0) {
+      const message = `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`;
+      return this.refuse(spec, new TokenRouterError('unavailable', message, 'model'));
+    }
     const known = a.known;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
     if (local) {
-      // Back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held.
+      // back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held
       local.tokens.push(...handoff.tokens);
       local.known = known;
-      local.meta = meta;
+      local.meta = got.meta;
       local.counters = a.counters;
       local.text = a.text;
       local.stepsHere = 0;
-      if (local.hasCache) {
+      if (local.cache) {
         this.move(local, LOCAL_EVENTS.RETURN);
-        return this.enqueue(local);
+        return this.queues.enqueue([local]);
       }
       this.move(local, LOCAL_EVENTS.REQUEUE);
     } else {
-      const grammar = spec.constraint && newGrammarState(this.host, spec, this.info);
-      if (grammar instanceof Error) return void this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error: grammar });
-      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, meta, a.counters);
+      const grammar = spec.constraint && newGrammarState(this.host, spec, this.runner.info);
+      if (grammar instanceof Error) return this.refuse(spec, grammar);
+      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, got.meta, a.counters);
       local.grammar = grammar;
       local.text = a.text;
       this.locals.set(spec.id, local);
@@ -278,7 +292,11 @@ export class Engine implements LaneView {
       return this.finish(local, 'failed', 'error', new TokenRouterError(e.code, `${this.name}: ${e.message}`, e.param));
     }
     this.move(local, LOCAL_EVENTS.ADMIT);
-    this.enqueue(local);
+    this.queues.enqueue([local]);
+  }
+
+  private refuse(spec: RequestSpec, error: TokenRouterError): void {
+    this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error });
   }
 
   /**
@@ -289,7 +307,7 @@ export class Engine implements LaneView {
     const local = this.locals.get(spec.id);
     if (!local) return null;
     const counters = local.owned ? local.counters : null;
-    if (!local.ended) this.move(local, endEvent(status));
+    if (!local.ended) this.move(local, END_EVENT[status]);
     this.forget(local);
     return counters;
   }
@@ -305,11 +323,10 @@ export class Engine implements LaneView {
     }
   }
 
-  /** Fails every request that holds state here (the runner died with their caches). */
   failAll(error: Error): number {
     const held = [...this.locals.values()].filter((l) => !l.ended);
     for (const l of held) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model'));
-    this.queues.forgetPrefixes();
+    this.queues.prefix?.forget();
     return held.length;
   }
 
@@ -317,16 +334,8 @@ export class Engine implements LaneView {
   private finish(local: LocalRequest, status: 'done' | 'failed', reason: 'stop' | 'length' | 'error', error?: Error): void {
     // only the engine decoding it holds its text whole; what was held back goes with the finish
     const text = local.owned && local.text ? this.host.output!.finish(local.text) : undefined;
-    this.events.push({
-      type: 'finish',
-      requestId: local.id,
-      status,
-      reason,
-      error,
-      committed: local.generated,
-      text,
-      ...(local.owned ? { counters: local.counters } : {}),
-    });
+    const counters = local.owned ? { counters: local.counters } : {};
+    this.events.push({ type: 'finish', requestId: local.id, status, reason, error, committed: local.generated, text, ...counters });
     if (this.locals.get(local.id) === local) this.release(local.spec, status);
   }
 
@@ -348,14 +357,10 @@ export class Engine implements LaneView {
     this.admitWaiting();
   }
 
-  private enqueue(local: LocalRequest): void {
-    this.queues.enqueue(local);
-  }
-
   admitWaiting(): void {
     for (const local of this.queues.admitWaiting()) {
       this.move(local, LOCAL_EVENTS.ADMIT);
-      this.enqueue(local);
+      this.queues.enqueue([local]);
     }
   }
 
@@ -368,26 +373,20 @@ export class Engine implements LaneView {
     this.host.trace?.emit({ type: 'request-state', t: this.host.clock.now(), requestId: local.id, model: this.name, state });
   }
 
-  // --- batches ending ---
-
-  private settle(batch: Batch): void {
-    this.stats.busyMs += this.host.clock.now() - batch.start;
-    this.stats.runnerWallMs += batch.wallMs;
-  }
-
   private returned(batch: Batch): EngineOutputs {
     const end = this.host.clock.now();
     // counters, not trace events, give the benches' and /metrics' split: they cost nothing without a reader
     this.stats.batchMs += end - batch.start;
     this.stats.modelMs += batch.modelMs;
+    this.stats.runnerWallMs += batch.wallMs;
     this.host.trace?.emit(batchEvent(batch, this.name, end));
     this.inFlight = null;
     return this.take();
   }
 
-  /** The runner could not run the batch: its requests fail. Returns what that produced. */
+  /** The runner could not run the batch: its requests fail. */
   fail(batch: Batch, error: Error): EngineOutputs {
-    this.settle(batch);
+    this.stats.busyMs += this.host.clock.now() - batch.start;
     const { locals } = batch;
     for (let i = 0; i < locals.length; i++) {
       batch.applied = i + 1;

@@ -2,25 +2,24 @@
 import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { Engine } from './engine.ts';
-import { Cascade, EngineLoop } from './engineLoop.ts';
-import { servingPolicy, type ServingPolicy } from './servingPolicy.ts';
-import { OutputProcessor } from './outputProcessor.ts';
-import { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type { Arrival, EngineOutlet, EngineSettings, PeerLink } from './messages.ts';
+import { EngineGrammar } from '../grammar/engineGrammar.ts';
+import { Engine, type EngineEnv } from './engine.ts';
+import { Cascade, EngineLoop, type LoopPorts } from './engineLoop.ts';
 import type { RequestCounters } from './localRequest.ts';
-import type { EngineEnv } from './engineEnv.ts';
+import type { Arrival, EngineOutlet, EngineSettings, PeerLink } from './messages.ts';
+import { OutputProcessor } from './outputProcessor.ts';
+import { servingPolicy, type ServingPolicy } from './servingPolicy.ts';
 
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
 const TOMBSTONES = 4096;
 
 /**
  * One engine with its clock, its serving policy (a sync round is the entry's: it lets this engine
- * launch with `allow`), its links to its peers and its loop (`EngineLoop`, engineLoop.ts): every
- * call of the entry or a peer runs as one of the loop's inputs, which ships what it produced.
+ * launch with `allow`), its links to its peers and its loop (engineLoop.ts): every call of the entry
+ * or a peer runs as one of the loop's inputs, which ships what it produced.
  */
-export class EngineHost implements EngineEnv {
+export class EngineHost implements EngineEnv, LoopPorts {
   readonly policy: ServingPolicy;
   readonly output: OutputProcessor | undefined;
   readonly grammar: EngineGrammar;
@@ -29,12 +28,12 @@ export class EngineHost implements EngineEnv {
   private readonly sink: TraceSink;
   readonly engine: Engine;
   readonly loop: EngineLoop;
-  private readonly peers = new Map<string, PeerLink>();
+  readonly peers = new Map<string, PeerLink>();
   private readonly tombstones = new Set<number>();
   private batchSeq = 0;
 
   constructor(
-    outlet: EngineOutlet,
+    readonly outlet: EngineOutlet,
     readonly settings: EngineSettings,
     runner: ModelRunner,
     /** The model's tokenizer, loaded beside it: requests that ask for text are detokenised here. */
@@ -43,20 +42,18 @@ export class EngineHost implements EngineEnv {
     /** Where trace events go at once (an engine in the entry's process); absent: they travel in the report, when `settings.trace`. */
     traceSink?: TraceSink,
     /** Shared by the engines of one thread (the entry's); an engine alone in its thread has its own. */
-    cascade = new Cascade(),
+    readonly cascade = new Cascade(),
     /** A batch's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
-    settled?: () => void,
+    readonly settled?: () => void,
   ) {
     this.policy = servingPolicy(settings.mode, settings.retainState);
     this.output = decoder && new OutputProcessor(decoder);
     this.grammar = new EngineGrammar(decoder);
     this.sink = traceSink ?? { emit: (e) => this.loop.traced.push(e) };
     this.trace = settings.trace ? this.sink : undefined;
-    const name = settings.models[settings.index];
     runner.useClock?.(clock);
-    this.engine = new Engine(settings.index, { ...settings, name, runner }, this);
-    const ports = { clock, outlet, peers: this.peers, trace: () => this.trace, cascade, settled, checkInvariants: settings.checkInvariants };
-    this.loop = new EngineLoop(this.engine, this.policy.launch, settings.maxWaitMs, ports);
+    this.engine = new Engine(settings, runner, this);
+    this.loop = new EngineLoop(this.engine, this);
   }
 
   /** Requests this engine holds state for. */
@@ -115,7 +112,6 @@ export class EngineHost implements EngineEnv {
     this.loop.schedule(threshold, maxWaitMs);
   }
 
-  /** The entry's round lets this engine launch one step (sync modes). */
   allow(): void {
     this.loop.allow();
   }
@@ -154,9 +150,9 @@ export class EngineHost implements EngineEnv {
     for (const p of this.peers.values()) p.close();
     this.peers.clear();
     this.loop.actor.stop();
-    // The caches kept for later prompts go with this engine. A `begin` that replaces it (a bench's next server on a
-    // borrowed thread, a sub-server taking an entry anew) starts an empty prefix cache, and the runner kept the old
-    // one's KV for ever: a bench's later cases ran on thousands of orphaned caches.
+    // The caches kept for later prompts go with this engine: a `begin` that replaces it starts an empty
+    // prefix cache, and the runner would keep the old one's KV for ever (a bench's later cases ran on
+    // thousands of orphaned caches).
     this.engine.queues.prefix?.clear();
   }
 }

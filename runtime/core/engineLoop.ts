@@ -1,22 +1,20 @@
 // One engine's loop, as vLLM v1's EngineCoreProc busy loop: take inputs → maybe launch a step → ship its outputs.
 import { createActor, type Actor } from 'xstate';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
-import { subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { Engine } from './engine.ts';
 import { checkEngine } from './invariants.ts';
-import type { LaneStats } from './laneStats.ts';
-import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, PeerLink } from './messages.ts';
-import type { LaunchRule } from './servingPolicy.ts';
+import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
+import type { ServingPolicy } from './servingPolicy.ts';
+import { subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
 
 /**
  * The cascade rule. A step's outputs set off a cascade of calls among the engines of one thread and
  * the entry if it shares that thread: the entry answers the report (admits the next request,
  * releases a finished one), handoffs reach peers, which may answer in turn. No engine of the thread
  * launches before the whole cascade is over, because a request it readies must join the next step,
- * not the one after: launching at the first WORK would start a batch one row short and leave the
- * row for a whole step more. The engines of one thread share one Cascade; an engine alone in its
- * thread (or process) has its own, so there it holds only its own calls.
+ * not the one after: launching at the first WORK would start a batch one row short. The engines of
+ * one thread share one Cascade; an engine alone in its thread (or process) has its own.
  */
 export class Cascade {
   private depth = 0;
@@ -34,6 +32,15 @@ export class Cascade {
     }
   }
 
+  run<T>(fn: () => T): T {
+    this.enter();
+    try {
+      return fn();
+    } finally {
+      this.leave();
+    }
+  }
+
   /** No cascade running: the engines of this thread are all at rest. */
   get idle(): boolean {
     return this.depth === 0;
@@ -46,18 +53,18 @@ export class Cascade {
   }
 }
 
-/** What the loop ships through and reads, as its host holds it. */
+/** What the loop reads and ships through: its host (EngineHost). */
 export interface LoopPorts {
   readonly clock: Clock;
+  readonly settings: Pick<EngineSettings, 'maxWaitMs' | 'checkInvariants'>;
+  readonly policy: Pick<ServingPolicy, 'launch'>;
   readonly outlet: EngineOutlet;
   /** Links to the peers this engine hands requests to directly; any other goes through the entry. */
   readonly peers: ReadonlyMap<string, PeerLink>;
-  /** Where trace events go now (undefined: nobody reads them). */
-  trace(): TraceSink | undefined;
+  readonly trace: TraceSink | undefined;
   readonly cascade: Cascade;
   /** A step's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
   readonly settled?: () => void;
-  readonly checkInvariants: boolean;
 }
 
 /**
@@ -67,10 +74,7 @@ export interface LoopPorts {
  * Nothing else starts a step or sends anything out.
  */
 export class EngineLoop {
-  /**
-   * The lane actor (idle / collecting / executing / failing / down): its state is the lane's, its
-   * `after` delay the max-wait timer, its `launch` action the one place a step starts.
-   */
+  /** The lane actor: its state is the lane's, its `after` delay the max-wait timer, its `launch` action the one place a step starts. */
   readonly actor: Actor<typeof subServerMachine>;
   /** Trace events made since the last report, for an entry across a port (one in this process takes them at once). */
   traced: TraceEvent[] = [];
@@ -79,12 +83,10 @@ export class EngineLoop {
 
   constructor(
     private readonly engine: Engine,
-    private readonly rule: LaunchRule,
-    maxWaitMs: number,
-    private readonly ports: LoopPorts,
+    private readonly host: LoopPorts,
   ) {
     const machine = subServerMachine.provide({ actions: { launch: (_, { down }) => this.launch(down) } });
-    this.actor = createActor(machine, { input: { maxWaitMs }, clock: ports.clock });
+    this.actor = createActor(machine, { input: { maxWaitMs: host.settings.maxWaitMs }, clock: host.clock });
     this.actor.start();
   }
 
@@ -92,46 +94,34 @@ export class EngineLoop {
 
   /** Runs one input of the entry or a peer as a cascade, then ships what it produced. */
   input<T>(fn: () => T): T {
-    const { cascade } = this.ports;
-    cascade.enter();
-    try {
+    return this.host.cascade.run(() => {
       const out = fn();
       this.ship(this.engine.take(), 0);
       return out;
-    } finally {
-      cascade.leave();
-    }
+    });
   }
 
   // --- 2. maybe launch a step ---
   //
-  // When a step launches, in full: the lane actor (subServerMachine) launches on a transition whose
-  // guard reads the facts below, and only then —
-  //   · a request is ready and the policy says so (`mayLaunch`: immediate, at once; delayed, at the
-  //     threshold; sync modes, when the entry's round let this engine launch);
-  //   · or it has been collecting for the max-wait deadline (the actor's `after` delay on the
-  //     engine's clock) and the policy launches late (`mayLaunchLate`: delayed does; a sync round still waits);
-  //   · or the step in flight came back (BATCH_DONE) and the next may launch: it starts at once.
-  // One step is in flight per engine; none starts inside a cascade (Cascade above), and a down
-  // engine's steps fail at once. The step itself is Engine.step (schedule → execute), Engine.apply (update).
+  // The lane actor (subServerMachine) launches on a transition whose guard reads the facts below, and
+  // only then: a request is ready and the policy's `mayLaunch` says so; or it has collected for the
+  // max-wait deadline and `mayLaunchLate` says so; or the step in flight came back (BATCH_DONE) and
+  // the next may launch at once. One step is in flight per engine, none starts inside a cascade, and
+  // a down engine's steps fail at once. The step itself is Engine.step, its results Engine.apply.
 
   /** What the lane actor's guards read, as the lane is now. */
   private facts(): LaneFacts {
     const e = this.engine;
+    const rule = this.host.policy.launch;
     const ready = e.readyCount > 0;
-    return { ready, mayLaunch: this.rule.mayLaunch(e), atDeadline: ready && this.rule.mayLaunchLate(e) };
+    return { ready, mayLaunch: rule.mayLaunch(e), atDeadline: ready && rule.mayLaunchLate(e) };
   }
 
-  /** Sends the lane actor an event with the lane as it is now. */
   tell(type: Exclude<SubServerEvent['type'], 'SCHEDULE'>): void {
     this.actor.send({ type, lane: this.facts() });
   }
 
-  /**
-   * Tells the lane actor of a change in what its guards read (WORK), unless a step is in flight (its
-   * return says) or nothing changed: at rest the actor's context is the lane as it is, so its
-   * deadline timer decides on the truth.
-   */
+  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is, so its deadline decides on the truth. */
   private look(): void {
     if (this.executing) return;
     const heard = this.actor.getSnapshot().context.lane;
@@ -141,7 +131,7 @@ export class EngineLoop {
 
   /** The lane actor's launch action: a step starts; its outputs, as data, ship when the runner answers. */
   private launch(down: boolean): void {
-    this.rule.launched();
+    this.host.policy.launch.launched();
     const e = this.engine;
     const { batch, result } = e.step(down);
     result.then(
@@ -150,15 +140,13 @@ export class EngineLoop {
     );
   }
 
-  /** The entry's round lets this engine launch one step (sync modes). */
   allow(): void {
     this.input(() => {
-      this.rule.allow();
+      this.host.policy.launch.allow();
       this.look();
     });
   }
 
-  /** The delayed-batching threshold and the max-wait deadline from now on. */
   schedule(threshold: number, maxWaitMs: number): void {
     this.input(() => {
       this.engine.threshold = threshold;
@@ -166,13 +154,12 @@ export class EngineLoop {
     });
   }
 
-  /** A step is in flight (the lane actor is executing or failing). */
   get executing(): boolean {
     const state = this.actor.getSnapshot().value;
     return state === 'executing' || state === 'failing';
   }
 
-  /** Down (a state of the lane actor): steps fail at once until the runner is replaced. */
+  /** Steps fail at once until the runner is replaced. */
   get down(): boolean {
     const state = this.actor.getSnapshot().value;
     return state === 'down' || state === 'failing';
@@ -182,17 +169,14 @@ export class EngineLoop {
 
   /** A step landed: the lane actor looks at the queue again, then its outputs go out. */
   private landed(out: EngineOutputs): void {
-    const { cascade } = this.ports;
-    cascade.enter();
-    try {
+    const { cascade } = this.host;
+    cascade.run(() => {
       this.tell('BATCH_DONE');
       this.ship(out, 1);
-    } finally {
-      cascade.leave();
-    }
-    if (cascade.idle) this.ports.settled?.();
+    });
+    if (cascade.idle) this.host.settled?.();
     // an invariant broken here is a bug: it kills the thread (or process), which the entry reports
-    if (this.ports.checkInvariants) checkEngine(this.engine);
+    if (this.host.settings.checkInvariants) checkEngine(this.engine);
   }
 
   /**
@@ -204,9 +188,9 @@ export class EngineLoop {
    */
   private ship(out: EngineOutputs, returned: number): void {
     if (out.sent.length > 0) this.sendHandoffs(out.sent);
-    if (this.ports.outlet.inProcess) {
+    if (this.host.outlet.inProcess) {
       this.report(out.events, returned);
-      this.ports.cascade.wake(this);
+      this.host.cascade.wake(this);
     } else {
       this.wake();
       this.report(out.events, returned);
@@ -221,9 +205,9 @@ export class EngineLoop {
       else byPeer.set(to, [arrival]);
     }
     for (const [name, arrivals] of byPeer) {
-      const peer = this.ports.peers.get(name);
+      const peer = this.host.peers.get(name);
       if (peer) peer.arrive(arrivals);
-      else this.ports.outlet.viaEntry(name, arrivals);
+      else this.host.outlet.viaEntry(name, arrivals);
     }
   }
 
@@ -232,25 +216,23 @@ export class EngineLoop {
     const e = this.engine;
     if (!this.executing && e.readyCount > 0) this.queueLength(e.readyCount);
     this.look();
-    // A queue that emptied says so (a launch took it, or a landed step did): a reader holds the last length it heard.
+    // a queue that emptied says so (a launch took it, or a landed step did): a reader holds the last length it heard
     if (e.readyCount === 0 && this.lastQueue > 0) this.queueLength(0);
   }
 
   private queueLength(length: number): void {
     this.lastQueue = length;
-    this.ports.trace()?.emit({ type: 'queue', t: this.ports.clock.now(), model: this.engine.name, length });
+    this.host.trace?.emit({ type: 'queue', t: this.host.clock.now(), model: this.engine.name, length });
   }
 
   private report(events: EngineEvent[], returned: number): void {
-    const { outlet } = this.ports;
-    let lane: LaneStats | undefined;
-    if (!outlet.inProcess) {
-      lane = this.engine.laneStats();
-      const key = `${lane.ready}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}`;
-      const same = key === this.lastLane;
-      this.lastLane = key;
-      if (same && events.length === 0 && this.traced.length === 0 && returned === 0) return;
-    } else if (events.length === 0 && this.traced.length === 0 && returned === 0) return;
+    const { outlet } = this.host;
+    // an entry in this thread reads the lane itself; one across a port hears it when it changed
+    const lane = outlet.inProcess ? undefined : this.engine.laneStats();
+    const key = lane ? `${lane.ready}/${lane.executing}/${lane.waitingAdmission}/${lane.pendingReturn}/${lane.kvBytes}` : '';
+    const same = key === this.lastLane;
+    this.lastLane = key;
+    if (same && events.length === 0 && this.traced.length === 0 && returned === 0) return;
     // taken before the report goes: the entry may answer at once (a release), which ships again
     const report = { events, trace: this.traced, lane, returned };
     if (this.traced.length > 0) this.traced = [];

@@ -1,5 +1,5 @@
 // Debug-mode checks of what no type can rule out: a request decoding on exactly one engine, no running request lost, no KV cache leaked.
-import type { KvCache } from './cachePool.ts';
+import type { KvCache } from './localRequest.ts';
 import type { Engine } from './engine.ts';
 import type { RequestState } from '../entry/requestState.ts';
 
@@ -45,7 +45,7 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
       if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local))
         throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
-      if (s === 'queued' && local.hasCache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
+      if (s === 'queued' && local.cache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
     } else if (s !== 'pending-return') throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
     if (local.cache) held.add(local.cache);
   }

@@ -1,37 +1,104 @@
-// One engine's queues and KV pool: ready FIFO, admission queue, eviction of pending-return caches, prefix cache; planners decide, this applies.
+// One engine's queues and KV pool: ready FIFO, admission queue (a pure planner decides), eviction, prefix cache use.
 import { TokenRouterError } from '../errors.ts';
-import { planAdmission } from './planAdmission.ts';
-import type { ReadyRow } from './planBatch.ts';
-import { CachePool } from './cachePool.ts';
-import type { LocalRequest } from './localRequest.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { ReadyRow, EngineStats } from './batch.ts';
+import type { KvCache, LocalRequest } from './localRequest.ts';
 import { PrefixCache } from './prefixCache.ts';
 
 /** Entries kept at most when the pool is unbounded (a bounded pool's room bounds them). */
 const MAX_PREFIX_ENTRIES = 256;
 
-/** What the queues count in the engine's stats. */
-export interface QueueStats {
-  admissions: number;
-  evictions: number;
-  /** Prefix cache, in tokens as vLLM counts them: context tokens looked up, and those found cached. */
-  prefixQueries: number;
-  prefixHits: number;
-  /** Prefix entries dropped to make room. */
-  prefixEvictions: number;
+/** Runner cache ids are unique in the process: a runner outlives the engines that used it (a bench's borrowed thread). */
+let nextCacheId = 1;
+
+/** One engine's KV pool: owns the caches its requests hold (id, tokens cached, room reserved); every count is a sum over them. */
+export class CachePool {
+  private readonly open = new Set<KvCache>();
+
+  constructor(
+    /** Token capacity of this pool (weights already taken out by the memory plan). */
+    readonly capacityTokens: number,
+    readonly kvBytesPerToken: number,
+    /** What the prefix cache holds (its caches take room as a reservation does). */
+    private readonly prefix: { readonly heldTokens: number } | null,
+  ) {}
+
+  /** A cache with room for a request's whole context, so a running request never runs out mid-decode; null: it does not fit. */
+  tryOpen(reserve: number): KvCache | null {
+    if (this.reservedTokenCount + this.prefixTokenCount + reserve > this.capacityTokens) return null;
+    const cache: KvCache = { id: nextCacheId++, fed: 0, reserved: reserve };
+    this.open.add(cache);
+    return cache;
+  }
+
+  /** The request let go of the cache: its room is free (the runner's release, or the prefix cache taking it over, is the caller's). */
+  close(cache: KvCache): void {
+    this.open.delete(cache);
+  }
+
+  /** For the debug checker. */
+  caches(): IterableIterator<KvCache> {
+    return this.open.values();
+  }
+
+  get reservedTokenCount(): number {
+    let n = 0;
+    for (const c of this.open) n += c.reserved;
+    return n;
+  }
+
+  get prefixTokenCount(): number {
+    return this.prefix?.heldTokens ?? 0;
+  }
+
+  get usedBytes(): number {
+    let n = this.prefixTokenCount;
+    for (const c of this.open) n += c.fed;
+    return n * this.kvBytesPerToken;
+  }
+
+  get reservedBytes(): number {
+    return this.reservedTokenCount * this.kvBytesPerToken;
+  }
 }
 
-/** The runner calls the queues make. */
-export interface QueueRunner {
-  release(cacheId: number): void;
-  fork(source: number, target: number, tokens: number): boolean;
+export interface AdmissionView {
+  capacity: number;
+  reserved: number;
+  /** KV tokens each waiting request needs, FIFO (the head waits for room before anyone behind it). */
+  waiting: readonly number[];
+  /** Tokens each pending-return cache holds reserved, oldest first: eviction candidates. */
+  evictable: readonly number[];
+}
+
+export interface AdmissionPlan {
+  /** Admit the first `admit` waiting requests, after evicting the first `evict` pending-return caches. */
+  admit: number;
+  evict: number;
+}
+
+/** Pure: evicts only as many pending-return caches as it takes for the head to fit, and none when even all of them would not do. */
+export function planAdmission(v: AdmissionView): AdmissionPlan {
+  let free = v.capacity - v.reserved;
+  let evictableLeft = v.evictable.reduce((s, t) => s + t, 0);
+  let admit = 0;
+  let evict = 0;
+  for (const need of v.waiting) {
+    if (free < need && free + evictableLeft < need) break;
+    while (free < need) {
+      free += v.evictable[evict];
+      evictableLeft -= v.evictable[evict];
+      evict++;
+    }
+    free -= need;
+    admit++;
+  }
+  return { admit, evict };
 }
 
 export class LaneQueues {
   readonly pool: CachePool;
-  /**
-   * The ready requests, FIFO: a step may take them. The only record of readiness (a local's actor
-   * says running; this queue, whether it waits for a step or is in the batch in flight).
-   */
+  /** The ready requests, FIFO: the only record of readiness (a local's actor says running; this, whether it waits for a step). */
   private ready: LocalRequest[] = [];
   /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
@@ -39,34 +106,29 @@ export class LaneQueues {
   private leftSeq = 0;
   /** Caches of requests that let go of them, by token ids (null: prefix caching off). */
   readonly prefix: PrefixCache | null;
+
   constructor(
     kvCapacityTokens: number,
     kvBytesPerToken: number,
-    private readonly stats: QueueStats,
-    private readonly runner: QueueRunner,
+    private readonly stats: EngineStats,
+    /** The engine's runner as it is now (a crashed one is replaced). */
+    private readonly runner: Pick<ModelRunner, 'release' | 'fork'>,
     prefixCache: boolean,
     /** The engine's requests: which of them wait pending-return is their actors' state, read here. */
     private readonly locals: ReadonlyMap<string, LocalRequest>,
   ) {
-    this.pool = new CachePool(kvCapacityTokens, kvBytesPerToken);
     this.prefix = prefixCache ? new PrefixCache((cacheId) => this.runner.release(cacheId)) : null;
-    this.pool.prefix = this.prefix;
+    this.pool = new CachePool(kvCapacityTokens, kvBytesPerToken, this.prefix);
   }
 
   get waitingAdmission(): number {
     return this.admissionQueue.length;
   }
 
-  get pendingReturnCount(): number {
-    let n = 0;
-    for (const l of this.locals.values()) if (l.hasCache && l.status === 'pending-return') n++;
-    return n;
-  }
-
   /** Pending-return locals still holding a cache, oldest first: the eviction candidates under memory pressure. */
-  private evictable(): LocalRequest[] {
+  evictable(): LocalRequest[] {
     const out: LocalRequest[] = [];
-    for (const l of this.locals.values()) if (l.hasCache && l.status === 'pending-return') out.push(l);
+    for (const l of this.locals.values()) if (l.cache && l.status === 'pending-return') out.push(l);
     return out.sort((a, b) => a.leftAt - b.leftAt);
   }
 
@@ -78,19 +140,13 @@ export class LaneQueues {
     return this.ready.includes(local);
   }
 
-  /** Only a running local waits for a step: anything else here is a scheduler bug, refused at once. */
-  enqueue(local: LocalRequest): void {
-    if (local.status !== 'running') throw new Error(`request ${local.id} is ${local.status}: only a running request waits for a step`);
-    this.ready.push(local);
-  }
-
-  /** Running locals that fed a chunk of a prompt go back at the head of the FIFO, in their order, to feed the rest first. */
-  enqueueFront(locals: readonly LocalRequest[]): void {
+  /** Only running locals wait for a step: anything else is a scheduler bug, refused at once. Chunked prompts go `first`, to feed the rest. */
+  enqueue(locals: readonly LocalRequest[], first = false): void {
     for (const l of locals) if (l.status !== 'running') throw new Error(`request ${l.id} is ${l.status}: only a running request waits for a step`);
-    this.ready.unshift(...locals);
+    if (first) this.ready.unshift(...locals);
+    else this.ready.push(...locals);
   }
 
-  /** Takes a local off every queue (it ended). */
   dequeue(local: LocalRequest): void {
     remove(this.ready, local);
     remove(this.admissionQueue, local);
@@ -103,25 +159,18 @@ export class LaneQueues {
 
   /** The ready requests in FIFO order, as the planner reads them: enough of them to fill a batch of `limit`. */
   readyView(limit: number): { rows: ReadyRow[]; locals: LocalRequest[] } {
-    const locals = this.ready.length <= limit ? this.ready.slice() : this.ready.slice(0, limit);
-    const rows: ReadyRow[] = new Array(locals.length);
-    for (let i = 0; i < locals.length; i++) rows[i] = { fed: locals[i].fed, unfed: locals[i].tokens.length - locals[i].fed };
-    return { rows, locals };
+    const locals = this.ready.slice(0, limit);
+    return { rows: locals.map((l) => ({ fed: l.fed, unfed: l.tokens.length - l.fed })), locals };
   }
 
   /** A batch takes the planned rows of the last view (indices into it) off the queue. */
   take(rows: readonly number[]): void {
-    // the planner takes a prefix of the FIFO: one splice
     if (rows.every((r, i) => r === i)) return void this.ready.splice(0, rows.length);
     // decode rows come first in a plan, so its indices are not in order: splice from the back
-    const sorted = rows.slice().sort((a, b) => b - a);
-    for (const r of sorted) this.ready.splice(r, 1);
+    for (const r of rows.slice().sort((a, b) => b - a)) this.ready.splice(r, 1);
   }
 
-  /**
-   * Queues `local` for a cache reservation of its whole context and admits what fits; true when
-   * it got one at once. A request larger than the whole pool is refused.
-   */
+  /** Queues `local` for a cache reservation of its whole context and admits what fits; true when it got one at once. */
   admit(local: LocalRequest): boolean {
     const need = local.spec.maxLength;
     if (need > this.pool.capacityTokens) {
@@ -137,25 +186,25 @@ export class LaneQueues {
 
   /**
    * Admits the waiting locals that now fit (planAdmission decides), evicting for them cached
-   * prefixes first (least recently used), then pending-return caches. Each starts from its longest
-   * cached prefix.
+   * prefixes first (least recently used), then pending-return caches. Each starts from its longest cached prefix.
    */
   admitWaiting(): LocalRequest[] {
     const admitted: LocalRequest[] = [];
+    const pool = this.pool;
     while (this.admissionQueue.length > 0) {
-      this.evictPrefixesFor(this.admissionQueue[0]);
+      this.evictPrefixesFor(this.admissionQueue[0].spec.maxLength);
       const waiting = this.admissionQueue.map((l) => l.spec.maxLength);
-      const capacity = this.pool.capacityTokens - this.pool.prefixTokenCount;
+      const capacity = pool.capacityTokens - pool.prefixTokenCount;
       // the pending-return caches are looked up only when what waits cannot all fit without them
-      const victims = this.pool.reservedTokenCount + waiting.reduce((s, n) => s + n, 0) <= capacity ? [] : this.evictable();
-      const plan = planAdmission({ capacity, reserved: this.pool.reservedTokenCount, waiting, evictable: victims.map((l) => l.reserved) });
+      const victims = pool.reservedTokenCount + waiting.reduce((s, n) => s + n, 0) <= capacity ? [] : this.evictable();
+      const plan = planAdmission({ capacity, reserved: pool.reservedTokenCount, waiting, evictable: victims.map((l) => l.cache!.reserved) });
       if (plan.admit === 0) break;
       for (const victim of victims.slice(0, plan.evict)) {
         this.dropCache(victim);
         this.stats.evictions++;
       }
       for (const local of this.admissionQueue.splice(0, plan.admit)) {
-        local.cache = this.pool.tryOpen(local.spec.maxLength);
+        local.cache = pool.tryOpen(local.spec.maxLength);
         if (!local.cache) throw new Error(`request ${local.id}: admitted by the plan, yet its ${local.spec.maxLength} tokens do not fit the KV pool`);
         this.stats.admissions++;
         local.counters.admissions[local.model]++;
@@ -166,14 +215,11 @@ export class LaneQueues {
     return admitted;
   }
 
-  /** Drops cached prefixes, oldest use first, until `head` fits beside the reservations, if evicting can make it fit at all. */
-  private evictPrefixesFor(head: LocalRequest): void {
-    const prefix = this.prefix;
+  /** Drops cached prefixes, oldest use first, until `need` tokens fit beside the reservations, if evicting can make it fit at all. */
+  private evictPrefixesFor(need: number): void {
+    const { prefix, pool } = this;
     if (!prefix || prefix.size === 0) return;
-    const need = head.spec.maxLength;
-    const pool = this.pool;
-    let evictable = 0;
-    for (const l of this.evictable()) evictable += l.reserved;
+    const evictable = this.evictable().reduce((s, l) => s + l.cache!.reserved, 0);
     if (pool.reservedTokenCount - evictable + need > pool.capacityTokens) return;
     while (prefix.size > 0 && pool.reservedTokenCount + pool.prefixTokenCount + need > pool.capacityTokens) {
       prefix.evictOne();
@@ -188,28 +234,17 @@ export class LaneQueues {
     this.stats.prefixQueries += local.tokens.length;
     const hit = this.prefix.match(local.tokens, local.tokens.length - 1);
     if (!hit) return;
-    if (!this.runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) {
-      this.prefix.discard(hit.entry);
-      return;
-    }
-    this.pool.fed(local.cache!, hit.length);
+    if (!this.runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) return this.prefix.discard(hit.entry);
+    local.cache!.fed += hit.length;
     local.cachedPrefix = hit.length;
     // the prompt's own prefill (nothing generated yet): what usage reports as cached prompt tokens
     if (local.tokens.length === local.spec.promptLength) local.counters.cachedPrompt = Math.max(local.counters.cachedPrompt, hit.length);
     this.stats.prefixHits += hit.length;
   }
 
-  /** A step appended `n` tokens to the local's cache. */
   fed(local: LocalRequest, n: number): void {
-    this.pool.fed(local.cache!, n);
+    local.cache!.fed += n;
     local.counters.tokensFed[local.model] += n;
-  }
-
-  /** Frees a local's cache and reservation. Never while it is in a batch. */
-  dropCache(local: LocalRequest): void {
-    if (!local.hasCache) return;
-    this.runner.release(local.cacheId);
-    this.clearCache(local);
   }
 
   /**
@@ -217,7 +252,7 @@ export class LaneQueues {
    * is freed (`keep` false: the runner is down, and the cache died with it).
    */
   retire(local: LocalRequest, keep: boolean): void {
-    if (!local.hasCache) return;
+    if (!local.cache) return;
     if (!this.prefix || !keep) return this.dropCache(local);
     const { cacheId, fed } = local;
     this.clearCache(local);
@@ -226,9 +261,11 @@ export class LaneQueues {
     while (this.pool.capacityTokens === Infinity && this.prefix.size > MAX_PREFIX_ENTRIES) this.prefix.evictOne();
   }
 
-  /** The runner died with every cache: the prefix cache's entries are gone with it. */
-  forgetPrefixes(): void {
-    this.prefix?.forget();
+  /** Never while it is in a batch. */
+  private dropCache(local: LocalRequest): void {
+    if (!local.cache) return;
+    this.runner.release(local.cacheId);
+    this.clearCache(local);
   }
 
   private clearCache(local: LocalRequest): void {

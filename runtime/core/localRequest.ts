@@ -1,13 +1,13 @@
-// A request as one engine holds it: its lifecycle actor, cache handle, and the routing state that travels with handoffs.
-import { createActor, type Actor } from 'xstate';
+// A request as one engine holds it: its lifecycle actor and chart, cache handle, and the routing state that travels with handoffs.
+import { createActor, setup, type Actor } from 'xstate';
 import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import { LifecycleError, localRequestMachine, type LocalEvent } from './localRequestMachine.ts';
 import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
-import type { KvCache } from './cachePool.ts';
+
+export type { RequestCounters } from '../../shared/protocol/engineProtocol.ts';
 
 /** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
 export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
@@ -16,11 +16,62 @@ export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
   readonly ref?: AlgorithmRef;
 };
 
-export type { RequestCounters } from '../../shared/protocol/engineProtocol.ts';
-
 export function newCounters(models: number): RequestCounters {
   return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0), cachedPrompt: 0 };
 }
+
+/** A cache of the engine's KV pool: the runner's id for it, the tokens in it, the room reserved for its request's whole context. */
+export interface KvCache {
+  readonly id: number;
+  /** Tokens in the runner's cache (a step feeds the request's tokens from here); only the engine's queues write it. */
+  fed: number;
+  readonly reserved: number;
+}
+
+export type LocalEvent =
+  | { type: 'ADMIT' } // a cache slot was granted
+  | { type: 'HANDOFF' } // the request left for a peer; keep cache, bookkeeping and admission
+  | { type: 'RETURN' } // back from a peer with the cache still held: append and resume
+  | { type: 'REQUEUE' } // back from a peer after the cache was evicted: admit again, recompute
+  | { type: 'FINISH' }
+  | { type: 'CANCEL' }
+  | { type: 'FAIL' };
+
+const ends = { FINISH: 'done', CANCEL: 'cancelled', FAIL: 'failed' } as const;
+
+/** The source of truth for where a request is on an engine; each local request is an actor of it. */
+export const localRequestMachine = setup({ types: { events: {} as LocalEvent } }).createMachine({
+  id: 'localRequest',
+  initial: 'queued',
+  states: {
+    queued: { on: { ADMIT: 'running', ...ends } },
+    running: { on: { HANDOFF: 'pending-return', ...ends } },
+    'pending-return': { on: { RETURN: 'running', REQUEUE: 'queued', ...ends } },
+    done: { type: 'final' },
+    cancelled: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export class LifecycleError extends Error {
+  constructor(
+    readonly from: LocalStatus,
+    readonly event: LocalEvent['type'],
+  ) {
+    super(`local request: no transition for ${event} in state ${from}`);
+  }
+}
+
+/** The events by name, made once. */
+export const LOCAL_EVENTS: { readonly [T in LocalEvent['type']]: Readonly<Extract<LocalEvent, { type: T }>> } = {
+  ADMIT: { type: 'ADMIT' },
+  HANDOFF: { type: 'HANDOFF' },
+  RETURN: { type: 'RETURN' },
+  REQUEUE: { type: 'REQUEUE' },
+  FINISH: { type: 'FINISH' },
+  CANCEL: { type: 'CANCEL' },
+  FAIL: { type: 'FAIL' },
+};
 
 /** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
@@ -113,9 +164,6 @@ export class LocalRequest {
     return after.value;
   }
 
-  get hasCache(): boolean {
-    return this.cache !== null;
-  }
   /** Runner cache handle; -1 while none is held. */
   get cacheId(): number {
     return this.cache?.id ?? -1;
@@ -123,9 +171,5 @@ export class LocalRequest {
   /** Tokens in this model's cache for the request (its next step feeds tokens[fed..]). */
   get fed(): number {
     return this.cache?.fed ?? 0;
-  }
-  /** Tokens reserved in the pool for this request while it holds a cache. */
-  get reserved(): number {
-    return this.cache?.reserved ?? 0;
   }
 }

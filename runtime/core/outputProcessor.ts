@@ -3,8 +3,6 @@ import { detokFlush, detokPush, newDetokState, type Decoder } from '../runner/in
 import type { TextState } from '../../shared/protocol/engineProtocol.ts';
 import type { RequestSpec } from './localRequest.ts';
 
-export type { TextState } from '../../shared/protocol/engineProtocol.ts';
-
 /** A request's text before its first token; it then travels with every handoff, so whichever engine owns the request continues it. */
 export function newTextState(): TextState {
   return { detok: newDetokState(), count: 0, tail: '', tailAt: 0, emitted: 0, stopAt: -1 };

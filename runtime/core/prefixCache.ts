@@ -5,7 +5,6 @@ export interface PrefixEntry {
   readonly cacheId: number;
   /** Tokens it holds, from position 0. */
   readonly length: number;
-  /** Its leaf in the tree. */
   node: RadixNode;
 }
 
@@ -17,12 +16,6 @@ interface RadixNode {
   children: Map<number, RadixNode>;
   /** Set on leaves only: no entry's tokens are a prefix of another's (the shorter one is dropped). */
   entry: PrefixEntry | null;
-}
-
-export interface PrefixMatch {
-  entry: PrefixEntry;
-  /** Tokens of the query the entry holds, from position 0. */
-  length: number;
 }
 
 const newNode = (edge: number[], parent: RadixNode | null): RadixNode => ({ edge, parent, children: new Map(), entry: null });
@@ -51,8 +44,8 @@ export class PrefixCache {
     return this.held;
   }
 
-  /** The entry holding the longest prefix of `tokens`, cut to `limit` tokens; null when none shares a first token. */
-  match(tokens: readonly number[], limit: number): PrefixMatch | null {
+  /** The entry holding the longest prefix of `tokens` and that prefix's length, cut to `limit`; null when none shares a first token. */
+  match(tokens: readonly number[], limit: number): { entry: PrefixEntry; length: number } | null {
     const { node, depth } = this.walk(tokens);
     const length = Math.min(depth, limit);
     if (length <= 0) return null;
@@ -104,7 +97,6 @@ export class PrefixCache {
     if (this.lru.get(entry.cacheId) === entry) this.remove(entry);
   }
 
-  /** Drops every entry. */
   clear(): void {
     for (const e of [...this.lru.values()]) this.remove(e);
   }
@@ -116,7 +108,7 @@ export class PrefixCache {
     this.held = 0;
   }
 
-  /** Each entry once, least recently used first (for checks). */
+  /** Each entry once (for checks). */
   entries(): IterableIterator<PrefixEntry> {
     return this.lru.values();
   }

@@ -1,5 +1,9 @@
-// The serving policy: when an engine may launch (immediate, delayed, step-sync, model-sync) and whether a request's state stays behind a handoff (no-retain).
-import type { SchedulingMode } from './schedulingMode.ts';
+// The serving policy: when an engine may launch (immediate, delayed, step-sync, model-sync), whether a request's state stays behind a handoff (no-retain), which thresholds are feasible.
+import { SCHEDULING_MODES } from '../../shared/protocol/engineProtocol.ts';
+import { TokenRouterError } from '../errors.ts';
+
+export { SCHEDULING_MODES };
+export type SchedulingMode = (typeof SCHEDULING_MODES)[number];
 
 /** What a policy reads about an engine's lane. */
 export interface LaneView {
@@ -83,39 +87,31 @@ class AllowedOnce implements LaunchRule {
  * model-sync: one, round-robin) and the next opens only when every step it let launch came back.
  */
 class SyncRounds implements Rounds {
+  /** Steps the running round let launch that have not come back (0: no round is running). */
   private outstanding = 0;
-  private running = false;
   private nextLane = 0;
 
   constructor(private readonly oneModel: boolean) {}
 
   open(lanes: readonly RoundLane[]): void {
-    if (this.running) return;
+    if (this.outstanding > 0) return;
     const free = (l: RoundLane) => l.readyCount > 0 && !l.executing;
-    const withWork = lanes.filter(free);
-    if (withWork.length === 0) return;
-    let chosen = withWork;
+    let chosen = lanes.filter(free);
+    if (chosen.length === 0) return;
     if (this.oneModel) {
       // round-robin from the lane after the last one served, so no model starves
-      const k = lanes.length;
-      let pick = withWork[0];
-      for (let d = 0; d < k; d++) {
-        const cand = lanes[(this.nextLane + d) % k];
-        if (free(cand)) {
-          pick = cand;
-          break;
-        }
-      }
-      this.nextLane = (pick.index + 1) % k;
+      let at = this.nextLane;
+      while (!free(lanes[at % lanes.length])) at++;
+      const pick = lanes[at % lanes.length];
+      this.nextLane = (pick.index + 1) % lanes.length;
       chosen = [pick];
     }
     this.outstanding = chosen.length;
-    this.running = true;
     for (const l of chosen) l.grant();
   }
 
   finished(n: number): void {
-    for (let i = 0; i < n; i++) if (this.running && --this.outstanding === 0) this.running = false;
+    this.outstanding = Math.max(0, this.outstanding - n);
   }
 }
 
@@ -135,4 +131,36 @@ export function servingPolicy(mode: SchedulingMode, retain: boolean): ServingPol
 /** Sync modes keep to one replica of a remote model: their round counts one step per engine. */
 export function keepsOneReplica(mode: SchedulingMode): boolean {
   return mode === 'step-sync' || mode === 'model-sync';
+}
+
+/**
+ * Thresholds a deployment may run (async-delayed): each within its model's max batch; Σ(T_i − 1) < N, since
+ * with N requests in flight and every model i holding T_i − 1 of them just below its threshold nothing
+ * launches; and a max-wait deadline when any T > 1, since fewer than N are in flight whenever traffic thins out.
+ */
+export function validateThresholds(
+  mode: SchedulingMode,
+  models: readonly { name: string; maxBatch: number }[],
+  thresholds: readonly number[],
+  concurrency: number,
+  maxWaitMs: number,
+): void {
+  if (mode !== 'async-delayed') return;
+  const refuse = (message: string, param = 'thresholds') => {
+    throw new TokenRouterError('infeasible_thresholds', message, param);
+  };
+  models.forEach((l, i) => {
+    if (thresholds[i] > l.maxBatch) refuse(`threshold ${thresholds[i]} of ${l.name} exceeds its max batch ${l.maxBatch}`);
+  });
+  if (Number.isFinite(concurrency)) {
+    thresholds.forEach((t, i) => {
+      if (!Number.isInteger(t) || t < 1) refuse(`threshold of ${models[i]?.name ?? `model ${i + 1}`} must be an integer ≥ 1, got ${t}`);
+    });
+    const slack = thresholds.reduce((s, t) => s + (t - 1), 0);
+    if (slack >= concurrency)
+      refuse(
+        `thresholds [${thresholds.join(', ')}] are infeasible at concurrency ${concurrency}: Σ(T_i − 1) = ${slack} must be < ${concurrency}, or every model can wait on the others forever`,
+      );
+  }
+  if (thresholds.some((t) => t > 1) && !Number.isFinite(maxWaitMs)) refuse('thresholds above 1 need a finite max-wait deadline (maxWaitMs)', 'maxWaitMs');
 }

@@ -1,11 +1,7 @@
 // The engine's lane actor: idle / collecting a delayed batch / executing a batch / down, where batches fail.
 import { assign, setup } from 'xstate';
 
-/**
- * What the guards read about the lane, as the engine loop last reported it. The loop computes it
- * from the queue and the serving policy and sends it with every event, so the guards read only the
- * context: at rest it is the lane as it is (the engine loop reports each change, see `EngineLoop.look`).
- */
+/** What the guards read about the lane, as the engine loop computed it (queue and serving policy) and sent it with the event. */
 export interface LaneFacts {
   /** Requests are ready to run here. */
   readonly ready: boolean;
@@ -24,25 +20,18 @@ export type SubServerEvent =
   | { type: 'DOWN'; lane: LaneFacts } // the runner is gone or taken down: steps fail at once
   | { type: 'UP'; lane: LaneFacts }; // a runner is in place again
 
-export type SubServerState = 'idle' | 'collecting' | 'executing' | 'failing' | 'down';
-
 type SubServerContext = { lane: LaneFacts; maxWaitMs: number };
 
-/**
- * The lane as the event reports it (a transition's guards run before its `note`); the deadline's
- * delayed event reports nothing, so the lane as last reported, which at rest is the lane as it is.
- */
+/** The lane as the event reports it (guards run before `note`); the deadline's delayed event reports none: the lane last noted. */
 const laneOf = ({ context, event }: { context: SubServerContext; event: SubServerEvent }): LaneFacts => ('lane' in event ? event.lane : context.lane);
 
 const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
 /**
- * The lane's chart. `launch` is the one effect: a plain action the engine loop provides
- * (`subServerMachine.provide({ actions: { launch } })`) that starts a batched step (one launched
- * from down fails at once: `params.down`); its return comes back as BATCH_DONE. Every event carries the lane's facts, which its
- * transition's guards read and its `note` keeps in the context for the eventless transitions and
- * the deadline.
+ * The lane's chart. `launch` is the one effect, an action the engine loop provides (`provide`) that
+ * starts a step (one launched from down fails at once); its return comes back as BATCH_DONE. Every
+ * event carries the lane's facts, which `note` keeps for the eventless transitions and the deadline.
  */
 export const subServerMachine = setup({
   types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
@@ -55,7 +44,6 @@ export const subServerMachine = setup({
   actions: {
     note: assign({ lane: ({ event }) => event.lane }),
     schedule: assign(({ event, context }) => ({ lane: event.lane, maxWaitMs: event.type === 'SCHEDULE' ? event.maxWaitMs : context.maxWaitMs })),
-    // params.down: launched from down, the batch fails at once
     launch: (_, _params: { down: boolean }) => {
       throw new Error('subServerMachine: the engine provides the launch action (machine.provide({ actions: { launch } }))');
     },
@@ -68,12 +56,9 @@ export const subServerMachine = setup({
   id: 'engine',
   context: ({ input }) => ({ lane: NO_WORK, maxWaitMs: input.maxWaitMs }),
   initial: 'idle',
-  // Heard in any state that does not take the event itself: the lane it reports is noted (so the
-  // eventless transitions, which read the event's lane too, agree with the context), and the states
-  // that decide look again through their eventless transitions.
+  // Heard in any state that does not take the event itself: the lane is noted, and deciding states look again.
   on: { WORK: { actions: 'note' }, SCHEDULE: { actions: 'schedule' }, BATCH_DONE: { actions: 'note' }, DOWN: { actions: 'note' }, UP: { actions: 'note' } },
-  // A batch starts on a transition (launch), never on entering a state: executing and failing both
-  // hold one, and DOWN / UP move between them without touching it.
+  // A batch starts on a transition, never on entering a state: DOWN / UP move between executing and failing without touching it.
   states: {
     idle: {
       always: [
@@ -82,18 +67,16 @@ export const subServerMachine = setup({
       ],
       on: { DOWN: { target: 'down', actions: 'note' } },
     },
-    // Entered only when a batch must wait (below threshold, or a barrier closed): the deadline
-    // timer is armed just for those waits, not on every step.
+    // Entered only when a batch must wait (below threshold, a sync round closed): the deadline timer is armed for those waits only.
     collecting: {
       always: [
         { target: 'idle', guard: 'noWork' },
         { target: 'executing', guard: 'mayLaunch', actions: LAUNCH },
       ],
       after: { maxWait: { target: 'executing', guard: 'deadline', actions: LAUNCH } },
-      // A new schedule re-enters, so the deadline timer runs again with the deadline now in force.
+      // a new schedule re-enters, so the timer runs again with the deadline now in force
       on: { SCHEDULE: { target: 'collecting', reenter: true, actions: 'schedule' }, DOWN: { target: 'down', actions: 'note' } },
     },
-    // One batch in flight: the lane is looked at again when it returns.
     executing: {
       on: {
         BATCH_DONE: [
@@ -104,12 +87,11 @@ export const subServerMachine = setup({
         DOWN: { target: 'failing', actions: 'note' },
       },
     },
-    // Down (the runner is gone or taken down) with a batch in flight.
+    // Down with a batch in flight.
     failing: {
       on: { BATCH_DONE: { target: 'down', actions: 'note' }, UP: { target: 'executing', actions: 'note' } },
     },
-    // Each batch launched from here fails at once, so its requests fail, as soon as one could launch
-    // at all (the deadline's rule).
+    // Each batch launched from here fails at once, as soon as one could launch at all (the deadline's rule).
     down: {
       always: { target: 'failing', guard: 'deadline', actions: LAUNCH_DOWN },
       on: { UP: { target: 'idle', actions: 'note' } },

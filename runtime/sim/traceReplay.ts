@@ -5,7 +5,7 @@ import { VirtualClock } from '../clock/virtualClock.ts';
 import { Cluster } from '../entry/cluster.ts';
 import { TokenRouterError } from '../errors.ts';
 import { SimRunner } from '../runner/simRunner.ts';
-import type { SchedulingMode } from '../core/schedulingMode.ts';
+import type { SchedulingMode } from '../core/servingPolicy.ts';
 import { fitLatencyProfile } from '../control/throughput/index.ts';
 import { meanInFlight, traceModels } from '../trace/traceSummary.ts';
 import { runClosedLoop, type ClosedLoopReport } from './closedLoop.ts';

@@ -3,7 +3,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { Engine } from '../core/engine.ts';
-import type { LaneStats } from '../core/laneStats.ts';
+import type { LaneStats } from '../core/messages.ts';
 import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, EngineEntry, EngineReport, EngineSettings } from '../core/messages.ts';
 

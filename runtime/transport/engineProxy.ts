@@ -3,7 +3,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
-import type { LaneStats } from '../core/laneStats.ts';
+import type { LaneStats } from '../core/messages.ts';
 import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
 import { reportToEntry, type EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';

@@ -7,7 +7,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Cascade } from '../core/engineLoop.ts';
 import type { Engine } from '../core/engine.ts';
-import type { LaneStats } from '../core/laneStats.ts';
+import type { LaneStats } from '../core/messages.ts';
 import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
 import { reportToEntry, type EngineHandle } from './engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';

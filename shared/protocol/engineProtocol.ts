@@ -203,7 +203,7 @@ const algorithmRefSchema = z.object({
   catalog: list(z.object({ name: z.string(), heads: list(z.string()), vocabSize: int.optional() })).optional(),
 });
 
-/** The scheduling modes (runtime/core/schedulingMode.ts), shared by the config schema and the engine wire. */
+/** The scheduling modes (runtime/core/servingPolicy.ts explains them); the config schema and the engine wire share this one list. */
 export const SCHEDULING_MODES = ['step-sync', 'model-sync', 'async-immediate', 'async-delayed'] as const;
 
 /**

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { LOCAL_STATES, type LocalStatus } from '../../shared/trace.ts';
-import { LifecycleError, localRequestMachine, LOCAL_EVENTS, type LocalEvent } from '../../runtime/core/localRequestMachine.ts';
+import { LifecycleError, localRequestMachine, LOCAL_EVENTS, type LocalEvent } from '../../runtime/core/localRequest.ts';
 import { LocalRequest, newCounters } from '../../runtime/core/localRequest.ts';
 import { requestSpec } from '../../runtime/entry/requestState.ts';
 import { GREEDY } from '../../runtime/runner/modelRunner.ts';

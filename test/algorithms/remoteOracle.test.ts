@@ -11,7 +11,7 @@ import { natsServerBinary, startNatsServer, type NatsServerProcess } from '../su
 import { runOracle } from '../support/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
-import { SCHEDULING_MODES } from '../../runtime/core/schedulingMode.ts';
+import { SCHEDULING_MODES } from '../../runtime/core/servingPolicy.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
 

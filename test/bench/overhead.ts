@@ -2,7 +2,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createActor } from 'xstate';
-import { localRequestMachine } from '../../runtime/core/localRequestMachine.ts';
+import { localRequestMachine } from '../../runtime/core/localRequest.ts';
 import { requestMachine } from '../../runtime/entry/requestMachine.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';

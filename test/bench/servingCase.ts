@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import type { LaneStats } from '../../runtime/core/laneStats.ts';
+import type { LaneStats } from '../../runtime/core/messages.ts';
 import type { ThreadStats } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { machineBusyCores, machineCpuTicks, processSchedstat, runqueueWait, threadCpuMs, type RunqueueWait } from '../../runtime/util/threadCpu.ts';
@@ -11,7 +11,7 @@ import { benchmarkServing, poolRuns, type ServingRun } from '../../runtime/loadg
 import { benchPrompt } from '../../runtime/loadgen/benchPrompt.ts';
 import { parseGoodput, type Slo } from '../../runtime/loadgen/goodput.ts';
 import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
-import type { SchedulingMode } from '../../runtime/core/schedulingMode.ts';
+import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';
 import { startServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { TraceDir } from '../../runtime/trace/traceDir.ts';

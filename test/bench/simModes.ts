@@ -1,7 +1,7 @@
 // Suite sim-modes: the paper's R2R setting in virtual time, all four scheduling modes and the re-init baseline.
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
-import type { SchedulingMode } from '../../runtime/core/schedulingMode.ts';
+import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';
 import { runClosedLoop, type ClosedLoopReport } from '../../runtime/sim/closedLoop.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners } from '../../runtime/sim/paperProfile.ts';

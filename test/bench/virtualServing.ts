@@ -2,10 +2,10 @@
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
-import type { LaneStats } from '../../runtime/core/laneStats.ts';
+import type { LaneStats } from '../../runtime/core/messages.ts';
 import type { Slo } from '../../runtime/loadgen/goodput.ts';
 import { servingMetrics, type RequestRecord, type ServingMetrics } from '../../runtime/loadgen/requestMetrics.ts';
-import type { SchedulingMode } from '../../runtime/core/schedulingMode.ts';
+import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 import { PAPER_R2R_PROFILE, profileRunners, type LatencyProfile } from '../../runtime/sim/paperProfile.ts';
 

@@ -7,7 +7,7 @@ import { Cluster, type ClusterOptions } from '../../runtime/entry/cluster.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { TraceRecorder } from '../../runtime/trace/traceRecorder.ts';
-import type { SchedulingMode } from '../../runtime/core/schedulingMode.ts';
+import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';
 import { everyN } from './everyN.ts';
 
 function setup(opts: Partial<ClusterOptions> & { latency?: [number, number]; kv?: number } = {}) {

@@ -4,7 +4,7 @@ import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
 import { runOracle } from '../support/sequentialOracle.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
-import { SCHEDULING_MODES } from '../../runtime/core/schedulingMode.ts';
+import { SCHEDULING_MODES } from '../../runtime/core/servingPolicy.ts';
 import { runWorkload } from './runWorkload.ts';
 import { randomCase } from './randomCase.ts';
 import { randomAlgorithm } from './randomAlgorithm.ts';

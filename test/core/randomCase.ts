@@ -1,5 +1,5 @@
 // One seeded random case of the oracle property tests: models, requests, limits and scheduling knobs.
-import type { SchedulingMode } from '../../runtime/core/schedulingMode.ts';
+import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';
 import { draw3 } from '../../runtime/util/hash.ts';
 import type { WorkloadRequest } from './runWorkload.ts';
 

@@ -6,7 +6,7 @@ import { Cluster } from '../../runtime/entry/cluster.ts';
 import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import type { RequestResult } from '../../runtime/entry/requestState.ts';
 import { runOracle } from '../support/sequentialOracle.ts';
-import { SCHEDULING_MODES } from '../../runtime/core/schedulingMode.ts';
+import { SCHEDULING_MODES } from '../../runtime/core/servingPolicy.ts';
 import { randomAlgorithm } from './randomAlgorithm.ts';
 import { randomCase } from './randomCase.ts';
 import { caseRunner } from './threadSim.ts';

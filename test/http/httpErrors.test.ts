@@ -1,6 +1,6 @@
 // Every typed error class of the runtime maps to one status and code in one place; untyped errors never leak their text.
 import { describe, expect, it } from 'vitest';
-import { LifecycleError } from '../../runtime/core/localRequestMachine.ts';
+import { LifecycleError } from '../../runtime/core/localRequest.ts';
 import { IrCompileError } from '../../runtime/ir/compileIr.ts';
 import { RemoteRunnerError } from '../../runtime/transport/nats/natsConnection.ts';
 import { InvariantError } from '../../runtime/core/invariants.ts';

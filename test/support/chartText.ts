@@ -66,7 +66,7 @@ function region(node: AnyStateNode, ind: string, effect: (a: unknown) => string 
 export async function documentedCharts(): Promise<Record<string, string>> {
   const [{ subServerMachine }, { localRequestMachine }, { requestMachine }] = await Promise.all([
     import('../../runtime/core/subServerMachine.ts'),
-    import('../../runtime/core/localRequestMachine.ts'),
+    import('../../runtime/core/localRequest.ts'),
     import('../../runtime/entry/requestMachine.ts'),
   ]);
   return { engine: chartText(subServerMachine), 'local-request': chartText(localRequestMachine), request: chartText(requestMachine) };
