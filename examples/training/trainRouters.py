@@ -6,7 +6,7 @@ go into the small's exported folder (exportFamily.ts writes it with the `hidden_
     nice -n 10 /usr/bin/python3 examples/training/trainRouters.py       # writes TR_OUT/models/small/routers/
     npx tsx examples/training/checkRouters.ts --models TR_OUT/models    # loads them in the runner, compares with PyTorch
 Environment: TR_OUT (default /work/family-out), TR_SMALL (small), TR_LABELLER (large; a stand-in such as
-medium for plumbing runs), TR_ROUTER_TRAIN (3000 training problems per kind of data), TR_ROUTER_VAL (1000:
+medium for plumbing runs), TR_LABELLER_CKPT (default TR_OUT/ckpt/<labeller>.pt), TR_ROUTER_TRAIN (3000 training problems per kind of data), TR_ROUTER_VAL (1000:
 validation problems), TR_ROUTERS_OUT (default TR_OUT/models/<small>/routers), TR_THREADS (1).
 
 Data, as train.py made it for the old family, all labels "agree = small's greedy token == large's greedy
@@ -43,6 +43,7 @@ import trainFamily as tf  # noqa: E402  (sets torch's threads from TR_THREADS)
 
 SMALL = os.environ.get('TR_SMALL', 'small')
 LABELLER = os.environ.get('TR_LABELLER', 'large')
+LABELLER_CKPT = os.environ.get('TR_LABELLER_CKPT')  # a checkpoint of LABELLER's size from elsewhere (stand-ins)
 N_TRAIN = int(os.environ.get('TR_ROUTER_TRAIN', '3000'))
 N_VAL = int(os.environ.get('TR_ROUTER_VAL', '1000'))
 OUT_DIR = os.environ.get('TR_ROUTERS_OUT', os.path.join(tf.OUT, 'models', SMALL, 'routers'))
@@ -249,7 +250,9 @@ def main():
     vocab = tf.load_vocab()
     eos = vocab['ids'].index(vocab['eos'])
     full_ids = torch.tensor(vocab['ids'], dtype=torch.long)
-    small, large = tf.load_model(SMALL, vocab), tf.load_model(LABELLER, vocab)
+    small, large = tf.load_model(SMALL, vocab), tf.Qwen3Compact(tf.CONFIGS[LABELLER], len(vocab['ids']))
+    large.load_state_dict(torch.load(LABELLER_CKPT or os.path.join(tf.OUT, 'ckpt', f'{LABELLER}.pt')))
+    large.eval()
     store = with_hidden(small)
     train_rows, val_rows = tf.load_rows('train'), tf.load_rows('validation')[:N_VAL]
     pick = random.Random(99).sample(range(len(train_rows)), 2 * N_TRAIN)
