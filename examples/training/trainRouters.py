@@ -2,9 +2,15 @@
 # Fits the word-problem family's router heads (CITER, R2R, Co-LLM over small's hidden state, labelled by large) and writes the routers folder the runtime loads.
 """
 Needs trainFamily.py's checkpoints (TR_OUT/ckpt/<small>.pt and <labeller>.pt) and the corpus; the heads
-go into the small's exported folder (exportFamily.ts writes it with the `hidden_states` output they read):
-    nice -n 10 /usr/bin/python3 examples/training/trainRouters.py       # writes TR_OUT/models/small/routers/
-    npx tsx examples/training/checkRouters.ts --models TR_OUT/models    # loads them in the runner, compares with PyTorch
+go into the small's exported folder (exportFamily.ts writes it with the `hidden_states` output they read;
+it deletes the folder first, so export before this script):
+    npx tsx examples/training/exportFamily.ts --name small                          # and --name large
+    nice -n 10 /usr/bin/python3 examples/training/trainRouters.py                   # writes TR_OUT/models/small/routers/
+    npx tsx examples/training/checkRouters.ts --from TR_OUT --problems 40            # the runner against PyTorch, then routing
+Thresholds for the algorithms, chosen on validation by accuracy (a task folder of the corpus' validation
+split, {"prompt": question, "answer": final} lines, grader final-number):
+    npx tokenrouter eval --task <folder> --models TR_OUT/models --split validation --plan heads \
+      --max-tokens 112 --choose TR_OUT/models/small/routers/calibration.json
 Environment: TR_OUT (default /work/family-out), TR_SMALL (small), TR_LABELLER (large; a stand-in such as
 medium for plumbing runs), TR_LABELLER_CKPT (default TR_OUT/ckpt/<labeller>.pt), TR_ROUTER_TRAIN (3000 training problems per kind of data), TR_ROUTER_VAL (1000:
 validation problems), TR_ROUTERS_OUT (default TR_OUT/models/<small>/routers), TR_THREADS (1).
