@@ -30,8 +30,12 @@ one-hot over the corpus' ids (an id outside them embeds as zeros, as in the mode
 Writes also TR_OUT/routers-check.json: PyTorch's hidden state, top logits and head scores after a few
 validation prompts, which checkRouters.ts compares with what the runner computes from the exported files.
 
-Measured on the shared 2-core machine (a family training run beside it, load average 8-19), stand-ins:
-see the wall times printed per phase and `seconds` in routers.json's `collect`.
+Wall times: printed per phase and kept in routers.json's `seconds`. Measured with stand-ins (small at 100
+steps of the full run, labelled by the same run's step-200 checkpoint: TR_LABELLER=small
+TR_LABELLER_CKPT=...), TR_ROUTER_TRAIN=200 TR_ROUTER_VAL=100, one thread, nice 10, load average ~20 on
+the 2-core machine: rollouts 129 s, labels 124 s, fit and export of six heads 21 s, 281 s in all.
+The defaults (4,000 rollouts, 8,000 labelled sequences, a large ~7x the small) scale that to roughly an
+hour and a half on the same load (an estimate, not measured).
 """
 import json
 import os
@@ -296,7 +300,7 @@ def main():
     for v in heads.values():
         del v['_module']
     times['total'] = round(time.time() - t0, 1)
-    meta = {'model': SMALL, 'labelled_by': LABELLER, 'topk': TOPK, 'threads': torch.get_num_threads(), 'seconds': times,
+    meta = {'model': SMALL, 'labelled_by': LABELLER + (f' ({LABELLER_CKPT})' if LABELLER_CKPT else ''), 'topk': TOPK, 'threads': torch.get_num_threads(), 'seconds': times,
             'heads': dict(sorted(heads.items()))}
     with open(os.path.join(OUT_DIR, 'routers.json'), 'w') as f:
         json.dump(meta, f, indent=1)
