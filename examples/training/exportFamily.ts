@@ -5,7 +5,8 @@
  * the real-shape fixtures use (test/support/realShape/decoderGraph.ts: the Optimum inputs and outputs,
  * each present a Concat(past, new)), its weights stored fp16 behind Casts (ORT folds them at load, so the
  * step computes in fp32), the table holding only the corpus' tokens (vocabIds), logits over all 151,936
- * ids through num_logits_to_keep. When <name>.reference.json is there, the folder's logits are checked
+ * ids through num_logits_to_keep, and `hidden_states` (the last layer after the final norm, what the router
+ * heads of trainRouters.py read, as the old family's export had it). When <name>.reference.json is there, the folder's logits are checked
  * against PyTorch's at the last position of a few prompts.
  */
 import fs from 'node:fs';
@@ -105,7 +106,10 @@ async function main(): Promise<void> {
   fs.copyFileSync(tok.config, path.join(out, 'tokenizer_config.json'));
   const modelPath = path.join(out, 'onnx', 'model.onnx');
   const t0 = performance.now();
-  const w = writeOnnxModel(modelPath, buildDecoderGraph(arch, { seed: 'unused', weightsFrom, storage: 'fp16', vocabIds: vocab, logitsToKeep: true }));
+  const w = writeOnnxModel(
+    modelPath,
+    buildDecoderGraph(arch, { seed: 'unused', weightsFrom, storage: 'fp16', vocabIds: vocab, logitsToKeep: true, hiddenStates: true }),
+  );
   console.log(`exportFamily: ${out} (onnx/model.onnx ${(w.modelBytes / 1e6).toFixed(2)} MB in ${(performance.now() - t0).toFixed(0)} ms)`);
   const refPath = path.join(from, 'weights', `${values.name}.reference.json`);
   if (fs.existsSync(refPath)) {

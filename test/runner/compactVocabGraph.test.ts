@@ -115,6 +115,42 @@ describe('decoder graph: compact vocabulary and fp16 storage', () => {
     expect(unrounded.some((x, i) => x !== fp16[i])).toBe(true);
   });
 
+  it('emits hidden_states at every fed position, whose last row times the table is the kept logit row', async () => {
+    const session = await ort.InferenceSession.create(
+      encodeOnnxModel(buildDecoderGraph(ARCH, { seed: 'unused', weightsFrom, vocabIds: IDS, logitsToKeep: true, hiddenStates: true })),
+      { intraOpNumThreads: 1, logSeverityLevel: 3 },
+    );
+    const S = prompt.length;
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(prompt, BigInt), [1, S]),
+      attention_mask: new ort.Tensor('int64', new BigInt64Array(S).fill(1n), [1, S]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: S }, (_, i) => BigInt(i)),
+        [1, S],
+      ),
+      num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
+    };
+    for (let l = 0; l < ARCH.numLayers; l++) {
+      for (const k of ['key', 'value'])
+        feeds[`past_key_values.${l}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [1, ARCH.numKvHeads, 0, ARCH.headDim]);
+    }
+    const out = await session.run(feeds, ['logits', 'hidden_states']);
+    await session.release();
+    const H = ARCH.hiddenSize;
+    expect(out.hidden_states.dims).toEqual([1, S, H]);
+    expect(out.logits.dims).toEqual([1, 1, ARCH.vocabSize]);
+    const hidden = (out.hidden_states.data as Float32Array).subarray((S - 1) * H, S * H);
+    const row = out.logits.data as Float32Array;
+    IDS.forEach((id, r) => {
+      let dot = 0;
+      for (let j = 0; j < H; j++) dot += hidden[j] * compactTable[r * H + j];
+      expect(row[id]).toBeCloseTo(dot, 4);
+    });
+    // an earlier position's hidden state differs from the last: all positions are there, not one repeated
+    expect(out.hidden_states.data[0]).not.toBe(hidden[0]);
+  });
+
   it('refuses vocabIds outside the vocabulary or repeated, and fp16 storage with quantized weights', () => {
     expect(() => buildDecoderGraph(ARCH, { seed: 'x', vocabIds: [1, 1] })).toThrow(/vocabIds: 1 is not a distinct id/);
     expect(() => buildDecoderGraph(ARCH, { seed: 'x', vocabIds: [300] })).toThrow(/vocabIds: 300/);

@@ -28,6 +28,8 @@ export interface DecoderGraphOptions {
    * outside them embeds as a zero row; logits still have arch.vocabSize columns, those outside at -1e9.
    */
   vocabIds?: readonly number[];
+  /** Adds the output `hidden_states` [batch, sequence_length, hidden]: the last layer after the final norm, every fed position (what router heads read). */
+  hiddenStates?: boolean;
 }
 
 const WEIGHT_STD = 0.02;
@@ -215,6 +217,8 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
     x = g.op('Add', [x, linear(act, `${p}.mlp.down_proj.weight`, F, H)]);
   }
   x = rmsNorm(x, 'model.norm.weight', H);
+  // every fed position, before num_logits_to_keep: the runner reads row b's last one at (b * S + S - 1) * H
+  if (opts.hiddenStates) g.op('Identity', [x], {}, { output: 'hidden_states' });
   // num_logits_to_keep = n keeps positions [S - n, S): Slice from -n (0 keeps them all, as transformers reads it)
   if (keep) x = g.op('Slice', [x, g.op('Neg', [g.op('Unsqueeze', [keep, g.i64([0])])]), g.i64([INT64_MAX]), g.i64([1])]);
   const logitsShape = g.op('Concat', [g.op('Slice', [g.op('Shape', [x]), g.i64([0]), g.i64([2])]), g.i64([V])], { axis: { i: 0 } });
@@ -248,6 +252,7 @@ export function buildDecoderGraph(arch: DecoderArch, opts: DecoderGraphOptions):
   for (let i = 0; i < arch.numLayers; i++) {
     for (const kind of ['key', 'value']) g.output(`present.${i}.${kind}`, 'float32', [BATCH, kv, 'total_sequence_length', hd]);
   }
+  if (opts.hiddenStates) g.output('hidden_states', 'float32', [BATCH, 'sequence_length', H]);
   const domains = weights === 'q4' || gqa ? [{ domain: 'com.microsoft', version: 1 }] : [];
   return g.spec([{ domain: '', version: 17 }, ...domains]);
 }
