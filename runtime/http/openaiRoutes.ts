@@ -12,26 +12,24 @@ import { answerStream } from './openai/answerStream.ts';
 import { answerUnary } from './openai/answerUnary.ts';
 import { planRequest, type Kind } from './openai/requestPlan.ts';
 import { checkPlanConstraint } from './openai/constraintCheck.ts';
-import { TurnFlush } from './openai/answerStream.ts';
 import { parseBody } from './zodToError.ts';
 
 export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, shedder: LoadShedder | null = null, drain?: Drain): Router {
   const r = Router();
   const created = Math.floor(Date.now() / 1000);
   const modelObject = (id: string) => ({ id, object: 'model', created, owned_by: 'tokenrouter' });
-  const turns = new TurnFlush();
 
   r.get('/v1/models', (_req, res) => {
-    res.json({ object: 'list', data: service.modelIds().map(modelObject) });
+    res.json({ object: 'list', data: service.algorithms.modelIds().map(modelObject) });
   });
 
   r.get('/v1/models/:id', (req, res) => {
     const id = String(req.params.id);
-    if (service.modelIds().includes(id)) res.json(modelObject(id));
+    if (service.algorithms.modelIds().includes(id)) res.json(modelObject(id));
     else
       sendError(
         res,
-        new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${service.modelIds().join(', ')}`, 'model'),
+        new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${service.algorithms.modelIds().join(', ')}`, 'model'),
       );
   });
 
@@ -64,7 +62,7 @@ export function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics
       }
       res.set('X-Request-Id', plan.id);
       const meter = keyMeterOf(res);
-      const ctx = { service, metrics, drain, turns, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
+      const ctx = { service, metrics, drain, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
       if (body.stream) answerStream(ctx, plan, res, req, body.stream_options?.include_usage === true);
       else answerUnary(ctx, plan, res, req);
       // Charged once generation started: a request refused at the door (429, 503) used no tokens.

@@ -162,7 +162,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
 
 /** The config of the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats hold for the answer. */
 function entryModel(service: TokenRouterService, body: ChatRequest | CompletionRequest): ModelConfig | undefined {
-  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
+  const { algorithm } = service.algorithms.resolve(body.model, body.tokenrouter_ir);
   const name = algorithm.models[algorithm.entry - 1];
   return service.config.models.find((m) => m.name === name);
 }
@@ -189,7 +189,7 @@ function constraintOf(service: TokenRouterService, g: FieldGrammar, output: Outp
  * answer, as one request has one set of sampling parameters. None for a model without a folder here.
  */
 function generationDefaults(service: TokenRouterService, body: ChatRequest | CompletionRequest): GenerationDefaults {
-  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
+  const { algorithm } = service.algorithms.resolve(body.model, body.tokenrouter_ir);
   const entry = algorithm.models[algorithm.entry - 1];
   return (entry !== undefined && service.folders.get(entry)?.generation) || {};
 }
