@@ -3,11 +3,9 @@ import fs from 'node:fs';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
 import { Cluster } from '../entry/cluster.ts';
-import type { ThreadEngine } from '../transport/threadEngine.ts';
 import { TokenRouterError } from '../errors.ts';
 import { AlgorithmRegistry } from '../registry/algorithmRegistry.ts';
 import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
-import { WorkerRunner } from '../runner/workerRunner.ts';
 import { AutoThresholds, THRESHOLD_HYSTERESIS } from '../control/autoThresholds.ts';
 import { workerOptimiser } from '../control/workerOptimiser.ts';
 import { withTokenText } from '../trace/tokenTextSink.ts';
@@ -15,7 +13,8 @@ import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { adminTokenFor } from './adminToken.ts';
 import { ChatPrompts } from './chatPrompts.ts';
 import { wantsDetail, type GenerateHandle, type GenerateParams, type GenerateSink } from './generateParams.ts';
-import { loadModels, runnerOptions, startThread, type LentModels, type LoadedModels } from './loadModels.ts';
+import { loadModels, type LentModels, type LoadedModels } from './loadModels.ts';
+import { restartOnFailure } from './modelRestarts.ts';
 import { ServedAlgorithms } from './servedAlgorithms.ts';
 
 export interface ServiceOptions extends LentModels {
@@ -50,18 +49,20 @@ export class TokenRouterService {
   /** The live threshold controller, when thresholds are "auto". */
   readonly auto: AutoThresholds | null = null;
   private readonly optimiser: ReturnType<typeof workerOptimiser> | null = null;
-  /** Restarts so far, by model: a crashed worker comes back by itself. */
+  /** Restarts so far, by model: a crashed worker comes back by itself (modelRestarts.ts). */
   readonly restarts = new Map<string, number>();
+  readonly restartRunner: ServiceOptions['restartRunner'];
   /** Engine threads lent by the caller: neither closed nor restarted here. */
   private readonly borrowedThreads: boolean;
-  private closed = false;
+  #closed = false;
   private seq = 0;
 
   private constructor(
     readonly config: ServerConfig,
     models: LoadedModels,
-    private readonly opts: ServiceOptions,
+    opts: ServiceOptions,
   ) {
+    this.restartRunner = opts.restartRunner;
     ({ runners: this.runners, threads: this.threads, folders: this.folders, tokenizer: this.tokenizer, memory: this.memory } = models);
     this.registry = new AlgorithmRegistry(config.dataDir);
     this.adminToken = adminTokenFor(config);
@@ -99,9 +100,9 @@ export class TokenRouterService {
         return thread ? { ...at, thread } : { ...at, runner: this.runners.get(m.name)! };
       }),
     });
-    for (const [name, r] of this.runners) this.watch(name, r);
+    for (const [name, r] of this.runners) restartOnFailure(this, name, r);
     // a remote model never fails as a whole (a lost replica fails its own requests, a new one joins by itself): its handle never reports a failure
-    if (!this.borrowedThreads) for (const [name, t] of this.threads) this.watch(name, t);
+    if (!this.borrowedThreads) for (const [name, t] of this.threads) restartOnFailure(this, name, t);
     if (scheduling.thresholds === 'auto') {
       this.optimiser = workerOptimiser();
       const { tpotMs, ttftMs } = scheduling.slo ?? {};
@@ -127,41 +128,12 @@ export class TokenRouterService {
     return service;
   }
 
-  /** A dead runner (or engine thread) fails what it held, then a fresh one takes its place (5 tries, backing off). */
-  private watch(name: string, runner: Pick<ModelRunner, 'onFailure'>): void {
-    runner.onFailure?.((error) => {
-      if (this.closed) return;
-      const failed = this.cluster.failLane(name, error);
-      console.error(`[tokenrouter] model ${name} failed (${error.message}); ${failed} requests failed; restarting its worker`);
-      const folder = this.folders.get(name);
-      const m = this.config.models.find((x) => x.name === name)!;
-      const inThread = this.threads.has(name);
-      const restartRunner = this.opts.restartRunner ?? (folder && (() => WorkerRunner.start(folder.dir, { ...runnerOptions(m), name })));
-      if (!inThread && !restartRunner) return;
-      const attempt = async (n: number): Promise<void> => {
-        try {
-          const fresh: ThreadEngine | ModelRunner = inThread ? await startThread(m, folder!) : await restartRunner!(name);
-          if (this.closed) return void fresh.close?.();
-          if (inThread) {
-            this.threads.set(name, fresh as ThreadEngine);
-            this.cluster.replaceThread(name, fresh as ThreadEngine);
-          } else {
-            this.runners.set(name, fresh as ModelRunner);
-            this.cluster.replaceRunner(name, fresh as ModelRunner);
-          }
-          this.restarts.set(name, (this.restarts.get(name) ?? 0) + 1);
-          this.watch(name, fresh);
-        } catch (e) {
-          console.error(`[tokenrouter] restart of ${name} failed: ${(e as Error).message}`);
-          if (n < 5 && !this.closed) setTimeout(() => void attempt(n + 1), 500 * 2 ** n);
-        }
-      };
-      void attempt(0);
-    });
+  get closed(): boolean {
+    return this.#closed;
   }
 
   async close(): Promise<void> {
-    this.closed = true;
+    this.#closed = true;
     this.auto?.stop();
     await this.optimiser?.close();
     this.registry.close();

@@ -32,7 +32,7 @@ const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
 export function answerStream(ctx: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { metrics } = ctx;
   const object = plan.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
-  const head: ChunkHead = { id: plan.id, object, created: Math.floor(Date.now() / 1000), model: plan.model };
+  const head = { id: plan.id, object, created: Math.floor(Date.now() / 1000), model: plan.model };
   const choices = plan.jobs.map((job) => new ChoiceChunks(ctx.service, plan, head, job));
   const started = performance.now();
   const bound = ctx.service.config.limits.streamBufferBytes;
@@ -119,47 +119,33 @@ export function answerStream(ctx: AnswerContext, plan: Plan, res: Response, req:
     res.once('close', () => clearTimeout(cut));
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
-  const cancel = runChoices(
-    ctx,
-    plan,
-    req,
-    res,
-    {
-      token: (k, text, model, detail) => {
-        if (over) return;
-        choices[k].add(text, model, detail);
-        atTurnEnd(flush);
-      },
-      ended: (k, o) => {
-        const c = choices[k];
-        // what was held back to the end (a stop string that might have formed, half a character)
-        c.add(o.text.slice(c.shown), null, null);
-        c.end();
-        if (c.pending) take(c);
-        append(c.finish(o));
-        atTurnEnd(flush);
-      },
-      done: (outs) => {
-        if (includeUsage) append(sse({ ...head, choices: [], usage: usageOf(plan, outs) }));
-        end('data: [DONE]\n\n');
-      },
-      stopped: (e) => (e === null ? end() : fail(e)),
+  const cancel = runChoices(ctx, plan, req, res, {
+    unary: false,
+    token: (k, text, model, detail) => {
+      if (over) return;
+      choices[k].add(text, model, detail);
+      atTurnEnd(flush);
     },
-    false,
-  );
+    ended: (k, o) => {
+      const c = choices[k];
+      // what was held back to the end (a stop string that might have formed, half a character)
+      c.add(o.text.slice(c.shown), null, null);
+      c.end();
+      if (c.hasText || c.count > 0) take(c);
+      append(c.finish(o));
+      atTurnEnd(flush);
+    },
+    done: (outs) => {
+      if (includeUsage) append(sse({ ...head, choices: [], usage: usageOf(plan, outs) }));
+      end('data: [DONE]\n\n');
+    },
+    stopped: (e) => (e === null ? end() : fail(e)),
+  });
 }
 
 /** Headers leave with the first chunk, written right after: one write to the socket, not two. */
 function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
-}
-
-/** What every chunk of one answer repeats: its id, object, creation time and model. */
-interface ChunkHead {
-  id: string;
-  object: string;
-  created: number;
-  model: string;
 }
 
 /**
@@ -170,18 +156,17 @@ interface ChunkHead {
  * yet) ride on the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
  */
 class ChoiceChunks {
-  private content = '';
+  /** Completions with echo: the prompt's text leads the choice's first chunk. */
+  private content: string;
   private reasoning = '';
   private calls: CallDelta[] = [];
-  private readonly models = new Map<string, number>();
+  private models: Record<string, number> = {};
   private tokens: StreamToken[] = [];
   /** Tokens committed since the last chunk. */
   count = 0;
   /** Tool calls sent so far. */
   private callCount = 0;
   private first = true;
-  /** Completions with echo: the prompt's text leads the choice's first chunk. */
-  private echo: string;
   private readonly offset: { offset: number };
   private readonly output: AnswerOutput;
   /** Text given to the choice so far (what the end's whole text has past it was held back). */
@@ -192,10 +177,11 @@ class ChoiceChunks {
   constructor(
     private readonly service: TokenRouterService,
     private readonly plan: Plan,
-    private readonly head: ChunkHead,
+    /** What every chunk of the answer repeats: its id, object, creation time and model. */
+    private readonly head: object,
     private readonly job: Job,
   ) {
-    this.echo = job.echo;
+    this.content = job.echo;
     this.offset = { offset: job.echo.length };
     this.output = new AnswerOutput(plan.output, true);
   }
@@ -205,7 +191,7 @@ class ChoiceChunks {
     if (text) this.gather(this.output.push(text));
     if (model !== null) {
       this.count++;
-      this.models.set(model, (this.models.get(model) ?? 0) + 1);
+      this.models[model] = (this.models[model] ?? 0) + 1;
     }
     if (token) this.tokens.push(token);
   }
@@ -222,20 +208,14 @@ class ChoiceChunks {
     this.calls.push(...d.calls);
   }
 
-  /** Something the client has not seen: text, or tokens to attribute. */
-  get pending(): boolean {
-    return this.hasText || this.count > 0;
-  }
-
   get hasText(): boolean {
-    return this.content.length > 0 || this.reasoning.length > 0 || this.calls.length > 0 || this.echo.length > 0;
+    return this.content.length > 0 || this.reasoning.length > 0 || this.calls.length > 0;
   }
 
   /** The pending output as SSE events (one, or more for tool calls), and the choice emptied. */
   take(): string {
     const logprobs = this.plan.logprobs === undefined || this.tokens.length === 0 ? null : logprobsOf(this.service, this.plan.kind, this.tokens, this.offset);
-    const ext =
-      this.count === 0 ? undefined : { models: Object.fromEntries(this.models), ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
+    const ext = this.count === 0 ? undefined : { models: this.models, ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
     let events = '';
     // the first event carries the logprobs and the extension
     const event = (choice: object) => {
@@ -246,7 +226,7 @@ class ChoiceChunks {
         ...(first && ext ? { tokenrouter: ext } : {}),
       });
     };
-    if (this.plan.kind === 'completion') event({ text: this.echo + this.content });
+    if (this.plan.kind === 'completion') event({ text: this.content });
     else {
       const delta: Record<string, unknown> = this.first ? { role: 'assistant' } : {};
       if (this.content || (this.first && !this.reasoning)) delta.content = this.content === '' && this.calls.length > 0 ? null : this.content;
@@ -265,11 +245,11 @@ class ChoiceChunks {
       }
     }
     this.first = false;
-    this.echo = this.content = this.reasoning = '';
+    this.content = this.reasoning = '';
     this.calls = [];
     this.tokens = [];
     this.count = 0;
-    this.models.clear();
+    this.models = {};
     return events;
   }
 
@@ -291,12 +271,11 @@ const due = new Set<() => void>();
 
 /** Runs `flush` once at the end of this turn, however often it is asked for in it. */
 function atTurnEnd(flush: () => void): void {
-  if (due.size === 0) setImmediate(runDue);
+  if (due.size === 0)
+    setImmediate(() => {
+      const list = [...due];
+      due.clear();
+      for (const f of list) f();
+    });
   due.add(flush);
-}
-
-function runDue(): void {
-  const list = [...due];
-  due.clear();
-  for (const f of list) f();
 }

@@ -46,5 +46,5 @@ export function answerUnary(ctx: AnswerContext, plan: Plan, res: Response, req: 
   };
   const token = (k: number, _text: string, _model: string, detail: StreamToken | null) => void (detail && tokens[k].push(detail));
   // a cancelled request has nobody to answer
-  runChoices(ctx, plan, req, res, { token, done, stopped: (e) => e !== null && sendError(res, e) }, true);
+  runChoices(ctx, plan, req, res, { unary: true, token, done, stopped: (e) => e !== null && sendError(res, e) });
 }

@@ -20,6 +20,8 @@ export interface AnswerContext {
 
 /** What an answer does with its choices; none is called once the answer is over. */
 export interface ChoiceHandlers {
+  /** The whole answer at the end (its time to first token is the request's), not streamed. */
+  unary: boolean;
   /** A committed token's visible text, its model, and its detail when the request asked for it. */
   token(k: number, text: string, model: string, detail: StreamToken | null): void;
   ended?(k: number, o: GenerateOutcome): void;
@@ -33,7 +35,7 @@ export interface ChoiceHandlers {
  * the answer once: when all are done, or at the first that does not finish. Returns a cancel that
  * ends it quietly.
  */
-export function runChoices(ctx: AnswerContext, plan: Plan, req: Request, res: Response, on: ChoiceHandlers, unary: boolean): () => void {
+export function runChoices(ctx: AnswerContext, plan: Plan, req: Request, res: Response, on: ChoiceHandlers): () => void {
   const { service, metrics } = ctx;
   const started = performance.now();
   const outs: GenerateOutcome[] = new Array(plan.jobs.length);
@@ -57,7 +59,7 @@ export function runChoices(ctx: AnswerContext, plan: Plan, req: Request, res: Re
           on.token(k, text, model, detail ? streamToken(token, service.tokenizer.decode([token]), model, signals!, atHandoff, top) : null);
         },
         onEnd: (o) => {
-          metrics.observeRequest(o, started, unary);
+          metrics.observeRequest(o, started, on.unary);
           spentInCluster(res, o.result);
           ctx.onCompletionTokens?.(o.result.tokens.length);
           if (over) return;
