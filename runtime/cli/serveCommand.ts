@@ -97,7 +97,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   await checkPortFree(config.host, config.port);
   for (const line of loadingLines(config)) console.log(line);
   const service = await TokenRouterService.start(config);
-  for (const p of service.memoryPlan)
+  for (const p of service.memory.models)
     console.log(`  ${p.name.padEnd(8)} weights ${(p.weightBytes / 2 ** 20).toFixed(1)} MiB, KV ${(p.kvBytes / 2 ** 20).toFixed(1)} MiB (${p.kvTokens} tokens)`);
   let srv: Awaited<ReturnType<typeof startServer>>;
   try {
@@ -112,7 +112,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const tokenLink = authRequired(config) ? `#token=${encodeURIComponent(service.adminToken)}` : '';
   console.log(`  designer   ${srv.url}/${tokenLink}`);
   console.log(`  timeline   ${srv.url}/timeline${tokenLink}`);
-  console.log(`  OpenAI API ${srv.url}/v1   models: ${service.modelIds().join(', ')}`);
+  console.log(`  OpenAI API ${srv.url}/v1   models: ${service.algorithms.modelIds().join(', ')}`);
   if (config.apiKeys.length > 0)
     console.log(`  API keys   ${config.apiKeys.map((k) => k.name).join(', ')}   (Authorization: Bearer KEY; the admin token passes too)`);
   console.log(`  metrics    ${srv.url}/metrics`);

@@ -52,7 +52,7 @@ export const LIVE_MEMORY_MS = 1000;
  */
 function deployableDraft(s: TokenRouterService, spec: AlgorithmSpec): Algorithm<unknown> {
   try {
-    return s.deployable(spec);
+    return s.algorithms.deployable(spec);
   } catch (e) {
     if (!(e instanceof IrCompileError)) throw e;
     const errors = e.details.filter((d) => d.severity === 'error');
@@ -107,15 +107,15 @@ export class EvaluationRuns {
       const spec: AlgorithmSpec = { kind: 'ir', ir: body.ir };
       const algorithm = deployableDraft(s, spec);
       const key = specKey(spec);
-      return { label: 'draft', algorithm, ref: { key: `eval:${key}`, source: spec, catalog: s.catalog() }, specKey: key, irKey: key };
+      return { label: 'draft', algorithm, ref: { key: `eval:${key}`, source: spec, catalog: s.algorithms.catalog() }, specKey: key, irKey: key };
     }
     if ('builtin' in body) {
       const spec: AlgorithmSpec = { kind: 'builtin', factory: body.builtin, params: body.params };
-      const algorithm = s.deployable(spec);
+      const algorithm = s.algorithms.deployable(spec);
       const key = specKey(spec);
-      return { label: body.builtin, algorithm, ref: { key: `eval:${key}`, source: spec, catalog: s.catalog() }, specKey: key, irKey: null };
+      return { label: body.builtin, algorithm, ref: { key: `eval:${key}`, source: spec, catalog: s.algorithms.catalog() }, specKey: key, irKey: null };
     }
-    const r = s.resolve(body.model);
+    const r = s.algorithms.resolve(body.model);
     const stored = r.version === null ? null : s.registry.version(body.model, r.version)?.spec;
     return { label: body.model, algorithm: r.algorithm, ref: r.ref, specKey: stored ? specKey(stored) : null, irKey: null };
   }

@@ -25,9 +25,9 @@ export function adminRoutes(service: TokenRouterService): Router {
 
   r.get('/admin/models', (_req, res) => {
     res.json({
-      models: service.catalog().map((c) => {
+      models: service.algorithms.catalog().map((c) => {
         const info = service.info(c.name)!;
-        const plan = service.memoryPlan.find((p) => p.name === c.name);
+        const plan = service.memory.models.find((p) => p.name === c.name);
         return {
           name: c.name,
           vocabSize: info.vocabSize,
@@ -63,7 +63,7 @@ export function adminRoutes(service: TokenRouterService): Router {
 
   r.post('/admin/load', (req, res) => {
     const body = parseBody(loadRequestSchema, req.body);
-    service.resolve(body.model ?? service.config.defaultAlgorithm);
+    service.algorithms.resolve(body.model ?? service.config.defaultAlgorithm);
     if (!load.start(body)) throw new TokenRouterError('overloaded', 'a load run is already going; wait for it to finish', null);
     res.status(202).json({ started: true, ...load.progress } satisfies LoadResponse);
   });

@@ -24,7 +24,7 @@ export function algorithmRoutes(service: TokenRouterService): Router {
         activeVersion: e.activeVersion,
         rollbackTo: service.registry.rollbackTarget(e.name),
         isDefault: e.name === service.config.defaultAlgorithm,
-        served: e.activeVersion !== null && !service.info(e.name) && service.serving(e.name, true) !== null,
+        served: e.activeVersion !== null && !service.info(e.name) && service.algorithms.serving(e.name, true) !== null,
         versions: e.versions.map(versionView),
       })),
     } satisfies AlgorithmList);
@@ -38,7 +38,7 @@ export function algorithmRoutes(service: TokenRouterService): Router {
       throw new TokenRouterError('conflict', `"${name}" is the name of a model this server serves; an algorithm cannot take it (choose another name)`, 'name');
     const spec: AlgorithmSpec = 'ir' in body ? { kind: 'ir', ir: body.ir } : { kind: 'builtin', factory: body.builtin, params: body.params };
     // Proven before storing (compiled, and its models served here): a stored version always loads.
-    service.deployable(spec);
+    service.algorithms.deployable(spec);
     const existing = service.registry.get(name);
     if (existing && body.replace !== true) {
       const active = existing.activeVersion === null ? 'none active' : `v${existing.activeVersion} active`;
@@ -56,7 +56,7 @@ export function algorithmRoutes(service: TokenRouterService): Router {
 
   r.delete('/admin/algorithms/:name', (req, res) => {
     const name = String(req.params.name);
-    const deletedVersions = service.deleteAlgorithm(name);
+    const deletedVersions = service.algorithms.deleteAlgorithm(name);
     log(`deleted ${name} (${deletedVersions} version${deletedVersions === 1 ? '' : 's'})`);
     res.json({ name, deletedVersions } satisfies DeleteResponse);
   });
@@ -66,7 +66,7 @@ export function algorithmRoutes(service: TokenRouterService): Router {
     const name = String(req.params.name);
     if (!service.registry.get(name)) throw new TokenRouterError('not_found', `no algorithm named ${name}`, 'name');
     const stored = service.registry.version(name, version);
-    if (stored) service.deployable(stored.spec);
+    if (stored) service.algorithms.deployable(stored.spec);
     service.registry.activate(name, version);
     log(`activated ${name} v${version}`);
     res.json({ name, activeVersion: version } satisfies ActiveVersion);

@@ -16,25 +16,22 @@ const stop = z
 /** Most choices one request may ask for (n times the prompts), as OpenAI caps n. */
 export const MAX_CHOICES = 128;
 
-/** A parameter this server does not implement: absent or null passes, anything else is refused with `why`. */
-const refused = (why: string) =>
-  z
-    .unknown()
-    .refine((v) => v === undefined || v === null, { message: why })
-    .optional();
-
-/** Accepted only where it means what this server does anyway (e.g. best_of 1). */
+/** Accepted only where it means what this server does anyway (e.g. best_of 1); absent or null passes, anything else is refused with `why`. */
 const onlyIf = (ok: (v: unknown) => boolean, why: string) =>
   z
     .unknown()
     .refine((v) => v === undefined || v === null || ok(v), { message: why })
     .optional();
+/** A parameter this server does not implement. */
+const refused = (why: string) => onlyIf(() => false, why);
 
 const DEPRECATED_FUNCTIONS = 'deprecated by OpenAI and not supported: use tools and tool_choice';
 
+const maxTokens = z.number().int().min(1).max(1_000_000).nullish();
+
 const common = {
   model: z.string().min(1).max(200),
-  max_tokens: z.number().int().min(1).max(1_000_000).nullish(),
+  max_tokens: maxTokens,
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().gt(0).max(1).nullish(),
   /** vLLM extensions: the draw keeps the k most likely tokens (-1 or 0: no cut), and those at least min_p times the most likely one's probability. */
@@ -85,8 +82,8 @@ const common = {
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */
 function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
-  if (b.stream_options != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'only allowed with stream: true' });
-  if (b.stream_interval != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: ['stream_interval'], message: 'only allowed with stream: true' });
+  for (const k of ['stream_options', 'stream_interval'] as const)
+    if (b[k] != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: [k], message: 'only allowed with stream: true' });
 }
 
 const tokenIds = z.array(z.number().int().min(0)).min(1);
@@ -143,7 +140,7 @@ const chatMessage = z
 export const chatRequestSchema = z
   .object({
     ...common,
-    max_completion_tokens: z.number().int().min(1).max(1_000_000).nullish(),
+    max_completion_tokens: maxTokens,
     messages: z.array(chatMessage).min(1),
     /** Logprobs of each output token, and the top_logprobs (0..20) most likely tokens at each position. */
     logprobs: z.boolean().nullish(),

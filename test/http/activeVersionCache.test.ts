@@ -67,7 +67,7 @@ describe('the active version, cached', () => {
       // once the calls have answered, the next request serves exactly what the registry says is active
       const active = s.service.registry.get('mine')!.activeVersion;
       expect(await served(s, 'mine')).toBe(active);
-      expect(s.service.resolve('mine').version).toBe(active);
+      expect(s.service.algorithms.resolve('mine').version).toBe(active);
     }
   });
 });

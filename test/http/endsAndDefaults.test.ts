@@ -194,7 +194,7 @@ describe('sampling parameters and generation_config.json defaults', () => {
 
   it("an algorithm over models that disagree takes its entry model's defaults", () => {
     for (const name of ['r-stitch', 'query-router']) {
-      const { algorithm } = service.resolve(name);
+      const { algorithm } = service.algorithms.resolve(name);
       const entry = algorithm.models[algorithm.entry - 1];
       expect(plan({ model: name })).toMatchObject(entry === 'large' ? { temperature: 0.7, topK: 5 } : { temperature: 0, topK: 0 });
     }

@@ -110,7 +110,7 @@ describe('persistence', () => {
     const after = t.service.registry.list();
     expect(after).toEqual(before);
     expect(t.service.registry.get('r2r')!.activeVersion).toBe(3);
-    expect(t.service.resolve('r2r').version).toBe(3);
+    expect(t.service.algorithms.resolve('r2r').version).toBe(3);
   });
 });
 

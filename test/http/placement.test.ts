@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import type { GenerateOutcome } from '../../runtime/http/generateParams.ts';
-import type { StreamToken } from '../../runtime/http/streamToken.ts';
+import { streamToken, type StreamToken } from '../../runtime/http/streamToken.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from './testService.ts';
@@ -71,7 +71,9 @@ describe('engine placement', () => {
             s.generate(
               { model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken },
               {
-                onToken: (id, m, _i, sig, atHandoff, d) => (deltas.push(d), tokens.push(sig ? s.streamToken(id, m, sig, atHandoff, undefined) : null)),
+                onToken: (id, m, _i, sig, atHandoff, d) => (
+                  deltas.push(d), tokens.push(sig ? streamToken(id, s.tokenizer.decode([id]), m, sig, atHandoff, undefined) : null)
+                ),
                 onEnd: resolve,
               },
             ),

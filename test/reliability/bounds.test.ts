@@ -154,9 +154,9 @@ describe('draft IRs are admitted before they are compiled, bounded in size, and 
     const statuses: Record<number, number> = {};
     for (const r of replies) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     console.log(
-      `[draft-flood] 300 drafts of ${ir.nodes.length} nodes (${JSON.stringify(ir).length} bytes) in ${floodMs.toFixed(0)} ms: statuses ${JSON.stringify(statuses)}, compiles ${s.service.drafts.compiles}, cache hits ${s.service.drafts.hits}; /healthz ${lat.length} polls p50 ${percentile(lat, 50).toFixed(1)} p95 ${percentile(lat, 95).toFixed(1)} max ${Math.max(...lat).toFixed(1)} ms`,
+      `[draft-flood] 300 drafts of ${ir.nodes.length} nodes (${JSON.stringify(ir).length} bytes) in ${floodMs.toFixed(0)} ms: statuses ${JSON.stringify(statuses)}, compiles ${s.service.algorithms.drafts.compiles}, cache hits ${s.service.algorithms.drafts.hits}; /healthz ${lat.length} polls p50 ${percentile(lat, 50).toFixed(1)} p95 ${percentile(lat, 95).toFixed(1)} max ${Math.max(...lat).toFixed(1)} ms`,
     );
-    expect(s.service.drafts.compiles).toBe(1);
+    expect(s.service.algorithms.drafts.compiles).toBe(1);
     expect(Object.keys(statuses).every((k) => k === '200' || k === '429')).toBe(true);
     expect(statuses[200]).toBeGreaterThan(250);
     expect(lat.length).toBeGreaterThan(5);
@@ -181,13 +181,13 @@ describe('draft IRs are admitted before they are compiled, bounded in size, and 
     });
     expect(huge.status).toBe(400);
     expect(huge.json.error?.message).toMatch(/a draft IR may be at most 262144/);
-    expect(s.service.drafts.compiles).toBe(0);
+    expect(s.service.algorithms.drafts.compiles).toBe(0);
     const running = streamChat(s.url, { model: 'draft', tokenrouter_ir: ir, messages: [{ role: 'user', content: '1*1' }], max_tokens: 30 });
     await until(() => s.service.cluster.activeCount === 1);
     const other = chainIr(LIMITS.maxNodes - 1);
     const refused = await call(`${s.url}/v1/completions`, 'POST', { model: 'draft', tokenrouter_ir: other, prompt: '1*1=', max_tokens: 2 });
     expect(refused.status).toBe(429);
-    expect(s.service.drafts.compiles).toBe(1);
+    expect(s.service.algorithms.drafts.compiles).toBe(1);
     expect((await running).finishReason).toBe('length');
   });
 });

@@ -27,7 +27,7 @@ describe('registry persistence under kill -9', () => {
       for (const name of NAMES) {
         const active = rig.service.registry.active(name);
         if (!active) continue;
-        expect(rig.service.resolve(name).version).toBe(active.version);
+        expect(rig.service.algorithms.resolve(name).version).toBe(active.version);
         const res = await call(`${rig.url}/v1/completions`, 'POST', { model: name, prompt: '1*2=', max_tokens: 3 });
         expect(res.status, res.text).toBe(200);
         expect((res.json.tokenrouter as { version: number }).version).toBe(active.version);

@@ -1,15 +1,13 @@
-// The streamed OpenAI answer: SSE chunks built per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
+// The streamed OpenAI answer: SSE chunks per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import { wantsDetail, type GenerateHandle, type GenerateOutcome } from '../generateParams.ts';
+import type { GenerateOutcome } from '../generateParams.ts';
 import type { StreamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
-import { spentInCluster } from '../../eval/entryProfile.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
-import { onClientGone, startAll, type AnswerContext } from './choices.ts';
-import type { Kind, Plan } from './requestPlan.ts';
-import { attribution, chatLogprob, completionLogprobs, finishReasonOf, plainTokens, usageOf } from './responseShapes.ts';
-import { AnswerOutput, type OutputDelta, type OutputSpec } from './answerOutput.ts';
+import { attribution, finishReasonOf, logprobsOf, plainTokens, runChoices, usageOf, type AnswerContext } from './choices.ts';
+import type { Job, Plan } from './requestPlan.ts';
+import { AnswerOutput, type OutputDelta } from './answerOutput.ts';
 import type { CallDelta } from './toolCallParser.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
@@ -23,38 +21,29 @@ const WRITE_BYTES = 16 * 1024;
 /** What a stream that is being read may hold past a burst, in streamBufferBytes. */
 const BURST_BOUNDS = 4;
 
+const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
+
 /**
  * A streamed answer as server-sent events; a request refused before its first token still gets a
  * JSON error. What the engines commit for it within one turn of the event loop goes out as one
  * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
  * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
  */
-export function answerStream(
-  { service, metrics, drain, turns, onCompletionTokens }: AnswerContext,
-  plan: Plan,
-  res: Response,
-  req: Request,
-  includeUsage: boolean,
-): void {
-  const { kind, id, model, jobs } = plan;
-  const createdAt = Math.floor(Date.now() / 1000);
-  const object = kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+export function answerStream(ctx: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+  const { metrics } = ctx;
+  const object = plan.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
+  const head = { id: plan.id, object, created: Math.floor(Date.now() / 1000), model: plan.model };
+  const choices = plan.jobs.map((job) => new ChoiceChunks(ctx.service, plan, head, job));
   const started = performance.now();
-  const base: ChunkBase = { id, object, created: createdAt, model };
-  const choices = jobs.map((job) => new ChoiceChunks(service, kind, base, job.index, job.echo, plan.logprobs, plan.output));
-  const lastChunkAt = jobs.map(() => 0);
-  const outs: GenerateOutcome[] = new Array(jobs.length);
-  let finished = 0;
+  const bound = ctx.service.config.limits.streamBufferBytes;
   let over = false;
   /** Events of this turn not yet written. */
   let buf = '';
-  const bound = service.config.limits.streamBufferBytes;
   const append = (s: string) => {
     if (over) return;
     buf += s;
     if (buf.length >= WRITE_BYTES) writeOut();
   };
-  const event = (payload: unknown) => append(`data: ${JSON.stringify(payload)}\n\n`);
   /**
    * A turn's burst (the steps of a turn in which the entry fell behind land at once) may pass the
    * bound with a client that reads. So past it, the stream goes on while the client took some of
@@ -84,32 +73,35 @@ export function answerStream(
     drained = 0;
   };
   /** Choice k's pending output as one chunk; content chunks feed the latency histograms. */
-  const take = (k: number) => {
-    if (choices[k].hasText) {
+  const take = (c: ChoiceChunks) => {
+    if (c.hasText) {
       const now = performance.now();
-      if (lastChunkAt[k]) metrics.interToken.observe((now - lastChunkAt[k]) / 1000);
+      if (c.lastChunkAt) metrics.interToken.observe((now - c.lastChunkAt) / 1000);
       else metrics.ttft.observe((now - started) / 1000);
-      lastChunkAt[k] = now;
+      c.lastChunkAt = now;
     }
-    append(choices[k].take());
+    append(c.take());
   };
   /** The turn's end: the choices due a chunk add theirs, and the lot goes out in one write. */
   const flush = () => {
     if (over) return;
-    choices.forEach((c, k) => {
-      if (outs[k] === undefined && c.hasText && (lastChunkAt[k] === 0 || c.count >= plan.streamInterval)) take(k);
-    });
+    for (const c of choices) if (!c.ended && c.hasText && (c.lastChunkAt === 0 || c.count >= plan.streamInterval)) take(c);
     if ((buf || wroteInTurn) && !over) writeOut(true);
   };
   /** The last write: what the turn gathered, then `tail`, and the end of the response. */
   const end = (tail = '') => {
+    over = true;
     if (res.writableEnded) return;
     if (!res.headersSent) startSse(res);
     res.end(buf + tail);
     buf = '';
   };
-  let handles: GenerateHandle[] = [];
-  const cancelAll = () => handles.forEach((h) => h.cancel());
+  /** An error event after what was sent, or a JSON error when nothing was. */
+  const fail = (e: unknown) => {
+    over = true;
+    if (!res.headersSent && !buf) return sendError(res, e);
+    end(sse(toHttpError(e).body));
+  };
   /**
    * Aborts rather than pausing: the engine cannot hold one row of a batch back, so a pause would
    * keep the request's slot and KV for as long as the client stalls. The error event goes last into
@@ -118,67 +110,36 @@ export function answerStream(
   const abortSlowClient = () => {
     over = true;
     const unsent = res.writableLength;
-    cancelAll();
+    cancel();
     metrics.slowClientAborts.inc();
-    res.end(
-      `data: ${JSON.stringify(toHttpError(new TokenRouterError('cancelled', `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`, null)).body)}\n\n`,
-    );
+    const why = `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`;
+    res.end(sse(toHttpError(new TokenRouterError('cancelled', why, null)).body));
     const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
     cut.unref();
     res.once('close', () => clearTimeout(cut));
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
-  handles = startAll(service, plan, (k) => {
-    const detail = wantsDetail(jobs[k].params);
-    const topLogprobs = jobs[k].params.sampling.topLogprobs;
-    return {
-      onToken: (token, from, _i, signals, atHandoff, text) => {
-        if (over) return;
-        choices[k].add(text, from, detail ? service.streamToken(token, from, signals!, atHandoff, topLogprobs) : null);
-        turns.request(flush);
-      },
-      onEnd: (o) => {
-        metrics.observeRequest(o, started, false);
-        spentInCluster(res, o.result);
-        onCompletionTokens?.(o.result.tokens.length);
-        if (over) return;
-        if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
-          over = true;
-          cancelAll();
-          if (o.finishReason === 'cancelled') return void end();
-          if (!res.headersSent) return sendError(res, o.result.error ?? new Error('failed'));
-          return end(`data: ${JSON.stringify(toHttpError(o.result.error ?? new Error('failed')).body)}\n\n`);
-        }
-        outs[k] = o;
-        // what was held back to the end (a stop string that might have formed, half a character)
-        choices[k].add(o.text.slice(choices[k].shown), null, null);
-        choices[k].end();
-        if (choices[k].pending) take(k);
-        const reason = finishReasonOf(o.finishReason, choices[k].callCount);
-        event({
-          ...base,
-          choices: [
-            kind === 'chat'
-              ? { index: jobs[k].index, delta: {}, finish_reason: reason, logprobs: null }
-              : { index: jobs[k].index, text: '', finish_reason: reason, logprobs: null },
-          ],
-          tokenrouter: attribution(o),
-        });
-        if (++finished < jobs.length) return turns.request(flush);
-        if (includeUsage) event({ ...base, choices: [], usage: usageOf(plan.promptTokens, outs, jobs.length / plan.promptCount) });
-        over = true;
-        end('data: [DONE]\n\n');
-      },
-    };
-  });
-  onClientGone(req, res, cancelAll);
-  // At a shutdown's deadline: an error event after what was sent (a JSON 503 if nothing was), never a bare TCP close.
-  drain?.track(res, (e) => {
-    if (over) return;
-    over = true;
-    cancelAll();
-    if (!res.headersSent && !buf) return sendError(res, e);
-    end(`data: ${JSON.stringify(toHttpError(e).body)}\n\n`);
+  const cancel = runChoices(ctx, plan, req, res, {
+    unary: false,
+    token: (k, text, model, detail) => {
+      if (over) return;
+      choices[k].add(text, model, detail);
+      atTurnEnd(flush);
+    },
+    ended: (k, o) => {
+      const c = choices[k];
+      // what was held back to the end (a stop string that might have formed, half a character)
+      c.add(o.text.slice(c.shown), null, null);
+      c.end();
+      if (c.hasText || c.count > 0) take(c);
+      append(c.finish(o));
+      atTurnEnd(flush);
+    },
+    done: (outs) => {
+      if (includeUsage) append(sse({ ...head, choices: [], usage: usageOf(plan, outs) }));
+      end('data: [DONE]\n\n');
+    },
+    stopped: (e) => (e === null ? end() : fail(e)),
   });
 }
 
@@ -187,66 +148,57 @@ function startSse(res: Response): void {
   res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
 }
 
-/** What every chunk of one answer repeats: its id, object, creation time and model. */
-export interface ChunkBase {
-  id: string;
-  object: string;
-  created: number;
-  model: string;
-}
-
 /**
  * What one choice committed since its last chunk: its text as read by the request's parsers
  * (answer, thought, tool calls), a count per writing model, and (with `tokenrouter_tokens` or
  * logprobs) the tokens themselves. A chunk goes out when there is something to show, so tokens
  * whose text is held back (a stop string forming, half a UTF-8 character, a tool call not closed
  * yet) ride on the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
- * Each chunk is its object through JSON.stringify.
  */
-export class ChoiceChunks {
-  private content = '';
+class ChoiceChunks {
+  /** Completions with echo: the prompt's text leads the choice's first chunk. */
+  private content: string;
   private reasoning = '';
   private calls: CallDelta[] = [];
-  private readonly models = new Map<string, number>();
+  private models: Record<string, number> = {};
   private tokens: StreamToken[] = [];
   /** Tokens committed since the last chunk. */
   count = 0;
-  /** Tool calls sent so far (the next one's index). */
-  callCount = 0;
+  /** Tool calls sent so far. */
+  private callCount = 0;
   private first = true;
   private readonly offset: { offset: number };
   private readonly output: AnswerOutput;
+  /** Text given to the choice so far (what the end's whole text has past it was held back). */
+  shown = 0;
+  lastChunkAt = 0;
+  ended = false;
 
   constructor(
     private readonly service: TokenRouterService,
-    private readonly kind: Kind,
-    private readonly base: ChunkBase,
-    private readonly index: number,
-    /** Completions with echo: the prompt's text leads the choice's first chunk. */
-    private echo: string,
-    /** Top logprobs per token the client asked for; undefined: none. */
-    private readonly logprobs: number | undefined,
-    spec: OutputSpec = {},
+    private readonly plan: Plan,
+    /** What every chunk of the answer repeats: its id, object, creation time and model. */
+    private readonly head: object,
+    private readonly job: Job,
   ) {
-    this.offset = { offset: echo.length };
-    this.output = new AnswerOutput(spec, true);
+    this.content = job.echo;
+    this.offset = { offset: job.echo.length };
+    this.output = new AnswerOutput(plan.output, true);
   }
-
-  /** Text given to the choice so far (what the end's whole text has past it was held back). */
-  shown = 0;
 
   add(text: string, model: string | null, token: StreamToken | null): void {
     this.shown += text.length;
     if (text) this.gather(this.output.push(text));
     if (model !== null) {
       this.count++;
-      this.models.set(model, (this.models.get(model) ?? 0) + 1);
+      this.models[model] = (this.models[model] ?? 0) + 1;
     }
     if (token) this.tokens.push(token);
   }
 
   /** The text ended: what the parsers held back comes out. */
   end(): void {
+    this.ended = true;
     this.gather(this.output.end());
   }
 
@@ -256,66 +208,56 @@ export class ChoiceChunks {
     this.calls.push(...d.calls);
   }
 
-  /** Something the client has not seen: text, or tokens to attribute. */
-  get pending(): boolean {
-    return this.hasText || this.count > 0;
-  }
-
   get hasText(): boolean {
-    return this.content.length > 0 || this.reasoning.length > 0 || this.calls.length > 0 || this.echo.length > 0;
+    return this.content.length > 0 || this.reasoning.length > 0 || this.calls.length > 0;
   }
 
   /** The pending output as SSE events (one, or more for tool calls), and the choice emptied. */
   take(): string {
-    const logprobs = this.logprobsOf();
-    const ext =
-      this.count === 0 ? undefined : { models: Object.fromEntries(this.models), ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
-    const events: object[] = [];
-    const chunk = (choice: object, withExt: boolean) => ({
-      ...this.base,
-      choices: [{ index: this.index, ...choice }],
-      ...(withExt && ext ? { tokenrouter: ext } : {}),
-    });
-    if (this.kind === 'completion') {
-      events.push(chunk({ text: this.echo + this.content, finish_reason: null, logprobs }, true));
-    } else {
+    const logprobs = this.plan.logprobs === undefined || this.tokens.length === 0 ? null : logprobsOf(this.service, this.plan.kind, this.tokens, this.offset);
+    const ext = this.count === 0 ? undefined : { models: this.models, ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
+    let events = '';
+    // the first event carries the logprobs and the extension
+    const event = (choice: object) => {
+      const first = events === '';
+      events += sse({
+        ...this.head,
+        choices: [{ index: this.job.index, ...choice, finish_reason: null, logprobs: first ? logprobs : null }],
+        ...(first && ext ? { tokenrouter: ext } : {}),
+      });
+    };
+    if (this.plan.kind === 'completion') event({ text: this.content });
+    else {
       const delta: Record<string, unknown> = this.first ? { role: 'assistant' } : {};
       if (this.content || (this.first && !this.reasoning)) delta.content = this.content === '' && this.calls.length > 0 ? null : this.content;
       if (this.reasoning) delta.reasoning_content = this.reasoning;
-      if (Object.keys(delta).length > 0 || this.calls.length === 0) events.push(chunk({ delta, finish_reason: null, logprobs }, true));
-      // as OpenAI streams a call: its id, type and name with empty arguments, then the arguments in pieces
-      const toolDelta = (call: object) => {
-        const withExt = events.length === 0;
-        events.push(chunk({ delta: { tool_calls: [call] }, finish_reason: null, logprobs: withExt ? logprobs : null }, withExt));
-      };
-      // a call's pieces since the last chunk go out as one arguments delta
+      if (Object.keys(delta).length > 0 || this.calls.length === 0) event({ delta });
+      // as OpenAI streams a call: its id, type and name with empty arguments, then its pieces since the last chunk as one arguments delta
       for (let i = 0; i < this.calls.length; ) {
         const c = this.calls[i];
         if (c.id !== undefined) {
           this.callCount++;
-          toolDelta({ index: c.index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } });
+          event({ delta: { tool_calls: [{ index: c.index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] } });
         }
         let text = c.arguments;
         for (i++; i < this.calls.length && this.calls[i].index === c.index && this.calls[i].id === undefined; i++) text += this.calls[i].arguments;
-        if (text) toolDelta({ index: c.index, function: { arguments: text } });
+        if (text) event({ delta: { tool_calls: [{ index: c.index, function: { arguments: text } }] } });
       }
     }
     this.first = false;
-    this.echo = '';
-    this.content = '';
-    this.reasoning = '';
+    this.content = this.reasoning = '';
     this.calls = [];
-    this.count = 0;
-    this.models.clear();
     this.tokens = [];
-    return events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+    this.count = 0;
+    this.models = {};
+    return events;
   }
 
-  private logprobsOf(): unknown {
-    if (this.logprobs === undefined || this.tokens.length === 0) return null;
-    return this.kind === 'chat'
-      ? { content: this.tokens.map((t) => chatLogprob(this.service, t)) }
-      : completionLogprobs(this.service, this.tokens, this.offset);
+  /** The choice's last chunk: its finish reason and its attribution. */
+  finish(o: GenerateOutcome): string {
+    const body = this.plan.kind === 'chat' ? { delta: {} } : { text: '' };
+    const choice = { index: this.job.index, ...body, finish_reason: finishReasonOf(o.finishReason, this.callCount), logprobs: null };
+    return sse({ ...this.head, choices: [choice], tokenrouter: attribution(o) });
   }
 }
 
@@ -323,24 +265,17 @@ export class ChoiceChunks {
  * One step message from an engine commits a token for many streams, and several such messages may
  * be read in the same turn; each stream's share goes out as one SSE write after all of them (as
  * vLLM's RequestOutputCollector merges deltas when the producer runs ahead of the consumer). One
- * setImmediate serves every stream of the server.
+ * setImmediate serves every stream of the process.
  */
-export class TurnFlush {
-  private readonly due = new Set<() => void>();
-  private scheduled = false;
+const due = new Set<() => void>();
 
-  /** Runs `flush` once at the end of this turn, however often it is asked for in it. */
-  request(flush: () => void): void {
-    this.due.add(flush);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(this.run);
-  }
-
-  private readonly run = (): void => {
-    this.scheduled = false;
-    const list = [...this.due];
-    this.due.clear();
-    for (const f of list) f();
-  };
+/** Runs `flush` once at the end of this turn, however often it is asked for in it. */
+function atTurnEnd(flush: () => void): void {
+  if (due.size === 0)
+    setImmediate(() => {
+      const list = [...due];
+      due.clear();
+      for (const f of list) f();
+    });
+  due.add(flush);
 }

@@ -9,7 +9,7 @@ import { compactTags } from '../../grammar/compactTags.ts';
 /** Compiles (or finds cached) the plan's grammars per distinct vocabulary of the models that may write the answer; the plan's jobs get the constraint as compiled. */
 export async function checkPlanConstraint(service: TokenRouterService, plan: Plan, draftIr: unknown): Promise<void> {
   if (!plan.constraint && plan.checks.length === 0) return;
-  const { algorithm } = service.resolve(plan.model, draftIr);
+  const { algorithm } = service.algorithms.resolve(plan.model, draftIr);
   const vocabularies: GrammarVocabulary[] = [];
   for (const m of algorithm.models) {
     const folder = service.folders.get(m);

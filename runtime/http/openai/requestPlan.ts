@@ -32,7 +32,6 @@ export interface Plan {
   jobs: Job[];
   /** Each distinct prompt counted once, as OpenAI counts usage for n > 1. */
   promptTokens: number;
-  /** Distinct prompts (jobs are n per prompt). */
   promptCount: number;
   /** Top logprobs per token the client asked for; undefined: no logprobs. */
   logprobs: number | undefined;
@@ -48,65 +47,60 @@ export interface Plan {
   checks: FieldGrammar[];
 }
 
+const refuse = (param: string, message: string) => new TokenRouterError('invalid_request', message, param);
+
 /** Checks a parsed request against the models and limits and turns it into one job per choice. Throws TokenRouterError. */
 export function planRequest(service: TokenRouterService, kind: Kind, body: ChatRequest | CompletionRequest, requestId: string | undefined): Plan {
+  const limits = service.config.limits;
   const maxContext = Math.min(...service.infos().map((x) => x.maxContext));
   const vocab = Math.min(...service.infos().map((x) => x.vocabSize));
-  const promptParam = kind === 'chat' ? 'messages' : 'prompt';
-  let prompts: { ids: number[]; text: string }[];
-  const entry = entryModel(service, body);
+  const chat = kind === 'chat' ? (body as ChatRequest) : null;
+  const completion = kind === 'completion' ? (body as CompletionRequest) : null;
+  // the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats and its sampling defaults hold for the answer
+  const { algorithm } = service.algorithms.resolve(body.model, body.tokenrouter_ir);
+  const entryName = algorithm.models[algorithm.entry - 1];
+  const entry = service.config.models.find((m) => m.name === entryName);
   let grammar = requestedGrammar(body);
   const output: OutputSpec = {};
   const checks: FieldGrammar[] = [];
-  if (kind === 'chat') {
-    const chat = body as ChatRequest;
-    refuseTextBeyondWindow(chatChars(chat), maxContext, 'messages');
+  let prompts: { ids: number[]; text: string }[];
+  if (chat) {
+    refuseTextBeyondWindow(
+      chat.messages.reduce((n, m) => n + messageText(m).length, 0),
+      maxContext,
+      'messages',
+    );
     const tools = planTools(chat, entry?.toolCallParser, entry?.name ?? body.model);
     if (tools.grammar && grammar)
-      throw new TokenRouterError(
-        'invalid_request',
-        `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`,
-        tools.grammar.param,
-      );
+      throw refuse(tools.grammar.param, `${tools.grammar.param} with a call required and ${grammar.param} both constrain the output; give one`);
     grammar ??= tools.grammar;
     if (tools.parser) output.tools = tools.parser;
     checks.push(...tools.schemas);
     prompts = [{ ids: chatPrompt(service, chat, tools.templateTools, tools.parser, entry?.name ?? body.model), text: '' }];
-    const reasoning = entry?.reasoningParser;
     // completions have no template around them: their text is the model's as it is
-    if (reasoning) output.reasoning = { parser: reasoning, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
-  } else prompts = completionPrompts(service, body as CompletionRequest, maxContext, vocab);
+    if (entry?.reasoningParser)
+      output.reasoning = { parser: entry.reasoningParser, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
+  } else prompts = completionPrompts(service, completion!, maxContext, vocab);
   const constraint = grammar && constraintOf(service, grammar, output);
-  for (const p of prompts) {
-    // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
-    if (p.ids.length >= maxContext)
-      throw new TokenRouterError('invalid_request', `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`, promptParam);
-  }
-  const explicit = kind === 'chat' ? ((body as ChatRequest).max_completion_tokens ?? body.max_tokens) : body.max_tokens;
-  if (explicit != null && explicit > service.config.limits.maxTokens) {
-    throw new TokenRouterError('invalid_request', `max_tokens is ${explicit}; this server allows at most ${service.config.limits.maxTokens}`, 'max_tokens');
-  }
+  const promptParam = chat ? 'messages' : 'prompt';
+  // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
+  for (const p of prompts)
+    if (p.ids.length >= maxContext) throw refuse(promptParam, `the prompt is ${p.ids.length} tokens; the context window is ${maxContext} tokens`);
+  const explicit = chat?.max_completion_tokens ?? body.max_tokens;
+  if (explicit != null && explicit > limits.maxTokens) throw refuse('max_tokens', `max_tokens is ${explicit}; this server allows at most ${limits.maxTokens}`);
   // Without max_tokens, as vLLM does: the rest of the context window, capped by the server's limit.
-  const budgetFor = (promptTokens: number) => explicit ?? Math.min(service.config.limits.maxTokens, maxContext - promptTokens);
+  const budgetFor = (promptTokens: number) => explicit ?? Math.min(limits.maxTokens, maxContext - promptTokens);
   const requested = Math.min(...prompts.map((p) => budgetFor(p.ids.length)));
-  if (body.min_tokens != null && body.min_tokens > requested) {
-    throw new TokenRouterError('invalid_request', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`, 'min_tokens');
-  }
+  if (body.min_tokens != null && body.min_tokens > requested)
+    throw refuse('min_tokens', `min_tokens (${body.min_tokens}) is more than max_tokens (${requested})`);
   const n = body.n ?? 1;
-  if (prompts.length * n > MAX_CHOICES)
-    throw new TokenRouterError('invalid_request', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`, 'n');
-  const logprobs =
-    kind === 'chat'
-      ? (body as ChatRequest).logprobs === true
-        ? ((body as ChatRequest).top_logprobs ?? 0)
-        : undefined
-      : ((body as CompletionRequest).logprobs ?? undefined);
-  const echo = kind === 'completion' && (body as CompletionRequest).echo === true;
-  if (echo && logprobs !== undefined)
-    throw new TokenRouterError('invalid_request', "echo with logprobs would need the prompt tokens' logprobs, which this server does not compute", 'echo');
+  if (prompts.length * n > MAX_CHOICES) throw refuse('n', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`);
+  const logprobs = chat ? (chat.logprobs === true ? (chat.top_logprobs ?? 0) : undefined) : (completion!.logprobs ?? undefined);
+  const echo = completion?.echo === true;
+  if (echo && logprobs !== undefined) throw refuse('echo', "echo with logprobs would need the prompt tokens' logprobs, which this server does not compute");
   const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
   const outside = logitBias.find(([t]) => t >= vocab);
-  if (outside) throw new TokenRouterError('invalid_request', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`, 'logit_bias');
+  if (outside) throw refuse('logit_bias', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`);
   const frequency = body.frequency_penalty ?? 0;
   const presence = body.presence_penalty ?? 0;
   const penalised = frequency !== 0 || presence !== 0 || logitBias.length > 0;
@@ -114,36 +108,32 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
   const stopIds = body.stop_token_ids ?? [];
   const badStop = stopIds.find((t) => t >= vocab);
-  if (badStop !== undefined)
-    throw new TokenRouterError('invalid_request', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`, 'stop_token_ids');
-  const base = samplingFor(body, generationDefaults(service, body));
+  if (badStop !== undefined) throw refuse('stop_token_ids', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`);
+  const base = samplingFor(body, (entryName !== undefined && service.folders.get(entryName)?.generation) || {});
   if (stopIds.length > 0) base.stopTokenIds = [...new Set(stopIds)];
-  const jobs: Job[] = [];
-  prompts.forEach((p, i) => {
-    for (let j = 0; j < n; j++) {
-      const sampling: SamplingParams = { ...base, seed: choiceSeed(seed, j) };
+  const id = requestId ?? `${chat ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
+  const jobs = prompts.flatMap((p, i) =>
+    Array.from({ length: n }, (_, j): Job => {
+      // choice 0 keeps the request's seed; choice j > 0 gets one hashed from it, so choices differ and replay
+      const sampling: SamplingParams = { ...base, seed: j === 0 ? seed : mix(seed, j) >>> 0 };
       if (logprobs !== undefined) sampling.topLogprobs = logprobs;
       if (penalised) sampling.penalties = { frequency, presence, logitBias, outputFrom: p.ids.length };
-      jobs.push({
-        index: i * n + j,
-        echo: echo ? p.text : '',
-        params: {
-          model: body.model,
-          promptIds: p.ids,
-          maxTokens: budgetFor(p.ids.length),
-          minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0),
-          sampling,
-          stop,
-          draftIr: body.tokenrouter_ir,
-          perToken: body.tokenrouter_tokens === true,
-          ...(constraint ? { constraint: constraint.constraint } : {}),
-        },
-      });
-    }
-  });
-  const id = requestId ?? `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
-  // One id from the response through the trace and the timeline; choice k of several is id-k there.
-  jobs.forEach((job, k) => (job.params.requestId = jobs.length === 1 ? id : `${id}-${k}`));
+      const params: GenerateParams = {
+        model: body.model,
+        promptIds: p.ids,
+        maxTokens: budgetFor(p.ids.length),
+        minTokens: body.ignore_eos ? budgetFor(p.ids.length) : (body.min_tokens ?? 0),
+        sampling,
+        stop,
+        draftIr: body.tokenrouter_ir,
+        perToken: body.tokenrouter_tokens === true,
+        // one id from the response through the trace and the timeline; choice k of several is id-k there
+        requestId: prompts.length * n === 1 ? id : `${id}-${i * n + j}`,
+        ...(constraint ? { constraint: constraint.constraint } : {}),
+      };
+      return { index: i * n + j, echo: echo ? p.text : '', params };
+    }),
+  );
   return {
     kind,
     id,
@@ -153,18 +143,11 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     promptCount: prompts.length,
     logprobs,
     perToken: body.tokenrouter_tokens === true,
-    streamInterval: body.stream_interval ?? service.config.limits.streamInterval,
+    streamInterval: body.stream_interval ?? limits.streamInterval,
     output,
     checks,
     ...(constraint ? { constraint } : {}),
   };
-}
-
-/** The config of the model an answer starts on (the algorithm's entry model): its tool-call and reasoning formats hold for the answer. */
-function entryModel(service: TokenRouterService, body: ChatRequest | CompletionRequest): ModelConfig | undefined {
-  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
-  const name = algorithm.models[algorithm.entry - 1];
-  return service.config.models.find((m) => m.name === name);
 }
 
 /**
@@ -174,32 +157,17 @@ function entryModel(service: TokenRouterService, body: ChatRequest | CompletionR
 function constraintOf(service: TokenRouterService, g: FieldGrammar, output: OutputSpec): { constraint: Constraint; param: string } {
   if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
   const ids = service.tokenizer.encode(THINK_CLOSE, false);
-  if (ids.length !== 1)
-    throw new TokenRouterError(
-      'invalid_request',
-      `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`,
-      g.param,
-    );
+  if (ids.length !== 1) throw refuse(g.param, `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`);
   return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
 }
 
 /**
- * The sampling defaults of the model an answer starts on (the algorithm's entry model): its folder's
- * generation_config.json. Models of one algorithm may disagree; the entry model's hold for the whole
- * answer, as one request has one set of sampling parameters. None for a model without a folder here.
+ * What the request sets, else the entry model folder's generation_config.json, else OpenAI's
+ * (temperature 1, no cut). A folder whose do_sample is false defaults to greedy (transformers'
+ * meaning) unless the request sets a temperature. top_k -1 and 0 both mean no cut (vLLM and
+ * transformers), as does min_p 0.
  */
-function generationDefaults(service: TokenRouterService, body: ChatRequest | CompletionRequest): GenerationDefaults {
-  const { algorithm } = service.resolve(body.model, body.tokenrouter_ir);
-  const entry = algorithm.models[algorithm.entry - 1];
-  return (entry !== undefined && service.folders.get(entry)?.generation) || {};
-}
-
-/**
- * What the request sets, else the folder's default, else OpenAI's (temperature 1, no cut). A folder
- * whose do_sample is false defaults to greedy (transformers' meaning) unless the request sets a
- * temperature. top_k -1 and 0 both mean no cut (vLLM and transformers), as does min_p 0.
- */
-export function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' | 'min_p'>, d: GenerationDefaults): Omit<SamplingParams, 'seed'> {
+function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' | 'min_p'>, d: GenerationDefaults): Omit<SamplingParams, 'seed'> {
   const temperature = body.temperature ?? (d.doSample === false ? 0 : (d.temperature ?? 1));
   const s: Omit<SamplingParams, 'seed'> = { temperature, topP: body.top_p ?? d.topP ?? 1, topK: Math.max(body.top_k ?? d.topK ?? 0, 0) };
   const minP = body.min_p ?? d.minP ?? 0;
@@ -207,33 +175,14 @@ export function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 't
   return s;
 }
 
-/** Choice 0 keeps the request's seed (n = 1 draws as before); choice j > 0 gets a seed hashed from it, so choices differ and replay. */
-function choiceSeed(seed: number, j: number): number {
-  return j === 0 ? seed >>> 0 : mix(seed >>> 0, j) >>> 0;
-}
-
 /**
  * Encoding runs on the event loop every client shares and costs time linear in the text (about 5 µs
  * a character with the bundled tokenizer: a 1 MB prompt stalled all streams for seconds). No
- * tokenizer averages anywhere near MAX_CHARS_PER_TOKEN characters a token, so longer text cannot fit
- * the context window and is refused before it is encoded.
+ * tokenizer averages anywhere near 32 characters a token, so longer text cannot fit the context
+ * window and is refused before it is encoded.
  */
-const MAX_CHARS_PER_TOKEN = 32;
-
 function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
-  if (chars > maxContext * MAX_CHARS_PER_TOKEN) {
-    throw new TokenRouterError(
-      'invalid_request',
-      `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`,
-      param,
-    );
-  }
-}
-
-function chatChars(body: ChatRequest): number {
-  let n = 0;
-  for (const m of body.messages) n += messageText(m).length;
-  return n;
+  if (chars > maxContext * 32) throw refuse(param, `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`);
 }
 
 /** Every prompt of a completions request as ids (and its text, for echo); each is checked as a single prompt was. */
@@ -243,18 +192,18 @@ function completionPrompts(service: TokenRouterService, body: CompletionRequest,
   return list.map((x, i) => {
     const param = list.length > 1 ? `prompt.${i}` : 'prompt';
     if (typeof x === 'string') {
-      if (x.length === 0) throw new TokenRouterError('invalid_request', 'prompt is empty', param);
+      if (x.length === 0) throw refuse(param, 'prompt is empty');
       refuseTextBeyondWindow(x.length, maxContext, param);
       return { ids: service.tokenizer.encode(x, true), text: x };
     }
     const bad = x.find((t) => t >= vocab);
-    if (bad !== undefined) throw new TokenRouterError('invalid_request', `prompt token id ${bad} is outside the vocabulary (size ${vocab})`, param);
+    if (bad !== undefined) throw refuse(param, `prompt token id ${bad} is outside the vocabulary (size ${vocab})`);
     return { ids: x, text: body.echo ? service.tokenizer.decode(x) : '' };
   });
 }
 
+/** An assistant message may have no content (OpenAI allows null there): it renders as an empty turn. */
 function messageText(m: ChatMessage): string {
-  // An assistant message may have no content (OpenAI allows null there): it renders as an empty turn.
   return m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((c) => c.text).join('');
 }
 
@@ -269,16 +218,15 @@ function chatPrompt(
   parser: ModelConfig['toolCallParser'],
   model: string,
 ): number[] {
-  let messages = body.messages.map((m, i) => templateMessage(m, i));
+  let messages = body.messages.map(templateMessage);
   if (tools && !service.tokenizer.templateReadsTools) {
     if (parser) messages = toolPromptMessages(messages, tools, parser, model);
     tools = undefined;
   }
-  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined))
-    throw new TokenRouterError('invalid_request', 'messages have no content', 'messages');
+  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined)) throw refuse('messages', 'messages have no content');
   const variables: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
   for (const k of ['messages', 'tools', 'add_generation_prompt']) {
-    if (k in variables) throw new TokenRouterError('invalid_request', `chat_template_kwargs.${k} is set by the request itself`, `chat_template_kwargs.${k}`);
+    if (k in variables) throw refuse(`chat_template_kwargs.${k}`, `chat_template_kwargs.${k} is set by the request itself`);
   }
   if (tools) variables.tools = tools;
   return service.chatPrompts.ids(messages, variables);
@@ -295,12 +243,12 @@ function templateMessage(m: ChatMessage, i: number): TemplateMessage {
   if (m.reasoning_content != null) out.reasoning_content = m.reasoning_content;
   if (m.tool_calls != null && m.tool_calls.length > 0) {
     out.tool_calls = m.tool_calls.map((c, j) => {
+      const param = `messages.${i}.tool_calls.${j}.function.arguments`;
       let args: unknown;
       try {
         args = JSON.parse(c.function.arguments);
       } catch {
-        const param = `messages.${i}.tool_calls.${j}.function.arguments`;
-        throw new TokenRouterError('invalid_request', `${param} is not JSON`, param);
+        throw refuse(param, `${param} is not JSON`);
       }
       return { id: c.id, type: 'function', function: { name: c.function.name, arguments: args } };
     });
