@@ -224,9 +224,10 @@ export class Cluster implements EngineEntry {
   deliver(name: string, a: Arrival): void {
     const e = this.engine(name)!;
     const live = this.active.get(a.spec.id)?.spec === a.spec;
-    const held = this.failover.hold(e, a, live);
+    // an engine that died takes nothing: a live request's handoff waits for the fresh one
+    if (e.failed && live) this.failover.hold(name, a);
     if (live) this.moved(a.spec.id, name, a.counters.handoffs);
-    if (!held) e.arrive(a);
+    if (!e.failed) e.arrive(a);
   }
 
   /** Where a request decodes now: its handoffs are counted, so a report that comes late changes nothing. */
@@ -315,9 +316,6 @@ export class Cluster implements EngineEntry {
       const counters = this.engine(name)!.release(req.spec, status);
       if (counters) req.counters = counters;
     }
-    // tallies ride on finishes: a request ended here, held across a port, has only its handoffs from the moves
-    const { hops } = req.whereabouts;
-    if (hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: hops };
     this.emitState(req.id, status);
     this.completed++;
     const result = req.result(reason, this.clock.now(), error, tail);

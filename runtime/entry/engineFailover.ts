@@ -73,11 +73,9 @@ export class EngineFailover {
     host.flush();
   }
 
-  /** A handoff to a dead engine waits here for the fresh one (a live request's; others are dropped); false: the engine is up. */
-  hold(e: EngineHandle, a: Arrival, live: boolean): boolean {
-    if (!e.failed) return false;
-    if (live) this.held.set(e.name, [...(this.held.get(e.name) ?? []), a]);
-    return true;
+  /** A handoff to a dead engine waits here for the fresh one. */
+  hold(name: string, a: Arrival): void {
+    this.held.set(name, [...(this.held.get(name) ?? []), a]);
   }
 
   /** A request just sent to an engine that had died before its peer heard is lost with it. */

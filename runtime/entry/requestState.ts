@@ -132,10 +132,6 @@ export class RequestState {
     this.text += c.text;
   }
 
-  get status(): RequestStatus {
-    return this.actor.getSnapshot().value;
-  }
-
   /** In a final state: done, failed or cancelled. */
   get finished(): boolean {
     return this.actor.getSnapshot().status === 'done';
@@ -154,12 +150,13 @@ export class RequestState {
     const c = this.counters;
     return {
       id: this.id,
-      status: this.status as EndStatus,
+      status: this.actor.getSnapshot().value as EndStatus,
       finishReason,
       tokens: this.output.slice(),
       producedBy: this.producedBy.map((m) => names[m - 1]),
       tokensByModel: byModel(perToken),
-      handoffs: c.handoffs,
+      // tallies ride on finishes: a request ended here while across a port has only its handoffs, from the moves
+      handoffs: Math.max(c.handoffs, this.whereabouts.hops),
       discarded: c.discarded,
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
