@@ -1,8 +1,8 @@
-// The entry: admits requests, streams what the engines commit, ends requests everywhere; its engines run wherever they are placed.
+// The entry: admits requests, streams what the engines commit in output order, ends requests everywhere; its engines run wherever they are placed.
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
-import { GREEDY, type ModelRunner } from '../runner/modelRunner.ts';
+import type { ModelRunner } from '../runner/modelRunner.ts';
 import { validateThresholds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { Engine } from '../core/engine.ts';
 import type { LaneStats } from '../core/messages.ts';
@@ -13,13 +13,11 @@ import { EngineFailover } from './engineFailover.ts';
 import { beginEngines } from '../transport/engineHandle.ts';
 import { Cascade } from '../core/engineLoop.ts';
 import { servingPolicy, type ServingPolicy } from '../core/servingPolicy.ts';
-import { buildEngines, engineSettings, modelLimits, type ClusterModel, type EngineLimits } from './buildEngines.ts';
 import { checkSubmission } from './submission.ts';
-import { clusterSettings, type ClusterOptions } from './clusterOptions.ts';
+import { buildEngines, modelLimits, SCHEDULING, type ClusterModel, type ClusterOptions, type EngineLimits } from './clusterOptions.ts';
 import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions, type Whereabouts } from './requestState.ts';
 
-export type { ClusterModel };
-export type { ClusterOptions };
+export type { ClusterModel, ClusterOptions };
 
 export interface RequestHandle {
   readonly id: string;
@@ -29,56 +27,51 @@ export interface RequestHandle {
 
 export class Cluster implements EngineEntry {
   readonly clock: Clock;
-  /** The serving policy's entry side: the rounds of the sync modes, across every engine. */
-  readonly policy: ServingPolicy;
   /** Every model's engine as the entry drives it, in model order. */
   readonly engines: EngineHandle[];
   maxWaitMs: number;
   readonly maxConcurrency: number;
   readonly maxQueue: number;
-  /** The trace sink while tracing is on; undefined: no trace events are made. */
-  trace: TraceSink | undefined;
-  private readonly sink: TraceSink | undefined;
-  private readonly byName = new Map<string, EngineHandle>();
+  /** Committed output tokens and ended requests over the cluster's life. */
+  committed = 0;
+  completed = 0;
+  /** The serving policy's entry side: the rounds of the sync modes, across every engine. */
+  private readonly policy: ServingPolicy;
+  private readonly trace: TraceSink | undefined;
   private readonly prefixCache: boolean;
+  private readonly checked: boolean;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
   /** Shared with the engines in this thread: none launches before a cascade the entry runs is over. */
   private readonly cascades = new Cascade();
+  private readonly failover: EngineFailover;
   private requestSeq = 0;
   private serialSeq = 0;
-  private readonly checked: boolean;
-  private readonly failover: EngineFailover;
-  /** Committed output tokens over the cluster's life. */
-  committed = 0;
-  completed = 0;
 
   constructor(opts: ClusterOptions) {
     this.clock = opts.clock;
-    const settings = clusterSettings(opts);
-    this.policy = servingPolicy(settings.mode, settings.retainState);
-    ({ maxWaitMs: this.maxWaitMs, maxConcurrency: this.maxConcurrency, maxQueue: this.maxQueue, prefixCache: this.prefixCache } = settings);
-    this.sink = opts.trace;
-    this.trace = opts.tracing === false ? undefined : opts.trace;
+    this.policy = servingPolicy(opts.mode ?? SCHEDULING.mode, opts.retainState ?? SCHEDULING.retainState);
+    this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
+    this.prefixCache = opts.prefixCache ?? false;
+    this.maxConcurrency = opts.maxConcurrency ?? Infinity;
+    this.maxQueue = opts.maxQueue ?? Infinity;
+    this.trace = opts.trace;
     this.checked = opts.checkInvariants ?? false;
-    this.engines = buildEngines(opts.models, this.clock, this.sink, this.cascades, opts.tokenizer);
-    for (const e of this.engines) this.byName.set(e.name, e);
-    this.failover = new EngineFailover({
+    this.engines = buildEngines(opts, this.cascades);
+    const host = {
       engines: this.engines,
-      engine: (name) => this.byName.get(name),
-      rename: (name, e) => this.byName.set(name, e),
-      request: (id) => this.active.get(id),
-      activeRequests: () => this.active.values(),
-      end: (req, status, reason, error) => this.end(req, status, reason, error),
+      active: this.active,
+      fail: (req: RequestState, error: Error) => this.end(req, 'failed', 'error', error),
       flush: () => this.flush(),
-      settingsFor: (i, t) => this.settingsFor(i, t),
-    });
-    for (const e of this.engines) this.failover.watch(e);
+      settingsFor: (i: number, old: EngineLimits) => this.settingsFor(i, old),
+    };
+    this.failover = new EngineFailover(host, this);
     beginEngines(
       this.engines.map((e, i) => ({ engine: e, settings: this.settingsFor(i, modelLimits(opts.models[i])) })),
       this,
     );
-    this.validateThresholds(this.engines.map((l) => l.threshold));
+    const thresholds = this.engines.map((e) => e.threshold);
+    validateThresholds(this.mode, this.engines, thresholds, this.maxConcurrency, this.maxWaitMs);
     this.emitConfig();
   }
 
@@ -93,7 +86,7 @@ export class Cluster implements EngineEntry {
 
   /** The engine of a model, wherever it runs. */
   engine(name: string): EngineHandle | undefined {
-    return this.byName.get(name);
+    return this.engines.find((e) => e.name === name);
   }
 
   /** The engines that run in this process, themselves (benches and tests read their figures). */
@@ -103,7 +96,7 @@ export class Cluster implements EngineEntry {
 
   /** The engine of a model, itself, when it runs in this process. */
   lane(name: string): Engine | undefined {
-    return this.byName.get(name)?.core;
+    return this.engine(name)?.core;
   }
 
   get activeCount(): number {
@@ -119,102 +112,60 @@ export class Cluster implements EngineEntry {
     return this.active.size === 0 && this.entryQueue.length === 0;
   }
 
-  // --- public API ---
-
-  submit<M>(opts: SubmitOptions<M>): RequestHandle {
-    const alg = opts.algorithm;
-    const { maxContext } = checkSubmission(opts as SubmitOptions<unknown>, this.byName);
-    const ref = opts.algorithmRef;
+  submit<M>(options: SubmitOptions<M>): RequestHandle {
+    const opts = options as SubmitOptions;
+    const maxContext = checkSubmission(opts, this.engines);
     if (this.active.size >= this.maxConcurrency && this.entryQueue.length >= this.maxQueue) {
       throw new TokenRouterError('overloaded', `admission queue is full (${this.maxQueue} waiting)`, null);
     }
     const id = opts.id ?? `req-${++this.requestSeq}`;
     if (this.active.has(id)) throw new TokenRouterError('invalid_request', `request id ${id} is already in flight`, 'id');
-    let resolve!: (r: RequestResult) => void;
-    const done = new Promise<RequestResult>((r) => (resolve = r));
-    const minTokens = Math.max(0, Math.min(opts.minTokens ?? 0, opts.maxTokens));
-    const spec = requestSpec(
-      id,
-      ++this.serialSeq,
-      alg as SubmitOptions['algorithm'],
-      ref,
-      opts.prompt,
-      opts.maxTokens,
-      minTokens,
-      { ...GREEDY, ...opts.sampling },
-      maxContext,
-      opts,
-    );
-    const req = new RequestState(spec, opts.prompt, this.clock.now(), opts.onToken, opts.onEnd, resolve);
+    const req = new RequestState(requestSpec(id, ++this.serialSeq, opts, maxContext), opts, this.clock.now());
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
     this.flush();
-    return { id, done, cancel: () => this.cancel(id) };
+    return { id, done: req.done, cancel: () => this.cancel(id) };
   }
 
   /** Cancels a request wherever it is: queued, running, in a batch, or pending-return at a peer. */
   cancel(id: string): boolean {
     const qi = this.entryQueue.findIndex((r) => r.id === id);
-    if (qi >= 0) {
-      const [req] = this.entryQueue.splice(qi, 1);
-      this.end(req, 'cancelled', 'cancelled');
-      return true;
-    }
-    const req = this.active.get(id);
+    const req = qi >= 0 ? this.entryQueue.splice(qi, 1)[0] : this.active.get(id);
     if (!req) return false;
     this.end(req, 'cancelled', 'cancelled');
     this.flush();
     return true;
   }
 
-  /** Ends a request as done (e.g. a stop string matched in its text). */
-  stop(id: string): boolean {
-    const req = this.active.get(id);
-    if (!req) return false;
-    this.end(req, 'done', 'stop');
-    this.flush();
-    return true;
-  }
-
   /** New thresholds (missing models keep theirs) and, optionally, a new max-wait deadline, for every engine wherever it runs. */
   setThresholds(thresholds: Readonly<Record<string, number>>, maxWaitMs = this.maxWaitMs): void {
-    const next = this.engines.map((l) => thresholds[l.name] ?? l.threshold);
-    this.validateThresholds(next, maxWaitMs);
+    const next = this.engines.map((e) => thresholds[e.name] ?? e.threshold);
+    validateThresholds(this.mode, this.engines, next, this.maxConcurrency, maxWaitMs);
     this.maxWaitMs = maxWaitMs;
-    this.engines.forEach((l, i) => l.setSchedule(next[i], maxWaitMs));
+    this.engines.forEach((e, i) => e.setSchedule(next[i], maxWaitMs));
     this.emitConfig();
     this.flush();
   }
 
-  /**
-   * Tracing on for the entry and every engine, wherever it runs (the config in force is the first
-   * event a new reader sees), or off: then neither the entry nor any engine builds a trace event.
-   */
-  setTracing(on: boolean): void {
-    if (!this.sink || on === (this.trace !== undefined)) return;
-    this.trace = on ? this.sink : undefined;
-    if (on) this.emitConfig();
-    for (const e of this.engines) e.setTracing(on);
-  }
-
-  /** Takes a sub-server down (its batches fail) or brings it back. */
+  /** Takes a model's engine down (its batches fail) or brings it back. */
   setDown(name: string, down: boolean): void {
-    this.failover.setDown(name, down);
+    this.named(name).setDown(down);
   }
 
   /** A model's runner (or engine thread) died: the requests it held fail, the rest keep going; the lane refuses work until replaced. */
   failLane(name: string, error: Error): number {
-    return this.failover.failLane(name, error);
+    return this.failover.failLane(this.named(name), error);
   }
 
   /** Puts a restarted runner in place and lets the lane take work again. */
   replaceRunner(name: string, runner: ModelRunner): void {
-    this.failover.replaceRunner(name, runner);
+    this.named(name).replaceRunner(runner);
+    this.flush();
   }
 
   /** Puts a restarted engine (thread) in place of one that died. */
   replaceThread(name: string, fresh: EngineHandle): void {
-    this.failover.replaceThread(name, fresh, this);
+    this.failover.replaceThread(this.named(name), fresh);
   }
 
   laneStats(): LaneStats[] {
@@ -222,27 +173,25 @@ export class Cluster implements EngineEntry {
   }
 
   /** Requests in flight at the entry. */
-  *activeRequests(): IterableIterator<RequestState> {
-    yield* this.active.values();
+  activeRequests(): IterableIterator<RequestState> {
+    return this.active.values();
   }
 
   // --- EngineEntry: what engines tell the entry, and handoffs between engines with no link of their own ---
 
   commit(c: Commit): void {
     const req = this.active.get(c.requestId);
-    if (!req || req.finished) return;
-    if (c.index === req.output.length && req.early.size === 0) {
-      // in order, nothing waiting: the common case needs no generator
-      this.apply(req, c);
-      if (req.finished) return;
-    } else {
-      for (const next of req.inOrder(c)) {
-        this.apply(req, next);
-        if (req.finished) return;
-      }
+    if (!req) return;
+    if (c.index !== req.output.length) {
+      // engines in other threads report on their own ports: a commit that overtook earlier ones waits for them
+      if (c.index > req.output.length) req.early.set(c.index, c);
+      return;
     }
-    const f = req.dueFinish();
-    if (f) this.finish(f);
+    for (let next: Commit | undefined = c; next && !req.finished; next = req.early.get(req.output.length)) {
+      req.early.delete(next.index);
+      this.apply(req, next);
+    }
+    if (req.lateFinish) this.finish(req.lateFinish);
   }
 
   private apply(req: RequestState, c: Commit): void {
@@ -254,7 +203,7 @@ export class Cluster implements EngineEntry {
       this.emitState(req.id, 'streaming');
     }
     try {
-      req.onToken?.(c.token, req.spec.models[c.model - 1], req.producedBy.length - 1, c.signals, c.atHandoff, c.text);
+      req.opts.onToken?.(c.token, req.spec.models[c.model - 1], req.output.length - 1, c.signals, c.atHandoff, c.text);
     } catch (e) {
       this.end(req, 'failed', 'error', e as Error);
     }
@@ -262,36 +211,39 @@ export class Cluster implements EngineEntry {
 
   finish(f: Finish): void {
     const req = this.active.get(f.requestId);
-    if (!req || req.finished) return;
-    if (req.waitsFor(f)) return;
+    if (!req) return;
+    // a finish that overtook commits before it waits for them
+    if (f.committed !== undefined && req.output.length < f.committed) {
+      req.lateFinish = f;
+      return;
+    }
     if (f.counters) req.counters = f.counters;
-    if (f.text) req.text += f.text;
-    this.end(req, f.status, f.reason, f.error);
+    this.end(req, f.status, f.reason, f.error, f.text);
   }
 
   deliver(name: string, a: Arrival): void {
-    const e = this.byName.get(name)!;
+    const e = this.engine(name)!;
     const live = this.active.get(a.spec.id)?.spec === a.spec;
-    // its engine died: the handoff waits for the fresh one
-    const dead = this.failover.hold(e, a, live);
+    // an engine that died takes nothing: a live request's handoff waits for the fresh one
+    if (e.failed && live) this.failover.hold(name, a);
     if (live) this.moved(a.spec.id, name, a.counters.handoffs);
-    if (!dead) e.arrive(a);
+    if (!e.failed) e.arrive(a);
   }
 
   /** Where a request decodes now: its handoffs are counted, so a report that comes late changes nothing. */
   moved(requestId: string, to: string, hops: number): void {
     const req = this.active.get(requestId);
-    if (!req?.moveTo(to, hops)) return;
-    const e = this.byName.get(to);
+    if (!req || hops <= req.whereabouts.hops) return;
+    req.whereabouts = { model: to, hops };
+    const e = this.engine(to);
     if (e) this.failover.lostOnTheWay(req, e);
   }
 
   deliverWire(to: string, arrivals: readonly WireArrival[]): void {
     for (const w of arrivals) {
       const req = this.active.get(w.spec.id);
-      if (!req || req.spec.serial !== w.spec.serial) continue;
       // the request's own spec: the algorithm the entry built for it
-      this.deliver(to, { ...w, spec: req.spec });
+      if (req?.spec.serial === w.spec.serial) this.deliver(to, { ...w, spec: req.spec });
     }
     this.flush();
   }
@@ -302,7 +254,7 @@ export class Cluster implements EngineEntry {
 
   sequence(requestId: string): readonly number[] | undefined {
     const req = this.active.get(requestId);
-    return req && [...req.prompt, ...req.output];
+    return req && [...req.opts.prompt, ...req.output];
   }
 
   traced(events: readonly TraceEvent[]): void {
@@ -319,16 +271,28 @@ export class Cluster implements EngineEntry {
     if (this.checked) checkInvariants(this);
   }
 
-  private settingsFor(index: number, limits: EngineLimits): EngineSettings {
-    return engineSettings(index, this.engines, limits, {
-      mode: this.policy.mode,
-      retainState: this.retainState,
-      maxWaitMs: this.maxWaitMs,
-      prefixCache: this.prefixCache,
-      clock: this.clock,
-      trace: this.trace !== undefined,
-      checkInvariants: this.checked,
-    });
+  cascade<T>(fn: () => T): T {
+    this.cascades.enter();
+    try {
+      return fn();
+    } finally {
+      this.cascades.leave();
+    }
+  }
+
+  private settingsFor(index: number, { maxBatch, maxStepTokens, threshold, kvCapacityTokens }: EngineLimits): EngineSettings {
+    const { mode, retainState, maxWaitMs, prefixCache, checked: checkInvariants } = this;
+    const models = this.engines.map((e) => e.name);
+    const trace = this.trace !== undefined;
+    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
+    const origin = this.clock.origin ?? 0;
+    return { index, models, maxBatch, maxStepTokens, threshold, kvCapacityTokens, mode, retainState, maxWaitMs, prefixCache, trace, checkInvariants, origin };
+  }
+
+  private named(name: string): EngineHandle {
+    const e = this.engine(name);
+    if (!e) throw new TokenRouterError('not_found', `no model "${name}"`, 'model');
+    return e;
   }
 
   // --- request lifecycle ---
@@ -338,51 +302,30 @@ export class Cluster implements EngineEntry {
     this.emitState(req.id, 'admitted');
     const { spec } = req;
     // every engine the request may visit can build its algorithm before a handoff reaches it
-    if (spec.ref) for (const name of spec.models) this.byName.get(name)!.deploy(spec.ref);
+    if (spec.ref) for (const name of spec.models) this.engine(name)!.deploy(spec.ref);
     this.deliver(spec.models[spec.algorithm.entry - 1], req.firstArrival());
   }
 
-  private end(req: RequestState, status: 'done' | 'failed' | 'cancelled', reason: FinishReason, error?: Error): void {
+  /** `tail`: text the engine held back until the end. */
+  private end(req: RequestState, status: RequestResult['status'], reason: FinishReason, error?: Error, tail = ''): void {
     if (req.finished) return;
-    req.finishReason = reason;
-    req.error = error;
-    req.endedAt = this.clock.now();
-    req.actor.send(status === 'done' ? { type: 'FINISH' } : status === 'failed' ? { type: 'FAIL', error: error ?? new Error('failed') } : { type: 'CANCEL' });
-    req.actor.stop();
-    // Every engine the request may hold state on lets it go; the one that owned it has its tallies.
+    req.end(status);
+    const wasActive = this.active.delete(req.id);
+    // every engine the request may hold state on lets it go; the one that owned it has its tallies
     for (const name of new Set(req.spec.models)) {
-      const counters = this.byName.get(name)!.release(req.spec, status);
+      const counters = this.engine(name)!.release(req.spec, status);
       if (counters) req.counters = counters;
     }
-    // tallies ride on finishes: a request ended here, held across a port, has only its handoffs from the moves
-    const { hops } = req.whereabouts;
-    if (hops > req.counters.handoffs) req.counters = { ...req.counters, handoffs: hops };
     this.emitState(req.id, status);
-    const wasActive = this.active.delete(req.id);
     this.completed++;
-    const result = req.result();
+    const result = req.result(reason, this.clock.now(), error, tail);
     this.trace?.emit(requestEndEvent(result));
     if (wasActive) this.startWaiting();
-    try {
-      req.onEnd?.(result);
-    } finally {
-      req.resolve(result);
-    }
+    req.answer(result);
   }
 
   private startWaiting(): void {
-    while (this.active.size < this.maxConcurrency && this.entryQueue.length > 0) {
-      this.start(this.entryQueue.shift()!);
-    }
-  }
-
-  cascade<T>(fn: () => T): T {
-    this.cascades.enter();
-    try {
-      return fn();
-    } finally {
-      this.cascades.leave();
-    }
+    while (this.active.size < this.maxConcurrency && this.entryQueue.length > 0) this.start(this.entryQueue.shift()!);
   }
 
   /** Lets a sync mode open its next round (engines wake themselves for their own work). */
@@ -400,13 +343,9 @@ export class Cluster implements EngineEntry {
       t: this.clock.now(),
       mode: this.mode,
       retainState: this.retainState,
-      // every engine, threads and remotes too, in the config's model order: the timeline lays its lanes out (and colours them) by it
+      // every engine in the config's model order: the timeline lays its lanes out (and colours them) by it
       thresholds: Object.fromEntries(this.engines.map((e) => [e.name, e.threshold])),
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
     });
-  }
-
-  private validateThresholds(thresholds: number[], maxWaitMs = this.maxWaitMs): void {
-    validateThresholds(this.mode, this.engines, thresholds, this.maxConcurrency, maxWaitMs);
   }
 }

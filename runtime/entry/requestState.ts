@@ -1,10 +1,10 @@
-// One request at the entry: its lifecycle actor, the committed output it streams, and its result.
+// One request at the entry: its lifecycle actor, what its client was streamed, and its result.
 import type { Constraint } from '../../shared/protocol/constraint.ts';
 import { createActor, type Actor } from 'xstate';
 import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
 import { requestMachine } from './requestMachine.ts';
-import type { SamplingParams } from '../runner/modelRunner.ts';
+import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from '../core/messages.ts';
@@ -71,40 +71,38 @@ export type TokenListener = (token: number, model: string, index: number, signal
 /** The model whose engine decodes a request, reached after `hops` handoffs. */
 export type Whereabouts = { readonly model: string; readonly hops: number };
 
-const NOWHERE: Whereabouts = { model: '', hops: -1 };
+type EndStatus = RequestResult['status'];
+const EVENT = { done: { type: 'FINISH' }, failed: { type: 'FAIL', error: new Error('failed') }, cancelled: { type: 'CANCEL' } } as const;
 
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
-  readonly actor: Actor<typeof requestMachine> = createActor(requestMachine);
-  /** What the entry streamed (prompt excluded), by model: written only by `append`, from commit events; the sequence is the engine's. */
-  readonly output: readonly number[] = [];
-  readonly producedBy: readonly ModelId[] = [];
+  readonly actor: Actor<typeof requestMachine> = createActor(requestMachine).start();
+  readonly done: Promise<RequestResult>;
+  private resolve!: (r: RequestResult) => void;
+  /**
+   * What the client was streamed, in output order, written only by `append`: the entry's one copy of
+   * the output (tokens, each one's model, the text), since an engine across a port cannot answer for
+   * a request the entry ends itself, and a remote replica that lost its KV re-prefills from it.
+   */
+  readonly output: number[] = [];
+  readonly producedBy: ModelId[] = [];
+  private text = '';
   firstTokenAt: number | null = null;
-  endedAt = 0;
-  finishReason: FinishReason | null = null;
-  error: Error | undefined;
-  /** Commits that arrived before one they follow (engine threads report on separate ports), by output index. */
+  /** Commits and a finish that overtook earlier commits (engine threads report on separate ports). */
   readonly early = new Map<number, Commit>();
-  /** A finish that arrived before the commits it follows. */
   lateFinish: Finish | null = null;
-  /** Where it decodes, written only by `moveTo` from `moved` events and the entry's own placements. */
-  whereabouts: Whereabouts = NOWHERE;
+  /** Where it decodes, from `moved` events and the entry's own placements; the highest hop wins. */
+  whereabouts: Whereabouts = { model: '', hops: -1 };
   /** Tallies from the engine that owned the request when it ended. */
   counters: RequestCounters;
-  /** The text the engines sent, in output order. */
-  text = '';
 
   constructor(
     readonly spec: RequestSpec,
-    /** Sent to the entry model when the request starts (it may wait at the entry first). */
-    readonly prompt: readonly number[],
+    readonly opts: SubmitOptions,
     readonly submittedAt: number,
-    readonly onToken: SubmitOptions['onToken'],
-    readonly onEnd: SubmitOptions['onEnd'],
-    readonly resolve: (r: RequestResult) => void,
   ) {
-    this.actor.start();
     this.counters = newCounters(spec.models.length);
+    this.done = new Promise((r) => (this.resolve = r));
   }
 
   get id(): string {
@@ -120,7 +118,7 @@ export class RequestState {
       from: 0,
       to: spec.algorithm.entry,
       anchor: 0,
-      tokens: this.prompt,
+      tokens: this.opts.prompt,
       keep: true,
       done: false,
       meta: spec.algorithm.initMeta(),
@@ -128,51 +126,10 @@ export class RequestState {
     return { spec, handoff, known: new Array(spec.models.length + 1).fill(0), counters: newCounters(spec.models.length), text: spec.text && newTextState() };
   }
 
-  /**
-   * The commits to apply now, in output order: `c` and those that waited for it; none while `c` is
-   * early (engines in other threads report on their own ports, so commits may arrive out of order).
-   */
-  *inOrder(c: Commit): Generator<Commit> {
-    if (c.index !== this.output.length) {
-      if (c.index > this.output.length) this.early.set(c.index, c);
-      return;
-    }
-    yield c;
-    for (let next = this.early.get(this.output.length); next; next = this.early.get(this.output.length)) {
-      this.early.delete(next.index);
-      yield next;
-    }
-  }
-
-  /** A finish that overtook commits it follows waits for them (true: it was kept for later). */
-  waitsFor(f: Finish): boolean {
-    if (f.committed === undefined || this.output.length >= f.committed) return false;
-    this.lateFinish = f;
-    return true;
-  }
-
-  /** The finish that waited, once every commit before it was applied. */
-  dueFinish(): Finish | null {
-    const f = this.lateFinish;
-    return f && !this.finished && this.output.length >= (f.committed ?? 0) ? f : null;
-  }
-
-  /** A `moved` event: the latest handoff wins, so a report that comes late changes nothing (false: it was stale). */
-  moveTo(model: string, hops: number): boolean {
-    if (this.finished || hops <= this.whereabouts.hops) return false;
-    this.whereabouts = { model, hops };
-    return true;
-  }
-
-  /** A commit event, in its turn (see `inOrder`): the stream grows by its token and text. */
   append(c: Commit): void {
-    (this.output as number[]).push(c.token);
-    (this.producedBy as ModelId[]).push(c.model);
-    if (c.text) this.text += c.text;
-  }
-
-  get status(): RequestStatus {
-    return this.actor.getSnapshot().value;
+    this.output.push(c.token);
+    this.producedBy.push(c.model);
+    this.text += c.text;
   }
 
   /** In a final state: done, failed or cancelled. */
@@ -180,7 +137,12 @@ export class RequestState {
     return this.actor.getSnapshot().status === 'done';
   }
 
-  result(): RequestResult {
+  end(status: EndStatus): void {
+    this.actor.send(EVENT[status]);
+  }
+
+  /** `tail`: text the engine held back until the end. */
+  result(finishReason: FinishReason, endedAt: number, error: Error | undefined, tail: string): RequestResult {
     const names = this.spec.models;
     const byModel = (counts: readonly number[]) => Object.fromEntries(names.map((n, i) => [n, counts[i + 1]]));
     const perToken = new Array(names.length + 1).fill(0);
@@ -188,23 +150,33 @@ export class RequestState {
     const c = this.counters;
     return {
       id: this.id,
-      status: this.status as RequestResult['status'],
-      finishReason: this.finishReason ?? 'error',
+      status: this.actor.getSnapshot().value as EndStatus,
+      finishReason,
       tokens: this.output.slice(),
       producedBy: this.producedBy.map((m) => names[m - 1]),
       tokensByModel: byModel(perToken),
-      handoffs: c.handoffs,
+      // tallies ride on finishes: a request ended here while across a port has only its handoffs, from the moves
+      handoffs: Math.max(c.handoffs, this.whereabouts.hops),
       discarded: c.discarded,
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
       cachedPromptTokens: c.cachedPrompt,
-      text: this.text,
+      text: this.text + tail,
       ...maskedFrom(this.spec, this.output),
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
-      endedAt: this.endedAt,
-      error: this.error,
+      endedAt,
+      error,
     };
+  }
+
+  /** The caller hears the result (`onEnd`, then the handle's promise). */
+  answer(result: RequestResult): void {
+    try {
+      this.opts.onEnd?.(result);
+    } finally {
+      this.resolve(result);
+    }
   }
 }
 
@@ -218,30 +190,21 @@ function maskedFrom(spec: RequestSpec, output: readonly number[]): { maskedFrom?
 }
 
 /** The fixed facts of a request, for every engine it visits. */
-export function requestSpec(
-  id: string,
-  serial: number,
-  algorithm: Algorithm<unknown>,
-  ref: AlgorithmRef | undefined,
-  prompt: readonly number[],
-  maxTokens: number,
-  minTokens: number,
-  sampling: SamplingParams,
-  maxContext: number,
-  out: Pick<SubmitOptions, 'text' | 'detail' | 'constraint'> = {},
-): RequestSpec {
+export function requestSpec(id: string, serial: number, opts: SubmitOptions, maxContext: number): RequestSpec {
+  const { algorithm, prompt, maxTokens } = opts;
+  const sampling = { ...GREEDY, ...opts.sampling };
   return {
-    ...(out.constraint ? { constraint: out.constraint } : {}),
-    ...(out.text ? { text: out.text } : {}),
-    ...(out.detail ? { detail: true } : {}),
+    ...(opts.constraint ? { constraint: opts.constraint } : {}),
+    ...(opts.text ? { text: opts.text } : {}),
+    ...(opts.detail ? { detail: true } : {}),
     id,
     serial,
     algorithm,
-    ...(ref ? { ref } : {}),
+    ...(opts.algorithmRef ? { ref: opts.algorithmRef } : {}),
     models: algorithm.models,
     promptLength: prompt.length,
     maxLength: Math.min(prompt.length + maxTokens, maxContext),
-    minTokens,
+    minTokens: Math.max(0, Math.min(opts.minTokens ?? 0, maxTokens)),
     sampling,
     samplingBelowMin: Object.freeze({ ...sampling, suppressEos: true }),
     drawSeed: sampling.seed >>> 0,

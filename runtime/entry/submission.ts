@@ -3,11 +3,11 @@ import { TokenRouterError } from '../errors.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { SubmitOptions } from './requestState.ts';
 
-/** The engines the algorithm runs on, in its model order, and the context they all fit; throws the client's error otherwise. */
-export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMap<string, EngineHandle>): { lanes: EngineHandle[]; maxContext: number } {
+/** The context every engine the algorithm runs on fits; throws the client's error otherwise. */
+export function checkSubmission(opts: SubmitOptions, engines: readonly EngineHandle[]): number {
   const alg = opts.algorithm;
   const lanes = alg.models.map((name) => {
-    const lane = byName.get(name);
+    const lane = engines.find((e) => e.name === name);
     if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
     return lane;
   });
@@ -41,5 +41,5 @@ export function checkSubmission(opts: SubmitOptions<unknown>, byName: ReadonlyMa
       'max_tokens',
     );
   }
-  return { lanes, maxContext };
+  return maxContext;
 }

@@ -5,13 +5,12 @@ import { LOCAL_STATES, type LocalStatus } from '../../shared/trace.ts';
 import { LifecycleError, localRequestMachine, LOCAL_EVENTS, type LocalEvent } from '../../runtime/core/localRequest.ts';
 import { LocalRequest, newCounters } from '../../runtime/core/localRequest.ts';
 import { requestSpec } from '../../runtime/entry/requestState.ts';
-import { GREEDY } from '../../runtime/runner/modelRunner.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 
 const EVENTS = Object.keys(LOCAL_EVENTS) as LocalEvent['type'][];
 
 function local(): LocalRequest {
-  const spec = requestSpec('r1', 1, markovAlgorithm(r2rMarkov(0.35)), undefined, [1, 2, 3], 8, 0, GREEDY, 1024);
+  const spec = requestSpec('r1', 1, { algorithm: markovAlgorithm(r2rMarkov(0.35)), prompt: [1, 2, 3], maxTokens: 8 }, 1024);
   return new LocalRequest(spec, 1, [1, 2, 3], [0, 0, 0], undefined, newCounters(2));
 }
 

@@ -2,7 +2,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../../../runtime/clock/clock.ts';
 import { Cascade } from '../../../runtime/core/engineLoop.ts';
-import type { EngineLimits } from '../../../runtime/entry/buildEngines.ts';
+import type { EngineLimits } from '../../../runtime/entry/clusterOptions.ts';
 import { InprocEngine } from '../../../runtime/transport/inprocEngine.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../../../runtime/core/messages.ts';
 import type { RequestCounters, RequestSpec } from '../../../runtime/core/localRequest.ts';
