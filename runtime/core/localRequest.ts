@@ -112,22 +112,6 @@ export class LocalRequest {
   get id(): string {
     return this.spec.id;
   }
-  get requestId(): string {
-    return this.spec.id;
-  }
-  get algorithm(): Algorithm<unknown> {
-    return this.spec.algorithm;
-  }
-  get models(): number {
-    return this.spec.models.length;
-  }
-  get drawSeed(): number {
-    return this.spec.drawSeed;
-  }
-  get maxLength(): number {
-    return this.spec.maxLength;
-  }
-
   get status(): LocalStatus {
     return this.actor.getSnapshot().value;
   }
