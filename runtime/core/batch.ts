@@ -73,6 +73,7 @@ export interface Batch {
   maskedRows: number;
 }
 
+/** An engine's tallies, in the order its lane figures (LaneStats) list them. */
 export class EngineStats {
   batches = 0;
   rows = 0;
@@ -80,14 +81,15 @@ export class EngineStats {
   chunks = 0;
   admissions = 0;
   evictions = 0;
-  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached; entries dropped for room. */
-  prefixQueries = 0;
-  prefixHits = 0;
-  prefixEvictions = 0;
-  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it; wall ms in runner.step. */
+  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it. */
   busyMs = 0;
   batchMs = 0;
   modelMs = 0;
+  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
+  prefixQueries = 0;
+  prefixHits = 0;
+  /** Not in the lane figures: entries dropped for room; wall ms in runner.step. */
+  prefixEvictions = 0;
   runnerWallMs = 0;
 }
 

@@ -87,7 +87,8 @@ export class Engine implements LaneView {
 
   /** This engine's figures for /admin/status, /metrics and the benches. */
   laneStats(): LaneStats {
-    const { stats: s, queues: q, pool } = this;
+    const { queues: q, pool } = this;
+    const { prefixEvictions, runnerWallMs, ...counters } = this.stats;
     return {
       name: this.name,
       threshold: this.threshold,
@@ -98,16 +99,7 @@ export class Engine implements LaneView {
       executing: this.executing,
       kvBytes: pool.usedBytes,
       kvReservedBytes: pool.reservedBytes,
-      batches: s.batches,
-      rows: s.rows,
-      chunks: s.chunks,
-      admissions: s.admissions,
-      evictions: s.evictions,
-      busyMs: s.busyMs,
-      batchMs: s.batchMs,
-      modelMs: s.modelMs,
-      prefixQueries: s.prefixQueries,
-      prefixHits: s.prefixHits,
+      ...counters,
       prefixEntries: q.prefix?.size ?? 0,
       kvPrefixBytes: pool.prefixTokenCount * pool.kvBytesPerToken,
     };
