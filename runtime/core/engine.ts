@@ -9,7 +9,7 @@ import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { batchEvent, EngineStats, newBatch, planBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
-import { LOCAL_EVENTS, LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import { LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
 import type { OutputProcessor } from './outputProcessor.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
@@ -31,7 +31,7 @@ export interface EngineEnv {
   nextBatchId(): number;
 }
 
-const END_EVENT = { done: LOCAL_EVENTS.FINISH, failed: LOCAL_EVENTS.FAIL, cancelled: LOCAL_EVENTS.CANCEL } as const;
+const END_EVENT = { done: 'FINISH', failed: 'FAIL', cancelled: 'CANCEL' } as const;
 
 export class Engine implements LaneView {
   readonly index: number;
@@ -214,12 +214,12 @@ export class Engine implements LaneView {
     });
     const { retain } = this.host.policy;
     if (retain) {
-      this.move(local, LOCAL_EVENTS.HANDOFF);
+      this.move(local, 'HANDOFF');
       this.queues.left(local);
       // its cache just became evictable: a request waiting for memory here may now fit
       this.admitWaiting();
     } else {
-      this.move(local, LOCAL_EVENTS.FINISH);
+      this.move(local, 'FINISH');
       this.forget(local);
     }
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
@@ -263,10 +263,10 @@ export class Engine implements LaneView {
       local.text = a.text;
       local.stepsHere = 0;
       if (local.cache) {
-        this.move(local, LOCAL_EVENTS.RETURN);
+        this.move(local, 'RETURN');
         return this.queues.enqueue([local]);
       }
-      this.move(local, LOCAL_EVENTS.REQUEUE);
+      this.move(local, 'REQUEUE');
     } else {
       const grammar = spec.constraint && newGrammarState(this.host, spec, this.runner.info);
       if (grammar instanceof Error) return this.refuse(spec, grammar);
@@ -283,7 +283,7 @@ export class Engine implements LaneView {
       if (!(e instanceof TokenRouterError)) throw e;
       return this.finish(local, 'failed', 'error', new TokenRouterError(e.code, `${this.name}: ${e.message}`, e.param));
     }
-    this.move(local, LOCAL_EVENTS.ADMIT);
+    this.move(local, 'ADMIT');
     this.queues.enqueue([local]);
   }
 
@@ -351,12 +351,12 @@ export class Engine implements LaneView {
 
   admitWaiting(): void {
     for (const local of this.queues.admitWaiting()) {
-      this.move(local, LOCAL_EVENTS.ADMIT);
+      this.move(local, 'ADMIT');
       this.queues.enqueue([local]);
     }
   }
 
-  private move(local: LocalRequest, event: LocalEvent): void {
+  private move(local: LocalRequest, event: LocalEvent['type']): void {
     const next = local.send(event);
     if (this.host.trace) this.emitLocal(local, next);
   }

@@ -28,14 +28,9 @@ export interface KvCache {
   readonly reserved: number;
 }
 
-export type LocalEvent =
-  | { type: 'ADMIT' } // a cache slot was granted
-  | { type: 'HANDOFF' } // the request left for a peer; keep cache, bookkeeping and admission
-  | { type: 'RETURN' } // back from a peer with the cache still held: append and resume
-  | { type: 'REQUEUE' } // back from a peer after the cache was evicted: admit again, recompute
-  | { type: 'FINISH' }
-  | { type: 'CANCEL' }
-  | { type: 'FAIL' };
+/** A cache granted; left for a peer, the cache kept; back with it, or after its eviction (recompute); the ends. */
+export const LOCAL_EVENTS = ['ADMIT', 'HANDOFF', 'RETURN', 'REQUEUE', 'FINISH', 'CANCEL', 'FAIL'] as const;
+export type LocalEvent = { type: (typeof LOCAL_EVENTS)[number] };
 
 const ends = { FINISH: 'done', CANCEL: 'cancelled', FAIL: 'failed' } as const;
 
@@ -61,17 +56,6 @@ export class LifecycleError extends Error {
     super(`local request: no transition for ${event} in state ${from}`);
   }
 }
-
-/** The events by name, made once. */
-export const LOCAL_EVENTS: { readonly [T in LocalEvent['type']]: Readonly<Extract<LocalEvent, { type: T }>> } = {
-  ADMIT: { type: 'ADMIT' },
-  HANDOFF: { type: 'HANDOFF' },
-  RETURN: { type: 'RETURN' },
-  REQUEUE: { type: 'REQUEUE' },
-  FINISH: { type: 'FINISH' },
-  CANCEL: { type: 'CANCEL' },
-  FAIL: { type: 'FAIL' },
-};
 
 /** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
@@ -137,14 +121,14 @@ export class LocalRequest {
   }
 
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
-  send(event: LocalEvent): LocalStatus {
+  send(type: LocalEvent['type']): LocalStatus {
     const before = this.actor.getSnapshot();
     // an ended request's actor has stopped: XState would drop the event (and, in development, warn)
-    if (before.status !== 'active') throw new LifecycleError(before.value, event.type);
-    this.actor.send(event);
+    if (before.status !== 'active') throw new LifecycleError(before.value, type);
+    this.actor.send({ type });
     const after = this.actor.getSnapshot();
     // every transition of the chart changes state: an event XState took none for left the snapshot as it was
-    if (after === before) throw new LifecycleError(before.value, event.type);
+    if (after === before) throw new LifecycleError(before.value, type);
     return after.value;
   }
 
