@@ -28,7 +28,6 @@ export interface EngineEnv {
   readonly grammar: EngineGrammar;
   /** Runs the arrival again once `ready` settles (its grammar compiles meanwhile). */
   deferArrival(ready: Promise<unknown>, a: Arrival): void;
-  nextBatchId(): number;
 }
 
 const END_EVENT = { done: 'FINISH', failed: 'FAIL', cancelled: 'CANCEL' } as const;
@@ -51,6 +50,8 @@ export class Engine implements LaneView {
   /** What this engine produced since the host last took it: events for the entry in order, handoffs for peers. */
   private events: EngineEvent[] = [];
   private sent: EngineOutputs['sent'] = [];
+  private batchSeq = 0;
+  private readonly models: number;
 
   constructor(
     settings: EngineSettings,
@@ -59,6 +60,7 @@ export class Engine implements LaneView {
   ) {
     this.index = settings.index;
     this.name = settings.models[settings.index];
+    this.models = settings.models.length;
     this.runner = runner;
     this.maxBatch = settings.maxBatch;
     this.maxStepTokens = settings.maxStepTokens;
@@ -110,7 +112,9 @@ export class Engine implements LaneView {
     // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
     const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
     const plan = planBatch(ready.rows, this);
-    const batch = newBatch(this.host.nextBatchId(), plan, ready.locals, this.host.clock.now());
+    // unique across the engines of a deployment
+    const id = ++this.batchSeq * this.models + this.index;
+    const batch = newBatch(id, plan, ready.locals, this.host.clock.now());
     this.queues.take(plan.rows);
     maskRows(batch);
     this.inFlight = batch;

@@ -14,11 +14,7 @@ import { servingPolicy, type ServingPolicy } from './servingPolicy.ts';
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
 const TOMBSTONES = 4096;
 
-/**
- * One engine with its clock, its serving policy (a sync round is the entry's: it lets this engine
- * launch with `allow`), its links to its peers and its loop (engineLoop.ts): every call of the entry
- * or a peer runs as one of the loop's inputs, which ships what it produced.
- */
+/** One engine with its clock, serving policy, links to its peers and loop: every call of the entry or a peer runs as one of the loop's inputs. */
 export class EngineHost implements EngineEnv, LoopPorts {
   readonly policy: ServingPolicy;
   readonly output: OutputProcessor | undefined;
@@ -30,7 +26,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
   readonly loop: EngineLoop;
   readonly peers = new Map<string, PeerLink>();
   private readonly tombstones = new Set<number>();
-  private batchSeq = 0;
 
   constructor(
     readonly outlet: EngineOutlet,
@@ -61,17 +56,7 @@ export class EngineHost implements EngineEnv, LoopPorts {
     return this.engine.locals.size;
   }
 
-  nextBatchId(): number {
-    return ++this.batchSeq * this.settings.models.length + this.settings.index;
-  }
-
-  // --- what the entry and the peers ask: each runs as one input of the loop ---
-
-  /**
-   * The peer died: handoffs there go by the entry, which holds them until it is back. Its link is
-   * dropped, not closed: what the peer sent before it died may still be queued on it (the entry has
-   * counted those requests as here), and closing would discard it; the dead end closes the link.
-   */
+  /** The peer died: handoffs there go by the entry until it is back. Its link is dropped, not closed: what it sent before it died may still be queued on it. */
   peerLost(name: string): void {
     this.peers.delete(name);
     this.loop.input(() => this.engine.peerLost(name));
@@ -150,9 +135,7 @@ export class EngineHost implements EngineEnv, LoopPorts {
     for (const p of this.peers.values()) p.close();
     this.peers.clear();
     this.loop.actor.stop();
-    // The caches kept for later prompts go with this engine: a `begin` that replaces it starts an empty
-    // prefix cache, and the runner would keep the old one's KV for ever (a bench's later cases ran on
-    // thousands of orphaned caches).
+    // the runner outlives this engine: a `begin` that replaces it starts an empty prefix cache, so the old one's KV must go
     this.engine.queues.prefix?.clear();
   }
 }

@@ -9,12 +9,9 @@ import type { ServingPolicy } from './servingPolicy.ts';
 import { subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
 
 /**
- * The cascade rule. A step's outputs set off a cascade of calls among the engines of one thread and
- * the entry if it shares that thread: the entry answers the report (admits the next request,
- * releases a finished one), handoffs reach peers, which may answer in turn. No engine of the thread
- * launches before the whole cascade is over, because a request it readies must join the next step,
- * not the one after: launching at the first WORK would start a batch one row short. The engines of
- * one thread share one Cascade; an engine alone in its thread (or process) has its own.
+ * The cascade rule: a step's outputs set off calls among the engines of one thread and the entry if
+ * it shares that thread (the entry's answers, handoffs, the peers' answers). No engine of the thread
+ * launches before the cascade is over, so what it readies joins the next step, not the one after.
  */
 export class Cascade {
   private depth = 0;
@@ -41,7 +38,6 @@ export class Cascade {
     }
   }
 
-  /** No cascade running: the engines of this thread are all at rest. */
   get idle(): boolean {
     return this.depth === 0;
   }
@@ -63,16 +59,10 @@ export interface LoopPorts {
   readonly peers: ReadonlyMap<string, PeerLink>;
   readonly trace: TraceSink | undefined;
   readonly cascade: Cascade;
-  /** A step's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
   readonly settled?: () => void;
 }
 
-/**
- * One engine's loop. Inputs (an arrival, a release, the entry's round letting the engine launch)
- * run through `input`; each ends by shipping what it produced and waking the lane actor, which
- * decides whether a step launches; a step's outputs, when the runner answers, ship the same way.
- * Nothing else starts a step or sends anything out.
- */
+/** One engine's loop: nothing else starts a step or sends anything out. */
 export class EngineLoop {
   /** The lane actor: its state is the lane's, its `after` delay the max-wait timer, its `launch` action the one place a step starts. */
   readonly actor: Actor<typeof subServerMachine>;
@@ -101,13 +91,7 @@ export class EngineLoop {
     });
   }
 
-  // --- 2. maybe launch a step ---
-  //
-  // The lane actor (subServerMachine) launches on a transition whose guard reads the facts below, and
-  // only then: a request is ready and the policy's `mayLaunch` says so; or it has collected for the
-  // max-wait deadline and `mayLaunchLate` says so; or the step in flight came back (BATCH_DONE) and
-  // the next may launch at once. One step is in flight per engine, none starts inside a cascade, and
-  // a down engine's steps fail at once. The step itself is Engine.step, its results Engine.apply.
+  // --- 2. maybe launch a step: the lane actor launches on a transition whose guard reads these facts ---
 
   /** What the lane actor's guards read, as the lane is now. */
   private facts(): LaneFacts {
@@ -121,7 +105,7 @@ export class EngineLoop {
     this.actor.send({ type, lane: this.facts() });
   }
 
-  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is, so its deadline decides on the truth. */
+  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is. */
   private look(): void {
     if (this.executing) return;
     const heard = this.actor.getSnapshot().context.lane;
@@ -180,11 +164,9 @@ export class EngineLoop {
   }
 
   /**
-   * The handoffs one message per peer (the peer admits them together and batches them), one report
-   * to the entry with the events in order (nothing if nothing changed), one WORK if the lane
-   * changed. An entry in this thread hears the report before the lane actor does, so what it admits
-   * in answer joins the step; one across a port mirrors the lane from the report, which must
-   * therefore say whether a step started.
+   * Handoffs one message per peer, then one report to the entry, then one WORK if the lane changed.
+   * An entry in this thread hears the report first, so what it admits in answer joins the step; one
+   * across a port mirrors the lane from the report, which must therefore say whether a step started.
    */
   private ship(out: EngineOutputs, returned: number): void {
     if (out.sent.length > 0) this.sendHandoffs(out.sent);
