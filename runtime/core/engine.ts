@@ -100,7 +100,7 @@ export class Engine implements LaneView {
       pendingReturn: q.evictable().length,
       executing: this.executing,
       kvBytes: pool.usedBytes,
-      kvReservedBytes: pool.reservedBytes,
+      kvReservedBytes: pool.reservedTokenCount * pool.kvBytesPerToken,
       ...counters,
       prefixEntries: q.prefix?.size ?? 0,
       kvPrefixBytes: pool.prefixTokenCount * pool.kvBytesPerToken,
@@ -256,7 +256,7 @@ export class Engine implements LaneView {
       const message = `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`;
       return this.refuse(spec, new TokenRouterError('unavailable', message, 'model'));
     }
-    const known = a.known;
+    const { known } = a;
     known[handoff.to] = handoff.anchor + handoff.tokens.length;
     if (local) {
       // back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held
@@ -280,13 +280,12 @@ export class Engine implements LaneView {
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
     }
-    try {
-      if (!this.queues.admit(local)) return;
-    } catch (e) {
-      // only a request that can never fit is refused here; anything else is a bug and stays loud
-      if (!(e instanceof TokenRouterError)) throw e;
-      return this.finish(local, 'failed', 'error', new TokenRouterError(e.code, `${this.name}: ${e.message}`, e.param));
+    const room = this.pool.capacityTokens;
+    if (spec.maxLength > room) {
+      const message = `${this.name}: request ${spec.id} needs ${spec.maxLength} KV tokens (prompt + max_tokens), more than the whole KV pool holds (${room})`;
+      return this.finish(local, 'failed', 'error', new TokenRouterError('too_large', message, 'max_tokens'));
     }
+    if (!this.queues.admit(local)) return;
     this.move(local, 'ADMIT');
     this.queues.enqueue([local]);
   }
