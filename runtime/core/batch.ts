@@ -109,7 +109,7 @@ export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalReque
     requestId: local.id,
     tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]),
     position: local.fed,
-    sampling: local.stepSampling,
+    sampling: local.generated < local.spec.minTokens ? local.spec.samplingBelowMin : local.spec.sampling,
     wants: local.wants,
   }));
   const { phase, tokens } = plan;

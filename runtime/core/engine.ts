@@ -35,8 +35,6 @@ const END_EVENT = { done: 'FINISH', failed: 'FAIL', cancelled: 'CANCEL' } as con
 export class Engine implements LaneView {
   readonly index: number;
   readonly name: string;
-  /** Replaced when a crashed runner is restarted. */
-  runner: ModelRunner;
   maxBatch: number;
   /** Tokens one step feeds at most, all rows together: a longer prompt is fed in chunks across steps. */
   maxStepTokens: number;
@@ -55,13 +53,13 @@ export class Engine implements LaneView {
 
   constructor(
     settings: EngineSettings,
-    runner: ModelRunner,
+    /** Replaced when a crashed runner is restarted. */
+    public runner: ModelRunner,
     private readonly host: EngineEnv,
   ) {
     this.index = settings.index;
     this.name = settings.models[settings.index];
     this.models = settings.models.length;
-    this.runner = runner;
     this.maxBatch = settings.maxBatch;
     this.maxStepTokens = settings.maxStepTokens;
     this.threshold = settings.threshold;
@@ -294,10 +292,7 @@ export class Engine implements LaneView {
     this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error });
   }
 
-  /**
-   * The entry ended the request: drop what this engine holds of it. Returns its tallies when this
-   * engine owned it (they are whole only there). A cache inside a running step goes when the step returns.
-   */
+  /** The entry ended the request: drop what this engine holds of it; its tallies when this engine owned it (they are whole only there). */
   release(spec: Pick<RequestSpec, 'id'>, status: 'done' | 'failed' | 'cancelled'): LocalRequest['counters'] | null {
     const local = this.locals.get(spec.id);
     if (!local) return null;
@@ -307,10 +302,7 @@ export class Engine implements LaneView {
     return counters;
   }
 
-  /**
-   * The engine of model `name` restarted with nothing: the requests decoding here forget what it had
-   * seen, so their next handoff there carries the whole sequence and it re-prefills (recompute).
-   */
+  /** The engine of model `name` restarted with nothing: the requests decoding here forget what it had seen, so it re-prefills them. */
   peerLost(name: string): void {
     for (const local of this.locals.values()) {
       const m = local.spec.models.indexOf(name) + 1;

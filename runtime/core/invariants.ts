@@ -52,7 +52,7 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
   // Caches of requests that ended during a running batch are freed when the batch returns.
   if (lane.inFlight) for (const l of lane.inFlight.locals) if (l.ended && l.cache) held.add(l.cache);
   let open = 0;
-  for (const c of lane.pool.caches()) {
+  for (const c of lane.pool.open) {
     open++;
     if (!held.has(c)) throw new InvariantError(`${lane.name}: KV pool holds cache ${c.id} (${c.fed} tokens) that no request holds`);
   }

@@ -12,7 +12,8 @@ let nextCacheId = 1;
 
 /** One engine's KV pool: owns the caches its requests hold (id, tokens cached, room reserved); every count is a sum over them. */
 export class CachePool {
-  private readonly open = new Set<KvCache>();
+  /** The caches its requests hold. */
+  readonly open = new Set<KvCache>();
 
   constructor(
     /** Token capacity of this pool (weights already taken out by the memory plan). */
@@ -33,10 +34,6 @@ export class CachePool {
   /** The request let go of the cache: its room is free (the runner's release, or the prefix cache taking it over, is the caller's). */
   close(cache: KvCache): void {
     this.open.delete(cache);
-  }
-
-  caches(): IterableIterator<KvCache> {
-    return this.open.values();
   }
 
   get reservedTokenCount(): number {

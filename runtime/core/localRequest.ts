@@ -3,7 +3,7 @@ import { createActor, setup, type Actor } from 'xstate';
 import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
+import type { RequestCounters, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
 
@@ -113,11 +113,6 @@ export class LocalRequest {
 
   get generated(): number {
     return this.tokens.length - this.spec.promptLength;
-  }
-
-  /** Sampling for this request's next step. */
-  get stepSampling(): SamplingParams {
-    return this.generated < this.spec.minTokens ? this.spec.samplingBelowMin : this.spec.sampling;
   }
 
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
