@@ -27,12 +27,7 @@ export interface BatchPlan {
   tokens: number;
 }
 
-/**
- * Decode rows (one token to feed) first, in FIFO order, then the rows with several tokens to feed
- * (prefills, a handoff's unseen suffix) in FIFO order, each given what is left of the token budget:
- * a long prompt is fed in chunks across steps, so it never holds the decoding rows up for its whole
- * length (vLLM's chunked prefill). Each row taken feeds at least one token, so a step always makes progress.
- */
+/** Decode rows first, then rows with several tokens to feed, each in FIFO order and given what is left of the token budget (vLLM's chunked prefill). */
 export function planBatch(ready: readonly ReadyRow[], policy: BatchPolicy): BatchPlan {
   const plan: BatchPlan = { rows: [], feed: [], phase: 'decode', tokens: 0 };
   let budget = policy.maxStepTokens ?? Infinity;
@@ -93,10 +88,7 @@ export class EngineStats {
   runnerWallMs = 0;
 }
 
-/**
- * A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next
- * `plan.feed[k]` tokens its cache has not seen; it counts what their caches took from the prefix cache.
- */
+/** A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
 export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalRequest[], start: number): Batch {
   const locals = plan.rows.map((i) => ready[i]);
   let cachedTokens = 0;

@@ -8,11 +8,7 @@ import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings,
 import type { ServingPolicy } from './servingPolicy.ts';
 import { subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
 
-/**
- * The cascade rule: a step's outputs set off calls among the engines of one thread and the entry if
- * it shares that thread (the entry's answers, handoffs, the peers' answers). No engine of the thread
- * launches before the cascade is over, so what it readies joins the next step, not the one after.
- */
+/** The cascade rule: no engine of a thread launches while its outputs' cascade runs (the entry's answers, handoffs), so what it readies joins the next step. */
 export class Cascade {
   private depth = 0;
   private readonly held = new Set<EngineLoop>();
@@ -163,11 +159,7 @@ export class EngineLoop {
     if (this.host.settings.checkInvariants) checkEngine(this.engine);
   }
 
-  /**
-   * Handoffs one message per peer, then one report to the entry, then one WORK if the lane changed.
-   * An entry in this thread hears the report first, so what it admits in answer joins the step; one
-   * across a port mirrors the lane from the report, which must therefore say whether a step started.
-   */
+  /** Handoffs one message per peer, one report to the entry, one WORK if the lane changed; an entry in this thread hears the report before the lane actor. */
   private ship(out: EngineOutputs, returned: number): void {
     if (out.sent.length > 0) this.sendHandoffs(out.sent);
     if (this.host.outlet.inProcess) {

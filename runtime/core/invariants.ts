@@ -16,10 +16,7 @@ export class InvariantError extends Error {
   override readonly name = 'InvariantError';
 }
 
-/**
- * Walks every engine's requests and every request at the entry. Cost is O(requests × models), so it
- * runs only when the cluster is built with `checkInvariants: true` (tests, the stress suite).
- */
+/** Walks every engine's requests and every request at the entry: O(requests × models), so only with `checkInvariants: true`. */
 export function checkInvariants(cluster: CheckedCluster): void {
   const owners = new Map<string, string[]>();
   const lanes = cluster.lanes;

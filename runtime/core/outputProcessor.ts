@@ -8,11 +8,7 @@ export function newTextState(): TextState {
   return { detok: newDetokState(), count: 0, tail: '', tailAt: 0, emitted: 0, stopAt: -1 };
 }
 
-/**
- * Text is kept only as far back as a stop string can reach (the longest one before what was shown)
- * and shown only up to where a stop string may still be forming (its length less one): a stop string
- * that spans a handoff is found where one model would find it, since the tail travels in the state.
- */
+/** Text is kept back as far as a stop string can reach, shown up to where one may still be forming; the tail travels, so one may span a handoff. */
 export class OutputProcessor {
   private readonly tok: Decoder;
 
@@ -66,11 +62,7 @@ const NONE: readonly string[] = [];
 const MEMO_WINDOW = 4;
 const MEMO_ENTRIES = 1 << 16;
 
-/**
- * Decoding is a pure function of the ids, and the windows the detokenizer decodes are a token or
- * two, mostly the same few thousand pairs: each is decoded once (the tokenizer's decode costs
- * microseconds per call, on the engine's thread beside the model). Bounded: cleared when full.
- */
+/** The detokenizer's windows are mostly the same few thousand one- or two-token pairs: each is decoded once (bounded: cleared when full). */
 function memoDecoder(tok: Decoder): Decoder {
   const memo = new Map<string, string>();
   return {

@@ -8,11 +8,8 @@ export interface PrefixEntry {
 }
 
 /**
- * Entries are whole caches (the runners copy a prefix into a new cache; none shares memory), so an
- * entry whose tokens begin another's is redundant and goes. `drop` hands a cache back to the owner
- * (released in the runner). Entries are never in a running step, so every one is evictable, least
- * recently used first. A lookup scans the entries: it compares at most the tokens they hold, which the
- * KV pool bounds.
+ * Entries are whole caches (a runner copies a prefix into a new cache), so an entry whose tokens begin another's goes. Entries are
+ * never in a running step: all are evictable, least recently used first. A lookup compares at most the tokens held, which the pool bounds.
  */
 export class PrefixCache {
   /** By cacheId, least recently used first (a touch re-inserts). */

@@ -26,10 +26,7 @@ export interface RowView {
   readonly meta: unknown;
 }
 
-/**
- * The decision for one row. `commit` is the token to append (absent: none). A handoff whose kept
- * token ends the request (EOS or length) is reported as a finish: nothing crosses.
- */
+/** The decision for one row: `commit` is the token to append. A handoff whose kept token ends the request is a finish: nothing crosses. */
 export type RowDecision =
   | { kind: 'stay'; commit: number }
   | { kind: 'finish'; reason: 'stop' | 'length'; commit?: number }

@@ -13,7 +13,7 @@ export interface LaneView {
   readonly executing: boolean;
 }
 
-/** An engine's side of the policy, one per engine: may a step start now, or once the max-wait deadline passed; a step started; the entry's round lets it launch one. */
+/** An engine's side, one per engine: may a step start now, or past the max-wait deadline; a step started; the entry's round lets it launch one. */
 export interface LaunchRule {
   mayLaunch(lane: LaneView): boolean;
   mayLaunchLate(lane: LaneView): boolean;
@@ -71,10 +71,7 @@ class AllowedOnce implements LaunchRule {
   }
 }
 
-/**
- * The barrier of the sync baselines: a round lets lanes launch (step-sync: every lane with work;
- * model-sync: one, round-robin) and the next opens only when every step it let launch came back.
- */
+/** The sync barrier: a round lets lanes launch (step-sync: all with work; model-sync: one, round-robin); the next opens when all came back. */
 class SyncRounds implements Rounds {
   /** Steps the running round let launch that have not come back (0: no round is running). */
   private outstanding = 0;
@@ -123,9 +120,8 @@ export function keepsOneReplica(mode: SchedulingMode): boolean {
 }
 
 /**
- * Thresholds a deployment may run (async-delayed): each within its model's max batch; Σ(T_i − 1) < N, since
- * with N requests in flight and every model i holding T_i − 1 of them just below its threshold nothing
- * launches; and a max-wait deadline when any T > 1, since fewer than N are in flight whenever traffic thins out.
+ * Feasible thresholds (async-delayed): each within its max batch; Σ(T_i − 1) < N, or every model may wait just below its threshold
+ * for ever; and a finite max-wait when any T > 1, since fewer than N are in flight whenever traffic thins out.
  */
 export function validateThresholds(
   mode: SchedulingMode,

@@ -25,11 +25,7 @@ const laneOf = ({ context, event }: { context: SubServerContext; event: SubServe
 const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
-/**
- * The lane's chart. `launch` is the one effect, an action the engine loop provides (`provide`) that
- * starts a step (one launched from down fails at once); its return comes back as BATCH_DONE. Every
- * event carries the lane's facts, which `note` keeps for the eventless transitions and the deadline.
- */
+/** The lane's chart: `launch`, provided by the engine loop, is the one effect; every event carries the lane's facts, which `note` keeps. */
 export const subServerMachine = setup({
   types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
   guards: {
