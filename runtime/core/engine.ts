@@ -43,7 +43,6 @@ export class Engine implements LaneView {
   /** The batch in flight, from its launch until its rows are applied. */
   inFlight: Batch | null = null;
   readonly stats = new EngineStats();
-  /** The requests this engine holds, in any local state. */
   readonly locals = new Map<string, LocalRequest>();
   /** What this engine produced since the host last took it: events for the entry in order, handoffs for peers. */
   private events: EngineEvent[] = [];
@@ -154,7 +153,6 @@ export class Engine implements LaneView {
     return this.returned(batch);
   }
 
-  /** One row's result: route it (pure), then commit, hand off or finish. */
   private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
     const { spec } = local;
     local.stepsHere++;
@@ -237,7 +235,6 @@ export class Engine implements LaneView {
     return out;
   }
 
-  /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
     let local = this.locals.get(spec.id);
@@ -371,7 +368,6 @@ export class Engine implements LaneView {
     return this.take();
   }
 
-  /** The runner could not run the batch: its requests fail. */
   fail(batch: Batch, error: Error): EngineOutputs {
     this.stats.busyMs += this.host.clock.now() - batch.start;
     const { locals } = batch;

@@ -51,7 +51,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
     this.loop = new EngineLoop(this.engine, this);
   }
 
-  /** Requests this engine holds state for. */
   get held(): number {
     return this.engine.locals.size;
   }
@@ -82,7 +81,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
     void ready.then(() => this.arrive([a]));
   }
 
-  /** The entry ended the request; its tallies when this engine owned it. */
   release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
     return this.loop.input(() => {
       const local = this.engine.locals.get(id);
@@ -101,7 +99,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
     this.loop.allow();
   }
 
-  /** A trace reader came or left at the entry: trace events from now on, or none. */
   setTracing(on: boolean): void {
     this.trace = on ? this.sink : undefined;
   }

@@ -38,7 +38,6 @@ export class Cascade {
     return this.depth === 0;
   }
 
-  /** The loop looks at its lane now, or when the cascade running is over. */
   wake(loop: EngineLoop): void {
     if (this.depth > 0) this.held.add(loop);
     else loop.wake();
@@ -78,7 +77,6 @@ export class EngineLoop {
 
   // --- 1. take inputs ---
 
-  /** Runs one input of the entry or a peer as a cascade, then ships what it produced. */
   input<T>(fn: () => T): T {
     return this.host.cascade.run(() => {
       const out = fn();
@@ -89,7 +87,6 @@ export class EngineLoop {
 
   // --- 2. maybe launch a step: the lane actor launches on a transition whose guard reads these facts ---
 
-  /** What the lane actor's guards read, as the lane is now. */
   private facts(): LaneFacts {
     const e = this.engine;
     const rule = this.host.policy.launch;
@@ -147,7 +144,6 @@ export class EngineLoop {
 
   // --- 3. ship its outputs ---
 
-  /** A step landed: the lane actor looks at the queue again, then its outputs go out. */
   private landed(out: EngineOutputs): void {
     const { cascade } = this.host;
     cascade.run(() => {
@@ -173,11 +169,7 @@ export class EngineLoop {
 
   private sendHandoffs(sent: EngineOutputs['sent']): void {
     const byPeer = new Map<string, Arrival[]>();
-    for (const { to, arrival } of sent) {
-      const list = byPeer.get(to);
-      if (list) list.push(arrival);
-      else byPeer.set(to, [arrival]);
-    }
+    for (const { to, arrival } of sent) byPeer.set(to, [...(byPeer.get(to) ?? []), arrival]);
     for (const [name, arrivals] of byPeer) {
       const peer = this.host.peers.get(name);
       if (peer) peer.arrive(arrivals);

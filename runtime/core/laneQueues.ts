@@ -12,7 +12,6 @@ let nextCacheId = 1;
 
 /** One engine's KV pool: owns the caches its requests hold (id, tokens cached, room reserved); every count is a sum over them. */
 export class CachePool {
-  /** The caches its requests hold. */
   readonly open = new Set<KvCache>();
 
   constructor(
@@ -61,17 +60,15 @@ export type AdmissionPlan = { admit: number; evict: number };
 /** Pure: the head waits for room before anyone behind it; it evicts only as many caches as make it fit, and none when even all would not. */
 export function planAdmission(v: AdmissionView): AdmissionPlan {
   let free = v.capacity - v.reserved;
-  let evictableLeft = v.evictable.reduce((s, t) => s + t, 0);
   let admit = 0;
   let evict = 0;
   for (const need of v.waiting) {
-    if (free < need && free + evictableLeft < need) break;
-    while (free < need) {
-      free += v.evictable[evict];
-      evictableLeft -= v.evictable[evict];
-      evict++;
-    }
-    free -= need;
+    let room = free;
+    let upTo = evict;
+    while (room < need && upTo < v.evictable.length) room += v.evictable[upTo++];
+    if (room < need) break;
+    free = room - need;
+    evict = upTo;
     admit++;
   }
   return { admit, evict };
@@ -81,7 +78,6 @@ export class LaneQueues {
   readonly pool: CachePool;
   /** The ready requests, FIFO: the only record of readiness. */
   private ready: LocalRequest[] = [];
-  /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
   private leftSeq = 0;
   /** Caches of requests that let go of them, by token ids (null: prefix caching off). */
@@ -128,11 +124,10 @@ export class LaneQueues {
   }
 
   dequeue(local: LocalRequest): void {
-    remove(this.ready, local);
-    remove(this.admissionQueue, local);
+    this.ready = this.ready.filter((l) => l !== local);
+    this.admissionQueue = this.admissionQueue.filter((l) => l !== local);
   }
 
-  /** The local just left for a peer: it is the newest eviction candidate. */
   left(local: LocalRequest): void {
     local.leftAt = ++this.leftSeq;
   }
@@ -238,9 +233,4 @@ export class LaneQueues {
     local.cache = null;
     local.cachedPrefix = 0;
   }
-}
-
-function remove<T>(list: T[], item: T): void {
-  const i = list.indexOf(item);
-  if (i >= 0) list.splice(i, 1);
 }
