@@ -20,7 +20,6 @@ import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './co
 export interface EngineEnv {
   readonly clock: Clock;
   readonly policy: Pick<ServingPolicy, 'retain'>;
-  /** Its lane actor's state says whether a step is in flight, or the engine is down. */
   readonly loop: { readonly executing: boolean; readonly down: boolean };
   readonly trace: TraceSink | undefined;
   /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */

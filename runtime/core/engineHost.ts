@@ -31,7 +31,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
     readonly outlet: EngineOutlet,
     readonly settings: EngineSettings,
     runner: ModelRunner,
-    /** The model's tokenizer, loaded beside it: requests that ask for text are detokenised here. */
     decoder: Decoder | undefined,
     readonly clock: Clock,
     /** Where trace events go at once (an engine in the entry's process); absent: they travel in the report, when `settings.trace`. */

@@ -35,12 +35,13 @@ export function checkInvariants(cluster: CheckedCluster): void {
 /** One engine alone: every local's state is one it may hold, and every cache its KV pool counts has one holder. */
 export function checkEngine(lane: Engine, owners = new Map<string, string[]>()): void {
   const held = new Set<KvCache>();
+  const ready = new Set(lane.queues.readyView(Infinity).locals);
   for (const [id, local] of lane.locals) {
     const s = local.status;
     // The ready queue admits only running requests (LaneQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
     if (s === 'running' || s === 'queued') {
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
-      if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local))
+      if (s === 'running' && !ready.has(local) && !lane.isStepping(local))
         throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
       if (s === 'queued' && local.cache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
     } else if (s !== 'pending-return') throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);

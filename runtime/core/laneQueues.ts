@@ -112,10 +112,6 @@ export class LaneQueues {
     return this.ready.length;
   }
 
-  isReady(local: LocalRequest): boolean {
-    return this.ready.includes(local);
-  }
-
   /** Only running locals wait for a step (anything else is a scheduler bug). Chunked prompts go `first`, to feed the rest. */
   enqueue(locals: readonly LocalRequest[], first = false): void {
     for (const l of locals) if (l.status !== 'running') throw new Error(`request ${l.id} is ${l.status}: only a running request waits for a step`);

@@ -20,7 +20,7 @@ export class OutputProcessor {
   push(s: TextState, spec: RequestSpec, token: number): string {
     s.tail += detokPush(this.tok, s.detok, token);
     s.count++;
-    const stop = spec.text?.stop ?? NONE;
+    const stop = spec.text?.stop ?? [];
     let hold = 0;
     let reach = 0;
     if (stop.length > 0) {
@@ -55,8 +55,6 @@ export class OutputProcessor {
     return rest;
   }
 }
-
-const NONE: readonly string[] = [];
 
 /** Windows longer than this are decoded afresh (they are rare: a character in many pieces). */
 const MEMO_WINDOW = 4;
