@@ -3,19 +3,11 @@ import type { TraceEvent } from '../../shared/trace.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
 
-/** One ready request, in FIFO order, as the planner sees it. */
-export interface ReadyRow {
-  /** Tokens in its cache here (0: the step prefills). */
-  readonly fed: number;
-  /** Tokens the step would feed to catch up (the committed sequence past its cache). */
-  readonly unfed: number;
-}
+/** One ready request as the planner sees it: tokens in its cache (0: the step prefills), tokens the step would feed to catch up. */
+export type ReadyRow = { readonly fed: number; readonly unfed: number };
 
-export interface BatchPolicy {
-  maxBatch: number;
-  /** Tokens one step feeds at most, all rows together (vLLM's `max_num_batched_tokens`); absent or Infinity: no bound. */
-  maxStepTokens?: number;
-}
+/** `maxStepTokens`: tokens one step feeds at most, all rows together (vLLM's `max_num_batched_tokens`); absent or Infinity: no bound. */
+export type BatchPolicy = { maxBatch: number; maxStepTokens?: number };
 
 export interface BatchPlan {
   /** Indices into the ready list, in launch order: decode rows first, then prompt chunks. */

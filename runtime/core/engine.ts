@@ -348,8 +348,7 @@ export class Engine implements LaneView {
   }
 
   private move(local: LocalRequest, event: LocalEvent['type']): void {
-    const next = local.send(event);
-    if (this.host.trace) this.emitLocal(local, next);
+    this.emitLocal(local, local.send(event));
   }
 
   private emitLocal(local: LocalRequest, state: LocalStatus): void {
