@@ -79,8 +79,7 @@ export class Engine implements LaneView {
   }
   /** In the batch now running, its row not yet applied: its cache is freed only after that. */
   isStepping(local: LocalRequest): boolean {
-    const b = this.inFlight;
-    return b !== null && b.locals.indexOf(local, b.applied) >= 0;
+    return this.inFlight !== null && this.inFlight.locals.indexOf(local, this.inFlight.applied) >= 0;
   }
 
   /** This engine's figures for /admin/status, /metrics and the benches. */
@@ -250,12 +249,11 @@ export class Engine implements LaneView {
       const message = `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`;
       return this.refuse(spec, new TokenRouterError('unavailable', message, 'model'));
     }
-    const { known } = a;
-    known[handoff.to] = handoff.anchor + handoff.tokens.length;
+    a.known[handoff.to] = handoff.anchor + handoff.tokens.length;
     if (local) {
       // back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held
       local.tokens.push(...handoff.tokens);
-      local.known = known;
+      local.known = a.known;
       local.meta = got.meta;
       local.counters = a.counters;
       local.text = a.text;
@@ -268,7 +266,7 @@ export class Engine implements LaneView {
     } else {
       const grammar = spec.constraint && newGrammarState(this.host, spec, this.runner.info);
       if (grammar instanceof Error) return this.refuse(spec, grammar);
-      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, got.meta, a.counters);
+      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), a.known, got.meta, a.counters);
       local.grammar = grammar;
       local.text = a.text;
       this.locals.set(spec.id, local);

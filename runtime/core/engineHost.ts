@@ -94,8 +94,12 @@ export class EngineHost implements EngineEnv, LoopPorts {
     this.loop.schedule(threshold, maxWaitMs);
   }
 
+  /** The entry's round lets this engine launch one step. */
   allow(): void {
-    this.loop.allow();
+    this.loop.input(() => {
+      this.policy.launch.allow();
+      this.loop.look();
+    });
   }
 
   setTracing(on: boolean): void {

@@ -71,8 +71,7 @@ export class EngineLoop {
     private readonly host: LoopPorts,
   ) {
     const machine = subServerMachine.provide({ actions: { launch: (_, { down }) => this.launch(down) } });
-    this.actor = createActor(machine, { input: { maxWaitMs: host.settings.maxWaitMs }, clock: host.clock });
-    this.actor.start();
+    this.actor = createActor(machine, { input: { maxWaitMs: host.settings.maxWaitMs }, clock: host.clock }).start();
   }
 
   // --- 1. take inputs ---
@@ -99,7 +98,7 @@ export class EngineLoop {
   }
 
   /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is. */
-  private look(): void {
+  look(): void {
     if (this.executing) return;
     const heard = this.actor.getSnapshot().context.lane;
     const now = this.facts();
@@ -115,13 +114,6 @@ export class EngineLoop {
       (o) => this.landed(e.apply(batch, o)),
       (err: Error) => this.landed(e.fail(batch, err)),
     );
-  }
-
-  allow(): void {
-    this.input(() => {
-      this.host.policy.launch.allow();
-      this.look();
-    });
   }
 
   schedule(threshold: number, maxWaitMs: number): void {

@@ -19,17 +19,15 @@ export class InvariantError extends Error {
 /** Walks every engine's requests and every request at the entry: O(requests × models), so only with `checkInvariants: true`. */
 export function checkInvariants(cluster: CheckedCluster): void {
   const owners = new Map<string, string[]>();
-  const lanes = cluster.lanes;
-  for (const lane of lanes) checkEngine(lane, owners);
-  if (lanes.length !== cluster.engines.length) return;
-  const seen = new Set<string>();
+  for (const lane of cluster.lanes) checkEngine(lane, owners);
+  if (cluster.lanes.length !== cluster.engines.length) return;
   for (const req of cluster.activeRequests()) {
-    seen.add(req.id);
     const on = owners.get(req.id) ?? [];
     if (on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
+    owners.delete(req.id);
   }
-  for (const id of owners.keys())
-    if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
+  const [stray] = owners;
+  if (stray) throw new InvariantError(`${stray[0]} is decoding on ${stray[1].join(', ')} but the entry has no such request`);
 }
 
 /** One engine alone: every local's state is one it may hold, and every cache its KV pool counts has one holder. */

@@ -1,5 +1,5 @@
 // A request as one engine holds it: its lifecycle actor and chart, cache handle, and the routing state that travels with handoffs.
-import { createActor, setup, type Actor } from 'xstate';
+import { createActor, setup } from 'xstate';
 import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
@@ -60,7 +60,7 @@ export class LifecycleError extends Error {
 /** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
   /** Its lifecycle on this engine: the status is the snapshot's value, never kept beside it. */
-  readonly actor: Actor<typeof localRequestMachine>;
+  readonly actor = createActor(localRequestMachine).start();
   /** Its cache, the KV pool's (null while none is held: queued, or evicted while pending-return). */
   cache: KvCache | null = null;
   /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
@@ -86,8 +86,6 @@ export class LocalRequest {
     public meta: unknown,
     public counters: RequestCounters,
   ) {
-    this.actor = createActor(localRequestMachine);
-    this.actor.start();
     const wants = wantsFor(spec.algorithm, model);
     // per-token detail reports the signals even when route() does not read them
     this.wants = spec.detail && wants.signals === false ? { topK: wants.topK, hidden: wants.hidden, heads: wants.heads } : wants;
