@@ -3,19 +3,11 @@ import type { TraceEvent } from '../../shared/trace.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
 
-/** One ready request, in FIFO order, as the planner sees it. */
-export interface ReadyRow {
-  /** Tokens in its cache here (0: the step prefills). */
-  readonly fed: number;
-  /** Tokens the step would feed to catch up (the committed sequence past its cache). */
-  readonly unfed: number;
-}
+/** One ready request as the planner sees it: tokens in its cache (0: the step prefills), tokens the step would feed to catch up. */
+export type ReadyRow = { readonly fed: number; readonly unfed: number };
 
-export interface BatchPolicy {
-  maxBatch: number;
-  /** Tokens one step feeds at most, all rows together (vLLM's `max_num_batched_tokens`); absent or Infinity: no bound. */
-  maxStepTokens?: number;
-}
+/** `maxStepTokens`: tokens one step feeds at most, all rows together (vLLM's `max_num_batched_tokens`); absent or Infinity: no bound. */
+export type BatchPolicy = { maxBatch: number; maxStepTokens?: number };
 
 export interface BatchPlan {
   /** Indices into the ready list, in launch order: decode rows first, then prompt chunks. */
@@ -27,12 +19,7 @@ export interface BatchPlan {
   tokens: number;
 }
 
-/**
- * Decode rows (one token to feed) first, in FIFO order, then the rows with several tokens to feed
- * (prefills, a handoff's unseen suffix) in FIFO order, each given what is left of the token budget:
- * a long prompt is fed in chunks across steps, so it never holds the decoding rows up for its whole
- * length (vLLM's chunked prefill). Each row taken feeds at least one token, so a step always makes progress.
- */
+/** Decode rows first, then rows with several tokens to feed, each in FIFO order and given what is left of the token budget (vLLM's chunked prefill). */
 export function planBatch(ready: readonly ReadyRow[], policy: BatchPolicy): BatchPlan {
   const plan: BatchPlan = { rows: [], feed: [], phase: 'decode', tokens: 0 };
   let budget = policy.maxStepTokens ?? Infinity;
@@ -73,6 +60,7 @@ export interface Batch {
   maskedRows: number;
 }
 
+/** An engine's tallies, in the order its lane figures (LaneStats) list them. */
 export class EngineStats {
   batches = 0;
   rows = 0;
@@ -80,21 +68,19 @@ export class EngineStats {
   chunks = 0;
   admissions = 0;
   evictions = 0;
-  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached; entries dropped for room. */
-  prefixQueries = 0;
-  prefixHits = 0;
-  prefixEvictions = 0;
-  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it; wall ms in runner.step. */
+  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it. */
   busyMs = 0;
   batchMs = 0;
   modelMs = 0;
+  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
+  prefixQueries = 0;
+  prefixHits = 0;
+  /** Not in the lane figures: entries dropped for room; wall ms in runner.step. */
+  prefixEvictions = 0;
   runnerWallMs = 0;
 }
 
-/**
- * A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next
- * `plan.feed[k]` tokens its cache has not seen; it counts what their caches took from the prefix cache.
- */
+/** A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
 export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalRequest[], start: number): Batch {
   const locals = plan.rows.map((i) => ready[i]);
   let cachedTokens = 0;
@@ -107,7 +93,7 @@ export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalReque
     requestId: local.id,
     tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]),
     position: local.fed,
-    sampling: local.stepSampling,
+    sampling: local.generated < local.spec.minTokens ? local.spec.samplingBelowMin : local.spec.sampling,
     wants: local.wants,
   }));
   const { phase, tokens } = plan;

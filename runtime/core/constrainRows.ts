@@ -13,11 +13,7 @@ interface GrammarHost {
   deferArrival(ready: Promise<unknown>, a: Arrival): void;
 }
 
-/**
- * Rows that sample their request's next token draw under its grammar's mask, synced to the sequence
- * this engine holds (a chunk of a longer feed samples nothing that is kept: no mask). A sequence the
- * grammar refuses marks the request, which fails when its row comes back.
- */
+/** Rows that sample their request's next token draw under its grammar's mask; a sequence it refuses fails the request when its row comes back. */
 export function maskRows(batch: Batch): void {
   const { locals, rows } = batch;
   for (let i = 0; i < locals.length; i++) {
@@ -38,11 +34,7 @@ export function maskRows(batch: Batch): void {
   }
 }
 
-/**
- * The grammar takes the token just appended; when it refuses it, the token is taken back (never
- * committed: the entry then hears the finish right after the tokens before it) and the error to fail
- * the request with is returned.
- */
+/** The grammar takes the token just appended; when it refuses, the token is taken back (never committed) and the error is returned. */
 export function acceptCommitted(local: LocalRequest, model: string): TokenRouterError | undefined {
   try {
     local.grammar!.sync(local.tokens);
@@ -63,11 +55,7 @@ export function newGrammarState(host: GrammarHost, spec: RequestSpec, info: Mode
   }
 }
 
-/**
- * A constrained request arriving without a state here waits, outside the queue, while its grammar
- * compiles (or xgrammar loads) off this call, so the loop runs on; the host runs the arrival again
- * then. True: it waits.
- */
+/** A constrained request with no grammar state here waits outside the queue while its grammar compiles, so the loop runs on. True: it waits. */
 export function heldForGrammar(host: GrammarHost, a: Arrival, info: ModelInfo, held: LocalRequest | undefined): boolean {
   if (held?.grammar) return false;
   const ready = host.grammar.prepare(a.spec.constraint!, info);

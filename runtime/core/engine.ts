@@ -9,7 +9,7 @@ import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { batchEvent, EngineStats, newBatch, planBatch, type Batch } from './batch.ts';
 import { LaneQueues } from './laneQueues.ts';
-import { LOCAL_EVENTS, LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import { LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
 import type { OutputProcessor } from './outputProcessor.ts';
 import { receiveRow, routeRow } from './routeRow.ts';
@@ -20,7 +20,6 @@ import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './co
 export interface EngineEnv {
   readonly clock: Clock;
   readonly policy: Pick<ServingPolicy, 'retain'>;
-  /** Its lane actor's state says whether a step is in flight, or the engine is down. */
   readonly loop: { readonly executing: boolean; readonly down: boolean };
   readonly trace: TraceSink | undefined;
   /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
@@ -28,16 +27,13 @@ export interface EngineEnv {
   readonly grammar: EngineGrammar;
   /** Runs the arrival again once `ready` settles (its grammar compiles meanwhile). */
   deferArrival(ready: Promise<unknown>, a: Arrival): void;
-  nextBatchId(): number;
 }
 
-const END_EVENT = { done: LOCAL_EVENTS.FINISH, failed: LOCAL_EVENTS.FAIL, cancelled: LOCAL_EVENTS.CANCEL } as const;
+const END_EVENT = { done: 'FINISH', failed: 'FAIL', cancelled: 'CANCEL' } as const;
 
 export class Engine implements LaneView {
   readonly index: number;
   readonly name: string;
-  /** Replaced when a crashed runner is restarted. */
-  runner: ModelRunner;
   maxBatch: number;
   /** Tokens one step feeds at most, all rows together: a longer prompt is fed in chunks across steps. */
   maxStepTokens: number;
@@ -46,20 +42,22 @@ export class Engine implements LaneView {
   /** The batch in flight, from its launch until its rows are applied. */
   inFlight: Batch | null = null;
   readonly stats = new EngineStats();
-  /** The requests this engine holds, in any local state. */
   readonly locals = new Map<string, LocalRequest>();
   /** What this engine produced since the host last took it: events for the entry in order, handoffs for peers. */
   private events: EngineEvent[] = [];
   private sent: EngineOutputs['sent'] = [];
+  private batchSeq = 0;
+  private readonly models: number;
 
   constructor(
     settings: EngineSettings,
-    runner: ModelRunner,
+    /** Replaced when a crashed runner is restarted. */
+    public runner: ModelRunner,
     private readonly host: EngineEnv,
   ) {
     this.index = settings.index;
     this.name = settings.models[settings.index];
-    this.runner = runner;
+    this.models = settings.models.length;
     this.maxBatch = settings.maxBatch;
     this.maxStepTokens = settings.maxStepTokens;
     this.threshold = settings.threshold;
@@ -81,13 +79,13 @@ export class Engine implements LaneView {
   }
   /** In the batch now running, its row not yet applied: its cache is freed only after that. */
   isStepping(local: LocalRequest): boolean {
-    const b = this.inFlight;
-    return b !== null && b.locals.indexOf(local, b.applied) >= 0;
+    return this.inFlight !== null && this.inFlight.locals.indexOf(local, this.inFlight.applied) >= 0;
   }
 
   /** This engine's figures for /admin/status, /metrics and the benches. */
   laneStats(): LaneStats {
-    const { stats: s, queues: q, pool } = this;
+    const { queues: q, pool } = this;
+    const { prefixEvictions, runnerWallMs, ...counters } = this.stats;
     return {
       name: this.name,
       threshold: this.threshold,
@@ -97,17 +95,8 @@ export class Engine implements LaneView {
       pendingReturn: q.evictable().length,
       executing: this.executing,
       kvBytes: pool.usedBytes,
-      kvReservedBytes: pool.reservedBytes,
-      batches: s.batches,
-      rows: s.rows,
-      chunks: s.chunks,
-      admissions: s.admissions,
-      evictions: s.evictions,
-      busyMs: s.busyMs,
-      batchMs: s.batchMs,
-      modelMs: s.modelMs,
-      prefixQueries: s.prefixQueries,
-      prefixHits: s.prefixHits,
+      kvReservedBytes: pool.reservedTokenCount * pool.kvBytesPerToken,
+      ...counters,
       prefixEntries: q.prefix?.size ?? 0,
       kvPrefixBytes: pool.prefixTokenCount * pool.kvBytesPerToken,
     };
@@ -118,7 +107,9 @@ export class Engine implements LaneView {
     // under a token budget decode rows go first wherever they wait in the FIFO, so the planner sees it all
     const ready = this.queues.readyView(Number.isFinite(this.maxStepTokens) ? Infinity : this.maxBatch);
     const plan = planBatch(ready.rows, this);
-    const batch = newBatch(this.host.nextBatchId(), plan, ready.locals, this.host.clock.now());
+    // unique across the engines of a deployment
+    const id = ++this.batchSeq * this.models + this.index;
+    const batch = newBatch(id, plan, ready.locals, this.host.clock.now());
     this.queues.take(plan.rows);
     maskRows(batch);
     this.inFlight = batch;
@@ -160,7 +151,6 @@ export class Engine implements LaneView {
     return this.returned(batch);
   }
 
-  /** One row's result: route it (pure), then commit, hand off or finish. */
   private applyRow(local: LocalRequest, sig: TokenSignals, batch: Batch): void {
     const { spec } = local;
     local.stepsHere++;
@@ -222,12 +212,12 @@ export class Engine implements LaneView {
     });
     const { retain } = this.host.policy;
     if (retain) {
-      this.move(local, LOCAL_EVENTS.HANDOFF);
+      this.move(local, 'HANDOFF');
       this.queues.left(local);
       // its cache just became evictable: a request waiting for memory here may now fit
       this.admitWaiting();
     } else {
-      this.move(local, LOCAL_EVENTS.FINISH);
+      this.move(local, 'FINISH');
       this.forget(local);
     }
     this.events.push({ type: 'moved', requestId: spec.id, to, hops: counters.handoffs });
@@ -243,7 +233,6 @@ export class Engine implements LaneView {
     return out;
   }
 
-  /** A request arrives, from the entry (first placement) or from a peer: receive it and queue it here. */
   arrive(a: Arrival): void {
     const { spec, handoff } = a;
     let local = this.locals.get(spec.id);
@@ -260,38 +249,36 @@ export class Engine implements LaneView {
       const message = `model ${this.name} restarted and lost this request's state (it came back at position ${handoff.anchor})`;
       return this.refuse(spec, new TokenRouterError('unavailable', message, 'model'));
     }
-    const known = a.known;
-    known[handoff.to] = handoff.anchor + handoff.tokens.length;
+    a.known[handoff.to] = handoff.anchor + handoff.tokens.length;
     if (local) {
       // back from a peer: append the unseen suffix and resume, with no re-admission while the cache is held
       local.tokens.push(...handoff.tokens);
-      local.known = known;
+      local.known = a.known;
       local.meta = got.meta;
       local.counters = a.counters;
       local.text = a.text;
       local.stepsHere = 0;
       if (local.cache) {
-        this.move(local, LOCAL_EVENTS.RETURN);
+        this.move(local, 'RETURN');
         return this.queues.enqueue([local]);
       }
-      this.move(local, LOCAL_EVENTS.REQUEUE);
+      this.move(local, 'REQUEUE');
     } else {
       const grammar = spec.constraint && newGrammarState(this.host, spec, this.runner.info);
       if (grammar instanceof Error) return this.refuse(spec, grammar);
-      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), known, got.meta, a.counters);
+      local = new LocalRequest(spec, handoff.to, (a.context ?? handoff.tokens).slice(), a.known, got.meta, a.counters);
       local.grammar = grammar;
       local.text = a.text;
       this.locals.set(spec.id, local);
       this.emitLocal(local, 'queued');
     }
-    try {
-      if (!this.queues.admit(local)) return;
-    } catch (e) {
-      // only a request that can never fit is refused here; anything else is a bug and stays loud
-      if (!(e instanceof TokenRouterError)) throw e;
-      return this.finish(local, 'failed', 'error', new TokenRouterError(e.code, `${this.name}: ${e.message}`, e.param));
+    const room = this.pool.capacityTokens;
+    if (spec.maxLength > room) {
+      const message = `${this.name}: request ${spec.id} needs ${spec.maxLength} KV tokens (prompt + max_tokens), more than the whole KV pool holds (${room})`;
+      return this.finish(local, 'failed', 'error', new TokenRouterError('too_large', message, 'max_tokens'));
     }
-    this.move(local, LOCAL_EVENTS.ADMIT);
+    if (!this.queues.admit(local)) return;
+    this.move(local, 'ADMIT');
     this.queues.enqueue([local]);
   }
 
@@ -299,10 +286,7 @@ export class Engine implements LaneView {
     this.events.push({ type: 'finish', requestId: spec.id, status: 'failed', reason: 'error', error });
   }
 
-  /**
-   * The entry ended the request: drop what this engine holds of it. Returns its tallies when this
-   * engine owned it (they are whole only there). A cache inside a running step goes when the step returns.
-   */
+  /** The entry ended the request: drop what this engine holds of it; its tallies when this engine owned it (they are whole only there). */
   release(spec: Pick<RequestSpec, 'id'>, status: 'done' | 'failed' | 'cancelled'): LocalRequest['counters'] | null {
     const local = this.locals.get(spec.id);
     if (!local) return null;
@@ -312,10 +296,7 @@ export class Engine implements LaneView {
     return counters;
   }
 
-  /**
-   * The engine of model `name` restarted with nothing: the requests decoding here forget what it had
-   * seen, so their next handoff there carries the whole sequence and it re-prefills (recompute).
-   */
+  /** The engine of model `name` restarted with nothing: the requests decoding here forget what it had seen, so it re-prefills them. */
   peerLost(name: string): void {
     for (const local of this.locals.values()) {
       const m = local.spec.models.indexOf(name) + 1;
@@ -359,14 +340,13 @@ export class Engine implements LaneView {
 
   admitWaiting(): void {
     for (const local of this.queues.admitWaiting()) {
-      this.move(local, LOCAL_EVENTS.ADMIT);
+      this.move(local, 'ADMIT');
       this.queues.enqueue([local]);
     }
   }
 
-  private move(local: LocalRequest, event: LocalEvent): void {
-    const next = local.send(event);
-    if (this.host.trace) this.emitLocal(local, next);
+  private move(local: LocalRequest, event: LocalEvent['type']): void {
+    this.emitLocal(local, local.send(event));
   }
 
   private emitLocal(local: LocalRequest, state: LocalStatus): void {
@@ -384,7 +364,6 @@ export class Engine implements LaneView {
     return this.take();
   }
 
-  /** The runner could not run the batch: its requests fail. */
   fail(batch: Batch, error: Error): EngineOutputs {
     this.stats.busyMs += this.host.clock.now() - batch.start;
     const { locals } = batch;

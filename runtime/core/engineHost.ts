@@ -14,11 +14,7 @@ import { servingPolicy, type ServingPolicy } from './servingPolicy.ts';
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
 const TOMBSTONES = 4096;
 
-/**
- * One engine with its clock, its serving policy (a sync round is the entry's: it lets this engine
- * launch with `allow`), its links to its peers and its loop (engineLoop.ts): every call of the entry
- * or a peer runs as one of the loop's inputs, which ships what it produced.
- */
+/** One engine with its clock, serving policy, links to its peers and loop: every call of the entry or a peer runs as one of the loop's inputs. */
 export class EngineHost implements EngineEnv, LoopPorts {
   readonly policy: ServingPolicy;
   readonly output: OutputProcessor | undefined;
@@ -30,13 +26,11 @@ export class EngineHost implements EngineEnv, LoopPorts {
   readonly loop: EngineLoop;
   readonly peers = new Map<string, PeerLink>();
   private readonly tombstones = new Set<number>();
-  private batchSeq = 0;
 
   constructor(
     readonly outlet: EngineOutlet,
     readonly settings: EngineSettings,
     runner: ModelRunner,
-    /** The model's tokenizer, loaded beside it: requests that ask for text are detokenised here. */
     decoder: Decoder | undefined,
     readonly clock: Clock,
     /** Where trace events go at once (an engine in the entry's process); absent: they travel in the report, when `settings.trace`. */
@@ -56,22 +50,11 @@ export class EngineHost implements EngineEnv, LoopPorts {
     this.loop = new EngineLoop(this.engine, this);
   }
 
-  /** Requests this engine holds state for. */
   get held(): number {
     return this.engine.locals.size;
   }
 
-  nextBatchId(): number {
-    return ++this.batchSeq * this.settings.models.length + this.settings.index;
-  }
-
-  // --- what the entry and the peers ask: each runs as one input of the loop ---
-
-  /**
-   * The peer died: handoffs there go by the entry, which holds them until it is back. Its link is
-   * dropped, not closed: what the peer sent before it died may still be queued on it (the entry has
-   * counted those requests as here), and closing would discard it; the dead end closes the link.
-   */
+  /** The peer died: handoffs there go by the entry until it is back. Its link is dropped, not closed: what it sent before it died may still be queued on it. */
   peerLost(name: string): void {
     this.peers.delete(name);
     this.loop.input(() => this.engine.peerLost(name));
@@ -97,7 +80,6 @@ export class EngineHost implements EngineEnv, LoopPorts {
     void ready.then(() => this.arrive([a]));
   }
 
-  /** The entry ended the request; its tallies when this engine owned it. */
   release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
     return this.loop.input(() => {
       const local = this.engine.locals.get(id);
@@ -112,11 +94,14 @@ export class EngineHost implements EngineEnv, LoopPorts {
     this.loop.schedule(threshold, maxWaitMs);
   }
 
+  /** The entry's round lets this engine launch one step. */
   allow(): void {
-    this.loop.allow();
+    this.loop.input(() => {
+      this.policy.launch.allow();
+      this.loop.look();
+    });
   }
 
-  /** A trace reader came or left at the entry: trace events from now on, or none. */
   setTracing(on: boolean): void {
     this.trace = on ? this.sink : undefined;
   }
@@ -150,9 +135,7 @@ export class EngineHost implements EngineEnv, LoopPorts {
     for (const p of this.peers.values()) p.close();
     this.peers.clear();
     this.loop.actor.stop();
-    // The caches kept for later prompts go with this engine: a `begin` that replaces it starts an empty
-    // prefix cache, and the runner would keep the old one's KV for ever (a bench's later cases ran on
-    // thousands of orphaned caches).
+    // the runner outlives this engine: a `begin` that replaces it starts an empty prefix cache, so the old one's KV must go
     this.engine.queues.prefix?.clear();
   }
 }

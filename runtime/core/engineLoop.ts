@@ -8,14 +8,7 @@ import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings,
 import type { ServingPolicy } from './servingPolicy.ts';
 import { subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
 
-/**
- * The cascade rule. A step's outputs set off a cascade of calls among the engines of one thread and
- * the entry if it shares that thread: the entry answers the report (admits the next request,
- * releases a finished one), handoffs reach peers, which may answer in turn. No engine of the thread
- * launches before the whole cascade is over, because a request it readies must join the next step,
- * not the one after: launching at the first WORK would start a batch one row short. The engines of
- * one thread share one Cascade; an engine alone in its thread (or process) has its own.
- */
+/** The cascade rule: no engine of a thread launches while its outputs' cascade runs (the entry's answers, handoffs), so what it readies joins the next step. */
 export class Cascade {
   private depth = 0;
   private readonly held = new Set<EngineLoop>();
@@ -41,12 +34,10 @@ export class Cascade {
     }
   }
 
-  /** No cascade running: the engines of this thread are all at rest. */
   get idle(): boolean {
     return this.depth === 0;
   }
 
-  /** The loop looks at its lane now, or when the cascade running is over. */
   wake(loop: EngineLoop): void {
     if (this.depth > 0) this.held.add(loop);
     else loop.wake();
@@ -63,16 +54,10 @@ export interface LoopPorts {
   readonly peers: ReadonlyMap<string, PeerLink>;
   readonly trace: TraceSink | undefined;
   readonly cascade: Cascade;
-  /** A step's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
   readonly settled?: () => void;
 }
 
-/**
- * One engine's loop. Inputs (an arrival, a release, the entry's round letting the engine launch)
- * run through `input`; each ends by shipping what it produced and waking the lane actor, which
- * decides whether a step launches; a step's outputs, when the runner answers, ship the same way.
- * Nothing else starts a step or sends anything out.
- */
+/** One engine's loop: nothing else starts a step or sends anything out. */
 export class EngineLoop {
   /** The lane actor: its state is the lane's, its `after` delay the max-wait timer, its `launch` action the one place a step starts. */
   readonly actor: Actor<typeof subServerMachine>;
@@ -86,13 +71,11 @@ export class EngineLoop {
     private readonly host: LoopPorts,
   ) {
     const machine = subServerMachine.provide({ actions: { launch: (_, { down }) => this.launch(down) } });
-    this.actor = createActor(machine, { input: { maxWaitMs: host.settings.maxWaitMs }, clock: host.clock });
-    this.actor.start();
+    this.actor = createActor(machine, { input: { maxWaitMs: host.settings.maxWaitMs }, clock: host.clock }).start();
   }
 
   // --- 1. take inputs ---
 
-  /** Runs one input of the entry or a peer as a cascade, then ships what it produced. */
   input<T>(fn: () => T): T {
     return this.host.cascade.run(() => {
       const out = fn();
@@ -101,15 +84,8 @@ export class EngineLoop {
     });
   }
 
-  // --- 2. maybe launch a step ---
-  //
-  // The lane actor (subServerMachine) launches on a transition whose guard reads the facts below, and
-  // only then: a request is ready and the policy's `mayLaunch` says so; or it has collected for the
-  // max-wait deadline and `mayLaunchLate` says so; or the step in flight came back (BATCH_DONE) and
-  // the next may launch at once. One step is in flight per engine, none starts inside a cascade, and
-  // a down engine's steps fail at once. The step itself is Engine.step, its results Engine.apply.
+  // --- 2. maybe launch a step: the lane actor launches on a transition whose guard reads these facts ---
 
-  /** What the lane actor's guards read, as the lane is now. */
   private facts(): LaneFacts {
     const e = this.engine;
     const rule = this.host.policy.launch;
@@ -121,8 +97,8 @@ export class EngineLoop {
     this.actor.send({ type, lane: this.facts() });
   }
 
-  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is, so its deadline decides on the truth. */
-  private look(): void {
+  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is. */
+  look(): void {
     if (this.executing) return;
     const heard = this.actor.getSnapshot().context.lane;
     const now = this.facts();
@@ -138,13 +114,6 @@ export class EngineLoop {
       (o) => this.landed(e.apply(batch, o)),
       (err: Error) => this.landed(e.fail(batch, err)),
     );
-  }
-
-  allow(): void {
-    this.input(() => {
-      this.host.policy.launch.allow();
-      this.look();
-    });
   }
 
   schedule(threshold: number, maxWaitMs: number): void {
@@ -167,7 +136,6 @@ export class EngineLoop {
 
   // --- 3. ship its outputs ---
 
-  /** A step landed: the lane actor looks at the queue again, then its outputs go out. */
   private landed(out: EngineOutputs): void {
     const { cascade } = this.host;
     cascade.run(() => {
@@ -179,13 +147,7 @@ export class EngineLoop {
     if (this.host.settings.checkInvariants) checkEngine(this.engine);
   }
 
-  /**
-   * The handoffs one message per peer (the peer admits them together and batches them), one report
-   * to the entry with the events in order (nothing if nothing changed), one WORK if the lane
-   * changed. An entry in this thread hears the report before the lane actor does, so what it admits
-   * in answer joins the step; one across a port mirrors the lane from the report, which must
-   * therefore say whether a step started.
-   */
+  /** Handoffs one message per peer, one report to the entry, one WORK if the lane changed; an entry in this thread hears the report before the lane actor. */
   private ship(out: EngineOutputs, returned: number): void {
     if (out.sent.length > 0) this.sendHandoffs(out.sent);
     if (this.host.outlet.inProcess) {
@@ -199,11 +161,7 @@ export class EngineLoop {
 
   private sendHandoffs(sent: EngineOutputs['sent']): void {
     const byPeer = new Map<string, Arrival[]>();
-    for (const { to, arrival } of sent) {
-      const list = byPeer.get(to);
-      if (list) list.push(arrival);
-      else byPeer.set(to, [arrival]);
-    }
+    for (const { to, arrival } of sent) byPeer.set(to, [...(byPeer.get(to) ?? []), arrival]);
     for (const [name, arrivals] of byPeer) {
       const peer = this.host.peers.get(name);
       if (peer) peer.arrive(arrivals);

@@ -16,34 +16,30 @@ export class InvariantError extends Error {
   override readonly name = 'InvariantError';
 }
 
-/**
- * Walks every engine's requests and every request at the entry. Cost is O(requests × models), so it
- * runs only when the cluster is built with `checkInvariants: true` (tests, the stress suite).
- */
+/** Walks every engine's requests and every request at the entry: O(requests × models), so only with `checkInvariants: true`. */
 export function checkInvariants(cluster: CheckedCluster): void {
   const owners = new Map<string, string[]>();
-  const lanes = cluster.lanes;
-  for (const lane of lanes) checkEngine(lane, owners);
-  if (lanes.length !== cluster.engines.length) return;
-  const seen = new Set<string>();
+  for (const lane of cluster.lanes) checkEngine(lane, owners);
+  if (cluster.lanes.length !== cluster.engines.length) return;
   for (const req of cluster.activeRequests()) {
-    seen.add(req.id);
     const on = owners.get(req.id) ?? [];
     if (on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
+    owners.delete(req.id);
   }
-  for (const id of owners.keys())
-    if (!seen.has(id)) throw new InvariantError(`${id} is decoding on ${owners.get(id)!.join(', ')} but the entry has no such request`);
+  const [stray] = owners;
+  if (stray) throw new InvariantError(`${stray[0]} is decoding on ${stray[1].join(', ')} but the entry has no such request`);
 }
 
 /** One engine alone: every local's state is one it may hold, and every cache its KV pool counts has one holder. */
 export function checkEngine(lane: Engine, owners = new Map<string, string[]>()): void {
   const held = new Set<KvCache>();
+  const ready = new Set(lane.queues.readyView(Infinity).locals);
   for (const [id, local] of lane.locals) {
     const s = local.status;
     // The ready queue admits only running requests (LaneQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
     if (s === 'running' || s === 'queued') {
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
-      if (s === 'running' && !lane.queues.isReady(local) && !lane.isStepping(local))
+      if (s === 'running' && !ready.has(local) && !lane.isStepping(local))
         throw new InvariantError(`${id}: running on ${lane.name} but neither ready nor in a batch`);
       if (s === 'queued' && local.cache) throw new InvariantError(`${id}: queued on ${lane.name} yet holding a cache`);
     } else if (s !== 'pending-return') throw new InvariantError(`${id}: local state ${s} on ${lane.name} is still held there`);
@@ -52,7 +48,7 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
   // Caches of requests that ended during a running batch are freed when the batch returns.
   if (lane.inFlight) for (const l of lane.inFlight.locals) if (l.ended && l.cache) held.add(l.cache);
   let open = 0;
-  for (const c of lane.pool.caches()) {
+  for (const c of lane.pool.open) {
     open++;
     if (!held.has(c)) throw new InvariantError(`${lane.name}: KV pool holds cache ${c.id} (${c.fed} tokens) that no request holds`);
   }
@@ -60,19 +56,14 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
   checkPrefixes(lane, held);
 }
 
-/** The prefix cache's entries: caches no request holds, each on its leaf, within the pool beside the reservations. */
+/** The prefix cache's entries: caches no request holds, within the pool beside the reservations. */
 function checkPrefixes(lane: Engine, requestCaches: ReadonlySet<KvCache>): void {
   const prefix = lane.queues.prefix;
   if (!prefix) return;
   const ids = new Set([...requestCaches].map((c) => c.id));
-  let held = 0;
-  for (const e of prefix.entries()) {
-    if (ids.has(e.cacheId)) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is also a request's cache`);
-    if (e.node.entry !== e) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is not on its leaf`);
-    held += e.length;
-  }
-  if (held !== prefix.heldTokens) throw new InvariantError(`${lane.name}: prefix entries hold ${held} tokens, the prefix cache counts ${prefix.heldTokens}`);
+  for (const e of prefix.entries()) if (ids.has(e.cacheId)) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is also a request's cache`);
   const { reservedTokenCount: reserved, capacityTokens: capacity } = lane.pool;
+  const held = prefix.heldTokens;
   if (held > 0 && reserved + held > capacity)
     throw new InvariantError(`${lane.name}: cached prefixes (${held} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
 }

@@ -1,5 +1,4 @@
 // One engine's queues and KV pool: ready FIFO, admission queue (a pure planner decides), eviction, prefix cache use.
-import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { ReadyRow, EngineStats } from './batch.ts';
 import type { KvCache, LocalRequest } from './localRequest.ts';
@@ -13,7 +12,7 @@ let nextCacheId = 1;
 
 /** One engine's KV pool: owns the caches its requests hold (id, tokens cached, room reserved); every count is a sum over them. */
 export class CachePool {
-  private readonly open = new Set<KvCache>();
+  readonly open = new Set<KvCache>();
 
   constructor(
     /** Token capacity of this pool (weights already taken out by the memory plan). */
@@ -36,11 +35,6 @@ export class CachePool {
     this.open.delete(cache);
   }
 
-  /** For the debug checker. */
-  caches(): IterableIterator<KvCache> {
-    return this.open.values();
-  }
-
   get reservedTokenCount(): number {
     let n = 0;
     for (const c of this.open) n += c.reserved;
@@ -56,41 +50,25 @@ export class CachePool {
     for (const c of this.open) n += c.fed;
     return n * this.kvBytesPerToken;
   }
-
-  get reservedBytes(): number {
-    return this.reservedTokenCount * this.kvBytesPerToken;
-  }
 }
 
-export interface AdmissionView {
-  capacity: number;
-  reserved: number;
-  /** KV tokens each waiting request needs, FIFO (the head waits for room before anyone behind it). */
-  waiting: readonly number[];
-  /** Tokens each pending-return cache holds reserved, oldest first: eviction candidates. */
-  evictable: readonly number[];
-}
+/** KV tokens each waiting request needs, FIFO; tokens each pending-return cache holds reserved, oldest first. */
+export type AdmissionView = { capacity: number; reserved: number; waiting: readonly number[]; evictable: readonly number[] };
+/** Admit the first `admit` waiting requests, after evicting the first `evict` pending-return caches. */
+export type AdmissionPlan = { admit: number; evict: number };
 
-export interface AdmissionPlan {
-  /** Admit the first `admit` waiting requests, after evicting the first `evict` pending-return caches. */
-  admit: number;
-  evict: number;
-}
-
-/** Pure: evicts only as many pending-return caches as it takes for the head to fit, and none when even all of them would not do. */
+/** Pure: the head waits for room before anyone behind it; it evicts only as many caches as make it fit, and none when even all would not. */
 export function planAdmission(v: AdmissionView): AdmissionPlan {
   let free = v.capacity - v.reserved;
-  let evictableLeft = v.evictable.reduce((s, t) => s + t, 0);
   let admit = 0;
   let evict = 0;
   for (const need of v.waiting) {
-    if (free < need && free + evictableLeft < need) break;
-    while (free < need) {
-      free += v.evictable[evict];
-      evictableLeft -= v.evictable[evict];
-      evict++;
-    }
-    free -= need;
+    let room = free;
+    let upTo = evict;
+    while (room < need && upTo < v.evictable.length) room += v.evictable[upTo++];
+    if (room < need) break;
+    free = room - need;
+    evict = upTo;
     admit++;
   }
   return { admit, evict };
@@ -98,11 +76,9 @@ export function planAdmission(v: AdmissionView): AdmissionPlan {
 
 export class LaneQueues {
   readonly pool: CachePool;
-  /** The ready requests, FIFO: the only record of readiness (a local's actor says running; this, whether it waits for a step). */
+  /** The ready requests, FIFO: the only record of readiness. */
   private ready: LocalRequest[] = [];
-  /** Locals waiting for a cache reservation, FIFO. */
   private admissionQueue: LocalRequest[] = [];
-  /** Numbers handoffs, so pending-return caches are evicted oldest first. */
   private leftSeq = 0;
   /** Caches of requests that let go of them, by token ids (null: prefix caching off). */
   readonly prefix: PrefixCache | null;
@@ -136,11 +112,7 @@ export class LaneQueues {
     return this.ready.length;
   }
 
-  isReady(local: LocalRequest): boolean {
-    return this.ready.includes(local);
-  }
-
-  /** Only running locals wait for a step: anything else is a scheduler bug, refused at once. Chunked prompts go `first`, to feed the rest. */
+  /** Only running locals wait for a step (anything else is a scheduler bug). Chunked prompts go `first`, to feed the rest. */
   enqueue(locals: readonly LocalRequest[], first = false): void {
     for (const l of locals) if (l.status !== 'running') throw new Error(`request ${l.id} is ${l.status}: only a running request waits for a step`);
     if (first) this.ready.unshift(...locals);
@@ -148,11 +120,10 @@ export class LaneQueues {
   }
 
   dequeue(local: LocalRequest): void {
-    remove(this.ready, local);
-    remove(this.admissionQueue, local);
+    this.ready = this.ready.filter((l) => l !== local);
+    this.admissionQueue = this.admissionQueue.filter((l) => l !== local);
   }
 
-  /** The local just left for a peer (its actor is pending-return): it is the newest eviction candidate. */
   left(local: LocalRequest): void {
     local.leftAt = ++this.leftSeq;
   }
@@ -170,24 +141,13 @@ export class LaneQueues {
     for (const r of rows.slice().sort((a, b) => b - a)) this.ready.splice(r, 1);
   }
 
-  /** Queues `local` for a cache reservation of its whole context and admits what fits; true when it got one at once. */
+  /** Queues `local` for a cache reservation of its whole context (which the pool can hold) and admits what fits; true when it got one at once. */
   admit(local: LocalRequest): boolean {
-    const need = local.spec.maxLength;
-    if (need > this.pool.capacityTokens) {
-      throw new TokenRouterError(
-        'too_large',
-        `request ${local.id} needs ${need} KV tokens (prompt + max_tokens), more than the whole KV pool holds (${this.pool.capacityTokens})`,
-        'max_tokens',
-      );
-    }
     this.admissionQueue.push(local);
     return this.admitWaiting().includes(local);
   }
 
-  /**
-   * Admits the waiting locals that now fit (planAdmission decides), evicting for them cached
-   * prefixes first (least recently used), then pending-return caches. Each starts from its longest cached prefix.
-   */
+  /** Admits the waiting locals that now fit (planAdmission decides), evicting cached prefixes first, then pending-return caches. */
   admitWaiting(): LocalRequest[] {
     const admitted: LocalRequest[] = [];
     const pool = this.pool;
@@ -247,10 +207,7 @@ export class LaneQueues {
     local.counters.tokensFed[local.model] += n;
   }
 
-  /**
-   * The local is done with its cache (it ended, or left for good): the prefix cache keeps it, or it
-   * is freed (`keep` false: the runner is down, and the cache died with it).
-   */
+  /** The local is done with its cache: the prefix cache keeps it, or it is freed (`keep` false: it died with the runner). */
   retire(local: LocalRequest, keep: boolean): void {
     if (!local.cache) return;
     if (!this.prefix || !keep) return this.dropCache(local);
@@ -261,7 +218,6 @@ export class LaneQueues {
     while (this.pool.capacityTokens === Infinity && this.prefix.size > MAX_PREFIX_ENTRIES) this.prefix.evictOne();
   }
 
-  /** Never while it is in a batch. */
   private dropCache(local: LocalRequest): void {
     if (!local.cache) return;
     this.runner.release(local.cacheId);
@@ -273,9 +229,4 @@ export class LaneQueues {
     local.cache = null;
     local.cachedPrefix = 0;
   }
-}
-
-function remove<T>(list: T[], item: T): void {
-  const i = list.indexOf(item);
-  if (i >= 0) list.splice(i, 1);
 }

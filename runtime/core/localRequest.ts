@@ -1,9 +1,9 @@
 // A request as one engine holds it: its lifecycle actor and chart, cache handle, and the routing state that travels with handoffs.
-import { createActor, setup, type Actor } from 'xstate';
+import { createActor, setup } from 'xstate';
 import type { Algorithm, ModelId, StepWants } from '../../shared/algorithm.ts';
 import { wantsFor } from '../../shared/algorithm.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import type { RequestCounters, SamplingParams, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
+import type { RequestCounters, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
 
@@ -28,14 +28,9 @@ export interface KvCache {
   readonly reserved: number;
 }
 
-export type LocalEvent =
-  | { type: 'ADMIT' } // a cache slot was granted
-  | { type: 'HANDOFF' } // the request left for a peer; keep cache, bookkeeping and admission
-  | { type: 'RETURN' } // back from a peer with the cache still held: append and resume
-  | { type: 'REQUEUE' } // back from a peer after the cache was evicted: admit again, recompute
-  | { type: 'FINISH' }
-  | { type: 'CANCEL' }
-  | { type: 'FAIL' };
+/** A cache granted; left for a peer, the cache kept; back with it, or after its eviction (recompute); the ends. */
+export const LOCAL_EVENTS = ['ADMIT', 'HANDOFF', 'RETURN', 'REQUEUE', 'FINISH', 'CANCEL', 'FAIL'] as const;
+export type LocalEvent = { type: (typeof LOCAL_EVENTS)[number] };
 
 const ends = { FINISH: 'done', CANCEL: 'cancelled', FAIL: 'failed' } as const;
 
@@ -62,21 +57,10 @@ export class LifecycleError extends Error {
   }
 }
 
-/** The events by name, made once. */
-export const LOCAL_EVENTS: { readonly [T in LocalEvent['type']]: Readonly<Extract<LocalEvent, { type: T }>> } = {
-  ADMIT: { type: 'ADMIT' },
-  HANDOFF: { type: 'HANDOFF' },
-  RETURN: { type: 'RETURN' },
-  REQUEUE: { type: 'REQUEUE' },
-  FINISH: { type: 'FINISH' },
-  CANCEL: { type: 'CANCEL' },
-  FAIL: { type: 'FAIL' },
-};
-
 /** A LocalRequest is itself the view routeRow reads (no per-row copy on the hot path). */
 export class LocalRequest {
   /** Its lifecycle on this engine: the status is the snapshot's value, never kept beside it. */
-  readonly actor: Actor<typeof localRequestMachine>;
+  readonly actor = createActor(localRequestMachine).start();
   /** Its cache, the KV pool's (null while none is held: queued, or evicted while pending-return). */
   cache: KvCache | null = null;
   /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
@@ -102,8 +86,6 @@ export class LocalRequest {
     public meta: unknown,
     public counters: RequestCounters,
   ) {
-    this.actor = createActor(localRequestMachine);
-    this.actor.start();
     const wants = wantsFor(spec.algorithm, model);
     // per-token detail reports the signals even when route() does not read them
     this.wants = spec.detail && wants.signals === false ? { topK: wants.topK, hidden: wants.hidden, heads: wants.heads } : wants;
@@ -112,22 +94,6 @@ export class LocalRequest {
   get id(): string {
     return this.spec.id;
   }
-  get requestId(): string {
-    return this.spec.id;
-  }
-  get algorithm(): Algorithm<unknown> {
-    return this.spec.algorithm;
-  }
-  get models(): number {
-    return this.spec.models.length;
-  }
-  get drawSeed(): number {
-    return this.spec.drawSeed;
-  }
-  get maxLength(): number {
-    return this.spec.maxLength;
-  }
-
   get status(): LocalStatus {
     return this.actor.getSnapshot().value;
   }
@@ -147,20 +113,15 @@ export class LocalRequest {
     return this.tokens.length - this.spec.promptLength;
   }
 
-  /** Sampling for this request's next step. */
-  get stepSampling(): SamplingParams {
-    return this.generated < this.spec.minTokens ? this.spec.samplingBelowMin : this.spec.sampling;
-  }
-
   /** Moves the lifecycle; throws LifecycleError, synchronously, on an event the chart forbids here. */
-  send(event: LocalEvent): LocalStatus {
+  send(type: LocalEvent['type']): LocalStatus {
     const before = this.actor.getSnapshot();
     // an ended request's actor has stopped: XState would drop the event (and, in development, warn)
-    if (before.status !== 'active') throw new LifecycleError(before.value, event.type);
-    this.actor.send(event);
+    if (before.status !== 'active') throw new LifecycleError(before.value, type);
+    this.actor.send({ type });
     const after = this.actor.getSnapshot();
     // every transition of the chart changes state: an event XState took none for left the snapshot as it was
-    if (after === before) throw new LifecycleError(before.value, event.type);
+    if (after === before) throw new LifecycleError(before.value, type);
     return after.value;
   }
 

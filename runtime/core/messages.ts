@@ -26,7 +26,7 @@ export interface Commit {
   readonly model: ModelId;
   /** Absent when it crossed a port for a request that does not read them (spec.detail). */
   readonly signals: TokenSignals | undefined;
-  /** Committed at a handoff (kept by `send`) rather than by staying. */
+  /** Kept by `send` at a handoff. */
   readonly atHandoff: boolean;
   /** The text the client may see now ('' while held back, or when the request is not detokenised). */
   readonly text: string;
@@ -40,7 +40,7 @@ export interface EngineOutputs {
   readonly sent: { readonly to: string; readonly arrival: Arrival }[];
 }
 
-/** What one landed batch or handled call of an engine tells the entry: events in order, trace, lane, batches it finished. */
+/** What one landed batch or handled call of an engine tells the entry. */
 export interface EngineReport {
   readonly events: readonly EngineEvent[];
   readonly trace: readonly TraceEvent[];
@@ -66,21 +66,20 @@ export interface PeerLink {
 
 /** What the entry hears from its engines, whatever carries it. */
 export interface EngineEntry {
-  /** Runs what one message from the engines sets off as one cascade: the engines in the entry's thread launch only once it is over. */
+  /** Runs what one message from the engines sets off as one cascade. */
   cascade<T>(fn: () => T): T;
   commit(c: Commit): void;
   finish(f: Finish): void;
   moved(requestId: string, to: string, hops: number): void;
-  /** A handoff to an engine the sender has no link to: the entry passes it on (from across a port, with the entry's own spec). */
+  /** A handoff to an engine the sender has no link to: the entry passes it on. */
   deliver(to: string, a: Arrival): void;
   deliverWire(to: string, arrivals: readonly WireArrival[]): void;
   traced(events: readonly TraceEvent[]): void;
   /** A report was applied; `returned`: batches the engine finished since it last said (a sync barrier counts them). */
   reported(returned: number): void;
-  /** A batch and all it set off in the entry's thread are over (engines in this process): the debug checks run here. */
+  /** A batch and all it set off in the entry's thread are over: the debug checks run here. */
   settled?(): void;
-  /** Where a live request decodes, as the entry heard from the `moved` events: a remote model's recompute reads it. */
+  /** Where a live request decodes (from the `moved` events), and its committed sequence: a remote model's recompute reads them. */
   whereabouts?(requestId: string): { readonly model: string; readonly hops: number } | undefined;
-  /** The committed sequence the entry holds of a live request (prompt, then the output in order): a remote model's recompute reads it. */
   sequence?(requestId: string): readonly number[] | undefined;
 }

@@ -8,11 +8,7 @@ export function newTextState(): TextState {
   return { detok: newDetokState(), count: 0, tail: '', tailAt: 0, emitted: 0, stopAt: -1 };
 }
 
-/**
- * Text is kept only as far back as a stop string can reach (the longest one before what was shown)
- * and shown only up to where a stop string may still be forming (its length less one): a stop string
- * that spans a handoff is found where one model would find it, since the tail travels in the state.
- */
+/** Text is kept back as far as a stop string can reach, shown up to where one may still be forming; the tail travels, so one may span a handoff. */
 export class OutputProcessor {
   private readonly tok: Decoder;
 
@@ -24,7 +20,7 @@ export class OutputProcessor {
   push(s: TextState, spec: RequestSpec, token: number): string {
     s.tail += detokPush(this.tok, s.detok, token);
     s.count++;
-    const stop = spec.text?.stop ?? NONE;
+    const stop = spec.text?.stop ?? [];
     let hold = 0;
     let reach = 0;
     if (stop.length > 0) {
@@ -60,17 +56,11 @@ export class OutputProcessor {
   }
 }
 
-const NONE: readonly string[] = [];
-
 /** Windows longer than this are decoded afresh (they are rare: a character in many pieces). */
 const MEMO_WINDOW = 4;
 const MEMO_ENTRIES = 1 << 16;
 
-/**
- * Decoding is a pure function of the ids, and the windows the detokenizer decodes are a token or
- * two, mostly the same few thousand pairs: each is decoded once (the tokenizer's decode costs
- * microseconds per call, on the engine's thread beside the model). Bounded: cleared when full.
- */
+/** The detokenizer's windows are mostly the same few thousand one- or two-token pairs: each is decoded once (bounded: cleared when full). */
 function memoDecoder(tok: Decoder): Decoder {
   const memo = new Map<string, string>();
   return {

@@ -10,32 +10,23 @@ import {
   type TokenSignals,
 } from '../../shared/algorithm.ts';
 import { draw3 } from '../util/hash.ts';
+import type { RequestSpec } from './localRequest.ts';
 
-/** What routing reads about one request on the model that just stepped it. Never mutated here (route may update `meta`, which it owns). */
+/** What routing reads about one request on the model that just stepped it (a LocalRequest). Never mutated here (route may update `meta`, which it owns). */
 export interface RowView {
-  readonly requestId: string;
-  readonly algorithm: Algorithm<unknown>;
+  readonly spec: Pick<RequestSpec, 'id' | 'algorithm' | 'models' | 'drawSeed' | 'maxLength'>;
   /** The model that produced the result (1-based). */
   readonly model: ModelId;
-  /** Models the algorithm names. */
-  readonly models: number;
-  /** The committed sequence, prompt included. */
+  /** The committed sequence, prompt included; known[m]: how much of it model m has seen. */
   readonly tokens: readonly number[];
-  /** known[m]: how much of `tokens` model m has seen. */
   readonly known: readonly number[];
   /** Forward passes on this model since it last arrived, this one included. */
   readonly stepsHere: number;
   readonly generated: number;
-  readonly drawSeed: number;
   readonly meta: unknown;
-  /** Sequence length at which decoding stops. */
-  readonly maxLength: number;
 }
 
-/**
- * The decision for one row. `commit` is the token to append (absent: none). A handoff whose kept
- * token ends the request (EOS or length) is reported as a finish: nothing crosses.
- */
+/** The decision for one row: `commit` is the token to append. A handoff whose kept token ends the request is a finish: nothing crosses. */
 export type RowDecision =
   | { kind: 'stay'; commit: number }
   | { kind: 'finish'; reason: 'stop' | 'length'; commit?: number }
@@ -44,22 +35,22 @@ export type RowDecision =
 
 /** `eos`: the stepping model's EOS ids; `stop`: the request's stop_token_ids. Either ends the request uncommitted. */
 export function routeRow(v: RowView, sig: TokenSignals, eos: readonly number[], stop?: readonly number[]): RowDecision {
-  const m = v.model;
+  const { spec, model: m } = v;
   const position = v.tokens.length;
-  const input = routeInput(sig, m, position, v.stepsHere, v.generated, draw3(v.drawSeed, position, m), v.meta);
+  const input = routeInput(sig, m, position, v.stepsHere, v.generated, draw3(spec.drawSeed, position, m), v.meta);
   let target: ModelId;
   try {
-    target = v.algorithm.route(input);
+    target = spec.algorithm.route(input);
   } catch (e) {
     return fail('route', e);
   }
   if (target === 0 || target === m) return commitOrFinish(v, sig.token, eos, stop) ?? { kind: 'stay', commit: sig.token };
-  if (!Number.isInteger(target) || target < 0 || target > v.models) {
-    return { kind: 'fail', fn: 'route', message: `returned ${target}; expected 0 or a model id in 1..${v.models}` };
+  if (!Number.isInteger(target) || target < 0 || target > spec.models.length) {
+    return { kind: 'fail', fn: 'route', message: `returned ${target}; expected 0 or a model id in 1..${spec.models.length}` };
   }
   const anchor = v.known[target];
   const sendReq: SendRequest<unknown> = {
-    requestId: v.requestId,
+    requestId: spec.id,
     from: m,
     to: target,
     result: input,
@@ -69,7 +60,7 @@ export function routeRow(v: RowView, sig: TokenSignals, eos: readonly number[], 
   };
   let handoff: Handoff<unknown>;
   try {
-    handoff = v.algorithm.send ? v.algorithm.send(sendReq) : standardSend(sendReq, true);
+    handoff = spec.algorithm.send ? spec.algorithm.send(sendReq) : standardSend(sendReq, true);
     checkHandoff(handoff, sendReq);
   } catch (e) {
     return fail('send', e);
@@ -91,7 +82,7 @@ export function receiveRow(algorithm: Algorithm<unknown>, handoff: Handoff<unkno
 /** An EOS or stop id ends the request uncommitted; the token that reaches the length limit is committed and ends it. */
 function commitOrFinish(v: RowView, token: number, eos: readonly number[], stop: readonly number[] | undefined): RowDecision | null {
   if (eos.includes(token) || (stop !== undefined && stop.includes(token))) return { kind: 'finish', reason: 'stop' };
-  if (v.tokens.length + 1 >= v.maxLength) return { kind: 'finish', reason: 'length', commit: token };
+  if (v.tokens.length + 1 >= v.spec.maxLength) return { kind: 'finish', reason: 'length', commit: token };
   return null;
 }
 

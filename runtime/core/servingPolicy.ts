@@ -13,39 +13,28 @@ export interface LaneView {
   readonly executing: boolean;
 }
 
-/** An engine's side of the policy: what its loop asks before it launches a step. One per engine. */
+/** An engine's side, one per engine: may a step start now, or past the max-wait deadline; a step started; the entry's round lets it launch one. */
 export interface LaunchRule {
-  /** A step may start now. */
   mayLaunch(lane: LaneView): boolean;
-  /** A step may start once the max-wait deadline has passed (delayed batching launches below threshold then; a sync round still waits). */
   mayLaunchLate(lane: LaneView): boolean;
-  /** A step started. */
   launched(): void;
-  /** The entry's round lets this engine launch one step (sync modes). */
   allow(): void;
 }
 
-/** A lane the entry's rounds may let launch, wherever its engine runs. */
+/** A lane the entry's rounds may let launch (`grant`), wherever its engine runs. */
 export interface RoundLane extends LaneView {
-  /** Tells the engine its round lets it launch one step. */
   grant(): void;
 }
 
-/** The entry's side: the round that sync modes keep across every engine. */
+/** The entry's side, the sync modes' rounds: open the next if none runs and some lane has work; `n` steps a round let launch came back. */
 export interface Rounds {
-  /** Opens the next round if none is running and some lane has work: lets its lanes launch. */
   open(lanes: readonly RoundLane[]): void;
-  /** `n` steps that a round let launch came back and their results were routed. */
   finished(n: number): void;
 }
 
 export interface ServingPolicy {
   readonly mode: SchedulingMode;
-  /**
-   * TokenRouter keeps a request's KV on an engine it leaves, so a return feeds only what that engine
-   * has not seen; standard serving (no-retain, the paper's baseline) drops it, and each handoff
-   * carries the whole context for the next engine to prefill.
-   */
+  /** A request's KV stays on an engine it leaves; false (standard serving): it goes, and each handoff carries the whole context. */
   readonly retain: boolean;
   readonly launch: LaunchRule;
   readonly rounds: Rounds;
@@ -53,7 +42,7 @@ export interface ServingPolicy {
 
 const NO_ROUNDS: Rounds = { open() {}, finished() {} };
 
-/** Async modes decide from the engine's own lane: past the max-wait deadline any ready request launches. */
+/** Async modes decide from the engine's own lane; past the max-wait deadline any ready request launches. */
 const asyncRule = (mayLaunch: (lane: LaneView) => boolean): LaunchRule => ({
   mayLaunch,
   mayLaunchLate: (lane) => lane.readyCount > 0,
@@ -82,10 +71,7 @@ class AllowedOnce implements LaunchRule {
   }
 }
 
-/**
- * The barrier of the sync baselines: a round lets lanes launch (step-sync: every lane with work;
- * model-sync: one, round-robin) and the next opens only when every step it let launch came back.
- */
+/** The sync barrier: a round lets lanes launch (step-sync: all with work; model-sync: one, round-robin); the next opens when all came back. */
 class SyncRounds implements Rounds {
   /** Steps the running round let launch that have not come back (0: no round is running). */
   private outstanding = 0;
@@ -134,9 +120,8 @@ export function keepsOneReplica(mode: SchedulingMode): boolean {
 }
 
 /**
- * Thresholds a deployment may run (async-delayed): each within its model's max batch; Σ(T_i − 1) < N, since
- * with N requests in flight and every model i holding T_i − 1 of them just below its threshold nothing
- * launches; and a max-wait deadline when any T > 1, since fewer than N are in flight whenever traffic thins out.
+ * Feasible thresholds (async-delayed): each within its max batch; Σ(T_i − 1) < N, or every model may wait just below its threshold
+ * for ever; and a finite max-wait when any T > 1, since fewer than N are in flight whenever traffic thins out.
  */
 export function validateThresholds(
   mode: SchedulingMode,

@@ -1,13 +1,10 @@
 // The engine's lane actor: idle / collecting a delayed batch / executing a batch / down, where batches fail.
 import { assign, setup } from 'xstate';
 
-/** What the guards read about the lane, as the engine loop computed it (queue and serving policy) and sent it with the event. */
+/** What the guards read about the lane, sent with each event: requests are ready; the policy lets a batch start now; or once the max-wait deadline passed. */
 export interface LaneFacts {
-  /** Requests are ready to run here. */
   readonly ready: boolean;
-  /** The serving policy lets a batch start now (threshold reached, the sync round's grant). */
   readonly mayLaunch: boolean;
-  /** Requests are ready and, the max-wait deadline passed, a batch may start below threshold (a sync round still waits). */
   readonly atDeadline: boolean;
 }
 
@@ -28,11 +25,7 @@ const laneOf = ({ context, event }: { context: SubServerContext; event: SubServe
 const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
-/**
- * The lane's chart. `launch` is the one effect, an action the engine loop provides (`provide`) that
- * starts a step (one launched from down fails at once); its return comes back as BATCH_DONE. Every
- * event carries the lane's facts, which `note` keeps for the eventless transitions and the deadline.
- */
+/** The lane's chart: `launch`, provided by the engine loop, is the one effect; every event carries the lane's facts, which `note` keeps. */
 export const subServerMachine = setup({
   types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
   guards: {
@@ -49,7 +42,7 @@ export const subServerMachine = setup({
     },
   },
   delays: {
-    // Infinity: no deadline (the clock never fires it)
+    // Infinity: no deadline
     maxWait: ({ context }) => context.maxWaitMs,
   },
 }).createMachine({

@@ -7,7 +7,7 @@ import { LocalRequest, newCounters } from '../../runtime/core/localRequest.ts';
 import { requestSpec } from '../../runtime/entry/requestState.ts';
 import { markovAlgorithm, r2rMarkov } from '../../runtime/sim/markovAlgorithm.ts';
 
-const EVENTS = Object.keys(LOCAL_EVENTS) as LocalEvent['type'][];
+const EVENTS = LOCAL_EVENTS;
 
 function local(): LocalRequest {
   const spec = requestSpec('r1', 1, { algorithm: markovAlgorithm(r2rMarkov(0.35)), prompt: [1, 2, 3], maxTokens: 8 }, 1024);
@@ -28,15 +28,15 @@ describe('local request lifecycle', () => {
   it('runs queued → running → pending-return → resume or requeue → done, its status read off the snapshot', () => {
     const l = local();
     expect(l.status).toBe('queued');
-    expect(l.send(LOCAL_EVENTS.ADMIT)).toBe('running');
+    expect(l.send('ADMIT')).toBe('running');
     expect(l.owned).toBe(true);
-    expect(l.send(LOCAL_EVENTS.HANDOFF)).toBe('pending-return');
+    expect(l.send('HANDOFF')).toBe('pending-return');
     expect(l.owned).toBe(false);
-    expect(l.send(LOCAL_EVENTS.RETURN)).toBe('running');
-    l.send(LOCAL_EVENTS.HANDOFF);
-    expect(l.send(LOCAL_EVENTS.REQUEUE)).toBe('queued');
+    expect(l.send('RETURN')).toBe('running');
+    l.send('HANDOFF');
+    expect(l.send('REQUEUE')).toBe('queued');
     expect(l.ended).toBe(false);
-    expect(l.send(LOCAL_EVENTS.FINISH)).toBe('done');
+    expect(l.send('FINISH')).toBe('done');
     expect(l.ended).toBe(true);
     expect(l.actor.getSnapshot().status).toBe('done');
   });
@@ -46,15 +46,15 @@ describe('local request lifecycle', () => {
     for (const state of LOCAL_STATES) {
       for (const type of EVENTS) {
         const l = local();
-        for (const e of PATH[state]) l.send(LOCAL_EVENTS[e]);
+        for (const e of PATH[state]) l.send(e);
         expect(l.status).toBe(state);
         // XState's own answer, from a bare actor of the chart driven the same way
         const bare = createActor(localRequestMachine).start();
-        for (const e of PATH[state]) bare.send(LOCAL_EVENTS[e]);
-        const allowed = bare.getSnapshot().can(LOCAL_EVENTS[type]);
-        if (allowed) expect(l.send(LOCAL_EVENTS[type]), `${state} × ${type}`).not.toBe(state);
+        for (const e of PATH[state]) bare.send({ type: e });
+        const allowed = bare.getSnapshot().can({ type });
+        if (allowed) expect(l.send(type), `${state} × ${type}`).not.toBe(state);
         else {
-          expect(() => l.send(LOCAL_EVENTS[type]), `${state} × ${type}`).toThrow(LifecycleError);
+          expect(() => l.send(type), `${state} × ${type}`).toThrow(LifecycleError);
           expect(l.status).toBe(state);
           refused++;
         }
@@ -66,6 +66,6 @@ describe('local request lifecycle', () => {
 
   it('names the state and the event it refused', () => {
     const l = local();
-    expect(() => l.send(LOCAL_EVENTS.HANDOFF)).toThrow('no transition for HANDOFF in state queued');
+    expect(() => l.send('HANDOFF')).toThrow('no transition for HANDOFF in state queued');
   });
 });

@@ -1,4 +1,4 @@
-// The prefix cache's radix tree: longest match, covered entries dropped, LRU eviction, the tree kept compact.
+// The prefix cache: longest match, covered entries dropped, LRU eviction, later inserts matched correctly after evictions.
 import { describe, expect, it } from 'vitest';
 import { PrefixCache } from '../../runtime/core/prefixCache.ts';
 
@@ -35,7 +35,7 @@ describe('PrefixCache', () => {
     expect(c.match([1, 2, 3, 4, 5, 6], 10)).toMatchObject({ entry: { cacheId: 3 }, length: 5 });
   });
 
-  it('evicts least recently used first and merges the path it leaves', () => {
+  it('evicts least recently used first and matches correctly after', () => {
     const { c, dropped } = cache();
     c.insert(1, [1, 2, 3]);
     c.insert(2, [1, 2, 4]);
@@ -45,7 +45,7 @@ describe('PrefixCache', () => {
     expect(dropped.at(-1)).toEqual([2, 3]);
     expect(c.evictOne()).toBe(2);
     expect(dropped.at(-1)).toEqual([3, 2]);
-    // [1, 2] and [3] merged back into one edge: a later sibling splits it again correctly
+    // a later entry sharing a shorter prefix leaves the longer match intact
     c.insert(4, [1, 9]);
     expect(c.match([1, 2, 3], 3)).toMatchObject({ entry: { cacheId: 1 }, length: 3 });
     expect(c.match([1, 9], 2)).toMatchObject({ entry: { cacheId: 4 }, length: 2 });

@@ -13,20 +13,19 @@ function alg(route: Algorithm['route'], send?: Algorithm['send']): Algorithm<unk
   return { name: 't', models: ['a', 'b'], entry: 1, initMeta: () => ({}), route, ...(send ? { send } : {}) };
 }
 
-function view(over: Partial<RowView>): RowView {
+/** A row's view with the spec's fields given flat. */
+type Over = Partial<Omit<RowView, 'spec'> & RowView['spec']>;
+
+function view({ id = 'r', algorithm = alg(() => 0), models = ['a', 'b'], drawSeed = 1, maxLength = 20, ...row }: Over): RowView {
   return {
-    requestId: 'r',
-    algorithm: alg(() => 0),
+    spec: { id, algorithm, models, drawSeed, maxLength },
     model: 1,
-    models: 2,
     tokens: [5, 6, 7, 8],
     known: [0, 4, 2],
     stepsHere: 1,
     generated: 2,
-    drawSeed: 1,
     meta: {},
-    maxLength: 20,
-    ...over,
+    ...row,
   };
 }
 
@@ -35,7 +34,7 @@ const sig = (token: number): TokenSignals => ({ token, entropy: 0.5, maxProb: 0.
 const keepSend: Algorithm['send'] = (req) => standardSend(req, true);
 const dropSend: Algorithm['send'] = (req) => standardSend(req, false);
 
-const cases: [name: string, v: Partial<RowView>, token: number, expected: Partial<RowDecision> & { kind: RowDecision['kind'] }][] = [
+const cases: [name: string, v: Over, token: number, expected: Partial<RowDecision> & { kind: RowDecision['kind'] }][] = [
   ['route 0 stays and commits', {}, 9, { kind: 'stay', commit: 9 }],
   ['route to itself stays', { algorithm: alg(() => 1) }, 9, { kind: 'stay', commit: 9 }],
   ['EOS while staying finishes uncommitted', {}, EOS, { kind: 'finish', reason: 'stop' }],
