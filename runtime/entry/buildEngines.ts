@@ -50,7 +50,7 @@ export function buildEngines(
     if (!((m.maxStepTokens ?? MAX_STEP_TOKENS) >= 1)) throw new TokenRouterError('invalid_request', `maxStepTokens of ${m.name} must be ≥ 1`, 'maxStepTokens');
     names.add(m.name);
   }
-  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, modelLimits(m), cascade, decoder) : m.thread));
+  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, trace, cascade, decoder) : m.thread));
 }
 
 /** What the whole deployment shares, as every engine's settings carry it (the clock becomes its origin). */

@@ -17,6 +17,7 @@ import {
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, PeerLink } from '../core/messages.ts';
+import { callHost } from './engineHandle.ts';
 import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
 /** Handoffs to peers reached by address, not a port each (over NATS, a peer model may have several replicas). */
@@ -63,14 +64,6 @@ export class PortedEngine {
       viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
     };
     this.host = new EngineHost(outlet, settings, runner, decoder, createRealClock(settings.origin));
-  }
-
-  get held(): number {
-    return this.host.held;
-  }
-
-  get engine() {
-    return this.host.engine;
   }
 
   addPeer(name: string, port: PortLike): void {
@@ -157,7 +150,7 @@ interface ServeOptions {
 export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
   let server: PortedEngine | null = null;
   let chain: Promise<void> = Promise.resolve();
-  const handle = async (m: ToEngine): Promise<void> => {
+  const handle = async (m: Exclude<ToEngine, { type: 'crash' }>): Promise<void> => {
     if (m.type === 'begin') {
       server?.dispose();
       server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder, opts.threadStats);
@@ -171,7 +164,6 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
       return opts.onClose();
     }
     if (!server) throw new Error(`engine got "${m.type}" before "begin"`);
-    const { host } = server;
     switch (m.type) {
       case 'peer':
         return server.addPeer(m.name, m.port);
@@ -184,16 +176,8 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
         return opts.remotePeers(server, m);
       case 'release':
         return server.release(m.id, m.serial, m.status);
-      case 'threshold':
-        return host.setSchedule(m.threshold, m.maxWaitMs);
-      case 'grant':
-        return host.allow();
-      case 'down':
-        return host.setDown(m.down);
-      case 'trace':
-        return host.setTracing(m.on);
-      case 'peer-lost':
-        return host.peerLost(m.model);
+      default:
+        callHost(server.host, m);
     }
   };
   port.on('message', (raw: unknown): void => {

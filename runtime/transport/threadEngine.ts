@@ -62,7 +62,7 @@ export class ThreadEngine extends EngineProxy {
   }
 
   override async close(): Promise<void> {
-    if (this.dead || this.closing) return void (await this.worker.terminate());
+    if (this.failure || this.closing) return void (await this.worker.terminate());
     this.closing = true;
     const closed = new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 2000);

@@ -94,7 +94,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
    * Why a new request cannot start here now. Cut off from NATS even briefly, it could only wait,
    * holding an admission slot that local models need (the ones already here wait up to the bound, then fail).
    */
-  admissionError(): TokenRouterError | null {
+  override admissionError(): TokenRouterError | null {
     const cut = this.replicas.cutOffMs();
     if (cut === 0) return null;
     const how = this.replicas.unreachable ? 'is down' : 'cannot take requests';
