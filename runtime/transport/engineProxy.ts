@@ -13,9 +13,7 @@ export interface ProxyLink {
   postMessage(m: ToEngine, transfer?: readonly MessagePort[]): void;
 }
 
-export type MirroredLane = LaneStats;
-
-export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = {
+export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
   ready: 0,
   running: 0,
   waitingAdmission: 0,
@@ -39,7 +37,7 @@ export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = {
 
 /** An engine the entry drives through messages, whatever carries them: subclasses own the link and call `receive` and `fail`. */
 export class EngineProxy extends EngineHandle {
-  protected lane: MirroredLane | null = null;
+  protected lane: LaneStats | null = null;
   /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
   protected readonly deployed = new Map<string, AlgorithmRef>();
   private readonly failureListeners: ((e: Error) => void)[] = [];
@@ -144,7 +142,7 @@ export class EngineProxy extends EngineHandle {
   }
 
   /** The engine's lane as it last reported it (`from`: which of several links said so). */
-  protected mirror(lane: MirroredLane, _from: unknown): void {
+  protected mirror(lane: LaneStats, _from: unknown): void {
     this.lane = lane;
   }
 

@@ -32,8 +32,6 @@ export interface PeerRouter {
   sentTo(id: string, to: string): string | undefined;
 }
 
-type RemotePeers = Extract<ToEngine, { type: 'remote-peers' }>;
-
 /** An engine host with what a port adds: algorithms built from their references, arrivals parked until their deploy comes. */
 export class PortedEngine {
   readonly host: EngineHost;
@@ -53,7 +51,6 @@ export class PortedEngine {
   ) {
     // under checkInvariants every message is checked, our own thread's too
     this.trusted = trusted && !settings.checkInvariants;
-    const post = (m: FromEngine) => port.postMessage(m);
     const outlet: EngineOutlet = {
       inProcess: false,
       report: (r) => {
@@ -61,7 +58,7 @@ export class PortedEngine {
         const { message, transfer } = toWireStep(r, (e) => this.wireEvent(e));
         port.postMessage(message, transfer);
       },
-      viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
+      viaEntry: (to, arrivals) => this.post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
     };
     this.host = new EngineHost(outlet, settings, runner, decoder, createRealClock(settings.origin));
   }
@@ -143,7 +140,7 @@ interface ServeOptions {
   /** An engine alone in its thread: the thread's figures, sent with its lane. */
   threadStats?: () => ThreadStats;
   /** Over NATS: the entry named its other remote models; absent, `remote-peers` is refused. */
-  remotePeers?(server: PortedEngine, m: RemotePeers): void;
+  remotePeers?(server: PortedEngine, m: Extract<ToEngine, { type: 'remote-peers' }>): void;
 }
 
 /** Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host; messages are handled in order (later ones wait for a deploy). */

@@ -1,5 +1,4 @@
 // An engine in its own worker thread: the entry's proxy over the worker's port with the thread's lifecycle, and the worker's main.
-import { once } from 'node:events';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parentPort, workerData, type Worker } from 'node:worker_threads';
@@ -39,21 +38,14 @@ export class ThreadEngine extends EngineProxy {
   static async start(name: string, source: RunnerSource): Promise<ThreadEngine> {
     const worker = startTsWorker(fileURLToPath(import.meta.url), { engineThread: source });
     const fail = (why: string) => new EngineThreadError(`engine thread of model "${name}" ${why}`);
-    const loading = new AbortController();
-    try {
-      const [m] = (await Promise.race([
-        once(worker, 'message', loading),
-        once(worker, 'exit', loading).then(([code]) => Promise.reject(fail(`exited while loading (code ${code})`))),
-      ])) as [FromEngine];
-      if (m.type === 'ready') return new ThreadEngine(name, worker, m.info);
-      void worker.terminate();
-      throw fail(`failed to load: ${m.type === 'load-error' ? m.message : m.type}`);
-    } catch (e) {
-      // `once` rejects with the worker's 'error' event
-      throw e instanceof EngineThreadError ? e : fail(`crashed while loading: ${(e as Error).message}`);
-    } finally {
-      loading.abort();
-    }
+    const m = await new Promise<FromEngine>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', (e) => reject(fail(`crashed while loading: ${e.message}`)));
+      worker.once('exit', (code) => reject(fail(`exited while loading (code ${code})`)));
+    }).finally(() => worker.removeAllListeners());
+    if (m.type === 'ready') return new ThreadEngine(name, worker, m.info);
+    void worker.terminate();
+    throw fail(`failed to load: ${m.type === 'load-error' ? m.message : m.type}`);
   }
 
   /** Test hook: the thread dies with an uncaught error before it handles anything sent after. */

@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EngineProxy, type MirroredLane } from '../engineProxy.ts';
-import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../../core/messages.ts';
+import { EngineProxy } from '../engineProxy.ts';
+import type { EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../../core/messages.ts';
 import { type ErrorCode, TokenRouterError } from '../../errors.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
 import { parseRemoteModel, type RemoteModelConfig, type RemoteModelInput } from '../../config/remoteModelConfig.ts';
@@ -276,7 +276,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
     return [r, a];
   }
 
-  protected override mirror(lane: MirroredLane, from: unknown): void {
+  protected override mirror(lane: LaneStats, from: unknown): void {
     (from as Replica).lane = lane;
     this.sumLanes();
   }
