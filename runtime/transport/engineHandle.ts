@@ -1,5 +1,6 @@
 // The engine as the entry drives it: one handle, one implementation per transport (this process, a thread, NATS).
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { TokenRouterError } from '../errors.ts';
 import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { Engine } from '../core/engine.ts';
@@ -29,12 +30,9 @@ export abstract class EngineHandle {
   maxStepTokens = Infinity;
   threshold = 1;
   kvCapacityTokens = Infinity;
-  /** Taken down by the operator, its runner dead, or no replica to place on: new requests are refused. */
-  abstract readonly down: boolean;
   protected takenDown = false;
   /** The engine died with its state (a thread or a link gone for good), until a fresh one takes its place. */
-  abstract readonly failed: boolean;
-  abstract readonly failure: Error | null;
+  failure: Error | null = null;
   /** MessagePorts can travel to it (a worker thread): it gets direct channels to the peers that take them too. */
   abstract readonly acceptsPorts: boolean;
   /** The lane as a sync round reads it (as the engine last reported it). */
@@ -49,18 +47,29 @@ export abstract class EngineHandle {
     return undefined;
   }
 
+  get failed(): boolean {
+    return this.failure !== null;
+  }
+
+  /** Taken down by the operator, its runner dead, or no replica to place on: new requests are refused. */
+  get down(): boolean {
+    return this.takenDown || this.failure !== null;
+  }
+
   /** Gives the engine its place in a deployment and its peers; called again, it joins a new one (benches reuse loaded models). */
   begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
     const { index, maxBatch, maxStepTokens, threshold, kvCapacityTokens } = settings;
     Object.assign(this, { index, maxBatch, maxStepTokens, threshold, kvCapacityTokens, entry });
   }
 
-  /** A peer engine thread was (re)started: its new port. */
-  abstract addPeer(name: string, port: MessagePort): void;
+  /** A peer engine thread was (re)started: its new port (only engines that take ports get one). */
+  addPeer(_name: string, _port: MessagePort): void {}
+
   /** Why a new request must be refused now although the engine is not down (a remote model cut off from its broker). */
   admissionError?(): Error | null;
-  /** Makes sure the engine can build the algorithm before a request of it arrives. */
-  abstract deploy(ref: AlgorithmRef): void;
+  /** Makes sure the engine can build the algorithm before a request of it arrives (in this process its spec carries it). */
+  deploy(_ref: AlgorithmRef): void {}
+
   abstract arrive(a: Arrival): void;
   /** Makes the host call: directly (its answer), or as a message on the link (null: the engine answers later, in its events). */
   protected abstract send(m: HostCall): RequestCounters | null;
@@ -96,13 +105,20 @@ export abstract class EngineHandle {
     this.send({ type: 'peer-lost', model: name });
   }
 
-  /**
-   * The runner died: an engine in this process fails what it held, stays down until replaceRunner and
-   * says how many failed; across a port the engine died with it (null).
-   */
-  abstract runnerLost(error: Error): number | null;
+  /** The runner died: in this process the engine fails what it held and says how many; across a port it died with it (null). */
+  runnerLost(_error: Error): number | null {
+    return null;
+  }
+
   /** Puts a fresh runner in place of a dead one (an engine in this process only). */
-  abstract replaceRunner(runner: ModelRunner): void;
+  replaceRunner(_runner: ModelRunner): void {
+    throw new TokenRouterError(
+      'invalid_request',
+      `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`,
+      'model',
+    );
+  }
+
   abstract onFailure(listener: (error: Error) => void): void;
   abstract laneStats(): LaneStats;
   abstract close(): Promise<void>;

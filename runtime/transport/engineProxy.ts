@@ -1,17 +1,11 @@
 // The entry's client of an engine in another thread or process: posts the protocol on a link and mirrors the lane it reports.
 import type { MessagePort } from 'node:worker_threads';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import { TokenRouterError } from '../errors.ts';
-import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
+import type { ModelInfo } from '../runner/modelRunner.ts';
 import type { Arrival, EngineEntry, EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../core/messages.ts';
 import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHandle, reportToEntry } from './engineHandle.ts';
 import { fromWireStep, toWireArrival } from './wire.ts';
-
-/** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
-export interface ProxyLink {
-  postMessage(m: ToEngine, transfer?: readonly MessagePort[]): void;
-}
 
 export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
   ready: 0,
@@ -35,8 +29,8 @@ export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
   kvPrefixBytes: 0,
 };
 
-/** An engine the entry drives through messages, whatever carries them: subclasses own the link and call `receive` and `fail`. */
-export class EngineProxy extends EngineHandle {
+/** An engine the entry drives through messages, whatever carries them: subclasses own the link (`post`) and call `receive` and `fail`. */
+export abstract class EngineProxy extends EngineHandle {
   protected lane: LaneStats | null = null;
   /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
   protected readonly deployed = new Map<string, AlgorithmRef>();
@@ -48,7 +42,6 @@ export class EngineProxy extends EngineHandle {
     this.arrivals = [];
     this.post({ type: 'arrive', arrivals });
   };
-  failure: Error | null = null;
   protected closing = false;
   /** checkInvariants: every message is checked, a trusted thread's too. */
   private checked = false;
@@ -56,7 +49,6 @@ export class EngineProxy extends EngineHandle {
   constructor(
     name: string,
     readonly info: ModelInfo,
-    private readonly link: ProxyLink,
     readonly acceptsPorts: boolean,
     /** The peer is this program in another thread: its messages are not checked (a NATS peer's are). */
     private readonly trusted = false,
@@ -72,11 +64,11 @@ export class EngineProxy extends EngineHandle {
     this.send({ type: 'begin', settings, peers }, Object.values(peers));
   }
 
-  addPeer(name: string, port: MessagePort): void {
+  override addPeer(name: string, port: MessagePort): void {
     this.send({ type: 'peer', name, port }, [port]);
   }
 
-  deploy(ref: AlgorithmRef): void {
+  override deploy(ref: AlgorithmRef): void {
     if (this.deployed.has(ref.key)) return;
     this.deployed.set(ref.key, ref);
     this.send({ type: 'deploy', ref });
@@ -89,36 +81,13 @@ export class EngineProxy extends EngineHandle {
     return this.lane?.executing ?? false;
   }
 
-  /**
-   * Arrivals wait for the end of this turn of the entry's event loop and go as one message: requests
-   * that reach the entry together (a burst of clients, a wave of handoffs) are admitted together on
-   * the engine and prefilled in one step, instead of the first alone and the rest a step later.
-   */
+  /** Arrivals wait for the end of this turn of the entry's event loop and go as one message: a burst prefills in one step, not one then the rest. */
   arrive(a: Arrival): void {
     if (this.arrivals.push(toWireArrival(a)) === 1) setImmediate(this.postArrivals);
   }
 
-  get failed(): boolean {
-    return this.failure !== null;
-  }
-  get down(): boolean {
-    return this.takenDown || this.failure !== null;
-  }
-
   laneStats(): LaneStats {
     return { ...(this.lane ?? { name: this.name, ...EMPTY_LANE }), threshold: this.threshold };
-  }
-
-  runnerLost(): null {
-    return null;
-  }
-
-  replaceRunner(_runner: ModelRunner): void {
-    throw new TokenRouterError(
-      'invalid_request',
-      `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`,
-      'model',
-    );
   }
 
   onFailure(listener: (error: Error) => void): void {
@@ -137,9 +106,7 @@ export class EngineProxy extends EngineHandle {
   }
 
   /** Puts one message on the link (a subclass with several links picks one). */
-  protected post(m: ToEngine, transfer: readonly MessagePort[] = []): void {
-    if (!this.failure) this.link.postMessage(m, transfer);
-  }
+  protected abstract post(m: ToEngine, transfer?: readonly MessagePort[]): void;
 
   /** The engine's lane as it last reported it (`from`: which of several links said so). */
   protected mirror(lane: LaneStats, _from: unknown): void {

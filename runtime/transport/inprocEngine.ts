@@ -13,8 +13,6 @@ import { callHost, EngineHandle, reportToEntry, type HostCall } from './engineHa
 
 export class InprocEngine extends EngineHandle {
   readonly acceptsPorts = false;
-  readonly failed = false;
-  readonly failure = null;
   private host: EngineHost | null = null;
 
   constructor(
@@ -42,7 +40,7 @@ export class InprocEngine extends EngineHandle {
   override get core(): Engine | undefined {
     return this.host?.engine;
   }
-  get down(): boolean {
+  override get down(): boolean {
     return this.host?.engine.down ?? false;
   }
   get readyCount(): number {
@@ -71,17 +69,7 @@ export class InprocEngine extends EngineHandle {
     return callHost(this.h, m);
   }
 
-  /** Ports are for engines in threads. */
-  addPeer(): void {}
-
-  /** The request's spec carries its algorithm itself. */
-  deploy(): void {}
-
-  /**
-   * In wall time a client's arrival (outside a cascade, which holds its own) keeps this thread's engines
-   * from launching until the end of the event loop's turn: a turn's requests are prefilled in one step,
-   * as EngineProxy's are.
-   */
+  /** In wall time an arrival outside a cascade holds this thread's engines to the end of the turn: a turn's requests prefill in one step. */
   arrive(a: Arrival): void {
     const endOfTurn = this.clock.endOfTurn;
     if (endOfTurn && this.cascade.idle) {
@@ -91,11 +79,11 @@ export class InprocEngine extends EngineHandle {
     this.h.arrive([a]);
   }
 
-  runnerLost(error: Error): number {
+  override runnerLost(error: Error): number {
     return this.h.runnerLost(error);
   }
 
-  replaceRunner(runner: ModelRunner): void {
+  override replaceRunner(runner: ModelRunner): void {
     this.runner = runner;
     this.h.replaceRunner(runner);
   }

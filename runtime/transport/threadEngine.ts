@@ -1,14 +1,15 @@
 // An engine in its own worker thread: the entry's proxy over the worker's port with the thread's lifecycle, and the worker's main.
+import { once } from 'node:events';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { parentPort, workerData, type Worker } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort, type Worker } from 'node:worker_threads';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
 import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import { startTsWorker } from '../util/tsWorker.ts';
 import { EngineProxy } from './engineProxy.ts';
 import { serveEngine } from './serveEngine.ts';
-import type { FromEngine, ThreadStats } from '../../shared/protocol/engineProtocol.ts';
+import type { FromEngine, ThreadStats, ToEngine } from '../../shared/protocol/engineProtocol.ts';
 
 /** The worker died or failed to load. */
 export class EngineThreadError extends Error {
@@ -21,7 +22,7 @@ export class ThreadEngine extends EngineProxy {
     private readonly worker: Worker,
     info: ModelInfo,
   ) {
-    super(name, info, worker, true, true);
+    super(name, info, true, true);
     worker.on('message', (raw) => {
       const malformed = this.receive(raw);
       if (!malformed) return;
@@ -38,14 +39,25 @@ export class ThreadEngine extends EngineProxy {
   static async start(name: string, source: RunnerSource): Promise<ThreadEngine> {
     const worker = startTsWorker(fileURLToPath(import.meta.url), { engineThread: source });
     const fail = (why: string) => new EngineThreadError(`engine thread of model "${name}" ${why}`);
-    const m = await new Promise<FromEngine>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', (e) => reject(fail(`crashed while loading: ${e.message}`)));
-      worker.once('exit', (code) => reject(fail(`exited while loading (code ${code})`)));
-    }).finally(() => worker.removeAllListeners());
-    if (m.type === 'ready') return new ThreadEngine(name, worker, m.info);
-    void worker.terminate();
-    throw fail(`failed to load: ${m.type === 'load-error' ? m.message : m.type}`);
+    const loading = new AbortController();
+    try {
+      const [m] = (await Promise.race([
+        once(worker, 'message', loading),
+        once(worker, 'exit', loading).then(([code]) => Promise.reject(fail(`exited while loading (code ${code})`))),
+      ])) as [FromEngine];
+      if (m.type === 'ready') return new ThreadEngine(name, worker, m.info);
+      void worker.terminate();
+      throw fail(`failed to load: ${m.type === 'load-error' ? m.message : m.type}`);
+    } catch (e) {
+      // `once` rejects with the worker's 'error' event
+      throw e instanceof EngineThreadError ? e : fail(`crashed while loading: ${(e as Error).message}`);
+    } finally {
+      loading.abort();
+    }
+  }
+
+  protected post(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+    if (!this.failure) this.worker.postMessage(m, transfer);
   }
 
   /** Test hook: the thread dies with an uncaught error before it handles anything sent after. */

@@ -43,8 +43,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
     info: ModelInfo,
     private readonly opts: Options,
   ) {
-    // every message is routed to replicas by post() below
-    super(opts.model, info, { postMessage: () => {} }, false);
+    super(opts.model, info, false);
   }
 
   /** Connects to NATS, waits for a first replica to announce itself (none is an error saying how to start one), then for the others. */
