@@ -63,5 +63,5 @@ export function buildEngines(opts: ClusterOptions, cascade: Cascade): EngineHand
     if (!(maxStepTokens >= 1)) throw new TokenRouterError('invalid_request', `maxStepTokens of ${m.name} must be ≥ 1`, 'maxStepTokens');
     names.add(m.name);
   }
-  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, opts.trace, modelLimits(m), cascade, opts.tokenizer) : m.thread));
+  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, opts.trace, cascade, opts.tokenizer) : m.thread));
 }

@@ -1,23 +1,13 @@
 // The entry's client of an engine in another thread or process: posts the protocol on a link and mirrors the lane it reports.
 import type { MessagePort } from 'node:worker_threads';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import { TokenRouterError } from '../errors.ts';
-import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
-import type { LaneStats } from '../core/messages.ts';
-import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
-import { reportToEntry, type EngineHandle } from './engineHandle.ts';
-import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
+import type { ModelInfo } from '../runner/modelRunner.ts';
+import type { Arrival, EngineEntry, EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../core/messages.ts';
+import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
+import { EngineHandle, reportToEntry } from './engineHandle.ts';
 import { fromWireStep, toWireArrival } from './wire.ts';
-import { fromEngineSchema, type FromEngine, type ToEngine, type WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
-/** One direction of the link to the engine: a MessagePort, a worker, a NATS subject. */
-export interface ProxyLink {
-  postMessage(m: ToEngine, transfer?: readonly MessagePort[]): void;
-}
-
-export type MirroredLane = LaneStats;
-
-export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = {
+export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
   ready: 0,
   running: 0,
   waitingAdmission: 0,
@@ -39,16 +29,9 @@ export const EMPTY_LANE: Omit<MirroredLane, 'name' | 'threshold'> = {
   kvPrefixBytes: 0,
 };
 
-/** An engine the entry drives through messages, whatever carries them: subclasses own the link and call `receive` and `fail`. */
-export class EngineProxy implements EngineHandle {
-  index = -1;
-  maxBatch = 1;
-  maxStepTokens = Infinity;
-  threshold = 1;
-  kvCapacityTokens = Infinity;
-  private takenDown = false;
-  protected lane: MirroredLane | null = null;
-  protected entry: EngineEntry | null = null;
+/** An engine the entry drives through messages, whatever carries them: subclasses own the link (`post`) and call `receive` and `fail`. */
+export abstract class EngineProxy extends EngineHandle {
+  protected lane: LaneStats | null = null;
   /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
   protected readonly deployed = new Map<string, AlgorithmRef>();
   private readonly failureListeners: ((e: Error) => void)[] = [];
@@ -59,38 +42,33 @@ export class EngineProxy implements EngineHandle {
     this.arrivals = [];
     this.post({ type: 'arrive', arrivals });
   };
-  protected dead: Error | null = null;
   protected closing = false;
   /** checkInvariants: every message is checked, a trusted thread's too. */
   private checked = false;
 
   constructor(
-    readonly name: string,
+    name: string,
     readonly info: ModelInfo,
-    private readonly link: ProxyLink,
     readonly acceptsPorts: boolean,
     /** The peer is this program in another thread: its messages are not checked (a NATS peer's are). */
     private readonly trusted = false,
-  ) {}
+  ) {
+    super(name);
+  }
 
-  begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
-    this.index = settings.index;
-    this.maxBatch = settings.maxBatch;
-    this.maxStepTokens = settings.maxStepTokens;
-    this.threshold = settings.threshold;
-    this.kvCapacityTokens = settings.kvCapacityTokens;
+  override begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
+    super.begin(settings, peers, entry);
     this.checked = settings.checkInvariants;
-    this.entry = entry;
     this.lane = null;
     this.deployed.clear();
     this.send({ type: 'begin', settings, peers }, Object.values(peers));
   }
 
-  addPeer(name: string, port: MessagePort): void {
+  override addPeer(name: string, port: MessagePort): void {
     this.send({ type: 'peer', name, port }, [port]);
   }
 
-  deploy(ref: AlgorithmRef): void {
+  override deploy(ref: AlgorithmRef): void {
     if (this.deployed.has(ref.key)) return;
     this.deployed.set(ref.key, ref);
     this.send({ type: 'deploy', ref });
@@ -103,66 +81,13 @@ export class EngineProxy implements EngineHandle {
     return this.lane?.executing ?? false;
   }
 
-  /**
-   * Arrivals wait for the end of this turn of the entry's event loop and go as one message: requests
-   * that reach the entry together (a burst of clients, a wave of handoffs) are admitted together on
-   * the engine and prefilled in one step, instead of the first alone and the rest a step later.
-   */
+  /** Arrivals wait for the end of this turn of the entry's event loop and go as one message: a burst prefills in one step, not one then the rest. */
   arrive(a: Arrival): void {
     if (this.arrivals.push(toWireArrival(a)) === 1) setImmediate(this.postArrivals);
   }
 
-  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
-    this.send({ type: 'release', id: spec.id, serial: spec.serial, status });
-    return null;
-  }
-
-  setSchedule(threshold: number, maxWaitMs: number): void {
-    this.threshold = threshold;
-    this.send({ type: 'threshold', threshold, maxWaitMs });
-  }
-
-  setTracing(on: boolean): void {
-    this.send({ type: 'trace', on });
-  }
-
-  get failed(): boolean {
-    return this.dead !== null;
-  }
-  get failure(): Error | null {
-    return this.dead;
-  }
-  get down(): boolean {
-    return this.takenDown || this.dead !== null;
-  }
-
-  setDown(down: boolean): void {
-    this.takenDown = down;
-    this.send({ type: 'down', down });
-  }
-
-  grant(): void {
-    this.send({ type: 'grant' });
-  }
-
-  peerLost(name: string): void {
-    this.send({ type: 'peer-lost', model: name });
-  }
-
   laneStats(): LaneStats {
     return { ...(this.lane ?? { name: this.name, ...EMPTY_LANE }), threshold: this.threshold };
-  }
-
-  runnerLost(): null {
-    return null;
-  }
-
-  replaceRunner(_runner: ModelRunner): void {
-    throw new TokenRouterError(
-      'invalid_request',
-      `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`,
-      'model',
-    );
   }
 
   onFailure(listener: (error: Error) => void): void {
@@ -173,19 +98,18 @@ export class EngineProxy implements EngineHandle {
     this.closing = true;
   }
 
-  protected send(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+  protected send(m: ToEngine, transfer: readonly MessagePort[] = []): null {
     // arrivals still waiting go first: the engine sees every message in the order the entry made it
     this.postArrivals();
     this.post(m, transfer);
+    return null;
   }
 
   /** Puts one message on the link (a subclass with several links picks one). */
-  protected post(m: ToEngine, transfer: readonly MessagePort[] = []): void {
-    if (!this.dead) this.link.postMessage(m, transfer);
-  }
+  protected abstract post(m: ToEngine, transfer?: readonly MessagePort[]): void;
 
   /** The engine's lane as it last reported it (`from`: which of several links said so). */
-  protected mirror(lane: MirroredLane, _from: unknown): void {
+  protected mirror(lane: LaneStats, _from: unknown): void {
     this.lane = lane;
   }
 
@@ -207,8 +131,8 @@ export class EngineProxy implements EngineHandle {
   }
 
   protected fail(e: Error): void {
-    if (this.dead) return;
-    this.dead = e;
+    if (this.failure) return;
+    this.failure = e;
     this.lane = null;
     if (!this.closing) for (const l of this.failureListeners) l(e);
   }

@@ -7,30 +7,26 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Cascade } from '../core/engineLoop.ts';
 import type { Engine } from '../core/engine.ts';
-import type { LaneStats } from '../core/messages.ts';
-import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
-import { reportToEntry, type EngineHandle } from './engineHandle.ts';
-import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
+import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../core/messages.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+import { callHost, EngineHandle, reportToEntry, type HostCall } from './engineHandle.ts';
 
-export class InprocEngine implements EngineHandle {
+export class InprocEngine extends EngineHandle {
   readonly acceptsPorts = false;
-  readonly failed = false;
-  readonly failure = null;
   private host: EngineHost | null = null;
 
   constructor(
-    readonly name: string,
+    name: string,
     private runner: ModelRunner,
     private readonly clock: Clock,
     private readonly trace: TraceSink | undefined,
-    /** What bounds it until it begins (a deployment's settings then say). */
-    private readonly limits: Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>,
     /** Shared by the engines of this process: none launches before a cascade among them is over. */
     private readonly cascade: Cascade,
     /** The models' tokenizer in this process: requests that ask for text are detokenised by the engine. */
     private readonly decoder: Decoder | undefined,
-  ) {}
+  ) {
+    super(name);
+  }
 
   get info() {
     return this.runner.info;
@@ -41,25 +37,10 @@ export class InprocEngine implements EngineHandle {
     return this.host;
   }
 
-  get core(): Engine | undefined {
+  override get core(): Engine | undefined {
     return this.host?.engine;
   }
-  get index(): number {
-    return this.host?.engine.index ?? -1;
-  }
-  get maxBatch(): number {
-    return this.host?.engine.maxBatch ?? this.limits.maxBatch;
-  }
-  get maxStepTokens(): number {
-    return this.host?.engine.maxStepTokens ?? this.limits.maxStepTokens;
-  }
-  get threshold(): number {
-    return this.host?.engine.threshold ?? this.limits.threshold;
-  }
-  get kvCapacityTokens(): number {
-    return this.limits.kvCapacityTokens;
-  }
-  get down(): boolean {
+  override get down(): boolean {
     return this.host?.engine.down ?? false;
   }
   get readyCount(): number {
@@ -69,7 +50,8 @@ export class InprocEngine implements EngineHandle {
     return this.host?.engine.executing ?? false;
   }
 
-  begin(settings: EngineSettings, _peers: Record<string, MessagePort>, entry: EngineEntry): void {
+  override begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
+    super.begin(settings, peers, entry);
     this.host?.dispose();
     this.host = new EngineHost(
       { inProcess: true, report: (r) => reportToEntry(entry, r), viaEntry: (to, arrivals) => arrivals.forEach((a) => entry.deliver(to, a)) },
@@ -83,58 +65,25 @@ export class InprocEngine implements EngineHandle {
     );
   }
 
-  /** Ports are for engines in threads. */
-  addPeer(): void {}
+  protected send(m: HostCall) {
+    return callHost(this.h, m);
+  }
 
-  /** The request's spec carries its algorithm itself. */
-  deploy(): void {}
-
+  /** In wall time an arrival outside a cascade holds this thread's engines to the end of the turn: a turn's requests prefill in one step. */
   arrive(a: Arrival): void {
-    this.holdTurn();
+    const endOfTurn = this.clock.endOfTurn;
+    if (endOfTurn && this.cascade.idle) {
+      this.cascade.enter();
+      endOfTurn(() => this.cascade.leave());
+    }
     this.h.arrive([a]);
   }
 
-  /**
-   * In wall time a client's arrival (outside a cascade, which holds its own) keeps this thread's engines
-   * from launching until the end of the event loop's turn: a turn's requests are prefilled in one step,
-   * as EngineProxy's are.
-   */
-  private holdTurn(): void {
-    const endOfTurn = this.clock.endOfTurn;
-    if (!endOfTurn || !this.cascade.idle) return;
-    this.cascade.enter();
-    endOfTurn(() => this.cascade.leave());
-  }
-
-  release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
-    return this.h.release(spec.id, spec.serial, status);
-  }
-
-  setSchedule(threshold: number, maxWaitMs: number): void {
-    this.h.setSchedule(threshold, maxWaitMs);
-  }
-
-  setTracing(on: boolean): void {
-    this.host?.setTracing(on);
-  }
-
-  grant(): void {
-    this.h.allow();
-  }
-
-  setDown(down: boolean): void {
-    this.h.setDown(down);
-  }
-
-  peerLost(name: string): void {
-    this.h.peerLost(name);
-  }
-
-  runnerLost(error: Error): number {
+  override runnerLost(error: Error): number {
     return this.h.runnerLost(error);
   }
 
-  replaceRunner(runner: ModelRunner): void {
+  override replaceRunner(runner: ModelRunner): void {
     this.runner = runner;
     this.h.replaceRunner(runner);
   }

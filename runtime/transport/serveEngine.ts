@@ -17,6 +17,7 @@ import {
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, PeerLink } from '../core/messages.ts';
+import { callHost } from './engineHandle.ts';
 import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
 /** Handoffs to peers reached by address, not a port each (over NATS, a peer model may have several replicas). */
@@ -30,8 +31,6 @@ export interface PeerRouter {
   /** The replica a request was just sent to on model `to` (the entry's `moved` event names it). */
   sentTo(id: string, to: string): string | undefined;
 }
-
-type RemotePeers = Extract<ToEngine, { type: 'remote-peers' }>;
 
 /** An engine host with what a port adds: algorithms built from their references, arrivals parked until their deploy comes. */
 export class PortedEngine {
@@ -52,7 +51,6 @@ export class PortedEngine {
   ) {
     // under checkInvariants every message is checked, our own thread's too
     this.trusted = trusted && !settings.checkInvariants;
-    const post = (m: FromEngine) => port.postMessage(m);
     const outlet: EngineOutlet = {
       inProcess: false,
       report: (r) => {
@@ -60,17 +58,9 @@ export class PortedEngine {
         const { message, transfer } = toWireStep(r, (e) => this.wireEvent(e));
         port.postMessage(message, transfer);
       },
-      viaEntry: (to, arrivals) => post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
+      viaEntry: (to, arrivals) => this.post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
     };
     this.host = new EngineHost(outlet, settings, runner, decoder, createRealClock(settings.origin));
-  }
-
-  get held(): number {
-    return this.host.held;
-  }
-
-  get engine() {
-    return this.host.engine;
   }
 
   addPeer(name: string, port: PortLike): void {
@@ -150,14 +140,14 @@ interface ServeOptions {
   /** An engine alone in its thread: the thread's figures, sent with its lane. */
   threadStats?: () => ThreadStats;
   /** Over NATS: the entry named its other remote models; absent, `remote-peers` is refused. */
-  remotePeers?(server: PortedEngine, m: RemotePeers): void;
+  remotePeers?(server: PortedEngine, m: Extract<ToEngine, { type: 'remote-peers' }>): void;
 }
 
 /** Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host; messages are handled in order (later ones wait for a deploy). */
 export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
   let server: PortedEngine | null = null;
   let chain: Promise<void> = Promise.resolve();
-  const handle = async (m: ToEngine): Promise<void> => {
+  const handle = async (m: Exclude<ToEngine, { type: 'crash' }>): Promise<void> => {
     if (m.type === 'begin') {
       server?.dispose();
       server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder, opts.threadStats);
@@ -171,7 +161,6 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
       return opts.onClose();
     }
     if (!server) throw new Error(`engine got "${m.type}" before "begin"`);
-    const { host } = server;
     switch (m.type) {
       case 'peer':
         return server.addPeer(m.name, m.port);
@@ -184,16 +173,8 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
         return opts.remotePeers(server, m);
       case 'release':
         return server.release(m.id, m.serial, m.status);
-      case 'threshold':
-        return host.setSchedule(m.threshold, m.maxWaitMs);
-      case 'grant':
-        return host.allow();
-      case 'down':
-        return host.setDown(m.down);
-      case 'trace':
-        return host.setTracing(m.on);
-      case 'peer-lost':
-        return host.peerLost(m.model);
+      default:
+        callHost(server.host, m);
     }
   };
   port.on('message', (raw: unknown): void => {

@@ -2,14 +2,14 @@
 import { once } from 'node:events';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { parentPort, workerData, type Worker } from 'node:worker_threads';
+import { parentPort, workerData, type MessagePort, type Worker } from 'node:worker_threads';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
 import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import { startTsWorker } from '../util/tsWorker.ts';
 import { EngineProxy } from './engineProxy.ts';
 import { serveEngine } from './serveEngine.ts';
-import type { FromEngine, ThreadStats } from '../../shared/protocol/engineProtocol.ts';
+import type { FromEngine, ThreadStats, ToEngine } from '../../shared/protocol/engineProtocol.ts';
 
 /** The worker died or failed to load. */
 export class EngineThreadError extends Error {
@@ -22,7 +22,7 @@ export class ThreadEngine extends EngineProxy {
     private readonly worker: Worker,
     info: ModelInfo,
   ) {
-    super(name, info, worker, true, true);
+    super(name, info, true, true);
     worker.on('message', (raw) => {
       const malformed = this.receive(raw);
       if (!malformed) return;
@@ -56,13 +56,17 @@ export class ThreadEngine extends EngineProxy {
     }
   }
 
+  protected post(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+    if (!this.failure) this.worker.postMessage(m, transfer);
+  }
+
   /** Test hook: the thread dies with an uncaught error before it handles anything sent after. */
   crashForTest(message = 'crash requested by test'): void {
     this.send({ type: 'crash', message });
   }
 
   override async close(): Promise<void> {
-    if (this.dead || this.closing) return void (await this.worker.terminate());
+    if (this.failure || this.closing) return void (await this.worker.terminate());
     this.closing = true;
     const closed = new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 2000);

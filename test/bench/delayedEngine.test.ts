@@ -80,13 +80,7 @@ describe('DelayedEngine', () => {
     const large: ClusterModel = line
       ? {
           name: 'large',
-          thread: new DelayedEngine(
-            'large',
-            simModel({ name: 'large', latency: LARGE, vocab: 'hash' }),
-            clock,
-            { maxBatch: 8, maxStepTokens: Infinity, threshold: 1, kvCapacityTokens: Infinity },
-            line,
-          ),
+          thread: new DelayedEngine('large', simModel({ name: 'large', latency: LARGE, vocab: 'hash' }), clock, line),
         }
       : { name: 'large', runner: simModel({ name: 'large', latency: LARGE, vocab: 'hash' }) };
     const cluster = new Cluster({

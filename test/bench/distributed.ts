@@ -123,7 +123,7 @@ async function closedLoop(
     large instanceof RemoteEngine
       ? { name: 'large', thread: large }
       : large
-        ? { name: 'large', thread: new DelayedEngine('large', simLarge(), clock, { ...largeLimits, kvCapacityTokens: Infinity }, large) }
+        ? { name: 'large', thread: new DelayedEngine('large', simLarge(), clock, large) }
         : { name: 'large', runner: simLarge() };
   const cluster = new Cluster({
     clock,

@@ -118,7 +118,7 @@ export class NatsPeers implements PeerRouter {
    * null: it has not (then the entry, which has every commit, decides).
    */
   private wholeSequence(w: WireArrival): readonly number[] | null {
-    const tokens = this.opts.server.engine.locals.get(w.spec.id)?.tokens;
+    const tokens = this.opts.server.host.engine.locals.get(w.spec.id)?.tokens;
     return tokens && tokens.length === w.handoff.anchor + w.handoff.tokens.length ? tokens.slice() : null;
   }
 

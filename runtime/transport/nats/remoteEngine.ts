@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EngineProxy, type MirroredLane } from '../engineProxy.ts';
-import type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../../core/messages.ts';
+import { EngineProxy } from '../engineProxy.ts';
+import type { EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../../core/messages.ts';
 import { type ErrorCode, TokenRouterError } from '../../errors.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
 import { parseRemoteModel, type RemoteModelConfig, type RemoteModelInput } from '../../config/remoteModelConfig.ts';
@@ -43,8 +43,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
     info: ModelInfo,
     private readonly opts: Options,
   ) {
-    // every message is routed to replicas by post() below
-    super(opts.model, info, { postMessage: () => {} }, false);
+    super(opts.model, info, false);
   }
 
   /** Connects to NATS, waits for a first replica to announce itself (none is an error saying how to start one), then for the others. */
@@ -94,7 +93,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
    * Why a new request cannot start here now. Cut off from NATS even briefly, it could only wait,
    * holding an admission slot that local models need (the ones already here wait up to the bound, then fail).
    */
-  admissionError(): TokenRouterError | null {
+  override admissionError(): TokenRouterError | null {
     const cut = this.replicas.cutOffMs();
     if (cut === 0) return null;
     const how = this.replicas.unreachable ? 'is down' : 'cannot take requests';
@@ -276,7 +275,7 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
     return [r, a];
   }
 
-  protected override mirror(lane: MirroredLane, from: unknown): void {
+  protected override mirror(lane: LaneStats, from: unknown): void {
     (from as Replica).lane = lane;
     this.sumLanes();
   }

@@ -93,12 +93,12 @@ export class RemoteEngineServer {
 
   /** Requests held for all entries. */
   get held(): number {
-    return [...this.sessions.values()].reduce((n, s) => n + (s.serving.server?.held ?? 0), 0);
+    return [...this.sessions.values()].reduce((n, s) => n + (s.serving.server?.host.held ?? 0), 0);
   }
 
   private heartbeat(bye = false): void {
     if (this.nc.isClosed()) return;
-    const kvBytes = [...this.sessions.values()].reduce((n, s) => n + (s.serving.server?.engine.laneStats().kvBytes ?? 0), 0);
+    const kvBytes = [...this.sessions.values()].reduce((n, s) => n + (s.serving.server?.host.engine.laneStats().kvBytes ?? 0), 0);
     const a: ReplicaAnnouncement = {
       protocol: WIRE_PROTOCOL,
       replica: this.opts.replica,
@@ -213,8 +213,8 @@ export class RemoteEngineServer {
     if (!s) return;
     this.sessions.delete(entry);
     const server = s.serving.server;
-    if (server && server.held > 0) this.log(`freeing ${server.held} requests of entry ${entry}: ${why}`);
-    server?.engine.failAll(new Error(why));
+    if (server && server.host.held > 0) this.log(`freeing ${server.host.held} requests of entry ${entry}: ${why}`);
+    server?.host.engine.failAll(new Error(why));
     server?.dispose();
     s.peers?.close();
     s.state = 'closed';

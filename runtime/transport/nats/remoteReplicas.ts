@@ -1,9 +1,9 @@
 // The entry's one record of each live replica of a remote model: what it announced, the link to it, its lane, the requests homed there.
 import { isDeepStrictEqual } from 'node:util';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { EMPTY_LANE, type MirroredLane } from '../engineProxy.ts';
+import { EMPTY_LANE } from '../engineProxy.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
-import type { EngineSettings, ToEngine } from '../../core/messages.ts';
+import type { EngineSettings, LaneStats, ToEngine } from '../../core/messages.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
 import { replicaAnnouncementSchema, type RemotePeer, type ReplicaAnnouncement } from '../../../shared/protocol/engineProtocol.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';
@@ -14,7 +14,7 @@ export interface Replica {
   announced: ReplicaAnnouncement;
   /** The entry's link to it; its `lastHeard` counts heartbeats too. */
   link: NatsLink;
-  lane: MirroredLane | null;
+  lane: LaneStats | null;
   /** Requests placed here that have not ended: their KV is here, so their later handoffs come back here. */
   homes: Set<string>;
   placed: number;
@@ -194,8 +194,8 @@ export class RemoteReplicas {
   }
 
   /** The lane the entry reads: the sum of the replicas' lanes. */
-  sumLanes(name: string, threshold: number): MirroredLane {
-    const sum: MirroredLane = { name, threshold, ...EMPTY_LANE };
+  sumLanes(name: string, threshold: number): LaneStats {
+    const sum: LaneStats = { name, threshold, ...EMPTY_LANE };
     for (const { lane } of this.bySubject.values()) {
       if (!lane) continue;
       for (const k of SUMMED) sum[k] += lane[k];

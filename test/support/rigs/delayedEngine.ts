@@ -2,7 +2,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../../../runtime/clock/clock.ts';
 import { Cascade } from '../../../runtime/core/engineLoop.ts';
-import type { EngineLimits } from '../../../runtime/entry/clusterOptions.ts';
 import { InprocEngine } from '../../../runtime/transport/inprocEngine.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../../../runtime/core/messages.ts';
 import type { RequestCounters, RequestSpec } from '../../../runtime/core/localRequest.ts';
@@ -20,10 +19,9 @@ export class DelayedEngine extends InprocEngine {
     name: string,
     runner: ModelRunner,
     clock: Clock,
-    limits: EngineLimits,
     private readonly line: DelayLine,
   ) {
-    super(name, runner, clock, undefined, limits, new Cascade(), undefined);
+    super(name, runner, clock, undefined, new Cascade(), undefined);
   }
 
   override get core(): undefined {
