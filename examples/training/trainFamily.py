@@ -5,7 +5,7 @@ The corpus comes from Node (the serving runner's own Qwen3 tokenizer and chat te
     npx tsx examples/training/makeCorpus.ts --out /work/family-out/corpus --train 60000
 Then, with Debian's python3-torch (1.13; the product never needs Python) and libopenblas0-pthread
 (Debian's torch uses the system BLAS: the generic one ran a 1024^2 matmul at 5.5 GFLOPS, OpenBLAS at 49):
-    nice -n 15 /usr/bin/python3 examples/training/trainFamily.py train small      # TR_STEPS, TR_BS, TR_LR override; resumes from ckpt/small.state.pt
+    nice -n 15 /usr/bin/python3 examples/training/trainFamily.py train small      # TR_STEPS, TR_BS, TR_LR, TR_SHAPE override; resumes from ckpt/small.state.pt
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py eval small 300   # greedy exact match on validation
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py weights small    # weights + reference logits from ckpt/small.pt
     npx tsx examples/training/exportFamily.ts --name small                        # HF / Optimum folder
@@ -39,7 +39,7 @@ ROPE_THETA, EPS = 1_000_000.0, 1e-6
 CONFIGS = {
     'small': dict(hidden=256, layers=4, heads=4, kv=2, head_dim=64, ffn=768, lr=2e-3, steps=1500, bs=32),
     'medium': dict(hidden=320, layers=5, heads=5, kv=1, head_dim=64, ffn=960, lr=1.5e-3, steps=2000, bs=32),
-    'large': dict(hidden=512, layers=7, heads=8, kv=2, head_dim=64, ffn=1536, lr=1e-3, steps=3000, bs=32),
+    'large': dict(hidden=512, layers=7, heads=8, kv=1, head_dim=64, ffn=1536, lr=1e-3, steps=1800, bs=32),
 }
 
 
@@ -196,13 +196,23 @@ def exact_match(model, rows, vocab, n, bs=50):
     return ok / min(n, len(rows)), samples
 
 
-def train(name):
+def config(name):
+    """CONFIGS[name] with the environment's overrides (TR_STEPS, TR_BS, TR_LR, TR_SHAPE)."""
     c = dict(CONFIGS[name])
     for k, env in (('steps', 'TR_STEPS'), ('bs', 'TR_BS')):
         if env in os.environ:
             c[k] = int(os.environ[env])
     if 'TR_LR' in os.environ:
         c['lr'] = float(os.environ['TR_LR'])
+    if 'TR_SHAPE' in os.environ:
+        # a size tried before it gets a name: hidden/layers/heads/kvHeads/headDim/intermediate, as `npm run bench -- batch-cost --sizes` takes it
+        shape = [int(v) for v in os.environ['TR_SHAPE'].split('/')]
+        c.update(zip(('hidden', 'layers', 'heads', 'kv', 'head_dim', 'ffn'), shape))
+    return c
+
+
+def train(name):
+    c = config(name)
     vocab = load_vocab()
     eos = vocab['ids'].index(vocab['eos'])
     rows = load_rows('train')
@@ -289,7 +299,7 @@ def reference(name, n=4):
 
 
 def load_model(name, vocab):
-    model = Qwen3Compact(CONFIGS[name], len(vocab['ids']))
+    model = Qwen3Compact(config(name), len(vocab['ids']))
     model.load_state_dict(torch.load(os.path.join(OUT, 'ckpt', f'{name}.pt')))
     model.eval()
     return model
