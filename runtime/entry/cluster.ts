@@ -11,7 +11,7 @@ import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from '../core/messages.ts';
 import { EngineFailover } from './engineFailover.ts';
 import { beginEngines } from '../transport/engineHandle.ts';
-import { Cascade } from '../core/engineLoop.ts';
+import { Cascade } from '../core/engineHost.ts';
 import { servingPolicy, type ServingPolicy } from '../core/servingPolicy.ts';
 import { checkSubmission } from './submission.ts';
 import { buildEngines, modelLimits, SCHEDULING, type ClusterModel, type ClusterOptions, type EngineLimits } from './clusterOptions.ts';

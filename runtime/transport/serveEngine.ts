@@ -15,7 +15,7 @@ import {
   type WireEvent,
 } from '../../shared/protocol/engineProtocol.ts';
 import { EngineHost } from '../core/engineHost.ts';
-import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+import type { Decoder } from '../runner/outputProcessor.ts';
 import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, PeerLink } from '../core/messages.ts';
 import { callHost } from './engineHandle.ts';
 import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';

@@ -126,7 +126,7 @@ export class NatsPeers implements PeerRouter {
   private place(model: string, replicas: RemotePeer['replicas']): string | undefined {
     const held = new Map<string, number>();
     for (const { [model]: at } of this.homes.values()) if (at) held.set(at, (held.get(at) ?? 0) + 1);
-    return pickReplica(replicas, (s) => held.get(s) ?? 0, keepsOneReplica(this.opts.server.host.policy.mode));
+    return pickReplica(replicas, (s) => held.get(s) ?? 0, keepsOneReplica(this.opts.server.host.settings.mode));
   }
 
   private link(subject: string): NatsLink {

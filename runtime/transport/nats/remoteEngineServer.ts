@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../../runner/modelRunner.ts';
-import type { Decoder } from '../../runner/incrementalDetokenizer.ts';
+import type { Decoder } from '../../runner/outputProcessor.ts';
 import { serveEngine, type PortedEngine } from '../serveEngine.ts';
 import type { LinkFrame, PortLike, ReplicaAnnouncement } from '../../../shared/protocol/engineProtocol.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects, watchLink } from './natsConnection.ts';
