@@ -8,11 +8,9 @@ import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { OutputProcessor } from '../runner/outputProcessor.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
-import { batchEvent, EngineStats, newBatch, planBatch, type Batch } from './batch.ts';
-import { LaneQueues } from './laneQueues.ts';
-import { LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import { batchEvent, EngineStats, LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
+import { LocalRequest, receiveRow, routeRow, type LocalEvent, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
-import { receiveRow, routeRow } from './routeRow.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
 /** The host as its engine sees it (EngineHost). */
