@@ -8,13 +8,8 @@ export type { StepOutput, StepPass, StepRow } from '../../shared/protocol/runner
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });
 
-export type StepPhase = 'prefill' | 'extend' | 'decode';
-
 /** prefill: a fresh cache; extend: several tokens onto an existing cache; decode: one token. */
-export function rowPhase(row: Pick<StepRow, 'position' | 'tokens'>): StepPhase {
-  if (row.position === 0) return 'prefill';
-  return row.tokens.length > 1 ? 'extend' : 'decode';
-}
+export type StepPhase = 'prefill' | 'extend' | 'decode';
 
 export interface ModelRunner {
   readonly info: ModelInfo;
