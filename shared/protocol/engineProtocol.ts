@@ -2,42 +2,13 @@
 import { z } from 'zod';
 import { traceEventSchema } from '../trace.ts';
 import { constraintSchema } from './constraint.ts';
+import { modelInfoSchema, samplingSchema, signalsSchema } from './runnerProtocol.ts';
 
 const int = z.number().int();
 /** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
 const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
 const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
-
-/** OpenAI's penalties and logit bias (as vLLM applies them): on the logits of the draw only, so signals still describe the model. */
-const penaltiesSchema = z.object({
-  frequency: z.number(),
-  presence: z.number(),
-  /** [token id, bias] pairs, bias in [-100, 100]. */
-  logitBias: list(z.tuple([int, z.number()]).readonly()),
-  /** Where the output starts (the prompt length): after any handoff the runner's cache from here on is the committed output. */
-  outputFrom: int,
-});
-
-export const samplingSchema = z.object({
-  /** 0 = greedy. */
-  temperature: z.number(),
-  topP: z.number(),
-  /** 0 = no top-k cut. */
-  topK: int,
-  /** vLLM's min_p; absent or 0 = none. */
-  minP: z.number().optional(),
-  /** Draws are keyed by (seed, position, model), so a run replays exactly. */
-  seed: z.number(),
-  /** vLLM's stop_token_ids: they end the answer as an EOS does. */
-  stopTokenIds: tokens.optional(),
-  /** Below `min_tokens`: EOS and `stopTokenIds` are left out of the draw (signals still describe the whole distribution). */
-  suppressEos: z.boolean().optional(),
-  /** The runner reports at least this many top (id, prob) pairs, for the client's logprobs. */
-  topLogprobs: int.optional(),
-  /** Absent on the hot path: no history kept, no logits copied. */
-  penalties: penaltiesSchema.optional(),
-});
 
 /** A request's fixed facts, its algorithm by key (the engine built it from a `deploy`). */
 const wireSpecSchema = z.object({
@@ -97,23 +68,6 @@ const wireArrivalSchema = z.object({
   /** Over NATS: per model, the replica that holds the request's state, so a return goes home. */
   homes: z.record(z.string(), z.string()).optional(),
   text: textStateSchema.optional(),
-});
-
-/** What a model's step says about the token it sampled for one request. */
-export const signalsSchema = z.object({
-  token: int,
-  /** -Σ p log p / log |V|, in [0, 1]. */
-  entropy: z.number(),
-  maxProb: z.number(),
-  /** Between the two largest probabilities. */
-  margin: z.number(),
-  tokenProb: z.number(),
-  /** Best first, wants.topK of them. */
-  topIds: list(int),
-  topProbs: list(z.number()),
-  hidden: z.custom<Float32Array>((v) => v instanceof Float32Array, 'a Float32Array').optional(),
-  /** Auxiliary router networks' outputs, by head name. */
-  heads: z.record(z.string(), z.number()).readonly(),
 });
 
 const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
@@ -176,18 +130,6 @@ const laneReportSchema = z.object({
   kvPrefixBytes: z.number(),
   /** An engine in its own thread: that thread's CPU, GC pauses and run-queue wait since it started. */
   thread: z.object({ cpuMs: z.number(), gcMs: z.number(), waitMs: z.number() }).optional(),
-});
-
-export const modelInfoSchema = z.object({
-  /** Model folder name. */
-  name: z.string(),
-  vocabSize: int,
-  /** Every token id that ends an answer (config.json's and generation_config.json's). */
-  eosTokenIds: list(int),
-  maxContext: int,
-  hiddenSize: int,
-  /** KV bytes one cached token costs (all layers, keys and values). */
-  kvBytesPerToken: z.number(),
 });
 
 const algorithmSourceSchema = z.discriminatedUnion('kind', [
@@ -317,13 +259,9 @@ export const linkFrameSchema = z.object({
 });
 
 export type WireSpec = z.infer<typeof wireSpecSchema>;
-export type SamplingParams = z.infer<typeof samplingSchema>;
-export type SamplingPenalties = z.infer<typeof penaltiesSchema>;
-export type TokenSignals = z.infer<typeof signalsSchema>;
 export type RequestCounters = z.infer<typeof countersSchema>;
 export type ThreadStats = NonNullable<LaneStats['thread']>;
 export type LaneStats = z.infer<typeof laneReportSchema>;
-export type ModelInfo = z.infer<typeof modelInfoSchema>;
 export type WireArrival = z.infer<typeof wireArrivalSchema>;
 export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;
