@@ -6,8 +6,8 @@ import { modelInfoSchema, samplingSchema, signalsSchema } from './runnerProtocol
 
 const int = z.number().int();
 /** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
-const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
-const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
+export const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
+export const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
 
 /** A request's fixed facts, its algorithm by key (the engine built it from a `deploy`). */
@@ -176,18 +176,10 @@ export interface PortLike {
 }
 const portSchema = z.custom<PortLike>((p) => typeof p === 'object' && p !== null && 'postMessage' in p && 'close' in p, 'a MessagePort');
 
-/** A remote model as a peer engine reaches it: its live replicas, with what the entry's placement rule reads. */
-const remotePeerSchema = z.object({
-  model: z.string(),
-  replicas: list(z.object({ subject: z.string(), kvCapacityTokens: amount, draining: z.boolean() })),
-});
-
 /** Entry → engine. */
 export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('begin'), settings: engineSettingsSchema, peers: z.record(z.string(), portSchema) }),
   z.object({ type: z.literal('peer'), name: z.string(), port: portSchema }),
-  /** Over NATS: the entry's other remote models and their live replicas, whenever they change; `session` tags the peer frames. */
-  z.object({ type: z.literal('remote-peers'), session: z.string(), peers: list(remotePeerSchema) }),
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
   /** The requests of one turn of the entry's event loop, admitted (and prefilled) in one step. */
   z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) }),
@@ -224,40 +216,6 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('closed') }),
 ]);
 
-/** What a remote engine (`tokenrouter subserver`) publishes on its model's heartbeat subject. */
-export const replicaAnnouncementSchema = z.object({
-  protocol: int,
-  /** `--replica`. */
-  replica: z.string(),
-  /** This process's (a restart gets a new one): entries link to `${subject}.in`. */
-  subject: z.string(),
-  info: modelInfoSchema,
-  kvCapacityTokens: amount,
-  heartbeatMs: z.number(),
-  /** Load, for placing new requests. */
-  requests: int,
-  kvTokens: z.number(),
-  /** Leaving gracefully: serves what it holds, takes nothing new. */
-  draining: z.boolean(),
-  bye: z.boolean(),
-  /** Messages it dropped or failed to handle since it started; absent from older replicas. */
-  ignoredMessages: int.optional(),
-});
-
-/**
- * One frame of a link over NATS, either way: the messages its sender posted in one turn, numbered
- * within the sender's session, and an ack of every frame up to `ack`. `reply`: where the other side
- * answers; `entry`: on engine → engine frames, the session of the entry they belong to.
- */
-export const linkFrameSchema = z.object({
-  session: z.string(),
-  reply: z.string().optional(),
-  entry: z.string().optional(),
-  seq: int.optional(),
-  messages: z.array(z.unknown()).optional(),
-  ack: int.optional(),
-});
-
 export type WireSpec = z.infer<typeof wireSpecSchema>;
 export type RequestCounters = z.infer<typeof countersSchema>;
 export type ThreadStats = NonNullable<LaneStats['thread']>;
@@ -271,6 +229,3 @@ export type EngineSettings = z.infer<typeof engineSettingsSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;
 export type ToPeer = z.infer<typeof toPeerSchema>;
 export type FromEngine = z.infer<typeof fromEngineSchema>;
-export type RemotePeer = z.infer<typeof remotePeerSchema>;
-export type ReplicaAnnouncement = z.infer<typeof replicaAnnouncementSchema>;
-export type LinkFrame = z.infer<typeof linkFrameSchema>;

@@ -5,7 +5,7 @@ import { EMPTY_LANE } from '../engineProxy.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import type { EngineSettings, LaneStats, ToEngine } from '../../core/messages.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
-import { replicaAnnouncementSchema, type RemotePeer, type ReplicaAnnouncement } from '../../../shared/protocol/engineProtocol.ts';
+import { replicaAnnouncementSchema, type RemotePeer, type RemotePeers, type ReplicaAnnouncement } from './natsProtocol.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';
 import { type modelSubjects, watchLink } from './natsConnection.ts';
 
@@ -204,7 +204,7 @@ export class RemoteReplicas {
     return sum;
   }
 
-  toAll(m: ToEngine): void {
+  toAll(m: ToEngine | RemotePeers): void {
     for (const r of this.bySubject.values()) r.link.postMessage(m);
   }
 
