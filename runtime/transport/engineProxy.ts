@@ -21,30 +21,9 @@ import type {
   WireArrival,
 } from '../core/messages.ts';
 import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
+import { EMPTY_LANE } from '../../shared/protocol/laneStats.ts';
 import { EngineHandle, reportToEntry } from './engineHandle.ts';
 import { toWireArrival } from './serveEngine.ts';
-
-export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
-  ready: 0,
-  running: 0,
-  waitingAdmission: 0,
-  pendingReturn: 0,
-  executing: false,
-  kvBytes: 0,
-  kvReservedBytes: 0,
-  batches: 0,
-  rows: 0,
-  chunks: 0,
-  admissions: 0,
-  evictions: 0,
-  busyMs: 0,
-  batchMs: 0,
-  modelMs: 0,
-  prefixQueries: 0,
-  prefixHits: 0,
-  prefixEntries: 0,
-  kvPrefixBytes: 0,
-};
 
 /** An engine the entry drives through messages, whatever carries them: subclasses own the link (`post`) and call `receive` and `fail`. */
 export abstract class EngineProxy extends EngineHandle {

@@ -15,13 +15,13 @@ import {
   type CommitColumns,
   type FromEngine,
   type PortLike,
-  type ThreadStats,
   type ToEngine,
   type ToPeer,
   type WireArrival,
   type WireError,
   type WireEvent,
 } from '../../shared/protocol/engineProtocol.ts';
+import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/incrementalDetokenizer.ts';
 import type { Arrival, EngineOutlet, EngineReport, EngineSettings, Finish, Moved, PeerLink } from '../core/messages.ts';

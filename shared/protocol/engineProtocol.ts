@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { traceEventSchema } from '../trace.ts';
 import { constraintSchema } from './constraint.ts';
+import { laneStatsSchema } from './laneStats.ts';
 import { modelInfoSchema, samplingSchema, signalsSchema } from './runnerProtocol.ts';
 
 const int = z.number().int();
@@ -102,36 +103,6 @@ const commitColumnsSchema = z.object({
 });
 export const COMMIT_COLUMNS = 5;
 
-/** One engine's figures for /admin/status, /metrics and the benches; times in ms, summed over batches. */
-const laneReportSchema = z.object({
-  name: z.string(),
-  threshold: int,
-  ready: int,
-  running: int,
-  waitingAdmission: int,
-  pendingReturn: int,
-  executing: z.boolean(),
-  kvBytes: z.number(),
-  kvReservedBytes: z.number(),
-  batches: int,
-  rows: int,
-  /** Rows that fed one chunk of a longer prompt (chunked prefill). */
-  chunks: int,
-  admissions: int,
-  evictions: int,
-  /** Launch → the runner's results; → the rows applied; inside the model as the runner timed it. */
-  busyMs: z.number(),
-  batchMs: z.number(),
-  modelMs: z.number(),
-  /** Prefix cache in tokens as vLLM counts them: looked up at admission, found; what it holds now. */
-  prefixQueries: int,
-  prefixHits: int,
-  prefixEntries: int,
-  kvPrefixBytes: z.number(),
-  /** An engine in its own thread: that thread's CPU, GC pauses and run-queue wait since it started. */
-  thread: z.object({ cpuMs: z.number(), gcMs: z.number(), waitMs: z.number() }).optional(),
-});
-
 const algorithmSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('builtin'), factory: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
   z.object({ kind: z.literal('ir'), ir: z.unknown() }),
@@ -208,7 +179,7 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
     commits: commitColumnsSchema.optional(),
     events: list(wireEventSchema),
     trace: list(traceEventSchema),
-    lane: laneReportSchema,
+    lane: laneStatsSchema,
     returned: int,
   }),
   /** Handoffs to a model this engine has no link to: the entry passes them on. */
@@ -218,8 +189,6 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
 
 export type WireSpec = z.infer<typeof wireSpecSchema>;
 export type RequestCounters = z.infer<typeof countersSchema>;
-export type ThreadStats = NonNullable<LaneStats['thread']>;
-export type LaneStats = z.infer<typeof laneReportSchema>;
 export type WireArrival = z.infer<typeof wireArrivalSchema>;
 export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;

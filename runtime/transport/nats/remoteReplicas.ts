@@ -1,7 +1,7 @@
 // The entry's one record of each live replica of a remote model: what it announced, the link to it, its lane, the requests homed there.
 import { isDeepStrictEqual } from 'node:util';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { EMPTY_LANE } from '../engineProxy.ts';
+import { EMPTY_LANE } from '../../../shared/protocol/laneStats.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import type { EngineSettings, LaneStats, ToEngine } from '../../core/messages.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
