@@ -172,6 +172,7 @@ export class EngineThreadError extends Error {
   override readonly name = 'EngineThreadError';
 }
 
+/** An engine in its own worker thread (the default placement): the proxy over the worker's port, with the thread's lifecycle. */
 export class ThreadEngine extends EngineProxy {
   private constructor(
     name: string,

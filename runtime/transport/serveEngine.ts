@@ -230,6 +230,7 @@ export function toWireArrival(a: Arrival): WireArrival {
   return { ...a, spec: { ...rest, algorithm: ref.key } };
 }
 
+/** An error as the entry rebuilds it: our own code kept, anything else internal. */
 function wireError(error: Error): WireError {
   return error instanceof TokenRouterError
     ? { code: error.code, message: error.message, param: error.param }
