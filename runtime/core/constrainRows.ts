@@ -4,7 +4,7 @@ import type { Batch } from './laneQueues.ts';
 import type { Arrival } from './messages.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
-import type { ModelInfo } from '../../shared/protocol/engineProtocol.ts';
+import type { ModelInfo } from '../../shared/protocol/runnerProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
 
 /** What of its host an engine's grammars need: the grammars beside it, and a way to run an arrival again later. */

@@ -1,7 +1,7 @@
 // One model's engine: its requests, queues, KV pool and routing; a step reads plan → execute → apply.
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
-import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
+import type { LaneStats } from '../../shared/protocol/laneStats.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { Clock } from '../clock/clock.ts';

@@ -1,10 +1,8 @@
 // The model-runner contract: batched "feed these tokens, sample the next" steps over per-request KV caches.
-import type { ModelInfo, SamplingParams } from '../../shared/protocol/engineProtocol.ts';
-import type { StepOutput, StepRow } from '../../shared/protocol/runnerProtocol.ts';
+import type { ModelInfo, SamplingParams, StepOutput, StepRow } from '../../shared/protocol/runnerProtocol.ts';
 import type { Clock } from '../clock/clock.ts';
 
-export type { SamplingParams, SamplingPenalties, ModelInfo } from '../../shared/protocol/engineProtocol.ts';
-export type { StepOutput, StepPass, StepRow } from '../../shared/protocol/runnerProtocol.ts';
+export type { ModelInfo, SamplingParams, SamplingPenalties, StepOutput, StepPass, StepRow } from '../../shared/protocol/runnerProtocol.ts';
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });
 
