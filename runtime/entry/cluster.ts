@@ -3,19 +3,15 @@ import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { validateThresholds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { Engine } from '../core/engine.ts';
-import type { LaneStats } from '../core/messages.ts';
-import { checkInvariants } from '../core/invariants.ts';
-import type { EngineHandle } from '../transport/engineHandle.ts';
-import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from '../core/messages.ts';
-import { EngineFailover } from './engineFailover.ts';
-import { beginEngines } from '../transport/engineHandle.ts';
 import { Cascade } from '../core/engineLoop.ts';
-import { servingPolicy, type ServingPolicy } from '../core/servingPolicy.ts';
-import { checkSubmission } from './submission.ts';
+import { checkInvariants } from '../core/invariants.ts';
+import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, LaneStats, WireArrival } from '../core/messages.ts';
+import { servingPolicy, validateThresholds, type SchedulingMode, type ServingPolicy } from '../core/servingPolicy.ts';
+import { beginEngines, type EngineHandle } from '../transport/engineHandle.ts';
 import { buildEngines, modelLimits, SCHEDULING, type ClusterModel, type ClusterOptions, type EngineLimits } from './clusterOptions.ts';
-import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions, type Whereabouts } from './requestState.ts';
+import { EngineFailover } from './engineFailover.ts';
+import { checkSubmission, RequestState, requestEndEvent, requestSpec, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 export type { ClusterModel, ClusterOptions };
 
@@ -248,7 +244,7 @@ export class Cluster implements EngineEntry {
     this.flush();
   }
 
-  whereabouts(requestId: string): Whereabouts | undefined {
+  whereabouts(requestId: string): RequestState['whereabouts'] | undefined {
     return this.active.get(requestId)?.whereabouts;
   }
 
@@ -307,7 +303,7 @@ export class Cluster implements EngineEntry {
   }
 
   /** `tail`: text the engine held back until the end. */
-  private end(req: RequestState, status: RequestResult['status'], reason: FinishReason, error?: Error, tail = ''): void {
+  private end(req: RequestState, status: RequestResult['status'], reason: RequestResult['finishReason'], error?: Error, tail = ''): void {
     if (req.finished) return;
     req.end(status);
     const wasActive = this.active.delete(req.id);

@@ -1,9 +1,10 @@
-// One request at the entry: its lifecycle actor, what its client was streamed, and its result.
+// One request at the entry: what it may ask, its lifecycle actor, what its client was streamed, and its result.
 import type { Constraint } from '../../shared/protocol/constraint.ts';
-import { createActor, type Actor } from 'xstate';
+import { createActor, setup, type Actor } from 'xstate';
+import { TokenRouterError } from '../errors.ts';
+import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
-import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
-import { requestMachine } from './requestMachine.ts';
+import { modelRuns, type RequestStatus, type TraceEvent } from '../../shared/trace.ts';
 import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
@@ -70,6 +71,21 @@ export type TokenListener = (token: number, model: string, index: number, signal
 
 /** The model whose engine decodes a request, reached after `hops` handoffs. */
 export type Whereabouts = { readonly model: string; readonly hops: number };
+
+export type RequestEvent = { type: 'FIRST_TOKEN' } | { type: 'FINISH' } | { type: 'FAIL'; error: Error } | { type: 'CANCEL' };
+
+/** Each request at the entry is an actor of this chart; its status is the snapshot's value. */
+export const requestMachine = setup({ types: { events: {} as RequestEvent } }).createMachine({
+  id: 'request',
+  initial: 'admitted',
+  states: {
+    admitted: { on: { FIRST_TOKEN: 'streaming', FINISH: 'done', FAIL: 'failed', CANCEL: 'cancelled' } },
+    streaming: { on: { FINISH: 'done', FAIL: 'failed', CANCEL: 'cancelled' } },
+    done: { type: 'final' },
+    failed: { type: 'final' },
+    cancelled: { type: 'final' },
+  },
+});
 
 type EndStatus = RequestResult['status'];
 const EVENT = { done: { type: 'FINISH' }, failed: { type: 'FAIL', error: new Error('failed') }, cancelled: { type: 'CANCEL' } } as const;
@@ -189,6 +205,47 @@ function maskedFrom(spec: RequestSpec, output: readonly number[]): { maskedFrom?
   return at < 0 ? {} : { maskedFrom: at + 1 };
 }
 
+/** The context every engine the algorithm runs on fits; throws the client's error otherwise. */
+export function checkSubmission(opts: SubmitOptions, engines: readonly EngineHandle[]): number {
+  const alg = opts.algorithm;
+  const lanes = alg.models.map((name) => {
+    const lane = engines.find((e) => e.name === name);
+    if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
+    return lane;
+  });
+  // a model that can only make a request wait (a remote one cut off from NATS) refuses it rather than let it hold a slot
+  for (const l of lanes) {
+    const refusal = l.admissionError?.();
+    if (refusal) throw refusal;
+  }
+  const down = lanes.find((l) => l.down);
+  if (down) throw new TokenRouterError('model_unavailable', `model ${down.name} is down; retry shortly`, 'model', { retry_after_s: 1 });
+  if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
+    throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
+  }
+  if (opts.prompt.length === 0) throw new TokenRouterError('invalid_request', 'the prompt is empty', 'prompt');
+  if (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1) {
+    throw new TokenRouterError('invalid_request', `max_tokens must be an integer ≥ 1, got ${opts.maxTokens}`, 'max_tokens');
+  }
+  const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
+  if (!opts.algorithmRef && lanes.some((l) => !l.core))
+    throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
+  if (opts.prompt.length >= maxContext) {
+    throw new TokenRouterError('invalid_request', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
+  }
+  // a request whose KV could never be placed, even in an empty pool, is refused now rather than wait forever
+  const need = Math.min(opts.prompt.length + opts.maxTokens, maxContext);
+  const tight = lanes.reduce((a, l) => (l.kvCapacityTokens < a.kvCapacityTokens ? l : a));
+  if (need > tight.kvCapacityTokens) {
+    throw new TokenRouterError(
+      'too_large',
+      `the request needs ${need} KV tokens (prompt ${opts.prompt.length} + max_tokens ${opts.maxTokens}), more than model ${tight.name}'s whole KV pool holds (${tight.kvCapacityTokens} tokens within memory.budgetMiB); lower max_tokens or raise the budget`,
+      'max_tokens',
+    );
+  }
+  return maxContext;
+}
+
 /** The fixed facts of a request, for every engine it visits. */
 export function requestSpec(id: string, serial: number, opts: SubmitOptions, maxContext: number): RequestSpec {
   const { algorithm, prompt, maxTokens } = opts;
@@ -213,19 +270,13 @@ export function requestSpec(id: string, serial: number, opts: SubmitOptions, max
 
 /** The trace event of a request that ended: its output as runs of one model each. */
 export function requestEndEvent(result: RequestResult): TraceEvent {
-  const runs: { model: string; count: number }[] = [];
-  for (const name of result.producedBy) {
-    const last = runs[runs.length - 1];
-    if (last && last.model === name) last.count++;
-    else runs.push({ model: name, count: 1 });
-  }
   return {
     type: 'request-end',
     t: result.endedAt,
     requestId: result.id,
     status: result.status,
     tokens: result.tokens,
-    runs,
+    runs: modelRuns(result.producedBy),
     handoffs: result.handoffs,
     admittedAt: result.submittedAt,
     firstTokenAt: result.firstTokenAt,
