@@ -9,7 +9,8 @@ import { checkInvariants } from '../core/invariants.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, LaneStats, WireArrival } from '../core/messages.ts';
 import { servingPolicy, validateThresholds, type SchedulingMode, type ServingPolicy } from '../core/servingPolicy.ts';
 import { beginEngines, type EngineHandle } from '../transport/engineHandle.ts';
-import { buildEngines, modelLimits, SCHEDULING, type ClusterModel, type ClusterOptions, type EngineLimits } from './clusterOptions.ts';
+import { buildEngines, modelLimits, SCHEDULING, sharedSettings } from './clusterOptions.ts';
+import type { ClusterModel, ClusterOptions, EngineLimits, SharedSettings } from './clusterOptions.ts';
 import { EngineFailover } from './engineFailover.ts';
 import { checkSubmission, RequestState, requestEndEvent, requestSpec, type RequestResult, type SubmitOptions } from './requestState.ts';
 
@@ -34,8 +35,8 @@ export class Cluster implements EngineEntry {
   /** The serving policy's entry side: the rounds of the sync modes, across every engine. */
   private readonly policy: ServingPolicy;
   private readonly trace: TraceSink | undefined;
-  private readonly prefixCache: boolean;
-  private readonly checked: boolean;
+  /** What every engine begins with, beside its own index and limits and the max-wait deadline of the moment. */
+  private readonly shared: SharedSettings;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
   /** Shared with the engines in this thread: none launches before a cascade the entry runs is over. */
@@ -46,13 +47,12 @@ export class Cluster implements EngineEntry {
 
   constructor(opts: ClusterOptions) {
     this.clock = opts.clock;
-    this.policy = servingPolicy(opts.mode ?? SCHEDULING.mode, opts.retainState ?? SCHEDULING.retainState);
+    this.shared = sharedSettings(opts);
+    this.policy = servingPolicy(this.shared.mode, this.shared.retainState);
     this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
-    this.prefixCache = opts.prefixCache ?? false;
     this.maxConcurrency = opts.maxConcurrency ?? Infinity;
     this.maxQueue = opts.maxQueue ?? Infinity;
     this.trace = opts.trace;
-    this.checked = opts.checkInvariants ?? false;
     this.engines = buildEngines(opts, this.cascades);
     const host = {
       engines: this.engines,
@@ -264,25 +264,16 @@ export class Cluster implements EngineEntry {
   }
 
   settled(): void {
-    if (this.checked) checkInvariants(this);
+    if (this.shared.checkInvariants) checkInvariants(this);
   }
 
   cascade<T>(fn: () => T): T {
-    this.cascades.enter();
-    try {
-      return fn();
-    } finally {
-      this.cascades.leave();
-    }
+    return this.cascades.run(fn);
   }
 
+  /** `limits` may be an engine: only its limits are taken. */
   private settingsFor(index: number, { maxBatch, maxStepTokens, threshold, kvCapacityTokens }: EngineLimits): EngineSettings {
-    const { mode, retainState, maxWaitMs, prefixCache, checked: checkInvariants } = this;
-    const models = this.engines.map((e) => e.name);
-    const trace = this.trace !== undefined;
-    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
-    const origin = this.clock.origin ?? 0;
-    return { index, models, maxBatch, maxStepTokens, threshold, kvCapacityTokens, mode, retainState, maxWaitMs, prefixCache, trace, checkInvariants, origin };
+    return { ...this.shared, index, maxBatch, maxStepTokens, threshold, kvCapacityTokens, maxWaitMs: this.maxWaitMs };
   }
 
   private named(name: string): EngineHandle {
