@@ -9,8 +9,6 @@ import { newCounters, type RequestCounters, type RequestSpec } from '../core/loc
 import type { Arrival, Commit, Finish, FinishReason } from '../core/messages.ts';
 import { newTextState } from '../core/outputProcessor.ts';
 
-export type { FinishReason } from '../core/messages.ts';
-
 export interface RequestResult {
   id: string;
   status: Extract<RequestStatus, 'done' | 'failed' | 'cancelled'>;
@@ -68,7 +66,7 @@ export interface SubmitOptions<M = unknown> {
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
 /** The model whose engine decodes a request, reached after `hops` handoffs. */
-export type Whereabouts = { readonly model: string; readonly hops: number };
+type Whereabouts = { readonly model: string; readonly hops: number };
 
 export type RequestEvent = { type: 'FIRST_TOKEN' } | { type: 'FINISH' } | { type: 'FAIL'; error: Error } | { type: 'CANCEL' };
 
