@@ -34,6 +34,23 @@ export const SCHEDULING = serverConfigSchema.shape.scheduling.parse(undefined);
 /** What bounds one engine's batches and pool: its fields of the settings it begins with. */
 export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>;
 
+/** What every engine of a cluster begins with, beside its own index and limits and the max-wait deadline of the moment. */
+export type SharedSettings = Omit<EngineSettings, 'index' | 'maxWaitMs' | keyof EngineLimits>;
+
+/** The settings every engine shares, from the options (unset: the schema's defaults, prefix caching off). */
+export function sharedSettings(opts: ClusterOptions): SharedSettings {
+  return {
+    models: opts.models.map((m) => m.name),
+    mode: opts.mode ?? SCHEDULING.mode,
+    retainState: opts.retainState ?? SCHEDULING.retainState,
+    prefixCache: opts.prefixCache ?? false,
+    trace: opts.trace !== undefined,
+    checkInvariants: opts.checkInvariants ?? false,
+    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
+    origin: opts.clock.origin ?? 0,
+  };
+}
+
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
 export type ClusterModel = Pick<ModelConfig, 'name'> &
   Partial<EngineLimits> &
