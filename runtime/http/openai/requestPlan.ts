@@ -4,7 +4,7 @@ import { MAX_CHOICES, type ChatMessage, type ChatRequest, type CompletionRequest
 import { TokenRouterError } from '../../errors.ts';
 import type { SamplingParams } from '../../runner/modelRunner.ts';
 import type { GenerationDefaults } from '../../runner/modelFolder.ts';
-import type { GenerateParams } from '../generateParams.ts';
+import type { GenerateParams } from '../generate.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import { mix } from '../../util/hash.ts';
 import type { Constraint } from '../../../shared/protocol/constraint.ts';
