@@ -1,6 +1,6 @@
 // A committed token as the service hands it to the HTTP layer when the request asked for per-token detail (signals, logprobs), and its OpenAI logprobs.
 import type { TokenSignals } from '../../shared/algorithm.ts';
-import type { ChatTokenLogprob, CompletionLogprobs, TokenAttribution } from '../../shared/api/openai.ts';
+import type { ChatTokenLogprob, CompletionLogprobs, TokenAttribution } from '../../shared/api/openaiAnswer.ts';
 
 /** A committed token as the service streams it: the wire's attribution, plus logprobs for the HTTP layer to shape. */
 export interface StreamToken extends TokenAttribution {

@@ -1,6 +1,6 @@
 // The streamed OpenAI answer: SSE chunks per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import type { RequestAttribution } from '../../../shared/api/openai.ts';
+import type { RequestAttribution } from '../../../shared/api/openaiAnswer.ts';
 import { runChoices, type AnswerContext, type GenerateOutcome } from '../generate.ts';
 import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
