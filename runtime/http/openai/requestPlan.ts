@@ -10,8 +10,8 @@ import type { TokenRouterService } from '../tokenRouterService.ts';
 import { mix } from '../../util/hash.ts';
 import type { Constraint } from '../../../shared/protocol/constraint.ts';
 import type { OutputSpec } from './answerOutput.ts';
-import { requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
-import { thoughtAtStart, THINK_CLOSE } from './reasoningParser.ts';
+import { constraintOf, requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
+import { thoughtAtStart } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
 
 export type Kind = 'completion' | 'chat';
@@ -80,7 +80,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     if (entry?.reasoningParser)
       output.reasoning = { parser: entry.reasoningParser, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
   } else prompts = completionPrompts(service, completion!, maxContext, vocab);
-  const constraint = grammar && constraintOf(service, grammar, output);
+  const constraint = grammar && constraintOf(service.tokenizer, grammar, output);
   const promptParam = chat ? 'messages' : 'prompt';
   // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
   for (const p of prompts)
@@ -147,17 +147,6 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     checks,
     ...(constraint ? { constraint } : {}),
   };
-}
-
-/**
- * The grammar as a Constraint: after a reasoning model's thought (its `</think>` token), as vLLM
- * applies structured outputs, unless the prompt closed the thought already.
- */
-function constraintOf(service: TokenRouterService, g: FieldGrammar, output: OutputSpec): { constraint: Constraint; param: string } {
-  if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
-  const ids = service.tokenizer.encode(THINK_CLOSE, false);
-  if (ids.length !== 1) throw refuse(g.param, `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`);
-  return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
 }
 
 /**
