@@ -60,7 +60,7 @@ export async function startServer(service: TokenRouterService, port = service.co
   app.use(openaiRoutes(service, metrics, drain));
   app.use('/admin', requireAdmin(config, service.adminToken));
   app.use(adminRoutes(service));
-  const page = (file: string) => (_req: express.Request, res: express.Response) => {
+  const page = (file: string) => (_req: Request, res: Response) => {
     const p = path.join(WEB_DIST, file);
     if (fs.existsSync(p)) return res.sendFile(p);
     res.status(503).type('text').send('The web app is not built yet: run `npm run build:web` (npm start does it for you).');

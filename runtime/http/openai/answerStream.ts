@@ -8,7 +8,7 @@ import { TokenRouterError } from '../../errors.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import type { ServerMetrics } from '../metrics.ts';
 import type { Job, Plan } from './requestPlan.ts';
-import { AnswerOutput, type OutputDelta } from './answerOutput.ts';
+import { AnswerOutput, streamedCalls, type OutputDelta } from './answerOutput.ts';
 import type { CallDelta } from './toolCallParser.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
@@ -234,17 +234,8 @@ class ChoiceChunks {
       if (this.content || (this.first && !this.reasoning)) delta.content = this.content === '' && this.calls.length > 0 ? null : this.content;
       if (this.reasoning) delta.reasoning_content = this.reasoning;
       if (Object.keys(delta).length > 0 || this.calls.length === 0) event({ delta });
-      // as OpenAI streams a call: its id, type and name with empty arguments, then its pieces since the last chunk as one arguments delta
-      for (let i = 0; i < this.calls.length; ) {
-        const c = this.calls[i];
-        if (c.id !== undefined) {
-          this.callCount++;
-          event({ delta: { tool_calls: [{ index: c.index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] } });
-        }
-        let text = c.arguments;
-        for (i++; i < this.calls.length && this.calls[i].index === c.index && this.calls[i].id === undefined; i++) text += this.calls[i].arguments;
-        if (text) event({ delta: { tool_calls: [{ index: c.index, function: { arguments: text } }] } });
-      }
+      for (const call of streamedCalls(this.calls)) event({ delta: { tool_calls: [call] } });
+      this.callCount += this.calls.filter((c) => c.id !== undefined).length;
     }
     this.first = false;
     this.content = this.reasoning = '';
