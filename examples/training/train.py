@@ -36,6 +36,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import routerHeads  # noqa: E402
+from routerHeads import TOPK  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
 CKPT = os.environ.get('TR_CKPT', os.path.join(HERE, 'ckpt'))
@@ -456,44 +460,7 @@ def export(name):
 
 
 # ---------------------------------------------------------------- router heads for `small`, labelled by `large`
-TOPK = 8
-
-
-class CiterHead(nn.Module):
-    """CITER: MLP(hidden) -> confidence that small's token is right (route to large when low)."""
-
-    def __init__(self, d):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(d, 128), nn.GELU(), nn.Linear(128, 1))
-
-    def forward(self, hidden):
-        return torch.sigmoid(self.net(hidden))
-
-
-class R2RHead(nn.Module):
-    """R2R: MLP(hidden, embedding of sampled token, top-k logits) -> probability of divergence."""
-
-    def __init__(self, d, embed_weight):
-        super().__init__()
-        self.embed = nn.Embedding.from_pretrained(embed_weight.clone(), freeze=True)
-        self.net = nn.Sequential(nn.Linear(2 * d + TOPK, 128), nn.GELU(), nn.Linear(128, 1))
-
-    def forward(self, hidden, token_id, topk_logits):
-        e = self.embed(token_id.reshape(-1))
-        return torch.sigmoid(self.net(torch.cat([hidden, e, topk_logits], dim=-1)))
-
-
-class ColmHead(nn.Module):
-    """Co-LLM: deferral probability sigmoid(h . g + b)."""
-
-    def __init__(self, d):
-        super().__init__()
-        self.g = nn.Linear(d, 1)
-
-    def forward(self, hidden):
-        return torch.sigmoid(self.g(hidden))
-
-
+# (the heads, their fitting and ONNX export: routerHeads.py, shared with trainRouters.py)
 @torch.no_grad()
 def router_data(small, large, n_seq, seed):
     rng = random.Random(seed)
@@ -539,16 +506,6 @@ def rollout_problems():
     print(f'[rollouts] problems: {sizes}; none of the {len(splits)} split problems', flush=True)
 
 
-def auc(score, label):
-    """ROC AUC of `score` for positive `label` (rank statistic)."""
-    s, l = score.numpy(), label.numpy().astype(bool)
-    order = s.argsort()
-    ranks = np.empty(len(s))
-    ranks[order] = np.arange(1, len(s) + 1)
-    npos, nneg = l.sum(), (~l).sum()
-    return float((ranks[l].sum() - npos * (npos + 1) / 2) / max(1, npos * nneg))
-
-
 def routers():
     """Teacher-forced heads (the first shipped ones, kept as citer-tf, r2r-tf, colm-tf): needs the small and large checkpoints."""
     torch.manual_seed(99)
@@ -592,75 +549,16 @@ def routers_onpolicy():
 
 
 def fit_heads(train, val, embed_weight, labels, suffix, extra=None):
-    """Fits CITER, R2R and Co-LLM on (hidden, token, topk, agree) positions, exports <name><suffix>.onnx and merges routers.json."""
-    Htr, Ttr, Ktr, Ytr = train
-    Hva, Tva, Kva, Yva = val
-    d = Htr.shape[1]
-    print(f'[routers] train positions {len(Ytr)} (agree {Ytr.mean():.4f}), val {len(Yva)} (agree {Yva.mean():.4f})', flush=True)
-    heads = {
-        # name: (module, target is "small right" (citer) or "diverge" (r2r, colm), inputs)
-        'citer': (CiterHead(d), False, lambda H, T, K: (H,)),
-        'r2r': (R2RHead(d, embed_weight), True, lambda H, T, K: (H, T.unsqueeze(1), K)),
-        'colm': (ColmHead(d), True, lambda H, T, K: (H,)),
-    }
+    """Fits CITER, R2R and Co-LLM (routerHeads.fit_heads) into examples/models/small/routers and merges their entries into routers.json."""
     out_dir = os.path.join(MODELS, 'small', 'routers')
     os.makedirs(out_dir, exist_ok=True)
     meta_p = os.path.join(out_dir, 'routers.json')
     meta = json.load(open(meta_p)) if os.path.exists(meta_p) else {'model': 'small', 'labelled_by': 'large', 'topk': TOPK, 'heads': {}}
     meta['heads'] = {k: v for k, v in meta['heads'].items() if not (k.endswith('-tf') == (suffix == '-tf'))}
-    # positive weight: divergences are rare, weight them so the heads do not collapse to "always agree"
-    for name, (head, diverge, inputs) in heads.items():
-        ytr = (1 - Ytr) if diverge else Ytr
-        yva = (1 - Yva) if diverge else Yva
-        opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=3e-3, weight_decay=1e-4)
-        n = len(ytr)
-        g = torch.Generator().manual_seed(5)
-        for ep in range(8):
-            perm = torch.randperm(n, generator=g)
-            for i in range(0, n, 512):
-                j = perm[i:i + 512]
-                p = head(*inputs(Htr[j], Ttr[j], Ktr[j])).squeeze(1).clamp(1e-6, 1 - 1e-6)
-                loss = F.binary_cross_entropy(p, ytr[j])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        head.eval()
-        with torch.no_grad():
-            pv = head(*inputs(Hva, Tva, Kva)).squeeze(1)
-        a = auc(pv, yva)
-        acc = float(((pv > 0.5).float() == yva).float().mean())
-        # suggested threshold: route on >= 90% of the divergent positions (high recall, some extra large calls)
-        div_score = pv if diverge else 1 - pv
-        div = (1 - Yva).bool()
-        t_div = float(torch.quantile(div_score[div], 0.10)) if div.any() else 0.5
-        routed = float((div_score >= t_div).float().mean())
-        thr = t_div if diverge else 1 - t_div
-        print(f'[routers] {name}: val AUC {a:.4f} acc@0.5 {acc:.4f} threshold {thr:.4f} routes {routed:.3f} of positions', flush=True)
-        B = 2
-        dummy = inputs(Hva[:B], Tva[:B], Kva[:B])
-        names = {'citer': ['hidden_states'], 'colm': ['hidden_states'],
-                 'r2r': ['hidden_states', 'token_id', 'topk_logits']}[name]
-        key = name + suffix
-        torch.onnx.export(head, dummy, os.path.join(out_dir, f'{key}.onnx'), input_names=names,
-                          output_names=['score'], dynamic_axes={**{k: {0: 'batch_size'} for k in names}, 'score': {0: 'batch_size'}},
-                          opset_version=14)
-        spec_in = {'hidden_states': {'shape': ['batch_size', d], 'dtype': 'float32', 'source': 'hidden',
-                                     'meaning': "small's last-layer hidden state (after final norm) at the sampled position"},
-                   'token_id': {'shape': ['batch_size', 1], 'dtype': 'int64', 'source': 'token',
-                                'meaning': 'the token small just sampled (embedded inside the router with small\'s embedding table)'},
-                   'topk_logits': {'shape': ['batch_size', TOPK], 'dtype': 'float32', 'source': 'topk_logits',
-                                   'meaning': f"small's {TOPK} largest raw logits, descending"}}
-        meta['heads'][key] = {
-            'file': f'{key}.onnx', 'labels': labels, 'val_positions': len(Yva), 'val_agree_rate': round(float(Yva.mean()), 4),
-            **(extra or {}), 'inputs': {k: spec_in[k] for k in names},
-            'output': {'name': 'score', 'shape': ['batch_size', 1]},
-            'score_meaning': 'probability small is right (route to large when score < threshold)' if not diverge
-            else ('probability small diverges from large (route when score >= threshold)' if name == 'r2r'
-                  else 'deferral probability sigmoid(h.g+b) (defer to large when score > threshold)'),
-            'route_when': 'score < threshold' if not diverge else 'score >= threshold',
-            'threshold': round(thr, 4), 'val_auc': round(a, 4), 'val_acc_at_0.5': round(acc, 4),
-            'val_routed_fraction_at_threshold': round(routed, 4), 'val_divergence_recall_at_threshold': 0.9,
-        }
+    specs = routerHeads.input_specs(train[0].shape[1], 'small',
+                                    "the token small just sampled (embedded inside the router with small's embedding table)")
+    entries, _ = routerHeads.fit_heads(train, val, embed_weight, labels, suffix, extra or {}, out_dir, specs)
+    meta['heads'].update(entries)
     for k in ('labels', 'val_positions', 'val_agree_rate'):
         meta.pop(k, None)  # per head now: the teacher-forced and on-policy heads have different labels
     meta['heads'] = dict(sorted(meta['heads'].items()))

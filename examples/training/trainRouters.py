@@ -27,6 +27,7 @@ large disagree. The thresholds the algorithms use are then chosen on validation 
 (`tokenrouter eval --plan heads --split validation --choose .../calibration.json`, examples/models/README.md).
 R2R embeds the sampled token (a full Qwen3 id) with small's compact table inside its ONNX file, through a
 one-hot over the corpus' ids (an id outside them embeds as zeros, as in the model's own graph).
+The heads, their fitting and ONNX export live in routerHeads.py, shared with train.py (the old family).
 Writes also TR_OUT/routers-check.json: PyTorch's hidden state, top logits and head scores after a few
 validation prompts, which checkRouters.ts compares with what the runner computes from the exported files.
 
@@ -46,11 +47,10 @@ import sys
 import time
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trainFamily as tf  # noqa: E402  (sets torch's threads from TR_THREADS)
+from routerHeads import TOPK, fit_heads, input_specs  # noqa: E402
 
 SMALL = os.environ.get('TR_SMALL', 'small')
 LABELLER = os.environ.get('TR_LABELLER', 'large')
@@ -58,45 +58,8 @@ LABELLER_CKPT = os.environ.get('TR_LABELLER_CKPT')  # a checkpoint of LABELLER's
 N_TRAIN = int(os.environ.get('TR_ROUTER_TRAIN', '3000'))
 N_VAL = int(os.environ.get('TR_ROUTER_VAL', '1000'))
 OUT_DIR = os.environ.get('TR_ROUTERS_OUT', os.path.join(tf.OUT, 'models', SMALL, 'routers'))
-TOPK = 8
 MAX_NEW = 112  # the longest reference answer of the corpus is 91 ids
 BS = 50
-
-
-class CiterHead(nn.Module):
-    """CITER: MLP(hidden) -> confidence that small's token is right (route to large when low)."""
-
-    def __init__(self, d):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(d, 128), nn.GELU(), nn.Linear(128, 1))
-
-    def forward(self, hidden):
-        return torch.sigmoid(self.net(hidden))
-
-
-class R2RHead(nn.Module):
-    """R2R: MLP(hidden, small's embedding of the sampled full-vocabulary id, top-k logits) -> probability of divergence."""
-
-    def __init__(self, d, table, vocab_ids):
-        super().__init__()
-        self.register_buffer('ids', torch.tensor(vocab_ids, dtype=torch.long))
-        self.register_buffer('table', table.clone())
-        self.net = nn.Sequential(nn.Linear(2 * d + TOPK, 128), nn.GELU(), nn.Linear(128, 1))
-
-    def forward(self, hidden, token_id, topk_logits):
-        e = (token_id.reshape(-1, 1) == self.ids[None, :]).float() @ self.table
-        return torch.sigmoid(self.net(torch.cat([hidden, e, topk_logits], dim=-1)))
-
-
-class ColmHead(nn.Module):
-    """Co-LLM: deferral probability sigmoid(h . g + b)."""
-
-    def __init__(self, d):
-        super().__init__()
-        self.g = nn.Linear(d, 1)
-
-    def forward(self, hidden):
-        return torch.sigmoid(self.g(hidden))
 
 
 def with_hidden(model):
@@ -156,88 +119,8 @@ def reference_seqs(rows, eos):
     return [(r['ids'][:r['ids'].index(eos, r['start']) + 1], r['start']) for r in rows]
 
 
-def auc(score, label):
-    """ROC AUC of `score` for positive `label` (rank statistic); None when the positions hold one class only."""
-    s, lab = score.double(), label.bool()
-    if lab.all() or not lab.any():
-        return None
-    ranks = torch.empty_like(s)
-    ranks[s.argsort()] = torch.arange(1, len(s) + 1, dtype=torch.double)
-    npos, nneg = int(lab.sum()), int((~lab).sum())
-    return float((ranks[lab].sum() - npos * (npos + 1) / 2) / max(1, npos * nneg))
-
-
-def input_specs(d):
-    return {'hidden_states': {'shape': ['batch_size', d], 'dtype': 'float32', 'source': 'hidden',
-                              'meaning': f"{SMALL}'s last-layer hidden state (after final norm) at the sampled position"},
-            'token_id': {'shape': ['batch_size', 1], 'dtype': 'int64', 'source': 'token',
-                         'meaning': f"the token {SMALL} just sampled, a Qwen3 id (embedded inside the router with {SMALL}'s compact table)"},
-            'topk_logits': {'shape': ['batch_size', TOPK], 'dtype': 'float32', 'source': 'topk_logits',
-                            'meaning': f"{SMALL}'s {TOPK} largest raw logits, descending"}}
-
-
-def fit_heads(train, val, table, vocab_ids, labels, suffix, extra):
-    """Fits CITER, R2R and Co-LLM on (hidden, token, topk, agree) positions, exports <name><suffix>.onnx; returns routers.json's entries."""
-    Htr, Ttr, Ktr, Ytr = train
-    Hva, Tva, Kva, Yva = val
-    d = Htr.shape[1]
-    print(f'[routers{suffix}] train positions {len(Ytr)} (agree {Ytr.mean():.4f}), validation {len(Yva)} (agree {Yva.mean():.4f})', flush=True)
-    heads = {
-        # name: (module, target is "small right" (citer) or "diverge" (r2r, colm), inputs)
-        'citer': (CiterHead(d), False, lambda H, T, K: (H,)),
-        'r2r': (R2RHead(d, table, vocab_ids), True, lambda H, T, K: (H, T.unsqueeze(1), K)),
-        'colm': (ColmHead(d), True, lambda H, T, K: (H,)),
-    }
-    out = {}
-    for name, (head, diverge, inputs) in heads.items():
-        ytr = (1 - Ytr) if diverge else Ytr
-        yva = (1 - Yva) if diverge else Yva
-        opt = torch.optim.AdamW([p for p in head.parameters() if p.requires_grad], lr=3e-3, weight_decay=1e-4)
-        g = torch.Generator().manual_seed(5)
-        for _ in range(8):
-            perm = torch.randperm(len(ytr), generator=g)
-            for i in range(0, len(ytr), 512):
-                j = perm[i:i + 512]
-                p = head(*inputs(Htr[j], Ttr[j], Ktr[j])).squeeze(1).clamp(1e-6, 1 - 1e-6)
-                loss = F.binary_cross_entropy(p, ytr[j])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        head.eval()
-        with torch.no_grad():
-            pv = head(*inputs(Hva, Tva, Kva)).squeeze(1)
-        a = auc(pv, yva)
-        acc = float(((pv > 0.5).float() == yva).float().mean())
-        # suggested threshold: route on >= 90 % of the divergent validation positions (high recall, some extra large calls)
-        div_score = pv if diverge else 1 - pv
-        div = (1 - Yva).bool()
-        t_div = float(torch.quantile(div_score[div], 0.10)) if div.any() else 0.5
-        routed = float((div_score >= t_div).float().mean())
-        thr = t_div if diverge else 1 - t_div
-        print(f'[routers] {name}{suffix}: validation AUC {a if a is None else round(a, 4)} acc@0.5 {acc:.4f} threshold {thr:.4f} routes {routed:.3f} of positions', flush=True)
-        names = ['hidden_states', 'token_id', 'topk_logits'] if name == 'r2r' else ['hidden_states']
-        key = name + suffix
-        torch.onnx.export(head, inputs(Hva[:2], Tva[:2], Kva[:2]), os.path.join(OUT_DIR, f'{key}.onnx'), input_names=names,
-                          output_names=['score'], dynamic_axes={**{k: {0: 'batch_size'} for k in names}, 'score': {0: 'batch_size'}},
-                          opset_version=14)
-        spec = input_specs(d)
-        out[key] = {
-            'file': f'{key}.onnx', 'labels': labels, 'val_positions': len(Yva), 'val_agree_rate': round(float(Yva.mean()), 4),
-            **extra, 'inputs': {k: spec[k] for k in names},
-            'output': {'name': 'score', 'shape': ['batch_size', 1]},
-            'score_meaning': 'probability small is right (route to large when score < threshold)' if not diverge
-            else ('probability small diverges from large (route when score >= threshold)' if name == 'r2r'
-                  else 'deferral probability sigmoid(h.g+b) (defer to large when score > threshold)'),
-            'route_when': 'score < threshold' if not diverge else 'score >= threshold',
-            'threshold': round(thr, 4), 'val_auc': a if a is None else round(a, 4), 'val_acc_at_0.5': round(acc, 4),
-            'val_routed_fraction_at_threshold': round(routed, 4), 'val_divergence_recall_at_threshold': 0.9,
-        }
-        out[key]['_module'] = head
-    return out
-
-
 @torch.no_grad()
-def check_file(small, store, heads, rows, full_ids, d):
+def check_file(small, store, heads, modules, rows, full_ids, d):
     """PyTorch's signals and head scores at the end of a few validation prompts (checkRouters.ts recomputes them through ONNX Runtime)."""
     for p in small.parameters():
         p.copy_(p.half().float())  # the export stores the weights fp16 (trainFamily.reference does the same)
@@ -248,7 +131,7 @@ def check_file(small, store, heads, rows, full_ids, d):
         h, lg = store['h'][0, -1], logits[0, -1]
         tok = int(full_ids[lg.argmax()])
         top = lg.topk(TOPK).values
-        scores = {k: float(v['_module'](*((h[None],) if 'token_id' not in v['inputs'] else (h[None], torch.tensor([[tok]]), top[None])))[0, 0])
+        scores = {k: float(modules[k](*((h[None],) if 'token_id' not in v['inputs'] else (h[None], torch.tensor([[tok]]), top[None])))[0, 0])
                   for k, v in heads.items()}
         cases.append({'prompt': [int(full_ids[i]) for i in r['ids'][:r['start']]], 'token': tok, 'hidden': [round(float(x), 6) for x in h],
                       'topk_logits': [round(float(x), 6) for x in top], 'scores': scores})
@@ -287,19 +170,20 @@ def main():
     table = small.embed_tokens.weight.detach()
     t = time.time()
     agree = f'agree = {SMALL} greedy token == {LABELLER} greedy token at the same prefix'
-    heads = fit_heads(op_tr, op_va, table, vocab['ids'],
-                      f"on-policy: every answer position of {SMALL}'s greedy rollouts on {len(op_rows)} training problems "
-                      f'(seed 99); {agree} (one teacher-forced pass of {LABELLER} over the rollout)', '',
-                      {'rollouts': {'train': len(op_rows), 'validation': len(val_rows), 'small_exact_match_train': round(op_em, 4),
-                                    'small_exact_match_validation': round(va_em, 4)}})
-    heads.update(fit_heads(tf_tr, tf_va, table, vocab['ids'],
-                           f'teacher-forced answer positions of the reference answers of {len(tf_rows)} other training problems; {agree}',
-                           '-tf', {}))
+    specs = input_specs(table.shape[1], SMALL, f"the token {SMALL} just sampled, a Qwen3 id (embedded inside the router with {SMALL}'s compact table)")
+    heads, modules = fit_heads(op_tr, op_va, table,
+                               f"on-policy: every answer position of {SMALL}'s greedy rollouts on {len(op_rows)} training problems "
+                               f'(seed 99); {agree} (one teacher-forced pass of {LABELLER} over the rollout)', '',
+                               {'rollouts': {'train': len(op_rows), 'validation': len(val_rows), 'small_exact_match_train': round(op_em, 4),
+                                             'small_exact_match_validation': round(va_em, 4)}}, OUT_DIR, specs, vocab['ids'])
+    tf_heads, tf_modules = fit_heads(tf_tr, tf_va, table,
+                                     f'teacher-forced answer positions of the reference answers of {len(tf_rows)} other training problems; {agree}',
+                                     '-tf', {}, OUT_DIR, specs, vocab['ids'])
+    heads.update(tf_heads)
+    modules.update(tf_modules)
     times['fit_and_export'] = round(time.time() - t, 1)
-    check = check_file(small, store, heads, tf.load_rows('validation')[:4], full_ids, table.shape[1])
+    check = check_file(small, store, heads, modules, tf.load_rows('validation')[:4], full_ids, table.shape[1])
     json.dump(check, open(os.path.join(tf.OUT, 'routers-check.json'), 'w'))
-    for v in heads.values():
-        del v['_module']
     times['total'] = round(time.time() - t0, 1)
     meta = {'model': SMALL, 'labelled_by': LABELLER + (f' ({LABELLER_CKPT})' if LABELLER_CKPT else ''), 'topk': TOPK, 'threads': torch.get_num_threads(), 'seconds': times,
             'heads': dict(sorted(heads.items()))}
