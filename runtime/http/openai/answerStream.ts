@@ -255,10 +255,13 @@ class ChoiceChunks {
 }
 
 /**
- * One step message from an engine commits a token for many streams, and several such messages may
- * be read in the same turn; each stream's share goes out as one SSE write after all of them (as
- * vLLM's RequestOutputCollector merges deltas when the producer runs ahead of the consumer). One
- * setImmediate serves every stream of the process.
+ * One step message commits a token for many streams, and several may be read in one turn; each
+ * stream's share leaves as one SSE write after all of them (as vLLM's RequestOutputCollector merges
+ * deltas when the producer runs ahead), one setImmediate for every stream of the process. Kept for
+ * that merge when the entry falls behind (test/http/streamInterval.test.ts), not for speed: plain
+ * per-chunk writes measured the same at 8 streams of 64 tokens (plain / batched, per-pair medians,
+ * both server orders, loaded 2-core machine): qwen3-42m 1.02 tok/s and 1.00 CPU per token over 12
+ * pairs (0.92 to 1.11); qwen3-tiny 1.03 and 0.93 over 8 (0.85 to 1.19).
  */
 const due = new Set<() => void>();
 
