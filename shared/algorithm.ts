@@ -1,6 +1,5 @@
 // The routing-algorithm contract: route / send / receive over one request.
-import type { TokenSignals } from './protocol/engineProtocol.ts';
-import type { StepWants } from './protocol/runnerProtocol.ts';
+import type { StepWants, TokenSignals } from './protocol/runnerProtocol.ts';
 
 /** 1-based model id inside an algorithm's model list; 0 in a route decision means "stay here". */
 export type ModelId = number;
@@ -8,8 +7,8 @@ export type ModelId = number;
 /** Per-model extras a step must compute for the algorithm (its schema: shared/protocol/runnerProtocol.ts). */
 export type { StepWants } from './protocol/runnerProtocol.ts';
 
-/** Distribution summary of one sampled position, computed once by the runner (its schema: shared/protocol). */
-export type { TokenSignals } from './protocol/engineProtocol.ts';
+/** Distribution summary of one sampled position, computed once by the runner (its schema: shared/protocol/runnerProtocol.ts). */
+export type { TokenSignals } from './protocol/runnerProtocol.ts';
 
 /** What route() sees after every forward pass of the current model for one request. */
 export interface RouteInput<M> extends TokenSignals {

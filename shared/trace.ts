@@ -101,3 +101,14 @@ export type TraceEventOf<T extends TraceEvent['type']> = Extract<TraceEvent, { t
 export interface TraceSink {
   emit(event: TraceEvent): void;
 }
+
+/** A request-end event's `runs`: which model produced each output token, run-length coded. */
+export function modelRuns(producedBy: readonly string[]): TraceEventOf<'request-end'>['runs'] {
+  const runs: TraceEventOf<'request-end'>['runs'] = [];
+  for (const model of producedBy) {
+    const last = runs[runs.length - 1];
+    if (last && last.model === model) last.count++;
+    else runs.push({ model, count: 1 });
+  }
+  return runs;
+}

@@ -1,10 +1,10 @@
 // Grammar enforcement in an engine's step: each constrained row's mask at launch, each committed token checked against the grammar.
 import type { LocalRequest, RequestSpec } from './localRequest.ts';
-import type { Batch } from './batch.ts';
+import type { Batch } from './laneQueues.ts';
 import type { Arrival } from './messages.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
-import type { ModelInfo } from '../../shared/protocol/engineProtocol.ts';
+import type { ModelInfo } from '../../shared/protocol/runnerProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
 
 /** What of its host an engine's grammars need: the grammars beside it, and a way to run an arrival again later. */

@@ -1,26 +1,25 @@
 // One model's engine: its requests, queues, KV pool and routing; a step reads plan → execute → apply.
 import type { Handoff, TokenSignals } from '../../shared/algorithm.ts';
 import type { LocalStatus, TraceSink } from '../../shared/trace.ts';
-import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
+import type { LaneStats } from '../../shared/protocol/laneStats.ts';
 import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
+import type { OutputProcessor } from '../runner/outputProcessor.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
-import { batchEvent, EngineStats, newBatch, planBatch, type Batch } from './batch.ts';
-import { LaneQueues } from './laneQueues.ts';
-import { LocalRequest, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import { batchEvent, EngineStats, LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
+import { LocalRequest, receiveRow, routeRow, type LocalEvent, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
-import type { OutputProcessor } from './outputProcessor.ts';
-import { receiveRow, routeRow } from './routeRow.ts';
-import type { LaneView, ServingPolicy } from './servingPolicy.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
 /** The host as its engine sees it (EngineHost). */
 export interface EngineEnv {
   readonly clock: Clock;
-  readonly policy: Pick<ServingPolicy, 'retain'>;
-  readonly loop: { readonly executing: boolean; readonly down: boolean };
+  /** A request's KV stays on an engine it leaves; false (standard serving): it goes, and each handoff carries the whole context. */
+  readonly retain: boolean;
+  readonly executing: boolean;
+  readonly down: boolean;
   readonly trace: TraceSink | undefined;
   /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
   readonly output: OutputProcessor | undefined;
@@ -31,7 +30,7 @@ export interface EngineEnv {
 
 const END_EVENT = { done: 'FINISH', failed: 'FAIL', cancelled: 'CANCEL' } as const;
 
-export class Engine implements LaneView {
+export class Engine {
   readonly index: number;
   readonly name: string;
   maxBatch: number;
@@ -72,10 +71,10 @@ export class Engine implements LaneView {
     return this.queues.readyCount;
   }
   get executing(): boolean {
-    return this.host.loop.executing;
+    return this.host.executing;
   }
   get down(): boolean {
-    return this.host.loop.down;
+    return this.host.down;
   }
   /** In the batch now running, its row not yet applied: its cache is freed only after that. */
   isStepping(local: LocalRequest): boolean {
@@ -210,7 +209,7 @@ export class Engine implements LaneView {
       kept: handoff.keep,
       at,
     });
-    const { retain } = this.host.policy;
+    const { retain } = this.host;
     if (retain) {
       this.move(local, 'HANDOFF');
       this.queues.left(local);

@@ -2,9 +2,11 @@
 import type { Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
 import type { RequestSpec } from './localRequest.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
-import type { LaneStats, WireArrival, WireEvent } from '../../shared/protocol/engineProtocol.ts';
+import type { WireArrival, WireEvent } from '../../shared/protocol/engineProtocol.ts';
+import type { LaneStats } from '../../shared/protocol/laneStats.ts';
 
-export type { EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../../shared/protocol/engineProtocol.ts';
+export type { EngineSettings, FromEngine, ToEngine, WireArrival } from '../../shared/protocol/engineProtocol.ts';
+export type { LaneStats } from '../../shared/protocol/laneStats.ts';
 
 /** A request arriving at an engine, from the entry (`handoff.from` 0, its tokens the prompt) or a peer: the wire's, with its algorithm built. */
 export type Arrival = Readonly<Omit<WireArrival, 'spec' | 'handoff' | 'homes'>> & { readonly spec: RequestSpec; readonly handoff: Handoff<unknown> };

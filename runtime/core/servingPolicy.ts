@@ -1,28 +1,15 @@
-// The serving policy: when an engine may launch (immediate, delayed, step-sync, model-sync), whether a request's state stays behind a handoff (no-retain), which thresholds are feasible.
+// The entry's serving policy: the sync baselines' rounds (step-sync, model-sync), whether state stays behind a handoff (no-retain), which thresholds are feasible.
 import { SCHEDULING_MODES } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
 
 export { SCHEDULING_MODES };
 export type SchedulingMode = (typeof SCHEDULING_MODES)[number];
 
-/** What a policy reads about an engine's lane. */
-export interface LaneView {
+/** A lane the entry's rounds may let launch (`grant`), wherever its engine runs. */
+export interface RoundLane {
   readonly index: number;
   readonly readyCount: number;
-  readonly threshold: number;
   readonly executing: boolean;
-}
-
-/** An engine's side, one per engine: may a step start now, or past the max-wait deadline; a step started; the entry's round lets it launch one. */
-export interface LaunchRule {
-  mayLaunch(lane: LaneView): boolean;
-  mayLaunchLate(lane: LaneView): boolean;
-  launched(): void;
-  allow(): void;
-}
-
-/** A lane the entry's rounds may let launch (`grant`), wherever its engine runs. */
-export interface RoundLane extends LaneView {
   grant(): void;
 }
 
@@ -36,40 +23,10 @@ export interface ServingPolicy {
   readonly mode: SchedulingMode;
   /** A request's KV stays on an engine it leaves; false (standard serving): it goes, and each handoff carries the whole context. */
   readonly retain: boolean;
-  readonly launch: LaunchRule;
   readonly rounds: Rounds;
 }
 
 const NO_ROUNDS: Rounds = { open() {}, finished() {} };
-
-/** Async modes decide from the engine's own lane; past the max-wait deadline any ready request launches. */
-const asyncRule = (mayLaunch: (lane: LaneView) => boolean): LaunchRule => ({
-  mayLaunch,
-  mayLaunchLate: (lane) => lane.readyCount > 0,
-  launched() {},
-  allow() {},
-});
-/** Async immediate: a step starts as soon as a request is ready. */
-const IMMEDIATE = asyncRule((lane) => lane.readyCount > 0);
-/** Async delayed (the product): a step waits for `threshold` ready requests, or for the max-wait deadline. */
-const DELAYED = asyncRule((lane) => lane.readyCount >= lane.threshold);
-
-/** Sync modes: an engine launches only when the entry's round lets it, once per round, deadline or not. */
-class AllowedOnce implements LaunchRule {
-  private allowed = false;
-  mayLaunch(lane: LaneView): boolean {
-    return this.allowed && lane.readyCount > 0;
-  }
-  mayLaunchLate(lane: LaneView): boolean {
-    return this.mayLaunch(lane);
-  }
-  launched(): void {
-    this.allowed = false;
-  }
-  allow(): void {
-    this.allowed = true;
-  }
-}
 
 /** The sync barrier: a round lets lanes launch (step-sync: all with work; model-sync: one, round-robin); the next opens when all came back. */
 class SyncRounds implements Rounds {
@@ -101,16 +58,15 @@ class SyncRounds implements Rounds {
   }
 }
 
-/** The policy of `mode`, with `retain` (false: standard serving). Each call makes fresh state: one per engine, one for the entry. */
+/** The entry's policy of `mode`, with `retain` (false: standard serving); each engine's side is its LaunchRule (subServerMachine.ts). */
 export function servingPolicy(mode: SchedulingMode, retain: boolean): ServingPolicy {
   switch (mode) {
     case 'async-immediate':
-      return { mode, retain, launch: IMMEDIATE, rounds: NO_ROUNDS };
     case 'async-delayed':
-      return { mode, retain, launch: DELAYED, rounds: NO_ROUNDS };
+      return { mode, retain, rounds: NO_ROUNDS };
     case 'step-sync':
     case 'model-sync':
-      return { mode, retain, launch: new AllowedOnce(), rounds: new SyncRounds(mode === 'model-sync') };
+      return { mode, retain, rounds: new SyncRounds(mode === 'model-sync') };
   }
 }
 

@@ -1,7 +1,8 @@
-// The engine's lane actor: idle / collecting a delayed batch / executing a batch / down, where batches fail.
+// The engine's lane actor and launch rule: idle / collecting a delayed batch / executing a batch / down, where batches fail; when a step may start.
 import { assign, setup } from 'xstate';
+import type { EngineSettings } from './messages.ts';
 
-/** What the guards read about the lane, sent with each event: requests are ready; the policy lets a batch start now; or once the max-wait deadline passed. */
+/** What the guards read about the lane, sent with each event: requests are ready; the launch rule lets a batch start now; or once the max-wait deadline passed. */
 export interface LaneFacts {
   readonly ready: boolean;
   readonly mayLaunch: boolean;
@@ -25,7 +26,7 @@ const laneOf = ({ context, event }: { context: SubServerContext; event: SubServe
 const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
-/** The lane's chart: `launch`, provided by the engine loop, is the one effect; every event carries the lane's facts, which `note` keeps. */
+/** The lane's chart: `launch`, provided by the engine host, is the one effect; every event carries the lane's facts, which `note` keeps. */
 export const subServerMachine = setup({
   types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
   guards: {
@@ -91,3 +92,28 @@ export const subServerMachine = setup({
     },
   },
 });
+
+/**
+ * When a step may start (`late`: past the max-wait deadline). Async-delayed, the product, waits for `threshold` ready requests or the
+ * deadline; async-immediate launches on any; the sync baselines launch once per round the entry's `Rounds` allow (servingPolicy.ts).
+ */
+export class LaunchRule {
+  private allowed = false;
+
+  constructor(private readonly mode: EngineSettings['mode']) {}
+
+  mayLaunch(lane: { readonly readyCount: number; readonly threshold: number }, late = false): boolean {
+    if (lane.readyCount === 0) return false;
+    if (this.mode === 'async-immediate') return true;
+    if (this.mode === 'async-delayed') return late || lane.readyCount >= lane.threshold;
+    return this.allowed;
+  }
+
+  launched(): void {
+    this.allowed = false;
+  }
+
+  allow(): void {
+    this.allowed = true;
+  }
+}

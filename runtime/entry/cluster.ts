@@ -1,21 +1,18 @@
-// The entry: admits requests, streams what the engines commit in output order, ends requests everywhere; its engines run wherever they are placed.
+// The entry: admits requests (refusing, by parameter, what its engines cannot serve), streams what the engines commit in output order, ends requests everywhere.
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { validateThresholds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { Engine } from '../core/engine.ts';
-import type { LaneStats } from '../core/messages.ts';
+import { Cascade } from '../core/engineHost.ts';
 import { checkInvariants } from '../core/invariants.ts';
-import type { EngineHandle } from '../transport/engineHandle.ts';
-import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, WireArrival } from '../core/messages.ts';
+import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, LaneStats, WireArrival } from '../core/messages.ts';
+import { servingPolicy, validateThresholds, type SchedulingMode, type ServingPolicy } from '../core/servingPolicy.ts';
+import { beginEngines, type EngineHandle } from '../transport/engineHandle.ts';
+import { buildEngines, modelLimits, SCHEDULING, sharedSettings } from './clusterOptions.ts';
+import type { ClusterModel, ClusterOptions, EngineLimits, SharedSettings } from './clusterOptions.ts';
 import { EngineFailover } from './engineFailover.ts';
-import { beginEngines } from '../transport/engineHandle.ts';
-import { Cascade } from '../core/engineLoop.ts';
-import { servingPolicy, type ServingPolicy } from '../core/servingPolicy.ts';
-import { checkSubmission } from './submission.ts';
-import { buildEngines, modelLimits, SCHEDULING, type ClusterModel, type ClusterOptions, type EngineLimits } from './clusterOptions.ts';
-import { RequestState, requestEndEvent, requestSpec, type FinishReason, type RequestResult, type SubmitOptions, type Whereabouts } from './requestState.ts';
+import { RequestState, requestEndEvent, requestSpec, type RequestResult, type SubmitOptions } from './requestState.ts';
 
 export type { ClusterModel, ClusterOptions };
 
@@ -38,8 +35,8 @@ export class Cluster implements EngineEntry {
   /** The serving policy's entry side: the rounds of the sync modes, across every engine. */
   private readonly policy: ServingPolicy;
   private readonly trace: TraceSink | undefined;
-  private readonly prefixCache: boolean;
-  private readonly checked: boolean;
+  /** What every engine begins with, beside its own index and limits and the max-wait deadline of the moment. */
+  private readonly shared: SharedSettings;
   private readonly active = new Map<string, RequestState>();
   private readonly entryQueue: RequestState[] = [];
   /** Shared with the engines in this thread: none launches before a cascade the entry runs is over. */
@@ -50,13 +47,12 @@ export class Cluster implements EngineEntry {
 
   constructor(opts: ClusterOptions) {
     this.clock = opts.clock;
-    this.policy = servingPolicy(opts.mode ?? SCHEDULING.mode, opts.retainState ?? SCHEDULING.retainState);
+    this.shared = sharedSettings(opts);
+    this.policy = servingPolicy(this.shared.mode, this.shared.retainState);
     this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
-    this.prefixCache = opts.prefixCache ?? false;
     this.maxConcurrency = opts.maxConcurrency ?? Infinity;
     this.maxQueue = opts.maxQueue ?? Infinity;
     this.trace = opts.trace;
-    this.checked = opts.checkInvariants ?? false;
     this.engines = buildEngines(opts, this.cascades);
     const host = {
       engines: this.engines,
@@ -248,7 +244,7 @@ export class Cluster implements EngineEntry {
     this.flush();
   }
 
-  whereabouts(requestId: string): Whereabouts | undefined {
+  whereabouts(requestId: string): RequestState['whereabouts'] | undefined {
     return this.active.get(requestId)?.whereabouts;
   }
 
@@ -268,25 +264,16 @@ export class Cluster implements EngineEntry {
   }
 
   settled(): void {
-    if (this.checked) checkInvariants(this);
+    if (this.shared.checkInvariants) checkInvariants(this);
   }
 
   cascade<T>(fn: () => T): T {
-    this.cascades.enter();
-    try {
-      return fn();
-    } finally {
-      this.cascades.leave();
-    }
+    return this.cascades.run(fn);
   }
 
+  /** `limits` may be an engine: only its limits are taken. */
   private settingsFor(index: number, { maxBatch, maxStepTokens, threshold, kvCapacityTokens }: EngineLimits): EngineSettings {
-    const { mode, retainState, maxWaitMs, prefixCache, checked: checkInvariants } = this;
-    const models = this.engines.map((e) => e.name);
-    const trace = this.trace !== undefined;
-    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
-    const origin = this.clock.origin ?? 0;
-    return { index, models, maxBatch, maxStepTokens, threshold, kvCapacityTokens, mode, retainState, maxWaitMs, prefixCache, trace, checkInvariants, origin };
+    return { ...this.shared, index, maxBatch, maxStepTokens, threshold, kvCapacityTokens, maxWaitMs: this.maxWaitMs };
   }
 
   private named(name: string): EngineHandle {
@@ -307,7 +294,7 @@ export class Cluster implements EngineEntry {
   }
 
   /** `tail`: text the engine held back until the end. */
-  private end(req: RequestState, status: RequestResult['status'], reason: FinishReason, error?: Error, tail = ''): void {
+  private end(req: RequestState, status: RequestResult['status'], reason: RequestResult['finishReason'], error?: Error, tail = ''): void {
     if (req.finished) return;
     req.end(status);
     const wasActive = this.active.delete(req.id);
@@ -348,4 +335,45 @@ export class Cluster implements EngineEntry {
       maxWaitMs: Number.isFinite(this.maxWaitMs) ? this.maxWaitMs : -1,
     });
   }
+}
+
+/** The context every engine the algorithm runs on fits; throws the client's error otherwise. */
+export function checkSubmission(opts: SubmitOptions, engines: readonly EngineHandle[]): number {
+  const alg = opts.algorithm;
+  const lanes = alg.models.map((name) => {
+    const lane = engines.find((e) => e.name === name);
+    if (!lane) throw new TokenRouterError('not_found', `algorithm ${alg.name} needs model "${name}", which this server does not run`, 'model');
+    return lane;
+  });
+  // a model that can only make a request wait (a remote one cut off from NATS) refuses it rather than let it hold a slot
+  for (const l of lanes) {
+    const refusal = l.admissionError?.();
+    if (refusal) throw refusal;
+  }
+  const down = lanes.find((l) => l.down);
+  if (down) throw new TokenRouterError('model_unavailable', `model ${down.name} is down; retry shortly`, 'model', { retry_after_s: 1 });
+  if (!(alg.entry >= 1 && alg.entry <= lanes.length)) {
+    throw new TokenRouterError('invalid_request', `algorithm ${alg.name}: entry model ${alg.entry} is not in 1..${lanes.length}`, 'model');
+  }
+  if (opts.prompt.length === 0) throw new TokenRouterError('invalid_request', 'the prompt is empty', 'prompt');
+  if (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1) {
+    throw new TokenRouterError('invalid_request', `max_tokens must be an integer ≥ 1, got ${opts.maxTokens}`, 'max_tokens');
+  }
+  const maxContext = Math.min(...lanes.map((l) => l.info.maxContext));
+  if (!opts.algorithmRef && lanes.some((l) => !l.core))
+    throw new TokenRouterError('invalid_request', `algorithm ${alg.name} runs on an engine thread, so it needs an algorithmRef`, 'algorithm');
+  if (opts.prompt.length >= maxContext) {
+    throw new TokenRouterError('invalid_request', `the prompt has ${opts.prompt.length} tokens; the context window is ${maxContext}`, 'prompt');
+  }
+  // a request whose KV could never be placed, even in an empty pool, is refused now rather than wait forever
+  const need = Math.min(opts.prompt.length + opts.maxTokens, maxContext);
+  const tight = lanes.reduce((a, l) => (l.kvCapacityTokens < a.kvCapacityTokens ? l : a));
+  if (need > tight.kvCapacityTokens) {
+    throw new TokenRouterError(
+      'too_large',
+      `the request needs ${need} KV tokens (prompt ${opts.prompt.length} + max_tokens ${opts.maxTokens}), more than model ${tight.name}'s whole KV pool holds (${tight.kvCapacityTokens} tokens within memory.budgetMiB); lower max_tokens or raise the budget`,
+      'max_tokens',
+    );
+  }
+  return maxContext;
 }

@@ -3,8 +3,8 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type { Cascade } from '../core/engineLoop.ts';
+import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Cascade } from '../core/engineHost.ts';
 import type { EngineSettings } from '../core/messages.ts';
 import { InprocEngine } from '../transport/inprocEngine.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
@@ -33,6 +33,23 @@ export const SCHEDULING = serverConfigSchema.shape.scheduling.parse(undefined);
 
 /** What bounds one engine's batches and pool: its fields of the settings it begins with. */
 export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>;
+
+/** What every engine of a cluster begins with, beside its own index and limits and the max-wait deadline of the moment. */
+export type SharedSettings = Omit<EngineSettings, 'index' | 'maxWaitMs' | keyof EngineLimits>;
+
+/** The settings every engine shares, from the options (unset: the schema's defaults, prefix caching off). */
+export function sharedSettings(opts: ClusterOptions): SharedSettings {
+  return {
+    models: opts.models.map((m) => m.name),
+    mode: opts.mode ?? SCHEDULING.mode,
+    retainState: opts.retainState ?? SCHEDULING.retainState,
+    prefixCache: opts.prefixCache ?? false,
+    trace: opts.trace !== undefined,
+    checkInvariants: opts.checkInvariants ?? false,
+    // an engine in this process reads the entry's clock itself (a virtual one has no origin)
+    origin: opts.clock.origin ?? 0,
+  };
+}
 
 /** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
 export type ClusterModel = Pick<ModelConfig, 'name'> &

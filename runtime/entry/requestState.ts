@@ -1,16 +1,13 @@
 // One request at the entry: its lifecycle actor, what its client was streamed, and its result.
 import type { Constraint } from '../../shared/protocol/constraint.ts';
-import { createActor, type Actor } from 'xstate';
+import { createActor, setup, type Actor } from 'xstate';
 import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/algorithm.ts';
-import type { RequestStatus, TraceEvent } from '../../shared/trace.ts';
-import { requestMachine } from './requestMachine.ts';
+import { modelRuns, type RequestStatus, type TraceEvent } from '../../shared/trace.ts';
 import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from '../core/messages.ts';
-import { newTextState } from '../core/outputProcessor.ts';
-
-export type { FinishReason } from '../core/messages.ts';
+import { newTextState } from '../runner/outputProcessor.ts';
 
 export interface RequestResult {
   id: string;
@@ -69,7 +66,22 @@ export interface SubmitOptions<M = unknown> {
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
 /** The model whose engine decodes a request, reached after `hops` handoffs. */
-export type Whereabouts = { readonly model: string; readonly hops: number };
+type Whereabouts = { readonly model: string; readonly hops: number };
+
+export type RequestEvent = { type: 'FIRST_TOKEN' } | { type: 'FINISH' } | { type: 'FAIL'; error: Error } | { type: 'CANCEL' };
+
+/** Each request at the entry is an actor of this chart; its status is the snapshot's value. */
+export const requestMachine = setup({ types: { events: {} as RequestEvent } }).createMachine({
+  id: 'request',
+  initial: 'admitted',
+  states: {
+    admitted: { on: { FIRST_TOKEN: 'streaming', FINISH: 'done', FAIL: 'failed', CANCEL: 'cancelled' } },
+    streaming: { on: { FINISH: 'done', FAIL: 'failed', CANCEL: 'cancelled' } },
+    done: { type: 'final' },
+    failed: { type: 'final' },
+    cancelled: { type: 'final' },
+  },
+});
 
 type EndStatus = RequestResult['status'];
 const EVENT = { done: { type: 'FINISH' }, failed: { type: 'FAIL', error: new Error('failed') }, cancelled: { type: 'CANCEL' } } as const;
@@ -213,19 +225,13 @@ export function requestSpec(id: string, serial: number, opts: SubmitOptions, max
 
 /** The trace event of a request that ended: its output as runs of one model each. */
 export function requestEndEvent(result: RequestResult): TraceEvent {
-  const runs: { model: string; count: number }[] = [];
-  for (const name of result.producedBy) {
-    const last = runs[runs.length - 1];
-    if (last && last.model === name) last.count++;
-    else runs.push({ model: name, count: 1 });
-  }
   return {
     type: 'request-end',
     t: result.endedAt,
     requestId: result.id,
     status: result.status,
     tokens: result.tokens,
-    runs,
+    runs: modelRuns(result.producedBy),
     handoffs: result.handoffs,
     admittedAt: result.submittedAt,
     firstTokenAt: result.firstTokenAt,

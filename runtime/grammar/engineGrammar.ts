@@ -1,6 +1,6 @@
 // The grammars beside one engine: its model's vocabulary, and each constrained request's state, made once its grammar is compiled.
 import type { Constraint } from '../../shared/protocol/constraint.ts';
-import type { ModelInfo } from '../../shared/protocol/engineProtocol.ts';
+import type { ModelInfo } from '../../shared/protocol/runnerProtocol.ts';
 import { TokenRouterError } from '../errors.ts';
 import { ConstraintState } from './constraintState.ts';
 import { compileGrammar, compiledGrammarNow, isCompiled } from './grammarCache.ts';

@@ -1,5 +1,5 @@
 // The grammar vocabulary of a model: from its folder (the entry checks a constraint) or from the tokenizer beside its engine.
-import type { ModelInfo } from '../../shared/protocol/engineProtocol.ts';
+import type { ModelInfo } from '../../shared/protocol/runnerProtocol.ts';
 import type { ModelFolder } from '../runner/modelFolder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { vocabularyFromTokenizerJson, type GrammarVocabulary } from './vocabulary.ts';

@@ -1,25 +1,32 @@
-// Assembles the HTTP server: OpenAI API, admin API, metrics, live feed and the web app, with errors in one place.
+// The HTTP server: the JSON body reader, the OpenAI routes, admin API, metrics, live feed and the web app, with errors in one place.
+import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import express from 'express';
+import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { WebSocketServer } from 'ws';
-import type { TokenRouterService } from './tokenRouterService.ts';
-import { requireAdmin } from './adminAuth.ts';
-import { accessLog } from './accessLog.ts';
-import { apiKeyGuardFor } from './apiKeyGuard.ts';
+import { chatRequestSchema, completionRequestSchema } from '../../shared/api/openai.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
+import { TokenRouterError } from '../errors.ts';
+import { accessLog } from './accessLog.ts';
+import { requireAdmin } from './adminAuth.ts';
 import { adminRoutes } from './adminRoutes.ts';
+import { apiKeyGuardFor, keyMeterOf } from './apiKeyGuard.ts';
+import { answerHalfClosed, applyConnectionLimits, serverOptions } from './connectionLimits.ts';
 import { Drain, type DrainReport } from './drain.ts';
 import { healthRoutes } from './healthRoutes.ts';
-import { errorMiddleware } from './httpErrors.ts';
-import { jsonBody } from './jsonBody.ts';
+import { errorMiddleware, sendError } from './httpErrors.ts';
 import { attachLiveFeed } from './liveFeed.ts';
+import { LoadShedder } from './loadShedder.ts';
 import { ServerMetrics } from './metrics.ts';
-import { openaiRoutes } from './openaiRoutes.ts';
-import { answerHalfClosed, applyConnectionLimits, serverOptions } from './connectionLimits.ts';
+import { answerStream } from './openai/answerStream.ts';
+import { answerUnary } from './openai/answerUnary.ts';
+import { checkPlanConstraint } from './openai/constraintCheck.ts';
+import { planRequest, type Kind } from './openai/requestPlan.ts';
 import { hostPolicy, refuseForeignHost, refuseForeignOrigin } from './originGuard.ts';
+import type { TokenRouterService } from './tokenRouterService.ts';
+import { parseBody } from './zodToError.ts';
 
 export const WEB_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../designer/dist');
 
@@ -53,7 +60,7 @@ export async function startServer(service: TokenRouterService, port = service.co
   app.use(openaiRoutes(service, metrics, drain));
   app.use('/admin', requireAdmin(config, service.adminToken));
   app.use(adminRoutes(service));
-  const page = (file: string) => (_req: express.Request, res: express.Response) => {
+  const page = (file: string) => (_req: Request, res: Response) => {
     const p = path.join(WEB_DIST, file);
     if (fs.existsSync(p)) return res.sendFile(p);
     res.status(503).type('text').send('The web app is not built yet: run `npm run build:web` (npm start does it for you).');
@@ -88,4 +95,134 @@ export async function startServer(service: TokenRouterService, port = service.co
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * Far above any body this server takes (an IR document nests ~6 levels, a chat request ~4), far
+ * below where recursive code meets the stack: V8's JSON.parse is iterative, but JSON.stringify,
+ * zod and the IR compiler recurse, and 20,000 nested arrays in `tokenrouter_ir` overflowed
+ * JSON.stringify in the draft cache (a 500 anyone reaching /v1 could cause).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * express.json for every body whatever its Content-Type (clients such as `curl -d` send a form
+ * type), strict (an object or an array), within `limitBytes`; its errors carry a status and a
+ * `type` that httpErrors.ts answers. Then the bounds check, before any route sees the body.
+ */
+export function jsonBody(limitBytes: number): RequestHandler[] {
+  return [
+    express.json({
+      limit: limitBytes,
+      strict: true,
+      type: () => true,
+      // JSON must be UTF-8 (RFC 8259): decoded, invalid bytes would become U+FFFD and the model would answer a prompt the client never sent
+      verify: (_req, _res, buf, encoding) => {
+        if (/^utf-?8$/i.test(encoding) && !isUtf8(buf))
+          throw Object.assign(new Error('request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
+      },
+    }),
+    (req, _res, next) => next(boundsViolation(req.body) ?? undefined),
+  ];
+}
+
+/**
+ * Where a body breaks a bound, and how; null when it keeps them. Iterative, so its own depth costs
+ * no stack. JSON.parse makes `"__proto__"` an own key, but copying it into a fresh object by
+ * assignment (as zod's records do) sets the copy's prototype instead, so the key vanished without a
+ * word (`params: {"__proto__": …}` was stored as `{}`); no body here has a use for the name.
+ */
+function boundsViolation(body: unknown): TokenRouterError | null {
+  const stack: [object, (string | number)[]][] = typeof body === 'object' && body !== null ? [[body, []]] : [];
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!;
+    if (path.length >= MAX_JSON_DEPTH) {
+      // The top-level field names the culprit, as a schema error would; the full path would be as deep as the body.
+      const param = Array.isArray(body) ? null : String(path[0]);
+      return new TokenRouterError('invalid_request', `request body nests deeper than ${MAX_JSON_DEPTH} levels${param === null ? '' : ` (in ${param})`}`, param);
+    }
+    const push = (child: unknown, key: string | number) => {
+      if (typeof child === 'object' && child !== null) stack.push([child, [...path, key]]);
+    };
+    if (Array.isArray(value)) {
+      value.forEach(push);
+      continue;
+    }
+    for (const key of Object.keys(value)) {
+      if (key === '__proto__') {
+        const param = [...path, key].join('.');
+        return new TokenRouterError('invalid_request', `unsupported parameter: ${param} (a key named __proto__ is refused anywhere in a body)`, param);
+      }
+      push((value as Record<string, unknown>)[key], key);
+    }
+  }
+  return null;
+}
+
+/** The OpenAI-compatible endpoints: /v1/models, /v1/completions, /v1/chat/completions (planned in openai/, answered unary or as SSE). */
+function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, drain?: Drain): Router {
+  const r = Router();
+  const created = Math.floor(Date.now() / 1000);
+  const modelObject = (id: string) => ({ id, object: 'model', created, owned_by: 'tokenrouter' });
+  // with scheduling.slo's queueing-delay bound, a request predicted to wait past it is refused (and counted in /metrics)
+  const bound = service.config.scheduling.slo?.maxQueueDelayMs;
+  const shedder = bound === undefined ? null : new LoadShedder(service.cluster, bound, 10_000, () => metrics.shed.inc());
+  if (shedder) service.trace.subscribe(shedder.onEvent);
+
+  r.get('/v1/models', (_req, res) => {
+    res.json({ object: 'list', data: service.algorithms.modelIds().map(modelObject) });
+  });
+  r.get('/v1/models/:id', (req, res) => {
+    const id = String(req.params.id);
+    const ids = service.algorithms.modelIds();
+    if (!ids.includes(id)) throw new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${ids.join(', ')}`, 'model');
+    res.json(modelObject(id));
+  });
+  r.post('/v1/completions', (req, res) => handle('completion', req, res));
+  r.post('/v1/chat/completions', (req, res) => handle('chat', req, res));
+  // Another method on a known route is 405 naming the one that works (as vLLM answers), not a 404 that suggests a wrong path.
+  for (const [path, allow] of [
+    ['/v1/completions', 'POST'],
+    ['/v1/chat/completions', 'POST'],
+    ['/v1/models', 'GET'],
+    ['/v1/models/:id', 'GET'],
+  ] as const) {
+    r.all(path, (req, res) => {
+      res.set('Allow', allow);
+      sendError(res, new TokenRouterError('method_not_allowed', `${req.method} is not allowed on ${req.path}: use ${allow}`, null));
+    });
+  }
+
+  /** Its errors go to the error middleware (Express 5 forwards a rejected handler). */
+  async function handle(kind: Kind, req: Request, res: Response): Promise<void> {
+    // Shed before parsing: a refused request costs the entry as little as possible.
+    shedder?.check();
+    const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
+    const plan = planRequest(service, kind, body, requestIdOf(req));
+    // compiled before queueing (cached per vocabulary and grammar): a schema the library cannot compile is the request's 400
+    if (plan.constraint || plan.checks.length > 0) {
+      await checkPlanConstraint(service, plan, body.tokenrouter_ir);
+      // the client hung up while it compiled: nothing to answer
+      if (res.writableEnded || res.destroyed) return;
+    }
+    res.set('X-Request-Id', plan.id);
+    const meter = keyMeterOf(res);
+    const ctx = { service, metrics, drain, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
+    if (body.stream) answerStream(ctx, plan, res, req, body.stream_options?.include_usage === true);
+    else answerUnary(ctx, plan, res, req);
+    // Charged once generation started: a request refused at the door (429, 503) used no tokens.
+    meter?.charge(plan.promptTokens, 'prompt');
+  }
+
+  return r;
+}
+
+/** A client's X-Request-Id, as vLLM honours it: kept when it is a plain token, refused when it is not. */
+function requestIdOf(req: Request): string | undefined {
+  const v = req.headers['x-request-id'];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(v)) {
+    throw new TokenRouterError('invalid_request', 'X-Request-Id must be 1 to 128 characters of letters, digits and . _ : -', 'X-Request-Id');
+  }
+  return v;
 }

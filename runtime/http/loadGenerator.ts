@@ -1,4 +1,5 @@
 // Drives the running service with N concurrent requests on the bundled task, so the timeline comes alive.
+import { generate } from './generate.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
 
 export interface LoadOptions {
@@ -37,7 +38,8 @@ export class LoadGenerator {
       if (this.progress.sent >= opts.requests) return;
       const i = this.progress.sent++;
       try {
-        this.service.generate(
+        generate(
+          this.service,
           {
             model,
             promptIds: this.service.tokenizer.encodeChat([{ role: 'user', content: sampleQuestion(i) }]),

@@ -1,4 +1,4 @@
-// The serving process minus HTTP: model runners, the cluster, the registry, the tokenizer and text generation.
+// The serving process minus HTTP: model runners, the cluster, the registry, the tokenizer; generations start in generate.ts.
 import fs from 'node:fs';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';
@@ -12,7 +12,6 @@ import { withTokenText } from '../trace/tokenTextSink.ts';
 import { TraceRecorder } from '../trace/traceRecorder.ts';
 import { adminTokenFor } from './adminToken.ts';
 import { ChatPrompts } from './chatPrompts.ts';
-import { wantsDetail, type GenerateHandle, type GenerateParams, type GenerateSink } from './generateParams.ts';
 import { loadModels, type LentModels, type LoadedModels } from './loadModels.ts';
 import { restartOnFailure } from './modelRestarts.ts';
 import { ServedAlgorithms } from './servedAlgorithms.ts';
@@ -55,7 +54,6 @@ export class TokenRouterService {
   /** Engine threads lent by the caller: neither closed nor restarted here. */
   private readonly borrowedThreads: boolean;
   #closed = false;
-  private seq = 0;
 
   private constructor(
     readonly config: ServerConfig,
@@ -154,33 +152,5 @@ export class TokenRouterService {
   /** Every served model's info, in config order. */
   infos(): ModelInfo[] {
     return this.config.models.map((m) => this.info(m.name)!);
-  }
-
-  /** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
-  generate(params: GenerateParams, sink: GenerateSink): GenerateHandle {
-    const { algorithm, ref, name, version } = this.algorithms.resolve(params.model, params.draftIr);
-    for (const m of algorithm.models) {
-      if (this.cluster.engine(m)?.down) throw new TokenRouterError('model_unavailable', `model ${m} is down; retry shortly`, 'model', { retry_after_s: 1 });
-    }
-    // the engines detokenise and match stop strings; their deltas go from the cluster to the sink
-    const handle = this.cluster.submit({
-      id: params.requestId ?? `cmpl-${Date.now().toString(36)}${(++this.seq).toString(36)}`,
-      prompt: params.promptIds,
-      maxTokens: Math.min(params.maxTokens, this.config.limits.maxTokens),
-      minTokens: params.minTokens,
-      sampling: params.sampling,
-      algorithm,
-      algorithmRef: ref,
-      text: { stop: params.stop },
-      detail: wantsDetail(params),
-      ...(params.constraint ? { constraint: params.constraint } : {}),
-      onToken: sink.onToken,
-      onEnd: (result) => {
-        const { status, finishReason: why } = result;
-        const finishReason = status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'error' : why === 'length' ? 'length' : 'stop';
-        sink.onEnd({ result, text: result.text, finishReason, algorithm: name, version });
-      },
-    });
-    return { id: handle.id, cancel: handle.cancel };
   }
 }

@@ -1,20 +1,13 @@
 // The model-runner contract: batched "feed these tokens, sample the next" steps over per-request KV caches.
-import type { ModelInfo, SamplingParams } from '../../shared/protocol/engineProtocol.ts';
-import type { StepOutput, StepRow } from '../../shared/protocol/runnerProtocol.ts';
+import type { ModelInfo, SamplingParams, StepOutput, StepRow } from '../../shared/protocol/runnerProtocol.ts';
 import type { Clock } from '../clock/clock.ts';
 
-export type { SamplingParams, SamplingPenalties, ModelInfo } from '../../shared/protocol/engineProtocol.ts';
-export type { StepOutput, StepPass, StepRow } from '../../shared/protocol/runnerProtocol.ts';
+export type { ModelInfo, SamplingParams, SamplingPenalties, StepOutput, StepPass, StepRow } from '../../shared/protocol/runnerProtocol.ts';
 
 export const GREEDY: SamplingParams = Object.freeze({ temperature: 0, topP: 1, topK: 0, seed: 0 });
 
-export type StepPhase = 'prefill' | 'extend' | 'decode';
-
 /** prefill: a fresh cache; extend: several tokens onto an existing cache; decode: one token. */
-export function rowPhase(row: Pick<StepRow, 'position' | 'tokens'>): StepPhase {
-  if (row.position === 0) return 'prefill';
-  return row.tokens.length > 1 ? 'extend' : 'decode';
-}
+export type StepPhase = 'prefill' | 'extend' | 'decode';
 
 export interface ModelRunner {
   readonly info: ModelInfo;

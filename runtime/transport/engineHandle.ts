@@ -126,14 +126,11 @@ export abstract class EngineHandle {
 
 /** A deployment starts engine by engine, each joining those begun before it. */
 export function beginEngines(starts: readonly { engine: EngineHandle; settings: EngineSettings }[], entry: EngineEntry): void {
-  starts.forEach((s, k) =>
-    rejoinEngine(
-      s.engine,
-      s.settings,
-      starts.slice(0, k).map((o) => o.engine),
-      entry,
-    ),
-  );
+  const begun: EngineHandle[] = [];
+  for (const s of starts) {
+    rejoinEngine(s.engine, s.settings, begun, entry);
+    begun.push(s.engine);
+  }
 }
 
 /** Begins `fresh` beside `engines` (a restart takes a dead one's place): a channel to each that takes ports, as `fresh` does. */

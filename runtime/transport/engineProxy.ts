@@ -1,33 +1,29 @@
-// The entry's client of an engine in another thread or process: posts the protocol on a link and mirrors the lane it reports.
-import type { MessagePort } from 'node:worker_threads';
+// The entry's side of a port: a proxy that posts the engine protocol on a link and mirrors the lane the engine reports; its worker-thread form.
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import type { MessagePort, Worker } from 'node:worker_threads';
+import { ERROR_CODES, TokenRouterError, type ErrorCode } from '../errors.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
-import type { Arrival, EngineEntry, EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../core/messages.ts';
+import type { RunnerSource } from '../runner/runnerSource.ts';
+import { startTsWorker } from '../util/tsWorker.ts';
+import type {
+  Arrival,
+  EngineEntry,
+  EngineEvent,
+  EngineReport,
+  EngineSettings,
+  Finish,
+  FromEngine,
+  LaneStats,
+  Moved,
+  ToEngine,
+  WireArrival,
+} from '../core/messages.ts';
 import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
+import { EMPTY_LANE } from '../../shared/protocol/laneStats.ts';
 import { EngineHandle, reportToEntry } from './engineHandle.ts';
-import { fromWireStep, toWireArrival } from './wire.ts';
-
-export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
-  ready: 0,
-  running: 0,
-  waitingAdmission: 0,
-  pendingReturn: 0,
-  executing: false,
-  kvBytes: 0,
-  kvReservedBytes: 0,
-  batches: 0,
-  rows: 0,
-  chunks: 0,
-  admissions: 0,
-  evictions: 0,
-  busyMs: 0,
-  batchMs: 0,
-  modelMs: 0,
-  prefixQueries: 0,
-  prefixHits: 0,
-  prefixEntries: 0,
-  kvPrefixBytes: 0,
-};
+import { toWireArrival } from './serveEngine.ts';
 
 /** An engine the entry drives through messages, whatever carries them: subclasses own the link (`post`) and call `receive` and `fail`. */
 export abstract class EngineProxy extends EngineHandle {
@@ -135,5 +131,107 @@ export abstract class EngineProxy extends EngineHandle {
     this.failure = e;
     this.lane = null;
     if (!this.closing) for (const l of this.failureListeners) l(e);
+  }
+}
+
+/** A step message as the entry applies it: commits in their order first (a finish waits for its commits anyway), then the rest. */
+function fromWireStep(m: Extract<FromEngine, { type: 'step' }>): EngineReport {
+  const events: EngineEvent[] = [];
+  if (m.commits) {
+    const { ids, columns, text, signals } = m.commits;
+    const n = ids.length;
+    let s = 0;
+    let from = 0;
+    for (let i = 0; i < n; i++) {
+      const end = columns[4 * n + i];
+      const sig = s < signals.length && signals[s][0] === i ? signals[s++][1] : undefined;
+      events.push({
+        type: 'commit',
+        requestId: ids[i],
+        index: columns[i],
+        token: columns[n + i],
+        model: columns[2 * n + i],
+        signals: sig,
+        atHandoff: columns[3 * n + i] === 1,
+        text: text.slice(from, end),
+      });
+      from = end;
+    }
+  }
+  for (const e of m.events) {
+    if (e.type === 'finish' && e.error) {
+      const code = (ERROR_CODES as readonly string[]).includes(e.error.code) ? (e.error.code as ErrorCode) : 'internal';
+      events.push({ ...e, error: new TokenRouterError(code, e.error.message, e.error.param) });
+    } else events.push(e as Finish | Moved);
+  }
+  return { events, trace: m.trace, lane: m.lane, returned: m.returned };
+}
+
+/** The worker died or failed to load. */
+export class EngineThreadError extends Error {
+  override readonly name = 'EngineThreadError';
+}
+
+/** An engine in its own worker thread (the default placement): the proxy over the worker's port, with the thread's lifecycle. */
+export class ThreadEngine extends EngineProxy {
+  private constructor(
+    name: string,
+    private readonly worker: Worker,
+    info: ModelInfo,
+  ) {
+    super(name, info, true, true);
+    worker.on('message', (raw) => {
+      const malformed = this.receive(raw);
+      if (!malformed) return;
+      this.fail(new EngineThreadError(malformed.message));
+      void worker.terminate();
+    });
+    worker.on('error', (e) => this.fail(new EngineThreadError(`engine thread of model "${name}" crashed: ${e.message}`)));
+    worker.on('exit', (code) => {
+      if (!this.closing) this.fail(new EngineThreadError(`engine thread of model "${name}" exited (code ${code})`));
+    });
+  }
+
+  /** Starts the thread and loads the model's runner in it; resolves when it is ready. */
+  static async start(name: string, source: RunnerSource): Promise<ThreadEngine> {
+    const worker = startTsWorker(fileURLToPath(new URL('./serveEngine.ts', import.meta.url)), { engineThread: source });
+    const fail = (why: string) => new EngineThreadError(`engine thread of model "${name}" ${why}`);
+    const loading = new AbortController();
+    try {
+      const [m] = (await Promise.race([
+        once(worker, 'message', loading),
+        once(worker, 'exit', loading).then(([code]) => Promise.reject(fail(`exited while loading (code ${code})`))),
+      ])) as [FromEngine];
+      if (m.type === 'ready') return new ThreadEngine(name, worker, m.info);
+      void worker.terminate();
+      throw fail(`failed to load: ${m.type === 'load-error' ? m.message : m.type}`);
+    } catch (e) {
+      // `once` rejects with the worker's 'error' event
+      throw e instanceof EngineThreadError ? e : fail(`crashed while loading: ${(e as Error).message}`);
+    } finally {
+      loading.abort();
+    }
+  }
+
+  protected post(m: ToEngine, transfer: readonly MessagePort[] = []): void {
+    if (!this.failure) this.worker.postMessage(m, transfer);
+  }
+
+  /** Test hook: the thread dies with an uncaught error before it handles anything sent after. */
+  crashForTest(message = 'crash requested by test'): void {
+    this.send({ type: 'crash', message });
+  }
+
+  override async close(): Promise<void> {
+    if (this.failure || this.closing) return void (await this.worker.terminate());
+    this.closing = true;
+    const closed = new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 2000);
+      this.worker.on('message', (m: FromEngine) => m.type === 'closed' && (clearTimeout(t), resolve()));
+      this.worker.once('exit', () => (clearTimeout(t), resolve()));
+    });
+    this.send({ type: 'close' });
+    await closed;
+    await this.worker.terminate();
   }
 }

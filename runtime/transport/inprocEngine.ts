@@ -4,11 +4,10 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { EngineHost } from '../core/engineHost.ts';
-import type { Cascade } from '../core/engineLoop.ts';
+import { EngineHost, type Cascade } from '../core/engineHost.ts';
 import type { Engine } from '../core/engine.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../core/messages.ts';
-import type { Decoder } from '../runner/incrementalDetokenizer.ts';
+import type { Decoder } from '../runner/outputProcessor.ts';
 import { callHost, EngineHandle, reportToEntry, type HostCall } from './engineHandle.ts';
 
 export class InprocEngine extends EngineHandle {

@@ -1,24 +1,31 @@
-// The engine protocol's server side: one engine host served over a port (a worker's MessagePort, a NATS link), messages as data.
+// The engine's side of a port: one engine host served over a worker's MessagePort or a NATS link, messages as data; the engine thread's main.
+import { PerformanceObserver } from 'node:perf_hooks';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { createRealClock } from '../clock/clock.ts';
+import { TokenRouterError } from '../errors.ts';
 import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
+import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
+import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import {
+  COMMIT_COLUMNS,
   toEngineSchema,
   toPeerSchema,
+  type CommitColumns,
   type FromEngine,
   type PortLike,
-  type ThreadStats,
   type ToEngine,
   type ToPeer,
   type WireArrival,
+  type WireError,
   type WireEvent,
 } from '../../shared/protocol/engineProtocol.ts';
+import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
-import type { Decoder } from '../runner/incrementalDetokenizer.ts';
-import type { Arrival, Finish, Moved, EngineOutlet, EngineSettings, PeerLink } from '../core/messages.ts';
+import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Arrival, EngineOutlet, EngineReport, EngineSettings, Finish, Moved, PeerLink } from '../core/messages.ts';
 import { callHost } from './engineHandle.ts';
-import { fromWireArrival, toWireArrival, toWireEvent, toWireStep } from './wire.ts';
 
 /** Handoffs to peers reached by address, not a port each (over NATS, a peer model may have several replicas). */
 export interface PeerRouter {
@@ -84,7 +91,7 @@ export class PortedEngine {
 
   /** An event as it leaves for the entry: a handoff to a routed peer names the replica it went to. */
   private wireEvent(e: Finish | Moved): WireEvent {
-    const w = toWireEvent(e);
+    const w: WireEvent = e.type === 'finish' && e.error ? { ...e, error: wireError(e.error) } : (e as WireEvent);
     if (!this.router) return w;
     if (w.type === 'finish') this.router.ended(w.requestId);
     if (w.type !== 'moved') return w;
@@ -108,8 +115,8 @@ export class PortedEngine {
     this.router?.arrived(arrivals);
     const ready: Arrival[] = [];
     for (const w of arrivals) {
-      const a = fromWireArrival(w, (key) => this.algorithms.get(key));
-      if (a) ready.push(a);
+      const found = this.algorithms.get(w.spec.algorithm);
+      if (found) ready.push({ ...w, spec: { ...w.spec, algorithm: found.alg, ref: found.ref } });
       else {
         const list = this.parked.get(w.spec.algorithm) ?? [];
         list.push(w);
@@ -139,12 +146,14 @@ interface ServeOptions {
   decoder?: Decoder;
   /** An engine alone in its thread: the thread's figures, sent with its lane. */
   threadStats?: () => ThreadStats;
-  /** Over NATS: the entry named its other remote models; absent, `remote-peers` is refused. */
-  remotePeers?(server: PortedEngine, m: Extract<ToEngine, { type: 'remote-peers' }>): void;
 }
 
 /** Serves the engine protocol on `port` with `runner`: each `begin` builds an engine host; messages are handled in order (later ones wait for a deploy). */
-export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOptions): { readonly server: PortedEngine | null } {
+export function serveEngine(
+  port: PortLike,
+  runner: ModelRunner,
+  opts: ServeOptions,
+): { readonly server: PortedEngine | null; inOrder(fn: (server: PortedEngine) => void): void } {
   let server: PortedEngine | null = null;
   let chain: Promise<void> = Promise.resolve();
   const handle = async (m: Exclude<ToEngine, { type: 'crash' }>): Promise<void> => {
@@ -168,9 +177,6 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
         return server.deploy(m.ref);
       case 'arrive':
         return server.arrive(m.arrivals);
-      case 'remote-peers':
-        if (!opts.remotePeers) throw new Error('engine got "remote-peers", which only an engine served over NATS takes');
-        return opts.remotePeers(server, m);
       case 'release':
         return server.release(m.id, m.serial, m.status);
       default:
@@ -191,6 +197,15 @@ export function serveEngine(port: PortLike, runner: ModelRunner, opts: ServeOpti
     get server() {
       return server;
     },
+    /** Runs `fn` after the messages before it (a transport's own message, e.g. NATS's `remote-peers`). */
+    inOrder(fn) {
+      chain = chain
+        .then(() => {
+          if (!server) throw new Error('engine got a message before "begin"');
+          fn(server);
+        })
+        .catch((e: Error) => opts.onError(e));
+    },
   };
 }
 
@@ -202,3 +217,91 @@ function forgetModel(w: WireArrival, name: string): WireArrival {
   known[m] = 0;
   return { ...w, known };
 }
+
+/** An arrival as it crosses a port: its algorithm by key (the engine built it from a `deploy`). */
+export function toWireArrival(a: Arrival): WireArrival {
+  const { algorithm, ref, ...rest } = a.spec;
+  if (!ref)
+    throw new TokenRouterError(
+      'invalid_request',
+      `algorithm ${algorithm.name} has no reference (AlgorithmRef), so it cannot run on an engine in another thread`,
+      'algorithm',
+    );
+  return { ...a, spec: { ...rest, algorithm: ref.key } };
+}
+
+/** An error as the entry rebuilds it: our own code kept, anything else internal. */
+function wireError(error: Error): WireError {
+  return error instanceof TokenRouterError
+    ? { code: error.code, message: error.message, param: error.param }
+    : { code: 'internal', message: error.message, param: null };
+}
+
+/** A report as it leaves for the entry: its commits in columns (one transferred buffer), the rest as wire events in order. */
+function toWireStep(r: EngineReport, event: (e: Finish | Moved) => WireEvent): { message: FromEngine; transfer: ArrayBuffer[] } {
+  const commits = r.events.filter((e) => e.type === 'commit');
+  const events = r.events.filter((e) => e.type !== 'commit').map(event);
+  const n = commits.length;
+  let columns: CommitColumns | undefined;
+  if (n > 0) {
+    const c = new Int32Array(n * COMMIT_COLUMNS);
+    const signals: CommitColumns['signals'][number][] = [];
+    let text = '';
+    commits.forEach((e, i) => {
+      c[i] = e.index;
+      c[n + i] = e.token;
+      c[2 * n + i] = e.model;
+      c[3 * n + i] = e.atHandoff ? 1 : 0;
+      text += e.text;
+      c[4 * n + i] = text.length;
+      if (!e.signals) return;
+      // the hidden state stays in the engine's thread
+      const { hidden: _, ...sig } = e.signals;
+      signals.push([i, sig]);
+    });
+    columns = { ids: commits.map((e) => e.requestId), columns: c, text, signals };
+  }
+  const message: FromEngine = { type: 'step', commits: columns, events, trace: r.trace, lane: r.lane!, returned: r.returned };
+  return { message, transfer: columns ? [columns.columns.buffer as ArrayBuffer] : [] };
+}
+
+/** The worker's main: the model's runner and its engine server together, on the parent's port. */
+async function engineThread(port: NonNullable<typeof parentPort>, source: RunnerSource): Promise<void> {
+  let gcMs = 0;
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMs += e.duration;
+  }).observe({ entryTypes: ['gc'] });
+  const post = (m: FromEngine) => port.postMessage(m);
+  const [runner, decoder] = await Promise.all([loadRunner(source), loadDecoder(source)]).catch((e: Error) => {
+    post({ type: 'load-error', message: e.message });
+    return [];
+  });
+  if (!runner) return;
+  post({ type: 'ready', info: runner.info });
+  let stats: ThreadStats = { cpuMs: 0, gcMs: 0, waitMs: 0 };
+  let statsAt = -Infinity;
+  serveEngine(port, runner, {
+    trusted: true,
+    decoder,
+    // read from /proc at most every 25 ms: the benches divide them over a second or two
+    threadStats: () => {
+      if (performance.now() - statsAt >= 25) {
+        stats = { cpuMs: threadCpuMs() ?? 0, gcMs, waitMs: threadWaitMs() ?? 0 };
+        statsAt = performance.now();
+      }
+      return stats;
+    },
+    onClose: async () => {
+      await runner.close?.();
+      post({ type: 'closed' });
+      port.close();
+    },
+    // a bug or a crash request: die as a native crash would, so the entry fails this engine's requests and restarts it
+    onError: (e) =>
+      setImmediate(() => {
+        throw e;
+      }),
+  });
+}
+
+if (parentPort && workerData?.engineThread) void engineThread(parentPort, workerData.engineThread);

@@ -2,42 +2,14 @@
 import { z } from 'zod';
 import { traceEventSchema } from '../trace.ts';
 import { constraintSchema } from './constraint.ts';
+import { laneStatsSchema } from './laneStats.ts';
+import { modelInfoSchema, samplingSchema, signalsSchema } from './runnerProtocol.ts';
 
 const int = z.number().int();
 /** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
-const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
-const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
+export const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
+export const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
-
-/** OpenAI's penalties and logit bias (as vLLM applies them): on the logits of the draw only, so signals still describe the model. */
-const penaltiesSchema = z.object({
-  frequency: z.number(),
-  presence: z.number(),
-  /** [token id, bias] pairs, bias in [-100, 100]. */
-  logitBias: list(z.tuple([int, z.number()]).readonly()),
-  /** Where the output starts (the prompt length): after any handoff the runner's cache from here on is the committed output. */
-  outputFrom: int,
-});
-
-export const samplingSchema = z.object({
-  /** 0 = greedy. */
-  temperature: z.number(),
-  topP: z.number(),
-  /** 0 = no top-k cut. */
-  topK: int,
-  /** vLLM's min_p; absent or 0 = none. */
-  minP: z.number().optional(),
-  /** Draws are keyed by (seed, position, model), so a run replays exactly. */
-  seed: z.number(),
-  /** vLLM's stop_token_ids: they end the answer as an EOS does. */
-  stopTokenIds: tokens.optional(),
-  /** Below `min_tokens`: EOS and `stopTokenIds` are left out of the draw (signals still describe the whole distribution). */
-  suppressEos: z.boolean().optional(),
-  /** The runner reports at least this many top (id, prob) pairs, for the client's logprobs. */
-  topLogprobs: int.optional(),
-  /** Absent on the hot path: no history kept, no logits copied. */
-  penalties: penaltiesSchema.optional(),
-});
 
 /** A request's fixed facts, its algorithm by key (the engine built it from a `deploy`). */
 const wireSpecSchema = z.object({
@@ -58,7 +30,7 @@ const wireSpecSchema = z.object({
   constraint: constraintSchema.optional(),
 });
 
-/** A request's detokenising as it stands (runtime/core/outputProcessor.ts): it travels with every handoff. */
+/** A request's detokenising as it stands (runtime/runner/outputProcessor.ts): it travels with every handoff. */
 const textStateSchema = z.object({
   detok: z.object({ ids: z.array(int), read: int, prefixText: z.string() }),
   count: int,
@@ -99,23 +71,6 @@ const wireArrivalSchema = z.object({
   text: textStateSchema.optional(),
 });
 
-/** What a model's step says about the token it sampled for one request. */
-export const signalsSchema = z.object({
-  token: int,
-  /** -Σ p log p / log |V|, in [0, 1]. */
-  entropy: z.number(),
-  maxProb: z.number(),
-  /** Between the two largest probabilities. */
-  margin: z.number(),
-  tokenProb: z.number(),
-  /** Best first, wants.topK of them. */
-  topIds: list(int),
-  topProbs: list(z.number()),
-  hidden: z.custom<Float32Array>((v) => v instanceof Float32Array, 'a Float32Array').optional(),
-  /** Auxiliary router networks' outputs, by head name. */
-  heads: z.record(z.string(), z.number()).readonly(),
-});
-
 const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
 
 /** What crosses a port besides commits (those travel as columns). */
@@ -147,48 +102,6 @@ const commitColumnsSchema = z.object({
   signals: list(z.tuple([int, signalsSchema])),
 });
 export const COMMIT_COLUMNS = 5;
-
-/** One engine's figures for /admin/status, /metrics and the benches; times in ms, summed over batches. */
-const laneReportSchema = z.object({
-  name: z.string(),
-  threshold: int,
-  ready: int,
-  running: int,
-  waitingAdmission: int,
-  pendingReturn: int,
-  executing: z.boolean(),
-  kvBytes: z.number(),
-  kvReservedBytes: z.number(),
-  batches: int,
-  rows: int,
-  /** Rows that fed one chunk of a longer prompt (chunked prefill). */
-  chunks: int,
-  admissions: int,
-  evictions: int,
-  /** Launch → the runner's results; → the rows applied; inside the model as the runner timed it. */
-  busyMs: z.number(),
-  batchMs: z.number(),
-  modelMs: z.number(),
-  /** Prefix cache in tokens as vLLM counts them: looked up at admission, found; what it holds now. */
-  prefixQueries: int,
-  prefixHits: int,
-  prefixEntries: int,
-  kvPrefixBytes: z.number(),
-  /** An engine in its own thread: that thread's CPU, GC pauses and run-queue wait since it started. */
-  thread: z.object({ cpuMs: z.number(), gcMs: z.number(), waitMs: z.number() }).optional(),
-});
-
-export const modelInfoSchema = z.object({
-  /** Model folder name. */
-  name: z.string(),
-  vocabSize: int,
-  /** Every token id that ends an answer (config.json's and generation_config.json's). */
-  eosTokenIds: list(int),
-  maxContext: int,
-  hiddenSize: int,
-  /** KV bytes one cached token costs (all layers, keys and values). */
-  kvBytesPerToken: z.number(),
-});
 
 const algorithmSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('builtin'), factory: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
@@ -234,18 +147,10 @@ export interface PortLike {
 }
 const portSchema = z.custom<PortLike>((p) => typeof p === 'object' && p !== null && 'postMessage' in p && 'close' in p, 'a MessagePort');
 
-/** A remote model as a peer engine reaches it: its live replicas, with what the entry's placement rule reads. */
-const remotePeerSchema = z.object({
-  model: z.string(),
-  replicas: list(z.object({ subject: z.string(), kvCapacityTokens: amount, draining: z.boolean() })),
-});
-
 /** Entry → engine. */
 export const toEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('begin'), settings: engineSettingsSchema, peers: z.record(z.string(), portSchema) }),
   z.object({ type: z.literal('peer'), name: z.string(), port: portSchema }),
-  /** Over NATS: the entry's other remote models and their live replicas, whenever they change; `session` tags the peer frames. */
-  z.object({ type: z.literal('remote-peers'), session: z.string(), peers: list(remotePeerSchema) }),
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
   /** The requests of one turn of the entry's event loop, admitted (and prefilled) in one step. */
   z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) }),
@@ -274,7 +179,7 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
     commits: commitColumnsSchema.optional(),
     events: list(wireEventSchema),
     trace: list(traceEventSchema),
-    lane: laneReportSchema,
+    lane: laneStatsSchema,
     returned: int,
   }),
   /** Handoffs to a model this engine has no link to: the entry passes them on. */
@@ -282,48 +187,8 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('closed') }),
 ]);
 
-/** What a remote engine (`tokenrouter subserver`) publishes on its model's heartbeat subject. */
-export const replicaAnnouncementSchema = z.object({
-  protocol: int,
-  /** `--replica`. */
-  replica: z.string(),
-  /** This process's (a restart gets a new one): entries link to `${subject}.in`. */
-  subject: z.string(),
-  info: modelInfoSchema,
-  kvCapacityTokens: amount,
-  heartbeatMs: z.number(),
-  /** Load, for placing new requests. */
-  requests: int,
-  kvTokens: z.number(),
-  /** Leaving gracefully: serves what it holds, takes nothing new. */
-  draining: z.boolean(),
-  bye: z.boolean(),
-  /** Messages it dropped or failed to handle since it started; absent from older replicas. */
-  ignoredMessages: int.optional(),
-});
-
-/**
- * One frame of a link over NATS, either way: the messages its sender posted in one turn, numbered
- * within the sender's session, and an ack of every frame up to `ack`. `reply`: where the other side
- * answers; `entry`: on engine → engine frames, the session of the entry they belong to.
- */
-export const linkFrameSchema = z.object({
-  session: z.string(),
-  reply: z.string().optional(),
-  entry: z.string().optional(),
-  seq: int.optional(),
-  messages: z.array(z.unknown()).optional(),
-  ack: int.optional(),
-});
-
 export type WireSpec = z.infer<typeof wireSpecSchema>;
-export type SamplingParams = z.infer<typeof samplingSchema>;
-export type SamplingPenalties = z.infer<typeof penaltiesSchema>;
-export type TokenSignals = z.infer<typeof signalsSchema>;
 export type RequestCounters = z.infer<typeof countersSchema>;
-export type ThreadStats = NonNullable<LaneStats['thread']>;
-export type LaneStats = z.infer<typeof laneReportSchema>;
-export type ModelInfo = z.infer<typeof modelInfoSchema>;
 export type WireArrival = z.infer<typeof wireArrivalSchema>;
 export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;
@@ -333,6 +198,3 @@ export type EngineSettings = z.infer<typeof engineSettingsSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;
 export type ToPeer = z.infer<typeof toPeerSchema>;
 export type FromEngine = z.infer<typeof fromEngineSchema>;
-export type RemotePeer = z.infer<typeof remotePeerSchema>;
-export type ReplicaAnnouncement = z.infer<typeof replicaAnnouncementSchema>;
-export type LinkFrame = z.infer<typeof linkFrameSchema>;

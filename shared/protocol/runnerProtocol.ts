@@ -1,8 +1,68 @@
-// The model-runner protocol, defined once: a runner's step rows and outputs, and the messages to and from a runner in a worker thread.
+// The model-runner protocol, defined once: the model's facts, a step's rows (sampling included) and signals, and the messages to and from a runner in a worker thread.
 import { z } from 'zod';
-import { modelInfoSchema, samplingSchema, signalsSchema } from './engineProtocol.ts';
 
 const int = z.number().int();
+const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
+const tokens = list(int);
+
+/** OpenAI's penalties and logit bias (as vLLM applies them): on the logits of the draw only, so signals still describe the model. */
+const penaltiesSchema = z.object({
+  frequency: z.number(),
+  presence: z.number(),
+  /** [token id, bias] pairs, bias in [-100, 100]. */
+  logitBias: list(z.tuple([int, z.number()]).readonly()),
+  /** Where the output starts (the prompt length): after any handoff the runner's cache from here on is the committed output. */
+  outputFrom: int,
+});
+
+export const samplingSchema = z.object({
+  /** 0 = greedy. */
+  temperature: z.number(),
+  topP: z.number(),
+  /** 0 = no top-k cut. */
+  topK: int,
+  /** vLLM's min_p; absent or 0 = none. */
+  minP: z.number().optional(),
+  /** Draws are keyed by (seed, position, model), so a run replays exactly. */
+  seed: z.number(),
+  /** vLLM's stop_token_ids: they end the answer as an EOS does. */
+  stopTokenIds: tokens.optional(),
+  /** Below `min_tokens`: EOS and `stopTokenIds` are left out of the draw (signals still describe the whole distribution). */
+  suppressEos: z.boolean().optional(),
+  /** The runner reports at least this many top (id, prob) pairs, for the client's logprobs. */
+  topLogprobs: int.optional(),
+  /** Absent on the hot path: no history kept, no logits copied. */
+  penalties: penaltiesSchema.optional(),
+});
+
+/** What a model's step says about the token it sampled for one request. */
+export const signalsSchema = z.object({
+  token: int,
+  /** -Σ p log p / log |V|, in [0, 1]. */
+  entropy: z.number(),
+  maxProb: z.number(),
+  /** Between the two largest probabilities. */
+  margin: z.number(),
+  tokenProb: z.number(),
+  /** Best first, wants.topK of them. */
+  topIds: list(int),
+  topProbs: list(z.number()),
+  hidden: z.custom<Float32Array>((v) => v instanceof Float32Array, 'a Float32Array').optional(),
+  /** Auxiliary router networks' outputs, by head name. */
+  heads: z.record(z.string(), z.number()).readonly(),
+});
+
+export const modelInfoSchema = z.object({
+  /** Model folder name. */
+  name: z.string(),
+  vocabSize: int,
+  /** Every token id that ends an answer (config.json's and generation_config.json's). */
+  eosTokenIds: list(int),
+  maxContext: int,
+  hiddenSize: int,
+  /** KV bytes one cached token costs (all layers, keys and values). */
+  kvBytesPerToken: z.number(),
+});
 
 /** Per-model extras a step must compute for the algorithm (once per row, batched in the runner). */
 export const stepWantsSchema = z.object({
@@ -73,6 +133,10 @@ export const fromRunnerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('closed'), id: int }),
 ]);
 
+export type SamplingParams = z.infer<typeof samplingSchema>;
+export type SamplingPenalties = z.infer<typeof penaltiesSchema>;
+export type TokenSignals = z.infer<typeof signalsSchema>;
+export type ModelInfo = z.infer<typeof modelInfoSchema>;
 export type StepWants = z.infer<typeof stepWantsSchema>;
 export type StepRow = z.infer<typeof stepRowSchema>;
 export type StepPass = z.infer<typeof stepPassSchema>;

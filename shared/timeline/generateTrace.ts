@@ -1,5 +1,5 @@
 // Synthetic-but-realistic trace generator: a small discrete-event simulation of token-level routing (R2R-like or ME-like).
-import type { TraceEvent } from '../trace.ts';
+import { modelRuns, type TraceEvent } from '../trace.ts';
 import { mulberry32 } from '../rng.ts';
 
 /** One simulated sub-server. Step latency grows with rows and fed tokens, like a real batched forward pass. */
@@ -250,19 +250,13 @@ class TraceSimulation implements TraceStream {
     const { buffer, models } = this;
     for (const m of req.visited) buffer.push({ type: 'request-state', t, requestId: req.id, model: models[m].name, state: 'done' });
     buffer.push({ type: 'request-state', t, requestId: req.id, model: null, state: 'done' });
-    const runs: { model: string; count: number }[] = [];
-    for (const m of req.producers) {
-      const last = runs[runs.length - 1];
-      if (last && last.model === models[m].name) last.count++;
-      else runs.push({ model: models[m].name, count: 1 });
-    }
     buffer.push({
       type: 'request-end',
       t,
       requestId: req.id,
       status: 'done',
       tokens: req.tokens,
-      runs,
+      runs: modelRuns(req.producers.map((m) => models[m].name)),
       handoffs: req.handoffs,
       admittedAt: req.admittedAt,
       firstTokenAt: req.firstTokenAt,

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { REQUEST_STATES } from '../../shared/trace.ts';
-import { requestMachine, type RequestEvent } from '../../runtime/entry/requestMachine.ts';
+import { requestMachine, type RequestEvent } from '../../runtime/entry/requestState.ts';
 
 const EVENTS: RequestEvent[] = [{ type: 'FIRST_TOKEN' }, { type: 'FINISH' }, { type: 'FAIL', error: new Error('x') }, { type: 'CANCEL' }];
 

@@ -24,8 +24,8 @@ export interface SizeSpec {
   ffn: number;
 }
 
-/** The sizes tried for the bundled family (docs/models.md, "Bundled family: sizes"). */
-export const DEFAULT_SIZES = ['small:256/4/4/2/64/768', 'medium:320/5/5/1/64/960', 'large:512/7/8/2/64/1536', 'xl:640/8/10/2/64/1792'];
+/** The bundled family's sizes, and xl for comparison (docs/models.md, "Bundled family: sizes"). */
+export const DEFAULT_SIZES = ['small:256/3/4/2/64/768', 'medium:320/5/5/1/64/960', 'large:512/7/8/1/64/1536', 'xl:640/8/10/2/64/1792'];
 
 export function parseSize(text: string): SizeSpec {
   const m = /^([\w-]+):(\d+)\/(\d+)\/(\d+)\/(\d+)\/(\d+)\/(\d+)$/.exec(text.trim());
@@ -159,7 +159,7 @@ export async function measureBatchCost(
         const a = qwen3Arch(s, vocab);
         const file = path.join(dir, `${s.name}-${vocab}.onnx`);
         const compact = vs.rows !== undefined;
-        // a compact head's logits go through a Gather: the export takes num_logits_to_keep, as the exporter's folders do
+        // a compact head (its rows scattered into a -1e9 fill of V columns) takes num_logits_to_keep, as the exporter's folders do
         const written = writeOnnxModel(
           file,
           buildDecoderGraph(a, { seed: `batch-cost/${s.name}`, storage, vocabIds: compact ? spreadIds(vocab, vs.rows!) : undefined, logitsToKeep: compact }),

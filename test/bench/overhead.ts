@@ -3,7 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createActor } from 'xstate';
 import { localRequestMachine } from '../../runtime/core/localRequest.ts';
-import { requestMachine } from '../../runtime/entry/requestMachine.ts';
+import { requestMachine } from '../../runtime/entry/requestState.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';

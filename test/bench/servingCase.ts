@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import type { LaneStats } from '../../runtime/core/messages.ts';
-import type { ThreadStats } from '../../shared/protocol/engineProtocol.ts';
+import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { machineBusyCores, machineCpuTicks, processSchedstat, runqueueWait, threadCpuMs, type RunqueueWait } from '../../runtime/util/threadCpu.ts';
 import { benchmarkServing, poolRuns, type ServingRun } from '../../runtime/loadgen/benchmarkServing.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { chatRequestSchema } from '../../shared/api/openai.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { benchPrompt } from '../../runtime/loadgen/benchPrompt.ts';
-import type { GenerateSink } from '../../runtime/http/generateParams.ts';
+import { generate, type GenerateSink } from '../../runtime/http/generate.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { planRequest } from '../../runtime/http/openai/requestPlan.ts';
 import { parseBody } from '../../runtime/http/zodToError.ts';
@@ -54,7 +54,7 @@ async function measure(
     const t2 = performance.now();
     const plan = planRequest(service, 'chat', body, undefined);
     const t3 = performance.now();
-    const handle = service.generate(plan.jobs[0].params, SINK);
+    const handle = generate(service, plan.jobs[0].params, SINK);
     const t4 = performance.now();
     handle.cancel();
     us.push((t4 - t0) * 1000);

@@ -4,7 +4,7 @@ import { servingMetrics, type RequestRecord } from '../../runtime/loadgen/reques
 import { poolRuns, type ServingRun } from '../../runtime/loadgen/benchmarkServing.ts';
 import { withRatios } from './ablation.ts';
 import { breakdownOf, overallModelFraction } from './breakdown.ts';
-import { EMPTY_LANE } from '../../runtime/transport/engineProxy.ts';
+import { EMPTY_LANE } from '../../shared/protocol/laneStats.ts';
 import type { LaneStats } from '../../runtime/core/messages.ts';
 import { scaling } from './concurrency.ts';
 import { drop } from './length.ts';

@@ -1,7 +1,7 @@
 // routeRow, table-driven: every decision a row's result can lead to, from data alone (no cluster, no clock).
 import { describe, expect, it } from 'vitest';
 import { standardSend, type Algorithm, type TokenSignals } from '../../shared/algorithm.ts';
-import { routeRow, type RowDecision, type RowView } from '../../runtime/core/routeRow.ts';
+import { routeRow, type RowDecision, type RowView } from '../../runtime/core/localRequest.ts';
 
 const EOS = 0;
 /** A second EOS id (Llama 3's <|eot_id|> beside <|end_of_text|>) and a request's stop_token_ids. */

@@ -1,6 +1,7 @@
-// The serving policy alone: when each mode lets an engine launch, and the sync modes' rounds at the entry.
+// The serving policy alone: when each mode lets an engine launch (its LaunchRule), and the sync modes' rounds at the entry.
 import { describe, expect, it } from 'vitest';
 import { servingPolicy, type RoundLane } from '../../runtime/core/servingPolicy.ts';
+import { LaunchRule } from '../../runtime/core/subServerMachine.ts';
 
 function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
   const granted: number[] = [];
@@ -17,19 +18,19 @@ function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
 describe('serving policy', () => {
   it('async-immediate launches on any ready request; async-delayed at the threshold, or any after the deadline', () => {
     const lane = { index: 0, readyCount: 2, threshold: 3, executing: false };
-    expect(servingPolicy('async-immediate', true).launch.mayLaunch(lane)).toBe(true);
-    const delayed = servingPolicy('async-delayed', true).launch;
+    expect(new LaunchRule('async-immediate').mayLaunch(lane)).toBe(true);
+    const delayed = new LaunchRule('async-delayed');
     expect(delayed.mayLaunch(lane)).toBe(false);
-    expect(delayed.mayLaunchLate(lane)).toBe(true);
+    expect(delayed.mayLaunch(lane, true)).toBe(true);
     expect(delayed.mayLaunch({ ...lane, readyCount: 3 })).toBe(true);
-    expect(delayed.mayLaunchLate({ ...lane, readyCount: 0 })).toBe(false);
+    expect(delayed.mayLaunch({ ...lane, readyCount: 0 }, true)).toBe(false);
   });
 
   it('a sync engine launches once per grant, deadline or not', () => {
-    const rule = servingPolicy('step-sync', true).launch;
+    const rule = new LaunchRule('step-sync');
     const lane = { index: 0, readyCount: 4, threshold: 1, executing: false };
     expect(rule.mayLaunch(lane)).toBe(false);
-    expect(rule.mayLaunchLate(lane)).toBe(false);
+    expect(rule.mayLaunch(lane, true)).toBe(false);
     rule.allow();
     expect(rule.mayLaunch(lane)).toBe(true);
     expect(rule.mayLaunch({ ...lane, readyCount: 0 })).toBe(false);

@@ -3,7 +3,7 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jsonBody } from '../../runtime/http/jsonBody.ts';
+import { jsonBody } from '../../runtime/http/createServer.ts';
 import { errorMiddleware } from '../../runtime/http/httpErrors.ts';
 
 const LIMIT = 200;

@@ -1,6 +1,6 @@
 // The per-token array of non-streamed answers is opt-in (tokenrouter_tokens: true); attribution totals stay (real HTTP).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestAttributionSchema, tokenAttributionSchema } from '../../shared/api/openai.ts';
+import { requestAttributionSchema, tokenAttributionSchema } from '../../shared/api/openaiAnswer.ts';
 import { startTestServer, type TestServer } from './testService.ts';
 
 let t: TestServer;

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
-import type { GenerateOutcome } from '../../runtime/http/generateParams.ts';
+import { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import { generate, type GenerateOutcome } from '../../runtime/http/generate.ts';
 import { streamToken, type StreamToken } from '../../runtime/http/streamToken.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
@@ -68,7 +68,8 @@ describe('engine placement', () => {
           const deltas: string[] = [];
           const tokens: (StreamToken | null)[] = [];
           const outcome = await new Promise<GenerateOutcome>((resolve) =>
-            s.generate(
+            generate(
+              s,
               { model: 'small', promptIds, maxTokens: 24, sampling: { temperature: 0, topP: 1, topK: 0, seed: 3 }, stop: [], perToken },
               {
                 onToken: (id, m, _i, sig, atHandoff, d) => (

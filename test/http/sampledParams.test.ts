@@ -9,7 +9,7 @@ import { GREEDY } from '../../runtime/runner/modelRunner.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import type { ChatTokenLogprob, CompletionLogprobs } from '../../shared/api/openai.ts';
+import type { ChatTokenLogprob, CompletionLogprobs } from '../../shared/api/openaiAnswer.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 
 let service: TokenRouterService;

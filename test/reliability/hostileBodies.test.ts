@@ -1,6 +1,6 @@
 // Issue 34 findings 3 and 4 against a real listening server: deeply nested bodies and `__proto__` keys are 400s naming the field, on every route.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH } from '../../runtime/http/jsonBody.ts';
+import { MAX_JSON_DEPTH } from '../../runtime/http/createServer.ts';
 import { call, expectStillServing, startRig, type Rig } from './harness.ts';
 import { rStitchIr } from './irFixtures.ts';
 

@@ -7,6 +7,7 @@ import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { InvariantError } from '../../runtime/core/invariants.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
+import { generate } from '../../runtime/http/generate.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { charTokenizer, VOCAB } from '../http/testService.ts';
 
@@ -31,8 +32,9 @@ async function service(): Promise<{ s: TokenRouterService; clock: VirtualClock }
   return { s: await TokenRouterService.start(config, { runners, tokenizer: charTokenizer(), clock }), clock };
 }
 
-function generate(s: TokenRouterService): void {
-  s.generate(
+function generateOne(s: TokenRouterService): void {
+  generate(
+    s,
     { model: 'r-stitch', promptIds: [1, 5, 6, 7], maxTokens: 20, sampling: { temperature: 0, topP: 1, topK: 0, seed: 1 }, stop: [] },
     { onToken: () => {}, onEnd: () => {} },
   );
@@ -42,9 +44,9 @@ describe('invariant checker in the serving process', () => {
   it('TOKENROUTER_CHECK_INVARIANTS=1: a KV cache no request holds (a leak) is caught at the next batch', async () => {
     process.env.TOKENROUTER_CHECK_INVARIANTS = '1';
     const { s, clock } = await service();
-    generate(s);
+    generateOne(s);
     clock.run(); // clean run: no violation
-    generate(s);
+    generateOne(s);
     s.cluster.lanes[0].pool.tryOpen(3); // a cache nobody holds: its room never comes back
     let caught: unknown;
     try {
@@ -60,7 +62,7 @@ describe('invariant checker in the serving process', () => {
   it('unset, the same leak goes unnoticed (the checker is really what caught it)', async () => {
     delete process.env.TOKENROUTER_CHECK_INVARIANTS;
     const { s, clock } = await service();
-    generate(s);
+    generateOne(s);
     s.cluster.lanes[0].pool.tryOpen(3);
     expect(() => clock.run()).not.toThrow();
     await s.close();

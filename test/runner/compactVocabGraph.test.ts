@@ -151,6 +151,57 @@ describe('decoder graph: compact vocabulary and fp16 storage', () => {
     expect(out.hidden_states.data[0]).not.toBe(hidden[0]);
   });
 
+  it('fills each batch row from the kept rows by a scatter, not a Gather over every vocabulary column', async () => {
+    const spec = buildDecoderGraph(ARCH, { seed: 'unused', weightsFrom, vocabIds: IDS, logitsToKeep: true, hiddenStates: true, storage: 'fp16' });
+    // a Gather of V columns costs O(V) index reads a row; the logits must come from ScatterElements into a fill
+    const producer = (name: string) => spec.nodes.find((n) => n.outputs.includes(name));
+    const head = producer(producer('logits')!.inputs[0])!;
+    expect(head.op).toBe('ScatterElements');
+    expect(spec.nodes.filter((n) => n.op === 'Gather' && n.attrs?.axis && 'i' in n.attrs.axis && n.attrs.axis.i !== 0)).toEqual([]);
+    const session = await ort.InferenceSession.create(encodeOnnxModel(spec), { intraOpNumThreads: 1, logSeverityLevel: 3 });
+    const rows = [
+      [17, 3, 99],
+      [299, 5, 40],
+    ];
+    const [B, S, H, V] = [rows.length, rows[0].length, ARCH.hiddenSize, ARCH.vocabSize];
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(rows.flat(), BigInt), [B, S]),
+      attention_mask: new ort.Tensor('int64', new BigInt64Array(B * S).fill(1n), [B, S]),
+      position_ids: new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: B * S }, (_, i) => BigInt(i % S)),
+        [B, S],
+      ),
+      num_logits_to_keep: new ort.Tensor('int64', BigInt64Array.of(1n), []),
+    };
+    for (let l = 0; l < ARCH.numLayers; l++) {
+      for (const k of ['key', 'value'])
+        feeds[`past_key_values.${l}.${k}`] = new ort.Tensor('float32', new Float32Array(0), [B, ARCH.numKvHeads, 0, ARCH.headDim]);
+    }
+    const out = await session.run(feeds, ['logits', 'hidden_states']);
+    await session.release();
+    expect(out.logits.dims).toEqual([B, 1, V]);
+    const logitsB = out.logits.data as Float32Array;
+    const hidden = out.hidden_states.data as Float32Array;
+    const table = halfRounded(compactTable);
+    const row = new Map(IDS.map((id, r) => [id, r]));
+    for (let b = 0; b < B; b++) {
+      const last = hidden.subarray((b * S + S - 1) * H, (b * S + S) * H);
+      for (let v = 0; v < V; v++) {
+        const r = row.get(v);
+        if (r === undefined) {
+          expect(logitsB[b * V + v]).toBe(-1e9);
+          continue;
+        }
+        let dot = 0;
+        for (let j = 0; j < H; j++) dot += last[j] * table[r * H + j];
+        expect(logitsB[b * V + v]).toBeCloseTo(dot, 4);
+      }
+    }
+    // the two rows differ: each was scattered from its own hidden state, not one row broadcast
+    expect(IDS.some((id) => logitsB[id] !== logitsB[V + id])).toBe(true);
+  });
+
   it('refuses vocabIds outside the vocabulary or repeated, and fp16 storage with quantized weights', () => {
     expect(() => buildDecoderGraph(ARCH, { seed: 'x', vocabIds: [1, 1] })).toThrow(/vocabIds: 1 is not a distinct id/);
     expect(() => buildDecoderGraph(ARCH, { seed: 'x', vocabIds: [300] })).toThrow(/vocabIds: 300/);

@@ -67,7 +67,7 @@ export async function documentedCharts(): Promise<Record<string, string>> {
   const [{ subServerMachine }, { localRequestMachine }, { requestMachine }] = await Promise.all([
     import('../../runtime/core/subServerMachine.ts'),
     import('../../runtime/core/localRequest.ts'),
-    import('../../runtime/entry/requestMachine.ts'),
+    import('../../runtime/entry/requestState.ts'),
   ]);
   return { engine: chartText(subServerMachine), 'local-request': chartText(localRequestMachine), request: chartText(requestMachine) };
 }

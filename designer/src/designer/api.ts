@@ -1,7 +1,7 @@
 // The designer's only door to the server: admin registry and models, deploys, the streaming playground, and evaluate / predict.
 import { createParser } from 'eventsource-parser';
 import { z } from 'zod';
-import { chatChunkSchema, openAIErrorBodySchema, type TokenAttribution } from '../../../shared/api/openai.ts';
+import { chatChunkSchema, openAIErrorBodySchema, type TokenAttribution } from '../../../shared/api/openaiAnswer.ts';
 import {
   activeVersionSchema,
   algorithmListSchema,

@@ -98,3 +98,19 @@ export function joinCalls(pieces: readonly CallDelta[]): ParsedCall[] {
   }
   return calls.filter((c) => c !== undefined);
 }
+
+/**
+ * Call pieces as OpenAI streams them: a call's id, type and name with empty arguments first, then
+ * its pieces since the last chunk as one arguments delta.
+ */
+export function streamedCalls(pieces: readonly CallDelta[]): object[] {
+  const out: object[] = [];
+  for (let i = 0; i < pieces.length; ) {
+    const c = pieces[i];
+    if (c.id !== undefined) out.push({ index: c.index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } });
+    let text = c.arguments;
+    for (i++; i < pieces.length && pieces[i].index === c.index && pieces[i].id === undefined; i++) text += pieces[i].arguments;
+    if (text) out.push({ index: c.index, function: { arguments: text } });
+  }
+  return out;
+}

@@ -1,13 +1,14 @@
 // The streamed OpenAI answer: SSE chunks per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import type { GenerateOutcome } from '../generateParams.ts';
-import type { StreamToken } from '../streamToken.ts';
+import type { RequestAttribution } from '../../../shared/api/openaiAnswer.ts';
+import { runChoices, type AnswerContext, type GenerateOutcome } from '../generate.ts';
+import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
-import { attribution, finishReasonOf, logprobsOf, plainTokens, runChoices, usageOf, type AnswerContext } from './choices.ts';
+import type { ServerMetrics } from '../metrics.ts';
 import type { Job, Plan } from './requestPlan.ts';
-import { AnswerOutput, type OutputDelta } from './answerOutput.ts';
+import { AnswerOutput, streamedCalls, type OutputDelta } from './answerOutput.ts';
 import type { CallDelta } from './toolCallParser.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
@@ -29,7 +30,7 @@ const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
  * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
  * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
  */
-export function answerStream(ctx: AnswerContext, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { metrics } = ctx;
   const object = plan.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   const head = { id: plan.id, object, created: Math.floor(Date.now() / 1000), model: plan.model };
@@ -119,7 +120,7 @@ export function answerStream(ctx: AnswerContext, plan: Plan, res: Response, req:
     res.once('close', () => clearTimeout(cut));
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
-  const cancel = runChoices(ctx, plan, req, res, {
+  const cancel = runChoices(ctx, plan.jobs, req, res, {
     unary: false,
     token: (k, text, model, detail) => {
       if (over) return;
@@ -214,7 +215,8 @@ class ChoiceChunks {
 
   /** The pending output as SSE events (one, or more for tool calls), and the choice emptied. */
   take(): string {
-    const logprobs = this.plan.logprobs === undefined || this.tokens.length === 0 ? null : logprobsOf(this.service, this.plan.kind, this.tokens, this.offset);
+    const logprobs =
+      this.plan.logprobs === undefined || this.tokens.length === 0 ? null : logprobsOf(this.service.tokenizer, this.plan.kind, this.tokens, this.offset);
     const ext = this.count === 0 ? undefined : { models: this.models, ...(this.tokens.length > 0 ? { tokens: plainTokens(this.tokens) } : {}) };
     let events = '';
     // the first event carries the logprobs and the extension
@@ -232,17 +234,8 @@ class ChoiceChunks {
       if (this.content || (this.first && !this.reasoning)) delta.content = this.content === '' && this.calls.length > 0 ? null : this.content;
       if (this.reasoning) delta.reasoning_content = this.reasoning;
       if (Object.keys(delta).length > 0 || this.calls.length === 0) event({ delta });
-      // as OpenAI streams a call: its id, type and name with empty arguments, then its pieces since the last chunk as one arguments delta
-      for (let i = 0; i < this.calls.length; ) {
-        const c = this.calls[i];
-        if (c.id !== undefined) {
-          this.callCount++;
-          event({ delta: { tool_calls: [{ index: c.index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] } });
-        }
-        let text = c.arguments;
-        for (i++; i < this.calls.length && this.calls[i].index === c.index && this.calls[i].id === undefined; i++) text += this.calls[i].arguments;
-        if (text) event({ delta: { tool_calls: [{ index: c.index, function: { arguments: text } }] } });
-      }
+      for (const call of streamedCalls(this.calls)) event({ delta: { tool_calls: [call] } });
+      this.callCount += this.calls.filter((c) => c.id !== undefined).length;
     }
     this.first = false;
     this.content = this.reasoning = '';
@@ -278,4 +271,37 @@ function atTurnEnd(flush: () => void): void {
       for (const f of list) f();
     });
   due.add(flush);
+}
+
+/**
+ * OpenAI's usage: each distinct prompt counted once however many choices it has (in order); its
+ * cached tokens are the most any of its choices found in the prefix cache.
+ */
+export function usageOf(plan: Plan, outs: readonly GenerateOutcome[]) {
+  const perPrompt = plan.jobs.length / plan.promptCount;
+  const completion = outs.reduce((a, o) => a + o.result.tokens.length, 0);
+  let cached = 0;
+  for (let i = 0; i < outs.length; i += perPrompt) cached += Math.max(...outs.slice(i, i + perPrompt).map((o) => o.result.cachedPromptTokens));
+  return {
+    prompt_tokens: plan.promptTokens,
+    completion_tokens: completion,
+    total_tokens: plan.promptTokens + completion,
+    prompt_tokens_details: { cached_tokens: cached },
+  };
+}
+
+/** The finish reason OpenAI gives: "tool_calls" when the answer ended by itself with calls in it. */
+export const finishReasonOf = (reason: string, calls: number) => (calls > 0 && reason === 'stop' ? 'tool_calls' : reason);
+
+/** The `tokenrouter` field: one choice's, or several summed (each choice carries its own too). */
+export function attribution(...outs: GenerateOutcome[]): RequestAttribution {
+  const byModel: Record<string, number> = {};
+  for (const o of outs) for (const [m, c] of Object.entries(o.result.tokensByModel)) byModel[m] = (byModel[m] ?? 0) + c;
+  return {
+    algorithm: outs[0].algorithm,
+    version: outs[0].version,
+    tokens_by_model: byModel,
+    handoffs: outs.reduce((a, o) => a + o.result.handoffs, 0),
+    discarded_tokens: outs.reduce((a, o) => a + o.result.discarded, 0),
+  };
 }

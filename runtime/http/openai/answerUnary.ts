@@ -1,10 +1,10 @@
 // The non-streamed OpenAI answer: one JSON body when every choice has ended (one failed choice fails the request).
 import type { Request, Response } from 'express';
-import type { GenerateOutcome } from '../generateParams.ts';
-import type { StreamToken } from '../streamToken.ts';
+import { runChoices, type AnswerContext, type GenerateOutcome } from '../generate.ts';
+import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
 import { serverTiming } from '../../eval/entryProfile.ts';
 import { sendError } from '../httpErrors.ts';
-import { attribution, finishReasonOf, logprobsOf, plainTokens, runChoices, usageOf, type AnswerContext } from './choices.ts';
+import { attribution, finishReasonOf, usageOf } from './answerStream.ts';
 import type { Plan } from './requestPlan.ts';
 import { hasParsers, readWhole } from './answerOutput.ts';
 
@@ -26,7 +26,7 @@ export function answerUnary(ctx: AnswerContext, plan: Plan, res: Response, req: 
   const done = (outs: GenerateOutcome[]) => {
     const choices = jobs.map((job, i) => {
       const o = outs[i];
-      const logprobs = plan.logprobs === undefined ? null : logprobsOf(ctx.service, kind, tokens[i], { offset: job.echo.length });
+      const logprobs = plan.logprobs === undefined ? null : logprobsOf(ctx.service.tokenizer, kind, tokens[i], { offset: job.echo.length });
       const choice =
         kind === 'chat'
           ? { index: job.index, ...chatMessage(plan, o), logprobs }
@@ -46,5 +46,5 @@ export function answerUnary(ctx: AnswerContext, plan: Plan, res: Response, req: 
   };
   const token = (k: number, _text: string, _model: string, detail: StreamToken | null) => void (detail && tokens[k].push(detail));
   // a cancelled request has nobody to answer
-  runChoices(ctx, plan, req, res, { unary: true, token, done, stopped: (e) => e !== null && sendError(res, e) });
+  runChoices(ctx, plan.jobs, req, res, { unary: true, token, done, stopped: (e) => e !== null && sendError(res, e) });
 }

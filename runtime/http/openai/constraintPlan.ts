@@ -1,7 +1,9 @@
 // A request's structured-output fields (response_format, structured_outputs, guided_*) as one Constraint grammar, each bad one a 400 naming it.
-import type { GrammarSpec } from '../../../shared/protocol/constraint.ts';
+import type { Constraint, GrammarSpec } from '../../../shared/protocol/constraint.ts';
 import type { ChatRequest, CompletionRequest } from '../../../shared/api/openai.ts';
 import { TokenRouterError } from '../../errors.ts';
+import type { OutputSpec } from './answerOutput.ts';
+import { THINK_CLOSE } from './reasoningParser.ts';
 
 /** A grammar and the request field it came from (named in any error about it). */
 export interface FieldGrammar {
@@ -64,4 +66,24 @@ export function requestedGrammar(body: ChatRequest | CompletionRequest): FieldGr
     throw new TokenRouterError('invalid_request', `${found[1].param} and ${found[0].param} both constrain the output; give one`, found[1].param);
   }
   return found[0];
+}
+
+/**
+ * The grammar as a Constraint: after a reasoning model's thought (its `</think>` token), as vLLM
+ * applies structured outputs, unless the prompt closed the thought already.
+ */
+export function constraintOf(
+  tokenizer: { encode(text: string, addSpecial: boolean): number[] },
+  g: FieldGrammar,
+  output: OutputSpec,
+): { constraint: Constraint; param: string } {
+  if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
+  const ids = tokenizer.encode(THINK_CLOSE, false);
+  if (ids.length !== 1)
+    throw new TokenRouterError(
+      'invalid_request',
+      `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`,
+      g.param,
+    );
+  return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
 }

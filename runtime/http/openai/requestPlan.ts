@@ -1,19 +1,18 @@
 // One OpenAI request, checked and planned: its prompts as ids, the token budget, sampling, and one job per choice.
 import crypto from 'node:crypto';
-import { MAX_CHOICES, type ChatMessage, type ChatRequest, type CompletionRequest } from '../../../shared/api/openai.ts';
+import { MAX_CHOICES, type ChatRequest, type CompletionRequest } from '../../../shared/api/openai.ts';
 import { TokenRouterError } from '../../errors.ts';
+import { messageText } from '../chatPrompts.ts';
 import type { SamplingParams } from '../../runner/modelRunner.ts';
 import type { GenerationDefaults } from '../../runner/modelFolder.ts';
-import type { GenerateParams } from '../generateParams.ts';
+import type { GenerateParams } from '../generate.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import { mix } from '../../util/hash.ts';
 import type { Constraint } from '../../../shared/protocol/constraint.ts';
-import type { ModelConfig } from '../../config/serverConfig.ts';
 import type { OutputSpec } from './answerOutput.ts';
-import { requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
-import { thoughtAtStart, THINK_CLOSE } from './reasoningParser.ts';
+import { constraintOf, requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
+import { thoughtAtStart } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
-import { toolPromptMessages, type TemplateMessage } from './toolPrompt.ts';
 
 export type Kind = 'completion' | 'chat';
 
@@ -76,12 +75,12 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
     grammar ??= tools.grammar;
     if (tools.parser) output.tools = tools.parser;
     checks.push(...tools.schemas);
-    prompts = [{ ids: chatPrompt(service, chat, tools.templateTools, tools.parser, entry?.name ?? body.model), text: '' }];
+    prompts = [{ ids: service.chatPrompts.forRequest(chat, tools.templateTools, tools.parser, entry?.name ?? body.model), text: '' }];
     // completions have no template around them: their text is the model's as it is
     if (entry?.reasoningParser)
       output.reasoning = { parser: entry.reasoningParser, at: thoughtAtStart(service.tokenizer.decode(prompts[0].ids.slice(-8), false)) };
   } else prompts = completionPrompts(service, completion!, maxContext, vocab);
-  const constraint = grammar && constraintOf(service, grammar, output);
+  const constraint = grammar && constraintOf(service.tokenizer, grammar, output);
   const promptParam = chat ? 'messages' : 'prompt';
   // 400, as vLLM answers a prompt past max_model_len: the request is wrong for this model, not too big to read
   for (const p of prompts)
@@ -151,17 +150,6 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
 }
 
 /**
- * The grammar as a Constraint: after a reasoning model's thought (its `</think>` token), as vLLM
- * applies structured outputs, unless the prompt closed the thought already.
- */
-function constraintOf(service: TokenRouterService, g: FieldGrammar, output: OutputSpec): { constraint: Constraint; param: string } {
-  if (!output.reasoning || output.reasoning.at === 'closed') return { constraint: { grammar: g.grammar }, param: g.param };
-  const ids = service.tokenizer.encode(THINK_CLOSE, false);
-  if (ids.length !== 1) throw refuse(g.param, `the model's reasoningParser needs ${THINK_CLOSE} to be one token of its vocabulary; it is ${ids.length}`);
-  return { constraint: { grammar: g.grammar, startAfter: ids }, param: g.param };
-}
-
-/**
  * What the request sets, else the entry model folder's generation_config.json, else OpenAI's
  * (temperature 1, no cut). A folder whose do_sample is false defaults to greedy (transformers'
  * meaning) unless the request sets a temperature. top_k -1 and 0 both mean no cut (vLLM and
@@ -200,58 +188,4 @@ function completionPrompts(service: TokenRouterService, body: CompletionRequest,
     if (bad !== undefined) throw refuse(param, `prompt token id ${bad} is outside the vocabulary (size ${vocab})`);
     return { ids: x, text: body.echo ? service.tokenizer.decode(x) : '' };
   });
-}
-
-/** An assistant message may have no content (OpenAI allows null there): it renders as an empty turn. */
-function messageText(m: ChatMessage): string {
-  return m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((c) => c.text).join('');
-}
-
-/**
- * `parser`: set when calls are read back (tool_choice not "none"). A template that does not render
- * tools gets them written into the messages then (toolPrompt.ts); under "none" they are left out.
- */
-function chatPrompt(
-  service: TokenRouterService,
-  body: ChatRequest,
-  tools: readonly unknown[] | undefined,
-  parser: ModelConfig['toolCallParser'],
-  model: string,
-): number[] {
-  let messages = body.messages.map(templateMessage);
-  if (tools && !service.tokenizer.templateReadsTools) {
-    if (parser) messages = toolPromptMessages(messages, tools, parser, model);
-    tools = undefined;
-  }
-  if (messages.every((m) => m.content.trim() === '' && m.tool_calls === undefined)) throw refuse('messages', 'messages have no content');
-  const variables: Record<string, unknown> = { ...(body.chat_template_kwargs ?? {}) };
-  for (const k of ['messages', 'tools', 'add_generation_prompt']) {
-    if (k in variables) throw refuse(`chat_template_kwargs.${k}`, `chat_template_kwargs.${k} is set by the request itself`);
-  }
-  if (tools) variables.tools = tools;
-  return service.chatPrompts.ids(messages, variables);
-}
-
-/**
- * A message as chat templates read it (transformers' convention): content as text, a call's
- * arguments as an object (templates write them with tojson), a tool message's call id.
- */
-function templateMessage(m: ChatMessage, i: number): TemplateMessage {
-  const out: TemplateMessage = { role: m.role, content: messageText(m) };
-  if (m.name !== undefined) out.name = m.name;
-  if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
-  if (m.reasoning_content != null) out.reasoning_content = m.reasoning_content;
-  if (m.tool_calls != null && m.tool_calls.length > 0) {
-    out.tool_calls = m.tool_calls.map((c, j) => {
-      const param = `messages.${i}.tool_calls.${j}.function.arguments`;
-      let args: unknown;
-      try {
-        args = JSON.parse(c.function.arguments);
-      } catch {
-        throw refuse(param, `${param} is not JSON`);
-      }
-      return { id: c.id, type: 'function', function: { name: c.function.name, arguments: args } };
-    });
-  }
-  return out;
 }

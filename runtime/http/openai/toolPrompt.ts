@@ -2,7 +2,7 @@
 import type { ToolCallParserName } from '../../config/serverConfig.ts';
 import { TokenRouterError } from '../../errors.ts';
 
-/** A message as chat templates read it (runtime/http/openai/requestPlan.ts builds them). */
+/** A message as chat templates read it (runtime/http/chatPrompts.ts builds them). */
 export type TemplateMessage = { role: string; content: string; tool_calls?: unknown[] } & Record<string, unknown>;
 
 /** The opening of the first user message in vLLM's examples/tool_chat_template_llama3.1_json.jinja (Meta's JSON tool prompt). */

@@ -1,7 +1,8 @@
 // One ordered, loss-free link over NATS, between an entry and a remote engine or between two remote engines: numbered frames, cumulative acks, resends.
 import v8 from 'node:v8';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { linkFrameSchema, type LinkFrame, type PortLike } from '../../../shared/protocol/engineProtocol.ts';
+import type { PortLike } from '../../../shared/protocol/engineProtocol.ts';
+import { linkFrameSchema, type LinkFrame } from './natsProtocol.ts';
 
 /** 5: engine-to-engine handoffs (`remote-peers`, `${subject}.peer` frames). 6: a frame carries the messages of one turn and an ack. */
 export const WIRE_PROTOCOL = 6;

@@ -1,7 +1,8 @@
 // Engine to engine over NATS, on a sub-server: handoffs go straight to a peer model's replica (the request's home there, or one placed), on one ordered link per replica.
 import crypto from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { toPeerSchema, type LinkFrame, type RemotePeer, type ToPeer, type WireArrival } from '../../../shared/protocol/engineProtocol.ts';
+import { toPeerSchema, type ToPeer, type WireArrival } from '../../../shared/protocol/engineProtocol.ts';
+import type { LinkFrame, RemotePeer } from './natsProtocol.ts';
 import type { PeerRouter, PortedEngine } from '../serveEngine.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import { NatsLink } from './natsLink.ts';
@@ -126,7 +127,7 @@ export class NatsPeers implements PeerRouter {
   private place(model: string, replicas: RemotePeer['replicas']): string | undefined {
     const held = new Map<string, number>();
     for (const { [model]: at } of this.homes.values()) if (at) held.set(at, (held.get(at) ?? 0) + 1);
-    return pickReplica(replicas, (s) => held.get(s) ?? 0, keepsOneReplica(this.opts.server.host.policy.mode));
+    return pickReplica(replicas, (s) => held.get(s) ?? 0, keepsOneReplica(this.opts.server.host.settings.mode));
   }
 
   private link(subject: string): NatsLink {

@@ -3,9 +3,10 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../../runner/modelRunner.ts';
-import type { Decoder } from '../../runner/incrementalDetokenizer.ts';
-import { serveEngine, type PortedEngine } from '../serveEngine.ts';
-import type { LinkFrame, PortLike, ReplicaAnnouncement } from '../../../shared/protocol/engineProtocol.ts';
+import type { Decoder } from '../../runner/outputProcessor.ts';
+import { serveEngine } from '../serveEngine.ts';
+import type { PortLike } from '../../../shared/protocol/engineProtocol.ts';
+import { remotePeersSchema, type LinkFrame, type ReplicaAnnouncement } from './natsProtocol.ts';
 import { DEFAULT_SUBJECT_PREFIX, modelSubjects, watchLink } from './natsConnection.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';
 import { NatsPeers, newPeerStats, peerSubject } from './natsPeers.ts';
@@ -31,7 +32,7 @@ interface Session {
   link: NatsLink;
   /** Only the messages between the entry's `begin` and its `close` reach the engine; its peers' handoffs too. */
   state: 'new' | 'open' | 'closed';
-  serving: { readonly server: PortedEngine | null };
+  serving: ReturnType<typeof serveEngine>;
   /** This deployment's remote peers, from its `begin` on. */
   peers: NatsPeers | null;
 }
@@ -158,7 +159,6 @@ export class RemoteEngineServer {
       peers: null,
       serving: serveEngine(port, this.runner, {
         decoder: this.opts.decoder,
-        remotePeers: (_server, m) => s.peers?.setPeers(m.peers),
         // the entry is done with this engine: free what it held (a takeover by a later entry would too)
         onClose: async () => this.forget(entry, 'it closed'),
         onError: (e) => this.engineFailed(entry, e),
@@ -178,7 +178,11 @@ export class RemoteEngineServer {
       if (s.state === 'closed') return this.ignore(entry, `"${name}"`, 'after the entry closed');
       if (s.state === 'new' && name !== 'begin') return this.ignore(entry, `"${name}"`, 'before the entry began');
       s.state = name === 'close' ? 'closed' : 'open';
-      toEngine(m);
+      if (name !== 'remote-peers') return toEngine(m);
+      // the engine protocol does not know it: checked here, applied in order with the entry's other messages
+      const parsed = remotePeersSchema.safeParse(m);
+      if (!parsed.success) return this.engineFailed(entry, new Error(`malformed engine message: ${parsed.error.issues[0]?.message}`));
+      s.serving.inOrder(() => s.peers?.setPeers(parsed.data.peers));
     });
     this.sessions.set(entry, s);
     return s;

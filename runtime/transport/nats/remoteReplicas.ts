@@ -1,11 +1,11 @@
 // The entry's one record of each live replica of a remote model: what it announced, the link to it, its lane, the requests homed there.
 import { isDeepStrictEqual } from 'node:util';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { EMPTY_LANE } from '../engineProxy.ts';
+import { EMPTY_LANE } from '../../../shared/protocol/laneStats.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import type { EngineSettings, LaneStats, ToEngine } from '../../core/messages.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
-import { replicaAnnouncementSchema, type RemotePeer, type ReplicaAnnouncement } from '../../../shared/protocol/engineProtocol.ts';
+import { replicaAnnouncementSchema, type RemotePeer, type RemotePeers, type ReplicaAnnouncement } from './natsProtocol.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';
 import { type modelSubjects, watchLink } from './natsConnection.ts';
 
@@ -204,7 +204,7 @@ export class RemoteReplicas {
     return sum;
   }
 
-  toAll(m: ToEngine): void {
+  toAll(m: ToEngine | RemotePeers): void {
     for (const r of this.bySubject.values()) r.link.postMessage(m);
   }
 
