@@ -37,7 +37,7 @@ torch.set_num_threads(int(os.environ.get('TR_THREADS', '1')))
 # Qwen3-0.6B's fixed fields (RoPE theta, norm eps, tied head, q/k norm); sizes per model
 ROPE_THETA, EPS = 1_000_000.0, 1e-6
 CONFIGS = {
-    'small': dict(hidden=256, layers=4, heads=4, kv=2, head_dim=64, ffn=768, lr=2e-3, steps=1500, bs=32),
+    'small': dict(hidden=256, layers=3, heads=4, kv=2, head_dim=64, ffn=768, lr=2e-3, steps=1500, bs=32),
     'medium': dict(hidden=320, layers=5, heads=5, kv=1, head_dim=64, ffn=960, lr=1.5e-3, steps=2000, bs=32),
     'large': dict(hidden=512, layers=7, heads=8, kv=1, head_dim=64, ffn=1536, lr=1e-3, steps=1800, bs=32),
 }

@@ -119,8 +119,8 @@ export const TEMPLATES: Record<string, Template> = {
   'groups-give': (r) => {
     const p = pick(r, PEOPLE),
       t = pick(r, THINGS);
-    const a = int(r, 2, 12),
-      b = int(r, 2, 12),
+    const a = int(r, 2, 9),
+      b = int(r, 12, 99),
       c = int(r, 1, a * b - 1);
     const total = a * b;
     return {
@@ -137,9 +137,9 @@ export const TEMPLATES: Record<string, Template> = {
     const p = pick(r, PEOPLE),
       t = pick(r, THINGS),
       place = pick(r, PLACES);
-    const a = int(r, 2, 12),
-      b = int(r, 2, 12),
-      c = int(r, 1, 40);
+    const a = int(r, 2, 9),
+      b = int(r, 12, 99),
+      c = int(r, 10, 99);
     const total = a * b;
     return {
       nums: [a, b, c],
@@ -156,7 +156,7 @@ export const TEMPLATES: Record<string, Template> = {
       t = pick(r, THINGS),
       who = pick(r, FRIENDS);
     const c = int(r, 2, 9),
-      each = int(r, 2, 12),
+      each = int(r, 12, 60),
       a = int(r, 1, c * each - 1),
       b = c * each - a;
     return {
@@ -169,10 +169,10 @@ export const TEMPLATES: Record<string, Template> = {
   'rows-extra-broken': (r) => {
     const p = pick(r, PEOPLE),
       t = pick(r, THINGS);
-    const a = int(r, 2, 12),
-      b = int(r, 2, 12),
-      c = int(r, 1, 30),
-      d = int(r, 1, Math.min(30, a * b + c - 1));
+    const a = int(r, 2, 9),
+      b = int(r, 12, 99),
+      c = int(r, 10, 99),
+      d = int(r, 1, Math.min(99, a * b + c - 1));
     const total = a * b,
       more = total + c;
     return {
@@ -191,13 +191,13 @@ export const TEMPLATES: Record<string, Template> = {
       t = pick(r, THINGS),
       place = pick(r, PLACES);
     const a = int(r, 2, 9),
-      b = int(r, 2, 12),
-      d = int(r, 1, 30),
+      b = int(r, 12, 60),
+      d = int(r, 10, 99),
       cost = a * b,
       all = cost + d;
     const c = pick(
       r,
-      [50, 100, 100, 200, 500].filter((x) => x > all),
+      [100, 200, 500, 1000].filter((x) => x > all),
     );
     return {
       nums: [a, b, d, c],
@@ -213,9 +213,9 @@ export const TEMPLATES: Record<string, Template> = {
   'rate-then-more': (r) => {
     const p = pick(r, PEOPLE),
       m = pick(r, MEASURES);
-    const a = int(r, 2, 12),
-      b = int(r, 2, 12),
-      c = int(r, 1, 40);
+    const a = int(r, 12, 99),
+      b = int(r, 2, 9),
+      c = int(r, 10, 99);
     const total = a * b;
     return {
       nums: [a, b, c],
@@ -230,8 +230,8 @@ export const TEMPLATES: Record<string, Template> = {
   'rate-minus-spent': (r) => {
     const p = pick(r, PEOPLE),
       t = pick(r, THINGS);
-    const a = int(r, 2, 12),
-      b = int(r, 2, 12),
+    const a = int(r, 12, 99),
+      b = int(r, 2, 9),
       c = int(r, 1, a * b - 1);
     const total = a * b;
     return {
@@ -244,8 +244,8 @@ export const TEMPLATES: Record<string, Template> = {
   'more-than-together': (r) => {
     const [p, q] = two(r),
       t = pick(r, THINGS);
-    const a = int(r, 5, 90),
-      b = int(r, 2, 40);
+    const a = int(r, 50, 399),
+      b = int(r, 20, 199);
     const qs = a + b;
     return {
       nums: [a, b],
@@ -257,9 +257,9 @@ export const TEMPLATES: Record<string, Template> = {
   'times-as-many-more': (r) => {
     const [p, q] = two(r),
       t = pick(r, THINGS);
-    const a = int(r, 2, 15),
+    const a = int(r, 12, 99),
       c = int(r, 2, 9),
-      d = int(r, 1, 30);
+      d = int(r, 10, 150);
     const qs = a * c;
     return {
       nums: [a, c, d],
@@ -302,8 +302,8 @@ export const TEMPLATES: Record<string, Template> = {
       who = pick(r, FRIENDS);
     const b = int(r, 2, 6),
       groups = int(r, 2, 10),
-      c = int(r, 2, 9),
-      d = int(r, 1, 25),
+      c = int(r, 12, 60),
+      d = int(r, 10, 99),
       a = b * groups;
     return {
       nums: [a, b, c, d],
@@ -318,9 +318,9 @@ export const TEMPLATES: Record<string, Template> = {
   },
   'pages-left': (r) => {
     const p = pick(r, PEOPLE);
-    const b = int(r, 2, 12),
+    const b = int(r, 12, 60),
       c = int(r, 2, 9),
-      a = b * c + int(r, 1, 90);
+      a = b * c + int(r, 10, 400);
     return {
       nums: [a, b, c],
       final: a - b * c,
