@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { SCHEDULING_MODES } from '../../shared/protocol/engineProtocol.ts';
+import { SCHEDULING_MODES } from '../../shared/protocol/engineControl.ts';
 import { TokenRouterError } from '../errors.ts';
 import { remoteModelSchema } from './remoteModelConfig.ts';
 import { apiKeysSchema, type ApiKeyConfig } from './apiKeyConfig.ts';

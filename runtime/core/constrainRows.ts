@@ -1,7 +1,7 @@
 // Grammar enforcement in an engine's step: each constrained row's mask at launch, each committed token checked against the grammar.
 import type { LocalRequest, RequestSpec } from './localRequest.ts';
 import type { Batch } from './laneQueues.ts';
-import type { Arrival } from './messages.ts';
+import type { Arrival } from '../../shared/protocol/engineProtocol.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
 import type { ModelInfo } from '../../shared/protocol/runnerProtocol.ts';

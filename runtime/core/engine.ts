@@ -10,7 +10,7 @@ import type { OutputProcessor } from '../runner/outputProcessor.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { batchEvent, EngineStats, LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
 import { LocalRequest, receiveRow, routeRow, type LocalEvent, type RequestSpec } from './localRequest.ts';
-import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
+import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
 /** The host as its engine sees it (EngineHost). */

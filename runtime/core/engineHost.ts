@@ -8,7 +8,7 @@ import { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { Engine, type EngineEnv } from './engine.ts';
 import { checkEngine } from './invariants.ts';
 import type { RequestCounters } from './localRequest.ts';
-import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
+import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from '../../shared/protocol/engineProtocol.ts';
 import { LaunchRule, subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
 
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */

@@ -14,18 +14,10 @@ import {
 } from '../../shared/algorithm.ts';
 import { draw3 } from '../util/hash.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
-import type { RequestCounters, TextState, WireSpec } from '../../shared/protocol/engineProtocol.ts';
-import type { AlgorithmRef } from '../registry/algorithmSource.ts';
+import type { RequestCounters, RequestSpec, TextState } from '../../shared/protocol/engineProtocol.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
 
-export type { RequestCounters } from '../../shared/protocol/engineProtocol.ts';
-
-/** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
-export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
-  readonly algorithm: Algorithm<unknown>;
-  /** The algorithm by reference, for engines in other threads (absent: in-process engines only). */
-  readonly ref?: AlgorithmRef;
-};
+export type { RequestCounters, RequestSpec } from '../../shared/protocol/engineProtocol.ts';
 
 export function newCounters(models: number): RequestCounters {
   return { handoffs: 0, discarded: 0, admissions: new Array(models + 1).fill(0), tokensFed: new Array(models + 1).fill(0), cachedPrompt: 0 };

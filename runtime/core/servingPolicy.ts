@@ -1,5 +1,5 @@
 // The entry's serving policy: the sync baselines' rounds (step-sync, model-sync), whether state stays behind a handoff (no-retain), which thresholds are feasible.
-import { SCHEDULING_MODES } from '../../shared/protocol/engineProtocol.ts';
+import { SCHEDULING_MODES } from '../../shared/protocol/engineControl.ts';
 import { TokenRouterError } from '../errors.ts';
 
 export { SCHEDULING_MODES };

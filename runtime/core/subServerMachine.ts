@@ -1,6 +1,6 @@
 // The engine's lane actor and launch rule: idle / collecting a delayed batch / executing a batch / down, where batches fail; when a step may start.
 import { assign, setup } from 'xstate';
-import type { EngineSettings } from './messages.ts';
+import type { EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 
 /** What the guards read about the lane, sent with each event: requests are ready; the launch rule lets a batch start now; or once the max-wait deadline passed. */
 export interface LaneFacts {

@@ -6,7 +6,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Engine } from '../core/engine.ts';
 import { Cascade } from '../core/engineHost.ts';
 import { checkInvariants } from '../core/invariants.ts';
-import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, LaneStats, WireArrival } from '../core/messages.ts';
+import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, LaneStats, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 import { servingPolicy, validateThresholds, type SchedulingMode, type ServingPolicy } from '../core/servingPolicy.ts';
 import { beginEngines, type EngineHandle } from '../transport/engineHandle.ts';
 import { buildEngines, modelLimits, SCHEDULING, sharedSettings } from './clusterOptions.ts';

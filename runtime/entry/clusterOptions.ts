@@ -5,7 +5,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Decoder } from '../runner/outputProcessor.ts';
 import type { Cascade } from '../core/engineHost.ts';
-import type { EngineSettings } from '../core/messages.ts';
+import type { EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import { InprocEngine } from '../transport/inprocEngine.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import { modelSchema, serverConfigSchema, type LimitsConfig, type ModelConfig, type SchedulingConfig } from '../config/serverConfig.ts';

@@ -1,7 +1,7 @@
 // When an engine dies and when it comes back: the entry fails the requests decoding there, holds the handoffs sent to it, and puts the fresh engine in place.
 import { TokenRouterError } from '../errors.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
-import type { Arrival, EngineEntry, EngineSettings } from '../core/messages.ts';
+import type { Arrival, EngineEntry, EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import type { EngineLimits } from './clusterOptions.ts';
 import type { RequestState } from './requestState.ts';
 import { rejoinEngine } from '../transport/engineHandle.ts';

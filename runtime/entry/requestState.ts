@@ -6,7 +6,7 @@ import { modelRuns, type RequestStatus, type TraceEvent } from '../../shared/tra
 import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
-import type { Arrival, Commit, Finish, FinishReason } from '../core/messages.ts';
+import type { Arrival, Commit, Finish, FinishReason } from '../../shared/protocol/engineProtocol.ts';
 import { newTextState } from '../runner/outputProcessor.ts';
 
 export interface RequestResult {

@@ -6,7 +6,7 @@ import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import type { Engine } from '../core/engine.ts';
 import type { EngineHost } from '../core/engineHost.ts';
 import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
-import type { Arrival, EngineEntry, EngineReport, EngineSettings, LaneStats, ToEngine } from '../core/messages.ts';
+import type { Arrival, EngineEntry, EngineReport, EngineSettings, LaneStats, ToEngine } from '../../shared/protocol/engineProtocol.ts';
 
 /** The entry's calls an engine host takes as they are: made directly in this process, sent as these messages across a port. */
 export type HostCall = Extract<ToEngine, { type: 'release' | 'threshold' | 'grant' | 'down' | 'trace' | 'peer-lost' }>;

@@ -19,7 +19,7 @@ import type {
   Moved,
   ToEngine,
   WireArrival,
-} from '../core/messages.ts';
+} from '../../shared/protocol/engineProtocol.ts';
 import { fromEngineSchema } from '../../shared/protocol/engineProtocol.ts';
 import { EMPTY_LANE } from '../../shared/protocol/laneStats.ts';
 import { EngineHandle, reportToEntry } from './engineHandle.ts';

@@ -6,7 +6,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { EngineHost, type Cascade } from '../core/engineHost.ts';
 import type { Engine } from '../core/engine.ts';
-import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../core/messages.ts';
+import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import type { Decoder } from '../runner/outputProcessor.ts';
 import { callHost, EngineHandle, reportToEntry, type HostCall } from './engineHandle.ts';
 

@@ -24,7 +24,7 @@ import {
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/outputProcessor.ts';
-import type { Arrival, EngineOutlet, EngineReport, EngineSettings, Finish, Moved, PeerLink } from '../core/messages.ts';
+import type { Arrival, EngineOutlet, EngineReport, EngineSettings, Finish, Moved, PeerLink } from '../../shared/protocol/engineProtocol.ts';
 import { callHost } from './engineHandle.ts';
 
 /** Handoffs to peers reached by address, not a port each (over NATS, a peer model may have several replicas). */

@@ -1,14 +1,13 @@
-// The engine protocol, defined once: what crosses between the entry and its engines, and from engine to engine.
+// The engine protocol, defined once: what crosses between the entry and its engines, and from engine to engine, on a wire or in one thread.
 import { z } from 'zod';
-import { traceEventSchema } from '../trace.ts';
+import type { Algorithm, Handoff, ModelId, TokenSignals } from '../algorithm.ts';
+import { traceEventSchema, type TraceEvent } from '../trace.ts';
 import { constraintSchema } from './constraint.ts';
-import { laneStatsSchema } from './laneStats.ts';
-import { modelInfoSchema, samplingSchema, signalsSchema } from './runnerProtocol.ts';
+import { controlFromEngine, controlToEngine, list } from './engineControl.ts';
+import { laneStatsSchema, type LaneStats } from './laneStats.ts';
+import { samplingSchema, signalsSchema } from './runnerProtocol.ts';
 
 const int = z.number().int();
-/** Any number but NaN: capacities and deadlines may be Infinity (unbounded), which z.number() refuses. */
-export const amount = z.custom<number>((v) => typeof v === 'number' && !Number.isNaN(v), 'a number');
-export const list = <T extends z.ZodType>(item: T) => z.array(item).readonly();
 const tokens = list(int);
 
 /** A request's fixed facts, its algorithm by key (the engine built it from a `deploy`). */
@@ -116,55 +115,12 @@ const algorithmRefSchema = z.object({
   catalog: list(z.object({ name: z.string(), heads: list(z.string()), vocabSize: int.optional() })).optional(),
 });
 
-/** The scheduling modes (runtime/core/servingPolicy.ts explains them); the config schema and the engine wire share this one list. */
-export const SCHEDULING_MODES = ['step-sync', 'model-sync', 'async-immediate', 'async-delayed'] as const;
-
-/**
- * What an engine begins with: the config's settings under their config names, plus what the entry
- * adds. `amount`s may be Infinity (no bound); `retainState: false` is standard serving.
- */
-const engineSettingsSchema = z.object({
-  index: int,
-  models: list(z.string()),
-  maxBatch: int,
-  maxStepTokens: amount,
-  threshold: int,
-  kvCapacityTokens: amount,
-  mode: z.enum(SCHEDULING_MODES),
-  retainState: z.boolean(),
-  maxWaitMs: amount,
-  prefixCache: z.boolean(),
-  origin: z.number(),
-  trace: z.boolean(),
-  checkInvariants: z.boolean(),
-});
-
-/** What the protocol uses of a MessagePort (one moves with the message that names it). */
-export interface PortLike {
-  postMessage(message: unknown, transfer?: readonly unknown[]): void;
-  on(event: 'message', listener: (message: unknown) => void): unknown;
-  close(): void;
-}
-const portSchema = z.custom<PortLike>((p) => typeof p === 'object' && p !== null && 'postMessage' in p && 'close' in p, 'a MessagePort');
-
-/** Entry → engine. */
+/** Entry → engine: an algorithm before its first request, the requests of one turn of the entry's event loop (admitted in one step), releases. */
 export const toEngineSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('begin'), settings: engineSettingsSchema, peers: z.record(z.string(), portSchema) }),
-  z.object({ type: z.literal('peer'), name: z.string(), port: portSchema }),
   z.object({ type: z.literal('deploy'), ref: algorithmRefSchema }),
-  /** The requests of one turn of the entry's event loop, admitted (and prefilled) in one step. */
   z.object({ type: z.literal('arrive'), arrivals: list(wireArrivalSchema) }),
   z.object({ type: z.literal('release'), id: z.string(), serial: int, status: z.enum(['done', 'failed', 'cancelled']) }),
-  z.object({ type: z.literal('threshold'), threshold: int, maxWaitMs: amount }),
-  /** A sync mode's round lets the engine launch one step. */
-  z.object({ type: z.literal('grant') }),
-  z.object({ type: z.literal('down'), down: z.boolean() }),
-  z.object({ type: z.literal('trace'), on: z.boolean() }),
-  /** The engine of `model` restarted empty: handoffs there carry the whole sequence again. */
-  z.object({ type: z.literal('peer-lost'), model: z.string() }),
-  z.object({ type: z.literal('close') }),
-  /** Test hook: the thread dies with an uncaught error, as a native crash would kill it. */
-  z.object({ type: z.literal('crash'), message: z.string() }),
+  ...controlToEngine,
 ]);
 
 /** Engine → engine: a step's handoffs to this peer, together. */
@@ -172,8 +128,6 @@ export const toPeerSchema = z.object({ type: z.literal('arrive'), arrivals: list
 
 /** Engine → entry: one `step` message per step, its commits and events in order, the trace, the lane. */
 export const fromEngineSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('ready'), info: modelInfoSchema }),
-  z.object({ type: z.literal('load-error'), message: z.string() }),
   z.object({
     type: z.literal('step'),
     commits: commitColumnsSchema.optional(),
@@ -184,7 +138,7 @@ export const fromEngineSchema = z.discriminatedUnion('type', [
   }),
   /** Handoffs to a model this engine has no link to: the entry passes them on. */
   z.object({ type: z.literal('deliver'), to: z.string(), arrivals: list(wireArrivalSchema) }),
-  z.object({ type: z.literal('closed') }),
+  ...controlFromEngine,
 ]);
 
 export type WireSpec = z.infer<typeof wireSpecSchema>;
@@ -194,7 +148,96 @@ export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;
 export type CommitColumns = z.infer<typeof commitColumnsSchema>;
 export type TextState = z.infer<typeof textStateSchema>;
-export type EngineSettings = z.infer<typeof engineSettingsSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;
 export type ToPeer = z.infer<typeof toPeerSchema>;
 export type FromEngine = z.infer<typeof fromEngineSchema>;
+export type AlgorithmRef = z.infer<typeof algorithmRefSchema>;
+export type { EngineSettings, PortLike } from './engineControl.ts';
+export type { LaneStats } from './laneStats.ts';
+
+// In one thread the same messages travel as they are, with live objects: the algorithm itself, an Error.
+
+/** What never changes about a request once submitted, every engine it visits reads the same: the wire spec with the algorithm itself. */
+export type RequestSpec = Readonly<Omit<WireSpec, 'algorithm'>> & {
+  readonly algorithm: Algorithm<unknown>;
+  /** The algorithm by reference, for engines in other threads (absent: in-process engines only). */
+  readonly ref?: AlgorithmRef;
+};
+
+/** A request arriving at an engine, from the entry (`handoff.from` 0, its tokens the prompt) or a peer: the wire's, with its algorithm built. */
+export type Arrival = Readonly<Omit<WireArrival, 'spec' | 'handoff' | 'homes'>> & { readonly spec: RequestSpec; readonly handoff: Handoff<unknown> };
+
+/** The request ended on an engine (EOS, length, a failure); the entry releases it everywhere. */
+export type Finish = Readonly<Omit<Extract<WireEvent, { type: 'finish' }>, 'error'>> & { readonly error?: Error };
+export type FinishReason = Finish['reason'];
+
+/** The request left for model `to` (its `hops`-th handoff). */
+export type Moved = Readonly<Omit<Extract<WireEvent, { type: 'moved' }>, 'replica'>>;
+
+/** One committed token, engine to entry (across a port it travels in columns, commitColumnsSchema). */
+export interface Commit {
+  readonly type: 'commit';
+  readonly requestId: string;
+  /** Its place in the output (0 = the first token after the prompt): the entry applies commits in this order. */
+  readonly index: number;
+  readonly token: number;
+  readonly model: ModelId;
+  /** Absent when it crossed a port for a request that does not read them (spec.detail). */
+  readonly signals: TokenSignals | undefined;
+  /** Kept by `send` at a handoff. */
+  readonly atHandoff: boolean;
+  /** The text the client may see now ('' while held back, or when the request is not detokenised). */
+  readonly text: string;
+}
+
+export type EngineEvent = Commit | Finish | Moved;
+
+/** What an engine produced, as data (vLLM's EngineCoreOutputs): events for the entry in order, handoffs for the peers. */
+export interface EngineOutputs {
+  readonly events: EngineEvent[];
+  readonly sent: { readonly to: string; readonly arrival: Arrival }[];
+}
+
+/** What one landed batch or handled call of an engine tells the entry. */
+export interface EngineReport {
+  readonly events: readonly EngineEvent[];
+  readonly trace: readonly TraceEvent[];
+  /** Absent when the entry shares the engine's thread and reads the lane itself. */
+  readonly lane?: LaneStats;
+  readonly returned: number;
+}
+
+/** Where an engine host's outputs go: the entry (reports, handoffs to engines it has no link to), whatever carries them. */
+export interface EngineOutlet {
+  /** The entry shares this thread: it answers within `report`, before the engine decides to launch, and reads the lane itself. */
+  readonly inProcess: boolean;
+  report(r: EngineReport): void;
+  /** Handoffs to model `to`'s engine, to which this one has no link of its own: the entry passes them on. */
+  viaEntry(to: string, arrivals: readonly Arrival[]): void;
+}
+
+/** A link from one engine host straight to a peer's. */
+export interface PeerLink {
+  arrive(arrivals: readonly Arrival[]): void;
+  close(): void;
+}
+
+/** What the entry hears from its engines, whatever carries it. */
+export interface EngineEntry {
+  /** Runs what one message from the engines sets off as one cascade. */
+  cascade<T>(fn: () => T): T;
+  commit(c: Commit): void;
+  finish(f: Finish): void;
+  moved(requestId: string, to: string, hops: number): void;
+  /** A handoff to an engine the sender has no link to: the entry passes it on. */
+  deliver(to: string, a: Arrival): void;
+  deliverWire(to: string, arrivals: readonly WireArrival[]): void;
+  traced(events: readonly TraceEvent[]): void;
+  /** A report was applied; `returned`: batches the engine finished since it last said (a sync barrier counts them). */
+  reported(returned: number): void;
+  /** A batch and all it set off in the entry's thread are over: the debug checks run here. */
+  settled?(): void;
+  /** Where a live request decodes (from the `moved` events), and its committed sequence: a remote model's recompute reads them. */
+  whereabouts?(requestId: string): { readonly model: string; readonly hops: number } | undefined;
+  sequence?(requestId: string): readonly number[] | undefined;
+}

@@ -6,7 +6,7 @@ import { printTable, type Row } from '../../runtime/util/table.ts';
 import { loadRunnerSet } from './benchRunners.ts';
 import { choiceSteps, chooseTokenRouterMode, thresholdMethod } from './compareModes.ts';
 import { BASELINE, runServingCase, servingDefaults, servingSettings, type ServingMode } from './servingCase.ts';
-import type { LaneStats } from '../../runtime/core/messages.ts';
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import { ALGORITHM_LANES } from './serving.ts';
 import { SuiteFlags } from './suiteFlags.ts';
 import { barChart } from './svgChart.ts';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import type { LaneStats } from '../../runtime/core/messages.ts';
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import { benchmarkServing, type ServingRun } from '../../runtime/loadgen/benchmarkServing.ts';
 import { benchmarkServingInChild } from '../../runtime/loadgen/remoteBenchmark.ts';
 import { benchPrompt, FEW_SHOT, fewShotChat } from '../../runtime/loadgen/benchPrompt.ts';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import type { LaneStats } from '../../runtime/core/messages.ts';
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { machineBusyCores, machineCpuTicks, processSchedstat, runqueueWait, threadCpuMs, type RunqueueWait } from '../../runtime/util/threadCpu.ts';

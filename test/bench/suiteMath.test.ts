@@ -5,7 +5,7 @@ import { poolRuns, type ServingRun } from '../../runtime/loadgen/benchmarkServin
 import { withRatios } from './ablation.ts';
 import { breakdownOf, overallModelFraction } from './breakdown.ts';
 import { EMPTY_LANE } from '../../shared/protocol/laneStats.ts';
-import type { LaneStats } from '../../runtime/core/messages.ts';
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import { scaling } from './concurrency.ts';
 import { drop } from './length.ts';
 import { thresholdCandidates } from './servingCase.ts';

@@ -2,7 +2,7 @@
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
-import type { LaneStats } from '../../runtime/core/messages.ts';
+import type { LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import type { Slo } from '../../runtime/loadgen/goodput.ts';
 import { servingMetrics, type RequestRecord, type ServingMetrics } from '../../runtime/loadgen/requestMetrics.ts';
 import type { SchedulingMode } from '../../runtime/core/servingPolicy.ts';

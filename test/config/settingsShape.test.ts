@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { modelSchema, parseServerConfig, serverConfigSchema, type ServerConfig } from '../../runtime/config/serverConfig.ts';
 import { EngineProxy } from '../../runtime/transport/engineProxy.ts';
 import { InprocEngine } from '../../runtime/transport/inprocEngine.ts';
-import type { EngineSettings } from '../../runtime/core/messages.ts';
+import type { EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from '../http/testService.ts';

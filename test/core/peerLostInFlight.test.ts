@@ -2,7 +2,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PortedEngine } from '../../runtime/transport/serveEngine.ts';
-import type { EngineSettings, WireArrival } from '../../runtime/core/messages.ts';
+import type { EngineSettings, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 import { caseRunner } from './threadSim.ts';
 
 const settings: EngineSettings = {

@@ -1,6 +1,6 @@
 // What only the NATS transport sends: replicas' heartbeats, link frames, and the entry's list of remote peers.
 import { z } from 'zod';
-import { amount, list } from '../../../shared/protocol/engineProtocol.ts';
+import { amount, list } from '../../../shared/protocol/engineControl.ts';
 import { modelInfoSchema } from '../../../shared/protocol/runnerProtocol.ts';
 
 const int = z.number().int();

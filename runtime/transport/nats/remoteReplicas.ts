@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { EMPTY_LANE } from '../../../shared/protocol/laneStats.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
-import type { EngineSettings, LaneStats, ToEngine } from '../../core/messages.ts';
+import type { EngineSettings, LaneStats, ToEngine } from '../../../shared/protocol/engineProtocol.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
 import { replicaAnnouncementSchema, type RemotePeer, type RemotePeers, type ReplicaAnnouncement } from './natsProtocol.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';

@@ -3,7 +3,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../../../runtime/clock/clock.ts';
 import { Cascade } from '../../../runtime/core/engineHost.ts';
 import { InprocEngine } from '../../../runtime/transport/inprocEngine.ts';
-import type { Arrival, EngineEntry, EngineSettings } from '../../../runtime/core/messages.ts';
+import type { Arrival, EngineEntry, EngineSettings } from '../../../shared/protocol/engineProtocol.ts';
 import type { RequestCounters, RequestSpec } from '../../../runtime/core/localRequest.ts';
 import type { ModelRunner } from '../../../runtime/runner/modelRunner.ts';
 import type { DelayLine } from './delayLine.ts';
