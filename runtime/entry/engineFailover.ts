@@ -4,7 +4,7 @@ import type { EngineHandle } from '../transport/engineHandle.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import type { EngineLimits } from './clusterOptions.ts';
 import type { RequestState } from './requestState.ts';
-import { rejoinEngine } from '../transport/engineHandle.ts';
+import { rejoinEngine } from '../transport/threadEngine.ts';
 
 /** What failover reads and does at the entry. */
 export interface FailoverHost {

@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { OpenAIErrorBody } from '../../shared/api/openaiAnswer.ts';
 import { IrCompileError } from '../ir/compileIr.ts';
 import { RemoteRunnerError } from '../transport/nats/natsConnection.ts';
-import { EngineThreadError } from '../transport/engineProxy.ts';
+import { EngineThreadError } from '../transport/threadEngine.ts';
 import { TokenRouterError, type ErrorCode } from '../errors.ts';
 import { StepError } from '../runner/onnxRunner.ts';
 import { WorkerRunnerError } from '../runner/workerRunner.ts';

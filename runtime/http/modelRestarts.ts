@@ -3,7 +3,7 @@ import type { ServerConfig } from '../config/serverConfig.ts';
 import type { Cluster } from '../entry/cluster.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { WorkerRunner } from '../runner/workerRunner.ts';
-import type { ThreadEngine } from '../transport/engineProxy.ts';
+import type { ThreadEngine } from '../transport/threadEngine.ts';
 import { runnerOptions, startThread, type LoadedModels } from './loadModels.ts';
 
 /** The service's parts a restart reads and replaces. */

@@ -1,51 +1,38 @@
-// The engine as the entry drives it: one handle, one implementation per transport (this process, a thread, NATS).
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { TokenRouterError } from '../errors.ts';
-import type { ModelInfo, ModelRunner } from '../runner/modelRunner.ts';
-import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import type { Engine } from '../core/engine.ts';
-import type { EngineHost } from '../core/engineHost.ts';
-import type { RequestCounters, RequestSpec } from '../core/localRequest.ts';
-import type { Arrival, EngineEntry, EngineReport, EngineSettings, LaneStats, ToEngine } from '../../shared/protocol/engineProtocol.ts';
+// The engine as the entry drives it: one handle whatever the transport, and its form over a link (a thread's port, NATS).
+import type { MessagePort } from 'node:worker_threads';
+import { ERROR_CODES, TokenRouterError, type ErrorCode } from '../errors.ts';
+import type { ModelInfo } from '../runner/modelRunner.ts';
+import {
+  fromEngineSchema,
+  type AlgorithmRef,
+  type Arrival,
+  type EngineEntry,
+  type EngineEvent,
+  type EngineReport,
+  type EngineSettings,
+  type Finish,
+  type FromEngine,
+  type LaneStats,
+  type Moved,
+  type RequestCounters,
+  type RequestSpec,
+  type ToEngine,
+  type WireArrival,
+} from '../../shared/protocol/engineProtocol.ts';
+import { EMPTY_LANE } from '../../shared/protocol/laneStats.ts';
+import { EngineControls } from './engineControls.ts';
+import { toWireArrival } from './serveEngine.ts';
 
-/** The entry's calls an engine host takes as they are: made directly in this process, sent as these messages across a port. */
-export type HostCall = Extract<ToEngine, { type: 'release' | 'threshold' | 'grant' | 'down' | 'trace' | 'peer-lost' }>;
-
-/** The one mapping from the entry's calls to the engine host's, whichever side of a port it runs on. */
-export function callHost(host: EngineHost, m: HostCall): RequestCounters | null {
-  if (m.type === 'release') return host.release(m.id, m.serial, m.status);
-  if (m.type === 'threshold') host.setSchedule(m.threshold, m.maxWaitMs);
-  else if (m.type === 'grant') host.allow();
-  else if (m.type === 'down') host.setDown(m.down);
-  else if (m.type === 'trace') host.setTracing(m.on);
-  else host.peerLost(m.model);
-  return null;
-}
-
-/** An engine as the entry drives it, wherever it runs, so the entry never asks which. */
-export abstract class EngineHandle {
+/** An engine as the entry drives it, wherever it runs, so the entry never asks which; what is not a request's call is in EngineControls. */
+export abstract class EngineHandle extends EngineControls {
   abstract readonly info: ModelInfo;
   index = -1;
   maxBatch = 1;
   maxStepTokens = Infinity;
-  threshold = 1;
   kvCapacityTokens = Infinity;
-  protected takenDown = false;
   /** The engine died with its state (a thread or a link gone for good), until a fresh one takes its place. */
   failure: Error | null = null;
-  /** MessagePorts can travel to it (a worker thread): it gets direct channels to the peers that take them too. */
-  abstract readonly acceptsPorts: boolean;
-  /** The lane as a sync round reads it (as the engine last reported it). */
-  abstract readonly readyCount: number;
-  abstract readonly executing: boolean;
   protected entry: EngineEntry | null = null;
-
-  constructor(readonly name: string) {}
-
-  /** The engine itself, when it runs in this process (benches and tests read its figures). */
-  get core(): Engine | undefined {
-    return undefined;
-  }
 
   get failed(): boolean {
     return this.failure !== null;
@@ -62,87 +49,17 @@ export abstract class EngineHandle {
     Object.assign(this, { index, maxBatch, maxStepTokens, threshold, kvCapacityTokens, entry });
   }
 
-  /** A peer engine thread was (re)started: its new port (only engines that take ports get one). */
-  addPeer(_name: string, _port: MessagePort): void {}
-
   /** Why a new request must be refused now although the engine is not down (a remote model cut off from its broker). */
   admissionError?(): Error | null;
   /** Makes sure the engine can build the algorithm before a request of it arrives (in this process its spec carries it). */
   deploy(_ref: AlgorithmRef): void {}
 
   abstract arrive(a: Arrival): void;
-  /** Makes the host call: directly (its answer), or as a message on the link (null: the engine answers later, in its events). */
-  protected abstract send(m: HostCall): RequestCounters | null;
 
   /** Drops what the engine holds of a request; its tallies when the engine can say them now (in this process). */
   release(spec: RequestSpec, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
     return this.send({ type: 'release', id: spec.id, serial: spec.serial, status });
   }
-
-  /** The delayed-batching threshold and max-wait deadline from now on. */
-  setSchedule(threshold: number, maxWaitMs: number): void {
-    this.threshold = threshold;
-    this.send({ type: 'threshold', threshold, maxWaitMs });
-  }
-
-  /** Trace events on (something at the entry reads them) or off. */
-  setTracing(on: boolean): void {
-    this.send({ type: 'trace', on });
-  }
-
-  /** The serving policy's round lets this engine launch one step (sync modes). */
-  grant(): void {
-    this.send({ type: 'grant' });
-  }
-
-  setDown(down: boolean): void {
-    this.takenDown = down;
-    this.send({ type: 'down', down });
-  }
-
-  /** The engine of model `name` restarted empty: requests decoding here re-send it their whole sequence. */
-  peerLost(name: string): void {
-    this.send({ type: 'peer-lost', model: name });
-  }
-
-  /** The runner died: in this process the engine fails what it held and says how many; across a port it died with it (null). */
-  runnerLost(_error: Error): number | null {
-    return null;
-  }
-
-  /** Puts a fresh runner in place of a dead one (an engine in this process only). */
-  replaceRunner(_runner: ModelRunner): void {
-    throw new TokenRouterError(
-      'invalid_request',
-      `model ${this.name} runs its engine beside its runner, elsewhere: replace the engine (replaceThread)`,
-      'model',
-    );
-  }
-
-  abstract onFailure(listener: (error: Error) => void): void;
-  abstract laneStats(): LaneStats;
-  abstract close(): Promise<void>;
-}
-
-/** A deployment starts engine by engine, each joining those begun before it. */
-export function beginEngines(starts: readonly { engine: EngineHandle; settings: EngineSettings }[], entry: EngineEntry): void {
-  const begun: EngineHandle[] = [];
-  for (const s of starts) {
-    rejoinEngine(s.engine, s.settings, begun, entry);
-    begun.push(s.engine);
-  }
-}
-
-/** Begins `fresh` beside `engines` (a restart takes a dead one's place): a channel to each that takes ports, as `fresh` does. */
-export function rejoinEngine(fresh: EngineHandle, settings: EngineSettings, engines: readonly EngineHandle[], entry: EngineEntry): void {
-  const peers: Record<string, MessagePort> = {};
-  for (const other of engines) {
-    if (other === fresh || !other.acceptsPorts || !fresh.acceptsPorts) continue;
-    const ch = new MessageChannel();
-    peers[other.name] = ch.port1;
-    other.addPeer(fresh.name, ch.port2);
-  }
-  fresh.begin(settings, peers, entry);
 }
 
 /** A report's events in order as one cascade: requests the entry starts as others finish join one batch of an engine beside it. */
@@ -156,4 +73,146 @@ export function reportToEntry(entry: EngineEntry, r: EngineReport): void {
     }
     entry.reported(r.returned);
   });
+}
+
+/** An engine the entry drives through messages, whatever carries them: subclasses own the link (`post`) and call `receive` and `fail`. */
+export abstract class EngineProxy extends EngineHandle {
+  protected lane: LaneStats | null = null;
+  /** Algorithms deployed since `begin`, by key (a remote model's replica that joins later gets them too). */
+  protected readonly deployed = new Map<string, AlgorithmRef>();
+  private readonly failureListeners: ((e: Error) => void)[] = [];
+  private arrivals: WireArrival[] = [];
+  private readonly postArrivals = (): void => {
+    if (this.arrivals.length === 0) return;
+    const arrivals = this.arrivals;
+    this.arrivals = [];
+    this.post({ type: 'arrive', arrivals });
+  };
+  protected closing = false;
+  /** checkInvariants: every message is checked, a trusted thread's too. */
+  private checked = false;
+
+  constructor(
+    name: string,
+    readonly info: ModelInfo,
+    readonly acceptsPorts: boolean,
+    /** The peer is this program in another thread: its messages are not checked (a NATS peer's are). */
+    private readonly trusted = false,
+  ) {
+    super(name);
+  }
+
+  override begin(settings: EngineSettings, peers: Record<string, MessagePort>, entry: EngineEntry): void {
+    super.begin(settings, peers, entry);
+    this.checked = settings.checkInvariants;
+    this.lane = null;
+    this.deployed.clear();
+    this.send({ type: 'begin', settings, peers }, Object.values(peers));
+  }
+
+  override addPeer(name: string, port: MessagePort): void {
+    this.send({ type: 'peer', name, port }, [port]);
+  }
+
+  override deploy(ref: AlgorithmRef): void {
+    if (this.deployed.has(ref.key)) return;
+    this.deployed.set(ref.key, ref);
+    this.send({ type: 'deploy', ref });
+  }
+
+  get readyCount(): number {
+    return this.lane?.ready ?? 0;
+  }
+  get executing(): boolean {
+    return this.lane?.executing ?? false;
+  }
+
+  /** Arrivals wait for the end of this turn of the entry's event loop and go as one message: a burst prefills in one step, not one then the rest. */
+  arrive(a: Arrival): void {
+    if (this.arrivals.push(toWireArrival(a)) === 1) setImmediate(this.postArrivals);
+  }
+
+  laneStats(): LaneStats {
+    return { ...(this.lane ?? { name: this.name, ...EMPTY_LANE }), threshold: this.threshold };
+  }
+
+  onFailure(listener: (error: Error) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+  }
+
+  protected send(m: ToEngine, transfer: readonly MessagePort[] = []): null {
+    // arrivals still waiting go first: the engine sees every message in the order the entry made it
+    this.postArrivals();
+    this.post(m, transfer);
+    return null;
+  }
+
+  /** Puts one message on the link (a subclass with several links picks one). */
+  protected abstract post(m: ToEngine, transfer?: readonly MessagePort[]): void;
+
+  /** The engine's lane as it last reported it (`from`: which of several links said so). */
+  protected mirror(lane: LaneStats, _from: unknown): void {
+    this.lane = lane;
+  }
+
+  /** A message from the engine, checked unless the peer is trusted; an error: it was malformed (the link is no longer trusted). */
+  protected receive(raw: unknown, from?: unknown): Error | null {
+    const entry = this.entry;
+    if (!entry) return null;
+    let m = raw as FromEngine;
+    if (!this.trusted || this.checked) {
+      const parsed = fromEngineSchema.safeParse(raw);
+      if (!parsed.success) return new Error(`engine of model "${this.name}" sent a malformed message: ${parsed.error.issues[0]?.message}`);
+      m = parsed.data;
+    }
+    if (m.type === 'deliver') entry.cascade(() => entry.deliverWire(m.to, m.arrivals));
+    if (m.type !== 'step') return null;
+    this.mirror(m.lane, from);
+    reportToEntry(entry, fromWireStep(m));
+    return null;
+  }
+
+  protected fail(e: Error): void {
+    if (this.failure) return;
+    this.failure = e;
+    this.lane = null;
+    if (!this.closing) for (const l of this.failureListeners) l(e);
+  }
+}
+
+/** A step message as the entry applies it: commits in their order first (a finish waits for its commits anyway), then the rest. */
+function fromWireStep(m: Extract<FromEngine, { type: 'step' }>): EngineReport {
+  const events: EngineEvent[] = [];
+  if (m.commits) {
+    const { ids, columns, text, signals } = m.commits;
+    const n = ids.length;
+    let s = 0;
+    let from = 0;
+    for (let i = 0; i < n; i++) {
+      const end = columns[4 * n + i];
+      const sig = s < signals.length && signals[s][0] === i ? signals[s++][1] : undefined;
+      events.push({
+        type: 'commit',
+        requestId: ids[i],
+        index: columns[i],
+        token: columns[n + i],
+        model: columns[2 * n + i],
+        signals: sig,
+        atHandoff: columns[3 * n + i] === 1,
+        text: text.slice(from, end),
+      });
+      from = end;
+    }
+  }
+  for (const e of m.events) {
+    if (e.type === 'finish' && e.error) {
+      const code = (ERROR_CODES as readonly string[]).includes(e.error.code) ? (e.error.code as ErrorCode) : 'internal';
+      events.push({ ...e, error: new TokenRouterError(code, e.error.message, e.error.param) });
+    } else events.push(e as Finish | Moved);
+  }
+  return { events, trace: m.trace, lane: m.lane, returned: m.returned };
 }

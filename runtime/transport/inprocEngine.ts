@@ -8,7 +8,8 @@ import { EngineHost, type Cascade } from '../core/engineHost.ts';
 import type { Engine } from '../core/engine.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import type { Decoder } from '../runner/outputProcessor.ts';
-import { callHost, EngineHandle, reportToEntry, type HostCall } from './engineHandle.ts';
+import { callHost, type HostCall } from './engineControls.ts';
+import { EngineHandle, reportToEntry } from './engineHandle.ts';
 
 export class InprocEngine extends EngineHandle {
   readonly acceptsPorts = false;

@@ -1,19 +1,23 @@
-// The engine's side of a port: one engine host served over a worker's MessagePort or a NATS link, messages as data; the engine thread's main.
-import { PerformanceObserver } from 'node:perf_hooks';
-import { parentPort, workerData } from 'node:worker_threads';
+// The engine's side of a port: one engine host served over a worker's MessagePort or a NATS link, messages as data.
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { createRealClock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
-import { loadAlgorithm, type AlgorithmRef } from '../registry/algorithmSource.ts';
+import { loadAlgorithm } from '../registry/algorithmSource.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
-import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import {
   COMMIT_COLUMNS,
   toEngineSchema,
   toPeerSchema,
+  type AlgorithmRef,
+  type Arrival,
   type CommitColumns,
+  type EngineOutlet,
+  type EngineReport,
+  type EngineSettings,
+  type Finish,
   type FromEngine,
+  type Moved,
+  type PeerLink,
   type PortLike,
   type ToEngine,
   type ToPeer,
@@ -24,19 +28,13 @@ import {
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/outputProcessor.ts';
-import type { Arrival, EngineOutlet, EngineReport, EngineSettings, Finish, Moved, PeerLink } from '../../shared/protocol/engineProtocol.ts';
-import { callHost } from './engineHandle.ts';
+import { callHost } from './engineControls.ts';
 
-/** Handoffs to peers reached by address, not a port each (over NATS, a peer model may have several replicas). */
+/** Over NATS, the peer mesh (nats/natsPeers.ts) follows where each request's state is: every arrival, every end, the replica a handoff went to. */
 export interface PeerRouter {
-  /** Every arrival here, before the engine takes it (a peer's says where the request's state is). */
   arrived(arrivals: readonly WireArrival[]): void;
-  /** The request ended here: released by the entry, or finished here. */
   ended(id: string): void;
-  /** Handoffs to model `to`, as they leave. */
-  send(to: string, arrivals: readonly WireArrival[]): void;
-  /** The replica a request was just sent to on model `to` (the entry's `moved` event names it). */
-  sentTo(id: string, to: string): string | undefined;
+  leaving(e: WireEvent): WireEvent;
 }
 
 /** An engine host with what a port adds: algorithms built from their references, arrivals parked until their deploy comes. */
@@ -45,7 +43,7 @@ export class PortedEngine {
   private readonly algorithms = new Map<string, { alg: Algorithm<unknown>; ref: AlgorithmRef }>();
   /** Arrivals whose algorithm's deploy has not come yet (it travels on the entry's link, they on a peer's). */
   private readonly parked = new Map<string, WireArrival[]>();
-  private router: PeerRouter | null = null;
+  router: PeerRouter | null = null;
   private readonly trusted: boolean;
 
   constructor(
@@ -62,7 +60,10 @@ export class PortedEngine {
       inProcess: false,
       report: (r) => {
         if (threadStats) r.lane!.thread = threadStats();
-        const { message, transfer } = toWireStep(r, (e) => this.wireEvent(e));
+        const { message, transfer } = toWireStep(r, (e) => {
+          const w: WireEvent = e.type === 'finish' && e.error ? { ...e, error: wireError(e.error) } : (e as WireEvent);
+          return this.router ? this.router.leaving(w) : w;
+        });
         port.postMessage(message, transfer);
       },
       viaEntry: (to, arrivals) => this.post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
@@ -81,22 +82,6 @@ export class PortedEngine {
       this.arrive(this.host.linked(name, link) ? arrivals : arrivals.map((w) => forgetModel(w, name)));
     });
     this.host.addPeer(name, link);
-  }
-
-  /** Handoffs to `models` go through `router` (models with a port of their own keep it). */
-  routeTo(router: PeerRouter, models: readonly string[]): void {
-    this.router = router;
-    for (const name of models) this.host.addPeer(name, { arrive: (arrivals) => router.send(name, arrivals.map(toWireArrival)), close: () => {} });
-  }
-
-  /** An event as it leaves for the entry: a handoff to a routed peer names the replica it went to. */
-  private wireEvent(e: Finish | Moved): WireEvent {
-    const w: WireEvent = e.type === 'finish' && e.error ? { ...e, error: wireError(e.error) } : (e as WireEvent);
-    if (!this.router) return w;
-    if (w.type === 'finish') this.router.ended(w.requestId);
-    if (w.type !== 'moved') return w;
-    const replica = this.router.sentTo(w.requestId, w.to);
-    return replica === undefined ? w : { ...w, replica };
   }
 
   release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): void {
@@ -264,44 +249,3 @@ function toWireStep(r: EngineReport, event: (e: Finish | Moved) => WireEvent): {
   const message: FromEngine = { type: 'step', commits: columns, events, trace: r.trace, lane: r.lane!, returned: r.returned };
   return { message, transfer: columns ? [columns.columns.buffer as ArrayBuffer] : [] };
 }
-
-/** The worker's main: the model's runner and its engine server together, on the parent's port. */
-async function engineThread(port: NonNullable<typeof parentPort>, source: RunnerSource): Promise<void> {
-  let gcMs = 0;
-  new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) gcMs += e.duration;
-  }).observe({ entryTypes: ['gc'] });
-  const post = (m: FromEngine) => port.postMessage(m);
-  const [runner, decoder] = await Promise.all([loadRunner(source), loadDecoder(source)]).catch((e: Error) => {
-    post({ type: 'load-error', message: e.message });
-    return [];
-  });
-  if (!runner) return;
-  post({ type: 'ready', info: runner.info });
-  let stats: ThreadStats = { cpuMs: 0, gcMs: 0, waitMs: 0 };
-  let statsAt = -Infinity;
-  serveEngine(port, runner, {
-    trusted: true,
-    decoder,
-    // read from /proc at most every 25 ms: the benches divide them over a second or two
-    threadStats: () => {
-      if (performance.now() - statsAt >= 25) {
-        stats = { cpuMs: threadCpuMs() ?? 0, gcMs, waitMs: threadWaitMs() ?? 0 };
-        statsAt = performance.now();
-      }
-      return stats;
-    },
-    onClose: async () => {
-      await runner.close?.();
-      post({ type: 'closed' });
-      port.close();
-    },
-    // a bug or a crash request: die as a native crash would, so the entry fails this engine's requests and restarts it
-    onError: (e) =>
-      setImmediate(() => {
-        throw e;
-      }),
-  });
-}
-
-if (parentPort && workerData?.engineThread) void engineThread(parentPort, workerData.engineThread);

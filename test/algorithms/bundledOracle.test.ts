@@ -7,7 +7,7 @@ import { runOracle } from '../support/sequentialOracle.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
-import { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
 

@@ -9,7 +9,7 @@ import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { mix } from '../../runtime/util/hash.ts';
 import { MeteredRunner } from './meteredRunner.ts';
-import { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 
 export const MODEL_NAMES = ['small', 'medium', 'large'] as const;
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { modelSchema, parseServerConfig, serverConfigSchema, type ServerConfig } from '../../runtime/config/serverConfig.ts';
-import { EngineProxy } from '../../runtime/transport/engineProxy.ts';
+import { EngineProxy } from '../../runtime/transport/engineHandle.ts';
 import { InprocEngine } from '../../runtime/transport/inprocEngine.ts';
 import type { EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';

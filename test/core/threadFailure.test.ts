@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
-import { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import type { RequestResult } from '../../runtime/entry/requestState.ts';
 import { runOracle } from '../support/sequentialOracle.ts';
 import { everyN } from './everyN.ts';

@@ -4,7 +4,7 @@ import { LifecycleError } from '../../runtime/core/localRequest.ts';
 import { IrCompileError } from '../../runtime/ir/compileIr.ts';
 import { RemoteRunnerError } from '../../runtime/transport/nats/natsConnection.ts';
 import { InvariantError } from '../../runtime/core/invariants.ts';
-import { EngineThreadError } from '../../runtime/transport/engineProxy.ts';
+import { EngineThreadError } from '../../runtime/transport/threadEngine.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { ModelFolderError } from '../../runtime/runner/modelFolder.ts';
 import { StepError } from '../../runtime/runner/onnxRunner.ts';

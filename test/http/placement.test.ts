@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
-import { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import { generate, type GenerateOutcome } from '../../runtime/http/generate.ts';
 import { streamToken, type StreamToken } from '../../runtime/http/streamToken.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../../shared/trace.ts';
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
-import { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';

@@ -1,5 +1,5 @@
 // A real ONNX worker killed mid-load (the bundled models; a simulated runner when they are absent): only its requests fail, it restarts, nothing leaks.
-import type { ThreadEngine } from '../../runtime/transport/engineProxy.ts';
+import type { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,9 +1,9 @@
 // Engine to engine over NATS, on a sub-server: handoffs go straight to a peer model's replica (the request's home there, or one placed), on one ordered link per replica.
 import crypto from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { toPeerSchema, type ToPeer, type WireArrival } from '../../../shared/protocol/engineProtocol.ts';
+import { toPeerSchema, type ToPeer, type WireArrival, type WireEvent } from '../../../shared/protocol/engineProtocol.ts';
 import type { LinkFrame, RemotePeer } from './natsProtocol.ts';
-import type { PeerRouter, PortedEngine } from '../serveEngine.ts';
+import { toWireArrival, type PeerRouter, type PortedEngine } from '../serveEngine.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import { NatsLink } from './natsLink.ts';
 import { pickReplica } from './remoteReplicas.ts';
@@ -53,7 +53,10 @@ export class NatsPeers implements PeerRouter {
       link.close();
       this.links.delete(subject);
     }
-    this.opts.server.routeTo(this, [...this.models.keys()]);
+    // handoffs to these models go through this mesh (models with a port of their own keep it)
+    const { server } = this.opts;
+    server.router = this;
+    for (const name of this.models.keys()) server.host.addPeer(name, { arrive: (as) => this.send(name, as.map(toWireArrival)), close: () => {} });
   }
 
   private listed(subject: string): boolean {
@@ -72,8 +75,12 @@ export class NatsPeers implements PeerRouter {
     this.homes.delete(id);
   }
 
-  sentTo(id: string, to: string): string | undefined {
-    return this.homes.get(id)?.[to];
+  /** An event leaving for the entry: a finish ends the request here, a handoff names the replica it went to. */
+  leaving(e: WireEvent): WireEvent {
+    if (e.type === 'finish') this.ended(e.requestId);
+    if (e.type !== 'moved') return e;
+    const replica = this.homes.get(e.requestId)?.[e.to];
+    return replica === undefined ? e : { ...e, replica };
   }
 
   send(to: string, arrivals: readonly WireArrival[]): void {

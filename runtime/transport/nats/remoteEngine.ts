@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { EngineProxy } from '../engineProxy.ts';
+import { EngineProxy } from '../engineHandle.ts';
 import type { EngineSettings, FromEngine, LaneStats, ToEngine, WireArrival } from '../../../shared/protocol/engineProtocol.ts';
 import { type ErrorCode, TokenRouterError } from '../../errors.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
