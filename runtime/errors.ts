@@ -1,4 +1,5 @@
 // The runtime's few typed errors; the server translates them to HTTP/WebSocket responses in one place.
+import type { WireError } from '../shared/protocol/engineProtocol.ts';
 
 export const ERROR_CODES = [
   'invalid_request',
@@ -33,4 +34,16 @@ export class TokenRouterError extends Error {
     super(message);
     this.name = 'TokenRouterError';
   }
+}
+
+/** An error as it crosses a port (the engine protocol's `WireError`): our own code kept, anything else internal. */
+export function toWireError(error: Error): WireError {
+  return error instanceof TokenRouterError
+    ? { code: error.code, message: error.message, param: error.param }
+    : { code: 'internal', message: error.message, param: null };
+}
+
+/** The error as the entry rebuilds it from the wire: a code it does not know becomes internal. */
+export function fromWireError(e: WireError): TokenRouterError {
+  return new TokenRouterError((ERROR_CODES as readonly string[]).includes(e.code) ? (e.code as ErrorCode) : 'internal', e.message, e.param);
 }

@@ -4,7 +4,7 @@ import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Engine } from '../core/engine.ts';
 import type { EngineHost } from '../core/engineHost.ts';
-import type { LaneStats, RequestCounters, ToEngine } from '../../shared/protocol/engineProtocol.ts';
+import type { LaneStats, RequestCounters, ToEngine, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /** The entry's calls an engine host takes as they are: made directly in this process, sent as these messages across a port. */
 export type HostCall = Extract<ToEngine, { type: 'release' | 'threshold' | 'grant' | 'down' | 'trace' | 'peer-lost' }>;
@@ -18,6 +18,15 @@ export function callHost(host: EngineHost, m: HostCall): RequestCounters | null 
   else if (m.type === 'trace') host.setTracing(m.on);
   else host.peerLost(m.model);
   return null;
+}
+
+/** A peer's handoff sent just before that peer died (or was replaced): as if model `name` had seen nothing, so its next visit re-prefills. */
+export function forgetModel(w: WireArrival, name: string): WireArrival {
+  const m = w.spec.models.indexOf(name) + 1;
+  if (m === 0 || w.known[m] === 0) return w;
+  const known = w.known.slice();
+  known[m] = 0;
+  return { ...w, known };
 }
 
 /** The engine handle's calls that are not a request's (engineHandle.ts has those), whatever the transport. */

@@ -1,6 +1,6 @@
 // The engine as the entry drives it: one handle whatever the transport, and its form over a link (a thread's port, NATS).
 import type { MessagePort } from 'node:worker_threads';
-import { ERROR_CODES, TokenRouterError, type ErrorCode } from '../errors.ts';
+import { fromWireError } from '../errors.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
 import {
   fromEngineSchema,
@@ -209,10 +209,7 @@ function fromWireStep(m: Extract<FromEngine, { type: 'step' }>): EngineReport {
     }
   }
   for (const e of m.events) {
-    if (e.type === 'finish' && e.error) {
-      const code = (ERROR_CODES as readonly string[]).includes(e.error.code) ? (e.error.code as ErrorCode) : 'internal';
-      events.push({ ...e, error: new TokenRouterError(code, e.error.message, e.error.param) });
-    } else events.push(e as Finish | Moved);
+    events.push(e.type === 'finish' && e.error ? { ...e, error: fromWireError(e.error) } : (e as Finish | Moved));
   }
   return { events, trace: m.trace, lane: m.lane, returned: m.returned };
 }

@@ -1,7 +1,7 @@
 // The engine's side of a port: one engine host served over a worker's MessagePort or a NATS link, messages as data.
 import type { Algorithm } from '../../shared/algorithm.ts';
 import { createRealClock } from '../clock/clock.ts';
-import { TokenRouterError } from '../errors.ts';
+import { TokenRouterError, toWireError } from '../errors.ts';
 import { loadAlgorithm } from '../registry/algorithmSource.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import {
@@ -22,13 +22,12 @@ import {
   type ToEngine,
   type ToPeer,
   type WireArrival,
-  type WireError,
   type WireEvent,
 } from '../../shared/protocol/engineProtocol.ts';
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/outputProcessor.ts';
-import { callHost } from './engineControls.ts';
+import { callHost, forgetModel } from './engineControls.ts';
 
 /** Over NATS, the peer mesh (nats/natsPeers.ts) follows where each request's state is: every arrival, every end, the replica a handoff went to. */
 export interface PeerRouter {
@@ -61,7 +60,7 @@ export class PortedEngine {
       report: (r) => {
         if (threadStats) r.lane!.thread = threadStats();
         const { message, transfer } = toWireStep(r, (e) => {
-          const w: WireEvent = e.type === 'finish' && e.error ? { ...e, error: wireError(e.error) } : (e as WireEvent);
+          const w: WireEvent = e.type === 'finish' && e.error ? { ...e, error: toWireError(e.error) } : (e as WireEvent);
           return this.router ? this.router.leaving(w) : w;
         });
         port.postMessage(message, transfer);
@@ -194,15 +193,6 @@ export function serveEngine(
   };
 }
 
-/** The arrival as if model `name` had seen nothing of the request: its next visit there re-prefills. */
-function forgetModel(w: WireArrival, name: string): WireArrival {
-  const m = w.spec.models.indexOf(name) + 1;
-  if (m === 0 || w.known[m] === 0) return w;
-  const known = w.known.slice();
-  known[m] = 0;
-  return { ...w, known };
-}
-
 /** An arrival as it crosses a port: its algorithm by key (the engine built it from a `deploy`). */
 export function toWireArrival(a: Arrival): WireArrival {
   const { algorithm, ref, ...rest } = a.spec;
@@ -213,13 +203,6 @@ export function toWireArrival(a: Arrival): WireArrival {
       'algorithm',
     );
   return { ...a, spec: { ...rest, algorithm: ref.key } };
-}
-
-/** An error as the entry rebuilds it: our own code kept, anything else internal. */
-function wireError(error: Error): WireError {
-  return error instanceof TokenRouterError
-    ? { code: error.code, message: error.message, param: error.param }
-    : { code: 'internal', message: error.message, param: null };
 }
 
 /** A report as it leaves for the entry: its commits in columns (one transferred buffer), the rest as wire events in order. */
