@@ -25,11 +25,10 @@ export class Cluster extends Entry implements EngineEntry {
   private readonly rounds: Rounds;
 
   constructor(opts: ClusterOptions) {
-    const shared = sharedSettings(opts);
     const cascades = new Cascade();
     super(opts.clock, buildEngines(opts, cascades), cascades, opts.maxConcurrency ?? Infinity, opts.maxQueue ?? Infinity, opts.trace);
-    this.shared = shared;
-    this.rounds = servingPolicy(shared.mode, shared.retainState).rounds;
+    this.shared = sharedSettings(opts);
+    this.rounds = servingPolicy(this.shared.mode, this.shared.retainState).rounds;
     this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
     const host = {
       engines: this.engines,

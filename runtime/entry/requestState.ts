@@ -89,7 +89,7 @@ export class RequestState {
   readonly actor: Actor<typeof requestMachine> = createActor(requestMachine).start();
   readonly done: Promise<RequestResult>;
   private resolve!: (r: RequestResult) => void;
-  /** What the client was streamed, in output order, written only by `append` (docs/runtime.md, owners, says why the entry keeps it). */
+  /** What the client was streamed, in output order, written only by `append`; kept for results of requests the entry ends, and remote recompute. */
   readonly output: number[] = [];
   readonly producedBy: ModelId[] = [];
   private text = '';
