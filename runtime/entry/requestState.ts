@@ -7,6 +7,7 @@ import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from '../../shared/protocol/engineProtocol.ts';
+import { maskedFrom } from '../grammar/constraintState.ts';
 import { newTextState } from '../runner/outputProcessor.ts';
 
 export interface RequestResult {
@@ -53,20 +54,15 @@ export interface SubmitOptions<M = unknown> {
   detail?: boolean;
   /** Every engine masks its draws with this grammar (shared/protocol/constraint.ts). */
   constraint?: Constraint;
-  /**
-   * Called for each committed output token, in order, with the signals route() saw for it (when
-   * `detail`), whether it was committed at a hand-off (kept by `send`) rather than by staying, and the
-   * text it lets the client see now (when `text`).
-   */
   onToken?: TokenListener;
   onEnd?: (result: RequestResult) => void;
 }
 
-/** What hears each committed token of a request (SubmitOptions.onToken). */
+/**
+ * Hears each committed output token, in order: its model, its index, the signals route() saw for it (when
+ * `detail`), whether it was kept by `send` at a handoff, and the text it lets the client see now (when `text`).
+ */
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
-
-/** The model whose engine decodes a request, reached after `hops` handoffs. */
-type Whereabouts = { readonly model: string; readonly hops: number };
 
 export type RequestEvent = { type: 'FIRST_TOKEN' } | { type: 'FINISH' } | { type: 'FAIL'; error: Error } | { type: 'CANCEL' };
 
@@ -84,6 +80,8 @@ export const requestMachine = setup({ types: { events: {} as RequestEvent } }).c
 });
 
 type EndStatus = RequestResult['status'];
+/** How a request ends: an engine's finish, or the entry's own (a cancel, a listener that threw, a lost engine). */
+export type Ending = Pick<Finish, 'reason' | 'error' | 'text' | 'counters'> & { readonly status: EndStatus };
 const EVENT = { done: { type: 'FINISH' }, failed: { type: 'FAIL', error: new Error('failed') }, cancelled: { type: 'CANCEL' } } as const;
 
 export class RequestState {
@@ -91,11 +89,7 @@ export class RequestState {
   readonly actor: Actor<typeof requestMachine> = createActor(requestMachine).start();
   readonly done: Promise<RequestResult>;
   private resolve!: (r: RequestResult) => void;
-  /**
-   * What the client was streamed, in output order, written only by `append`: the entry's one copy of
-   * the output (tokens, each one's model, the text), since an engine across a port cannot answer for
-   * a request the entry ends itself, and a remote replica that lost its KV re-prefills from it.
-   */
+  /** What the client was streamed, in output order, written only by `append`; kept for results of requests the entry ends, and remote recompute. */
   readonly output: number[] = [];
   readonly producedBy: ModelId[] = [];
   private text = '';
@@ -103,17 +97,14 @@ export class RequestState {
   /** Commits and a finish that overtook earlier commits (engine threads report on separate ports). */
   readonly early = new Map<number, Commit>();
   lateFinish: Finish | null = null;
-  /** Where it decodes, from `moved` events and the entry's own placements; the highest hop wins. */
-  whereabouts: Whereabouts = { model: '', hops: -1 };
-  /** Tallies from the engine that owned the request when it ended. */
-  counters: RequestCounters;
+  /** The model whose engine decodes it after `hops` handoffs, from `moved` events and the entry's own placements; the highest hop wins. */
+  whereabouts: { readonly model: string; readonly hops: number } = { model: '', hops: -1 };
 
   constructor(
     readonly spec: RequestSpec,
     readonly opts: SubmitOptions,
     readonly submittedAt: number,
   ) {
-    this.counters = newCounters(spec.models.length);
     this.done = new Promise((r) => (this.resolve = r));
   }
 
@@ -153,17 +144,17 @@ export class RequestState {
     this.actor.send(EVENT[status]);
   }
 
-  /** `tail`: text the engine held back until the end. */
-  result(finishReason: FinishReason, endedAt: number, error: Error | undefined, tail: string): RequestResult {
+  /** `counters`: the tallies of the engine that owned the request last (else the ending's). */
+  result({ reason, error, text = '' }: Ending, counters: RequestCounters | undefined, endedAt: number): RequestResult {
     const names = this.spec.models;
+    const c = counters ?? newCounters(names.length);
     const byModel = (counts: readonly number[]) => Object.fromEntries(names.map((n, i) => [n, counts[i + 1]]));
     const perToken = new Array(names.length + 1).fill(0);
     for (const m of this.producedBy) perToken[m]++;
-    const c = this.counters;
     return {
       id: this.id,
       status: this.actor.getSnapshot().value as EndStatus,
-      finishReason,
+      finishReason: reason,
       tokens: this.output.slice(),
       producedBy: this.producedBy.map((m) => names[m - 1]),
       tokensByModel: byModel(perToken),
@@ -173,8 +164,9 @@ export class RequestState {
       admissions: byModel(c.admissions),
       tokensFed: byModel(c.tokensFed),
       cachedPromptTokens: c.cachedPrompt,
-      text: this.text + tail,
-      ...maskedFrom(this.spec, this.output),
+      // what the engine held back until the end comes with the ending
+      text: this.text + text,
+      maskedFrom: this.spec.constraint && maskedFrom(this.spec.constraint, this.output),
       submittedAt: this.submittedAt,
       firstTokenAt: this.firstTokenAt,
       endedAt,
@@ -190,15 +182,6 @@ export class RequestState {
       this.resolve(result);
     }
   }
-}
-
-/** Where the grammar took over the output: at once, or after the first `startAfter` id. */
-function maskedFrom(spec: RequestSpec, output: readonly number[]): { maskedFrom?: number } {
-  const c = spec.constraint;
-  if (!c) return {};
-  if (!c.startAfter || c.startAfter.length === 0) return { maskedFrom: 0 };
-  const at = output.findIndex((t) => c.startAfter!.includes(t));
-  return at < 0 ? {} : { maskedFrom: at + 1 };
 }
 
 /** The fixed facts of a request, for every engine it visits. */

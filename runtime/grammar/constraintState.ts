@@ -17,6 +17,14 @@ export class GrammarViolation extends Error {
   }
 }
 
+/** The output index from which a finished answer was masked: at once, or after the first `startAfter` id (undefined: it never began). */
+export function maskedFrom(constraint: Constraint, output: readonly number[]): number | undefined {
+  const ids = constraint.startAfter;
+  if (!ids || ids.length === 0) return 0;
+  const at = output.findIndex((t) => ids.includes(t));
+  return at < 0 ? undefined : at + 1;
+}
+
 /**
  * The matcher follows the sequence it is synced to and remembers what it accepted, so nothing of it
  * travels: an engine that receives a handoff, recomputes after an eviction or holds a replica syncs
