@@ -8,7 +8,8 @@ import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { OutputProcessor } from '../runner/outputProcessor.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
-import { batchEvent, EngineStats, LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
+import { LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
+import { batchEvent, EngineStats, laneStats } from './engineStats.ts';
 import { LocalRequest, receiveRow, routeRow, type LocalEvent, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
@@ -83,22 +84,7 @@ export class Engine {
 
   /** This engine's figures for /admin/status, /metrics and the benches. */
   laneStats(): LaneStats {
-    const { queues: q, pool } = this;
-    const { prefixEvictions, runnerWallMs, ...counters } = this.stats;
-    return {
-      name: this.name,
-      threshold: this.threshold,
-      ready: this.readyCount,
-      running: this.readyCount + (this.inFlight?.locals.length ?? 0),
-      waitingAdmission: q.waitingAdmission,
-      pendingReturn: q.evictable().length,
-      executing: this.executing,
-      kvBytes: pool.usedBytes,
-      kvReservedBytes: pool.reservedTokenCount * pool.kvBytesPerToken,
-      ...counters,
-      prefixEntries: q.prefix?.size ?? 0,
-      kvPrefixBytes: pool.prefixTokenCount * pool.kvBytesPerToken,
-    };
+    return laneStats(this);
   }
 
   /** Plans a batch, takes its rows off the ready queue and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
@@ -129,9 +115,7 @@ export class Engine {
   apply(batch: Batch, out: StepOutput): EngineOutputs {
     batch.resultAt = this.host.clock.now();
     batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
-    this.stats.batches++;
-    this.stats.rows += batch.rows.length;
-    this.stats.busyMs += batch.resultAt - batch.start;
+    this.stats.landed(batch, batch.resultAt, true);
     const chunked: LocalRequest[] = [];
     for (let i = 0; i < batch.locals.length; i++) {
       const local = batch.locals[i];
@@ -354,17 +338,14 @@ export class Engine {
 
   private returned(batch: Batch): EngineOutputs {
     const end = this.host.clock.now();
-    // counters, not trace events, give the benches' and /metrics' split: they cost nothing without a reader
-    this.stats.batchMs += end - batch.start;
-    this.stats.modelMs += batch.modelMs;
-    this.stats.runnerWallMs += batch.wallMs;
+    this.stats.applied(batch, end);
     this.host.trace?.emit(batchEvent(batch, this.name, end));
     this.inFlight = null;
     return this.take();
   }
 
   fail(batch: Batch, error: Error): EngineOutputs {
-    this.stats.busyMs += this.host.clock.now() - batch.start;
+    this.stats.landed(batch, this.host.clock.now(), false);
     const { locals } = batch;
     for (let i = 0; i < locals.length; i++) {
       batch.applied = i + 1;

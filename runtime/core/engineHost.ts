@@ -1,5 +1,5 @@
-// One engine's host and loop, as vLLM v1's EngineCoreProc busy loop: take inputs → maybe launch a step → ship its outputs.
-import { createActor, type Actor } from 'xstate';
+// One engine's host and loop, as vLLM v1's EngineCoreProc busy loop: take inputs → maybe launch a step → ship its outputs; the lane's chart.
+import { assign, createActor, setup, type Actor } from 'xstate';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
@@ -9,7 +9,104 @@ import { Engine, type EngineEnv } from './engine.ts';
 import { checkEngine } from './invariants.ts';
 import type { RequestCounters } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
-import { LaunchRule, subServerMachine, type LaneFacts, type SubServerEvent } from './subServerMachine.ts';
+import { baselineLaunch, type BaselineLaunch } from './servingPolicy.ts';
+
+/** What the guards read about the lane, sent with each event: requests are ready; the launch rule lets a batch start now; or once the max-wait deadline passed. */
+export interface LaneFacts {
+  readonly ready: boolean;
+  readonly mayLaunch: boolean;
+  readonly atDeadline: boolean;
+}
+
+export const NO_WORK: LaneFacts = Object.freeze({ ready: false, mayLaunch: false, atDeadline: false });
+
+export type SubServerEvent =
+  | { type: 'WORK'; lane: LaneFacts } // the lane changed: requests readied or gone, a sync round let it launch
+  | { type: 'SCHEDULE'; lane: LaneFacts; maxWaitMs: number } // the threshold or the max-wait deadline changed
+  | { type: 'BATCH_DONE'; lane: LaneFacts } // the batch in flight returned and its results are applied
+  | { type: 'DOWN'; lane: LaneFacts } // the runner is gone or taken down: steps fail at once
+  | { type: 'UP'; lane: LaneFacts }; // a runner is in place again
+
+type SubServerContext = { lane: LaneFacts; maxWaitMs: number };
+
+/** The lane as the event reports it (guards run before `note`); the deadline's delayed event reports none: the lane last noted. */
+const laneOf = ({ context, event }: { context: SubServerContext; event: SubServerEvent }): LaneFacts => ('lane' in event ? event.lane : context.lane);
+
+const LAUNCH = { type: 'launch', params: { down: false } } as const;
+const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
+
+/** The lane's chart: `launch`, provided by the host below, is the one effect; every event carries the lane's facts, which `note` keeps. */
+export const subServerMachine = setup({
+  types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
+  guards: {
+    hasWork: (args) => laneOf(args).ready,
+    noWork: (args) => !laneOf(args).ready,
+    mayLaunch: (args) => laneOf(args).mayLaunch,
+    deadline: (args) => laneOf(args).atDeadline,
+  },
+  actions: {
+    note: assign({ lane: ({ event }) => event.lane }),
+    schedule: assign(({ event, context }) => ({ lane: event.lane, maxWaitMs: event.type === 'SCHEDULE' ? event.maxWaitMs : context.maxWaitMs })),
+    launch: (_, _params: { down: boolean }) => {
+      throw new Error('subServerMachine: the engine provides the launch action (machine.provide({ actions: { launch } }))');
+    },
+  },
+  delays: {
+    // Infinity: no deadline
+    maxWait: ({ context }) => context.maxWaitMs,
+  },
+}).createMachine({
+  id: 'engine',
+  context: ({ input }) => ({ lane: NO_WORK, maxWaitMs: input.maxWaitMs }),
+  initial: 'idle',
+  // Heard in any state that does not take the event itself: the lane is noted, and deciding states look again.
+  on: { WORK: { actions: 'note' }, SCHEDULE: { actions: 'schedule' }, BATCH_DONE: { actions: 'note' }, DOWN: { actions: 'note' }, UP: { actions: 'note' } },
+  // A batch starts on a transition, never on entering a state: DOWN / UP move between executing and failing without touching it.
+  states: {
+    idle: {
+      always: [
+        { target: 'executing', guard: 'mayLaunch', actions: LAUNCH },
+        { target: 'collecting', guard: 'hasWork' },
+      ],
+      on: { DOWN: { target: 'down', actions: 'note' } },
+    },
+    // Entered only when a batch must wait (below threshold, a sync round closed): the deadline timer is armed for those waits only.
+    collecting: {
+      always: [
+        { target: 'idle', guard: 'noWork' },
+        { target: 'executing', guard: 'mayLaunch', actions: LAUNCH },
+      ],
+      after: { maxWait: { target: 'executing', guard: 'deadline', actions: LAUNCH } },
+      // a new schedule re-enters, so the timer runs again with the deadline now in force
+      on: { SCHEDULE: { target: 'collecting', reenter: true, actions: 'schedule' }, DOWN: { target: 'down', actions: 'note' } },
+    },
+    executing: {
+      on: {
+        BATCH_DONE: [
+          { target: 'executing', guard: 'mayLaunch', actions: ['note', LAUNCH] },
+          { target: 'collecting', guard: 'hasWork', actions: 'note' },
+          { target: 'idle', actions: 'note' },
+        ],
+        DOWN: { target: 'failing', actions: 'note' },
+      },
+    },
+    // Down with a batch in flight.
+    failing: {
+      on: { BATCH_DONE: { target: 'down', actions: 'note' }, UP: { target: 'executing', actions: 'note' } },
+    },
+    // Each batch launched from here fails at once, as soon as one could launch at all (the deadline's rule).
+    down: {
+      always: { target: 'failing', guard: 'deadline', actions: LAUNCH_DOWN },
+      on: { UP: { target: 'idle', actions: 'note' } },
+    },
+  },
+});
+
+/** When a step may start (`late`: past the max-wait deadline): async-delayed, the product, at `threshold` ready requests or any once late; a baseline by its own rule. */
+export function mayLaunch(readyCount: number, threshold: number, late: boolean, baseline?: BaselineLaunch): boolean {
+  if (readyCount === 0) return false;
+  return baseline ? baseline.mayLaunch() : late || readyCount >= threshold;
+}
 
 /** Releases remembered for requests this engine does not hold: a handoff still on its way here is dropped. */
 const TOMBSTONES = 4096;
@@ -52,7 +149,8 @@ export class Cascade {
 
 /** One engine with its clock, launch rule, peers and loop: every call of the entry or a peer runs as one of the loop's inputs; nothing else starts a step or sends anything out. */
 export class EngineHost implements EngineEnv {
-  readonly rule: LaunchRule;
+  /** The launch rule of a baseline mode (servingPolicy.ts); undefined: async-delayed's, `mayLaunch`. */
+  private readonly baseline: BaselineLaunch | undefined;
   readonly retain: boolean;
   readonly output: OutputProcessor | undefined;
   readonly grammar: EngineGrammar;
@@ -83,7 +181,7 @@ export class EngineHost implements EngineEnv {
     /** A batch's outputs and everything they set off are over, and nothing else runs (the entry's debug checks). */
     readonly settled?: () => void,
   ) {
-    this.rule = new LaunchRule(settings.mode);
+    this.baseline = baselineLaunch(settings.mode);
     // false (standard serving): a request's KV goes from an engine it leaves, and each handoff carries the whole context
     this.retain = settings.retainState;
     this.output = decoder && new OutputProcessor(decoder);
@@ -167,7 +265,7 @@ export class EngineHost implements EngineEnv {
   /** The entry's round lets this engine launch one step. */
   allow(): void {
     this.input(() => {
-      this.rule.allow();
+      this.baseline?.allow();
       this.look();
     });
   }
@@ -212,9 +310,13 @@ export class EngineHost implements EngineEnv {
   // --- 2. maybe launch a step: the lane actor launches on a transition whose guard reads these facts ---
 
   private facts(): LaneFacts {
-    const e = this.engine;
-    const ready = e.readyCount > 0;
-    return { ready, mayLaunch: this.rule.mayLaunch(e), atDeadline: ready && this.rule.mayLaunch(e, true) };
+    const { readyCount, threshold } = this.engine;
+    const { baseline } = this;
+    return {
+      ready: readyCount > 0,
+      mayLaunch: mayLaunch(readyCount, threshold, false, baseline),
+      atDeadline: mayLaunch(readyCount, threshold, true, baseline),
+    };
   }
 
   private tell(type: Exclude<SubServerEvent['type'], 'SCHEDULE'>): void {
@@ -231,7 +333,7 @@ export class EngineHost implements EngineEnv {
 
   /** The lane actor's launch action: a step starts; its outputs, as data, ship when the runner answers. */
   private launch(down: boolean): void {
-    this.rule.launched();
+    this.baseline?.launched();
     const e = this.engine;
     const { batch, result } = e.step(down);
     result.then(
