@@ -4,7 +4,7 @@ import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Engine } from '../core/engine.ts';
-import { Cascade } from '../core/engineHost.ts';
+import { Cascade } from '../core/engineLoop.ts';
 import { checkInvariants } from '../core/invariants.ts';
 import type { Arrival, Commit, EngineEntry, EngineSettings, Finish, LaneStats, WireArrival } from '../core/messages.ts';
 import { servingPolicy, validateThresholds, type SchedulingMode, type ServingPolicy } from '../core/servingPolicy.ts';

@@ -1,7 +1,7 @@
 // The serving policy alone: when each mode lets an engine launch (mayLaunch, a baseline's rule), and the sync modes' rounds at the entry.
 import { describe, expect, it } from 'vitest';
 import { baselineLaunch, servingPolicy, type RoundLane } from '../../runtime/core/servingPolicy.ts';
-import { mayLaunch } from '../../runtime/core/engineHost.ts';
+import { mayLaunch } from '../../runtime/core/engineLoop.ts';
 
 function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
   const granted: number[] = [];
