@@ -6,11 +6,11 @@ import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
-import type { OutputProcessor } from '../runner/outputProcessor.ts';
+
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
 import { batchEvent, EngineStats, laneStats } from './engineStats.ts';
-import { LocalRequest, receiveRow, routeRow, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import { LocalRequest, receiveRow, routeRow, type LocalEvent, type OutputProcessor, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 

@@ -3,11 +3,11 @@ import { assign, createActor, setup, type Actor } from 'xstate';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { OutputProcessor, type Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { Engine, type EngineEnv } from './engine.ts';
 import { checkEngine } from './invariants.ts';
-import type { RequestCounters } from './localRequest.ts';
+import { OutputProcessor, type RequestCounters } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from './messages.ts';
 import { baselineLaunch, type BaselineLaunch } from './servingPolicy.ts';
 

@@ -3,7 +3,7 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import type { Cascade } from '../core/engineLoop.ts';
 import type { EngineSettings } from '../core/messages.ts';
 import { InprocEngine } from '../transport/inprocEngine.ts';

@@ -7,7 +7,7 @@ import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from '../core/messages.ts';
-import { newTextState } from '../runner/outputProcessor.ts';
+import { newTextState } from '../core/localRequest.ts';
 
 export interface RequestResult {
   id: string;

@@ -8,7 +8,7 @@ import { EngineHost } from '../core/engineHost.ts';
 import type { Cascade } from '../core/engineLoop.ts';
 import type { Engine } from '../core/engine.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../core/messages.ts';
-import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import { callHost, EngineHandle, reportToEntry, type HostCall } from './engineHandle.ts';
 
 export class InprocEngine extends EngineHandle {

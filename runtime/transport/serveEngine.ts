@@ -23,7 +23,7 @@ import {
 } from '../../shared/protocol/engineProtocol.ts';
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
-import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import type { Arrival, EngineOutlet, EngineReport, EngineSettings, Finish, Moved, PeerLink } from '../core/messages.ts';
 import { callHost } from './engineHandle.ts';
 
