@@ -6,10 +6,9 @@ import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
-
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import { LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
-import { batchEvent, EngineStats, laneStats } from './engineStats.ts';
+import { batchEvent, EngineStats, handoffEvent, laneStats } from './engineStats.ts';
 import { LocalRequest, receiveRow, routeRow, type LocalEvent, type OutputProcessor, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from './messages.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
@@ -182,17 +181,7 @@ export class Engine {
     counters.handoffs++;
     const known = local.known.slice();
     known[local.model] = local.tokens.length;
-    this.host.trace?.emit({
-      type: 'handoff',
-      t: this.host.clock.now(),
-      requestId: local.id,
-      from: this.name,
-      to,
-      batchId: batch.id,
-      tokens: handoff.tokens.length,
-      kept: handoff.keep,
-      at,
-    });
+    this.host.trace?.emit(handoffEvent(this.host.clock.now(), local.id, this.name, to, batch.id, handoff, at));
     const { retain } = this.host;
     if (retain) {
       this.move(local, 'HANDOFF');
@@ -277,14 +266,6 @@ export class Engine {
     if (!local.ended) this.move(local, END_EVENT[status]);
     this.forget(local);
     return counters;
-  }
-
-  /** The engine of model `name` restarted with nothing: the requests decoding here forget what it had seen, so it re-prefills them. */
-  peerLost(name: string): void {
-    for (const local of this.locals.values()) {
-      const m = local.spec.models.indexOf(name) + 1;
-      if (m > 0 && local.owned) local.known[m] = 0;
-    }
   }
 
   failAll(error: Error): number {

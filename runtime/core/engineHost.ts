@@ -12,7 +12,13 @@ export class EngineHost extends EngineLoop {
   /** The peer died: handoffs there go by the entry until it is back. Its link is dropped, not closed: what it sent before it died may still be queued on it. */
   peerLost(name: string): void {
     this.peers.delete(name);
-    this.input(() => this.engine.peerLost(name));
+    // the requests decoding here forget what the restarted engine had seen, so it re-prefills them
+    this.input(() => {
+      for (const local of this.engine.locals.values()) {
+        const m = local.spec.models.indexOf(name) + 1;
+        if (m > 0 && local.owned) local.known[m] = 0;
+      }
+    });
   }
 
   /** `link` is the one handoffs to `name` take now (false: that peer died since, or was replaced). */

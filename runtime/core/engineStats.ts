@@ -1,4 +1,5 @@
-// An engine's tallies and figures: the counters a step adds to, the lane figures it reports (LaneStats), a batch's trace event.
+// An engine's tallies and figures: the counters a step adds to, the lane figures it reports (LaneStats), its batches' and handoffs' trace events.
+import type { Handoff } from '../../shared/algorithm.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { LaneStats } from '../../shared/protocol/laneStats.ts';
 import type { StepPhase } from '../runner/modelRunner.ts';
@@ -106,4 +107,9 @@ export function batchEvent(batch: BatchFigures, model: string, end: number): Tra
     runMs: Math.max(0, batch.resultAt - batch.start),
     modelMs: batch.modelMs,
   };
+}
+
+/** The trace event of a request leaving model `from` for `to` at output index `at`. */
+export function handoffEvent(t: number, requestId: string, from: string, to: string, batchId: number, handoff: Handoff<unknown>, at: number): TraceEvent {
+  return { type: 'handoff', t, requestId, from, to, batchId, tokens: handoff.tokens.length, kept: handoff.keep, at };
 }
