@@ -10,7 +10,7 @@ import type { ModelRunner } from '../runner/modelRunner.ts';
 import { loadModelFolder } from '../runner/modelFolder.ts';
 import { OnnxRunner } from '../runner/onnxRunner.ts';
 import { charTokenizer } from '../runner/charTokenizer.ts';
-import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { planMemory } from '../http/memoryPlan.ts';
 import { numFlag, parseFlags } from '../util/cliFlags.ts';

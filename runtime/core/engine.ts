@@ -6,10 +6,10 @@ import { TokenRouterError } from '../errors.ts';
 import { Later } from '../clock/later.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
-import type { OutputProcessor } from '../runner/outputProcessor.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
-import { batchEvent, EngineStats, LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
-import { LocalRequest, receiveRow, routeRow, type LocalEvent, type RequestSpec } from './localRequest.ts';
+import { LaneQueues, newBatch, planBatch, type Batch } from './laneQueues.ts';
+import { batchEvent, EngineStats, handoffEvent, laneStats } from './engineStats.ts';
+import { LocalRequest, receiveRow, routeRow, type LocalEvent, type OutputProcessor, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import { acceptCommitted, heldForGrammar, maskRows, newGrammarState } from './constrainRows.ts';
 
@@ -83,22 +83,7 @@ export class Engine {
 
   /** This engine's figures for /admin/status, /metrics and the benches. */
   laneStats(): LaneStats {
-    const { queues: q, pool } = this;
-    const { prefixEvictions, runnerWallMs, ...counters } = this.stats;
-    return {
-      name: this.name,
-      threshold: this.threshold,
-      ready: this.readyCount,
-      running: this.readyCount + (this.inFlight?.locals.length ?? 0),
-      waitingAdmission: q.waitingAdmission,
-      pendingReturn: q.evictable().length,
-      executing: this.executing,
-      kvBytes: pool.usedBytes,
-      kvReservedBytes: pool.reservedTokenCount * pool.kvBytesPerToken,
-      ...counters,
-      prefixEntries: q.prefix?.size ?? 0,
-      kvPrefixBytes: pool.prefixTokenCount * pool.kvBytesPerToken,
-    };
+    return laneStats(this);
   }
 
   /** Plans a batch, takes its rows off the ready queue and starts the runner on it; `apply` (or `fail`) turns its answer into outputs. */
@@ -129,9 +114,7 @@ export class Engine {
   apply(batch: Batch, out: StepOutput): EngineOutputs {
     batch.resultAt = this.host.clock.now();
     batch.modelMs += out.modelMs ?? out.durationMs ?? 0;
-    this.stats.batches++;
-    this.stats.rows += batch.rows.length;
-    this.stats.busyMs += batch.resultAt - batch.start;
+    this.stats.landed(batch, batch.resultAt, true);
     const chunked: LocalRequest[] = [];
     for (let i = 0; i < batch.locals.length; i++) {
       const local = batch.locals[i];
@@ -198,17 +181,7 @@ export class Engine {
     counters.handoffs++;
     const known = local.known.slice();
     known[local.model] = local.tokens.length;
-    this.host.trace?.emit({
-      type: 'handoff',
-      t: this.host.clock.now(),
-      requestId: local.id,
-      from: this.name,
-      to,
-      batchId: batch.id,
-      tokens: handoff.tokens.length,
-      kept: handoff.keep,
-      at,
-    });
+    this.host.trace?.emit(handoffEvent(this.host.clock.now(), local.id, this.name, to, batch.id, handoff, at));
     const { retain } = this.host;
     if (retain) {
       this.move(local, 'HANDOFF');
@@ -295,14 +268,6 @@ export class Engine {
     return counters;
   }
 
-  /** The engine of model `name` restarted with nothing: the requests decoding here forget what it had seen, so it re-prefills them. */
-  peerLost(name: string): void {
-    for (const local of this.locals.values()) {
-      const m = local.spec.models.indexOf(name) + 1;
-      if (m > 0 && local.owned) local.known[m] = 0;
-    }
-  }
-
   failAll(error: Error): number {
     const held = [...this.locals.values()].filter((l) => !l.ended);
     for (const l of held) this.finish(l, 'failed', 'error', new TokenRouterError('unavailable', `model ${this.name} failed: ${error.message}`, 'model'));
@@ -354,17 +319,14 @@ export class Engine {
 
   private returned(batch: Batch): EngineOutputs {
     const end = this.host.clock.now();
-    // counters, not trace events, give the benches' and /metrics' split: they cost nothing without a reader
-    this.stats.batchMs += end - batch.start;
-    this.stats.modelMs += batch.modelMs;
-    this.stats.runnerWallMs += batch.wallMs;
+    this.stats.applied(batch, end);
     this.host.trace?.emit(batchEvent(batch, this.name, end));
     this.inFlight = null;
     return this.take();
   }
 
   fail(batch: Batch, error: Error): EngineOutputs {
-    this.stats.busyMs += this.host.clock.now() - batch.start;
+    this.stats.landed(batch, this.host.clock.now(), false);
     const { locals } = batch;
     for (let i = 0; i < locals.length; i++) {
       batch.applied = i + 1;

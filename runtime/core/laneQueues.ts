@@ -1,11 +1,8 @@
 // One engine's queues, KV pool and batches: ready FIFO, admission queue and a step's rows (pure planners decide), eviction, prefix cache use.
-import type { TraceEvent } from '../../shared/trace.ts';
 import type { ModelRunner, StepPhase, StepRow } from '../runner/modelRunner.ts';
+import type { BatchFigures, EngineStats } from './engineStats.ts';
 import type { KvCache, LocalRequest } from './localRequest.ts';
 import { PrefixCache } from './prefixCache.ts';
-
-/** Entries kept at most when the pool is unbounded (a bounded pool's room bounds them). */
-const MAX_PREFIX_ENTRIES = 256;
 
 /** Runner cache ids are unique in the process: a runner outlives the engines that used it (a bench's borrowed thread). */
 let nextCacheId = 1;
@@ -150,9 +147,9 @@ export class LaneQueues {
   /** Admits the waiting locals that now fit (planAdmission decides), evicting cached prefixes first, then pending-return caches. */
   admitWaiting(): LocalRequest[] {
     const admitted: LocalRequest[] = [];
-    const pool = this.pool;
+    const { pool, prefix } = this;
     while (this.admissionQueue.length > 0) {
-      this.evictPrefixesFor(this.admissionQueue[0].spec.maxLength);
+      prefix?.makeRoom(pool, this.admissionQueue[0].spec.maxLength, () => this.evictable().reduce((s, l) => s + l.cache!.reserved, 0), this.stats);
       const waiting = this.admissionQueue.map((l) => l.spec.maxLength);
       const capacity = pool.capacityTokens - pool.prefixTokenCount;
       // the pending-return caches are looked up only when what waits cannot all fit without them
@@ -168,38 +165,11 @@ export class LaneQueues {
         if (!local.cache) throw new Error(`request ${local.id}: admitted by the plan, yet its ${local.spec.maxLength} tokens do not fit the KV pool`);
         this.stats.admissions++;
         local.counters.admissions[local.model]++;
-        this.startFromPrefix(local);
+        prefix?.startFrom(local, this.runner, this.stats);
         admitted.push(local);
       }
     }
     return admitted;
-  }
-
-  /** Drops cached prefixes, oldest use first, until `need` tokens fit beside the reservations, if evicting can make it fit at all. */
-  private evictPrefixesFor(need: number): void {
-    const { prefix, pool } = this;
-    if (!prefix || prefix.size === 0) return;
-    const evictable = this.evictable().reduce((s, l) => s + l.cache!.reserved, 0);
-    if (pool.reservedTokenCount - evictable + need > pool.capacityTokens) return;
-    while (prefix.size > 0 && pool.reservedTokenCount + pool.prefixTokenCount + need > pool.capacityTokens) {
-      prefix.evictOne();
-      this.stats.prefixEvictions++;
-    }
-  }
-
-  /** A fresh cache starts as a copy of the longest cached prefix of the context (the step still feeds at least one token). */
-  private startFromPrefix(local: LocalRequest): void {
-    // penalties count the token ids a cache holds, which a copied prefix does not bring along
-    if (!this.prefix || local.spec.sampling.penalties) return;
-    this.stats.prefixQueries += local.tokens.length;
-    const hit = this.prefix.match(local.tokens, local.tokens.length - 1);
-    if (!hit) return;
-    if (!this.runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) return this.prefix.discard(hit.entry);
-    local.cache!.fed += hit.length;
-    local.cachedPrefix = hit.length;
-    // the prompt's own prefill (nothing generated yet): what usage reports as cached prompt tokens
-    if (local.tokens.length === local.spec.promptLength) local.counters.cachedPrompt = Math.max(local.counters.cachedPrompt, hit.length);
-    this.stats.prefixHits += hit.length;
   }
 
   fed(local: LocalRequest, n: number): void {
@@ -213,9 +183,7 @@ export class LaneQueues {
     if (!this.prefix || !keep) return this.dropCache(local);
     const { cacheId, fed } = local;
     this.clearCache(local);
-    this.prefix.insert(cacheId, local.tokens.slice(0, fed));
-    // an unbounded pool bounds its prefixes by count
-    while (this.pool.capacityTokens === Infinity && this.prefix.size > MAX_PREFIX_ENTRIES) this.prefix.evictOne();
+    this.prefix.keep(cacheId, local.tokens.slice(0, fed), this.pool);
   }
 
   private dropCache(local: LocalRequest): void {
@@ -231,7 +199,7 @@ export class LaneQueues {
   }
 }
 
-// --- a step's batch: which ready rows it takes (a pure planner), the batch in flight, the engine's tallies ---
+// --- a step's batch: which ready rows it takes (a pure planner), the batch in flight ---
 
 /** One ready request as the planner sees it: tokens in its cache (0: the step prefills), tokens the step would feed to catch up. */
 export type ReadyRow = { readonly fed: number; readonly unfed: number };
@@ -269,45 +237,12 @@ export function planBatch(ready: readonly ReadyRow[], policy: BatchPolicy): Batc
   return plan;
 }
 
-export interface Batch {
-  id: number;
-  locals: LocalRequest[];
-  rows: StepRow[];
-  /** Clock ms at launch. */
-  start: number;
-  phase: StepPhase;
-  tokens: number;
-  /** Wall ms the runner's own call took. */
-  wallMs: number;
+/** A step in flight: its requests and rows, with what the figures read (BatchFigures). */
+export interface Batch extends BatchFigures {
+  readonly locals: LocalRequest[];
+  readonly rows: StepRow[];
   /** Rows whose results are applied so far: the locals past them are still in the step. */
   applied: number;
-  /** Clock ms when the runner's results came back; model ms the runner reported for it. */
-  resultAt: number;
-  modelMs: number;
-  /** Prompt tokens its rows did not feed because their caches started from the prefix cache. */
-  cachedTokens: number;
-  /** Rows a grammar masked. */
-  maskedRows: number;
-}
-
-/** An engine's tallies, in the order its lane figures (LaneStats) list them. */
-export class EngineStats {
-  batches = 0;
-  rows = 0;
-  /** Rows that fed a chunk of a longer prompt or suffix: their outputs were not used. */
-  chunks = 0;
-  admissions = 0;
-  evictions = 0;
-  /** Summed over batches: launch → the runner's results; launch → its rows applied; inside the model, as the runner timed it. */
-  busyMs = 0;
-  batchMs = 0;
-  modelMs = 0;
-  /** Prefix cache, in tokens as vLLM counts them: context looked up at admission, and found cached. */
-  prefixQueries = 0;
-  prefixHits = 0;
-  /** Not in the lane figures: entries dropped for room; wall ms in runner.step. */
-  prefixEvictions = 0;
-  runnerWallMs = 0;
 }
 
 /** A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
@@ -328,22 +263,4 @@ export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalReque
   }));
   const { phase, tokens } = plan;
   return { id, locals, rows, start, phase, tokens, wallMs: 0, applied: 0, resultAt: 0, modelMs: 0, cachedTokens, maskedRows: 0 };
-}
-
-/** The trace event of a batch that returned (or failed) at `end`. */
-export function batchEvent(batch: Batch, model: string, end: number): TraceEvent {
-  return {
-    type: 'batch',
-    model,
-    batchId: batch.id,
-    requestIds: batch.rows.map((r) => r.requestId),
-    phase: batch.phase,
-    tokens: batch.tokens,
-    start: batch.start,
-    end,
-    ...(batch.cachedTokens > 0 ? { cachedTokens: batch.cachedTokens } : {}),
-    ...(batch.maskedRows > 0 ? { maskedRows: batch.maskedRows } : {}),
-    runMs: Math.max(0, batch.resultAt - batch.start),
-    modelMs: batch.modelMs,
-  };
 }

@@ -1,4 +1,4 @@
-// A request as one engine holds it: its lifecycle actor and chart, cache handle, the routing state that travels with handoffs, and the pure routing of a row.
+// A request as one engine holds it: its lifecycle actor and chart, cache handle, the routing state that travels with handoffs; the pure routing of a row; its output processor.
 import { createActor, setup } from 'xstate';
 import {
   routeInput,
@@ -13,6 +13,7 @@ import {
   type TokenSignals,
 } from '../../shared/algorithm.ts';
 import { draw3 } from '../util/hash.ts';
+import { detokFlush, detokPush, memoDecoder, newDetokState, type Decoder } from '../runner/detokenizer.ts';
 import type { LocalStatus } from '../../shared/trace.ts';
 import type { RequestCounters, RequestSpec, TextState } from '../../shared/protocol/engineProtocol.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';
@@ -226,5 +227,60 @@ function checkHandoff(h: Handoff<unknown>, req: SendRequest<unknown>): void {
   const expected = req.unseen.length + (h.keep ? 1 : 0);
   if (h.tokens.length !== expected || (h.keep && h.tokens[expected - 1] !== req.result.token)) {
     throw new Error(`handoff for ${req.requestId} must carry the ${req.unseen.length} unseen tokens${h.keep ? ' plus the kept token' : ''}`);
+  }
+}
+
+// --- the output processor (vLLM v1's OutputProcessor, one request at a time): a committed token's text delta; stop strings end the request ---
+
+/** A request's text before its first token; it then travels with every handoff, so whichever engine owns the request continues it. */
+export function newTextState(): TextState {
+  return { detok: newDetokState(), count: 0, tail: '', tailAt: 0, emitted: 0, stopAt: -1 };
+}
+
+/** Text is kept back as far as a stop string can reach, shown up to where one may still be forming; the tail travels, so one may span a handoff. */
+export class OutputProcessor {
+  private readonly tok: Decoder;
+
+  constructor(tok: Decoder) {
+    this.tok = memoDecoder(tok);
+  }
+
+  /** Appends a committed token; returns the text the client may see now. `s.stopAt >= 0` afterwards: a stop string matched. */
+  push(s: TextState, spec: Pick<RequestSpec, 'text' | 'minTokens'>, token: number): string {
+    s.tail += detokPush(this.tok, s.detok, token);
+    s.count++;
+    const stop = spec.text?.stop ?? [];
+    let hold = 0;
+    let reach = 0;
+    if (stop.length > 0) {
+      if (s.count >= spec.minTokens) {
+        for (const str of stop) {
+          const k = s.tail.indexOf(str, Math.max(0, s.emitted - str.length) - s.tailAt);
+          if (k >= 0 && (s.stopAt < 0 || k + s.tailAt < s.stopAt)) s.stopAt = k + s.tailAt;
+        }
+      }
+      for (const str of stop) reach = Math.max(reach, str.length);
+      hold = reach - 1;
+    }
+    const limit = s.stopAt >= 0 ? s.stopAt : s.tailAt + s.tail.length - hold;
+    if (limit <= s.emitted) return '';
+    const delta = s.tail.slice(s.emitted - s.tailAt, limit - s.tailAt);
+    s.emitted = limit;
+    const keep = s.emitted - reach;
+    if (keep > s.tailAt) {
+      s.tail = s.tail.slice(keep - s.tailAt);
+      s.tailAt = keep;
+    }
+    return delta;
+  }
+
+  /** The request ended on this engine: what the client has not seen yet (text held back, a character never completed). */
+  finish(s: TextState): string {
+    if (s.stopAt < 0) s.tail += detokFlush(this.tok, s.detok);
+    const end = s.stopAt >= 0 ? s.stopAt : s.tailAt + s.tail.length;
+    if (end <= s.emitted) return '';
+    const rest = s.tail.slice(s.emitted - s.tailAt, end - s.tailAt);
+    s.emitted = end;
+    return rest;
   }
 }

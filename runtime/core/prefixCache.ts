@@ -1,4 +1,16 @@
 // One engine's prefix cache: runner caches kept after their request let go of them, found by the longest prefix of a context.
+import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { EngineStats } from './engineStats.ts';
+import type { LocalRequest } from './localRequest.ts';
+
+/** Entries kept at most when the pool is unbounded (a bounded pool's room bounds them). */
+const MAX_UNBOUNDED_ENTRIES = 256;
+
+/** What room-making reads of the KV pool (CachePool). */
+interface Room {
+  readonly capacityTokens: number;
+  readonly reservedTokenCount: number;
+}
 
 /** A cache the runner still holds, kept for the prompts that start with its tokens. */
 export interface PrefixEntry {
@@ -54,6 +66,36 @@ export class PrefixCache {
       if (n === e.tokens.length) this.remove(e);
     }
     this.lru.set(cacheId, { cacheId, tokens });
+  }
+
+  /** A fresh cache starts as a copy of the longest cached prefix of the context (the step still feeds at least one token). */
+  startFrom(local: LocalRequest, runner: Pick<ModelRunner, 'fork'>, stats: EngineStats): void {
+    // penalties count the token ids a cache holds, which a copied prefix does not bring along
+    if (local.spec.sampling.penalties) return;
+    stats.prefixQueries += local.tokens.length;
+    const hit = this.match(local.tokens, local.tokens.length - 1);
+    if (!hit) return;
+    if (!runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) return this.discard(hit.entry);
+    local.cache!.fed += hit.length;
+    local.cachedPrefix = hit.length;
+    // the prompt's own prefill (nothing generated yet): what usage reports as cached prompt tokens
+    if (local.tokens.length === local.spec.promptLength) local.counters.cachedPrompt = Math.max(local.counters.cachedPrompt, hit.length);
+    stats.prefixHits += hit.length;
+  }
+
+  /** Keeps the cache a request let go of; a pool of unbounded room bounds the entries by count. */
+  keep(cacheId: number, tokens: readonly number[], pool: Room): void {
+    this.insert(cacheId, tokens);
+    while (pool.capacityTokens === Infinity && this.size > MAX_UNBOUNDED_ENTRIES) this.evictOne();
+  }
+
+  /** Drops entries, oldest use first, until `need` tokens fit beside the reservations, if evicting can make it fit at all (`evictable`: what pending-return caches could free). */
+  makeRoom(pool: Room, need: number, evictable: () => number, stats: EngineStats): void {
+    if (this.size === 0 || pool.reservedTokenCount - evictable() + need > pool.capacityTokens) return;
+    while (this.size > 0 && pool.reservedTokenCount + this.heldTokens + need > pool.capacityTokens) {
+      this.evictOne();
+      stats.prefixEvictions++;
+    }
   }
 
   /** Drops the least recently used entry; the tokens it freed (0: none left). */

@@ -1,4 +1,4 @@
-// The entry's serving policy: the sync baselines' rounds (step-sync, model-sync), whether state stays behind a handoff (no-retain), which thresholds are feasible.
+// The serving policy of the baselines: the sync modes' rounds at the entry and their engines' launch rule, async-immediate's; no-retain; feasible thresholds.
 import { SCHEDULING_MODES } from '../../shared/protocol/engineControl.ts';
 import { TokenRouterError } from '../errors.ts';
 
@@ -58,7 +58,27 @@ class SyncRounds implements Rounds {
   }
 }
 
-/** The entry's policy of `mode`, with `retain` (false: standard serving); each engine's side is its LaunchRule (subServerMachine.ts). */
+/** An engine's launch rule in a baseline mode, once requests are ready: async-immediate launches at once; a sync mode once per round the entry grants. */
+export interface BaselineLaunch {
+  mayLaunch(): boolean;
+  launched(): void;
+  /** The entry's round lets this engine launch one step. */
+  allow(): void;
+}
+
+/** The engine's side of `mode`; undefined for async-delayed, the product, whose rule the engine loop states (engineHost.ts, `mayLaunch`). */
+export function baselineLaunch(mode: SchedulingMode): BaselineLaunch | undefined {
+  if (mode === 'async-delayed') return undefined;
+  if (mode === 'async-immediate') return { mayLaunch: () => true, launched() {}, allow() {} };
+  let allowed = false;
+  return {
+    mayLaunch: () => allowed,
+    launched: () => void (allowed = false),
+    allow: () => void (allowed = true),
+  };
+}
+
+/** The entry's policy of `mode`, with `retain` (false: standard serving); each engine's side is its `baselineLaunch`. */
 export function servingPolicy(mode: SchedulingMode, retain: boolean): ServingPolicy {
   switch (mode) {
     case 'async-immediate':

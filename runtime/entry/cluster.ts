@@ -2,7 +2,7 @@
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Engine } from '../core/engine.ts';
-import { Cascade } from '../core/engineHost.ts';
+import { Cascade } from '../core/engineLoop.ts';
 import { checkInvariants } from '../core/invariants.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 import { servingPolicy, validateThresholds, type Rounds, type SchedulingMode } from '../core/servingPolicy.ts';

@@ -2,7 +2,7 @@
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
-import type { Cascade } from '../core/engineHost.ts';
+import type { Cascade } from '../core/engineLoop.ts';
 import type { Arrival, Commit, Finish } from '../../shared/protocol/engineProtocol.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import { RequestState, requestEndEvent, requestSpec, type Ending, type RequestResult, type SubmitOptions } from './requestState.ts';

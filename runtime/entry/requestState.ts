@@ -7,8 +7,8 @@ import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
 import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from '../../shared/protocol/engineProtocol.ts';
+import { newTextState } from '../core/localRequest.ts';
 import { maskedFrom } from '../grammar/constraintState.ts';
-import { newTextState } from '../runner/outputProcessor.ts';
 
 export interface RequestResult {
   id: string;

@@ -2,7 +2,7 @@
 import { pathToFileURL } from 'node:url';
 import type { ModelRunner } from './modelRunner.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnxRunner.ts';
-import type { Decoder } from './outputProcessor.ts';
+import type { Decoder } from './detokenizer.ts';
 import { loadModelFolder } from './modelFolder.ts';
 import { TextTokenizer } from './tokenizer.ts';
 

@@ -1,6 +1,6 @@
 // A trace sink that adds each request's output text, one piece per token, to its request-end event, so the timeline can show words and not only token ids.
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
-import { detokFlush, detokPush, newDetokState, type Decoder } from '../runner/outputProcessor.ts';
+import { detokFlush, detokPush, newDetokState, type Decoder } from '../runner/detokenizer.ts';
 
 /**
  * Pieces as the stream emitted them: a token that ends inside a multi-byte character gets '' and the

@@ -4,10 +4,11 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { EngineHost, type Cascade } from '../core/engineHost.ts';
+import { EngineHost } from '../core/engineHost.ts';
+import type { Cascade } from '../core/engineLoop.ts';
 import type { Engine } from '../core/engine.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../../shared/protocol/engineProtocol.ts';
-import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import { callHost, type HostCall } from './engineControls.ts';
 import { EngineHandle, reportToEntry } from './engineHandle.ts';
 

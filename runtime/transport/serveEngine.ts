@@ -26,7 +26,7 @@ import {
 } from '../../shared/protocol/engineProtocol.ts';
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
-import type { Decoder } from '../runner/outputProcessor.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import { callHost, forgetModel } from './engineControls.ts';
 
 /** Over NATS, the peer mesh (nats/natsPeers.ts) follows where each request's state is: every arrival, every end, the replica a handoff went to. */

@@ -29,7 +29,7 @@ const wireSpecSchema = z.object({
   constraint: constraintSchema.optional(),
 });
 
-/** A request's detokenising as it stands (runtime/runner/outputProcessor.ts): it travels with every handoff. */
+/** A request's detokenising as it stands (the output processor, runtime/core/localRequest.ts): it travels with every handoff. */
 const textStateSchema = z.object({
   detok: z.object({ ids: z.array(int), read: int, prefixText: z.string() }),
   count: int,

@@ -1,7 +1,7 @@
 // The lane actor run by XState itself: launches as actions, the deadline as an `after` delay on the clock, guards on the facts the events carry.
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock, transition } from 'xstate';
-import { NO_WORK, subServerMachine, type LaneFacts, type SubServerEvent } from '../../runtime/core/subServerMachine.ts';
+import { NO_WORK, subServerMachine, type LaneFacts, type SubServerEvent } from '../../runtime/core/engineLoop.ts';
 import { mulberry32 as draws } from '../../shared/rng.ts';
 
 const lane = (ready: boolean, mayLaunch: boolean, atDeadline = ready): LaneFacts => ({ ready, mayLaunch: ready && mayLaunch, atDeadline: ready && atDeadline });

@@ -7,7 +7,7 @@ import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import type { RequestResult } from '../../runtime/entry/requestState.ts';
 import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
 import { CHAR_VOCAB } from '../../runtime/runner/charTokenizer.ts';
-import type { Decoder } from '../../runtime/runner/outputProcessor.ts';
+import type { Decoder } from '../../runtime/runner/detokenizer.ts';
 import { mulberry32 } from '../../shared/rng.ts';
 import type { Algorithm } from '../../shared/algorithm.ts';
 import type { AlgorithmRef } from '../../runtime/registry/algorithmSource.ts';

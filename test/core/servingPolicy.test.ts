@@ -1,7 +1,7 @@
-// The serving policy alone: when each mode lets an engine launch (its LaunchRule), and the sync modes' rounds at the entry.
+// The serving policy alone: when each mode lets an engine launch (mayLaunch, a baseline's rule), and the sync modes' rounds at the entry.
 import { describe, expect, it } from 'vitest';
-import { servingPolicy, type RoundLane } from '../../runtime/core/servingPolicy.ts';
-import { LaunchRule } from '../../runtime/core/subServerMachine.ts';
+import { baselineLaunch, servingPolicy, type RoundLane } from '../../runtime/core/servingPolicy.ts';
+import { mayLaunch } from '../../runtime/core/engineLoop.ts';
 
 function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
   const granted: number[] = [];
@@ -17,25 +17,25 @@ function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
 
 describe('serving policy', () => {
   it('async-immediate launches on any ready request; async-delayed at the threshold, or any after the deadline', () => {
-    const lane = { index: 0, readyCount: 2, threshold: 3, executing: false };
-    expect(new LaunchRule('async-immediate').mayLaunch(lane)).toBe(true);
-    const delayed = new LaunchRule('async-delayed');
-    expect(delayed.mayLaunch(lane)).toBe(false);
-    expect(delayed.mayLaunch(lane, true)).toBe(true);
-    expect(delayed.mayLaunch({ ...lane, readyCount: 3 })).toBe(true);
-    expect(delayed.mayLaunch({ ...lane, readyCount: 0 }, true)).toBe(false);
+    const immediate = baselineLaunch('async-immediate');
+    expect(mayLaunch(2, 3, false, immediate)).toBe(true);
+    expect(mayLaunch(0, 3, true, immediate)).toBe(false);
+    expect(baselineLaunch('async-delayed')).toBeUndefined();
+    expect(mayLaunch(2, 3, false)).toBe(false);
+    expect(mayLaunch(2, 3, true)).toBe(true);
+    expect(mayLaunch(3, 3, false)).toBe(true);
+    expect(mayLaunch(0, 3, true)).toBe(false);
   });
 
   it('a sync engine launches once per grant, deadline or not', () => {
-    const rule = new LaunchRule('step-sync');
-    const lane = { index: 0, readyCount: 4, threshold: 1, executing: false };
-    expect(rule.mayLaunch(lane)).toBe(false);
-    expect(rule.mayLaunch(lane, true)).toBe(false);
-    rule.allow();
-    expect(rule.mayLaunch(lane)).toBe(true);
-    expect(rule.mayLaunch({ ...lane, readyCount: 0 })).toBe(false);
-    rule.launched();
-    expect(rule.mayLaunch(lane)).toBe(false);
+    const rule = baselineLaunch('step-sync');
+    expect(mayLaunch(4, 1, false, rule)).toBe(false);
+    expect(mayLaunch(4, 1, true, rule)).toBe(false);
+    rule!.allow();
+    expect(mayLaunch(4, 1, false, rule)).toBe(true);
+    expect(mayLaunch(0, 1, false, rule)).toBe(false);
+    rule!.launched();
+    expect(mayLaunch(4, 1, false, rule)).toBe(false);
   });
 
   it('step-sync lets every idle engine with work launch, and opens the next round when all its steps are back', () => {

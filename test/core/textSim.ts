@@ -1,7 +1,7 @@
 // Scripted runners and tokenizers an engine thread loads by module reference, for the detokenising-across-handoffs test.
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { charTokenizer } from '../../runtime/runner/charTokenizer.ts';
-import type { Decoder } from '../../runtime/runner/outputProcessor.ts';
+import type { Decoder } from '../../runtime/runner/detokenizer.ts';
 import { byteLevelTokenizer } from '../runner/byteLevelTokenizer.ts';
 
 /** Model i writes request r's output token j as scripts[r][j], whichever model writes it: a handoff changes who writes, never what. */

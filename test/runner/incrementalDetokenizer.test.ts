@@ -7,7 +7,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../shared/rng.ts';
 import { charTokenizer } from '../../runtime/runner/charTokenizer.ts';
-import type { Decoder } from '../../runtime/runner/outputProcessor.ts';
+import type { Decoder } from '../../runtime/runner/detokenizer.ts';
 import { IncrementalDetokenizer } from '../../runtime/trace/tokenTextSink.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { byteLevelTokenizer } from './byteLevelTokenizer.ts';

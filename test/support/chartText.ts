@@ -65,7 +65,7 @@ function region(node: AnyStateNode, ind: string, effect: (a: unknown) => string 
 /** The machines docs/runtime.md draws, by the name its markers use. */
 export async function documentedCharts(): Promise<Record<string, string>> {
   const [{ subServerMachine }, { localRequestMachine }, { requestMachine }] = await Promise.all([
-    import('../../runtime/core/subServerMachine.ts'),
+    import('../../runtime/core/engineLoop.ts'),
     import('../../runtime/core/localRequest.ts'),
     import('../../runtime/entry/requestState.ts'),
   ]);

@@ -6,7 +6,7 @@
 // Why a simulation and not the chain: the chain is over counts of exchangeable requests and so gives
 // means (Little's law: mean E2E = N / request rate in a closed loop), but a p99 needs each request's
 // history, and an open loop adds an unbounded entry queue. The rules simulated are the runtime's
-// (runtime/core/subServerMachine.ts): a lane launches when its queue reaches the threshold, or when
+// (runtime/core/engineLoop.ts): a lane launches when its queue reaches the threshold, or when
 // maxWaitMs has passed since it went idle with work below it; an admitted request joins the entry
 // model's queue; at most N are admitted, the rest wait at the entry in FIFO order.
 import { arrivalTimesMs } from '../../loadgen/arrivals.ts';

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { ModelRunner } from '../../runner/modelRunner.ts';
-import type { Decoder } from '../../runner/outputProcessor.ts';
+import type { Decoder } from '../../runner/detokenizer.ts';
 import { serveEngine } from '../serveEngine.ts';
 import type { PortLike } from '../../../shared/protocol/engineProtocol.ts';
 import { remotePeersSchema, type LinkFrame, type ReplicaAnnouncement } from './natsProtocol.ts';

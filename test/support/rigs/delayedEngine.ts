@@ -1,7 +1,7 @@
 // A model's engine in this process behind a delay each way: the cross-host case with the network's added latency and nothing else (no NATS, no serialising).
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../../../runtime/clock/clock.ts';
-import { Cascade } from '../../../runtime/core/engineHost.ts';
+import { Cascade } from '../../../runtime/core/engineLoop.ts';
 import { InprocEngine } from '../../../runtime/transport/inprocEngine.ts';
 import type { Arrival, EngineEntry, EngineSettings } from '../../../shared/protocol/engineProtocol.ts';
 import type { RequestCounters, RequestSpec } from '../../../runtime/core/localRequest.ts';
