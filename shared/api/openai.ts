@@ -17,7 +17,7 @@ const stop = z
 export const MAX_CHOICES = 128;
 
 /** Accepted only where it means what this server does anyway (e.g. best_of 1); absent or null passes, anything else is refused with `why`. */
-const onlyIf = (ok: (v: unknown) => boolean, why: string) =>
+export const onlyIf = (ok: (v: unknown) => boolean, why: string) =>
   z
     .unknown()
     .refine((v) => v === undefined || v === null || ok(v), { message: why })
@@ -29,7 +29,7 @@ const DEPRECATED_FUNCTIONS = 'deprecated by OpenAI and not supported: use tools 
 
 const maxTokens = z.number().int().min(1).max(1_000_000).nullish();
 
-const common = {
+export const common = {
   model: z.string().min(1).max(200),
   max_tokens: maxTokens,
   temperature: z.number().min(0).max(2).nullish(),
@@ -81,27 +81,10 @@ const common = {
 };
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */
-function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
+export function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
   for (const k of ['stream_options', 'stream_interval'] as const)
     if (b[k] != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: [k], message: 'only allowed with stream: true' });
 }
-
-const tokenIds = z.array(z.number().int().min(0)).min(1);
-
-export const completionRequestSchema = z
-  .object({
-    ...common,
-    /** A text, several texts, a token-id list or several token-id lists: one choice (times n) each. */
-    prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_CHOICES), tokenIds, z.array(tokenIds).min(1).max(MAX_CHOICES)]),
-    /** Top logprobs per token, as the legacy completions API (0..5). */
-    logprobs: z.number().int().min(0).max(5).nullish(),
-    /** The prompt's text is prepended to each choice's text. */
-    echo: z.boolean().nullish(),
-    best_of: onlyIf((v) => v === 1, 'only 1 is supported: ask for n choices and rank them yourself'),
-    suffix: onlyIf((v) => v === '', 'only "" is supported: the served models do no fill-in-the-middle'),
-  })
-  .strict()
-  .superRefine(streamOptionsNeedStream);
 
 const textContent = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).strict()).min(1)]);
 
@@ -162,6 +145,5 @@ export const chatRequestSchema = z
     if (b.top_logprobs != null && b.logprobs !== true) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: 'needs logprobs: true' });
   });
 
-export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 export type ChatMessage = ChatRequest['messages'][number];

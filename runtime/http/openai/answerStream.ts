@@ -1,14 +1,13 @@
 // The streamed OpenAI answer: SSE chunks per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
 import type { Request, Response } from 'express';
-import type { RequestAttribution } from '../../../shared/api/openaiAnswer.ts';
-import { runChoices, type AnswerContext, type GenerateOutcome } from '../generate.ts';
-import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
-import type { TokenRouterService } from '../tokenRouterService.ts';
 import { TokenRouterError } from '../../errors.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
 import type { ServerMetrics } from '../metrics.ts';
-import type { Job, Plan } from './requestPlan.ts';
+import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
+import type { TokenRouterService } from '../tokenRouterService.ts';
 import { AnswerOutput, streamedCalls, type OutputDelta } from './answerOutput.ts';
+import { attribution, finishReasonOf, usageOf } from './answerUsage.ts';
+import { runChoices, type AnswerContext, type GenerateOutcome, type Plan } from './requestPlan.ts';
 import type { CallDelta } from './toolCallParser.ts';
 
 /** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
@@ -34,7 +33,7 @@ export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, pl
   const { metrics } = ctx;
   const object = plan.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   const head = { id: plan.id, object, created: Math.floor(Date.now() / 1000), model: plan.model };
-  const choices = plan.jobs.map((job) => new ChoiceChunks(ctx.service, plan, head, job));
+  const choices = plan.jobs.map((job, k) => new ChoiceChunks(ctx.service, plan, head, k, job.echo));
   const started = performance.now();
   const bound = ctx.service.config.limits.streamBufferBytes;
   let over = false;
@@ -130,7 +129,7 @@ export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, pl
     ended: (k, o) => {
       const c = choices[k];
       // what was held back to the end (a stop string that might have formed, half a character)
-      c.add(o.text.slice(c.shown), null, null);
+      c.add(o.result.text.slice(c.shown), null, null);
       c.end();
       if (c.hasText || c.count > 0) take(c);
       append(c.finish(o));
@@ -180,10 +179,11 @@ class ChoiceChunks {
     private readonly plan: Plan,
     /** What every chunk of the answer repeats: its id, object, creation time and model. */
     private readonly head: object,
-    private readonly job: Job,
+    private readonly index: number,
+    echo: string,
   ) {
-    this.content = job.echo;
-    this.offset = { offset: job.echo.length };
+    this.content = echo;
+    this.offset = { offset: echo.length };
     this.output = new AnswerOutput(plan.output, true);
   }
 
@@ -224,7 +224,7 @@ class ChoiceChunks {
       const first = events === '';
       events += sse({
         ...this.head,
-        choices: [{ index: this.job.index, ...choice, finish_reason: null, logprobs: first ? logprobs : null }],
+        choices: [{ index: this.index, ...choice, finish_reason: null, logprobs: first ? logprobs : null }],
         ...(first && ext ? { tokenrouter: ext } : {}),
       });
     };
@@ -249,7 +249,7 @@ class ChoiceChunks {
   /** The choice's last chunk: its finish reason and its attribution. */
   finish(o: GenerateOutcome): string {
     const body = this.plan.kind === 'chat' ? { delta: {} } : { text: '' };
-    const choice = { index: this.job.index, ...body, finish_reason: finishReasonOf(o.finishReason, this.callCount), logprobs: null };
+    const choice = { index: this.index, ...body, finish_reason: finishReasonOf(o.finishReason, this.callCount), logprobs: null };
     return sse({ ...this.head, choices: [choice], tokenrouter: attribution(o) });
   }
 }
@@ -274,37 +274,4 @@ function atTurnEnd(flush: () => void): void {
       for (const f of list) f();
     });
   due.add(flush);
-}
-
-/**
- * OpenAI's usage: each distinct prompt counted once however many choices it has (in order); its
- * cached tokens are the most any of its choices found in the prefix cache.
- */
-export function usageOf(plan: Plan, outs: readonly GenerateOutcome[]) {
-  const perPrompt = plan.jobs.length / plan.promptCount;
-  const completion = outs.reduce((a, o) => a + o.result.tokens.length, 0);
-  let cached = 0;
-  for (let i = 0; i < outs.length; i += perPrompt) cached += Math.max(...outs.slice(i, i + perPrompt).map((o) => o.result.cachedPromptTokens));
-  return {
-    prompt_tokens: plan.promptTokens,
-    completion_tokens: completion,
-    total_tokens: plan.promptTokens + completion,
-    prompt_tokens_details: { cached_tokens: cached },
-  };
-}
-
-/** The finish reason OpenAI gives: "tool_calls" when the answer ended by itself with calls in it. */
-export const finishReasonOf = (reason: string, calls: number) => (calls > 0 && reason === 'stop' ? 'tool_calls' : reason);
-
-/** The `tokenrouter` field: one choice's, or several summed (each choice carries its own too). */
-export function attribution(...outs: GenerateOutcome[]): RequestAttribution {
-  const byModel: Record<string, number> = {};
-  for (const o of outs) for (const [m, c] of Object.entries(o.result.tokensByModel)) byModel[m] = (byModel[m] ?? 0) + c;
-  return {
-    algorithm: outs[0].algorithm,
-    version: outs[0].version,
-    tokens_by_model: byModel,
-    handoffs: outs.reduce((a, o) => a + o.result.handoffs, 0),
-    discarded_tokens: outs.reduce((a, o) => a + o.result.discarded, 0),
-  };
 }
