@@ -16,6 +16,7 @@ import type { Drain } from '../drain.ts';
 import { streamToken, type StreamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import type { OutputSpec } from './answerOutput.ts';
+import { completionPrompts, refuseTextBeyondWindow } from './promptIds.ts';
 import { constraintOf, requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
 import { thoughtAtStart } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
@@ -101,7 +102,6 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   if (prompts.length * n > MAX_CHOICES) throw refuse('n', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`);
   const logprobs = chat ? (chat.logprobs === true ? (chat.top_logprobs ?? 0) : undefined) : (completion!.logprobs ?? undefined);
   const echo = completion?.echo === true;
-  if (echo && logprobs !== undefined) throw refuse('echo', "echo with logprobs would need the prompt tokens' logprobs, which this server does not compute");
   const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
   const outside = logitBias.find(([t]) => t >= vocab);
   if (outside) throw refuse('logit_bias', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`);
@@ -168,33 +168,6 @@ function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' |
   return s;
 }
 
-/**
- * Encoding runs on the event loop every client shares and costs time linear in the text (about 5 µs
- * a character with the bundled tokenizer: a 1 MB prompt stalled all streams for seconds). No
- * tokenizer averages anywhere near 32 characters a token, so longer text cannot fit the context
- * window and is refused before it is encoded.
- */
-function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
-  if (chars > maxContext * 32) throw refuse(param, `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`);
-}
-
-/** Every prompt of a completions request as ids (and its text, for echo); each is checked as a single prompt was. */
-function completionPrompts(service: TokenRouterService, body: CompletionRequest, maxContext: number, vocab: number): { ids: number[]; text: string }[] {
-  const p = body.prompt;
-  const list: (string | number[])[] = typeof p === 'string' ? [p] : p.length > 0 && typeof p[0] === 'number' ? [p as number[]] : (p as (string | number[])[]);
-  return list.map((x, i) => {
-    const param = list.length > 1 ? `prompt.${i}` : 'prompt';
-    if (typeof x === 'string') {
-      if (x.length === 0) throw refuse(param, 'prompt is empty');
-      refuseTextBeyondWindow(x.length, maxContext, param);
-      return { ids: service.tokenizer.encode(x, true), text: x };
-    }
-    const bad = x.find((t) => t >= vocab);
-    if (bad !== undefined) throw refuse(param, `prompt token id ${bad} is outside the vocabulary (size ${vocab})`);
-    return { ids: x, text: body.echo ? service.tokenizer.decode(x) : '' };
-  });
-}
-
 export interface AnswerContext {
   service: TokenRouterService;
   /** The server's metrics (metrics.ts), which count each choice as it ends. */
@@ -237,13 +210,12 @@ export function runChoices(ctx: AnswerContext, jobs: readonly { params: Generate
   };
   try {
     jobs.forEach(({ params }, k) => {
-      const detail = wantsDetail(params);
       const top = params.sampling.topLogprobs;
       const sink: GenerateSink = {
         onToken: (token, model, _i, signals, atHandoff, text) => {
           if (over) return;
-          // decoded per token, uncached: 2-4 µs warm on qwen3-42m's tokenizer, against a 34-49 ms step at c = 8
-          on.token(k, text, model, detail ? streamToken(token, service.tokenizer.decode([token]), model, signals!, atHandoff, top) : null);
+          // signals come only when the request asked for detail; decoded per token, uncached: 2-4 µs warm on qwen3-42m's tokenizer, against a 34-49 ms step at c = 8
+          on.token(k, text, model, signals ? streamToken(token, service.tokenizer.decode([token]), model, signals, atHandoff, top) : null);
         },
         onEnd: (o) => {
           metrics.observeRequest(o, started, on.unary);
@@ -296,18 +268,11 @@ export interface GenerateParams {
   constraint?: Constraint;
 }
 
-/** Whether a generation's sink gets each token's signals: per-token detail (`tokenrouter_tokens`) or logprobs asked for. */
-function wantsDetail(params: Pick<GenerateParams, 'perToken' | 'sampling'>): boolean {
-  return params.perToken === true || params.sampling.topLogprobs !== undefined;
-}
-
 export interface GenerateSink {
   /**
-   * Each committed token, called by the cluster itself (nothing of the service runs per token; called
-   * unbound): its id, the model that wrote it, its output index, its signals when the request asked
-   * for per-token detail (`wantsDetail`; `streamToken` shapes them), whether it was committed at a
-   * handoff, and the text it lets the client see. Text held back while a stop string might still
-   * form is not in any delta: it is what the result's whole text has past them.
+   * Each committed token (SubmitOptions.onToken), called unbound by the cluster itself: nothing of the
+   * service runs per token. Text held back while a stop string might still form is in no delta: it
+   * is what the result's whole text has past them.
    */
   onToken: TokenListener;
   onEnd(outcome: GenerateOutcome): void;
@@ -338,7 +303,7 @@ export function generate(service: TokenRouterService, params: GenerateParams, si
     algorithm,
     algorithmRef: ref,
     text: { stop: params.stop },
-    detail: wantsDetail(params),
+    detail: params.perToken === true || params.sampling.topLogprobs !== undefined,
     ...(params.constraint ? { constraint: params.constraint } : {}),
     onToken: sink.onToken,
     onEnd: (result) => {
