@@ -1,7 +1,7 @@
 // One OpenAI request, checked and planned into one job per choice (prompt ids, token budget, sampling), and the jobs run on the cluster together.
 import crypto from 'node:crypto';
 import type { Request, Response } from 'express';
-import { MAX_CHOICES, type ChatRequest } from '../../../shared/api/openai.ts';
+import { type ChatRequest, MAX_CHOICES } from '../../../shared/api/openai.ts';
 import type { CompletionRequest } from '../../../shared/api/openaiCompletions.ts';
 import type { Constraint } from '../../../shared/protocol/constraint.ts';
 import type { RequestHandle } from '../../entry/cluster.ts';
@@ -13,11 +13,11 @@ import type { SamplingParams } from '../../runner/modelRunner.ts';
 import { mix } from '../../util/hash.ts';
 import { messageText } from '../chatPrompts.ts';
 import type { Drain } from '../drain.ts';
-import { streamToken, type StreamToken } from '../streamToken.ts';
+import { type StreamToken, streamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import type { OutputSpec } from './answerOutput.ts';
+import { constraintOf, type FieldGrammar, requestedGrammar } from './constraintPlan.ts';
 import { completionPrompts, refuseTextBeyondWindow } from './promptIds.ts';
-import { constraintOf, requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
 import { thoughtAtStart } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
 
