@@ -1,6 +1,7 @@
 // OpenAI-compatible request bodies (validated at the edge) and the TokenRouter extension fields; the answers are in openaiAnswer.ts.
 import { z } from 'zod';
 import { guidedFields, responseFormatSchema, structuredOutputsSchema, toolCallSchema, toolChoiceSchema, toolSchema } from './openaiConstraints.ts';
+import { DEPRECATED_FUNCTIONS, onlyIf, refused } from './openaiRefused.ts';
 
 /** Stop strings a request may give, as OpenAI allows. */
 export const MAX_STOP = 4;
@@ -16,18 +17,10 @@ const stop = z
 /** Most choices one request may ask for (n times the prompts), as OpenAI caps n. */
 export const MAX_CHOICES = 128;
 
-/** Accepted only where it means what this server does anyway (e.g. best_of 1); absent or null passes, anything else is refused with `why`. */
-export const onlyIf = (ok: (v: unknown) => boolean, why: string) =>
-  z
-    .unknown()
-    .refine((v) => v === undefined || v === null || ok(v), { message: why })
-    .optional();
-/** A parameter this server does not implement. */
-const refused = (why: string) => onlyIf(() => false, why);
-
-const DEPRECATED_FUNCTIONS = 'deprecated by OpenAI and not supported: use tools and tool_choice';
-
 const maxTokens = z.number().int().min(1).max(1_000_000).nullish();
+
+/** ±2^53: every integer a JSON number holds exactly. */
+const SEED_BOUND = 2 ** 53;
 
 export const common = {
   model: z.string().min(1).max(200),
@@ -44,12 +37,7 @@ export const common = {
   min_p: z.number().min(0).max(1).nullish(),
   /** vLLM extension: token ids that end the answer as an EOS does (finish_reason "stop", the token not shown). */
   stop_token_ids: z.array(z.number().int().min(0)).max(1024).nullish(),
-  seed: z
-    .number()
-    .int()
-    .min(-(2 ** 53))
-    .max(2 ** 53)
-    .nullish(),
+  seed: z.number().int().min(-SEED_BOUND).max(SEED_BOUND).nullish(),
   stop,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullish(),

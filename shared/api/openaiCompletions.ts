@@ -1,6 +1,7 @@
 // The legacy /v1/completions request body: a prompt (text or token ids, one or several) instead of chat messages; the shared fields are in openai.ts.
 import { z } from 'zod';
-import { common, MAX_CHOICES, onlyIf, streamOptionsNeedStream } from './openai.ts';
+import { common, MAX_CHOICES, streamOptionsNeedStream } from './openai.ts';
+import { onlyIf } from './openaiRefused.ts';
 
 const tokenIds = z.array(z.number().int().min(0)).min(1);
 

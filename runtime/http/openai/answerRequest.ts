@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { chatRequestSchema } from '../../../shared/api/openai.ts';
 import { completionRequestSchema } from '../../../shared/api/openaiCompletions.ts';
 import { TokenRouterError } from '../../errors.ts';
+import { endSlowClient } from '../connectionLimits.ts';
 import { keyMeterOf } from '../apiKeyGuard.ts';
 import type { Drain } from '../drain.ts';
 import { sendError, toHttpError } from '../httpErrors.ts';
@@ -55,13 +56,7 @@ function requestIdOf(req: Request): string | undefined {
   return v;
 }
 
-/** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
-const CLOSE_GRACE_MS = 5000;
-/**
- * A turn's events past this size are written at once: one huge write would leave most of it in
- * the stream's buffer (the kernel takes a socket buffer's worth) and trip streamBufferBytes for a
- * client that reads; written in pieces, a reading client drains them as they go.
- */
+/** A turn's events past this size are written at once: one huge write would sit in the stream's buffer and trip streamBufferBytes for a client that reads. */
 const WRITE_BYTES = 16 * 1024;
 /** What a stream that is being read may hold past a burst, in streamBufferBytes. */
 const BURST_BOUNDS = 4;
@@ -69,10 +64,9 @@ const BURST_BOUNDS = 4;
 const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
 
 /**
- * A streamed answer as server-sent events; a request refused before its first token still gets a
- * JSON error. What the engines commit for it within one turn of the event loop goes out as one
- * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
- * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
+ * A streamed answer as server-sent events (a request refused before its first token gets a JSON
+ * error). A turn's commits go out as one write at its end; after a choice's first chunk, the next
+ * waits for `plan.streamInterval` tokens. Events are only appended, so nothing is reordered.
  */
 function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { metrics } = ctx;
@@ -90,12 +84,10 @@ function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, plan: Pla
     if (buf.length >= WRITE_BYTES) writeOut();
   };
   /**
-   * A turn's burst (the steps of a turn in which the entry fell behind land at once) may pass the
-   * bound with a client that reads. So past it, the stream goes on while the client took some of
-   * it between two turns' ends (up to BURST_BOUNDS times the bound); a client that took nothing
-   * over a whole turn is not reading and is cut at that turn's end, holding at most the bound and
-   * two turns' output. Inside one turn the client cannot read at all (the loop is busy writing),
-   * so only the hard bound is checked there.
+   * A turn's burst may pass the bound with a client that reads: past it, the stream goes on while
+   * the client took some between two turns' ends (up to BURST_BOUNDS times the bound); one that
+   * took nothing over a whole turn is cut. Within a turn the client cannot read (the loop is busy
+   * writing), so only the hard bound is checked there.
    */
   let lastUnsent = 0;
   let drained = 0;
@@ -147,21 +139,11 @@ function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, plan: Pla
     if (!res.headersSent && !buf) return sendError(res, e);
     end(sse(toHttpError(e).body));
   };
-  /**
-   * Aborts rather than pausing: the engine cannot hold one row of a batch back, so a pause would
-   * keep the request's slot and KV for as long as the client stalls. The error event goes last into
-   * the buffer (a slow reader still learns why); a stalled one is cut CLOSE_GRACE_MS later.
-   */
   const abortSlowClient = () => {
     over = true;
-    const unsent = res.writableLength;
     cancel();
     metrics.slowClientAborts.inc();
-    const why = `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`;
-    res.end(sse(toHttpError(new TokenRouterError('cancelled', why, null)).body));
-    const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
-    cut.unref();
-    res.once('close', () => clearTimeout(cut));
+    endSlowClient(res, bound, sse);
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
   const cancel = runChoices(ctx, plan.jobs, req, res, {
@@ -194,11 +176,9 @@ function startSse(res: Response): void {
 }
 
 /**
- * What one choice committed since its last chunk: its text as read by the request's parsers
- * (answer, thought, tool calls), a count per writing model, and (with `tokenrouter_tokens` or
- * logprobs) the tokens themselves. A chunk goes out when there is something to show, so tokens
- * whose text is held back (a stop string forming, half a UTF-8 character, a tool call not closed
- * yet) ride on the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
+ * What one choice committed since its last chunk: its text as the request's parsers read it, a
+ * count per writing model, and the tokens when asked for. Tokens whose text is held back (a stop
+ * string forming, half a character, an open tool call) ride on the next chunk that shows something.
  */
 class ChoiceChunks {
   /** Completions with echo: the prompt's text leads the choice's first chunk. */
@@ -300,13 +280,11 @@ class ChoiceChunks {
 }
 
 /**
- * One step message commits a token for many streams, and several may be read in one turn; each
- * stream's share leaves as one SSE write after all of them (as vLLM's RequestOutputCollector merges
- * deltas when the producer runs ahead), one setImmediate for every stream of the process. Kept for
- * that merge when the entry falls behind (test/http/streamInterval.test.ts), not for speed: plain
- * per-chunk writes measured the same at 8 streams of 64 tokens (plain / batched, per-pair medians,
- * both server orders, loaded 2-core machine): qwen3-42m 1.02 tok/s and 1.00 CPU per token over 12
- * pairs (0.92 to 1.11); qwen3-tiny 1.03 and 0.93 over 8 (0.85 to 1.19).
+ * Each stream's share of the turn's step messages leaves as one write after all of them (as vLLM's
+ * RequestOutputCollector merges deltas when the producer runs ahead). Kept for that merge when the
+ * entry falls behind (test/http/streamInterval.test.ts), not for speed: plain per-chunk writes measured
+ * the same at 8 streams of 64 tokens (plain / batched, per-pair medians, loaded 2-core machine):
+ * qwen3-42m 1.02 tok/s, 1.00 CPU per token (12 pairs); qwen3-tiny 1.03 and 0.93 (8 pairs).
  */
 const due = new Set<() => void>();
 

@@ -156,9 +156,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
 
 /**
  * What the request sets, else the entry model folder's generation_config.json, else OpenAI's
- * (temperature 1, no cut). A folder whose do_sample is false defaults to greedy (transformers'
- * meaning) unless the request sets a temperature. top_k -1 and 0 both mean no cut (vLLM and
- * transformers), as does min_p 0.
+ * (temperature 1, no cut); do_sample false means greedy (transformers). top_k -1 and 0 and min_p 0 cut nothing.
  */
 function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' | 'min_p'>, d: GenerationDefaults): Omit<SamplingParams, 'seed'> {
   const temperature = body.temperature ?? (d.doSample === false ? 0 : (d.temperature ?? 1));
