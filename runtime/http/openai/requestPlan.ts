@@ -17,6 +17,7 @@ import { type StreamToken, streamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
 import type { OutputSpec } from './answerOutput.ts';
 import { constraintOf, type FieldGrammar, requestedGrammar } from './constraintPlan.ts';
+import { drawAdjustments } from './drawAdjustments.ts';
 import { completionPrompts, refuseTextBeyondWindow } from './promptIds.ts';
 import { thoughtAtStart } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
@@ -102,26 +103,16 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   if (prompts.length * n > MAX_CHOICES) throw refuse('n', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`);
   const logprobs = chat ? (chat.logprobs === true ? (chat.top_logprobs ?? 0) : undefined) : (completion!.logprobs ?? undefined);
   const echo = completion?.echo === true;
-  const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
-  const outside = logitBias.find(([t]) => t >= vocab);
-  if (outside) throw refuse('logit_bias', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`);
-  const frequency = body.frequency_penalty ?? 0;
-  const presence = body.presence_penalty ?? 0;
-  const penalised = frequency !== 0 || presence !== 0 || logitBias.length > 0;
+  const adjustments = drawAdjustments(body, vocab);
   const seed = (body.seed ?? crypto.randomInt(2 ** 31)) >>> 0;
   const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
-  const stopIds = body.stop_token_ids ?? [];
-  const badStop = stopIds.find((t) => t >= vocab);
-  if (badStop !== undefined) throw refuse('stop_token_ids', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`);
   const base = samplingFor(body, (entryName !== undefined && service.folders.get(entryName)?.generation) || {});
-  if (stopIds.length > 0) base.stopTokenIds = [...new Set(stopIds)];
   const id = requestId ?? `${chat ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   const jobs = prompts.flatMap((p, i) =>
     Array.from({ length: n }, (_, j): Job => {
       // choice 0 keeps the request's seed; choice j > 0 gets one hashed from it, so choices differ and replay
-      const sampling: SamplingParams = { ...base, seed: j === 0 ? seed : mix(seed, j) >>> 0 };
+      const sampling: SamplingParams = { ...base, ...adjustments(p.ids.length), seed: j === 0 ? seed : mix(seed, j) >>> 0 };
       if (logprobs !== undefined) sampling.topLogprobs = logprobs;
-      if (penalised) sampling.penalties = { frequency, presence, logitBias, outputFrom: p.ids.length };
       const params: GenerateParams = {
         model: body.model,
         promptIds: p.ids,
