@@ -153,7 +153,7 @@ function boundsViolation(body: unknown): TokenRouterError | null {
   return null;
 }
 
-/** The OpenAI-compatible endpoints: /v1/models, /v1/completions, /v1/chat/completions (planned in openai/, answered unary or as SSE). */
+/** The OpenAI-compatible endpoints: /v1/models, /v1/completions, /v1/chat/completions (answered by openai/answerRequest.ts). */
 function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, drain?: Drain): Router {
   const r = Router();
   const created = Math.floor(Date.now() / 1000);

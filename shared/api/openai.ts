@@ -1,4 +1,4 @@
-// OpenAI-compatible request bodies (validated at the edge) and the TokenRouter extension fields; the answers are in openaiAnswer.ts.
+// The OpenAI chat request body (validated at the edge), the fields completions share (openaiCompletions.ts) and the TokenRouter extensions; answers: openaiAnswer.ts.
 import { z } from 'zod';
 import { guidedFields, responseFormatSchema, structuredOutputsSchema, toolCallSchema, toolChoiceSchema, toolSchema } from './openaiConstraints.ts';
 import { DEPRECATED_FUNCTIONS, onlyIf, refused } from './openaiRefused.ts';
