@@ -1,7 +1,9 @@
-// Connection-level bounds: how long a request may take to arrive, how many connections may be open, and answers for clients that half-close.
+// Connection-level bounds: how long a request may take to arrive, how many connections may be open, answers for clients that half-close, the end of a stream nobody reads.
 import type http from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { ServerConfig } from '../config/serverConfig.ts';
+import { TokenRouterError } from '../errors.ts';
+import { toHttpError } from './httpErrors.ts';
 
 /**
  * Options for http.createServer. `requestTimeout` covers receiving a request (headers and body)
@@ -62,4 +64,21 @@ export function answerHalfClosed(req: Request, res: Response, next: NextFunction
   res.once('close', stop);
   res.once('finish', stop);
   next();
+}
+
+/** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
+const CLOSE_GRACE_MS = 5000;
+
+/**
+ * Ends a stream whose client does not read (its request already cancelled), rather than pausing it:
+ * the engine cannot hold one row of a batch back, so a pause would keep the request's slot and KV
+ * for as long as the client stalls. The error event goes last into the buffer (a slow reader still
+ * learns why); a stalled one is cut CLOSE_GRACE_MS later.
+ */
+export function endSlowClient(res: Response, bound: number, sse: (payload: unknown) => string): void {
+  const why = `client not reading: ${res.writableLength} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`;
+  res.end(sse(toHttpError(new TokenRouterError('cancelled', why, null)).body));
+  const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
+  cut.unref();
+  res.once('close', () => clearTimeout(cut));
 }

@@ -6,27 +6,21 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { WebSocketServer } from 'ws';
-import { chatRequestSchema, completionRequestSchema } from '../../shared/api/openai.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { TokenRouterError } from '../errors.ts';
 import { accessLog } from './accessLog.ts';
 import { requireAdmin } from './adminAuth.ts';
 import { adminRoutes } from './adminRoutes.ts';
-import { apiKeyGuardFor, keyMeterOf } from './apiKeyGuard.ts';
+import { apiKeyGuardFor } from './apiKeyGuard.ts';
 import { answerHalfClosed, applyConnectionLimits, serverOptions } from './connectionLimits.ts';
 import { Drain, type DrainReport } from './drain.ts';
 import { healthRoutes } from './healthRoutes.ts';
 import { errorMiddleware, sendError } from './httpErrors.ts';
 import { attachLiveFeed } from './liveFeed.ts';
-import { LoadShedder } from './loadShedder.ts';
 import { ServerMetrics } from './metrics.ts';
-import { answerStream } from './openai/answerStream.ts';
-import { answerUnary } from './openai/answerUnary.ts';
-import { checkPlanConstraint } from './openai/constraintCheck.ts';
-import { planRequest, type Kind } from './openai/requestPlan.ts';
+import { answerRequest } from './openai/answerRequest.ts';
 import { hostPolicy, refuseForeignHost, refuseForeignOrigin } from './originGuard.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
-import { parseBody } from './zodToError.ts';
 
 export const WEB_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../designer/dist');
 
@@ -159,15 +153,12 @@ function boundsViolation(body: unknown): TokenRouterError | null {
   return null;
 }
 
-/** The OpenAI-compatible endpoints: /v1/models, /v1/completions, /v1/chat/completions (planned in openai/, answered unary or as SSE). */
+/** The OpenAI-compatible endpoints: /v1/models, /v1/completions, /v1/chat/completions (answered by openai/answerRequest.ts). */
 function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, drain?: Drain): Router {
   const r = Router();
   const created = Math.floor(Date.now() / 1000);
   const modelObject = (id: string) => ({ id, object: 'model', created, owned_by: 'tokenrouter' });
-  // with scheduling.slo's queueing-delay bound, a request predicted to wait past it is refused (and counted in /metrics)
-  const bound = service.config.scheduling.slo?.maxQueueDelayMs;
-  const shedder = bound === undefined ? null : new LoadShedder(service.cluster, bound, 10_000, () => metrics.shed.inc());
-  if (shedder) service.trace.subscribe(shedder.onEvent);
+  const answer = answerRequest(service, metrics, drain);
 
   r.get('/v1/models', (_req, res) => {
     res.json({ object: 'list', data: service.algorithms.modelIds().map(modelObject) });
@@ -178,8 +169,8 @@ function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, drain
     if (!ids.includes(id)) throw new TokenRouterError('not_found', `The model \`${id.slice(0, 200)}\` does not exist. Available: ${ids.join(', ')}`, 'model');
     res.json(modelObject(id));
   });
-  r.post('/v1/completions', (req, res) => handle('completion', req, res));
-  r.post('/v1/chat/completions', (req, res) => handle('chat', req, res));
+  r.post('/v1/completions', (req, res) => answer('completion', req, res));
+  r.post('/v1/chat/completions', (req, res) => answer('chat', req, res));
   // Another method on a known route is 405 naming the one that works (as vLLM answers), not a 404 that suggests a wrong path.
   for (const [path, allow] of [
     ['/v1/completions', 'POST'],
@@ -193,36 +184,5 @@ function openaiRoutes(service: TokenRouterService, metrics: ServerMetrics, drain
     });
   }
 
-  /** Its errors go to the error middleware (Express 5 forwards a rejected handler). */
-  async function handle(kind: Kind, req: Request, res: Response): Promise<void> {
-    // Shed before parsing: a refused request costs the entry as little as possible.
-    shedder?.check();
-    const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
-    const plan = planRequest(service, kind, body, requestIdOf(req));
-    // compiled before queueing (cached per vocabulary and grammar): a schema the library cannot compile is the request's 400
-    if (plan.constraint || plan.checks.length > 0) {
-      await checkPlanConstraint(service, plan, body.tokenrouter_ir);
-      // the client hung up while it compiled: nothing to answer
-      if (res.writableEnded || res.destroyed) return;
-    }
-    res.set('X-Request-Id', plan.id);
-    const meter = keyMeterOf(res);
-    const ctx = { service, metrics, drain, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
-    if (body.stream) answerStream(ctx, plan, res, req, body.stream_options?.include_usage === true);
-    else answerUnary(ctx, plan, res, req);
-    // Charged once generation started: a request refused at the door (429, 503) used no tokens.
-    meter?.charge(plan.promptTokens, 'prompt');
-  }
-
   return r;
-}
-
-/** A client's X-Request-Id, as vLLM honours it: kept when it is a plain token, refused when it is not. */
-function requestIdOf(req: Request): string | undefined {
-  const v = req.headers['x-request-id'];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(v)) {
-    throw new TokenRouterError('invalid_request', 'X-Request-Id must be 1 to 128 characters of letters, digits and . _ : -', 'X-Request-Id');
-  }
-  return v;
 }

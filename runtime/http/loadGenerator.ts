@@ -1,5 +1,5 @@
 // Drives the running service with N concurrent requests on the bundled task, so the timeline comes alive.
-import { generate } from './generate.ts';
+import { generate } from './openai/requestPlan.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
 
 export interface LoadOptions {

@@ -1,7 +1,7 @@
 // Prometheus metrics in vLLM's naming habits, read from the engines' lane counters on scrape and from requests as they end (never from trace events: the trace keeps only a window of them).
 import client from 'prom-client';
 import { RemoteEngine } from '../transport/nats/remoteEngine.ts';
-import type { GenerateOutcome } from './generate.ts';
+import type { GenerateOutcome } from './openai/requestPlan.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

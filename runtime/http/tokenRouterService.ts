@@ -1,4 +1,4 @@
-// The serving process minus HTTP: model runners, the cluster, the registry, the tokenizer; generations start in generate.ts.
+// The serving process minus HTTP: model runners, the cluster, the registry, the tokenizer; generations start in openai/requestPlan.ts (generate).
 import fs from 'node:fs';
 import { createRealClock, type Clock } from '../clock/clock.ts';
 import type { ServerConfig } from '../config/serverConfig.ts';

@@ -1,6 +1,7 @@
-// OpenAI-compatible request bodies (validated at the edge) and the TokenRouter extension fields; the answers are in openaiAnswer.ts.
+// The OpenAI chat request body (validated at the edge), the fields completions share (openaiCompletions.ts) and the TokenRouter extensions; answers: openaiAnswer.ts.
 import { z } from 'zod';
 import { guidedFields, responseFormatSchema, structuredOutputsSchema, toolCallSchema, toolChoiceSchema, toolSchema } from './openaiConstraints.ts';
+import { DEPRECATED_FUNCTIONS, onlyIf, refused } from './openaiRefused.ts';
 
 /** Stop strings a request may give, as OpenAI allows. */
 export const MAX_STOP = 4;
@@ -16,20 +17,12 @@ const stop = z
 /** Most choices one request may ask for (n times the prompts), as OpenAI caps n. */
 export const MAX_CHOICES = 128;
 
-/** Accepted only where it means what this server does anyway (e.g. best_of 1); absent or null passes, anything else is refused with `why`. */
-const onlyIf = (ok: (v: unknown) => boolean, why: string) =>
-  z
-    .unknown()
-    .refine((v) => v === undefined || v === null || ok(v), { message: why })
-    .optional();
-/** A parameter this server does not implement. */
-const refused = (why: string) => onlyIf(() => false, why);
-
-const DEPRECATED_FUNCTIONS = 'deprecated by OpenAI and not supported: use tools and tool_choice';
-
 const maxTokens = z.number().int().min(1).max(1_000_000).nullish();
 
-const common = {
+/** ±2^53: every integer a JSON number holds exactly. */
+const SEED_BOUND = 2 ** 53;
+
+export const common = {
   model: z.string().min(1).max(200),
   max_tokens: maxTokens,
   temperature: z.number().min(0).max(2).nullish(),
@@ -44,12 +37,7 @@ const common = {
   min_p: z.number().min(0).max(1).nullish(),
   /** vLLM extension: token ids that end the answer as an EOS does (finish_reason "stop", the token not shown). */
   stop_token_ids: z.array(z.number().int().min(0)).max(1024).nullish(),
-  seed: z
-    .number()
-    .int()
-    .min(-(2 ** 53))
-    .max(2 ** 53)
-    .nullish(),
+  seed: z.number().int().min(-SEED_BOUND).max(SEED_BOUND).nullish(),
   stop,
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullish(),
@@ -81,27 +69,10 @@ const common = {
 };
 
 /** OpenAI refuses stream_options on a request that does not stream; so does this server. */
-function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
+export function streamOptionsNeedStream(b: { stream?: boolean | null; stream_options?: unknown; stream_interval?: unknown }, ctx: z.RefinementCtx): void {
   for (const k of ['stream_options', 'stream_interval'] as const)
     if (b[k] != null && b.stream !== true) ctx.addIssue({ code: 'custom', path: [k], message: 'only allowed with stream: true' });
 }
-
-const tokenIds = z.array(z.number().int().min(0)).min(1);
-
-export const completionRequestSchema = z
-  .object({
-    ...common,
-    /** A text, several texts, a token-id list or several token-id lists: one choice (times n) each. */
-    prompt: z.union([z.string(), z.array(z.string()).min(1).max(MAX_CHOICES), tokenIds, z.array(tokenIds).min(1).max(MAX_CHOICES)]),
-    /** Top logprobs per token, as the legacy completions API (0..5). */
-    logprobs: z.number().int().min(0).max(5).nullish(),
-    /** The prompt's text is prepended to each choice's text. */
-    echo: z.boolean().nullish(),
-    best_of: onlyIf((v) => v === 1, 'only 1 is supported: ask for n choices and rank them yourself'),
-    suffix: onlyIf((v) => v === '', 'only "" is supported: the served models do no fill-in-the-middle'),
-  })
-  .strict()
-  .superRefine(streamOptionsNeedStream);
 
 const textContent = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).strict()).min(1)]);
 
@@ -162,6 +133,5 @@ export const chatRequestSchema = z
     if (b.top_logprobs != null && b.logprobs !== true) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: 'needs logprobs: true' });
   });
 
-export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 export type ChatRequest = z.infer<typeof chatRequestSchema>;
 export type ChatMessage = ChatRequest['messages'][number];

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { chatRequestSchema } from '../../shared/api/openai.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { benchPrompt } from '../../runtime/loadgen/benchPrompt.ts';
-import { generate, type GenerateSink } from '../../runtime/http/generate.ts';
+import { generate, type GenerateSink } from '../../runtime/http/openai/requestPlan.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { planRequest } from '../../runtime/http/openai/requestPlan.ts';
 import { parseBody } from '../../runtime/http/zodToError.ts';

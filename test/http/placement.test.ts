@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
-import { generate, type GenerateOutcome } from '../../runtime/http/generate.ts';
+import { generate, type GenerateOutcome } from '../../runtime/http/openai/requestPlan.ts';
 import { streamToken, type StreamToken } from '../../runtime/http/streamToken.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
@@ -79,7 +79,7 @@ describe('engine placement', () => {
               },
             ),
           );
-          return { text: outcome.text, streamed: deltas.join(''), ids: outcome.result.tokens, tokens };
+          return { text: outcome.result.text, streamed: deltas.join(''), ids: outcome.result.tokens, tokens };
         } finally {
           await s.close();
         }

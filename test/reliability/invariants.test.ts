@@ -7,7 +7,7 @@ import { VirtualClock } from '../../runtime/clock/virtualClock.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { InvariantError } from '../../runtime/core/invariants.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
-import { generate } from '../../runtime/http/generate.ts';
+import { generate } from '../../runtime/http/openai/requestPlan.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { charTokenizer, VOCAB } from '../http/testService.ts';
 

@@ -1,17 +1,16 @@
 // The non-streamed OpenAI answer: one JSON body when every choice has ended (one failed choice fails the request).
 import type { Request, Response } from 'express';
-import { runChoices, type AnswerContext, type GenerateOutcome } from '../generate.ts';
-import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
 import { serverTiming } from '../../eval/entryProfile.ts';
 import { sendError } from '../httpErrors.ts';
-import { attribution, finishReasonOf, usageOf } from './answerStream.ts';
-import type { Plan } from './requestPlan.ts';
+import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
 import { hasParsers, readWhole } from './answerOutput.ts';
+import { attribution, finishReasonOf, usageOf } from './answerUsage.ts';
+import { runChoices, type AnswerContext, type GenerateOutcome, type Plan } from './requestPlan.ts';
 
 /** A chat choice's message and finish reason: the text as it is, or read by the model's reasoning and tool-call parsers. */
 function chatMessage(plan: Plan, o: GenerateOutcome) {
-  if (!hasParsers(plan.output)) return { message: { role: 'assistant', content: o.text }, finish_reason: o.finishReason };
-  const r = readWhole(plan.output, o.text);
+  if (!hasParsers(plan.output)) return { message: { role: 'assistant', content: o.result.text }, finish_reason: o.finishReason };
+  const r = readWhole(plan.output, o.result.text);
   const message: Record<string, unknown> = { role: 'assistant', content: r.calls.length > 0 && r.content === '' ? null : r.content };
   if (plan.output.reasoning) message.reasoning_content = r.reasoning === '' ? null : r.reasoning;
   if (r.calls.length > 0) message.tool_calls = r.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
@@ -29,8 +28,8 @@ export function answerUnary(ctx: AnswerContext, plan: Plan, res: Response, req: 
       const logprobs = plan.logprobs === undefined ? null : logprobsOf(ctx.service.tokenizer, kind, tokens[i], { offset: job.echo.length });
       const choice =
         kind === 'chat'
-          ? { index: job.index, ...chatMessage(plan, o), logprobs }
-          : { index: job.index, text: job.echo + o.text, finish_reason: o.finishReason, logprobs };
+          ? { index: i, ...chatMessage(plan, o), logprobs }
+          : { index: i, text: job.echo + o.result.text, finish_reason: o.finishReason, logprobs };
       return jobs.length === 1 ? choice : { ...choice, tokenrouter: { ...attribution(o), ...perTokenOf(tokens[i]) } };
     });
     serverTiming(res);

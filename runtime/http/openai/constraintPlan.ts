@@ -1,6 +1,7 @@
 // A request's structured-output fields (response_format, structured_outputs, guided_*) as one Constraint grammar, each bad one a 400 naming it.
 import type { Constraint, GrammarSpec } from '../../../shared/protocol/constraint.ts';
-import type { ChatRequest, CompletionRequest } from '../../../shared/api/openai.ts';
+import type { ChatRequest } from '../../../shared/api/openai.ts';
+import type { CompletionRequest } from '../../../shared/api/openaiCompletions.ts';
 import { TokenRouterError } from '../../errors.ts';
 import type { OutputSpec } from './answerOutput.ts';
 import { THINK_CLOSE } from './reasoningParser.ts';

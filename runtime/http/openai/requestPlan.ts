@@ -1,24 +1,31 @@
-// One OpenAI request, checked and planned: its prompts as ids, the token budget, sampling, and one job per choice.
+// One OpenAI request, checked and planned into one job per choice (prompt ids, token budget, sampling), and the jobs run on the cluster together.
 import crypto from 'node:crypto';
-import { MAX_CHOICES, type ChatRequest, type CompletionRequest } from '../../../shared/api/openai.ts';
-import { TokenRouterError } from '../../errors.ts';
-import { messageText } from '../chatPrompts.ts';
-import type { SamplingParams } from '../../runner/modelRunner.ts';
-import type { GenerationDefaults } from '../../runner/modelFolder.ts';
-import type { GenerateParams } from '../generate.ts';
-import type { TokenRouterService } from '../tokenRouterService.ts';
-import { mix } from '../../util/hash.ts';
+import type { Request, Response } from 'express';
+import { type ChatRequest, MAX_CHOICES } from '../../../shared/api/openai.ts';
+import type { CompletionRequest } from '../../../shared/api/openaiCompletions.ts';
 import type { Constraint } from '../../../shared/protocol/constraint.ts';
+import type { RequestHandle } from '../../entry/cluster.ts';
+import type { RequestResult, TokenListener } from '../../entry/requestState.ts';
+import { TokenRouterError } from '../../errors.ts';
+import { spentInCluster } from '../../eval/entryProfile.ts';
+import type { GenerationDefaults } from '../../runner/modelFolder.ts';
+import type { SamplingParams } from '../../runner/modelRunner.ts';
+import { mix } from '../../util/hash.ts';
+import { messageText } from '../chatPrompts.ts';
+import type { Drain } from '../drain.ts';
+import { type StreamToken, streamToken } from '../streamToken.ts';
+import type { TokenRouterService } from '../tokenRouterService.ts';
 import type { OutputSpec } from './answerOutput.ts';
-import { constraintOf, requestedGrammar, type FieldGrammar } from './constraintPlan.ts';
+import { constraintOf, type FieldGrammar, requestedGrammar } from './constraintPlan.ts';
+import { drawAdjustments } from './drawAdjustments.ts';
+import { completionPrompts, refuseTextBeyondWindow } from './promptIds.ts';
 import { thoughtAtStart } from './reasoningParser.ts';
 import { planTools } from './toolPlan.ts';
 
 export type Kind = 'completion' | 'chat';
 
-/** One choice to generate: `index` as OpenAI numbers them (prompt i, choice j of n: i * n + j). */
+/** One choice to generate, at its index as OpenAI numbers them (prompt i, choice j of n: i * n + j). */
 export interface Job {
-  index: number;
   params: GenerateParams;
   /** completions with echo: the prompt's text, shown before the choice's own. */
   echo: string;
@@ -96,27 +103,16 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
   if (prompts.length * n > MAX_CHOICES) throw refuse('n', `${prompts.length} prompts times n = ${n} is ${prompts.length * n} choices; at most ${MAX_CHOICES}`);
   const logprobs = chat ? (chat.logprobs === true ? (chat.top_logprobs ?? 0) : undefined) : (completion!.logprobs ?? undefined);
   const echo = completion?.echo === true;
-  if (echo && logprobs !== undefined) throw refuse('echo', "echo with logprobs would need the prompt tokens' logprobs, which this server does not compute");
-  const logitBias: [number, number][] = Object.entries(body.logit_bias ?? {}).map(([k, v]) => [Number(k), v]);
-  const outside = logitBias.find(([t]) => t >= vocab);
-  if (outside) throw refuse('logit_bias', `logit_bias token id ${outside[0]} is outside the vocabulary (size ${vocab})`);
-  const frequency = body.frequency_penalty ?? 0;
-  const presence = body.presence_penalty ?? 0;
-  const penalised = frequency !== 0 || presence !== 0 || logitBias.length > 0;
+  const adjustments = drawAdjustments(body, vocab);
   const seed = (body.seed ?? crypto.randomInt(2 ** 31)) >>> 0;
   const stop = (body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop).filter((x) => x.length > 0);
-  const stopIds = body.stop_token_ids ?? [];
-  const badStop = stopIds.find((t) => t >= vocab);
-  if (badStop !== undefined) throw refuse('stop_token_ids', `stop_token_ids holds ${badStop}, outside the vocabulary (size ${vocab})`);
   const base = samplingFor(body, (entryName !== undefined && service.folders.get(entryName)?.generation) || {});
-  if (stopIds.length > 0) base.stopTokenIds = [...new Set(stopIds)];
   const id = requestId ?? `${chat ? 'chatcmpl' : 'cmpl'}-${crypto.randomUUID()}`;
   const jobs = prompts.flatMap((p, i) =>
     Array.from({ length: n }, (_, j): Job => {
       // choice 0 keeps the request's seed; choice j > 0 gets one hashed from it, so choices differ and replay
-      const sampling: SamplingParams = { ...base, seed: j === 0 ? seed : mix(seed, j) >>> 0 };
+      const sampling: SamplingParams = { ...base, ...adjustments(p.ids.length), seed: j === 0 ? seed : mix(seed, j) >>> 0 };
       if (logprobs !== undefined) sampling.topLogprobs = logprobs;
-      if (penalised) sampling.penalties = { frequency, presence, logitBias, outputFrom: p.ids.length };
       const params: GenerateParams = {
         model: body.model,
         promptIds: p.ids,
@@ -130,7 +126,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
         requestId: prompts.length * n === 1 ? id : `${id}-${i * n + j}`,
         ...(constraint ? { constraint: constraint.constraint } : {}),
       };
-      return { index: i * n + j, echo: echo ? p.text : '', params };
+      return { echo: echo ? p.text : '', params };
     }),
   );
   return {
@@ -151,9 +147,7 @@ export function planRequest(service: TokenRouterService, kind: Kind, body: ChatR
 
 /**
  * What the request sets, else the entry model folder's generation_config.json, else OpenAI's
- * (temperature 1, no cut). A folder whose do_sample is false defaults to greedy (transformers'
- * meaning) unless the request sets a temperature. top_k -1 and 0 both mean no cut (vLLM and
- * transformers), as does min_p 0.
+ * (temperature 1, no cut); do_sample false means greedy (transformers). top_k -1 and 0 and min_p 0 cut nothing.
  */
 function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' | 'min_p'>, d: GenerationDefaults): Omit<SamplingParams, 'seed'> {
   const temperature = body.temperature ?? (d.doSample === false ? 0 : (d.temperature ?? 1));
@@ -163,29 +157,148 @@ function samplingFor(body: Pick<ChatRequest, 'temperature' | 'top_p' | 'top_k' |
   return s;
 }
 
-/**
- * Encoding runs on the event loop every client shares and costs time linear in the text (about 5 µs
- * a character with the bundled tokenizer: a 1 MB prompt stalled all streams for seconds). No
- * tokenizer averages anywhere near 32 characters a token, so longer text cannot fit the context
- * window and is refused before it is encoded.
- */
-function refuseTextBeyondWindow(chars: number, maxContext: number, param: string): void {
-  if (chars > maxContext * 32) throw refuse(param, `the prompt is ${chars} characters, far more than the context window of ${maxContext} tokens can hold`);
+export interface AnswerContext {
+  service: TokenRouterService;
+  /** The server's metrics (metrics.ts), which count each choice as it ends. */
+  metrics: { observeRequest(o: GenerateOutcome, startedPerf: number, unary: boolean): void };
+  /** The server's graceful stop, which ends a still-running answer at its deadline. */
+  drain?: Drain;
+  /** Each choice's completion tokens as it ends (cancelled and failed ones too: they were generated). */
+  onCompletionTokens?: (n: number) => void;
 }
 
-/** Every prompt of a completions request as ids (and its text, for echo); each is checked as a single prompt was. */
-function completionPrompts(service: TokenRouterService, body: CompletionRequest, maxContext: number, vocab: number): { ids: number[]; text: string }[] {
-  const p = body.prompt;
-  const list: (string | number[])[] = typeof p === 'string' ? [p] : p.length > 0 && typeof p[0] === 'number' ? [p as number[]] : (p as (string | number[])[]);
-  return list.map((x, i) => {
-    const param = list.length > 1 ? `prompt.${i}` : 'prompt';
-    if (typeof x === 'string') {
-      if (x.length === 0) throw refuse(param, 'prompt is empty');
-      refuseTextBeyondWindow(x.length, maxContext, param);
-      return { ids: service.tokenizer.encode(x, true), text: x };
-    }
-    const bad = x.find((t) => t >= vocab);
-    if (bad !== undefined) throw refuse(param, `prompt token id ${bad} is outside the vocabulary (size ${vocab})`);
-    return { ids: x, text: body.echo ? service.tokenizer.decode(x) : '' };
+/** What an answer does with its choices; none is called once the answer is over. */
+export interface ChoiceHandlers {
+  /** The whole answer at the end (its time to first token is the request's), not streamed. */
+  unary: boolean;
+  /** A committed token's visible text, its model, and its detail when the request asked for it. */
+  token(k: number, text: string, model: string, detail: StreamToken | null): void;
+  ended?(k: number, o: GenerateOutcome): void;
+  done(outs: GenerateOutcome[]): void;
+  /** One choice failed (`e`), was cancelled (null), or the drain's deadline came (`e`): every choice is cancelled. */
+  stopped(e: unknown): void;
+}
+
+/**
+ * Starts every choice (one refused, 429 / 503 / 404, cancels those started and throws) and ends
+ * the answer once: when all are done, or at the first that does not finish. Returns a cancel that
+ * ends it quietly.
+ */
+export function runChoices(ctx: AnswerContext, jobs: readonly { params: GenerateParams }[], req: Request, res: Response, on: ChoiceHandlers): () => void {
+  const { service, metrics } = ctx;
+  const started = performance.now();
+  const outs: GenerateOutcome[] = new Array(jobs.length);
+  const handles: RequestHandle[] = [];
+  let done = 0;
+  let over = false;
+  const cancel = () => {
+    if (over) return false;
+    over = true;
+    for (const h of handles) h.cancel();
+    return true;
+  };
+  try {
+    jobs.forEach(({ params }, k) => {
+      const top = params.sampling.topLogprobs;
+      const sink: GenerateSink = {
+        onToken: (token, model, _i, signals, atHandoff, text) => {
+          if (over) return;
+          // signals come only when the request asked for detail; decoded per token, uncached: 2-4 µs warm on qwen3-42m's tokenizer, against a 34-49 ms step at c = 8
+          on.token(k, text, model, signals ? streamToken(token, service.tokenizer.decode([token]), model, signals, atHandoff, top) : null);
+        },
+        onEnd: (o) => {
+          metrics.observeRequest(o, started, on.unary);
+          spentInCluster(res, o.result);
+          ctx.onCompletionTokens?.(o.result.tokens.length);
+          if (over) return;
+          if (o.finishReason === 'cancelled' || o.finishReason === 'error') {
+            cancel();
+            return on.stopped(o.finishReason === 'error' ? (o.result.error ?? new Error('failed')) : null);
+          }
+          outs[k] = o;
+          on.ended?.(k, o);
+          if (++done === outs.length && !over) {
+            over = true;
+            on.done(outs);
+          }
+        },
+      };
+      handles.push(generate(service, params, sink));
+    });
+  } catch (e) {
+    cancel();
+    throw e;
+  }
+  res.on('close', () => {
+    if (!res.writableFinished) cancel();
+  });
+  req.on('aborted', cancel);
+  ctx.drain?.track(res, (e) => {
+    if (cancel()) on.stopped(e);
+  });
+  return () => void cancel();
+}
+
+export interface GenerateParams {
+  model: string;
+  promptIds: number[];
+  maxTokens: number;
+  /** Neither EOS nor a stop string ends the request before this many tokens (vLLM's min_tokens). */
+  minTokens?: number;
+  sampling: SamplingParams;
+  stop: string[];
+  /** With model "draft": an IR to compile and run without storing it. */
+  draftIr?: unknown;
+  /** The id the client sees; the trace, the timeline and the metrics use the same. */
+  requestId?: string;
+  /** Hand the sink each token's signals and decision (`tokenrouter_tokens`); logprobs imply it. Off: text and model only. */
+  perToken?: boolean;
+  /** Every model writes the answer under this grammar (structured outputs, required tool calls). */
+  constraint?: Constraint;
+}
+
+export interface GenerateSink {
+  /**
+   * Each committed token (SubmitOptions.onToken), called unbound by the cluster itself: nothing of the
+   * service runs per token. Text held back while a stop string might still form is in no delta: it
+   * is what the result's whole text has past them.
+   */
+  onToken: TokenListener;
+  onEnd(outcome: GenerateOutcome): void;
+}
+
+export interface GenerateOutcome {
+  result: RequestResult;
+  finishReason: 'stop' | 'length' | 'cancelled' | 'error';
+  algorithm: string;
+  version: number | null;
+}
+
+let seq = 0;
+
+/** Starts one generation; tokens and text stream to `sink`. Throws typed errors before anything starts. */
+export function generate(service: TokenRouterService, params: GenerateParams, sink: GenerateSink): RequestHandle {
+  const { algorithm, ref, name, version } = service.algorithms.resolve(params.model, params.draftIr);
+  for (const m of algorithm.models) {
+    if (service.cluster.engine(m)?.down) throw new TokenRouterError('model_unavailable', `model ${m} is down; retry shortly`, 'model', { retry_after_s: 1 });
+  }
+  // the engines detokenise and match stop strings; their deltas go from the cluster to the sink
+  return service.cluster.submit({
+    id: params.requestId ?? `cmpl-${Date.now().toString(36)}${(++seq).toString(36)}`,
+    prompt: params.promptIds,
+    maxTokens: Math.min(params.maxTokens, service.config.limits.maxTokens),
+    minTokens: params.minTokens,
+    sampling: params.sampling,
+    algorithm,
+    algorithmRef: ref,
+    text: { stop: params.stop },
+    detail: params.perToken === true || params.sampling.topLogprobs !== undefined,
+    ...(params.constraint ? { constraint: params.constraint } : {}),
+    onToken: sink.onToken,
+    onEnd: (result) => {
+      const { status, finishReason: why } = result;
+      const finishReason = status === 'cancelled' ? 'cancelled' : status === 'failed' ? 'error' : why === 'length' ? 'length' : 'stop';
+      sink.onEnd({ result, finishReason, algorithm: name, version });
+    },
   });
 }

@@ -1,23 +1,62 @@
-// The streamed OpenAI answer: SSE chunks per choice, one write per stream per event-loop turn, a finish chunk per choice, usage on request, then [DONE].
+// An OpenAI request answered: shed, checked, planned, its choices run on the cluster, the answer streamed as SSE (answerUnary.ts: whole).
 import type { Request, Response } from 'express';
-import type { RequestAttribution } from '../../../shared/api/openaiAnswer.ts';
-import { runChoices, type AnswerContext, type GenerateOutcome } from '../generate.ts';
+import { chatRequestSchema } from '../../../shared/api/openai.ts';
+import { completionRequestSchema } from '../../../shared/api/openaiCompletions.ts';
+import { TokenRouterError } from '../../errors.ts';
+import { endSlowClient } from '../connectionLimits.ts';
+import { keyMeterOf } from '../apiKeyGuard.ts';
+import type { Drain } from '../drain.ts';
+import { sendError, toHttpError } from '../httpErrors.ts';
+import { LoadShedder } from '../loadShedder.ts';
+import type { ServerMetrics } from '../metrics.ts';
 import { logprobsOf, plainTokens, type StreamToken } from '../streamToken.ts';
 import type { TokenRouterService } from '../tokenRouterService.ts';
-import { TokenRouterError } from '../../errors.ts';
-import { sendError, toHttpError } from '../httpErrors.ts';
-import type { ServerMetrics } from '../metrics.ts';
-import type { Job, Plan } from './requestPlan.ts';
-import { AnswerOutput, streamedCalls, type OutputDelta } from './answerOutput.ts';
+import { parseBody } from '../zodToError.ts';
+import { AnswerOutput, type OutputDelta, streamedCalls } from './answerOutput.ts';
+import { answerUnary } from './answerUnary.ts';
+import { attribution, finishReasonOf, usageOf } from './answerUsage.ts';
+import { checkPlanConstraint } from './constraintCheck.ts';
+import { type AnswerContext, type GenerateOutcome, type Kind, type Plan, planRequest, runChoices } from './requestPlan.ts';
 import type { CallDelta } from './toolCallParser.ts';
 
-/** How long a stream aborted for not reading may keep its buffer before its socket is destroyed. */
-const CLOSE_GRACE_MS = 5000;
-/**
- * A turn's events past this size are written at once: one huge write would leave most of it in
- * the stream's buffer (the kernel takes a socket buffer's worth) and trip streamBufferBytes for a
- * client that reads; written in pieces, a reading client drains them as they go.
- */
+/** The handler of /v1/completions and /v1/chat/completions; its errors go to the error middleware (Express 5 forwards a rejected handler). */
+export function answerRequest(service: TokenRouterService, metrics: ServerMetrics, drain?: Drain): (kind: Kind, req: Request, res: Response) => Promise<void> {
+  // with scheduling.slo's queueing-delay bound, a request predicted to wait past it is refused (and counted in /metrics)
+  const bound = service.config.scheduling.slo?.maxQueueDelayMs;
+  const shedder = bound === undefined ? null : new LoadShedder(service.cluster, bound, 10_000, () => metrics.shed.inc());
+  if (shedder) service.trace.subscribe(shedder.onEvent);
+  return async (kind, req, res) => {
+    // Shed before parsing: a refused request costs the entry as little as possible.
+    shedder?.check();
+    const body = kind === 'chat' ? parseBody(chatRequestSchema, req.body) : parseBody(completionRequestSchema, req.body);
+    const plan = planRequest(service, kind, body, requestIdOf(req));
+    // compiled before queueing (cached per vocabulary and grammar): a schema the library cannot compile is the request's 400
+    if (plan.constraint || plan.checks.length > 0) {
+      await checkPlanConstraint(service, plan, body.tokenrouter_ir);
+      // the client hung up while it compiled: nothing to answer
+      if (res.writableEnded || res.destroyed) return;
+    }
+    res.set('X-Request-Id', plan.id);
+    const meter = keyMeterOf(res);
+    const ctx = { service, metrics, drain, onCompletionTokens: meter && ((n: number) => meter.charge(n, 'completion')) };
+    if (body.stream) answerStream(ctx, plan, res, req, body.stream_options?.include_usage === true);
+    else answerUnary(ctx, plan, res, req);
+    // Charged once generation started: a request refused at the door (429, 503) used no tokens.
+    meter?.charge(plan.promptTokens, 'prompt');
+  };
+}
+
+/** A client's X-Request-Id, as vLLM honours it: kept when it is a plain token, refused when it is not. */
+function requestIdOf(req: Request): string | undefined {
+  const v = req.headers['x-request-id'];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^[A-Za-z0-9._:-]{1,128}$/.test(v)) {
+    throw new TokenRouterError('invalid_request', 'X-Request-Id must be 1 to 128 characters of letters, digits and . _ : -', 'X-Request-Id');
+  }
+  return v;
+}
+
+/** A turn's events past this size are written at once: one huge write would sit in the stream's buffer and trip streamBufferBytes for a client that reads. */
 const WRITE_BYTES = 16 * 1024;
 /** What a stream that is being read may hold past a burst, in streamBufferBytes. */
 const BURST_BOUNDS = 4;
@@ -25,16 +64,15 @@ const BURST_BOUNDS = 4;
 const sse = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;
 
 /**
- * A streamed answer as server-sent events; a request refused before its first token still gets a
- * JSON error. What the engines commit for it within one turn of the event loop goes out as one
- * write at the turn's end; after a choice's first chunk, its next waits for `plan.streamInterval`
- * tokens (the end sends what is left). Events are only ever appended, so nothing is reordered.
+ * A streamed answer as server-sent events (a request refused before its first token gets a JSON
+ * error). A turn's commits go out as one write at its end; after a choice's first chunk, the next
+ * waits for `plan.streamInterval` tokens. Events are only appended, so nothing is reordered.
  */
-export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
+function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, plan: Plan, res: Response, req: Request, includeUsage: boolean): void {
   const { metrics } = ctx;
   const object = plan.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion';
   const head = { id: plan.id, object, created: Math.floor(Date.now() / 1000), model: plan.model };
-  const choices = plan.jobs.map((job) => new ChoiceChunks(ctx.service, plan, head, job));
+  const choices = plan.jobs.map((job, k) => new ChoiceChunks(ctx.service, plan, head, k, job.echo));
   const started = performance.now();
   const bound = ctx.service.config.limits.streamBufferBytes;
   let over = false;
@@ -46,12 +84,10 @@ export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, pl
     if (buf.length >= WRITE_BYTES) writeOut();
   };
   /**
-   * A turn's burst (the steps of a turn in which the entry fell behind land at once) may pass the
-   * bound with a client that reads. So past it, the stream goes on while the client took some of
-   * it between two turns' ends (up to BURST_BOUNDS times the bound); a client that took nothing
-   * over a whole turn is not reading and is cut at that turn's end, holding at most the bound and
-   * two turns' output. Inside one turn the client cannot read at all (the loop is busy writing),
-   * so only the hard bound is checked there.
+   * A turn's burst may pass the bound with a client that reads: past it, the stream goes on while
+   * the client took some between two turns' ends (up to BURST_BOUNDS times the bound); one that
+   * took nothing over a whole turn is cut. Within a turn the client cannot read (the loop is busy
+   * writing), so only the hard bound is checked there.
    */
   let lastUnsent = 0;
   let drained = 0;
@@ -103,21 +139,11 @@ export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, pl
     if (!res.headersSent && !buf) return sendError(res, e);
     end(sse(toHttpError(e).body));
   };
-  /**
-   * Aborts rather than pausing: the engine cannot hold one row of a batch back, so a pause would
-   * keep the request's slot and KV for as long as the client stalls. The error event goes last into
-   * the buffer (a slow reader still learns why); a stalled one is cut CLOSE_GRACE_MS later.
-   */
   const abortSlowClient = () => {
     over = true;
-    const unsent = res.writableLength;
     cancel();
     metrics.slowClientAborts.inc();
-    const why = `client not reading: ${unsent} bytes of this stream unsent (limits.streamBufferBytes is ${bound}); the request was cancelled`;
-    res.end(sse(toHttpError(new TokenRouterError('cancelled', why, null)).body));
-    const cut = setTimeout(() => res.destroy(), CLOSE_GRACE_MS);
-    cut.unref();
-    res.once('close', () => clearTimeout(cut));
+    endSlowClient(res, bound, sse);
   };
   // Generation starts first: a refused request (404, 429, 503) still gets a plain JSON error.
   const cancel = runChoices(ctx, plan.jobs, req, res, {
@@ -130,7 +156,7 @@ export function answerStream(ctx: AnswerContext & { metrics: ServerMetrics }, pl
     ended: (k, o) => {
       const c = choices[k];
       // what was held back to the end (a stop string that might have formed, half a character)
-      c.add(o.text.slice(c.shown), null, null);
+      c.add(o.result.text.slice(c.shown), null, null);
       c.end();
       if (c.hasText || c.count > 0) take(c);
       append(c.finish(o));
@@ -150,11 +176,9 @@ function startSse(res: Response): void {
 }
 
 /**
- * What one choice committed since its last chunk: its text as read by the request's parsers
- * (answer, thought, tool calls), a count per writing model, and (with `tokenrouter_tokens` or
- * logprobs) the tokens themselves. A chunk goes out when there is something to show, so tokens
- * whose text is held back (a stop string forming, half a UTF-8 character, a tool call not closed
- * yet) ride on the next one and every chunk's `tokenrouter.models` counts the tokens it carries.
+ * What one choice committed since its last chunk: its text as the request's parsers read it, a
+ * count per writing model, and the tokens when asked for. Tokens whose text is held back (a stop
+ * string forming, half a character, an open tool call) ride on the next chunk that shows something.
  */
 class ChoiceChunks {
   /** Completions with echo: the prompt's text leads the choice's first chunk. */
@@ -180,10 +204,11 @@ class ChoiceChunks {
     private readonly plan: Plan,
     /** What every chunk of the answer repeats: its id, object, creation time and model. */
     private readonly head: object,
-    private readonly job: Job,
+    private readonly index: number,
+    echo: string,
   ) {
-    this.content = job.echo;
-    this.offset = { offset: job.echo.length };
+    this.content = echo;
+    this.offset = { offset: echo.length };
     this.output = new AnswerOutput(plan.output, true);
   }
 
@@ -224,7 +249,7 @@ class ChoiceChunks {
       const first = events === '';
       events += sse({
         ...this.head,
-        choices: [{ index: this.job.index, ...choice, finish_reason: null, logprobs: first ? logprobs : null }],
+        choices: [{ index: this.index, ...choice, finish_reason: null, logprobs: first ? logprobs : null }],
         ...(first && ext ? { tokenrouter: ext } : {}),
       });
     };
@@ -249,19 +274,17 @@ class ChoiceChunks {
   /** The choice's last chunk: its finish reason and its attribution. */
   finish(o: GenerateOutcome): string {
     const body = this.plan.kind === 'chat' ? { delta: {} } : { text: '' };
-    const choice = { index: this.job.index, ...body, finish_reason: finishReasonOf(o.finishReason, this.callCount), logprobs: null };
+    const choice = { index: this.index, ...body, finish_reason: finishReasonOf(o.finishReason, this.callCount), logprobs: null };
     return sse({ ...this.head, choices: [choice], tokenrouter: attribution(o) });
   }
 }
 
 /**
- * One step message commits a token for many streams, and several may be read in one turn; each
- * stream's share leaves as one SSE write after all of them (as vLLM's RequestOutputCollector merges
- * deltas when the producer runs ahead), one setImmediate for every stream of the process. Kept for
- * that merge when the entry falls behind (test/http/streamInterval.test.ts), not for speed: plain
- * per-chunk writes measured the same at 8 streams of 64 tokens (plain / batched, per-pair medians,
- * both server orders, loaded 2-core machine): qwen3-42m 1.02 tok/s and 1.00 CPU per token over 12
- * pairs (0.92 to 1.11); qwen3-tiny 1.03 and 0.93 over 8 (0.85 to 1.19).
+ * Each stream's share of the turn's step messages leaves as one write after all of them (as vLLM's
+ * RequestOutputCollector merges deltas when the producer runs ahead). Kept for that merge when the
+ * entry falls behind (test/http/streamInterval.test.ts), not for speed: plain per-chunk writes measured
+ * the same at 8 streams of 64 tokens (plain / batched, per-pair medians, loaded 2-core machine):
+ * qwen3-42m 1.02 tok/s, 1.00 CPU per token (12 pairs); qwen3-tiny 1.03 and 0.93 (8 pairs).
  */
 const due = new Set<() => void>();
 
@@ -274,37 +297,4 @@ function atTurnEnd(flush: () => void): void {
       for (const f of list) f();
     });
   due.add(flush);
-}
-
-/**
- * OpenAI's usage: each distinct prompt counted once however many choices it has (in order); its
- * cached tokens are the most any of its choices found in the prefix cache.
- */
-export function usageOf(plan: Plan, outs: readonly GenerateOutcome[]) {
-  const perPrompt = plan.jobs.length / plan.promptCount;
-  const completion = outs.reduce((a, o) => a + o.result.tokens.length, 0);
-  let cached = 0;
-  for (let i = 0; i < outs.length; i += perPrompt) cached += Math.max(...outs.slice(i, i + perPrompt).map((o) => o.result.cachedPromptTokens));
-  return {
-    prompt_tokens: plan.promptTokens,
-    completion_tokens: completion,
-    total_tokens: plan.promptTokens + completion,
-    prompt_tokens_details: { cached_tokens: cached },
-  };
-}
-
-/** The finish reason OpenAI gives: "tool_calls" when the answer ended by itself with calls in it. */
-export const finishReasonOf = (reason: string, calls: number) => (calls > 0 && reason === 'stop' ? 'tool_calls' : reason);
-
-/** The `tokenrouter` field: one choice's, or several summed (each choice carries its own too). */
-export function attribution(...outs: GenerateOutcome[]): RequestAttribution {
-  const byModel: Record<string, number> = {};
-  for (const o of outs) for (const [m, c] of Object.entries(o.result.tokensByModel)) byModel[m] = (byModel[m] ?? 0) + c;
-  return {
-    algorithm: outs[0].algorithm,
-    version: outs[0].version,
-    tokens_by_model: byModel,
-    handoffs: outs.reduce((a, o) => a + o.result.handoffs, 0),
-    discarded_tokens: outs.reduce((a, o) => a + o.result.discarded, 0),
-  };
 }
