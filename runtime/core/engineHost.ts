@@ -54,11 +54,6 @@ export class EngineHost extends EngineLoop {
     this.input(() => this.tell(down ? 'DOWN' : 'UP'));
   }
 
-  /** Fails every request this engine holds (their state here may be off); the engine serves on. */
-  failHeld(error: Error): number {
-    return this.input(() => this.engine.failAll(error));
-  }
-
   /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */
   runnerLost(error: Error): number {
     return this.input(() => {

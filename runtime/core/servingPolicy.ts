@@ -19,13 +19,6 @@ export interface Rounds {
   finished(n: number): void;
 }
 
-export interface ServingPolicy {
-  readonly mode: SchedulingMode;
-  /** A request's KV stays on an engine it leaves; false (standard serving): it goes, and each handoff carries the whole context. */
-  readonly retain: boolean;
-  readonly rounds: Rounds;
-}
-
 const NO_ROUNDS: Rounds = { open() {}, finished() {} };
 
 /** The sync barrier: a round lets lanes launch (step-sync: all with work; model-sync: one, round-robin); the next opens when all came back. */
@@ -78,16 +71,9 @@ export function baselineLaunch(mode: SchedulingMode): BaselineLaunch | undefined
   };
 }
 
-/** The entry's policy of `mode`, with `retain` (false: standard serving); each engine's side is its `baselineLaunch`. */
-export function servingPolicy(mode: SchedulingMode, retain: boolean): ServingPolicy {
-  switch (mode) {
-    case 'async-immediate':
-    case 'async-delayed':
-      return { mode, retain, rounds: NO_ROUNDS };
-    case 'step-sync':
-    case 'model-sync':
-      return { mode, retain, rounds: new SyncRounds(mode === 'model-sync') };
-  }
+/** The entry's side of `mode`: rounds in the sync modes, none in the async ones; each engine's side is its `baselineLaunch`. */
+export function entryRounds(mode: SchedulingMode): Rounds {
+  return keepsOneReplica(mode) ? new SyncRounds(mode === 'model-sync') : NO_ROUNDS;
 }
 
 /** Sync modes keep to one replica of a remote model: their round counts one step per engine. */

@@ -5,14 +5,14 @@ import type { Engine } from '../core/engine.ts';
 import { Cascade } from '../core/engineLoop.ts';
 import { checkInvariants } from '../core/invariants.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats, WireArrival } from '../../shared/protocol/engineProtocol.ts';
-import { servingPolicy, validateThresholds, type Rounds, type SchedulingMode } from '../core/servingPolicy.ts';
+import { entryRounds, validateThresholds, type Rounds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import { beginEngines } from '../transport/threadEngine.ts';
 import { buildEngines, modelLimits, SCHEDULING, sharedSettings } from './clusterOptions.ts';
 import type { ClusterModel, ClusterOptions, EngineLimits, SharedSettings } from './clusterOptions.ts';
 import { EngineFailover } from './engineFailover.ts';
-import { Entry, type RequestHandle } from './entry.ts';
-import type { RequestState, SubmitOptions } from './requestState.ts';
+import { Entry } from './entry.ts';
+import type { RequestState } from './requestState.ts';
 
 export type { ClusterModel, ClusterOptions };
 export type { RequestHandle } from './entry.ts';
@@ -29,7 +29,7 @@ export class Cluster extends Entry implements EngineEntry {
     const cascades = new Cascade();
     super(opts.clock, buildEngines(opts, cascades), cascades, opts.maxConcurrency ?? Infinity, opts.maxQueue ?? Infinity, opts.trace);
     this.shared = sharedSettings(opts);
-    this.rounds = servingPolicy(this.shared.mode, this.shared.retainState).rounds;
+    this.rounds = entryRounds(this.shared.mode);
     this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
     const host = {
       engines: this.engines,
@@ -127,18 +127,6 @@ export class Cluster extends Entry implements EngineEntry {
 
   // --- the sync modes' rounds (step-sync, model-sync): a round may open whenever work may have come ---
 
-  override submit<M>(options: SubmitOptions<M>): RequestHandle {
-    const handle = super.submit(options);
-    this.flush();
-    return handle;
-  }
-
-  override cancel(id: string): boolean {
-    const found = super.cancel(id);
-    if (found) this.flush();
-    return found;
-  }
-
   /** A report was applied: a sync round reads every engine's lane, and the steps it let launch may be back. */
   reported(returned: number): void {
     this.rounds.finished(returned);
@@ -146,7 +134,7 @@ export class Cluster extends Entry implements EngineEntry {
   }
 
   /** Lets a sync mode open its next round (engines wake themselves for their own work). */
-  private flush(): void {
+  protected override flush(): void {
     this.rounds.open(this.engines);
   }
 

@@ -48,6 +48,7 @@ export class Entry {
     const req = new RequestState(requestSpec(id, ++this.serials, opts, maxContext), opts, this.clock.now());
     if (this.active.size < this.maxConcurrency) this.start(req);
     else this.entryQueue.push(req);
+    this.flush();
     return { id, done: req.done, cancel: () => this.cancel(id) };
   }
 
@@ -57,8 +58,12 @@ export class Entry {
     const req = qi >= 0 ? this.entryQueue.splice(qi, 1)[0] : this.active.get(id);
     if (!req) return false;
     this.end(req, { status: 'cancelled', reason: 'cancelled' });
+    this.flush();
     return true;
   }
+
+  /** Work may have come: the sync modes' rounds may open (Cluster). */
+  protected flush(): void {}
 
   // --- what engines tell the entry (of EngineEntry; Cluster adds the rest) ---
 

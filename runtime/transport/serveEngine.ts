@@ -110,10 +110,6 @@ export class PortedEngine {
     this.host.arrive(ready);
   }
 
-  dispose(): void {
-    this.host.dispose();
-  }
-
   post(m: FromEngine): void {
     this.port.postMessage(m);
   }
@@ -142,14 +138,14 @@ export function serveEngine(
   let chain: Promise<void> = Promise.resolve();
   const handle = async (m: Exclude<ToEngine, { type: 'crash' }>): Promise<void> => {
     if (m.type === 'begin') {
-      server?.dispose();
+      server?.host.dispose();
       server = new PortedEngine(port, m.settings, runner, opts.trusted ?? false, opts.decoder, opts.threadStats);
       for (const [name, p] of Object.entries(m.peers)) server.addPeer(name, p);
       opts.onBegin?.(server);
       return;
     }
     if (m.type === 'close') {
-      server?.dispose();
+      server?.host.dispose();
       server = null;
       return opts.onClose();
     }

@@ -36,25 +36,9 @@ export const laneStatsSchema = z.object({
 export type LaneStats = z.infer<typeof laneStatsSchema>;
 export type ThreadStats = NonNullable<LaneStats['thread']>;
 
-/** A lane with nothing in it and nothing done (an engine not begun, or gone). */
-export const EMPTY_LANE: Omit<LaneStats, 'name' | 'threshold'> = {
-  ready: 0,
-  running: 0,
-  waitingAdmission: 0,
-  pendingReturn: 0,
-  executing: false,
-  kvBytes: 0,
-  kvReservedBytes: 0,
-  batches: 0,
-  rows: 0,
-  chunks: 0,
-  admissions: 0,
-  evictions: 0,
-  busyMs: 0,
-  batchMs: 0,
-  modelMs: 0,
-  prefixQueries: 0,
-  prefixHits: 0,
-  prefixEntries: 0,
-  kvPrefixBytes: 0,
-};
+/** A lane with nothing in it and nothing done (an engine not begun, or gone): every figure 0, in the schema's order. */
+export const EMPTY_LANE = Object.fromEntries(
+  Object.keys(laneStatsSchema.shape)
+    .filter((k) => k !== 'name' && k !== 'threshold' && k !== 'thread')
+    .map((k) => [k, k === 'executing' ? false : 0]),
+) as Omit<LaneStats, 'name' | 'threshold' | 'thread'>;

@@ -55,6 +55,6 @@ describe('a peer lost with handoffs still on its link', () => {
     fresh.port1.postMessage({ type: 'arrive', arrivals: [handback('r2')] });
     await expect.poll(() => got.length).toBe(2);
     expect(got[1].known).toEqual([0, 5, 7]);
-    small.dispose();
+    small.host.dispose();
   });
 });

@@ -1,6 +1,6 @@
 // The serving policy alone: when each mode lets an engine launch (mayLaunch, a baseline's rule), and the sync modes' rounds at the entry.
 import { describe, expect, it } from 'vitest';
-import { baselineLaunch, servingPolicy, type RoundLane } from '../../runtime/core/servingPolicy.ts';
+import { baselineLaunch, entryRounds, type RoundLane } from '../../runtime/core/servingPolicy.ts';
 import { mayLaunch } from '../../runtime/core/engineLoop.ts';
 
 function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
@@ -39,7 +39,7 @@ describe('serving policy', () => {
   });
 
   it('step-sync lets every idle engine with work launch, and opens the next round when all its steps are back', () => {
-    const { rounds } = servingPolicy('step-sync', true);
+    const rounds = entryRounds('step-sync');
     const a = lanes([2, 0, 1, 3], [false, false, false, true]);
     rounds.open(a.list);
     expect(a.granted).toEqual([0, 2]);
@@ -54,7 +54,7 @@ describe('serving policy', () => {
   });
 
   it('model-sync lets one engine launch per round, round-robin from the one after the last served', () => {
-    const { rounds } = servingPolicy('model-sync', true);
+    const rounds = entryRounds('model-sync');
     const a = lanes([1, 1, 1]);
     for (let i = 0; i < 4; i++) {
       rounds.open(a.list);
@@ -66,11 +66,10 @@ describe('serving policy', () => {
     expect(b.granted).toEqual([2]);
   });
 
-  it('async modes keep no rounds; retain says whether a handoff leaves state behind', () => {
+  it('async modes keep no rounds', () => {
     const a = lanes([5, 5]);
-    servingPolicy('async-delayed', false).rounds.open(a.list);
+    entryRounds('async-delayed').open(a.list);
+    entryRounds('async-immediate').open(a.list);
     expect(a.granted).toEqual([]);
-    expect(servingPolicy('async-delayed', false).retain).toBe(false);
-    expect(servingPolicy('model-sync', true).retain).toBe(true);
   });
 });

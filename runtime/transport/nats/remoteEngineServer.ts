@@ -209,7 +209,8 @@ export class RemoteEngineServer {
     this.log(
       `entry ${entry}: the engine could not handle a message: ${e.message}; failing that entry's requests here (${this.stats.failed} such messages in all)`,
     );
-    this.sessions.get(entry)?.serving.server?.host.failHeld(e);
+    const host = this.sessions.get(entry)?.serving.server?.host;
+    host?.input(() => host.engine.failAll(e));
   }
 
   private forget(entry: string, why: string): void {
@@ -219,7 +220,7 @@ export class RemoteEngineServer {
     const server = s.serving.server;
     if (server && server.host.held > 0) this.log(`freeing ${server.host.held} requests of entry ${entry}: ${why}`);
     server?.host.engine.failAll(new Error(why));
-    server?.dispose();
+    server?.host.dispose();
     s.peers?.close();
     s.state = 'closed';
     s.link.close();
