@@ -53,17 +53,13 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
     if (!held.has(c)) throw new InvariantError(`${lane.name}: KV pool holds cache ${c.id} (${c.fed} tokens) that no request holds`);
   }
   if (open !== held.size) throw new InvariantError(`${lane.name}: requests hold ${held.size} caches, the KV pool counts ${open}`);
-  checkPrefixes(lane, held);
-}
-
-/** The prefix cache's entries: caches no request holds, within the pool beside the reservations. */
-function checkPrefixes(lane: Engine, requestCaches: ReadonlySet<KvCache>): void {
+  // the prefix cache's entries: caches no request holds, within the pool beside the reservations
   const prefix = lane.queues.prefix;
   if (!prefix) return;
-  const ids = new Set([...requestCaches].map((c) => c.id));
+  const ids = new Set([...held].map((c) => c.id));
   for (const e of prefix.entries()) if (ids.has(e.cacheId)) throw new InvariantError(`${lane.name}: prefix entry ${e.cacheId} is also a request's cache`);
   const { reservedTokenCount: reserved, capacityTokens: capacity } = lane.pool;
-  const held = prefix.heldTokens;
-  if (held > 0 && reserved + held > capacity)
-    throw new InvariantError(`${lane.name}: cached prefixes (${held} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
+  const cached = prefix.heldTokens;
+  if (cached > 0 && reserved + cached > capacity)
+    throw new InvariantError(`${lane.name}: cached prefixes (${cached} tokens) and reservations (${reserved}) exceed the pool (${capacity})`);
 }

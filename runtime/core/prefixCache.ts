@@ -75,7 +75,8 @@ export class PrefixCache {
     stats.prefixQueries += local.tokens.length;
     const hit = this.match(local.tokens, local.tokens.length - 1);
     if (!hit) return;
-    if (!runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) return this.discard(hit.entry);
+    // a fork the runner refused: it does not hold that entry
+    if (!runner.fork(hit.entry.cacheId, local.cacheId, hit.length)) return this.remove(hit.entry);
     local.cache!.fed += hit.length;
     local.cachedPrefix = hit.length;
     // the prompt's own prefill (nothing generated yet): what usage reports as cached prompt tokens
@@ -104,11 +105,6 @@ export class PrefixCache {
     if (first.done) return 0;
     this.remove(first.value);
     return first.value.tokens.length;
-  }
-
-  /** Drops an entry the runner turned out not to hold (a fork it refused). */
-  discard(entry: PrefixEntry): void {
-    if (this.lru.get(entry.cacheId) === entry) this.remove(entry);
   }
 
   clear(): void {

@@ -80,7 +80,6 @@ export class Cluster extends Entry implements EngineEntry {
     return this.serials - this.active.size - this.entryQueue.length;
   }
 
-  /** No request in flight or waiting. */
   get idle(): boolean {
     return this.active.size === 0 && this.entryQueue.length === 0;
   }
@@ -89,7 +88,6 @@ export class Cluster extends Entry implements EngineEntry {
     return this.engines.map((e) => e.laneStats());
   }
 
-  /** Requests in flight at the entry. */
   activeRequests(): IterableIterator<RequestState> {
     return this.active.values();
   }
@@ -142,7 +140,7 @@ export class Cluster extends Entry implements EngineEntry {
 
   /** An engine that died takes nothing: a live request's handoff waits for the fresh one. */
   override deliver(name: string, a: Arrival): void {
-    if (!this.engine(name)!.failed) return super.deliver(name, a);
+    if (!this.engine(name)!.failure) return super.deliver(name, a);
     if (this.active.get(a.spec.id)?.spec !== a.spec) return;
     this.failover.hold(name, a);
     this.moved(a.spec.id, name, a.counters.handoffs);

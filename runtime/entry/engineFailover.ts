@@ -80,8 +80,8 @@ export class EngineFailover {
 
   /** A request just sent to an engine that had died before its peer heard is lost with it. */
   lostOnTheWay(req: RequestState, to: EngineHandle): void {
-    if (!to.failed || this.held.get(to.name)?.some((a) => a.spec.id === req.id)) return;
-    const error = new TokenRouterError('unavailable', `model ${to.name} failed: ${to.failure?.message} (before this request reached it)`, 'model');
+    if (!to.failure || this.held.get(to.name)?.some((a) => a.spec.id === req.id)) return;
+    const error = new TokenRouterError('unavailable', `model ${to.name} failed: ${to.failure.message} (before this request reached it)`, 'model');
     this.host.fail(req, error);
   }
 }

@@ -5,9 +5,8 @@ import type { Algorithm, Handoff, ModelId, TokenSignals } from '../../shared/alg
 import { modelRuns, type RequestStatus, type TraceEvent } from '../../shared/trace.ts';
 import { GREEDY, type SamplingParams } from '../runner/modelRunner.ts';
 import type { AlgorithmRef } from '../registry/algorithmSource.ts';
-import { newCounters, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
+import { newCounters, newTextState, type RequestCounters, type RequestSpec } from '../core/localRequest.ts';
 import type { Arrival, Commit, Finish, FinishReason } from '../../shared/protocol/engineProtocol.ts';
-import { newTextState } from '../core/localRequest.ts';
 import { maskedFrom } from '../grammar/constraintState.ts';
 
 export interface RequestResult {

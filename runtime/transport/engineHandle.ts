@@ -34,10 +34,6 @@ export abstract class EngineHandle extends EngineControls {
   failure: Error | null = null;
   protected entry: EngineEntry | null = null;
 
-  get failed(): boolean {
-    return this.failure !== null;
-  }
-
   /** Taken down by the operator, its runner dead, or no replica to place on: new requests are refused. */
   get down(): boolean {
     return this.takenDown || this.failure !== null;

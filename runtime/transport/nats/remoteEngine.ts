@@ -303,7 +303,6 @@ export class RemoteEngine extends EngineProxy implements ReplicaEvents {
     return { framesOut: s.outMsgs, framesIn: s.inMsgs, bytesOut: s.outBytes, bytesIn: s.inBytes };
   }
 
-  /** Frames resent so far (a NATS restart makes the links send what was in flight again). */
   get resent(): number {
     return this.replicas.resent;
   }
