@@ -1,44 +1,109 @@
 // A cluster: the entry over engines built from its options, with what operators and tests drive (thresholds, engines down or replaced) and failover.
+import type { TraceSink } from '../../shared/trace.ts';
+import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
+import type { Decoder } from '../runner/detokenizer.ts';
 import type { Engine } from '../core/engine.ts';
 import { Cascade } from '../core/engineLoop.ts';
 import { checkInvariants } from '../core/invariants.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 import { entryRounds, validateThresholds, type Rounds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
-import { beginEngines } from '../transport/threadEngine.ts';
-import { buildEngines, modelLimits, SCHEDULING, sharedSettings } from './clusterOptions.ts';
-import type { ClusterModel, ClusterOptions, EngineLimits, SharedSettings } from './clusterOptions.ts';
-import { EngineFailover } from './engineFailover.ts';
+import { InprocEngine } from '../transport/inprocEngine.ts';
+import { beginEngines, rejoinEngine } from '../transport/threadEngine.ts';
+import { modelSchema, serverConfigSchema, type LimitsConfig, type ModelConfig, type SchedulingConfig } from '../config/serverConfig.ts';
 import { Entry } from './entry.ts';
 import type { RequestState } from './requestState.ts';
 
-export type { ClusterModel, ClusterOptions };
 export type { RequestHandle } from './entry.ts';
+
+/**
+ * The config's scheduling and limits fields under their config names (runtime/config/serverConfig.ts
+ * documents them), each optional here: a library user (bench, simulation, test) leaves out what the
+ * service always passes. Unset: the schema's defaults, except prefix caching (off: a cluster's
+ * caller reads an empty pool when it is idle, which cached prefixes would fill) and concurrency and
+ * queue (unbounded).
+ */
+export type ClusterOptions = Partial<Pick<SchedulingConfig, 'mode' | 'retainState' | 'maxWaitMs' | 'prefixCache'>> &
+  Partial<Pick<LimitsConfig, 'maxConcurrency' | 'maxQueue'>> & {
+    clock: Clock;
+    models: readonly ClusterModel[];
+    trace?: TraceSink;
+    /** Debug mode: check every invariant after every batch (tests and the stress suite). */
+    checkInvariants?: boolean;
+    /** The models' tokenizer, for engines built here (engines elsewhere load theirs beside their model): requests that ask for text are detokenised by the engine. */
+    tokenizer?: Decoder;
+  };
+
+/** The schema's scheduling block as an empty one parses: one source for every default. */
+export const SCHEDULING = serverConfigSchema.shape.scheduling.parse(undefined);
+
+/** What bounds one engine's batches and pool: its fields of the settings it begins with. */
+export type EngineLimits = Pick<EngineSettings, 'maxBatch' | 'maxStepTokens' | 'threshold' | 'kvCapacityTokens'>;
+
+/** What every engine of a cluster begins with, beside its own index and limits and the max-wait deadline of the moment. */
+export type SharedSettings = Omit<EngineSettings, 'index' | 'maxWaitMs' | keyof EngineLimits>;
+
+/** A model's engine: built here around `runner`, or already running in its own thread (`thread`). */
+export type ClusterModel = Pick<ModelConfig, 'name'> &
+  Partial<EngineLimits> &
+  ({ runner: ModelRunner; thread?: never } | { thread: EngineHandle; runner?: never });
+
+/** A model's limits, the config schema's where none is given. */
+export function modelLimits(m: ClusterModel): EngineLimits {
+  return {
+    maxBatch: m.maxBatch ?? modelSchema.shape.maxBatch.parse(undefined),
+    maxStepTokens: m.maxStepTokens ?? modelSchema.shape.maxStepTokens.parse(undefined),
+    threshold: m.threshold ?? 1,
+    kvCapacityTokens: m.kvCapacityTokens ?? Infinity,
+  };
+}
+
+/** Every model's engine, in model order; refuses an empty list, a name given twice, a batch below 1 and threads on a clock they cannot share. */
+export function buildEngines(opts: ClusterOptions, cascade: Cascade): EngineHandle[] {
+  const { models, clock } = opts;
+  if (models.length === 0) throw new TokenRouterError('invalid_request', 'a cluster needs at least one model', 'models');
+  if (models.some((m) => m.thread) && clock.origin === undefined)
+    throw new TokenRouterError('invalid_request', 'engine threads need a real clock (one with an origin)', 'clock');
+  const names = new Set<string>();
+  for (const m of models) {
+    const { maxBatch, maxStepTokens } = modelLimits(m);
+    if (names.has(m.name)) throw new TokenRouterError('invalid_request', `model "${m.name}" is listed twice`, 'models');
+    if (!(maxBatch >= 1)) throw new TokenRouterError('invalid_request', `maxBatch of ${m.name} must be ≥ 1`, 'maxBatch');
+    if (!(maxStepTokens >= 1)) throw new TokenRouterError('invalid_request', `maxStepTokens of ${m.name} must be ≥ 1`, 'maxStepTokens');
+    names.add(m.name);
+  }
+  return models.map((m) => (m.runner ? new InprocEngine(m.name, m.runner, clock, opts.trace, cascade, opts.tokenizer) : m.thread));
+}
 
 export class Cluster extends Entry implements EngineEntry {
   maxWaitMs: number;
   /** What every engine begins with, beside its own index and limits and the max-wait deadline of the moment. */
   private readonly shared: SharedSettings;
-  private readonly failover: EngineFailover;
   /** The sync modes' rounds across every engine (none in the async modes). */
   private readonly rounds: Rounds;
+  /** Handoffs to an engine that died, until its replacement joins. */
+  private readonly held = new Map<string, Arrival[]>();
+  /** How many requests each death failed: the engine's own watch and the restarter both hear one death. */
+  private readonly failedBy = new WeakMap<Error, number>();
 
   constructor(opts: ClusterOptions) {
     const cascades = new Cascade();
     super(opts.clock, buildEngines(opts, cascades), cascades, opts.maxConcurrency ?? Infinity, opts.maxQueue ?? Infinity, opts.trace);
-    this.shared = sharedSettings(opts);
+    this.shared = {
+      models: opts.models.map((m) => m.name),
+      mode: opts.mode ?? SCHEDULING.mode,
+      retainState: opts.retainState ?? SCHEDULING.retainState,
+      prefixCache: opts.prefixCache ?? false,
+      trace: opts.trace !== undefined,
+      checkInvariants: opts.checkInvariants ?? false,
+      // an engine in this process reads the entry's clock itself (a virtual one has no origin)
+      origin: opts.clock.origin ?? 0,
+    };
     this.rounds = entryRounds(this.shared.mode);
     this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
-    const host = {
-      engines: this.engines,
-      active: this.active,
-      fail: (req: RequestState, error: Error) => this.end(req, { status: 'failed', reason: 'error', error }),
-      flush: () => this.flush(),
-      settingsFor: (i: number, old: EngineLimits) => this.settingsFor(i, old),
-    };
-    this.failover = new EngineFailover(host, this);
+    for (const e of this.engines) this.watch(e);
     beginEngines(
       this.engines.map((e, i) => ({ engine: e, settings: this.settingsFor(i, modelLimits(opts.models[i])) })),
       this,
@@ -109,7 +174,7 @@ export class Cluster extends Entry implements EngineEntry {
 
   /** A model's runner (or engine thread) died: the requests it held fail, the rest keep going; the lane refuses work until replaced. */
   failLane(name: string, error: Error): number {
-    return this.failover.failLane(this.named(name), error);
+    return this.engineFailed(this.named(name), error);
   }
 
   /** Puts a restarted runner in place and lets the lane take work again. */
@@ -118,9 +183,51 @@ export class Cluster extends Entry implements EngineEntry {
     this.flush();
   }
 
-  /** Puts a restarted engine (thread) in place of one that died. */
+  /** Puts a restarted engine (thread) in place of one that died: it builds the algorithms of the requests still going, then takes the handoffs held for it. */
   replaceThread(name: string, fresh: EngineHandle): void {
-    this.failover.replaceThread(this.named(name), fresh);
+    const old = this.named(name);
+    const i = this.engines.indexOf(old);
+    this.engines[i] = fresh;
+    this.watch(fresh);
+    rejoinEngine(fresh, this.settingsFor(i, old), this.engines, this);
+    for (const req of this.active.values()) if (req.spec.ref && req.spec.models.includes(name)) fresh.deploy(req.spec.ref);
+    for (const a of this.held.get(name) ?? []) if (this.active.get(a.spec.id)?.spec === a.spec) fresh.arrive(a);
+    this.held.delete(name);
+    this.flush();
+  }
+
+  // --- failover: an engine that dies fails the requests decoding there, whoever restarts it ---
+
+  private watch(e: EngineHandle): void {
+    e.onFailure((error) => {
+      if (this.engines.includes(e)) this.engineFailed(e, error);
+    });
+  }
+
+  /**
+   * The runner died and took every cache with it: the requests decoding there fail (the others lost a cache there at
+   * most, and re-send their whole sequence when they next go there), and the engine refuses work until it is replaced.
+   */
+  private engineFailed(e: EngineHandle, error: Error): number {
+    const seen = this.failedBy.get(error);
+    if (seen !== undefined) return seen;
+    let failed = e.runnerLost(error);
+    if (failed === null) {
+      failed = 0;
+      for (const req of [...this.active.values()]) {
+        if (req.whereabouts.model !== e.name) continue;
+        this.fail(req, new TokenRouterError('unavailable', `model ${e.name} failed: ${error.message}`, 'model'));
+        failed++;
+      }
+      for (const other of this.engines) if (other !== e) other.peerLost(e.name);
+    }
+    this.flush();
+    this.failedBy.set(error, failed);
+    return failed;
+  }
+
+  private fail(req: RequestState, error: Error): void {
+    this.end(req, { status: 'failed', reason: 'error', error });
   }
 
   // --- the sync modes' rounds (step-sync, model-sync): a round may open whenever work may have come ---
@@ -142,7 +249,7 @@ export class Cluster extends Entry implements EngineEntry {
   override deliver(name: string, a: Arrival): void {
     if (!this.engine(name)!.failure) return super.deliver(name, a);
     if (this.active.get(a.spec.id)?.spec !== a.spec) return;
-    this.failover.hold(name, a);
+    this.held.set(name, [...(this.held.get(name) ?? []), a]);
     this.moved(a.spec.id, name, a.counters.handoffs);
   }
 
@@ -150,8 +257,9 @@ export class Cluster extends Entry implements EngineEntry {
   override moved(requestId: string, to: string, hops: number): void {
     super.moved(requestId, to, hops);
     const req = this.active.get(requestId);
-    const e = this.engine(to);
-    if (e && req?.whereabouts.model === to && req.whereabouts.hops === hops) this.failover.lostOnTheWay(req, e);
+    const failure = this.engine(to)?.failure;
+    if (!failure || req?.whereabouts.model !== to || req.whereabouts.hops !== hops || this.held.get(to)?.some((a) => a.spec.id === requestId)) return;
+    this.fail(req, new TokenRouterError('unavailable', `model ${to} failed: ${failure.message} (before this request reached it)`, 'model'));
   }
 
   deliverWire(to: string, arrivals: readonly WireArrival[]): void {
