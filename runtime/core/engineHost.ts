@@ -1,7 +1,10 @@
 // An engine host: the engine loop (engineLoop.ts) with the calls that control it: schedule, sync grants, tracing, peers, failures.
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import { EngineLoop } from './engineLoop.ts';
-import type { PeerLink } from '../../shared/protocol/engineProtocol.ts';
+import type { PeerLink, RequestCounters, ToEngine } from '../../shared/protocol/engineProtocol.ts';
+
+/** The entry's calls an engine host takes as they are: made directly in this process, sent as these messages across a port. */
+export type HostCall = Extract<ToEngine, { type: 'release' | 'threshold' | 'grant' | 'down' | 'trace' | 'peer-lost' }>;
 
 /** What the entry, an operator or a failure does to an engine, each as one of its loop's inputs. */
 export class EngineHost extends EngineLoop {
@@ -31,27 +34,25 @@ export class EngineHost extends EngineLoop {
     this.peers.set(name, link);
   }
 
-  setSchedule(threshold: number, maxWaitMs: number): void {
-    this.input(() => {
-      this.engine.threshold = threshold;
-      this.actor.send({ type: 'SCHEDULE', lane: this.facts(), maxWaitMs });
-    });
-  }
-
-  /** The entry's round lets this engine launch one step. */
-  allow(): void {
-    this.input(() => {
-      this.baseline?.allow();
-      this.look();
-    });
-  }
-
-  setTracing(on: boolean): void {
-    this.trace = on ? this.sink : undefined;
-  }
-
-  setDown(down: boolean): void {
-    this.input(() => this.tell(down ? 'DOWN' : 'UP'));
+  /** The one mapping from the entry's calls to the engine's inputs, whichever side of a port it runs on. */
+  call(m: HostCall): RequestCounters | null {
+    if (m.type === 'release') return this.release(m.id, m.serial, m.status);
+    if (m.type === 'trace') this.trace = m.on ? this.sink : undefined;
+    else if (m.type === 'peer-lost') this.peerLost(m.model);
+    else if (m.type === 'down') this.input(() => this.tell(m.down ? 'DOWN' : 'UP'));
+    else if (m.type === 'threshold') {
+      this.input(() => {
+        this.engine.threshold = m.threshold;
+        this.actor.send({ type: 'SCHEDULE', lane: this.facts(), maxWaitMs: m.maxWaitMs });
+      });
+    } else {
+      // a sync round lets this engine launch one step
+      this.input(() => {
+        this.baseline?.allow();
+        this.look();
+      });
+    }
+    return null;
   }
 
   /** The runner died with every cache: what this engine held fails, and it refuses work until a runner is put in place. */

@@ -3,22 +3,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import type { Engine } from '../core/engine.ts';
-import type { EngineHost } from '../core/engineHost.ts';
-import type { LaneStats, RequestCounters, ToEngine, WireArrival } from '../../shared/protocol/engineProtocol.ts';
-
-/** The entry's calls an engine host takes as they are: made directly in this process, sent as these messages across a port. */
-export type HostCall = Extract<ToEngine, { type: 'release' | 'threshold' | 'grant' | 'down' | 'trace' | 'peer-lost' }>;
-
-/** The one mapping from the entry's calls to the engine host's, whichever side of a port it runs on. */
-export function callHost(host: EngineHost, m: HostCall): RequestCounters | null {
-  if (m.type === 'release') return host.release(m.id, m.serial, m.status);
-  if (m.type === 'threshold') host.setSchedule(m.threshold, m.maxWaitMs);
-  else if (m.type === 'grant') host.allow();
-  else if (m.type === 'down') host.setDown(m.down);
-  else if (m.type === 'trace') host.setTracing(m.on);
-  else host.peerLost(m.model);
-  return null;
-}
+import type { HostCall } from '../core/engineHost.ts';
+import type { LaneStats, RequestCounters, WireArrival } from '../../shared/protocol/engineProtocol.ts';
 
 /** A peer's handoff sent just before that peer died (or was replaced): as if model `name` had seen nothing, so its next visit re-prefills. */
 export function forgetModel(w: WireArrival, name: string): WireArrival {

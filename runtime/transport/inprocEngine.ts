@@ -4,12 +4,11 @@ import type { TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
-import { EngineHost } from '../core/engineHost.ts';
+import { EngineHost, type HostCall } from '../core/engineHost.ts';
 import type { Cascade } from '../core/engineLoop.ts';
 import type { Engine } from '../core/engine.ts';
 import type { Arrival, EngineEntry, EngineSettings, LaneStats } from '../../shared/protocol/engineProtocol.ts';
 import type { Decoder } from '../runner/detokenizer.ts';
-import { callHost, type HostCall } from './engineControls.ts';
 import { EngineHandle, reportToEntry } from './engineHandle.ts';
 
 export class InprocEngine extends EngineHandle {
@@ -67,7 +66,7 @@ export class InprocEngine extends EngineHandle {
   }
 
   protected send(m: HostCall) {
-    return callHost(this.h, m);
+    return this.h.call(m);
   }
 
   /** In wall time an arrival outside a cascade holds this thread's engines to the end of the turn: a turn's requests prefill in one step. */

@@ -27,7 +27,7 @@ import {
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import { EngineHost } from '../core/engineHost.ts';
 import type { Decoder } from '../runner/detokenizer.ts';
-import { callHost, forgetModel } from './engineControls.ts';
+import { forgetModel } from './engineControls.ts';
 
 /** Over NATS, the peer mesh (nats/natsPeers.ts) follows where each request's state is: every arrival, every end, the replica a handoff went to. */
 export interface PeerRouter {
@@ -160,7 +160,7 @@ export function serveEngine(
       case 'release':
         return server.release(m.id, m.serial, m.status);
       default:
-        callHost(server.host, m);
+        server.host.call(m);
     }
   };
   port.on('message', (raw: unknown): void => {
