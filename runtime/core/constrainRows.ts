@@ -10,7 +10,7 @@ import { TokenRouterError } from '../errors.ts';
 /** What of its host an engine's grammars need: the grammars beside it, and a way to run an arrival again later. */
 interface GrammarHost {
   readonly grammar: EngineGrammar;
-  deferArrival(ready: Promise<unknown>, a: Arrival): void;
+  arrive(arrivals: readonly Arrival[]): void;
 }
 
 /** Rows that sample their request's next token draw under its grammar's mask; a sequence it refuses fails the request when its row comes back. */
@@ -60,6 +60,6 @@ export function heldForGrammar(host: GrammarHost, a: Arrival, info: ModelInfo, h
   if (held?.grammar) return false;
   const ready = host.grammar.prepare(a.spec.constraint!, info);
   if (!ready) return false;
-  host.deferArrival(ready, a);
+  void ready.then(() => host.arrive([a]));
   return true;
 }

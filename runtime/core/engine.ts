@@ -24,8 +24,8 @@ export interface EngineEnv {
   /** Detokenises the requests that ask for text; absent: no tokenizer beside this engine. */
   readonly output: OutputProcessor | undefined;
   readonly grammar: EngineGrammar;
-  /** Runs the arrival again once `ready` settles (its grammar compiles meanwhile). */
-  deferArrival(ready: Promise<unknown>, a: Arrival): void;
+  /** Takes arrivals as the loop's input (a constrained one again once its grammar compiled). */
+  arrive(arrivals: readonly Arrival[]): void;
 }
 
 const END_EVENT = { done: 'FINISH', failed: 'FAIL', cancelled: 'CANCEL' } as const;

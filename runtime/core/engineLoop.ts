@@ -221,10 +221,6 @@ export class EngineLoop implements EngineEnv {
     });
   }
 
-  deferArrival(ready: Promise<unknown>, a: Arrival): void {
-    void ready.then(() => this.arrive([a]));
-  }
-
   release(id: string, serial: number, status: 'done' | 'failed' | 'cancelled'): RequestCounters | null {
     return this.input(() => {
       const local = this.engine.locals.get(id);

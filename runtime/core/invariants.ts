@@ -3,25 +3,19 @@ import type { KvCache } from './localRequest.ts';
 import type { Engine } from './engine.ts';
 import type { RequestState } from '../entry/requestState.ts';
 
-/** What the checker reads: every engine, and the requests the entry holds. */
-export interface CheckedCluster {
-  /** The engines in this process, themselves. */
-  readonly lanes: readonly Engine[];
-  /** Every engine: those elsewhere check themselves (checkEngine), and ownership across them is not visible here. */
-  readonly engines: readonly unknown[];
-  activeRequests(): Iterable<RequestState>;
-}
-
 export class InvariantError extends Error {
   override readonly name = 'InvariantError';
 }
 
-/** Walks every engine's requests and every request at the entry: O(requests × models), so only with `checkInvariants: true`. */
-export function checkInvariants(cluster: CheckedCluster): void {
+/**
+ * Walks every engine's requests and every request at the entry: O(requests × models), so only with `checkInvariants: true`. `lanes`:
+ * the engines in this process; `engines`: how many in all (those elsewhere check themselves, and ownership across them is not visible here).
+ */
+export function checkInvariants(lanes: readonly Engine[], engines: number, active: Iterable<RequestState>): void {
   const owners = new Map<string, string[]>();
-  for (const lane of cluster.lanes) checkEngine(lane, owners);
-  if (cluster.lanes.length !== cluster.engines.length) return;
-  for (const req of cluster.activeRequests()) {
+  for (const lane of lanes) checkEngine(lane, owners);
+  if (lanes.length !== engines) return;
+  for (const req of active) {
     const on = owners.get(req.id) ?? [];
     if (on.length !== 1) throw new InvariantError(`${req.id} is active on ${on.length} engines (${on.join(', ')}); it must be on exactly one`);
     owners.delete(req.id);

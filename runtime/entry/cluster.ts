@@ -11,7 +11,7 @@ import type { Arrival, EngineEntry, EngineSettings, LaneStats, WireArrival } fro
 import { entryRounds, validateThresholds, type Rounds, type SchedulingMode } from '../core/servingPolicy.ts';
 import type { EngineHandle } from '../transport/engineHandle.ts';
 import { InprocEngine } from '../transport/inprocEngine.ts';
-import { beginEngines, rejoinEngine } from '../transport/threadEngine.ts';
+import { rejoinEngine } from '../transport/threadEngine.ts';
 import { modelSchema, serverConfigSchema, type LimitsConfig, type ModelConfig, type SchedulingConfig } from '../config/serverConfig.ts';
 import { Entry } from './entry.ts';
 import type { RequestState } from './requestState.ts';
@@ -104,10 +104,8 @@ export class Cluster extends Entry implements EngineEntry {
     this.rounds = entryRounds(this.shared.mode);
     this.maxWaitMs = opts.maxWaitMs ?? SCHEDULING.maxWaitMs;
     for (const e of this.engines) this.watch(e);
-    beginEngines(
-      this.engines.map((e, i) => ({ engine: e, settings: this.settingsFor(i, modelLimits(opts.models[i])) })),
-      this,
-    );
+    // engine by engine, each joining those begun before it
+    this.engines.forEach((e, i) => rejoinEngine(e, this.settingsFor(i, modelLimits(opts.models[i])), this.engines.slice(0, i), this));
     const thresholds = this.engines.map((e) => e.threshold);
     validateThresholds(this.mode, this.engines, thresholds, this.maxConcurrency, this.maxWaitMs);
     this.emitConfig();
@@ -281,7 +279,7 @@ export class Cluster extends Entry implements EngineEntry {
   }
 
   settled(): void {
-    if (this.shared.checkInvariants) checkInvariants(this);
+    if (this.shared.checkInvariants) checkInvariants(this.lanes, this.engines.length, this.active.values());
   }
 
   /** `limits` may be an engine: only its limits are taken. */

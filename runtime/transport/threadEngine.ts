@@ -81,15 +81,6 @@ export class ThreadEngine extends EngineProxy {
   }
 }
 
-/** A deployment starts engine by engine, each joining those begun before it. */
-export function beginEngines(starts: readonly { engine: EngineHandle; settings: EngineSettings }[], entry: EngineEntry): void {
-  const begun: EngineHandle[] = [];
-  for (const s of starts) {
-    rejoinEngine(s.engine, s.settings, begun, entry);
-    begun.push(s.engine);
-  }
-}
-
 /** Begins `fresh` beside `engines` (a restart takes a dead one's place): a channel to each that takes ports, as `fresh` does. */
 export function rejoinEngine(fresh: EngineHandle, settings: EngineSettings, engines: readonly EngineHandle[], entry: EngineEntry): void {
   const peers: Record<string, MessagePort> = {};
