@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openNats } from '../../runtime/transport/nats/natsConnection.ts';
-import { replicaAnnouncementSchema, type ReplicaAnnouncement } from '../../runtime/transport/nats/natsProtocol.ts';
+import { replicaAnnouncementSchema, type ReplicaAnnouncement } from '../../runtime/transport/nats/natsConnection.ts';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const CLI = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRealClock } from '../../runtime/clock/clock.ts';
 import { Cluster } from '../../runtime/entry/cluster.ts';
 import { decodeFrame, NatsLink } from '../../runtime/transport/nats/natsLink.ts';
-import type { LinkFrame } from '../../runtime/transport/nats/natsProtocol.ts';
+import type { LinkFrame } from '../../runtime/transport/nats/natsConnection.ts';
 import { RemoteEngine } from '../../runtime/transport/nats/remoteEngine.ts';
 import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';

@@ -2,7 +2,7 @@
 import v8 from 'node:v8';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { PortLike } from '../../../shared/protocol/engineProtocol.ts';
-import { linkFrameSchema, type LinkFrame } from './natsProtocol.ts';
+import { linkFrameSchema, type LinkFrame } from './natsConnection.ts';
 
 /** 5: engine-to-engine handoffs (`remote-peers`, `${subject}.peer` frames). 6: a frame carries the messages of one turn and an ack. */
 export const WIRE_PROTOCOL = 6;

@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { toPeerSchema, type ToPeer, type WireArrival, type WireEvent } from '../../../shared/protocol/engineProtocol.ts';
-import type { LinkFrame, RemotePeer } from './natsProtocol.ts';
+import type { LinkFrame, RemotePeer } from './natsConnection.ts';
 import { toWireArrival, type PeerRouter, type PortedEngine } from '../serveEngine.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import { NatsLink } from './natsLink.ts';

@@ -6,8 +6,7 @@ import type { ModelRunner } from '../../runner/modelRunner.ts';
 import type { Decoder } from '../../runner/detokenizer.ts';
 import { serveEngine } from '../serveEngine.ts';
 import type { PortLike } from '../../../shared/protocol/engineProtocol.ts';
-import { remotePeersSchema, type LinkFrame, type ReplicaAnnouncement } from './natsProtocol.ts';
-import { DEFAULT_SUBJECT_PREFIX, modelSubjects, watchLink } from './natsConnection.ts';
+import { DEFAULT_SUBJECT_PREFIX, modelSubjects, remotePeersSchema, watchLink, type LinkFrame, type ReplicaAnnouncement } from './natsConnection.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';
 import { NatsPeers, newPeerStats, peerSubject } from './natsPeers.ts';
 

@@ -5,9 +5,8 @@ import { EMPTY_LANE } from '../../../shared/protocol/laneStats.ts';
 import { keepsOneReplica } from '../../core/servingPolicy.ts';
 import type { EngineSettings, LaneStats, ToEngine } from '../../../shared/protocol/engineProtocol.ts';
 import type { ModelInfo } from '../../runner/modelRunner.ts';
-import { replicaAnnouncementSchema, type RemotePeer, type RemotePeers, type ReplicaAnnouncement } from './natsProtocol.ts';
 import { NatsLink, onFrames, WIRE_PROTOCOL } from './natsLink.ts';
-import { type modelSubjects, watchLink } from './natsConnection.ts';
+import { replicaAnnouncementSchema, type modelSubjects, type RemotePeer, type RemotePeers, type ReplicaAnnouncement, watchLink } from './natsConnection.ts';
 
 export interface Replica {
   /** Its last heartbeat: name, subject, capacity, draining. */
