@@ -1,6 +1,6 @@
 // Grammar enforcement in an engine's step: each constrained row's mask at launch, each committed token checked against the grammar.
 import type { LocalRequest, RequestSpec } from './localRequest.ts';
-import type { Batch } from './laneQueues.ts';
+import type { Batch } from './engineStats.ts';
 import type { Arrival } from '../../shared/protocol/engineProtocol.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
 import type { ConstraintState } from '../grammar/constraintState.ts';

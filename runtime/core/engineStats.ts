@@ -2,12 +2,16 @@
 import type { Handoff } from '../../shared/algorithm.ts';
 import type { TraceEvent } from '../../shared/trace.ts';
 import type { LaneStats } from '../../shared/protocol/laneStats.ts';
-import type { StepPhase } from '../runner/modelRunner.ts';
+import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
+import type { LocalRequest } from './localRequest.ts';
 
-/** What the figures read of a batch (laneQueues' Batch adds its requests and rows to feed). */
-export interface BatchFigures {
+/** A step in flight (laneQueues' newBatch makes it): its requests and rows, and its figures. */
+export interface Batch {
   readonly id: number;
-  readonly rows: readonly { readonly requestId: string }[];
+  readonly locals: LocalRequest[];
+  readonly rows: StepRow[];
+  /** Rows whose results are applied so far: the locals past them are still in the step. */
+  applied: number;
   readonly phase: StepPhase;
   readonly tokens: number;
   /** Clock ms at launch. */
@@ -55,7 +59,7 @@ export class EngineStats {
   runnerWallMs = 0;
 
   /** The runner's call for `batch` ended at `end`: with results (`ok`), which count as a batch and its rows, or failed. */
-  landed(batch: BatchFigures, end: number, ok: boolean): void {
+  landed(batch: Batch, end: number, ok: boolean): void {
     if (ok) {
       this.batches++;
       this.rows += batch.rows.length;
@@ -64,7 +68,7 @@ export class EngineStats {
   }
 
   /** The batch's rows are applied at `end`: counters, not trace events, give the benches' and /metrics' split (they cost nothing without a reader). */
-  applied(batch: BatchFigures, end: number): void {
+  applied(batch: Batch, end: number): void {
     this.batchMs += end - batch.start;
     this.modelMs += batch.modelMs;
     this.runnerWallMs += batch.wallMs;
@@ -92,7 +96,7 @@ export function laneStats(e: Lane): LaneStats {
 }
 
 /** The trace event of a batch that returned (or failed) at `end`. */
-export function batchEvent(batch: BatchFigures, model: string, end: number): TraceEvent {
+export function batchEvent(batch: Batch, model: string, end: number): TraceEvent {
   return {
     type: 'batch',
     model,

@@ -1,6 +1,6 @@
 // One engine's queues, KV pool and batches: ready FIFO, admission queue and a step's rows (pure planners decide), eviction, prefix cache use.
-import type { ModelRunner, StepPhase, StepRow } from '../runner/modelRunner.ts';
-import type { BatchFigures, EngineStats } from './engineStats.ts';
+import type { ModelRunner, StepPhase } from '../runner/modelRunner.ts';
+import type { Batch, EngineStats } from './engineStats.ts';
 import type { KvCache, LocalRequest } from './localRequest.ts';
 import { PrefixCache } from './prefixCache.ts';
 
@@ -235,14 +235,6 @@ export function planBatch(ready: readonly ReadyRow[], policy: BatchPolicy): Batc
     }
   }
   return plan;
-}
-
-/** A step in flight: its requests and rows, with what the figures read (BatchFigures). */
-export interface Batch extends BatchFigures {
-  readonly locals: LocalRequest[];
-  readonly rows: StepRow[];
-  /** Rows whose results are applied so far: the locals past them are still in the step. */
-  applied: number;
 }
 
 /** A batch of the planned rows of `ready`, launched at `start` (clock ms): each row feeds the next `plan.feed[k]` tokens its cache has not seen. */
