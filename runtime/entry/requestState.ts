@@ -63,7 +63,7 @@ export interface SubmitOptions<M = unknown> {
  */
 export type TokenListener = (token: number, model: string, index: number, signals: TokenSignals | undefined, atHandoff: boolean, text: string) => void;
 
-export type RequestEvent = { type: 'FIRST_TOKEN' } | { type: 'FINISH' } | { type: 'FAIL'; error: Error } | { type: 'CANCEL' };
+export type RequestEvent = { type: 'FIRST_TOKEN' } | { type: 'FINISH' } | { type: 'FAIL' } | { type: 'CANCEL' };
 
 /** Each request at the entry is an actor of this chart; its status is the snapshot's value. */
 export const requestMachine = setup({ types: { events: {} as RequestEvent } }).createMachine({
@@ -81,7 +81,7 @@ export const requestMachine = setup({ types: { events: {} as RequestEvent } }).c
 type EndStatus = RequestResult['status'];
 /** How a request ends: an engine's finish, or the entry's own (a cancel, a listener that threw, a lost engine). */
 export type Ending = Pick<Finish, 'reason' | 'error' | 'text' | 'counters'> & { readonly status: EndStatus };
-const EVENT = { done: { type: 'FINISH' }, failed: { type: 'FAIL', error: new Error('failed') }, cancelled: { type: 'CANCEL' } } as const;
+const EVENT = { done: { type: 'FINISH' }, failed: { type: 'FAIL' }, cancelled: { type: 'CANCEL' } } as const;
 
 export class RequestState {
   /** The lifecycle; status is read from it, never kept beside it. */
