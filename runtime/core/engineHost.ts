@@ -24,11 +24,6 @@ export class EngineHost extends EngineLoop {
     });
   }
 
-  /** `link` is the one handoffs to `name` take now (false: that peer died since, or was replaced). */
-  linked(name: string, link: PeerLink): boolean {
-    return this.peers.get(name) === link;
-  }
-
   addPeer(name: string, link: PeerLink): void {
     this.peers.get(name)?.close();
     this.peers.set(name, link);

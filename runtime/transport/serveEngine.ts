@@ -77,8 +77,8 @@ export class PortedEngine {
     };
     port.on('message', (m) => {
       const { arrivals } = this.trusted ? (m as ToPeer) : toPeerSchema.parse(m);
-      // sent just before that peer died (or was replaced): what it had seen of these requests died with it
-      this.arrive(this.host.linked(name, link) ? arrivals : arrivals.map((w) => forgetModel(w, name)));
+      // not the link handoffs to `name` take now: sent just before that peer died (or was replaced), what it had seen of these requests died with it
+      this.arrive(this.host.peers.get(name) === link ? arrivals : arrivals.map((w) => forgetModel(w, name)));
     });
     this.host.addPeer(name, link);
   }
