@@ -59,9 +59,8 @@ export async function evalCommand(args: string[]): Promise<number> {
   const names = ['small', 'medium', 'large'].filter((m) => fs.existsSync(path.join(modelsDir, m, 'onnx', 'model.onnx')));
   if (!names.includes('small') || !names.includes('large'))
     throw new TokenRouterError('not_found', `eval needs at least the small and large models under ${modelsDir}`, 'models');
-  console.error(`loading ${names.join(', ')} …`);
-  const runners = new Map(await Promise.all(names.map(async (m) => [m, await WorkerRunner.start(path.join(modelsDir, m), { name: m })] as const)));
-  const tokenizer = TextTokenizer.fromFolder(loadModelFolder(path.join(modelsDir, 'small')));
+  const smallFolder = loadModelFolder(path.join(modelsDir, 'small'));
+  const tokenizer = TextTokenizer.fromFolder(smallFolder);
   // The ensemble plan runs the members and the weight grid; the default plan every algorithm and the mixes chosen on validation.
   const choiceFile = path.join(modelsDir, 'ensemble.json');
   const calibration = loadCalibration(path.join(modelsDir, 'small', 'routers', 'calibration.json'));
@@ -73,6 +72,20 @@ export async function evalCommand(args: string[]): Promise<number> {
         : defaultPlan(names, calibration && calibratedPlan(calibration, true));
   let mixes: MixSpec[] =
     names.includes('medium') && values.plan !== 'heads' ? (values.plan === 'ensemble' ? [...MIX_GRID] : (loadEnsembleChoice(choiceFile)?.chosen ?? [])) : [];
+  // Router-head points need their head in small's routers/routers.json: known before a run, not found after the points before them.
+  const shipped = Object.keys(smallFolder.routers);
+  const headless = plan.filter((p) => typeof p.params?.head === 'string' && !shipped.includes(p.params.head));
+  if (headless.length > 0) {
+    const missing = [...new Set(headless.map((p) => p.params!.head as string))].join(', ');
+    if (values.plan === 'heads')
+      throw new TokenRouterError(
+        'invalid_request',
+        `the heads plan calibrates router heads ${missing}, which ${smallFolder.dir} does not ship (has: ${shipped.join(', ') || 'none'}); train them with examples/training/trainRouters.py`,
+        'plan',
+      );
+    console.error(`skipping ${headless.length} router-head points: ${smallFolder.dir} ships no ${missing} head (has: ${shipped.join(', ') || 'none'})`);
+    plan = plan.filter((p) => !headless.includes(p));
+  }
   if (values.only) {
     // Comma-separated name prefixes or factories; large-only stays in, as every paired test is against it.
     const only = values.only
@@ -83,6 +96,8 @@ export async function evalCommand(args: string[]): Promise<number> {
     plan = plan.filter((p) => keep(p.name, p.factory));
     mixes = mixes.filter((m) => keep(m.name));
   }
+  console.error(`loading ${names.join(', ')} …`);
+  const runners = new Map(await Promise.all(names.map(async (m) => [m, await WorkerRunner.start(path.join(modelsDir, m), { name: m })] as const)));
   const traceDir = values.trace ? new TraceDir(path.resolve(values.trace)) : undefined;
   const t0 = Date.now();
   // The machine is shared: throughputs mean little without the load they were measured under.

@@ -29,7 +29,7 @@ const COMMANDS: Record<string, Command> = {
   eval: {
     summary: "accuracy vs throughput of every algorithm and baseline on a task's validation or held-out problems",
     usage:
-      'tokenrouter eval [--task multiplication|PATH (a task folder: docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
+      'tokenrouter eval [--task multiplication|PATH (a task folder: docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--models DIR (small, large, medium folders; default examples/models)] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
   calibrate: {

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { evalCommand } from '../../runtime/cli/evalCommand.ts';
 
 describe('tokenrouter eval flags', () => {
@@ -26,4 +26,28 @@ describe('tokenrouter eval flags', () => {
     await expect(evalCommand(['--task', dir, '--split', 'validation', '--problems', '2'])).rejects.toThrow(/--problems must be an integer from 1 to 1/);
     fs.rmSync(dir, { recursive: true });
   });
+
+  it('plans no router-head point a models folder cannot run: the heads plan is refused, the default plan skips them', async () => {
+    // the bundled family, but a small that ships no routers/ (a plain export)
+    const bundled = path.resolve('examples/models');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-evalheads-'));
+    for (const f of fs.readdirSync(bundled)) if (f !== 'small') fs.symlinkSync(path.join(bundled, f), path.join(dir, f));
+    fs.mkdirSync(path.join(dir, 'small'));
+    for (const f of fs.readdirSync(path.join(bundled, 'small')))
+      if (f !== 'routers') fs.symlinkSync(path.join(bundled, 'small', f), path.join(dir, 'small', f));
+    await expect(evalCommand(['--models', dir, '--plan', 'heads', '--split', 'validation'])).rejects.toThrow(
+      /the heads plan calibrates router heads citer, citer-tf, r2r, r2r-tf, colm, colm-tf, which .* does not ship \(has: none\); train them with examples\/training\/trainRouters\.py/,
+    );
+    const said: string[] = [];
+    const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void said.push(a.join(' ')));
+    const json = path.join(dir, 'out.json');
+    try {
+      expect(await evalCommand(['--models', dir, '--split', 'validation', '--problems', '1', '--only', 'small-only', '--json', json, '--out', dir])).toBe(0);
+    } finally {
+      err.mockRestore();
+    }
+    expect(said.join('\n')).toMatch(/skipping \d+ router-head points: .* ships no citer, r2r, colm head \(has: none\)/);
+    expect(fs.readFileSync(json, 'utf8')).toMatch(/small-only/);
+    fs.rmSync(dir, { recursive: true });
+  }, 120_000);
 });
