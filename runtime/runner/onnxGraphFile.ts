@@ -1,4 +1,4 @@
-// Reads an ONNX model's graph proto without its weights: inline initializers are moved, once, to an external data file in a cache folder.
+// Reads an ONNX model's graph proto without its weights: inline initializers are referred to where they lie in the file, or moved once to a data file in a cache folder.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,20 +22,23 @@ const LENGTH_DELIMITED = 2;
 const MOVE_FROM_BYTES = 1024;
 /** Offsets in the data file are page aligned, so ONNX Runtime may map the file instead of copying it. */
 const ALIGN = 4096;
-/** Files at most this big are read whole: the graph of an export with external data, or a model small enough that a copy costs nothing. */
+/** Inline-weights files at most this big are read in place; bigger ones are converted to a page-aligned data file once. */
 export const DEFAULT_INLINE_LIMIT = 64 * 2 ** 20;
 
 export interface GraphFile {
   /** The ModelProto bytes to hand to the graph rewrite and to ONNX Runtime. */
   model: Uint8Array;
-  /** The folder its external data lives in (ORT resolves `location` there); undefined: the weights are inline. */
-  dataDir: string | undefined;
-  /** How it was read: 'whole' (the file as is), or 'converted' / 'cached' (weights moved to `dataDir`). */
-  how: 'whole' | 'converted' | 'cached';
+  /** The folder its external data lives in (ORT resolves `location` there). */
+  dataDir: string;
+  /**
+   * How it was read: 'whole' (the file as is: its weights are external already), 'in-place' (its
+   * inline weights referred to in the file itself), or 'converted' / 'cached' (weights moved to `dataDir`).
+   */
+  how: 'whole' | 'in-place' | 'converted' | 'cached';
 }
 
 export interface GraphFileOptions {
-  /** Files above this size with inline weights are converted (default DEFAULT_INLINE_LIMIT). */
+  /** Files above this size with inline weights are converted; others are read in place (default DEFAULT_INLINE_LIMIT). */
   inlineLimitBytes?: number;
   /** Where converted models are kept (default `$TMPDIR/tokenrouter-onnx`). */
   cacheDir?: string;
@@ -146,10 +149,13 @@ function entry(w: protobuf.Writer, key: string, value: string): void {
 /**
  * Writes `src`'s graph with every inline tensor of MOVE_FROM_BYTES or more moved to `dataFile`
  * (named `location` in the graph), streaming the weights file to file; returns the new ModelProto.
+ * Without `dataFile`, nothing is written: each such tensor is referred to where it lies in `src`
+ * itself (its bytes at their offset in the file named `location`), so ONNX Runtime reads the weights
+ * from the model file and JavaScript holds only the graph.
  */
-export function convertToExternalData(src: string, dataFile: string, location = path.basename(dataFile)): Uint8Array {
+export function convertToExternalData(src: string, dataFile?: string, location = path.basename(dataFile ?? src)): Uint8Array {
   const fd = fs.openSync(src, 'r');
-  const out = fs.openSync(dataFile, 'w');
+  const out = dataFile === undefined ? undefined : fs.openSync(dataFile, 'w');
   try {
     const c = new FileCursor(fd, fs.fstatSync(fd).size);
     let at = 0;
@@ -169,7 +175,8 @@ export function convertToExternalData(src: string, dataFile: string, location = 
           continue;
         }
         const length = raw.end - raw.body;
-        copyRange(c, raw.body, raw.end, out, at);
+        if (out === undefined) at = raw.body;
+        else copyRange(c, raw.body, raw.end, out, at);
         const w = Writer.create();
         const kept = fields
           .filter((t) => t !== raw && t.field !== TENSOR_DATA_LOCATION && t.field !== TENSOR_EXTERNAL_DATA)
@@ -192,20 +199,23 @@ export function convertToExternalData(src: string, dataFile: string, location = 
     return Buffer.concat(parts);
   } finally {
     fs.closeSync(fd);
-    fs.closeSync(out);
+    if (out !== undefined) fs.closeSync(out);
   }
 }
 
 /**
  * The model at `onnxPath` as graph bytes plus the folder of its weights. An export with external
- * data, or a small one, is read whole (its graph is all the file holds); a big one with inline
- * weights is converted once into `cacheDir` (keyed by path, size and mtime) and its graph read from there.
+ * data is read whole (its graph is all the file holds); one with inline weights up to the limit is
+ * read in place (its graph refers to the weights where they lie in the file, so they never pass
+ * through JavaScript: reading the file whole and rewriting it left four copies of the weights for
+ * the garbage collector, 159 MiB at 42 MB); a bigger one is converted once into `cacheDir` (keyed by
+ * path, size and mtime, page aligned) and its graph read from there.
  */
 export function readGraphFile(onnxPath: string, externalData: readonly string[], opts: GraphFileOptions = {}): GraphFile {
   const st = fs.statSync(onnxPath);
-  if (externalData.length > 0 || st.size <= (opts.inlineLimitBytes ?? DEFAULT_INLINE_LIMIT)) {
-    return { model: fs.readFileSync(onnxPath), dataDir: externalData.length > 0 ? path.dirname(onnxPath) : undefined, how: 'whole' };
-  }
+  if (externalData.length > 0) return { model: fs.readFileSync(onnxPath), dataDir: path.dirname(onnxPath), how: 'whole' };
+  if (st.size <= (opts.inlineLimitBytes ?? DEFAULT_INLINE_LIMIT))
+    return { model: convertToExternalData(onnxPath), dataDir: path.dirname(onnxPath), how: 'in-place' };
   const key = crypto
     .createHash('sha256')
     .update(`${path.resolve(onnxPath)}\0${st.size}\0${st.mtimeMs}`)

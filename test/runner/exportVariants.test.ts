@@ -83,6 +83,18 @@ describe('external data', () => {
     expect(modelFolderStatus(dir).externalData).toEqual(['onnx/model.onnx_data']);
   });
 
+  it('an inline export up to the limit is read in place: its graph refers to the weights in the file itself, the answer unchanged', async () => {
+    const onnx = loadModelFolder(modelDir('small')).onnxPath;
+    const graph = readGraphFile(onnx, []);
+    expect(graph.how).toBe('in-place');
+    expect(graph.dataDir).toBe(path.dirname(onnx));
+    expect(graph.model.length).toBeLessThan(fs.statSync(onnx).size / 5);
+    // each moved tensor names the model file, at the offset its bytes had there
+    expect(Buffer.from(graph.model).includes('model.onnx')).toBe(true);
+    const runner = await OnnxRunner.load(modelDir('small'));
+    expect(await soloGenerate(runner, 1, golden.input_ids, 64)).toEqual(golden.output_ids);
+  });
+
   it('an inline export above the limit is converted once into the cache folder and read from there after', async () => {
     const cacheDir = path.join(tmp, 'cache');
     const opts = { inlineLimitBytes: 0, cacheDir };
