@@ -11,7 +11,7 @@ type Info = Pick<ModelInfo, 'name' | 'vocabSize' | 'eosTokenIds'>;
 
 export class EngineGrammar {
   constructor(
-    /** The tokenizer beside the engine (a TextTokenizer has a vocabulary; a simulated runner's decoder has none). */
+    /** The tokenizer beside the engine (a TextTokenizer or TokenDecoder has a vocabulary; a simulated runner's decoder has none). */
     private readonly decoder: unknown,
   ) {}
 

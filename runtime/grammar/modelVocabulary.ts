@@ -1,6 +1,7 @@
 // The grammar vocabulary of a model: from its folder (the entry checks a constraint) or from the tokenizer beside its engine.
 import type { ModelInfo } from '../../shared/protocol/runnerProtocol.ts';
 import type { ModelFolder } from '../runner/modelFolder.ts';
+import { TokenDecoder } from '../runner/tokenDecoder.ts';
 import { TextTokenizer } from '../runner/tokenizer.ts';
 import { vocabularyFromTokenizerJson, type GrammarVocabulary } from './vocabulary.ts';
 
@@ -28,7 +29,7 @@ export function folderVocabulary(folder: Pick<ModelFolder, 'name' | 'tokenizerJs
  * undefined when the engine has none it can read tokens from (a simulated runner's decoder).
  */
 export function engineVocabulary(decoder: unknown, info: Pick<ModelInfo, 'name' | 'vocabSize' | 'eosTokenIds'>): GrammarVocabulary | undefined {
-  if (!(decoder instanceof TextTokenizer)) return undefined;
+  if (!(decoder instanceof TextTokenizer || decoder instanceof TokenDecoder)) return undefined;
   const json = decoder.tokenizerJson;
   return memoised(json, `${info.vocabSize}/${info.eosTokenIds.join(',')}`, () =>
     vocabularyFromTokenizerJson(info.name, json, info.vocabSize, info.eosTokenIds),

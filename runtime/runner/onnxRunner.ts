@@ -70,6 +70,14 @@ export function kvNames(numLayers: number): { past: string[]; present: string[] 
   return { past, present };
 }
 
+/** What a runner keeps of its folder: all but the tokenizer, which the runner never reads (the decoder beside it keeps its own). */
+export type RunnerFolder = Omit<ModelFolder, 'tokenizerJson' | 'tokenizerConfig'>;
+
+function runnerFolder(folder: ModelFolder): RunnerFolder {
+  const { tokenizerJson, tokenizerConfig, ...kept } = folder;
+  return kept;
+}
+
 export class OnnxRunner implements ModelRunner {
   readonly info: ModelInfo;
   /** Where each request's KV lives, and the batch tensors a step feeds. */
@@ -98,7 +106,7 @@ export class OnnxRunner implements ModelRunner {
   readonly stats = { steps: 0, repacks: 0, reused: 0, copiedBytes: 0, staleMoves: 0, forks: 0, splits: 0 };
 
   private constructor(
-    readonly folder: ModelFolder,
+    readonly folder: RunnerFolder,
     private readonly session: ort.InferenceSession,
     private readonly heads: Map<string, RouterHead>,
     name: string,
@@ -141,8 +149,9 @@ export class OnnxRunner implements ModelRunner {
     }
   }
 
-  static async load(folderPath: string, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
-    const folder = loadModelFolder(folderPath, { dtype: opts.dtype });
+  /** `source`: the folder's path, or the folder as read (with the export variant it picked: `opts.dtype` is not read then). */
+  static async load(source: string | ModelFolder, opts: OnnxRunnerOptions = {}): Promise<OnnxRunner> {
+    const folder = runnerFolder(typeof source === 'string' ? loadModelFolder(source, { dtype: opts.dtype }) : source);
     const ep = opts.executionProvider ?? 'cpu';
     const name = opts.name ?? folder.name;
     // Only the graph is read into JavaScript: weights stay in their external data files (an inline

@@ -4,7 +4,7 @@ import type { ModelRunner } from './modelRunner.ts';
 import { OnnxRunner, type OnnxRunnerOptions } from './onnxRunner.ts';
 import type { Decoder } from './detokenizer.ts';
 import { loadModelFolder } from './modelFolder.ts';
-import { TextTokenizer } from './tokenizer.ts';
+import { TokenDecoder } from './tokenDecoder.ts';
 
 /** `export` of the module at `module` (a path or file URL), called with `args`. */
 export interface ModuleExport {
@@ -14,7 +14,7 @@ export interface ModuleExport {
 }
 
 export type RunnerSource =
-  /** The model folder's tokenizer is loaded beside the runner. */
+  /** The model folder's tokenizer is loaded beside the runner (decoding only). */
   | { kind: 'onnx'; folder: string; opts?: OnnxRunnerOptions }
   /** Simulated runners in tests and benches; `tokenizer`, a module export that builds the decoder their vocabulary reads with (none: requests that ask for text fail there). */
   | ({ kind: 'module'; tokenizer?: ModuleExport } & ModuleExport);
@@ -27,13 +27,16 @@ async function callExport<T>(source: ModuleExport): Promise<T> {
   return (await (make as (...a: unknown[]) => T | Promise<T>)(...(source.args ?? []))) as T;
 }
 
-export async function loadRunner(source: RunnerSource): Promise<ModelRunner> {
-  if (source.kind === 'onnx') return OnnxRunner.load(source.folder, source.opts ?? {});
-  return callExport<ModelRunner>(source);
-}
-
-/** The tokenizer that goes beside the runner, so its engine detokenises. */
-export async function loadDecoder(source: RunnerSource): Promise<Decoder | undefined> {
-  if (source.kind === 'onnx') return TextTokenizer.fromFolder(loadModelFolder(source.folder));
-  return source.tokenizer && callExport<Decoder>(source.tokenizer);
+/**
+ * The runner and the decoder beside it, so its engine detokenises. An ONNX folder is read once for
+ * both, with the export variant the runner loads, and its decoder decodes only (TokenDecoder).
+ */
+export async function loadEngineSide(source: RunnerSource): Promise<{ runner: ModelRunner; decoder: Decoder | undefined }> {
+  if (source.kind === 'onnx') {
+    const folder = loadModelFolder(source.folder, { dtype: source.opts?.dtype });
+    const decoder = TokenDecoder.fromFolder(folder);
+    return { runner: await OnnxRunner.load(folder, source.opts ?? {}), decoder };
+  }
+  const [runner, decoder] = await Promise.all([callExport<ModelRunner>(source), source.tokenizer && callExport<Decoder>(source.tokenizer)]);
+  return { runner, decoder };
 }

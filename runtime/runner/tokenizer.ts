@@ -6,6 +6,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { TokenRouterError } from '../errors.ts';
 import type { ModelFolder } from './modelFolder.ts';
+import { decodeIds } from './tokenDecoder.ts';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | string;
@@ -65,7 +66,7 @@ export class TextTokenizer {
   }
 
   decode(ids: readonly number[], skipSpecialTokens = true): string {
-    return this.tok.decode([...ids], { skip_special_tokens: skipSpecialTokens, clean_up_tokenization_spaces: false });
+    return decodeIds(this.tok, ids, skipSpecialTokens);
   }
 
   get hasChatTemplate(): boolean {

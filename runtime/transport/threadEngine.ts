@@ -6,7 +6,7 @@ import { MessageChannel, parentPort, workerData, type MessagePort, type Worker }
 import type { EngineEntry, EngineSettings, FromEngine, ToEngine } from '../../shared/protocol/engineProtocol.ts';
 import type { ThreadStats } from '../../shared/protocol/laneStats.ts';
 import type { ModelInfo } from '../runner/modelRunner.ts';
-import { loadDecoder, loadRunner, type RunnerSource } from '../runner/runnerSource.ts';
+import { loadEngineSide, type RunnerSource } from '../runner/runnerSource.ts';
 import { threadCpuMs, threadWaitMs } from '../util/threadCpu.ts';
 import { startTsWorker } from '../util/tsWorker.ts';
 import { EngineProxy, type EngineHandle } from './engineHandle.ts';
@@ -100,11 +100,11 @@ async function engineThread(port: NonNullable<typeof parentPort>, source: Runner
     for (const e of list.getEntries()) gcMs += e.duration;
   }).observe({ entryTypes: ['gc'] });
   const post = (m: FromEngine) => port.postMessage(m);
-  const [runner, decoder] = await Promise.all([loadRunner(source), loadDecoder(source)]).catch((e: Error) => {
+  const loaded = await loadEngineSide(source).catch((e: Error) => {
     post({ type: 'load-error', message: e.message });
-    return [];
   });
-  if (!runner) return;
+  if (!loaded) return;
+  const { runner, decoder } = loaded;
   post({ type: 'ready', info: runner.info });
   let stats: ThreadStats = { cpuMs: 0, gcMs: 0, waitMs: 0 };
   let statsAt = -Infinity;
