@@ -76,7 +76,7 @@ export async function loadModels(config: ServerConfig, lent: LentModels = {}): P
     for (const m of config.models)
       if (!m.remote || hasLocalFolder(m, config.modelsDir))
         folders.set(m.name, loadModelFolder(m.path ?? path.resolve(config.modelsDir, m.name), { dtype: m.dtype }));
-    checkSharedTokenizer(folders);
+    shareTokenizer(folders);
     const local = config.models.filter((m) => !m.remote);
     // ONNX model folders: "auto" puts each model's engine in its thread, beside the model.
     const inThread = config.scheduling.placement !== 'in-process';
@@ -135,20 +135,25 @@ export async function loadModels(config: ServerConfig, lent: LentModels = {}): P
   return { runners, threads, folders, tokenizer, memory: { budgetBytes: config.memory.budgetMiB * 2 ** 20, ...proc, models: plan } };
 }
 
-/** Routing mixes token ids across models, so every model must read the same vocabulary. */
-function checkSharedTokenizer(folders: Map<string, ModelFolder>): void {
-  let first: [string, string] | undefined;
+const sha256 = (x: unknown) => crypto.createHash('sha256').update(JSON.stringify(x)).digest('hex');
+
+/**
+ * Routing mixes token ids across models, so every model must read the same vocabulary. Folders whose
+ * tokenizer files are the same are given the first one's parsed JSON, so that this thread keeps one
+ * copy (a real vocabulary's tokenizer.json parses to about 20 MB of heap), not one per model.
+ */
+function shareTokenizer(folders: Map<string, ModelFolder>): void {
+  let first: { name: string; model: string; rest: string; folder: ModelFolder } | undefined;
   for (const [name, f] of folders) {
-    const h = crypto
-      .createHash('sha256')
-      .update(JSON.stringify((f.tokenizerJson as { model?: unknown }).model ?? f.tokenizerJson))
-      .digest('hex');
-    if (!first) first = [name, h];
-    else if (first[1] !== h)
+    const { model, ...rest } = f.tokenizerJson;
+    const h = { name, model: sha256(model ?? f.tokenizerJson), rest: sha256([rest, f.tokenizerConfig]), folder: f };
+    if (!first) first = h;
+    else if (first.model !== h.model)
       throw new TokenRouterError(
         'invalid_request',
-        `models ${first[0]} and ${name} use different tokenizers; token-level routing needs one shared vocabulary`,
+        `models ${first.name} and ${name} use different tokenizers; token-level routing needs one shared vocabulary`,
         'models',
       );
+    else if (first.rest === h.rest) folders.set(name, { ...f, tokenizerJson: first.folder.tokenizerJson, tokenizerConfig: first.folder.tokenizerConfig });
   }
 }

@@ -26,6 +26,8 @@ describe('the memory plan measures what it takes off the budget', () => {
     try {
       const m = service.memory;
       expect(m.budgetBytes).toBe(budget * MiB);
+      // the models share one tokenizer: this thread keeps one parse of it
+      expect(service.folders.get('large')!.tokenizerJson).toBe(service.folders.get('small')!.tokenizerJson);
       expect(m.baseBytes).toBeGreaterThan(10 * MiB);
       expect(m.headroomBytes).toBe(32 * MiB);
       for (const p of m.models) {
