@@ -39,7 +39,9 @@ export function familyArch(c: WeightsManifest['config']): DecoderArch {
     headDim: c.head_dim,
     intermediateSize: c.ffn,
     vocabSize: QWEN3_IDS.vocab,
-    maxPositions: 40960,
+    // trained on chats of at most 147 tokens: a window of 1,024 is already past what it saw, and the memory plan reserves
+    // one full-context request's KV (at Qwen3's 40,960 that was 300 MiB for the three models, more than their weights)
+    maxPositions: 1024,
     rmsNormEps: 1e-6,
     ropeTheta: 1_000_000,
     ropeScaling: null,
