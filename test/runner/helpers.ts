@@ -16,12 +16,13 @@ export interface GoldenFile {
   rows: { prompt: string; input_ids: number[]; output_ids: number[] }[];
 }
 
-export function readGolden(name: string): GoldenFile {
-  return JSON.parse(fs.readFileSync(path.join(modelDir(name), 'golden.json'), 'utf8')) as GoldenFile;
+/** `dir` is the family folder (default the bundled family, or TR_MODELS_DIR). */
+export function readGolden(name: string, dir: string = MODELS_DIR): GoldenFile {
+  return JSON.parse(fs.readFileSync(path.join(dir, name, 'golden.json'), 'utf8')) as GoldenFile;
 }
 
-export function heldoutQuestions(n: number): string[] {
-  const h = JSON.parse(fs.readFileSync(path.join(MODELS_DIR, 'heldout.json'), 'utf8')) as { rows: { question: string }[] };
+export function heldoutQuestions(n: number, dir: string = MODELS_DIR): string[] {
+  const h = JSON.parse(fs.readFileSync(path.join(dir, 'heldout.json'), 'utf8')) as { rows: { question: string }[] };
   return h.rows.slice(0, n).map((r) => r.question);
 }
 
