@@ -8,7 +8,8 @@ import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
+import { soloGenerate } from './helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const MAX_NEW = 24;
 type BatchEvent = Extract<TraceEvent, { type: 'batch' }>;
@@ -18,8 +19,11 @@ describe('batched prefill on an engine thread (small)', () => {
   let reference: OnnxRunner;
   let tok: TextTokenizer;
   beforeAll(async () => {
-    [thread, reference] = await Promise.all([ThreadEngine.start('small', { kind: 'onnx', folder: modelDir('small') }), OnnxRunner.load(modelDir('small'))]);
-    tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
+    [thread, reference] = await Promise.all([
+      ThreadEngine.start('small', { kind: 'onnx', folder: tinyModelDir('small') }),
+      OnnxRunner.load(tinyModelDir('small')),
+    ]);
+    tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
   }, 60_000);
   afterAll(async () => {
     await thread?.close();
@@ -40,7 +44,7 @@ describe('batched prefill on an engine thread (small)', () => {
     const algorithmRef = { key: 'single:small', source: { kind: 'single' as const, model: 'small' } };
     const run = (id: string, prompt: number[]) => cluster.submit({ id, prompt, maxTokens: MAX_NEW, algorithm, algorithmRef }).done;
 
-    const qs = heldoutQuestions(6);
+    const qs = tinyQuestions(6);
     const chat = (q: string) => tok.encodeChat([{ role: 'user', content: q }]);
     const warm = chat(qs[0]);
     // Hits: the warm prompt extended by a worked-answer chunk, and the warm prompt itself (all but its last token).

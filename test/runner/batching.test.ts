@@ -6,7 +6,8 @@ import { NO_WANTS } from '../../shared/algorithm.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { generateGreedy } from '../../runtime/runner/onnxAccuracy.ts';
-import { MODEL_NAMES, heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
+import { soloGenerate } from './helpers.ts';
+import { TINY_MODEL_NAMES, tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({
   cacheId,
@@ -17,14 +18,14 @@ const row = (cacheId: number, tokens: readonly number[], position: number): Step
   wants: NO_WANTS,
 });
 
-describe.each(MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s', (name) => {
+describe.each(TINY_MODEL_NAMES.filter((m) => m !== 'medium'))('batched decoding: %s', (name) => {
   let runner: OnnxRunner;
   let prompts: number[][];
   let solo: number[][];
   beforeAll(async () => {
-    runner = await OnnxRunner.load(modelDir(name));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir(name)));
-    const qs = heldoutQuestions(16);
+    runner = await OnnxRunner.load(tinyModelDir(name));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir(name)));
+    const qs = tinyQuestions(16);
     // mixed prompt lengths: plain questions, plus questions followed by a chunk of a worked answer
     prompts = qs.map((q, i) => {
       const base = tok.encodeChat([{ role: 'user', content: q }]);
@@ -138,9 +139,9 @@ describe('router heads and hidden state (small)', () => {
   let runner: OnnxRunner;
   let prompts: number[][];
   beforeAll(async () => {
-    runner = await OnnxRunner.load(modelDir('small'));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-    prompts = heldoutQuestions(6).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+    runner = await OnnxRunner.load(tinyModelDir('small'));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+    prompts = tinyQuestions(6).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
   });
   afterAll(async () => runner?.close());
 

@@ -10,7 +10,8 @@ import { ModelFolderError, loadModelFolder, modelFolderStatus } from '../../runt
 import { graphOps, refuseUndrivable } from '../../runtime/runner/onnxExport.ts';
 import { convertToExternalData, readGraphFile } from '../../runtime/runner/onnxGraphFile.ts';
 import { OnnxRunner, kvNames } from '../../runtime/runner/onnxRunner.ts';
-import { modelDir, readGolden, soloGenerate } from './helpers.ts';
+import { soloGenerate } from './helpers.ts';
+import { tinyGolden, tinyModelDir } from '../support/tinyFamily.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-variants-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -18,7 +19,7 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 let copies = 0;
 function copy(edit: (dir: string) => void = () => {}): string {
   const dir = path.join(tmp, `small-${copies++}`);
-  fs.cpSync(modelDir('small'), dir, { recursive: true });
+  fs.cpSync(tinyModelDir('small'), dir, { recursive: true });
   edit(dir);
   return dir;
 }
@@ -27,7 +28,7 @@ const editJson = (file: string, f: (j: Record<string, unknown>) => void) => {
   f(j);
   fs.writeFileSync(file, JSON.stringify(j));
 };
-const golden = readGolden('small').rows[0];
+const golden = tinyGolden('small').rows[0];
 
 describe('EOS ids', () => {
   it('are the union of config.json and generation_config.json, ints or lists, each once', () => {
@@ -98,12 +99,12 @@ describe('external data', () => {
   it('an inline export above the limit is converted once into the cache folder and read from there after', async () => {
     const cacheDir = path.join(tmp, 'cache');
     const opts = { inlineLimitBytes: 0, cacheDir };
-    const onnx = loadModelFolder(modelDir('small')).onnxPath;
+    const onnx = loadModelFolder(tinyModelDir('small')).onnxPath;
     expect(readGraphFile(onnx, [], opts).how).toBe('converted');
     const again = readGraphFile(onnx, [], opts);
     expect(again.how).toBe('cached');
     expect(again.model.length).toBeLessThan(fs.statSync(onnx).size / 5);
-    const runner = await OnnxRunner.load(modelDir('small'), { graphFile: opts });
+    const runner = await OnnxRunner.load(tinyModelDir('small'), { graphFile: opts });
     expect(await soloGenerate(runner, 1, golden.input_ids, 64)).toEqual(golden.output_ids);
   });
 });
@@ -144,7 +145,7 @@ describe('exports this runner cannot drive', () => {
   });
 
   it('executionProvider cuda without the CUDA libraries fails at load naming what is missing', async () => {
-    await expect(OnnxRunner.load(modelDir('small'), { executionProvider: 'cuda' })).rejects.toThrow(
+    await expect(OnnxRunner.load(tinyModelDir('small'), { executionProvider: 'cuda' })).rejects.toThrow(
       /executionProvider "cuda" cannot start: .*libonnxruntime_providers_\w+\.so.* missing from /,
     );
   });

@@ -1,5 +1,5 @@
 // Incremental detokenisation (vLLM's prefix/read offsets): the streamed text equals the full decode for
-// char-level vocabularies (the bundled one, the example models' tokenizer.json) and byte-level ones whose
+// char-level vocabularies (the bundled one, the fixture family's tokenizer.json) and byte-level ones whose
 // tokens split multi-byte UTF-8 characters (emoji, CJK), over many random token sequences.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import type { Decoder } from '../../runtime/runner/detokenizer.ts';
 import { IncrementalDetokenizer } from '../../runtime/trace/tokenTextSink.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { byteLevelTokenizer } from './byteLevelTokenizer.ts';
+import { tinyModelDir } from '../support/tinyFamily.ts';
 
 /** The shared seeded generator, so a failure names a reproducible seed. */
 const rng = mulberry32;
@@ -25,7 +26,7 @@ function stream(tok: Decoder, ids: readonly number[]): { deltas: string[]; text:
 }
 
 function exampleTokenizer(model: string): TextTokenizer {
-  const dir = path.join(import.meta.dirname, '../../examples/models', model);
+  const dir = tinyModelDir(model);
   const read = (f: string) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as Record<string, unknown>;
   const cfg = read('config.json') as { bos_token_id: number; eos_token_id: number };
   return new TextTokenizer(read('tokenizer.json'), read('tokenizer_config.json'), { bos: cfg.bos_token_id, eos: cfg.eos_token_id });

@@ -8,17 +8,17 @@ import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { planMemory } from '../../runtime/http/memoryPlan.ts';
-import { heldoutQuestions, modelDir } from './helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 let small: OnnxRunner;
 let large: OnnxRunner;
 let prompts: number[][];
 
 beforeAll(async () => {
-  small = await OnnxRunner.load(modelDir('small'));
-  large = await OnnxRunner.load(modelDir('large'));
-  const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-  prompts = heldoutQuestions(12).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+  small = await OnnxRunner.load(tinyModelDir('small'));
+  large = await OnnxRunner.load(tinyModelDir('large'));
+  const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+  prompts = tinyQuestions(12).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
 }, 60_000);
 afterAll(async () => {
   await small?.close();

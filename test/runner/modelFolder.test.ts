@@ -5,12 +5,12 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ModelFolderError, listModelFolders, loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
-import { MODEL_NAMES, modelDir } from './helpers.ts';
+import { TINY_MODEL_NAMES, tinyModelDir } from '../support/tinyFamily.ts';
 
 let root: string;
 const copy = (name: string): string => {
   const dst = path.join(root, name);
-  fs.cpSync(modelDir('small'), dst, { recursive: true });
+  fs.cpSync(tinyModelDir('small'), dst, { recursive: true });
   return dst;
 };
 const editJson = (file: string, f: (j: Record<string, unknown>) => void): void => {
@@ -35,12 +35,12 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 describe('loadModelFolder', () => {
   it('accepts every bundled model', () => {
-    for (const m of MODEL_NAMES) {
-      const f = loadModelFolder(modelDir(m));
+    for (const m of TINY_MODEL_NAMES) {
+      const f = loadModelFolder(tinyModelDir(m));
       expect(f.config.numLayers).toBeGreaterThan(0);
       expect(f.kvBytesPerToken).toBe(2 * f.config.numLayers * f.config.numKvHeads * f.config.headDim * 4);
     }
-    expect(Object.keys(loadModelFolder(modelDir('small')).routers).sort()).toEqual(['citer', 'citer-tf', 'colm', 'colm-tf', 'r2r', 'r2r-tf']);
+    expect(Object.keys(loadModelFolder(tinyModelDir('small')).routers).sort()).toEqual(['citer', 'citer-tf', 'colm', 'colm-tf', 'r2r', 'r2r-tf']);
   });
 
   it('names a missing config.json', () => {
@@ -68,7 +68,7 @@ describe('loadModelFolder', () => {
     const d = copy('broken');
     fs.writeFileSync(path.join(d, 'tokenizer.json'), '{ not json');
     expect(errorOf(() => loadModelFolder(d)).file).toBe('tokenizer.json');
-    fs.cpSync(path.join(modelDir('small'), 'tokenizer.json'), path.join(d, 'tokenizer.json'));
+    fs.cpSync(path.join(tinyModelDir('small'), 'tokenizer.json'), path.join(d, 'tokenizer.json'));
     fs.rmSync(path.join(d, 'routers', 'r2r.onnx'));
     expect(errorOf(() => loadModelFolder(d)).key).toBe('heads.r2r.file');
     fs.rmSync(path.join(d, 'onnx', 'model.onnx'));
@@ -88,7 +88,7 @@ describe('loadModelFolder', () => {
     const bad = all.find((s) => s.name === 'zz-listed-bad')!;
     expect(bad.ok).toBe(false);
     expect(bad.error).toMatch(/onnx\/model\.onnx/);
-    const bundled = listModelFolders(path.dirname(modelDir('small')));
-    for (const m of MODEL_NAMES) expect(bundled.find((s) => s.name === m)?.ok).toBe(true);
+    const bundled = listModelFolders(path.dirname(tinyModelDir('small')));
+    for (const m of TINY_MODEL_NAMES) expect(bundled.find((s) => s.name === m)?.ok).toBe(true);
   });
 });

@@ -7,7 +7,7 @@ import { prepareGraph } from '../../runtime/runner/graph/prepareGraph.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
-import { modelDir } from './helpers.ts';
+import { tinyModelDir } from '../support/tinyFamily.ts';
 
 /** The new-KV rewrite alone: logits and signals as exported. */
 const newKvOnly = (model: Uint8Array, present: readonly string[], vocab: number) =>
@@ -15,7 +15,7 @@ const newKvOnly = (model: Uint8Array, present: readonly string[], vocab: number)
 
 describe('the new-KV rewrite (prepareGraph)', () => {
   it('adds one output per present tensor: the slots the step appended, equal to the last slots of present', async () => {
-    const folder = loadModelFolder(modelDir('small'));
+    const folder = loadModelFolder(tinyModelDir('small'));
     const names = kvNames(folder.config.numLayers).present;
     const r = newKvOnly(fs.readFileSync(folder.onnxPath), names, folder.config.vocabSize);
     expect(r.newNames).toHaveLength(names.length);
@@ -55,7 +55,7 @@ describe('the new-KV rewrite (prepareGraph)', () => {
   });
 
   it('leaves a graph alone whose present tensors it cannot find (a router head has none)', () => {
-    const folder = loadModelFolder(modelDir('small'));
+    const folder = loadModelFolder(tinyModelDir('small'));
     const head = Object.values(folder.routers)[0];
     expect(newKvOnly(fs.readFileSync(head.file), kvNames(folder.config.numLayers).present, folder.config.vocabSize).newNames).toBeUndefined();
   });
@@ -65,7 +65,7 @@ describe('OnnxRunner with new KV slots only (small)', () => {
   let own: OnnxRunner;
   let whole: OnnxRunner;
   beforeAll(async () => {
-    [own, whole] = await Promise.all([OnnxRunner.load(modelDir('small')), OnnxRunner.load(modelDir('small'), { kvOutputs: 'present' })]);
+    [own, whole] = await Promise.all([OnnxRunner.load(tinyModelDir('small')), OnnxRunner.load(tinyModelDir('small'), { kvOutputs: 'present' })]);
   }, 60_000);
   afterAll(async () => Promise.all([own?.close(), whole?.close()]));
 

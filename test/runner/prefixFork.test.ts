@@ -5,7 +5,8 @@ import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
-import { heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
+import { soloGenerate } from './helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const row = (cacheId: number, tokens: readonly number[], position: number): StepRow => ({
   cacheId,
@@ -37,10 +38,10 @@ describe('OnnxRunner.fork (small)', () => {
   let runner: OnnxRunner;
   let prompts: number[][];
   beforeAll(async () => {
-    runner = await OnnxRunner.load(modelDir('small'));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
+    runner = await OnnxRunner.load(tinyModelDir('small'));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
     // two questions after one shared turn: the second prompt shares the first's opening
-    const [q1, q2, q3] = heldoutQuestions(3);
+    const [q1, q2, q3] = tinyQuestions(3);
     const shared = [
       { role: 'user' as const, content: q1 },
       { role: 'assistant' as const, content: q1.split('*')[0] },

@@ -12,9 +12,10 @@ import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { analyzeRow } from '../../runtime/runner/sampling.ts';
 import { GREEDY } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
-import { modelDir, soloGenerate } from './helpers.ts';
+import { soloGenerate } from './helpers.ts';
+import { tinyModelDir } from '../support/tinyFamily.ts';
 
-const folder = loadModelFolder(modelDir('small'));
+const folder = loadModelFolder(tinyModelDir('small'));
 const { numKvHeads: kv, headDim: hd, vocabSize: V } = folder.config;
 const [B, T, S] = [3, 4, 5];
 
@@ -221,7 +222,7 @@ describe('prepareGraph (small)', () => {
 
 describe('rows that read no signal (StepWants.signals false)', () => {
   it('get the same tokens, their signals left 0, unless they ask for logprobs or top-k pairs', async () => {
-    const runner = await OnnxRunner.load(modelDir('small'));
+    const runner = await OnnxRunner.load(tinyModelDir('small'));
     const prompt = [5, 9, 12, 4, 7, 3];
     const quiet = { topK: 0, hidden: false, heads: [], signals: false };
     const step = async (cacheId: number, sampling: typeof GREEDY, wants: typeof quiet | typeof NO_WANTS) =>
@@ -253,7 +254,7 @@ describe('an export with its own num_logits_to_keep input', () => {
   beforeAll(() => {
     // the small model with one more (unused) input of that name: the runner feeds it and still reads the last position
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'keep-'));
-    fs.cpSync(modelDir('small'), dir, { recursive: true });
+    fs.cpSync(tinyModelDir('small'), dir, { recursive: true });
     const top = fields(fs.readFileSync(folder.onnxPath));
     const parts = top.map((f) =>
       f.field === MODEL_GRAPH ? wrap(MODEL_GRAPH, concat([f.bytes!, valueInfo(GRAPH_INPUT, 'num_logits_to_keep', INT64)])) : f.raw,
@@ -263,7 +264,7 @@ describe('an export with its own num_logits_to_keep input', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('is fed 1 instead of rewritten, and decodes as the bundled model does', async () => {
-    const [mine, bundled] = await Promise.all([OnnxRunner.load(dir, { name: 'small' }), OnnxRunner.load(modelDir('small'))]);
+    const [mine, bundled] = await Promise.all([OnnxRunner.load(dir, { name: 'small' }), OnnxRunner.load(tinyModelDir('small'))]);
     expect(mine.logitsMode).toEqual({ input: 'num_logits_to_keep' });
     expect(bundled.logitsMode).toBe('sliced');
     const prompt = [5, 9, 12, 4, 7, 3];

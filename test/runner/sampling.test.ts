@@ -6,7 +6,7 @@ import { NO_WANTS } from '../../shared/algorithm.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
-import { heldoutQuestions, modelDir } from './helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const base = { position: 5, model: 'm', topK: 3 };
 
@@ -104,9 +104,9 @@ describe('sampling through the runner', () => {
   let runner: OnnxRunner;
   let prompts: number[][];
   beforeAll(async () => {
-    runner = await OnnxRunner.load(modelDir('small'));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-    prompts = heldoutQuestions(6).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+    runner = await OnnxRunner.load(tinyModelDir('small'));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+    prompts = tinyQuestions(6).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
   });
   afterAll(async () => runner?.close());
 

@@ -6,7 +6,8 @@ import { GREEDY, type StepRow } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS } from '../../shared/algorithm.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
-import { heldoutQuestions, modelDir, soloGenerate } from './helpers.ts';
+import { soloGenerate } from './helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const feeds = (...lengths: number[]) => lengths.map((n) => ({ tokens: new Array<number>(n).fill(1) }));
 
@@ -36,9 +37,9 @@ describe('a prefill beside decoding peers (bundled small model)', () => {
     wants: NO_WANTS,
   });
   beforeAll(async () => {
-    runner = await OnnxRunner.load(modelDir('small'));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-    prompts = heldoutQuestions(8).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+    runner = await OnnxRunner.load(tinyModelDir('small'));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+    prompts = tinyQuestions(8).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
     solo = [];
     for (const [i, p] of prompts.entries()) solo.push(await soloGenerate(runner, 500 + i, p, 6));
   }, 60_000);

@@ -7,16 +7,16 @@ import { NO_WANTS, type StepWants } from '../../shared/algorithm.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { generateGreedy } from '../../runtime/runner/onnxAccuracy.ts';
-import { heldoutQuestions, modelDir } from './helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 describe('WorkerRunner', () => {
   let inThread: OnnxRunner;
   let worker: WorkerRunner;
   let prompts: number[][];
   beforeAll(async () => {
-    [inThread, worker] = await Promise.all([OnnxRunner.load(modelDir('small')), WorkerRunner.start(modelDir('small'), { intraOpNumThreads: 1 })]);
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-    prompts = heldoutQuestions(8).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+    [inThread, worker] = await Promise.all([OnnxRunner.load(tinyModelDir('small')), WorkerRunner.start(tinyModelDir('small'), { intraOpNumThreads: 1 })]);
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+    prompts = tinyQuestions(8).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
   }, 60_000);
   afterAll(async () => {
     await inThread?.close();
@@ -59,7 +59,7 @@ describe('WorkerRunner', () => {
   });
 
   it('a crashed worker rejects the pending step and later ones with a clear error', async () => {
-    const w = await WorkerRunner.start(modelDir('small'));
+    const w = await WorkerRunner.start(tinyModelDir('small'));
     w.crashForTest('boom');
     const pending = w.step([{ cacheId: 1, requestId: 'c', tokens: prompts[0], position: 0, sampling: GREEDY, wants: NO_WANTS }]);
     await expect(pending).rejects.toBeInstanceOf(WorkerRunnerError);
