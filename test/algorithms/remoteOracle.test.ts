@@ -1,4 +1,4 @@
-// The bundled ONNX models with the large model remote, or both remote (handing off engine to engine): engine servers behind a real nats-server commit what the sequential oracle commits.
+// The tiny fixture family's ONNX models with the large model remote, or both remote (handing off engine to engine): engine servers behind a real nats-server commit what the sequential oracle commits.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
@@ -13,7 +13,7 @@ import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { SCHEDULING_MODES } from '../../runtime/core/servingPolicy.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const PROMPTS = 12;
 const MAX_TOKENS = 48;
@@ -29,15 +29,15 @@ describe.skipIf(natsServerBinary() === null)('large model remote: engine server 
   let remoteSmall: OnnxRunner;
 
   beforeAll(async () => {
-    for (const n of ['small', 'large']) runners[n] = await OnnxRunner.load(modelDir(n));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-    prompts = heldoutQuestions(PROMPTS).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
+    for (const n of ['small', 'large']) runners[n] = await OnnxRunner.load(tinyModelDir(n));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+    prompts = tinyQuestions(PROMPTS).map((q) => tok.encodeChat([{ role: 'user', content: q }]));
     nats = await startNatsServer();
     nc = await openNats({ servers: nats.url, name: 'test-remote-large' });
     // its own runner: the oracle's must not share caches with the engine under test
-    remoteRunner = await OnnxRunner.load(modelDir('large'));
+    remoteRunner = await OnnxRunner.load(tinyModelDir('large'));
     server = await RemoteEngineServer.start(nc, remoteRunner, { model: 'large', replica: 'large-a', kvCapacityTokens: 1e6, heartbeatMs: 50, log: () => {} });
-    remoteSmall = await OnnxRunner.load(modelDir('small'));
+    remoteSmall = await OnnxRunner.load(tinyModelDir('small'));
     smallServer = await RemoteEngineServer.start(nc, remoteSmall, {
       model: 'small',
       replica: 'small-a',

@@ -13,7 +13,7 @@ import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { SimRunner } from '../../runtime/runner/simRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 type BatchEvent = Extract<TraceEvent, { type: 'batch' }>;
 
@@ -130,9 +130,9 @@ describe('chunked prefill on the bundled models (greedy)', () => {
   let long: number[];
   let short: number[][];
   beforeAll(async () => {
-    for (const n of NAMES) runners[n] = await OnnxRunner.load(modelDir(n));
-    const tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
-    const qs = heldoutQuestions(20);
+    for (const n of NAMES) runners[n] = await OnnxRunner.load(tinyModelDir(n));
+    const tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
+    const qs = tinyQuestions(20);
     // a few-shot-like preamble: twenty problems in one user turn, most of the bundled models' 256-token context
     long = tok.encodeChat([{ role: 'user', content: qs.join('\n\n') }]);
     short = qs.slice(0, 3).map((q) => tok.encodeChat([{ role: 'user', content: q }]));

@@ -6,14 +6,14 @@ import { buildAlgorithm } from '../../runtime/registry/algorithmSource.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 describe('an engine host going away', () => {
   let runner: OnnxRunner;
   let tok: TextTokenizer;
   beforeAll(async () => {
-    runner = await OnnxRunner.load(modelDir('small'));
-    tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
+    runner = await OnnxRunner.load(tinyModelDir('small'));
+    tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
   }, 60_000);
   afterAll(async () => {
     await runner?.close();
@@ -31,7 +31,7 @@ describe('an engine host going away', () => {
     for (const round of [0, 1]) {
       const cluster = make();
       const done = await Promise.all(
-        heldoutQuestions(4).map(
+        tinyQuestions(4).map(
           (q, i) => cluster.submit({ id: `r${round}-${i}`, prompt: tok.encodeChat([{ role: 'user', content: q }]), maxTokens: 8, algorithm }).done,
         ),
       );

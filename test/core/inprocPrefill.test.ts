@@ -8,7 +8,8 @@ import type { ModelRunner, StepRow } from '../../runtime/runner/modelRunner.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { heldoutQuestions, modelDir, soloGenerate } from '../runner/helpers.ts';
+import { soloGenerate } from '../runner/helpers.ts';
+import { tinyModelDir, tinyQuestions } from '../support/tinyFamily.ts';
 
 const MAX_NEW = 16;
 type BatchEvent = Extract<TraceEvent, { type: 'batch' }>;
@@ -18,8 +19,8 @@ describe('batched prefill in the in-process placement (small)', () => {
   let reference: OnnxRunner;
   let tok: TextTokenizer;
   beforeAll(async () => {
-    [runner, reference] = await Promise.all([OnnxRunner.load(modelDir('small')), OnnxRunner.load(modelDir('small'))]);
-    tok = TextTokenizer.fromFolder(loadModelFolder(modelDir('small')));
+    [runner, reference] = await Promise.all([OnnxRunner.load(tinyModelDir('small')), OnnxRunner.load(tinyModelDir('small'))]);
+    tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
   }, 60_000);
   afterAll(async () => {
     await runner?.close();
@@ -49,7 +50,7 @@ describe('batched prefill in the in-process placement (small)', () => {
     const algorithm = buildAlgorithm({ kind: 'single', model: 'small' });
     const run = (id: string, prompt: number[]) => cluster.submit({ id, prompt, maxTokens: MAX_NEW, algorithm }).done;
 
-    const qs = heldoutQuestions(5);
+    const qs = tinyQuestions(5);
     const chat = (q: string) => tok.encodeChat([{ role: 'user', content: q }]);
     const warm = chat(qs[0]);
     const w = await run('warm', warm);

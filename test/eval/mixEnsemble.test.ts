@@ -1,5 +1,4 @@
-// ME-mix's reference loop on the bundled models, the validation choice and the paired comparison with its best member.
-import path from 'node:path';
+// ME-mix's reference loop on the tiny fixture family, the validation choice and the paired comparison with its best member.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
@@ -9,17 +8,18 @@ import { loadSplit } from '../../runtime/eval/splits.ts';
 import { loadTask } from '../../runtime/eval/loadTask.ts';
 import { chooseMixes, mixEnsemble, mixPoint, type MixResult } from '../../runtime/eval/mixEnsemble.ts';
 import { errorOverlap } from '../../runtime/eval/pairedStats.ts';
-import { MODELS_DIR, modelDir, soloGenerate } from '../runner/helpers.ts';
+import { soloGenerate } from '../runner/helpers.ts';
+import { TINY_FAMILY_DIR, tinyModelDir } from '../support/tinyFamily.ts';
 
 const N = 12;
-const problems = loadSplit(path.resolve('examples/models'), 'validation').rows.slice(0, N);
-const { grade } = loadTask('multiplication', path.resolve('examples/models'));
+const problems = loadSplit(TINY_FAMILY_DIR, 'validation').rows.slice(0, N);
+const { grade } = loadTask('multiplication', TINY_FAMILY_DIR);
 let runners: Map<string, OnnxRunner>;
 let tok: TextTokenizer;
 
 beforeAll(async () => {
-  runners = new Map(await Promise.all(['medium', 'large'].map(async (m) => [m, await OnnxRunner.load(modelDir(m))] as const)));
-  tok = TextTokenizer.fromFolder(loadModelFolder(path.join(MODELS_DIR, 'small')));
+  runners = new Map(await Promise.all(['medium', 'large'].map(async (m) => [m, await OnnxRunner.load(tinyModelDir(m))] as const)));
+  tok = TextTokenizer.fromFolder(loadModelFolder(tinyModelDir('small')));
 });
 afterAll(async () => {
   for (const r of runners.values()) await r.close();
