@@ -8,10 +8,10 @@ import { EngineProxy } from '../../runtime/transport/engineHandle.ts';
 import { InprocEngine } from '../../runtime/transport/inprocEngine.ts';
 import type { EngineSettings } from '../../shared/protocol/engineProtocol.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from '../http/testService.ts';
+import { TINY_FAMILY_DIR, tinyFamilyPresent } from '../support/tinyFamily.ts';
 
-const HAVE_ONNX = fs.existsSync(path.join(modelDir('small'), 'onnx', 'model.onnx'));
+const HAVE_ONNX = tinyFamilyPresent(['small']);
 const SHARED = ['mode', 'retainState', 'maxWaitMs', 'prefixCache'] as const;
 const pick = <T extends object, K extends keyof T>(o: T, keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, o[k]]));
 
@@ -68,7 +68,7 @@ describe('a setting in the config file arrives unchanged at the engine', () => {
       const config = parseServerConfig({
         port: 0,
         dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-shape-')),
-        modelsDir: MODELS_DIR,
+        modelsDir: TINY_FAMILY_DIR,
         models: [{ name: 'small', maxBatch: 5 }],
         defaultAlgorithm: 'small',
         scheduling: { placement: 'thread', retainState: false, maxWaitMs: 11, prefixCache: false },

@@ -11,6 +11,7 @@ import { loadServerConfig } from '../../runtime/config/serverConfig.ts';
 import { calibrateThreshold } from '../../runtime/eval/calibrateThreshold.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-calibrate-'));
@@ -18,7 +19,7 @@ let service: TokenRouterService;
 let srv: RunningServer;
 
 beforeAll(async () => {
-  service = await TokenRouterService.start({ ...loadServerConfig(undefined), port: 0, dataDir: path.join(tmp, 'data') });
+  service = await TokenRouterService.start({ ...loadServerConfig(undefined), port: 0, dataDir: path.join(tmp, 'data'), modelsDir: TINY_FAMILY_DIR });
   srv = await startServer(service, 0, '127.0.0.1');
 }, 120_000);
 afterAll(async () => {

@@ -7,21 +7,21 @@ import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { planRequest } from '../../runtime/http/openai/requestPlan.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { modelDir, readGolden } from '../runner/helpers.ts';
+import { tinyGolden, tinyModelDir } from '../support/tinyFamily.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-ends-'));
 let service: TokenRouterService;
 let srv: RunningServer;
 
 // The small model's greedy answer to golden row 0, and a token of it (not its first) made a second EOS id.
-const row = readGolden('small').rows[0];
+const row = tinyGolden('small').rows[0];
 const cut = row.output_ids.findIndex((t, k) => k > 0 && t !== 2 && !row.output_ids.slice(0, k).includes(t));
 const SECOND_EOS = row.output_ids[cut];
 const LARGE_DEFAULTS = { do_sample: true, temperature: 0.7, top_p: 0.9, top_k: 5, min_p: 0.05 };
 
 function copy(name: string, edit: (dir: string) => void): string {
   const dir = path.join(tmp, name);
-  fs.cpSync(modelDir(name), dir, { recursive: true });
+  fs.cpSync(tinyModelDir(name), dir, { recursive: true });
   edit(dir);
   return dir;
 }

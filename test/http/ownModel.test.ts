@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadServerConfig, parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { modelDir } from '../runner/helpers.ts';
+import { tinyModelDir } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-own-'));
@@ -17,7 +17,7 @@ let srv: RunningServer;
 /** A bundled model folder as a plain Hugging Face / Optimum export has it: no routers/. */
 function plainExport(name: string): string {
   const dir = path.join(tmp, 'models', name);
-  fs.cpSync(modelDir(name), dir, { recursive: true });
+  fs.cpSync(tinyModelDir(name), dir, { recursive: true });
   fs.rmSync(path.join(dir, 'routers'), { recursive: true, force: true });
   return dir;
 }

@@ -8,10 +8,10 @@ import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import { generate, type GenerateOutcome } from '../../runtime/http/openai/requestPlan.ts';
 import { streamToken, type StreamToken } from '../../runtime/http/streamToken.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from './testService.ts';
+import { TINY_FAMILY_DIR, tinyFamilyPresent } from '../support/tinyFamily.ts';
 
-const HAVE_ONNX = fs.existsSync(path.join(modelDir('small'), 'onnx', 'model.onnx'));
+const HAVE_ONNX = tinyFamilyPresent(['small']);
 
 let service: TokenRouterService | undefined;
 let t: TestServer | undefined;
@@ -26,7 +26,7 @@ const config = (scheduling: Record<string, unknown>) =>
   parseServerConfig({
     port: 0,
     dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-placement-')),
-    modelsDir: MODELS_DIR,
+    modelsDir: TINY_FAMILY_DIR,
     models: [{ name: 'small' }],
     defaultAlgorithm: 'small',
     scheduling,

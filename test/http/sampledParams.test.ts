@@ -1,4 +1,4 @@
-// The bundled ONNX models behind a real listening server: logprobs, n, penalties and logit_bias have the effect OpenAI defines.
+// The tiny fixture family's ONNX models behind a real listening server: logprobs, n, penalties and logit_bias have the effect OpenAI defines.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +10,7 @@ import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import type { ChatTokenLogprob, CompletionLogprobs } from '../../shared/api/openaiAnswer.ts';
-import { MODELS_DIR, modelDir } from '../runner/helpers.ts';
+import { TINY_FAMILY_DIR, tinyModelDir } from '../support/tinyFamily.ts';
 
 let service: TokenRouterService;
 let server: RunningServer;
@@ -19,7 +19,7 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-sampled-'));
-  service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: MODELS_DIR, memory: { budgetMiB: 1024 } }));
+  service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: TINY_FAMILY_DIR, memory: { budgetMiB: 1024 } }));
   server = await startServer(service, 0, '127.0.0.1');
   client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 60_000);
@@ -80,7 +80,7 @@ describe('logprobs', () => {
 
   it("the numbers are the model's own: the first token's top logprobs equal a direct forward pass", async () => {
     const r = await post('/v1/completions', { model: 'small', prompt: 'Q: 47*86=\nA: ', max_tokens: 3, temperature: 0, logprobs: 5 });
-    const runner = await OnnxRunner.load(modelDir('small'));
+    const runner = await OnnxRunner.load(tinyModelDir('small'));
     try {
       const ids = service.tokenizer.encode('Q: 47*86=\nA: ', true);
       const out = await runner.step([{ cacheId: 1, requestId: 'x', tokens: ids, position: 0, sampling: GREEDY, wants: { topK: 5, hidden: false, heads: [] } }]);

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { MODELS_DIR } from '../runner/helpers.ts';
 import { startTestServer, type TestServer } from './testService.ts';
+import { TINY_FAMILY_DIR, tinyFamilyPresent } from '../support/tinyFamily.ts';
 
 type Chunk = { choices: { delta?: { content?: string }; text?: string; finish_reason: string | null }[]; tokenrouter?: { models?: Record<string, number> } };
 
@@ -95,7 +95,7 @@ describe('stream_interval (simulated models)', () => {
   });
 });
 
-const HAVE_ONNX = fs.existsSync(path.join(MODELS_DIR, 'small', 'onnx', 'model.onnx'));
+const HAVE_ONNX = tinyFamilyPresent(['small']);
 
 describe.runIf(HAVE_ONNX)('coalescing (the small model in its engine thread)', () => {
   let service: TokenRouterService;
@@ -104,7 +104,7 @@ describe.runIf(HAVE_ONNX)('coalescing (the small model in its engine thread)', (
     const config = parseServerConfig({
       port: 0,
       dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-coalesce-')),
-      modelsDir: MODELS_DIR,
+      modelsDir: TINY_FAMILY_DIR,
       models: [{ name: 'small' }],
       defaultAlgorithm: 'small',
     });

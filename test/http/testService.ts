@@ -9,6 +9,7 @@ import type { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { mix } from '../../runtime/util/hash.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 export const VOCAB = CHAR_VOCAB;
 export { charTokenizer };
@@ -59,7 +60,8 @@ function runner(name: string, stepMs: number, eosRate: number): SimRunner {
 export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'tr-test-'));
   const lat = { small: 2, large: 5, medium: 3, ...opts.latency };
-  const config: ServerConfig = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: 64 }, ...opts.config });
+  // modelsDir: the bundled task's split files an evaluation reads, in the char vocabulary these runners speak
+  const config: ServerConfig = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: 64 }, modelsDir: TINY_FAMILY_DIR, ...opts.config });
   const runners = new Map(config.models.map((m) => [m.name, runner(m.name, lat[m.name as 'small'] ?? 3, opts.eosRate ?? 0)]));
   const service = await TokenRouterService.start(config, { runners: new Map(runners), tokenizer: opts.tokenizer ?? charTokenizer() });
   if (opts.traced) service.trace.subscribe(() => {});

@@ -9,8 +9,8 @@ import type { TraceEvent } from '../../shared/trace.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { MODELS_DIR } from '../runner/helpers.ts';
 import { startTestServer } from '../http/testService.ts';
+import { TINY_FAMILY_DIR, tinyFamilyPresent } from '../support/tinyFamily.ts';
 
 const chat = (url: string, model: string, maxTokens = 12) =>
   fetch(`${url}/v1/chat/completions`, {
@@ -83,7 +83,7 @@ describe('the trace window on a server nobody watched (engines on the entry thre
   });
 });
 
-const HAVE_ONNX = fs.existsSync(path.join(MODELS_DIR, 'small', 'onnx', 'model.onnx'));
+const HAVE_ONNX = tinyFamilyPresent(['small']);
 
 describe.runIf(HAVE_ONNX)('the trace window on a server nobody watched (each model in its engine thread)', () => {
   let service: TokenRouterService;
@@ -92,7 +92,7 @@ describe.runIf(HAVE_ONNX)('the trace window on a server nobody watched (each mod
     const config = parseServerConfig({
       port: 0,
       dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'tr-tracing-')),
-      modelsDir: MODELS_DIR,
+      modelsDir: TINY_FAMILY_DIR,
       models: [{ name: 'small' }, { name: 'large' }],
       defaultAlgorithm: 'r2r',
     });
