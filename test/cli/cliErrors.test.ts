@@ -7,6 +7,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { TINY_FAMILY_DIR, tinyModelDir } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -90,14 +91,14 @@ describe('tokenrouter serve', () => {
   it('the start-up log names each configured model folder, not modelsDir', async () => {
     const file = write('own-paths/config.json', {
       models: [
-        { name: 'mine', path: path.join(ROOT, 'examples/models/small') },
-        { name: 'big', path: path.join(ROOT, 'examples/models/large') },
+        { name: 'mine', path: tinyModelDir('small') },
+        { name: 'big', path: tinyModelDir('large') },
       ],
     });
     const r = await cli(['serve', '--config', file, '--port', '0'], { until: /loading 2 models …\n(.*\n){2}/, timeoutMs: 60_000 });
-    expect(r.stdout).toMatch(new RegExp(`^  mine +${path.join(ROOT, 'examples/models/small')}$`, 'm'));
-    expect(r.stdout).toMatch(new RegExp(`^  big +${path.join(ROOT, 'examples/models/large')}$`, 'm'));
-    expect(r.stdout).not.toContain(path.join(ROOT, 'examples/models/mine'));
+    expect(r.stdout).toMatch(new RegExp(`^  mine +${tinyModelDir('small')}$`, 'm'));
+    expect(r.stdout).toMatch(new RegExp(`^  big +${tinyModelDir('large')}$`, 'm'));
+    expect(r.stdout).not.toContain(tinyModelDir('mine'));
     expect(r.stdout).toContain(`dataDir ${path.join(ROOT, '.tokenrouter')} `);
   });
 
@@ -117,7 +118,7 @@ describe('tokenrouter serve under a budget its models cannot fit', () => {
   it('says what took the memory in one line and exits (the loaded models do not keep it alive)', async () => {
     const file = write('tight/config.json', {
       dataDir: 'data',
-      modelsDir: path.join(ROOT, 'examples/models'),
+      modelsDir: TINY_FAMILY_DIR,
       models: [{ name: 'small' }],
       memory: { budgetMiB: 100 },
     });

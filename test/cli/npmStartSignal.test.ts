@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-npm-start-'));
@@ -65,7 +66,7 @@ async function start(argv: string[], name: string) {
   const dir = path.join(tmp, name);
   fs.mkdirSync(dir);
   const config = path.join(dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ port: 0, dataDir: 'data', models: [{ name: 'small' }, { name: 'large' }] }));
+  fs.writeFileSync(config, JSON.stringify({ port: 0, dataDir: 'data', modelsDir: TINY_FAMILY_DIR, models: [{ name: 'small' }, { name: 'large' }] }));
   const child = spawn(argv[0], [...argv.slice(1), '--config', config], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   let stdout = '';

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -24,7 +25,7 @@ function config(name: string, extra: Record<string, unknown>): string {
       port: 0,
       host: '0.0.0.0',
       dataDir: path.join(tmp, name),
-      modelsDir: path.join(ROOT, 'examples/models'),
+      modelsDir: TINY_FAMILY_DIR,
       models: [{ name: 'small' }],
       ...extra,
     }),

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { heldoutQuestions, MODELS_DIR } from '../runner/helpers.ts';
 import { metric, spawnServe, type ServeProcess } from '../reliability/serveProcess.ts';
+import { TINY_FAMILY_DIR, tinyQuestions } from '../support/tinyFamily.ts';
 
 const MiB = 2 ** 20;
 const dataDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'tr-mem-'));
@@ -18,7 +18,7 @@ describe('the memory plan measures what it takes off the budget', () => {
       parseServerConfig({
         port: 0,
         dataDir: dataDir(),
-        modelsDir: MODELS_DIR,
+        modelsDir: TINY_FAMILY_DIR,
         models: [{ name: 'small' }, { name: 'large' }],
         memory: { budgetMiB: budget, headroomMiB: 32 },
       }),
@@ -31,7 +31,7 @@ describe('the memory plan measures what it takes off the budget', () => {
       expect(m.baseBytes).toBeGreaterThan(10 * MiB);
       expect(m.headroomBytes).toBe(32 * MiB);
       for (const p of m.models) {
-        const file = fs.statSync(path.join(MODELS_DIR, p.name, 'onnx/model.onnx')).size;
+        const file = fs.statSync(path.join(TINY_FAMILY_DIR, p.name, 'onnx/model.onnx')).size;
         // the model as loaded (its thread, ORT's copy of the graph) holds more than its file
         expect(p.weightBytes, p.name).toBeGreaterThan(file);
         expect(p.workspaceBytes, p.name).toBeGreaterThanOrEqual(0);
@@ -50,7 +50,7 @@ describe('the memory plan measures what it takes off the budget', () => {
     // the file sizes (1.5 MiB) and one full-context request fit in 60 MiB; the process itself does not
     await expect(
       TokenRouterService.start(
-        parseServerConfig({ port: 0, dataDir: dataDir(), modelsDir: MODELS_DIR, models: [{ name: 'small' }], memory: { budgetMiB: 60 } }),
+        parseServerConfig({ port: 0, dataDir: dataDir(), modelsDir: TINY_FAMILY_DIR, models: [{ name: 'small' }], memory: { budgetMiB: 60 } }),
       ),
     ).rejects.toThrow(/memory.budgetMiB is too small: the process took [\d.]+ MiB before loading models, weights as loaded take [\d.]+ MiB, step workspaces/);
   }, 120_000);
@@ -67,7 +67,7 @@ describe('a real server under a small budget', () => {
     let peak = s.rssBytes();
     const sampler = setInterval(() => (peak = Math.max(peak, s.rssBytes())), 10);
     try {
-      const qs = heldoutQuestions(40);
+      const qs = tinyQuestions(40);
       const long = (i: number) => qs.slice(i % 20, (i % 20) + 18).join('\n\n');
       const ask = (i: number) =>
         fetch(`${s.url}/v1/chat/completions`, {

@@ -1,9 +1,10 @@
-// `tokenrouter serve` as a real child process on the bundled small model, for tests that signal it or measure its memory.
+// `tokenrouter serve` as a real child process on the tiny fixture family's small model, for tests that signal it or measure its memory.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const BIN = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -20,7 +21,7 @@ export interface ServeProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `tokenrouter serve` with the bundled small model (weights 1.5 MiB, ready in ~1 s) and `config` over the test defaults. */
+/** Starts `tokenrouter serve` with the fixture family's small model (weights 1.5 MiB, ready in ~1 s) and `config` over the test defaults. */
 export async function spawnServe(config: Record<string, unknown> = {}): Promise<ServeProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-serve-'));
   const file = path.join(dir, 'config.json');
@@ -29,7 +30,7 @@ export async function spawnServe(config: Record<string, unknown> = {}): Promise<
     JSON.stringify({
       port: 0,
       dataDir: path.join(dir, 'data'),
-      modelsDir: path.join(ROOT, 'examples/models'),
+      modelsDir: TINY_FAMILY_DIR,
       models: [{ name: 'small' }],
       memory: { budgetMiB: 512 },
       ...config,

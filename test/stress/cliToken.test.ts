@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -18,7 +19,7 @@ describe('the served admin token', () => {
         port: 0,
         dev: false,
         dataDir: path.join(dir, 'data'),
-        modelsDir: path.join(ROOT, 'examples/models'),
+        modelsDir: TINY_FAMILY_DIR,
         models: [{ name: 'small' }, { name: 'large' }],
       }),
     );

@@ -3,7 +3,6 @@ import type { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
@@ -11,9 +10,9 @@ import { startServer } from '../../runtime/http/createServer.ts';
 import { sampleQuestion } from '../../runtime/http/loadGenerator.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { expectNothingLeft, leftovers, startRig, streamChat, until, type CrashableRunner } from '../reliability/harness.ts';
+import { TINY_FAMILY_DIR, tinyFamilyPresent } from '../support/tinyFamily.ts';
 
-const MODELS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../examples/models');
-const HAVE_ONNX = ['small', 'large'].every((m) => fs.existsSync(path.join(MODELS_DIR, m, 'onnx', 'model.onnx')));
+const HAVE_ONNX = tinyFamilyPresent(['small', 'large']);
 
 interface Target {
   kind: string;
@@ -29,7 +28,7 @@ async function start(placement: 'in-process' | 'thread'): Promise<Target> {
     const config = parseServerConfig({
       port: 0,
       dataDir,
-      modelsDir: MODELS_DIR,
+      modelsDir: TINY_FAMILY_DIR,
       models: [
         { name: 'small', maxBatch: 16 },
         { name: 'large', maxBatch: 16 },

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openNats } from '../../runtime/transport/nats/natsConnection.ts';
 import { replicaAnnouncementSchema, type ReplicaAnnouncement } from '../../runtime/transport/nats/natsConnection.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const CLI = path.join(ROOT, 'runtime/cli/tokenrouter.mjs');
@@ -16,11 +17,11 @@ export interface EntryProcess {
   exited: Promise<number | null>;
 }
 
-/** Writes `config` (dataDir and modelsDir filled in) and starts `tokenrouter serve` on it; resolves once it prints its API URL. */
+/** Writes `config` (dataDir and modelsDir, the tiny fixture family, filled in) and starts `tokenrouter serve` on it; resolves once it prints its API URL. */
 export function spawnEntry(config: Record<string, unknown>, timeoutMs = 60_000): Promise<EntryProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-entry-'));
   const file = path.join(dir, 'entry.json');
-  fs.writeFileSync(file, JSON.stringify({ port: 0, dataDir: path.join(dir, 'data'), modelsDir: path.join(ROOT, 'examples/models'), ...config }));
+  fs.writeFileSync(file, JSON.stringify({ port: 0, dataDir: path.join(dir, 'data'), modelsDir: TINY_FAMILY_DIR, ...config }));
   const child = spawn(process.execPath, [CLI, 'serve', '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

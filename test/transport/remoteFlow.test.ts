@@ -6,31 +6,33 @@ import { RemoteEngine } from '../../runtime/transport/nats/remoteEngine.ts';
 import { startNatsServer, type NatsServerProcess } from '../support/rigs/natsServerProcess.ts';
 import { simModel, type SimLatency } from '../../runtime/runner/simModel.ts';
 import { spawnSubServer, type SubServerProcess } from '../support/rigs/subServerProcess.ts';
-import { bundledModelsPresent } from '../bench/benchRunners.ts';
+import { tinyFamilyPresent, tinyModelDir } from '../support/tinyFamily.ts';
 import type { ModelRunner } from '../../runtime/runner/modelRunner.ts';
 import { HAVE_NATS, until } from './helpers.ts';
 import { complete, serve, type Served } from './serving.ts';
 
 /**
- * The bundled ONNX models are not exported on every machine (training writes them last); without
+ * The tiny fixture family's ONNX models are not exported on every machine (training writes them last); without
  * them the sub-server runs `--sim`, the same simulated model the in-process side builds with
  * simModel(), so token-for-token equality is still a real check of the transport.
  */
-const ONNX = bundledModelsPresent(path.resolve('examples/models'), ['small', 'large']);
+const ONNX = tinyFamilyPresent(['small', 'large']);
+/** A model entry: with ONNX, the fixture family's folder named outright. */
+const at = (name: string, extra: Record<string, unknown> = {}) => ({ name, ...extra, ...(ONNX ? { path: tinyModelDir(name) } : {}) });
 const SMALL: SimLatency = { baseMs: 1, perRowMs: 0, perTokenMs: 0 };
 const LARGE: SimLatency = { baseMs: 8, perRowMs: 0, perTokenMs: 0 };
 
 /** Algorithms whose router heads exist: all of them for the simulated models; with ONNX, those the small model ships heads for. */
 function algorithms(): string[] {
   if (!ONNX) return ['r-stitch', 'citer', 'r2r', 'co-llm', 'large', 'small'];
-  const routers = path.resolve('examples/models/small/routers/routers.json');
+  const routers = path.join(tinyModelDir('small'), 'routers', 'routers.json');
   const heads = fs.existsSync(routers) ? JSON.stringify(JSON.parse(fs.readFileSync(routers, 'utf8'))) : '';
   return ['r-stitch', ...['citer', 'r2r'].filter((h) => heads.includes(`"${h}"`)), 'large', 'small'];
 }
 
 const WORKLOAD = algorithms().flatMap((model, m) => [0, 1, 2].map((k) => ({ model, prompt: `${17 * (k + 1) + m}*${k + 3}`, seed: 100 * m + k })));
 
-describe.skipIf(!HAVE_NATS)(`remote large model over NATS (${ONNX ? 'bundled ONNX models' : 'simulated models: ONNX exports absent'})`, () => {
+describe.skipIf(!HAVE_NATS)(`remote large model over NATS (${ONNX ? 'tiny fixture ONNX models' : 'simulated models: ONNX exports absent'})`, () => {
   let nats: NatsServerProcess;
   let sub: SubServerProcess;
   let local: Served;
@@ -44,17 +46,17 @@ describe.skipIf(!HAVE_NATS)(`remote large model over NATS (${ONNX ? 'bundled ONN
     'large-a',
     '--heartbeat-ms',
     '100',
-    ...(ONNX ? [] : ['--sim', '--sim-latency', `${LARGE.baseMs},0,0`]),
+    ...(ONNX ? ['--path', tinyModelDir('large')] : ['--sim', '--sim-latency', `${LARGE.baseMs},0,0`]),
   ];
-  const largeRemote = () => ({ name: 'large', remote: { nats: nats.url, heartbeatTimeoutMs: 800, connectTimeoutMs: 20_000 } });
+  const largeRemote = () => at('large', { remote: { nats: nats.url, heartbeatTimeoutMs: 800, connectTimeoutMs: 20_000 } });
 
   beforeAll(async () => {
     nats = await startNatsServer();
     sub = await spawnSubServer({ args: subArgs(), timeoutMs: 90_000 });
     const sim = (names: string[]) =>
       ONNX ? undefined : new Map<string, ModelRunner>(names.map((n) => [n, simModel({ name: n, latency: n === 'small' ? SMALL : LARGE })]));
-    local = await serve([{ name: 'small' }, { name: 'large' }], sim(['small', 'large']));
-    remote = await serve([{ name: 'small' }, largeRemote()], sim(['small']));
+    local = await serve([at('small'), at('large')], sim(['small', 'large']));
+    remote = await serve([at('small'), largeRemote()], sim(['small']));
   }, 120_000);
 
   afterAll(async () => {
