@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { evalCommand } from '../../runtime/cli/evalCommand.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 describe('tokenrouter eval flags', () => {
   it('names the splits and plans, and keeps --choose to the validation ensemble run', async () => {
@@ -28,8 +29,8 @@ describe('tokenrouter eval flags', () => {
   });
 
   it('plans no router-head point a models folder cannot run: the heads plan is refused, the default plan skips them', async () => {
-    // the bundled family, but a small that ships no routers/ (a plain export)
-    const bundled = path.resolve('examples/models');
+    // the tiny fixture family, but a small that ships no routers/ (a plain export)
+    const bundled = TINY_FAMILY_DIR;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-evalheads-'));
     for (const f of fs.readdirSync(bundled)) if (f !== 'small') fs.symlinkSync(path.join(bundled, f), path.join(dir, f));
     fs.mkdirSync(path.join(dir, 'small'));
