@@ -85,14 +85,14 @@ describe('external data', () => {
   });
 
   it('an inline export up to the limit is read in place: its graph refers to the weights in the file itself, the answer unchanged', async () => {
-    const onnx = loadModelFolder(modelDir('small')).onnxPath;
+    const onnx = loadModelFolder(tinyModelDir('small')).onnxPath;
     const graph = readGraphFile(onnx, []);
     expect(graph.how).toBe('in-place');
     expect(graph.dataDir).toBe(path.dirname(onnx));
     expect(graph.model.length).toBeLessThan(fs.statSync(onnx).size / 5);
     // each moved tensor names the model file, at the offset its bytes had there
     expect(Buffer.from(graph.model).includes('model.onnx')).toBe(true);
-    const runner = await OnnxRunner.load(modelDir('small'));
+    const runner = await OnnxRunner.load(tinyModelDir('small'));
     expect(await soloGenerate(runner, 1, golden.input_ids, 64)).toEqual(golden.output_ids);
   });
 
