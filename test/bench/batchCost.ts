@@ -25,7 +25,7 @@ export interface SizeSpec {
 }
 
 /** The bundled family's sizes, and xl for comparison (docs/models.md, "Bundled family: sizes"). */
-export const DEFAULT_SIZES = ['small:256/3/4/2/64/768', 'medium:320/5/5/1/64/960', 'large:512/7/8/1/64/1536', 'xl:640/8/10/2/64/1792'];
+export const DEFAULT_SIZES = ['small:160/3/2/1/64/480', 'medium:320/5/5/1/64/960', 'large:512/7/8/1/64/1536', 'xl:640/8/10/2/64/1792'];
 
 export function parseSize(text: string): SizeSpec {
   const m = /^([\w-]+):(\d+)\/(\d+)\/(\d+)\/(\d+)\/(\d+)\/(\d+)$/.exec(text.trim());
