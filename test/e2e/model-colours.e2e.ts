@@ -1,4 +1,4 @@
-// E2E: one colour per model on both pages, from the server's model order, on the bundled ONNX models as npm start serves them (each engine in its own thread).
+// E2E: one colour per model on both pages, from the server's model order, on the tiny fixture family's ONNX models as npm start serves them (each engine in its own thread).
 // Run: npx tsx test/e2e/model-colours.e2e.ts   (builds the web app first; screenshots in test-artifacts/model-colours-*.png)
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -8,6 +8,7 @@ import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 import { artifactPath, Checks, launch, newPage, openDesigner, ROOT } from './timelineHarness.ts';
 
 declare global {
@@ -21,7 +22,7 @@ const checks = new Checks();
 async function main(): Promise<void> {
   execSync('npm run build:web', { cwd: ROOT, stdio: 'ignore' });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-colours-'));
-  const service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: path.join(ROOT, 'examples/models') }));
+  const service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: TINY_FAMILY_DIR }));
   const srv = await startServer(service, 0, '127.0.0.1');
   const browser = await launch();
   try {

@@ -1,9 +1,9 @@
 // Each grader a task may name, on answers written the ways models write them; the bundled task's grader against the one the quality report used.
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { finalNumber, firstChoice, graderOf, normaliseNumber, referenceProblem } from '../../runtime/eval/graders.ts';
 import { loadTask } from '../../runtime/eval/loadTask.ts';
 import { finalAnswer } from '../../runtime/runner/onnxAccuracy.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 describe('final-number', () => {
   const grade = graderOf({ kind: 'final-number' });
@@ -62,7 +62,7 @@ describe('regex', () => {
     expect(grade('answer b', 'a')).toBe(false);
   });
   it('as the bundled multiplication task, grades exactly as the number after the last "="', () => {
-    const task = loadTask('multiplication', path.resolve('examples/models'));
+    const task = loadTask('multiplication', TINY_FAMILY_DIR);
     const outputs = ['347*6=2082,347*20=6940,2082+6940=9022', '347*6=2082,347*20=6940,2082+6940=9022,', ' =9022 ', '= 9022', '9022', '', '=', 'a=1=9022'];
     for (const o of outputs) expect(task.grade(o, '9022'), o).toBe(finalAnswer(o) === '9022');
     expect(outputs.filter((o) => task.grade(o, '9022'))).toEqual(['347*6=2082,347*20=6940,2082+6940=9022', ' =9022 ', 'a=1=9022']);

@@ -6,8 +6,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { chatOf, loadTask } from '../../runtime/eval/loadTask.ts';
 import { loadSplit } from '../../runtime/eval/splits.ts';
 import { taskHeaderSchema, taskLineSchema } from '../../shared/task.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
-const MODELS = path.resolve('examples/models');
+const MODELS = TINY_FAMILY_DIR;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-task-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 

@@ -1,10 +1,11 @@
-// The shipped router heads are what the documented commands made: examples/models/README.md records their sha256.
+// The fixture family's router heads are the files its README records: a changed head fails here, not as an odd routing result.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
-const MODELS = path.resolve('examples/models');
+const MODELS = TINY_FAMILY_DIR;
 const readme = fs.readFileSync(path.join(MODELS, 'README.md'), 'utf8');
 /** Rows `| \`small/routers/x.onnx\` | \`<sha256>\` |` of the README's hash table. */
 const recorded = [...readme.matchAll(/^\| `([^`]+)` \| `([0-9a-f]{64})` \|/gm)].map((m) => ({ file: m[1], sha: m[2] }));

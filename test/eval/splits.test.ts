@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { loadSplit, type SplitFile, type TrainingRun } from '../../runtime/eval/splits.ts';
 import { TokenRouterError } from '../../runtime/errors.ts';
 import { PythonRandom, makeProblem } from './pythonRandom.ts';
+import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
-const MODELS = path.resolve('examples/models');
+const MODELS = TINY_FAMILY_DIR;
 const heldout = loadSplit(MODELS, 'heldout');
 const validation = loadSplit(MODELS, 'validation');
 const questions = (s: SplitFile) => s.rows.map((r) => r.question);

@@ -1,30 +1,24 @@
-// Shared fixtures for the model-runner tests: where the bundled models are and a plain unbatched greedy loop.
+// Shared fixtures for the model-runner tests: which family they check and a plain unbatched greedy loop.
 import fs from 'node:fs';
 import path from 'node:path';
 import { GREEDY, type ModelRunner, type SamplingParams } from '../../runtime/runner/modelRunner.ts';
 import { NO_WANTS, type StepWants } from '../../shared/algorithm.ts';
-import { BUNDLED_MODELS_DIR } from '../../runtime/runner/onnxAccuracy.ts';
+import { type GoldenFile, heldoutQuestions as splitQuestions, readGolden as goldenOf, TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
-/** TR_MODELS_DIR lets the suite run against a fresh export before it is committed. */
-export const MODELS_DIR = process.env.TR_MODELS_DIR ?? BUNDLED_MODELS_DIR;
+export type { GoldenFile };
+
+/**
+ * The family the golden and export tests check: the tiny fixture family (the word-problem family's folders hold
+ * no golden.json); TR_MODELS_DIR runs them against a fresh export before it is committed.
+ */
+export const MODELS_DIR = process.env.TR_MODELS_DIR ?? TINY_FAMILY_DIR;
 export const MODEL_NAMES = ['small', 'medium', 'large'].filter((m) => !process.env.TR_MODELS_DIR || fs.existsSync(path.join(MODELS_DIR, m)));
 export const modelDir = (name: string): string => path.join(MODELS_DIR, name);
 
-export interface GoldenFile {
-  eos_token_id: number;
-  max_new_tokens: number;
-  rows: { prompt: string; input_ids: number[]; output_ids: number[] }[];
-}
+/** `dir` is the family folder (default MODELS_DIR). */
+export const readGolden = (name: string, dir: string = MODELS_DIR): GoldenFile => goldenOf(name, dir);
 
-/** `dir` is the family folder (default the bundled family, or TR_MODELS_DIR). */
-export function readGolden(name: string, dir: string = MODELS_DIR): GoldenFile {
-  return JSON.parse(fs.readFileSync(path.join(dir, name, 'golden.json'), 'utf8')) as GoldenFile;
-}
-
-export function heldoutQuestions(n: number, dir: string = MODELS_DIR): string[] {
-  const h = JSON.parse(fs.readFileSync(path.join(dir, 'heldout.json'), 'utf8')) as { rows: { question: string }[] };
-  return h.rows.slice(0, n).map((r) => r.question);
-}
+export const heldoutQuestions = (n: number, dir: string = MODELS_DIR): string[] => splitQuestions(n, dir);
 
 /** One request alone: prefill, then decode one token per step until EOS or maxNew. */
 export async function soloGenerate(

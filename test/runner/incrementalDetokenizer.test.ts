@@ -183,7 +183,7 @@ describe('IncrementalDetokenizer', () => {
     const r = rng(6);
     const example = exampleTokenizer('small');
     measure(
-      'examples/models char vocabulary',
+      'tiny fixture family char vocabulary',
       example,
       Array.from({ length: 1024 }, () => 4 + Math.floor(r() * 26)),
     );
