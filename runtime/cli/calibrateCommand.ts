@@ -37,6 +37,7 @@ export async function calibrateCommand(args: string[]): Promise<number> {
       algorithm: { type: 'string' },
       target: { type: 'string' },
       model: { type: 'string' },
+      task: { type: 'string' },
       problems: { type: 'string' },
       iterations: { type: 'string' },
       token: { type: 'string' },
@@ -59,6 +60,7 @@ export async function calibrateCommand(args: string[]): Promise<number> {
     builtin: algorithm,
     target,
     model: values.model ?? 'large',
+    ...(values.task === undefined ? {} : { task: values.task }),
     problems: numberFlag('problems', values.problems, 1, 1e6, true),
     iterations: numberFlag('iterations', values.iterations, 1, 12, true),
   };

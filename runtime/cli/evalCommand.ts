@@ -27,7 +27,7 @@ export async function evalCommand(args: string[]): Promise<number> {
       choose: { type: 'string' },
       problems: { type: 'string' },
       concurrency: { type: 'string', default: '8' },
-      'max-tokens': { type: 'string', default: '64' },
+      'max-tokens': { type: 'string', default: '128' },
       models: { type: 'string', default: 'examples/models' },
       json: { type: 'string' },
       out: { type: 'string', default: 'results/eval' },
@@ -36,7 +36,7 @@ export async function evalCommand(args: string[]): Promise<number> {
     },
   });
   const concurrency = intFlag('concurrency', values.concurrency, 1, 4096, 8);
-  const maxTokens = intFlag('max-tokens', values['max-tokens'], 1, 100_000, 64);
+  const maxTokens = intFlag('max-tokens', values['max-tokens'], 1, 100_000, 128);
   const modelsDir = path.resolve(values.models!);
   if (!(TASK_SPLITS as readonly string[]).includes(values.split!))
     throw new TokenRouterError('invalid_request', `unknown split "${values.split}"; splits: ${TASK_SPLITS.join(', ')}`, 'split');

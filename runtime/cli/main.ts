@@ -29,13 +29,13 @@ const COMMANDS: Record<string, Command> = {
   eval: {
     summary: "accuracy vs throughput of every algorithm and baseline on a task's validation or held-out problems",
     usage:
-      'tokenrouter eval [--task multiplication|PATH (a task folder: docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 64] [--models DIR (small, large, medium folders; default examples/models)] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
+      'tokenrouter eval [--task word-problems|multiplication|PATH (default word-problems; multiplication reads the split files in --models; PATH: a task folder, docs/api.md)] [--split heldout|validation] [--problems N (default: the whole split)] [--concurrency 8] [--max-tokens 128] [--models DIR (small, large, medium folders; default examples/models)] [--plan default|ensemble|heads] [--choose FILE] [--only NAME,...] [--json FILE] [--out results/eval] [--trace DIR]',
     run: async (args) => (await import('./evalCommand.ts')).evalCommand(args),
   },
   calibrate: {
     summary: "choose a built-in's threshold for a target share of tokens on the large model, on a running server",
     usage:
-      'tokenrouter calibrate --target SHARE [--algorithm r-stitch|citer|r2r|co-llm] [--model large] [--problems 16] [--iterations 7] [--url http://127.0.0.1:8080] [--token T | --data-dir DIR]\n' +
+      'tokenrouter calibrate --target SHARE [--algorithm r-stitch|citer|r2r|co-llm] [--model large] [--task NAME|PATH (default word-problems)] [--problems 16] [--iterations 7] [--url http://127.0.0.1:8080] [--token T | --data-dir DIR]\n' +
       '  Each trial runs the first N validation problems on the served models (POST /admin/calibrate). Thresholds are per model pair.\n' +
       '  The admin token (when the server needs one): --token, TOKENROUTER_ADMIN_TOKEN, or DIR/admin-token.',
     run: async (args) => (await import('./calibrateCommand.ts')).calibrateCommand(args),

@@ -89,7 +89,7 @@ export class EvaluationRuns {
     return task;
   }
 
-  /** A task's validation split (the bundled one: examples/models/validation.json): a draft is a choice, so it never sees the held-out set. */
+  /** A task's validation split (default the default task's: examples/tasks/word-problems/validation.jsonl): a draft is a choice, so it never sees the held-out set. */
   validationSet(ref?: string): TaskProblem[] {
     return this.task(ref).split('validation').problems;
   }

@@ -1,6 +1,7 @@
 // Loads an evaluation task by bundled name or by path (a folder with task.json and validation.jsonl / heldout.jsonl), checking every line; errors name the file, line and key.
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { z } from 'zod';
 import { TASK_SPLITS, taskHeaderSchema, taskLineSchema, type TaskHeader, type TaskSplitName } from '../../shared/task.ts';
 import { TokenRouterError } from '../errors.ts';
@@ -39,23 +40,35 @@ export interface Task {
   splits(): TaskSplitName[];
 }
 
-/** The task an evaluation runs when none is named. */
-export const DEFAULT_TASK = 'multiplication';
+/** The task an evaluation runs when none is named: the word problems the bundled models were trained on. */
+export const DEFAULT_TASK = 'word-problems';
+
+const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** The bundled task folders, by name: read as a task given by path, found from the package, not the working directory. */
+const BUNDLED_FOLDERS: Record<string, string> = {
+  'word-problems': path.join(PACKAGE_ROOT, 'examples/tasks/word-problems'),
+};
 
 /**
- * The bundled tasks, derived at load from the bundled models' split files (examples/training/splits.py
- * writes them), so their problems and grading are those the quality report was measured with.
+ * The bundled tasks whose problems come from a model family's split files (`<modelsDir>/validation.json`
+ * and `heldout.json`, examples/training/splits.py's format): the tiny fixture family's multiplication.
  */
-const BUNDLED: Record<string, TaskHeader> = {
+const FROM_SPLIT_FILES: Record<string, TaskHeader> = {
   // the number after the last "=" of a worked answer, exactly (runner/onnxAccuracy.ts's finalAnswer)
   multiplication: {
     name: 'multiplication',
-    description: 'worked multiplication a*b; graded by the number after the last "="',
+    description: 'worked multiplication a*b; graded by the number after the last "="; its problems are the split files in the models folder',
     grader: { kind: 'regex', pattern: '=([^=]*)$' },
   },
 };
 
-export const BUNDLED_TASKS: readonly TaskHeader[] = Object.values(BUNDLED);
+const BUNDLED_NAMES: readonly string[] = [...Object.keys(BUNDLED_FOLDERS), ...Object.keys(FROM_SPLIT_FILES)];
+
+/** The bundled tasks' headers, the default first (a bundled folder's task.json read on each call; its problems are not). */
+export function bundledTasks(): TaskHeader[] {
+  return [...Object.values(BUNDLED_FOLDERS).map((dir) => readHeader(path.join(dir, 'task.json'))), ...Object.values(FROM_SPLIT_FILES)];
+}
 
 const bad = (message: string) => new TokenRouterError('invalid_request', message, 'task');
 
@@ -98,13 +111,8 @@ export function readTaskLines(file: string, header: TaskHeader): TaskProblem[] {
   return problems;
 }
 
-/** A task folder (or its task.json): the header checked, then every split file present. */
-function loadTaskFolder(ref: string): Task {
-  const abs = path.resolve(ref);
-  if (!fs.existsSync(abs)) throw bad(`task: no bundled task "${ref}" (bundled: ${Object.keys(BUNDLED).join(', ')}) and no file or folder at ${abs}`);
-  const dir = fs.statSync(abs).isDirectory() ? abs : path.dirname(abs);
-  const headerFile = fs.statSync(abs).isDirectory() ? path.join(abs, 'task.json') : abs;
-  if (!fs.existsSync(headerFile)) throw bad(`task: ${dir} has no task.json (a task folder holds task.json and validation.jsonl / heldout.jsonl)`);
+/** A task.json, checked. */
+function readHeader(headerFile: string): TaskHeader {
   let json: unknown;
   try {
     json = JSON.parse(fs.readFileSync(headerFile, 'utf8'));
@@ -113,7 +121,17 @@ function loadTaskFolder(ref: string): Task {
   }
   const parsed = taskHeaderSchema.safeParse(json);
   if (!parsed.success) throw bad(`${headerFile}: ${issuesText(parsed.error.issues)}`);
-  const header = parsed.data;
+  return parsed.data;
+}
+
+/** A task folder (or its task.json): the header checked, then every split file present. */
+function loadTaskFolder(ref: string, bundled = false): Task {
+  const abs = path.resolve(ref);
+  if (!fs.existsSync(abs)) throw bad(`task: no bundled task "${ref}" (bundled: ${BUNDLED_NAMES.join(', ')}) and no file or folder at ${abs}`);
+  const dir = fs.statSync(abs).isDirectory() ? abs : path.dirname(abs);
+  const headerFile = fs.statSync(abs).isDirectory() ? path.join(abs, 'task.json') : abs;
+  if (!fs.existsSync(headerFile)) throw bad(`task: ${dir} has no task.json (a task folder holds task.json and validation.jsonl / heldout.jsonl)`);
+  const header = readHeader(headerFile);
   const splits = new Map<TaskSplitName, TaskSplit>();
   for (const split of TASK_SPLITS) {
     const file = path.join(dir, `${split}.jsonl`);
@@ -123,7 +141,7 @@ function loadTaskFolder(ref: string): Task {
   return {
     header,
     grade: graderOf(header.grader),
-    source: dir,
+    source: bundled ? 'bundled' : dir,
     splits: () => [...splits.keys()],
     split: (name) => {
       const s = splits.get(name);
@@ -133,8 +151,8 @@ function loadTaskFolder(ref: string): Task {
   };
 }
 
-/** A bundled task, its splits read from `modelsDir` when first asked for. */
-function bundledTask(header: TaskHeader, modelsDir: string): Task {
+/** A task of split files, its splits read from `modelsDir` when first asked for. */
+function splitFileTask(header: TaskHeader, modelsDir: string): Task {
   const cache = new Map<TaskSplitName, TaskSplit>();
   return {
     header,
@@ -144,6 +162,10 @@ function bundledTask(header: TaskHeader, modelsDir: string): Task {
     split: (name) => {
       let s = cache.get(name);
       if (!s) {
+        if (!fs.existsSync(path.join(modelsDir, `${name}.json`)))
+          throw bad(
+            `task "${header.name}" reads its problems from the models folder's split files, and ${path.resolve(modelsDir)} has no ${name}.json (test/fixtures/tiny-family has them)`,
+          );
         const f = loadSplit(modelsDir, name);
         s = { split: name, file: f.file, problems: f.rows.map((r) => ({ question: r.question, answer: r.answer })), seed: f.seed, use: f.use };
         cache.set(name, s);
@@ -153,9 +175,13 @@ function bundledTask(header: TaskHeader, modelsDir: string): Task {
   };
 }
 
-/** The task named `ref`: a bundled name, else a path to a task folder or its task.json (relative to the working directory). */
+/**
+ * The task named `ref`: a bundled name, else a path to a task folder or its task.json (relative to the
+ * working directory). `modelsDir` is where a split-file task (multiplication) reads its problems.
+ */
 export function loadTask(ref: string, modelsDir: string): Task {
-  if (Object.hasOwn(BUNDLED, ref)) return bundledTask(BUNDLED[ref], modelsDir);
+  if (Object.hasOwn(BUNDLED_FOLDERS, ref)) return loadTaskFolder(BUNDLED_FOLDERS[ref], true);
+  if (Object.hasOwn(FROM_SPLIT_FILES, ref)) return splitFileTask(FROM_SPLIT_FILES[ref], modelsDir);
   if (!ref.trim()) throw bad('task: empty; name a bundled task or give a path');
   return loadTaskFolder(ref);
 }

@@ -20,8 +20,8 @@ export function calibrateRoutes(runs: EvaluationRuns): Router {
         'builtin',
       );
     const client = body.client ?? `calibrate:${req.socket.remoteAddress ?? 'unknown'}`;
-    const problems = body.problems ?? Math.min(CALIBRATE_BOUNDS.defaultProblems, runs.validationSet().length);
-    const base = { builtin: body.builtin, problems, concurrency: body.concurrency, maxTokens: body.maxTokens, client };
+    const problems = body.problems ?? Math.min(CALIBRATE_BOUNDS.defaultProblems, runs.validationSet(body.task).length);
+    const base = { builtin: body.builtin, task: body.task, problems, concurrency: body.concurrency, maxTokens: body.maxTokens, client };
     // Checked before any trial: the built-in deploys here and serves the model whose share is the target.
     const probe = runs.target({ ...base, params: body.params });
     if (!probe.algorithm.models.includes(body.model)) {

@@ -16,7 +16,7 @@ import { TokenRouterError } from '../errors.ts';
 import { entryProfileOf } from '../eval/entryProfile.ts';
 import { EvaluationRuns } from '../eval/evaluateDraft.ts';
 import { batchesIn, liveWindow } from '../eval/liveWindow.ts';
-import { BUNDLED_TASKS } from '../eval/loadTask.ts';
+import { bundledTasks } from '../eval/loadTask.ts';
 import { MAX_WINDOW_MS, PredictionChecks } from '../eval/predictionCheck.ts';
 import { predictServing } from '../eval/predictServing.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
@@ -65,7 +65,7 @@ export function evaluateRoutes(service: TokenRouterService): Router {
     if (ref && !ref.success) throw new TokenRouterError('invalid_request', `task: ${ref.error.issues[0].message}`, 'task');
     const task = runs.task(ref?.data);
     const problems = task.split('validation').problems.length;
-    const tasks = BUNDLED_TASKS.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), grader: t.grader.kind }));
+    const tasks = bundledTasks().map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), grader: t.grader.kind }));
     res.json({
       task: task.header.name,
       tasks,

@@ -1,4 +1,5 @@
-// Drives the running service with N concurrent requests on the bundled task, so the timeline comes alive.
+// Drives the running service with N concurrent requests on the default task's validation problems, so the timeline comes alive.
+import { DEFAULT_TASK, loadTask, type TaskProblem } from '../eval/loadTask.ts';
 import { generate } from './openai/requestPlan.ts';
 import type { TokenRouterService } from './tokenRouterService.ts';
 
@@ -17,12 +18,24 @@ export interface LoadProgress {
   total: number;
 }
 
-/** A multiplication question like the bundled models were trained on (2–3 digits × 1–2 digits). */
-export function sampleQuestion(i: number): string {
-  const a = 10 + ((i * 7919 + 13) % 990);
-  const b = 1 + ((i * 104729 + 7) % 99);
-  return `${a}*${b}=`;
+/** The default task's validation problems, read when first asked for (a load generator never sends held-out problems). */
+let problems: readonly TaskProblem[] | undefined;
+
+function sampleProblems(): readonly TaskProblem[] {
+  problems ??= loadTask(DEFAULT_TASK, '').split('validation').problems;
+  return problems;
 }
+
+/** How many distinct problems sampleProblem cycles through. */
+export const sampleProblemCount = (): number => sampleProblems().length;
+
+/** Problem i (any integer) of the default task's validation split, cycling: word problems like the bundled models were trained on. */
+export function sampleProblem(i: number): TaskProblem {
+  const all = sampleProblems();
+  return all[((i % all.length) + all.length) % all.length];
+}
+
+export const sampleQuestion = (i: number): string => sampleProblem(i).question;
 
 export class LoadGenerator {
   progress: LoadProgress = { running: false, sent: 0, done: 0, failed: 0, total: 0 };

@@ -5,6 +5,8 @@ import type { ModelFolder } from './modelFolder.ts';
 
 /** How both TextTokenizer and TokenDecoder turn ids into text, so an engine's text is the entry's. */
 export function decodeIds(tok: Tokenizer, ids: readonly number[], skipSpecialTokens: boolean): string {
+  // The library throws on an empty array; an answer cut off before its first token (a prompt that fills the context) has none.
+  if (ids.length === 0) return '';
   return tok.decode([...ids], { skip_special_tokens: skipSpecialTokens, clean_up_tokenization_spaces: false });
 }
 

@@ -1,5 +1,6 @@
 // Calibration wire messages (POST /admin/calibrate): choose a built-in's threshold for a target share of tokens on one model, from evaluation runs on the served models.
 import { z } from 'zod';
+import { taskRefSchema } from './evaluate.ts';
 
 /** How a threshold is searched: its range, and the scale bisection halves it on. */
 export interface ThresholdSpace {
@@ -30,6 +31,8 @@ export const calibrateRequestSchema = z
     target: z.number().min(0).max(1),
     /** The model whose share is the target (default "large"). */
     model: z.string().min(1).default('large'),
+    /** The task whose validation problems the trials run (default the server's default task). */
+    task: taskRefSchema.optional(),
     /** Validation problems each trial runs (the set's first N). */
     problems: z.number().int().min(1).optional(),
     iterations: z.number().int().min(1).max(CALIBRATE_BOUNDS.maxIterations).optional(),

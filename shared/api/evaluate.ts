@@ -7,7 +7,8 @@ export const EVALUATE_BOUNDS = {
   defaultConcurrency: 4,
   /** Requests of one run in flight at once; also at most half the server's maxConcurrency, so live traffic keeps the other half. */
   maxConcurrency: 8,
-  defaultMaxTokens: 64,
+  /** The bundled word-problem answers take up to about 90 tokens (the empty think block included). */
+  defaultMaxTokens: 128,
   maxTokens: 256,
   /** Runs at once on one server, whatever their clients. */
   maxRuns: 2,
@@ -20,7 +21,7 @@ const params = z.record(z.string(), z.unknown());
 export const taskRefSchema = z.string().trim().min(1, 'name a bundled task or give a path to a task folder').max(1024);
 
 const runOptions = {
-  /** The task whose validation problems run (default: the bundled multiplication task). */
+  /** The task whose validation problems run (default: the bundled word-problems task). */
   task: taskRefSchema.optional(),
   /** Validation problems to run, the set's first N (default 100, at most the set's size). */
   problems: z.number().int().min(1).optional(),

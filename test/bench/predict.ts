@@ -5,7 +5,7 @@ import path from 'node:path';
 import { evaluateEventSchema, predictionCheckSchema, predictionSchema, type EvaluateEvent, type EvaluationResult } from '../../shared/api/evaluate.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { LIVE_MEMORY_MS, LIVE_SHARE } from '../../runtime/eval/evaluateDraft.ts';
-import { loadSplit } from '../../runtime/eval/splits.ts';
+import { DEFAULT_TASK, loadTask } from '../../runtime/eval/loadTask.ts';
 import { startServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { printTable, type Row } from '../../runtime/util/table.ts';
@@ -101,7 +101,9 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   console.error('loading the bundled models …');
   const service = await TokenRouterService.start(config);
   const server = await startServer(service, 0, '127.0.0.1');
-  const questions = loadSplit(config.modelsDir, 'validation').rows.map((p) => p.question);
+  const questions = loadTask(DEFAULT_TASK, config.modelsDir)
+    .split('validation')
+    .problems.map((p) => p.question);
   const rows: Row[] = [];
   const results: Record<string, unknown>[] = [];
   try {

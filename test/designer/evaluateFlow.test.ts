@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { EvaluateEvent, EvaluationResult, Prediction } from '../../shared/api/evaluate.ts';
 import type { IrDocument } from '../../shared/ir/irSchema.ts';
 import { ApiError, type EvaluateRun } from '../../designer/src/designer/api.ts';
-import { EvaluateFlow, type EvaluateServer } from '../../designer/src/designer/evaluateFlow.ts';
+import { DEFAULT_TASK, EvaluateFlow, type EvaluateServer } from '../../designer/src/designer/evaluateFlow.ts';
 
 const IR = { version: 1 } as unknown as IrDocument;
 
@@ -12,8 +12,8 @@ function result(runId: string, accuracy: number): EvaluationResult {
     runId,
     label: 'x',
     irKey: null,
-    task: 'multiplication',
-    grader: 'regex',
+    task: 'word-problems',
+    grader: 'final-number',
     problems: 4,
     correct: accuracy * 4,
     accuracy,
@@ -50,11 +50,15 @@ class FakeServer implements EvaluateServer {
   boundsAsked: string[] = [];
   async bounds(task: string) {
     this.boundsAsked.push(task);
-    if (task.startsWith('/bad')) throw new ApiError(`task: no bundled task "${task}" (bundled: multiplication) and no file or folder at ${task}`, 400);
+    if (task.startsWith('/bad'))
+      throw new ApiError(`task: no bundled task "${task}" (bundled: word-problems, multiplication) and no file or folder at ${task}`, 400);
     return {
       task,
-      tasks: [{ name: 'multiplication', grader: 'regex' }],
-      problems: task === 'multiplication' ? this.setSize : 7,
+      tasks: [
+        { name: 'word-problems', grader: 'final-number' },
+        { name: 'multiplication', grader: 'regex' },
+      ],
+      problems: task === DEFAULT_TASK ? this.setSize : 7,
       defaultProblems: 100,
       concurrency: 8,
     };
@@ -125,11 +129,16 @@ describe('EvaluateFlow', () => {
     const server = new FakeServer();
     const flow = new EvaluateFlow(server);
     await flow.loadBounds();
-    expect(flow.getState()).toMatchObject({ task: 'multiplication', tasks: [{ name: 'multiplication' }], maxProblems: 1000, taskByPath: false });
+    expect(flow.getState()).toMatchObject({
+      task: 'word-problems',
+      tasks: [{ name: 'word-problems' }, { name: 'multiplication' }],
+      maxProblems: 1000,
+      taskByPath: false,
+    });
     const first = flow.evaluateDraft(IR);
     server.runs[0].end({ type: 'result', result: result('run1', 0.5) });
     await first;
-    expect(server.runs[0].run.body).toMatchObject({ task: 'multiplication' });
+    expect(server.runs[0].run.body).toMatchObject({ task: 'word-problems' });
     expect(flow.getState().points).toHaveLength(1);
     await flow.setTask('/tasks/caps', true);
     expect(flow.getState()).toMatchObject({ task: '/tasks/caps', taskByPath: true, maxProblems: 7, problems: 7, points: [], result: null, status: 'idle' });
@@ -143,7 +152,7 @@ describe('EvaluateFlow', () => {
       maxProblems: null,
       message: expect.stringMatching(/^Task \/bad\/path: .*no file or folder at \/bad\/path/),
     });
-    expect(server.boundsAsked).toEqual(['multiplication', '/tasks/caps', '/bad/path']);
+    expect(server.boundsAsked).toEqual(['word-problems', '/tasks/caps', '/bad/path']);
   });
 
   it("runs at the concurrency it predicts for, within the server's bound, so the latencies are measured at the batch sizes predicted", async () => {

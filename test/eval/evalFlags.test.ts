@@ -18,7 +18,7 @@ describe('tokenrouter eval flags', () => {
 
   it('names a task that is not bundled and not on disk, and a split the task folder lacks', async () => {
     await expect(evalCommand(['--task', '/nonexistent/task'])).rejects.toThrow(
-      /no bundled task "\/nonexistent\/task" \(bundled: multiplication\) and no file or folder at \/nonexistent\/task/,
+      /no bundled task "\/nonexistent\/task" \(bundled: word-problems, multiplication\) and no file or folder at \/nonexistent\/task/,
     );
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-evaltask-'));
     fs.writeFileSync(path.join(dir, 'task.json'), JSON.stringify({ name: 'yes-no', grader: { kind: 'exact' } }));

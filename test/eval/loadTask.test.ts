@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chatOf, loadTask } from '../../runtime/eval/loadTask.ts';
+import { bundledTasks, chatOf, DEFAULT_TASK, loadTask } from '../../runtime/eval/loadTask.ts';
 import { loadSplit } from '../../runtime/eval/splits.ts';
 import { taskHeaderSchema, taskLineSchema } from '../../shared/task.ts';
 import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
@@ -94,7 +94,9 @@ describe('loadTask', () => {
   });
 
   it('names what is missing or malformed in the folder and its header', () => {
-    expect(() => loadTask(path.join(tmp, 'nowhere'), MODELS)).toThrow(/no bundled task ".*nowhere" \(bundled: multiplication\) and no file or folder at/);
+    expect(() => loadTask(path.join(tmp, 'nowhere'), MODELS)).toThrow(
+      /no bundled task ".*nowhere" \(bundled: word-problems, multiplication\) and no file or folder at/,
+    );
     expect(() => loadTask(folder({ 'validation.jsonl': [{ prompt: 'q', answer: 'a' }] }), MODELS)).toThrow(/has no task\.json/);
     expect(() => loadTask(folder({ 'task.json': header }), MODELS)).toThrow(/has neither validation\.jsonl nor heldout\.jsonl/);
     expect(() =>
@@ -103,6 +105,33 @@ describe('loadTask', () => {
     expect(() => loadTask(folder({ 'task.json': header, 'validation.jsonl': ['', ' '] }), MODELS)).toThrow(/validation\.jsonl: holds no problem/);
     const onlyHeldout = loadTask(folder({ 'task.json': header, 'heldout.jsonl': [{ prompt: 'q', answer: 'a' }] }), MODELS);
     expect(() => onlyHeldout.split('validation')).toThrow(/task "caps" \(.*\) has no validation split: no validation\.jsonl/);
+  });
+
+  it('defaults to the bundled word-problems folder, found from the package whatever the working directory', () => {
+    const cwd = process.cwd();
+    process.chdir(tmp);
+    try {
+      const t = loadTask(DEFAULT_TASK, 'nowhere');
+      expect(t).toMatchObject({ header: { name: 'word-problems', grader: { kind: 'final-number' } }, source: 'bundled' });
+      expect(t.splits()).toEqual(['validation', 'heldout']);
+      expect(t.split('validation').file).toBe(path.join(cwd, 'examples/tasks/word-problems/validation.jsonl'));
+      const [first] = t.split('validation').problems;
+      expect(t.grade(`Some steps.\nThe answer is ${first.answer}.`, first.answer)).toBe(true);
+      expect(t.grade(`Some steps.\nThe answer is ${Number(first.answer) + 1}.`, first.answer)).toBe(false);
+      expect(bundledTasks().map((h) => [h.name, h.grader.kind])).toEqual([
+        ['word-problems', 'final-number'],
+        ['multiplication', 'regex'],
+      ]);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('names the models folder when the multiplication task finds no split files there', () => {
+    const t = loadTask('multiplication', tmp);
+    expect(() => t.split('validation')).toThrow(
+      new RegExp(`task "multiplication" reads its problems from the models folder's split files, and ${tmp} has no validation\\.json`),
+    );
   });
 
   it('derives the bundled multiplication task from the bundled split files, problem for problem', () => {

@@ -1,4 +1,4 @@
-// Calibration on the bundled models: POST /admin/calibrate chooses R-Stitch's τ for a target share of tokens on large, and an evaluation at that τ gives a share near the target; `tokenrouter calibrate` prints it; bad requests name their field.
+// Calibration on the tiny fixture family and its multiplication task: POST /admin/calibrate chooses R-Stitch's τ for a target share of tokens on large, and an evaluation at that τ gives a share near the target; `tokenrouter calibrate` prints it; bad requests name their field.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -53,9 +53,9 @@ describe('calibrateThreshold (the search)', () => {
   });
 });
 
-describe('POST /admin/calibrate on the bundled models', () => {
+describe('POST /admin/calibrate on the fixture models', () => {
   it("chooses R-Stitch's τ for 20 % of tokens on large, and an evaluation at that τ gives a share near 20 %", async () => {
-    const res = await post('/admin/calibrate', { builtin: 'r-stitch', target: 0.2, problems: 12, iterations: 6 });
+    const res = await post('/admin/calibrate', { builtin: 'r-stitch', task: 'multiplication', target: 0.2, problems: 12, iterations: 6 });
     expect(res.status).toBe(200);
     const c = calibrateResponseSchema.parse(await res.json());
     expect(c.param).toBe('tau');
@@ -63,10 +63,10 @@ describe('POST /admin/calibrate on the bundled models', () => {
     expect(c.trials.length).toBeGreaterThanOrEqual(4);
     expect(Math.abs(c.share - 0.2)).toBeLessThan(0.05);
     // Checked on more problems than the trials ran (the set's first 32, of which the trials saw 12).
-    const check = await evaluate({ builtin: 'r-stitch', params: { tau: c.value }, problems: 32 });
+    const check = await evaluate({ builtin: 'r-stitch', task: 'multiplication', params: { tau: c.value }, problems: 32 });
     expect(Math.abs(check.tokenShare.large - 0.2), `share at τ ${c.value}: ${check.tokenShare.large}`).toBeLessThan(0.08);
     // The default τ is tuned for another share: calibration moved it.
-    const dflt = await evaluate({ builtin: 'r-stitch', problems: 32 });
+    const dflt = await evaluate({ builtin: 'r-stitch', task: 'multiplication', problems: 32 });
     expect(Math.abs(dflt.tokenShare.large - 0.2)).toBeGreaterThan(Math.abs(check.tokenShare.large - 0.2));
   }, 120_000);
 
@@ -90,7 +90,20 @@ describe('tokenrouter calibrate', () => {
     const out = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const child = spawn(
         process.execPath,
-        [path.join(ROOT, 'runtime/cli/tokenrouter.mjs'), 'calibrate', '--url', srv.url, '--target', '0.3', '--problems', '4', '--iterations', '3'],
+        [
+          path.join(ROOT, 'runtime/cli/tokenrouter.mjs'),
+          'calibrate',
+          '--url',
+          srv.url,
+          '--task',
+          'multiplication',
+          '--target',
+          '0.3',
+          '--problems',
+          '4',
+          '--iterations',
+          '3',
+        ],
         { stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let stdout = '';

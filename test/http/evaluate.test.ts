@@ -92,8 +92,11 @@ describe('the bounds of a run', () => {
     expect(big.message).toMatch(/has 1000 problems; ask for at most 1000/);
     // what the panel bounds its field by: the same set's size, and this server's most in flight
     expect(evaluateBoundsSchema.parse(await (await fetch(`${t.url}/admin/evaluate/bounds`)).json())).toEqual({
-      task: 'multiplication',
-      tasks: [{ name: 'multiplication', description: expect.any(String), grader: 'regex' }],
+      task: 'word-problems',
+      tasks: [
+        { name: 'word-problems', description: expect.any(String), grader: 'final-number' },
+        { name: 'multiplication', description: expect.any(String), grader: 'regex' },
+      ],
       problems: 1000,
       defaultProblems: 100,
       concurrency: Math.min(8, Math.floor(t.service.cluster.maxConcurrency / 2)),

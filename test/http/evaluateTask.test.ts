@@ -85,8 +85,10 @@ describe('evaluating a draft on a task file', () => {
     const r = await result(await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), task: dir, problems: N, concurrency: 3, maxTokens: MAX }));
     expect(r).toMatchObject({ task: 'digits-3-4', grader: 'regex', problems: N, correct: N / 2, accuracy: 0.5, failed: 0 });
     expect(r.tokenShare).toEqual({ small: 1 });
-    // the same answers under the bundled task's grader (after the last "=") are all wrong: the task decides the grade
-    const bundled = await result(await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), problems: N, concurrency: 3, maxTokens: MAX }));
+    // the same model's answers under the bundled multiplication task's grader (after the last "=") are all wrong: the task decides the grade
+    const bundled = await result(
+      await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), task: 'multiplication', problems: N, concurrency: 3, maxTokens: MAX }),
+    );
     expect(bundled).toMatchObject({ task: 'multiplication', grader: 'regex', correct: 0 });
   });
 
@@ -100,7 +102,7 @@ describe('evaluating a draft on a task file', () => {
     expect(await refused(await post(`${t.url}/admin/evaluate`, { ir: smallAloneIr(), task: missing }))).toMatchObject({
       code: 'invalid_request',
       param: 'task',
-      message: expect.stringContaining(`no bundled task "${missing}" (bundled: multiplication) and no file or folder at ${missing}`),
+      message: expect.stringContaining(`no bundled task "${missing}" (bundled: word-problems, multiplication) and no file or folder at ${missing}`),
     });
     const dir = writeTask('bad-line', { name: 'bad', grader: { kind: 'choice' } }, [
       { prompt: '1*2', answer: 'A' },

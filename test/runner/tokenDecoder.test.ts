@@ -68,6 +68,11 @@ describe('TokenDecoder', () => {
     expect(run(dec)).toEqual(run(full));
   });
 
+  it('decodes no ids as empty text, as an answer cut off before its first token has (the library refuses an empty array)', () => {
+    expect(dec.decode([])).toBe('');
+    expect(full.decode([])).toBe('');
+  });
+
   it('gives grammars the folder’s vocabulary', () => {
     const info = { name: 'qwen3-tiny', vocabSize: folder.config.vocabSize, eosTokenIds: folder.config.eosTokenIds };
     const v = engineVocabulary(dec, info);

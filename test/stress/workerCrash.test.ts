@@ -7,12 +7,13 @@ import { describe, expect, it } from 'vitest';
 import type { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer } from '../../runtime/http/createServer.ts';
-import { sampleQuestion } from '../../runtime/http/loadGenerator.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import { expectNothingLeft, leftovers, startRig, streamChat, until, type CrashableRunner } from '../reliability/harness.ts';
-import { TINY_FAMILY_DIR, tinyFamilyPresent } from '../support/tinyFamily.ts';
+import { TINY_FAMILY_DIR, tinyFamilyPresent, tinyQuestions } from '../support/tinyFamily.ts';
 
 const HAVE_ONNX = tinyFamilyPresent(['small', 'large']);
+/** Multiplication questions the fixture family (and the simulated runners' char vocabulary) reads. */
+const QUESTIONS = tinyQuestions(2000);
 
 interface Target {
   kind: string;
@@ -79,7 +80,7 @@ describe.each(HAVE_ONNX ? (['in-process', 'thread'] as const) : (['in-process'] 
             const model = ['large', 'r-stitch', 'small'][i % 3];
             const r = await streamChat(
               t.url,
-              { model, messages: [{ role: 'user', content: sampleQuestion(i * 1000 + k) }], max_tokens: 64, temperature: 0 },
+              { model, messages: [{ role: 'user', content: QUESTIONS[(i * 1000 + k) % QUESTIONS.length] }], max_tokens: 64, temperature: 0 },
               { hangUp: (_chunks, text) => (model === 'large' && text.length > 0 && midAnswer.add(i), false) },
             );
             midAnswer.delete(i);

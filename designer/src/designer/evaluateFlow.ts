@@ -25,7 +25,7 @@ export interface PlotPoint {
 }
 
 /** The task every run of the panel sends until another is picked. */
-export const DEFAULT_TASK = 'multiplication';
+export const DEFAULT_TASK = 'word-problems';
 
 export interface EvaluateState {
   status: 'idle' | 'running' | 'done' | 'cancelled' | 'error';
