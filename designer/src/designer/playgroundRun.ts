@@ -33,8 +33,9 @@ export interface PlaygroundState {
 export const INITIAL_PLAYGROUND: PlaygroundState = {
   status: 'idle',
   target: 'draft',
-  prompt: '347*26',
-  maxTokens: 64,
+  // a word problem like the bundled models' task; their answers run to about 90 tokens
+  prompt: 'Nora has 4 boxes of pencils. Each box holds 36 pencils. She gives 25 pencils to a friend. How many pencils does Nora have left?',
+  maxTokens: 128,
   tokens: [],
   text: '',
   finish: null,
