@@ -7,10 +7,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { ARTIFACTS, ROOT, launch, openDesigner } from './timelineHarness.ts';
 import { startTestServer } from '../http/testService.ts';
+import { EVALUATE_BOUNDS } from '../../shared/api/evaluate.ts';
 
 const N = 8;
 /** What the panel asks for when it names no limit (EVALUATE_BOUNDS.defaultMaxTokens): small's answers are read this long. */
-const MAX_TOKENS = 64;
+const MAX_TOKENS = EVALUATE_BOUNDS.defaultMaxTokens;
 
 /** A graph that keeps every token on small: its answers are small's, which the chat API gives too. */
 const SMALL_ALONE = {
@@ -58,9 +59,9 @@ async function main(): Promise<void> {
     await page.evaluate((g) => window.__designer!.store.importJson(JSON.stringify(g)), SMALL_ALONE);
     await page.waitForFunction(() => window.__designer!.graph().name === 'small-alone' && window.__designer!.errors().length === 0);
     await page.click('[data-testid="tab-evaluate"]');
-    // the bundled task first, with its validation set's size
+    // the default bundled task first, with its validation set's size
     await page.waitForFunction(() => document.querySelector('[data-testid="ev-problems"]')?.getAttribute('max') === '1000');
-    assert.equal(await page.locator('[data-testid="ev-task"]').inputValue(), 'multiplication');
+    assert.equal(await page.locator('[data-testid="ev-task"]').inputValue(), 'word-problems');
 
     // A path that holds no task says so at once.
     await page.selectOption('[data-testid="ev-task"]', { label: 'task folder on the server…' });
