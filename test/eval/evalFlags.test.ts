@@ -1,4 +1,4 @@
-// tokenrouter eval refuses a bad task, split, plan or --choose before it loads any model, naming what it takes.
+// tokenrouter eval refuses a bad task, split, plan or --choose before it loads any model, naming what it takes; by default it runs the bundled family on the word-problems task.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,12 +43,55 @@ describe('tokenrouter eval flags', () => {
     const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void said.push(a.join(' ')));
     const json = path.join(dir, 'out.json');
     try {
-      expect(await evalCommand(['--models', dir, '--split', 'validation', '--problems', '1', '--only', 'small-only', '--json', json, '--out', dir])).toBe(0);
+      expect(
+        await evalCommand([
+          '--models',
+          dir,
+          '--task',
+          'multiplication',
+          '--split',
+          'validation',
+          '--problems',
+          '1',
+          '--only',
+          'small-only',
+          '--json',
+          json,
+          '--out',
+          dir,
+        ]),
+      ).toBe(0);
     } finally {
       err.mockRestore();
     }
     expect(said.join('\n')).toMatch(/skipping \d+ router-head points: .* ships no citer, r2r, colm head \(has: none\)/);
     expect(fs.readFileSync(json, 'utf8')).toMatch(/small-only/);
+    fs.rmSync(dir, { recursive: true });
+  }, 120_000);
+
+  it('by default evaluates the bundled word-problem family on the word-problems held-out split, with room for its answers', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-evaldefault-'));
+    const json = path.join(dir, 'out.json');
+    const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+    try {
+      expect(await evalCommand(['--problems', '2', '--only', 'small-only', '--json', json, '--out', dir])).toBe(0);
+    } finally {
+      err.mockRestore();
+    }
+    const out = JSON.parse(fs.readFileSync(json, 'utf8')) as { settings: Record<string, unknown>; results: { entries: { name: string; problems: number }[] } };
+    expect(out.settings).toMatchObject({
+      task: 'word-problems',
+      task_source: 'bundled',
+      grader: { kind: 'final-number' },
+      split: 'heldout',
+      split_size: 2000,
+      split_file: 'examples/tasks/word-problems/heldout.jsonl',
+      maxTokens: 128,
+    });
+    expect(out.results.entries.map((e) => [e.name, e.problems])).toEqual([
+      ['small-only', 2],
+      ['large-only', 2],
+    ]);
     fs.rmSync(dir, { recursive: true });
   }, 120_000);
 });
