@@ -371,7 +371,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     warmup_requests: warmup,
     max_tokens: maxTokens,
     eos: ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural (EOS ends a row, uncommitted, as in the engine)',
-    prompt: 'chat "<a>*<b>=" (benchPrompt(i), i = 0 … requests−1), rendered by the chat template; the same ids on both sides',
+    prompt: 'chat of a validation word problem (benchPrompt(i), i = 0 … requests−1), rendered by the chat template; the same ids on both sides',
     sampling: 'temperature 0, seed i (the load generator’s request); no wants (single model: no top-k, hidden or heads)',
     offline: {
       loop: `${batching} batching, batch ${concurrency}: ${batching === 'static' ? `prefill ${concurrency} prompts in one step, decode until every row ended (EOS or max tokens), then the next ${concurrency}; no refill` : 'every step feeds all live rows; a slot freed by a finished row takes the next prompt (its prefill) in the next step'}`,

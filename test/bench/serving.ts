@@ -107,7 +107,7 @@ function describeSettings(s: ServingSuiteSettings, serving: ServingDefaults, set
     calibration_requests: s.calibrationRequests,
     max_tokens: s.maxTokens,
     eos: s.ignoreEos ? 'ignore_eos (every request runs to max_tokens)' : 'natural (the model stops when it answers)',
-    prompt: 'chat "Q: <a>*<b>=\\nA: " — the bundled multiplication task (sampleQuestion(i))',
+    prompt: "chat of one word problem of the default task's validation split (benchPrompt(i))",
     temperature: 0,
     tokenrouter_mode: `async-delayed, retainState true, thresholds ${s.method === 'model' ? 'from the throughput model (P, C and L_i(b) calibrated by one run with thresholds 1; entry lane fixed at 1)' : 'from a sweep of the large lane (others 1)'}`,
     baseline_mode: 'step-sync, retainState false (every return re-admitted and re-prefilled)',

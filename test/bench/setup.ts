@@ -78,7 +78,8 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
   // the server's default config over the bundled models: engines in threads beside their models
   const service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, models: [{ name: 'small' }, { name: 'large' }] }), {});
   const cases = models.flatMap((model) => [
-    { model, prompts: 'distinct', prompt: (i: number, r: number) => benchPrompt(1_000_000 * (r + 1) + models.indexOf(model) * requests + i) },
+    // benchPrompt cycles through 500 problems: the tag (round, model, request) keeps every chat of the run distinct
+    { model, prompts: 'distinct', prompt: (i: number, r: number) => `${benchPrompt(i)} (${r + 1}.${models.indexOf(model)}.${i})` },
     { model, prompts: 'repeated', prompt: () => benchPrompt(7) },
   ]);
   const byCase = cases.map(() => ({ medians: [] as number[], means: [] as number[], p90s: [] as number[], cpus: [] as number[], phases: [] as Phases[] }));
@@ -139,7 +140,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       'TokenRouterService with the default config over the bundled small and large models (engines in threads beside their ONNX models), no HTTP listener',
     path: 'JSON.parse of the body text, zod parse (chatRequestSchema), planRequest (chat template, token checks, sampling), service.generate (algorithm resolved, admission, request actor, arrival posted to its engine); the request is cancelled after its timing, outside it',
     prompts:
-      'distinct: a chat "<a>*<b>=" never asked before in the run (the chat-prompt cache misses); repeated: one conversation asked again and again (it hits)',
+      'distinct: a word problem tagged with its round, model and index, never asked before in the run (the chat-prompt cache misses); repeated: one conversation asked again and again (it hits)',
     request: 'stream true, max_tokens 64, temperature 0',
     warmup: 'up to 300 untimed requests per case first',
     median_us:

@@ -198,7 +198,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     requests_per_run: requests,
     rounds: `${rounds} (the two sides alternate, the first swapped every round; figures are medians over rounds)`,
     max_tokens: maxTokens,
-    prompt: 'chat "<a>*<b>=" (benchPrompt(i), i = 0 … requests−1) rendered by the server’s chat template; the same token ids on both sides',
+    prompt: 'chat of a validation word problem (benchPrompt(i), i = 0 … requests−1) rendered by the server’s chat template; the same token ids on both sides',
     transformers_js: {
       package: `@huggingface/transformers ${transformersVersion()}`,
       call: `AutoModelForCausalLM.from_pretrained(<bundled folder>, { dtype: 'fp32', device: 'cpu' }) (its defaults otherwise: ONNX Runtime's own thread count); generate({ input_ids, attention_mask, max_new_tokens: ${maxTokens}, min_new_tokens: ${maxTokens}, do_sample: false }) on ${concurrency} left-padded prompts per call, one call after another`,
