@@ -6,7 +6,7 @@ The corpus comes from Node (the serving runner's own Qwen3 tokenizer and chat te
 Then, with Debian's python3-torch (1.13; the product never needs Python) and libopenblas0-pthread
 (Debian's torch uses the system BLAS: the generic one ran a 1024^2 matmul at 5.5 GFLOPS, OpenBLAS at 49):
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py train small      # TR_STEPS, TR_BS, TR_LR, TR_SHAPE, TR_PRECISION override; resumes from ckpt/small.state.pt
-    nice -n 15 /usr/bin/python3 examples/training/trainFamily.py eval small 300   # greedy exact match on validation
+    nice -n 15 /usr/bin/python3 examples/training/trainFamily.py eval small 300   # greedy exact match on validation (add `heldout` for the held-out split)
     nice -n 15 /usr/bin/python3 examples/training/trainFamily.py weights small    # weights + reference logits from ckpt/small.pt
     npx tsx examples/training/exportFamily.ts --name small                        # HF / Optimum folder
 Why a compact vocabulary: the corpus uses a few hundred of Qwen3's 151,936 tokens. Training runs over
@@ -353,12 +353,14 @@ def write_weights(name, model):
               open(os.path.join(OUT, 'weights', f'{name}.json'), 'w'), indent=1)
 
 
-def evaluate(name, n):
+def evaluate(name, n, split):
+    if split not in ('validation', 'heldout'):
+        sys.exit(f'the split must be validation or heldout, got {split!r}')
     vocab = load_vocab()
     model = load_model(name, vocab)
     t0 = time.time()
-    acc, samples = exact_match(model, load_rows('validation'), vocab, n)
-    print(json.dumps({'name': name, 'validation_n': n, 'exact_match': acc, 'seconds': round(time.time() - t0, 1), 'samples': samples[:2]}))
+    acc, samples = exact_match(model, load_rows(split), vocab, n)
+    print(json.dumps({'name': name, 'split': split, 'n': n, 'exact_match': acc, 'seconds': round(time.time() - t0, 1), 'samples': samples[:2]}))
 
 
 if __name__ == '__main__':
@@ -368,7 +370,7 @@ if __name__ == '__main__':
     if cmd == 'train':
         train(name)
     elif cmd == 'eval':
-        evaluate(name, int(sys.argv[3]) if len(sys.argv) > 3 else 300)
+        evaluate(name, int(sys.argv[3]) if len(sys.argv) > 3 else 300, sys.argv[4] if len(sys.argv) > 4 else 'validation')
     elif cmd == 'weights':
         write_weights(name, load_model(name, load_vocab()))
         reference(name)
