@@ -1,4 +1,4 @@
-// Every request example in the README and docs/api.md, run against the models they were written for (the tiny fixture family's multiplication): each curl block's answer must contain the JSON block shown after it, and the client example must print the text shown.
+// Every request example in the README and docs/api.md, run against the models they were written for (the bundled word-problem family): each curl block's answer must contain the JSON block shown after it, and the client example must print the text shown.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer, type RunningServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
-import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const README_URL = 'http://127.0.0.1:8080';
@@ -50,7 +49,7 @@ let service: TokenRouterService;
 let srv: RunningServer;
 
 beforeAll(async () => {
-  const config = { ...loadServerConfig(undefined), port: 0, dataDir: path.join(tmp, 'data'), modelsDir: TINY_FAMILY_DIR };
+  const config = { ...loadServerConfig(undefined), port: 0, dataDir: path.join(tmp, 'data'), modelsDir: path.join(ROOT, 'examples/models') };
   service = await TokenRouterService.start(config);
   srv = await startServer(service, 0, '127.0.0.1');
 }, 120_000);
