@@ -1,4 +1,4 @@
-// E2E: one colour per model on both pages, from the server's model order, on the tiny fixture family's ONNX models as npm start serves them (each engine in its own thread).
+// E2E: one colour per model on both pages, from the server's model order, on the bundled word-problem family as npm start serves it (each engine in its own thread).
 // Run: npx tsx test/e2e/model-colours.e2e.ts   (builds the web app first; screenshots in test-artifacts/model-colours-*.png)
 import { execSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -8,7 +8,6 @@ import { parseServerConfig } from '../../runtime/config/serverConfig.ts';
 import { startServer } from '../../runtime/http/createServer.ts';
 import { TokenRouterService } from '../../runtime/http/tokenRouterService.ts';
 import type { TimelineHook } from '../../designer/src/timeline/testHook.ts';
-import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 import { artifactPath, Checks, launch, newPage, openDesigner, ROOT } from './timelineHarness.ts';
 
 declare global {
@@ -22,7 +21,7 @@ const checks = new Checks();
 async function main(): Promise<void> {
   execSync('npm run build:web', { cwd: ROOT, stdio: 'ignore' });
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-colours-'));
-  const service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: TINY_FAMILY_DIR }));
+  const service = await TokenRouterService.start(parseServerConfig({ port: 0, dataDir, modelsDir: path.join(ROOT, 'examples/models') }));
   const srv = await startServer(service, 0, '127.0.0.1');
   const browser = await launch();
   try {
@@ -31,7 +30,10 @@ async function main(): Promise<void> {
     const { page: designer, errors: dErrors } = await openDesigner(browser, srv.url);
     await designer.click('[data-testid="tab-playground"]');
     await designer.selectOption('[data-testid="playground-target"]', 'r-stitch');
-    await designer.fill('[data-testid="playground-prompt"]', '347*26');
+    await designer.fill(
+      '[data-testid="playground-prompt"]',
+      'Every day Ava collects 18 stamps. After 6 days she uses 24 of them for a project. How many stamps does she still have?',
+    );
     await designer.click('[data-testid="playground-run"]');
     await designer.waitForFunction(() => ['done', 'error'].includes(window.__designer!.playground().status), undefined, { timeout: 60_000 });
     const inDesigner = new Map(
@@ -40,6 +42,18 @@ async function main(): Promise<void> {
       ),
     );
     checks.check('the playground shows tokens of small and large', inDesigner.has('small') && inDesigner.has('large'), [...inDesigner]);
+    // R-Stitch hands the uncertain tokens to large: in a word problem those are the numbers, the prose stays on small.
+    const tokens = await designer.$$eval('[data-testid="pg-token"]', (els) =>
+      els.map((e) => ({ model: e.getAttribute('data-model'), text: e.textContent ?? '' })),
+    );
+    const digitShare = (m: string) => {
+      const of = tokens.filter((t) => t.model === m);
+      return of.filter((t) => /\d/.test(t.text)).length / Math.max(1, of.length);
+    };
+    checks.check('large writes mostly digits and small mostly prose', digitShare('large') >= 0.5 && digitShare('small') < 0.5, {
+      large: tokens.filter((t) => t.model === 'large').map((t) => t.text),
+      smallDigitShare: digitShare('small'),
+    });
     await designer.screenshot({ path: artifactPath('model-colours-designer.png') });
 
     // Timeline on the same server: lanes in the server's model order, medium included though it ran nothing.
