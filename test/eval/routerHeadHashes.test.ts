@@ -8,7 +8,7 @@ import { TINY_FAMILY_DIR } from '../support/tinyFamily.ts';
 const MODELS = TINY_FAMILY_DIR;
 const readme = fs.readFileSync(path.join(MODELS, 'README.md'), 'utf8');
 /** Rows `| \`small/routers/x.onnx\` | \`<sha256>\` |` of the README's hash table. */
-const recorded = [...readme.matchAll(/^\| `([^`]+)` \| `([0-9a-f]{64})` \|/gm)].map((m) => ({ file: m[1], sha: m[2] }));
+const recorded = [...readme.matchAll(/^\| `([^`]+)` *\| `([0-9a-f]{64})` *\|/gm)].map((m) => ({ file: m[1], sha: m[2] }));
 const sha256 = (f: string) =>
   crypto
     .createHash('sha256')
