@@ -81,7 +81,8 @@ describe('loadgen cli flags', () => {
   }, 30_000);
 
   it("a child process sends the few-shot chats when asked, and its times land on this process's clock", async () => {
-    const srv = await startTestServer({ latency: { small: 1, large: 2 } });
+    // a few-shot chat of three worked word problems is ~500–700 characters in the char vocabulary
+    const srv = await startTestServer({ latency: { small: 1, large: 2 }, maxContext: 1024 });
     try {
       const load = { baseUrl: srv.url, model: 'small', concurrency: 2, requests: 4, warmup: 0, maxTokens: 2 };
       const t0 = performance.now();

@@ -21,6 +21,8 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Probability that a sampled token is EOS (ends a request early); default 0. */
   eosRate?: number;
+  /** Each simulated model's context window; default 256. */
+  maxContext?: number;
   /** The service's tokenizer; default the bundled models' char vocabulary and chat template. */
   tokenizer?: TextTokenizer;
   /** A trace reader from the start, as a live-feed client (the server keeps its trace window either way). */
@@ -38,13 +40,13 @@ export interface TestServer {
 
 /**
  * Digits-and-symbols tokens with entropy from the context hash, so R-Stitch really switches. */
-function runner(name: string, stepMs: number, eosRate: number): SimRunner {
+function runner(name: string, stepMs: number, eosRate: number, maxContext: number): SimRunner {
   const salt = name.length * 7919;
   return new SimRunner({
     name,
     vocabSize: VOCAB.length,
     eosTokenIds: [2],
-    maxContext: 256,
+    maxContext,
     kvBytesPerToken: 4096,
     latency: () => stepMs,
     next: (ctx) => {
@@ -62,7 +64,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const lat = { small: 2, large: 5, medium: 3, ...opts.latency };
   // modelsDir: the bundled task's split files an evaluation reads, in the char vocabulary these runners speak
   const config: ServerConfig = parseServerConfig({ port: 0, dataDir, memory: { budgetMiB: 64 }, modelsDir: TINY_FAMILY_DIR, ...opts.config });
-  const runners = new Map(config.models.map((m) => [m.name, runner(m.name, lat[m.name as 'small'] ?? 3, opts.eosRate ?? 0)]));
+  const runners = new Map(config.models.map((m) => [m.name, runner(m.name, lat[m.name as 'small'] ?? 3, opts.eosRate ?? 0, opts.maxContext ?? 256)]));
   const service = await TokenRouterService.start(config, { runners: new Map(runners), tokenizer: opts.tokenizer ?? charTokenizer() });
   if (opts.traced) service.trace.subscribe(() => {});
   const server = await startServer(service, 0, '127.0.0.1');
