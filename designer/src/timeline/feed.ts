@@ -47,8 +47,8 @@ export interface LoadResult {
   message: string;
 }
 
-/** Asks the server to generate load (8 concurrent, 32 requests, 64 tokens each). */
-export async function generateLoad(body = { concurrency: 8, requests: 32, maxTokens: 64 }): Promise<LoadResult> {
+/** Asks the server to generate load (8 concurrent, 32 requests, up to 128 tokens each: a bundled word-problem answer is 41–84 tokens after its think block). */
+export async function generateLoad(body = { concurrency: 8, requests: 32, maxTokens: 128 }): Promise<LoadResult> {
   const token = adminToken();
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
