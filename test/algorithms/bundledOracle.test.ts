@@ -10,6 +10,7 @@ import { WorkerRunner } from '../../runtime/runner/workerRunner.ts';
 import { ThreadEngine } from '../../runtime/transport/threadEngine.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
 import { heldoutQuestions, modelDir } from '../runner/helpers.ts';
+import { expectClusterMatchesOracle } from '../support/clusterAgainstOracle.ts';
 
 const NAMES = ['small', 'medium', 'large'] as const;
 const PROMPTS = 12;
@@ -33,30 +34,9 @@ describe.each(SETTINGS)('$name on the bundled models, sampled $sampled', ({ name
   it(`commits what the sequential oracle commits on ${PROMPTS} held-out problems, token for token and model for model`, async () => {
     const algorithm = builtinFactory(name)();
     const sampling = (i: number) => (sampled ? { temperature: 0.7, seed: 1000 + i } : { temperature: 0 });
-    const cluster = new Cluster({
-      clock: createRealClock(),
-      mode: 'async-delayed',
-      retainState: true,
-      maxConcurrency: 8,
-      checkInvariants: true,
-      models: algorithm.models.map((m) => ({ name: m, runner: runners[m] })),
-    });
-    // All at once: batched steps, requests away at peers, returns joining running batches.
-    const served = await Promise.all(
-      prompts.map((prompt, i) => cluster.submit({ id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done),
-    );
-    let handoffs = 0;
-    for (const [i, prompt] of prompts.entries()) {
-      const oracle = await runOracle(algorithm, runners, { id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
-      expect(served[i].status).toBe('done');
-      expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
-      expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
-      expect(served[i].handoffs).toBe(oracle.handoffs);
-      handoffs += oracle.handoffs;
-    }
+    const handoffs = await expectClusterMatchesOracle({ name, algorithm, runners, prompts, maxTokens: MAX_TOKENS, sampling });
     // The comparison means something only if the models actually switched.
     expect(handoffs).toBeGreaterThan(PROMPTS);
-    for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
   }, 60_000);
 });
 

@@ -2,14 +2,12 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinFactory } from '../../examples/algorithms/index.ts';
-import { createRealClock } from '../../runtime/clock/clock.ts';
-import { Cluster } from '../../runtime/entry/cluster.ts';
 import { chatOf, DEFAULT_TASK, loadTask } from '../../runtime/eval/loadTask.ts';
 import { loadModelFolder } from '../../runtime/runner/modelFolder.ts';
 import { BUNDLED_MODELS_DIR } from '../../runtime/runner/onnxAccuracy.ts';
 import { OnnxRunner } from '../../runtime/runner/onnxRunner.ts';
 import { TextTokenizer } from '../../runtime/runner/tokenizer.ts';
-import { runOracle } from '../support/sequentialOracle.ts';
+import { expectClusterMatchesOracle } from '../support/clusterAgainstOracle.ts';
 
 const NAMES = ['small', 'medium', 'large'] as const;
 const PROMPTS = 4;
@@ -41,29 +39,9 @@ describe.each(ALGORITHMS.flatMap((name) => [false, true].map((sampled) => ({ nam
     it(`commits what the sequential oracle commits on ${PROMPTS} validation problems, token for token and model for model`, async () => {
       const algorithm = builtinFactory(name)();
       const sampling = (i: number) => (sampled ? { temperature: 0.7, seed: 4000 + i } : { temperature: 0 });
-      const cluster = new Cluster({
-        clock: createRealClock(),
-        mode: 'async-delayed',
-        retainState: true,
-        maxConcurrency: 8,
-        checkInvariants: true,
-        models: algorithm.models.map((m) => ({ name: m, runner: runners[m] })),
-      });
-      const served = await Promise.all(
-        prompts.map((prompt, i) => cluster.submit({ id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done),
-      );
-      let handoffs = 0;
-      for (const [i, prompt] of prompts.entries()) {
-        const oracle = await runOracle(algorithm, runners, { id: `${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
-        expect(served[i].status, served[i].error?.message).toBe('done');
-        expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
-        expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
-        expect(served[i].handoffs).toBe(oracle.handoffs);
-        handoffs += oracle.handoffs;
-      }
+      const handoffs = await expectClusterMatchesOracle({ name, algorithm, runners, prompts, maxTokens: MAX_TOKENS, sampling });
       // The comparison means something only if the models actually switched.
       expect(handoffs).toBeGreaterThan(0);
-      for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
     }, 120_000);
   },
 );
