@@ -216,57 +216,34 @@ export class OnnxRunner implements ModelRunner {
       if (r.position === 0) this.kv.begin(r.cacheId, r.sampling.penalties !== undefined);
     }
     const entries = rows.map((r) => this.kv.caches.get(r.cacheId)!);
-    const split = splitFeeds(rows);
-    if (split) {
-      // the decode rows first: their batch is usually the last step's, reused as is
-      const d = await this.passOver(
-        split.decode.map((i) => rows[i]),
-        split.decode.map((i) => entries[i]),
+    const groups = splitFeeds(rows);
+    const signals = new Array<TokenSignals>(rows.length);
+    const passes: StepPass[] = [];
+    let modelMs = 0;
+    for (const group of groups) {
+      const groupRows = group.map((i) => rows[i]);
+      const out = await this.passOver(
+        groupRows,
+        group.map((i) => entries[i]),
       );
-      const m = await this.passOver(
-        split.multi.map((i) => rows[i]),
-        split.multi.map((i) => entries[i]),
-      );
-      const signals = new Array<TokenSignals>(rows.length);
-      split.decode.forEach((i, k) => (signals[i] = d.out.signals[k]!));
-      split.multi.forEach((i, k) => (signals[i] = m.out.signals[k]!));
-      this.stats.steps++;
-      this.stats.splits++;
-      return {
-        rows: signals,
-        modelMs: d.out.modelMs + m.out.modelMs,
-        passes: [
-          pass(
-            split.decode.map((i) => rows[i]),
-            d.out.modelMs,
-          ),
-          pass(
-            split.multi.map((i) => rows[i]),
-            m.out.modelMs,
-          ),
-        ],
-      };
+      group.forEach((i, k) => (signals[i] = out.signals[k]!));
+      passes.push(pass(groupRows, out.modelMs));
+      modelMs += out.modelMs;
     }
-    const { out } = await this.passOver(rows, entries);
     this.stats.steps++;
-    return { rows: out.signals as TokenSignals[], modelMs: out.modelMs, passes: [pass(rows, out.modelMs)] };
+    if (groups.length > 1) this.stats.splits++;
+    return { rows: signals, modelMs, passes };
   }
 
   /** One pass of `rows` over their batch (BatchKvStore.place). */
-  private async passOver(
-    rows: readonly StepRow[],
-    entries: CacheEntry[],
-  ): Promise<{ out: { signals: (TokenSignals | undefined)[]; modelMs: number }; order: number[] }> {
+  private passOver(rows: readonly StepRow[], entries: CacheEntry[]): Promise<{ signals: (TokenSignals | undefined)[]; modelMs: number }> {
     const order = this.kv.place(rows, entries, Math.max(...rows.map((r) => r.tokens.length)));
-    return {
-      out: await this.forward(
-        rows,
-        entries,
-        order,
-        rows.map((r) => r.tokens),
-      ),
+    return this.forward(
+      rows,
+      entries,
       order,
-    };
+      rows.map((r) => r.tokens),
+    );
   }
 
   /**

@@ -13,14 +13,32 @@ const feeds = (...lengths: number[]) => lengths.map((n) => ({ tokens: new Array<
 
 describe('splitFeeds', () => {
   it.each([
-    { lengths: [1, 1, 1], split: null, why: 'decode only' },
-    { lengths: [20, 18], split: null, why: 'prefills only' },
-    { lengths: [20, 1, 1, 1, 1, 1, 1, 1], split: { decode: [1, 2, 3, 4, 5, 6, 7], multi: [0] }, why: '160 slots mixed, 43 apart' },
-    { lengths: [1, 1, 6], split: null, why: 'a short extend beside two decodes: 18 mixed, 24 apart' },
-    { lengths: [1, 30, 1, 25], split: { decode: [0, 2], multi: [1, 3] }, why: 'order kept within each group' },
-    { lengths: [1, 3], split: null, why: 'padding saved is less than a pass' },
-  ])('$why', ({ lengths, split }) => {
-    expect(splitFeeds(feeds(...lengths))).toEqual(split);
+    { lengths: [1, 1, 1], passes: [[0, 1, 2]], why: 'decode only' },
+    { lengths: [20, 18], passes: [[0, 1]], why: 'prefills of about one length' },
+    { lengths: [20, 1, 1, 1, 1, 1, 1, 1], passes: [[1, 2, 3, 4, 5, 6, 7], [0]], why: '160 slots in one pass, 43 in two' },
+    { lengths: [1, 1, 6], passes: [[0, 1, 2]], why: 'a short extend beside two decodes: 18 slots in one pass, 24 in two' },
+    {
+      lengths: [1, 30, 1, 25],
+      passes: [
+        [0, 2],
+        [1, 3],
+      ],
+      why: 'order kept within each pass',
+    },
+    { lengths: [1, 3], passes: [[0, 1]], why: 'padding saved is less than a pass' },
+    { lengths: [3, 40, 8, 12, 9], passes: [[0, 2, 3, 4], [1]], why: 'a long catch-up apart from four short ones: 200 slots in one pass, 88 in two' },
+    {
+      lengths: [1, 64, 1, 24, 20, 60],
+      passes: [
+        [0, 2],
+        [3, 4],
+        [1, 5],
+      ],
+      why: 'three lengths, three passes',
+    },
+    { lengths: [], passes: [], why: 'no rows' },
+  ])('$why', ({ lengths, passes }) => {
+    expect(splitFeeds(feeds(...lengths))).toEqual(passes);
   });
 });
 
