@@ -61,17 +61,21 @@ const median = (xs: readonly number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-/** Feeds of one decode step: one new token per row after `ctx - 1` cached. */
-function stepFeeds(a: DecoderArch, batch: number, ctx: number, keep: boolean): Record<string, ort.Tensor> {
-  const past = ctx - 1;
+/** Feeds of one step: `fed` new tokens per row (1: a decode step) after `ctx - fed` cached. */
+function stepFeeds(a: DecoderArch, batch: number, ctx: number, keep: boolean, fed = 1): Record<string, ort.Tensor> {
+  const past = ctx - fed;
   const feeds: Record<string, ort.Tensor> = {
     input_ids: new ort.Tensor(
       'int64',
-      BigInt64Array.from({ length: batch }, (_, i) => BigInt((i * 7919) % a.vocabSize)),
-      [batch, 1],
+      BigInt64Array.from({ length: batch * fed }, (_, i) => BigInt((i * 7919) % a.vocabSize)),
+      [batch, fed],
     ),
     attention_mask: new ort.Tensor('int64', new BigInt64Array(batch * ctx).fill(1n), [batch, ctx]),
-    position_ids: new ort.Tensor('int64', new BigInt64Array(batch).fill(BigInt(past)), [batch, 1]),
+    position_ids: new ort.Tensor(
+      'int64',
+      BigInt64Array.from({ length: batch * fed }, (_, i) => BigInt(past + (i % fed))),
+      [batch, fed],
+    ),
   };
   if (keep) feeds.num_logits_to_keep = new ort.Tensor('int64', BigInt64Array.of(1n), []);
   const kv = new Float32Array(batch * a.numKvHeads * past * a.headDim);
@@ -82,9 +86,13 @@ function stepFeeds(a: DecoderArch, batch: number, ctx: number, keep: boolean): R
   return feeds;
 }
 
+/** Tokens the prefill pass feeds (one row), to time a token fed beyond a step's fixed cost. */
+export const PREFILL_TOKENS = 64;
+
 /**
- * Each batch's step time, the batches taken in turn round after round (so a burst of load from other
- * processes falls on all of them alike): median and minimum over `reps` rounds after two warm-up rounds.
+ * Each batch's decode step time, and one row's prefill of PREFILL_TOKENS, taken in turn round after
+ * round (so a burst of load from other processes falls on all of them alike): median and minimum
+ * over `reps` rounds after two warm-up rounds. The prefill's times are under key 0.
  */
 async function stepTimes(
   session: ort.InferenceSession,
@@ -95,7 +103,8 @@ async function stepTimes(
   reps: number,
   keep: boolean,
 ): Promise<{ median: Record<number, number>; min: Record<number, number> }> {
-  const feeds = batches.map((b) => stepFeeds(a, b, ctx, keep));
+  const feeds = [...batches.map((b) => stepFeeds(a, b, ctx, keep)), stepFeeds(a, 1, ctx, keep, PREFILL_TOKENS)];
+  batches = [...batches, 0];
   const times = batches.map(() => [] as number[]);
   for (let r = 0; r < reps + 2; r++) {
     for (let i = 0; i < batches.length; i++) {
@@ -128,6 +137,11 @@ export function parseVocab(text: string): VocabSpec {
 /** `rows` ids spread over [0, V) (which ids does not change the cost). */
 const spreadIds = (V: number, rows: number): number[] => Array.from({ length: rows }, (_, i) => Math.floor((i * V) / rows));
 
+/** One prefill token's cost beyond a step's fixed cost: the prefill pass less the B=`b1` decode step, per token past the first. */
+export function prefillTokenMs(r: Pick<CostRow, 'ms'>, b1: number): number {
+  return (r.ms[0] - r.ms[b1]) / (PREFILL_TOKENS - 1);
+}
+
 export interface CostRow {
   size: string;
   vocab: string;
@@ -135,6 +149,7 @@ export interface CostRow {
   /** The model.onnx file's size. */
   fileMB: number;
   threads: number;
+  /** Median step ms by batch; key 0: one row's prefill of PREFILL_TOKENS. */
   ms: Record<number, number>;
   minMs: Record<number, number>;
 }
@@ -205,10 +220,13 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (const v of list)
       if (!(Number.isInteger(v) && v > 0)) throw new TokenRouterError('invalid_request', `--${k} must hold positive integers (got ${v})`, k);
   }
+  if (ctx <= PREFILL_TOKENS)
+    throw new TokenRouterError('invalid_request', `--ctx must exceed the ${PREFILL_TOKENS} tokens the prefill pass feeds (got ${ctx})`, 'ctx');
   const b1 = batches[0];
+  const bTop = batches.includes(8) ? 8 : batches[batches.length - 1];
   const rows = await measureBatchCost(sizes, vocabs, batches, threads, ctx, reps, storage, (r) => {
     process.stderr.write(
-      `batch-cost ${r.size} V=${r.vocab} threads=${r.threads}: ${batches.map((b) => `B${b} ${r.ms[b].toFixed(2)} (min ${r.minMs[b].toFixed(2)}) ms`).join(', ')}\n`,
+      `batch-cost ${r.size} V=${r.vocab} threads=${r.threads}: ${batches.map((b) => `B${b} ${r.ms[b].toFixed(2)} (min ${r.minMs[b].toFixed(2)}) ms`).join(', ')}, prefill ${PREFILL_TOKENS} ${r.ms[0].toFixed(2)} ms\n`,
     );
   });
   const table: Row[] = rows.map((r) => {
@@ -216,6 +234,9 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
     for (const b of batches) row[`B=${b} ms`] = r.ms[b].toFixed(2);
     for (const b of batches.slice(1)) row[`B=${b} / B=${b1}`] = (r.ms[b] / r.ms[b1]).toFixed(2);
     for (const b of batches.slice(1)) row[`min B=${b} / B=${b1}`] = (r.minMs[b] / r.minMs[b1]).toFixed(2);
+    const fed = prefillTokenMs(r, b1);
+    row['prefill ms/token'] = fed.toFixed(3);
+    row[`B=${bTop} ms/token ÷ prefill`] = (r.ms[bTop] / bTop / fed).toFixed(2);
     return row;
   });
   const settings = {
@@ -239,6 +260,7 @@ export async function run(opts: BenchOptions): Promise<SuiteRun> {
       tables: { 'batch-cost': table },
       notes: [
         `decode step at context ${ctx} (one new token after ${ctx - 1} cached), batches in turn, median (and min) of ${reps} rounds after 2 warm-up rounds; weights stored ${storage}; V/rows: compact table of rows ids; ORT session as the runner makes it`,
+        `prefill ms/token: one row feeding ${PREFILL_TOKENS} tokens at the same context, beyond the B=${b1} decode step, per token (a catch-up's cost once the pass's fixed cost is paid); B=${bTop} ms/token ÷ prefill: a decode token at B=${bTop} in prefill tokens, the most a routed large that must catch up on every token can gain over serving the large alone`,
       ],
     },
   };
