@@ -47,7 +47,7 @@ describe('the memory plan measures what it takes off the budget', () => {
   }, 120_000);
 
   it('refuses a budget the process and the loaded models already pass, saying what took it', async () => {
-    // the file sizes (1.5 MiB) and one full-context request fit in 60 MiB; the process itself does not
+    // the file size (0.8 MiB) and one full-context request fit in 60 MiB; the process itself does not
     await expect(
       TokenRouterService.start(
         parseServerConfig({ port: 0, dataDir: dataDir(), modelsDir: TINY_FAMILY_DIR, models: [{ name: 'small' }], memory: { budgetMiB: 60 } }),

@@ -21,7 +21,7 @@ export interface ServeProcess {
   kill(): Promise<void>;
 }
 
-/** Starts `tokenrouter serve` with the fixture family's small model (weights 1.5 MiB, ready in ~1 s) and `config` over the test defaults. */
+/** Starts `tokenrouter serve` with the fixture family's small model (weights 0.8 MiB, ready in ~1 s) and `config` over the test defaults. */
 export async function spawnServe(config: Record<string, unknown> = {}): Promise<ServeProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-serve-'));
   const file = path.join(dir, 'config.json');
