@@ -27,7 +27,7 @@ export function qualityTables(report: EvalReport): string {
     problems?: number;
     split_size?: number;
     split_file?: string;
-    split_seed?: number;
+    split_seed?: number | null;
     maxTokens?: number;
     concurrency?: number;
     wallSeconds?: number;
@@ -37,7 +37,7 @@ export function qualityTables(report: EvalReport): string {
     ? `; load average (1 min) ${st.load_average_1m.start.toFixed(1)} at the start, ${st.load_average_1m.end.toFixed(1)} at the end`
     : '';
   const lines = [
-    `Run: split ${st.split} (${st.problems} of ${st.split_size} problems, \`${st.split_file}\`, seed ${st.split_seed}), greedy, max ${st.maxTokens} tokens, concurrency ${st.concurrency}; wall time ${Math.round(st.wallSeconds ?? 0)} s${load}.`,
+    `Run: split ${st.split} (${st.problems} of ${st.split_size} problems, \`${st.split_file}\`${st.split_seed == null ? '' : `, seed ${st.split_seed}`}), greedy, max ${st.maxTokens} tokens, concurrency ${st.concurrency}; wall time ${Math.round(st.wallSeconds ?? 0)} s${load}.`,
     '',
     '| # | entry | kind | accuracy | vs large-only (points, 95 % CI) | McNemar p | mark | committed tok/s | × large-only | mean latency (ms) | handoffs / request | token share |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
