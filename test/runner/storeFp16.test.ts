@@ -12,21 +12,23 @@ const N = 32;
 const W = seededNormal('store-fp16/w', K * N, 0.05);
 const NORM = seededNormal('store-fp16/norm', K, 0.1).map((x) => 1 + x);
 
-/** y = (x * norm) @ W: a 1-D weight of 256 bytes before a [64, 32] matrix of 8 KiB. */
-const plain = encodeOnnxModel({
-  graphName: 'store-fp16',
-  inputs: [{ name: 'x', type: 'float32', shape: ['B', K] }],
-  outputs: [{ name: 'y', type: 'float32', shape: ['B', N] }],
-  nodes: [
-    { op: 'Mul', inputs: ['x', 'norm'], outputs: ['xn'], name: 'mul' },
-    { op: 'MatMul', inputs: ['xn', 'w'], outputs: ['y'], name: 'matmul' },
-  ],
-  initializers: [
-    { name: 'norm', type: 'float32', dims: [K], data: () => NORM },
-    { name: 'w', type: 'float32', dims: [K, N], data: () => W },
-  ],
-  opsets: [{ domain: '', version: 17 }],
-});
+/** y = (x * norm) @ w: a 1-D weight of 256 bytes before a [64, 32] matrix of 8 KiB. */
+const graph = (name: string, w: Float32Array) =>
+  encodeOnnxModel({
+    graphName: name,
+    inputs: [{ name: 'x', type: 'float32', shape: ['B', K] }],
+    outputs: [{ name: 'y', type: 'float32', shape: ['B', N] }],
+    nodes: [
+      { op: 'Mul', inputs: ['x', 'norm'], outputs: ['xn'], name: 'mul' },
+      { op: 'MatMul', inputs: ['xn', 'w'], outputs: ['y'], name: 'matmul' },
+    ],
+    initializers: [
+      { name: 'norm', type: 'float32', dims: [K], data: () => NORM },
+      { name: 'w', type: 'float32', dims: [K, N], data: () => w },
+    ],
+    opsets: [{ domain: '', version: 17 }],
+  });
+const plain = graph('store-fp16', W);
 
 /** fp32 numbers float16 holds exactly, as ORT's Cast reads them back: what the rewritten graph multiplies by. */
 async function roundedToFp16(x: Float32Array): Promise<Float32Array> {
@@ -81,23 +83,7 @@ describe('storeFp16', () => {
   it('computes what the fp32 graph computes with the matrix rounded to float16', async () => {
     const x = seededNormal('store-fp16/x', 3 * K, 1);
     const rounded = await roundedToFp16(W);
-    const expected = await run(
-      encodeOnnxModel({
-        graphName: 'rounded',
-        inputs: [{ name: 'x', type: 'float32', shape: ['B', K] }],
-        outputs: [{ name: 'y', type: 'float32', shape: ['B', N] }],
-        nodes: [
-          { op: 'Mul', inputs: ['x', 'norm'], outputs: ['xn'], name: 'mul' },
-          { op: 'MatMul', inputs: ['xn', 'w'], outputs: ['y'], name: 'matmul' },
-        ],
-        initializers: [
-          { name: 'norm', type: 'float32', dims: [K], data: () => NORM },
-          { name: 'w', type: 'float32', dims: [K, N], data: () => rounded },
-        ],
-        opsets: [{ domain: '', version: 17 }],
-      }),
-      x,
-    );
+    const expected = await run(graph('rounded', rounded), x);
     const got = await run(storeFp16(plain).model, x);
     expect(Array.from(got)).toEqual(Array.from(expected));
     // and the rounding is real: the fp32 graph's answer differs
