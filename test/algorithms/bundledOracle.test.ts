@@ -54,24 +54,8 @@ describe('worker runners', () => {
     '%s commits what the sequential oracle commits',
     async (name) => {
       const algorithm = builtinFactory(name)();
-      const cluster = new Cluster({
-        clock: createRealClock(),
-        mode: 'async-delayed',
-        retainState: true,
-        maxConcurrency: 8,
-        checkInvariants: true,
-        models: algorithm.models.map((m) => ({ name: m, runner: workers[m] })),
-      });
       const sampling = (i: number) => ({ temperature: 0.7, seed: 2000 + i });
-      const served = await Promise.all(
-        prompts.map((prompt, i) => cluster.submit({ id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, algorithm, sampling: sampling(i) }).done),
-      );
-      for (const [i, prompt] of prompts.entries()) {
-        const oracle = await runOracle(algorithm, runners, { id: `w-${name}-${i}`, prompt, maxTokens: MAX_TOKENS, sampling: sampling(i) });
-        expect(served[i].tokens, `${name} prompt ${i}`).toEqual(oracle.tokens);
-        expect(served[i].producedBy, `${name} prompt ${i}`).toEqual(oracle.producedBy);
-      }
-      for (const l of cluster.laneStats()) expect(l.kvBytes, l.name).toBe(0);
+      await expectClusterMatchesOracle({ name: `w-${name}`, algorithm, runners, served: workers, prompts, maxTokens: MAX_TOKENS, sampling });
     },
     60_000,
   );

@@ -9,7 +9,10 @@ import { runOracle } from './sequentialOracle.ts';
 export interface OracleCheck {
   name: string;
   algorithm: Algorithm<unknown>;
+  /** The runners the oracle reads, and the cluster too unless `served` is given. */
   runners: Record<string, ModelRunner>;
+  /** The runners the cluster serves with (e.g. worker threads), when not `runners`. */
+  served?: Record<string, ModelRunner>;
   prompts: number[][];
   maxTokens: number;
   sampling: (i: number) => Partial<SamplingParams>;
@@ -27,7 +30,7 @@ export async function expectClusterMatchesOracle(c: OracleCheck): Promise<number
     retainState: true,
     maxConcurrency: 8,
     checkInvariants: true,
-    models: c.algorithm.models.map((m) => ({ name: m, runner: c.runners[m] })),
+    models: c.algorithm.models.map((m) => ({ name: m, runner: (c.served ?? c.runners)[m] })),
   });
   const served = await Promise.all(
     c.prompts.map(
