@@ -10,10 +10,8 @@ import {
   type EngineEvent,
   type EngineReport,
   type EngineSettings,
-  type Finish,
   type FromEngine,
   type LaneStats,
-  type Moved,
   type RequestCounters,
   type RequestSpec,
   type ToEngine,
@@ -180,32 +178,8 @@ export abstract class EngineProxy extends EngineHandle {
   }
 }
 
-/** A step message as the entry applies it: commits in their order first (a finish waits for its commits anyway), then the rest. */
+/** A step message as the entry applies it: its events in order, an error made an Error again. */
 function fromWireStep(m: Extract<FromEngine, { type: 'step' }>): EngineReport {
-  const events: EngineEvent[] = [];
-  if (m.commits) {
-    const { ids, columns, text, signals } = m.commits;
-    const n = ids.length;
-    let s = 0;
-    let from = 0;
-    for (let i = 0; i < n; i++) {
-      const end = columns[4 * n + i];
-      const sig = s < signals.length && signals[s][0] === i ? signals[s++][1] : undefined;
-      events.push({
-        type: 'commit',
-        requestId: ids[i],
-        index: columns[i],
-        token: columns[n + i],
-        model: columns[2 * n + i],
-        signals: sig,
-        atHandoff: columns[3 * n + i] === 1,
-        text: text.slice(from, end),
-      });
-      from = end;
-    }
-  }
-  for (const e of m.events) {
-    events.push(e.type === 'finish' && e.error ? { ...e, error: fromWireError(e.error) } : (e as Finish | Moved));
-  }
+  const events = m.events.map((e): EngineEvent => (e.type === 'finish' && e.error ? { ...e, error: fromWireError(e.error) } : (e as EngineEvent)));
   return { events, trace: m.trace, lane: m.lane, returned: m.returned };
 }

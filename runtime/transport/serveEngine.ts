@@ -5,18 +5,14 @@ import { TokenRouterError, toWireError } from '../errors.ts';
 import { loadAlgorithm } from '../registry/algorithmSource.ts';
 import type { ModelRunner } from '../runner/modelRunner.ts';
 import {
-  COMMIT_COLUMNS,
   toEngineSchema,
   toPeerSchema,
   type AlgorithmRef,
   type Arrival,
-  type CommitColumns,
   type EngineOutlet,
-  type EngineReport,
+  type EngineEvent,
   type EngineSettings,
-  type Finish,
   type FromEngine,
-  type Moved,
   type PeerLink,
   type PortLike,
   type ToEngine,
@@ -59,11 +55,8 @@ export class PortedEngine {
       inProcess: false,
       report: (r) => {
         if (threadStats) r.lane!.thread = threadStats();
-        const { message, transfer } = toWireStep(r, (e) => {
-          const w: WireEvent = e.type === 'finish' && e.error ? { ...e, error: toWireError(e.error) } : (e as WireEvent);
-          return this.router ? this.router.leaving(w) : w;
-        });
-        port.postMessage(message, transfer);
+        const events = r.events.map((e) => (this.router ? this.router.leaving(toWireEvent(e)) : toWireEvent(e)));
+        port.postMessage({ type: 'step', events, trace: r.trace, lane: r.lane!, returned: r.returned } satisfies FromEngine);
       },
       viaEntry: (to, arrivals) => this.post({ type: 'deliver', to, arrivals: arrivals.map(toWireArrival) }),
     };
@@ -201,30 +194,12 @@ export function toWireArrival(a: Arrival): WireArrival {
   return { ...a, spec: { ...rest, algorithm: ref.key } };
 }
 
-/** A report as it leaves for the entry: its commits in columns (one transferred buffer), the rest as wire events in order. */
-function toWireStep(r: EngineReport, event: (e: Finish | Moved) => WireEvent): { message: FromEngine; transfer: ArrayBuffer[] } {
-  const commits = r.events.filter((e) => e.type === 'commit');
-  const events = r.events.filter((e) => e.type !== 'commit').map(event);
-  const n = commits.length;
-  let columns: CommitColumns | undefined;
-  if (n > 0) {
-    const c = new Int32Array(n * COMMIT_COLUMNS);
-    const signals: CommitColumns['signals'][number][] = [];
-    let text = '';
-    commits.forEach((e, i) => {
-      c[i] = e.index;
-      c[n + i] = e.token;
-      c[2 * n + i] = e.model;
-      c[3 * n + i] = e.atHandoff ? 1 : 0;
-      text += e.text;
-      c[4 * n + i] = text.length;
-      if (!e.signals) return;
-      // the hidden state stays in the engine's thread
-      const { hidden: _, ...sig } = e.signals;
-      signals.push([i, sig]);
-    });
-    columns = { ids: commits.map((e) => e.requestId), columns: c, text, signals };
+/** An event as it leaves for the entry: an error as its code and message, a commit without the hidden state (it stays in the engine's thread). */
+function toWireEvent(e: EngineEvent): WireEvent {
+  if (e.type === 'finish' && e.error) return { ...e, error: toWireError(e.error) };
+  if (e.type === 'commit' && e.signals?.hidden) {
+    const { hidden: _, ...signals } = e.signals;
+    return { ...e, signals };
   }
-  const message: FromEngine = { type: 'step', commits: columns, events, trace: r.trace, lane: r.lane!, returned: r.returned };
-  return { message, transfer: columns ? [columns.columns.buffer as ArrayBuffer] : [] };
+  return e as WireEvent;
 }

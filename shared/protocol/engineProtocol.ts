@@ -1,6 +1,6 @@
 // The engine protocol, defined once: what crosses between the entry and its engines, and from engine to engine, on a wire or in one thread.
 import { z } from 'zod';
-import type { Algorithm, Handoff, ModelId, TokenSignals } from '../algorithm.ts';
+import type { Algorithm, Handoff } from '../algorithm.ts';
 import { traceEventSchema, type TraceEvent } from '../trace.ts';
 import { constraintSchema } from './constraint.ts';
 import { controlFromEngine, controlToEngine, list } from './engineControl.ts';
@@ -72,8 +72,22 @@ const wireArrivalSchema = z.object({
 
 const wireErrorSchema = z.object({ code: z.string(), message: z.string(), param: z.string().nullable() });
 
-/** What crosses a port besides commits (those travel as columns). */
+/** What an engine tells the entry of a request, in order, as it crosses a port. */
 const wireEventSchema = z.discriminatedUnion('type', [
+  /** One committed token; `signals` only for a request that reads them (spec.detail), without the hidden state. */
+  z.object({
+    type: z.literal('commit'),
+    requestId: z.string(),
+    /** Its place in the output (0 = the first token after the prompt): the entry applies commits in this order. */
+    index: int,
+    token: int,
+    model: int,
+    signals: signalsSchema.optional(),
+    /** Kept by `send` at a handoff. */
+    atHandoff: z.boolean(),
+    /** The text the client may see now ('' while held back, or when the request is not detokenised). */
+    text: z.string(),
+  }),
   z.object({
     type: z.literal('finish'),
     requestId: z.string(),
@@ -89,18 +103,6 @@ const wireEventSchema = z.discriminatedUnion('type', [
   /** The request left for model `to` (`replica`: the remote replica it went to), so the entry knows where it is without asking. */
   z.object({ type: z.literal('moved'), requestId: z.string(), to: z.string(), hops: int, replica: z.string().optional() }),
 ]);
-
-/**
- * A step's commits in columns, row i the i-th commit: one transferred Int32Array (`index`, `token`, `model`, `atHandoff`,
- * `textEnd`, one column after the other), the text deltas joined, signals only for rows whose request reads them (spec.detail).
- */
-const commitColumnsSchema = z.object({
-  ids: list(z.string()),
-  columns: z.custom<Int32Array>((v) => v instanceof Int32Array, 'an Int32Array'),
-  text: z.string(),
-  signals: list(z.tuple([int, signalsSchema])),
-});
-export const COMMIT_COLUMNS = 5;
 
 const algorithmSourceSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('builtin'), factory: z.string(), params: z.record(z.string(), z.unknown()).optional() }),
@@ -130,7 +132,6 @@ export const toPeerSchema = z.object({ type: z.literal('arrive'), arrivals: list
 export const fromEngineSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('step'),
-    commits: commitColumnsSchema.optional(),
     events: list(wireEventSchema),
     trace: list(traceEventSchema),
     lane: laneStatsSchema,
@@ -146,7 +147,6 @@ export type RequestCounters = z.infer<typeof countersSchema>;
 export type WireArrival = z.infer<typeof wireArrivalSchema>;
 export type WireError = z.infer<typeof wireErrorSchema>;
 export type WireEvent = z.infer<typeof wireEventSchema>;
-export type CommitColumns = z.infer<typeof commitColumnsSchema>;
 export type TextState = z.infer<typeof textStateSchema>;
 export type ToEngine = z.infer<typeof toEngineSchema>;
 export type ToPeer = z.infer<typeof toPeerSchema>;
@@ -174,21 +174,8 @@ export type FinishReason = Finish['reason'];
 /** The request left for model `to` (its `hops`-th handoff). */
 export type Moved = Readonly<Omit<Extract<WireEvent, { type: 'moved' }>, 'replica'>>;
 
-/** One committed token, engine to entry (across a port it travels in columns, commitColumnsSchema). */
-export interface Commit {
-  readonly type: 'commit';
-  readonly requestId: string;
-  /** Its place in the output (0 = the first token after the prompt): the entry applies commits in this order. */
-  readonly index: number;
-  readonly token: number;
-  readonly model: ModelId;
-  /** Absent when it crossed a port for a request that does not read them (spec.detail). */
-  readonly signals: TokenSignals | undefined;
-  /** Kept by `send` at a handoff. */
-  readonly atHandoff: boolean;
-  /** The text the client may see now ('' while held back, or when the request is not detokenised). */
-  readonly text: string;
-}
+/** One committed token, engine to entry. */
+export type Commit = Readonly<Extract<WireEvent, { type: 'commit' }>>;
 
 export type EngineEvent = Commit | Finish | Moved;
 
