@@ -250,7 +250,8 @@ export function newBatch(id: number, plan: BatchPlan, ready: readonly LocalReque
     requestId: local.id,
     tokens: local.tokens.slice(local.fed, local.fed + plan.feed[k]),
     position: local.fed,
-    sampling: local.generated < local.spec.minTokens ? local.spec.samplingBelowMin : local.spec.sampling,
+    // below min_tokens the models' EOS is left out of the draw
+    sampling: local.generated < local.spec.minTokens ? { ...local.spec.sampling, suppressEos: true } : local.spec.sampling,
     wants: local.wants,
   }));
   const { phase, tokens } = plan;

@@ -200,7 +200,6 @@ export function requestSpec(id: string, serial: number, opts: SubmitOptions, max
     maxLength: Math.min(prompt.length + maxTokens, maxContext),
     minTokens: Math.max(0, Math.min(opts.minTokens ?? 0, maxTokens)),
     sampling,
-    samplingBelowMin: Object.freeze({ ...sampling, suppressEos: true }),
     drawSeed: sampling.seed >>> 0,
   };
 }

@@ -20,7 +20,6 @@ const wireSpecSchema = z.object({
   maxLength: int,
   minTokens: int,
   sampling: samplingSchema,
-  samplingBelowMin: samplingSchema,
   drawSeed: z.number(),
   /** Present: the engines detokenise its output and end it at the first stop string (from `minTokens` tokens on). */
   text: z.object({ stop: list(z.string()) }).optional(),
