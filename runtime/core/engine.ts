@@ -7,7 +7,7 @@ import { Later } from '../clock/later.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ModelRunner, StepOutput } from '../runner/modelRunner.ts';
 import type { EngineGrammar } from '../grammar/engineGrammar.ts';
-import { LaneQueues, newBatch, planBatch } from './laneQueues.ts';
+import { EngineQueues, newBatch, planBatch } from './engineQueues.ts';
 import { batchEvent, EngineStats, handoffEvent, laneStats, type Batch } from './engineStats.ts';
 import { LocalRequest, receiveRow, routeRow, type LocalEvent, type OutputProcessor, type RequestSpec } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutputs, EngineSettings } from '../../shared/protocol/engineProtocol.ts';
@@ -37,7 +37,7 @@ export class Engine {
   /** Tokens one step feeds at most, all rows together: a longer prompt is fed in chunks across steps. */
   maxStepTokens: number;
   threshold: number;
-  readonly queues: LaneQueues;
+  readonly queues: EngineQueues;
   /** The batch in flight, from its launch until its rows are applied. */
   inFlight: Batch | null = null;
   readonly stats = new EngineStats();
@@ -61,7 +61,7 @@ export class Engine {
     this.maxStepTokens = settings.maxStepTokens;
     this.threshold = settings.threshold;
     const current = { release: (id: number) => this.runner.release(id), fork: (from: number, to: number, n: number) => this.runner.fork(from, to, n) };
-    this.queues = new LaneQueues(settings.kvCapacityTokens, runner.info.kvBytesPerToken, this.stats, current, settings.prefixCache, this.locals);
+    this.queues = new EngineQueues(settings.kvCapacityTokens, runner.info.kvBytesPerToken, this.stats, current, settings.prefixCache, this.locals);
   }
 
   get pool() {

@@ -5,7 +5,7 @@ import type { LaneStats } from '../../shared/protocol/laneStats.ts';
 import type { StepPhase, StepRow } from '../runner/modelRunner.ts';
 import type { LocalRequest } from './localRequest.ts';
 
-/** A step in flight (laneQueues' newBatch makes it): its requests and rows, and its figures. */
+/** A step in flight (engineQueues' newBatch makes it): its requests and rows, and its figures. */
 export interface Batch {
   readonly id: number;
   readonly locals: LocalRequest[];

@@ -30,7 +30,7 @@ export function checkEngine(lane: Engine, owners = new Map<string, string[]>()):
   const ready = new Set(lane.queues.readyView(Infinity).locals);
   for (const [id, local] of lane.locals) {
     const s = local.status;
-    // The ready queue admits only running requests (LaneQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
+    // The ready queue admits only running requests (EngineQueues.enqueue), so what is left to lose is a running one neither queued nor stepping.
     if (s === 'running' || s === 'queued') {
       owners.set(id, [...(owners.get(id) ?? []), lane.name]);
       if (s === 'running' && !ready.has(local) && !lane.isStepping(local))

@@ -70,7 +70,7 @@ export class LocalRequest {
   /** Tokens its cache started with from the prefix cache, until the batch of its first step counts them. */
   cachedPrefix = 0;
   stepsHere = 0;
-  /** When it last left for a peer (LaneQueues numbers handoffs): pending-return caches are evicted oldest first. */
+  /** When it last left for a peer (EngineQueues numbers handoffs): pending-return caches are evicted oldest first. */
   leftAt = 0;
   readonly wants: StepWants;
   /** Its text, while this engine decodes it and its output is detokenised (it travels with every handoff). */

@@ -1,7 +1,7 @@
 // The pure planners, table-driven: batch composition and admission with eviction, from data alone.
 import { describe, expect, it } from 'vitest';
-import { planAdmission, type AdmissionPlan, type AdmissionView } from '../../runtime/core/laneQueues.ts';
-import { planBatch, type BatchPlan, type ReadyRow } from '../../runtime/core/laneQueues.ts';
+import { planAdmission, type AdmissionPlan, type AdmissionView } from '../../runtime/core/engineQueues.ts';
+import { planBatch, type BatchPlan, type ReadyRow } from '../../runtime/core/engineQueues.ts';
 
 const decode = (over: Partial<ReadyRow> = {}): ReadyRow => ({ fed: 10, unfed: 1, ...over });
 

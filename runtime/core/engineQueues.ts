@@ -71,7 +71,7 @@ export function planAdmission(v: AdmissionView): AdmissionPlan {
   return { admit, evict };
 }
 
-export class LaneQueues {
+export class EngineQueues {
   readonly pool: CachePool;
   /** The ready requests, FIFO: the only record of readiness. */
   private ready: LocalRequest[] = [];
