@@ -121,12 +121,12 @@ export class Cluster extends Entry implements EngineEntry {
   }
 
   /** The engines that run in this process, themselves (benches and tests read their figures). */
-  get lanes(): Engine[] {
+  get inProcessEngines(): Engine[] {
     return this.engines.flatMap((e) => (e.core ? [e.core] : []));
   }
 
   /** The engine of a model, itself, when it runs in this process. */
-  lane(name: string): Engine | undefined {
+  inProcessEngine(name: string): Engine | undefined {
     return this.engine(name)?.core;
   }
 
@@ -279,7 +279,7 @@ export class Cluster extends Entry implements EngineEntry {
   }
 
   settled(): void {
-    if (this.shared.checkInvariants) checkInvariants(this.lanes, this.engines.length, this.active.values());
+    if (this.shared.checkInvariants) checkInvariants(this.inProcessEngines, this.engines.length, this.active.values());
   }
 
   /** `limits` may be an engine: only its limits are taken. */

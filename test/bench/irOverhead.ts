@@ -55,7 +55,7 @@ function measure(alg: Algorithm<unknown>, concurrency: number, requests: number,
   const t0 = performance.now();
   const rep = runClosedLoop(cluster, clock, alg, { concurrency, requests, promptLength: 16, maxTokens: tokens, keepResults: false });
   const wall = performance.now() - t0;
-  const runnerMs = cluster.lanes.reduce((s, l) => s + l.stats.runnerWallMs, 0);
+  const runnerMs = cluster.inProcessEngines.reduce((s, l) => s + l.stats.runnerWallMs, 0);
   return { us: ((wall - runnerMs) * 1000) / rep.committed, committed: rep.committed };
 }
 

@@ -27,14 +27,14 @@ export function measureOverhead(concurrency: number, requests: number, maxTokens
   const t0 = performance.now();
   const rep = runClosedLoop(cluster, clock, markovAlgorithm(r2rMarkov(0.35)), { concurrency, requests, promptLength: 32, maxTokens, keepResults: false });
   const wallMs = performance.now() - t0;
-  const runnerMs = cluster.lanes.reduce((s, l) => s + l.stats.runnerWallMs, 0);
-  const handoffs = cluster.lanes.reduce((s, l) => s + l.stats.admissions, 0);
+  const runnerMs = cluster.inProcessEngines.reduce((s, l) => s + l.stats.runnerWallMs, 0);
+  const handoffs = cluster.inProcessEngines.reduce((s, l) => s + l.stats.admissions, 0);
   return {
     committed: rep.committed,
     wallMs,
     runnerMs,
     usPerToken: ((wallMs - runnerMs) * 1000) / rep.committed,
-    batches: cluster.lanes.reduce((s, l) => s + l.stats.batches, 0),
+    batches: cluster.inProcessEngines.reduce((s, l) => s + l.stats.batches, 0),
     admissions: handoffs,
   };
 }

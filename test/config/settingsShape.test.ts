@@ -49,7 +49,7 @@ describe('a setting in the config file arrives unchanged at the engine', () => {
     expectArrived(got.get('small'), t.service.config, 'small');
     expect(got.get('small')).toMatchObject({ mode: 'async-immediate', retainState: false, maxWaitMs: 13, prefixCache: false, maxBatch: 7, threshold: 2 });
     // and the engine built from them runs by them
-    expect(t.service.cluster.lane('small')).toMatchObject({ maxBatch: 7, threshold: 2 });
+    expect(t.service.cluster.inProcessEngine('small')).toMatchObject({ maxBatch: 7, threshold: 2 });
   });
 
   it("in-process placement: a setting left out reaches the engine as the schema's default", async () => {

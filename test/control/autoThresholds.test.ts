@@ -78,7 +78,7 @@ describe('auto thresholds', () => {
       },
     });
     auto.stop();
-    const final = c.lanes.map((l) => l.threshold);
+    const final = c.inProcessEngines.map((l) => l.threshold);
     expect(auto.changes.length).toBeGreaterThanOrEqual(1);
     expect(auto.changes.some((ch) => ch.t < half)).toBe(true);
     expect(auto.changes.some((ch) => ch.t >= half)).toBe(true);

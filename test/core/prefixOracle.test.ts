@@ -62,7 +62,7 @@ describe.each(SCHEDULING_MODES.flatMap((mode) => [true, false].map((retain) => (
         }
         // What is left is exactly the prefix cache: every KV byte belongs to an entry, every runner cache is one.
         expect(cluster.idle).toBe(true);
-        cluster.lanes.forEach((lane, i) => {
+        cluster.inProcessEngines.forEach((lane, i) => {
           const prefix = lane.queues.prefix!;
           expect(lane.pool.usedBytes, lane.name).toBe(prefix.heldTokens * lane.pool.kvBytesPerToken);
           expect(lane.pool.reservedTokenCount, lane.name).toBe(0);

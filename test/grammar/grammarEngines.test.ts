@@ -94,7 +94,7 @@ async function serve(
     ),
   );
   const results = await Promise.all(jobs);
-  const evictions = cluster.lanes.reduce((s, l) => s + l.stats.evictions, 0);
+  const evictions = cluster.inProcessEngines.reduce((s, l) => s + l.stats.evictions, 0);
   return { results, events, evictions };
 }
 

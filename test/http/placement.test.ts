@@ -43,7 +43,7 @@ describe('engine placement', () => {
       service = await TokenRouterService.start(config({}));
       expect(service.threads.get('small')).toBeInstanceOf(ThreadEngine);
       expect(service.runners.size).toBe(0);
-      expect(service.cluster.lanes).toHaveLength(0);
+      expect(service.cluster.inProcessEngines).toHaveLength(0);
     },
     60_000,
   );
@@ -53,7 +53,7 @@ describe('engine placement', () => {
     async () => {
       service = await TokenRouterService.start(config({ placement: 'in-process' }));
       expect(service.threads.size).toBe(0);
-      expect(service.cluster.lane('small')).toBeDefined();
+      expect(service.cluster.inProcessEngine('small')).toBeDefined();
     },
     60_000,
   );
@@ -106,6 +106,6 @@ describe('engine placement', () => {
     t = await startTestServer();
     expect(t.service.config.scheduling.placement).toBe('auto');
     expect(t.service.threads.size).toBe(0);
-    expect(t.service.cluster.lane('small')).toBeDefined();
+    expect(t.service.cluster.inProcessEngine('small')).toBeDefined();
   });
 });

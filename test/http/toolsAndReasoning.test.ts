@@ -299,7 +299,6 @@ describe('Llama 3: a template that does not render tools', () => {
   const EOT = 128009;
   let script = '';
   const seen = new Map<string, { start: number; ids: number[] }>();
-  const prompts: number[][] = [];
   const llamaRunner = new SimRunner({
     name: 'llama',
     vocabSize: 128256,

@@ -191,7 +191,7 @@ describe('a runner killed mid-load (simulated runner with onFailure; the ONNX-wo
     }, 10_000);
     const holding = s.service.cluster.laneStats().find((x) => x.name === 'large')!;
     dead.crash();
-    expect(s.service.cluster.lane('large')!.down).toBe(true);
+    expect(s.service.cluster.inProcessEngine('large')!.down).toBe(true);
     // While it restarts, new work for it is refused with a clear 503; small-only work is served.
     const refused = await call(`${s.url}/v1/chat/completions`, 'POST', { model: 'r-stitch', messages: [{ role: 'user', content: '1*1' }], max_tokens: 4 });
     expect(refused.status).toBe(503);
@@ -225,7 +225,7 @@ describe('a runner killed mid-load (simulated runner with onFailure; the ONNX-wo
     expect(failed).toBeLessThanOrEqual(touched.size);
     await until(() => s.service.restarts.get('large') === 1, 5000);
     expect(s.runner('large')).not.toBe(dead);
-    expect(s.service.cluster.lane('large')!.down).toBe(false);
+    expect(s.service.cluster.inProcessEngine('large')!.down).toBe(false);
     // Back: requests through large are served again.
     await expectStillServing(s.url);
     const again = await streamChat(s.url, { model: 'r-stitch', messages: [{ role: 'user', content: '77*7' }], max_tokens: 60 });
@@ -254,9 +254,9 @@ describe('a runner killed mid-load (simulated runner with onFailure; the ONNX-wo
     };
     const clients = Array.from({ length: 6 }, (_, i) => client(i));
     for (const name of ['large', 'small', 'large', 'small', 'large']) {
-      await until(() => s.runner(name).rowsStepped > 20 && !s.service.cluster.lane(name)!.down, 10_000);
+      await until(() => s.runner(name).rowsStepped > 20 && !s.service.cluster.inProcessEngine(name)!.down, 10_000);
       s.runner(name).crash(`crash of ${name}`);
-      await until(() => !s.service.cluster.lane(name)!.down, 5000);
+      await until(() => !s.service.cluster.inProcessEngine(name)!.down, 5000);
     }
     stop = true;
     await Promise.all(clients);

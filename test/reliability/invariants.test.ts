@@ -47,7 +47,7 @@ describe('invariant checker in the serving process', () => {
     generateOne(s);
     clock.run(); // clean run: no violation
     generateOne(s);
-    s.cluster.lanes[0].pool.tryOpen(3); // a cache nobody holds: its room never comes back
+    s.cluster.inProcessEngines[0].pool.tryOpen(3); // a cache nobody holds: its room never comes back
     let caught: unknown;
     try {
       clock.run();
@@ -63,7 +63,7 @@ describe('invariant checker in the serving process', () => {
     delete process.env.TOKENROUTER_CHECK_INVARIANTS;
     const { s, clock } = await service();
     generateOne(s);
-    s.cluster.lanes[0].pool.tryOpen(3);
+    s.cluster.inProcessEngines[0].pool.tryOpen(3);
     expect(() => clock.run()).not.toThrow();
     await s.close();
   });

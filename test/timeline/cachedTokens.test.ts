@@ -31,7 +31,7 @@ describe('cached prompt tokens in the timeline', () => {
     const batches = events.filter((e): e is TraceEventOf<'batch'> => e.type === 'batch');
     const cached = batches.reduce((a, b) => a + (b.cachedTokens ?? 0), 0);
     // r1 and r2 each start from the 40-token preamble r0 left behind
-    expect(cached).toBe(cluster.lanes[0].stats.prefixHits);
+    expect(cached).toBe(cluster.inProcessEngines[0].stats.prefixHits);
     expect(cached).toBeGreaterThanOrEqual(80);
     const store = new EventStore();
     store.addMany(events);
