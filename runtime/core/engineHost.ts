@@ -38,7 +38,7 @@ export class EngineHost extends EngineLoop {
     else if (m.type === 'threshold') {
       this.input(() => {
         this.engine.threshold = m.threshold;
-        this.actor.send({ type: 'SCHEDULE', lane: this.facts(), maxWaitMs: m.maxWaitMs });
+        this.actor.send({ type: 'SCHEDULE', facts: this.facts(), maxWaitMs: m.maxWaitMs });
       });
     } else {
       // a sync round lets this engine launch one step

@@ -1,4 +1,4 @@
-// One engine's loop, as vLLM v1's EngineCoreProc busy loop: take inputs → maybe launch a step → ship its outputs; the lane actor's chart.
+// One engine's loop, as vLLM v1's EngineCoreProc busy loop: take inputs → maybe launch a step → ship its outputs; the engine actor's chart.
 import { assign, createActor, setup, type Actor } from 'xstate';
 import type { TraceEvent, TraceSink } from '../../shared/trace.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -11,42 +11,42 @@ import { OutputProcessor, type RequestCounters } from './localRequest.ts';
 import type { Arrival, EngineEvent, EngineOutlet, EngineOutputs, EngineSettings, PeerLink } from '../../shared/protocol/engineProtocol.ts';
 import { baselineLaunch, type BaselineLaunch } from './servingPolicy.ts';
 
-/** What the guards read about the lane, sent with each event: requests are ready; the launch rule lets a batch start now; or once the max-wait deadline passed. */
-export interface LaneFacts {
+/** What the guards read about the engine, sent with each event: requests are ready; the launch rule lets a batch start now; or once the max-wait deadline passed. */
+export interface LaunchFacts {
   readonly ready: boolean;
   readonly mayLaunch: boolean;
   readonly atDeadline: boolean;
 }
 
-export const NO_WORK: LaneFacts = Object.freeze({ ready: false, mayLaunch: false, atDeadline: false });
+export const NO_WORK: LaunchFacts = Object.freeze({ ready: false, mayLaunch: false, atDeadline: false });
 
 export type SubServerEvent =
-  | { type: 'WORK'; lane: LaneFacts } // the lane changed: requests readied or gone, a sync round let it launch
-  | { type: 'SCHEDULE'; lane: LaneFacts; maxWaitMs: number } // the threshold or the max-wait deadline changed
-  | { type: 'BATCH_DONE'; lane: LaneFacts } // the batch in flight returned and its results are applied
-  | { type: 'DOWN'; lane: LaneFacts } // the runner is gone or taken down: steps fail at once
-  | { type: 'UP'; lane: LaneFacts }; // a runner is in place again
+  | { type: 'WORK'; facts: LaunchFacts } // the engine's queue changed: requests readied or gone, a sync round let it launch
+  | { type: 'SCHEDULE'; facts: LaunchFacts; maxWaitMs: number } // the threshold or the max-wait deadline changed
+  | { type: 'BATCH_DONE'; facts: LaunchFacts } // the batch in flight returned and its results are applied
+  | { type: 'DOWN'; facts: LaunchFacts } // the runner is gone or taken down: steps fail at once
+  | { type: 'UP'; facts: LaunchFacts }; // a runner is in place again
 
-type SubServerContext = { lane: LaneFacts; maxWaitMs: number };
+type SubServerContext = { facts: LaunchFacts; maxWaitMs: number };
 
-/** The lane as the event reports it (guards run before `note`); the deadline's delayed event reports none: the lane last noted. */
-const laneOf = ({ context, event }: { context: SubServerContext; event: SubServerEvent }): LaneFacts => ('lane' in event ? event.lane : context.lane);
+/** The facts as the event reports them (guards run before `note`); the deadline's delayed event reports none: the facts last noted. */
+const factsOf = ({ context, event }: { context: SubServerContext; event: SubServerEvent }): LaunchFacts => ('facts' in event ? event.facts : context.facts);
 
 const LAUNCH = { type: 'launch', params: { down: false } } as const;
 const LAUNCH_DOWN = { type: 'launch', params: { down: true } } as const;
 
-/** The lane's chart: `launch`, provided by the host below, is the one effect; every event carries the lane's facts, which `note` keeps. */
+/** The engine actor's chart: `launch`, provided by the host below, is the one effect; every event carries the launch facts, which `note` keeps. */
 export const subServerMachine = setup({
   types: { context: {} as SubServerContext, input: {} as { maxWaitMs: number }, events: {} as SubServerEvent },
   guards: {
-    hasWork: (args) => laneOf(args).ready,
-    noWork: (args) => !laneOf(args).ready,
-    mayLaunch: (args) => laneOf(args).mayLaunch,
-    deadline: (args) => laneOf(args).atDeadline,
+    hasWork: (args) => factsOf(args).ready,
+    noWork: (args) => !factsOf(args).ready,
+    mayLaunch: (args) => factsOf(args).mayLaunch,
+    deadline: (args) => factsOf(args).atDeadline,
   },
   actions: {
-    note: assign({ lane: ({ event }) => event.lane }),
-    schedule: assign(({ event, context }) => ({ lane: event.lane, maxWaitMs: event.type === 'SCHEDULE' ? event.maxWaitMs : context.maxWaitMs })),
+    note: assign({ facts: ({ event }) => event.facts }),
+    schedule: assign(({ event, context }) => ({ facts: event.facts, maxWaitMs: event.type === 'SCHEDULE' ? event.maxWaitMs : context.maxWaitMs })),
     launch: (_, _params: { down: boolean }) => {
       throw new Error('subServerMachine: the engine provides the launch action (machine.provide({ actions: { launch } }))');
     },
@@ -57,9 +57,9 @@ export const subServerMachine = setup({
   },
 }).createMachine({
   id: 'engine',
-  context: ({ input }) => ({ lane: NO_WORK, maxWaitMs: input.maxWaitMs }),
+  context: ({ input }) => ({ facts: NO_WORK, maxWaitMs: input.maxWaitMs }),
   initial: 'idle',
-  // Heard in any state that does not take the event itself: the lane is noted, and deciding states look again.
+  // Heard in any state that does not take the event itself: the facts are noted, and deciding states look again.
   on: { WORK: { actions: 'note' }, SCHEDULE: { actions: 'schedule' }, BATCH_DONE: { actions: 'note' }, DOWN: { actions: 'note' }, UP: { actions: 'note' } },
   // A batch starts on a transition, never on entering a state: DOWN / UP move between executing and failing without touching it.
   states: {
@@ -158,7 +158,7 @@ export class EngineLoop implements EngineEnv {
   trace: TraceSink | undefined;
   protected readonly sink: TraceSink;
   readonly engine: Engine;
-  /** The lane actor: its state is the lane's, its `after` delay the max-wait timer, its `launch` action the one place a step starts. */
+  /** The engine actor: its state is the engine's, its `after` delay the max-wait timer, its `launch` action the one place a step starts. */
   readonly actor: Actor<typeof subServerMachine>;
   /** Links to the peers this engine hands requests to directly; any other goes through the entry. */
   readonly peers = new Map<string, PeerLink>();
@@ -231,9 +231,9 @@ export class EngineLoop implements EngineEnv {
     });
   }
 
-  // --- 2. maybe launch a step: the lane actor launches on a transition whose guard reads these facts ---
+  // --- 2. maybe launch a step: the engine actor launches on a transition whose guard reads these facts ---
 
-  protected facts(): LaneFacts {
+  protected facts(): LaunchFacts {
     const { readyCount, threshold } = this.engine;
     const { baseline } = this;
     return {
@@ -244,18 +244,18 @@ export class EngineLoop implements EngineEnv {
   }
 
   protected tell(type: Exclude<SubServerEvent['type'], 'SCHEDULE'>): void {
-    this.actor.send({ type, lane: this.facts() });
+    this.actor.send({ type, facts: this.facts() });
   }
 
-  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context is the lane as it is. */
+  /** WORK, unless a step is in flight (its return looks) or nothing changed: at rest the actor's context holds the facts as they are. */
   protected look(): void {
     if (this.executing) return;
-    const heard = this.actor.getSnapshot().context.lane;
+    const heard = this.actor.getSnapshot().context.facts;
     const now = this.facts();
-    if (now.ready !== heard.ready || now.mayLaunch !== heard.mayLaunch || now.atDeadline !== heard.atDeadline) this.actor.send({ type: 'WORK', lane: now });
+    if (now.ready !== heard.ready || now.mayLaunch !== heard.mayLaunch || now.atDeadline !== heard.atDeadline) this.actor.send({ type: 'WORK', facts: now });
   }
 
-  /** The lane actor's launch action: a step starts; its outputs, as data, ship when the runner answers. */
+  /** The engine actor's launch action: a step starts; its outputs, as data, ship when the runner answers. */
   private launch(down: boolean): void {
     this.baseline?.launched();
     const e = this.engine;
@@ -278,7 +278,7 @@ export class EngineLoop implements EngineEnv {
     if (this.settings.checkInvariants) checkEngine(this.engine);
   }
 
-  /** Handoffs one message per peer, one report to the entry, one WORK if the lane changed; an entry in this thread hears the report before the lane actor. */
+  /** Handoffs one message per peer, one report to the entry, one WORK if the facts changed; an entry in this thread hears the report before the engine actor. */
   private ship(out: EngineOutputs, returned: number): void {
     if (out.sent.length > 0) this.sendHandoffs(out.sent);
     if (this.outlet.inProcess) {
@@ -300,7 +300,7 @@ export class EngineLoop implements EngineEnv {
     }
   }
 
-  /** The lane actor hears what changed while no step is in flight (a step's return looks at the queue itself). */
+  /** The engine actor hears what changed while no step is in flight (a step's return looks at the queue itself). */
   wake(): void {
     const e = this.engine;
     if (!this.executing && e.readyCount > 0) this.queueLength(e.readyCount);

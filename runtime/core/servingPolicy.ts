@@ -5,41 +5,41 @@ import { TokenRouterError } from '../errors.ts';
 export { SCHEDULING_MODES };
 export type SchedulingMode = (typeof SCHEDULING_MODES)[number];
 
-/** A lane the entry's rounds may let launch (`grant`), wherever its engine runs. */
-export interface RoundLane {
+/** An engine the entry's rounds may let launch (`grant`), wherever it runs. */
+export interface RoundEngine {
   readonly index: number;
   readonly readyCount: number;
   readonly executing: boolean;
   grant(): void;
 }
 
-/** The entry's side, the sync modes' rounds: open the next if none runs and some lane has work; `n` steps a round let launch came back. */
+/** The entry's side, the sync modes' rounds: open the next if none runs and some engine has work; `n` steps a round let launch came back. */
 export interface Rounds {
-  open(lanes: readonly RoundLane[]): void;
+  open(engines: readonly RoundEngine[]): void;
   finished(n: number): void;
 }
 
 const NO_ROUNDS: Rounds = { open() {}, finished() {} };
 
-/** The sync barrier: a round lets lanes launch (step-sync: all with work; model-sync: one, round-robin); the next opens when all came back. */
+/** The sync barrier: a round lets engines launch (step-sync: all with work; model-sync: one, round-robin); the next opens when all came back. */
 class SyncRounds implements Rounds {
   /** Steps the running round let launch that have not come back (0: no round is running). */
   private outstanding = 0;
-  private nextLane = 0;
+  private nextEngine = 0;
 
   constructor(private readonly oneModel: boolean) {}
 
-  open(lanes: readonly RoundLane[]): void {
+  open(engines: readonly RoundEngine[]): void {
     if (this.outstanding > 0) return;
-    const free = (l: RoundLane) => l.readyCount > 0 && !l.executing;
-    let chosen = lanes.filter(free);
+    const free = (l: RoundEngine) => l.readyCount > 0 && !l.executing;
+    let chosen = engines.filter(free);
     if (chosen.length === 0) return;
     if (this.oneModel) {
-      // round-robin from the lane after the last one served, so no model starves
-      let at = this.nextLane;
-      while (!free(lanes[at % lanes.length])) at++;
-      const pick = lanes[at % lanes.length];
-      this.nextLane = (pick.index + 1) % lanes.length;
+      // round-robin from the engine after the last one served, so no model starves
+      let at = this.nextEngine;
+      while (!free(engines[at % engines.length])) at++;
+      const pick = engines[at % engines.length];
+      this.nextEngine = (pick.index + 1) % engines.length;
       chosen = [pick];
     }
     this.outstanding = chosen.length;

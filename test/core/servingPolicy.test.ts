@@ -1,11 +1,11 @@
 // The serving policy alone: when each mode lets an engine launch (mayLaunch, a baseline's rule), and the sync modes' rounds at the entry.
 import { describe, expect, it } from 'vitest';
-import { baselineLaunch, entryRounds, type RoundLane } from '../../runtime/core/servingPolicy.ts';
+import { baselineLaunch, entryRounds, type RoundEngine } from '../../runtime/core/servingPolicy.ts';
 import { mayLaunch } from '../../runtime/core/engineLoop.ts';
 
-function lanes(ready: number[], executing: boolean[] = ready.map(() => false)) {
+function engines(ready: number[], executing: boolean[] = ready.map(() => false)) {
   const granted: number[] = [];
-  const list: RoundLane[] = ready.map((readyCount, index) => ({
+  const list: RoundEngine[] = ready.map((readyCount, index) => ({
     index,
     readyCount,
     threshold: 1,
@@ -40,7 +40,7 @@ describe('serving policy', () => {
 
   it('step-sync lets every idle engine with work launch, and opens the next round when all its steps are back', () => {
     const rounds = entryRounds('step-sync');
-    const a = lanes([2, 0, 1, 3], [false, false, false, true]);
+    const a = engines([2, 0, 1, 3], [false, false, false, true]);
     rounds.open(a.list);
     expect(a.granted).toEqual([0, 2]);
     rounds.open(a.list);
@@ -55,19 +55,19 @@ describe('serving policy', () => {
 
   it('model-sync lets one engine launch per round, round-robin from the one after the last served', () => {
     const rounds = entryRounds('model-sync');
-    const a = lanes([1, 1, 1]);
+    const a = engines([1, 1, 1]);
     for (let i = 0; i < 4; i++) {
       rounds.open(a.list);
       rounds.finished(1);
     }
     expect(a.granted).toEqual([0, 1, 2, 0]);
-    const b = lanes([1, 0, 1]);
+    const b = engines([1, 0, 1]);
     rounds.open(b.list);
     expect(b.granted).toEqual([2]);
   });
 
   it('async modes keep no rounds', () => {
-    const a = lanes([5, 5]);
+    const a = engines([5, 5]);
     entryRounds('async-delayed').open(a.list);
     entryRounds('async-immediate').open(a.list);
     expect(a.granted).toEqual([]);
