@@ -38,11 +38,11 @@ export interface OptimiserInput {
 
 /**
  * The optimiser's input for an estimate. Only models that carried traffic enter the chain (`used`,
- * indices into `lanes`); the others keep their thresholds. Batches are capped at min(lane, cap, N).
+ * indices into `engines`); the others keep their thresholds. Batches are capped at min(the engine's, cap, N).
  */
 export function optimiserInputFor(
   est: RoutingEstimate,
-  lanes: readonly { name: string; maxBatch: number }[],
+  engines: readonly { name: string; maxBatch: number }[],
   N: number,
   cap: number,
   fixedByName: Readonly<Record<string, number>> = {},
@@ -55,7 +55,7 @@ export function optimiserInputFor(
   });
   const fixed: Record<number, number> = {};
   used.forEach((i, k) => {
-    const f = fixedByName[lanes[i].name];
+    const f = fixedByName[engines[i].name];
     if (f !== undefined) fixed[k] = f;
   });
   const input: OptimiserInput = {
@@ -64,7 +64,7 @@ export function optimiserInputFor(
     C: pick(est.C),
     latency: used.map((i) => est.latency[i]),
     contendedLatency: used.map((i) => est.contendedLatency[i]),
-    maxBatch: used.map((i) => Math.min(lanes[i].maxBatch, cap, N)),
+    maxBatch: used.map((i) => Math.min(engines[i].maxBatch, cap, N)),
     fixed,
   };
   return { input, used };
@@ -183,7 +183,7 @@ export class AutoThresholds {
     const rateRps = traffic?.arrivalRps ?? 0;
     if (traffic && slo)
       input.open = { rateRps, outputTokens: traffic.meanOutputTokens, slo, maxWaitMs: this.cluster.maxWaitMs, maxWaitChoices: this.opts.maxWaitChoices };
-    const lanes = used.map((i) => this.cluster.engines[i]);
+    const usedEngines = used.map((i) => this.cluster.engines[i]);
     // Steady traffic gives the same answer again: re-solve only when the routing, N or the arrival rate moved.
     const last = this.lastSolved;
     const minChange = this.opts.minChange ?? 0.02;
@@ -199,7 +199,7 @@ export class AutoThresholds {
     this.lastSolved = { P: est.P, N, rateRps };
     const answer = this.opts.optimise(
       input,
-      lanes.map((l, k) => Math.min(l.threshold, input.maxBatch[k])),
+      usedEngines.map((e, k) => Math.min(e.threshold, input.maxBatch[k])),
     );
     const apply = (a: OptimiserAnswer) => this.apply(a, used, est, traffic);
     if (answer instanceof Promise) {

@@ -6,7 +6,7 @@
 // Why a simulation and not the chain: the chain is over counts of exchangeable requests and so gives
 // means (Little's law: mean E2E = N / request rate in a closed loop), but a p99 needs each request's
 // history, and an open loop adds an unbounded entry queue. The rules simulated are the runtime's
-// (runtime/core/engineLoop.ts): a lane launches when its queue reaches the threshold, or when
+// (runtime/core/engineLoop.ts): an engine launches when its queue reaches the threshold, or when
 // maxWaitMs has passed since it went idle with work below it; an admitted request joins the entry
 // model's queue; at most N are admitted, the rest wait at the entry in FIFO order.
 import { arrivalTimesMs } from '../../loadgen/arrivals.ts';
@@ -26,7 +26,7 @@ export interface LatencySlo {
 }
 
 export interface LatencyInput extends ThroughputInput {
-  /** Longest a lane with work below its threshold waits before launching anyway (the runtime's maxWaitMs). */
+  /** Longest an engine with work below its threshold waits before launching anyway (the runtime's maxWaitMs). */
   maxWaitMs: number;
   /** Committed tokens each request asks for (max_tokens); a request ends when it has them. */
   outputTokens: number;
@@ -62,7 +62,7 @@ export interface LatencyRun {
   goodputReqS: number;
 }
 
-interface Lane {
+interface SimEngine {
   queue: number[];
   rows: number[];
   finish: number;
@@ -86,7 +86,7 @@ export function simulateLatency(input: LatencyInput, load: LatencyLoad, slo: Lat
   const last = new Float64Array(n);
   const committed = new Float64Array(n);
   const seen = new Float64Array(n * K);
-  const lanes: Lane[] = Array.from({ length: K }, () => ({ queue: [], rows: [], finish: Infinity, deadline: Infinity }));
+  const engines: SimEngine[] = Array.from({ length: K }, () => ({ queue: [], rows: [], finish: Infinity, deadline: Infinity }));
   const waiting: number[] = [];
   let waitHead = 0;
   let active = 0;
@@ -98,7 +98,7 @@ export function simulateLatency(input: LatencyInput, load: LatencyLoad, slo: Lat
     if (active < N) {
       active++;
       start[r] = now;
-      lanes[entry].queue.push(r);
+      engines[entry].queue.push(r);
     } else waiting.push(r);
   };
   const finishRequest = () => {
@@ -111,8 +111,8 @@ export function simulateLatency(input: LatencyInput, load: LatencyLoad, slo: Lat
     }
   };
   const endBatch = (i: number) => {
-    const lane = lanes[i];
-    for (const r of lane.rows) {
+    const engine = engines[i];
+    for (const r of engine.rows) {
       let u = rand();
       let j = 0;
       while (j < K - 1 && u >= P[i][j]) u -= P[i][j++];
@@ -124,36 +124,36 @@ export function simulateLatency(input: LatencyInput, load: LatencyLoad, slo: Lat
       if (committed[r] >= input.outputTokens - 1e-9) finishRequest();
       else {
         if (!retain && j !== i) seen[r * K + i] = 0;
-        lanes[j].queue.push(r);
+        engines[j].queue.push(r);
       }
     }
-    lane.rows = [];
-    lane.finish = Infinity;
+    engine.rows = [];
+    engine.finish = Infinity;
   };
   const launchReady = () => {
     const launched: number[] = [];
     let running = 0;
     for (let i = 0; i < K; i++) {
-      const lane = lanes[i];
-      if (lane.finish === Infinity && lane.queue.length > 0) {
-        if (lane.queue.length >= thresholds[i] || lane.deadline <= now + TIE_MS) {
-          lane.rows = lane.queue.splice(0, Math.min(lane.queue.length, maxBatch[i]));
-          lane.deadline = Infinity;
+      const engine = engines[i];
+      if (engine.finish === Infinity && engine.queue.length > 0) {
+        if (engine.queue.length >= thresholds[i] || engine.deadline <= now + TIE_MS) {
+          engine.rows = engine.queue.splice(0, Math.min(engine.queue.length, maxBatch[i]));
+          engine.deadline = Infinity;
           launched.push(i);
-        } else if (lane.deadline === Infinity) lane.deadline = now + input.maxWaitMs;
+        } else if (engine.deadline === Infinity) engine.deadline = now + input.maxWaitMs;
       }
-      if (lane.rows.length > 0) running++;
+      if (engine.rows.length > 0) running++;
     }
     const table = running > 1 ? contendedMs : latencyMs;
     for (const i of launched) {
-      const lane = lanes[i];
+      const engine = engines[i];
       let extra = 0;
-      for (const r of lane.rows) {
+      for (const r of engine.rows) {
         const ctx = prompt + committed[r];
         extra += Math.max(0, ctx - seen[r * K + i] - 1);
         seen[r * K + i] = ctx;
       }
-      lane.finish = now + table[i][lane.rows.length] + feed[i] * extra;
+      engine.finish = now + table[i][engine.rows.length] + feed[i] * extra;
     }
   };
 
@@ -163,10 +163,10 @@ export function simulateLatency(input: LatencyInput, load: LatencyLoad, slo: Lat
   }
   while (done < n) {
     let t = open && nextArrival < n ? arrival[nextArrival] : Infinity;
-    for (const lane of lanes) t = Math.min(t, lane.finish, lane.deadline);
+    for (const engine of engines) t = Math.min(t, engine.finish, engine.deadline);
     if (t === Infinity) throw new Error(`latency simulation stalled at ${now} ms with ${n - done} requests left`);
     now = t;
-    for (let i = 0; i < K; i++) if (lanes[i].finish <= now + TIE_MS) endBatch(i);
+    for (let i = 0; i < K; i++) if (engines[i].finish <= now + TIE_MS) endBatch(i);
     while (open && nextArrival < n && arrival[nextArrival] <= now + TIE_MS) admit(nextArrival++);
     launchReady();
   }
