@@ -12,19 +12,26 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import protobuf from 'protobufjs/minimal.js';
-import { concat, fields, GRAPH_INITIALIZER, GRAPH_NODE, MODEL_GRAPH, text, wrap } from '../../runtime/runner/graph/onnxProto.ts';
+import {
+  concat,
+  fields,
+  FLOAT,
+  FLOAT16,
+  GRAPH_INITIALIZER,
+  GRAPH_NODE,
+  MODEL_GRAPH,
+  TENSOR_DATA_LOCATION,
+  TENSOR_DATA_TYPE,
+  TENSOR_DIMS,
+  TENSOR_NAME,
+  TENSOR_RAW_DATA,
+  text,
+  wrap,
+} from '../../runtime/runner/graph/onnxProto.ts';
 import { float16Bits } from '../../test/support/realShape/quantizeWeights.ts';
 
 const { Writer } = protobuf;
 
-/** onnx.proto TensorProto fields and types read here. */
-const TENSOR_DIMS = 1;
-const TENSOR_DATA_TYPE = 2;
-const TENSOR_NAME = 8;
-const TENSOR_RAW_DATA = 9;
-const TENSOR_DATA_LOCATION = 14;
-const FLOAT = 1;
-const FLOAT16 = 10;
 /** Smaller matrices stay float32 (onnx's own external-data threshold). */
 const MIN_BYTES = 1024;
 const FP16_MAX = 65504;

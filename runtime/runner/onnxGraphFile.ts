@@ -4,19 +4,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import protobuf from 'protobufjs/minimal.js';
+import { GRAPH_INITIALIZER, LENGTH_DELIMITED, MODEL_GRAPH, TENSOR_DATA_LOCATION, TENSOR_EXTERNAL_DATA, TENSOR_RAW_DATA } from './graph/onnxProto.ts';
 
 const { Writer } = protobuf;
 
-/** onnx.proto field numbers the conversion reads or writes. */
-const MODEL_GRAPH = 7;
-const GRAPH_INITIALIZER = 5;
-const TENSOR_RAW_DATA = 9;
-const TENSOR_EXTERNAL_DATA = 13;
-const TENSOR_DATA_LOCATION = 14;
+/** TensorProto.DataLocation EXTERNAL, and a StringStringEntryProto's key and value. */
 const EXTERNAL = 1;
 const ENTRY_KEY = 1;
 const ENTRY_VALUE = 2;
-const LENGTH_DELIMITED = 2;
 
 /** Inline tensors at least this big move to the data file; smaller ones (shapes, scalars) stay in the graph. */
 const MOVE_FROM_BYTES = 1024;

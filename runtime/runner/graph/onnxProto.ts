@@ -19,12 +19,20 @@ const VALUE_INFO_NAME = 1;
 const VALUE_INFO_TYPE = 2;
 const TYPE_TENSOR = 1;
 const TENSOR_ELEM_TYPE = 1;
-const LENGTH_DELIMITED = 2;
+export const LENGTH_DELIMITED = 2;
+/** TensorProto fields: an initializer's shape, element type, name, inline bytes, external data and where its data lies. */
+export const TENSOR_DIMS = 1;
+export const TENSOR_DATA_TYPE = 2;
+export const TENSOR_NAME = 8;
+export const TENSOR_RAW_DATA = 9;
+export const TENSOR_EXTERNAL_DATA = 13;
+export const TENSOR_DATA_LOCATION = 14;
 
 /** ONNX element types used here. */
 export const FLOAT = 1;
 export const INT64 = 7;
 export const BOOL = 9;
+export const FLOAT16 = 10;
 
 export interface Field {
   field: number;
